@@ -1,0 +1,470 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	goruntime "runtime"
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	clientgofeatures "k8s.io/client-go/features"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/persist"
+)
+
+// IndexerOptions configures NewIndexer.
+type IndexerOptions struct {
+	// DB is the open cache file. Required. The Indexer does not close it.
+	DB *persist.DB
+
+	// Collection names the bucket tree this Indexer owns in DB. Required.
+	Collection string
+
+	// Description is shown by tools such as inspect (resource, namespace,
+	// selectors).
+	Description map[string]string
+
+	// KeyFunc makes store keys. Nil means cache.DeletionHandlingMetaNamespaceKeyFunc.
+	KeyFunc cache.KeyFunc
+
+	// Indexers are the secondary indexes, as with cache.NewIndexer.
+	Indexers cache.Indexers
+
+	// IndexVersions declares a version per index name. An index on disk is
+	// reused only if its name, its version and its function's name are those
+	// given now; otherwise it is rebuilt from the stored objects when the
+	// Indexer opens. Bump an index's version whenever its function's
+	// behaviour changes without its Go name changing (for example a closure
+	// over a different parameter). Unset versions are "".
+	IndexVersions map[string]string
+
+	// Transform is applied to every object before it is stored, as with
+	// cache.WithTransformer.
+	Transform cache.TransformFunc
+
+	// CacheObjects and CacheBytes bound the in-memory cache of decoded
+	// objects; zero for both keeps all of them (see persist.CollectionOptions).
+	CacheObjects int
+	CacheBytes   int64
+}
+
+// Indexer is a cache.Indexer whose objects, indexes and resource version live
+// in a persist.Collection. A change is visible to reads as soon as the call
+// that made it returns, and is on disk after the next group commit.
+//
+// Unlike client-go's indexer, an index function that fails does not panic:
+// the write returns the error and nothing of it is applied.
+type Indexer struct {
+	coll      *persist.Collection
+	keyFunc   cache.KeyFunc
+	transform cache.TransformFunc
+
+	// writeMu serializes writes, so that each computes its index values
+	// against the indexer set it is applied with, and Replace's diff stays
+	// valid until it is applied.
+	writeMu sync.Mutex
+
+	// indexMu guards indexers and versions.
+	indexMu  sync.RWMutex
+	indexers cache.Indexers
+	versions map[string]string
+}
+
+var (
+	_ cache.Indexer          = (*Indexer)(nil)
+	_ cache.TransactionStore = (*Indexer)(nil)
+)
+
+// NewIndexer opens (or creates) the collection and returns an Indexer over
+// it. Its contents and resource version are whatever the file holds.
+func NewIndexer(opts IndexerOptions) (*Indexer, error) {
+	if opts.DB == nil {
+		return nil, errors.New("boltinformer: IndexerOptions.DB is required")
+	}
+	if opts.Collection == "" {
+		return nil, errors.New("boltinformer: IndexerOptions.Collection is required")
+	}
+	i := &Indexer{
+		keyFunc:   opts.KeyFunc,
+		transform: opts.Transform,
+		indexers:  cache.Indexers{},
+		versions:  map[string]string{},
+	}
+	if i.keyFunc == nil {
+		i.keyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
+	}
+	for name, fn := range opts.Indexers {
+		i.indexers[name] = fn
+		i.versions[name] = indexVersion(opts.IndexVersions[name], fn)
+	}
+	coll, err := opts.DB.Collection(opts.Collection, persist.CollectionOptions{
+		Description:  opts.Description,
+		Indexes:      i.versions,
+		IndexValues:  i.indexValues,
+		CacheObjects: opts.CacheObjects,
+		CacheBytes:   opts.CacheBytes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	i.coll = coll
+	return i, nil
+}
+
+// indexVersion identifies an index function: the declared version plus the
+// function's Go name, so that swapping in a differently named function
+// rebuilds the index even when nobody bumped the version.
+func indexVersion(declared string, fn cache.IndexFunc) string {
+	name := "?"
+	if f := goruntime.FuncForPC(reflect.ValueOf(fn).Pointer()); f != nil {
+		name = f.Name()
+	}
+	return declared + "|" + name
+}
+
+func (i *Indexer) indexValues(name string, obj runtime.Object) ([]string, error) {
+	fn := i.indexers[name]
+	if fn == nil {
+		return nil, fmt.Errorf("Index with name %s does not exist", name)
+	}
+	return fn(obj)
+}
+
+// Collection returns the underlying collection.
+func (i *Indexer) Collection() *persist.Collection { return i.coll }
+
+// op builds the persist op for storing obj, computing every index value.
+// Called with writeMu held.
+func (i *Indexer) op(key string, obj interface{}) (persist.Op, error) {
+	ro, ok := obj.(runtime.Object)
+	if !ok {
+		return persist.Op{}, fmt.Errorf("%w: %T is not a runtime.Object", persist.ErrUnencodable, obj)
+	}
+	i.indexMu.RLock()
+	defer i.indexMu.RUnlock()
+	values := make(map[string][]string, len(i.indexers))
+	for name, fn := range i.indexers {
+		v, err := fn(obj)
+		if err != nil {
+			return persist.Op{}, fmt.Errorf("unable to calculate an index entry for key %q on index %q: %w", key, name, err)
+		}
+		if len(v) > 0 {
+			values[name] = v
+		}
+	}
+	return persist.Op{Key: key, Object: ro, Indexes: values}, nil
+}
+
+func (i *Indexer) keyAndTransform(obj interface{}) (string, interface{}, error) {
+	key, err := i.keyFunc(obj)
+	if err != nil {
+		return "", nil, cache.KeyError{Obj: obj, Err: err}
+	}
+	if i.transform != nil {
+		if obj, err = i.transform(obj); err != nil {
+			return "", nil, fmt.Errorf("transforming: %w", err)
+		}
+	}
+	return key, obj, nil
+}
+
+// rvAfter returns the store resource version after writing obj: obj's own if
+// it has object metadata (even if empty, as client-go does), else unchanged.
+func (i *Indexer) rvAfter(obj interface{}) string {
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetResourceVersion()
+	}
+	return i.coll.ResourceVersion()
+}
+
+// Add inserts obj.
+func (i *Indexer) Add(obj interface{}) error { return i.Update(obj) }
+
+// Update stores obj under its key.
+func (i *Indexer) Update(obj interface{}) error {
+	key, obj, err := i.keyAndTransform(obj)
+	if err != nil {
+		return err
+	}
+	i.writeMu.Lock()
+	defer i.writeMu.Unlock()
+	op, err := i.op(key, obj)
+	if err != nil {
+		return err
+	}
+	return i.coll.Apply([]persist.Op{op}, i.rvAfter(obj))
+}
+
+// Delete removes obj's key.
+func (i *Indexer) Delete(obj interface{}) error {
+	key, err := i.keyFunc(obj)
+	if err != nil {
+		return cache.KeyError{Obj: obj, Err: err}
+	}
+	i.writeMu.Lock()
+	defer i.writeMu.Unlock()
+	return i.coll.Apply([]persist.Op{{Key: key, Delete: true}}, i.rvAfter(obj))
+}
+
+// Transaction applies txns in one Apply. Transactions whose key cannot be
+// computed, or whose index values cannot, are skipped and reported.
+func (i *Indexer) Transaction(txns ...cache.Transaction) *cache.TransactionError {
+	i.writeMu.Lock()
+	defer i.writeMu.Unlock()
+	ops := make([]persist.Op, 0, len(txns))
+	ok := make([]int, 0, len(txns))
+	var errs []error
+	for n, txn := range txns {
+		var op persist.Op
+		var err error
+		if txn.Type == cache.TransactionTypeDelete {
+			var key string
+			if key, err = i.keyFunc(txn.Object); err != nil {
+				err = cache.KeyError{Obj: txn.Object, Err: err}
+			}
+			op = persist.Op{Key: key, Delete: true}
+		} else {
+			var key string
+			var obj interface{}
+			if key, obj, err = i.keyAndTransform(txn.Object); err == nil {
+				op, err = i.op(key, obj)
+			}
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ops = append(ops, op)
+		ok = append(ok, n)
+	}
+	rv := i.coll.ResourceVersion()
+	if len(txns) > 0 {
+		rv = i.rvAfter(txns[len(txns)-1].Object)
+	}
+	if len(ops) > 0 || len(txns) > 0 {
+		if err := i.coll.Apply(ops, rv); err != nil {
+			return &cache.TransactionError{TotalTransactions: len(txns), Errors: append(errs, err)}
+		}
+	}
+	if len(errs) > 0 {
+		return &cache.TransactionError{SuccessfulIndices: ok, TotalTransactions: len(txns), Errors: errs}
+	}
+	return nil
+}
+
+// Replace makes the store hold exactly list, at resource version rv. Objects
+// whose resource version equals the stored one are not rewritten.
+func (i *Indexer) Replace(list []interface{}, rv string) error {
+	type item struct {
+		key string
+		obj interface{}
+	}
+	items := make([]item, 0, len(list))
+	for _, obj := range list {
+		key, obj, err := i.keyAndTransform(obj)
+		if err != nil {
+			return err
+		}
+		items = append(items, item{key, obj})
+	}
+	i.writeMu.Lock()
+	defer i.writeMu.Unlock()
+	stored, err := i.coll.ResourceVersions()
+	if err != nil {
+		return fmt.Errorf("replace: reading stored versions: %w", err)
+	}
+	ops := make([]persist.Op, 0, len(items))
+	for _, it := range items {
+		storedRV, had := stored[it.key]
+		delete(stored, it.key)
+		if had && storedRV != "" {
+			if m, err := meta.Accessor(it.obj); err == nil && m.GetResourceVersion() == storedRV {
+				continue
+			}
+		}
+		op, err := i.op(it.key, it.obj)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, op)
+	}
+	gone := make([]string, 0, len(stored))
+	for key := range stored {
+		gone = append(gone, key)
+	}
+	sort.Strings(gone)
+	for _, key := range gone {
+		ops = append(ops, persist.Op{Key: key, Delete: true})
+	}
+	return i.coll.Apply(ops, rv)
+}
+
+// Resync does nothing, as for client-go's store.
+func (i *Indexer) Resync() error { return nil }
+
+// Bookmark records rv as the store's resource version.
+func (i *Indexer) Bookmark(rv string) {
+	i.writeMu.Lock()
+	defer i.writeMu.Unlock()
+	// Apply with no ops cannot fail to encode; it fails only on a closed or
+	// read-only file, where there is nothing to record.
+	_ = i.coll.Apply(nil, rv)
+}
+
+// LastStoreSyncResourceVersion returns the resource version of the latest
+// write or bookmark, or the stored one after a restart. Like client-go, it
+// returns "" unless the AtomicFIFO feature gate is enabled (the default).
+func (i *Indexer) LastStoreSyncResourceVersion() string {
+	if !clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) {
+		return ""
+	}
+	return i.coll.ResourceVersion()
+}
+
+// Get returns the object stored under obj's key.
+func (i *Indexer) Get(obj interface{}) (interface{}, bool, error) {
+	key, err := i.keyFunc(obj)
+	if err != nil {
+		return nil, false, cache.KeyError{Obj: obj, Err: err}
+	}
+	return i.GetByKey(key)
+}
+
+// GetByKey returns the object stored under key.
+func (i *Indexer) GetByKey(key string) (interface{}, bool, error) {
+	obj, ok, err := i.coll.Get(key)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return obj, true, nil
+}
+
+// List returns every object. A file read error is reported through
+// utilruntime.HandleError and yields the objects read so far, since the
+// client-go signature has no error.
+func (i *Indexer) List() []interface{} {
+	objs, err := i.coll.List()
+	if err != nil {
+		handleReadError("List", err)
+	}
+	out := make([]interface{}, len(objs))
+	for n, o := range objs {
+		out[n] = o
+	}
+	return out
+}
+
+// ListKeys returns every key.
+func (i *Indexer) ListKeys() []string {
+	keys, err := i.coll.Keys()
+	if err != nil {
+		handleReadError("ListKeys", err)
+	}
+	return keys
+}
+
+// GetIndexers returns a copy of the indexers.
+func (i *Indexer) GetIndexers() cache.Indexers {
+	i.indexMu.RLock()
+	defer i.indexMu.RUnlock()
+	out := make(cache.Indexers, len(i.indexers))
+	for k, v := range i.indexers {
+		out[k] = v
+	}
+	return out
+}
+
+// AddIndexers adds indexes and builds them over the stored objects. If an
+// index function fails for any stored object, none of newIndexers is added.
+func (i *Indexer) AddIndexers(newIndexers cache.Indexers) error {
+	i.writeMu.Lock()
+	defer i.writeMu.Unlock()
+	i.indexMu.RLock()
+	var conflict []string
+	for name := range newIndexers {
+		if _, ok := i.indexers[name]; ok {
+			conflict = append(conflict, name)
+		}
+	}
+	i.indexMu.RUnlock()
+	if len(conflict) > 0 {
+		sort.Strings(conflict)
+		return fmt.Errorf("indexer conflict: %v", sets.New(conflict...))
+	}
+	versions := make(map[string]string, len(newIndexers))
+	for name, fn := range newIndexers {
+		versions[name] = indexVersion("", fn)
+	}
+	build := func(name string, obj runtime.Object) ([]string, error) { return newIndexers[name](obj) }
+	if err := i.coll.AddIndexes(context.Background(), versions, build); err != nil {
+		return err
+	}
+	i.indexMu.Lock()
+	defer i.indexMu.Unlock()
+	for name, fn := range newIndexers {
+		i.indexers[name] = fn
+		i.versions[name] = versions[name]
+	}
+	return nil
+}
+
+// Index returns the objects sharing any of obj's values for the named index.
+func (i *Indexer) Index(indexName string, obj interface{}) ([]interface{}, error) {
+	i.indexMu.RLock()
+	fn := i.indexers[indexName]
+	i.indexMu.RUnlock()
+	if fn == nil {
+		return nil, fmt.Errorf("Index with name %s does not exist", indexName)
+	}
+	values, err := fn(obj)
+	if err != nil {
+		return nil, err
+	}
+	keys := sets.New[string]()
+	for _, v := range values {
+		k, err := i.coll.IndexKeys(indexName, v)
+		if err != nil {
+			return nil, err
+		}
+		keys.Insert(k...)
+	}
+	objs, err := i.coll.GetMany(sets.List(keys))
+	return toInterfaces(objs), err
+}
+
+// IndexKeys returns the keys whose values for the named index include value.
+func (i *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	return i.coll.IndexKeys(indexName, indexedValue)
+}
+
+// ListIndexFuncValues returns the values of the named index. Errors (an
+// unknown index, a file read error) are reported through HandleError and
+// yield nil, since the client-go signature has no error.
+func (i *Indexer) ListIndexFuncValues(indexName string) []string {
+	values, err := i.coll.IndexValues(indexName)
+	if err != nil {
+		handleReadError("ListIndexFuncValues", err)
+		return nil
+	}
+	return values
+}
+
+// ByIndex returns the objects whose values for the named index include value.
+func (i *Indexer) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
+	objs, err := i.coll.ByIndex(indexName, indexedValue)
+	return toInterfaces(objs), err
+}
+
+func toInterfaces(objs []runtime.Object) []interface{} {
+	out := make([]interface{}, len(objs))
+	for n, o := range objs {
+		out[n] = o
+	}
+	return out
+}

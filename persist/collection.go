@@ -1,0 +1,520 @@
+package persist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+	bolt "go.etcd.io/bbolt"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Bucket layout of one collection, below bucketCollections/<name>:
+//
+//	meta/     rv, committed, created, description, indexes
+//	objects/  key -> record
+//	indexes/  <index name>/{byValue,byKey} (see indexkey.go)
+var (
+	bucketCollMeta  = []byte("meta")
+	bucketObjects   = []byte("objects")
+	bucketIndexes   = []byte("indexes")
+	keyRV           = []byte("rv")
+	keyCommitted    = []byte("committed")
+	keyDescription  = []byte("description")
+	keyIndexVersion = []byte("indexes")
+)
+
+// IndexValuesFunc computes the values of the named index for obj. It is how a
+// collection (re)builds an index from stored objects.
+type IndexValuesFunc func(index string, obj runtime.Object) ([]string, error)
+
+// CollectionOptions configures DB.Collection. Every zero value is usable.
+type CollectionOptions struct {
+	// Description is free-form metadata shown by tools (resource, namespace,
+	// selectors). It is written when the collection is opened for writing.
+	Description map[string]string
+
+	// Indexes names the collection's secondary indexes with a version each.
+	// An index stored under the same name and version is trusted as is; one
+	// whose version differs, or that is new, is rebuilt from the stored
+	// objects with IndexValues before the collection is returned; a stored
+	// index not named here is dropped. Change the version whenever an index
+	// function's behaviour changes.
+	Indexes map[string]string
+
+	// IndexValues computes index values when an index has to be (re)built.
+	// Required when Indexes names an index the file does not hold at that
+	// version.
+	IndexValues IndexValuesFunc
+
+	// CacheObjects and CacheBytes bound the cache of decoded objects (bytes are
+	// counted as encoded record bytes). Zero for both keeps every object
+	// decoded in memory, as client-go does; with a bound, memory stays flat
+	// however many objects are stored, and cold reads decode from the file.
+	CacheObjects int
+	CacheBytes   int64
+}
+
+// Collection is one set of objects in a DB with its secondary indexes and its
+// resource version, stored in its own bucket tree.
+//
+// Applied changes are visible to every read at once and reach the file with
+// the next group commit. Reads return objects shared with other readers and
+// with the cache: treat them as read-only, as with client-go's stores.
+//
+// Methods are safe for concurrent use, except that AddIndexes must not run
+// concurrently with Apply.
+type Collection struct {
+	db   *DB
+	name string
+	key  []byte
+
+	cache    *objectCache
+	complete bool // unbounded cache known to hold every object; guarded by mu
+
+	// mu guards the fields below. Apply takes it for writing; reads that
+	// consult the layers or the file take it for reading, which keeps them
+	// from caching a decoded object older than a concurrent Apply.
+	mu         sync.RWMutex
+	pending    *layer
+	committing *layer // nil unless a commit of it is in flight or failed
+	rv         string
+	indexes    map[string]string // name -> version
+}
+
+// Collection opens, or creates, the named collection.
+func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, error) {
+	if name == "" {
+		return nil, errors.New("collection name must not be empty")
+	}
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if _, ok := db.collections[name]; ok {
+		db.mu.Unlock()
+		return nil, fmt.Errorf("collection %q is already open on %s", name, db.path)
+	}
+	db.mu.Unlock()
+
+	c := &Collection{
+		db:      db,
+		name:    name,
+		key:     []byte(name),
+		cache:   newObjectCache(opts.CacheObjects, opts.CacheBytes),
+		pending: newLayer(),
+		indexes: map[string]string{},
+	}
+	var err error
+	if db.opts.ReadOnly {
+		err = db.bolt.View(c.load)
+	} else {
+		db.commitMu.Lock()
+		err = db.bolt.Update(func(tx *bolt.Tx) error { return c.create(tx, opts) })
+		db.commitMu.Unlock()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening collection %q in %s: %w", name, db.path, err)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if _, ok := db.collections[name]; ok {
+		return nil, fmt.Errorf("collection %q is already open on %s", name, db.path)
+	}
+	db.collections[name] = c
+	return c, nil
+}
+
+func (c *Collection) bucket(tx *bolt.Tx) *bolt.Bucket {
+	return tx.Bucket(bucketCollections).Bucket(c.key)
+}
+
+// load reads the stored metadata of an existing collection.
+func (c *Collection) load(tx *bolt.Tx) error {
+	b := c.bucket(tx)
+	if b == nil {
+		return ErrNoCollection
+	}
+	meta := b.Bucket(bucketCollMeta)
+	c.rv = string(meta.Get(keyRV))
+	if raw := meta.Get(keyIndexVersion); raw != nil {
+		if err := msgpack.Unmarshal(raw, &c.indexes); err != nil {
+			return fmt.Errorf("%w: index versions: %v", ErrCorruptRecord, err)
+		}
+	}
+	return nil
+}
+
+// create makes the collection's buckets if needed, loads its metadata and
+// brings its indexes to opts.Indexes.
+func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
+	root := tx.Bucket(bucketCollections)
+	b := root.Bucket(c.key)
+	if b == nil {
+		var err error
+		if b, err = root.CreateBucket(c.key); err != nil {
+			return err
+		}
+		for _, name := range [][]byte{bucketCollMeta, bucketObjects, bucketIndexes} {
+			if _, err := b.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+	}
+	if err := c.load(tx); err != nil {
+		return err
+	}
+	meta := b.Bucket(bucketCollMeta)
+	if opts.Description != nil {
+		raw, err := msgpack.Marshal(opts.Description)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keyDescription, raw); err != nil {
+			return err
+		}
+	}
+	stored := c.indexes
+	c.indexes = map[string]string{}
+	idx := b.Bucket(bucketIndexes)
+	for name := range stored {
+		if v, keep := opts.Indexes[name]; !keep || v != stored[name] {
+			if err := idx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+				return err
+			}
+		} else {
+			c.indexes[name] = v
+		}
+	}
+	var build []string
+	for name := range opts.Indexes {
+		if _, ok := c.indexes[name]; !ok {
+			build = append(build, name)
+		}
+	}
+	if len(build) > 0 {
+		if opts.IndexValues == nil {
+			return fmt.Errorf("indexes %v must be built but no IndexValues function was given", build)
+		}
+		if err := c.buildIndexes(tx, build, opts.Indexes, opts.IndexValues); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildIndexes creates the named indexes from the stored objects and records
+// their versions. An error from fn aborts the caller's transaction, so no
+// partial index survives.
+func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[string]string, fn IndexValuesFunc) error {
+	sort.Strings(names)
+	b := c.bucket(tx)
+	idx := b.Bucket(bucketIndexes)
+	type target struct{ byValue, byKey *bolt.Bucket }
+	targets := make([]target, len(names))
+	for i, name := range names {
+		if err := idx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+			return err
+		}
+		ib, err := idx.CreateBucket([]byte(name))
+		if err != nil {
+			return err
+		}
+		t := target{}
+		if t.byValue, err = ib.CreateBucket(bucketByValue); err != nil {
+			return err
+		}
+		if t.byKey, err = ib.CreateBucket(bucketByKey); err != nil {
+			return err
+		}
+		targets[i] = t
+	}
+	err := b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+		key := string(k)
+		obj, ok := c.cache.get(key)
+		if !ok {
+			var err error
+			if obj, err = c.db.codec.Decode(rec); err != nil {
+				return fmt.Errorf("key %q: %w", key, err)
+			}
+		}
+		for i, name := range names {
+			values, err := fn(name, obj)
+			if err != nil {
+				return fmt.Errorf("index %q of %q: %w", name, key, err)
+			}
+			if err := writeIndexValues(targets[i].byValue, targets[i].byKey, key, nil, values); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		c.indexes[name] = versions[name]
+	}
+	return c.writeIndexVersions(b)
+}
+
+func (c *Collection) writeIndexVersions(b *bolt.Bucket) error {
+	raw, err := msgpack.Marshal(c.indexes)
+	if err != nil {
+		return err
+	}
+	return b.Bucket(bucketCollMeta).Put(keyIndexVersion, raw)
+}
+
+// writeIndexValues moves key from the old values to the new ones.
+func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []string) error {
+	if equalStrings(old, values) {
+		return nil
+	}
+	for _, v := range old {
+		if err := byValue.Delete(indexEntry(v, key)); err != nil {
+			return err
+		}
+	}
+	for _, v := range values {
+		if err := byValue.Put(indexEntry(v, key), nil); err != nil {
+			return err
+		}
+	}
+	if len(values) == 0 {
+		return byKey.Delete([]byte(key))
+	}
+	raw, err := msgpack.Marshal(values)
+	if err != nil {
+		return err
+	}
+	return byKey.Put([]byte(key), raw)
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Name returns the collection's name.
+func (c *Collection) Name() string { return c.name }
+
+// Indexes returns the names and versions of the collection's indexes.
+func (c *Collection) Indexes() map[string]string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make(map[string]string, len(c.indexes))
+	for k, v := range c.indexes {
+		out[k] = v
+	}
+	return out
+}
+
+// Apply applies ops and sets the collection's resource version to rv. All ops
+// are encoded first: if one cannot be, Apply returns the error and nothing is
+// applied. Applied ops are visible to reads when Apply returns, and reach the
+// file, together with rv, in the next group commit.
+func (c *Collection) Apply(ops []Op, rv string) error {
+	if c.db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	changes := make([]*change, len(ops))
+	for i, op := range ops {
+		if op.Delete {
+			changes[i] = &change{deleted: true}
+			continue
+		}
+		if op.Object == nil {
+			return fmt.Errorf("%w: key %q: nil object", ErrUnencodable, op.Key)
+		}
+		rec, err := c.db.codec.Encode(op.Object)
+		if err != nil {
+			return fmt.Errorf("key %q: %w", op.Key, err)
+		}
+		changes[i] = &change{obj: op.Object, record: rec, indexes: op.Indexes}
+	}
+
+	c.db.applyMu.RLock()
+	c.mu.Lock()
+	if c.db.closedFlag.Load() {
+		c.mu.Unlock()
+		c.db.applyMu.RUnlock()
+		return ErrClosed
+	}
+	for i, op := range ops {
+		c.pending.put(op.Key, changes[i])
+		if changes[i].deleted {
+			c.cache.remove(op.Key)
+		} else {
+			c.cache.put(op.Key, changes[i].obj, len(changes[i].record))
+		}
+	}
+	c.pending.rv, c.pending.rvSet = rv, true
+	c.rv = rv
+	c.db.applySeq.Add(1)
+	c.mu.Unlock()
+	c.db.applyMu.RUnlock()
+	c.db.noteApplied(max(len(ops), 1))
+	return nil
+}
+
+// ResourceVersion returns the resource version of the latest Apply, or the
+// stored one if nothing was applied since the collection was opened.
+func (c *Collection) ResourceVersion() string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.rv
+}
+
+// CommittedResourceVersion returns the resource version on disk.
+func (c *Collection) CommittedResourceVersion() (string, error) {
+	var rv string
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		rv = string(b.Bucket(bucketCollMeta).Get(keyRV))
+		return nil
+	})
+	return rv, err
+}
+
+// swapForCommit moves the pending layer to committing, or folds it into a
+// committing layer left by a failed commit. It reports the number of changes
+// to write and whether there is anything to write. Called with db.applyMu held.
+func (c *Collection) swapForCommit() (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.committing != nil {
+		if !c.pending.empty() {
+			c.committing.absorb(c.pending)
+			c.pending = newLayer()
+		}
+		return len(c.committing.changes), true
+	}
+	if c.pending.empty() {
+		return 0, false
+	}
+	c.committing, c.pending = c.pending, newLayer()
+	return len(c.committing.changes), true
+}
+
+func (c *Collection) dropCommitting() {
+	c.mu.Lock()
+	c.committing = nil
+	c.mu.Unlock()
+}
+
+// writeCommitting writes the committing layer in tx. Called with db.commitMu
+// held, which is also what guards c.indexes against AddIndexes here; the
+// committing layer is immutable while set.
+func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) error {
+	l := c.committing
+	b := c.bucket(tx)
+	if b == nil {
+		return ErrNoCollection
+	}
+	objects := b.Bucket(bucketObjects)
+	idx := b.Bucket(bucketIndexes)
+	type ibuckets struct {
+		name           string
+		byValue, byKey *bolt.Bucket
+	}
+	var indexes []ibuckets
+	for name := range c.indexes {
+		ib := idx.Bucket([]byte(name))
+		if ib == nil {
+			return fmt.Errorf("%w: index bucket %q missing", ErrCorruptRecord, name)
+		}
+		indexes = append(indexes, ibuckets{name, ib.Bucket(bucketByValue), ib.Bucket(bucketByKey)})
+	}
+	keys := make([]string, 0, len(l.changes))
+	for k := range l.changes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		ch := l.changes[key]
+		kb := []byte(key)
+		var err error
+		if ch.deleted {
+			err = objects.Delete(kb)
+		} else {
+			err = objects.Put(kb, ch.record)
+		}
+		if err != nil {
+			return fmt.Errorf("key %q: %w", key, err)
+		}
+		for _, ib := range indexes {
+			var old []string
+			if raw := ib.byKey.Get(kb); raw != nil {
+				if err := msgpack.Unmarshal(raw, &old); err != nil {
+					return fmt.Errorf("%w: index %q of %q: %v", ErrCorruptRecord, ib.name, key, err)
+				}
+			}
+			var values []string
+			if !ch.deleted {
+				values = ch.indexes[ib.name]
+			}
+			if err := writeIndexValues(ib.byValue, ib.byKey, key, old, values); err != nil {
+				return fmt.Errorf("index %q of %q: %w", ib.name, key, err)
+			}
+		}
+	}
+	meta := b.Bucket(bucketCollMeta)
+	if l.rvSet {
+		if err := meta.Put(keyRV, []byte(l.rv)); err != nil {
+			return err
+		}
+	}
+	return meta.Put(keyCommitted, []byte(now.Format(time.RFC3339Nano)))
+}
+
+// AddIndexes builds new indexes over the stored objects and adds them to the
+// collection. It first flushes pending changes, then builds every index in
+// one transaction: if fn fails for any object, no index is added and the
+// error names the object. The caller must not Apply concurrently (Apply would
+// compute values without the new indexes).
+func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string, fn IndexValuesFunc) error {
+	if c.db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if err := c.db.Flush(ctx); err != nil {
+		return fmt.Errorf("adding indexes to %q: %w", c.name, err)
+	}
+	c.db.commitMu.Lock()
+	defer c.db.commitMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := make([]string, 0, len(versions))
+	for name := range versions {
+		if _, ok := c.indexes[name]; ok {
+			return fmt.Errorf("indexer conflict: %q already exists", name)
+		}
+		names = append(names, name)
+	}
+	before := c.indexes
+	c.indexes = make(map[string]string, len(before)+len(names))
+	for k, v := range before {
+		c.indexes[k] = v
+	}
+	err := c.db.bolt.Update(func(tx *bolt.Tx) error { return c.buildIndexes(tx, names, versions, fn) })
+	if err != nil {
+		c.indexes = before
+		return fmt.Errorf("adding indexes to %q: %w", c.name, err)
+	}
+	return nil
+}

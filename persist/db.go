@@ -1,0 +1,485 @@
+package persist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// schemaVersion is the on-disk layout version written at creation. A file
+// with a higher version is refused with ErrSchemaUnsupported.
+const schemaVersion = 1
+
+// Defaults applied to zero Options fields.
+const (
+	DefaultLockTimeout   = 10 * time.Second
+	DefaultBatchInterval = 20 * time.Millisecond
+	DefaultBatchLimit    = 10000
+)
+
+var (
+	bucketMeta        = []byte("boltinformer")
+	bucketCollections = []byte("collections")
+	keySchema         = []byte("schema")
+	keyCreated        = []byte("created")
+)
+
+// Options configures Open. Every field's zero value is a usable default.
+type Options struct {
+	// LockTimeout bounds the wait for the file lock held by another process.
+	// Zero means DefaultLockTimeout; the wait is never unbounded.
+	LockTimeout time.Duration
+
+	// ReadOnly opens the file with a shared lock for tools such as inspect. It
+	// never writes, never creates the file, and never rebuilds indexes.
+	ReadOnly bool
+
+	// BatchInterval is the longest an applied change waits before its group
+	// commit starts. Zero means DefaultBatchInterval.
+	BatchInterval time.Duration
+
+	// BatchLimit starts a group commit early once this many changes are
+	// pending across all collections. Zero means DefaultBatchLimit.
+	BatchLimit int
+
+	// NoSync skips fsync on commit. A process crash still loses at most the
+	// last group (the data is in the OS page cache); a machine crash may lose
+	// more or corrupt the file. For tests and benchmarks.
+	NoSync bool
+
+	// Scheme resolves typed objects for the record codec. Nil allows only
+	// *unstructured.Unstructured objects.
+	Scheme *runtime.Scheme
+}
+
+// DB is an open cache file. It owns one bbolt database, the collections
+// opened on it, and the goroutine that group-commits their changes.
+//
+// All methods are safe for concurrent use.
+type DB struct {
+	path  string
+	opts  Options
+	bolt  *bolt.DB
+	codec *Codec
+
+	// applyMu is held for reading by every Apply while it assigns a sequence
+	// number and inserts into a collection's pending layer, and for writing by
+	// a commit while it swaps the pending layers out, so that a commit's
+	// barrier sequence covers exactly the layers it swapped.
+	// Lock order: applyMu, then Collection.mu.
+	applyMu  sync.RWMutex
+	applySeq atomic.Uint64
+	pending  atomic.Int64 // changes applied since the last swap
+
+	// commitMu allows one commit (or index build) at a time.
+	commitMu sync.Mutex
+
+	// mu guards the fields below it.
+	mu           sync.Mutex
+	collections  map[string]*Collection
+	committedSeq uint64
+	lastErr      error  // error of the latest failed commit, nil after a success
+	lastErrSeq   uint64 // commit attempt number of lastErr
+	attempts     uint64 // commit attempts so far
+	commitDone   chan struct{}
+	timerArmed   bool
+	closed       bool
+
+	closedFlag atomic.Bool // closed, readable without mu
+
+	kick  chan struct{}
+	stopc chan struct{}
+	donec chan struct{}
+
+	commitObserver func(CommitStats)
+}
+
+// CommitStats describes one group commit, for metrics.
+type CommitStats struct {
+	Changes  int
+	Duration time.Duration
+	Err      error
+}
+
+// Open opens or creates the cache file at path.
+func Open(path string, opts Options) (*DB, error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = DefaultLockTimeout
+	}
+	if opts.BatchInterval <= 0 {
+		opts.BatchInterval = DefaultBatchInterval
+	}
+	if opts.BatchLimit <= 0 {
+		opts.BatchLimit = DefaultBatchLimit
+	}
+	if !opts.ReadOnly {
+		dir := filepath.Dir(path)
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("creating directory for cache file %s: %w", path, err)
+			}
+		}
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("opening cache file %s read-only: %w", path, err)
+	}
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:      opts.LockTimeout,
+		ReadOnly:     opts.ReadOnly,
+		NoSync:       opts.NoSync,
+		FreelistType: bolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, openError(path, opts, err)
+	}
+	db := &DB{
+		path:        path,
+		opts:        opts,
+		bolt:        bdb,
+		codec:       NewCodec(opts.Scheme),
+		collections: map[string]*Collection{},
+		commitDone:  make(chan struct{}),
+		kick:        make(chan struct{}, 1),
+		stopc:       make(chan struct{}),
+		donec:       make(chan struct{}),
+	}
+	if err := db.checkSchema(); err != nil {
+		_ = bdb.Close()
+		return nil, err
+	}
+	if opts.ReadOnly {
+		close(db.donec)
+	} else {
+		go db.run()
+	}
+	return db, nil
+}
+
+func openError(path string, opts Options, err error) error {
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return fmt.Errorf("%w: %s: gave up after %s. Stop the process that has it open, or read a hot snapshot of it instead (DB.SnapshotFile in that process; see README, \"Snapshots\")",
+			ErrLocked, path, opts.LockTimeout)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),
+		errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrInvalidMapping):
+		return fmt.Errorf("%w: %s: %v. Move the file aside (keep it for inspect) and start cold", ErrCorrupt, path, err)
+	}
+	return fmt.Errorf("opening cache file %s: %w", path, err)
+}
+
+func (db *DB) checkSchema() error {
+	check := func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			empty := true
+			_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+			if !empty {
+				return fmt.Errorf("%w: %s has buckets but no %q metadata", ErrNotCacheFile, db.path, bucketMeta)
+			}
+			if db.opts.ReadOnly {
+				return fmt.Errorf("%w: %s is empty", ErrNotCacheFile, db.path)
+			}
+			return initSchema(tx)
+		}
+		raw := meta.Get(keySchema)
+		v, err := strconv.Atoi(string(raw))
+		if err != nil {
+			return fmt.Errorf("%w: %s: schema %q is not a number", ErrNotCacheFile, db.path, raw)
+		}
+		if v != schemaVersion {
+			return fmt.Errorf("%w: %s has schema %d, this build reads schema %d; use the boltinformer release that wrote it, or delete the file to start cold",
+				ErrSchemaUnsupported, db.path, v, schemaVersion)
+		}
+		return nil
+	}
+	var err error
+	if db.opts.ReadOnly {
+		err = db.bolt.View(check)
+	} else {
+		err = db.bolt.Update(check)
+	}
+	if err != nil && !errors.Is(err, ErrNotCacheFile) && !errors.Is(err, ErrSchemaUnsupported) {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, db.path, err)
+	}
+	return err
+}
+
+func initSchema(tx *bolt.Tx) error {
+	meta, err := tx.CreateBucket(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if err := meta.Put(keySchema, []byte(strconv.Itoa(schemaVersion))); err != nil {
+		return err
+	}
+	if err := meta.Put(keyCreated, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+		return err
+	}
+	_, err = tx.CreateBucket(bucketCollections)
+	return err
+}
+
+// Path returns the file's path.
+func (db *DB) Path() string { return db.path }
+
+// Codec returns the codec records are written with.
+func (db *DB) Codec() *Codec { return db.codec }
+
+// SetCommitObserver installs fn to be called after every commit attempt. It
+// must be set before the first Apply and must not block.
+func (db *DB) SetCommitObserver(fn func(CommitStats)) {
+	db.mu.Lock()
+	db.commitObserver = fn
+	db.mu.Unlock()
+}
+
+// run is the group-commit goroutine. It commits when kicked (by the batch
+// timer, the batch limit or Flush) and once more when stopped, then closes
+// donec.
+func (db *DB) run() {
+	defer close(db.donec)
+	var retry <-chan time.Time
+	backoff := db.opts.BatchInterval
+	for {
+		select {
+		case <-db.stopc:
+			return
+		case <-db.kick:
+		case <-retry:
+		}
+		retry = nil
+		if err := db.commit(); err != nil {
+			// Keep the changes in memory and try again; readers keep seeing
+			// them through the layers, and the RV on disk stays behind.
+			retry = time.After(backoff)
+			backoff = min(backoff*2, 5*time.Second)
+		} else {
+			backoff = db.opts.BatchInterval
+		}
+	}
+}
+
+// noteApplied arms the batch timer or kicks an early commit. Called after
+// every Apply with the number of changes it made.
+func (db *DB) noteApplied(n int) {
+	if db.pending.Add(int64(n)) >= int64(db.opts.BatchLimit) {
+		db.trigger()
+		return
+	}
+	db.mu.Lock()
+	arm := !db.timerArmed
+	db.timerArmed = true
+	db.mu.Unlock()
+	if arm {
+		time.AfterFunc(db.opts.BatchInterval, db.trigger)
+	}
+}
+
+func (db *DB) trigger() {
+	select {
+	case db.kick <- struct{}{}:
+	default:
+	}
+}
+
+// commit writes every collection's pending changes, and their resource
+// versions, in one bbolt transaction.
+func (db *DB) commit() error {
+	db.commitMu.Lock()
+	defer db.commitMu.Unlock()
+
+	db.mu.Lock()
+	db.timerArmed = false
+	colls := make([]*Collection, 0, len(db.collections))
+	for _, c := range db.collections {
+		colls = append(colls, c)
+	}
+	db.mu.Unlock()
+	sort.Slice(colls, func(i, j int) bool { return colls[i].name < colls[j].name })
+
+	// 1. Swap pending layers out under applyMu so barrier covers them exactly.
+	db.applyMu.Lock()
+	barrier := db.applySeq.Load()
+	db.pending.Store(0)
+	changes := 0
+	var dirty []*Collection
+	for _, c := range colls {
+		if n, ok := c.swapForCommit(); ok {
+			changes += n
+			dirty = append(dirty, c)
+		}
+	}
+	db.applyMu.Unlock()
+
+	start := time.Now()
+	var err error
+	if len(dirty) > 0 {
+		// 2. Write them in one transaction. Readers keep seeing the committing
+		// layers until step 3, so nothing they read goes missing meanwhile.
+		err = db.bolt.Update(func(tx *bolt.Tx) error {
+			now := time.Now().UTC()
+			for _, c := range dirty {
+				if err := c.writeCommitting(tx, now); err != nil {
+					return fmt.Errorf("collection %s: %w", c.name, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			err = fmt.Errorf("committing %d changes to %s: %w", changes, db.path, err)
+		}
+	}
+	// 3. Drop the committed layers; reads now go to the file.
+	if err == nil {
+		for _, c := range dirty {
+			c.dropCommitting()
+		}
+	}
+
+	db.mu.Lock()
+	db.attempts++
+	if err == nil {
+		db.committedSeq = max(db.committedSeq, barrier)
+		db.lastErr = nil
+	} else {
+		db.lastErr, db.lastErrSeq = err, db.attempts
+	}
+	close(db.commitDone)
+	db.commitDone = make(chan struct{})
+	observer := db.commitObserver
+	db.mu.Unlock()
+	if observer != nil && (len(dirty) > 0 || err != nil) {
+		observer(CommitStats{Changes: changes, Duration: time.Since(start), Err: err})
+	}
+	return err
+}
+
+// Flush commits every change applied before the call and returns once they
+// are on disk, or the first commit error seen after the call.
+func (db *DB) Flush(ctx context.Context) error {
+	if db.opts.ReadOnly {
+		return nil
+	}
+	target := db.applySeq.Load()
+	db.mu.Lock()
+	startAttempts := db.attempts
+	db.mu.Unlock()
+	db.trigger()
+	for {
+		db.mu.Lock()
+		done, committed := db.commitDone, db.committedSeq
+		lastErr, errSeq, closed := db.lastErr, db.lastErrSeq, db.closed
+		db.mu.Unlock()
+		if committed >= target {
+			return nil
+		}
+		if lastErr != nil && errSeq > startAttempts {
+			return lastErr
+		}
+		if closed {
+			return ErrClosed
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Err returns the error of the latest commit if it failed, nil otherwise.
+func (db *DB) Err() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.lastErr
+}
+
+// Close commits what is pending, stops the commit goroutine and closes the
+// file. It returns the final commit's error, if any: those changes are lost
+// and a restarted watch re-delivers them.
+func (db *DB) Close() error {
+	// Setting closed under applyMu orders it against Apply: every Apply either
+	// finished before (and is in the final commit) or sees closed.
+	db.applyMu.Lock()
+	db.mu.Lock()
+	wasClosed := db.closed
+	db.closed = true
+	db.mu.Unlock()
+	db.closedFlag.Store(true)
+	db.applyMu.Unlock()
+	if wasClosed {
+		return nil
+	}
+	var err error
+	if !db.opts.ReadOnly {
+		close(db.stopc)
+		<-db.donec
+		err = db.commit()
+	}
+	db.mu.Lock()
+	close(db.commitDone)
+	db.commitDone = make(chan struct{})
+	db.mu.Unlock()
+	if cerr := db.bolt.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Snapshot writes a consistent copy of the committed file to w while writes
+// continue, and returns the bytes written.
+func (db *DB) Snapshot(w io.Writer) (int64, error) {
+	var n int64
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// SnapshotFile flushes pending changes, then writes a consistent copy of the
+// file to path (mode 0600) through a temporary file and a rename, so path
+// never holds a partial snapshot. The copy opens with Open like any cache file.
+func (db *DB) SnapshotFile(ctx context.Context, path string) error {
+	if err := db.Flush(ctx); err != nil {
+		return fmt.Errorf("snapshot of %s: flushing: %w", db.path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("snapshot of %s: %w", db.path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("snapshot of %s: %w", db.path, err)
+	}
+	if _, err := db.Snapshot(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("snapshot of %s to %s: %w", db.path, path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("snapshot of %s to %s: %w", db.path, path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("snapshot of %s to %s: %w", db.path, path, err)
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Bolt returns the underlying bbolt database for read-only inspection
+// (statistics, consistency checks). Writing through it bypasses the group
+// commit and the layers and is not supported.
+func (db *DB) Bolt() *bolt.DB { return db.bolt }

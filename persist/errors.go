@@ -1,0 +1,39 @@
+package persist
+
+import "errors"
+
+// Errors returned by this package. Callers test them with errors.Is; the
+// returned errors wrap them with the file, collection or key at fault.
+var (
+	// ErrLocked means another process (or another DB in this process) holds the
+	// file's lock and did not release it within Options.LockTimeout.
+	ErrLocked = errors.New("cache file is locked by another process")
+
+	// ErrSchemaUnsupported means the file was written by a newer (or unknown)
+	// version of boltinformer; this build cannot read it safely.
+	ErrSchemaUnsupported = errors.New("unsupported cache file schema")
+
+	// ErrNotCacheFile means the file is a bbolt file but not a boltinformer cache.
+	ErrNotCacheFile = errors.New("not a boltinformer cache file")
+
+	// ErrCorrupt means the file could not be opened as a bbolt database.
+	ErrCorrupt = errors.New("cache file is corrupt")
+
+	// ErrCorruptRecord means a stored record could not be decoded.
+	ErrCorruptRecord = errors.New("corrupt record")
+
+	// ErrUnencodable means an object could not be encoded; nothing was applied.
+	ErrUnencodable = errors.New("object cannot be encoded")
+
+	// ErrUnknownType means a record names a type the codec's scheme does not know.
+	ErrUnknownType = errors.New("record type not in scheme")
+
+	// ErrReadOnly means a write was attempted on a DB opened read-only.
+	ErrReadOnly = errors.New("cache file is open read-only")
+
+	// ErrClosed means the DB was closed.
+	ErrClosed = errors.New("cache file is closed")
+
+	// ErrNoCollection means a read-only open asked for a collection the file lacks.
+	ErrNoCollection = errors.New("no such collection")
+)

@@ -1,0 +1,96 @@
+package persist
+
+import "k8s.io/apimachinery/pkg/runtime"
+
+// Op is one change to a collection.
+type Op struct {
+	// Key is the store key (namespace/name).
+	Key string
+	// Object is the new state; nil with Delete.
+	Object runtime.Object
+	// Indexes holds the object's values for every index of the collection.
+	// An index missing from the map has no values for this object.
+	Indexes map[string][]string
+	// Delete removes Key.
+	Delete bool
+}
+
+// change is an Op after encoding, as held in a layer.
+type change struct {
+	obj     runtime.Object // nil when deleted
+	record  []byte         // nil when deleted
+	indexes map[string][]string
+	deleted bool
+}
+
+// layer is a set of applied changes not yet on disk: the latest change per
+// key, an index of those changes, and the resource version after them.
+//
+// A collection has up to two: pending (receiving Applies) and committing
+// (being written by a commit). Readers consult pending, then committing,
+// then the file; a layer is dropped only after its commit succeeded, so a
+// reader always finds the newest state in exactly one of the three.
+type layer struct {
+	changes map[string]*change
+	// byValue indexes the non-deleted changes: index name -> value -> keys.
+	byValue map[string]map[string]map[string]struct{}
+	rv      string
+	rvSet   bool
+}
+
+func newLayer() *layer {
+	return &layer{changes: map[string]*change{}, byValue: map[string]map[string]map[string]struct{}{}}
+}
+
+func (l *layer) empty() bool { return len(l.changes) == 0 && !l.rvSet }
+
+// put records ch for key, replacing an earlier change to the same key.
+func (l *layer) put(key string, ch *change) {
+	if old := l.changes[key]; old != nil {
+		l.unindex(key, old)
+	}
+	l.changes[key] = ch
+	if ch.deleted {
+		return
+	}
+	for name, values := range ch.indexes {
+		byValue := l.byValue[name]
+		if byValue == nil {
+			byValue = map[string]map[string]struct{}{}
+			l.byValue[name] = byValue
+		}
+		for _, v := range values {
+			keys := byValue[v]
+			if keys == nil {
+				keys = map[string]struct{}{}
+				byValue[v] = keys
+			}
+			keys[key] = struct{}{}
+		}
+	}
+}
+
+func (l *layer) unindex(key string, ch *change) {
+	for name, values := range ch.indexes {
+		byValue := l.byValue[name]
+		for _, v := range values {
+			if keys := byValue[v]; keys != nil {
+				delete(keys, key)
+				if len(keys) == 0 {
+					delete(byValue, v)
+				}
+			}
+		}
+	}
+}
+
+// absorb folds newer on top of l (used when a failed commit is retried
+// together with what was applied since).
+func (l *layer) absorb(newer *layer) {
+	for key, ch := range newer.changes {
+		l.put(key, ch)
+	}
+	if newer.rvSet {
+		l.rv, l.rvSet = newer.rv, true
+	}
+}

@@ -1,0 +1,383 @@
+package persist
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// This file holds the collection's reads. Each merges, newest first, the
+// pending layer, the committing layer and the file; see layer.go for why that
+// order always finds the newest state.
+
+// Get returns the object stored under key.
+func (c *Collection) Get(key string) (runtime.Object, bool, error) {
+	if obj, ok := c.cache.get(key); ok {
+		return obj, true, nil
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if ch := c.layerChangeLocked(key); ch != nil {
+		return ch.obj, !ch.deleted, nil
+	}
+	var obj runtime.Object
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		rec := b.Bucket(bucketObjects).Get([]byte(key))
+		if rec == nil {
+			return nil
+		}
+		var err error
+		obj, err = c.decodeLocked(key, rec)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return obj, obj != nil, nil
+}
+
+// layerChangeLocked returns the newest unwritten change to key, or nil.
+func (c *Collection) layerChangeLocked(key string) *change {
+	if ch := c.pending.changes[key]; ch != nil {
+		return ch
+	}
+	if c.committing != nil {
+		return c.committing.changes[key]
+	}
+	return nil
+}
+
+// inLayersLocked reports whether key has an unwritten change, which then
+// overrides the file.
+func (c *Collection) inLayersLocked(key string) bool {
+	return c.layerChangeLocked(key) != nil
+}
+
+// decodeLocked decodes a record read from the file and caches the object.
+// Callers hold mu for reading, so no Apply can make the result stale before
+// it is cached.
+func (c *Collection) decodeLocked(key string, rec []byte) (runtime.Object, error) {
+	obj, err := c.db.codec.Decode(rec)
+	if err != nil {
+		return nil, fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+	}
+	c.cache.put(key, obj, len(rec))
+	return obj, nil
+}
+
+// ForEach calls fn for every object, in key order for objects on disk. fn must
+// not call back into the collection's writes. An error from fn stops the walk
+// and is returned.
+func (c *Collection) ForEach(fn func(key string, obj runtime.Object) error) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.forEachLocked(true, func(key string, obj runtime.Object) error { return fn(key, obj) })
+}
+
+// forEachLocked walks the newest state of every key; with decode false it
+// passes nil objects for keys on disk that are not cached.
+func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.Object) error) error {
+	if c.complete {
+		var err error
+		c.cache.entries.Range(func(k, v any) bool {
+			err = fn(k.(string), v.(*cacheEntry).obj)
+			return err == nil
+		})
+		return err
+	}
+	for _, l := range []*layer{c.pending, c.committing} {
+		if l == nil {
+			continue
+		}
+		for key, ch := range l.changes {
+			if ch.deleted || (l != c.pending && c.pending.changes[key] != nil) {
+				continue
+			}
+			if err := fn(key, ch.obj); err != nil {
+				return err
+			}
+		}
+	}
+	walked := 0
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		return b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+			key := string(k)
+			if c.inLayersLocked(key) {
+				return nil
+			}
+			walked++
+			obj, ok := c.cache.get(key)
+			if !ok && decode {
+				var err error
+				if obj, err = c.decodeLocked(key, rec); err != nil {
+					return err
+				}
+			}
+			return fn(key, obj)
+		})
+	})
+	if err == nil && decode && !c.cache.bounded() {
+		// Every object on disk and in the layers is now cached, and Apply
+		// keeps an unbounded cache current: later walks can skip the file.
+		c.complete = true
+	}
+	return err
+}
+
+// List returns every object.
+func (c *Collection) List() ([]runtime.Object, error) {
+	var out []runtime.Object
+	err := c.ForEach(func(_ string, obj runtime.Object) error {
+		out = append(out, obj)
+		return nil
+	})
+	return out, err
+}
+
+// Keys returns every key.
+func (c *Collection) Keys() ([]string, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []string
+	err := c.forEachLocked(false, func(key string, _ runtime.Object) error {
+		out = append(out, key)
+		return nil
+	})
+	return out, err
+}
+
+// Len returns the number of objects.
+func (c *Collection) Len() (int, error) {
+	n := 0
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	err := c.forEachLocked(false, func(string, runtime.Object) error { n++; return nil })
+	return n, err
+}
+
+// ResourceVersions returns the resource version of every stored object, read
+// from record headers without decoding objects.
+func (c *Collection) ResourceVersions() (map[string]string, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := map[string]string{}
+	for _, l := range []*layer{c.committing, c.pending} { // older first: pending overrides
+		if l == nil {
+			continue
+		}
+		for key, ch := range l.changes {
+			if ch.deleted {
+				delete(out, key)
+				continue
+			}
+			rv, err := ReadResourceVersion(ch.record)
+			if err != nil {
+				return nil, err
+			}
+			out[key] = rv
+		}
+	}
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		return b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+			key := string(k)
+			if c.inLayersLocked(key) {
+				return nil
+			}
+			rv, err := ReadResourceVersion(rec)
+			if err != nil {
+				return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+			}
+			out[key] = rv
+			return nil
+		})
+	})
+	return out, err
+}
+
+// IndexKeys returns, sorted, the keys whose values for the named index include
+// value. It reads only the index, never an object.
+func (c *Collection) IndexKeys(index, value string) ([]string, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	keys, err := c.indexKeysLocked(index, value)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+func (c *Collection) indexKeysLocked(index, value string) ([]string, error) {
+	if _, ok := c.indexes[index]; !ok {
+		return nil, fmt.Errorf("Index with name %s does not exist", index)
+	}
+	var keys []string
+	for key := range c.pending.byValue[index][value] {
+		keys = append(keys, key)
+	}
+	if c.committing != nil {
+		for key := range c.committing.byValue[index][value] {
+			if c.pending.changes[key] == nil {
+				keys = append(keys, key)
+			}
+		}
+	}
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		byValue, err := c.indexBucket(tx, index)
+		if err != nil {
+			return err
+		}
+		prefix := valuePrefix(value)
+		cur := byValue.Cursor()
+		for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
+			key := string(k[len(prefix):])
+			if !c.inLayersLocked(key) {
+				keys = append(keys, key)
+			}
+		}
+		return nil
+	})
+	return keys, err
+}
+
+func (c *Collection) indexBucket(tx *bolt.Tx, index string) (*bolt.Bucket, error) {
+	b := c.bucket(tx)
+	if b == nil {
+		return nil, ErrNoCollection
+	}
+	ib := b.Bucket(bucketIndexes).Bucket([]byte(index))
+	if ib == nil {
+		return nil, fmt.Errorf("%w: index bucket %q missing", ErrCorruptRecord, index)
+	}
+	return ib.Bucket(bucketByValue), nil
+}
+
+// ByIndex returns the objects whose values for the named index include value.
+// It decodes only those objects, and only if they are not cached.
+func (c *Collection) ByIndex(index, value string) ([]runtime.Object, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	keys, err := c.indexKeysLocked(index, value)
+	if err != nil {
+		return nil, err
+	}
+	return c.getManyLocked(keys)
+}
+
+// GetMany returns the objects stored under keys, skipping missing keys.
+func (c *Collection) GetMany(keys []string) ([]runtime.Object, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.getManyLocked(keys)
+}
+
+func (c *Collection) getManyLocked(keys []string) ([]runtime.Object, error) {
+	out := make([]runtime.Object, 0, len(keys))
+	var misses []string
+	for _, key := range keys {
+		if obj, ok := c.cache.get(key); ok {
+			out = append(out, obj)
+		} else if ch := c.layerChangeLocked(key); ch != nil {
+			if !ch.deleted {
+				out = append(out, ch.obj)
+			}
+		} else {
+			misses = append(misses, key)
+		}
+	}
+	if len(misses) == 0 {
+		return out, nil
+	}
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		objects := b.Bucket(bucketObjects)
+		for _, key := range misses {
+			rec := objects.Get([]byte(key))
+			if rec == nil {
+				continue
+			}
+			obj, err := c.decodeLocked(key, rec)
+			if err != nil {
+				return err
+			}
+			out = append(out, obj)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// IndexValues returns the distinct values of the named index.
+func (c *Collection) IndexValues(index string) ([]string, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if _, ok := c.indexes[index]; !ok {
+		return nil, fmt.Errorf("Index with name %s does not exist", index)
+	}
+	seen := map[string]struct{}{}
+	for _, l := range []*layer{c.pending, c.committing} {
+		if l == nil {
+			continue
+		}
+		for v, keys := range l.byValue[index] {
+			for key := range keys {
+				if l == c.pending || c.pending.changes[key] == nil {
+					seen[v] = struct{}{}
+					break
+				}
+			}
+		}
+	}
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		byValue, err := c.indexBucket(tx, index)
+		if err != nil {
+			return err
+		}
+		cur := byValue.Cursor()
+		for k, _ := cur.First(); k != nil; {
+			value, key, prefixLen, err := splitIndexEntry(k)
+			if err != nil {
+				return err
+			}
+			if _, ok := seen[value]; ok || c.inLayersLocked(key) {
+				// Either known already, or this key's disk entry is overridden:
+				// look at the value's next key.
+				k, _ = cur.Next()
+				continue
+			}
+			seen[value] = struct{}{}
+			// Skip the value's remaining keys.
+			prefix := append([]byte(nil), k[:prefixLen]...)
+			for k, _ = cur.Next(); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
+			}
+		}
+		return nil
+	})
+	out := make([]string, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out, err
+}
+
+// CacheStats reports the decoded-object cache.
+func (c *Collection) CacheStats() CacheStats { return c.cache.stats() }
