@@ -347,6 +347,15 @@ func (db *DB) commit() error {
 		}
 	}
 
+	// The observer runs before Flush callers are released, so whoever waited
+	// for this commit also sees it reported.
+	db.mu.Lock()
+	observer := db.commitObserver
+	db.mu.Unlock()
+	if observer != nil && (len(dirty) > 0 || err != nil) {
+		observer(CommitStats{Changes: changes, Duration: time.Since(start), Err: err})
+	}
+
 	db.mu.Lock()
 	db.attempts++
 	if err == nil {
@@ -357,11 +366,7 @@ func (db *DB) commit() error {
 	}
 	close(db.commitDone)
 	db.commitDone = make(chan struct{})
-	observer := db.commitObserver
 	db.mu.Unlock()
-	if observer != nil && (len(dirty) > 0 || err != nil) {
-		observer(CommitStats{Changes: changes, Duration: time.Since(start), Err: err})
-	}
 	return err
 }
 

@@ -1,0 +1,294 @@
+package persist_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/boltinformer/boltinformer/persist"
+)
+
+func openDB(t *testing.T, path string, opts persist.Options) *persist.DB {
+	t.Helper()
+	if opts.Scheme == nil {
+		opts.Scheme = scheme.Scheme
+	}
+	db, err := persist.Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func cm(name, rv string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+}
+
+func put(t *testing.T, c *persist.Collection, rv string, objs ...*corev1.ConfigMap) {
+	t.Helper()
+	ops := make([]persist.Op, len(objs))
+	for i, o := range objs {
+		ops[i] = persist.Op{Key: o.Namespace + "/" + o.Name, Object: o}
+	}
+	if err := c.Apply(ops, rv); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenCreatesPrivateFileAndDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state", "informer")
+	path := filepath.Join(dir, "cache.db")
+	openDB(t, path, persist.Options{})
+	for p, want := range map[string]os.FileMode{dir: 0o700, path: 0o600} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Mode().Perm(); got != want {
+			t.Errorf("%s has mode %v, want %v", p, got, want)
+		}
+	}
+}
+
+func TestLockedFileFailsWithinTimeout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	openDB(t, path, persist.Options{})
+	for _, readOnly := range []bool{false, true} {
+		start := time.Now()
+		_, err := persist.Open(path, persist.Options{LockTimeout: 300 * time.Millisecond, ReadOnly: readOnly})
+		elapsed := time.Since(start)
+		if !errors.Is(err, persist.ErrLocked) {
+			t.Fatalf("readOnly=%v: err = %v, want ErrLocked", readOnly, err)
+		}
+		if elapsed > 5*time.Second {
+			t.Errorf("readOnly=%v: waited %v for a 300ms lock timeout", readOnly, elapsed)
+		}
+		for _, want := range []string{path, "snapshot"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not mention %q", err, want)
+			}
+		}
+	}
+}
+
+func TestSchemaAndForeignFiles(t *testing.T) {
+	dir := t.TempDir()
+
+	newer := filepath.Join(dir, "newer.db")
+	bdb, err := bolt.Open(newer, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = bdb.Update(func(tx *bolt.Tx) error {
+		b, _ := tx.CreateBucket([]byte("boltinformer"))
+		return b.Put([]byte("schema"), []byte("99"))
+	})
+	_ = bdb.Close()
+	if _, err := persist.Open(newer, persist.Options{}); !errors.Is(err, persist.ErrSchemaUnsupported) || !strings.Contains(err.Error(), "99") {
+		t.Errorf("newer schema: %v", err)
+	}
+
+	foreign := filepath.Join(dir, "foreign.db")
+	bdb, _ = bolt.Open(foreign, 0o600, nil)
+	_ = bdb.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("something")); return err })
+	_ = bdb.Close()
+	if _, err := persist.Open(foreign, persist.Options{}); !errors.Is(err, persist.ErrNotCacheFile) {
+		t.Errorf("foreign bbolt file: %v", err)
+	}
+
+	garbage := filepath.Join(dir, "garbage.db")
+	if err := os.WriteFile(garbage, []byte(strings.Repeat("not a database ", 1000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := persist.Open(garbage, persist.Options{}); !errors.Is(err, persist.ErrCorrupt) {
+		t.Errorf("garbage file: %v", err)
+	}
+	if data, _ := os.ReadFile(garbage); !strings.HasPrefix(string(data), "not a database") {
+		t.Error("opening a corrupt file modified it")
+	}
+}
+
+func TestReadOnlyOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	if _, err := persist.Open(path, persist.Options{ReadOnly: true}); err == nil {
+		t.Error("read-only open of a missing file succeeded")
+	}
+	db := openDB(t, path, persist.Options{})
+	c, err := db.Collection("configmaps", persist.CollectionOptions{Description: map[string]string{"resource": "configmaps"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "7", cm("a", "7"))
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	ro := openDB(t, path, persist.Options{ReadOnly: true})
+	infos, err := ro.Collections()
+	if err != nil || len(infos) != 1 || infos[0].Name != "configmaps" || infos[0].ResourceVersion != "7" || infos[0].Objects != 1 ||
+		infos[0].Description["resource"] != "configmaps" {
+		t.Fatalf("Collections() = %+v, %v", infos, err)
+	}
+	rc, err := ro.Collection("configmaps", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj, ok, err := rc.Get("ns/a"); !ok || err != nil || obj.(*corev1.ConfigMap).ResourceVersion != "7" {
+		t.Errorf("Get = %v %v %v", obj, ok, err)
+	}
+	if err := rc.Apply(nil, "8"); !errors.Is(err, persist.ErrReadOnly) {
+		t.Errorf("Apply on read-only: %v", err)
+	}
+	if _, err := ro.Collection("missing", persist.CollectionOptions{}); !errors.Is(err, persist.ErrNoCollection) {
+		t.Errorf("missing collection: %v", err)
+	}
+	// Two readers share the lock.
+	openDB(t, path, persist.Options{ReadOnly: true, LockTimeout: time.Second})
+}
+
+func TestGroupCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	db := openDB(t, path, persist.Options{BatchInterval: time.Hour, BatchLimit: 50, NoSync: true})
+	var mu sync.Mutex
+	var commits []persist.CommitStats
+	db.SetCommitObserver(func(s persist.CommitStats) { mu.Lock(); commits = append(commits, s); mu.Unlock() })
+	a, _ := db.Collection("a", persist.CollectionOptions{})
+	b, _ := db.Collection("b", persist.CollectionOptions{})
+
+	put(t, a, "1", cm("x", "1"))
+	put(t, b, "1", cm("y", "1"))
+	if rv, _ := a.CommittedResourceVersion(); rv != "" {
+		t.Fatalf("committed RV %q before any commit trigger", rv)
+	}
+	if rv := a.ResourceVersion(); rv != "1" {
+		t.Fatalf("applied RV = %q", rv)
+	}
+	if err := db.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(commits) != 1 || commits[0].Changes != 2 {
+		t.Errorf("one flush of two collections made commits %+v, want one of 2 changes", commits)
+	}
+	commits = nil
+	mu.Unlock()
+	for _, c := range []*persist.Collection{a, b} {
+		if rv, _ := c.CommittedResourceVersion(); rv != "1" {
+			t.Errorf("%s: committed RV = %q", c.Name(), rv)
+		}
+	}
+
+	// Reaching BatchLimit starts a commit without a flush or the timer.
+	for n := 2; n < 60; n++ {
+		put(t, a, strconv.Itoa(n), cm("k"+strconv.Itoa(n), strconv.Itoa(n)))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(commits)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("BatchLimit did not trigger a commit")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	rv, _ := a.CommittedResourceVersion()
+	if n, _ := strconv.Atoi(rv); n < 50 {
+		t.Errorf("after the limit commit, committed RV = %q, want ≥ 50", rv)
+	}
+
+	// A bookmark alone (no objects) is committed too.
+	if err := a.Apply(nil, "100"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rv, _ := a.CommittedResourceVersion(); rv != "100" {
+		t.Errorf("bookmark RV not committed: %q", rv)
+	}
+}
+
+func TestCloseCommitsPending(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	db, err := persist.Open(path, persist.Options{Scheme: scheme.Scheme, BatchInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := db.Collection("c", persist.CollectionOptions{})
+	put(t, c, "5", cm("a", "5"))
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(nil, "6"); !errors.Is(err, persist.ErrClosed) {
+		t.Errorf("Apply after Close: %v", err)
+	}
+	db = openDB(t, path, persist.Options{})
+	c, _ = db.Collection("c", persist.CollectionOptions{})
+	if c.ResourceVersion() != "5" {
+		t.Errorf("RV after reopen = %q", c.ResourceVersion())
+	}
+	if _, ok, _ := c.Get("ns/a"); !ok {
+		t.Error("object applied before Close is missing")
+	}
+}
+
+func TestHotSnapshotWhileWriting(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, filepath.Join(dir, "cache.db"), persist.Options{BatchInterval: time.Millisecond, NoSync: true})
+	c, _ := db.Collection("c", persist.CollectionOptions{})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 1; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			rv := strconv.Itoa(n)
+			// Each step rewrites one object per step: the snapshot must hold
+			// objects 1..rv exactly.
+			if err := c.Apply([]persist.Op{{Key: "ns/k" + rv, Object: cm("k"+rv, rv)}}, rv); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	snap := filepath.Join(dir, "snap.db")
+	if err := db.SnapshotFile(context.Background(), snap); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	<-done
+	if st, err := os.Stat(snap); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("snapshot stat: %v %v", st, err)
+	}
+	sdb := openDB(t, snap, persist.Options{ReadOnly: true})
+	sc, err := sdb.Collection("c", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, _ := strconv.Atoi(sc.ResourceVersion())
+	keys, _ := sc.Keys()
+	if rv == 0 || len(keys) != rv {
+		t.Errorf("snapshot at RV %d holds %d objects; want exactly the prefix 1..%d", rv, len(keys), rv)
+	}
+}

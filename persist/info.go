@@ -1,0 +1,76 @@
+package persist
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+	bolt "go.etcd.io/bbolt"
+)
+
+// CollectionInfo describes a stored collection, as of the last commit.
+type CollectionInfo struct {
+	Name            string
+	Description     map[string]string
+	ResourceVersion string
+	Objects         int
+	// Bytes is the size of the stored records (not counting bbolt overhead).
+	Bytes int64
+	// Indexes maps index names to their versions.
+	Indexes map[string]string
+	// Committed is the time of the collection's last commit; zero if none.
+	Committed time.Time
+}
+
+// Collections describes every collection in the file, sorted by name. It
+// reads the file only, so it does not see changes not yet committed.
+func (db *DB) Collections() ([]CollectionInfo, error) {
+	var out []CollectionInfo
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketCollections)
+		return root.ForEachBucket(func(name []byte) error {
+			info, err := readInfo(root.Bucket(name), string(name))
+			if err != nil {
+				return fmt.Errorf("collection %q: %w", name, err)
+			}
+			out = append(out, info)
+			return nil
+		})
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, err
+}
+
+func readInfo(b *bolt.Bucket, name string) (CollectionInfo, error) {
+	info := CollectionInfo{Name: name}
+	meta := b.Bucket(bucketCollMeta)
+	objects := b.Bucket(bucketObjects)
+	if meta == nil || objects == nil {
+		return info, fmt.Errorf("%w: missing meta or objects bucket", ErrCorruptRecord)
+	}
+	info.ResourceVersion = string(meta.Get(keyRV))
+	if raw := meta.Get(keyDescription); raw != nil {
+		if err := msgpack.Unmarshal(raw, &info.Description); err != nil {
+			return info, fmt.Errorf("%w: description: %v", ErrCorruptRecord, err)
+		}
+	}
+	if raw := meta.Get(keyIndexVersion); raw != nil {
+		if err := msgpack.Unmarshal(raw, &info.Indexes); err != nil {
+			return info, fmt.Errorf("%w: index versions: %v", ErrCorruptRecord, err)
+		}
+	}
+	if raw := meta.Get(keyCommitted); raw != nil {
+		t, err := time.Parse(time.RFC3339Nano, string(raw))
+		if err != nil {
+			return info, fmt.Errorf("%w: commit time %q", ErrCorruptRecord, raw)
+		}
+		info.Committed = t
+	}
+	err := objects.ForEach(func(_, v []byte) error {
+		info.Objects++
+		info.Bytes += int64(len(v))
+		return nil
+	})
+	return info, err
+}
