@@ -518,3 +518,7 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 	}
 	return nil
 }
+
+// Flush commits every change applied to the file before the call (this
+// collection's and the others'); see DB.Flush.
+func (c *Collection) Flush(ctx context.Context) error { return c.db.Flush(ctx) }

@@ -27,6 +27,7 @@ const (
 	DefaultLockTimeout   = 10 * time.Second
 	DefaultBatchInterval = 20 * time.Millisecond
 	DefaultBatchLimit    = 10000
+	DefaultMmapSize      = 1 << 30
 )
 
 var (
@@ -58,6 +59,12 @@ type Options struct {
 	// last group (the data is in the OS page cache); a machine crash may lose
 	// more or corrupt the file. For tests and benchmarks.
 	NoSync bool
+
+	// MmapSize is the initial size of the file's memory map. While the file
+	// fits, a commit never remaps, and so never waits for open readers (bbolt
+	// remaps by copying every in-memory node). It reserves address space, not
+	// memory. Zero means DefaultMmapSize.
+	MmapSize int
 
 	// Scheme resolves typed objects for the record codec. Nil allows only
 	// *unstructured.Unstructured objects.
@@ -124,6 +131,9 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.BatchLimit <= 0 {
 		opts.BatchLimit = DefaultBatchLimit
 	}
+	if opts.MmapSize <= 0 {
+		opts.MmapSize = DefaultMmapSize
+	}
 	if !opts.ReadOnly {
 		dir := filepath.Dir(path)
 		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -135,10 +145,11 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("opening cache file %s read-only: %w", path, err)
 	}
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:      opts.LockTimeout,
-		ReadOnly:     opts.ReadOnly,
-		NoSync:       opts.NoSync,
-		FreelistType: bolt.FreelistMapType,
+		Timeout:         opts.LockTimeout,
+		ReadOnly:        opts.ReadOnly,
+		NoSync:          opts.NoSync,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: opts.MmapSize,
 	})
 	if err != nil {
 		return nil, openError(path, opts, err)

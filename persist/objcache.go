@@ -12,8 +12,10 @@ import (
 // memory profile, plus the file); with a bound it evicts by the CLOCK
 // algorithm, so memory stays flat however many objects the collection holds.
 //
-// Lookups are lock-free (sync.Map plus an atomic reference bit). Inserts and
-// removals take mu. The owner guarantees freshness: every Apply stores or
+// Lookups take mu for reading and set an atomic reference bit; inserts and
+// removals take mu for writing. (A plain map under an RWMutex, as in
+// client-go's threadSafeMap, iterates several times faster than a sync.Map,
+// which List needs.) The owner guarantees freshness: every Apply stores or
 // removes the key under the collection's write lock, and reads that decode
 // from the file insert under its read lock, so a cached object is never older
 // than the collection's newest state for that key.
@@ -21,13 +23,12 @@ type objectCache struct {
 	maxObjects int   // 0: unbounded
 	maxBytes   int64 // 0: unbounded
 
-	entries sync.Map // string -> *cacheEntry
-
 	hits, misses atomic.Uint64
 
 	// mu guards the fields below it.
-	mu    sync.Mutex
-	ring  []*cacheEntry // CLOCK ring; may hold entries already removed
+	mu      sync.RWMutex
+	entries map[string]*cacheEntry
+	ring    []*cacheEntry // CLOCK ring; may hold entries already removed
 	hand  int
 	count int
 	bytes int64
@@ -42,18 +43,19 @@ type cacheEntry struct {
 }
 
 func newObjectCache(maxObjects int, maxBytes int64) *objectCache {
-	return &objectCache{maxObjects: maxObjects, maxBytes: maxBytes}
+	return &objectCache{maxObjects: maxObjects, maxBytes: maxBytes, entries: map[string]*cacheEntry{}}
 }
 
 func (c *objectCache) bounded() bool { return c.maxObjects > 0 || c.maxBytes > 0 }
 
 func (c *objectCache) get(key string) (runtime.Object, bool) {
-	v, ok := c.entries.Load(key)
+	c.mu.RLock()
+	e, ok := c.entries[key]
+	c.mu.RUnlock()
 	if !ok {
 		c.misses.Add(1)
 		return nil, false
 	}
-	e := v.(*cacheEntry)
 	if !e.ref.Load() {
 		e.ref.Store(true)
 	}
@@ -67,9 +69,10 @@ func (c *objectCache) put(key string, obj runtime.Object, size int) {
 	e := &cacheEntry{key: key, obj: obj, size: int64(size)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, loaded := c.entries.Swap(key, e); loaded {
-		c.forgetLocked(old.(*cacheEntry))
+	if old, loaded := c.entries[key]; loaded {
+		c.forgetLocked(old)
 	}
+	c.entries[key] = e
 	c.count++
 	c.bytes += e.size
 	if !c.bounded() {
@@ -82,8 +85,9 @@ func (c *objectCache) put(key string, obj runtime.Object, size int) {
 func (c *objectCache) remove(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, loaded := c.entries.LoadAndDelete(key); loaded {
-		c.forgetLocked(old.(*cacheEntry))
+	if old, loaded := c.entries[key]; loaded {
+		delete(c.entries, key)
+		c.forgetLocked(old)
 	}
 }
 
@@ -112,7 +116,7 @@ func (c *objectCache) evictLocked() {
 			e.ref.Store(false)
 			c.hand++
 		case c.overLocked():
-			c.entries.CompareAndDelete(e.key, e)
+			delete(c.entries, e.key)
 			c.forgetLocked(e)
 			c.dropSlotLocked()
 		default:
@@ -134,7 +138,7 @@ func (c *objectCache) dropSlotLocked() {
 func (c *objectCache) clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.entries.Clear()
+	clear(c.entries)
 	c.ring = nil
 	c.hand, c.count, c.bytes = 0, 0, 0
 }
@@ -146,8 +150,21 @@ type CacheStats struct {
 	Hits, Misses uint64
 }
 
+// forEach calls fn for every cached object until fn returns an error. fn
+// must not call back into the cache.
+func (c *objectCache) forEach(fn func(key string, obj runtime.Object) error) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for key, e := range c.entries {
+		if err := fn(key, e.obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (c *objectCache) stats() CacheStats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return CacheStats{Objects: c.count, Bytes: c.bytes, Hits: c.hits.Load(), Misses: c.misses.Load()}
 }

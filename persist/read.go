@@ -72,25 +72,41 @@ func (c *Collection) decodeLocked(key string, rec []byte) (runtime.Object, error
 	return obj, nil
 }
 
-// ForEach calls fn for every object, in key order for objects on disk. fn must
-// not call back into the collection's writes. An error from fn stops the walk
-// and is returned.
+// ForEach calls fn for every object, in key order, until fn returns an
+// error, which ForEach returns. It holds no lock while fn runs, so fn may use
+// the collection; the walk is then not a snapshot: a key changed during it is
+// seen in either state, and a key deleted before it is reached is skipped.
+// It decodes in chunks, so with a bounded cache memory stays bounded.
 func (c *Collection) ForEach(fn func(key string, obj runtime.Object) error) error {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.forEachLocked(true, func(key string, obj runtime.Object) error { return fn(key, obj) })
+	keys, err := c.Keys()
+	if err != nil {
+		return err
+	}
+	sort.Strings(keys)
+	const chunk = 256
+	for start := 0; start < len(keys); start += chunk {
+		c.mu.RLock()
+		objs, err := c.getManyLocked(keys[start:min(start+chunk, len(keys))], true)
+		c.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if err := fn(o.key, o.obj); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // forEachLocked walks the newest state of every key; with decode false it
-// passes nil objects for keys on disk that are not cached.
+// passes nil objects for keys on disk that are not cached. fn runs under the
+// collection's and possibly the cache's read locks: it must not call back
+// into either (a nested read lock deadlocks against a waiting writer).
 func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.Object) error) error {
 	if c.complete {
-		var err error
-		c.cache.entries.Range(func(k, v any) bool {
-			err = fn(k.(string), v.(*cacheEntry).obj)
-			return err == nil
-		})
-		return err
+		return c.cache.forEach(fn)
 	}
 	for _, l := range []*layer{c.pending, c.committing} {
 		if l == nil {
@@ -137,8 +153,10 @@ func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.
 
 // List returns every object.
 func (c *Collection) List() ([]runtime.Object, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	var out []runtime.Object
-	err := c.ForEach(func(_ string, obj runtime.Object) error {
+	err := c.forEachLocked(true, func(_ string, obj runtime.Object) error {
 		out = append(out, obj)
 		return nil
 	})
@@ -276,26 +294,47 @@ func (c *Collection) ByIndex(index, value string) ([]runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.getManyLocked(keys)
+	found, err := c.getManyLocked(keys, false)
+	return objectsOf(found), err
 }
 
 // GetMany returns the objects stored under keys, skipping missing keys.
 func (c *Collection) GetMany(keys []string) ([]runtime.Object, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.getManyLocked(keys)
+	found, err := c.getManyLocked(keys, false)
+	return objectsOf(found), err
 }
 
-func (c *Collection) getManyLocked(keys []string) ([]runtime.Object, error) {
-	out := make([]runtime.Object, 0, len(keys))
+type keyed struct {
+	key string
+	obj runtime.Object
+}
+
+func objectsOf(found []keyed) []runtime.Object {
+	out := make([]runtime.Object, len(found))
+	for i, f := range found {
+		out[i] = f.obj
+	}
+	return out
+}
+
+// getManyLocked returns the objects stored under keys, skipping missing keys.
+// With ordered, the result follows the order of keys; otherwise objects read
+// from the file come last.
+func (c *Collection) getManyLocked(keys []string, ordered bool) ([]keyed, error) {
+	out := make([]keyed, 0, len(keys))
 	var misses []string
 	for _, key := range keys {
 		if obj, ok := c.cache.get(key); ok {
-			out = append(out, obj)
+			out = append(out, keyed{key, obj})
 		} else if ch := c.layerChangeLocked(key); ch != nil {
 			if !ch.deleted {
-				out = append(out, ch.obj)
+				out = append(out, keyed{key, ch.obj})
 			}
+		} else if ordered {
+			out = append(out, keyed{key: key}) // filled from the file below
+			misses = append(misses, key)
 		} else {
 			misses = append(misses, key)
 		}
@@ -303,6 +342,7 @@ func (c *Collection) getManyLocked(keys []string) ([]runtime.Object, error) {
 	if len(misses) == 0 {
 		return out, nil
 	}
+	decoded := make(map[string]runtime.Object, len(misses))
 	err := c.db.bolt.View(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
@@ -318,11 +358,26 @@ func (c *Collection) getManyLocked(keys []string) ([]runtime.Object, error) {
 			if err != nil {
 				return err
 			}
-			out = append(out, obj)
+			decoded[key] = obj
+			if !ordered {
+				out = append(out, keyed{key, obj})
+			}
 		}
 		return nil
 	})
-	return out, err
+	if err != nil || !ordered {
+		return out, err
+	}
+	filled := out[:0]
+	for _, o := range out {
+		if o.obj == nil {
+			if o.obj = decoded[o.key]; o.obj == nil {
+				continue // deleted from the file meanwhile
+			}
+		}
+		filled = append(filled, o)
+	}
+	return filled, nil
 }
 
 // IndexValues returns the distinct values of the named index.

@@ -1,0 +1,49 @@
+// Package persist owns boltinformer's cache file: a bbolt database holding
+// collections of Kubernetes objects, their secondary indexes and the
+// resourceVersion they were last synced at.
+//
+// # Basics
+//
+// Open a file with Open, then a Collection per informer with DB.Collection.
+// Collection.Apply applies a batch of Ops (objects with their precomputed
+// index values) and sets the collection's resourceVersion. Applied changes
+// are visible to every read when Apply returns; a background goroutine writes
+// them in group commits: after Options.BatchInterval, or sooner once
+// Options.BatchLimit changes are pending, or on DB.Flush and DB.Close. Each
+// commit writes the changes of every collection of the file, their index
+// entries and their resourceVersions in one bbolt transaction, so the file
+// always holds a prefix of the applied stream and its stored resourceVersion
+// is exactly that prefix's. A crash loses at most the changes applied since
+// the last commit, which a watch resumed from the stored resourceVersion
+// delivers again.
+//
+// Records are msgpack envelopes (see record.go) around a payload encoded by
+// Codec: the generated protobuf of typed objects, JSON for unstructured ones.
+// Secondary indexes are stored per index as value→key and key→values
+// buckets, so index lookups never decode objects.
+//
+// Decoded objects are cached in memory: all of them by default, as client-go
+// does, or a bounded number (CollectionOptions.CacheObjects/CacheBytes), in
+// which case memory stays flat however many objects the file holds and cold
+// reads decode from the file.
+//
+// # Caveats
+//
+// Objects returned by reads are shared with the cache and other readers:
+// treat them as read-only, as with client-go's stores.
+//
+// Index functions are code, and the file cannot see code change. An index is
+// reused on open only if its name and version (CollectionOptions.Indexes)
+// are those it was built with; callers must change the version whenever an
+// index function's behaviour changes.
+//
+// Files are created with mode 0600 and missing parent directories with 0700:
+// they hold whatever the cached objects hold.
+//
+// Only one process may open a file for writing; Open waits at most
+// Options.LockTimeout for the lock and then fails with ErrLocked. Tools read
+// a live cache through a hot snapshot (DB.SnapshotFile) instead.
+//
+// All exported methods are safe for concurrent use unless documented
+// otherwise.
+package persist
