@@ -29,9 +29,9 @@ type objectCache struct {
 	mu      sync.RWMutex
 	entries map[string]*cacheEntry
 	ring    []*cacheEntry // CLOCK ring; may hold entries already removed
-	hand  int
-	count int
-	bytes int64
+	hand    int
+	count   int
+	bytes   int64
 }
 
 type cacheEntry struct {
