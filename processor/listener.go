@@ -1,0 +1,206 @@
+package processor
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/cache/synctrack"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/buffer"
+	utiltrace "k8s.io/utils/trace"
+)
+
+// InitialBufferSize is the initial capacity of a listener's ring buffer, and
+// the backlog above which slow handler calls are traced (client-go's value).
+const InitialBufferSize = 1024
+
+// Listener relays notifications from a Processor to one handler, using three
+// goroutines, two unbuffered channels and an unbounded ring buffer: Add
+// sends to addCh; pop pumps addCh into nextCh through the buffer while
+// nextCh is not keeping up; run receives from nextCh and calls the handler;
+// watchSynced waits for the upstream to sync and tells the sync tracker.
+//
+// A *Listener is the registration returned to callers of
+// AddEventHandler: it implements cache.ResourceEventHandlerRegistration.
+type Listener struct {
+	logger      klog.Logger
+	nextCh      chan interface{}
+	addCh       chan interface{}
+	done        chan struct{} // closed by pop when it exits: stops watchSynced
+	runFinished chan struct{} // closed by run when it exits
+
+	handler     cache.ResourceEventHandler
+	handlerName string
+
+	syncTracker       *synctrack.SingleFileTracker
+	upstreamHasSynced cache.DoneChecker
+
+	// pending holds notifications not yet handed to run; only pop touches it.
+	pending buffer.RingGrowing
+	// pendingLen mirrors pending's length for readers outside pop.
+	pendingLen atomic.Int64
+
+	// requestedResyncPeriod is what the handler asked for (after the
+	// minimumResyncPeriod bound); resyncPeriod is what applies (zero when the
+	// informer does not resync).
+	requestedResyncPeriod time.Duration
+
+	// resyncLock guards resyncPeriod and nextResync.
+	resyncLock   sync.Mutex
+	resyncPeriod time.Duration
+	nextResync   time.Time
+}
+
+var _ cache.ResourceEventHandlerRegistration = (*Listener)(nil)
+
+// NewListener returns a listener for handler. upstreamHasSynced is the
+// informer's own sync signal.
+func NewListener(logger klog.Logger, handler cache.ResourceEventHandler, requestedResyncPeriod, resyncPeriod time.Duration, now time.Time, bufferSize int, upstreamHasSynced cache.DoneChecker) *Listener {
+	name := nameForHandler(handler)
+	l := &Listener{
+		logger:                logger,
+		nextCh:                make(chan interface{}),
+		addCh:                 make(chan interface{}),
+		done:                  make(chan struct{}),
+		runFinished:           make(chan struct{}),
+		upstreamHasSynced:     upstreamHasSynced,
+		handler:               handler,
+		handlerName:           name,
+		syncTracker:           synctrack.NewSingleFileTracker(fmt.Sprintf("%s + event handler %s", upstreamHasSynced.Name(), name)),
+		pending:               *buffer.NewRingGrowing(bufferSize),
+		requestedResyncPeriod: requestedResyncPeriod,
+		resyncPeriod:          resyncPeriod,
+	}
+	l.determineNextResync(now)
+	return l
+}
+
+// HasSynced reports whether the informer has synced and this handler has
+// handled every initial-list add it was given.
+func (l *Listener) HasSynced() bool { return l.syncTracker.HasSynced() }
+
+// HasSyncedChecker is the DoneChecker form of HasSynced.
+func (l *Listener) HasSyncedChecker() cache.DoneChecker { return l.syncTracker }
+
+// ShutdownChan is closed once the handler will not be called again (for
+// cache.ShutDownEventHandler).
+func (l *Listener) ShutdownChan() <-chan struct{} { return l.runFinished }
+
+// HandlerName is the handler's name as used in logs and metrics.
+func (l *Listener) HandlerName() string { return l.handlerName }
+
+// Pending returns the number of notifications waiting in the buffer.
+func (l *Listener) Pending() int64 { return l.pendingLen.Load() }
+
+// Add queues a notification. It blocks until pop takes it, so callers must
+// only call it while the listener runs (the Processor guarantees that).
+func (l *Listener) Add(notification interface{}) {
+	if a, ok := notification.(AddNotification); ok && a.IsInInitialList {
+		l.syncTracker.Start()
+	}
+	l.addCh <- notification
+}
+
+func (l *Listener) pop() {
+	defer utilruntime.HandleCrashWithLogger(l.logger)
+	defer close(l.nextCh) // Tell run to stop.
+	defer close(l.done)   // Tell watchSynced to stop.
+
+	var nextCh chan<- interface{}
+	var notification interface{}
+	for {
+		select {
+		case nextCh <- notification:
+			var ok bool
+			notification, ok = l.pending.ReadOne()
+			if ok {
+				l.pendingLen.Add(-1)
+			} else {
+				nextCh = nil // Nothing to hand over: disable this case.
+			}
+		case add, ok := <-l.addCh:
+			if !ok {
+				return
+			}
+			if notification == nil {
+				// Nothing waiting: skip the buffer.
+				notification = add
+				nextCh = l.nextCh
+			} else {
+				l.pending.WriteOne(add)
+				l.pendingLen.Add(1)
+			}
+		}
+	}
+}
+
+func (l *Listener) run() {
+	defer close(l.runFinished)
+	// A panic in a handler is caught by HandleCrash, which re-panics unless
+	// utilruntime is configured not to; then the notification is skipped and
+	// the next one is attempted after a second.
+	sleepAfterCrash := false
+	for next := range l.nextCh {
+		if sleepAfterCrash {
+			time.Sleep(time.Second)
+		}
+		func() {
+			sleepAfterCrash = true // Reset below unless the handler panics.
+			defer utilruntime.HandleCrashWithLogger(l.logger)
+			if pending := l.pendingLen.Load(); pending > InitialBufferSize {
+				trace := utiltrace.New("processorListener handler",
+					utiltrace.Field{Key: "handler", Value: l.handlerName},
+					utiltrace.Field{Key: "pendingNotifications", Value: pending})
+				defer trace.LogIfLong(100 * time.Millisecond)
+			}
+			switch n := next.(type) {
+			case UpdateNotification:
+				l.handler.OnUpdate(n.Old, n.New)
+			case AddNotification:
+				l.handler.OnAdd(n.Obj, n.IsInInitialList)
+				if n.IsInInitialList {
+					l.syncTracker.Finished()
+				}
+			case DeleteNotification:
+				l.handler.OnDelete(n.Obj)
+			default:
+				utilruntime.HandleErrorWithLogger(l.logger, nil, "unrecognized notification", "notificationType", fmt.Sprintf("%T", next))
+			}
+			sleepAfterCrash = false
+		}()
+	}
+}
+
+func (l *Listener) watchSynced() {
+	select {
+	case <-l.upstreamHasSynced.Done():
+		l.syncTracker.UpstreamHasSynced()
+	case <-l.done:
+		// Stopped before the upstream synced.
+	}
+}
+
+func (l *Listener) shouldResync(now time.Time) bool {
+	l.resyncLock.Lock()
+	defer l.resyncLock.Unlock()
+	if l.resyncPeriod == 0 {
+		return false
+	}
+	return !now.Before(l.nextResync)
+}
+
+func (l *Listener) determineNextResync(now time.Time) {
+	l.resyncLock.Lock()
+	defer l.resyncLock.Unlock()
+	l.nextResync = now.Add(l.resyncPeriod)
+}
+
+func (l *Listener) setResyncPeriod(resyncPeriod time.Duration) {
+	l.resyncLock.Lock()
+	defer l.resyncLock.Unlock()
+	l.resyncPeriod = resyncPeriod
+}

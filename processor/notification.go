@@ -1,0 +1,20 @@
+package processor
+
+// AddNotification tells a handler that Obj was added. IsInInitialList is true
+// for objects of the initial list (or, for a warm-started informer, of the
+// state loaded from disk) and for synthetic adds to a handler that joins late.
+type AddNotification struct {
+	Obj             interface{}
+	IsInInitialList bool
+}
+
+// UpdateNotification tells a handler that Old became New.
+type UpdateNotification struct {
+	Old, New interface{}
+}
+
+// DeleteNotification tells a handler that Obj was deleted. Obj may be a
+// cache.DeletedFinalStateUnknown.
+type DeleteNotification struct {
+	Obj interface{}
+}

@@ -1,0 +1,226 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// upstream is a DoneChecker the test closes to say "the informer synced".
+type upstream struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func newUpstream() *upstream              { return &upstream{ch: make(chan struct{})} }
+func (u *upstream) Name() string          { return "test upstream" }
+func (u *upstream) Done() <-chan struct{} { return u.ch }
+func (u *upstream) sync()                 { u.once.Do(func() { close(u.ch) }) }
+
+// recorder records handler calls in order and can block them.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+	gate   chan struct{} // when non-nil, every call waits for a receive
+}
+
+func (r *recorder) record(s string) {
+	if r.gate != nil {
+		<-r.gate
+	}
+	r.mu.Lock()
+	r.events = append(r.events, s)
+	r.mu.Unlock()
+}
+func (r *recorder) OnAdd(obj interface{}, initial bool) {
+	r.record(fmt.Sprintf("add %v %v", obj, initial))
+}
+func (r *recorder) OnUpdate(o, n interface{}) { r.record(fmt.Sprintf("update %v %v", o, n)) }
+func (r *recorder) OnDelete(obj interface{})  { r.record(fmt.Sprintf("delete %v", obj)) }
+func (r *recorder) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.events...)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestDeliveryIsInOrderAndUnboundedPerListener(t *testing.T) {
+	p := New(testingclock.NewFakeClock(time.Now()))
+	up := newUpstream()
+	slow := &recorder{gate: make(chan struct{})}
+	fast := &recorder{}
+	ls := NewListener(klog.Background(), slow, 0, 0, time.Now(), 1, up)
+	lf := NewListener(klog.Background(), fast, 0, 0, time.Now(), 1, up)
+	p.AddListener(ls)
+	p.AddListener(lf)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+
+	const n = 5000
+	for i := 0; i < n; i++ {
+		p.Distribute(UpdateNotification{Old: i, New: i + 1}, false)
+	}
+	// The fast handler got everything although the slow one has not
+	// handled a single notification: buffers are per listener and unbounded.
+	eventually(t, "fast handler", func() bool { return len(fast.got()) == n })
+	if len(slow.got()) != 0 {
+		t.Fatal("slow handler ran without being released")
+	}
+	if ls.Pending() < n-2 {
+		t.Errorf("slow listener reports %d pending, want about %d", ls.Pending(), n)
+	}
+	go func() {
+		for i := 0; i < n; i++ {
+			slow.gate <- struct{}{}
+		}
+	}()
+	eventually(t, "slow handler", func() bool { return len(slow.got()) == n })
+	for _, r := range []*recorder{slow, fast} {
+		for i, e := range r.got() {
+			if want := fmt.Sprintf("update %d %d", i, i+1); e != want {
+				t.Fatalf("event %d = %q, want %q", i, e, want)
+			}
+		}
+	}
+	cancel()
+	<-done
+}
+
+func TestListenerSyncedAfterUpstreamAndInitialAdds(t *testing.T) {
+	p := New(testingclock.NewFakeClock(time.Now()))
+	up := newUpstream()
+	r := &recorder{gate: make(chan struct{})}
+	l := NewListener(klog.Background(), r, 0, 0, time.Now(), 1, up)
+	p.AddListener(l)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	p.Distribute(AddNotification{Obj: "a", IsInInitialList: true}, false)
+	p.Distribute(AddNotification{Obj: "b", IsInInitialList: true}, false)
+	up.sync()
+	time.Sleep(20 * time.Millisecond)
+	if l.HasSynced() {
+		t.Fatal("synced before its initial adds were handled")
+	}
+	r.gate <- struct{}{}
+	time.Sleep(20 * time.Millisecond)
+	if l.HasSynced() {
+		t.Fatal("synced with one initial add still pending")
+	}
+	r.gate <- struct{}{}
+	eventually(t, "listener sync", l.HasSynced)
+	select {
+	case <-l.HasSyncedChecker().Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("HasSyncedChecker not done")
+	}
+}
+
+func TestResyncGoesOnlyToDueListeners(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	p := New(clk)
+	up := newUpstream()
+	every := &recorder{}
+	never := &recorder{}
+	le := NewListener(klog.Background(), every, 10*time.Second, 10*time.Second, clk.Now(), 1, up)
+	ln := NewListener(klog.Background(), never, 0, 0, clk.Now(), 1, up)
+	p.AddListener(le)
+	p.AddListener(ln)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	if p.ShouldResync() {
+		t.Fatal("resync due before its period")
+	}
+	clk.Step(10 * time.Second)
+	if !p.ShouldResync() {
+		t.Fatal("resync not due after its period")
+	}
+	p.Distribute(UpdateNotification{Old: "x", New: "x"}, true)
+	p.Distribute(DeleteNotification{Obj: "y"}, false)
+	eventually(t, "deliveries", func() bool { return len(every.got()) == 2 && len(never.got()) == 1 })
+	if got := never.got()[0]; got != "delete y" {
+		t.Errorf("non-resyncing listener got %q", got)
+	}
+	// The next resync is scheduled a period later.
+	clk.Step(5 * time.Second)
+	if p.ShouldResync() {
+		t.Error("resync due again after half a period")
+	}
+}
+
+func TestRemoveListenerStopsIt(t *testing.T) {
+	p := New(testingclock.NewFakeClock(time.Now()))
+	up := newUpstream()
+	r := &recorder{}
+	l := NewListener(klog.Background(), r, 0, 0, time.Now(), 1, up)
+	p.AddListener(l)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	p.Distribute(DeleteNotification{Obj: 1}, false)
+	if err := p.RemoveListener(l); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.ShutdownChan():
+	case <-time.After(5 * time.Second):
+		t.Fatal("removed listener did not shut down")
+	}
+	p.Distribute(DeleteNotification{Obj: 2}, false)
+	if got := r.got(); len(got) != 1 {
+		t.Errorf("removed listener got %v", got)
+	}
+	if err := p.RemoveListener(l); err != nil {
+		t.Errorf("removing twice: %v", err)
+	}
+	var foreign cache.ResourceEventHandlerRegistration = fakeRegistration{}
+	if err := p.RemoveListener(foreign); err == nil {
+		t.Error("removing a foreign registration did not fail")
+	}
+}
+
+type fakeRegistration struct{}
+
+func (fakeRegistration) HasSynced() bool                     { return false }
+func (fakeRegistration) HasSyncedChecker() cache.DoneChecker { return nil }
+
+func TestDetermineResyncPeriod(t *testing.T) {
+	for _, c := range []struct{ desired, check, want time.Duration }{
+		{0, time.Minute, 0},
+		{time.Minute, 0, 0},
+		{time.Second, time.Minute, time.Minute},
+		{time.Hour, time.Minute, time.Hour},
+	} {
+		if got := DetermineResyncPeriod(klog.Background(), c.desired, c.check); got != c.want {
+			t.Errorf("DetermineResyncPeriod(%v, %v) = %v, want %v", c.desired, c.check, got, c.want)
+		}
+	}
+}
+
+func TestHandlerName(t *testing.T) {
+	if got := nameForHandler(&recorder{}); got != "github.com/boltinformer/boltinformer/processor.recorder" {
+		t.Errorf("name = %q", got)
+	}
+	funcs := cache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) {}}
+	if got := nameForHandler(funcs); got != "github.com/boltinformer/boltinformer/processor.TestHandlerName" {
+		t.Errorf("funcs name = %q", got)
+	}
+}
