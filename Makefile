@@ -1,14 +1,12 @@
 # boltinformer — build, test, benchmark.
 GO        ?= go
 PKGS      := ./...
-# Packages with goroutines and locks: always tested under the race detector.
-RACE_PKGS := ./persist/... ./cache/...
 BENCH     ?= .
 BENCHTIME ?= 1s
 
--include tools/apiserver.mk
+include tools/apiserver.mk
 
-.PHONY: all build vet test test-unit test-race bench fmt-check
+.PHONY: all build vet test bench fmt-check
 
 all: build
 
@@ -21,15 +19,13 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-test-unit:
-	$(GO) test -count=1 $(PKGS)
+# make test: what CI runs. Formatting, vet, then every test — unit,
+# differential, crash and end-to-end against a real kube-apiserver (built on
+# first use) — under the race detector.
+test: fmt-check vet test-binaries
+	$(GO) test -race -count=1 -timeout 60m $(PKGS)
 
-test-race:
-	$(GO) test -race -count=1 $(RACE_PKGS)
-
-# make test: what CI runs. vet, formatting, every test, and the race detector
-# over the concurrent packages.
-test: fmt-check vet test-unit test-race
-
+# make bench: storage and codec benchmarks, each beside its client-go (or
+# protobuf) reference in the same run, followed by a table of ratios.
 bench:
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./persist/ ./cache/ ./bench/...
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./persist/ ./bench/ | awk -f hack/bench-ratios.awk

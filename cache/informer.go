@@ -1,0 +1,579 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgofeatures "k8s.io/client-go/features"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/processor"
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// Persistence says where an informer keeps its state.
+type Persistence struct {
+	// DB is the open cache file. Required; the informer does not close it.
+	DB *persist.DB
+	// Collection names the informer's bucket tree in DB. Required. Give each
+	// informer its own, and change it whenever what the informer lists
+	// changes (namespace, label or field selector): a collection is only
+	// ever resumed as the same list.
+	Collection string
+	// Description is shown by tools such as inspect.
+	Description map[string]string
+	// IndexVersions declares index function versions; see IndexerOptions.
+	IndexVersions map[string]string
+	// CacheObjects and CacheBytes bound the decoded-object cache; zero for
+	// both keeps every object in memory. See IndexerOptions.
+	CacheObjects int
+	CacheBytes   int64
+}
+
+// InformerOptions configures NewSharedIndexInformerWithOptions. It has the
+// fields of client-go's SharedIndexInformerOptions plus persistence and the
+// reflector's knobs; every zero value is client-go's default.
+type InformerOptions struct {
+	Persistence Persistence
+
+	// ResyncPeriod is the default handler resync period and the resync
+	// check period, as in client-go.
+	ResyncPeriod time.Duration
+	// Indexers are the informer's indexers.
+	Indexers cache.Indexers
+	// ObjectDescription describes the objects in logs.
+	ObjectDescription string
+	// Identifier and InformerMetricsProvider are passed to client-go's
+	// RealFIFO for its metrics.
+	Identifier              cache.InformerNameAndResource
+	InformerMetricsProvider cache.InformerMetricsProvider
+
+	// PageSize is the list page size; zero chooses as client-go does.
+	PageSize int64
+	// MinWatchTimeout is the shortest watch request timeout; zero is 5m.
+	MinWatchTimeout time.Duration
+	// Clock is for tests; nil is the real clock.
+	Clock clock.WithTicker
+	// Observer receives reflector events (for metrics and tests); optional.
+	Observer reflector.Observer
+	// Backoff overrides the reflector's retry backoff (tests); zero values
+	// are client-go's.
+	InitialBackoff, MaxBackoff time.Duration
+}
+
+// Informer is a cache.SharedIndexInformer whose store lives in a cache file.
+// When it starts with a stored resourceVersion it does not list: every
+// handler gets OnAdd(obj, true) for each stored object, the informer reports
+// synced, and the watch resumes from the stored resourceVersion. If the
+// server has compacted that version away (410 Gone), the informer relists
+// once and reconciles the list against the stored state as client-go
+// reconciles a relist: objects deleted meanwhile reach handlers as
+// DeletedFinalStateUnknown, objects whose resourceVersion is unchanged are
+// not rewritten and reach only resyncing handlers.
+//
+// Everything else — queue, ordering, resync, handler registration, panics —
+// is client-go v0.37.2's.
+type Informer struct {
+	indexer       *Indexer
+	processor     *processor.Processor
+	listerWatcher cache.ListerWatcher
+	objectType    runtime.Object
+	opts          InformerOptions
+
+	// synced is closed once the initial state (listed, or loaded from disk)
+	// has been handed to the handlers.
+	synced chan struct{}
+
+	cacheMutationDetector cache.MutationDetector
+
+	// resyncCheckPeriod and defaultEventHandlerResyncPeriod as in client-go.
+	resyncCheckPeriod               time.Duration
+	defaultEventHandlerResyncPeriod time.Duration
+	clock                           clock.WithTicker
+
+	// startedLock guards the fields below it.
+	startedLock       sync.Mutex
+	started, stopped  bool
+	reflector         *reflector.Reflector
+	watchErrorHandler cache.WatchErrorHandlerWithContext
+	transform         cache.TransformFunc
+	// warm is set at start when a stored resourceVersion exists.
+	warm bool
+
+	// blockDeltas stops delta processing while a late handler joins or a
+	// handler is removed, and while the warm start hands out stored objects.
+	blockDeltas sync.Mutex
+}
+
+var _ cache.SharedIndexInformer = (*Informer)(nil)
+
+// NewSharedIndexInformer is client-go's cache.NewSharedIndexInformer with
+// one more argument: where to persist. It fails if the collection cannot be
+// opened (for example an index must be rebuilt and an index function fails).
+func NewSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object, defaultEventHandlerResyncPeriod time.Duration, indexers cache.Indexers, p Persistence) (*Informer, error) {
+	return NewSharedIndexInformerWithOptions(lw, exampleObject, InformerOptions{
+		Persistence:  p,
+		ResyncPeriod: defaultEventHandlerResyncPeriod,
+		Indexers:     indexers,
+	})
+}
+
+// NewSharedIndexInformerWithOptions is client-go's
+// cache.NewSharedIndexInformerWithOptions with persistence.
+func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject runtime.Object, opts InformerOptions) (*Informer, error) {
+	p := opts.Persistence
+	indexer, err := NewIndexer(IndexerOptions{
+		DB:            p.DB,
+		Collection:    p.Collection,
+		Description:   p.Description,
+		KeyFunc:       cache.DeletionHandlingMetaNamespaceKeyFunc,
+		Indexers:      opts.Indexers,
+		IndexVersions: p.IndexVersions,
+		CacheObjects:  p.CacheObjects,
+		CacheBytes:    p.CacheBytes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Informer{
+		indexer:                         indexer,
+		processor:                       processor.New(clk),
+		listerWatcher:                   lw,
+		objectType:                      exampleObject,
+		opts:                            opts,
+		synced:                          make(chan struct{}),
+		cacheMutationDetector:           cache.NewCacheMutationDetector(fmt.Sprintf("%T", exampleObject)),
+		resyncCheckPeriod:               opts.ResyncPeriod,
+		defaultEventHandlerResyncPeriod: opts.ResyncPeriod,
+		clock:                           clk,
+	}, nil
+}
+
+// SetWatchErrorHandler implements cache.SharedInformer.
+func (s *Informer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error {
+	return s.SetWatchErrorHandlerWithContext(func(_ context.Context, r *cache.Reflector, err error) {
+		handler(r, err)
+	})
+}
+
+// SetWatchErrorHandlerWithContext implements cache.SharedInformer. The
+// *cache.Reflector passed to the handler describes this informer's
+// reflector (name, type) but is not the one running: the watch runs on
+// boltinformer's resumable reflector.
+func (s *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandlerWithContext) error {
+	s.startedLock.Lock()
+	defer s.startedLock.Unlock()
+	if s.started {
+		return fmt.Errorf("informer has already started")
+	}
+	s.watchErrorHandler = handler
+	return nil
+}
+
+// SetTransform implements cache.SharedInformer. The transform runs before
+// an object is stored, so the file holds transformed objects.
+func (s *Informer) SetTransform(handler cache.TransformFunc) error {
+	s.startedLock.Lock()
+	defer s.startedLock.Unlock()
+	if s.started {
+		return fmt.Errorf("informer has already started")
+	}
+	s.transform = handler
+	return nil
+}
+
+// Run implements cache.SharedInformer.
+func (s *Informer) Run(stopCh <-chan struct{}) {
+	s.RunWithContext(wait.ContextForChannel(stopCh))
+}
+
+// RunWithContext implements cache.SharedInformer. It returns after the
+// reflector, the queue consumer and every handler goroutine have stopped and
+// the applied changes have been flushed to the file.
+func (s *Informer) RunWithContext(ctx context.Context) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	logger := klog.FromContext(ctx)
+	if s.HasStarted() {
+		logger.Info("Warning: the sharedIndexInformer has started, run more than once is not allowed")
+		return
+	}
+	fifo, refl := s.start(logger)
+
+	// The processor stops strictly after the controller, as in client-go.
+	processorStopCtx, stopProcessor := context.WithCancelCause(context.WithoutCancel(ctx))
+	var wg wait.Group
+	defer wg.Wait()
+	defer stopProcessor(errors.New("informer is stopping"))
+	wg.StartWithChannel(processorStopCtx.Done(), s.cacheMutationDetector.Run)
+	wg.StartWithContext(processorStopCtx, s.processor.Run)
+
+	defer func() {
+		s.startedLock.Lock()
+		defer s.startedLock.Unlock()
+		s.stopped = true // No new listeners.
+	}()
+	defer s.flush(logger)
+
+	if s.warm {
+		if err := s.deliverStored(); err != nil {
+			// The stored state could not be read back: handlers got part of it.
+			// Nothing safe can follow; report and stop.
+			utilruntime.HandleErrorWithContext(ctx, err, "Warm start failed reading the cache file; stopping the informer", "collection", s.indexer.coll.Name())
+			return
+		}
+		close(s.synced)
+	} else {
+		wg.Start(func() {
+			select {
+			case <-ctx.Done():
+			case <-fifo.HasSyncedChecker().Done():
+				close(s.synced)
+			}
+		})
+	}
+	s.runController(ctx, fifo, refl)
+}
+
+// start builds the queue and the reflector and marks the informer started.
+func (s *Informer) start(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflector) {
+	s.startedLock.Lock()
+	defer s.startedLock.Unlock()
+	fifoOpts := cache.RealFIFOOptions{
+		Logger:          &logger,
+		Name:            fmt.Sprintf("RealFIFO %T", s.objectType),
+		KeyFunction:     cache.MetaNamespaceKeyFunc,
+		Transformer:     s.transform,
+		Identifier:      s.opts.Identifier,
+		MetricsProvider: s.opts.InformerMetricsProvider,
+	}
+	// As client-go's newQueueFIFO (InOrderInformers is locked on in v0.37).
+	if clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) {
+		fifoOpts.AtomicEvents = true
+		fifoOpts.UnlockWhileProcessing = clientgofeatures.FeatureGates().Enabled(clientgofeatures.UnlockWhileProcessingFIFO)
+		fifoOpts.EmitDeltaTypeBookmark = true
+	} else {
+		fifoOpts.KnownObjects = s.indexer
+	}
+	fifo := cache.NewRealFIFOWithOptions(fifoOpts)
+
+	resume := s.indexer.coll.ResourceVersion()
+	s.warm = resume != ""
+	refl := reflector.New(s.listerWatcher, fifo, reflector.Options{
+		Name:                  s.opts.ObjectDescription,
+		ExpectedType:          s.objectType,
+		ResumeResourceVersion: resume,
+		PageSize:              s.opts.PageSize,
+		ResyncPeriod:          s.resyncCheckPeriod,
+		ShouldResync:          s.processor.ShouldResync,
+		MinWatchTimeout:       s.opts.MinWatchTimeout,
+		InitialBackoff:        s.opts.InitialBackoff,
+		MaxBackoff:            s.opts.MaxBackoff,
+		Clock:                 s.clock,
+		WatchErrorHandler:     s.reportWatchError(fifo),
+		Observer:              s.opts.Observer,
+	})
+	s.reflector = refl
+	s.started = true
+	return fifo, refl
+}
+
+// reportWatchError adapts the client-go watch error handler, which takes a
+// *cache.Reflector, to boltinformer's reflector.
+func (s *Informer) reportWatchError(fifo *cache.RealFIFO) func(context.Context, error) {
+	handler := s.watchErrorHandler
+	if handler == nil {
+		handler = cache.DefaultWatchErrorHandler
+	}
+	// A client-go reflector that is never run, so the handler sees the name
+	// and type it expects.
+	described := cache.NewReflectorWithOptions(s.listerWatcher, s.objectType, fifo, cache.ReflectorOptions{
+		TypeDescription: s.opts.ObjectDescription,
+	})
+	return func(ctx context.Context, err error) { handler(ctx, described, err) }
+}
+
+// deliverStored hands every stored object to the handlers as part of the
+// initial list, with deltas blocked, as a list would.
+func (s *Informer) deliverStored() error {
+	s.blockDeltas.Lock()
+	defer s.blockDeltas.Unlock()
+	return s.indexer.coll.ForEach(func(_ string, obj runtime.Object) error {
+		s.cacheMutationDetector.AddObject(obj)
+		s.processor.Distribute(processor.AddNotification{Obj: obj, IsInInitialList: true}, false)
+		return nil
+	})
+}
+
+// runController is client-go's controller.RunWithContext: the reflector
+// fills the queue, processLoop drains it, until ctx ends.
+func (s *Informer) runController(ctx context.Context, fifo *cache.RealFIFO, refl *reflector.Reflector) {
+	go func() {
+		<-ctx.Done()
+		fifo.Close()
+	}()
+	var wg wait.Group
+	wg.StartWithContext(ctx, refl.Run)
+	wait.UntilWithContext(ctx, func(ctx context.Context) { s.processLoop(ctx, fifo) }, time.Second)
+	wg.Wait()
+}
+
+// processLoop is client-go's controller.processLoop.
+func (s *Informer) processLoop(ctx context.Context, fifo *cache.RealFIFO) {
+	logger := klog.FromContext(ctx)
+	useBatch := clientgofeatures.FeatureGates().Enabled(clientgofeatures.InOrderInformersBatchProcess)
+	process := func(obj interface{}, isInInitialList bool) error {
+		err := s.handleDeltas(logger, obj, isInInitialList)
+		s.reportProcessError(ctx, err)
+		return err
+	}
+	processBatch := func(deltas []cache.Delta, isInInitialList bool) error {
+		err := s.handleBatchDeltas(logger, deltas, isInInitialList)
+		s.reportProcessError(ctx, err)
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		default:
+		}
+		var err error
+		if useBatch {
+			err = fifo.PopBatch(processBatch, process)
+		} else {
+			_, err = fifo.Pop(process)
+		}
+		if errors.Is(err, cache.ErrFIFOClosed) {
+			return
+		}
+	}
+}
+
+// reportProcessError reports a delta the store refused. client-go's indexer
+// panics on index function errors instead; ours leaves the object out of the
+// store and out of the notifications, and says so.
+func (s *Informer) reportProcessError(ctx context.Context, err error) {
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Failed to apply a watch event to the persistent store", "collection", s.indexer.coll.Name())
+	}
+}
+
+// initialList reports whether a popped delta belongs to the initial list.
+// After a warm start the initial state came from disk, so nothing the queue
+// delivers is part of it, though the queue (which never saw a list) thinks
+// its first relist is.
+func (s *Informer) initialList(isInInitialList bool) bool {
+	return isInInitialList && !s.warm
+}
+
+func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitialList bool) error {
+	s.blockDeltas.Lock()
+	defer s.blockDeltas.Unlock()
+	deltas, ok := obj.(cache.Deltas)
+	if !ok {
+		return errors.New("object given as Process argument is not Deltas")
+	}
+	return processDeltas(logger, s, s.indexer, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
+}
+
+func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, isInInitialList bool) error {
+	s.blockDeltas.Lock()
+	defer s.blockDeltas.Unlock()
+	return processDeltasInBatch(logger, s, s.indexer, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
+}
+
+// flush commits what this informer applied, so a clean restart resumes from
+// its last resourceVersion.
+func (s *Informer) flush(logger klog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.indexer.coll.Flush(ctx); err != nil {
+		logger.Error(err, "Flushing the informer's cache file on stop failed; the next start resumes from the last committed resourceVersion", "collection", s.indexer.coll.Name())
+	}
+}
+
+// OnAdd distributes an add; called under blockDeltas.
+func (s *Informer) OnAdd(obj interface{}, isInInitialList bool) {
+	s.cacheMutationDetector.AddObject(obj)
+	s.processor.Distribute(processor.AddNotification{Obj: obj, IsInInitialList: isInInitialList}, false)
+}
+
+// OnUpdate distributes an update; called under blockDeltas. An update that
+// did not change the resourceVersion is a resync: only resyncing handlers
+// get it.
+func (s *Informer) OnUpdate(old, new interface{}) {
+	isSync := false
+	if accessor, err := meta.Accessor(new); err == nil {
+		if oldAccessor, err := meta.Accessor(old); err == nil {
+			isSync = accessor.GetResourceVersion() == oldAccessor.GetResourceVersion()
+		}
+	}
+	s.cacheMutationDetector.AddObject(new)
+	s.processor.Distribute(processor.UpdateNotification{Old: old, New: new}, isSync)
+}
+
+// OnDelete distributes a delete; called under blockDeltas.
+func (s *Informer) OnDelete(old interface{}) {
+	s.processor.Distribute(processor.DeleteNotification{Obj: old}, false)
+}
+
+// HasStarted reports whether Run was called.
+func (s *Informer) HasStarted() bool {
+	s.startedLock.Lock()
+	defer s.startedLock.Unlock()
+	return s.started
+}
+
+// HasSynced implements cache.SharedInformer.
+func (s *Informer) HasSynced() bool {
+	select {
+	case <-s.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// HasSyncedChecker implements cache.SharedInformer.
+func (s *Informer) HasSyncedChecker() cache.DoneChecker { return informerDone{s} }
+
+type informerDone struct{ s *Informer }
+
+func (d informerDone) Name() string          { return fmt.Sprintf("SharedIndexInformer %T", d.s.objectType) }
+func (d informerDone) Done() <-chan struct{} { return d.s.synced }
+
+// LastSyncResourceVersion implements cache.SharedInformer: the
+// resourceVersion of the latest list, event or bookmark the reflector saw.
+func (s *Informer) LastSyncResourceVersion() string {
+	s.startedLock.Lock()
+	defer s.startedLock.Unlock()
+	if s.reflector == nil {
+		return ""
+	}
+	return s.reflector.LastSyncResourceVersion()
+}
+
+// GetStore implements cache.SharedInformer.
+func (s *Informer) GetStore() cache.Store { return s.indexer }
+
+// GetIndexer implements cache.SharedIndexInformer.
+func (s *Informer) GetIndexer() cache.Indexer { return s.indexer }
+
+// Indexer returns the persistent indexer.
+func (s *Informer) Indexer() *Indexer { return s.indexer }
+
+// AddIndexers implements cache.SharedIndexInformer.
+func (s *Informer) AddIndexers(indexers cache.Indexers) error {
+	s.startedLock.Lock()
+	defer s.startedLock.Unlock()
+	if s.stopped {
+		return fmt.Errorf("indexer was not added because it has stopped already")
+	}
+	return s.indexer.AddIndexers(indexers)
+}
+
+// GetController implements cache.SharedInformer; like client-go's it cannot
+// be run on its own.
+func (s *Informer) GetController() cache.Controller { return dummyController{s} }
+
+type dummyController struct{ s *Informer }
+
+func (v dummyController) RunWithContext(context.Context)      {}
+func (v dummyController) Run(<-chan struct{})                 {}
+func (v dummyController) HasSynced() bool                     { return v.s.HasSynced() }
+func (v dummyController) HasSyncedChecker() cache.DoneChecker { return v.s.HasSyncedChecker() }
+func (v dummyController) LastSyncResourceVersion() string {
+	if clientgofeatures.FeatureGates().Enabled(clientgofeatures.InformerResourceVersion) {
+		return v.s.LastSyncResourceVersion()
+	}
+	return ""
+}
+
+// AddEventHandler implements cache.SharedInformer.
+func (s *Informer) AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return s.AddEventHandlerWithOptions(handler, cache.HandlerOptions{})
+}
+
+// AddEventHandlerWithResyncPeriod implements cache.SharedInformer.
+func (s *Informer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEventHandler, resyncPeriod time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return s.AddEventHandlerWithOptions(handler, cache.HandlerOptions{ResyncPeriod: &resyncPeriod})
+}
+
+// AddEventHandlerWithOptions implements cache.SharedInformer, with client-go's
+// resync period rules and late-join protocol.
+func (s *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	s.startedLock.Lock()
+	defer s.startedLock.Unlock()
+	if s.stopped {
+		return nil, fmt.Errorf("handler %v was not added to shared informer because it has stopped already", handler)
+	}
+	logger := ptr.Deref(options.Logger, klog.Background())
+	resyncPeriod := ptr.Deref(options.ResyncPeriod, s.defaultEventHandlerResyncPeriod)
+	if resyncPeriod > 0 {
+		if resyncPeriod < processor.MinimumResyncPeriod {
+			logger.Info("Warning: resync period is too small. Changing it to the minimum allowed value", "resyncPeriod", resyncPeriod, "minimumResyncPeriod", processor.MinimumResyncPeriod)
+			resyncPeriod = processor.MinimumResyncPeriod
+		}
+		if resyncPeriod < s.resyncCheckPeriod {
+			if s.started {
+				logger.Info("Warning: resync period is smaller than resync check period and the informer has already started. Changing it to the resync check period", "resyncPeriod", resyncPeriod, "resyncCheckPeriod", s.resyncCheckPeriod)
+				resyncPeriod = s.resyncCheckPeriod
+			} else {
+				s.resyncCheckPeriod = resyncPeriod
+				s.processor.ResyncCheckPeriodChanged(logger, resyncPeriod)
+			}
+		}
+	}
+	listener := processor.NewListener(logger, handler, resyncPeriod,
+		processor.DetermineResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod),
+		s.clock.Now(), processor.InitialBufferSize, s.HasSyncedChecker())
+	if !s.started {
+		s.processor.AddListener(listener)
+		return listener, nil
+	}
+	// To join safely: 1. stop deltas, 2. list the store, 3. queue synthetic
+	// initial adds for the new handler, 4. unblock.
+	s.blockDeltas.Lock()
+	defer s.blockDeltas.Unlock()
+	started := s.processor.AddListener(listener)
+	for _, item := range s.indexer.List() {
+		// Queued under the lock and before the handle is returned, so its
+		// HasSynced can never be true before these adds are handled.
+		listener.Add(processor.AddNotification{Obj: item, IsInInitialList: true})
+	}
+	if started {
+		s.processor.StartWatchSynced(listener)
+	}
+	return listener, nil
+}
+
+// IsStopped implements cache.SharedInformer.
+func (s *Informer) IsStopped() bool {
+	s.startedLock.Lock()
+	defer s.startedLock.Unlock()
+	return s.stopped
+}
+
+// RemoveEventHandler implements cache.SharedInformer.
+func (s *Informer) RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error {
+	s.startedLock.Lock()
+	defer s.startedLock.Unlock()
+	s.blockDeltas.Lock()
+	defer s.blockDeltas.Unlock()
+	return s.processor.RemoveListener(handle)
+}

@@ -1,0 +1,103 @@
+// Package reflector keeps a Store in step with one collection on a
+// Kubernetes API server by listing and watching it, like client-go v0.37.2's
+// tools/cache.Reflector, except that it can start from a given
+// resourceVersion without listing. It is the part of a persistent informer
+// that, after a restart, watches from the resourceVersion stored on disk
+// instead of relisting the cluster.
+//
+// # Basics
+//
+// New takes a cache.ListerWatcher, a Store (client-go's *cache.RealFIFO
+// satisfies it) and one Options value, which is copied and frozen. Run loops
+// over ListAndWatch with exponential backoff until its context is done.
+//
+// Without Options.ResumeResourceVersion a reflector behaves like client-go's:
+// it lists at resourceVersion "0" (served from the apiserver's watch cache),
+// calls Store.Replace, and watches from the list's resourceVersion. With it,
+// the first ListAndWatch makes no list request: it watches from that
+// resourceVersion, and events since then arrive as ordinary Add, Update and
+// Delete calls. If the server says the version is gone — HTTP 410
+// Gone/Expired, as a status or as an in-stream ERROR event (an apiserver that
+// restarted answers the latter) — or too large, the reflector relists once
+// with resourceVersion "" (a consistent read) and calls Store.Replace, which
+// is where a persistent store reconciles against its disk contents. As in
+// client-go, that relist waits one backoff interval (800ms to 1.6s by
+// default), which spreads the relists of many clients after an apiserver
+// restart.
+//
+// Each watch asks for bookmarks; a BOOKMARK event calls Store.Bookmark and,
+// like every event, advances LastSyncResourceVersion, so quiet collections
+// stay resumable. A watch that closes or times out normally is re-opened at
+// once from LastSyncResourceVersion without listing. Lists page exactly as
+// client-go's do (see Options.PageSize), through k8s.io/client-go/tools/pager.
+// Events carrying an object of another type than Options.ExpectedType (or
+// GVK than Options.ExpectedGVK) are reported to Options.WatchErrorHandler,
+// wrapped in ErrUnexpectedObject, and skipped. With Options.ResyncPeriod set,
+// Store.Resync is called periodically while watching, when
+// Options.ShouldResync agrees.
+//
+// Options.Observer sees how each start happened (StartCause), every list and
+// every watch, for metrics and tests.
+//
+// Goroutines: Run, and a direct ListAndWatch, do all listing, watching, Store
+// writes (except Resync) and backoff waiting on the caller's goroutine;
+// requests carry the caller's context, so cancelling it aborts an in-flight
+// list or watch. While a watch phase runs, one helper goroutine owns the
+// resync timer and calls Store.Resync. The watch phase starts it and, on the
+// way out, cancels it and waits for it. Shutdown is a chain: cancelling the
+// context ends the backoff wait or makes the event loop return, which stops
+// the watcher (watch.Interface.Stop); the watch phase then cancels and joins
+// the resync goroutine; ListAndWatch returns and Run returns without another
+// backoff. Nothing the reflector started outlives Run or ListAndWatch.
+//
+// LastSyncResourceVersion is safe to call concurrently with everything.
+// Run and ListAndWatch must not run concurrently with each other or
+// themselves. Store methods are called from the reflector goroutine and,
+// for Resync, from the resync goroutine, so the Store must be safe for
+// concurrent use.
+//
+// # Caveats
+//
+// After an expired answer on a watch the relist is client-go's: at the last
+// resourceVersion, unpaged, so the apiserver's watch cache serves it, and at
+// "" (a consistent read from etcd) only if that list is refused too; after a
+// too-large answer it is at "" at once.
+//
+// Deliberate differences from client-go:
+//
+//   - A watch that cannot be started, or ends with an error, for any reason
+//     other than an expired or too-large resourceVersion (connection refused,
+//     429, 5xx, 403, an in-stream error, a watch that closed in under a second
+//     without events) is reported to the error handler, and then retried,
+//     after backoff, from LastSyncResourceVersion. client-go relists after
+//     most of those. Relisting is what this package exists to avoid, and
+//     whether a resourceVersion is still valid is the server's call: it
+//     answers 410 when it is too old.
+//   - Watch-list streaming (client-go's WatchListClient feature,
+//     sendInitialEvents) is never used, whatever the feature gate says: every
+//     start is a paged list plus a watch, or a resumed watch.
+//   - The list runs on the caller's goroutine with the caller's context;
+//     client-go runs it on a goroutine that may outlive a cancelled context.
+//   - Every error, including retried watch failures and failed Store writes,
+//     goes to Options.WatchErrorHandler; client-go logs some of them itself.
+//     The default handler logs at client-go's levels.
+//   - Options.MinWatchTimeout values under 5 minutes are honoured (client-go
+//     ignores them); the floor is one second.
+//
+// Correctness of a resumed watch rests on the caller: ResumeResourceVersion
+// must come from the same cluster and the same collection (resource,
+// namespace, label and field selectors) as the ListerWatcher, and the Store
+// must already hold the state as of that version. The server cannot detect a
+// resourceVersion taken from another collection of the same cluster.
+//
+// LastSyncResourceVersion is not synchronized with the Store: it may name an
+// event the Store has not applied yet, and it advances even when a Store
+// write fails (the failure is reported). A persistent store should record
+// the resourceVersions it receives through Replace, Add/Update/Delete
+// objects and Bookmark instead.
+//
+// A watch started at "" or "0" (only possible when a list returned no
+// resourceVersion) begins with synthetic ADDED events in no order; as in
+// client-go their resourceVersions are not recorded until another event type
+// arrives.
+package reflector

@@ -1,0 +1,76 @@
+package reflector
+
+import (
+	"errors"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Every error the Reflector hands to Options.WatchErrorHandler, or returns from
+// ListAndWatch, wraps exactly one of these sentinels and, where there is one,
+// the underlying cause; test with errors.Is. API errors stay reachable through
+// the wrapping, so apierrors.IsResourceExpired(err) and friends work too.
+var (
+	// ErrList reports a failed list (after client-go's resourceVersion
+	// fallbacks were tried). The next ListAndWatch lists again, after backoff.
+	ErrList = errors.New("reflector: list failed")
+
+	// ErrWatch reports a watch that could not be started or that ended with
+	// an error (an in-stream ERROR event, or a watch that closed in under a
+	// second without delivering anything). The reflector relists when the
+	// cause says the resourceVersion expired or is too large, and otherwise
+	// backs off and watches again from LastSyncResourceVersion.
+	ErrWatch = errors.New("reflector: watch failed")
+
+	// ErrUnexpectedObject reports a watch event that was skipped: its object
+	// has another Go type than Options.ExpectedType, another GVK than
+	// Options.ExpectedGVK, is a Table, has no object metadata, or the event
+	// type is unknown.
+	ErrUnexpectedObject = errors.New("reflector: unexpected watch event object")
+
+	// ErrStore reports a Store method that returned an error. A failed
+	// Add/Update/Delete/Bookmark is reported and the event is dropped (as
+	// client-go does); a failed Replace fails the list; a failed Resync ends
+	// the watch and forces a relist (as client-go does).
+	ErrStore = errors.New("reflector: store rejected write")
+)
+
+// errStopRequested is internal: the context was cancelled while watching.
+// Mirrors client-go's errorStopRequested; it never leaves the package.
+var errStopRequested = errors.New("stop requested")
+
+// isExpiredError mirrors client-go's isExpiredError: HTTP 410 with reason
+// Expired (1.18+) or Gone (older servers, and statuses without a known reason).
+func isExpiredError(err error) bool {
+	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+}
+
+// isTooLargeResourceVersionError mirrors client-go's function of the same
+// name, including the message matching needed for 1.17–1.18.5 servers.
+func isTooLargeResourceVersionError(err error) bool {
+	if apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
+		return true
+	}
+	if !apierrors.IsTimeout(err) {
+		return false
+	}
+	var apierr apierrors.APIStatus
+	if !errors.As(err, &apierr) || apierr == nil || apierr.Status().Details == nil {
+		return false
+	}
+	for _, cause := range apierr.Status().Details.Causes {
+		if cause.Message == "Too large resource version" {
+			return true
+		}
+	}
+	return strings.Contains(apierr.Status().Message, "Too large resource version")
+}
+
+// isResourceVersionUnavailable reports whether err means the requested
+// resourceVersion cannot be served (too old or too new), which is the only
+// reason this package relists after a watch failure.
+func isResourceVersionUnavailable(err error) bool {
+	return isExpiredError(err) || isTooLargeResourceVersionError(err)
+}

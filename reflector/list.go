@@ -1,0 +1,140 @@
+package reflector
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/pager"
+	"k8s.io/klog/v2"
+)
+
+// list mirrors client-go's (*Reflector).list: it lists the collection at
+// relistResourceVersion() through a pager, retries once at "" if that
+// version is expired or too large, hands the items to Store.Replace and
+// records the list's resourceVersion.
+//
+// Unlike client-go, the pager runs on the calling goroutine with ctx, so a
+// cancelled context aborts the request instead of leaving it running in the
+// background; Run therefore never outlives its list. It returns nil, without
+// touching the Store, when ctx ends during the list.
+func (r *Reflector) list(ctx context.Context) error {
+	r.mu.RLock()
+	cause := r.nextListCause
+	paginatedBefore := r.paginatedResult
+	options := metav1.ListOptions{ResourceVersion: r.relistResourceVersionLocked()}
+	r.mu.RUnlock()
+
+	// pages counts the responses that make up the current result. The
+	// pager answers an expired continue token with one full list, which
+	// replaces the pages gathered so far.
+	pages := 0
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		obj, err := r.lw.ListWithContext(ctx, opts)
+		switch {
+		case err == nil:
+			pages++
+		case apierrors.IsResourceExpired(err) && opts.Continue != "":
+			pages = 0
+		}
+		return obj, err
+	})
+	// client-go's page-size choice, verbatim.
+	switch {
+	case r.pageSize != 0:
+		p.PageSize = r.pageSize
+	case paginatedBefore:
+		// An earlier list at "0" was paginated: the watch cache is off and
+		// the server honours paging, so keep the default page size.
+	case options.ResourceVersion != "" && options.ResourceVersion != "0":
+		// A list at a specific resourceVersion is served from the watch
+		// cache only without Limit, so do not page it (avoids a thundering
+		// herd on etcd). "0" is left paged: the watch cache ignores Limit
+		// for it anyway, and without a watch cache paging is what we want.
+		p.PageSize = 0
+	}
+
+	list, paginated, err := p.ListWithAlloc(ctx, options)
+	if isResourceVersionUnavailable(err) {
+		// The pager only falls back on expired continue tokens; the first
+		// page itself can be expired or too new. Retry at "" (consistent
+		// read), as client-go does.
+		r.markResourceVersionUnavailable(cause)
+		pages = 0
+		list, paginated, err = p.ListWithAlloc(ctx, metav1.ListOptions{ResourceVersion: r.relistResourceVersion()})
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err == nil {
+		if unsupported, gvk := isUnsupportedTableListObject(list); unsupported {
+			err = fmt.Errorf("unsupported list gvk: %v, type: %v", gvk, r.typeDescription)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrList, r.typeDescription, err)
+	}
+
+	listMeta, err := meta.ListAccessor(list)
+	if err != nil {
+		return fmt.Errorf("%w: %s: unable to understand list result %T: %w", ErrList, r.typeDescription, list, err)
+	}
+	resourceVersion := listMeta.GetResourceVersion()
+	items, err := meta.ExtractListWithAlloc(list)
+	if err != nil {
+		return fmt.Errorf("%w: %s: unable to extract items of %T: %w", ErrList, r.typeDescription, list, err)
+	}
+	found := make([]interface{}, len(items))
+	for i, item := range items {
+		found[i] = item
+	}
+	if err := r.store.Replace(found, resourceVersion); err != nil {
+		return fmt.Errorf("%w: Replace at resourceVersion %q: %w", ErrStore, resourceVersion, err)
+	}
+
+	r.mu.Lock()
+	// Only a list at "0" says anything about the watch cache: lists at ""
+	// are paginated whenever Limit is set, watch cache or not.
+	if options.ResourceVersion == "0" && paginated {
+		r.paginatedResult = true
+	}
+	r.lastSyncRVUnavailable = false
+	r.lastSyncRV = resourceVersion
+	r.nextListCause = CauseRelistError
+	r.mu.Unlock()
+
+	klog.FromContext(ctx).V(4).Info("Listed", "reflector", r.name, "type", r.typeDescription,
+		"cause", cause, "resourceVersion", resourceVersion, "items", len(items), "pages", pages)
+	r.observer.Listed(cause, resourceVersion, len(items), pages)
+	return nil
+}
+
+var unsupportedTableGVK = map[schema.GroupVersionKind]bool{
+	metav1beta1.SchemeGroupVersion.WithKind("Table"): true,
+	metav1.SchemeGroupVersion.WithKind("Table"):      true,
+}
+
+// isUnsupportedTableObject mirrors client-go: Table responses cannot feed a
+// cache.
+func isUnsupportedTableObject(obj runtime.Object) bool {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u.GetKind() != "Table" {
+		return false
+	}
+	return unsupportedTableGVK[u.GetObjectKind().GroupVersionKind()]
+}
+
+func isUnsupportedTableListObject(obj runtime.Object) (bool, schema.GroupVersionKind) {
+	u, ok := obj.(*unstructured.UnstructuredList)
+	if !ok {
+		return false, schema.GroupVersionKind{}
+	}
+	gvk := u.GetObjectKind().GroupVersionKind()
+	return unsupportedTableGVK[gvk], gvk
+}

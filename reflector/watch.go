@@ -1,0 +1,245 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// watchWithResync mirrors client-go's watchWithResync: it runs the watch
+// loop on the calling goroutine and startResync on one helper goroutine,
+// and cancels and waits for the helper before returning, so no goroutine
+// outlives the call.
+func (r *Reflector) watchWithResync(ctx context.Context) error {
+	// Buffered so startResync can report and exit even if the watch loop
+	// has already stopped reading.
+	resyncErrC := make(chan error, 1)
+	resyncCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	wg.Go(func() { r.startResync(resyncCtx, resyncErrC) })
+	return r.watch(ctx, resyncErrC)
+}
+
+// startResync mirrors client-go's startResync: every resyncPeriod it asks
+// shouldResync and calls Store.Resync. A Resync error is sent on errC and
+// ends the goroutine; the watch loop then ends the watch, which makes the
+// next ListAndWatch relist.
+func (r *Reflector) startResync(ctx context.Context, errC chan<- error) {
+	if r.resyncPeriod == 0 {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	for {
+		// A fresh timer per period, stopped on every exit path (client-go's
+		// resyncChan cleanup): failing watches must not pile up timers.
+		t := r.clock.NewTimer(r.resyncPeriod)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		if r.shouldResync == nil || r.shouldResync() {
+			logger.V(4).Info("Forcing resync", "reflector", r.name)
+			if err := r.store.Resync(); err != nil {
+				errC <- fmt.Errorf("%w: Resync: %w", ErrStore, err)
+				return
+			}
+		}
+	}
+}
+
+// watch mirrors client-go's (*Reflector).watch: it starts a watch at
+// LastSyncResourceVersion, feeds events to the Store, and re-watches when
+// the watch closes or times out, until ctx is done.
+//
+// Where client-go gives up and relists (any watch-start error other than
+// connection refused / 429, any in-stream error other than 429 / retried
+// internal errors, a very short watch), this loop reports the error, backs
+// off and watches again from LastSyncResourceVersion. It returns (nil) to
+// relist only when the server says that version is expired or too large,
+// and returns an ErrStore error when Store.Resync failed.
+func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
+	logger := klog.FromContext(ctx)
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Start the clock before the request: some proxies do not flush
+		// headers until the first event.
+		start := r.clock.Now()
+		rv := r.LastSyncResourceVersion()
+		timeoutSeconds := r.watchTimeoutSeconds()
+		options := metav1.ListOptions{
+			ResourceVersion: rv,
+			// Stop watches that hang without events; random to spread load.
+			TimeoutSeconds: &timeoutSeconds,
+			// Bookmarks keep rv fresh on quiet collections, so a restart can
+			// resume instead of getting 410. Servers may ignore the flag.
+			AllowWatchBookmarks: true,
+		}
+		// A watch at "" or "0" begins with synthetic ADDED events in no
+		// particular rv order; their rvs must not be recorded until a
+		// non-ADDED event proves the initial burst is over.
+		propagateRVFromStart := rv != "" && rv != "0"
+
+		w, err := r.lw.WatchWithContext(ctx, options)
+		if err == nil && w == nil {
+			err = errors.New("ListerWatcher returned neither a watch nor an error")
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			err = fmt.Errorf("%w: %s: start at resourceVersion %q: %w", ErrWatch, r.typeDescription, rv, err)
+			r.errorHandler(ctx, err)
+			if isResourceVersionUnavailable(err) {
+				r.requestRelist(err)
+				return nil
+			}
+			if !r.sleep(ctx) {
+				return nil
+			}
+			continue
+		}
+
+		r.observer.WatchStarted(rv)
+		err = r.handleWatch(ctx, start, w, resyncErrC, propagateRVFromStart)
+		switch {
+		case err == nil:
+			// Closed or timed out normally: re-watch at once, no backoff.
+			r.observer.WatchEnded(nil)
+			continue
+		case errors.Is(err, errStopRequested):
+			r.observer.WatchEnded(nil)
+			return nil
+		case errors.Is(err, ErrStore):
+			// Store.Resync failed; client-go relists after this as well.
+			r.observer.WatchEnded(err)
+			return err
+		}
+		r.observer.WatchEnded(err)
+		r.errorHandler(ctx, err)
+		if isResourceVersionUnavailable(err) {
+			logger.V(4).Info("Watched resourceVersion is unavailable, relisting", "reflector", r.name, "type", r.typeDescription, "resourceVersion", r.LastSyncResourceVersion())
+			r.requestRelist(err)
+			return nil
+		}
+		if !r.sleep(ctx) {
+			return nil
+		}
+	}
+}
+
+// handleWatch mirrors client-go's handleAnyWatch (without the watch-list
+// bookmark handling): it applies events from w to the Store and records
+// their resourceVersions until w closes, ctx is done (errStopRequested),
+// the resync goroutine reports an error, or an ERROR event arrives. It
+// always stops w.
+func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.Interface, resyncErrC <-chan error, propagateRVFromStart bool) error {
+	defer w.Stop()
+	eventReceivedBesidesAdded := false
+	eventCount := 0
+	for {
+		var event watch.Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return errStopRequested
+		case err := <-resyncErrC:
+			return err
+		case event, ok = <-w.ResultChan():
+		}
+		if !ok {
+			return r.watchClosed(ctx, start, eventCount)
+		}
+		if event.Type == watch.Error {
+			return fmt.Errorf("%w: %s: %w", ErrWatch, r.typeDescription, apierrors.FromObject(event.Object))
+		}
+		if err := r.checkObject(event.Object); err != nil {
+			r.errorHandler(ctx, err)
+			continue
+		}
+		accessor, err := meta.Accessor(event.Object)
+		if err != nil {
+			r.errorHandler(ctx, fmt.Errorf("%w: %s: unable to understand watch event %s %T: %w", ErrUnexpectedObject, r.name, event.Type, event.Object, err))
+			continue
+		}
+		resourceVersion := accessor.GetResourceVersion()
+		switch event.Type {
+		case watch.Added:
+			err = r.store.Add(event.Object)
+		case watch.Modified:
+			eventReceivedBesidesAdded = true
+			err = r.store.Update(event.Object)
+		case watch.Deleted:
+			eventReceivedBesidesAdded = true
+			err = r.store.Delete(event.Object)
+		case watch.Bookmark:
+			// The watch has synced to resourceVersion; nothing changed.
+			eventReceivedBesidesAdded = true
+			err = r.store.Bookmark(resourceVersion)
+		default:
+			r.errorHandler(ctx, fmt.Errorf("%w: %s: unknown watch event type %q", ErrUnexpectedObject, r.name, event.Type))
+		}
+		if err != nil {
+			r.errorHandler(ctx, fmt.Errorf("%w: %s %s at resourceVersion %q: %w", ErrStore, event.Type, klog.KObj(accessor), resourceVersion, err))
+		}
+		// As in client-go, the rv advances even when the Store failed or the
+		// event type was unknown: the event was consumed either way.
+		if propagateRVFromStart || eventReceivedBesidesAdded {
+			r.setLastSyncResourceVersion(resourceVersion)
+			if rvu, ok := r.store.(cache.ResourceVersionUpdater); ok {
+				rvu.UpdateResourceVersion(resourceVersion)
+			}
+		}
+		eventCount++
+	}
+}
+
+// watchClosed classifies a result channel closed by the server: normal
+// (timeout, or the server ended it), or client-go's VeryShortWatchError
+// when it lasted under a second without delivering anything, which usually
+// means a broken server or proxy and must not become a hot loop.
+func (r *Reflector) watchClosed(ctx context.Context, start time.Time, eventCount int) error {
+	if r.clock.Since(start) < time.Second && eventCount == 0 {
+		return fmt.Errorf("%w: %s: unexpected watch close - watch lasted less than a second and no items received", ErrWatch, r.name)
+	}
+	klog.FromContext(ctx).V(4).Info("Watch close", "reflector", r.name, "type", r.typeDescription, "totalItems", eventCount)
+	return nil
+}
+
+// checkObject mirrors client-go's per-event type, GVK and Table checks.
+func (r *Reflector) checkObject(obj runtime.Object) error {
+	if r.expectedType != nil {
+		if e, a := r.expectedType, reflect.TypeOf(obj); e != a {
+			return fmt.Errorf("%w: %s: expected type %v, but watch event object had type %v", ErrUnexpectedObject, r.name, e, a)
+		}
+	}
+	if r.expectedGVK != nil {
+		if _, ok := obj.(runtime.Unstructured); ok {
+			if e, a := *r.expectedGVK, obj.GetObjectKind().GroupVersionKind(); e != a {
+				return fmt.Errorf("%w: %s: expected gvk %v, but watch event object had gvk %v", ErrUnexpectedObject, r.name, e, a)
+			}
+		}
+	}
+	if isUnsupportedTableObject(obj) {
+		return fmt.Errorf("%w: %s: unsupported watch event object gvk %v", ErrUnexpectedObject, r.name, obj.GetObjectKind().GroupVersionKind())
+	}
+	return nil
+}
