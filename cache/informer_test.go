@@ -1,0 +1,203 @@
+package cache_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	fcache "k8s.io/client-go/tools/cache/testing"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// noWatchList makes FakeControllerSource report that it does not implement
+// watch-list semantics, so no reflector waits for a stream it never sends.
+type noWatchList struct{ *fcache.FakeControllerSource }
+
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// events records handler calls as strings.
+type events struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (e *events) add(s string) { e.mu.Lock(); e.got = append(e.got, s); e.mu.Unlock() }
+func (e *events) list() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.got...)
+}
+// handler records calls; it implements OnAdd itself because
+// ResourceEventHandlerFuncs drops isInInitialList.
+func (e *events) handler() cache.ResourceEventHandler { return recordingHandler{e} }
+
+type recordingHandler struct{ e *events }
+
+func eventKey(obj interface{}) string {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return "tombstone:" + d.Key
+	}
+	k, _ := cache.MetaNamespaceKeyFunc(obj)
+	return k + "@" + obj.(metav1.Object).GetResourceVersion()
+}
+
+func (h recordingHandler) OnAdd(obj interface{}, initial bool) {
+	h.e.add(fmt.Sprintf("add %s initial=%v", eventKey(obj), initial))
+}
+func (h recordingHandler) OnUpdate(old, obj interface{}) {
+	h.e.add(fmt.Sprintf("update %s -> %s", eventKey(old), eventKey(obj)))
+}
+func (h recordingHandler) OnDelete(obj interface{}) { h.e.add("delete " + eventKey(obj)) }
+
+type countingObserver struct {
+	mu     sync.Mutex
+	causes []string
+}
+
+func (o *countingObserver) Resumed(rv string) { o.mu.Lock(); o.causes = append(o.causes, "resumed"); o.mu.Unlock() }
+func (o *countingObserver) Listed(c reflector.StartCause, rv string, items, pages int) {
+	o.mu.Lock()
+	o.causes = append(o.causes, string(c))
+	o.mu.Unlock()
+}
+func (o *countingObserver) WatchStarted(string) {}
+func (o *countingObserver) WatchEnded(error)    {}
+func (o *countingObserver) starts() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.causes...)
+}
+
+// runInformer starts an informer over src on f's file and returns it with
+// its recorded events and a stop function that waits for it to finish.
+func runInformer(t *testing.T, f *testFile, src cache.ListerWatcher, obs *countingObserver) (*bcache.Informer, *events, func()) {
+	t.Helper()
+	inf, err := bcache.NewSharedIndexInformerWithOptions(src, &corev1.Pod{}, bcache.InformerOptions{
+		Persistence:    bcache.Persistence{DB: f.db, Collection: "pods"},
+		Observer:       obs,
+		InitialBackoff: time.Millisecond,
+		MaxBackoff:     10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &events{}
+	if _, err := inf.AddEventHandler(ev.handler()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { inf.RunWithContext(ctx); close(done) }()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	return inf, ev, func() { cancel(); <-done }
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func storeState(s cache.Store) []string {
+	var out []string
+	for _, obj := range s.List() {
+		k, _ := cache.MetaNamespaceKeyFunc(obj)
+		out = append(out, k+"@"+obj.(metav1.Object).GetResourceVersion())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sourceState(t *testing.T, src *fcache.FakeControllerSource) []string {
+	list, err := src.List(metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, obj := range list.(*corev1.List).Items {
+		p := obj.Object.(*corev1.Pod)
+		out = append(out, p.Namespace+"/"+p.Name+"@"+p.ResourceVersion)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// A restart resumes the watch without listing; a restart after the source
+// lost its history relists once and reports deletions as tombstones.
+func TestInformerWarmRestart(t *testing.T) {
+	src := fcache.NewFakeControllerSource()
+	for _, name := range []string{"a", "b", "c"} {
+		src.Add(pod("ns", name, "", nil))
+	}
+	f := newTestFile(t)
+	obs := &countingObserver{}
+	inf, ev, stop := runInformer(t, f, noWatchList{src}, obs)
+	waitFor(t, "cold sync", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	stop()
+	if got := obs.starts(); len(got) != 1 || got[0] != "cold" {
+		t.Fatalf("cold start causes = %v", got)
+	}
+	if n := len(ev.list()); n != 3 {
+		t.Fatalf("cold start events = %v", ev.list())
+	}
+	f.reopen()
+
+	// Changed while down, within the watch history.
+	src.Modify(pod("ns", "a", "", map[string]string{"v": "2"}))
+	src.Delete(pod("ns", "b", "", nil))
+	obs = &countingObserver{}
+	inf, ev, stop = runInformer(t, f, noWatchList{src}, obs)
+	waitFor(t, "warm catch-up", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	stop()
+	if got := obs.starts(); len(got) != 1 || got[0] != "resumed" {
+		t.Errorf("warm start causes = %v, want [resumed] (no list)", got)
+	}
+	got := ev.list()
+	want := []string{
+		"add ns/a@1 initial=true", "add ns/b@2 initial=true", "add ns/c@3 initial=true",
+		"update ns/a@1 -> ns/a@4", "delete ns/b@5",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("warm start events\n got %v\nwant %v", got, want)
+	}
+	f.reopen()
+
+	// Changed while down, and the history is gone: one relist.
+	src.ResetWatch()
+	src.Delete(pod("ns", "c", "", nil))
+	src.Add(pod("ns", "d", "", nil))
+	obs = &countingObserver{}
+	inf, ev, stop = runInformer(t, f, noWatchList{src}, obs)
+	waitFor(t, "relist", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	stop()
+	if got := obs.starts(); fmt.Sprint(got) != "[resumed relist-expired]" {
+		t.Errorf("expired start causes = %v", got)
+	}
+	got = ev.list()
+	// ns/a kept its RV: it is not rewritten, and reaches this handler as a
+	// resync update. As in client-go, a listener counts as resyncing until
+	// the first resync check runs (never, for an informer without a resync
+	// period), so every handler gets it here.
+	want = []string{
+		"add ns/a@4 initial=true", "add ns/c@3 initial=true",
+		"delete tombstone:ns/c", "update ns/a@4 -> ns/a@4", "add ns/d@7 initial=false",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("relist events\n got %v\nwant %v", got, want)
+	}
+}
