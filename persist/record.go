@@ -21,7 +21,8 @@ const (
 	EncodingProtobuf Encoding = 1
 	// EncodingJSON is encoding/json of a typed object that has no protobuf methods.
 	EncodingJSON Encoding = 2
-	// EncodingUnstructured is the JSON of an *unstructured.Unstructured's content.
+	// EncodingUnstructured is the msgpack of an *unstructured.Unstructured's
+	// content (see content.go).
 	EncodingUnstructured Encoding = 3
 )
 
@@ -32,7 +33,7 @@ func (e Encoding) String() string {
 	case EncodingJSON:
 		return "json"
 	case EncodingUnstructured:
-		return "unstructured-json"
+		return "unstructured-msgpack"
 	}
 	return fmt.Sprintf("Encoding(%d)", uint8(e))
 }
