@@ -1,0 +1,351 @@
+package factory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/informers/admissionregistration"
+	"k8s.io/client-go/informers/apiserverinternal"
+	"k8s.io/client-go/informers/apps"
+	"k8s.io/client-go/informers/autoscaling"
+	"k8s.io/client-go/informers/batch"
+	"k8s.io/client-go/informers/certificates"
+	"k8s.io/client-go/informers/coordination"
+	"k8s.io/client-go/informers/core"
+	"k8s.io/client-go/informers/discovery"
+	"k8s.io/client-go/informers/events"
+	"k8s.io/client-go/informers/extensions"
+	"k8s.io/client-go/informers/flowcontrol"
+	"k8s.io/client-go/informers/internalinterfaces"
+	"k8s.io/client-go/informers/lifecycle"
+	"k8s.io/client-go/informers/networking"
+	"k8s.io/client-go/informers/node"
+	"k8s.io/client-go/informers/policy"
+	"k8s.io/client-go/informers/rbac"
+	"k8s.io/client-go/informers/resource"
+	"k8s.io/client-go/informers/scheduling"
+	"k8s.io/client-go/informers/storage"
+	"k8s.io/client-go/informers/storagemigration"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/persist"
+)
+
+// Factory is a SharedInformerFactory whose informers persist to one cache
+// file. It satisfies client-go's informers.SharedInformerFactory, so the
+// generated group accessors (Core().V1().Pods(), ...) and listers work on
+// it unchanged.
+type Factory struct {
+	client           kubernetes.Interface
+	db               *persist.DB
+	namespace        string
+	tweakListOptions internalinterfaces.TweakListOptionsFunc
+	defaultResync    time.Duration
+	customResync     map[reflect.Type]time.Duration
+	transform        cache.TransformFunc
+	informerName     *cache.InformerName
+	cacheObjects     int
+	cacheBytes       int64
+	indexVersions    map[string]string
+
+	// lock guards the fields below.
+	lock             sync.Mutex
+	informers        map[reflect.Type]cache.SharedIndexInformer
+	startedInformers map[reflect.Type]bool
+	// wg tracks the goroutines Start started.
+	wg           sync.WaitGroup
+	shuttingDown bool
+}
+
+var _ informers.SharedInformerFactory = (*Factory)(nil)
+
+// NewSharedInformerFactory is client-go's informers.NewSharedInformerFactory
+// with a cache file: every informer of the factory keeps its state in db.
+// The factory does not close db; close it after Shutdown.
+func NewSharedInformerFactory(client kubernetes.Interface, defaultResync time.Duration, db *persist.DB) *Factory {
+	return NewSharedInformerFactoryWithOptions(client, defaultResync, db)
+}
+
+// NewFilteredSharedInformerFactory is client-go's
+// informers.NewFilteredSharedInformerFactory with a cache file.
+func NewFilteredSharedInformerFactory(client kubernetes.Interface, defaultResync time.Duration, db *persist.DB, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) *Factory {
+	return NewSharedInformerFactoryWithOptions(client, defaultResync, db, WithNamespace(namespace), WithTweakListOptions(tweakListOptions))
+}
+
+// NewSharedInformerFactoryWithOptions is client-go's
+// informers.NewSharedInformerFactoryWithOptions with a cache file.
+func NewSharedInformerFactoryWithOptions(client kubernetes.Interface, defaultResync time.Duration, db *persist.DB, options ...Option) *Factory {
+	f := &Factory{
+		client:           client,
+		db:               db,
+		namespace:        metav1.NamespaceAll,
+		defaultResync:    defaultResync,
+		customResync:     map[reflect.Type]time.Duration{},
+		informers:        map[reflect.Type]cache.SharedIndexInformer{},
+		startedInformers: map[reflect.Type]bool{},
+	}
+	for _, opt := range options {
+		opt(f)
+	}
+	return f
+}
+
+// InformerName implements internalinterfaces.SharedInformerFactory.
+func (f *Factory) InformerName() *cache.InformerName { return f.informerName }
+
+// Start implements informers.SharedInformerFactory.
+func (f *Factory) Start(stopCh <-chan struct{}) { f.StartWithContext(wait.ContextForChannel(stopCh)) }
+
+// StartWithContext starts every informer requested so far that has not been
+// started, each in its own goroutine until ctx is done.
+func (f *Factory) StartWithContext(ctx context.Context) {
+	f.lock.Lock()
+	defer f.lock.Unlock()
+	if f.shuttingDown {
+		return
+	}
+	for informerType, informer := range f.informers {
+		if !f.startedInformers[informerType] {
+			f.wg.Go(func() { informer.RunWithContext(ctx) })
+			f.startedInformers[informerType] = true
+		}
+	}
+}
+
+// Shutdown marks the factory as shutting down and waits for every started
+// informer to return (which requires their context to be done). Informers
+// flush their changes to the file as they stop.
+func (f *Factory) Shutdown() {
+	f.lock.Lock()
+	f.shuttingDown = true
+	f.lock.Unlock()
+	f.wg.Wait()
+	f.informerName.Release()
+}
+
+// WaitForCacheSync implements informers.SharedInformerFactory.
+func (f *Factory) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool {
+	return f.WaitForCacheSyncWithContext(wait.ContextForChannel(stopCh)).Synced
+}
+
+// WaitForCacheSyncWithContext waits for every started informer to sync. An
+// informer the factory could not build never syncs; its error is joined
+// into the result's Err.
+func (f *Factory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncResult {
+	started := map[reflect.Type]cache.SharedIndexInformer{}
+	var broken []error
+	f.lock.Lock()
+	for informerType, informer := range f.informers {
+		if !f.startedInformers[informerType] {
+			continue
+		}
+		if b, ok := informer.(*brokenInformer); ok {
+			broken = append(broken, b.err)
+		}
+		started[informerType] = informer
+	}
+	f.lock.Unlock()
+
+	checks := make([]cache.DoneChecker, 0, len(started))
+	for _, informer := range started {
+		if _, ok := informer.(*brokenInformer); !ok {
+			checks = append(checks, informer.HasSyncedChecker())
+		}
+	}
+	cache.WaitFor(ctx, "", checks...)
+	res := cache.SyncResult{Synced: make(map[reflect.Type]bool, len(started))}
+	failed := len(broken) > 0
+	for informerType, informer := range started {
+		synced := informer.HasSynced()
+		failed = failed || !synced
+		res.Synced[informerType] = synced
+	}
+	if failed {
+		res.Err = errors.Join(append(broken, context.Cause(ctx))...)
+	}
+	return res
+}
+
+// InformerFor returns the informer for obj's type, building it on first
+// use. newFunc is consulted only for the informer's indexers: the list and
+// watch calls are rebuilt from the typed client with the factory's
+// namespace and tweak options, exactly as the generated informers make them
+// (newFunc hides its ListerWatcher). A type no typed client lists, or a
+// cache file error, yields an informer that never syncs and reports the
+// error (see WaitForCacheSyncWithContext).
+func (f *Factory) InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
+	f.lock.Lock()
+	defer f.lock.Unlock()
+	informerType := reflect.TypeOf(obj)
+	if informer, ok := f.informers[informerType]; ok {
+		return informer
+	}
+	resync, ok := f.customResync[informerType]
+	if !ok {
+		resync = f.defaultResync
+	}
+	var indexers cache.Indexers
+	if newFunc != nil {
+		indexers = newFunc(f.client, resync).GetIndexer().GetIndexers()
+	} else {
+		indexers = cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	}
+	informer, err := f.newInformer(obj, resync, indexers)
+	if err != nil {
+		informer = newBrokenInformer(err)
+	}
+	f.informers[informerType] = informer
+	return informer
+}
+
+func (f *Factory) newInformer(obj runtime.Object, resync time.Duration, indexers cache.Indexers) (cache.SharedIndexInformer, error) {
+	if f.db == nil {
+		return nil, errors.New("boltinformer factory: no cache file (pass a *persist.DB to the constructor)")
+	}
+	lw, acc, err := typedListWatch(f.client, obj, f.namespace, f.tweakListOptions)
+	if err != nil {
+		return nil, err
+	}
+	gvk, gvr, err := resourceOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	namespace := f.namespace
+	if !acc.namespaced {
+		namespace = "" // cluster-scoped: the generated informer ignores the namespace too
+	}
+	id := newListIdentity("typed", gvr, gvk.Kind, namespace, f.tweakListOptions)
+	informer, err := bcache.NewSharedIndexInformerWithOptions(lw, obj, bcache.InformerOptions{
+		Persistence: bcache.Persistence{
+			DB:            f.db,
+			Collection:    id.collection(),
+			Description:   id.description(),
+			IndexVersions: f.indexVersions,
+			CacheObjects:  f.cacheObjects,
+			CacheBytes:    f.cacheBytes,
+		},
+		ResyncPeriod: resync,
+		Indexers:     indexers,
+		Identifier:   f.informerName.WithResource(gvr),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("boltinformer factory: informer for %s: %w", gvr, err)
+	}
+	if f.transform != nil {
+		if err := informer.SetTransform(f.transform); err != nil {
+			return nil, err
+		}
+	}
+	return informer, nil
+}
+
+// resourceOf returns the kind and resource of a typed object, from the
+// scheme. Built-in resources are the lowercase plural of their kind, which
+// is what meta.UnsafeGuessKindToResource computes for them.
+func resourceOf(obj runtime.Object) (schema.GroupVersionKind, schema.GroupVersionResource, error) {
+	gvks, _, err := scheme.Scheme.ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, fmt.Errorf("boltinformer factory: %T is not in client-go's scheme: %v", obj, err)
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(gvks[0])
+	return gvks[0], gvr, nil
+}
+
+// ForResource returns the informer for a built-in resource, as client-go's
+// factory does.
+func (f *Factory) ForResource(gvr schema.GroupVersionResource) (informers.GenericInformer, error) {
+	obj, ok := typesByResource()[gvr]
+	if !ok {
+		return nil, fmt.Errorf("no informer found for %v", gvr)
+	}
+	return genericInformer{informer: f.InformerFor(obj, nil), resource: gvr.GroupResource()}, nil
+}
+
+// typesByResource maps every resource a typed client lists to its object.
+var typesByResource = sync.OnceValue(func() map[schema.GroupVersionResource]runtime.Object {
+	out := map[schema.GroupVersionResource]runtime.Object{}
+	for t := range accessors() {
+		obj, ok := reflect.New(t.Elem()).Interface().(runtime.Object)
+		if !ok {
+			continue
+		}
+		if _, gvr, err := resourceOf(obj); err == nil {
+			out[gvr] = obj
+		}
+	}
+	return out
+})
+
+type genericInformer struct {
+	informer cache.SharedIndexInformer
+	resource schema.GroupResource
+}
+
+func (g genericInformer) Informer() cache.SharedIndexInformer { return g.informer }
+func (g genericInformer) Lister() cache.GenericLister {
+	return cache.NewGenericLister(g.informer.GetIndexer(), g.resource)
+}
+
+// The group accessors hand this factory to client-go's generated packages,
+// which call InformerFor.
+
+func (f *Factory) Admissionregistration() admissionregistration.Interface {
+	return admissionregistration.New(f, f.namespace, f.tweakListOptions)
+}
+func (f *Factory) Internal() apiserverinternal.Interface {
+	return apiserverinternal.New(f, f.namespace, f.tweakListOptions)
+}
+func (f *Factory) Apps() apps.Interface { return apps.New(f, f.namespace, f.tweakListOptions) }
+func (f *Factory) Autoscaling() autoscaling.Interface {
+	return autoscaling.New(f, f.namespace, f.tweakListOptions)
+}
+func (f *Factory) Batch() batch.Interface { return batch.New(f, f.namespace, f.tweakListOptions) }
+func (f *Factory) Certificates() certificates.Interface {
+	return certificates.New(f, f.namespace, f.tweakListOptions)
+}
+func (f *Factory) Coordination() coordination.Interface {
+	return coordination.New(f, f.namespace, f.tweakListOptions)
+}
+func (f *Factory) Core() core.Interface { return core.New(f, f.namespace, f.tweakListOptions) }
+func (f *Factory) Discovery() discovery.Interface {
+	return discovery.New(f, f.namespace, f.tweakListOptions)
+}
+func (f *Factory) Events() events.Interface { return events.New(f, f.namespace, f.tweakListOptions) }
+func (f *Factory) Extensions() extensions.Interface {
+	return extensions.New(f, f.namespace, f.tweakListOptions)
+}
+func (f *Factory) Flowcontrol() flowcontrol.Interface {
+	return flowcontrol.New(f, f.namespace, f.tweakListOptions)
+}
+func (f *Factory) Lifecycle() lifecycle.Interface {
+	return lifecycle.New(f, f.namespace, f.tweakListOptions)
+}
+func (f *Factory) Networking() networking.Interface {
+	return networking.New(f, f.namespace, f.tweakListOptions)
+}
+func (f *Factory) Node() node.Interface     { return node.New(f, f.namespace, f.tweakListOptions) }
+func (f *Factory) Policy() policy.Interface { return policy.New(f, f.namespace, f.tweakListOptions) }
+func (f *Factory) Rbac() rbac.Interface     { return rbac.New(f, f.namespace, f.tweakListOptions) }
+func (f *Factory) Resource() resource.Interface {
+	return resource.New(f, f.namespace, f.tweakListOptions)
+}
+func (f *Factory) Scheduling() scheduling.Interface {
+	return scheduling.New(f, f.namespace, f.tweakListOptions)
+}
+func (f *Factory) Storage() storage.Interface { return storage.New(f, f.namespace, f.tweakListOptions) }
+func (f *Factory) Storagemigration() storagemigration.Interface {
+	return storagemigration.New(f, f.namespace, f.tweakListOptions)
+}
