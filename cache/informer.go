@@ -80,7 +80,9 @@ type InformerOptions struct {
 // once and reconciles the list against the stored state as client-go
 // reconciles a relist: objects deleted meanwhile reach handlers as
 // DeletedFinalStateUnknown, objects whose resourceVersion is unchanged are
-// not rewritten and reach only resyncing handlers.
+// not rewritten and reach only handlers with a resync period (client-go, in
+// a relist before its first resync check, would send them to every handler;
+// see processor.SelectResyncingListeners).
 //
 // Everything else — queue, ordering, resync, handler registration, panics —
 // is client-go v0.37.2's.
@@ -237,6 +239,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 			return
 		}
 		close(s.synced)
+		s.processor.SelectResyncingListeners()
 	} else {
 		wg.Start(func() {
 			select {

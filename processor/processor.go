@@ -159,6 +159,25 @@ func (p *Processor) ShouldResync() bool {
 	return resyncNeeded
 }
 
+// SelectResyncingListeners marks as due for resync notifications exactly
+// the listeners that have a resync period, until the next ShouldResync.
+//
+// client-go marks every new listener due, and only its periodic resync
+// check narrows that down, so a relist before the first check sends
+// unchanged objects to every handler. A warm-started informer calls this
+// before it resumes: the relist that follows a 410 is then reconciled as the
+// design promises, unchanged objects reaching only handlers that asked for
+// resyncs.
+func (p *Processor) SelectResyncingListeners() {
+	p.listenersLock.Lock()
+	defer p.listenersLock.Unlock()
+	for l := range p.listeners {
+		l.resyncLock.Lock()
+		p.listeners[l] = l.resyncPeriod > 0
+		l.resyncLock.Unlock()
+	}
+}
+
 // ResyncCheckPeriodChanged re-derives every listener's resync period from a
 // new check period.
 func (p *Processor) ResyncCheckPeriodChanged(logger klog.Logger, resyncCheckPeriod time.Duration) {

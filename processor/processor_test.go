@@ -224,3 +224,26 @@ func TestHandlerName(t *testing.T) {
 		t.Errorf("funcs name = %q", got)
 	}
 }
+
+func TestSelectResyncingListeners(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	p := New(clk)
+	up := newUpstream()
+	resyncing, plain := &recorder{}, &recorder{}
+	p.AddListener(NewListener(klog.Background(), resyncing, time.Minute, time.Minute, clk.Now(), 1, up))
+	p.AddListener(NewListener(klog.Background(), plain, 0, 0, clk.Now(), 1, up))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	// As in client-go, new listeners are all due until a resync check...
+	p.Distribute(UpdateNotification{Old: "a", New: "a"}, true)
+	eventually(t, "first sync update", func() bool { return len(resyncing.got()) == 1 && len(plain.got()) == 1 })
+	// ...unless the resyncing ones are selected, as a warm start does.
+	p.SelectResyncingListeners()
+	p.Distribute(UpdateNotification{Old: "b", New: "b"}, true)
+	p.Distribute(DeleteNotification{Obj: "c"}, false)
+	eventually(t, "second round", func() bool { return len(resyncing.got()) == 3 && len(plain.got()) == 2 })
+	if got := plain.got()[1]; got != "delete c" {
+		t.Errorf("listener without resync got %q", got)
+	}
+}

@@ -1,0 +1,661 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// e2eLabel marks every object a test watches; informers select on it.
+const e2eLabel = "boltinformer-e2e"
+
+// protobuf makes a client speak protobuf, as controllers usually do.
+func protobuf(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	return cfg
+}
+
+// newClientset returns a protobuf clientset for cfg whose requests for
+// counter's resource are counted, when counter is not nil.
+func newClientset(t testing.TB, cfg *rest.Config, counter *requestCounter) kubernetes.Interface {
+	t.Helper()
+	cfg = protobuf(cfg)
+	if counter != nil {
+		cfg.Wrap(counter.wrap)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// requestCounter counts LIST and WATCH requests for one resource's
+// collection path (…/<resource>), in any namespace.
+type requestCounter struct {
+	resource       string
+	lists, watches atomic.Int64
+
+	mu sync.Mutex
+	// watchTimeouts are the timeoutSeconds parameters of the watches.
+	watchTimeouts []string
+}
+
+func (c *requestCounter) timeouts() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.watchTimeouts...)
+}
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/"+c.resource) {
+			if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
+				c.watches.Add(1)
+				c.mu.Lock()
+				c.watchTimeouts = append(c.watchTimeouts, req.URL.Query().Get("timeoutSeconds"))
+				c.mu.Unlock()
+			} else {
+				c.lists.Add(1)
+			}
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// openDB opens the cache file at path and closes it in t's cleanup (Close is
+// idempotent, so tests may close it earlier).
+func openDB(t testing.TB, path string) *persist.DB {
+	t.Helper()
+	db, err := persist.Open(path, persist.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("close %s: %v", path, err)
+		}
+	})
+	return db
+}
+
+func cachePath(t testing.TB) string { return filepath.Join(t.TempDir(), "cache.db") }
+
+// informerSpec says what an informer watches and where it persists.
+type informerSpec struct {
+	cs         kubernetes.Interface
+	db         *persist.DB
+	collection string
+	resource   string // "configmaps" or "pods"
+	namespace  string // "" for all
+	selector   string // label selector; "" for everything
+	resync     time.Duration
+	// observer sees the reflector; an *observer also records watch errors.
+	observer reflector.Observer
+	// minWatchTimeout is InformerOptions.MinWatchTimeout; zero is 5m.
+	minWatchTimeout time.Duration
+}
+
+func (s informerSpec) example() runtime.Object {
+	switch s.resource {
+	case "configmaps":
+		return &corev1.ConfigMap{}
+	case "pods":
+		return &corev1.Pod{}
+	}
+	panic("unknown resource " + s.resource)
+}
+
+// newInformer builds a persistent informer with a namespace index. Backoff is
+// shortened so a failed watch is retried quickly.
+func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
+	t.Helper()
+	lw := cache.NewFilteredListWatchFromClient(s.cs.CoreV1().RESTClient(), s.resource, s.namespace,
+		func(o *metav1.ListOptions) { o.LabelSelector = s.selector })
+	opts := bcache.InformerOptions{
+		Persistence:     bcache.Persistence{DB: s.db, Collection: s.collection},
+		ResyncPeriod:    s.resync,
+		Indexers:        cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		MinWatchTimeout: s.minWatchTimeout,
+		InitialBackoff:  100 * time.Millisecond,
+		MaxBackoff:      2 * time.Second,
+	}
+	if s.observer != nil {
+		opts.Observer = s.observer
+	}
+	inf, err := bcache.NewSharedIndexInformerWithOptions(lw, s.example(), opts)
+	if err != nil {
+		t.Fatalf("informer on %s: %v", s.collection, err)
+	}
+	if o, ok := s.observer.(*observer); ok {
+		if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+			o.watchError(err)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return inf
+}
+
+// running is an informer started by run.
+type running struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+// run starts inf.RunWithContext and stops it (waiting for it to return) in
+// t's cleanup, if the test has not stopped it already. Register the cache
+// file's cleanup before calling run, so the informer stops first.
+func run(t testing.TB, inf *bcache.Informer) *running {
+	ctx, cancel := context.WithCancel(t.Context())
+	r := &running{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		inf.RunWithContext(ctx)
+	}()
+	t.Cleanup(r.stop)
+	return r
+}
+
+// stop cancels the informer and waits for RunWithContext to return, which
+// is after every goroutine it started has stopped and its changes are
+// flushed.
+func (r *running) stop() {
+	r.once.Do(r.cancel)
+	<-r.done
+}
+
+// waitClosed waits up to d for ch to be closed.
+func waitClosed(t testing.TB, ch <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ch:
+	case <-timer.C:
+		t.Fatalf("%s: not done after %v", what, d)
+	}
+}
+
+// waitSynced waits for the informer and then every registration to sync.
+func waitSynced(t testing.TB, inf *bcache.Informer, regs ...cache.ResourceEventHandlerRegistration) {
+	t.Helper()
+	waitClosed(t, inf.HasSyncedChecker().Done(), 3*time.Minute, "informer sync")
+	for i, reg := range regs {
+		waitClosed(t, reg.HasSyncedChecker().Done(), time.Minute, fmt.Sprintf("handler %d sync", i))
+	}
+}
+
+// eventually polls cond every 50ms until it holds, failing after timeout.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, timeout, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("%s: not true after %v", what, timeout)
+	}
+}
+
+// eventKind is what a handler was called with.
+type eventKind string
+
+const (
+	evAdd    eventKind = "add"
+	evUpdate eventKind = "update"
+	evDelete eventKind = "delete"
+)
+
+// event is one handler call.
+type event struct {
+	kind eventKind
+	key  string
+	// rv is the object's resourceVersion (the new object's for updates, the
+	// tombstone's object's for DeletedFinalStateUnknown).
+	rv string
+	// oldRV is the old object's resourceVersion, for updates.
+	oldRV string
+	// initial is OnAdd's isInInitialList.
+	initial bool
+	// tombstone: OnDelete got a DeletedFinalStateUnknown; tombstoneObj: it
+	// carried an object.
+	tombstone, tombstoneObj bool
+	// typ is the Go type of the object (of the tombstone's object).
+	typ string
+}
+
+func (e event) String() string {
+	switch e.kind {
+	case evAdd:
+		return fmt.Sprintf("add(%s rv=%s initial=%t)", e.key, e.rv, e.initial)
+	case evUpdate:
+		return fmt.Sprintf("update(%s rv %s→%s)", e.key, e.oldRV, e.rv)
+	default:
+		return fmt.Sprintf("delete(%s rv=%s tombstone=%t)", e.key, e.rv, e.tombstone)
+	}
+}
+
+// recorder is a cache.ResourceEventHandler that records every call.
+type recorder struct {
+	mu     sync.Mutex
+	events []event
+}
+
+var _ cache.ResourceEventHandler = (*recorder)(nil)
+
+func objectKeyRV(obj interface{}) (string, string) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return fmt.Sprintf("<%T>", obj), ""
+	}
+	return m.GetNamespace() + "/" + m.GetName(), m.GetResourceVersion()
+}
+
+func (r *recorder) add(e event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) OnAdd(obj interface{}, isInInitialList bool) {
+	key, rv := objectKeyRV(obj)
+	r.add(event{kind: evAdd, key: key, rv: rv, initial: isInInitialList, typ: fmt.Sprintf("%T", obj)})
+}
+
+func (r *recorder) OnUpdate(oldObj, newObj interface{}) {
+	key, rv := objectKeyRV(newObj)
+	_, oldRV := objectKeyRV(oldObj)
+	r.add(event{kind: evUpdate, key: key, rv: rv, oldRV: oldRV, typ: fmt.Sprintf("%T", newObj)})
+}
+
+func (r *recorder) OnDelete(obj interface{}) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		e := event{kind: evDelete, key: d.Key, tombstone: true, tombstoneObj: d.Obj != nil, typ: fmt.Sprintf("%T", d.Obj)}
+		if d.Obj != nil {
+			_, e.rv = objectKeyRV(d.Obj)
+		}
+		r.add(e)
+		return
+	}
+	key, rv := objectKeyRV(obj)
+	r.add(event{kind: evDelete, key: key, rv: rv, typ: fmt.Sprintf("%T", obj)})
+}
+
+func (r *recorder) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events)
+}
+
+func (r *recorder) snapshot() []event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]event(nil), r.events...)
+}
+
+// seen reports whether the recorder got an add for key.
+func (r *recorder) seen(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.events {
+		if e.kind == evAdd && e.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// observer is a reflector.Observer that records what it is told.
+type observer struct {
+	mu       sync.Mutex
+	causes   []reflector.StartCause // CauseResumed, then the cause of every list
+	resumeRV string
+	listRVs  []string
+	watchRVs []string // start RV of every accepted watch
+	errs     []error  // from the watch error handler
+}
+
+var _ reflector.Observer = (*observer)(nil)
+
+func (o *observer) Resumed(rv string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.causes = append(o.causes, reflector.CauseResumed)
+	o.resumeRV = rv
+}
+
+func (o *observer) Listed(cause reflector.StartCause, rv string, _, _ int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.causes = append(o.causes, cause)
+	o.listRVs = append(o.listRVs, rv)
+}
+
+func (o *observer) WatchStarted(rv string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.watchRVs = append(o.watchRVs, rv)
+}
+
+func (o *observer) WatchEnded(error) {}
+
+func (o *observer) watchError(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.errs = append(o.errs, err)
+}
+
+func (o *observer) startCauses() []reflector.StartCause {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]reflector.StartCause(nil), o.causes...)
+}
+
+func (o *observer) watches() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.watchRVs...)
+}
+
+func (o *observer) watchErrors() []error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]error(nil), o.errs...)
+}
+
+// state is a key → resourceVersion map.
+type state map[string]string
+
+// storeState returns the store's key → resourceVersion map.
+func storeState(t testing.TB, s cache.Store) state {
+	t.Helper()
+	out := state{}
+	for _, obj := range s.List() {
+		key, rv := objectKeyRV(obj)
+		out[key] = rv
+	}
+	return out
+}
+
+// serverConfigMaps lists the labelled ConfigMaps of namespace ("" for all).
+func serverConfigMaps(t testing.TB, cs kubernetes.Interface, namespace, selector string) state {
+	t.Helper()
+	list, err := cs.CoreV1().ConfigMaps(namespace).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatalf("listing configmaps on the server: %v", err)
+	}
+	out := state{}
+	for i := range list.Items {
+		out[list.Items[i].Namespace+"/"+list.Items[i].Name] = list.Items[i].ResourceVersion
+	}
+	return out
+}
+
+// serverPods lists the labelled Pods of namespace ("" for all).
+func serverPods(t testing.TB, cs kubernetes.Interface, namespace, selector string) state {
+	t.Helper()
+	list, err := cs.CoreV1().Pods(namespace).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatalf("listing pods on the server: %v", err)
+	}
+	out := state{}
+	for i := range list.Items {
+		out[list.Items[i].Namespace+"/"+list.Items[i].Name] = list.Items[i].ResourceVersion
+	}
+	return out
+}
+
+// diffStates describes how got differs from want, at most max lines.
+func diffStates(want, got state, max int) []string {
+	var diffs []string
+	for k, rv := range want {
+		if grv, ok := got[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("missing %s (rv %s)", k, rv))
+		} else if grv != rv {
+			diffs = append(diffs, fmt.Sprintf("%s: rv %s, want %s", k, grv, rv))
+		}
+	}
+	for k, rv := range got {
+		if _, ok := want[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("unexpected %s (rv %s)", k, rv))
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > max {
+		diffs = append(diffs[:max], fmt.Sprintf("... and %d more", len(diffs)-max))
+	}
+	return diffs
+}
+
+// requireSameState fails the test unless got equals want exactly.
+func requireSameState(t testing.TB, what string, want, got state) {
+	t.Helper()
+	if d := diffStates(want, got, 20); len(d) > 0 {
+		t.Fatalf("%s: %d objects, want %d (the server's):\n  %s", what, len(got), len(want), strings.Join(d, "\n  "))
+	}
+}
+
+// createNamespaces creates the named namespaces.
+func createNamespaces(t testing.TB, cs kubernetes.Interface, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := cs.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create namespace %s: %v", name, err)
+		}
+	}
+}
+
+// forEachConcurrently calls fn(ctx, i) for i in [0, n) on workers goroutines
+// and returns the first error; the other calls then see a cancelled context.
+func forEachConcurrently(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return ctx.Err()
+}
+
+// createWorkers is how many creates run at once when populating.
+const createWorkers = 16
+
+func labels(test string) map[string]string { return map[string]string{e2eLabel: test} }
+
+func configMap(namespace, name, test string, i int) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels(test)},
+		Data:       map[string]string{"index": strconv.Itoa(i), "payload": strings.Repeat("x", 256)},
+	}
+}
+
+func pod(namespace, name, test string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels(test)},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name:  "pause",
+			Image: "registry.k8s.io/pause:3.10",
+		}}},
+	}
+}
+
+// populateConfigMaps creates n labelled ConfigMaps spread over namespaces,
+// named cm-<i>, and returns their keys → resourceVersions.
+func populateConfigMaps(t testing.TB, cs kubernetes.Interface, test string, namespaces []string, n int) state {
+	t.Helper()
+	start := time.Now()
+	var mu sync.Mutex
+	out := state{}
+	err := forEachConcurrently(t.Context(), n, createWorkers, func(ctx context.Context, i int) error {
+		ns := namespaces[i%len(namespaces)]
+		cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, configMap(ns, fmt.Sprintf("cm-%05d", i), test, i), metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		out[ns+"/"+cm.Name] = cm.ResourceVersion
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("creating configmaps: %v", err)
+	}
+	t.Logf("created %d configmaps in %v", n, time.Since(start).Round(time.Millisecond))
+	return out
+}
+
+// populatePods creates n labelled Pods spread over namespaces.
+func populatePods(t testing.TB, cs kubernetes.Interface, test string, namespaces []string, n int) state {
+	t.Helper()
+	start := time.Now()
+	var mu sync.Mutex
+	out := state{}
+	err := forEachConcurrently(t.Context(), n, createWorkers, func(ctx context.Context, i int) error {
+		ns := namespaces[i%len(namespaces)]
+		p, err := cs.CoreV1().Pods(ns).Create(ctx, pod(ns, fmt.Sprintf("pod-%05d", i), test), metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		out[ns+"/"+p.Name] = p.ResourceVersion
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("creating pods: %v", err)
+	}
+	t.Logf("created %d pods in %v", n, time.Since(start).Round(time.Millisecond))
+	return out
+}
+
+func sortedKeys(s state) []string {
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func splitKey(key string) (namespace, name string) {
+	ns, name, _ := strings.Cut(key, "/")
+	return ns, name
+}
+
+// rvNumber parses a resourceVersion. They are opaque to clients, but on this
+// server they are etcd revisions, which the tests compare.
+func rvNumber(t testing.TB, rv string) uint64 {
+	t.Helper()
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q is not a number: %v", rv, err)
+	}
+	return n
+}
+
+// mutations are the changes mutateConfigMaps made on the server.
+type mutations struct {
+	created state               // key → resourceVersion
+	updated state               // key → new resourceVersion
+	deleted map[string]struct{} // keys
+}
+
+func (m mutations) changedKeys() int { return len(m.created) + len(m.updated) + len(m.deleted) }
+
+// mutateConfigMaps creates n new ConfigMaps (new-<i>, in baseline's
+// namespaces), patches n existing ones and deletes n others, all distinct,
+// chosen evenly across baseline.
+func mutateConfigMaps(t testing.TB, cs kubernetes.Interface, test string, baseline state, n int) mutations {
+	t.Helper()
+	ctx := t.Context()
+	keys := sortedKeys(baseline)
+	if len(keys) < 2*n {
+		t.Fatalf("cannot update and delete %d of %d objects", n, len(keys))
+	}
+	step := len(keys) / (2 * n)
+	m := mutations{created: state{}, updated: state{}, deleted: map[string]struct{}{}}
+	var namespaces []string
+	seenNS := map[string]bool{}
+	for _, k := range keys {
+		if ns, _ := splitKey(k); !seenNS[ns] {
+			seenNS[ns] = true
+			namespaces = append(namespaces, ns)
+		}
+	}
+	for i := range n {
+		ns := namespaces[i%len(namespaces)]
+		cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, configMap(ns, fmt.Sprintf("new-%05d", i), test, i), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		m.created[ns+"/"+cm.Name] = cm.ResourceVersion
+
+		key := keys[2*i*step]
+		ns, name := splitKey(key)
+		patch := fmt.Sprintf(`{"data":{"updated":"%d"}}`, i)
+		cm, err = cs.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		if err != nil {
+			t.Fatalf("patch %s: %v", key, err)
+		}
+		m.updated[key] = cm.ResourceVersion
+
+		key = keys[(2*i+1)*step]
+		ns, name = splitKey(key)
+		if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("delete %s: %v", key, err)
+		}
+		m.deleted[key] = struct{}{}
+	}
+	return m
+}
