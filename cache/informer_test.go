@@ -35,6 +35,7 @@ func (e *events) list() []string {
 	defer e.mu.Unlock()
 	return append([]string(nil), e.got...)
 }
+
 // handler records calls; it implements OnAdd itself because
 // ResourceEventHandlerFuncs drops isInInitialList.
 func (e *events) handler() cache.ResourceEventHandler { return recordingHandler{e} }
@@ -62,7 +63,11 @@ type countingObserver struct {
 	causes []string
 }
 
-func (o *countingObserver) Resumed(rv string) { o.mu.Lock(); o.causes = append(o.causes, "resumed"); o.mu.Unlock() }
+func (o *countingObserver) Resumed(rv string) {
+	o.mu.Lock()
+	o.causes = append(o.causes, "resumed")
+	o.mu.Unlock()
+}
 func (o *countingObserver) Listed(c reflector.StartCause, rv string, items, pages int) {
 	o.mu.Lock()
 	o.causes = append(o.causes, string(c))
