@@ -65,8 +65,11 @@ type InformerOptions struct {
 	MinWatchTimeout time.Duration
 	// Clock is for tests; nil is the real clock.
 	Clock clock.WithTicker
-	// Observer receives reflector events (for metrics and tests); optional.
+	// Observer receives reflector events (for tests); optional.
 	Observer reflector.Observer
+	// Metrics, if set, exports this informer's metrics; see Metrics. It also
+	// serves as InformerMetricsProvider when that is unset.
+	Metrics *Metrics
 	// Backoff overrides the reflector's retry backoff (tests); zero values
 	// are client-go's.
 	InitialBackoff, MaxBackoff time.Duration
@@ -152,6 +155,12 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	if opts.Metrics != nil {
+		opts.Observer = opts.Metrics.observer(p.Collection, opts.Observer)
+		if opts.InformerMetricsProvider == nil {
+			opts.InformerMetricsProvider = opts.Metrics
+		}
+	}
 	return &Informer{
 		indexer:                         indexer,
 		processor:                       processor.New(clk),
@@ -206,7 +215,8 @@ func (s *Informer) Run(stopCh <-chan struct{}) {
 
 // RunWithContext implements cache.SharedInformer. It returns after the
 // reflector, the queue consumer and every handler goroutine have stopped and
-// the applied changes have been flushed to the file.
+// the applied changes have been flushed to the file; the collection is then
+// released, so a new informer may open it.
 func (s *Informer) RunWithContext(ctx context.Context) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx)
@@ -215,6 +225,10 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		return
 	}
 	fifo, refl := s.start(logger)
+	if m := s.opts.Metrics; m != nil {
+		m.addInformer(s)
+		defer m.removeInformer(s)
+	}
 
 	// The processor stops strictly after the controller, as in client-go.
 	processorStopCtx, stopProcessor := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -229,7 +243,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		defer s.startedLock.Unlock()
 		s.stopped = true // No new listeners.
 	}()
-	defer s.flush(logger)
+	defer s.closeCollection(logger)
 
 	if s.warm {
 		if err := s.deliverStored(); err != nil {
@@ -400,12 +414,13 @@ func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, i
 	return processDeltasInBatch(logger, s, s.indexer, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
 }
 
-// flush commits what this informer applied, so a clean restart resumes from
-// its last resourceVersion.
-func (s *Informer) flush(logger klog.Logger) {
+// closeCollection commits what this informer applied, so a clean restart
+// resumes from its last resourceVersion, and releases the collection so a
+// new informer in this process can open it. The indexer stays readable.
+func (s *Informer) closeCollection(logger klog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.indexer.coll.Flush(ctx); err != nil {
+	if err := s.indexer.coll.Close(ctx); err != nil {
 		logger.Error(err, "Flushing the informer's cache file on stop failed; the next start resumes from the last committed resourceVersion", "collection", s.indexer.coll.Name())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -75,6 +76,8 @@ type Collection struct {
 
 	cache    *objectCache
 	complete bool // unbounded cache known to hold every object; guarded by mu
+
+	closed atomic.Bool // set by Close: no more Applies
 
 	// mu guards the fields below. Apply takes it for writing; reads that
 	// consult the layers or the file take it for reading, which keeps them
@@ -348,7 +351,7 @@ func (c *Collection) Apply(ops []Op, rv string) error {
 
 	c.db.applyMu.RLock()
 	c.mu.Lock()
-	if c.db.closedFlag.Load() {
+	if c.db.closedFlag.Load() || c.closed.Load() {
 		c.mu.Unlock()
 		c.db.applyMu.RUnlock()
 		return ErrClosed
@@ -522,3 +525,24 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 // Flush commits every change applied to the file before the call (this
 // collection's and the others'); see DB.Flush.
 func (c *Collection) Flush(ctx context.Context) error { return c.db.Flush(ctx) }
+
+// Close flushes the collection's changes and releases its name, so that the
+// collection can be opened again on the same DB (for example by a restarted
+// informer). Reads keep working while the DB is open; Apply fails with
+// ErrClosed. If the flush fails the name stays taken and the changes stay
+// pending, retried by the commit loop.
+func (c *Collection) Close(ctx context.Context) error {
+	c.db.applyMu.Lock()
+	c.closed.Store(true)
+	c.db.applyMu.Unlock()
+	if err := c.db.Flush(ctx); err != nil {
+		// Stay registered: the commit loop keeps retrying what is pending.
+		return fmt.Errorf("closing collection %q: %w", c.name, err)
+	}
+	c.db.mu.Lock()
+	if c.db.collections[c.name] == c {
+		delete(c.db.collections, c.name)
+	}
+	c.db.mu.Unlock()
+	return nil
+}

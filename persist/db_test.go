@@ -292,3 +292,31 @@ func TestHotSnapshotWhileWriting(t *testing.T) {
 		t.Errorf("snapshot at RV %d holds %d objects; want exactly the prefix 1..%d", rv, len(keys), rv)
 	}
 }
+
+func TestCollectionCloseReleasesName(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), "cache.db"), persist.Options{BatchInterval: time.Hour, NoSync: true})
+	c, err := db.Collection("c", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("c", persist.CollectionOptions{}); err == nil {
+		t.Fatal("opened one collection twice")
+	}
+	put(t, c, "3", cm("a", "3"))
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(nil, "4"); !errors.Is(err, persist.ErrClosed) {
+		t.Errorf("Apply after Close: %v", err)
+	}
+	if _, ok, _ := c.Get("ns/a"); !ok {
+		t.Error("reads stopped working after Close")
+	}
+	again, err := db.Collection("c", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rv := again.ResourceVersion(); rv != "3" {
+		t.Errorf("reopened collection RV = %q, want 3 (flushed by Close)", rv)
+	}
+}

@@ -1,0 +1,283 @@
+package cache
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// Metrics exports boltinformer's metrics (all prefixed boltinformer_) on a
+// prometheus.Registerer the caller owns; nothing registers on a global.
+// Labels are bounded by what the program creates: file (base name of each
+// cache file), collection (one per informer), cause (four start causes) and
+// handler (one per registered handler).
+//
+// Pass it to informers with InformerOptions.Metrics and to files with
+// ObserveDB. It also implements client-go's cache.InformerMetricsProvider
+// (queue depth, handler latency, store resourceVersion) for the RealFIFO;
+// those are published only for informers with a reserved Identifier, as in
+// client-go.
+type Metrics struct {
+	commitDuration *prometheus.HistogramVec
+	commitChanges  *prometheus.HistogramVec
+	commitErrors   *prometheus.CounterVec
+	starts         *prometheus.CounterVec
+	watchRestarts  *prometheus.CounterVec
+	queued         *prometheus.GaugeVec
+	processing     *prometheus.HistogramVec
+	storeRV        *prometheus.GaugeVec
+
+	// mu guards the fields below, read at scrape time.
+	mu        sync.Mutex
+	dbs       map[*persist.DB]bool
+	informers map[*Informer]bool
+}
+
+var (
+	descFileBytes = prometheus.NewDesc("boltinformer_file_bytes",
+		"Size of the cache file.", []string{"file"}, nil)
+	descObjects = prometheus.NewDesc("boltinformer_objects",
+		"Objects in the collection.", []string{"collection"}, nil)
+	descRVLag = prometheus.NewDesc("boltinformer_resource_version_lag",
+		"Applied resourceVersion minus the one committed to the file (0 when in sync; resourceVersions are compared as integers).", []string{"collection"}, nil)
+	descPending = prometheus.NewDesc("boltinformer_pending_notifications",
+		"Notifications queued for a handler and not yet handled. client-go's buffers are unbounded: a stalled handler shows here.", []string{"collection", "handler"}, nil)
+	descCacheHits = prometheus.NewDesc("boltinformer_decoded_cache_hits_total",
+		"Reads served from the decoded-object cache.", []string{"collection"}, nil)
+	descCacheMisses = prometheus.NewDesc("boltinformer_decoded_cache_misses_total",
+		"Reads that missed the decoded-object cache.", []string{"collection"}, nil)
+)
+
+// NewMetrics creates the metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		commitDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "boltinformer_commit_duration_seconds",
+			Help:    "Duration of group commits (one bbolt transaction, fsync included).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}, []string{"file"}),
+		commitChanges: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "boltinformer_commit_changes",
+			Help:    "Changes written per group commit, across the file's collections.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10),
+		}, []string{"file"}),
+		commitErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boltinformer_commit_errors_total",
+			Help: "Group commits that failed; their changes stay in memory and are retried.",
+		}, []string{"file"}),
+		starts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boltinformer_informer_starts_total",
+			Help: "Informer starts by cause: cold (listed into an empty collection), resumed (watched from the stored resourceVersion), relist-expired (relisted after 410), relist-error (relisted after another failure).",
+		}, []string{"collection", "cause"}),
+		watchRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boltinformer_watch_restarts_total",
+			Help: "Watches that ended, normally (timeout, server closed) or with an error.",
+		}, []string{"collection", "outcome"}),
+		queued: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "boltinformer_queued_items",
+			Help: "Deltas queued in the informer's RealFIFO (client-go InformerMetricsProvider).",
+		}, []string{"name", "resource"}),
+		processing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "boltinformer_processing_duration_seconds",
+			Help:    "Time to apply a popped delta to the store and hand it to handlers (client-go InformerMetricsProvider).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}, []string{"name", "resource"}),
+		storeRV: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "boltinformer_store_resource_version",
+			Help: "Resource version of the store (client-go InformerMetricsProvider).",
+		}, []string{"name", "resource"}),
+		dbs:       map[*persist.DB]bool{},
+		informers: map[*Informer]bool{},
+	}
+	for _, c := range []prometheus.Collector{m.commitDuration, m.commitChanges, m.commitErrors, m.starts, m.watchRestarts, m.queued, m.processing, m.storeRV, scrapeCollector{m}} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// ObserveDB exports db's commit latency, batch sizes, errors and file size.
+// It installs db's commit observer, replacing any other.
+func (m *Metrics) ObserveDB(db *persist.DB) {
+	file := filepath.Base(db.Path())
+	duration, changes, errs := m.commitDuration.WithLabelValues(file), m.commitChanges.WithLabelValues(file), m.commitErrors.WithLabelValues(file)
+	db.SetCommitObserver(func(s persist.CommitStats) {
+		if s.Err != nil {
+			errs.Inc()
+			return
+		}
+		duration.Observe(s.Duration.Seconds())
+		changes.Observe(float64(s.Changes))
+	})
+	m.mu.Lock()
+	m.dbs[db] = true
+	m.mu.Unlock()
+}
+
+func (m *Metrics) addInformer(s *Informer) {
+	m.mu.Lock()
+	m.informers[s] = true
+	m.mu.Unlock()
+}
+
+func (m *Metrics) removeInformer(s *Informer) {
+	m.mu.Lock()
+	delete(m.informers, s)
+	m.mu.Unlock()
+}
+
+// observer returns the reflector observer counting starts and watch
+// restarts for a collection, chained before next (which may be nil).
+func (m *Metrics) observer(collection string, next reflector.Observer) reflector.Observer {
+	return metricsObserver{m: m, collection: collection, next: next}
+}
+
+type metricsObserver struct {
+	m          *Metrics
+	collection string
+	next       reflector.Observer
+}
+
+func (o metricsObserver) Resumed(rv string) {
+	o.m.starts.WithLabelValues(o.collection, string(reflector.CauseResumed)).Inc()
+	if o.next != nil {
+		o.next.Resumed(rv)
+	}
+}
+
+func (o metricsObserver) Listed(cause reflector.StartCause, rv string, items, pages int) {
+	o.m.starts.WithLabelValues(o.collection, string(cause)).Inc()
+	if o.next != nil {
+		o.next.Listed(cause, rv, items, pages)
+	}
+}
+
+func (o metricsObserver) WatchStarted(rv string) {
+	if o.next != nil {
+		o.next.WatchStarted(rv)
+	}
+}
+
+func (o metricsObserver) WatchEnded(err error) {
+	outcome := "normal"
+	if err != nil {
+		outcome = "error"
+	}
+	o.m.watchRestarts.WithLabelValues(o.collection, outcome).Inc()
+	if o.next != nil {
+		o.next.WatchEnded(err)
+	}
+}
+
+// scrapeCollector reads gauges that are cheaper to compute on scrape than
+// to maintain on every change.
+type scrapeCollector struct{ m *Metrics }
+
+func (c scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descFileBytes, descObjects, descRVLag, descPending, descCacheHits, descCacheMisses} {
+		ch <- d
+	}
+}
+
+func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	dbs := make([]*persist.DB, 0, len(c.m.dbs))
+	for db := range c.m.dbs {
+		dbs = append(dbs, db)
+	}
+	informers := make([]*Informer, 0, len(c.m.informers))
+	for s := range c.m.informers {
+		informers = append(informers, s)
+	}
+	c.m.mu.Unlock()
+
+	for _, db := range dbs {
+		if st, err := os.Stat(db.Path()); err == nil {
+			ch <- prometheus.MustNewConstMetric(descFileBytes, prometheus.GaugeValue, float64(st.Size()), filepath.Base(db.Path()))
+		}
+	}
+	for _, s := range informers {
+		coll := s.indexer.coll
+		name := coll.Name()
+		if n, err := coll.Len(); err == nil {
+			ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(n), name)
+		}
+		if committed, err := coll.CommittedResourceVersion(); err == nil {
+			ch <- prometheus.MustNewConstMetric(descRVLag, prometheus.GaugeValue, rvLag(coll.ResourceVersion(), committed), name)
+		}
+		stats := coll.CacheStats()
+		ch <- prometheus.MustNewConstMetric(descCacheHits, prometheus.CounterValue, float64(stats.Hits), name)
+		ch <- prometheus.MustNewConstMetric(descCacheMisses, prometheus.CounterValue, float64(stats.Misses), name)
+		pending := map[string]int64{}
+		for _, l := range s.processor.Listeners() {
+			pending[l.HandlerName()] += l.Pending()
+		}
+		for handler, n := range pending {
+			ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(n), name, handler)
+		}
+	}
+}
+
+// rvLag is applied minus committed when both are integers (as etcd's are);
+// otherwise 0 if they are equal and 1 if not.
+func rvLag(applied, committed string) float64 {
+	a, errA := strconv.ParseInt(applied, 10, 64)
+	c, errC := strconv.ParseInt(committed, 10, 64)
+	if errA == nil && errC == nil {
+		return float64(a - c)
+	}
+	if applied == committed {
+		return 0
+	}
+	return 1
+}
+
+// client-go's InformerMetricsProvider, for the RealFIFO.
+var _ cache.InformerMetricsProvider = (*Metrics)(nil)
+
+// NewQueuedItemMetric implements cache.InformerMetricsProvider.
+func (m *Metrics) NewQueuedItemMetric(id cache.InformerNameAndResource) cache.GaugeMetric {
+	return reservedGauge{id, m.queued.WithLabelValues(id.Name(), id.GroupVersionResource().String())}
+}
+
+// NewProcessingLatencyMetric implements cache.InformerMetricsProvider.
+func (m *Metrics) NewProcessingLatencyMetric(id cache.InformerNameAndResource) cache.HistogramMetric {
+	return reservedHistogram{id, m.processing.WithLabelValues(id.Name(), id.GroupVersionResource().String())}
+}
+
+// NewStoreResourceVersionMetric implements cache.InformerMetricsProvider.
+func (m *Metrics) NewStoreResourceVersionMetric(id cache.InformerNameAndResource) cache.GaugeMetric {
+	return reservedGauge{id, m.storeRV.WithLabelValues(id.Name(), id.GroupVersionResource().String())}
+}
+
+// reservedGauge and reservedHistogram update only while their informer name
+// is reserved, as client-go asks of providers.
+type reservedGauge struct {
+	id cache.InformerNameAndResource
+	g  prometheus.Gauge
+}
+
+func (r reservedGauge) Set(v float64) {
+	if r.id.Reserved() {
+		r.g.Set(v)
+	}
+}
+
+type reservedHistogram struct {
+	id cache.InformerNameAndResource
+	h  prometheus.Observer
+}
+
+func (r reservedHistogram) Observe(v float64) {
+	if r.id.Reserved() {
+		r.h.Observe(v)
+	}
+}
