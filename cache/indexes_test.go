@@ -150,7 +150,7 @@ func TestReplaceRewritesOnlyChangedObjects(t *testing.T) {
 	f := newTestFile(t)
 	var mu sync.Mutex
 	var commits []persist.CommitStats
-	f.db.SetCommitObserver(func(s persist.CommitStats) {
+	f.db.AddCommitObserver(func(s persist.CommitStats) {
 		mu.Lock()
 		commits = append(commits, s)
 		mu.Unlock()

@@ -105,11 +105,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 // ObserveDB exports db's commit latency, batch sizes, errors and file size.
-// It installs db's commit observer, replacing any other.
 func (m *Metrics) ObserveDB(db *persist.DB) {
 	file := filepath.Base(db.Path())
 	duration, changes, errs := m.commitDuration.WithLabelValues(file), m.commitChanges.WithLabelValues(file), m.commitErrors.WithLabelValues(file)
-	db.SetCommitObserver(func(s persist.CommitStats) {
+	db.AddCommitObserver(func(s persist.CommitStats) {
 		if s.Err != nil {
 			errs.Inc()
 			return

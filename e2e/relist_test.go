@@ -66,7 +66,7 @@ func TestRelistAfterExpiry(t *testing.T) {
 	db = openDB(t, path)
 	var commitMu sync.Mutex
 	var committedChanges, commits int
-	db.SetCommitObserver(func(s persist.CommitStats) {
+	db.AddCommitObserver(func(s persist.CommitStats) {
 		commitMu.Lock()
 		defer commitMu.Unlock()
 		if s.Err == nil {

@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
 
 // schemaVersion is the on-disk layout version written at creation. A file
@@ -66,6 +67,13 @@ type Options struct {
 	// memory. Zero means DefaultMmapSize.
 	MmapSize int
 
+	// MoveAsideCorrupt makes Open rename a corrupt or truncated file to
+	// <path>.corrupt-<unix seconds>, say so in the log, and start over with
+	// an empty file, so that a controller starts (cold) instead of failing.
+	// The renamed file is kept for inspection; MovedAside returns its path.
+	// Never applies to ErrLocked, ErrSchemaUnsupported or ErrNotCacheFile.
+	MoveAsideCorrupt bool
+
 	// Scheme resolves typed objects for the record codec. Nil allows only
 	// *unstructured.Unstructured objects.
 	Scheme *runtime.Scheme
@@ -110,7 +118,10 @@ type DB struct {
 	stopc chan struct{}
 	donec chan struct{}
 
-	commitObserver func(CommitStats)
+	movedAside string // set by Open with MoveAsideCorrupt
+
+	commitObservers map[int]func(CommitStats) // guarded by mu
+	nextObserver    int                       // guarded by mu
 }
 
 // CommitStats describes one group commit, for metrics.
@@ -144,6 +155,27 @@ func Open(path string, opts Options) (*DB, error) {
 	} else if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("opening cache file %s read-only: %w", path, err)
 	}
+	db, err := open(path, opts)
+	if err == nil || !errors.Is(err, ErrCorrupt) || !opts.MoveAsideCorrupt || opts.ReadOnly {
+		return db, err
+	}
+	aside := fmt.Sprintf("%s.corrupt-%d", path, time.Now().Unix())
+	if rerr := os.Rename(path, aside); rerr != nil {
+		return nil, fmt.Errorf("%w; moving it aside failed: %v", err, rerr)
+	}
+	utilruntime.HandleError(fmt.Errorf("boltinformer: %w; moved it to %s (kept for inspect) and starting with an empty cache: informers will list cold", err, aside))
+	db, err = open(path, opts)
+	if db != nil {
+		db.movedAside = aside
+	}
+	return db, err
+}
+
+// open is Open without the corrupt-file recovery.
+func open(path string, opts Options) (*DB, error) {
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:         opts.LockTimeout,
 		ReadOnly:        opts.ReadOnly,
@@ -155,15 +187,16 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, openError(path, opts, err)
 	}
 	db := &DB{
-		path:        path,
-		opts:        opts,
-		bolt:        bdb,
-		codec:       NewCodec(opts.Scheme),
-		collections: map[string]*Collection{},
-		commitDone:  make(chan struct{}),
-		kick:        make(chan struct{}, 1),
-		stopc:       make(chan struct{}),
-		donec:       make(chan struct{}),
+		path:            path,
+		opts:            opts,
+		bolt:            bdb,
+		codec:           NewCodec(opts.Scheme),
+		collections:     map[string]*Collection{},
+		commitObservers: map[int]func(CommitStats){},
+		commitDone:      make(chan struct{}),
+		kick:            make(chan struct{}, 1),
+		stopc:           make(chan struct{}),
+		donec:           make(chan struct{}),
 	}
 	if err := db.checkSchema(); err != nil {
 		_ = bdb.Close()
@@ -241,18 +274,30 @@ func initSchema(tx *bolt.Tx) error {
 	return err
 }
 
+// MovedAside returns where Open moved a corrupt file, or "".
+func (db *DB) MovedAside() string { return db.movedAside }
+
 // Path returns the file's path.
 func (db *DB) Path() string { return db.path }
 
 // Codec returns the codec records are written with.
 func (db *DB) Codec() *Codec { return db.codec }
 
-// SetCommitObserver installs fn to be called after every commit attempt. It
-// must be set before the first Apply and must not block.
-func (db *DB) SetCommitObserver(fn func(CommitStats)) {
+// AddCommitObserver calls fn after every commit attempt that wrote changes
+// or failed, until the returned function is called. fn runs on the commit
+// goroutine before Flush callers are released: it must not block or call
+// back into the DB.
+func (db *DB) AddCommitObserver(fn func(CommitStats)) (remove func()) {
 	db.mu.Lock()
-	db.commitObserver = fn
-	db.mu.Unlock()
+	defer db.mu.Unlock()
+	id := db.nextObserver
+	db.nextObserver++
+	db.commitObservers[id] = fn
+	return func() {
+		db.mu.Lock()
+		delete(db.commitObservers, id)
+		db.mu.Unlock()
+	}
 }
 
 // run is the group-commit goroutine. It commits when kicked (by the batch
@@ -361,10 +406,25 @@ func (db *DB) commit() error {
 	// The observer runs before Flush callers are released, so whoever waited
 	// for this commit also sees it reported.
 	db.mu.Lock()
-	observer := db.commitObserver
+	observers := make([]func(CommitStats), 0, len(db.commitObservers))
+	for _, fn := range db.commitObservers {
+		observers = append(observers, fn)
+	}
+	failingBefore := db.lastErr != nil
 	db.mu.Unlock()
-	if observer != nil && (len(dirty) > 0 || err != nil) {
-		observer(CommitStats{Changes: changes, Duration: time.Since(start), Err: err})
+	if len(dirty) > 0 || err != nil {
+		stats := CommitStats{Changes: changes, Duration: time.Since(start), Err: err}
+		for _, fn := range observers {
+			fn(stats)
+		}
+	}
+	// Say so once when commits start failing and once when they recover,
+	// not on every retry.
+	switch {
+	case err != nil && !failingBefore:
+		utilruntime.HandleError(fmt.Errorf("boltinformer: %w; the changes stay in memory, reads serve them, and commits are retried with backoff; the stored resourceVersion stays at the last committed state", err))
+	case err == nil && failingBefore && len(dirty) > 0:
+		utilruntime.HandleError(fmt.Errorf("boltinformer: commits to %s succeed again; the file has caught up", db.path))
 	}
 
 	db.mu.Lock()

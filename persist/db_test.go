@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/boltinformer/boltinformer/internal/fixture"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -163,7 +164,7 @@ func TestGroupCommit(t *testing.T) {
 	db := openDB(t, path, persist.Options{BatchInterval: time.Hour, BatchLimit: 50, NoSync: true})
 	var mu sync.Mutex
 	var commits []persist.CommitStats
-	db.SetCommitObserver(func(s persist.CommitStats) { mu.Lock(); commits = append(commits, s); mu.Unlock() })
+	db.AddCommitObserver(func(s persist.CommitStats) { mu.Lock(); commits = append(commits, s); mu.Unlock() })
 	a, _ := db.Collection("a", persist.CollectionOptions{})
 	b, _ := db.Collection("b", persist.CollectionOptions{})
 
@@ -318,5 +319,69 @@ func TestCollectionCloseReleasesName(t *testing.T) {
 	}
 	if rv := again.ResourceVersion(); rv != "3" {
 		t.Errorf("reopened collection RV = %q, want 3 (flushed by Close)", rv)
+	}
+}
+
+// A truncated file must be reported, not crash the process: bbolt would map
+// it and fault (SIGBUS) reading pages past its end.
+func TestTruncatedFileIsDetectedAndCanBeMovedAside(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cache.db")
+	db, err := persist.Open(path, persist.Options{Scheme: scheme.Scheme, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := db.Collection("pods", persist.CollectionOptions{})
+	var ops []persist.Op
+	for i := 0; i < 2000; i++ {
+		p := fixture.Pod(i)
+		ops = append(ops, persist.Op{Key: p.Name, Object: p})
+	}
+	if err := c.Apply(ops, "9"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The file is preallocated past its last page: only cuts below the
+	// pages in use lose data.
+	var used int
+	_ = db.Bolt().View(func(tx *bolt.Tx) error { used = int(tx.Size()); return nil })
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []int{used / 2, used / 8, used - 4096, 40000} {
+		truncated := filepath.Join(dir, "truncated.db")
+		if err := os.WriteFile(truncated, whole[:keep], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tdb, err := persist.Open(truncated, persist.Options{Scheme: scheme.Scheme, LockTimeout: time.Second})
+		if err == nil {
+			tdb.Close()
+		}
+		if !errors.Is(err, persist.ErrCorrupt) || !strings.Contains(err.Error(), "truncated") {
+			t.Errorf("%d of %d bytes in use: Open = %v, want ErrCorrupt naming truncation", keep, used, err)
+		}
+	}
+
+	// With MoveAsideCorrupt, the file is kept under another name and a cold
+	// (empty) file takes its place.
+	if err := os.WriteFile(path, whole[:used/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fresh := openDB(t, path, persist.Options{MoveAsideCorrupt: true})
+	aside := fresh.MovedAside()
+	if aside == "" || !strings.HasPrefix(aside, path+".corrupt-") {
+		t.Fatalf("MovedAside = %q", aside)
+	}
+	if kept, err := os.ReadFile(aside); err != nil || len(kept) != used/2 {
+		t.Errorf("moved-aside file: %d bytes, %v", len(kept), err)
+	}
+	if infos, err := fresh.Collections(); err != nil || len(infos) != 0 {
+		t.Errorf("fresh file holds %v, %v", infos, err)
 	}
 }

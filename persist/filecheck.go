@@ -1,0 +1,105 @@
+package persist
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+)
+
+// checkFile guards bbolt.Open against a truncated file. bbolt maps the file
+// and reads pages its metadata points to; when the file is shorter than
+// that, the read faults (SIGBUS) and kills the process, which no recover can
+// catch. So before opening, read bbolt's two meta pages the way bbolt does
+// (go.etcd.io/bbolt internal/common/meta.go, native byte order) and check
+// that the file holds every page the newest valid meta claims.
+//
+// A file with no valid meta is left to bbolt, which reports it as invalid.
+func checkFile(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	m0, ok0 := readMeta(f, 0)
+	pageSize := int64(os.Getpagesize())
+	if ok0 {
+		pageSize = int64(m0.pageSize)
+	}
+	m1, ok1 := readMeta(f, pageSize)
+	var m boltMeta
+	switch {
+	case ok0 && ok1:
+		m = m0
+		if m1.txid > m0.txid {
+			m = m1
+		}
+	case ok0:
+		m = m0
+	case ok1:
+		m = m1
+	default:
+		return nil
+	}
+	need := int64(m.pgid) * int64(m.pageSize)
+	if m.pgid == 0 || need/int64(m.pageSize) != int64(m.pgid) || st.Size() < need {
+		return fmt.Errorf("%w: %s is %d bytes but its metadata (transaction %d) needs %d: the file is truncated. Move it aside (keep it for inspect) and start cold, or set Options.MoveAsideCorrupt",
+			ErrCorrupt, path, st.Size(), m.txid, need)
+	}
+	if m.freelist != noFreelist && m.freelist >= m.pgid {
+		return fmt.Errorf("%w: %s: freelist page %d beyond the file's %d pages", ErrCorrupt, path, m.freelist, m.pgid)
+	}
+	return nil
+}
+
+const (
+	boltMagic        = 0xED0CDAED
+	boltVersion      = 2
+	pageHeaderSize   = 16 // pgid(8) flags(2) count(2) overflow(4)
+	metaChecksumSpan = 56 // bytes of the meta covered by its checksum
+	noFreelist       = ^uint64(0)
+)
+
+// boltMeta is the part of bbolt's meta page this check needs.
+type boltMeta struct {
+	pageSize uint32
+	freelist uint64
+	pgid     uint64
+	txid     uint64
+}
+
+// readMeta reads the meta page at offset and reports whether it is valid
+// (magic, version and checksum), as bbolt's Meta.Validate decides.
+func readMeta(r io.ReaderAt, offset int64) (boltMeta, bool) {
+	buf := make([]byte, pageHeaderSize+metaChecksumSpan+8)
+	if _, err := r.ReadAt(buf, offset); err != nil {
+		return boltMeta{}, false
+	}
+	meta := buf[pageHeaderSize:]
+	ne := binary.NativeEndian
+	if ne.Uint32(meta[0:]) != boltMagic || ne.Uint32(meta[4:]) != boltVersion {
+		return boltMeta{}, false
+	}
+	h := fnv.New64a()
+	h.Write(meta[:metaChecksumSpan])
+	if h.Sum64() != ne.Uint64(meta[metaChecksumSpan:]) {
+		return boltMeta{}, false
+	}
+	// magic(4) version(4) pageSize(4) flags(4) root{pgid(8) sequence(8)}
+	// freelist(8) pgid(8) txid(8)
+	return boltMeta{
+		pageSize: ne.Uint32(meta[8:]),
+		freelist: ne.Uint64(meta[32:]),
+		pgid:     ne.Uint64(meta[40:]),
+		txid:     ne.Uint64(meta[48:]),
+	}, true
+}
