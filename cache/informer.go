@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -39,6 +40,23 @@ type Persistence struct {
 	// both keeps every object in memory. See IndexerOptions.
 	CacheObjects int
 	CacheBytes   int64
+
+	// MemoryOnly keeps the informer's objects in memory, in client-go's
+	// indexer, and never writes them to the file: it starts cold every time.
+	// For data that must not rest on the node's disk.
+	MemoryOnly bool
+	// PersistSecrets allows an informer of Secrets to persist. Without it an
+	// informer whose example object is a *corev1.Secret is memory-only:
+	// a cache file would otherwise hold every Secret's data unencrypted on
+	// the node (the apiserver may encrypt them at rest; this file cannot).
+	PersistSecrets bool
+}
+
+// isSensitive reports whether objects like obj are kept out of the file
+// unless the caller opts in.
+func isSensitive(obj runtime.Object) bool {
+	_, ok := obj.(*corev1.Secret)
+	return ok
 }
 
 // InformerOptions configures NewSharedIndexInformerWithOptions. It has the
@@ -90,7 +108,11 @@ type InformerOptions struct {
 // Everything else — queue, ordering, resync, handler registration, panics —
 // is client-go v0.37.2's.
 type Informer struct {
-	indexer       *Indexer
+	// store is what deltas are applied to and listers read: persistent
+	// unless the informer is memory-only, in which case persistent is nil.
+	store         storeIndexer
+	persistent    *Indexer
+	name          string // the collection name, for logs and metrics
 	processor     *processor.Processor
 	listerWatcher cache.ListerWatcher
 	objectType    runtime.Object
@@ -123,6 +145,13 @@ type Informer struct {
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
 
+// storeIndexer is what the informer needs of its store; both *Indexer and
+// client-go's in-memory indexer provide it.
+type storeIndexer interface {
+	cache.Indexer
+	cache.TransactionStore
+}
+
 // NewSharedIndexInformer is client-go's cache.NewSharedIndexInformer with
 // one more argument: where to persist. It fails if the collection cannot be
 // opened (for example an index must be rebuilt and an index function fails).
@@ -138,18 +167,25 @@ func NewSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 // cache.NewSharedIndexInformerWithOptions with persistence.
 func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject runtime.Object, opts InformerOptions) (*Informer, error) {
 	p := opts.Persistence
-	indexer, err := NewIndexer(IndexerOptions{
-		DB:            p.DB,
-		Collection:    p.Collection,
-		Description:   p.Description,
-		KeyFunc:       cache.DeletionHandlingMetaNamespaceKeyFunc,
-		Indexers:      opts.Indexers,
-		IndexVersions: p.IndexVersions,
-		CacheObjects:  p.CacheObjects,
-		CacheBytes:    p.CacheBytes,
-	})
-	if err != nil {
-		return nil, err
+	var store storeIndexer
+	var persistent *Indexer
+	if p.MemoryOnly || (isSensitive(exampleObject) && !p.PersistSecrets) {
+		store = cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, opts.Indexers).(storeIndexer)
+	} else {
+		indexer, err := NewIndexer(IndexerOptions{
+			DB:            p.DB,
+			Collection:    p.Collection,
+			Description:   p.Description,
+			KeyFunc:       cache.DeletionHandlingMetaNamespaceKeyFunc,
+			Indexers:      opts.Indexers,
+			IndexVersions: p.IndexVersions,
+			CacheObjects:  p.CacheObjects,
+			CacheBytes:    p.CacheBytes,
+		})
+		if err != nil {
+			return nil, err
+		}
+		store, persistent = indexer, indexer
 	}
 	clk := opts.Clock
 	if clk == nil {
@@ -162,7 +198,9 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 		}
 	}
 	return &Informer{
-		indexer:                         indexer,
+		store:                           store,
+		persistent:                      persistent,
+		name:                            p.Collection,
 		processor:                       processor.New(clk),
 		listerWatcher:                   lw,
 		objectType:                      exampleObject,
@@ -249,7 +287,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		if err := s.deliverStored(); err != nil {
 			// The stored state could not be read back: handlers got part of it.
 			// Nothing safe can follow; report and stop.
-			utilruntime.HandleErrorWithContext(ctx, err, "Warm start failed reading the cache file; stopping the informer", "collection", s.indexer.coll.Name())
+			utilruntime.HandleErrorWithContext(ctx, err, "Warm start failed reading the cache file; stopping the informer", "collection", s.name)
 			return
 		}
 		close(s.synced)
@@ -284,11 +322,14 @@ func (s *Informer) start(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		fifoOpts.UnlockWhileProcessing = clientgofeatures.FeatureGates().Enabled(clientgofeatures.UnlockWhileProcessingFIFO)
 		fifoOpts.EmitDeltaTypeBookmark = true
 	} else {
-		fifoOpts.KnownObjects = s.indexer
+		fifoOpts.KnownObjects = s.store
 	}
 	fifo := cache.NewRealFIFOWithOptions(fifoOpts)
 
-	resume := s.indexer.coll.ResourceVersion()
+	var resume string
+	if s.persistent != nil {
+		resume = s.persistent.coll.ResourceVersion()
+	}
 	s.warm = resume != ""
 	refl := reflector.New(s.listerWatcher, fifo, reflector.Options{
 		Name:                  s.opts.ObjectDescription,
@@ -329,7 +370,7 @@ func (s *Informer) reportWatchError(fifo *cache.RealFIFO) func(context.Context, 
 func (s *Informer) deliverStored() error {
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
-	return s.indexer.coll.ForEach(func(_ string, obj runtime.Object) error {
+	return s.persistent.coll.ForEach(func(_ string, obj runtime.Object) error {
 		s.cacheMutationDetector.AddObject(obj)
 		s.processor.Distribute(processor.AddNotification{Obj: obj, IsInInitialList: true}, false)
 		return nil
@@ -386,7 +427,7 @@ func (s *Informer) processLoop(ctx context.Context, fifo *cache.RealFIFO) {
 // store and out of the notifications, and says so.
 func (s *Informer) reportProcessError(ctx context.Context, err error) {
 	if err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Failed to apply a watch event to the persistent store", "collection", s.indexer.coll.Name())
+		utilruntime.HandleErrorWithContext(ctx, err, "Failed to apply a watch event to the store", "collection", s.name)
 	}
 }
 
@@ -405,23 +446,26 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 	if !ok {
 		return errors.New("object given as Process argument is not Deltas")
 	}
-	return processDeltas(logger, s, s.indexer, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
+	return processDeltas(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
 }
 
 func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, isInInitialList bool) error {
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
-	return processDeltasInBatch(logger, s, s.indexer, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
+	return processDeltasInBatch(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
 }
 
 // closeCollection commits what this informer applied, so a clean restart
 // resumes from its last resourceVersion, and releases the collection so a
 // new informer in this process can open it. The indexer stays readable.
 func (s *Informer) closeCollection(logger klog.Logger) {
+	if s.persistent == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.indexer.coll.Close(ctx); err != nil {
-		logger.Error(err, "Flushing the informer's cache file on stop failed; the next start resumes from the last committed resourceVersion", "collection", s.indexer.coll.Name())
+	if err := s.persistent.coll.Close(ctx); err != nil {
+		logger.Error(err, "Flushing the informer's cache file on stop failed; the next start resumes from the last committed resourceVersion", "collection", s.name)
 	}
 }
 
@@ -487,13 +531,14 @@ func (s *Informer) LastSyncResourceVersion() string {
 }
 
 // GetStore implements cache.SharedInformer.
-func (s *Informer) GetStore() cache.Store { return s.indexer }
+func (s *Informer) GetStore() cache.Store { return s.store }
 
 // GetIndexer implements cache.SharedIndexInformer.
-func (s *Informer) GetIndexer() cache.Indexer { return s.indexer }
+func (s *Informer) GetIndexer() cache.Indexer { return s.store }
 
-// Indexer returns the persistent indexer.
-func (s *Informer) Indexer() *Indexer { return s.indexer }
+// Indexer returns the persistent indexer, or nil for a memory-only
+// informer.
+func (s *Informer) Indexer() *Indexer { return s.persistent }
 
 // AddIndexers implements cache.SharedIndexInformer.
 func (s *Informer) AddIndexers(indexers cache.Indexers) error {
@@ -502,7 +547,7 @@ func (s *Informer) AddIndexers(indexers cache.Indexers) error {
 	if s.stopped {
 		return fmt.Errorf("indexer was not added because it has stopped already")
 	}
-	return s.indexer.AddIndexers(indexers)
+	return s.store.AddIndexers(indexers)
 }
 
 // GetController implements cache.SharedInformer; like client-go's it cannot
@@ -569,7 +614,7 @@ func (s *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
 	started := s.processor.AddListener(listener)
-	for _, item := range s.indexer.List() {
+	for _, item := range s.store.List() {
 		// Queued under the lock and before the handle is returned, so its
 		// HasSynced can never be true before these adds are handled.
 		listener.Add(processor.AddNotification{Obj: item, IsInInitialList: true})

@@ -204,7 +204,10 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, s := range informers {
-		coll := s.indexer.coll
+		if s.persistent == nil {
+			continue // memory-only: nothing of it is in a file
+		}
+		coll := s.persistent.coll
 		name := coll.Name()
 		if n, err := coll.Len(); err == nil {
 			ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(n), name)

@@ -30,6 +30,8 @@ type DynamicFactory struct {
 	defaultResync    time.Duration
 	namespace        string
 	tweakListOptions dynamicinformer.TweakListOptionsFunc
+	persistSecrets   bool
+	memoryOnly       map[schema.GroupVersionResource]bool
 
 	// lock guards the fields below.
 	lock             sync.Mutex
@@ -43,14 +45,14 @@ var _ dynamicinformer.DynamicSharedInformerFactory = (*DynamicFactory)(nil)
 
 // NewDynamicSharedInformerFactory is client-go's
 // dynamicinformer.NewDynamicSharedInformerFactory with a cache file.
-func NewDynamicSharedInformerFactory(client dynamic.Interface, defaultResync time.Duration, db *persist.DB) *DynamicFactory {
-	return NewFilteredDynamicSharedInformerFactory(client, defaultResync, db, metav1.NamespaceAll, nil)
+func NewDynamicSharedInformerFactory(client dynamic.Interface, defaultResync time.Duration, db *persist.DB, options ...DynamicOption) *DynamicFactory {
+	return NewFilteredDynamicSharedInformerFactory(client, defaultResync, db, metav1.NamespaceAll, nil, options...)
 }
 
 // NewFilteredDynamicSharedInformerFactory is client-go's
 // dynamicinformer.NewFilteredDynamicSharedInformerFactory with a cache file.
-func NewFilteredDynamicSharedInformerFactory(client dynamic.Interface, defaultResync time.Duration, db *persist.DB, namespace string, tweakListOptions dynamicinformer.TweakListOptionsFunc) *DynamicFactory {
-	return &DynamicFactory{
+func NewFilteredDynamicSharedInformerFactory(client dynamic.Interface, defaultResync time.Duration, db *persist.DB, namespace string, tweakListOptions dynamicinformer.TweakListOptionsFunc, options ...DynamicOption) *DynamicFactory {
+	f := &DynamicFactory{
 		client:           client,
 		db:               db,
 		defaultResync:    defaultResync,
@@ -58,8 +60,17 @@ func NewFilteredDynamicSharedInformerFactory(client dynamic.Interface, defaultRe
 		tweakListOptions: tweakListOptions,
 		informers:        map[schema.GroupVersionResource]informers.GenericInformer{},
 		startedInformers: map[schema.GroupVersionResource]bool{},
+		memoryOnly:       map[schema.GroupVersionResource]bool{},
 	}
+	for _, opt := range options {
+		opt(f)
+	}
+	return f
 }
+
+// secretsResource is the one resource the dynamic factory keeps in memory
+// unless told otherwise: an unstructured example object cannot say it.
+var secretsResource = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
 // ForResource returns the informer for gvr, building it on first use, with
 // client-go's default namespace index. A cache file error yields an
@@ -108,6 +119,7 @@ func (f *DynamicFactory) newInformer(gvr schema.GroupVersionResource) (cache.Sha
 			DB:          f.db,
 			Collection:  id.collection(),
 			Description: id.description(),
+			MemoryOnly:  f.memoryOnly[gvr] || (gvr == secretsResource && !f.persistSecrets),
 		},
 		ResyncPeriod: f.defaultResync,
 		Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},

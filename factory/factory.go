@@ -60,6 +60,8 @@ type Factory struct {
 	cacheObjects     int
 	cacheBytes       int64
 	indexVersions    map[string]string
+	persistSecrets   bool
+	memoryOnly       map[reflect.Type]bool
 
 	// lock guards the fields below.
 	lock             sync.Mutex
@@ -94,6 +96,7 @@ func NewSharedInformerFactoryWithOptions(client kubernetes.Interface, defaultRes
 		namespace:        metav1.NamespaceAll,
 		defaultResync:    defaultResync,
 		customResync:     map[reflect.Type]time.Duration{},
+		memoryOnly:       map[reflect.Type]bool{},
 		informers:        map[reflect.Type]cache.SharedIndexInformer{},
 		startedInformers: map[reflect.Type]bool{},
 	}
@@ -230,12 +233,14 @@ func (f *Factory) newInformer(obj runtime.Object, resync time.Duration, indexers
 	id := newListIdentity("typed", gvr, gvk.Kind, namespace, f.tweakListOptions)
 	informer, err := bcache.NewSharedIndexInformerWithOptions(lw, obj, bcache.InformerOptions{
 		Persistence: bcache.Persistence{
-			DB:            f.db,
-			Collection:    id.collection(),
-			Description:   id.description(),
-			IndexVersions: f.indexVersions,
-			CacheObjects:  f.cacheObjects,
-			CacheBytes:    f.cacheBytes,
+			DB:             f.db,
+			Collection:     id.collection(),
+			Description:    id.description(),
+			IndexVersions:  f.indexVersions,
+			CacheObjects:   f.cacheObjects,
+			CacheBytes:     f.cacheBytes,
+			MemoryOnly:     f.memoryOnly[reflect.TypeOf(obj)],
+			PersistSecrets: f.persistSecrets,
 		},
 		ResyncPeriod: resync,
 		Indexers:     indexers,

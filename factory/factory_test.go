@@ -1,7 +1,9 @@
 package factory_test
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -73,8 +75,9 @@ func TestEveryGeneratedAccessorIsPersistent(t *testing.T) {
 				}
 				path := group.Name + "()." + version.Name + "()." + res.Name + "()"
 				informer := informerMethod.Call(nil)[0].Interface().(cache.SharedIndexInformer)
-				if _, ok := informer.GetIndexer().(*bcache.Indexer); !ok {
-					t.Errorf("%s.Informer() is not persistent (indexer %T)", path, informer.GetIndexer())
+				_, persistent := informer.GetIndexer().(*bcache.Indexer)
+				if secrets := path == "Core().V1().Secrets()"; persistent == secrets {
+					t.Errorf("%s.Informer(): persistent = %v (indexer %T); only Secrets stay in memory by default", path, persistent, informer.GetIndexer())
 				}
 				paths = append(paths, path)
 			}
@@ -100,8 +103,8 @@ func TestEveryGeneratedAccessorIsPersistent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(infos) != len(paths) {
-		t.Errorf("%d collections for %d informers", len(infos), len(paths))
+	if len(infos) != len(paths)-1 {
+		t.Errorf("%d collections for %d informers, one of them memory-only", len(infos), len(paths))
 	}
 }
 
@@ -119,7 +122,7 @@ func TestForResourceMatchesClientGo(t *testing.T) {
 			t.Errorf("client-go serves %v, ours: %v", gvr, err)
 			continue
 		}
-		if _, ok := g.Informer().GetIndexer().(*bcache.Indexer); !ok {
+		if _, ok := g.Informer().GetIndexer().(*bcache.Indexer); !ok && gvr.Resource != "secrets" {
 			t.Errorf("%v: not persistent", gvr)
 		}
 		checked++
@@ -271,5 +274,44 @@ func TestDynamicFactory(t *testing.T) {
 	infos, _ := db.Collections()
 	if len(infos) != 1 || infos[0].Name != "dynamic/example.com/v1/widgets ns=a" || infos[0].Objects != 1 {
 		t.Errorf("collections = %+v", infos)
+	}
+}
+
+// Secrets never reach the file unless the program opts in.
+func TestSecretsStayInMemoryUnlessOptedIn(t *testing.T) {
+	const value = "s3cr3t-value-that-must-not-rest-on-disk"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "db"}, Data: map[string][]byte{"password": []byte(value)}}
+	for _, optIn := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "cache.db")
+		db, err := persist.Open(path, persist.Options{Scheme: scheme.Scheme, NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var opts []factory.Option
+		if optIn {
+			opts = append(opts, factory.WithPersistSecrets())
+		}
+		f := factory.NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(secret), 0, db, opts...)
+		lister := f.Core().V1().Secrets().Lister()
+		ctx, cancel := context.WithCancel(context.Background())
+		f.Start(ctx.Done())
+		if res := f.WaitForCacheSyncWithContext(ctx); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		if got, err := lister.Secrets("a").Get("db"); err != nil || string(got.Data["password"]) != value {
+			t.Errorf("optIn=%v: lister: %v %v", optIn, got, err)
+		}
+		cancel()
+		f.Shutdown()
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if onDisk := bytes.Contains(raw, []byte(value)); onDisk != optIn {
+			t.Errorf("optIn=%v: secret data in the file = %v", optIn, onDisk)
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/tools/cache"
 )
@@ -56,4 +58,39 @@ func WithCacheBound(objects int, bytes int64) Option {
 // every informer of the factory (see cache.IndexerOptions.IndexVersions).
 func WithIndexVersions(versions map[string]string) Option {
 	return func(f *Factory) { f.indexVersions = versions }
+}
+
+// WithPersistSecrets lets the factory's Secret informer persist its objects.
+// Without it, Secrets are kept in memory only (see cache.Persistence).
+func WithPersistSecrets() Option {
+	return func(f *Factory) { f.persistSecrets = true }
+}
+
+// WithMemoryOnly keeps the informers of the given types in memory only:
+// their objects never reach the file.
+func WithMemoryOnly(types ...runtime.Object) Option {
+	return func(f *Factory) {
+		for _, t := range types {
+			f.memoryOnly[reflect.TypeOf(t)] = true
+		}
+	}
+}
+
+// DynamicOption configures a DynamicFactory.
+type DynamicOption func(*DynamicFactory)
+
+// WithDynamicPersistSecrets lets the dynamic factory persist core/v1
+// secrets; without it, an informer for them keeps them in memory only.
+func WithDynamicPersistSecrets() DynamicOption {
+	return func(f *DynamicFactory) { f.persistSecrets = true }
+}
+
+// WithDynamicMemoryOnly keeps the informers of the given resources in
+// memory only.
+func WithDynamicMemoryOnly(resources ...schema.GroupVersionResource) DynamicOption {
+	return func(f *DynamicFactory) {
+		for _, r := range resources {
+			f.memoryOnly[r] = true
+		}
+	}
 }
