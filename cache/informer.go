@@ -263,6 +263,9 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		return
 	}
 	fifo, refl := s.start(logger)
+	if s.persistent != nil {
+		defer s.persistent.coll.DB().AddCommitObserver(s.commitFailures(ctx))()
+	}
 	if m := s.opts.Metrics; m != nil {
 		m.addInformer(s)
 		defer m.removeInformer(s)
@@ -342,7 +345,7 @@ func (s *Informer) start(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		InitialBackoff:        s.opts.InitialBackoff,
 		MaxBackoff:            s.opts.MaxBackoff,
 		Clock:                 s.clock,
-		WatchErrorHandler:     s.reportWatchError(fifo),
+		WatchErrorHandler:     s.reportWatchErrorLocked(),
 		Observer:              s.opts.Observer,
 	})
 	s.reflector = refl
@@ -350,19 +353,41 @@ func (s *Informer) start(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 	return fifo, refl
 }
 
-// reportWatchError adapts the client-go watch error handler, which takes a
-// *cache.Reflector, to boltinformer's reflector.
-func (s *Informer) reportWatchError(fifo *cache.RealFIFO) func(context.Context, error) {
+// reportWatchErrorLocked adapts the client-go watch error handler, which
+// takes a *cache.Reflector, to errors boltinformer reports. Called with
+// startedLock held.
+func (s *Informer) reportWatchErrorLocked() func(context.Context, error) {
 	handler := s.watchErrorHandler
 	if handler == nil {
 		handler = cache.DefaultWatchErrorHandler
 	}
 	// A client-go reflector that is never run, so the handler sees the name
 	// and type it expects.
-	described := cache.NewReflectorWithOptions(s.listerWatcher, s.objectType, fifo, cache.ReflectorOptions{
+	described := cache.NewReflectorWithOptions(s.listerWatcher, s.objectType, cache.NewStore(cache.MetaNamespaceKeyFunc), cache.ReflectorOptions{
 		TypeDescription: s.opts.ObjectDescription,
 	})
 	return func(ctx context.Context, err error) { handler(ctx, described, err) }
+}
+
+// commitFailures returns a commit observer that tells the watch error
+// handler when persisting starts failing (disk full, I/O errors) and when it
+// recovers. Meanwhile the informer keeps serving from memory and the commit
+// loop retries; the stored resourceVersion never passes the stored objects.
+func (s *Informer) commitFailures(ctx context.Context) func(persist.CommitStats) {
+	s.startedLock.Lock()
+	report := s.reportWatchErrorLocked()
+	s.startedLock.Unlock()
+	failing := false
+	return func(stats persist.CommitStats) {
+		switch {
+		case stats.Err != nil && !failing:
+			failing = true
+			report(ctx, fmt.Errorf("boltinformer: persisting collection %q: %w; serving from memory and retrying", s.name, stats.Err))
+		case stats.Err == nil && failing:
+			failing = false
+			klog.FromContext(ctx).Info("Persisting works again; the cache file has caught up", "collection", s.name)
+		}
+	}
 }
 
 // deliverStored hands every stored object to the handlers as part of the

@@ -311,6 +311,9 @@ func equalStrings(a, b []string) bool {
 	return true
 }
 
+// DB returns the file the collection lives in.
+func (c *Collection) DB() *DB { return c.db }
+
 // Name returns the collection's name.
 func (c *Collection) Name() string { return c.name }
 
