@@ -29,3 +29,32 @@ test: fmt-check vet test-binaries
 # protobuf) reference in the same run, followed by a table of ratios.
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./persist/ ./bench/ | awk -f hack/bench-ratios.awk
+
+# --- Side by side with client-go against a real kube-apiserver (issue #6) ---
+DEMO_PODS   ?= 3000
+DEMO_DIR    ?= $(CURDIR)/_output/demo
+BENCH_SIZES ?= 100k
+BENCH_REPS  ?= 3
+BENCH_FLAGS ?=
+
+.PHONY: demo bench-informer
+
+# make demo: starts etcd + kube-apiserver on loopback (built on first use),
+# creates $(DEMO_PODS) Pods, and runs client-go's cold start beside
+# boltinformer's cold start and warm restart, each in its own process; then
+# inspect reads a hot snapshot of the cache file. Leaves nothing running.
+demo: test-binaries
+	@rm -rf '$(DEMO_DIR)' && mkdir -p '$(DEMO_DIR)'
+	@$(GO) run ./bench/cmd/informerbench demo --pods $(DEMO_PODS) --snapshot '$(DEMO_DIR)/cache-snapshot.db'
+	@echo; echo '$$ inspect ls cache-snapshot.db'
+	@$(GO) run ./cmd/inspect ls '$(DEMO_DIR)/cache-snapshot.db'
+	@echo; echo '$$ inspect get pods -f cache-snapshot.db -n bench-00 -o wide'
+	@$(GO) run ./cmd/inspect get pods -f '$(DEMO_DIR)/cache-snapshot.db' -n bench-00 -o wide > '$(DEMO_DIR)/get.txt'
+	@head -11 '$(DEMO_DIR)/get.txt'; echo "… $$(($$(wc -l < '$(DEMO_DIR)/get.txt') - 1)) Pods in bench-00"
+	@rm -rf '$(DEMO_DIR)'
+
+# make bench-informer: the full side-by-side benchmark (bench/cmd/informerbench)
+# at $(BENCH_SIZES) Pods; results in bench/results/, plot in docs/sync-time.svg.
+# Allow 30-40 minutes at 100k on 2 cores. BENCH_SIZES=10k,50k,100k plots a curve.
+bench-informer: test-binaries
+	$(GO) run ./bench/cmd/informerbench --sizes $(BENCH_SIZES) --reps $(BENCH_REPS) $(BENCH_FLAGS)

@@ -107,9 +107,11 @@ func runInformer(t *testing.T, f *testFile, src cache.ListerWatcher, obs *counti
 	return inf, ev, func() { cancel(); <-done }
 }
 
+// waitFor polls cond for up to 30 s: generous, because CI runs every
+// package under -race on two cores at once.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -53,10 +53,10 @@ func (s *Server) httpClient() *http.Client {
 	}
 }
 
-// waitReady polls url until it answers 200, p exits, or timeout passes.
-// bearer, if set, is sent as the Authorization token.
-func waitReady(p *process, client *http.Client, url, bearer string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// waitReady polls url until it answers 200, p exits, ctx ends, or timeout
+// passes. bearer, if set, is sent as the Authorization token.
+func waitReady(ctx context.Context, p *process, client *http.Client, url, bearer string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	lastErr := "no response"
 	for {

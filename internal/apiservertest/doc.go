@@ -4,7 +4,8 @@
 // The binaries are not built here: run `make test-binaries` (which runs
 // hack/build-test-binaries.sh) once; it puts etcd and kube-apiserver into
 // <repo root>/_output/bin. BOLTINFORMER_TEST_BIN_DIR overrides that directory.
-// Start fails the test, with that instruction, when they are missing.
+// Start fails the test, with that instruction, when they are missing; Launch
+// returns it as an error.
 //
 // Contract:
 //   - Start owns two child processes (etcd, kube-apiserver), their free
@@ -16,11 +17,17 @@
 //     SIGKILL if the test binary dies (Pdeathsig), so they never outlive it.
 //     Each child runs in its own process group.
 //   - If the test failed, the tails of both logs are written to the test log.
+//   - Launch is the same for programs that are not tests (benchmarks, the
+//     demo): the directory comes from os.MkdirTemp, and the caller's Stop
+//     stops both processes and removes it. Restart and Compact are
+//     RestartAPIServer and CompactEtcd returning errors instead of failing a
+//     test.
 //   - Clients authenticate with a static bearer token in group system:masters,
 //     and verify the server against its generated self-signed certificate.
 //
 // The package is Unix-only (process groups, signals).
 //
-// A Server is not safe for concurrent use by RestartAPIServer and other
-// methods; Config and EtcdEndpoint may be called from any goroutine.
+// A Server is not safe for concurrent use by RestartAPIServer (or Restart),
+// Stop and other methods; Config, Dir and EtcdEndpoint may be called from
+// any goroutine.
 package apiservertest

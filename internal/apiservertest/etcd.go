@@ -9,16 +9,15 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
-	"time"
 )
 
 // etcdArgs configures a single-member etcd listening only on loopback.
 // fsync is off: the data dir is thrown away with the test, and fsync
 // dominates write latency when tests create many objects.
-func etcdArgs(dir string, clientPort, peerPort int, progressNotify time.Duration) []string {
+func etcdArgs(dir string, clientPort, peerPort int, opts Options) []string {
 	client := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
 	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
-	return []string{
+	args := []string{
 		"--name=test",
 		"--data-dir=" + filepath.Join(dir, "etcd-data"),
 		"--listen-client-urls=" + client,
@@ -26,10 +25,14 @@ func etcdArgs(dir string, clientPort, peerPort int, progressNotify time.Duration
 		"--listen-peer-urls=" + peer,
 		"--initial-advertise-peer-urls=" + peer,
 		"--initial-cluster=test=" + peer,
-		"--watch-progress-notify-interval=" + progressNotify.String(),
+		"--watch-progress-notify-interval=" + opts.etcdProgressNotifyInterval().String(),
 		"--unsafe-no-fsync",
 		"--log-level=warn",
 	}
+	if q := opts.EtcdQuotaBackendBytes; q > 0 {
+		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(q, 10))
+	}
+	return args
 }
 
 // etcdPost calls etcd's gRPC-gateway JSON API (POST /v3/...). Int64 fields

@@ -2,7 +2,7 @@ package apiservertest
 
 import "time"
 
-// Options tune the kube-apiserver started by Start. The zero value gives the
+// Options tune the kube-apiserver started by Start or Launch. The zero value gives the
 // server's defaults.
 type Options struct {
 	// EtcdCompactionInterval sets --etcd-compaction-interval, how often the
@@ -24,6 +24,10 @@ type Options struct {
 	// RV is newer than the watch's start RV, so with 10m an idle resource
 	// gets no bookmarks for up to 10 minutes.
 	EtcdProgressNotifyInterval time.Duration
+	// EtcdQuotaBackendBytes sets etcd's --quota-backend-bytes. 0 keeps etcd's
+	// default (2 GiB), which 100k Pods plus their update history can exceed
+	// between two compactions.
+	EtcdQuotaBackendBytes int64
 }
 
 func (o Options) readyTimeout() time.Duration {
