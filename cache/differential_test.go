@@ -26,14 +26,16 @@ func TestIndexerAgreesWithClientGo(t *testing.T) {
 	for _, bound := range []int{0, 2} {
 		for seed := 0; seed < *diffSeeds; seed++ {
 			t.Run(fmt.Sprintf("cache=%d/seed=%d", bound, seed), func(t *testing.T) {
-				runDifferential(t, int64(seed), bound, 150)
+				runDifferential(t, rand.New(rand.NewSource(int64(seed))), bound, 150)
 			})
 		}
 	}
 }
 
-func runDifferential(t *testing.T, seed int64, cacheBound, steps int) {
-	rng := rand.New(rand.NewSource(seed))
+// chooser makes the test's choices: a seeded PRNG, or fuzz input.
+type chooser interface{ Intn(n int) int }
+
+func runDifferential(t *testing.T, rng chooser, cacheBound, steps int) {
 	indexers := cache.Indexers{
 		"byApp": byLabel("app"),
 		"byTier": func(obj interface{}) ([]string, error) {
@@ -229,4 +231,35 @@ func compareIndexers(t *testing.T, where string, model cache.Indexer, ours *bcac
 			}
 		}
 	}
+}
+
+// FuzzIndexerAgainstClientGo drives the same comparison with the fuzzer's
+// bytes as the choices: every operation sequence it finds must leave this
+// Indexer and client-go's reading the same. `go test` runs the seed corpus;
+// `make fuzz` explores.
+func FuzzIndexerAgainstClientGo(f *testing.F) {
+	f.Add([]byte{0, 40, 60, 72, 80, 86, 90, 95, 99, 3, 7, 11})
+	f.Add([]byte("replace, reopen and flush in every order"))
+	f.Fuzz(func(t *testing.T, choices []byte) {
+		if len(choices) > 4096 {
+			return
+		}
+		c := &byteChooser{data: choices}
+		runDifferential(t, c, int(c.Intn(3)), len(choices)/2+1)
+	})
+}
+
+// byteChooser reads choices from fuzz input; past its end it answers 0.
+type byteChooser struct {
+	data []byte
+	i    int
+}
+
+func (b *byteChooser) Intn(n int) int {
+	if b.i >= len(b.data) {
+		return 0
+	}
+	v := int(b.data[b.i])
+	b.i++
+	return v % n
 }

@@ -18,7 +18,7 @@ type listIdentity struct {
 	source    string // "typed" or "dynamic": typed and unstructured objects are stored apart
 	gvr       schema.GroupVersionResource
 	kind      string
-	namespace string // "" for all namespaces and for cluster-scoped resources
+	namespace string // the factory's namespace; "" for all namespaces
 	options   metav1.ListOptions
 }
 

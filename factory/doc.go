@@ -38,6 +38,14 @@
 // type, as the generated accessors do; a hand-written constructor passed to
 // InformerFor that lists with other filters is not honoured.
 //
+// Two informers cannot write one collection. Factories with different
+// namespaces or selectors on one file are fine (a cluster-scoped resource's
+// collection is named with the factory's namespace too, so each factory has
+// its own copy), but two identically configured factories on one file are
+// not: the second one's informer for a resource the first already serves
+// reports "collection ... is already open". Share one factory instead, as
+// client-go recommends anyway.
+//
 // Collections for lists a program no longer makes stay in the file until it
 // is deleted.
 //

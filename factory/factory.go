@@ -218,7 +218,7 @@ func (f *Factory) newInformer(obj runtime.Object, resync time.Duration, indexers
 	if f.db == nil {
 		return nil, errors.New("boltinformer factory: no cache file (pass a *persist.DB to the constructor)")
 	}
-	lw, acc, err := typedListWatch(f.client, obj, f.namespace, f.tweakListOptions)
+	lw, _, err := typedListWatch(f.client, obj, f.namespace, f.tweakListOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -226,11 +226,10 @@ func (f *Factory) newInformer(obj runtime.Object, resync time.Duration, indexers
 	if err != nil {
 		return nil, err
 	}
-	namespace := f.namespace
-	if !acc.namespaced {
-		namespace = "" // cluster-scoped: the generated informer ignores the namespace too
-	}
-	id := newListIdentity("typed", gvr, gvk.Kind, namespace, f.tweakListOptions)
+	// A cluster-scoped list ignores the namespace, but the collection is
+	// still named with it: each factory on a file owns its collections, and
+	// two informers cannot write one collection.
+	id := newListIdentity("typed", gvr, gvk.Kind, f.namespace, f.tweakListOptions)
 	informer, err := bcache.NewSharedIndexInformerWithOptions(lw, obj, bcache.InformerOptions{
 		Persistence: bcache.Persistence{
 			DB:             f.db,
