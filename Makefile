@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 
 include tools/apiserver.mk
 
-.PHONY: all build vet test bench fmt-check
+.PHONY: all build vet test bench fmt-check fuzz
 
 all: build
 
@@ -24,6 +24,14 @@ fmt-check:
 # first use) — under the race detector.
 test: fmt-check vet test-binaries
 	$(GO) test -race -count=1 -timeout 60m $(PKGS)
+
+# make fuzz: each fuzz target for FUZZTIME (their seed corpora already run in
+# make test): record decoding never panics; random indexer operations agree
+# with client-go's indexer.
+FUZZTIME ?= 2m
+fuzz:
+	$(GO) test ./persist -run '^$$' -fuzz '^FuzzCodecDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./cache -run '^$$' -fuzz '^FuzzIndexerAgainstClientGo$$' -fuzztime $(FUZZTIME)
 
 # make bench: storage and codec benchmarks, each beside its client-go (or
 # protobuf) reference in the same run, followed by a table of ratios.
