@@ -262,15 +262,6 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		logger.Info("Warning: the sharedIndexInformer has started, run more than once is not allowed")
 		return
 	}
-	fifo, refl := s.start(logger)
-	if s.persistent != nil {
-		defer s.persistent.coll.DB().AddCommitObserver(s.commitFailures(ctx))()
-	}
-	if m := s.opts.Metrics; m != nil {
-		m.addInformer(s)
-		defer m.removeInformer(s)
-	}
-
 	// The processor stops strictly after the controller, as in client-go.
 	processorStopCtx, stopProcessor := context.WithCancelCause(context.WithoutCancel(ctx))
 	var wg wait.Group
@@ -286,16 +277,21 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	}()
 	defer s.closeCollection(logger)
 
-	if s.warm {
-		if err := s.deliverStored(); err != nil {
-			// The stored state could not be read back: handlers got part of it.
-			// Nothing safe can follow; report and stop.
-			utilruntime.HandleErrorWithContext(ctx, err, "Warm start failed reading the cache file; stopping the informer", "collection", s.name)
-			return
-		}
-		close(s.synced)
-		s.processor.SelectResyncingListeners()
-	} else {
+	fifo, refl, err := s.start(logger)
+	if err != nil {
+		// The stored state could not be read back: handlers got part of it.
+		// Nothing safe can follow; report and stop.
+		utilruntime.HandleErrorWithContext(ctx, err, "Warm start failed reading the cache file; stopping the informer", "collection", s.name)
+		return
+	}
+	if s.persistent != nil {
+		defer s.persistent.coll.DB().AddCommitObserver(s.commitFailures(ctx))()
+	}
+	if m := s.opts.Metrics; m != nil {
+		m.addInformer(s)
+		defer m.removeInformer(s)
+	}
+	if !s.warm {
 		wg.Start(func() {
 			select {
 			case <-ctx.Done():
@@ -307,8 +303,11 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	s.runController(ctx, fifo, refl)
 }
 
-// start builds the queue and the reflector and marks the informer started.
-func (s *Informer) start(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflector) {
+// start builds the queue and the reflector, hands a warm start's stored
+// state to the handlers, and marks the informer started — all under
+// startedLock, so that a handler added meanwhile waits and then joins from
+// the store, never receiving the stored state twice.
+func (s *Informer) start(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflector, error) {
 	s.startedLock.Lock()
 	defer s.startedLock.Unlock()
 	fifoOpts := cache.RealFIFOOptions{
@@ -332,6 +331,14 @@ func (s *Informer) start(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 	var resume string
 	if s.persistent != nil {
 		resume = s.persistent.coll.ResourceVersion()
+		if resume == "0" {
+			// "0" means "any version": nothing to resume from. Start cold, from
+			// an empty store, so the list reaches handlers as initial adds.
+			if err := s.persistent.Replace(nil, ""); err != nil {
+				return nil, nil, err
+			}
+			resume = ""
+		}
 	}
 	s.warm = resume != ""
 	refl := reflector.New(s.listerWatcher, fifo, reflector.Options{
@@ -349,8 +356,15 @@ func (s *Informer) start(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		Observer:              s.opts.Observer,
 	})
 	s.reflector = refl
+	if s.warm {
+		if err := s.deliverStored(); err != nil {
+			return nil, nil, err
+		}
+		close(s.synced)
+		s.processor.SelectResyncingListeners()
+	}
 	s.started = true
-	return fifo, refl
+	return fifo, refl, nil
 }
 
 // reportWatchErrorLocked adapts the client-go watch error handler, which
