@@ -1,0 +1,160 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+type getOptions struct {
+	g *globalOptions
+
+	namespace     string
+	allNamespaces bool
+	selector      string
+	output        string
+	showLabels    bool
+
+	// Filled by Complete.
+	file     string
+	resource string
+	names    []string
+	sel      labels.Selector
+}
+
+func (o *getOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.namespace, "namespace", "n", "", "Only objects of this namespace (and cluster-scoped ones).")
+	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Objects of all namespaces (the default: a cache file has no current namespace). Overrides -n.")
+	fs.StringVarP(&o.selector, "selector", "l", "", "Label selector to filter on, as kubectl's (e.g. -l 'app=api,tier!=cache').")
+	fs.StringVarP(&o.output, "output", "o", "", "Output format: table, wide, yaml, json or name.")
+	fs.BoolVar(&o.showLabels, "show-labels", false, "Add a LABELS column to tables.")
+}
+
+func newGetCommand(g *globalOptions) *cobra.Command {
+	o := &getOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "get RESOURCE|COLLECTION [NAME...] -f FILE",
+		Short: "Print the objects of a collection, as kubectl get would",
+		Long: `Print the objects of a collection, as kubectl get would.
+
+RESOURCE is a collection name, or a resource (plural, singular, short name,
+optionally .group: pods, pod, po, deployments.apps) held by exactly one
+collection according to its description. Tables are kubectl's for Pods,
+ConfigMaps, Secrets, Deployments and Nodes, and NAME/AGE for other kinds.
+
+Without -n, objects of every namespace are printed: a cache file has no
+current namespace. AGE is computed against the local clock.`,
+		Example: `  # All pods the controller cached
+  inspect get pods -f cache.db
+
+  # One namespace, with IPs and nodes
+  inspect get pods -f cache.db -n storefront -o wide
+
+  # By label, as YAML
+  inspect get deployments.apps -f cache.db -l app.kubernetes.io/name=checkout-api -o yaml
+
+  # One object, as JSON (Secrets are redacted unless --show-secrets)
+  inspect get secrets -f cache.db -n storefront checkout-db -o json`,
+		Args: cobra.MinimumNArgs(1),
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return g.completeCollections(), cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *getOptions) Complete(args []string) error {
+	var err error
+	if o.file, err = o.g.fileArg(nil); err != nil {
+		return err
+	}
+	o.resource, o.names = args[0], args[1:]
+	if o.allNamespaces {
+		o.namespace = ""
+	}
+	if o.output == "table" {
+		o.output = outputTable
+	}
+	if o.sel, err = labels.Parse(o.selector); err != nil {
+		return usageErrorf("invalid selector %q: %v", o.selector, err)
+	}
+	return nil
+}
+
+func (o *getOptions) Validate() error {
+	if strings.Contains(o.resource, ",") {
+		return usageErrorf("one resource at a time: %q", o.resource)
+	}
+	return validateOutput(o.output, objectOutputs...)
+}
+
+func (o *getOptions) Run(out, errOut io.Writer) error {
+	f, err := o.g.openCache(o.file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	c, err := f.resolve(o.resource)
+	if err != nil {
+		return err
+	}
+	p := f.newPrinter(out, printOptions{
+		output:        o.output,
+		showLabels:    o.showLabels,
+		allNamespaces: o.namespace == "",
+		single:        len(o.names) == 1,
+		content:       contentOptions{showSecrets: o.g.showSecrets},
+		now:           o.g.now(),
+	})
+	found := map[string]bool{}
+	n, bad, err := f.scan(c, scanOptions{namespace: o.namespace, names: o.names, selector: o.sel}, func(obj *object) error {
+		found[obj.Name()] = true
+		return p.print(obj)
+	})
+	if err != nil {
+		return err
+	}
+	warnUndecodable(errOut, c, bad)
+	if n == 0 && len(o.names) == 0 && (o.output == outputTable || o.output == outputWide) {
+		if o.namespace != "" {
+			fmt.Fprintf(errOut, "No resources found in %s namespace.\n", o.namespace)
+		} else {
+			fmt.Fprintln(errOut, "No resources found")
+		}
+		return nil
+	}
+	if n > 0 || len(o.names) == 0 {
+		if err := p.flush(); err != nil {
+			return err
+		}
+	}
+	var missing []error
+	for _, name := range o.names {
+		if !found[name] {
+			where := ""
+			if o.namespace != "" {
+				where = fmt.Sprintf(" in namespace %q", o.namespace)
+			}
+			missing = append(missing, fmt.Errorf("%s %q not found%s (collection %q)", c.GroupResource(), name, where, c.Name))
+		}
+	}
+	return errors.Join(missing...)
+}
