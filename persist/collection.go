@@ -74,8 +74,11 @@ type Collection struct {
 	name string
 	key  []byte
 
-	cache    *objectCache
-	complete bool // unbounded cache known to hold every object; guarded by mu
+	cache *objectCache
+	// complete is set once an unbounded cache is known to hold every object
+	// (Apply keeps it so). Set by readers holding mu only for reading, hence
+	// atomic.
+	complete atomic.Bool
 
 	closed atomic.Bool // set by Close: no more Applies
 

@@ -105,7 +105,7 @@ func (c *Collection) ForEach(fn func(key string, obj runtime.Object) error) erro
 // collection's and possibly the cache's read locks: it must not call back
 // into either (a nested read lock deadlocks against a waiting writer).
 func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.Object) error) error {
-	if c.complete {
+	if c.complete.Load() {
 		return c.cache.forEach(fn)
 	}
 	for _, l := range []*layer{c.pending, c.committing} {
@@ -146,7 +146,7 @@ func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.
 	if err == nil && decode && !c.cache.bounded() {
 		// Every object on disk and in the layers is now cached, and Apply
 		// keeps an unbounded cache current: later walks can skip the file.
-		c.complete = true
+		c.complete.Store(true)
 	}
 	return err
 }
