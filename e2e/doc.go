@@ -29,6 +29,15 @@
 //     no lost deletion and no missing object, without relisting.
 //   - TestBookmarksAdvanceStoredRV: on an idle resource, watch bookmarks alone
 //     advance the committed resourceVersion, and a restart resumes from it.
+//   - TestFactoryController: examples/podcounter, written only against
+//     client-go's informers.SharedInformerFactory, runs on boltinformer's
+//     factory: its listers answer from the file, a restart makes no LIST and
+//     converges to changes made while it was down, and client-go's own
+//     factory gives the same output.
+//   - TestFactoryDynamic: a CRD's objects through the dynamic factory
+//     warm-restart with no LIST and identical unstructured content.
+//   - TestFactoryFilters: differently filtered factories on one file stay
+//     separate; a changed selector starts a new collection.
 //
 // Run it with `go test ./e2e/`, after `make test-binaries` has built etcd and
 // kube-apiserver. The -e2e.objects, -e2e.relist-objects and -e2e.kills flags
@@ -36,9 +45,9 @@
 //
 // # Caveats
 //
-// The suite starts five etcd + kube-apiserver pairs, one after another, and
-// writes about 15,000 objects. On a 2-core machine it takes 70–90 s, with or
-// without -race; most of that is server start-up and populating. TestInformerChild is the child half of TestKillDuringWriteStorm.
+// The suite starts eight etcd + kube-apiserver pairs, one after another, and
+// writes about 16,000 objects. On a 2-core machine it takes two to three
+// minutes, with or without -race; most of that is server start-up and populating. TestInformerChild is the child half of TestKillDuringWriteStorm.
 // Without the environment that test sets, it skips.
 //
 // All objects the tests watch carry a label, and the informers select on it.
