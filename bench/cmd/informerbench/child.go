@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/persist"
+)
+
+// Bounds on a child's waits; generous, since a loaded 2-core machine can
+// take minutes to list 100k Pods.
+const (
+	syncTimeout    = 15 * time.Minute
+	relistTimeout  = 5 * time.Minute
+	persistTimeout = 5 * time.Minute
+)
+
+// runChild is the hidden subcommand: read a childSpec on stdin, measure one
+// informer, write the childResult on stdout.
+func runChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	in := bufio.NewReader(stdin)
+	line, err := in.ReadBytes('\n')
+	if err != nil && len(line) == 0 {
+		return fmt.Errorf("child: reading spec: %w", err)
+	}
+	var spec childSpec
+	if err := json.Unmarshal(line, &spec); err != nil {
+		return fmt.Errorf("child: reading spec: %w", err)
+	}
+	res, err := measure(ctx, spec, in, stdout)
+	if err != nil {
+		return fmt.Errorf("%s: %w", spec.Variant, err)
+	}
+	return json.NewEncoder(stdout).Encode(res)
+}
+
+// measure runs the phases the spec asks for, in an order that keeps them
+// from disturbing each other: sync (timed), memory (before anything else
+// allocates), file size, latency, throughput.
+func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io.Writer) (*childResult, error) {
+	counter := &podRequests{gate: newWatchGate()}
+	cfg, err := loadConfig(spec.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ContentType = spec.ContentType
+	if spec.ContentType == protobufContentType {
+		cfg.AcceptContentTypes = protobufContentType + ",application/json"
+	}
+	cfg.WrapTransport = counter.wrap
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := newHandler(spec.Run, spec.Updates)
+	res := &childResult{Variant: spec.Variant}
+
+	stopProfile := profilePhase(spec.ProfilePrefix, "sync")
+	start := time.Now()
+	var inf cache.SharedIndexInformer
+	var bolt *boltRun
+	if spec.Informer == informerBolt {
+		if bolt, err = newBoltInformer(cs, spec); err != nil {
+			return nil, err
+		}
+		defer bolt.db.Close()
+		inf = bolt.informer
+	} else {
+		inf = newClientGoInformer(cs, spec.Selector)
+	}
+	reg, err := inf.AddEventHandler(h)
+	if err != nil {
+		return nil, err
+	}
+	stop := runInformer(ctx, inf)
+	defer stop() // before db.Close: deferred calls run last-in first-out
+	if err := waitFor(ctx, reg.HasSyncedChecker().Done(), syncTimeout, "sync"); err != nil {
+		return nil, err
+	}
+	res.SyncSeconds = time.Since(start).Seconds()
+	res.InitialAdds = int(h.initialAdds.Load())
+	if res.InitialAdds != spec.Expect {
+		return nil, fmt.Errorf("synced with %d initial adds, want %d", res.InitialAdds, spec.Expect)
+	}
+	if bolt != nil {
+		if err := settleBolt(ctx, bolt, spec, start, res); err != nil {
+			return nil, err
+		}
+	}
+	stopProfile() // the "sync" profile covers catching up, a relist and the flush too
+
+	mem := readMemory()
+	res.RSSBytes, res.PeakRSSBytes, res.HeapBytes = mem.rss, mem.peakRSS, mem.heap
+	res.AnonBytes, res.FileRSSBytes = mem.rssAnon, mem.rssFile
+
+	if spec.FileSize && bolt != nil {
+		if err := measureFile(bolt, spec, inf.GetIndexer(), res); err != nil {
+			return nil, err
+		}
+	}
+	if spec.Snapshot != "" && bolt != nil {
+		if err := bolt.db.SnapshotFile(ctx, spec.Snapshot); err != nil {
+			return nil, err
+		}
+	}
+	if spec.Latency {
+		stopProfile := profilePhase(spec.ProfilePrefix, "latency")
+		res.Latency, err = measureLatency(inf.GetIndexer())
+		stopProfile()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if spec.Updates > 0 {
+		var coll *persist.Collection
+		if bolt != nil {
+			coll = bolt.informer.Indexer().Collection()
+		}
+		res.Throughput, err = measureThroughput(h, counter.gate, stdin, coll, stdout, spec.ProfilePrefix)
+		if err != nil {
+			return nil, err
+		}
+	}
+	res.Lists, res.Watches, res.WatchLists = counter.lists.Load(), counter.watches.Load(), counter.watchLists.Load()
+	if bolt != nil {
+		res.StartCause = bolt.observer.startCause()
+	}
+	return res, nil
+}
+
+// settleBolt waits, for a boltinformer, for what follows HasSynced: the
+// changes made while it was down (CatchUpRV), the relist a 410 forces
+// (WaitRelist), and that state reaching the file.
+func settleBolt(ctx context.Context, bolt *boltRun, spec childSpec, start time.Time, res *childResult) error {
+	coll := bolt.informer.Indexer().Collection()
+	if spec.CatchUpRV != "" {
+		deadline := time.Now().Add(relistTimeout)
+		for rvNumber(coll.ResourceVersion()) < rvNumber(spec.CatchUpRV) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("store at resourceVersion %s, not caught up with %s after %v", coll.ResourceVersion(), spec.CatchUpRV, relistTimeout)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		res.CaughtUpSeconds = time.Since(start).Seconds()
+	}
+	if spec.WaitRelist {
+		var rv string
+		select {
+		case rv = <-bolt.observer.relisted:
+		case <-time.After(relistTimeout):
+			return fmt.Errorf("no relist after an expired resourceVersion within %v (start cause %q)", relistTimeout, bolt.observer.startCause())
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		// Listed fires once the list is queued; the store applies it after.
+		deadline := time.Now().Add(relistTimeout)
+		for rvNumber(coll.ResourceVersion()) < rvNumber(rv) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("relist at resourceVersion %s not applied after %v", rv, relistTimeout)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		res.ReconcileSeconds = time.Since(start).Seconds()
+	}
+	fctx, cancel := context.WithTimeout(ctx, persistTimeout)
+	defer cancel()
+	if err := bolt.db.Flush(fctx); err != nil {
+		return err
+	}
+	res.DurableSeconds = time.Since(start).Seconds()
+	res.Rewritten = bolt.changes.Load()
+	return nil
+}
+
+// waitFor waits for ch, or fails after d or when ctx ends.
+func waitFor(ctx context.Context, ch <-chan struct{}, d time.Duration, what string) error {
+	select {
+	case <-ch:
+		return nil
+	case <-time.After(d):
+		return fmt.Errorf("%s: not done after %v", what, d)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+var podIndexers = cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+
+// newClientGoInformer is the informer client-go's generated factory builds
+// for Pods (watch-list semantics included, as with a real clientset).
+func newClientGoInformer(cs kubernetes.Interface, selector string) cache.SharedIndexInformer {
+	return coreinformers.NewFilteredPodInformer(cs, metav1.NamespaceAll, 0, podIndexers,
+		func(o *metav1.ListOptions) { o.LabelSelector = selector })
+}
+
+// boltRun is a boltinformer with its file and what the child watches of it.
+type boltRun struct {
+	db       *persist.DB
+	informer *bcache.Informer
+	observer *observer
+	changes  atomic.Int64 // sum of CommitStats.Changes
+}
+
+// newBoltInformer opens (or, with Fresh, recreates) the cache file and
+// builds a Pod informer on it, as a controller switching over would.
+func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) {
+	if spec.Fresh {
+		if err := os.Remove(spec.File); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	db, err := persist.Open(spec.File, persist.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	r := &boltRun{db: db, observer: newObserver()}
+	db.AddCommitObserver(func(s persist.CommitStats) {
+		if s.Err == nil {
+			r.changes.Add(int64(s.Changes))
+		}
+	})
+	lw := cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", metav1.NamespaceAll,
+		func(o *metav1.ListOptions) { o.LabelSelector = spec.Selector })
+	r.informer, err = bcache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, bcache.InformerOptions{
+		Persistence: bcache.Persistence{
+			DB:           db,
+			Collection:   "pods " + spec.Selector,
+			Description:  map[string]string{"resource": "pods", "labelSelector": spec.Selector},
+			CacheObjects: spec.CacheObjects,
+		},
+		Indexers: podIndexers,
+		Observer: r.observer,
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("informer on %s: %w", spec.File, err)
+	}
+	return r, nil
+}
+
+// observer records how the reflector started and the resourceVersion of a
+// relist forced by an expired resourceVersion.
+type observer struct {
+	mu       sync.Mutex
+	cause    reflector.StartCause // first start only
+	relisted chan string          // the relist-expired RV, once
+}
+
+func newObserver() *observer { return &observer{relisted: make(chan string, 1)} }
+
+func (o *observer) Resumed(string) { o.setCause(reflector.CauseResumed) }
+
+func (o *observer) Listed(cause reflector.StartCause, rv string, _, _ int) {
+	o.setCause(cause)
+	if cause == reflector.CauseRelistExpired {
+		select {
+		case o.relisted <- rv:
+		default:
+		}
+	}
+}
+
+func (o *observer) WatchStarted(string) {}
+func (o *observer) WatchEnded(error)    {}
+
+func (o *observer) setCause(c reflector.StartCause) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cause == "" {
+		o.cause = c
+	}
+}
+
+func (o *observer) startCause() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return string(o.cause)
+}
+
+// runInformer runs inf until the returned stop is called; stop returns once
+// RunWithContext has (for boltinformer: after its final flush).
+func runInformer(ctx context.Context, inf cache.SharedIndexInformer) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		inf.RunWithContext(ctx)
+	}()
+	return func() { cancel(); <-done }
+}

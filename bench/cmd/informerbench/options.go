@@ -1,0 +1,101 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// benchOptions are the benchmark's flags.
+type benchOptions struct {
+	kubeconfig   string
+	sizes        []int
+	reps         int
+	updates      int // patches driven per throughput run
+	churn        int // pods changed while a boltinformer is down; 0: 1% of N
+	workers      int // concurrent writers when populating and driving
+	contentType  string
+	clientGoList bool // also run client-go with WatchListClient off
+	out          string
+	plot         string
+	profileDir   string
+	logDir       string
+	settle       time.Duration
+}
+
+func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this cluster instead of starting a local etcd + kube-apiserver (the 410 variant is then skipped).")
+	fs.Func("size", "Preset: 10k, 50k or 100k Pods (same as --sizes with one value).", o.setSizes)
+	fs.Func("sizes", "Comma-separated Pod counts to run in sequence, e.g. 10k,50k,100k; the server is reused and Pods are added.", o.setSizes)
+	fs.Func("pods", "Pod count (any number).", o.setSizes)
+	fs.IntVar(&o.reps, "reps", 3, "Repetitions per variant; the report shows medians.")
+	fs.IntVar(&o.updates, "updates", 2000, "Pod patches per throughput run.")
+	fs.IntVar(&o.churn, "churn", 0, "Pods patched while boltinformer is down, before the warm and the 410 restarts (0: 1% of N, at least 10).")
+	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating and patching Pods.")
+	fs.StringVar(&o.contentType, "bolt-content-type", protobufContentType, "Wire format of the boltinformer variants; client-go runs with both.")
+	fs.BoolVar(&o.clientGoList, "client-go-list", true, "Also run client-go with its WatchListClient gate off (a LIST instead of a watch-list stream).")
+	fs.StringVar(&o.out, "out", "bench/results", "Directory for the CSV and JSON results.")
+	fs.StringVar(&o.plot, "plot", "docs/sync-time.svg", "Where to render the sync-time plot (from every result file in --out); empty: no plot.")
+	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log (informer and client-go messages) here; by default they go to a temporary directory, and a failing child's log tail is printed.")
+	fs.StringVar(&o.profileDir, "profile-dir", "", "If set, every child writes CPU profiles of its phases here (<variant>-<N>-rep<r>-<phase>.pprof).")
+	fs.DurationVar(&o.settle, "settle", 2*time.Second, "Pause between children, so the apiserver's garbage does not land on the next one.")
+}
+
+func (o *benchOptions) setSizes(v string) error {
+	o.sizes = nil
+	for _, s := range strings.Split(v, ",") {
+		n, err := parseCount(strings.TrimSpace(s))
+		if err != nil {
+			return err
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	sort.Ints(o.sizes)
+	return nil
+}
+
+func (o *benchOptions) validate() error {
+	if len(o.sizes) == 0 {
+		return errors.New("give --size, --sizes or --pods")
+	}
+	if o.reps < 1 || o.workers < 1 || o.updates < 1 {
+		return errors.New("--reps, --workers and --updates must be positive")
+	}
+	return nil
+}
+
+// churnFor is how many Pods change while boltinformer is down.
+func (o *benchOptions) churnFor(n int) int {
+	if o.churn > 0 {
+		return min(o.churn, n)
+	}
+	return min(max(n/100, 10), n)
+}
+
+// parseCount reads 5000, 10k or 1.5m.
+func parseCount(s string) (int, error) {
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(s, "k"):
+		mult, s = 1e3, strings.TrimSuffix(s, "k")
+	case strings.HasSuffix(s, "m"):
+		mult, s = 1e6, strings.TrimSuffix(s, "m")
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("bad count %q: want e.g. 5000, 10k or 100k", s)
+	}
+	return int(f * mult), nil
+}
+
+// sizeLabel prints a count the way the flags take it.
+func sizeLabel(n int) string {
+	if n >= 1000 && n%1000 == 0 {
+		return strconv.Itoa(n/1000) + "k"
+	}
+	return strconv.Itoa(n)
+}

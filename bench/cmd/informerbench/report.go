@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// printReport prints one size's medians as four tables (sync and memory,
+// watch throughput, indexer latency, cache file) and the targets.
+func printReport(w io.Writer, r *sizeResult) {
+	med := r.Medians
+	ref, _ := clientGoVariants(r.BoltContentType)
+	jsonSync, jsonFrom, _ := bestClientGo(med, "application/json", mSync)
+	fmt.Fprintf(w, "\n=== %d Pods, medians of %d repetitions — %s\n", r.Pods, r.Reps, r.Date)
+	fmt.Fprintf(w, "    %s × %d, %d GiB, Linux %s, %s, %s\n", r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.Go, r.Machine.Server)
+	fmt.Fprintf(w, "    boltinformer talks %s. \"× JSON\" is sync time over the faster client-go JSON mode (%s);\n", r.BoltContentType, jsonFrom)
+	fmt.Fprintf(w, "    other ratios are to %s. %d Pods changed before each warm and 410 restart.\n\n", ref, r.Churn)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
+	row("sync and memory", "synced s", "× JSON", "caught up s", "reconciled s", "durable s", "LIST", "watch", "watch-list", "rewritten", "RSS MiB", "anon", "file", "peak MiB", "heap MiB")
+	for _, v := range variantOrder {
+		m, ok := med[v]
+		if !ok {
+			continue
+		}
+		row(variantTitles[v], f2(m[mSync]), ratio(m[mSync], jsonSync),
+			opt(m, mCaughtUp, f2), opt(m, mReconcile, f2), opt(m, mDurable, f2),
+			f0(m[mLists]), f0(m[mWatches]), f0(m[mWatchLists]), opt(m, mRewritten, f0),
+			f0(m[mRSS]), f0(m[mAnon]), f0(m[mFileRSS]), f0(m[mPeakRSS]), f0(m[mHeap]))
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w)
+	refM, warm := med[ref], med[vBoltWarm]
+	row("watch throughput (backlog drain)", ref, "boltinformer warm", "ratio")
+	row("updates/s delivered to the handler", opt(refM, mEventsPerS, f0), opt(warm, mEventsPerS, f0), ratio(warm[mEventsPerS], refM[mEventsPerS]))
+	row("updates/s delivered and committed", "-", opt(warm, mDurablePerS, f0), ratio(warm[mDurablePerS], refM[mEventsPerS]))
+	row("CPU µs per update (whole process)", opt(refM, mCPUPerEvent, f1), opt(warm, mCPUPerEvent, f1), ratio(warm[mCPUPerEvent], refM[mCPUPerEvent]))
+	row("backlog MiB (watch bytes held)", opt(refM, mBacklog, f1), opt(warm, mBacklog, f1), "")
+	row("parent's patch rate /s (apiserver-bound)", opt(refM, mDriveRate, f0), opt(warm, mDriveRate, f0), "")
+	row("committed RV behind applied, p50 / max revisions", "-", opt(warm, mLagP50, f0)+" / "+opt(warm, mLagMax, f0), "")
+	row("last update committed after ms", "-", opt(warm, mDurableMs, f1), "")
+	tw.Flush()
+
+	fmt.Fprintln(w)
+	bounded := med[vBoltBounded]
+	row("indexer latency", ref, "boltinformer hot", "ratio", "bolt 1,000-obj cache", "ratio")
+	for _, l := range []struct{ name, metric string }{{"Get ns", mGet}, {"ByIndex(namespace) µs", mByIndex}, {"List ms", mList}} {
+		row(l.name, opt(refM, l.metric, f1), opt(warm, l.metric, f1), ratio(warm[l.metric], refM[l.metric]),
+			opt(bounded, l.metric, f1), ratio(bounded[l.metric], refM[l.metric]))
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w)
+	cold := med[vBoltCold]
+	row("cache file (after cold sync)", "MiB", "× protobuf")
+	row("file size", opt(cold, mFile, f1), ratio(cold[mFile], cold[mProto]))
+	row("  below bbolt's high-water mark", opt(cold, mData, f1), ratio(cold[mData], cold[mProto]))
+	row("  free pages", opt(cold, mFree, f1), ratio(cold[mFree], cold[mProto]))
+	row("  objects bucket pages", opt(cold, mObjAlloc, f1), ratio(cold[mObjAlloc], cold[mProto]))
+	row("  objects bucket bytes in use", opt(cold, mObjInuse, f1), ratio(cold[mObjInuse], cold[mProto]))
+	row("  index bucket pages", opt(cold, mIdxAlloc, f1), ratio(cold[mIdxAlloc], cold[mProto]))
+	row("stored records", opt(cold, mRecords, f1), ratio(cold[mRecords], cold[mProto]))
+	row("objects as protobuf", opt(cold, mProto, f1), "1.00")
+	tw.Flush()
+
+	fmt.Fprintln(w, "\ntargets (issue #6):")
+	for _, t := range r.Targets {
+		fmt.Fprintf(w, "  %-14s %s\n  %14s %s\n", "["+t.Status+"]", t.Goal, "", t.Detail)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+}
+
+func f0(x float64) string { return fmt.Sprintf("%.0f", x) }
+func f1(x float64) string { return fmt.Sprintf("%.1f", x) }
+func f2(x float64) string { return fmt.Sprintf("%.2f", x) }
+
+// opt formats m[k], or "-" if it was not measured.
+func opt(m map[string]float64, k string, format func(float64) string) string {
+	if v, ok := m[k]; ok {
+		return format(v)
+	}
+	return "-"
+}
+
+func ratio(a, b float64) string {
+	if a == 0 || b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+)
+
+// sizeResult is everything one size's measurement produced; it is saved as
+// informerbench-<N>.json (and, flattened, .csv) in the results directory.
+type sizeResult struct {
+	Pods            int                           `json:"pods"`
+	Reps            int                           `json:"reps"`
+	Date            string                        `json:"date"`
+	Machine         machine                       `json:"machine"`
+	BoltContentType string                        `json:"boltContentType"`
+	Churn           int                           `json:"churn"`   // Pods changed while boltinformer was down
+	Updates         int                           `json:"updates"` // patches per throughput run
+	Runs            map[string][]*childResult     `json:"runs"`
+	Medians         map[string]map[string]float64 `json:"medians"`
+	Targets         []target                      `json:"targets"`
+	Notes           []string                      `json:"notes,omitempty"`
+}
+
+func resultPath(dir string, pods int, ext string) string {
+	return filepath.Join(dir, fmt.Sprintf("informerbench-%s.%s", sizeLabel(pods), ext))
+}
+
+// save writes the JSON and the CSV (one row per variant and metric: the
+// median, then each repetition's value).
+func (r *sizeResult) save(dir string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(resultPath(dir, r.Pods, "json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(resultPath(dir, r.Pods, "csv"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := csv.NewWriter(f)
+	header := []string{"pods", "variant", "metric", "median"}
+	for i := range r.Reps {
+		header = append(header, "rep"+strconv.Itoa(i+1))
+	}
+	_ = w.Write(header)
+	for _, v := range variantOrder {
+		metrics := make([]string, 0, len(r.Medians[v]))
+		for k := range r.Medians[v] {
+			metrics = append(metrics, k)
+		}
+		slices.Sort(metrics)
+		for _, k := range metrics {
+			row := []string{strconv.Itoa(r.Pods), v, k, formatFloat(r.Medians[v][k])}
+			for _, run := range r.Runs[v] {
+				if x, ok := run.metrics()[k]; ok {
+					row = append(row, formatFloat(x))
+				}
+			}
+			_ = w.Write(row)
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func formatFloat(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
+
+// loadResults reads every informerbench-*.json in dir, sorted by size.
+func loadResults(dir string) ([]*sizeResult, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "informerbench-*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*sizeResult
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		r := &sizeResult{}
+		if err := json.Unmarshal(data, r); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b *sizeResult) int { return a.Pods - b.Pods })
+	return out, nil
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// sizeRun measures every variant at one number of Pods.
+type sizeRun struct {
+	cl    *cluster
+	cs    kubernetes.Interface // the parent's client: churn and updates
+	opts  *benchOptions
+	n     int
+	file  string // boltinformer's cache file
+	log   io.Writer
+	runs  map[string][]*childResult
+	notes []string
+}
+
+// measure runs opts.reps repetitions. Each repetition runs every client-go
+// variant and the boltinformer group (cold, warm, bounded and after 410,
+// which must run in that order on one file), rotating the order between
+// repetitions so that no variant always runs first after a quiet apiserver
+// or right after a restart.
+func (r *sizeRun) measure(ctx context.Context) error {
+	groups := []func(context.Context, int) error{
+		r.clientGo(vClientGoJSON, "application/json", false),
+		r.clientGo(vClientGoProto, protobufContentType, false),
+	}
+	if r.opts.clientGoList {
+		groups = append(groups,
+			r.clientGo(vClientGoJSONList, "application/json", true),
+			r.clientGo(vClientGoProtoList, protobufContentType, true))
+	}
+	groups = append(groups, r.bolt)
+	for rep := range r.opts.reps {
+		for g := range groups {
+			if err := groups[(g+rep)%len(groups)](ctx, rep); err != nil {
+				return err
+			}
+		}
+	}
+	if !r.cl.canExpire() {
+		r.notes = append(r.notes, "410 variant skipped: the apiserver was given by --kubeconfig and cannot be restarted from here")
+	}
+	return nil
+}
+
+// clientGo returns the step for a client-go variant. The one with
+// boltinformer's wire format and client-go's default mode also measures
+// indexer latency and watch throughput, as the reference for those.
+func (r *sizeRun) clientGo(variant, contentType string, list bool) func(context.Context, int) error {
+	return func(ctx context.Context, rep int) error {
+		spec := childSpec{Variant: variant, Informer: informerClientGo, ContentType: contentType, NoWatchList: list}
+		if ref, _ := clientGoVariants(r.opts.contentType); variant == ref {
+			spec.Latency = true
+			spec = r.withUpdates(spec)
+		}
+		return r.child(ctx, rep, spec)
+	}
+}
+
+// bolt runs the boltinformer variants on one file: cold, then (after some
+// Pods changed while it was down) warm within the watch-cache window, warm
+// with a bounded cache, and, after more changes and an apiserver restart
+// that expires the stored resourceVersion, warm with a forced relist.
+func (r *sizeRun) bolt(ctx context.Context, rep int) error {
+	spec := func(v string) childSpec {
+		return childSpec{Variant: v, Informer: informerBolt, ContentType: r.opts.contentType, File: r.file}
+	}
+	cold := spec(vBoltCold)
+	cold.Fresh, cold.FileSize = true, true
+	if err := r.child(ctx, rep, cold); err != nil {
+		return err
+	}
+	warm := spec(vBoltWarm)
+	warm.Latency = true
+	var err error
+	if warm.CatchUpRV, err = r.churn(ctx, "warm"); err != nil {
+		return err
+	}
+	if err := r.child(ctx, rep, r.withUpdates(warm)); err != nil {
+		return err
+	}
+	bounded := spec(vBoltBounded)
+	bounded.CacheObjects, bounded.Latency = boundedCacheObjects, true
+	if err := r.child(ctx, rep, bounded); err != nil {
+		return err
+	}
+	if !r.cl.canExpire() {
+		return nil
+	}
+	if _, err := r.churn(ctx, "expired"); err != nil {
+		return err
+	}
+	fmt.Fprintln(r.log, "    restarting kube-apiserver (expires every stored resourceVersion)…")
+	if err := r.cl.expire(ctx); err != nil {
+		return err
+	}
+	expired := spec(vBolt410)
+	expired.WaitRelist = true
+	return r.child(ctx, rep, expired)
+}
+
+// withUpdates makes spec a throughput run: once synced, the child waits for
+// opts.updates patches that the parent then makes.
+func (r *sizeRun) withUpdates(spec childSpec) childSpec {
+	spec.Updates = r.opts.updates
+	spec.Run = newTag(spec.Variant)
+	return spec
+}
+
+// churn changes 1% of the Pods while no informer runs, and returns the
+// last resourceVersion written.
+func (r *sizeRun) churn(ctx context.Context, what string) (string, error) {
+	m := r.opts.churnFor(r.n)
+	_, rv, err := patchPods(ctx, r.cs, r.n, m, r.opts.workers, newTag("churn-"+what))
+	if err == nil {
+		fmt.Fprintf(r.log, "    patched %d Pods while boltinformer is down\n", m)
+	}
+	return rv, err
+}
+
+// child runs one variant in its own process and records the result.
+func (r *sizeRun) child(ctx context.Context, rep int, spec childSpec) error {
+	time.Sleep(r.opts.settle)
+	name := fmt.Sprintf("%s-%s-rep%d", spec.Variant, sizeLabel(r.n), rep+1)
+	spec.Kubeconfig, spec.Selector, spec.Expect = r.cl.kubeconfig, podSelector, r.n
+	if r.opts.profileDir != "" {
+		spec.ProfilePrefix = filepath.Join(r.opts.profileDir, name)
+	}
+	var driveRate float64
+	var onReady func() error
+	if spec.Updates > 0 {
+		onReady = func() (err error) {
+			driveRate, _, err = patchPods(ctx, r.cs, r.n, spec.Updates, r.opts.workers, spec.Run)
+			return err
+		}
+	}
+	res, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, name+".log"), onReady)
+	if err != nil {
+		return err
+	}
+	if res.Throughput != nil {
+		res.Throughput.DriveRate = driveRate
+	}
+	r.runs[spec.Variant] = append(r.runs[spec.Variant], res)
+	fmt.Fprintf(r.log, "  [%s rep %d/%d] %s\n", sizeLabel(r.n), rep+1, r.opts.reps, summary(res))
+	return nil
+}
+
+// summary is a one-line account of a child's result.
+func summary(res *childResult) string {
+	s := fmt.Sprintf("%-23s synced %6.2fs  LIST %d  watch-list %d  RSS %4.0f MiB",
+		res.Variant, res.SyncSeconds, res.Lists, res.WatchLists, mib(res.RSSBytes))
+	if res.CaughtUpSeconds > 0 {
+		s += fmt.Sprintf("  caught up %.2fs", res.CaughtUpSeconds)
+	}
+	if res.ReconcileSeconds > 0 {
+		s += fmt.Sprintf("  reconciled %.2fs", res.ReconcileSeconds)
+	}
+	if res.StartCause != "" {
+		s += fmt.Sprintf("  start=%s rewritten=%d", res.StartCause, res.Rewritten)
+	}
+	if t := res.Throughput; t != nil {
+		s += fmt.Sprintf("  drained %d updates at %.0f/s (driven at %.0f/s)", t.Events, t.EventsPerSec, t.DriveRate)
+	}
+	return s
+}
+
+func mib[T int64 | uint64](b T) float64 { return float64(b) / (1 << 20) }

@@ -1,0 +1,129 @@
+package main
+
+// The parent–child protocol. The parent starts `informerbench child` and
+// writes one childSpec as a line of JSON to its stdin. For a throughput run
+// (Updates > 0) the child, once synced, holds its watch streams and prints
+// READY; the parent makes the updates and writes GO; the child releases the
+// streams and counts. The child ends by printing one childResult as JSON.
+
+const (
+	childCommand = "child"
+	readyLine    = "READY"
+	goLine       = "GO"
+
+	// watchListEnv is client-go's environment override of its
+	// WatchListClient feature gate (on by default in v0.37).
+	watchListEnv = "KUBE_FEATURE_WatchListClient"
+
+	informerClientGo = "client-go"
+	informerBolt     = "boltinformer"
+)
+
+// childSpec says what one child process measures.
+type childSpec struct {
+	Variant     string `json:"variant"`
+	Informer    string `json:"informer"` // informerClientGo or informerBolt
+	ContentType string `json:"contentType"`
+	Kubeconfig  string `json:"kubeconfig"`
+	Selector    string `json:"selector"`
+	// NoWatchList turns client-go's WatchListClient gate off: it lists.
+	NoWatchList bool `json:"noWatchList,omitempty"`
+	// Expect is how many initial adds make the informer synced.
+	Expect int `json:"expect"`
+
+	// File is boltinformer's cache file; Fresh removes it first (cold start).
+	File         string `json:"file,omitempty"`
+	Fresh        bool   `json:"fresh,omitempty"`
+	CacheObjects int    `json:"cacheObjects,omitempty"`
+	// CatchUpRV: after sync, wait until the store has applied this
+	// resourceVersion (the last change made while the informer was down).
+	CatchUpRV string `json:"catchUpRV,omitempty"`
+	// WaitRelist waits, after sync, for the relist that an expired
+	// resourceVersion forces and for its reconciliation with the file.
+	WaitRelist bool `json:"waitRelist,omitempty"`
+	// FileSize compares the file with the objects' protobuf size.
+	FileSize bool `json:"fileSize,omitempty"`
+	// Snapshot, if set, is where a hot snapshot of the file is written.
+	Snapshot string `json:"snapshot,omitempty"`
+
+	// Latency measures Get, List and ByIndex on the synced indexer.
+	Latency bool `json:"latency,omitempty"`
+	// Updates > 0: hold the watch, print READY, wait for GO, release and
+	// count this many updates tagged Run.
+	Updates int    `json:"updates,omitempty"`
+	Run     string `json:"run,omitempty"`
+
+	// ProfilePrefix, if set, makes the child write <prefix>-<phase>.pprof.
+	ProfilePrefix string `json:"profilePrefix,omitempty"`
+}
+
+// childResult is what a child measured.
+type childResult struct {
+	Variant string `json:"variant"`
+	// SyncSeconds: informer construction (file open included) to HasSynced
+	// of a handler that has received every initial add.
+	SyncSeconds float64 `json:"syncSeconds"`
+	InitialAdds int     `json:"initialAdds"`
+	// CaughtUpSeconds: start to CatchUpRV applied.
+	CaughtUpSeconds float64 `json:"caughtUpSeconds,omitempty"`
+	// DurableSeconds: start to the synced (and caught-up, reconciled) state
+	// committed to the file.
+	DurableSeconds float64 `json:"durableSeconds,omitempty"`
+	// ReconcileSeconds: start to the 410 relist applied (WaitRelist).
+	ReconcileSeconds float64 `json:"reconcileSeconds,omitempty"`
+	StartCause       string  `json:"startCause,omitempty"`
+	// Requests for Pods: LIST (GET without watch, every page), watches, and
+	// watches with sendInitialEvents (client-go's watch-list).
+	Lists      int64 `json:"lists"`
+	Watches    int64 `json:"watches"`
+	WatchLists int64 `json:"watchLists"`
+	// Rewritten: changes committed to the file during the run.
+	Rewritten int64 `json:"rewritten"`
+
+	RSSBytes     uint64 `json:"rssBytes"`     // VmRSS after sync and a GC
+	PeakRSSBytes uint64 `json:"peakRssBytes"` // VmHWM
+	AnonBytes    uint64 `json:"anonBytes"`    // RssAnon: VmRSS without mapped files
+	FileRSSBytes uint64 `json:"fileRssBytes"` // RssFile: mapped file pages (the cache file)
+	HeapBytes    uint64 `json:"heapBytes"`    // live heap after a GC
+
+	FileBytes   int64 `json:"fileBytes,omitempty"`
+	RecordBytes int64 `json:"recordBytes,omitempty"`
+	ProtoBytes  int64 `json:"protoBytes,omitempty"`
+	// Where the file's bytes go (bbolt's statistics): pages in use below
+	// the high-water mark, free pages, and the objects bucket's pages
+	// against the bytes its records use.
+	DataBytes    int64 `json:"dataBytes,omitempty"`
+	FreeBytes    int64 `json:"freeBytes,omitempty"`
+	ObjectsAlloc int64 `json:"objectsAlloc,omitempty"`
+	ObjectsInuse int64 `json:"objectsInuse,omitempty"`
+	IndexesAlloc int64 `json:"indexesAlloc,omitempty"`
+
+	Latency    *latencyResult    `json:"latency,omitempty"`
+	Throughput *throughputResult `json:"throughput,omitempty"`
+}
+
+// latencyResult: mean time per call on the synced indexer.
+type latencyResult struct {
+	GetNs     float64 `json:"getNs"`
+	ListMs    float64 `json:"listMs"`
+	ByIndexUs float64 `json:"byIndexUs"` // ByIndex(namespace): N/50 objects
+}
+
+// throughputResult: how fast the informer drained a backlog of watch
+// events (the updates the parent made while the stream was held).
+type throughputResult struct {
+	Events       int     `json:"events"`       // tagged updates delivered after release
+	BacklogBytes int64   `json:"backlogBytes"` // watch bytes buffered while held
+	EventsPerSec float64 `json:"eventsPerSec"` // release to the last tagged update
+	CPUPerEvent  float64 `json:"cpuMicrosPerEvent"`
+	// DurablePerSec: release to the last update's resourceVersion committed.
+	DurablePerSec float64 `json:"durablePerSec,omitempty"`
+	// DurableMs: last update delivered to its resourceVersion committed.
+	DurableMs float64 `json:"durableMs,omitempty"`
+	// Lag between the applied and the committed resourceVersion, in
+	// revisions, sampled every 10ms while the backlog drained.
+	LagP50 float64 `json:"lagP50,omitempty"`
+	LagMax float64 `json:"lagMax,omitempty"`
+	// DriveRate is the parent's patch rate (filled in by the parent).
+	DriveRate float64 `json:"driveRate"`
+}

@@ -1,0 +1,106 @@
+package main
+
+import "slices"
+
+// Metric names, as the CSV and JSON results carry them.
+const (
+	mSync        = "sync_s"
+	mCaughtUp    = "caught_up_s"
+	mDurable     = "durable_s"
+	mReconcile   = "reconcile_s"
+	mLists       = "lists"
+	mWatches     = "watches"
+	mWatchLists  = "watch_lists"
+	mRewritten   = "rewritten"
+	mRSS         = "rss_mib"
+	mPeakRSS     = "peak_rss_mib"
+	mAnon        = "rss_anon_mib"
+	mFileRSS     = "rss_file_mib"
+	mHeap        = "heap_mib"
+	mFile        = "file_mib"
+	mRecords     = "records_mib"
+	mProto       = "protobuf_mib"
+	mData        = "data_mib"
+	mFree        = "free_mib"
+	mObjAlloc    = "objects_pages_mib"
+	mObjInuse    = "objects_inuse_mib"
+	mIdxAlloc    = "indexes_pages_mib"
+	mGet         = "get_ns"
+	mList        = "list_ms"
+	mByIndex     = "byindex_us"
+	mEventsPerS  = "updates_per_s"
+	mCPUPerEvent = "cpu_us_per_update"
+	mDriveRate   = "patches_per_s"
+	mDurablePerS = "durable_updates_per_s"
+	mBacklog     = "backlog_mib"
+	mDurableMs   = "last_update_durable_ms"
+	mLagP50      = "commit_lag_p50_revisions"
+	mLagMax      = "commit_lag_max_revisions"
+)
+
+// metrics flattens a result into named numbers; optional parts contribute
+// only when measured.
+func (r *childResult) metrics() map[string]float64 {
+	m := map[string]float64{
+		mSync:       r.SyncSeconds,
+		mLists:      float64(r.Lists),
+		mWatches:    float64(r.Watches),
+		mWatchLists: float64(r.WatchLists),
+		mRSS:        mib(r.RSSBytes),
+		mPeakRSS:    mib(r.PeakRSSBytes),
+		mAnon:       mib(r.AnonBytes),
+		mFileRSS:    mib(r.FileRSSBytes),
+		mHeap:       mib(r.HeapBytes),
+	}
+	if r.StartCause != "" {
+		m[mDurable] = r.DurableSeconds
+		m[mRewritten] = float64(r.Rewritten)
+	}
+	if r.CaughtUpSeconds > 0 {
+		m[mCaughtUp] = r.CaughtUpSeconds
+	}
+	if r.ReconcileSeconds > 0 {
+		m[mReconcile] = r.ReconcileSeconds
+	}
+	if r.FileBytes > 0 {
+		m[mFile], m[mRecords], m[mProto] = mib(r.FileBytes), mib(r.RecordBytes), mib(r.ProtoBytes)
+		m[mData], m[mFree] = mib(r.DataBytes), mib(r.FreeBytes)
+		m[mObjAlloc], m[mObjInuse], m[mIdxAlloc] = mib(r.ObjectsAlloc), mib(r.ObjectsInuse), mib(r.IndexesAlloc)
+	}
+	if l := r.Latency; l != nil {
+		m[mGet], m[mList], m[mByIndex] = l.GetNs, l.ListMs, l.ByIndexUs
+	}
+	if t := r.Throughput; t != nil {
+		m[mEventsPerS], m[mCPUPerEvent], m[mDriveRate] = t.EventsPerSec, t.CPUPerEvent, t.DriveRate
+		m[mBacklog] = mib(t.BacklogBytes)
+		if t.DurablePerSec > 0 {
+			m[mDurablePerS], m[mDurableMs], m[mLagP50], m[mLagMax] = t.DurablePerSec, t.DurableMs, t.LagP50, t.LagMax
+		}
+	}
+	return m
+}
+
+// medians takes, for every metric, the median over the runs that have it.
+func medians(runs []*childResult) map[string]float64 {
+	values := map[string][]float64{}
+	for _, r := range runs {
+		for k, v := range r.metrics() {
+			values[k] = append(values[k], v)
+		}
+	}
+	out := make(map[string]float64, len(values))
+	for k, vs := range values {
+		out[k] = median(vs)
+	}
+	return out
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

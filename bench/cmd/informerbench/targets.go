@@ -1,0 +1,88 @@
+package main
+
+import "fmt"
+
+// target is one of issue #6's goals, checked against a run's medians.
+type target struct {
+	Goal   string `json:"goal"`
+	Status string `json:"status"` // "holds", "missed" or "not measured"
+	Detail string `json:"detail"`
+}
+
+// bestClientGo returns the lower median of metric over client-go's two
+// modes (watch-list and LIST) for a wire format, and the variant it came
+// from: targets are checked against client-go at its best.
+func bestClientGo(med map[string]map[string]float64, contentType, metric string) (float64, string, bool) {
+	best, from, found := 0.0, "", false
+	wl, list := clientGoVariants(contentType)
+	for _, v := range []string{wl, list} {
+		if x, ok := med[v][metric]; ok && (!found || x < best) {
+			best, from, found = x, v, true
+		}
+	}
+	return best, from, found
+}
+
+// evaluateTargets checks the goals; a goal whose inputs are missing is
+// "not measured". Sync time is compared with client-go JSON, everything
+// else with client-go in boltinformer's wire format (contentType).
+func evaluateTargets(med map[string]map[string]float64, contentType string, churn int) []target {
+	get := func(variant, metric string) (float64, bool) {
+		v, ok := med[variant][metric]
+		return v, ok
+	}
+	check := func(goal string, ok, holds bool, detail string, args ...any) target {
+		t := target{Goal: goal, Status: "not measured"}
+		if ok {
+			t.Status, t.Detail = "missed", fmt.Sprintf(detail, args...)
+			if holds {
+				t.Status = "holds"
+			}
+		}
+		return t
+	}
+	var ts []target
+
+	warm, ok1 := get(vBoltWarm, mSync)
+	cold, coldFrom, ok2 := bestClientGo(med, "application/json", mSync)
+	lists, _ := get(vBoltWarm, mLists)
+	ts = append(ts, check("warm restart ≤ 1.0 s, ≥ 7× faster than client-go JSON cold, 0 LISTs",
+		ok1 && ok2, warm <= 1.0 && cold/warm >= 7 && lists == 0,
+		"%.2f s, %.1f× faster than %s (%.2f s), %.0f LISTs", warm, cold/warm, coldFrom, cold, lists))
+
+	rec, ok1 := get(vBolt410, mReconcile)
+	refCold, refFrom, ok2 := bestClientGo(med, contentType, mSync)
+	rewritten, _ := get(vBolt410, mRewritten)
+	ts = append(ts, check("410 fallback ≤ 1.1× client-go cold; only changed objects rewritten",
+		ok1 && ok2, rec <= 1.1*refCold && rewritten <= float64(churn),
+		"relisted and reconciled %.2f s after start = %.2f× %s (%.2f s); %.0f objects rewritten, %d changed while down",
+		rec, rec/refCold, refFrom, refCold, rewritten, churn))
+
+	bounded, ok1 := get(vBoltBounded, mRSS)
+	anon, _ := get(vBoltBounded, mAnon)
+	refRSS, rssFrom, ok2 := bestClientGo(med, contentType, mRSS)
+	ts = append(ts, check("RSS after sync, bounded-memory mode ≤ 1/5 of client-go",
+		ok1 && ok2, bounded <= refRSS/5,
+		"VmRSS %.0f MiB (of which %.0f MiB private, the rest mapped cache-file pages) vs %s %.0f MiB = 1/%.1f (private: 1/%.1f)",
+		bounded, anon, rssFrom, refRSS, refRSS/bounded, refRSS/anon))
+
+	ref, _ := clientGoVariants(contentType)
+	tp, ok1 := get(vBoltWarm, mDurablePerS)
+	refTP, ok2 := get(ref, mEventsPerS)
+	ts = append(ts, check("steady throughput ≥ 50% of client-go",
+		ok1 && ok2, tp >= 0.5*refTP,
+		"%.0f updates/s delivered and committed vs %s %.0f delivered = %.0f%%", tp, ref, refTP, 100*tp/refTP))
+
+	g, ok1 := get(vBoltWarm, mGet)
+	refG, ok2 := get(ref, mGet)
+	ts = append(ts, check("hot Get ≤ 2× client-go",
+		ok1 && ok2, g <= 2*refG,
+		"%.0f ns vs %s %.0f ns = %.2f×", g, ref, refG, g/refG))
+
+	file, ok1 := get(vBoltCold, mFile)
+	proto, ok2 := get(vBoltCold, mProto)
+	ts = append(ts, check("file size ≤ 1.5× the objects' protobuf bytes",
+		ok1 && ok2, file <= 1.5*proto,
+		"%.1f MiB file vs %.1f MiB protobuf = %.2f×", file, proto, file/proto))
+	return ts
+}

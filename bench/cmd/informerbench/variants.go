@@ -1,0 +1,43 @@
+package main
+
+// The measured variants, by the names results use. client-go runs with its
+// default WatchListClient gate (on in v0.37: the initial state streams over
+// a watch) and with the gate off (a LIST), in both wire formats.
+const (
+	vClientGoJSON      = "client-go-json"
+	vClientGoJSONList  = "client-go-json-list"
+	vClientGoProto     = "client-go-protobuf"
+	vClientGoProtoList = "client-go-protobuf-list"
+	vBoltCold          = "bolt-cold"
+	vBoltWarm          = "bolt-warm"
+	vBoltBounded       = "bolt-bounded"
+	vBolt410           = "bolt-410"
+)
+
+// boundedCacheObjects is the decoded-object cache of the bounded variant.
+const boundedCacheObjects = 1000
+
+// variantOrder is the order of the report's rows.
+var variantOrder = []string{
+	vClientGoJSON, vClientGoJSONList, vClientGoProto, vClientGoProtoList,
+	vBoltCold, vBoltWarm, vBoltBounded, vBolt410,
+}
+
+var variantTitles = map[string]string{
+	vClientGoJSON:      "client-go JSON cold, watch-list (default)",
+	vClientGoJSONList:  "client-go JSON cold, LIST",
+	vClientGoProto:     "client-go protobuf cold, watch-list (default)",
+	vClientGoProtoList: "client-go protobuf cold, LIST",
+	vBoltCold:          "boltinformer cold (empty file)",
+	vBoltWarm:          "boltinformer warm restart",
+	vBoltBounded:       "boltinformer warm, 1,000-object cache",
+	vBolt410:           "boltinformer restart after 410",
+}
+
+// clientGoVariants returns the two client-go variants of a wire format.
+func clientGoVariants(contentType string) (watchList, list string) {
+	if contentType == protobufContentType {
+		return vClientGoProto, vClientGoProtoList
+	}
+	return vClientGoJSON, vClientGoJSONList
+}
