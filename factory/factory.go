@@ -218,7 +218,7 @@ func (f *Factory) newInformer(obj runtime.Object, resync time.Duration, indexers
 	if f.db == nil {
 		return nil, errors.New("boltinformer factory: no cache file (pass a *persist.DB to the constructor)")
 	}
-	lw, _, err := typedListWatch(f.client, obj, f.namespace, f.tweakListOptions)
+	lw, err := typedListWatch(f.client, obj, f.namespace, f.tweakListOptions)
 	if err != nil {
 		return nil, err
 	}

@@ -86,10 +86,10 @@ func listedType(resourceClient reflect.Type) (reflect.Type, bool) {
 // typedListWatch returns a ListerWatcher making, for objects of obj's type,
 // the calls the generated informer makes. It fails for a type the typed
 // client does not list.
-func typedListWatch(client kubernetes.Interface, obj runtime.Object, namespace string, tweak internalinterfaces.TweakListOptionsFunc) (cache.ListerWatcher, accessor, error) {
+func typedListWatch(client kubernetes.Interface, obj runtime.Object, namespace string, tweak internalinterfaces.TweakListOptionsFunc) (cache.ListerWatcher, error) {
 	acc, ok := accessors()[reflect.TypeOf(obj)]
 	if !ok {
-		return nil, acc, fmt.Errorf("boltinformer factory: %T is not listed by any typed client of k8s.io/client-go/kubernetes; use the dynamic factory for it", obj)
+		return nil, fmt.Errorf("boltinformer factory: %T is not listed by any typed client of k8s.io/client-go/kubernetes; use the dynamic factory for it", obj)
 	}
 	resourceClient := func() reflect.Value {
 		var args []reflect.Value
@@ -124,5 +124,5 @@ func typedListWatch(client kubernetes.Interface, obj runtime.Object, namespace s
 			}
 			return w.(watch.Interface), nil
 		},
-	}, acc, nil
+	}, nil
 }
