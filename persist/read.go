@@ -2,8 +2,11 @@ package persist
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sort"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,6 +74,46 @@ func (c *Collection) decodeLocked(key string, rec []byte) (runtime.Object, error
 	c.cache.put(key, obj, len(rec))
 	return obj, nil
 }
+
+// decodeAllLocked decodes records[i] into found[i].obj, on every core when
+// there are enough of them: decoding is what a warm start and a cold List
+// spend their time on. The records are bbolt memory, valid for the calling
+// transaction, which outlives this call; bbolt is not touched here.
+func (c *Collection) decodeAllLocked(found []keyed, records [][]byte) error {
+	workers := min(goruntime.GOMAXPROCS(0), len(found)/parallelDecodeMin)
+	if workers <= 1 {
+		for i := range found {
+			obj, err := c.decodeLocked(found[i].key, records[i])
+			if err != nil {
+				return err
+			}
+			found[i].obj = obj
+		}
+		return nil
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(found); i += workers {
+				obj, err := c.decodeLocked(found[i].key, records[i])
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				found[i].obj = obj
+			}
+		}(w)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// parallelDecodeMin is how many records each decoding goroutine must have
+// for the fan-out to pay for itself.
+const parallelDecodeMin = 32
 
 // ForEach calls fn for every object, in key order, until fn returns an
 // error, which ForEach returns. It holds no lock while fn runs, so fn may use
@@ -349,19 +392,22 @@ func (c *Collection) getManyLocked(keys []string, ordered bool) ([]keyed, error)
 			return ErrNoCollection
 		}
 		objects := b.Bucket(bucketObjects)
+		found := make([]keyed, 0, len(misses))
+		records := make([][]byte, 0, len(misses))
 		for _, key := range misses {
-			rec := objects.Get([]byte(key))
-			if rec == nil {
-				continue
+			if rec := objects.Get([]byte(key)); rec != nil {
+				found = append(found, keyed{key: key})
+				records = append(records, rec)
 			}
-			obj, err := c.decodeLocked(key, rec)
-			if err != nil {
-				return err
-			}
-			decoded[key] = obj
-			if !ordered {
-				out = append(out, keyed{key, obj})
-			}
+		}
+		if err := c.decodeAllLocked(found, records); err != nil {
+			return err
+		}
+		for _, f := range found {
+			decoded[f.key] = f.obj
+		}
+		if !ordered {
+			out = append(out, found...)
 		}
 		return nil
 	})
