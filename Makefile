@@ -63,6 +63,6 @@ demo: test-binaries
 
 # make bench-informer: the full side-by-side benchmark (bench/cmd/informerbench)
 # at $(BENCH_SIZES) Pods; results in bench/results/, plot in docs/sync-time.svg.
-# Allow 30-40 minutes at 100k on 2 cores. BENCH_SIZES=10k,50k,100k plots a curve.
+# About 30 minutes at 100k on 2 cores. BENCH_SIZES=10k,50k,100k plots a curve.
 bench-informer: test-binaries
 	$(GO) run ./bench/cmd/informerbench --sizes $(BENCH_SIZES) --reps $(BENCH_REPS) $(BENCH_FLAGS)

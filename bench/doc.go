@@ -17,7 +17,8 @@
 // beside boltinformer's cold start, warm restart, bounded-memory restart and
 // restart after a 410, plus watch throughput, indexer latency and file size,
 // and checks them against the project's targets. Results go to
-// bench/results/, the sync-time plot to docs/sync-time.svg.
+// bench/results/, the sync-time plot to docs/sync-time.svg, the write-up to
+// docs/benchmarks.md.
 //
 // # Caveats
 //

@@ -135,7 +135,7 @@ func niceCeil(x float64) float64 {
 	return 10 * p
 }
 
-func trimFloat(x float64) string { return strings.TrimSuffix(fmt.Sprintf("%.2g", x), ".0") }
+func trimFloat(x float64) string { return fmt.Sprintf("%.4g", x) }
 
 func xmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
