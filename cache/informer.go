@@ -645,7 +645,12 @@ func (s *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler
 		processor.DetermineResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod),
 		s.clock.Now(), processor.InitialBufferSize, s.HasSyncedChecker())
 	if !s.started {
-		s.processor.AddListener(listener)
+		// The processor may already run (RunWithContext starts it before it
+		// marks the informer started); then it will not start this
+		// listener's sync watcher itself. No initial adds are due yet.
+		if s.processor.AddListener(listener) {
+			s.processor.StartWatchSynced(listener)
+		}
 		return listener, nil
 	}
 	// To join safely: 1. stop deltas, 2. list the store, 3. queue synthetic
