@@ -49,7 +49,7 @@ diff.`,
 			if err := o.Validate(); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			return o.Run(cmd.OutOrStdout())
+			return o.Run(cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	o.AddFlags(cmd.Flags())
@@ -73,7 +73,7 @@ type keyChange struct {
 	fields []string
 }
 
-func (o *diffOptions) Run(out io.Writer) error {
+func (o *diffOptions) Run(out, _ io.Writer) error {
 	a, err := o.g.openCache(o.fileA)
 	if err != nil {
 		return &exitError{code: 2, err: err}

@@ -66,15 +66,7 @@ Progress goes to stderr on a terminal.`,
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			return g.completeCollections(), cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: runE(o),
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd

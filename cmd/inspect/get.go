@@ -67,15 +67,7 @@ current namespace. AGE is computed against the local clock.`,
 			}
 			return g.completeCollections(), cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: runE(o),
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd

@@ -55,15 +55,7 @@ index functions would compute today.`,
 			}
 			return g.completeCollections(), cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: runE(o),
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd

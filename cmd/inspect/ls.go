@@ -39,15 +39,7 @@ one shows the resource of its first record and <unknown> scope.`,
   inspect ls -f cache.db -o wide
   inspect ls cache.db -o json | jq '.[] | select(.objects > 1000) | .collection'`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.OutOrStdout())
-		},
+		RunE: runE(o),
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
@@ -85,7 +77,7 @@ type lsEntry struct {
 	Description     map[string]string `json:"description,omitempty"`
 }
 
-func (o *lsOptions) Run(out io.Writer) error {
+func (o *lsOptions) Run(out, _ io.Writer) error {
 	f, err := o.g.openCache(o.file)
 	if err != nil {
 		return err

@@ -147,3 +147,25 @@ func (e usageError) Unwrap() error { return e.err }
 func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
+
+// subcommand is what each command's options implement, kubectl-style:
+// Complete fills in what the arguments imply, Validate rejects bad
+// combinations, Run does the work.
+type subcommand interface {
+	Complete(args []string) error
+	Validate() error
+	Run(out, errOut io.Writer) error
+}
+
+// runE is the cobra RunE of a subcommand.
+func runE(o subcommand) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := o.Complete(args); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.OutOrStdout(), cmd.ErrOrStderr())
+	}
+}

@@ -39,15 +39,7 @@ bucket small enough to live inside its parent's page shows as inline.`,
 		Example: `  inspect stats cache.db
   inspect stats cache.db -o json | jq '.collections[] | {name, allocated}'`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.OutOrStdout())
-		},
+		RunE: runE(o),
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
@@ -114,7 +106,7 @@ func toBucketStats(s persist.BucketStats) bucketStats {
 	}
 }
 
-func (o *statsOptions) Run(out io.Writer) error {
+func (o *statsOptions) Run(out, _ io.Writer) error {
 	f, err := o.g.openCache(o.file)
 	if err != nil {
 		return err

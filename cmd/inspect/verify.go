@@ -47,15 +47,7 @@ not know are reported as warnings. Progress goes to stderr on a terminal.`,
 		Example: `  inspect verify cache.db
   inspect verify -f cache.db || echo "cache file damaged: move it aside, the informer will start cold"`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: runE(o),
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
