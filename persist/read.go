@@ -164,8 +164,29 @@ func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.
 			}
 		}
 	}
-	walked := 0
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.walkFileLocked(func(key string, rec []byte) error {
+		obj, ok := c.cache.get(key)
+		if !ok && decode {
+			var err error
+			if obj, err = c.decodeLocked(key, rec); err != nil {
+				return err
+			}
+		}
+		return fn(key, obj)
+	})
+	if err == nil && decode && !c.cache.bounded() {
+		// Every object on disk and in the layers is now cached, and Apply
+		// keeps an unbounded cache current: later walks can skip the file.
+		c.complete.Store(true)
+	}
+	return err
+}
+
+// walkFileLocked calls fn, in key order, for every record in the file whose
+// key has no unwritten change in the layers (those override the file).
+// rec is bbolt memory, valid only during fn.
+func (c *Collection) walkFileLocked(fn func(key string, rec []byte) error) error {
+	return c.db.bolt.View(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -175,23 +196,9 @@ func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.
 			if c.inLayersLocked(key) {
 				return nil
 			}
-			walked++
-			obj, ok := c.cache.get(key)
-			if !ok && decode {
-				var err error
-				if obj, err = c.decodeLocked(key, rec); err != nil {
-					return err
-				}
-			}
-			return fn(key, obj)
+			return fn(key, rec)
 		})
 	})
-	if err == nil && decode && !c.cache.bounded() {
-		// Every object on disk and in the layers is now cached, and Apply
-		// keeps an unbounded cache current: later walks can skip the file.
-		c.complete.Store(true)
-	}
-	return err
 }
 
 // List returns every object.
@@ -249,23 +256,13 @@ func (c *Collection) ResourceVersions() (map[string]string, error) {
 			out[key] = rv
 		}
 	}
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
-		b := c.bucket(tx)
-		if b == nil {
-			return ErrNoCollection
+	err := c.walkFileLocked(func(key string, rec []byte) error {
+		rv, err := ReadResourceVersion(rec)
+		if err != nil {
+			return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 		}
-		return b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
-			key := string(k)
-			if c.inLayersLocked(key) {
-				return nil
-			}
-			rv, err := ReadResourceVersion(rec)
-			if err != nil {
-				return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
-			}
-			out[key] = rv
-			return nil
-		})
+		out[key] = rv
+		return nil
 	})
 	return out, err
 }
