@@ -76,7 +76,10 @@ func load(b *testing.B, s cache.Indexer, objs []*corev1.Pod) {
 	}
 }
 
-const objects = 10000
+// objects is the store size of the Get, ByIndex, List and Update
+// benchmarks: BENCH_OBJECTS, default 10,000. At 100,000 the stores outgrow
+// the CPU caches, as in a large cluster.
+var objects = envCount("BENCH_OBJECTS", 10000)
 
 // BenchmarkGet: GetByKey of random keys. "hot" serves from decoded objects
 // in memory; "cold" has a 100-object cache, so almost every Get reads and

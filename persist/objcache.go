@@ -12,13 +12,15 @@ import (
 // memory profile, plus the file); with a bound it evicts by the CLOCK
 // algorithm, so memory stays flat however many objects the collection holds.
 //
-// Lookups take mu for reading and set an atomic reference bit; inserts and
-// removals take mu for writing. (A plain map under an RWMutex, as in
-// client-go's threadSafeMap, iterates several times faster than a sync.Map,
-// which List needs.) The owner guarantees freshness: every Apply stores or
+// Lookups take mu for reading and, in a bounded cache, set the entry's
+// reference bit atomically; inserts and removals take mu for writing. (A
+// plain map under an RWMutex, as in client-go's threadSafeMap, iterates
+// several times faster than a sync.Map, which List needs.) Entries are map
+// values, not pointers, so a hit costs the same memory accesses as a
+// client-go Get. The owner guarantees freshness: every Apply stores or
 // removes the key under the collection's write lock, and reads that decode
-// from the file insert under its read lock, so a cached object is never older
-// than the collection's newest state for that key.
+// from the file insert under its read lock, so a cached object is never
+// older than the collection's newest state for that key.
 type objectCache struct {
 	maxObjects int   // 0: unbounded
 	maxBytes   int64 // 0: unbounded
@@ -27,23 +29,28 @@ type objectCache struct {
 
 	// mu guards the fields below it.
 	mu      sync.RWMutex
-	entries map[string]*cacheEntry
-	ring    []*cacheEntry // CLOCK ring; may hold entries already removed
-	hand    int
-	count   int
-	bytes   int64
+	entries map[string]cacheEntry
+	// ring is the CLOCK ring of a bounded cache, one slot per entry, in no
+	// particular order (removal moves the last slot into the gap); nil when
+	// unbounded. Invariant: entries[ring[i].key].slot == i.
+	ring  []clockSlot
+	hand  int
+	bytes int64
 }
 
 type cacheEntry struct {
-	key  string
 	obj  runtime.Object
 	size int64
-	ref  atomic.Bool
-	dead bool // guarded by objectCache.mu
+	slot int // index into ring; bounded caches only
+}
+
+type clockSlot struct {
+	key string
+	ref uint32 // set by lookups under the read lock: atomic access only
 }
 
 func newObjectCache(maxObjects int, maxBytes int64) *objectCache {
-	return &objectCache{maxObjects: maxObjects, maxBytes: maxBytes, entries: map[string]*cacheEntry{}}
+	return &objectCache{maxObjects: maxObjects, maxBytes: maxBytes, entries: map[string]cacheEntry{}}
 }
 
 func (c *objectCache) bounded() bool { return c.maxObjects > 0 || c.maxBytes > 0 }
@@ -51,13 +58,15 @@ func (c *objectCache) bounded() bool { return c.maxObjects > 0 || c.maxBytes > 0
 func (c *objectCache) get(key string) (runtime.Object, bool) {
 	c.mu.RLock()
 	e, ok := c.entries[key]
+	if ok && c.ring != nil {
+		if ref := &c.ring[e.slot].ref; atomic.LoadUint32(ref) == 0 {
+			atomic.StoreUint32(ref, 1)
+		}
+	}
 	c.mu.RUnlock()
 	if !ok {
 		c.misses.Add(1)
 		return nil, false
-	}
-	if !e.ref.Load() {
-		e.ref.Store(true)
 	}
 	c.hits.Add(1)
 	return e.obj, true
@@ -66,71 +75,80 @@ func (c *objectCache) get(key string) (runtime.Object, bool) {
 // put caches obj under key, replacing what was there. size is the encoded
 // record size, used for the byte bound.
 func (c *objectCache) put(key string, obj runtime.Object, size int) {
-	e := &cacheEntry{key: key, obj: obj, size: int64(size)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, loaded := c.entries[key]; loaded {
-		c.forgetLocked(old)
+	e := cacheEntry{obj: obj, size: int64(size)}
+	old, loaded := c.entries[key]
+	if loaded {
+		c.bytes -= old.size
+	}
+	if c.bounded() {
+		if loaded {
+			e.slot = old.slot
+			c.ring[e.slot].ref = 0
+		} else {
+			e.slot = len(c.ring)
+			c.ring = append(c.ring, clockSlot{key: key})
+		}
 	}
 	c.entries[key] = e
-	c.count++
 	c.bytes += e.size
-	if !c.bounded() {
-		return
+	if c.bounded() {
+		c.evictLocked(key)
 	}
-	c.ring = append(c.ring, e)
-	c.evictLocked()
 }
 
 func (c *objectCache) remove(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, loaded := c.entries[key]; loaded {
-		delete(c.entries, key)
-		c.forgetLocked(old)
-	}
+	c.removeLocked(key)
 }
 
-func (c *objectCache) forgetLocked(e *cacheEntry) {
-	e.dead = true
-	c.count--
-	c.bytes -= e.size
+func (c *objectCache) removeLocked(key string) {
+	old, loaded := c.entries[key]
+	if !loaded {
+		return
+	}
+	delete(c.entries, key)
+	c.bytes -= old.size
+	if c.ring != nil {
+		c.dropSlotLocked(old.slot)
+	}
 }
 
 func (c *objectCache) overLocked() bool {
-	return (c.maxObjects > 0 && c.count > c.maxObjects) || (c.maxBytes > 0 && c.bytes > c.maxBytes)
+	return (c.maxObjects > 0 && len(c.entries) > c.maxObjects) || (c.maxBytes > 0 && c.bytes > c.maxBytes)
 }
 
 // evictLocked sweeps the ring until the cache is within its bounds. A swept
-// entry with its reference bit set gets a second chance.
-func (c *objectCache) evictLocked() {
-	for c.overLocked() || len(c.ring) > 2*c.count+16 {
+// entry with its reference bit set gets a second chance; the entry under
+// keep, just put, is evicted only if it alone exceeds the byte bound.
+func (c *objectCache) evictLocked(keep string) {
+	for c.overLocked() && len(c.ring) > 0 {
 		if c.hand >= len(c.ring) {
 			c.hand = 0
 		}
-		e := c.ring[c.hand]
-		switch {
-		case e.dead:
-			c.dropSlotLocked()
-		case e.ref.Load() && c.overLocked():
-			e.ref.Store(false)
+		if s := &c.ring[c.hand]; len(c.ring) > 1 && (s.ref != 0 || s.key == keep) {
+			s.ref = 0
 			c.hand++
-		case c.overLocked():
-			delete(c.entries, e.key)
-			c.forgetLocked(e)
-			c.dropSlotLocked()
-		default:
-			c.hand++
+			continue
 		}
+		// The hand stays: the slot now holds the ring's former last entry.
+		c.removeLocked(c.ring[c.hand].key)
 	}
 }
 
-// dropSlotLocked removes the ring slot under the hand by moving the last slot
-// into it, which keeps the ring compact at the cost of exact CLOCK order.
-func (c *objectCache) dropSlotLocked() {
+// dropSlotLocked removes ring slot i by moving the last slot into it, which
+// keeps the ring compact at the cost of exact CLOCK order.
+func (c *objectCache) dropSlotLocked(i int) {
 	last := len(c.ring) - 1
-	c.ring[c.hand] = c.ring[last]
-	c.ring[last] = nil
+	if i != last {
+		c.ring[i] = c.ring[last]
+		moved := c.entries[c.ring[i].key]
+		moved.slot = i
+		c.entries[c.ring[i].key] = moved
+	}
+	c.ring[last] = clockSlot{}
 	c.ring = c.ring[:last]
 }
 
@@ -139,8 +157,11 @@ func (c *objectCache) clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.entries)
-	c.ring = nil
-	c.hand, c.count, c.bytes = 0, 0, 0
+	if c.ring != nil {
+		clear(c.ring)
+		c.ring = c.ring[:0]
+	}
+	c.hand, c.bytes = 0, 0
 }
 
 // CacheStats reports a collection's decoded-object cache.
@@ -166,5 +187,5 @@ func (c *objectCache) forEach(fn func(key string, obj runtime.Object) error) err
 func (c *objectCache) stats() CacheStats {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return CacheStats{Objects: c.count, Bytes: c.bytes, Hits: c.hits.Load(), Misses: c.misses.Load()}
+	return CacheStats{Objects: len(c.entries), Bytes: c.bytes, Hits: c.hits.Load(), Misses: c.misses.Load()}
 }

@@ -1,0 +1,100 @@
+package persist
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func cacheObj(name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// checkCache verifies the ring invariant, the byte count and the bounds.
+func checkCache(t *testing.T, c *objectCache) {
+	t.Helper()
+	var bytes int64
+	for key, e := range c.entries {
+		bytes += e.size
+		if c.bounded() && (e.slot >= len(c.ring) || c.ring[e.slot].key != key) {
+			t.Fatalf("entry %q points at slot %d, which holds another key", key, e.slot)
+		}
+	}
+	if bytes != c.bytes {
+		t.Fatalf("byte count %d, entries sum to %d", c.bytes, bytes)
+	}
+	if c.bounded() && len(c.ring) != len(c.entries) {
+		t.Fatalf("ring has %d slots for %d entries", len(c.ring), len(c.entries))
+	}
+	if !c.bounded() && c.ring != nil {
+		t.Fatal("unbounded cache has a ring")
+	}
+	if c.overLocked() {
+		t.Fatalf("over its bounds: %d objects, %d bytes", len(c.entries), c.bytes)
+	}
+}
+
+func TestObjectCacheRandomOps(t *testing.T) {
+	for _, bound := range []struct{ objects, bytes int }{{0, 0}, {1, 0}, {7, 0}, {0, 500}, {5, 300}} {
+		t.Run(fmt.Sprintf("objects=%d,bytes=%d", bound.objects, bound.bytes), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(bound.objects), uint64(bound.bytes)))
+			c := newObjectCache(bound.objects, int64(bound.bytes))
+			model := map[string]*corev1.ConfigMap{} // what was put and not removed
+			for step := 0; step < 5000; step++ {
+				key := fmt.Sprintf("k%d", rng.IntN(20))
+				switch op := rng.IntN(10); {
+				case op < 5:
+					obj := cacheObj(fmt.Sprint(step))
+					c.put(key, obj, 1+rng.IntN(100))
+					model[key] = obj
+					if got, ok := c.get(key); !ok && bound.bytes == 0 {
+						t.Fatalf("step %d: %q evicted as it was put", step, key)
+					} else if ok && got != obj {
+						t.Fatalf("step %d: %q holds a stale object", step, key)
+					}
+				case op < 8:
+					got, ok := c.get(key)
+					if ok && got != model[key] {
+						t.Fatalf("step %d: get %q returned an object never put or removed", step, key)
+					}
+					if !c.bounded() && ok != (model[key] != nil) {
+						t.Fatalf("step %d: unbounded cache lost %q", step, key)
+					}
+				case op < 9:
+					c.remove(key)
+					delete(model, key)
+					if _, ok := c.get(key); ok {
+						t.Fatalf("step %d: %q still cached after remove", step, key)
+					}
+				default:
+					if rng.IntN(50) == 0 {
+						c.clear()
+						clear(model)
+					}
+				}
+				checkCache(t, c)
+			}
+		})
+	}
+}
+
+// A bounded cache gives a recently read entry a second chance: scanning
+// through many cold keys does not evict a key that keeps being read.
+func TestObjectCacheSecondChance(t *testing.T) {
+	c := newObjectCache(4, 0)
+	hot := cacheObj("hot")
+	c.put("hot", hot, 1)
+	for i := 0; i < 100; i++ {
+		if got, ok := c.get("hot"); !ok || got != hot {
+			t.Fatalf("after %d cold puts the read key was evicted", i)
+		}
+		c.put(fmt.Sprintf("cold-%d", i), cacheObj("cold"), 1)
+		checkCache(t, c)
+	}
+	if got := c.stats().Objects; got != 4 {
+		t.Errorf("cache holds %d objects, bound 4", got)
+	}
+}
