@@ -277,7 +277,16 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	}()
 	defer s.closeCollection(logger)
 
-	fifo, refl, err := s.start(logger)
+	// The reflector starts inside start: a warm start opens its watch, and
+	// after a 410 relists, while the stored state is being delivered. What it
+	// queues waits for processLoop, which waits for the delivery.
+	reflectorCtx, stopReflector := context.WithCancel(ctx)
+	var reflectorWG wait.Group
+	defer reflectorWG.Wait()
+	defer stopReflector()
+	fifo, err := s.start(logger, func(refl *reflector.Reflector) {
+		reflectorWG.StartWithContext(reflectorCtx, refl.Run)
+	})
 	if err != nil {
 		// The stored state could not be read back: handlers got part of it.
 		// Nothing safe can follow; report and stop.
@@ -300,14 +309,14 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 			}
 		})
 	}
-	s.runController(ctx, fifo, refl)
+	s.runController(ctx, fifo)
 }
 
-// start builds the queue and the reflector, hands a warm start's stored
-// state to the handlers, and marks the informer started — all under
-// startedLock, so that a handler added meanwhile waits and then joins from
-// the store, never receiving the stored state twice.
-func (s *Informer) start(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflector, error) {
+// start builds the queue and the reflector, launches the reflector, hands a
+// warm start's stored state to the handlers, and marks the informer started
+// — all under startedLock, so that a handler added meanwhile waits and then
+// joins from the store, never receiving the stored state twice.
+func (s *Informer) start(logger klog.Logger, launch func(*reflector.Reflector)) (*cache.RealFIFO, error) {
 	s.startedLock.Lock()
 	defer s.startedLock.Unlock()
 	fifoOpts := cache.RealFIFOOptions{
@@ -335,7 +344,7 @@ func (s *Informer) start(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 			// "0" means "any version": nothing to resume from. Start cold, from
 			// an empty store, so the list reaches handlers as initial adds.
 			if err := s.persistent.Replace(nil, ""); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			resume = ""
 		}
@@ -356,15 +365,16 @@ func (s *Informer) start(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		Observer:              s.opts.Observer,
 	})
 	s.reflector = refl
+	launch(refl)
 	if s.warm {
 		if err := s.deliverStored(); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		close(s.synced)
 		s.processor.SelectResyncingListeners()
 	}
 	s.started = true
-	return fifo, refl, nil
+	return fifo, nil
 }
 
 // reportWatchErrorLocked adapts the client-go watch error handler, which
@@ -416,17 +426,15 @@ func (s *Informer) deliverStored() error {
 	})
 }
 
-// runController is client-go's controller.RunWithContext: the reflector
-// fills the queue, processLoop drains it, until ctx ends.
-func (s *Informer) runController(ctx context.Context, fifo *cache.RealFIFO, refl *reflector.Reflector) {
+// runController is client-go's controller.RunWithContext without starting
+// the reflector, which start did: processLoop drains the queue until ctx
+// ends.
+func (s *Informer) runController(ctx context.Context, fifo *cache.RealFIFO) {
 	go func() {
 		<-ctx.Done()
 		fifo.Close()
 	}()
-	var wg wait.Group
-	wg.StartWithContext(ctx, refl.Run)
 	wait.UntilWithContext(ctx, func(ctx context.Context) { s.processLoop(ctx, fifo) }, time.Second)
-	wg.Wait()
 }
 
 // processLoop is client-go's controller.processLoop.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -204,5 +205,38 @@ func TestInformerWarmRestart(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("relist events\n got %v\nwant %v", got, want)
+	}
+}
+
+// The reflector of a warm start opens its watch while the stored state is
+// still being delivered: with many stored objects and changes waiting in the
+// watch history, every stored add must still reach the handler before any
+// watch event.
+func TestWarmStartDeliversStoredBeforeWatchEvents(t *testing.T) {
+	const stored, changed = 3000, 50
+	src := fcache.NewFakeControllerSource()
+	for i := 0; i < stored; i++ {
+		src.Add(pod("ns", fmt.Sprintf("p%04d", i), "", nil))
+	}
+	f := newTestFile(t)
+	inf, _, stop := runInformer(t, f, noWatchList{src}, &countingObserver{})
+	waitFor(t, "cold sync", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	stop()
+	f.reopen()
+
+	for i := 0; i < changed; i++ {
+		src.Modify(pod("ns", fmt.Sprintf("p%04d", i*stored/changed), "", map[string]string{"v": "2"}))
+	}
+	inf, ev, stop := runInformer(t, f, noWatchList{src}, &countingObserver{})
+	waitFor(t, "warm catch-up", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	stop()
+	got := ev.list()
+	if len(got) != stored+changed {
+		t.Fatalf("got %d events, want %d stored adds and %d updates", len(got), stored, changed)
+	}
+	for i, e := range got {
+		if initial := strings.HasPrefix(e, "add ") && strings.HasSuffix(e, "initial=true"); initial != (i < stored) {
+			t.Fatalf("event %d of %d is %q: the stored adds must come first, then the watch's updates", i, len(got), e)
+		}
 	}
 }

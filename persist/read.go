@@ -117,24 +117,51 @@ const parallelDecodeMin = 32
 
 // ForEach calls fn for every object, in key order, until fn returns an
 // error, which ForEach returns. It holds no lock while fn runs, so fn may use
-// the collection; the walk is then not a snapshot: a key changed during it is
-// seen in either state, and a key deleted before it is reached is skipped.
-// It decodes in chunks, so with a bounded cache memory stays bounded.
+// the collection; the walk is then not a snapshot: a key changed or deleted
+// during it may be seen in its old or its new state, and a key deleted
+// before the walk reaches its chunk is skipped.
+//
+// A goroutine decodes the next chunks (on every core) while fn runs on the
+// current one; with a bounded cache, memory stays bounded by the read-ahead.
 func (c *Collection) ForEach(fn func(key string, obj runtime.Object) error) error {
 	keys, err := c.Keys()
 	if err != nil {
 		return err
 	}
 	sort.Strings(keys)
-	const chunk = 256
-	for start := 0; start < len(keys); start += chunk {
-		c.mu.RLock()
-		objs, err := c.getManyLocked(keys[start:min(start+chunk, len(keys))], true)
-		c.mu.RUnlock()
-		if err != nil {
-			return err
+	type chunk struct {
+		objs []keyed
+		err  error
+	}
+	const chunkKeys, readAhead = 256, 2
+	chunks := make(chan chunk, readAhead)
+	stop := make(chan struct{})
+	go func() {
+		defer close(chunks)
+		for start := 0; start < len(keys); start += chunkKeys {
+			c.mu.RLock()
+			objs, err := c.getManyLocked(keys[start:min(start+chunkKeys, len(keys))], true)
+			c.mu.RUnlock()
+			select {
+			case chunks <- chunk{objs, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
 		}
-		for _, o := range objs {
+	}()
+	defer func() {
+		close(stop)
+		for range chunks { // wait for the decoder to end
+		}
+	}()
+	for ch := range chunks {
+		if ch.err != nil {
+			return ch.err
+		}
+		for _, o := range ch.objs {
 			if err := fn(o.key, o.obj); err != nil {
 				return err
 			}
