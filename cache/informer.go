@@ -306,6 +306,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 			case <-ctx.Done():
 			case <-fifo.HasSyncedChecker().Done():
 				close(s.synced)
+				s.releaseFilePages(logger)
 			}
 		})
 	}
@@ -372,6 +373,7 @@ func (s *Informer) start(logger klog.Logger, launch func(*reflector.Reflector)) 
 		}
 		close(s.synced)
 		s.processor.SelectResyncingListeners()
+		s.releaseFilePages(logger)
 	}
 	s.started = true
 	return fifo, nil
@@ -424,6 +426,20 @@ func (s *Informer) deliverStored() error {
 		s.processor.Distribute(processor.AddNotification{Obj: obj, IsInInitialList: true}, false)
 		return nil
 	})
+}
+
+// releaseFilePages takes the file's pages, which a sync has just walked,
+// out of the process's resident set when the object cache is bounded: such
+// an informer chose memory over speed, and its RSS should show what it
+// keeps. The pages stay in the kernel's page cache.
+func (s *Informer) releaseFilePages(logger klog.Logger) {
+	p := s.opts.Persistence
+	if s.persistent == nil || (p.CacheObjects == 0 && p.CacheBytes == 0) {
+		return
+	}
+	if err := s.persistent.coll.DB().ReleaseMappedPages(); err != nil {
+		logger.V(2).Info("Could not release the cache file's pages from memory", "collection", s.name, "err", err)
+	}
 }
 
 // runController is client-go's controller.RunWithContext without starting
