@@ -277,9 +277,9 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	}()
 	defer s.closeCollection(logger)
 
-	// The reflector starts inside start: a warm start opens its watch, and
-	// after a 410 relists, while the stored state is being delivered. What it
-	// queues waits for processLoop, which waits for the delivery.
+	// The reflector starts inside start: a warm start opens its watch while
+	// the stored state is being delivered (a relist after a 410 waits for the
+	// delivery). What it queues waits for processLoop, which starts after.
 	reflectorCtx, stopReflector := context.WithCancel(ctx)
 	var reflectorWG wait.Group
 	defer reflectorWG.Wait()
@@ -351,6 +351,10 @@ func (s *Informer) start(logger klog.Logger, launch func(*reflector.Reflector)) 
 		}
 	}
 	s.warm = resume != ""
+	var delivered chan struct{} // nil for a cold start: nothing to wait for
+	if s.warm {
+		delivered = make(chan struct{})
+	}
 	refl := reflector.New(s.listerWatcher, fifo, reflector.Options{
 		Name:                  s.opts.ObjectDescription,
 		ExpectedType:          s.objectType,
@@ -364,6 +368,7 @@ func (s *Informer) start(logger klog.Logger, launch func(*reflector.Reflector)) 
 		Clock:                 s.clock,
 		WatchErrorHandler:     s.reportWatchErrorLocked(),
 		Observer:              s.opts.Observer,
+		ListAfter:             delivered,
 	})
 	s.reflector = refl
 	launch(refl)
@@ -371,6 +376,7 @@ func (s *Informer) start(logger klog.Logger, launch func(*reflector.Reflector)) 
 		if err := s.deliverStored(); err != nil {
 			return nil, err
 		}
+		close(delivered)
 		close(s.synced)
 		s.processor.SelectResyncingListeners()
 		s.releaseFilePages(logger)

@@ -25,6 +25,13 @@ import (
 // background; Run therefore never outlives its list. It returns nil, without
 // touching the Store, when ctx ends during the list.
 func (r *Reflector) list(ctx context.Context) error {
+	if r.listAfter != nil {
+		select {
+		case <-r.listAfter:
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	r.mu.RLock()
 	cause := r.nextListCause
 	paginatedBefore := r.paginatedResult

@@ -136,6 +136,14 @@ type Options struct {
 
 	// Observer receives lifecycle callbacks for metrics and tests. Nil: none.
 	Observer Observer
+
+	// ListAfter, when non-nil, holds every list back until it is closed or
+	// the context ends; watches are not held. A warm-starting informer
+	// closes it once the stored state has reached its handlers: a relist
+	// after a 410 would otherwise share the CPU with that delivery, delaying
+	// HasSynced without being applied any sooner (its result waits for the
+	// delivery anyway).
+	ListAfter <-chan struct{}
 }
 
 // StartCause says why the reflector (re)established its view of the
@@ -206,6 +214,7 @@ type Reflector struct {
 	delay        wait.DelayFunc
 	errorHandler func(ctx context.Context, err error)
 	observer     Observer
+	listAfter    <-chan struct{}
 
 	// mu guards every field below. It is never held while calling the
 	// Store, the ListerWatcher, the Observer or the error handler.
@@ -292,6 +301,7 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 		delay:           backoff.DelayWithReset(c, resetBackoff),
 		errorHandler:    opts.WatchErrorHandler,
 		observer:        opts.Observer,
+		listAfter:       opts.ListAfter,
 		nextListCause:   CauseCold,
 	}
 	if opts.ExpectedType != nil {
