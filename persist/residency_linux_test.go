@@ -16,7 +16,8 @@ import (
 	"github.com/boltinformer/boltinformer/persist"
 )
 
-// rssFileKiB reads this process's resident file-backed memory.
+// rssFileKiB reads this process's resident memory mapped from files:
+// RssFile, plus RssShmem for a file on tmpfs.
 func rssFileKiB(t *testing.T) int {
 	t.Helper()
 	f, err := os.Open("/proc/self/status")
@@ -24,18 +25,23 @@ func rssFileKiB(t *testing.T) int {
 		t.Skip("no /proc/self/status:", err)
 	}
 	defer f.Close()
+	total, found := 0, false
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "RssFile:"); ok {
-			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			if err != nil {
-				t.Fatal(err)
+		for _, field := range []string{"RssFile:", "RssShmem:"} {
+			if v, ok := strings.CutPrefix(s.Text(), field); ok {
+				n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				total, found = total+n, true
 			}
-			return n
 		}
 	}
-	t.Skip("no RssFile in /proc/self/status")
-	return 0
+	if !found {
+		t.Skip("no RssFile in /proc/self/status")
+	}
+	return total
 }
 
 // After a walk has faulted the file in, ReleaseMappedPages takes its pages
