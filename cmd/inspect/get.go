@@ -60,14 +60,9 @@ current namespace. AGE is computed against the local clock.`,
 
   # One object, as JSON (Secrets are redacted unless --show-secrets)
   inspect get secrets -f cache.db -n storefront checkout-db -o json`,
-		Args: cobra.MinimumNArgs(1),
-		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			return g.completeCollections(), cobra.ShellCompDirectiveNoFileComp
-		},
-		RunE: runE(o),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: g.completeCollectionFirst,
+		RunE:              runE(o),
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd

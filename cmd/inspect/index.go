@@ -48,14 +48,9 @@ index functions would compute today.`,
   inspect index pods namespace -f cache.db
   inspect index pods namespace storefront -f cache.db -o wide
   inspect index pods node ip-10-0-1-11.eu-west-1.compute.internal -f cache.db -o key`,
-		Args: cobra.RangeArgs(1, 3),
-		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			return g.completeCollections(), cobra.ShellCompDirectiveNoFileComp
-		},
-		RunE: runE(o),
+		Args:              cobra.RangeArgs(1, 3),
+		ValidArgsFunction: g.completeCollectionFirst,
+		RunE:              runE(o),
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd

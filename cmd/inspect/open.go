@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -311,6 +312,15 @@ func (g *globalOptions) completeCollections() []string {
 		}
 	}
 	return out
+}
+
+// completeCollectionFirst completes a command whose first argument names a
+// collection (or resource) and whose later ones cannot be completed.
+func (g *globalOptions) completeCollectionFirst(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return g.completeCollections(), cobra.ShellCompDirectiveNoFileComp
 }
 
 // plural returns "1 object", "2 objects", "3 entries".
