@@ -351,9 +351,11 @@ func (s *Informer) start(logger klog.Logger, launch func(*reflector.Reflector)) 
 		}
 	}
 	s.warm = resume != ""
-	var delivered chan struct{} // nil for a cold start: nothing to wait for
+	// A warm start's synced closes once the stored state is delivered; a cold
+	// start has nothing to wait for (its synced waits for the list itself).
+	var listAfter <-chan struct{}
 	if s.warm {
-		delivered = make(chan struct{})
+		listAfter = s.synced
 	}
 	refl := reflector.New(s.listerWatcher, fifo, reflector.Options{
 		Name:                  s.opts.ObjectDescription,
@@ -368,7 +370,7 @@ func (s *Informer) start(logger klog.Logger, launch func(*reflector.Reflector)) 
 		Clock:                 s.clock,
 		WatchErrorHandler:     s.reportWatchErrorLocked(),
 		Observer:              s.opts.Observer,
-		ListAfter:             delivered,
+		ListAfter:             listAfter,
 	})
 	s.reflector = refl
 	launch(refl)
@@ -376,7 +378,6 @@ func (s *Informer) start(logger klog.Logger, launch func(*reflector.Reflector)) 
 		if err := s.deliverStored(); err != nil {
 			return nil, err
 		}
-		close(delivered)
 		close(s.synced)
 		s.processor.SelectResyncingListeners()
 		s.releaseFilePages(logger)
