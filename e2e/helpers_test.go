@@ -399,12 +399,17 @@ type state map[string]string
 // storeState returns the store's key → resourceVersion map.
 func storeState(t testing.TB, s cache.Store) state {
 	t.Helper()
-	out := state{}
-	for _, obj := range s.List() {
-		key, rv := objectKeyRV(obj)
-		out[key] = rv
+	return listState(s.List())
+}
+
+// serverListState returns the key → resourceVersion map of a server's list.
+func serverListState(t testing.TB, list runtime.Object) state {
+	t.Helper()
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		t.Fatalf("reading the items of a %T: %v", list, err)
 	}
-	return out
+	return listState(items)
 }
 
 // serverConfigMaps lists the labelled ConfigMaps of namespace ("" for all).
@@ -414,11 +419,7 @@ func serverConfigMaps(t testing.TB, cs kubernetes.Interface, namespace, selector
 	if err != nil {
 		t.Fatalf("listing configmaps on the server: %v", err)
 	}
-	out := state{}
-	for i := range list.Items {
-		out[list.Items[i].Namespace+"/"+list.Items[i].Name] = list.Items[i].ResourceVersion
-	}
-	return out
+	return serverListState(t, list)
 }
 
 // serverPods lists the labelled Pods of namespace ("" for all).
@@ -428,11 +429,7 @@ func serverPods(t testing.TB, cs kubernetes.Interface, namespace, selector strin
 	if err != nil {
 		t.Fatalf("listing pods on the server: %v", err)
 	}
-	out := state{}
-	for i := range list.Items {
-		out[list.Items[i].Namespace+"/"+list.Items[i].Name] = list.Items[i].ResourceVersion
-	}
-	return out
+	return serverListState(t, list)
 }
 
 // diffStates describes how got differs from want, at most max lines.
