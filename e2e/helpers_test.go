@@ -527,53 +527,47 @@ func pod(namespace, name, test string) *corev1.Pod {
 	}
 }
 
-// populateConfigMaps creates n labelled ConfigMaps spread over namespaces,
-// named cm-<i>, and returns their keys → resourceVersions.
-func populateConfigMaps(t testing.TB, cs kubernetes.Interface, test string, namespaces []string, n int) state {
+// populate creates n labelled objects spread over namespaces, the i-th by
+// create in namespaces[i%len(namespaces)], and returns their keys →
+// resourceVersions.
+func populate(t testing.TB, what string, namespaces []string, n int, create func(ctx context.Context, ns string, i int) (metav1.Object, error)) state {
 	t.Helper()
 	start := time.Now()
 	var mu sync.Mutex
 	out := state{}
 	err := forEachConcurrently(t.Context(), n, createWorkers, func(ctx context.Context, i int) error {
 		ns := namespaces[i%len(namespaces)]
-		cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, configMap(ns, fmt.Sprintf("cm-%05d", i), test, i), metav1.CreateOptions{})
+		obj, err := create(ctx, ns, i)
 		if err != nil {
 			return err
 		}
 		mu.Lock()
-		out[ns+"/"+cm.Name] = cm.ResourceVersion
+		out[ns+"/"+obj.GetName()] = obj.GetResourceVersion()
 		mu.Unlock()
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("creating configmaps: %v", err)
+		t.Fatalf("creating %s: %v", what, err)
 	}
-	t.Logf("created %d configmaps in %v", n, time.Since(start).Round(time.Millisecond))
+	t.Logf("created %d %s in %v", n, what, time.Since(start).Round(time.Millisecond))
 	return out
+}
+
+// populateConfigMaps creates n labelled ConfigMaps spread over namespaces,
+// named cm-<i>, and returns their keys → resourceVersions.
+func populateConfigMaps(t testing.TB, cs kubernetes.Interface, test string, namespaces []string, n int) state {
+	t.Helper()
+	return populate(t, "configmaps", namespaces, n, func(ctx context.Context, ns string, i int) (metav1.Object, error) {
+		return cs.CoreV1().ConfigMaps(ns).Create(ctx, configMap(ns, fmt.Sprintf("cm-%05d", i), test, i), metav1.CreateOptions{})
+	})
 }
 
 // populatePods creates n labelled Pods spread over namespaces.
 func populatePods(t testing.TB, cs kubernetes.Interface, test string, namespaces []string, n int) state {
 	t.Helper()
-	start := time.Now()
-	var mu sync.Mutex
-	out := state{}
-	err := forEachConcurrently(t.Context(), n, createWorkers, func(ctx context.Context, i int) error {
-		ns := namespaces[i%len(namespaces)]
-		p, err := cs.CoreV1().Pods(ns).Create(ctx, pod(ns, fmt.Sprintf("pod-%05d", i), test), metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		out[ns+"/"+p.Name] = p.ResourceVersion
-		mu.Unlock()
-		return nil
+	return populate(t, "pods", namespaces, n, func(ctx context.Context, ns string, i int) (metav1.Object, error) {
+		return cs.CoreV1().Pods(ns).Create(ctx, pod(ns, fmt.Sprintf("pod-%05d", i), test), metav1.CreateOptions{})
 	})
-	if err != nil {
-		t.Fatalf("creating pods: %v", err)
-	}
-	t.Logf("created %d pods in %v", n, time.Since(start).Round(time.Millisecond))
-	return out
 }
 
 func sortedKeys(s state) []string {
