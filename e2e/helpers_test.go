@@ -604,6 +604,24 @@ type mutations struct {
 
 func (m mutations) changedKeys() int { return len(m.created) + len(m.updated) + len(m.deleted) }
 
+// checkEachSeenOnce fails t unless every created, updated and deleted key
+// reached the handler exactly once; seen counts handler calls by key.
+func (m mutations) checkEachSeenOnce(t testing.TB, seen map[string]int) {
+	t.Helper()
+	for _, keys := range []state{m.created, m.updated} {
+		for key := range keys {
+			if seen[key] != 1 {
+				t.Errorf("%s: %d handler calls, want 1", key, seen[key])
+			}
+		}
+	}
+	for key := range m.deleted {
+		if seen[key] != 1 {
+			t.Errorf("%s: %d handler calls, want 1 delete", key, seen[key])
+		}
+	}
+}
+
 // mutateConfigMaps creates n new ConfigMaps (new-<i>, in baseline's
 // namespaces), patches n existing ones and deletes n others, all distinct,
 // chosen evenly across baseline.

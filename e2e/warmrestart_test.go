@@ -156,16 +156,5 @@ func checkMissedChanges(t *testing.T, events []event, atStop state, muts mutatio
 			}
 		}
 	}
-	for _, keys := range []map[string]string{muts.created, muts.updated} {
-		for key := range keys {
-			if seen[key] != 1 {
-				t.Errorf("%s: %d handler calls, want 1", key, seen[key])
-			}
-		}
-	}
-	for key := range muts.deleted {
-		if seen[key] != 1 {
-			t.Errorf("%s: %d handler calls, want 1 delete", key, seen[key])
-		}
-	}
+	muts.checkEachSeenOnce(t, seen)
 }
