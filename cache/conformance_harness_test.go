@@ -613,18 +613,6 @@ func confDiff(got, want []string) string {
 	return b.String()
 }
 
-func confEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // confRecorder is a handler that records what it is told, tagged with the
 // test's phase at the time of the call.
 type confRecorder struct {

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -204,7 +205,7 @@ func TestConformanceWarmStartFromResourceVersionZero(t *testing.T) {
 	if err := confWaitFor(10*time.Second, func() bool { return rec.phaseCount(0) >= len(want) }); err != nil {
 		t.Fatalf("handler got %v, want %v: %v", rec.phaseEvents(0), want, err)
 	}
-	if got := confCanon(rec.phaseEvents(0), false); !confEqual(got, confCanon(want, false)) {
+	if got := confCanon(rec.phaseEvents(0), false); !slices.Equal(got, confCanon(want, false)) {
 		t.Errorf("after a start that had to list, handler got\n  %v\nwant (initial adds, as on a cold start)\n  %v", got, want)
 	}
 }

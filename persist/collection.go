@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -279,7 +280,7 @@ func (c *Collection) writeIndexVersions(b *bolt.Bucket) error {
 
 // writeIndexValues moves key from the old values to the new ones.
 func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []string) error {
-	if equalStrings(old, values) {
+	if slices.Equal(old, values) {
 		return nil
 	}
 	for _, v := range old {
@@ -300,18 +301,6 @@ func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []str
 		return err
 	}
 	return byKey.Put([]byte(key), raw)
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // DB returns the file the collection lives in.
