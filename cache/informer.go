@@ -36,6 +36,27 @@ type Persistence struct {
 	Description map[string]string
 	// IndexVersions declares index function versions; see IndexerOptions.
 	IndexVersions map[string]string
+
+	// ListIdentity says what the informer lists: everything that decides
+	// which objects the list returns and in which shape (resource, namespace,
+	// label and field selectors, other list options). It is stored with the
+	// collection; a collection stored under another ListIdentity is never
+	// resumed: it starts cold. The factories derive it; empty is recorded as
+	// empty and matches only empty.
+	ListIdentity string
+	// Cluster identifies the cluster the informer lists from (the factories
+	// use the kube-system namespace's UID). It is called when the informer
+	// starts, before anything stored is handed out or resumed; a collection
+	// recorded under another cluster starts cold. Nil records no cluster: the
+	// caller vouches that the file belongs to the cluster the ListerWatcher
+	// reaches. See StaticCluster.
+	Cluster ClusterIdentity
+	// TransformVersion declares the version of the informer's transform
+	// (SetTransform): objects are stored transformed, so a collection stored
+	// under another transform version (or another derived transform
+	// identity) starts cold. Change it whenever the transform's behaviour
+	// changes.
+	TransformVersion string
 	// CacheObjects and CacheBytes bound the decoded-object cache; zero for
 	// both keeps every object in memory. See IndexerOptions.
 	CacheObjects int
