@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -295,10 +296,19 @@ func TestTableOfUnstructured(t *testing.T) {
 	f := &cacheFile{scheme: scheme.Scheme}
 	o := &object{Key: "payments/payments-worker-5c7d9-x2x9q", Obj: &unstructured.Unstructured{Object: content}, GVK: corev1.SchemeGroupVersion.WithKind("Pod")}
 	def, obj := f.tableFor(o)
-	if got := strings.Join(def.columns, " "); got != "NAME READY STATUS RESTARTS AGE" {
+	var columns, cells []string
+	for _, c := range def.columns {
+		if c.Priority == 0 {
+			columns = append(columns, c.Name)
+		}
+	}
+	if got := strings.Join(columns, " "); got != "Name Ready Status Restarts Age" {
 		t.Fatalf("columns %q", got)
 	}
-	got := strings.Join(def.row(obj, fixedNow, false), " | ")
+	for _, c := range def.row(obj, fixedNow, false).Cells {
+		cells = append(cells, fmt.Sprint(c))
+	}
+	got := strings.Join(cells, " | ")
 	if want := "payments-worker-5c7d9-x2x9q | 1/2 | CrashLoopBackOff | 7 (4m ago) | 7d2h"; got != want {
 		t.Errorf("row %q, want %q", got, want)
 	}

@@ -119,7 +119,15 @@ func (o *exportOptions) Run(out, errOut io.Writer) error {
 
 	var p printer
 	if o.dir == "" {
-		p = f.newPrinter(out, printOptions{output: outputYAML, content: copts})
+		// Plain YAML: export decides itself which server fields to keep.
+		flags := &objectPrintFlags{}
+		flags.output, flags.showManagedFields = outputYAML, true
+		if err := flags.validate(); err != nil {
+			return err
+		}
+		if p, err = f.newPrinter(out, printOptions{flags: flags, content: copts}); err != nil {
+			return err
+		}
 	} else if err := os.MkdirAll(o.dir, 0o700); err != nil {
 		return err
 	}

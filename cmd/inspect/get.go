@@ -17,8 +17,7 @@ type getOptions struct {
 	namespace     string
 	allNamespaces bool
 	selector      string
-	output        string
-	showLabels    bool
+	print         *objectPrintFlags
 
 	// Filled by Complete.
 	file     string
@@ -31,12 +30,10 @@ func (o *getOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "Only objects of this namespace (and cluster-scoped ones).")
 	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Objects of all namespaces (the default: a cache file has no current namespace). Overrides -n.")
 	fs.StringVarP(&o.selector, "selector", "l", "", "Label selector to filter on, as kubectl's (e.g. -l 'app=api,tier!=cache').")
-	fs.StringVarP(&o.output, "output", "o", "", "Output format: table, wide, yaml, json or name.")
-	fs.BoolVar(&o.showLabels, "show-labels", false, "Add a LABELS column to tables.")
 }
 
 func newGetCommand(g *globalOptions) *cobra.Command {
-	o := &getOptions{g: g}
+	o := &getOptions{g: g, print: &objectPrintFlags{}}
 	cmd := &cobra.Command{
 		Use:   "get RESOURCE|COLLECTION [NAME...] -f FILE",
 		Short: "Print the objects of a collection, as kubectl get would",
@@ -59,12 +56,17 @@ current namespace. AGE is computed against the local clock.`,
   inspect get deployments.apps -f cache.db -l app.kubernetes.io/name=checkout-api -o yaml
 
   # One object, as JSON (Secrets are redacted unless --show-secrets)
-  inspect get secrets -f cache.db -n storefront checkout-db -o json`,
+  inspect get secrets -f cache.db -n storefront checkout-db -o json
+
+  # One field of each object, as kubectl's JSONPath or Go templates
+  inspect get pods -f cache.db -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.spec.nodeName}{"\n"}{end}'
+  inspect get pods -f cache.db -o go-template='{{range .items}}{{.status.podIP}}{{"\n"}}{{end}}'`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: g.completeCollectionFirst,
 		RunE:              runE(o),
 	}
 	o.AddFlags(cmd.Flags())
+	o.print.AddFlags(cmd.Flags())
 	return cmd
 }
 
@@ -77,9 +79,6 @@ func (o *getOptions) Complete(args []string) error {
 	if o.allNamespaces {
 		o.namespace = ""
 	}
-	if o.output == "table" {
-		o.output = outputTable
-	}
 	if o.sel, err = labels.Parse(o.selector); err != nil {
 		return usageErrorf("invalid selector %q: %v", o.selector, err)
 	}
@@ -90,7 +89,7 @@ func (o *getOptions) Validate() error {
 	if strings.Contains(o.resource, ",") {
 		return usageErrorf("one resource at a time: %q", o.resource)
 	}
-	return validateOutput(o.output, objectOutputs...)
+	return o.print.validate()
 }
 
 func (o *getOptions) Run(out, errOut io.Writer) error {
@@ -103,14 +102,16 @@ func (o *getOptions) Run(out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p := f.newPrinter(out, printOptions{
-		output:        o.output,
-		showLabels:    o.showLabels,
+	p, err := f.newPrinter(out, printOptions{
+		flags:         o.print,
 		allNamespaces: o.namespace == "",
 		single:        len(o.names) == 1,
 		content:       contentOptions{showSecrets: o.g.showSecrets},
 		now:           o.g.now(),
 	})
+	if err != nil {
+		return err
+	}
 	found := map[string]bool{}
 	n, bad, err := f.scan(c, scanOptions{namespace: o.namespace, names: o.names, selector: o.sel}, func(obj *object) error {
 		found[obj.Name()] = true
@@ -120,7 +121,7 @@ func (o *getOptions) Run(out, errOut io.Writer) error {
 		return err
 	}
 	warnUndecodable(errOut, c, bad)
-	if n == 0 && len(o.names) == 0 && (o.output == outputTable || o.output == outputWide) {
+	if n == 0 && len(o.names) == 0 && o.print.isTable() {
 		if o.namespace != "" {
 			fmt.Fprintf(errOut, "No resources found in %s namespace.\n", o.namespace)
 		} else {

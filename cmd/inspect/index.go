@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -16,8 +15,8 @@ import (
 const outputKey = "key"
 
 type indexOptions struct {
-	g      *globalOptions
-	output string
+	g     *globalOptions
+	print *objectPrintFlags
 
 	file       string
 	collection string
@@ -26,12 +25,12 @@ type indexOptions struct {
 	hasValue   bool
 }
 
-func (o *indexOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVarP(&o.output, "output", "o", "", "Output format of the objects of a value: table, wide, yaml, json, name, or key (keys only, read from the index without decoding objects).")
+func (o *indexOptions) AddFlags(cmd *cobra.Command) {
+	o.print.AddFlags(cmd.Flags(), outputKey+" (keys only, read from the index without decoding objects)")
 }
 
 func newIndexCommand(g *globalOptions) *cobra.Command {
-	o := &indexOptions{g: g}
+	o := &indexOptions{g: g, print: &objectPrintFlags{}}
 	cmd := &cobra.Command{
 		Use:   "index COLLECTION [INDEX [VALUE]] -f FILE",
 		Short: "Show a collection's secondary indexes, their values, and the objects of a value",
@@ -52,7 +51,7 @@ index functions would compute today.`,
 		ValidArgsFunction: g.completeCollectionFirst,
 		RunE:              runE(o),
 	}
-	o.AddFlags(cmd.Flags())
+	o.AddFlags(cmd)
 	return cmd
 }
 
@@ -68,17 +67,17 @@ func (o *indexOptions) Complete(args []string) error {
 	if len(args) > 2 {
 		o.value, o.hasValue = args[2], true
 	}
-	if o.output == "table" {
-		o.output = outputTable
-	}
 	return nil
 }
 
 func (o *indexOptions) Validate() error {
-	if !o.hasValue && o.output != outputTable {
+	if !o.hasValue && o.print.output != outputTable && o.print.output != "table" {
 		return usageErrorf("-o applies to the objects of a value: give COLLECTION INDEX VALUE")
 	}
-	return validateOutput(o.output, append(objectOutputs, outputKey)...)
+	if o.print.output == outputKey {
+		return nil
+	}
+	return o.print.validate()
 }
 
 func (o *indexOptions) Run(out, errOut io.Writer) error {
@@ -176,7 +175,7 @@ func (o *indexOptions) listObjects(out, errOut io.Writer, f *cacheFile, c *colle
 	if err != nil {
 		return err
 	}
-	if o.output == outputKey {
+	if o.print.output == outputKey {
 		for _, k := range keys {
 			fmt.Fprintln(out, k)
 		}
@@ -186,12 +185,15 @@ func (o *indexOptions) listObjects(out, errOut io.Writer, f *cacheFile, c *colle
 		fmt.Fprintf(errOut, "No objects found: index %q of collection %q has no value %q.\n", o.index, c.Name, o.value)
 		return nil
 	}
-	p := f.newPrinter(out, printOptions{
-		output:        o.output,
+	p, err := f.newPrinter(out, printOptions{
+		flags:         o.print,
 		allNamespaces: true,
 		content:       contentOptions{showSecrets: o.g.showSecrets},
 		now:           o.g.now(),
 	})
+	if err != nil {
+		return err
+	}
 	var bad []undecodable
 	err = f.db.RawView(c.Name, func(r *persist.RawCollection) error {
 		for _, k := range keys {

@@ -192,6 +192,13 @@ func TestGolden(t *testing.T) {
 		{"get-legacy", []string{"get", "services", "-f", file}, 0},
 		{"get-unknown-resource", []string{"get", "jobs", "-f", file}, 1},
 		{"get-bad-output", []string{"get", "pods", "-f", file, "-o", "xml"}, 1},
+		{"get-bad-jsonpath", []string{"get", "pods", "-f", file, "-o", "jsonpath={.items[*"}, 1},
+		{"get-pods-jsonpath", []string{"get", "pods", "-f", file, "-o", `jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{"\t"}{.spec.nodeName}{"\n"}{end}`}, 0},
+		{"get-pod-jsonpath", []string{"get", "pods", "-f", file, "-n", "payments", "payments-worker-5c7d9-x2x9q", "-o", "jsonpath={.status.containerStatuses[*].restartCount}"}, 0},
+		{"get-pods-go-template", []string{"get", "pods", "-f", file, "-n", "storefront", "-o", `go-template={{range .items}}{{.metadata.name}} {{.status.podIP}}{{"\n"}}{{end}}`}, 0},
+		{"get-nodes-show-labels", []string{"get", "nodes", "-f", file, "--show-labels"}, 0},
+		{"get-pods-no-headers", []string{"get", "pods", "-f", file, "-n", "storefront", "--no-headers", "-o", "wide"}, 0},
+		{"get-rollout-yaml-managed-fields", []string{"get", "rollouts", "-f", file, "checkout-api-1", "-o", "yaml", "--show-managed-fields"}, 0},
 
 		{"index-list", []string{"index", "pods", "-f", file}, 0},
 		{"index-values", []string{"index", "pods", "node", "-f", file}, 0},

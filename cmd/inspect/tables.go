@@ -1,4 +1,30 @@
+// Copyright 2017 The Kubernetes Authors.
+// Copyright 2026 The boltinformer Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
 package main
+
+// The column definitions and row functions below are ported from
+// k8s.io/kubernetes v1.36.3, pkg/printers/internalversion/printers.go
+// (podColumnDefinitions, printPod, configMapColumnDefinitions,
+// printConfigMap, secretColumnDefinitions, printSecret,
+// deploymentColumnDefinitions, printDeployment, nodeColumnDefinitions,
+// printNode and their helpers). Changes: they read the v1 types (a cache
+// file holds no internal ones) instead of the internal types, take the
+// clock as an argument instead of calling time.Since, and drop the column
+// descriptions. Rendering (columns, -o wide, NAMESPACE, LABELS, kind
+// prefixes) is k8s.io/cli-runtime's printers.NewTablePrinter, as in kubectl.
 
 import (
 	"fmt"
@@ -9,6 +35,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,17 +43,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
-// The tables below follow kubectl's (k8s.io/kubernetes pkg/printers/
-// internalversion, v1.36): same columns, same cells, computed from the v1
-// types instead of the internal ones.
-
-// tableDef is one kind's table: its columns, the -o wide extras, and how a
-// row is made.
+// tableDef is one kind's table: its column definitions (Priority 1 for the
+// -o wide ones) and how a row is made from an object of its Go type.
 type tableDef struct {
-	columns, wide []string
+	columns []metav1.TableColumnDefinition
 	// is reports whether obj is the Go type row expects.
 	is  func(obj runtime.Object) bool
-	row func(obj runtime.Object, now time.Time, wide bool) []string
+	row func(obj runtime.Object, now time.Time, wide bool) metav1.TableRow
 }
 
 func isA[T runtime.Object](obj runtime.Object) bool {
@@ -34,48 +57,114 @@ func isA[T runtime.Object](obj runtime.Object) bool {
 	return ok
 }
 
+var (
+	podColumnDefinitions = []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "Ready", Type: "string"},
+		{Name: "Status", Type: "string"},
+		{Name: "Restarts", Type: "string"},
+		{Name: "Age", Type: "string"},
+		{Name: "IP", Type: "string", Priority: 1},
+		{Name: "Node", Type: "string", Priority: 1},
+		{Name: "Nominated Node", Type: "string", Priority: 1},
+		{Name: "Readiness Gates", Type: "string", Priority: 1},
+	}
+	configMapColumnDefinitions = []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "Data", Type: "string"},
+		{Name: "Age", Type: "string"},
+	}
+	secretColumnDefinitions = []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "Type", Type: "string"},
+		{Name: "Data", Type: "string"},
+		{Name: "Age", Type: "string"},
+	}
+	deploymentColumnDefinitions = []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "Ready", Type: "string"},
+		{Name: "Up-to-date", Type: "string"},
+		{Name: "Available", Type: "string"},
+		{Name: "Age", Type: "string"},
+		{Name: "Containers", Type: "string", Priority: 1},
+		{Name: "Images", Type: "string", Priority: 1},
+		{Name: "Selector", Type: "string", Priority: 1},
+	}
+	nodeColumnDefinitions = []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "Status", Type: "string"},
+		{Name: "Roles", Type: "string"},
+		{Name: "Age", Type: "string"},
+		{Name: "Version", Type: "string"},
+		{Name: "Internal-IP", Type: "string", Priority: 1},
+		{Name: "External-IP", Type: "string", Priority: 1},
+		{Name: "OS-Image", Type: "string", Priority: 1},
+		{Name: "Kernel-Version", Type: "string", Priority: 1},
+		{Name: "Container-Runtime", Type: "string", Priority: 1},
+	}
+	// genericColumnDefinitions is kubectl's table for kinds it has no
+	// printer for (and no additionalPrinterColumns, which a cache file does
+	// not hold): cli-runtime's default handler, with our clock.
+	genericColumnDefinitions = []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "Age", Type: "string"},
+	}
+
+	podSuccessConditions = []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(corev1.PodSucceeded), Message: "The pod has completed successfully."}}
+	podFailedConditions  = []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(corev1.PodFailed), Message: "The pod failed."}}
+)
+
 var tables = map[schema.GroupKind]tableDef{
 	{Kind: "Pod"}: {
-		columns: []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"},
-		wide:    []string{"IP", "NODE", "NOMINATED NODE", "READINESS GATES"},
+		columns: podColumnDefinitions,
 		is:      isA[*corev1.Pod],
-		row:     func(o runtime.Object, now time.Time, wide bool) []string { return podRow(o.(*corev1.Pod), now, wide) },
+		row: func(o runtime.Object, now time.Time, wide bool) metav1.TableRow {
+			return printPod(o.(*corev1.Pod), now, wide)
+		},
 	},
 	{Kind: "ConfigMap"}: {
-		columns: []string{"NAME", "DATA", "AGE"},
+		columns: configMapColumnDefinitions,
 		is:      isA[*corev1.ConfigMap],
-		row: func(o runtime.Object, now time.Time, _ bool) []string {
-			cm := o.(*corev1.ConfigMap)
-			return []string{cm.Name, strconv.Itoa(len(cm.Data) + len(cm.BinaryData)), age(cm.CreationTimestamp, now)}
+		row: func(o runtime.Object, now time.Time, _ bool) metav1.TableRow {
+			return printConfigMap(o.(*corev1.ConfigMap), now)
 		},
 	},
 	{Kind: "Secret"}: {
-		columns: []string{"NAME", "TYPE", "DATA", "AGE"},
+		columns: secretColumnDefinitions,
 		is:      isA[*corev1.Secret],
-		row: func(o runtime.Object, now time.Time, _ bool) []string {
-			s := o.(*corev1.Secret)
-			return []string{s.Name, string(s.Type), strconv.Itoa(len(s.Data)), age(s.CreationTimestamp, now)}
+		row: func(o runtime.Object, now time.Time, _ bool) metav1.TableRow {
+			return printSecret(o.(*corev1.Secret), now)
 		},
 	},
 	{Group: "apps", Kind: "Deployment"}: {
-		columns: []string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"},
-		wide:    []string{"CONTAINERS", "IMAGES", "SELECTOR"},
+		columns: deploymentColumnDefinitions,
 		is:      isA[*appsv1.Deployment],
-		row: func(o runtime.Object, now time.Time, wide bool) []string {
-			return deploymentRow(o.(*appsv1.Deployment), now, wide)
+		row: func(o runtime.Object, now time.Time, wide bool) metav1.TableRow {
+			return printDeployment(o.(*appsv1.Deployment), now, wide)
 		},
 	},
 	{Kind: "Node"}: {
-		columns: []string{"NAME", "STATUS", "ROLES", "AGE", "VERSION"},
-		wide:    []string{"INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"},
+		columns: nodeColumnDefinitions,
 		is:      isA[*corev1.Node],
-		row:     func(o runtime.Object, now time.Time, wide bool) []string { return nodeRow(o.(*corev1.Node), now, wide) },
+		row: func(o runtime.Object, now time.Time, wide bool) metav1.TableRow {
+			return printNode(o.(*corev1.Node), now, wide)
+		},
 	},
 }
 
-// genericTable is kubectl's table for kinds it has no printer for (and no
-// additionalPrinterColumns, which a cache file does not hold).
-var genericTable = tableDef{columns: []string{"NAME", "AGE"}}
+// genericTable prints NAME and AGE.
+var genericTable = tableDef{
+	columns: genericColumnDefinitions,
+	row: func(o runtime.Object, now time.Time, _ bool) metav1.TableRow {
+		row := metav1.TableRow{Object: runtime.RawExtension{Object: o}}
+		name, created := "", "<unknown>"
+		if m, err := meta.Accessor(o); err == nil {
+			name, created = m.GetName(), age(m.GetCreationTimestamp(), now)
+		}
+		row.Cells = []any{name, created}
+		return row
+	},
+}
 
 // tableFor returns the table for o and the object to print it from: for an
 // unstructured object of a kind with a table, its typed form.
@@ -98,6 +187,7 @@ func (f *cacheFile) tableFor(o *object) (tableDef, runtime.Object) {
 	return def, obj
 }
 
+// age is upstream's translateTimestampSince, against now.
 func age(t metav1.Time, now time.Time) string {
 	if t.IsZero() {
 		return "<unknown>"
@@ -105,15 +195,19 @@ func age(t metav1.Time, now time.Time) string {
 	return duration.HumanDuration(now.Sub(t.Time))
 }
 
-func genericRow(o *object, now time.Time) []string {
-	created := "<unknown>"
-	if o.Meta != nil {
-		created = age(o.Meta.GetCreationTimestamp(), now)
-	}
-	return []string{o.Name(), created}
+func printConfigMap(cm *corev1.ConfigMap, now time.Time) metav1.TableRow {
+	row := metav1.TableRow{Object: runtime.RawExtension{Object: cm}}
+	row.Cells = []any{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), age(cm.CreationTimestamp, now)}
+	return row
 }
 
-func podRow(pod *corev1.Pod, now time.Time, wide bool) []string {
+func printSecret(s *corev1.Secret, now time.Time) metav1.TableRow {
+	row := metav1.TableRow{Object: runtime.RawExtension{Object: s}}
+	row.Cells = []any{s.Name, string(s.Type), int64(len(s.Data)), age(s.CreationTimestamp, now)}
+	return row
+}
+
+func printPod(pod *corev1.Pod, now time.Time, wide bool) metav1.TableRow {
 	restarts := 0
 	restartableInitContainerRestarts := 0
 	totalContainers := len(pod.Spec.Containers)
@@ -242,7 +336,14 @@ func podRow(pod *corev1.Pod, now time.Time, wide bool) []string {
 	if restarts != 0 && !lastRestartDate.IsZero() {
 		restartsStr = fmt.Sprintf("%d (%s ago)", restarts, age(lastRestartDate, now))
 	}
-	row := []string{pod.Name, fmt.Sprintf("%d/%d", readyContainers, totalContainers), reason, restartsStr, age(pod.CreationTimestamp, now)}
+	row := metav1.TableRow{Object: runtime.RawExtension{Object: pod}}
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded:
+		row.Conditions = podSuccessConditions
+	case corev1.PodFailed:
+		row.Conditions = podFailedConditions
+	}
+	row.Cells = []any{pod.Name, fmt.Sprintf("%d/%d", readyContainers, totalContainers), reason, restartsStr, age(pod.CreationTimestamp, now)}
 	if !wide {
 		return row
 	}
@@ -265,7 +366,8 @@ func podRow(pod *corev1.Pod, now time.Time, wide bool) []string {
 		}
 		readinessGates = fmt.Sprintf("%d/%d", trueConditions, len(pod.Spec.ReadinessGates))
 	}
-	return append(row, orNone(podIP), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), readinessGates)
+	row.Cells = append(row.Cells, orNone(podIP), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), readinessGates)
+	return row
 }
 
 func isRestartableInitContainer(c *corev1.Container) bool {
@@ -290,16 +392,17 @@ func hasPodReadyCondition(conditions []corev1.PodCondition) bool {
 	return false
 }
 
-func deploymentRow(d *appsv1.Deployment, now time.Time, wide bool) []string {
+func printDeployment(d *appsv1.Deployment, now time.Time, wide bool) metav1.TableRow {
 	desired := int32(1) // the apiserver defaults spec.replicas to 1
 	if d.Spec.Replicas != nil {
 		desired = *d.Spec.Replicas
 	}
-	row := []string{
+	row := metav1.TableRow{Object: runtime.RawExtension{Object: d}}
+	row.Cells = []any{
 		d.Name,
-		fmt.Sprintf("%d/%d", d.Status.ReadyReplicas, desired),
-		strconv.Itoa(int(d.Status.UpdatedReplicas)),
-		strconv.Itoa(int(d.Status.AvailableReplicas)),
+		fmt.Sprintf("%d/%d", int64(d.Status.ReadyReplicas), int64(desired)),
+		int64(d.Status.UpdatedReplicas),
+		int64(d.Status.AvailableReplicas),
 		age(d.CreationTimestamp, now),
 	}
 	if !wide {
@@ -309,15 +412,12 @@ func deploymentRow(d *appsv1.Deployment, now time.Time, wide bool) []string {
 	if s, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil {
 		selector = s.String()
 	}
-	var names, images []string
-	for _, c := range d.Spec.Template.Spec.Containers {
-		names = append(names, c.Name)
-		images = append(images, c.Image)
-	}
-	return append(row, strings.Join(names, ","), strings.Join(images, ","), selector)
+	names, images := layoutContainerCells(d.Spec.Template.Spec.Containers)
+	row.Cells = append(row.Cells, names, images, selector)
+	return row
 }
 
-func nodeRow(n *corev1.Node, now time.Time, wide bool) []string {
+func printNode(n *corev1.Node, now time.Time, wide bool) metav1.TableRow {
 	var status []string
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -350,7 +450,8 @@ func nodeRow(n *corev1.Node, now time.Time, wide bool) []string {
 		roles = append(roles, r)
 	}
 	sort.Strings(roles)
-	row := []string{n.Name, strings.Join(status, ","), orNone(strings.Join(roles, ",")), age(n.CreationTimestamp, now), n.Status.NodeInfo.KubeletVersion}
+	row := metav1.TableRow{Object: runtime.RawExtension{Object: n}}
+	row.Cells = []any{n.Name, strings.Join(status, ","), orNone(strings.Join(roles, ",")), age(n.CreationTimestamp, now), n.Status.NodeInfo.KubeletVersion}
 	if !wide {
 		return row
 	}
@@ -367,8 +468,18 @@ func nodeRow(n *corev1.Node, now time.Time, wide bool) []string {
 	if info.Architecture != "" {
 		kernel += " (" + info.Architecture + ")"
 	}
-	return append(row, address(corev1.NodeInternalIP), address(corev1.NodeExternalIP),
+	row.Cells = append(row.Cells, address(corev1.NodeInternalIP), address(corev1.NodeExternalIP),
 		orUnknown(info.OSImage), kernel, orUnknown(info.ContainerRuntimeVersion))
+	return row
+}
+
+func layoutContainerCells(containers []corev1.Container) (names, images string) {
+	n := make([]string, len(containers))
+	i := make([]string, len(containers))
+	for k, c := range containers {
+		n[k], i[k] = c.Name, c.Image
+	}
+	return strings.Join(n, ","), strings.Join(i, ",")
 }
 
 func orNone(s string) string {
