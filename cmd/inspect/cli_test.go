@@ -239,53 +239,6 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 	}
 }
 
-func TestDiffJSON(t *testing.T) {
-	a := map[string]any{
-		"metadata": map[string]any{"labels": map[string]any{"app.kubernetes.io/name": "a", "tier": "web"}},
-		"spec":     map[string]any{"containers": []any{map[string]any{"image": "x:1"}, map[string]any{"image": "y:1"}}},
-		"n":        int64(1),
-	}
-	b := map[string]any{
-		"metadata": map[string]any{"labels": map[string]any{"app.kubernetes.io/name": "b", "new-label": "1"}},
-		"spec":     map[string]any{"containers": []any{map[string]any{"image": "x:2"}}},
-		"n":        1.5,
-	}
-	var got []string
-	for _, c := range diffJSON(nil, a, b, nil) {
-		got = append(got, formatPath(c.path)+": "+formatValue(c.old, c.hasOld)+" -> "+formatValue(c.new, c.hasNew))
-	}
-	want := []string{
-		`metadata.labels["app.kubernetes.io/name"]: "a" -> "b"`,
-		`metadata.labels.new-label: (absent) -> "1"`,
-		`metadata.labels.tier: "web" -> (absent)`,
-		`n: 1 -> 1.5`,
-		`spec.containers[0].image: "x:1" -> "x:2"`,
-		`spec.containers[1]: {"image":"y:1"} -> (absent)`,
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("diff:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
-func TestRedactAt(t *testing.T) {
-	for _, tt := range []struct {
-		path []any
-		v    any
-		want any
-	}{
-		{[]any{"data", "password"}, "czNjcjN0", "<redacted: 6 bytes>"},
-		{[]any{"data"}, map[string]any{"k": "YQ=="}, map[string]any{"k": "<redacted: 1 bytes>"}},
-		{[]any{"stringData", "token"}, "abc", "<redacted: 3 bytes>"},
-		{[]any{"metadata", "annotations", lastApplied}, "{}", "<redacted: 2 bytes>"},
-		{[]any{"metadata", "labels", "app"}, "web", "web"},
-		{[]any{"type"}, "Opaque", "Opaque"},
-	} {
-		if got := redactAt(tt.path, tt.v); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("redactAt(%v, %v) = %v, want %v", tt.path, tt.v, got, tt.want)
-		}
-	}
-}
-
 // TestTableOfUnstructured checks that objects of a dynamic informer get
 // their kind's kubectl table, like typed ones.
 func TestTableOfUnstructured(t *testing.T) {

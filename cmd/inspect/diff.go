@@ -6,9 +6,12 @@ import (
 	"io"
 	"reflect"
 	"sort"
+	"strings"
 
+	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
 
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -23,7 +26,7 @@ type diffOptions struct {
 }
 
 func (o *diffOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.show, "show", false, "Show the changed fields of each changed object (Secret values stay redacted unless --show-secrets).")
+	fs.BoolVar(&o.show, "show", false, "Show a unified diff of the YAML of each changed object (Secret values stay redacted unless --show-secrets).")
 }
 
 func newDiffCommand(g *globalOptions) *cobra.Command {
@@ -33,7 +36,7 @@ func newDiffCommand(g *globalOptions) *cobra.Command {
 		Short: "Show the keys added, removed and changed between two cache files",
 		Long: `Compare two cache files (say, snapshots taken before and after an incident)
 collection by collection: the objects only in FILE_B (+), only in FILE_A (-)
-and changed (~), with --show the changed fields as JSON paths.
+and changed (~), with --show a unified diff of each changed object's YAML.
 
 An object is changed when its content differs; one that was only re-encoded
 is not. Collections are matched by name. diff exits 0 when the files hold the
@@ -227,7 +230,9 @@ func (o *diffOptions) diffCollection(a, b *cacheFile, ca, cb *collection) ([]key
 }
 
 // compare decodes one key's records from both files and returns whether
-// their contents are equal and, with --show, the changed fields.
+// their contents are equal and, with --show, a unified diff of their YAML.
+// YAML, as kubectl diff shows objects: an inserted list element (a
+// container, say) is a few added lines, not every later element changed.
 func (o *diffOptions) compare(a, b *cacheFile, ca, cb *collection, key string, recA, recB []byte) ([]string, bool, error) {
 	objA, err := a.decode(ca, key, recA)
 	if err != nil {
@@ -251,18 +256,47 @@ func (o *diffOptions) compare(a, b *cacheFile, ca, cb *collection, key string, r
 	if !o.show {
 		return nil, false, nil
 	}
-	redact := !o.g.showSecrets && (isSecret(objA.GVK) || isSecret(objB.GVK))
+	hiddenChange := false
+	if !o.g.showSecrets && (isSecret(objA.GVK) || isSecret(objB.GVK)) {
+		rawDiffer := !reflect.DeepEqual(secretValues(mA), secretValues(mB))
+		redactSecret(mA)
+		redactSecret(mB)
+		hiddenChange = rawDiffer && reflect.DeepEqual(secretValues(mA), secretValues(mB))
+	}
+	yA, err := yaml.Marshal(mA)
+	if err != nil {
+		return nil, false, fmt.Errorf("key %q: %w", key, err)
+	}
+	yB, err := yaml.Marshal(mB)
+	if err != nil {
+		return nil, false, fmt.Errorf("key %q: %w", key, err)
+	}
+	// No file names: the header of diff's output names both files.
+	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A:       difflib.SplitLines(strings.TrimSuffix(string(yA), "\n")),
+		B:       difflib.SplitLines(strings.TrimSuffix(string(yB), "\n")),
+		Context: 3,
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("key %q: %w", key, err)
+	}
 	var lines []string
-	for _, c := range diffJSON(nil, mA, mB, nil) {
-		oldV, newV := c.old, c.new
-		if redact {
-			oldV, newV = redactAt(c.path, oldV), redactAt(c.path, newV)
-		}
-		line := fmt.Sprintf("%s: %s -> %s", formatPath(c.path), formatValue(oldV, c.hasOld), formatValue(newV, c.hasNew))
-		if redact && reflect.DeepEqual(oldV, newV) {
-			line += " (values differ; --show-secrets shows them)"
-		}
-		lines = append(lines, line)
+	if text != "" {
+		lines = strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	}
+	if hiddenChange {
+		lines = append(lines, "(redacted Secret values differ, with the same sizes; --show-secrets shows them)")
 	}
 	return lines, false, nil
+}
+
+// secretValues returns what redactSecret redacts in m, for comparison.
+func secretValues(m map[string]any) []any {
+	var annotation any
+	if md, ok := m["metadata"].(map[string]any); ok {
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			annotation = ann[lastApplied]
+		}
+	}
+	return []any{m["data"], m["stringData"], annotation}
 }

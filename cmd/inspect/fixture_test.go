@@ -54,6 +54,7 @@ type fixtureCollection struct {
 func fixtureCollections(variant int) []fixtureCollection {
 	pods := []any{fixture.Pod(0), fixture.Pod(1), crashingPod(), pendingPod()}
 	secrets := []any{secret()}
+	deployments := []any{fixture.Deployment(0), rollingDeployment()}
 	if variant == 1 {
 		p1 := fixture.Pod(1)
 		p1.ResourceVersion = "48213901"
@@ -72,6 +73,15 @@ func fixtureCollections(variant int) []fixtureCollection {
 		s.ResourceVersion = "48150002"
 		s.Data["password"] = []byte("n3w-pa55wd!") // same length as the old one
 		secrets = []any{s}
+		// A sidecar inserted before the two containers of checkout-api-0:
+		// diff shows the inserted lines, not every later container changed.
+		d0 := fixture.Deployment(0)
+		d0.ResourceVersion = "48200101"
+		d0.Spec.Template.Spec.Containers = append([]corev1.Container{{
+			Name: "log-shipper", Image: "registry.example.com/platform/log-shipper:0.9.2",
+			Args: []string{"--source=/var/log/app", "--sink=otlp://collector.observability:4317"},
+		}}, d0.Spec.Template.Spec.Containers...)
+		deployments = []any{d0, rollingDeployment()}
 	}
 	colls := []fixtureCollection{
 		{
@@ -90,7 +100,7 @@ func fixtureCollections(variant int) []fixtureCollection {
 			name:        "deployments",
 			description: map[string]string{"resource": "deployments", "group": "apps", "version": "v1", "kind": "Deployment"},
 			indexers:    namespaceIndex,
-			objects:     []any{fixture.Deployment(0), rollingDeployment()},
+			objects:     deployments,
 		},
 		{
 			name:        "nodes",

@@ -213,6 +213,7 @@ func TestGolden(t *testing.T) {
 		{"export-filtered", []string{"export", "deployments", "secrets", "-f", file, "-n", "storefront", "--keep-server-fields"}, 0},
 		{"diff", []string{"diff", file, laterFixtureFile(t)}, 1},
 		{"diff-show", []string{"diff", file, laterFixtureFile(t), "--show"}, 1},
+		{"diff-inserted-container", []string{"diff", file, laterFixtureFile(t), "deployments", "--show"}, 1},
 		{"diff-same", []string{"diff", file, file, "pods", "secrets"}, 0},
 	}
 	for _, tt := range tests {
