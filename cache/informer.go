@@ -693,9 +693,7 @@ func (s *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler
 			}
 		}
 	}
-	listener := processor.NewListener(logger, handler, resyncPeriod,
-		processor.DetermineResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod),
-		s.clock.Now(), processor.InitialBufferSize, s.HasSyncedChecker())
+	listener := processor.NewListener(handler, processor.ListenerOptions{Logger: logger, RequestedResyncPeriod: resyncPeriod, ResyncPeriod: processor.DetermineResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod), Now: s.clock.Now(), UpstreamHasSynced: s.HasSyncedChecker()})
 	if !s.started {
 		// The processor may already run (RunWithContext starts it before it
 		// marks the informer started); then it will not start this

@@ -57,25 +57,64 @@ type Listener struct {
 
 var _ cache.ResourceEventHandlerRegistration = (*Listener)(nil)
 
-// NewListener returns a listener for handler. upstreamHasSynced is the
-// informer's own sync signal.
-func NewListener(logger klog.Logger, handler cache.ResourceEventHandler, requestedResyncPeriod, resyncPeriod time.Duration, now time.Time, bufferSize int, upstreamHasSynced cache.DoneChecker) *Listener {
+// ListenerOptions configures NewListener.
+type ListenerOptions struct {
+	// Logger logs the handler's panics and slow calls. The zero value means
+	// klog.Background().
+	Logger klog.Logger
+
+	// RequestedResyncPeriod is the resync period the handler asked for
+	// (after the informer's minimum is applied); ResyncPeriod is the one that
+	// applies: zero when the informer does not resync. See
+	// DetermineResyncPeriod. Zero means no resyncs.
+	RequestedResyncPeriod time.Duration
+	ResyncPeriod          time.Duration
+
+	// Now is the time the first resync is counted from. The zero value
+	// means time.Now().
+	Now time.Time
+
+	// BufferSize is the initial capacity of the notification buffer, which
+	// grows without bound. Zero means InitialBufferSize.
+	BufferSize int
+
+	// UpstreamHasSynced is the informer's own sync signal: the listener has
+	// synced once it has and the handler has handled every initial-list add.
+	// Required.
+	UpstreamHasSynced cache.DoneChecker
+}
+
+// NewListener returns a listener that relays notifications to handler. It
+// panics if opts.UpstreamHasSynced is nil.
+func NewListener(handler cache.ResourceEventHandler, opts ListenerOptions) *Listener {
+	if opts.UpstreamHasSynced == nil {
+		panic("processor.NewListener: ListenerOptions.UpstreamHasSynced is nil")
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = klog.Background()
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	if opts.BufferSize <= 0 {
+		opts.BufferSize = InitialBufferSize
+	}
 	name := nameForHandler(handler)
 	l := &Listener{
-		logger:                logger,
+		logger:                opts.Logger,
 		nextCh:                make(chan interface{}),
 		addCh:                 make(chan interface{}),
 		done:                  make(chan struct{}),
 		runFinished:           make(chan struct{}),
-		upstreamHasSynced:     upstreamHasSynced,
+		upstreamHasSynced:     opts.UpstreamHasSynced,
 		handler:               handler,
 		handlerName:           name,
-		syncTracker:           synctrack.NewSingleFileTracker(fmt.Sprintf("%s + event handler %s", upstreamHasSynced.Name(), name)),
-		pending:               *buffer.NewRingGrowing(bufferSize),
-		requestedResyncPeriod: requestedResyncPeriod,
-		resyncPeriod:          resyncPeriod,
+		syncTracker:           synctrack.NewSingleFileTracker(fmt.Sprintf("%s + event handler %s", opts.UpstreamHasSynced.Name(), name)),
+		pending:               *buffer.NewRingGrowing(opts.BufferSize),
+		requestedResyncPeriod: opts.RequestedResyncPeriod,
+		resyncPeriod:          opts.ResyncPeriod,
 	}
-	l.determineNextResync(now)
+	l.determineNextResync(opts.Now)
 	return l
 }
 

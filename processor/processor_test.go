@@ -65,8 +65,8 @@ func TestDeliveryIsInOrderAndUnboundedPerListener(t *testing.T) {
 	up := newUpstream()
 	slow := &recorder{gate: make(chan struct{})}
 	fast := &recorder{}
-	ls := NewListener(klog.Background(), slow, 0, 0, time.Now(), 1, up)
-	lf := NewListener(klog.Background(), fast, 0, 0, time.Now(), 1, up)
+	ls := NewListener(slow, ListenerOptions{Now: time.Now(), BufferSize: 1, UpstreamHasSynced: up})
+	lf := NewListener(fast, ListenerOptions{Now: time.Now(), BufferSize: 1, UpstreamHasSynced: up})
 	p.AddListener(ls)
 	p.AddListener(lf)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -107,7 +107,7 @@ func TestListenerSyncedAfterUpstreamAndInitialAdds(t *testing.T) {
 	p := New(testingclock.NewFakeClock(time.Now()))
 	up := newUpstream()
 	r := &recorder{gate: make(chan struct{})}
-	l := NewListener(klog.Background(), r, 0, 0, time.Now(), 1, up)
+	l := NewListener(r, ListenerOptions{Now: time.Now(), BufferSize: 1, UpstreamHasSynced: up})
 	p.AddListener(l)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -139,8 +139,8 @@ func TestResyncGoesOnlyToDueListeners(t *testing.T) {
 	up := newUpstream()
 	every := &recorder{}
 	never := &recorder{}
-	le := NewListener(klog.Background(), every, 10*time.Second, 10*time.Second, clk.Now(), 1, up)
-	ln := NewListener(klog.Background(), never, 0, 0, clk.Now(), 1, up)
+	le := NewListener(every, ListenerOptions{RequestedResyncPeriod: 10 * time.Second, ResyncPeriod: 10 * time.Second, Now: clk.Now(), BufferSize: 1, UpstreamHasSynced: up})
+	ln := NewListener(never, ListenerOptions{Now: clk.Now(), BufferSize: 1, UpstreamHasSynced: up})
 	p.AddListener(le)
 	p.AddListener(ln)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -170,7 +170,7 @@ func TestRemoveListenerStopsIt(t *testing.T) {
 	p := New(testingclock.NewFakeClock(time.Now()))
 	up := newUpstream()
 	r := &recorder{}
-	l := NewListener(klog.Background(), r, 0, 0, time.Now(), 1, up)
+	l := NewListener(r, ListenerOptions{Now: time.Now(), BufferSize: 1, UpstreamHasSynced: up})
 	p.AddListener(l)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -234,8 +234,8 @@ func TestSelectResyncingListeners(t *testing.T) {
 	p := New(clk)
 	up := newUpstream()
 	resyncing, plain := &recorder{}, &recorder{}
-	p.AddListener(NewListener(klog.Background(), resyncing, time.Minute, time.Minute, clk.Now(), 1, up))
-	p.AddListener(NewListener(klog.Background(), plain, 0, 0, clk.Now(), 1, up))
+	p.AddListener(NewListener(resyncing, ListenerOptions{RequestedResyncPeriod: time.Minute, ResyncPeriod: time.Minute, Now: clk.Now(), BufferSize: 1, UpstreamHasSynced: up}))
+	p.AddListener(NewListener(plain, ListenerOptions{Now: clk.Now(), BufferSize: 1, UpstreamHasSynced: up}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go p.Run(ctx)
