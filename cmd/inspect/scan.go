@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -56,11 +58,71 @@ func (f *cacheFile) scan(c *collection, opts scanOptions, fn func(*object) error
 		}
 		return false
 	}
+	if _, ok := c.Indexes[cache.NamespaceIndex]; ok && opts.namespace != "" {
+		return f.scanNamespace(c, opts, keyMatch, fn)
+	}
 	n, bad, err := f.scanPass(c, opts, keyMatch, fn)
 	if err == nil && n == 0 && (opts.namespace != "" || len(opts.names) > 0) {
 		return f.scanPass(c, opts, nil, fn)
 	}
 	return n, bad, err
+}
+
+// scanNamespace is scan through the collection's namespace index (client-go's
+// cache.NamespaceIndex, which informers' listers use): it reads only the
+// records of the namespace and of cluster-scoped objects (indexed under ""),
+// however large the collection.
+func (f *cacheFile) scanNamespace(c *collection, opts scanOptions, keyMatch func(string) bool, fn func(*object) error) (int, []undecodable, error) {
+	coll, err := f.db.Collection(c.Name, persist.CollectionOptions{CacheObjects: 1})
+	if err != nil {
+		return 0, nil, err
+	}
+	var keys []string
+	for _, ns := range []string{opts.namespace, ""} {
+		k, err := coll.IndexKeys(cache.NamespaceIndex, ns)
+		if err != nil {
+			return 0, nil, err
+		}
+		keys = append(keys, k...)
+	}
+	sort.Strings(keys)
+	matched := 0
+	var bad []undecodable
+	err = f.db.RawView(c.Name, func(r *persist.RawCollection) error {
+		next := 0
+		return f.decodeRecords(c, func(yield func(key string, rec []byte) error) error {
+			for ; next < len(keys); next++ {
+				key := keys[next]
+				opts.progress.add(1)
+				if !keyMatch(key) {
+					continue
+				}
+				rec, err := r.Record(key)
+				if err != nil {
+					return err
+				}
+				if rec == nil {
+					bad = append(bad, undecodable{key, fmt.Errorf("indexed under namespace %q but not stored (run 'inspect verify')", opts.namespace)})
+					continue
+				}
+				if err := yield(key, rec); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, nil, func(key string, _ []byte, o *object, err error) error {
+			if err != nil {
+				bad = append(bad, undecodable{key, err})
+				return nil
+			}
+			if !opts.selects(o) {
+				return nil
+			}
+			matched++
+			return fn(o)
+		})
+	})
+	return matched, bad, err
 }
 
 func (f *cacheFile) scanPass(c *collection, opts scanOptions, keyMatch func(string) bool, fn func(*object) error) (int, []undecodable, error) {
@@ -71,7 +133,7 @@ func (f *cacheFile) scanPass(c *collection, opts scanOptions, keyMatch func(stri
 		return keyMatch == nil || keyMatch(key)
 	}
 	err := f.db.RawView(c.Name, func(r *persist.RawCollection) error {
-		return f.decodeRecords(c, r, keep, func(key string, _ []byte, o *object, err error) error {
+		return f.decodeRecords(c, r.ForEachRecord, keep, func(key string, _ []byte, o *object, err error) error {
 			if err != nil {
 				bad = append(bad, undecodable{key, err})
 				return nil
@@ -89,12 +151,13 @@ func (f *cacheFile) scanPass(c *collection, opts scanOptions, keyMatch func(stri
 // decodeBatch is how many records decodeRecords decodes in parallel at a time.
 const decodeBatch = 512
 
-// decodeRecords decodes the records of c for which keep (if not nil)
+// decodeRecords decodes the records that records yields (in key order) for
+// which keep (if not nil)
 // returns true, using every CPU, and calls fn for each in key order from the
 // calling goroutine, with the record (valid until fn returns) and the
 // decoded object or the decoding error. Decoding dominates reading large
 // files, and protobuf decoding scales with cores.
-func (f *cacheFile) decodeRecords(c *collection, r *persist.RawCollection, keep func(key string) bool, fn func(key string, rec []byte, o *object, err error) error) error {
+func (f *cacheFile) decodeRecords(c *collection, records func(yield func(key string, rec []byte) error) error, keep func(key string) bool, fn func(key string, rec []byte, o *object, err error) error) error {
 	type item struct {
 		key string
 		rec []byte
@@ -124,7 +187,7 @@ func (f *cacheFile) decodeRecords(c *collection, r *persist.RawCollection, keep 
 		items = items[:0]
 		return nil
 	}
-	err := r.ForEachRecord(func(key string, rec []byte) error {
+	err := records(func(key string, rec []byte) error {
 		if keep != nil && !keep(key) {
 			return nil
 		}

@@ -183,7 +183,7 @@ func (v *verifier) checkCollection(c *collection) error {
 // checkRecords decodes every record of the collection.
 func (v *verifier) checkRecords(c *collection, r *persist.RawCollection) (int, error) {
 	n := 0
-	err := v.f.decodeRecords(c, r, nil, func(key string, rec []byte, o *object, err error) error {
+	err := v.f.decodeRecords(c, r.ForEachRecord, nil, func(key string, rec []byte, o *object, err error) error {
 		n++
 		v.records++
 		v.progress.add(1)
