@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
@@ -90,8 +90,11 @@ func TestDiskFullChild(t *testing.T) {
 
 	// The disk is full: nothing may be written past the pages in use (bbolt
 	// preallocates the file, so its size is no limit).
-	var used int64
-	_ = db.Bolt().View(func(tx *bolt.Tx) error { used = tx.Size(); return nil })
+	// A snapshot is exactly the pages below bbolt's high-water mark.
+	used, err := db.Snapshot(io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
 	setFileSizeLimit(t, uint64(used))
 	const n = 3000
 	for i := 10; i < 10+n; i++ {

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 )
 
 // protoMessage is the subset of the gogo-generated methods every type in
@@ -59,15 +61,15 @@ func (c *Codec) Encode(obj runtime.Object) ([]byte, error) {
 	if tm, isTM := obj.GetObjectKind().(*metav1.TypeMeta); isTM {
 		apiVersion, kind = tm.APIVersion, tm.Kind
 	}
-	h := Header{ResourceVersion: rv, APIVersion: apiVersion, Kind: kind}
+	h := format.Header{ResourceVersion: rv, APIVersion: apiVersion, Kind: kind}
 
 	if u, isU := obj.(*unstructured.Unstructured); isU {
-		h.Encoding = EncodingUnstructured
+		h.Encoding = format.EncodingUnstructured
 		data, err := encodeContent(u.Object)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %T: %v", ErrUnencodable, obj, err)
 		}
-		return appendRecord(h, len(data), func(p []byte) error { copy(p, data); return nil })
+		return format.AppendRecord(h, len(data), func(p []byte) error { copy(p, data); return nil })
 	}
 
 	typ, err := c.typeOf(obj)
@@ -76,9 +78,9 @@ func (c *Codec) Encode(obj runtime.Object) ([]byte, error) {
 	}
 	h.Type = typ
 	if pm, isPM := obj.(protoMessage); isPM {
-		h.Encoding = EncodingProtobuf
+		h.Encoding = format.EncodingProtobuf
 		n := pm.Size()
-		rec, err := appendRecord(h, n, func(p []byte) error {
+		rec, err := format.AppendRecord(h, n, func(p []byte) error {
 			written, err := pm.MarshalToSizedBuffer(p)
 			if err == nil && written != n {
 				err = fmt.Errorf("protobuf wrote %d bytes, Size said %d", written, n)
@@ -90,12 +92,12 @@ func (c *Codec) Encode(obj runtime.Object) ([]byte, error) {
 		}
 		return rec, nil
 	}
-	h.Encoding = EncodingJSON
+	h.Encoding = format.EncodingJSON
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %T: %v", ErrUnencodable, obj, err)
 	}
-	return appendRecord(h, len(data), func(p []byte) error { copy(p, data); return nil })
+	return format.AppendRecord(h, len(data), func(p []byte) error { copy(p, data); return nil })
 }
 
 // typeOf returns the scheme kind string of obj's Go type.
@@ -120,16 +122,16 @@ func (c *Codec) typeOf(obj runtime.Object) (string, error) {
 // Decode returns a new object decoded from record. The object does not alias
 // record, so record may be memory owned by a bbolt transaction.
 func (c *Codec) Decode(record []byte) (runtime.Object, error) {
-	h, payload, err := ReadHeader(record)
+	h, payload, err := format.ReadHeader(record)
 	if err != nil {
 		return nil, err
 	}
-	return c.DecodePayload(h, payload)
+	return c.decodePayload(h, payload)
 }
 
-// DecodePayload decodes a payload returned by ReadHeader.
-func (c *Codec) DecodePayload(h Header, payload []byte) (runtime.Object, error) {
-	if h.Encoding == EncodingUnstructured {
+// decodePayload decodes the payload of a record whose header is h.
+func (c *Codec) decodePayload(h format.Header, payload []byte) (runtime.Object, error) {
+	if h.Encoding == format.EncodingUnstructured {
 		content, err := decodeContent(payload)
 		if err != nil {
 			return nil, fmt.Errorf("%w: unstructured payload: %v", ErrCorruptRecord, err)
@@ -141,7 +143,7 @@ func (c *Codec) DecodePayload(h Header, payload []byte) (runtime.Object, error) 
 		return nil, err
 	}
 	switch h.Encoding {
-	case EncodingProtobuf:
+	case format.EncodingProtobuf:
 		pm, ok := obj.(protoMessage)
 		if !ok {
 			return nil, fmt.Errorf("%w: %s was stored as protobuf but %T has no protobuf methods", ErrCorruptRecord, h.Type, obj)
@@ -149,7 +151,7 @@ func (c *Codec) DecodePayload(h Header, payload []byte) (runtime.Object, error) 
 		if err := pm.Unmarshal(payload); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrCorruptRecord, h.Type, err)
 		}
-	case EncodingJSON:
+	case format.EncodingJSON:
 		if err := json.Unmarshal(payload, obj); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrCorruptRecord, h.Type, err)
 		}

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/randfill"
 
 	"github.com/boltinformer/boltinformer/internal/fixture"
+	"github.com/boltinformer/boltinformer/internal/format"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -294,11 +295,11 @@ func TestCodecTypeMeta(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%#v: Encode: %v", tm, err)
 		}
-		h, _, err := persist.ReadHeader(rec)
+		h, _, err := format.ReadHeader(rec)
 		if err != nil {
 			t.Fatalf("%#v: ReadHeader: %v", tm, err)
 		}
-		if h.APIVersion != tm.APIVersion || h.Kind != tm.Kind || h.Type != "/v1, Kind=Pod" || h.Encoding != persist.EncodingProtobuf {
+		if h.APIVersion != tm.APIVersion || h.Kind != tm.Kind || h.Type != "/v1, Kind=Pod" || h.Encoding != format.EncodingProtobuf {
 			t.Errorf("%#v: header %+v", tm, h)
 		}
 		obj, err := codec.Decode(rec)
@@ -472,8 +473,8 @@ func checkUnstructuredRoundTrip(t *testing.T, codec *persist.Codec, u *unstructu
 			t.Errorf("%s: Encode altered its input:\n%s", what, objectDiff(want, u.Object))
 			return
 		}
-		h, _, err := persist.ReadHeader(rec)
-		if err != nil || h.Encoding != persist.EncodingUnstructured || h.ResourceVersion != u.GetResourceVersion() ||
+		h, _, err := format.ReadHeader(rec)
+		if err != nil || h.Encoding != format.EncodingUnstructured || h.ResourceVersion != u.GetResourceVersion() ||
 			h.APIVersion != u.GetAPIVersion() || h.Kind != u.GetKind() || h.Type != "" {
 			t.Errorf("%s: ReadHeader = %+v, %v", what, h, err)
 		}
@@ -655,7 +656,7 @@ func TestCodecErrors(t *testing.T) {
 					if !errors.Is(err, persist.ErrCorruptRecord) {
 						t.Errorf("Decode(%s[:%d]) = %T, %v; want ErrCorruptRecord", name, n, obj, err)
 					}
-					if _, _, err := persist.ReadHeader(tr); !errors.Is(err, persist.ErrCorruptRecord) {
+					if _, _, err := format.ReadHeader(tr); !errors.Is(err, persist.ErrCorruptRecord) {
 						t.Errorf("ReadHeader(%s[:%d]) = %v; want ErrCorruptRecord", name, n, err)
 					}
 					// ReadResourceVersion reads two fields only; a prefix that

@@ -13,21 +13,23 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 )
 
 // Bucket layout of one collection, below bucketCollections/<name>:
 //
 //	meta/     rv, committed, created, description, indexes
 //	objects/  key -> record
-//	indexes/  <index name>/{byValue,byKey} (see indexkey.go)
+//	indexes/  <index name>/{byValue,byKey} (see internal/format)
 var (
-	bucketCollMeta  = []byte("meta")
-	bucketObjects   = []byte("objects")
-	bucketIndexes   = []byte("indexes")
-	keyRV           = []byte("rv")
-	keyCommitted    = []byte("committed")
-	keyDescription  = []byte("description")
-	keyIndexVersion = []byte("indexes")
+	bucketCollMeta  = format.CollMetaBucket
+	bucketObjects   = format.ObjectsBucket
+	bucketIndexes   = format.IndexesBucket
+	keyRV           = format.RVKey
+	keyCommitted    = format.CommittedKey
+	keyDescription  = format.DescriptionKey
+	keyIndexVersion = format.IndexVersionsKey
 )
 
 // IndexValuesFunc computes the values of the named index for obj. It is how a

@@ -19,13 +19,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -409,22 +408,21 @@ func verifyCrashFile(t *testing.T, path string, round, prevR int, model crashMod
 		t.Helper()
 		t.Fatalf("round %d: "+format, append([]any{round}, args...)...)
 	}
-	db, err := persist.Open(path, persist.Options{ReadOnly: true, Scheme: scheme.Scheme, LockTimeout: 10 * time.Second})
+	file, err := inspectfile.Open(path, inspectfile.Options{Scheme: scheme.Scheme, LockTimeout: 10 * time.Second})
 	if err != nil {
 		fatal("open after kill: %v", err)
 	}
 	defer func() {
-		if err := db.Close(); err != nil {
+		if err := file.Close(); err != nil {
 			t.Errorf("round %d: close: %v", round, err)
 		}
 	}()
-	if err := db.Bolt().View(func(tx *bolt.Tx) error {
-		var errs []error
-		for err := range tx.Check() {
-			errs = append(errs, err)
-		}
-		return errors.Join(errs...)
-	}); err != nil {
+	db := file.DB()
+	var checkErrs []error
+	if err := file.Check(func(err error) { checkErrs = append(checkErrs, err) }); err != nil {
+		fatal("bbolt check: %v", err)
+	}
+	if err := errors.Join(checkErrs...); err != nil {
 		fatal("bbolt check: %v", err)
 	}
 
@@ -528,23 +526,14 @@ func verifyCrashFile(t *testing.T, path string, round, prevR int, model crashMod
 
 	// Index, its reverse half (byKey) straight from the file: commits read it
 	// to remove a key's old entries, so a stale one would corrupt later rounds.
-	err = db.Bolt().View(func(tx *bolt.Tx) error {
-		ib := tx.Bucket([]byte("collections")).Bucket([]byte(crashCollection)).Bucket([]byte("indexes")).Bucket([]byte(crashIndex))
-		if ib == nil {
-			return errors.New("index bucket missing")
-		}
-		byKey := ib.Bucket([]byte("byKey"))
-		if byKey == nil {
-			return errors.New("byKey bucket missing")
-		}
+	err = file.View(crashCollection, func(c *inspectfile.Collection) error {
 		n := 0
-		if err := byKey.ForEach(func(k, raw []byte) error {
+		if err := c.ForEachIndexedKey(crashIndex, func(k string, vals []string, err error) error {
 			n++
-			var vals []string
-			if err := msgpack.Unmarshal(raw, &vals); err != nil {
+			if err != nil {
 				return fmt.Errorf("byKey %s: %v", k, err)
 			}
-			o, ok := model[string(k)]
+			o, ok := model[k]
 			if !ok || o.label == "" || !reflect.DeepEqual(vals, []string{o.label}) {
 				return fmt.Errorf("byKey %s = %v, model object %+v (present %v)", k, vals, o, ok)
 			}
@@ -559,12 +548,15 @@ func verifyCrashFile(t *testing.T, path string, round, prevR int, model crashMod
 		if n != labeled {
 			return fmt.Errorf("byKey has %d entries, model has %d labeled objects", n, labeled)
 		}
-		byValue := ib.Bucket([]byte("byValue"))
-		if byValue == nil {
-			return errors.New("byValue bucket missing")
+		entries := 0
+		if err := c.ForEachIndexEntry(crashIndex, func(_, _ string, _ []byte, err error) error {
+			entries++
+			return err
+		}); err != nil {
+			return err
 		}
-		if got := byValue.Stats().KeyN; got != labeled {
-			return fmt.Errorf("byValue has %d entries, model has %d labeled objects", got, labeled)
+		if entries != labeled {
+			return fmt.Errorf("byValue has %d entries, model has %d labeled objects", entries, labeled)
 		}
 		return nil
 	})

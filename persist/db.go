@@ -17,6 +17,8 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 )
 
 // schemaVersion is the on-disk layout version written at creation. A file
@@ -32,10 +34,10 @@ const (
 )
 
 var (
-	bucketMeta        = []byte("boltinformer")
-	bucketCollections = []byte("collections")
-	keySchema         = []byte("schema")
-	keyCreated        = []byte("created")
+	bucketMeta        = format.MetaBucket
+	bucketCollections = format.CollectionsBucket
+	keySchema         = format.SchemaKey
+	keyCreated        = format.CreatedKey
 )
 
 // Options configures Open. Every field's zero value is a usable default.
@@ -279,9 +281,6 @@ func (db *DB) MovedAside() string { return db.movedAside }
 
 // Path returns the file's path.
 func (db *DB) Path() string { return db.path }
-
-// Codec returns the codec records are written with.
-func (db *DB) Codec() *Codec { return db.codec }
 
 // AddCommitObserver calls fn after every commit attempt that wrote changes
 // or failed, until the returned function is called. fn runs on the commit
@@ -554,8 +553,3 @@ func (db *DB) SnapshotFile(ctx context.Context, path string) error {
 	}
 	return os.Rename(tmp.Name(), path)
 }
-
-// Bolt returns the underlying bbolt database for read-only inspection
-// (statistics, consistency checks). Writing through it bypasses the group
-// commit and the layers and is not supported.
-func (db *DB) Bolt() *bolt.DB { return db.bolt }

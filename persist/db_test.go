@@ -3,6 +3,7 @@ package persist_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -345,8 +346,12 @@ func TestTruncatedFileIsDetectedAndCanBeMovedAside(t *testing.T) {
 	}
 	// The file is preallocated past its last page: only cuts below the
 	// pages in use lose data.
-	var used int
-	_ = db.Bolt().View(func(tx *bolt.Tx) error { used = int(tx.Size()); return nil })
+	// A snapshot is exactly the pages below bbolt's high-water mark.
+	n, err := db.Snapshot(io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := int(n)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

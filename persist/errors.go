@@ -1,6 +1,10 @@
 package persist
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/boltinformer/boltinformer/internal/format"
+)
 
 // Errors returned by this package. Callers test them with errors.Is; the
 // returned errors wrap them with the file, collection or key at fault.
@@ -20,7 +24,7 @@ var (
 	ErrCorrupt = errors.New("cache file is corrupt")
 
 	// ErrCorruptRecord means a stored record could not be decoded.
-	ErrCorruptRecord = errors.New("corrupt record")
+	ErrCorruptRecord = format.ErrCorruptRecord
 
 	// ErrUnencodable means an object could not be encoded; nothing was applied.
 	ErrUnencodable = errors.New("object cannot be encoded")

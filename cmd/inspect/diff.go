@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
-	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/internal/inspectfile"
 )
 
 type diffOptions struct {
@@ -188,8 +188,8 @@ func (o *diffOptions) collectionNames(a, b *cacheFile) ([]string, error) {
 func (o *diffOptions) diffCollection(a, b *cacheFile, ca, cb *collection) ([]keyChange, int, error) {
 	var changes []keyChange
 	unchanged := 0
-	err := a.db.RawView(ca.Name, func(ra *persist.RawCollection) error {
-		return b.db.RawView(cb.Name, func(rb *persist.RawCollection) error {
+	err := a.file.View(ca.Name, func(ra *inspectfile.Collection) error {
+		return b.file.View(cb.Name, func(rb *inspectfile.Collection) error {
 			err := rb.ForEachRecord(func(key string, recB []byte) error {
 				recA, err := ra.Record(key)
 				if err != nil {

@@ -20,6 +20,7 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/fixture"
+	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -321,15 +322,15 @@ func fixtureFile(t testing.TB) string {
 		writeFixture(t, fixtures.b, 1)
 		fixtures.volatile = map[string]string{fixtures.dir: "$DIR"}
 		for _, path := range []string{fixtures.a, fixtures.b} {
-			db, err := persist.Open(path, persist.Options{ReadOnly: true, Scheme: scheme.Scheme})
+			db, err := inspectfile.Open(path, inspectfile.Options{Scheme: scheme.Scheme})
 			if err != nil {
 				t.Fatal(err)
 			}
-			infos, err := db.Collections()
+			infos, err := db.DB().Collections()
 			if err != nil {
 				t.Fatal(err)
 			}
-			fs, err := db.FileStats()
+			fs, err := db.Stats()
 			if err != nil {
 				t.Fatal(err)
 			}

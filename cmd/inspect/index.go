@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -110,7 +111,7 @@ type indexCounts struct {
 	keys    map[string]int
 }
 
-func countIndex(r *persist.RawCollection, index string) (indexCounts, error) {
+func countIndex(r *inspectfile.Collection, index string) (indexCounts, error) {
 	ic := indexCounts{keys: map[string]int{}}
 	err := r.ForEachIndexEntry(index, func(value, _ string, raw []byte, err error) error {
 		if err != nil {
@@ -129,7 +130,7 @@ func countIndex(r *persist.RawCollection, index string) (indexCounts, error) {
 func (o *indexOptions) listIndexes(out io.Writer, f *cacheFile, c *collection) error {
 	w := tabwriter.NewWriter(out, 6, 4, 3, ' ', 0)
 	fmt.Fprintln(w, "INDEX\tVALUES\tENTRIES\tVERSION")
-	err := f.db.RawView(c.Name, func(r *persist.RawCollection) error {
+	err := f.file.View(c.Name, func(r *inspectfile.Collection) error {
 		for _, name := range c.indexNames() {
 			ic, err := countIndex(r, name)
 			if err != nil {
@@ -148,7 +149,7 @@ func (o *indexOptions) listIndexes(out io.Writer, f *cacheFile, c *collection) e
 func (o *indexOptions) listValues(out io.Writer, f *cacheFile, c *collection) error {
 	w := tabwriter.NewWriter(out, 6, 4, 3, ' ', 0)
 	fmt.Fprintln(w, "VALUE\tKEYS")
-	err := f.db.RawView(c.Name, func(r *persist.RawCollection) error {
+	err := f.file.View(c.Name, func(r *inspectfile.Collection) error {
 		ic, err := countIndex(r, o.index)
 		if err != nil {
 			return err
@@ -195,7 +196,7 @@ func (o *indexOptions) listObjects(out, errOut io.Writer, f *cacheFile, c *colle
 		return err
 	}
 	var bad []undecodable
-	err = f.db.RawView(c.Name, func(r *persist.RawCollection) error {
+	err = f.file.View(c.Name, func(r *inspectfile.Collection) error {
 		for _, k := range keys {
 			rec, err := r.Record(k)
 			if err != nil {

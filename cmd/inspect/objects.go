@@ -14,13 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/boltinformer/boltinformer/internal/format"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
 // object is one decoded record.
 type object struct {
 	Key    string
-	Header persist.Header
+	Header format.Header
 	// Obj is the typed object for types in the scheme, otherwise an
 	// *unstructured.Unstructured.
 	Obj runtime.Object
@@ -39,12 +40,12 @@ type object struct {
 // unstructured when it was stored as JSON; as protobuf it cannot be
 // decoded and the error wraps persist.ErrUnknownType.
 func (f *cacheFile) decode(c *collection, key string, rec []byte) (*object, error) {
-	h, payload, err := persist.ReadHeader(rec)
+	h, payload, err := format.ReadHeader(rec)
 	if err != nil {
 		return nil, err
 	}
-	obj, err := f.db.Codec().DecodePayload(h, payload)
-	if errors.Is(err, persist.ErrUnknownType) && h.Encoding == persist.EncodingJSON {
+	obj, err := f.codec.Decode(rec)
+	if errors.Is(err, persist.ErrUnknownType) && h.Encoding == format.EncodingJSON {
 		content := map[string]any{}
 		if jerr := utiljson.Unmarshal(payload, &content); jerr != nil {
 			return nil, fmt.Errorf("%w: %s payload: %v", persist.ErrCorruptRecord, h.Type, jerr)
@@ -64,7 +65,7 @@ func (f *cacheFile) decode(c *collection, key string, rec []byte) (*object, erro
 
 // kindOf returns obj's API type: its TypeMeta, else the scheme's name for its
 // Go type, else the record's type, else what the collection holds.
-func (f *cacheFile) kindOf(c *collection, h persist.Header, obj runtime.Object) schema.GroupVersionKind {
+func (f *cacheFile) kindOf(c *collection, h format.Header, obj runtime.Object) schema.GroupVersionKind {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Kind != "" {
 		return gvk
@@ -84,7 +85,7 @@ func (f *cacheFile) kindOf(c *collection, h persist.Header, obj runtime.Object) 
 }
 
 // parseGVK inverts schema.GroupVersionKind.String ("apps/v1, Kind=Deployment",
-// "/v1, Kind=Pod"), the form of persist.Header.Type.
+// "/v1, Kind=Pod"), the form of format.Header.Type.
 func parseGVK(s string) (schema.GroupVersionKind, bool) {
 	gv, kind, ok := strings.Cut(s, ", Kind=")
 	if !ok || kind == "" {

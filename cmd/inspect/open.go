@@ -12,13 +12,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
 // cacheFile is an open cache file and the collections it holds.
 type cacheFile struct {
 	path        string
-	db          *persist.DB
+	file        *inspectfile.File
+	db          *persist.DB // file's, for decoded reads
+	codec       *persist.Codec
 	scheme      *runtime.Scheme
 	collections []*collection
 }
@@ -55,14 +58,14 @@ func (g *globalOptions) openCache(path string) (*cacheFile, error) {
 	if g.lockTimeout <= 0 {
 		return nil, usageErrorf("--lock-timeout must be positive, not %s", g.lockTimeout)
 	}
-	db, err := persist.Open(path, persist.Options{ReadOnly: true, LockTimeout: g.lockTimeout, Scheme: g.scheme})
+	file, err := inspectfile.Open(path, inspectfile.Options{LockTimeout: g.lockTimeout, Scheme: g.scheme})
 	if err != nil {
 		return nil, openError(path, g.lockTimeout, err)
 	}
-	f := &cacheFile{path: path, db: db, scheme: g.scheme}
-	infos, err := db.Collections()
+	f := &cacheFile{path: path, file: file, db: file.DB(), codec: persist.NewCodec(g.scheme), scheme: g.scheme}
+	infos, err := f.db.Collections()
 	if err != nil {
-		_ = db.Close()
+		_ = file.Close()
 		return nil, fmt.Errorf("reading the collections of %s: %w", path, err)
 	}
 	for _, info := range infos {
@@ -71,7 +74,7 @@ func (g *globalOptions) openCache(path string) (*cacheFile, error) {
 	return f, nil
 }
 
-func (f *cacheFile) Close() error { return f.db.Close() }
+func (f *cacheFile) Close() error { return f.file.Close() }
 
 // lockedHelp is what a user needs to know when a live process holds the file.
 const lockedHelp = `inspect opens cache files read-only, and bbolt does not let a reader in while
@@ -131,7 +134,7 @@ func (f *cacheFile) describe(info persist.CollectionInfo) *collection {
 // sampleKind returns the API type of the collection's first record.
 func (f *cacheFile) sampleKind(name string) schema.GroupVersionKind {
 	var gvk schema.GroupVersionKind
-	_ = f.db.RawView(name, func(r *persist.RawCollection) error {
+	_ = f.file.View(name, func(r *inspectfile.Collection) error {
 		return r.ForEachRecord(func(key string, rec []byte) error {
 			if o, err := f.decode(nil, key, rec); err == nil {
 				gvk = o.GVK

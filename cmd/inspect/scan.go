@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -88,7 +89,7 @@ func (f *cacheFile) scanNamespace(c *collection, opts scanOptions, keyMatch func
 	sort.Strings(keys)
 	matched := 0
 	var bad []undecodable
-	err = f.db.RawView(c.Name, func(r *persist.RawCollection) error {
+	err = f.file.View(c.Name, func(r *inspectfile.Collection) error {
 		next := 0
 		return f.decodeRecords(c, func(yield func(key string, rec []byte) error) error {
 			for ; next < len(keys); next++ {
@@ -132,7 +133,7 @@ func (f *cacheFile) scanPass(c *collection, opts scanOptions, keyMatch func(stri
 		opts.progress.add(1)
 		return keyMatch == nil || keyMatch(key)
 	}
-	err := f.db.RawView(c.Name, func(r *persist.RawCollection) error {
+	err := f.file.View(c.Name, func(r *inspectfile.Collection) error {
 		return f.decodeRecords(c, r.ForEachRecord, keep, func(key string, _ []byte, o *object, err error) error {
 			if err != nil {
 				bad = append(bad, undecodable{key, err})

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/internal/inspectfile"
 )
 
 type statsOptions struct {
@@ -93,7 +93,7 @@ type bucketStats struct {
 	Inline    bool   `json:"inline,omitempty"`
 }
 
-func toBucketStats(s persist.BucketStats) bucketStats {
+func toBucketStats(s inspectfile.BucketStats) bucketStats {
 	return bucketStats{
 		Bucket:    s.Bucket,
 		Keys:      s.KeyN,
@@ -112,7 +112,7 @@ func (o *statsOptions) Run(out, _ io.Writer) error {
 		return err
 	}
 	defer f.Close()
-	fs, err := f.db.FileStats()
+	fs, err := f.file.Stats()
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func (o *statsOptions) Run(out, _ io.Writer) error {
 	}
 	for _, c := range f.collections {
 		cs := collectionStats{Name: c.Name, Objects: c.Objects, RecordBytes: c.Bytes}
-		err := f.db.RawView(c.Name, func(r *persist.RawCollection) error {
+		err := f.file.View(c.Name, func(r *inspectfile.Collection) error {
 			stats, err := r.Stats()
 			if err != nil {
 				return err

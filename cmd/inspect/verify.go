@@ -8,8 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	bolt "go.etcd.io/bbolt"
 
+	"github.com/boltinformer/boltinformer/internal/format"
+	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -119,12 +120,9 @@ func (o *verifyOptions) Run(out, errOut io.Writer) error {
 // checkBolt runs bbolt's page-level consistency check.
 func (v *verifier) checkBolt() error {
 	n := 0
-	err := v.f.db.Bolt().View(func(tx *bolt.Tx) error {
-		for err := range tx.Check() {
-			n++
-			v.problem("bbolt: %v", err)
-		}
-		return nil
+	err := v.f.file.Check(func(err error) {
+		n++
+		v.problem("bbolt: %v", err)
 	})
 	if err != nil {
 		return err
@@ -138,7 +136,7 @@ func (v *verifier) checkBolt() error {
 func (v *verifier) checkCollection(c *collection) error {
 	before := v.problems
 	var notes []string
-	err := v.f.db.RawView(c.Name, func(r *persist.RawCollection) error {
+	err := v.f.file.View(c.Name, func(r *inspectfile.Collection) error {
 		records, err := v.checkRecords(c, r)
 		if err != nil {
 			return err
@@ -181,13 +179,13 @@ func (v *verifier) checkCollection(c *collection) error {
 }
 
 // checkRecords decodes every record of the collection.
-func (v *verifier) checkRecords(c *collection, r *persist.RawCollection) (int, error) {
+func (v *verifier) checkRecords(c *collection, r *inspectfile.Collection) (int, error) {
 	n := 0
 	err := v.f.decodeRecords(c, r.ForEachRecord, nil, func(key string, rec []byte, o *object, err error) error {
 		n++
 		v.records++
 		v.progress.add(1)
-		h, _, herr := persist.ReadHeader(rec)
+		h, _, herr := format.ReadHeader(rec)
 		switch {
 		case herr != nil:
 			v.problem("collection %q key %q: record does not decode (%d bytes): %v", c.Name, key, len(rec), herr)
@@ -205,7 +203,7 @@ func (v *verifier) checkRecords(c *collection, r *persist.RawCollection) (int, e
 
 // checkIndex checks an index's value→key entries against its key→values
 // entries and the stored objects, both ways.
-func (v *verifier) checkIndex(c *collection, r *persist.RawCollection, index string) (int, error) {
+func (v *verifier) checkIndex(c *collection, r *inspectfile.Collection, index string) (int, error) {
 	where := fmt.Sprintf("collection %q index %q", c.Name, index)
 	n := 0
 	err := r.ForEachIndexEntry(index, func(value, key string, raw []byte, err error) error {

@@ -1,0 +1,28 @@
+package format
+
+// Buckets and keys of the file's root.
+var (
+	// MetaBucket holds the file's schema version and creation time.
+	MetaBucket = []byte("boltinformer")
+	// CollectionsBucket holds one bucket per collection.
+	CollectionsBucket = []byte("collections")
+	SchemaKey         = []byte("schema")
+	CreatedKey        = []byte("created")
+)
+
+// Buckets and keys of one collection, below CollectionsBucket/<name>.
+var (
+	// CollMetaBucket holds RVKey, CommittedKey, DescriptionKey and
+	// IndexVersionsKey.
+	CollMetaBucket = []byte("meta")
+	// ObjectsBucket maps each object key to its record.
+	ObjectsBucket = []byte("objects")
+	// IndexesBucket holds a bucket per index, with ByValueBucket and
+	// ByKeyBucket inside.
+	IndexesBucket = []byte("indexes")
+
+	RVKey            = []byte("rv")
+	CommittedKey     = []byte("committed")
+	DescriptionKey   = []byte("description")
+	IndexVersionsKey = []byte("indexes")
+)
