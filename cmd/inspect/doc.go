@@ -4,11 +4,12 @@
 //
 // # Basics
 //
-// Commands: ls (collections), get (objects, kubectl-shaped tables or
-// YAML/JSON), index (secondary indexes), stats (file and bucket
-// statistics), verify (consistency), export (YAML files or one List) and
-// diff (two snapshots). Every command opens the file read-only and never
-// modifies it.
+// Commands: ls (collections), get (objects, through kubectl's printers from
+// k8s.io/cli-runtime: tables, YAML/JSON, name, jsonpath and go-template),
+// index (secondary indexes), stats (file and bucket statistics), verify
+// (consistency), export (YAML files or one List) and diff (two snapshots, as
+// unified diffs of the changed objects' YAML). Every command opens the file
+// read-only (through internal/inspectfile) and never modifies it.
 //
 // Exit codes: 0 on success; 1 on an error, or when verify finds a problem;
 // diff exits 1 when the files differ and 2 on an error, like diff(1) and

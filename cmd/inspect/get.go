@@ -41,8 +41,10 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 
 RESOURCE is a collection name, or a resource (plural, singular, short name,
 optionally .group: pods, pod, po, deployments.apps) held by exactly one
-collection according to its description. Tables are kubectl's for Pods,
-ConfigMaps, Secrets, Deployments and Nodes, and NAME/AGE for other kinds.
+collection according to its description. Output goes through kubectl's
+printers (k8s.io/cli-runtime): tables are kubectl's for Pods, ConfigMaps,
+Secrets, Deployments and Nodes, and NAME/AGE for other kinds; -o jsonpath=
+and -o go-template= see the object of get TYPE NAME, otherwise a v1 List.
 
 Without -n, objects of every namespace are printed: a cache file has no
 current namespace. AGE is computed against the local clock.`,
