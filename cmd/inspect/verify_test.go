@@ -157,3 +157,33 @@ func TestVerifyDetectsIndexBucketMismatch(t *testing.T) {
 		t.Errorf("verify exit code %d, want 1", r.code)
 	}
 }
+
+// TestGetNamespaceReadsTheNamespaceIndex checks that get -n reads the
+// namespace's keys from the collection's namespace index (as the informer's
+// listers answer a namespace) instead of walking every record: an object
+// the index does not list for the namespace is not printed, and one it
+// lists but the file does not hold is reported.
+func TestGetNamespaceReadsTheNamespaceIndex(t *testing.T) {
+	path := copyFixture(t)
+	const (
+		pod1  = "storefront/checkout-api-7d9c8b6f5-00001"
+		ghost = "storefront/ghost"
+	)
+	damage(t, path, "pods", func(coll *bolt.Bucket) error {
+		byValue := index(coll, "namespace", "byValue")
+		if err := byValue.Delete(indexEntry("storefront", pod1)); err != nil {
+			return err
+		}
+		return byValue.Put(indexEntry("storefront", ghost), nil)
+	})
+	r := runInspect(t, "get", "pods", "-f", path, "-n", "storefront", "-o", "name")
+	if r.code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if want := "pod/checkout-api-7d9c8b6f5-00000\npod/checkout-api-7d9c8b6f5-00003\n"; r.stdout != want {
+		t.Errorf("stdout:\n%s\nwant (the objects the index lists):\n%s", r.stdout, want)
+	}
+	if !strings.Contains(r.stderr, `key "storefront/ghost": indexed under namespace "storefront" but not stored`) {
+		t.Errorf("stderr does not report the indexed key that is not stored:\n%s", r.stderr)
+	}
+}
