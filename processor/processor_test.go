@@ -251,3 +251,31 @@ func TestSelectResyncingListeners(t *testing.T) {
 		t.Errorf("listener without resync got %q", got)
 	}
 }
+
+// TestListenerOptionsZeroValues checks NewListener's documented defaults: a
+// zero ListenerOptions (but for the required upstream) gives a listener that
+// delivers with no resyncs, and a missing upstream is API misuse.
+func TestListenerOptionsZeroValues(t *testing.T) {
+	up := newUpstream()
+	r := &recorder{}
+	l := NewListener(r, ListenerOptions{UpstreamHasSynced: up})
+	if l.shouldResync(time.Now().Add(time.Hour)) {
+		t.Error("a listener with no resync period resyncs")
+	}
+	p := New(testingclock.NewFakeClock(time.Now()))
+	p.AddListener(l)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	p.Distribute(AddNotification{Obj: "a"}, false)
+	eventually(t, "the add delivered", func() bool { return len(r.got()) == 1 })
+	cancel()
+	<-done
+
+	defer func() {
+		if recover() == nil {
+			t.Error("NewListener without UpstreamHasSynced did not panic")
+		}
+	}()
+	NewListener(r, ListenerOptions{})
+}

@@ -37,7 +37,7 @@ func copyFixture(t *testing.T) string {
 
 // damage edits a collection's buckets with raw bbolt, bypassing persist,
 // the way a bug or a bad disk would. Bucket names are the file layout's
-// (persist/collection.go, persist/indexkey.go).
+// (internal/format), spelled out so that a change to it fails these tests.
 func damage(t *testing.T, path, collection string, fn func(coll *bolt.Bucket) error) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, nil)
