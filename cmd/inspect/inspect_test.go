@@ -186,6 +186,7 @@ func TestGolden(t *testing.T) {
 		{"get-rollout-yaml", []string{"get", "rollouts", "-f", file, "checkout-api-1", "-o", "yaml"}, 0},
 		{"get-secrets", []string{"get", "secrets", "-f", file}, 0},
 		{"get-secret-yaml", []string{"get", "secrets", "-f", file, "checkout-db", "-o", "yaml"}, 0},
+		{"get-secret-json", []string{"get", "secrets", "-f", file, "checkout-db", "-o", "json"}, 0},
 		{"get-secret-json-shown", []string{"get", "secrets", "-f", file, "checkout-db", "-o", "json", "--show-secrets"}, 0},
 		{"get-secret-unstructured-yaml", []string{"get", "secrets-dynamic", "-f", file, "-o", "yaml"}, 0},
 		{"get-secret-ambiguous", []string{"get", "secret", "-f", file}, 1},
