@@ -162,29 +162,28 @@ func (f *cacheFile) newPrinter(out io.Writer, opts printOptions) (printer, error
 		return nil, err
 	}
 	if fl.kind == outputName {
-		return &eachPrinter{out: out, p: p, opts: opts.content}, nil
+		return &namePrinter{out: out, p: p}, nil
 	}
 	// Templates see the whole List at once, as in kubectl (and hold it in
 	// memory, as kubectl does).
 	return &templatePrinter{out: out, p: p, single: opts.single, opts: opts.content}, nil
 }
 
-// eachPrinter prints every object on its own (-o name).
-type eachPrinter struct {
-	out  io.Writer
-	p    printers.ResourcePrinter
-	opts contentOptions
+// namePrinter prints kind/name for every object (-o name). It hands the
+// printer only the type and name, so no object is converted to JSON.
+type namePrinter struct {
+	out io.Writer
+	p   printers.ResourcePrinter
 }
 
-func (p *eachPrinter) print(o *object) error {
-	m, err := o.content(p.opts)
-	if err != nil {
-		return err
-	}
-	return p.p.PrintObj(&unstructured.Unstructured{Object: m}, p.out)
+func (p *namePrinter) print(o *object) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(o.GVK)
+	u.SetName(o.Name())
+	return p.p.PrintObj(u, p.out)
 }
 
-func (*eachPrinter) flush() error { return nil }
+func (*namePrinter) flush() error { return nil }
 
 // templatePrinter collects the objects into a v1 List (or keeps the one
 // object of get TYPE NAME) and runs the template once on it.
