@@ -23,7 +23,8 @@ var (
 	// ErrCorrupt means the file could not be opened as a bbolt database.
 	ErrCorrupt = errors.New("cache file is corrupt")
 
-	// ErrCorruptRecord means a stored record could not be decoded.
+	// ErrCorruptRecord means a stored record or index entry could not be
+	// decoded.
 	ErrCorruptRecord = format.ErrCorruptRecord
 
 	// ErrUnencodable means an object could not be encoded; nothing was applied.
