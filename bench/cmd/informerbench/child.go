@@ -100,7 +100,7 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	// The start's cost to the control plane: up to synced for client-go;
 	// for boltinformer up to caught up or reconciled and durable.
 	used := cpu.used()
-	res.Cost = startCost{WireBytes: wire.read.Load(), BodyBytes: counter.body.Load(), APIServerCPUs: used[0], EtcdCPUs: used[1]}
+	res.Cost = startCost{WireBytes: wire.read.Load(), BodyBytes: counter.body.Load(), APIServerCPUs: used[0], EtcdCPUs: used[1], Lists: counter.lists.Load()}
 	stopProfile() // the "sync" profile covers catching up, a relist and the flush too
 
 	mem := readMemory()

@@ -133,6 +133,9 @@ type startCost struct {
 	BodyBytes     int64   `json:"bodyBytes"`     // Pod response bodies as encoded by the apiserver
 	APIServerCPUs float64 `json:"apiserverCpuS"` // kube-apiserver CPU seconds meanwhile; -1 if unknown
 	EtcdCPUs      float64 `json:"etcdCpuS"`      // etcd CPU seconds meanwhile; -1 if unknown
+	// Lists is the LIST requests made meanwhile (childResult.Lists counts
+	// the whole child, throughput phase included).
+	Lists int64 `json:"lists"`
 }
 
 func (c startCost) String() string {

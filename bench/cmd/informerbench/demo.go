@@ -196,7 +196,7 @@ func printDemo(out io.Writer, pods, reps int, shape podShape, podBytes float64, 
 			spread = fmt.Sprintf(", reconciled %v", seconds(m[mReconcile]))
 		}
 		fmt.Fprintf(tw, "%s\t%v%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", title, seconds(m[mSync]), spread,
-			f0(m[mLists]), f0(m[mWatchLists]), f0(m[mAnon]), f0(m[mRSS]), f1(m[mWireMiB]), f1(m[mBodyMiB]), opt(m, mAPICPU, f2))
+			f0(m[mStartLists]), f0(m[mWatchLists]), f0(m[mAnon]), f0(m[mRSS]), f1(m[mWireMiB]), f1(m[mBodyMiB]), opt(m, mAPICPU, f2))
 	}
 	tw.Flush()
 	fmt.Fprintln(out, "private = RssAnon, memory no other process can reclaim (RSS also counts the mapped cache file); on the wire:\n"+

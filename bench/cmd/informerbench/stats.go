@@ -40,6 +40,7 @@ const (
 	mBodyMiB     = "start_body_mib"
 	mAPICPU      = "start_apiserver_cpu_s"
 	mEtcdCPU     = "start_etcd_cpu_s"
+	mStartLists  = "start_lists"
 )
 
 // metrics flattens a result into named numbers; optional parts contribute
@@ -56,7 +57,7 @@ func (r *childResult) metrics() map[string]float64 {
 		mFileRSS:    mib(r.FileRSSBytes),
 		mHeap:       mib(r.HeapBytes),
 	}
-	m[mWireMiB], m[mBodyMiB] = mib(r.Cost.WireBytes), mib(r.Cost.BodyBytes)
+	m[mWireMiB], m[mBodyMiB], m[mStartLists] = mib(r.Cost.WireBytes), mib(r.Cost.BodyBytes), float64(r.Cost.Lists)
 	if r.Cost.APIServerCPUs >= 0 && r.Cost.EtcdCPUs >= 0 {
 		m[mAPICPU], m[mEtcdCPU] = r.Cost.APIServerCPUs, r.Cost.EtcdCPUs
 	}
