@@ -23,7 +23,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	pods := fs.Int("pods", 3000, "Pods to create.")
 	reps := fs.Int("reps", 3, "Repetitions of each variant (medians are shown); every other one runs in reverse order.")
 	shape := shapeRealistic
-	fs.Var(&shape, "pod-size", "Pods to create: realistic (about 5.7 KB of protobuf) or small (about 2 KB).")
+	fs.Var(&shape, "pod-size", "Pods to create: realistic (about 6 KB of protobuf) or small (about 2.7 KB).")
 	snapshot := fs.String("snapshot", "", "Write a hot snapshot of the cache file here (for inspect).")
 	workers := fs.Int("workers", 48, "Concurrent requests when creating Pods.")
 	if err := fs.Parse(args); err != nil {

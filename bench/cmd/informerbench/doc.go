@@ -14,7 +14,7 @@
 // creates N Pods unless they exist — realistic ones (internal/fixture across
 // 50 namespaces and 500 node names, as a scheduler leaves them: about 6 KB of
 // protobuf with the apiserver's managedFields) or, with --pod-size small,
-// one-container ones of about 2 KB — runs client-go once in each wire format
+// one-container ones of about 2.7 KB — runs client-go once in each wire format
 // unmeasured (the watch cache memoizes serializations per format), then runs
 // every variant --reps times, rotating their order between repetitions, and
 // reports medians:

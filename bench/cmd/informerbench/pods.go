@@ -25,12 +25,12 @@ type podShape string
 
 const (
 	// shapeRealistic: fixture.Pod as a scheduler leaves it (two containers,
-	// probes, env, projected token volume): about 5.7 KB of protobuf with
-	// the apiserver's managedFields.
+	// probes, env, projected token volume): about 6 KB of protobuf as the
+	// apiserver serves it (defaults and managedFields included).
 	shapeRealistic podShape = "realistic"
 	// shapeSmall: one container with an image, a port and resources, plus
-	// the token volume every Pod gets: about 2 KB of protobuf with
-	// managedFields, the size of many batch and sidecar-free Pods.
+	// the token volume every Pod gets: about 2.7 KB of protobuf as served,
+	// the size of many batch and sidecar-free Pods.
 	shapeSmall podShape = "small"
 )
 
