@@ -203,13 +203,21 @@ func printDemo(out io.Writer, pods, reps int, shape podShape, podBytes float64, 
 		"TLS bytes read, where a LIST is gzipped (these generated Pods compress far better than real ones); encoded: before gzip.")
 
 	proto, js, warm := medians(results[vClientGoProto]), medians(results[vClientGoJSON]), medians(results[vBoltWarm])
-	fmt.Fprintf(out, "\nThe warm restart was synced %.1f× sooner than client-go's cold start in the same wire format (protobuf, in\n"+
-		"client-go's default watch-list mode; its LIST mode can be faster, see docs/benchmarks.md), %.1f× sooner than client-go\n"+
+	fmt.Fprintf(out, "\nThe warm restart was synced %s client-go's cold start in the same wire format (protobuf, in\n"+
+		"client-go's default watch-list mode; its LIST mode can be faster, see docs/benchmarks.md), %s client-go\n"+
 		"in JSON, with 0 LIST requests; the apiserver encoded %.0f× fewer bytes for it than for\n"+
 		"client-go protobuf and spent %s of its CPU time. Its handlers got the %d stored Pods from the file; the %d Pods\n"+
 		"changed meanwhile arrived as updates %v after start.\n",
-		proto[mSync]/warm[mSync], js[mSync]/warm[mSync], proto[mBodyMiB]/warm[mBodyMiB],
+		sooner(warm[mSync], proto[mSync]), sooner(warm[mSync], js[mSync]), proto[mBodyMiB]/warm[mBodyMiB],
 		cpuShare(warm[mAPICPU], proto[mAPICPU]), pods, churn, seconds(warm[mCaughtUp]))
+}
+
+// sooner compares a time x with ref: "2.1× sooner than" or "1.3× later than".
+func sooner(x, ref float64) string {
+	if x <= ref {
+		return fmt.Sprintf("%.1f× sooner than", ref/x)
+	}
+	return fmt.Sprintf("%.1f× later than", x/ref)
 }
 
 // cpuShare says what fraction of ref the CPU time x is; /proc counts in
