@@ -40,6 +40,8 @@ bench:
 
 # --- Side by side with client-go against a real kube-apiserver (issue #6) ---
 DEMO_PODS   ?= 3000
+DEMO_REPS   ?= 3
+DEMO_POD_SIZE ?= realistic
 DEMO_DIR    ?= $(CURDIR)/_output/demo
 BENCH_SIZES ?= 100k
 BENCH_REPS  ?= 3
@@ -48,12 +50,15 @@ BENCH_FLAGS ?=
 .PHONY: demo bench-informer
 
 # make demo: starts etcd + kube-apiserver on loopback (built on first use),
-# creates $(DEMO_PODS) Pods, and runs client-go's cold start beside
-# boltinformer's cold start and warm restart, each in its own process; then
-# inspect reads a hot snapshot of the cache file. Leaves nothing running.
+# creates $(DEMO_PODS) Pods ($(DEMO_POD_SIZE): or small), warms the watch
+# cache up, and runs client-go's cold start in protobuf (the headline) and
+# JSON beside boltinformer's cold start and warm restart, each in its own
+# process, $(DEMO_REPS) times with the order reversed every other time; then
+# one restart after a 410, and inspect reads a hot snapshot of the cache
+# file. Leaves nothing running. A few minutes on 2 cores.
 demo: test-binaries
 	@rm -rf '$(DEMO_DIR)' && mkdir -p '$(DEMO_DIR)'
-	@$(GO) run ./bench/cmd/informerbench demo --pods $(DEMO_PODS) --snapshot '$(DEMO_DIR)/cache-snapshot.db'
+	@$(GO) run ./bench/cmd/informerbench demo --pods $(DEMO_PODS) --reps $(DEMO_REPS) --pod-size $(DEMO_POD_SIZE) --snapshot '$(DEMO_DIR)/cache-snapshot.db'
 	@echo; echo '$$ inspect ls cache-snapshot.db'
 	@$(GO) run ./cmd/inspect ls '$(DEMO_DIR)/cache-snapshot.db'
 	@echo; echo '$$ inspect get pods -f cache-snapshot.db -n bench-00 -o wide'

@@ -191,6 +191,13 @@ func (s *Server) Config() *rest.Config {
 	}
 }
 
+// PIDs returns the process IDs of kube-apiserver and etcd, so that a
+// benchmark can read what they cost (/proc/<pid>/stat). The apiserver's ID
+// changes with every Restart.
+func (s *Server) PIDs() (apiserver, etcd int) {
+	return s.apiserver.cmd.Process.Pid, s.etcd.cmd.Process.Pid
+}
+
 func (s *Server) host() string { return fmt.Sprintf("https://127.0.0.1:%d", s.port) }
 
 // Stop stops kube-apiserver, then etcd, and removes the directory if Launch

@@ -50,10 +50,16 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	mach := describeMachine(cs)
 
 	for _, n := range opts.sizes {
-		if err := populate(ctx, cl, n, opts.workers, out); err != nil {
+		if err := populate(ctx, cl, opts.shape, n, opts.workers, out); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "measuring %d Pods, %d repetitions…\n", n, opts.reps)
+		podBytes, err := meanPodBytes(ctx, cs, opts.shape)
+		if err != nil {
+			return err
+		}
+		idleAS, idleEtcd := idleCPU(ctx, cl, 5*time.Second)
+		fmt.Fprintf(out, "measuring %d %s Pods (%.1f KB of protobuf each), %d repetitions; idle kube-apiserver %.3f CPU-s/s, etcd %.3f…\n",
+			n, opts.shape, podBytes/1000, opts.reps, idleAS, idleEtcd)
 		r := &sizeRun{cl: cl, cs: cs, opts: opts, n: n, file: filepath.Join(work, "cache.db"), log: out, runs: map[string][]*childResult{}}
 		if err := r.measure(ctx); err != nil {
 			return err
@@ -62,6 +68,8 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 			Pods: n, Reps: opts.reps, Date: time.Now().UTC().Format(time.RFC3339), Machine: mach,
 			BoltContentType: opts.contentType, Churn: opts.churnFor(n), Updates: opts.updates,
 			Runs: r.runs, Medians: map[string]map[string]float64{}, Notes: r.notes,
+			PodSize: string(opts.shape), PodProtoBytes: podBytes, LoadAvg: r.load,
+			IdleAPIServerCPU: idleAS, IdleEtcdCPU: idleEtcd,
 		}
 		for v, runs := range r.runs {
 			res.Medians[v] = medians(runs)
@@ -71,7 +79,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		printReport(out, res)
-		fmt.Fprintf(out, "results: %s, %s\n", resultPath(opts.out, n, "json"), resultPath(opts.out, n, "csv"))
+		fmt.Fprintf(out, "results: %s, %s\n", res.path(opts.out, "json"), res.path(opts.out, "csv"))
 	}
 	if opts.plot == "" {
 		return nil

@@ -55,6 +55,8 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 		cfg.AcceptContentTypes = protobufContentType + ",application/json"
 	}
 	cfg.WrapTransport = counter.wrap
+	wire := &wireCounter{}
+	cfg.Dial = wire.dial
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -63,6 +65,7 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	res := &childResult{Variant: spec.Variant}
 
 	stopProfile := profilePhase(spec.ProfilePrefix, "sync")
+	cpu := startCPUMeter(spec.APIServerPID, spec.EtcdPID)
 	start := time.Now()
 	var inf cache.SharedIndexInformer
 	var bolt *boltRun
@@ -94,6 +97,10 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 			return nil, err
 		}
 	}
+	// The start's cost to the control plane: up to synced for client-go;
+	// for boltinformer up to caught up or reconciled and durable.
+	used := cpu.used()
+	res.Cost = startCost{WireBytes: wire.read.Load(), BodyBytes: counter.body.Load(), APIServerCPUs: used[0], EtcdCPUs: used[1], Lists: counter.lists.Load()}
 	stopProfile() // the "sync" profile covers catching up, a relist and the flush too
 
 	mem := readMemory()

@@ -73,6 +73,15 @@ func (c *cluster) clientset() (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
+// pids returns the process IDs of a local kube-apiserver and etcd; zeros
+// with --kubeconfig, where their cost cannot be measured from here.
+func (c *cluster) pids() (apiserver, etcd int) {
+	if c.server == nil {
+		return 0, 0
+	}
+	return c.server.PIDs()
+}
+
 // canExpire reports whether expire can force 410s.
 func (c *cluster) canExpire() bool { return c.server != nil }
 

@@ -7,14 +7,17 @@
 //	informerbench [flags]          populate Pods, measure, print, write results
 //	informerbench demo [flags]     a short cold start / warm restart demonstration
 //	informerbench plot [flags]     redraw the sync-time plot from saved results
+//	informerbench report [flags]   print the tables of saved results again
 //
 // Without --kubeconfig it starts etcd and kube-apiserver itself
 // (internal/apiservertest; build them once with `make test-binaries`). It
-// creates N realistic Pods (internal/fixture across 50 namespaces and 500
-// node names, as a scheduler leaves them: about 4.5 KB of JSON plus the
-// apiserver's managedFields) unless they exist, then runs every variant
-// --reps times, rotating their order between repetitions, and reports
-// medians:
+// creates N Pods unless they exist — realistic ones (internal/fixture across
+// 50 namespaces and 500 node names, as a scheduler leaves them: about 6 KB of
+// protobuf with the apiserver's managedFields) or, with --pod-size small,
+// one-container ones of about 2.7 KB — runs client-go once in each wire format
+// unmeasured (the watch cache memoizes serializations per format), then runs
+// every variant --reps times, rotating their order between repetitions, and
+// reports medians:
 //
 //   - client-go cold sync, JSON and protobuf, with client-go's default
 //     WatchListClient gate (the initial state streams over a watch) and with
@@ -29,7 +32,15 @@
 //     boltinformer also until the last update is committed, and how far
 //     the committed resourceVersion trails the applied one;
 //   - Get/List/ByIndex latency on the synced indexers, and the cache file's
-//     size against the objects' protobuf size.
+//     size against the objects' protobuf size;
+//   - for every start, its cost to the control plane: bytes read from the
+//     apiserver (on the wire, and as encoded before gzip) and the CPU
+//     seconds kube-apiserver and etcd used meanwhile (/proc/<pid>/stat, so
+//     only with a local apiserver), beside their idle rate.
+//
+// Memory is reported as private memory (RssAnon) first, then VmRSS, which
+// also counts pages of the memory-mapped cache file. A child does not run
+// in a cgroup of its own, so there is no memory.current to report.
 //
 // Each measurement runs in a child process: the binary re-executes itself
 // with the hidden "child" subcommand, reads a JSON spec on stdin and answers

@@ -17,7 +17,7 @@ import (
 // It returns the achieved patches per second and the highest
 // resourceVersion written. A merge patch needs no read first, so the rate
 // is what the apiserver and etcd accept.
-func patchPods(ctx context.Context, cs kubernetes.Interface, n, count, workers int, tag string) (rate float64, lastRV string, err error) {
+func patchPods(ctx context.Context, cs kubernetes.Interface, shape podShape, n, count, workers int, tag string) (rate float64, lastRV string, err error) {
 	seqs := make([]int, count)
 	for i := range seqs {
 		seqs[i] = i
@@ -27,7 +27,7 @@ func patchPods(ctx context.Context, cs kubernetes.Interface, n, count, workers i
 	err = forEachParallel(ctx, seqs, workers, func(ctx context.Context, seq int) error {
 		i := seq % n
 		body := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, tickAnnot, tag+"-"+strconv.Itoa(seq))
-		p, err := cs.CoreV1().Pods(namespaceOf(i)).Patch(ctx, podName(i), types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		p, err := cs.CoreV1().Pods(namespaceOf(i)).Patch(ctx, shape.podName(i), types.MergePatchType, []byte(body), metav1.PatchOptions{})
 		if err != nil {
 			return err
 		}

@@ -28,6 +28,8 @@ func run(ctx context.Context, args []string) error {
 			return runDemo(ctx, args[1:], os.Stdout)
 		case "plot":
 			return runPlot(args[1:], os.Stdout)
+		case "report":
+			return runReport(args[1:], os.Stdout)
 		}
 	}
 	return runBench(ctx, args, os.Stdout)

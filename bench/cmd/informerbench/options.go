@@ -14,6 +14,7 @@ import (
 type benchOptions struct {
 	kubeconfig   string
 	sizes        []int
+	shape        podShape
 	reps         int
 	updates      int // patches driven per throughput run
 	churn        int // pods changed while a boltinformer is down; 0: 1% of N
@@ -32,6 +33,8 @@ func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
 	fs.Func("size", "Preset: 10k, 50k or 100k Pods (same as --sizes with one value).", o.setSizes)
 	fs.Func("sizes", "Comma-separated Pod counts to run in sequence, e.g. 10k,50k,100k; the server is reused and Pods are added.", o.setSizes)
 	fs.Func("pods", "Pod count (any number).", o.setSizes)
+	o.shape = shapeRealistic
+	fs.Var(&o.shape, "pod-size", "Pods to create: realistic (about 6 KB of protobuf each) or small (about 2.7 KB); results of small runs are saved as informerbench-<N>-small.*.")
 	fs.IntVar(&o.reps, "reps", 3, "Repetitions per variant; the report shows medians.")
 	fs.IntVar(&o.updates, "updates", 10000, "Pod patches per throughput run (fewer make the drain too short to time on a busy machine).")
 	fs.IntVar(&o.churn, "churn", 0, "Pods patched while boltinformer is down, before the warm and the 410 restarts (0: 1% of N, at least 10).")

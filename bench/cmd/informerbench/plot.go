@@ -35,9 +35,15 @@ var plotSeries = []struct {
 
 // plotResults renders every saved size in dir as an SVG line chart at path.
 func plotResults(dir, path string, log io.Writer) error {
-	results, err := loadResults(dir)
+	all, err := loadResults(dir)
 	if err != nil {
 		return err
+	}
+	var results []*sizeResult // one pod size on one curve
+	for _, r := range all {
+		if r.realistic() {
+			results = append(results, r)
+		}
 	}
 	if len(results) == 0 {
 		return fmt.Errorf("plot: no informerbench-*.json in %s", dir)

@@ -14,12 +14,54 @@ import (
 // Pods) can be told apart with a selector.
 const (
 	setLabel      = "bench.boltinformer.io/set"
-	setValue      = "informerbench"
-	podSelector   = setLabel + "=" + setValue
 	tickAnnot     = "bench.boltinformer.io/tick"
 	podNamespaces = 50
 	podNodes      = 500
 )
+
+// podShape is which Pods the bench creates. The two shapes carry different
+// names and label values, so both can live on one cluster.
+type podShape string
+
+const (
+	// shapeRealistic: fixture.Pod as a scheduler leaves it (two containers,
+	// probes, env, projected token volume): about 6 KB of protobuf as the
+	// apiserver serves it (defaults and managedFields included).
+	shapeRealistic podShape = "realistic"
+	// shapeSmall: one container with an image, a port and resources, plus
+	// the token volume every Pod gets: about 2.7 KB of protobuf as served,
+	// the size of many batch and sidecar-free Pods.
+	shapeSmall podShape = "small"
+)
+
+func (s *podShape) Set(v string) error {
+	switch podShape(v) {
+	case shapeRealistic, shapeSmall:
+		*s = podShape(v)
+		return nil
+	}
+	return fmt.Errorf("pod size %q: want %s or %s", v, shapeRealistic, shapeSmall)
+}
+
+func (s *podShape) String() string { return string(*s) }
+
+// selector selects this shape's Pods and no others.
+func (s podShape) selector() string { return setLabel + "=" + s.setValue() }
+
+func (s podShape) setValue() string {
+	if s == shapeSmall {
+		return "informerbench-small"
+	}
+	return "informerbench"
+}
+
+// label is a suffix for file names: empty for the realistic default.
+func (s podShape) label() string {
+	if s == shapeSmall {
+		return "-small"
+	}
+	return ""
+}
 
 func namespaceOf(i int) string { return fmt.Sprintf("bench-%02d", i%podNamespaces) }
 
@@ -30,17 +72,49 @@ func nodeOf(i int) string {
 	return fmt.Sprintf("ip-10-0-%d-%d.eu-west-1.compute.internal", n/250, n%250)
 }
 
-// podName is the name benchPod(i) gets.
-func podName(i int) string { return fixture.Pod(i).Name }
+// podName is the name s.pod(i) gets.
+func (s podShape) podName(i int) string {
+	if s == shapeSmall {
+		return "small-" + fixture.Pod(i).Name
+	}
+	return fixture.Pod(i).Name
+}
 
-// benchPod is Pod i as created: server-owned metadata and status cleared.
-func benchPod(i int) *corev1.Pod {
+// pod is Pod i as created: server-owned metadata and status cleared.
+func (s podShape) pod(i int) *corev1.Pod {
 	p := fixture.Pod(i)
+	if s == shapeSmall {
+		p = smallPod(p)
+	}
+	p.Name = s.podName(i)
 	p.Status = corev1.PodStatus{}
 	p.Namespace = namespaceOf(i)
 	p.Spec.NodeName = nodeOf(i)
 	p.UID, p.ResourceVersion = "", ""
 	p.CreationTimestamp = metav1.Time{}
-	p.Labels[setLabel] = setValue
+	p.Labels[setLabel] = s.setValue()
 	return p
+}
+
+// smallPod keeps of a realistic Pod its metadata (labels, owner), its first
+// container's image, first port and resources, and the service-account
+// token volume.
+func smallPod(full *corev1.Pod) *corev1.Pod {
+	c := full.Spec.Containers[0]
+	token := full.Spec.Volumes[1]
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    full.GenerateName,
+			Labels:          full.Labels,
+			OwnerReferences: full.OwnerReferences,
+		},
+		Spec: corev1.PodSpec{
+			Volumes: []corev1.Volume{token},
+			Containers: []corev1.Container{{
+				Name: c.Name, Image: c.Image, Ports: c.Ports[:1], Resources: c.Resources,
+				VolumeMounts: []corev1.VolumeMount{{Name: token.Name, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
+			}},
+			ServiceAccountName: full.Spec.ServiceAccountName,
+		},
+	}
 }

@@ -20,7 +20,7 @@ import (
 // Pods are as a scheduler leaves them (spec.nodeName set, phase Pending):
 // about 4.5 KB of JSON, plus the managedFields the apiserver adds. Setting
 // status too would double the requests (and the time to populate 100k).
-func populate(ctx context.Context, cl *cluster, n, workers int, log io.Writer) error {
+func populate(ctx context.Context, cl *cluster, shape podShape, n, workers int, log io.Writer) error {
 	cs, err := cl.clientset()
 	if err != nil {
 		return err
@@ -31,13 +31,13 @@ func populate(ctx context.Context, cl *cluster, n, workers int, log io.Writer) e
 			return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
 		}
 	}
-	have, err := existingPods(ctx, cl)
+	have, err := existingPods(ctx, cl, shape)
 	if err != nil {
 		return err
 	}
 	var todo []int
 	for i := range n {
-		if !have[namespaceOf(i)+"/"+podName(i)] {
+		if !have[namespaceOf(i)+"/"+shape.podName(i)] {
 			todo = append(todo, i)
 		}
 	}
@@ -45,21 +45,21 @@ func populate(ctx context.Context, cl *cluster, n, workers int, log io.Writer) e
 		fmt.Fprintf(log, "populate: %d Pods already there\n", n)
 		return nil
 	}
-	fmt.Fprintf(log, "populate: creating %d Pods (%d exist) with %d workers…\n", len(todo), n-len(todo), workers)
+	fmt.Fprintf(log, "populate: creating %d %s Pods (%d exist) with %d workers…\n", len(todo), shape, n-len(todo), workers)
 	start := time.Now()
 	var done atomic.Int64
 	stopProgress := progress(log, start, &done, len(todo))
 	defer stopProgress()
 	return forEachParallel(ctx, todo, workers, func(ctx context.Context, i int) error {
-		err := createPod(ctx, cs, i)
+		err := createPod(ctx, cs, shape, i)
 		done.Add(1)
 		return err
 	})
 }
 
 // createPod creates Pod i; one that exists already is left as it is.
-func createPod(ctx context.Context, cs kubernetes.Interface, i int) error {
-	p := benchPod(i)
+func createPod(ctx context.Context, cs kubernetes.Interface, shape podShape, i int) error {
+	p := shape.pod(i)
 	_, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating pod %s/%s: %w", p.Namespace, p.Name, err)
@@ -69,14 +69,14 @@ func createPod(ctx context.Context, cs kubernetes.Interface, i int) error {
 
 // existingPods returns namespace/name of the bench's Pods, listing only
 // their metadata.
-func existingPods(ctx context.Context, cl *cluster) (map[string]bool, error) {
+func existingPods(ctx context.Context, cl *cluster, shape podShape) (map[string]bool, error) {
 	mc, err := metadata.NewForConfig(cl.cfg)
 	if err != nil {
 		return nil, err
 	}
 	pods := mc.Resource(corev1.SchemeGroupVersion.WithResource("pods"))
 	have := map[string]bool{}
-	opts := metav1.ListOptions{LabelSelector: podSelector, Limit: 10000}
+	opts := metav1.ListOptions{LabelSelector: shape.selector(), Limit: 10000}
 	for {
 		list, err := pods.List(ctx, opts)
 		if err != nil {
@@ -146,4 +146,21 @@ func progress(log io.Writer, start time.Time, done *atomic.Int64, total int) fun
 		}
 	}()
 	return func() { close(stop); <-finished }
+}
+
+// meanPodBytes is the mean protobuf size of up to 500 of shape's Pods as the
+// apiserver serves them (managedFields included).
+func meanPodBytes(ctx context.Context, cs kubernetes.Interface, shape podShape) (float64, error) {
+	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: shape.selector(), Limit: 500})
+	if err != nil {
+		return 0, fmt.Errorf("listing pods to size them: %w", err)
+	}
+	if len(list.Items) == 0 {
+		return 0, nil
+	}
+	var total int
+	for i := range list.Items {
+		total += list.Items[i].Size()
+	}
+	return float64(total) / float64(len(list.Items)), nil
 }

@@ -1,11 +1,32 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 )
+
+// runReport is the report subcommand: print every saved result's tables.
+func runReport(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	dir := fs.String("out", "bench/results", "Directory holding informerbench-*.json.")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	results, err := loadResults(*dir)
+	if err != nil {
+		return err
+	}
+	if len(results) == 0 {
+		return fmt.Errorf("report: no informerbench-*.json in %s", *dir)
+	}
+	for _, r := range results {
+		printReport(out, r)
+	}
+	return nil
+}
 
 // printReport prints one size's medians as four tables (sync and memory,
 // watch throughput, indexer latency, cache file) and the targets.
@@ -13,25 +34,51 @@ func printReport(w io.Writer, r *sizeResult) {
 	med := r.Medians
 	ref, _ := clientGoVariants(r.BoltContentType)
 	jsonSync, jsonFrom, _ := bestClientGo(med, "application/json", mSync)
-	fmt.Fprintf(w, "\n=== %d Pods, medians of %d repetitions — %s\n", r.Pods, r.Reps, r.Date)
+	likeSync, likeFrom, _ := bestClientGo(med, r.BoltContentType, mSync)
+	shape, size := shapeRealistic, ""
+	if !r.realistic() {
+		shape = shapeSmall
+	}
+	if r.PodProtoBytes > 0 {
+		size = fmt.Sprintf(" (%.1f KB of protobuf each)", r.PodProtoBytes/1000)
+	}
+	fmt.Fprintf(w, "\n=== %d %s Pods%s, medians of %d repetitions — %s\n", r.Pods, shape, size, r.Reps, r.Date)
+	if len(r.LoadAvg) > 0 {
+		fmt.Fprintf(w, "    1-minute load average after each child: %s (median %.1f)\n", loadList(r.LoadAvg), median(r.LoadAvg))
+	}
 	fmt.Fprintf(w, "    %s × %d, %d GiB, Linux %s, %s, %s\n", r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.Go, r.Machine.Server)
-	fmt.Fprintf(w, "    boltinformer talks %s. \"× JSON\" is sync time over the faster client-go JSON mode (%s);\n", r.BoltContentType, jsonFrom)
+	fmt.Fprintf(w, "    boltinformer talks %s. \"× client-go\" is sync time over the faster client-go mode in that format (%s),\n", r.BoltContentType, likeFrom)
+	fmt.Fprintf(w, "    the like-for-like ratio; \"× JSON\" over the faster client-go JSON mode (%s);\n", jsonFrom)
 	fmt.Fprintf(w, "    other ratios are to %s. %d Pods changed before each warm and 410 restart.\n\n", ref, r.Churn)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
-	row("sync and memory", "synced s", "× JSON", "caught up s", "reconciled s", "durable s", "LIST", "watch", "watch-list", "rewritten", "RSS MiB", "anon", "file", "peak MiB", "heap MiB")
+	row("sync and memory", "synced s", "× client-go", "× JSON", "caught up s", "reconciled s", "durable s", "LIST", "watch", "watch-list", "rewritten", "private MiB", "RSS MiB", "file", "peak MiB", "heap MiB")
 	for _, v := range variantOrder {
 		m, ok := med[v]
 		if !ok {
 			continue
 		}
-		row(variantTitles[v], f2(m[mSync]), ratio(m[mSync], jsonSync),
+		row(variantTitles[v], f2(m[mSync]), ratio(m[mSync], likeSync), ratio(m[mSync], jsonSync),
 			opt(m, mCaughtUp, f2), opt(m, mReconcile, f2), opt(m, mDurable, f2),
 			f0(m[mLists]), f0(m[mWatches]), f0(m[mWatchLists]), opt(m, mRewritten, f0),
-			f0(m[mRSS]), f0(m[mAnon]), f0(m[mFileRSS]), f0(m[mPeakRSS]), f0(m[mHeap]))
+			f0(m[mAnon]), f0(m[mRSS]), f0(m[mFileRSS]), f0(m[mPeakRSS]), f0(m[mHeap]))
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "    private = RssAnon (VmRSS without mapped files); the child does not run in a cgroup of its own, so no memory.current")
+
+	fmt.Fprintln(w)
+	row("control plane per start", "synced s", "LIST", "MiB on the wire", "MiB encoded", "apiserver CPU s", "etcd CPU s")
+	for _, v := range variantOrder {
+		m, ok := med[v]
+		if !ok {
+			continue
+		}
+		row(variantTitles[v], f2(m[mSync]), opt(m, mStartLists, f0), opt(m, mWireMiB, f1), opt(m, mBodyMiB, f1), opt(m, mAPICPU, f2), opt(m, mEtcdCPU, f2))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "    from informer start to synced (boltinformer: caught up, reconciled and durable); idle apiserver %.3f CPU-s/s, etcd %.3f\n",
+		r.IdleAPIServerCPU, r.IdleEtcdCPU)
 
 	fmt.Fprintln(w)
 	refM, warm := med[ref], med[vBoltWarm]
@@ -74,6 +121,14 @@ func printReport(w io.Writer, r *sizeResult) {
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}
+}
+
+func loadList(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = f1(x)
+	}
+	return strings.Join(s, " ")
 }
 
 func f0(x float64) string { return fmt.Sprintf("%.0f", x) }

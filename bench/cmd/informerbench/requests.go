@@ -8,9 +8,11 @@ import (
 
 // podRequests sits in an informer's transport: it counts the requests for
 // Pods, so LIST counts come from the wire and not from the informer, and
-// passes watch responses through gate.
+// passes watch responses through gate. body counts the bytes of Pod
+// responses as the apiserver encoded them (after any gzip is undone).
 type podRequests struct {
 	lists, watches, watchLists atomic.Int64
+	body                       atomic.Int64
 	gate                       *watchGate
 }
 
@@ -31,6 +33,9 @@ func (c *podRequests) wrap(rt http.RoundTripper) http.RoundTripper {
 			c.watches.Add(1)
 		}
 		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			resp.Body = &countingBody{ReadCloser: resp.Body, n: &c.body}
+		}
 		if watch && err == nil && c.gate != nil {
 			resp.Body = c.gate.wrap(resp.Body)
 		}

@@ -24,10 +24,27 @@ type sizeResult struct {
 	Medians         map[string]map[string]float64 `json:"medians"`
 	Targets         []target                      `json:"targets"`
 	Notes           []string                      `json:"notes,omitempty"`
+
+	// PodSize is the --pod-size (empty in older results: realistic);
+	// PodProtoBytes the mean size of a Pod as the apiserver serves it.
+	PodSize       string  `json:"podSize,omitempty"`
+	PodProtoBytes float64 `json:"podProtoBytes,omitempty"`
+	// LoadAvg is the machine's 1-minute load average after each child.
+	LoadAvg []float64 `json:"loadAvg,omitempty"`
+	// Idle*CPU: CPU seconds per second kube-apiserver and etcd used with no
+	// informer running, measured before the run (-1: unknown).
+	IdleAPIServerCPU float64 `json:"idleApiserverCpuPerS,omitempty"`
+	IdleEtcdCPU      float64 `json:"idleEtcdCpuPerS,omitempty"`
 }
 
-func resultPath(dir string, pods int, ext string) string {
-	return filepath.Join(dir, fmt.Sprintf("informerbench-%s.%s", sizeLabel(pods), ext))
+// path is where the result is saved: informerbench-<N>[-small].<ext>.
+func (r *sizeResult) path(dir, ext string) string {
+	return filepath.Join(dir, fmt.Sprintf("informerbench-%s%s.%s", sizeLabel(r.Pods), podShape(r.PodSize).label(), ext))
+}
+
+// realistic reports whether the result is of realistic Pods (the plot's).
+func (r *sizeResult) realistic() bool {
+	return r.PodSize == "" || podShape(r.PodSize) == shapeRealistic
 }
 
 // save writes the JSON and the CSV (one row per variant and metric: the
@@ -37,10 +54,10 @@ func (r *sizeResult) save(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(resultPath(dir, r.Pods, "json"), append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(r.path(dir, "json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
-	f, err := os.Create(resultPath(dir, r.Pods, "csv"))
+	f, err := os.Create(r.path(dir, "csv"))
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,10 @@ type childSpec struct {
 	NoWatchList bool `json:"noWatchList,omitempty"`
 	// Expect is how many initial adds make the informer synced.
 	Expect int `json:"expect"`
+	// APIServerPID and EtcdPID, if known (a local apiserver), let the child
+	// measure the CPU they spend while it starts.
+	APIServerPID int `json:"apiserverPid,omitempty"`
+	EtcdPID      int `json:"etcdPid,omitempty"`
 
 	// File is boltinformer's cache file; Fresh removes it first (cold start).
 	File         string `json:"file,omitempty"`
@@ -79,6 +83,9 @@ type childResult struct {
 	WatchLists int64 `json:"watchLists"`
 	// Rewritten: changes committed to the file during the run.
 	Rewritten int64 `json:"rewritten"`
+
+	// Cost is what the start cost the control plane (see startCost).
+	Cost startCost `json:"cost"`
 
 	RSSBytes     uint64 `json:"rssBytes"`     // VmRSS after sync and a GC
 	PeakRSSBytes uint64 `json:"peakRssBytes"` // VmHWM

@@ -36,6 +36,11 @@ const (
 	mDurableMs   = "last_update_durable_ms"
 	mLagP50      = "commit_lag_p50_revisions"
 	mLagMax      = "commit_lag_max_revisions"
+	mWireMiB     = "start_wire_mib"
+	mBodyMiB     = "start_body_mib"
+	mAPICPU      = "start_apiserver_cpu_s"
+	mEtcdCPU     = "start_etcd_cpu_s"
+	mStartLists  = "start_lists"
 )
 
 // metrics flattens a result into named numbers; optional parts contribute
@@ -51,6 +56,10 @@ func (r *childResult) metrics() map[string]float64 {
 		mAnon:       mib(r.AnonBytes),
 		mFileRSS:    mib(r.FileRSSBytes),
 		mHeap:       mib(r.HeapBytes),
+	}
+	m[mWireMiB], m[mBodyMiB], m[mStartLists] = mib(r.Cost.WireBytes), mib(r.Cost.BodyBytes), float64(r.Cost.Lists)
+	if r.Cost.APIServerCPUs >= 0 && r.Cost.EtcdCPUs >= 0 {
+		m[mAPICPU], m[mEtcdCPU] = r.Cost.APIServerCPUs, r.Cost.EtcdCPUs
 	}
 	if r.StartCause != "" {
 		m[mDurable] = r.DurableSeconds

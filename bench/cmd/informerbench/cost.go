@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// What an informer start costs the control plane, measured from the child:
+// the bytes it read from the apiserver and the CPU time kube-apiserver and
+// etcd spent meanwhile. A fleet of controllers restarting at once pays this
+// once per informer.
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
+// 100 on every Linux architecture Go supports (sysconf(_SC_CLK_TCK) would
+// need cgo).
+const clockTicks = 100
+
+// processCPU returns the CPU seconds (user + system) process pid has used,
+// from /proc/<pid>/stat; ok is false if it cannot be read (not Linux, no
+// such process, or pid 0).
+func processCPU(pid int) (seconds float64, ok bool) {
+	if pid <= 0 {
+		return 0, false
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces;
+	// the fields after its closing parenthesis start at field 3 (state).
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(data[i+1:]))
+	const utime, stime = 14 - 3, 15 - 3 // fields 14 and 15, counted from field 3
+	if len(f) <= stime {
+		return 0, false
+	}
+	u, err1 := strconv.ParseUint(f[utime], 10, 64)
+	s, err2 := strconv.ParseUint(f[stime], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return float64(u+s) / clockTicks, true
+}
+
+// cpuMeter measures the CPU seconds a set of processes use between start
+// and stop.
+type cpuMeter struct {
+	pids  []int
+	start []float64
+}
+
+func startCPUMeter(pids ...int) *cpuMeter {
+	m := &cpuMeter{pids: pids, start: make([]float64, len(pids))}
+	for i, pid := range pids {
+		var ok bool
+		if m.start[i], ok = processCPU(pid); !ok {
+			m.start[i] = -1
+		}
+	}
+	return m
+}
+
+// used returns the CPU seconds each process used since start, -1 for one
+// that could not be read (or was restarted: its counter went down).
+func (m *cpuMeter) used() []float64 {
+	out := make([]float64, len(m.pids))
+	for i, pid := range m.pids {
+		now, ok := processCPU(pid)
+		if !ok || m.start[i] < 0 || now < m.start[i] {
+			out[i] = -1
+			continue
+		}
+		out[i] = now - m.start[i]
+	}
+	return out
+}
+
+// wireCounter counts the bytes a client reads from its connections to the
+// apiserver: TLS records as they arrive, compressed where the apiserver
+// compressed (it gzips large LIST responses when asked, and client-go's
+// transport asks by default; watch streams are not compressed).
+type wireCounter struct {
+	read atomic.Int64
+}
+
+// dial is a rest.Config.Dial that counts what the connection reads.
+func (w *wireCounter) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, n: &w.read}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// countingBody counts the bytes read from a response body (after the
+// transport has undone any gzip): what the apiserver encoded for the
+// client.
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// startCost is what one informer start cost the control plane.
+type startCost struct {
+	WireBytes     int64   `json:"wireBytes"`     // read from the apiserver's connections (TLS, possibly gzip)
+	BodyBytes     int64   `json:"bodyBytes"`     // Pod response bodies as encoded by the apiserver
+	APIServerCPUs float64 `json:"apiserverCpuS"` // kube-apiserver CPU seconds meanwhile; -1 if unknown
+	EtcdCPUs      float64 `json:"etcdCpuS"`      // etcd CPU seconds meanwhile; -1 if unknown
+	// Lists is the LIST requests made meanwhile (childResult.Lists counts
+	// the whole child, throughput phase included).
+	Lists int64 `json:"lists"`
+}
+
+func (c startCost) String() string {
+	return fmt.Sprintf("%.1f MiB in (%.1f MiB encoded), apiserver %.2f CPU-s, etcd %.2f CPU-s",
+		mib(c.WireBytes), mib(c.BodyBytes), c.APIServerCPUs, c.EtcdCPUs)
+}
