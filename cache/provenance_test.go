@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	goruntime "runtime"
 	"sync"
 	"testing"
 	"time"
@@ -37,18 +39,22 @@ type informerRun struct {
 // it. It does not wait for sync.
 func startInformer(t *testing.T, f *testFile, lw cache.ListerWatcher, p bcache.Persistence, indexers cache.Indexers, setup func(*bcache.Informer)) *informerRun {
 	t.Helper()
+	return startInformerOpts(t, f, lw, bcache.InformerOptions{Persistence: p, Indexers: indexers}, setup)
+}
+
+// startInformerOpts is startInformer with more of the options.
+func startInformerOpts(t *testing.T, f *testFile, lw cache.ListerWatcher, opts bcache.InformerOptions, setup func(*bcache.Informer)) *informerRun {
+	t.Helper()
+	p := opts.Persistence
 	p.DB = f.db
 	if p.Collection == "" {
 		p.Collection = "pods"
 	}
 	r := &informerRun{ev: &events{}, obs: &countingObserver{}, errs: make(chan error, 100), done: make(chan struct{})}
-	inf, err := bcache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, bcache.InformerOptions{
-		Persistence:    p,
-		Indexers:       indexers,
-		Observer:       r.obs,
-		InitialBackoff: time.Millisecond,
-		MaxBackoff:     10 * time.Millisecond,
-	})
+	opts.Persistence = p
+	opts.Observer = r.obs
+	opts.InitialBackoff, opts.MaxBackoff = time.Millisecond, 10*time.Millisecond
+	inf, err := bcache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,37 +324,47 @@ func TestTransformUnencodableFallsBackToMemory(t *testing.T) {
 }
 
 // Index identity by Go name cannot tell byLabel("app") from
-// byLabel("team"): the warm start verifies stored entries and serves what
-// client-go's indexer would.
+// byLabel("team") made at one call site: the warm start verifies stored
+// entries and serves what client-go's indexer would.
 func TestWarmStartRepairsClosureIndex(t *testing.T) {
 	f := newTestFile(t)
 	src := fcache.NewFakeControllerSource()
 	src.Add(pod("ns", "a", "", map[string]string{"app": "web", "team": "red"}))
 	src.Add(pod("ns", "b", "", map[string]string{"app": "db", "team": "web"}))
-	populate(t, f, src, bcache.Persistence{}, cache.Indexers{"by": byLabel("app")}, nil)
 
-	changed := cache.Indexers{"by": byLabel("team")}
-	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, changed, nil)
-	r.synced(t)
-	got, err := r.inf.GetIndexer().ByIndex("by", "web")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := cache.NewIndexer(cache.MetaNamespaceKeyFunc, changed)
-	for _, obj := range r.inf.GetStore().List() {
-		if err := ref.Add(obj); err != nil {
+	var fnNames []string
+	for run, label := range []string{"app", "team"} {
+		indexers := cache.Indexers{"by": byLabel(label)} // one call site for both
+		fnNames = append(fnNames, goruntime.FuncForPC(reflect.ValueOf(indexers["by"]).Pointer()).Name())
+		if run == 0 {
+			populate(t, f, src, bcache.Persistence{}, indexers, nil)
+			continue
+		}
+		if fnNames[0] != fnNames[1] {
+			t.Fatalf("the two closures have different Go names %v: this test needs them equal", fnNames)
+		}
+		r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, indexers, nil)
+		r.synced(t)
+		got, err := r.inf.GetIndexer().ByIndex("by", "web")
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	want, err := ref.ByIndex("by", "web")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(names(got)) != fmt.Sprint(names(want)) || len(want) != 1 {
-		t.Errorf("ByIndex(by, web) = %v; client-go's indexer: %v", names(got), names(want))
-	}
-	if keys := r.inf.GetIndexer().ListIndexFuncValues("by"); fmt.Sprint(sorted(keys)) != "[red web]" {
-		t.Errorf("index values = %v, want [red web]", keys)
+		ref := cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
+		for _, obj := range r.inf.GetStore().List() {
+			if err := ref.Add(obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := ref.ByIndex("by", "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(names(got)) != fmt.Sprint(names(want)) || len(want) != 1 {
+			t.Errorf("ByIndex(by, web) = %v; client-go's indexer: %v", names(got), names(want))
+		}
+		if values := r.inf.GetIndexer().ListIndexFuncValues("by"); fmt.Sprint(sorted(values)) != "[red web]" {
+			t.Errorf("index values = %v, want [red web]", values)
+		}
 	}
 }
 
