@@ -47,9 +47,12 @@ type Persistence struct {
 	// Cluster identifies the cluster the informer lists from (the factories
 	// use the kube-system namespace's UID). It is called when the informer
 	// starts, before anything stored is handed out or resumed; a collection
-	// recorded under another cluster starts cold. Nil records no cluster: the
-	// caller vouches that the file belongs to the cluster the ListerWatcher
-	// reaches. See StaticCluster.
+	// recorded under another cluster starts cold. While it returns an error
+	// (the apiserver is unreachable) the informer retries with backoff,
+	// reports each error to the watch error handler and is not synced. Nil
+	// records no cluster (as ""): the caller vouches that the file belongs to
+	// the cluster the ListerWatcher reaches, and a collection recorded with a
+	// cluster is not resumed without one. See StaticCluster.
 	Cluster ClusterIdentity
 	// TransformVersion declares the version of the informer's transform
 	// (SetTransform): objects are stored transformed, so a collection stored
@@ -122,9 +125,18 @@ type InformerOptions struct {
 // once and reconciles the list against the stored state as client-go
 // reconciles a relist: objects deleted meanwhile reach handlers as
 // DeletedFinalStateUnknown, objects whose resourceVersion is unchanged are
-// not rewritten and reach only handlers with a resync period (client-go, in
-// a relist before its first resync check, would send them to every handler;
-// see processor.SelectResyncingListeners).
+// not rewritten and reach only handlers with a resync period, however late
+// they were added (client-go, in a relist before its first resync check,
+// would send them to every handler; see the package documentation).
+//
+// Nothing stored is handed out or resumed unless the collection's recorded
+// provenance matches (cluster, ListIdentity, transform, queue mode); stored
+// index entries are verified against the index functions during the warm
+// start; a stored state that cannot be read back makes the informer list
+// (reconciling with what handlers already got); an object the file cannot
+// encode moves the informer to client-go's in-memory indexer. Each is
+// logged, reported to the watch error handler where it is an error, and
+// counted in boltinformer_collection_resets_total.
 //
 // Everything else — queue, ordering, resync, handler registration, panics —
 // is client-go v0.37.2's.
