@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -178,8 +179,8 @@ type Informer struct {
 	// cleared if the stored state cannot be read back.
 	warm bool
 	// inMemory is set once the informer moved its objects to memory
-	// because one could not be stored; guarded by blockDeltas.
-	inMemory bool
+	// because one could not be stored.
+	inMemory atomic.Bool
 	// fallback is the store when persistent is set.
 	fallback *fallbackStore
 
@@ -754,7 +755,7 @@ func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, i
 // resourceVersion so the next start is cold, reports the error, and returns
 // true for the caller to process the delta again. Called under blockDeltas.
 func (s *Informer) moveToMemoryLocked(logger klog.Logger, err error) bool {
-	if err == nil || !errors.Is(err, persist.ErrUnencodable) || s.persistent == nil || s.inMemory {
+	if err == nil || !errors.Is(err, persist.ErrUnencodable) || s.persistent == nil || s.inMemory.Load() {
 		return false
 	}
 	objs, lerr := s.persistent.coll.List()
@@ -771,7 +772,7 @@ func (s *Informer) moveToMemoryLocked(logger klog.Logger, err error) bool {
 	}
 	mem.Bookmark(s.persistent.coll.ResourceVersion())
 	s.fallback.set(mem)
-	s.inMemory = true
+	s.inMemory.Store(true)
 	// The file must not be resumed from: it lacks what could not be stored.
 	s.persistent.Bookmark("")
 	s.opts.Metrics.countReset(s.name, resetUnencodable)
@@ -861,8 +862,14 @@ func (s *Informer) GetStore() cache.Store { return s.store }
 func (s *Informer) GetIndexer() cache.Indexer { return s.store }
 
 // Indexer returns the persistent indexer, or nil for a memory-only
-// informer.
-func (s *Informer) Indexer() *Indexer { return s.persistent }
+// informer or one that moved to memory because an object could not be
+// stored.
+func (s *Informer) Indexer() *Indexer {
+	if s.inMemory.Load() {
+		return nil
+	}
+	return s.persistent
+}
 
 // AddIndexers implements cache.SharedIndexInformer.
 func (s *Informer) AddIndexers(indexers cache.Indexers) error {

@@ -228,8 +228,8 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, s := range informers {
-		if s.persistent == nil {
-			continue // memory-only: nothing of it is in a file
+		if s.Indexer() == nil {
+			continue // in memory: nothing of it is in a file
 		}
 		coll := s.persistent.coll
 		name := coll.Name()

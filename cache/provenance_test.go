@@ -308,8 +308,9 @@ func TestTransformUnencodableFallsBackToMemory(t *testing.T) {
 	if got := storeState(r.inf.GetStore()); fmt.Sprint(got) != "[ns/a@1 ns/b@2 ns/c@3]" {
 		t.Errorf("store = %v, want the three listed objects", got)
 	}
-	if got := len(r.ev.list()); got != 3 {
-		t.Errorf("handler got %v, want three adds", r.ev.list())
+	waitFor(t, "three adds", func() bool { return len(r.ev.list()) >= 3 })
+	if got := r.ev.list(); len(got) != 3 {
+		t.Errorf("handler got %v, want three adds", got)
 	}
 	// Later events keep flowing through the in-memory store.
 	src.Modify(pod("ns", "a", "", map[string]string{"v": "2"}))
@@ -464,5 +465,45 @@ func TestWarmStartReadErrorFallsBackToCold(t *testing.T) {
 	// The first reflector may have resumed its watch before the read failed.
 	if starts := r.obs.starts(); len(starts) == 0 || starts[len(starts)-1] != "cold" {
 		t.Errorf("starts = %v, want a cold list last", starts)
+	}
+}
+
+// A bare Indexer opened under another ListIdentity or transform is emptied
+// and says why; under the same ones it keeps its objects.
+func TestIndexerProvenanceMismatchEmpties(t *testing.T) {
+	f := newTestFile(t)
+	opts := bcache.IndexerOptions{Collection: "cms", ListIdentity: "configmaps ns=a", TransformVersion: "1"}
+	i := f.indexer(opts)
+	if err := i.Replace([]interface{}{configMap("a", "x", "5", nil)}, "5"); err != nil {
+		t.Fatal(err)
+	}
+	if err := i.Collection().Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.reopen()
+	i = f.indexer(opts)
+	if got := i.ListKeys(); fmt.Sprint(got) != "[a/x]" || i.Collection().ResetAtOpen() != nil {
+		t.Fatalf("same provenance: keys %v, reset %v", got, i.Collection().ResetAtOpen())
+	}
+	if err := i.Collection().Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range []bcache.IndexerOptions{
+		{Collection: "cms", ListIdentity: "configmaps ns=b", TransformVersion: "1"},
+		{Collection: "cms", ListIdentity: "configmaps ns=b", TransformVersion: "2"},
+	} {
+		i = f.indexer(other)
+		if got := i.ListKeys(); len(got) != 0 || i.Collection().ResourceVersion() != "" {
+			t.Errorf("%+v: keys %v rv %q, want an empty collection", other, got, i.Collection().ResourceVersion())
+		}
+		if i.Collection().ResetAtOpen() == nil {
+			t.Errorf("%+v: ResetAtOpen is nil, want why", other)
+		}
+		if err := i.Replace([]interface{}{configMap("a", "x", "5", nil)}, "5"); err != nil {
+			t.Fatal(err)
+		}
+		if err := i.Collection().Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
