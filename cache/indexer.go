@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"reflect"
 	goruntime "runtime"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clientgofeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -47,6 +50,19 @@ type IndexerOptions struct {
 	// Transform is applied to every object before it is stored, as with
 	// cache.WithTransformer.
 	Transform cache.TransformFunc
+	// TransformVersion declares the version of Transform. Objects are stored
+	// transformed: a collection stored under another TransformVersion, or
+	// another transform function name (or with or without a transform), is
+	// emptied when the Indexer opens. Change it whenever the transform's
+	// behaviour changes without its Go name changing.
+	TransformVersion string
+
+	// ListIdentity says what the stored objects are a list of (resource,
+	// namespace, selectors). A collection stored under another ListIdentity
+	// is emptied, resourceVersion included, when the Indexer opens; empty is
+	// recorded as empty and matches only empty. Collection.ResetAtOpen says
+	// whether that happened.
+	ListIdentity string
 
 	// CacheObjects and CacheBytes bound the in-memory cache of decoded
 	// objects; zero for both keeps all of them (see persist.CollectionOptions).
@@ -74,6 +90,52 @@ type Indexer struct {
 	indexMu  sync.RWMutex
 	indexers cache.Indexers
 	versions map[string]string
+
+	// memory, once set by moveToMemory, serves every call instead of the
+	// collection.
+	memory atomic.Pointer[memoryStore]
+}
+
+type memoryStore struct{ storeIndexer }
+
+// inMemory returns the in-memory store that replaced the collection, or
+// nil.
+func (i *Indexer) inMemory() storeIndexer {
+	if m := i.memory.Load(); m != nil {
+		return m.storeIndexer
+	}
+	return nil
+}
+
+// InMemory reports whether the Indexer keeps its objects in memory, in
+// client-go's indexer, instead of the file: an informer moves it there when
+// an object cannot be encoded.
+func (i *Indexer) InMemory() bool { return i.memory.Load() != nil }
+
+// moveToMemory copies the current state into client-go's in-memory indexer,
+// which from then on serves every call, and drops the collection's
+// resourceVersion so that the file is never resumed from (it lacks what
+// could not be stored). The Indexer must have no Transform (an informer's
+// transform runs in its queue).
+func (i *Indexer) moveToMemory() error {
+	i.writeMu.Lock()
+	defer i.writeMu.Unlock()
+	objs, err := i.coll.List()
+	if err != nil {
+		return fmt.Errorf("reading the collection to move it to memory: %w", err)
+	}
+	mem := cache.NewIndexer(i.keyFunc, i.GetIndexers()).(storeIndexer)
+	for _, obj := range objs {
+		if err := mem.Add(obj); err != nil {
+			return fmt.Errorf("moving the collection to memory: %w", err)
+		}
+	}
+	mem.Bookmark(i.coll.ResourceVersion())
+	i.memory.Store(&memoryStore{mem})
+	// Apply with no ops cannot fail to encode; on a closed file there is
+	// nothing left to resume from anyway.
+	_ = i.coll.Apply(nil, "")
+	return nil
 }
 
 var (
@@ -84,6 +146,15 @@ var (
 // NewIndexer opens (or creates) the collection and returns an Indexer over
 // it. Its contents and resource version are whatever the file holds.
 func NewIndexer(opts IndexerOptions) (*Indexer, error) {
+	return newIndexer(opts, map[string]string{
+		provenanceList:      opts.ListIdentity,
+		provenanceTransform: transformIdentity(opts.TransformVersion, opts.Transform),
+	})
+}
+
+// newIndexer opens the collection checking provenance, or checking nothing
+// if provenance is nil (an informer checks when it starts).
+func newIndexer(opts IndexerOptions, provenance map[string]string) (*Indexer, error) {
 	if opts.DB == nil {
 		return nil, errors.New("boltinformer: IndexerOptions.DB is required")
 	}
@@ -109,9 +180,13 @@ func NewIndexer(opts IndexerOptions) (*Indexer, error) {
 		IndexValues:  i.indexValues,
 		CacheObjects: opts.CacheObjects,
 		CacheBytes:   opts.CacheBytes,
+		Provenance:   provenance,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if m := coll.ResetAtOpen(); m != nil {
+		klog.Background().Info("Stored collection was recorded under another provenance; it was emptied and starts cold", "collection", opts.Collection, "reason", m.Error())
 	}
 	i.coll = coll
 	return i, nil
@@ -121,11 +196,103 @@ func NewIndexer(opts IndexerOptions) (*Indexer, error) {
 // function's Go name, so that swapping in a differently named function
 // rebuilds the index even when nobody bumped the version.
 func indexVersion(declared string, fn cache.IndexFunc) string {
-	name := "?"
-	if f := goruntime.FuncForPC(reflect.ValueOf(fn).Pointer()); f != nil {
-		name = f.Name()
+	return declared + "|" + funcName(fn)
+}
+
+// funcName is fn's Go name ("" for nil). Closures made at one call site
+// share it (pkg.byLabel.func1): it cannot tell byLabel("app") from
+// byLabel("team"), which is why stored index entries are also verified
+// during a warm start, and why transforms take a declared version.
+func funcName(fn interface{}) string {
+	v := reflect.ValueOf(fn)
+	if !v.IsValid() || v.IsNil() {
+		return ""
 	}
-	return declared + "|" + name
+	if f := goruntime.FuncForPC(v.Pointer()); f != nil {
+		return f.Name()
+	}
+	return "?"
+}
+
+// repairIndexes compares the stored index entries of objs (at keys) with
+// what the index functions give now and rewrites those that differ, at the
+// collection's resourceVersion. It returns the repaired keys. Index
+// functions are code: one may have changed behaviour without changing its
+// Go name or declared version.
+//
+// The functions run without writeMu (they are user code and may be slow);
+// only the objects found to differ are recomputed and written under it, so
+// AddIndexers and writes are never held up by a verification.
+func (i *Indexer) repairIndexes(keys []string, objs []runtime.Object) ([]string, error) {
+	indexers := i.GetIndexers()
+	stored, err := i.coll.StoredIndexValues(keys)
+	if err != nil {
+		return nil, err
+	}
+	var suspects []int
+	for n, key := range keys {
+		values := make(map[string][]string, len(indexers))
+		for name, fn := range indexers {
+			v, err := fn(objs[n])
+			if err != nil {
+				return nil, fmt.Errorf("unable to calculate an index entry for key %q on index %q: %w", key, name, err)
+			}
+			values[name] = v
+		}
+		if !sameIndexValues(stored[key], values) {
+			suspects = append(suspects, n)
+		}
+	}
+	if len(suspects) == 0 {
+		return nil, nil
+	}
+	i.writeMu.Lock()
+	defer i.writeMu.Unlock()
+	suspectKeys := make([]string, len(suspects))
+	for j, n := range suspects {
+		suspectKeys[j] = keys[n]
+	}
+	// Read again under writeMu, in case AddIndexers ran meanwhile. Objects
+	// do not change during a warm start's delivery: watch events wait for it.
+	stored, err = i.coll.StoredIndexValues(suspectKeys)
+	if err != nil {
+		return nil, err
+	}
+	var ops []persist.Op
+	var repaired []string
+	for _, n := range suspects {
+		key := keys[n]
+		op, err := i.op(key, objs[n])
+		if err != nil {
+			return nil, err
+		}
+		if sameIndexValues(stored[key], op.Indexes) {
+			continue
+		}
+		ops = append(ops, op)
+		repaired = append(repaired, key)
+	}
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	return repaired, i.coll.Apply(ops, i.coll.ResourceVersion())
+}
+
+// sameIndexValues compares two index-name -> values maps as sets of
+// values, treating a missing index like one without values.
+func sameIndexValues(a, b map[string][]string) bool {
+	norm := func(v []string) []string { return sets.List(sets.New(v...)) }
+	for name, va := range a {
+		if !slices.Equal(norm(va), norm(b[name])) {
+			return false
+		}
+	}
+	for name, vb := range b {
+		if _, ok := a[name]; !ok && len(vb) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (i *Indexer) indexValues(name string, obj runtime.Object) ([]string, error) {
@@ -188,6 +355,9 @@ func (i *Indexer) Add(obj interface{}) error { return i.Update(obj) }
 
 // Update stores obj under its key.
 func (i *Indexer) Update(obj interface{}) error {
+	if m := i.inMemory(); m != nil {
+		return m.Update(obj)
+	}
 	key, obj, err := i.keyAndTransform(obj)
 	if err != nil {
 		return err
@@ -203,6 +373,9 @@ func (i *Indexer) Update(obj interface{}) error {
 
 // Delete removes obj's key.
 func (i *Indexer) Delete(obj interface{}) error {
+	if m := i.inMemory(); m != nil {
+		return m.Delete(obj)
+	}
 	key, err := i.keyFunc(obj)
 	if err != nil {
 		return cache.KeyError{Obj: obj, Err: err}
@@ -215,6 +388,9 @@ func (i *Indexer) Delete(obj interface{}) error {
 // Transaction applies txns in one Apply. Transactions whose key cannot be
 // computed, or whose index values cannot, are skipped and reported.
 func (i *Indexer) Transaction(txns ...cache.Transaction) *cache.TransactionError {
+	if m := i.inMemory(); m != nil {
+		return m.Transaction(txns...)
+	}
 	i.writeMu.Lock()
 	defer i.writeMu.Unlock()
 	ops := make([]persist.Op, 0, len(txns))
@@ -261,6 +437,9 @@ func (i *Indexer) Transaction(txns ...cache.Transaction) *cache.TransactionError
 // Replace makes the store hold exactly list, at resource version rv. Objects
 // whose resource version equals the stored one are not rewritten.
 func (i *Indexer) Replace(list []interface{}, rv string) error {
+	if m := i.inMemory(); m != nil {
+		return m.Replace(list, rv)
+	}
 	type item struct {
 		key string
 		obj interface{}
@@ -310,6 +489,10 @@ func (i *Indexer) Resync() error { return nil }
 
 // Bookmark records rv as the store's resource version.
 func (i *Indexer) Bookmark(rv string) {
+	if m := i.inMemory(); m != nil {
+		m.Bookmark(rv)
+		return
+	}
 	i.writeMu.Lock()
 	defer i.writeMu.Unlock()
 	// Apply with no ops cannot fail to encode; it fails only on a closed or
@@ -321,6 +504,9 @@ func (i *Indexer) Bookmark(rv string) {
 // write or bookmark, or the stored one after a restart. Like client-go, it
 // returns "" unless the AtomicFIFO feature gate is enabled (the default).
 func (i *Indexer) LastStoreSyncResourceVersion() string {
+	if m := i.inMemory(); m != nil {
+		return m.LastStoreSyncResourceVersion()
+	}
 	if !clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) {
 		return ""
 	}
@@ -338,6 +524,9 @@ func (i *Indexer) Get(obj interface{}) (interface{}, bool, error) {
 
 // GetByKey returns the object stored under key.
 func (i *Indexer) GetByKey(key string) (interface{}, bool, error) {
+	if m := i.inMemory(); m != nil {
+		return m.GetByKey(key)
+	}
 	obj, ok, err := i.coll.Get(key)
 	if err != nil || !ok {
 		return nil, false, err
@@ -349,6 +538,9 @@ func (i *Indexer) GetByKey(key string) (interface{}, bool, error) {
 // utilruntime.HandleError and yields the objects read so far, since the
 // client-go signature has no error.
 func (i *Indexer) List() []interface{} {
+	if m := i.inMemory(); m != nil {
+		return m.List()
+	}
 	objs, err := i.coll.List()
 	if err != nil {
 		handleReadError("List", err)
@@ -362,6 +554,9 @@ func (i *Indexer) List() []interface{} {
 
 // ListKeys returns every key.
 func (i *Indexer) ListKeys() []string {
+	if m := i.inMemory(); m != nil {
+		return m.ListKeys()
+	}
 	keys, err := i.coll.Keys()
 	if err != nil {
 		handleReadError("ListKeys", err)
@@ -371,6 +566,9 @@ func (i *Indexer) ListKeys() []string {
 
 // GetIndexers returns a copy of the indexers.
 func (i *Indexer) GetIndexers() cache.Indexers {
+	if m := i.inMemory(); m != nil {
+		return m.GetIndexers()
+	}
 	i.indexMu.RLock()
 	defer i.indexMu.RUnlock()
 	out := make(cache.Indexers, len(i.indexers))
@@ -383,6 +581,9 @@ func (i *Indexer) GetIndexers() cache.Indexers {
 // AddIndexers adds indexes and builds them over the stored objects. If an
 // index function fails for any stored object, none of newIndexers is added.
 func (i *Indexer) AddIndexers(newIndexers cache.Indexers) error {
+	if m := i.inMemory(); m != nil {
+		return m.AddIndexers(newIndexers)
+	}
 	i.writeMu.Lock()
 	defer i.writeMu.Unlock()
 	i.indexMu.RLock()
@@ -416,6 +617,9 @@ func (i *Indexer) AddIndexers(newIndexers cache.Indexers) error {
 
 // Index returns the objects sharing any of obj's values for the named index.
 func (i *Indexer) Index(indexName string, obj interface{}) ([]interface{}, error) {
+	if m := i.inMemory(); m != nil {
+		return m.Index(indexName, obj)
+	}
 	i.indexMu.RLock()
 	fn := i.indexers[indexName]
 	i.indexMu.RUnlock()
@@ -440,6 +644,9 @@ func (i *Indexer) Index(indexName string, obj interface{}) ([]interface{}, error
 
 // IndexKeys returns the keys whose values for the named index include value.
 func (i *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	if m := i.inMemory(); m != nil {
+		return m.IndexKeys(indexName, indexedValue)
+	}
 	return i.coll.IndexKeys(indexName, indexedValue)
 }
 
@@ -447,6 +654,9 @@ func (i *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
 // unknown index, a file read error) are reported through HandleError and
 // yield nil, since the client-go signature has no error.
 func (i *Indexer) ListIndexFuncValues(indexName string) []string {
+	if m := i.inMemory(); m != nil {
+		return m.ListIndexFuncValues(indexName)
+	}
 	values, err := i.coll.IndexValues(indexName)
 	if err != nil {
 		handleReadError("ListIndexFuncValues", err)
@@ -457,6 +667,9 @@ func (i *Indexer) ListIndexFuncValues(indexName string) []string {
 
 // ByIndex returns the objects whose values for the named index include value.
 func (i *Indexer) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
+	if m := i.inMemory(); m != nil {
+		return m.ByIndex(indexName, indexedValue)
+	}
 	objs, err := i.coll.ByIndex(indexName, indexedValue)
 	return toInterfaces(objs), err
 }
