@@ -32,7 +32,9 @@ func TestCaptureReadsClientGoInformer(t *testing.T) {
 	}
 	newFunc := func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		informer := coreinformers.NewFilteredPodInformer(cs, "team-a", 2*resync, cache.Indexers{"node": cache.MetaNamespaceIndexFunc},
-			func(o *metav1.ListOptions) { o.LabelSelector, o.FieldSelector, o.Limit = "app=web", "spec.nodeName=n1", 7 })
+			func(o *metav1.ListOptions) {
+				o.LabelSelector, o.FieldSelector, o.Limit = "app=web", "spec.nodeName=n1", 7
+			})
 		_ = informer.SetTransform(marked)
 		return informer
 	}

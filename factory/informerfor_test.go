@@ -42,7 +42,9 @@ func newSchedulerPodInformer(cs kubernetes.Interface, resync time.Duration) cach
 	return informer
 }
 
-func podNode(obj interface{}) ([]string, error) { return []string{obj.(*corev1.Pod).Spec.NodeName}, nil }
+func podNode(obj interface{}) ([]string, error) {
+	return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
+}
 
 func stripManagedFields(obj interface{}) (interface{}, error) {
 	if pod, ok := obj.(*corev1.Pod); ok {
