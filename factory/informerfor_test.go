@@ -2,6 +2,7 @@ package factory_test
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -159,9 +160,9 @@ func TestInformerForListsWhatNewFuncLists(t *testing.T) {
 	startAndSync(t, ctx, scheduler)
 	startAndSync(t, ctx, plain)
 
-	idx, ok := informer.GetIndexer().(*bcache.Indexer)
-	if !ok {
-		t.Fatalf("InformerFor's informer keeps %T, want boltinformer's persistent indexer", informer.GetIndexer())
+	idx := persistentIndexer(informer)
+	if idx == nil {
+		t.Fatalf("InformerFor's informer %T does not persist", informer)
 	}
 	if got, want := storeKeys(informer.GetStore()), storeKeys(want.GetStore()); !slices.Equal(got, want) {
 		t.Errorf("InformerFor's informer holds %v, client-go's %v", got, want)
@@ -210,11 +211,33 @@ func TestInformerForListsWhatNewFuncLists(t *testing.T) {
 
 func requirePersistentIndexer(t *testing.T, informer cache.SharedIndexInformer) *bcache.Indexer {
 	t.Helper()
-	idx, ok := informer.GetIndexer().(*bcache.Indexer)
-	if !ok {
-		t.Fatalf("indexer is %T, want boltinformer's", informer.GetIndexer())
+	idx := persistentIndexer(informer)
+	if idx == nil {
+		t.Fatalf("informer %T does not persist", informer)
 	}
 	return idx
+}
+
+// persistentIndexer returns the persistent indexer of informer, or nil if
+// it is not a persistent boltinformer informer. It looks through client-go's
+// typed wrapper (the generated accessors' Informer() returns one), which
+// embeds the informer InformerFor returned.
+func persistentIndexer(informer cache.SharedIndexInformer) *bcache.Indexer {
+	for range 2 {
+		if bi, ok := informer.(*bcache.Informer); ok {
+			return bi.Indexer()
+		}
+		v := reflect.ValueOf(informer)
+		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+			return nil
+		}
+		f := v.Elem().FieldByName("SharedIndexInformer")
+		if !f.IsValid() {
+			return nil
+		}
+		informer, _ = f.Interface().(cache.SharedIndexInformer)
+	}
+	return nil
 }
 
 // A constructor that lists through another client than the one it is
@@ -233,7 +256,7 @@ func TestInformerForOtherClientRunsInMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer func() { cancel(); f.Shutdown() }()
 	startAndSync(t, ctx, f)
-	if _, persistent := informer.GetIndexer().(*bcache.Indexer); persistent {
+	if persistentIndexer(informer) != nil {
 		t.Error("the informer persists, though the factory cannot know what it lists")
 	}
 	if got := storeKeys(informer.GetStore()); !slices.Equal(got, []string{"default/elsewhere"}) {
