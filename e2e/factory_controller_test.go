@@ -145,7 +145,7 @@ func TestFactoryControllerWarmRestart(t *testing.T) {
 	client = typedClient(t, srv.Config(), counter)
 	cg := informers.NewSharedInformerFactory(client, 0)
 	clientGo := startPodCounter(ctx, t, client, cg, nil)
-	if _, ok := cg.Core().V1().Pods().Informer().GetIndexer().(*bcache.Indexer); ok {
+	if persistentIndexer(cg.Core().V1().Pods().Informer()) != nil {
 		t.Fatal("client-go's factory built a boltinformer indexer")
 	}
 	cgCounts := waitPodCounterConverged(ctx, t, "client-go run", admin, clientGo.c)
