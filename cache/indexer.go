@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -89,6 +90,52 @@ type Indexer struct {
 	indexMu  sync.RWMutex
 	indexers cache.Indexers
 	versions map[string]string
+
+	// memory, once set by moveToMemory, serves every call instead of the
+	// collection.
+	memory atomic.Pointer[memoryStore]
+}
+
+type memoryStore struct{ storeIndexer }
+
+// inMemory returns the in-memory store that replaced the collection, or
+// nil.
+func (i *Indexer) inMemory() storeIndexer {
+	if m := i.memory.Load(); m != nil {
+		return m.storeIndexer
+	}
+	return nil
+}
+
+// InMemory reports whether the Indexer keeps its objects in memory, in
+// client-go's indexer, instead of the file: an informer moves it there when
+// an object cannot be encoded.
+func (i *Indexer) InMemory() bool { return i.memory.Load() != nil }
+
+// moveToMemory copies the current state into client-go's in-memory indexer,
+// which from then on serves every call, and drops the collection's
+// resourceVersion so that the file is never resumed from (it lacks what
+// could not be stored). The Indexer must have no Transform (an informer's
+// transform runs in its queue).
+func (i *Indexer) moveToMemory() error {
+	i.writeMu.Lock()
+	defer i.writeMu.Unlock()
+	objs, err := i.coll.List()
+	if err != nil {
+		return fmt.Errorf("reading the collection to move it to memory: %w", err)
+	}
+	mem := cache.NewIndexer(i.keyFunc, i.GetIndexers()).(storeIndexer)
+	for _, obj := range objs {
+		if err := mem.Add(obj); err != nil {
+			return fmt.Errorf("moving the collection to memory: %w", err)
+		}
+	}
+	mem.Bookmark(i.coll.ResourceVersion())
+	i.memory.Store(&memoryStore{mem})
+	// Apply with no ops cannot fail to encode; on a closed file there is
+	// nothing left to resume from anyway.
+	_ = i.coll.Apply(nil, "")
+	return nil
 }
 
 var (
@@ -308,6 +355,9 @@ func (i *Indexer) Add(obj interface{}) error { return i.Update(obj) }
 
 // Update stores obj under its key.
 func (i *Indexer) Update(obj interface{}) error {
+	if m := i.inMemory(); m != nil {
+		return m.Update(obj)
+	}
 	key, obj, err := i.keyAndTransform(obj)
 	if err != nil {
 		return err
@@ -323,6 +373,9 @@ func (i *Indexer) Update(obj interface{}) error {
 
 // Delete removes obj's key.
 func (i *Indexer) Delete(obj interface{}) error {
+	if m := i.inMemory(); m != nil {
+		return m.Delete(obj)
+	}
 	key, err := i.keyFunc(obj)
 	if err != nil {
 		return cache.KeyError{Obj: obj, Err: err}
@@ -335,6 +388,9 @@ func (i *Indexer) Delete(obj interface{}) error {
 // Transaction applies txns in one Apply. Transactions whose key cannot be
 // computed, or whose index values cannot, are skipped and reported.
 func (i *Indexer) Transaction(txns ...cache.Transaction) *cache.TransactionError {
+	if m := i.inMemory(); m != nil {
+		return m.Transaction(txns...)
+	}
 	i.writeMu.Lock()
 	defer i.writeMu.Unlock()
 	ops := make([]persist.Op, 0, len(txns))
@@ -381,6 +437,9 @@ func (i *Indexer) Transaction(txns ...cache.Transaction) *cache.TransactionError
 // Replace makes the store hold exactly list, at resource version rv. Objects
 // whose resource version equals the stored one are not rewritten.
 func (i *Indexer) Replace(list []interface{}, rv string) error {
+	if m := i.inMemory(); m != nil {
+		return m.Replace(list, rv)
+	}
 	type item struct {
 		key string
 		obj interface{}
@@ -430,6 +489,10 @@ func (i *Indexer) Resync() error { return nil }
 
 // Bookmark records rv as the store's resource version.
 func (i *Indexer) Bookmark(rv string) {
+	if m := i.inMemory(); m != nil {
+		m.Bookmark(rv)
+		return
+	}
 	i.writeMu.Lock()
 	defer i.writeMu.Unlock()
 	// Apply with no ops cannot fail to encode; it fails only on a closed or
@@ -441,6 +504,9 @@ func (i *Indexer) Bookmark(rv string) {
 // write or bookmark, or the stored one after a restart. Like client-go, it
 // returns "" unless the AtomicFIFO feature gate is enabled (the default).
 func (i *Indexer) LastStoreSyncResourceVersion() string {
+	if m := i.inMemory(); m != nil {
+		return m.LastStoreSyncResourceVersion()
+	}
 	if !clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) {
 		return ""
 	}
@@ -458,6 +524,9 @@ func (i *Indexer) Get(obj interface{}) (interface{}, bool, error) {
 
 // GetByKey returns the object stored under key.
 func (i *Indexer) GetByKey(key string) (interface{}, bool, error) {
+	if m := i.inMemory(); m != nil {
+		return m.GetByKey(key)
+	}
 	obj, ok, err := i.coll.Get(key)
 	if err != nil || !ok {
 		return nil, false, err
@@ -469,6 +538,9 @@ func (i *Indexer) GetByKey(key string) (interface{}, bool, error) {
 // utilruntime.HandleError and yields the objects read so far, since the
 // client-go signature has no error.
 func (i *Indexer) List() []interface{} {
+	if m := i.inMemory(); m != nil {
+		return m.List()
+	}
 	objs, err := i.coll.List()
 	if err != nil {
 		handleReadError("List", err)
@@ -482,6 +554,9 @@ func (i *Indexer) List() []interface{} {
 
 // ListKeys returns every key.
 func (i *Indexer) ListKeys() []string {
+	if m := i.inMemory(); m != nil {
+		return m.ListKeys()
+	}
 	keys, err := i.coll.Keys()
 	if err != nil {
 		handleReadError("ListKeys", err)
@@ -491,6 +566,9 @@ func (i *Indexer) ListKeys() []string {
 
 // GetIndexers returns a copy of the indexers.
 func (i *Indexer) GetIndexers() cache.Indexers {
+	if m := i.inMemory(); m != nil {
+		return m.GetIndexers()
+	}
 	i.indexMu.RLock()
 	defer i.indexMu.RUnlock()
 	out := make(cache.Indexers, len(i.indexers))
@@ -503,6 +581,9 @@ func (i *Indexer) GetIndexers() cache.Indexers {
 // AddIndexers adds indexes and builds them over the stored objects. If an
 // index function fails for any stored object, none of newIndexers is added.
 func (i *Indexer) AddIndexers(newIndexers cache.Indexers) error {
+	if m := i.inMemory(); m != nil {
+		return m.AddIndexers(newIndexers)
+	}
 	i.writeMu.Lock()
 	defer i.writeMu.Unlock()
 	i.indexMu.RLock()
@@ -536,6 +617,9 @@ func (i *Indexer) AddIndexers(newIndexers cache.Indexers) error {
 
 // Index returns the objects sharing any of obj's values for the named index.
 func (i *Indexer) Index(indexName string, obj interface{}) ([]interface{}, error) {
+	if m := i.inMemory(); m != nil {
+		return m.Index(indexName, obj)
+	}
 	i.indexMu.RLock()
 	fn := i.indexers[indexName]
 	i.indexMu.RUnlock()
@@ -560,6 +644,9 @@ func (i *Indexer) Index(indexName string, obj interface{}) ([]interface{}, error
 
 // IndexKeys returns the keys whose values for the named index include value.
 func (i *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	if m := i.inMemory(); m != nil {
+		return m.IndexKeys(indexName, indexedValue)
+	}
 	return i.coll.IndexKeys(indexName, indexedValue)
 }
 
@@ -567,6 +654,9 @@ func (i *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
 // unknown index, a file read error) are reported through HandleError and
 // yield nil, since the client-go signature has no error.
 func (i *Indexer) ListIndexFuncValues(indexName string) []string {
+	if m := i.inMemory(); m != nil {
+		return m.ListIndexFuncValues(indexName)
+	}
 	values, err := i.coll.IndexValues(indexName)
 	if err != nil {
 		handleReadError("ListIndexFuncValues", err)
@@ -577,6 +667,9 @@ func (i *Indexer) ListIndexFuncValues(indexName string) []string {
 
 // ByIndex returns the objects whose values for the named index include value.
 func (i *Indexer) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
+	if m := i.inMemory(); m != nil {
+		return m.ByIndex(indexName, indexedValue)
+	}
 	objs, err := i.coll.ByIndex(indexName, indexedValue)
 	return toInterfaces(objs), err
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -178,11 +177,6 @@ type Informer struct {
 	// warm is set at start when a stored resourceVersion exists, and
 	// cleared if the stored state cannot be read back.
 	warm bool
-	// inMemory is set once the informer moved its objects to memory
-	// because one could not be stored.
-	inMemory atomic.Bool
-	// fallback is the store when persistent is set.
-	fallback *fallbackStore
 
 	// blockDeltas stops delta processing while a late handler joins or a
 	// handler is removed, and while the warm start hands out stored objects.
@@ -233,12 +227,7 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 		if err != nil {
 			return nil, err
 		}
-		persistent = indexer
-	}
-	var fallback *fallbackStore
-	if persistent != nil {
-		fallback = newFallbackStore(persistent)
-		store = fallback
+		store, persistent = indexer, indexer
 	}
 	clk := opts.Clock
 	if clk == nil {
@@ -253,7 +242,6 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 	return &Informer{
 		store:                           store,
 		persistent:                      persistent,
-		fallback:                        fallback,
 		name:                            p.Collection,
 		processor:                       processor.New(clk),
 		listerWatcher:                   lw,
@@ -749,32 +737,20 @@ func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, i
 // moveToMemoryLocked handles a delta the persistent store refused because
 // an object cannot be encoded (typically what a transform returned: a type
 // the cache file's scheme does not know). Such a delta applied nothing and
-// notified nobody, so the informer can go on as client-go's would: it copies
-// the state into client-go's in-memory indexer, switches its store to it
-// (listers already handed out follow), drops the collection's
-// resourceVersion so the next start is cold, reports the error, and returns
-// true for the caller to process the delta again. Called under blockDeltas.
+// notified nobody, so the informer can go on as client-go's would: its
+// Indexer copies the state into client-go's in-memory indexer and serves
+// from it (listers already handed out follow) and drops the collection's
+// resourceVersion so the next start is cold; the informer reports the error
+// and returns true for the caller to process the delta again. Called under
+// blockDeltas.
 func (s *Informer) moveToMemoryLocked(logger klog.Logger, err error) bool {
-	if err == nil || !errors.Is(err, persist.ErrUnencodable) || s.persistent == nil || s.inMemory.Load() {
+	if err == nil || !errors.Is(err, persist.ErrUnencodable) || s.persistent == nil || s.persistent.InMemory() {
 		return false
 	}
-	objs, lerr := s.persistent.coll.List()
-	if lerr != nil {
-		utilruntime.HandleErrorWithLogger(logger, lerr, "Cannot move the informer to memory: reading its state failed", "collection", s.name)
+	if merr := s.persistent.moveToMemory(); merr != nil {
+		utilruntime.HandleErrorWithLogger(logger, merr, "Cannot move the informer to memory", "collection", s.name)
 		return false
 	}
-	mem := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, s.persistent.GetIndexers()).(storeIndexer)
-	for _, obj := range objs {
-		if aerr := mem.Add(obj); aerr != nil {
-			utilruntime.HandleErrorWithLogger(logger, aerr, "Cannot move the informer to memory", "collection", s.name)
-			return false
-		}
-	}
-	mem.Bookmark(s.persistent.coll.ResourceVersion())
-	s.fallback.set(mem)
-	s.inMemory.Store(true)
-	// The file must not be resumed from: it lacks what could not be stored.
-	s.persistent.Bookmark("")
 	s.opts.Metrics.countReset(s.name, resetUnencodable)
 	s.report(klog.NewContext(context.Background(), logger), fmt.Errorf("boltinformer: collection %q: an object cannot be stored in the cache file (%w); the informer keeps its objects in memory from now on, as client-go's does, and will start cold. Register the type in the file's scheme (persist.Options.Scheme), or make the transform return a registered type", s.name, err))
 	return true
@@ -862,14 +838,9 @@ func (s *Informer) GetStore() cache.Store { return s.store }
 func (s *Informer) GetIndexer() cache.Indexer { return s.store }
 
 // Indexer returns the persistent indexer, or nil for a memory-only
-// informer or one that moved to memory because an object could not be
-// stored.
-func (s *Informer) Indexer() *Indexer {
-	if s.inMemory.Load() {
-		return nil
-	}
-	return s.persistent
-}
+// informer. See Indexer.InMemory for one that moved to memory because an
+// object could not be stored.
+func (s *Informer) Indexer() *Indexer { return s.persistent }
 
 // AddIndexers implements cache.SharedIndexInformer.
 func (s *Informer) AddIndexers(indexers cache.Indexers) error {

@@ -228,7 +228,7 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, s := range informers {
-		if s.Indexer() == nil {
+		if s.persistent == nil || s.persistent.InMemory() {
 			continue // in memory: nothing of it is in a file
 		}
 		coll := s.persistent.coll

@@ -96,6 +96,15 @@ func (r *informerRun) synced(t *testing.T) {
 	}
 }
 
+// starts waits until the reflector has reported how it started (the
+// observer may hear of it after the informer synced) and returns the
+// causes.
+func (r *informerRun) starts(t *testing.T) []string {
+	t.Helper()
+	waitFor(t, "start reported", func() bool { return len(r.obs.starts()) > 0 })
+	return r.obs.starts()
+}
+
 // populate cold-starts an informer with p over src so the file holds src's
 // state, and stops it.
 func populate(t *testing.T, f *testFile, src *fcache.FakeControllerSource, p bcache.Persistence, indexers cache.Indexers, setup func(*bcache.Informer)) {
@@ -131,7 +140,7 @@ func TestWarmStartListIdentityMismatchStartsCold(t *testing.T) {
 	if got := fmt.Sprint(r.ev.list()); got != "[add ns/c@1 initial=true]" {
 		t.Errorf("events = %s, want only the listed object as an initial add", got)
 	}
-	if got := r.obs.starts(); fmt.Sprint(got) != "[cold]" {
+	if got := r.starts(t); fmt.Sprint(got) != "[cold]" {
 		t.Errorf("starts = %v, want [cold]", got)
 	}
 }
@@ -145,7 +154,7 @@ func TestWarmStartClusterMismatchStartsCold(t *testing.T) {
 	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{Cluster: bcache.StaticCluster("uid-1")}, nil, nil)
 	r.synced(t)
 	r.stop()
-	if got := r.obs.starts(); fmt.Sprint(got) != "[resumed]" {
+	if got := r.starts(t); fmt.Sprint(got) != "[resumed]" {
 		t.Fatalf("same cluster: starts = %v, want [resumed]", got)
 	}
 	f.reopen()
@@ -153,7 +162,7 @@ func TestWarmStartClusterMismatchStartsCold(t *testing.T) {
 	other := podSource("x")
 	r = startInformer(t, f, noWatchList{other}, bcache.Persistence{Cluster: bcache.StaticCluster("uid-2")}, nil, nil)
 	r.synced(t)
-	if got := r.obs.starts(); fmt.Sprint(got) != "[cold]" {
+	if got := r.starts(t); fmt.Sprint(got) != "[cold]" {
 		t.Errorf("other cluster: starts = %v, want [cold]", got)
 	}
 	if got, want := storeState(r.inf.GetStore()), sourceState(t, other); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -199,7 +208,7 @@ func TestClusterIdentityRetriedBeforeResume(t *testing.T) {
 	}
 	close(release)
 	r.synced(t)
-	if got := r.obs.starts(); fmt.Sprint(got) != "[resumed]" {
+	if got := r.starts(t); fmt.Sprint(got) != "[resumed]" {
 		t.Errorf("starts = %v, want [resumed]", got)
 	}
 }
@@ -263,7 +272,7 @@ func TestWarmStartTransformChangeStartsCold(t *testing.T) {
 			if tc.wantCold {
 				want = "[cold]"
 			}
-			if got := r.obs.starts(); fmt.Sprint(got) != want {
+			if got := r.starts(t); fmt.Sprint(got) != want {
 				t.Errorf("starts = %v, want %s", got, want)
 			}
 		})
@@ -319,7 +328,7 @@ func TestTransformUnencodableFallsBackToMemory(t *testing.T) {
 	f.reopen()
 	r = startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, nil)
 	r.synced(t)
-	if got := r.obs.starts(); fmt.Sprint(got) != "[cold]" {
+	if got := r.starts(t); fmt.Sprint(got) != "[cold]" {
 		t.Errorf("restart after the fallback: starts = %v, want [cold] (the file lacks what could not be stored)", got)
 	}
 }
@@ -463,47 +472,8 @@ func TestWarmStartReadErrorFallsBackToCold(t *testing.T) {
 		t.Errorf("events = %v, want each object once as an initial add", got)
 	}
 	// The first reflector may have resumed its watch before the read failed.
-	if starts := r.obs.starts(); len(starts) == 0 || starts[len(starts)-1] != "cold" {
-		t.Errorf("starts = %v, want a cold list last", starts)
-	}
-}
-
-// A bare Indexer opened under another ListIdentity or transform is emptied
-// and says why; under the same ones it keeps its objects.
-func TestIndexerProvenanceMismatchEmpties(t *testing.T) {
-	f := newTestFile(t)
-	opts := bcache.IndexerOptions{Collection: "cms", ListIdentity: "configmaps ns=a", TransformVersion: "1"}
-	i := f.indexer(opts)
-	if err := i.Replace([]interface{}{configMap("a", "x", "5", nil)}, "5"); err != nil {
-		t.Fatal(err)
-	}
-	if err := i.Collection().Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	f.reopen()
-	i = f.indexer(opts)
-	if got := i.ListKeys(); fmt.Sprint(got) != "[a/x]" || i.Collection().ResetAtOpen() != nil {
-		t.Fatalf("same provenance: keys %v, reset %v", got, i.Collection().ResetAtOpen())
-	}
-	if err := i.Collection().Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for _, other := range []bcache.IndexerOptions{
-		{Collection: "cms", ListIdentity: "configmaps ns=b", TransformVersion: "1"},
-		{Collection: "cms", ListIdentity: "configmaps ns=b", TransformVersion: "2"},
-	} {
-		i = f.indexer(other)
-		if got := i.ListKeys(); len(got) != 0 || i.Collection().ResourceVersion() != "" {
-			t.Errorf("%+v: keys %v rv %q, want an empty collection", other, got, i.Collection().ResourceVersion())
-		}
-		if i.Collection().ResetAtOpen() == nil {
-			t.Errorf("%+v: ResetAtOpen is nil, want why", other)
-		}
-		if err := i.Replace([]interface{}{configMap("a", "x", "5", nil)}, "5"); err != nil {
-			t.Fatal(err)
-		}
-		if err := i.Collection().Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitFor(t, "a cold list reported last", func() bool {
+		starts := r.obs.starts()
+		return len(starts) > 0 && starts[len(starts)-1] == "cold"
+	})
 }

@@ -37,6 +37,12 @@
 // are those it was built with; callers must change the version whenever an
 // index function's behaviour changes.
 //
+// Nor can the file see where its objects came from. An owner records that
+// as a collection's provenance (CollectionOptions.Provenance,
+// Collection.CheckProvenance): opaque name/value pairs compared on open; a
+// difference empties the collection — objects, index entries and
+// resourceVersion — so nothing is served under another provenance.
+//
 // Files are created with mode 0600 and missing parent directories with 0700:
 // they hold whatever the cached objects hold.
 //
