@@ -129,7 +129,7 @@ func (c *captureClient) capture(obj runtime.Object, gvr schema.GroupVersionResou
 	}
 	lw, ok1 := unexportedField[cache.ListerWatcher](inner, "listerWatcher")
 	transform, ok2 := unexportedField[cache.TransformFunc](inner, "transform")
-	resync, ok3 := unexportedField[time.Duration](inner, "defaultEventHandlerResyncPeriod")
+	informerResync, ok3 := unexportedField[time.Duration](inner, "defaultEventHandlerResyncPeriod")
 	example, ok4 := unexportedField[runtime.Object](inner, "objectType")
 	if !ok1 || !ok2 || !ok3 || !ok4 || lw == nil {
 		return informerSpec{}, fmt.Errorf("%T does not have client-go v0.37.2's fields", informer)
@@ -165,7 +165,7 @@ func (c *captureClient) capture(obj runtime.Object, gvr schema.GroupVersionResou
 	if wspec.namespace != spec.namespace || !reflect.DeepEqual(wspec.options, spec.options) {
 		return informerSpec{}, fmt.Errorf("it watches namespace %q with %+v but lists namespace %q with %+v", wspec.namespace, wspec.options, spec.namespace, spec.options)
 	}
-	spec.resync = resync
+	spec.resync = informerResync
 	spec.indexers = informer.GetIndexer().GetIndexers()
 	spec.transform = transform
 	return spec, nil
