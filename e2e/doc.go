@@ -42,6 +42,17 @@
 //     warm-restart with no LIST and identical unstructured content.
 //   - TestFactoryFilters: differently filtered factories on one file stay
 //     separate; a changed selector starts a new collection.
+//   - TestFactoryInformerForSelector: kube-scheduler's Pod informer,
+//     registered through InformerFor with field selector
+//     status.phase!=Succeeded,status.phase!=Failed and a
+//     managedFields-stripping transform, and a plain Pods informer share one
+//     file in two collections; each holds exactly what its selector admits;
+//     a Pod that turns Succeeded leaves the first as a delete and stays in
+//     the second; after a restart neither lists, and a Pod that failed
+//     meanwhile leaves the first as a delete.
+//   - TestFactoryForeignCluster: a file written against one cluster, opened
+//     by a factory on another (its own kube-apiserver and etcd), starts cold:
+//     no handler is given the first cluster's objects.
 //
 // Run it with `go test ./e2e/`, after `make test-binaries` has built etcd and
 // kube-apiserver. The -e2e.objects, -e2e.relist-objects and -e2e.kills flags
@@ -49,7 +60,7 @@
 //
 // # Caveats
 //
-// The suite starts eight etcd + kube-apiserver pairs, one after another, and
+// The suite starts eleven etcd + kube-apiserver pairs, one after another, and
 // writes about 16,000 objects. On a 2-core machine it takes two to three
 // minutes, with or without -race; most of that is server start-up and populating. TestInformerChild is the child half of TestKillDuringWriteStorm.
 // Without the environment that test sets, it skips.

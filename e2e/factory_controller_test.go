@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/examples/podcounter"
@@ -120,8 +119,8 @@ func TestFactoryControllerWarmRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if generic.Informer().GetIndexer() != cache.Indexer(podIdx) {
-		t.Errorf("ForResource(pods) has indexer %p, Core().V1().Pods() %p", generic.Informer().GetIndexer(), podIdx)
+	if idx := persistentIndexer(generic.Informer()); idx != podIdx {
+		t.Errorf("ForResource(pods) has indexer %p, Core().V1().Pods() %p", idx, podIdx)
 	}
 	if objs, err := generic.Lister().List(klabels.Everything()); err != nil {
 		t.Error(err)
@@ -145,7 +144,7 @@ func TestFactoryControllerWarmRestart(t *testing.T) {
 	client = typedClient(t, srv.Config(), counter)
 	cg := informers.NewSharedInformerFactory(client, 0)
 	clientGo := startPodCounter(ctx, t, client, cg, nil)
-	if _, ok := cg.Core().V1().Pods().Informer().GetIndexer().(*bcache.Indexer); ok {
+	if persistentIndexer(cg.Core().V1().Pods().Informer()) != nil {
 		t.Fatal("client-go's factory built a boltinformer indexer")
 	}
 	cgCounts := waitPodCounterConverged(ctx, t, "client-go run", admin, clientGo.c)

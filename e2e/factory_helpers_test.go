@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -129,14 +130,37 @@ func dynamicClient(t testing.TB, cfg *rest.Config, counter *apiCounter) dynamic.
 	return dc
 }
 
-// requirePersistent fails unless informer's indexer is boltinformer's.
+// requirePersistent fails unless informer is a persistent boltinformer
+// informer, and returns its indexer.
 func requirePersistent(t testing.TB, what string, informer cache.SharedIndexInformer) *bcache.Indexer {
 	t.Helper()
-	idx, ok := informer.GetIndexer().(*bcache.Indexer)
-	if !ok {
-		t.Fatalf("%s: indexer is %T, want *cache.Indexer of boltinformer", what, informer.GetIndexer())
+	idx := persistentIndexer(informer)
+	if idx == nil {
+		t.Fatalf("%s: informer %T does not persist, want boltinformer's persistent informer", what, informer)
 	}
 	return idx
+}
+
+// persistentIndexer returns the persistent indexer of informer, or nil if
+// it is not a persistent boltinformer informer. It looks through client-go's
+// typed wrapper (the generated accessors' Informer() returns one), which
+// embeds the informer the factory built.
+func persistentIndexer(informer cache.SharedIndexInformer) *bcache.Indexer {
+	for range 2 {
+		if bi, ok := informer.(*bcache.Informer); ok {
+			return bi.Indexer()
+		}
+		v := reflect.ValueOf(informer)
+		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+			return nil
+		}
+		f := v.Elem().FieldByName("SharedIndexInformer")
+		if !f.IsValid() {
+			return nil
+		}
+		informer, _ = f.Interface().(cache.SharedIndexInformer)
+	}
+	return nil
 }
 
 // collectionInfo returns the stored description of the named collection,

@@ -22,19 +22,35 @@ type listIdentity struct {
 	options   metav1.ListOptions
 }
 
-// newListIdentity applies tweak to empty list options to learn the filters
-// it sets.
-func newListIdentity(source string, gvr schema.GroupVersionResource, kind, namespace string, tweak func(*metav1.ListOptions)) listIdentity {
-	id := listIdentity{source: source, gvr: gvr, kind: kind, namespace: namespace}
+// newListIdentity returns the identity of a list with options opts (only
+// its filters count: paging, resume and watch fields are dropped).
+func newListIdentity(source string, gvr schema.GroupVersionResource, kind, namespace string, opts metav1.ListOptions) listIdentity {
+	opts = listFilters(opts)
+	return listIdentity{source: source, gvr: gvr, kind: kind, namespace: namespace, options: opts}
+}
+
+// tweakedOptions returns the list options tweak sets on empty ones.
+func tweakedOptions(tweak func(*metav1.ListOptions)) metav1.ListOptions {
+	var opts metav1.ListOptions
 	if tweak != nil {
-		tweak(&id.options)
+		tweak(&opts)
 	}
-	// Paging and resume fields are the reflector's business, not the list's.
-	id.options.ResourceVersion, id.options.ResourceVersionMatch = "", ""
-	id.options.Limit, id.options.Continue = 0, ""
-	id.options.TimeoutSeconds, id.options.Watch, id.options.AllowWatchBookmarks = nil, false, false
-	id.options.SendInitialEvents = nil
-	return id
+	return opts
+}
+
+// String is the list identity stored with the collection
+// (cache.Persistence.ListIdentity): every field, in a fixed order.
+func (id listIdentity) String() string {
+	raw, _ := json.Marshal(struct {
+		Source    string             `json:"source"`
+		Group     string             `json:"group"`
+		Version   string             `json:"version"`
+		Resource  string             `json:"resource"`
+		Kind      string             `json:"kind,omitempty"`
+		Namespace string             `json:"namespace,omitempty"`
+		Options   metav1.ListOptions `json:"options"`
+	}{id.source, id.gvr.Group, id.gvr.Version, id.gvr.Resource, id.kind, id.namespace, id.options})
+	return string(raw)
 }
 
 // collection returns the collection name: readable, and unique per list.

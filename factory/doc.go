@@ -12,31 +12,72 @@
 //	f := factory.NewSharedInformerFactory(client, resync, db) // was informers.NewSharedInformerFactory(client, resync)
 //	pods := f.Core().V1().Pods().Lister()                   // generated accessors and listers as before
 //
-// The generated group packages call InformerFor with a constructor that
-// hides its ListerWatcher; the factory rebuilds the same typed-client list
-// and watch calls (client.<GroupVersion>().<Resources>(namespace)), with the
-// factory's namespace and tweak options, for every type a typed client
-// lists, and takes the indexers from the constructor.
+// The generated group packages call InformerFor with a constructor,
+// newFunc, that hides its ListerWatcher. The factory learns what newFunc's
+// informer lists without reaching the server: it calls newFunc with a
+// clientset whose transport records requests and answers them with an
+// error, calls the informer's List and Watch once, and reads the resource,
+// namespace and selectors from the recorded URLs. Its resync period,
+// indexers and transform come from the informer itself (client-go has no
+// getters for the resync period and transform; they are read from
+// client-go v0.37.2's informer, which a test pins). The factory's informer
+// then issues exactly that list and watch through the factory's client. So
+// a hand-written constructor, such as kube-scheduler's Pod informer with
+// field selector status.phase!=Succeeded,status.phase!=Failed and a
+// managedFields-stripping transform, gets the informer client-go's factory
+// would give it, persisted in a collection of its own.
 //
 // Each informer owns a collection of the file named by what it lists:
-// source (typed or dynamic), group/version/resource, namespace and the
-// selectors the tweak function sets (other tweaked options as a hash), for
-// example "typed/apps/v1/deployments ns=prod labels=app=web". Factories with
-// different filters on one file never share a collection, and a changed
-// selector starts a new one rather than resuming objects listed under the
-// old selector.
+// source (typed or dynamic), group/version/resource, namespace and
+// selectors (other list options as a hash), for example
+// "typed/apps/v1/deployments ns=prod labels=app=web" or
+// "typed/v1/pods fields=status.phase!=Succeeded,status.phase!=Failed".
+// Factories with different filters on one file never share a collection,
+// and a changed selector starts a new one rather than resuming objects
+// listed under the old selector.
+//
+// Before a collection is resumed, the informer checks what it was stored
+// under (see cache.Persistence); any difference starts it cold:
+//
+//   - the list identity: source, resource, kind, namespace and list
+//     options, as the factory derives them (the collection name says the
+//     same in readable form);
+//   - the cluster: the UID of the kube-system namespace, read through the
+//     factory's client (typed: CoreV1().Namespaces(); dynamic: the v1
+//     namespaces resource) when an informer starts, once per factory. An
+//     informer resumes nothing and does not sync until it has read it. A
+//     client that may not get kube-system declares the cluster instead
+//     with WithClusterIdentity (WithDynamicClusterIdentity): any string
+//     that differs between clusters and changes when one is recreated;
+//   - the transform: the version declared with WithTransformVersion plus
+//     the transform function's name. A transform set with WithTransform,
+//     or by newFunc with SetTransform on the informer it builds, or by the
+//     caller with SetTransform on the informer InformerFor returns, is
+//     applied by the persistent informer before objects are stored (the
+//     factory's replaces newFunc's, as in client-go). A closure's name
+//     does not change with what it closes over, so bump the declared
+//     version whenever a transform's output changes.
 //
 // # Caveats
 //
-// InformerFor and ForResource cannot return errors in client-go's
-// interfaces. When the factory cannot build an informer (a type no typed
-// client lists: use the dynamic factory; a cache file error) it returns one
-// that never syncs and reports the error when run, and
-// WaitForCacheSyncWithContext returns the error in SyncResult.Err.
+// Where the factory cannot determine what newFunc's informer lists — it
+// lists through another client than the one it is given, lists a type no
+// typed client of k8s.io/client-go/kubernetes serves (a CRD type of another
+// generated clientset, metadata-only objects), or is not client-go's
+// informer — InformerFor returns newFunc's own informer unchanged, in
+// memory, exactly as client-go's factory does, and logs why once. Finding
+// out that newFunc uses another client costs one List request with limit=1
+// through that client.
 //
-// InformerFor uses the factory's namespace and tweak options for every
-// type, as the generated accessors do; a hand-written constructor passed to
-// InformerFor that lists with other filters is not honoured.
+// InformerFor and ForResource cannot return errors in client-go's
+// interfaces. When the factory cannot build a persistent informer it should
+// build (a cache file error; for ForResource or a nil newFunc also a type no
+// typed client lists: use the dynamic factory) it returns one that never
+// syncs and reports the error when run, and WaitForCacheSyncWithContext
+// returns the error in SyncResult.Err.
+//
+// A newFunc whose tweak sets a page size or timeout gets the reflector's:
+// those options do not change what a list holds.
 //
 // Two informers cannot write one collection. Factories with different
 // namespaces or selectors on one file are fine (a cluster-scoped resource's

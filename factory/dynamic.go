@@ -32,6 +32,9 @@ type DynamicFactory struct {
 	tweakListOptions dynamicinformer.TweakListOptionsFunc
 	persistSecrets   bool
 	memoryOnly       map[schema.GroupVersionResource]bool
+	clusterIdentity  string
+	// kubeSystemUID caches the cluster identity read through client.
+	kubeSystemUID clusterUID
 
 	// lock guards the fields below.
 	lock             sync.Mutex
@@ -113,13 +116,15 @@ func (f *DynamicFactory) newInformer(gvr schema.GroupVersionResource) (cache.Sha
 	}
 	// The resource may be namespaced or not; a dynamic client cannot tell
 	// without discovery, so the namespace always names the collection.
-	id := newListIdentity("dynamic", gvr, "", namespace, tweak)
+	id := newListIdentity("dynamic", gvr, "", namespace, tweakedOptions(tweak))
 	informer, err := bcache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, bcache.InformerOptions{
 		Persistence: bcache.Persistence{
-			DB:          f.db,
-			Collection:  id.collection(),
-			Description: id.description(),
-			MemoryOnly:  f.memoryOnly[gvr] || (gvr == secretsResource && !f.persistSecrets),
+			DB:           f.db,
+			Collection:   id.collection(),
+			Description:  id.description(),
+			ListIdentity: id.String(),
+			Cluster:      f.cluster(),
+			MemoryOnly:   f.memoryOnly[gvr] || (gvr == secretsResource && !f.persistSecrets),
 		},
 		ResyncPeriod: f.defaultResync,
 		Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},

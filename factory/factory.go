@@ -39,6 +39,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/persist"
@@ -56,6 +57,8 @@ type Factory struct {
 	defaultResync    time.Duration
 	customResync     map[reflect.Type]time.Duration
 	transform        cache.TransformFunc
+	transformVersion string
+	clusterIdentity  string
 	informerName     *cache.InformerName
 	cacheObjects     int
 	cacheBytes       int64
@@ -63,8 +66,13 @@ type Factory struct {
 	persistSecrets   bool
 	memoryOnly       map[reflect.Type]bool
 
+	// kubeSystemUID caches the cluster identity read through client.
+	kubeSystemUID clusterUID
+
 	// lock guards the fields below.
-	lock             sync.Mutex
+	lock sync.Mutex
+	// capture records what newFunc's informers list; built on first use.
+	capture          *captureClient
 	informers        map[reflect.Type]cache.SharedIndexInformer
 	startedInformers map[reflect.Type]bool
 	// wg tracks the goroutines Start started.
@@ -183,12 +191,20 @@ func (f *Factory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncRes
 }
 
 // InformerFor returns the informer for obj's type, building it on first
-// use. newFunc is consulted only for the informer's indexers: the list and
-// watch calls are rebuilt from the typed client with the factory's
-// namespace and tweak options, exactly as the generated informers make them
-// (newFunc hides its ListerWatcher). A type no typed client lists, or a
-// cache file error, yields an informer that never syncs and reports the
-// error (see WaitForCacheSyncWithContext).
+// use. The informer lists and watches exactly what newFunc's informer would
+// (namespace, label and field selectors, other list options) and keeps its
+// resync period, indexers and transform: the factory learns them by running
+// newFunc against a clientset that records requests without sending them
+// (see capture.go), then issues the same list and watch through its own
+// client into a collection named by them. The factory's transform, if set,
+// replaces newFunc's, as in client-go.
+//
+// Where that cannot be determined — newFunc's informer uses another client,
+// lists a type no typed client serves, or is not client-go's informer — it
+// returns newFunc's own informer unchanged, in memory, as client-go's
+// factory does, and logs why once. A nil newFunc builds the informer the
+// generated accessors would. A cache file error yields an informer that
+// never syncs and reports the error (see WaitForCacheSyncWithContext).
 func (f *Factory) InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
 	f.lock.Lock()
 	defer f.lock.Unlock()
@@ -200,13 +216,7 @@ func (f *Factory) InformerFor(obj runtime.Object, newFunc internalinterfaces.New
 	if !ok {
 		resync = f.defaultResync
 	}
-	var indexers cache.Indexers
-	if newFunc != nil {
-		indexers = newFunc(f.client, resync).GetIndexer().GetIndexers()
-	} else {
-		indexers = cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
-	}
-	informer, err := f.newInformer(obj, resync, indexers)
+	informer, err := f.informerForLocked(obj, newFunc, resync)
 	if err != nil {
 		informer = newBrokenInformer(err)
 	}
@@ -214,42 +224,95 @@ func (f *Factory) InformerFor(obj runtime.Object, newFunc internalinterfaces.New
 	return informer
 }
 
-func (f *Factory) newInformer(obj runtime.Object, resync time.Duration, indexers cache.Indexers) (cache.SharedIndexInformer, error) {
+// informerForLocked builds the informer InformerFor returns. f.lock is held.
+func (f *Factory) informerForLocked(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc, resync time.Duration) (cache.SharedIndexInformer, error) {
+	_, err := accessorFor(obj)
+	var gvk schema.GroupVersionKind
+	var gvr schema.GroupVersionResource
+	if err == nil {
+		gvk, gvr, err = resourceOf(obj)
+	}
+	var spec informerSpec
+	switch {
+	case err != nil:
+	case newFunc == nil:
+		spec = informerSpec{
+			namespace: f.namespace,
+			resync:    resync,
+			indexers:  cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		}
+		if f.tweakListOptions != nil {
+			f.tweakListOptions(&spec.options)
+			spec.options = listFilters(spec.options)
+		}
+	default:
+		if f.capture == nil {
+			f.capture, err = newCaptureClient()
+		}
+		if err == nil {
+			spec, err = f.capture.capture(obj, gvr, newFunc, resync)
+		}
+	}
+	if err != nil {
+		if newFunc == nil {
+			return nil, err
+		}
+		klog.Background().Info("boltinformer factory: the informer's list cannot be determined, so it runs in memory as client-go's (nothing persisted)",
+			"type", fmt.Sprintf("%T", obj), "reason", err.Error())
+		informer := newFunc(f.client, resync)
+		if f.transform != nil {
+			if err := informer.SetTransform(f.transform); err != nil {
+				return nil, err
+			}
+		}
+		return informer, nil
+	}
+	return f.newInformer(obj, gvk, gvr, spec)
+}
+
+func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource, spec informerSpec) (cache.SharedIndexInformer, error) {
 	if f.db == nil {
 		return nil, errors.New("boltinformer factory: no cache file (pass a *persist.DB to the constructor)")
 	}
-	lw, err := typedListWatch(f.client, obj, f.namespace, f.tweakListOptions)
-	if err != nil {
-		return nil, err
-	}
-	gvk, gvr, err := resourceOf(obj)
+	lw, err := typedListWatch(f.client, obj, spec.namespace, spec.tweak())
 	if err != nil {
 		return nil, err
 	}
 	// A cluster-scoped list ignores the namespace, but the collection is
-	// still named with it: each factory on a file owns its collections, and
-	// two informers cannot write one collection.
-	id := newListIdentity("typed", gvr, gvk.Kind, f.namespace, f.tweakListOptions)
+	// still named with the factory's: each factory on a file owns its
+	// collections, and two informers cannot write one collection.
+	namespace := spec.namespace
+	if acc, _ := accessorFor(obj); !acc.namespaced {
+		namespace = f.namespace
+	}
+	id := newListIdentity("typed", gvr, gvk.Kind, namespace, spec.options)
+	transform := spec.transform
+	if f.transform != nil {
+		transform = f.transform
+	}
 	informer, err := bcache.NewSharedIndexInformerWithOptions(lw, obj, bcache.InformerOptions{
 		Persistence: bcache.Persistence{
-			DB:             f.db,
-			Collection:     id.collection(),
-			Description:    id.description(),
-			IndexVersions:  f.indexVersions,
-			CacheObjects:   f.cacheObjects,
-			CacheBytes:     f.cacheBytes,
-			MemoryOnly:     f.memoryOnly[reflect.TypeOf(obj)],
-			PersistSecrets: f.persistSecrets,
+			DB:               f.db,
+			Collection:       id.collection(),
+			Description:      id.description(),
+			ListIdentity:     id.String(),
+			Cluster:          f.cluster(),
+			TransformVersion: f.transformVersion,
+			IndexVersions:    f.indexVersions,
+			CacheObjects:     f.cacheObjects,
+			CacheBytes:       f.cacheBytes,
+			MemoryOnly:       f.memoryOnly[reflect.TypeOf(obj)],
+			PersistSecrets:   f.persistSecrets,
 		},
-		ResyncPeriod: resync,
-		Indexers:     indexers,
+		ResyncPeriod: spec.resync,
+		Indexers:     spec.indexers,
 		Identifier:   f.informerName.WithResource(gvr),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("boltinformer factory: informer for %s: %w", gvr, err)
 	}
-	if f.transform != nil {
-		if err := informer.SetTransform(f.transform); err != nil {
+	if transform != nil {
+		if err := informer.SetTransform(transform); err != nil {
 			return nil, err
 		}
 	}

@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 
-	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -38,12 +37,18 @@ func openDB(t *testing.T) *persist.DB {
 	return db
 }
 
+// kubeSystem is the namespace whose UID the factories record as the
+// cluster's identity; an informer does not sync before it has it.
+func kubeSystem() *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceSystem, UID: "test-cluster"}}
+}
+
 // TestEveryGeneratedAccessorIsPersistent walks every generated accessor the
 // factory exposes — f.<Group>().<Version>().<Resources>().Informer() — and
 // checks each builds a persistent informer that syncs.
 func TestEveryGeneratedAccessorIsPersistent(t *testing.T) {
 	db := openDB(t)
-	client := fake.NewSimpleClientset()
+	client := fake.NewSimpleClientset(kubeSystem())
 	f := factory.NewSharedInformerFactory(client, 0, db)
 	var paths []string
 	v := reflect.ValueOf(f)
@@ -75,9 +80,9 @@ func TestEveryGeneratedAccessorIsPersistent(t *testing.T) {
 				}
 				path := group.Name + "()." + version.Name + "()." + res.Name + "()"
 				informer := informerMethod.Call(nil)[0].Interface().(cache.SharedIndexInformer)
-				_, persistent := informer.GetIndexer().(*bcache.Indexer)
+				persistent := persistentIndexer(informer) != nil
 				if secrets := path == "Core().V1().Secrets()"; persistent == secrets {
-					t.Errorf("%s.Informer(): persistent = %v (indexer %T); only Secrets stay in memory by default", path, persistent, informer.GetIndexer())
+					t.Errorf("%s.Informer(): persistent = %v (%T); only Secrets stay in memory by default", path, persistent, informer)
 				}
 				paths = append(paths, path)
 			}
@@ -111,7 +116,7 @@ func TestEveryGeneratedAccessorIsPersistent(t *testing.T) {
 // Our ForResource knows exactly the resources client-go's does.
 func TestForResourceMatchesClientGo(t *testing.T) {
 	db := openDB(t)
-	client := fake.NewSimpleClientset()
+	client := fake.NewSimpleClientset(kubeSystem())
 	ours := factory.NewSharedInformerFactory(client, 0, db)
 	theirs := informers.NewSharedInformerFactory(client, 0)
 	checked := 0
@@ -122,7 +127,7 @@ func TestForResourceMatchesClientGo(t *testing.T) {
 			t.Errorf("client-go serves %v, ours: %v", gvr, err)
 			continue
 		}
-		if _, ok := g.Informer().GetIndexer().(*bcache.Indexer); !ok && gvr.Resource != "secrets" {
+		if persistentIndexer(g.Informer()) == nil && gvr.Resource != "secrets" {
 			t.Errorf("%v: not persistent", gvr)
 		}
 		checked++
@@ -170,7 +175,7 @@ func TestNamespaceAndSelectorFilters(t *testing.T) {
 	pod := func(ns, name, app string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}}}
 	}
-	client := fake.NewSimpleClientset(pod("a", "web1", "web"), pod("a", "db1", "db"), pod("b", "web2", "web"))
+	client := fake.NewSimpleClientset(kubeSystem(), pod("a", "web1", "web"), pod("a", "db1", "db"), pod("b", "web2", "web"))
 	all := factory.NewSharedInformerFactory(client, 0, db)
 	onlyAWeb := factory.NewSharedInformerFactoryWithOptions(client, 0, db,
 		factory.WithNamespace("a"),
@@ -218,7 +223,7 @@ func TestNamespaceAndSelectorFilters(t *testing.T) {
 
 func TestTypeWithoutTypedClientFailsClearly(t *testing.T) {
 	db := openDB(t)
-	f := factory.NewSharedInformerFactory(fake.NewSimpleClientset(), 0, db)
+	f := factory.NewSharedInformerFactory(fake.NewSimpleClientset(kubeSystem()), 0, db)
 	informer := f.InformerFor(&unstructured.Unstructured{}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -251,7 +256,7 @@ func TestDynamicFactory(t *testing.T) {
 	sch := runtime.NewScheme()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(sch,
 		map[schema.GroupVersionResource]string{gvr: "WidgetList"}, widget("a", "w1"), widget("b", "w2"))
-	f := factory.NewFilteredDynamicSharedInformerFactory(client, 0, db, "a", nil)
+	f := factory.NewFilteredDynamicSharedInformerFactory(client, 0, db, "a", nil, factory.WithDynamicClusterIdentity("test"))
 	generic := f.ForResource(gvr)
 	if f.ForResource(gvr) != generic {
 		t.Error("ForResource did not return the shared informer")
@@ -291,7 +296,7 @@ func TestSecretsStayInMemoryUnlessOptedIn(t *testing.T) {
 		if optIn {
 			opts = append(opts, factory.WithPersistSecrets())
 		}
-		f := factory.NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(secret), 0, db, opts...)
+		f := factory.NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(kubeSystem(), secret), 0, db, opts...)
 		lister := f.Core().V1().Secrets().Lister()
 		ctx, cancel := context.WithCancel(context.Background())
 		f.Start(ctx.Done())

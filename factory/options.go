@@ -37,10 +37,33 @@ func WithCustomResyncConfig(resyncConfig map[metav1.Object]time.Duration) Option
 }
 
 // WithTransform sets a transform applied to every object before it is
-// stored. The file holds transformed objects: a changed transform applies to
-// objects as they next change, not to what is stored.
+// stored, replacing any transform a constructor passed to InformerFor sets,
+// as in client-go. The file holds transformed objects, so declare the
+// transform's version with WithTransformVersion and change it whenever the
+// transform's output changes.
 func WithTransform(transform cache.TransformFunc) Option {
 	return func(f *Factory) { f.transform = transform }
+}
+
+// WithTransformVersion declares the version of the transforms the factory's
+// informers apply (WithTransform, or one a constructor passed to
+// InformerFor sets with SetTransform). It is stored with each collection
+// (cache.Persistence.TransformVersion): a collection stored under another
+// version starts cold instead of serving objects in the old transform's
+// shape. Empty is a version like any other.
+func WithTransformVersion(version string) Option {
+	return func(f *Factory) { f.transformVersion = version }
+}
+
+// WithClusterIdentity declares the identity of the cluster the client
+// reaches, stored with each collection (cache.Persistence.Cluster): a
+// collection recorded under another cluster starts cold. Without it the
+// factory reads the kube-system namespace's UID through its client when an
+// informer starts, and resumes nothing until it has; use this option for
+// clients that may not get that namespace. The identity must differ between
+// clusters and change when a cluster is recreated.
+func WithClusterIdentity(id string) Option {
+	return func(f *Factory) { f.clusterIdentity = id }
 }
 
 // WithInformerName names the factory's informers for client-go's metrics.
@@ -83,6 +106,13 @@ type DynamicOption func(*DynamicFactory)
 // secrets; without it, an informer for them keeps them in memory only.
 func WithDynamicPersistSecrets() DynamicOption {
 	return func(f *DynamicFactory) { f.persistSecrets = true }
+}
+
+// WithDynamicClusterIdentity is WithClusterIdentity for the dynamic
+// factory, whose default identity is the kube-system namespace's UID read
+// through the namespaces resource.
+func WithDynamicClusterIdentity(id string) DynamicOption {
+	return func(f *DynamicFactory) { f.clusterIdentity = id }
 }
 
 // WithDynamicMemoryOnly keeps the informers of the given resources in

@@ -83,13 +83,22 @@ func listedType(resourceClient reflect.Type) (reflect.Type, bool) {
 	return reflect.PointerTo(items.Type.Elem()), true
 }
 
+// accessorFor returns the typed-client calls listing obj's type.
+func accessorFor(obj runtime.Object) (accessor, error) {
+	acc, ok := accessors()[reflect.TypeOf(obj)]
+	if !ok {
+		return accessor{}, fmt.Errorf("boltinformer factory: %T is not listed by any typed client of k8s.io/client-go/kubernetes; use the dynamic factory for it", obj)
+	}
+	return acc, nil
+}
+
 // typedListWatch returns a ListerWatcher making, for objects of obj's type,
 // the calls the generated informer makes. It fails for a type the typed
 // client does not list.
 func typedListWatch(client kubernetes.Interface, obj runtime.Object, namespace string, tweak internalinterfaces.TweakListOptionsFunc) (cache.ListerWatcher, error) {
-	acc, ok := accessors()[reflect.TypeOf(obj)]
-	if !ok {
-		return nil, fmt.Errorf("boltinformer factory: %T is not listed by any typed client of k8s.io/client-go/kubernetes; use the dynamic factory for it", obj)
+	acc, err := accessorFor(obj)
+	if err != nil {
+		return nil, err
 	}
 	resourceClient := func() reflect.Value {
 		var args []reflect.Value
