@@ -38,7 +38,9 @@ func TestController(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = db.Close() }) // after the factory's Shutdown, registered later
-			return factory.NewSharedInformerFactory(client, 0, db)
+			// A fake clientset has no kube-system namespace whose UID would
+			// identify the cluster; declare one instead.
+			return factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithClusterIdentity("fake-clientset"))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
