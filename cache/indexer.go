@@ -41,7 +41,9 @@ type IndexerOptions struct {
 	// given now; otherwise it is rebuilt from the stored objects when the
 	// Indexer opens. Bump an index's version whenever its function's
 	// behaviour changes without its Go name changing (for example a closure
-	// over a different parameter). Unset versions are "".
+	// over a different parameter). Unset versions are "". A version declared
+	// for a name that is not among Indexers applies when AddIndexers adds
+	// that name later.
 	IndexVersions map[string]string
 
 	// Transform is applied to every object before it is stored, as with
@@ -74,6 +76,8 @@ type Indexer struct {
 	indexMu  sync.RWMutex
 	indexers cache.Indexers
 	versions map[string]string
+	// declared is IndexerOptions.IndexVersions, read-only after NewIndexer.
+	declared map[string]string
 }
 
 var (
@@ -95,6 +99,7 @@ func NewIndexer(opts IndexerOptions) (*Indexer, error) {
 		transform: opts.Transform,
 		indexers:  cache.Indexers{},
 		versions:  map[string]string{},
+		declared:  opts.IndexVersions,
 	}
 	if i.keyFunc == nil {
 		i.keyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
@@ -399,7 +404,7 @@ func (i *Indexer) AddIndexers(newIndexers cache.Indexers) error {
 	}
 	versions := make(map[string]string, len(newIndexers))
 	for name, fn := range newIndexers {
-		versions[name] = indexVersion("", fn)
+		versions[name] = indexVersion(i.declared[name], fn)
 	}
 	build := func(name string, obj runtime.Object) ([]string, error) { return newIndexers[name](obj) }
 	if err := i.coll.AddIndexes(context.Background(), versions, build); err != nil {
