@@ -74,22 +74,23 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 	}
 	id := newListIdentity(key, u)
 	o := f.byObject[key]
+	transformVersion := o.TransformVersion
+	if transformVersion == "" {
+		transformVersion = f.opts.TransformVersion
+	}
 	p := bcache.Persistence{
 		DB:               f.db,
-		Collection:       id.collection(),
+		Collection:       id.collection(transformVersion),
 		Description:      id.description(),
 		ListIdentity:     id.String(),
 		Cluster:          f.cluster,
-		TransformVersion: o.TransformVersion,
+		TransformVersion: transformVersion,
 		CacheObjects:     f.opts.CacheObjects,
 		CacheBytes:       f.opts.CacheBytes,
 		MemoryOnly:       o.MemoryOnly || (gvk == secretKind && !f.opts.PersistSecrets),
 		// Secrets of every form are decided above; an unstructured or
 		// metadata Secret is not recognised by the core.
 		PersistSecrets: true,
-	}
-	if p.TransformVersion == "" {
-		p.TransformVersion = f.opts.TransformVersion
 	}
 	if p.MemoryOnly {
 		return f.memoryOnly(lw, obj, resync, indexers)
@@ -122,7 +123,7 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 			Persistence:       p,
 			ResyncPeriod:      resync,
 			Indexers:          all,
-			ObjectDescription: id.collection(),
+			ObjectDescription: p.Collection,
 		})
 		asked := false
 		for name, slot := range bound {

@@ -93,7 +93,10 @@ func (id listIdentity) String() string {
 // collection is the collection name: readable and unique per identity.
 //
 //	typed apps/v1 Deployment ns=prod labels=app=web
-func (id listIdentity) collection() string {
+//
+// A declared transform version is part of the name too: objects are stored
+// transformed, so another transform must not resume them.
+func (id listIdentity) collection(transformVersion string) string {
 	var b strings.Builder
 	gv := id.object.gvk.GroupVersion().String()
 	fmt.Fprintf(&b, "%s %s %s", id.object.form, gv, id.object.gvk.Kind)
@@ -114,6 +117,9 @@ func (id listIdentity) collection() string {
 	// differently over time; and rare parameters are hashed, not spelled.
 	sum := sha256.Sum256([]byte(id.path + "?" + rest.Encode()))
 	b.WriteString(" @" + hex.EncodeToString(sum[:4]))
+	if transformVersion != "" {
+		b.WriteString(" transform=" + transformVersion)
+	}
 	return b.String()
 }
 
