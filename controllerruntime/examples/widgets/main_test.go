@@ -59,7 +59,10 @@ type requests struct {
 func (r *requests) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		q := req.URL.Query()
-		if req.Method == http.MethodGet && q.Get("watch") != "true" && q.Get("watch") != "1" {
+		// A LIST, or a watch that starts with the whole list (client-go's
+		// WatchListClient): either way every object is sent again.
+		isWatch := q.Get("watch") == "true" || q.Get("watch") == "1"
+		if req.Method == http.MethodGet && (!isWatch || q.Get("sendInitialEvents") == "true") {
 			segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 			n := len(segs)
 			core := segs[0] == "api"
