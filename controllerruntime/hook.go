@@ -127,7 +127,10 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 		})
 		asked := false
 		for name, slot := range bound {
-			if slot.asked {
+			slot.mu.RLock()
+			wasAsked := slot.asked
+			slot.mu.RUnlock()
+			if wasAsked {
 				asked = true
 				delete(bound, name)
 				unbound[name] = &fieldSlot{}
