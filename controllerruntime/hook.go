@@ -125,6 +125,10 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 			Indexers:          all,
 			ObjectDescription: p.Collection,
 		})
+		if err == nil {
+			break
+		}
+		// The failed open rolled back; retry without the slots it asked for.
 		asked := false
 		for name, slot := range bound {
 			slot.mu.RLock()
@@ -136,7 +140,7 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 				unbound[name] = &fieldSlot{}
 			}
 		}
-		if err == nil || !asked {
+		if !asked {
 			break
 		}
 	}
