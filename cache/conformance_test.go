@@ -42,9 +42,10 @@ type confSlot struct {
 	// resourceVersion reach it. client-go marks every new listener, and no
 	// resync check runs during a seed (no resync period, or an hour), so on
 	// client-go's side every handler stays marked. Ours does the same, except
-	// that a warm start marks exactly the handlers with a resync period
-	// (processor.SelectResyncingListeners), so that the relist after a 410
-	// sends unchanged objects only to handlers that asked for resyncs.
+	// that once it has started warm it marks exactly the handlers with a
+	// resync period, those registered before the start and those added later
+	// alike (processor.SelectResyncingListeners), so that the relist after a
+	// 410 sends unchanged objects only to handlers that asked for resyncs.
 	ourSyncing bool
 	// Expected events of the current phase.
 	cgWant, ourWant []string
@@ -74,6 +75,9 @@ type confRun struct {
 
 	ours    *confOurs // nil while down
 	restart int
+	// oursWarm is set once ours has started warm: from then on it marks
+	// for sync notifications only handlers with a resync period.
+	oursWarm bool
 
 	slots        []*confSlot
 	relistBudget int // client-go relists left (each costs its growing backoff)
@@ -457,6 +461,7 @@ func (r *confRun) phaseJoin() error {
 	if err := r.register(s); err != nil {
 		return err
 	}
+	s.ourSyncing = !r.oursWarm || r.effectivePeriod(s) > 0
 	s.cgWant = confInitialEvents(r.src.state())
 	s.ourWant = s.cgWant
 	r.logf("phase %d: handler %d joins late", r.phase.Load(), s.id)
@@ -565,6 +570,7 @@ func (r *confRun) phaseWarmRestart() error {
 	}
 	// The warm start marks for sync notifications exactly the handlers with
 	// a resync period: only they get the unchanged objects of a relist.
+	r.oursWarm = true
 	for _, s := range r.live() {
 		s.ourRec = r.newOurRecorder(s)
 		if s.ourReg, err = r.addHandler(ours.inf, s.ourRec, s.period); err != nil {

@@ -110,7 +110,7 @@ func processDeltasInBatch(logger klog.Logger, handler cache.ResourceEventHandler
 				callbacks[i]()
 			}
 		}
-		return fmt.Errorf("not all items in the batch successfully processed: %s", err.Error())
+		return batchError{fmt.Sprintf("not all items in the batch successfully processed: %s", err.Error()), err.Errors}
 	}
 	for _, callback := range callbacks {
 		callback()
@@ -190,3 +190,14 @@ func reconcileReplacement(logger klog.Logger, known cache.KeyListerGetter, newIt
 	}
 	return nil
 }
+
+// batchError is client-go's batch processing error message, keeping the
+// transaction's errors for errors.Is (the informer tells an object it
+// cannot store from other failures).
+type batchError struct {
+	msg  string
+	errs []error
+}
+
+func (e batchError) Error() string   { return e.msg }
+func (e batchError) Unwrap() []error { return e.errs }

@@ -13,14 +13,40 @@
 // Replace compares the new list with the stored resourceVersions: objects
 // whose resourceVersion did not change are not rewritten.
 //
+// # Provenance
+//
+// A collection records what its contents came from, and is emptied
+// (objects, index entries, resourceVersion) rather than served when that
+// differs: for an Indexer, its ListIdentity and transform identity, checked
+// when it opens; for an Informer, also the cluster (Persistence.Cluster) and
+// the queue mode, checked when it starts, before anything stored is handed
+// to a handler or resumed. A transform's identity is its declared
+// TransformVersion plus its Go function name. Collections written before
+// provenance was recorded start cold once.
+//
+// # Resyncs after a warm start
+//
+// client-go sends an update whose resourceVersion did not change (a resync,
+// or an unchanged object in a relist) to the handlers due for a resync; a
+// handler is due when it is added and until the informer's first resync
+// check, so a relist before that check reaches every handler. An informer
+// that started warm applies one rule instead, to handlers added before Run
+// and after alike: until a resync check says otherwise, such updates reach
+// exactly the handlers with a non-zero resync period. The relist after a
+// 410 thus tells handlers without a resync period only what changed. Cold
+// starts follow client-go.
+//
 // # Caveats
 //
 // Index functions are code. An index stored on disk is reused only if its
 // name, its declared version (IndexerOptions.IndexVersions) and its
 // function's Go name all match; otherwise it is rebuilt when the Indexer
 // opens. A function that changes behaviour but keeps its Go name (a closure
-// over a different parameter, an edited function body) must get a new
-// declared version, or the old entries would be served.
+// over a different parameter, an edited function body) should get a new
+// declared version: an Informer's warm start recomputes every index's
+// values for every stored object as it hands them out and rewrites entries
+// that differ (logged, and counted in boltinformer_index_repairs_total),
+// but an Indexer used on its own serves what the file holds.
 //
 // Unlike client-go's indexer, a failing index function does not panic: the
 // write returns the error and applies nothing.

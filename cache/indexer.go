@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	goruntime "runtime"
+	"slices"
 	"sort"
 	"sync"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	clientgofeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -49,6 +51,19 @@ type IndexerOptions struct {
 	// Transform is applied to every object before it is stored, as with
 	// cache.WithTransformer.
 	Transform cache.TransformFunc
+	// TransformVersion declares the version of Transform. Objects are stored
+	// transformed: a collection stored under another TransformVersion, or
+	// another transform function name (or with or without a transform), is
+	// emptied when the Indexer opens. Change it whenever the transform's
+	// behaviour changes without its Go name changing.
+	TransformVersion string
+
+	// ListIdentity says what the stored objects are a list of (resource,
+	// namespace, selectors). A collection stored under another ListIdentity
+	// is emptied, resourceVersion included, when the Indexer opens; empty is
+	// recorded as empty and matches only empty. Collection.ResetAtOpen says
+	// whether that happened.
+	ListIdentity string
 
 	// CacheObjects and CacheBytes bound the in-memory cache of decoded
 	// objects; zero for both keeps all of them (see persist.CollectionOptions).
@@ -88,6 +103,15 @@ var (
 // NewIndexer opens (or creates) the collection and returns an Indexer over
 // it. Its contents and resource version are whatever the file holds.
 func NewIndexer(opts IndexerOptions) (*Indexer, error) {
+	return newIndexer(opts, map[string]string{
+		provenanceList:      opts.ListIdentity,
+		provenanceTransform: transformIdentity(opts.TransformVersion, opts.Transform),
+	})
+}
+
+// newIndexer opens the collection checking provenance, or checking nothing
+// if provenance is nil (an informer checks when it starts).
+func newIndexer(opts IndexerOptions, provenance map[string]string) (*Indexer, error) {
 	if opts.DB == nil {
 		return nil, errors.New("boltinformer: IndexerOptions.DB is required")
 	}
@@ -114,9 +138,13 @@ func NewIndexer(opts IndexerOptions) (*Indexer, error) {
 		IndexValues:  i.indexValues,
 		CacheObjects: opts.CacheObjects,
 		CacheBytes:   opts.CacheBytes,
+		Provenance:   provenance,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if m := coll.ResetAtOpen(); m != nil {
+		klog.Background().Info("Stored collection was recorded under another provenance; it was emptied and starts cold", "collection", opts.Collection, "reason", m.Error())
 	}
 	i.coll = coll
 	return i, nil
@@ -126,11 +154,103 @@ func NewIndexer(opts IndexerOptions) (*Indexer, error) {
 // function's Go name, so that swapping in a differently named function
 // rebuilds the index even when nobody bumped the version.
 func indexVersion(declared string, fn cache.IndexFunc) string {
-	name := "?"
-	if f := goruntime.FuncForPC(reflect.ValueOf(fn).Pointer()); f != nil {
-		name = f.Name()
+	return declared + "|" + funcName(fn)
+}
+
+// funcName is fn's Go name ("" for nil). Closures made at one call site
+// share it (pkg.byLabel.func1): it cannot tell byLabel("app") from
+// byLabel("team"), which is why stored index entries are also verified
+// during a warm start, and why transforms take a declared version.
+func funcName(fn interface{}) string {
+	v := reflect.ValueOf(fn)
+	if !v.IsValid() || v.IsNil() {
+		return ""
 	}
-	return declared + "|" + name
+	if f := goruntime.FuncForPC(v.Pointer()); f != nil {
+		return f.Name()
+	}
+	return "?"
+}
+
+// repairIndexes compares the stored index entries of objs (at keys) with
+// what the index functions give now and rewrites those that differ, at the
+// collection's resourceVersion. It returns the repaired keys. Index
+// functions are code: one may have changed behaviour without changing its
+// Go name or declared version.
+//
+// The functions run without writeMu (they are user code and may be slow);
+// only the objects found to differ are recomputed and written under it, so
+// AddIndexers and writes are never held up by a verification.
+func (i *Indexer) repairIndexes(keys []string, objs []runtime.Object) ([]string, error) {
+	indexers := i.GetIndexers()
+	stored, err := i.coll.StoredIndexValues(keys)
+	if err != nil {
+		return nil, err
+	}
+	var suspects []int
+	for n, key := range keys {
+		values := make(map[string][]string, len(indexers))
+		for name, fn := range indexers {
+			v, err := fn(objs[n])
+			if err != nil {
+				return nil, fmt.Errorf("unable to calculate an index entry for key %q on index %q: %w", key, name, err)
+			}
+			values[name] = v
+		}
+		if !sameIndexValues(stored[key], values) {
+			suspects = append(suspects, n)
+		}
+	}
+	if len(suspects) == 0 {
+		return nil, nil
+	}
+	i.writeMu.Lock()
+	defer i.writeMu.Unlock()
+	suspectKeys := make([]string, len(suspects))
+	for j, n := range suspects {
+		suspectKeys[j] = keys[n]
+	}
+	// Read again under writeMu, in case AddIndexers ran meanwhile. Objects
+	// do not change during a warm start's delivery: watch events wait for it.
+	stored, err = i.coll.StoredIndexValues(suspectKeys)
+	if err != nil {
+		return nil, err
+	}
+	var ops []persist.Op
+	var repaired []string
+	for _, n := range suspects {
+		key := keys[n]
+		op, err := i.op(key, objs[n])
+		if err != nil {
+			return nil, err
+		}
+		if sameIndexValues(stored[key], op.Indexes) {
+			continue
+		}
+		ops = append(ops, op)
+		repaired = append(repaired, key)
+	}
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	return repaired, i.coll.Apply(ops, i.coll.ResourceVersion())
+}
+
+// sameIndexValues compares two index-name -> values maps as sets of
+// values, treating a missing index like one without values.
+func sameIndexValues(a, b map[string][]string) bool {
+	norm := func(v []string) []string { return sets.List(sets.New(v...)) }
+	for name, va := range a {
+		if !slices.Equal(norm(va), norm(b[name])) {
+			return false
+		}
+	}
+	for name, vb := range b {
+		if _, ok := a[name]; !ok && len(vb) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (i *Indexer) indexValues(name string, obj runtime.Object) ([]string, error) {

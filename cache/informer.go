@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,9 +48,12 @@ type Persistence struct {
 	// Cluster identifies the cluster the informer lists from (the factories
 	// use the kube-system namespace's UID). It is called when the informer
 	// starts, before anything stored is handed out or resumed; a collection
-	// recorded under another cluster starts cold. Nil records no cluster: the
-	// caller vouches that the file belongs to the cluster the ListerWatcher
-	// reaches. See StaticCluster.
+	// recorded under another cluster starts cold. While it returns an error
+	// (the apiserver is unreachable) the informer retries with backoff,
+	// reports each error to the watch error handler and is not synced. Nil
+	// records no cluster (as ""): the caller vouches that the file belongs to
+	// the cluster the ListerWatcher reaches, and a collection recorded with a
+	// cluster is not resumed without one. See StaticCluster.
 	Cluster ClusterIdentity
 	// TransformVersion declares the version of the informer's transform
 	// (SetTransform): objects are stored transformed, so a collection stored
@@ -122,9 +126,18 @@ type InformerOptions struct {
 // once and reconciles the list against the stored state as client-go
 // reconciles a relist: objects deleted meanwhile reach handlers as
 // DeletedFinalStateUnknown, objects whose resourceVersion is unchanged are
-// not rewritten and reach only handlers with a resync period (client-go, in
-// a relist before its first resync check, would send them to every handler;
-// see processor.SelectResyncingListeners).
+// not rewritten and reach only handlers with a resync period, however late
+// they were added (client-go, in a relist before its first resync check,
+// would send them to every handler; see the package documentation).
+//
+// Nothing stored is handed out or resumed unless the collection's recorded
+// provenance matches (cluster, ListIdentity, transform, queue mode); stored
+// index entries are verified against the index functions during the warm
+// start; a stored state that cannot be read back makes the informer list
+// (reconciling with what handlers already got); an object the file cannot
+// encode moves the informer to client-go's in-memory indexer. Each is
+// logged, reported to the watch error handler where it is an error, and
+// counted in boltinformer_collection_resets_total.
 //
 // Everything else — queue, ordering, resync, handler registration, panics —
 // is client-go v0.37.2's.
@@ -150,14 +163,26 @@ type Informer struct {
 	defaultEventHandlerResyncPeriod time.Duration
 	clock                           clock.WithTicker
 
-	// startedLock guards the fields below it.
+	// report hands errors to the watch error handler; set by RunWithContext
+	// before anything reads it.
+	report func(context.Context, error)
+
+	// startedLock guards the fields below it. It is never held while
+	// stored objects are delivered or the cluster is asked who it is.
 	startedLock       sync.Mutex
+	running           bool // RunWithContext was called
 	started, stopped  bool
 	reflector         *reflector.Reflector
 	watchErrorHandler cache.WatchErrorHandlerWithContext
 	transform         cache.TransformFunc
-	// warm is set at start when a stored resourceVersion exists.
+	// warm is set at start when a stored resourceVersion exists, and
+	// cleared if the stored state cannot be read back.
 	warm bool
+	// inMemory is set once the informer moved its objects to memory
+	// because one could not be stored.
+	inMemory atomic.Bool
+	// fallback is the store when persistent is set.
+	fallback *fallbackStore
 
 	// blockDeltas stops delta processing while a late handler joins or a
 	// handler is removed, and while the warm start hands out stored objects.
@@ -193,7 +218,9 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 	if p.MemoryOnly || (isSensitive(exampleObject) && !p.PersistSecrets) {
 		store = cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, opts.Indexers).(storeIndexer)
 	} else {
-		indexer, err := NewIndexer(IndexerOptions{
+		// Provenance is checked when the informer starts, once the cluster
+		// and the transform are known.
+		indexer, err := newIndexer(IndexerOptions{
 			DB:            p.DB,
 			Collection:    p.Collection,
 			Description:   p.Description,
@@ -202,11 +229,16 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 			IndexVersions: p.IndexVersions,
 			CacheObjects:  p.CacheObjects,
 			CacheBytes:    p.CacheBytes,
-		})
+		}, nil)
 		if err != nil {
 			return nil, err
 		}
-		store, persistent = indexer, indexer
+		persistent = indexer
+	}
+	var fallback *fallbackStore
+	if persistent != nil {
+		fallback = newFallbackStore(persistent)
+		store = fallback
 	}
 	clk := opts.Clock
 	if clk == nil {
@@ -221,6 +253,7 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 	return &Informer{
 		store:                           store,
 		persistent:                      persistent,
+		fallback:                        fallback,
 		name:                            p.Collection,
 		processor:                       processor.New(clk),
 		listerWatcher:                   lw,
@@ -248,7 +281,7 @@ func (s *Informer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error {
 func (s *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandlerWithContext) error {
 	s.startedLock.Lock()
 	defer s.startedLock.Unlock()
-	if s.started {
+	if s.started || s.running {
 		return fmt.Errorf("informer has already started")
 	}
 	s.watchErrorHandler = handler
@@ -260,7 +293,7 @@ func (s *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandl
 func (s *Informer) SetTransform(handler cache.TransformFunc) error {
 	s.startedLock.Lock()
 	defer s.startedLock.Unlock()
-	if s.started {
+	if s.started || s.running {
 		return fmt.Errorf("informer has already started")
 	}
 	s.transform = handler
@@ -276,13 +309,26 @@ func (s *Informer) Run(stopCh <-chan struct{}) {
 // reflector, the queue consumer and every handler goroutine have stopped and
 // the applied changes have been flushed to the file; the collection is then
 // released, so a new informer may open it.
+//
+// Before anything stored is handed out or resumed, a persistent informer
+// asks Persistence.Cluster for the cluster's identity (retrying with
+// backoff while it fails; the informer is not synced meanwhile) and checks
+// the collection's provenance — cluster, ListIdentity, transform, queue
+// mode — against what was recorded with it: on any difference the stored
+// state is dropped and the informer starts cold.
 func (s *Informer) RunWithContext(ctx context.Context) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx)
-	if s.HasStarted() {
+	s.startedLock.Lock()
+	if s.running {
+		s.startedLock.Unlock()
 		logger.Info("Warning: the sharedIndexInformer has started, run more than once is not allowed")
 		return
 	}
+	s.running = true
+	report := s.reportWatchErrorLocked()
+	s.startedLock.Unlock()
+
 	// The processor stops strictly after the controller, as in client-go.
 	processorStopCtx, stopProcessor := context.WithCancelCause(context.WithoutCancel(ctx))
 	var wg wait.Group
@@ -297,22 +343,10 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		s.stopped = true // No new listeners.
 	}()
 	defer s.closeCollection(logger)
+	s.report = report
 
-	// The reflector starts inside start: a warm start opens its watch while
-	// the stored state is being delivered (a relist after a 410 waits for the
-	// delivery). What it queues waits for processLoop, which starts after.
-	reflectorCtx, stopReflector := context.WithCancel(ctx)
-	var reflectorWG wait.Group
-	defer reflectorWG.Wait()
-	defer stopReflector()
-	fifo, err := s.start(logger, func(refl *reflector.Reflector) {
-		reflectorWG.StartWithContext(reflectorCtx, refl.Run)
-	})
-	if err != nil {
-		// The stored state could not be read back: handlers got part of it.
-		// Nothing safe can follow; report and stop.
-		utilruntime.HandleErrorWithContext(ctx, err, "Warm start failed reading the cache file; stopping the informer", "collection", s.name)
-		return
+	if s.persistent != nil && !s.checkProvenance(ctx) {
+		return // stopped before the cluster's identity was known
 	}
 	if s.persistent != nil {
 		defer s.persistent.coll.DB().AddCommitObserver(s.commitFailures(ctx))()
@@ -320,6 +354,45 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	if m := s.opts.Metrics; m != nil {
 		m.addInformer(s)
 		defer m.removeInformer(s)
+	}
+
+	// Every reflector runs under reflectorCtx; RunWithContext returns only
+	// after the last one has.
+	reflectorCtx, stopReflectors := context.WithCancel(ctx)
+	var reflectors wait.Group
+	defer reflectors.Wait()
+	defer stopReflectors()
+	launch := func(refl *reflector.Reflector) (stop func()) {
+		attemptCtx, cancel := context.WithCancel(reflectorCtx)
+		done := make(chan struct{})
+		reflectors.Start(func() { defer close(done); refl.Run(attemptCtx) })
+		return func() { cancel(); <-done }
+	}
+
+	// A warm start's reflector opens its watch while the stored state is
+	// being delivered (a relist after a 410 waits for the delivery). What it
+	// queues waits for processLoop, which starts after delivery.
+	fifo, refl, listeners := s.begin(logger, false)
+	stopFirst := launch(refl)
+	if s.warm {
+		delivered, err := s.deliverStored(ctx, listeners)
+		if err != nil {
+			// Handlers got part of the stored state. Start over from a list,
+			// reconciled against what they got: the rest arrives as initial
+			// adds, what changed as updates, what is gone as deletions.
+			report(ctx, fmt.Errorf("boltinformer: collection %q: reading the stored state back failed after %d objects (%w); setting the rest aside and relisting", s.name, len(delivered), err))
+			stopFirst()
+			if err := s.keepOnly(ctx, delivered); err != nil {
+				utilruntime.HandleErrorWithContext(ctx, err, "Setting the unreadable collection aside failed; stopping the informer", "collection", s.name)
+				return
+			}
+			s.opts.Metrics.countReset(s.name, resetReadError)
+			fifo, refl, _ = s.begin(logger, true)
+			launch(refl)
+		} else {
+			close(s.synced)
+			s.releaseFilePages(logger)
+		}
 	}
 	if !s.warm {
 		wg.Start(func() {
@@ -334,44 +407,103 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	s.runController(ctx, fifo)
 }
 
-// start builds the queue and the reflector, launches the reflector, hands a
-// warm start's stored state to the handlers, and marks the informer started
-// — all under startedLock, so that a handler added meanwhile waits and then
-// joins from the store, never receiving the stored state twice.
-func (s *Informer) start(logger klog.Logger, launch func(*reflector.Reflector)) (*cache.RealFIFO, error) {
+// checkProvenance learns the cluster's identity, retrying with backoff
+// while Persistence.Cluster fails, and empties the collection if it was
+// stored under another provenance. It returns false if ctx ended first.
+func (s *Informer) checkProvenance(ctx context.Context) bool {
+	logger := klog.FromContext(ctx)
+	p := s.opts.Persistence
+	delay, maxDelay := s.opts.InitialBackoff, s.opts.MaxBackoff
+	if delay <= 0 {
+		delay = 800 * time.Millisecond // client-go's reflector backoff
+	}
+	if maxDelay <= 0 {
+		maxDelay = 30 * time.Second
+	}
+	for {
+		err := func() error {
+			cluster := ""
+			if p.Cluster != nil {
+				var err error
+				if cluster, err = p.Cluster(ctx); err != nil {
+					return fmt.Errorf("boltinformer: collection %q: the cluster's identity is not known yet (%w); nothing stored is resumed until it is", s.name, err)
+				}
+			}
+			s.startedLock.Lock()
+			transform := s.transform
+			s.startedLock.Unlock()
+			want := map[string]string{
+				provenanceList:      p.ListIdentity,
+				provenanceCluster:   cluster,
+				provenanceTransform: transformIdentity(p.TransformVersion, transform),
+				provenanceQueue:     queueAtomic,
+			}
+			mismatch, err := s.persistent.coll.CheckProvenance(ctx, want)
+			if err != nil {
+				return fmt.Errorf("boltinformer: collection %q: checking what it was stored under: %w", s.name, err)
+			}
+			if mismatch != nil {
+				reason := resetReason(mismatch)
+				logger.Info("Stored collection does not match this informer; it was emptied and the informer starts cold", "collection", s.name, "reason", reason, "detail", mismatch.Error())
+				s.opts.Metrics.countReset(s.name, reason)
+			}
+			return nil
+		}()
+		if err == nil {
+			return true
+		}
+		s.report(ctx, err)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-s.clock.After(delay):
+		}
+		delay = min(2*delay, maxDelay)
+	}
+}
+
+// begin builds the queue and the reflector and marks the informer started,
+// under startedLock. A warm start (a stored resourceVersion, and not cold)
+// returns the listeners registered until then: they get the stored state
+// from deliverStored; listeners added from now on get it through their own
+// late join, which lists the store.
+func (s *Informer) begin(logger klog.Logger, cold bool) (*cache.RealFIFO, *reflector.Reflector, []*processor.Listener) {
 	s.startedLock.Lock()
 	defer s.startedLock.Unlock()
-	fifoOpts := cache.RealFIFOOptions{
-		Logger:          &logger,
-		Name:            fmt.Sprintf("RealFIFO %T", s.objectType),
-		KeyFunction:     cache.MetaNamespaceKeyFunc,
-		Transformer:     s.transform,
-		Identifier:      s.opts.Identifier,
-		MetricsProvider: s.opts.InformerMetricsProvider,
-	}
-	// As client-go's newQueueFIFO (InOrderInformers is locked on in v0.37).
-	if clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) {
-		fifoOpts.AtomicEvents = true
-		fifoOpts.UnlockWhileProcessing = clientgofeatures.FeatureGates().Enabled(clientgofeatures.UnlockWhileProcessingFIFO)
-		fifoOpts.EmitDeltaTypeBookmark = true
-	} else {
-		fifoOpts.KnownObjects = s.store
-	}
-	fifo := cache.NewRealFIFOWithOptions(fifoOpts)
+	// The queue always reports list resourceVersions (ReplacedAll) and
+	// bookmarks, whatever the AtomicFIFO gate says: without them the stored
+	// resourceVersion would be the last object's, older than the list's, and
+	// never advanced by bookmarks, and a restart would replay old versions
+	// over newer ones. Handlers see the same calls either way.
+	fifo := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
+		Logger:                &logger,
+		Name:                  fmt.Sprintf("RealFIFO %T", s.objectType),
+		KeyFunction:           cache.MetaNamespaceKeyFunc,
+		Transformer:           s.transform,
+		Identifier:            s.opts.Identifier,
+		MetricsProvider:       s.opts.InformerMetricsProvider,
+		AtomicEvents:          true,
+		UnlockWhileProcessing: clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) && clientgofeatures.FeatureGates().Enabled(clientgofeatures.UnlockWhileProcessingFIFO),
+		EmitDeltaTypeBookmark: true,
+	})
 
 	var resume string
-	if s.persistent != nil {
+	if s.persistent != nil && !cold {
 		resume = s.persistent.coll.ResourceVersion()
-		if resume == "0" {
-			// "0" means "any version": nothing to resume from. Start cold, from
-			// an empty store, so the list reaches handlers as initial adds.
-			if err := s.persistent.Replace(nil, ""); err != nil {
-				return nil, err
-			}
-			resume = ""
+	}
+	if resume == "0" {
+		resume = "" // "any version": nothing to resume from
+	}
+	wasWarm := s.warm
+	s.warm = resume != ""
+	if s.persistent != nil && !s.warm && !wasWarm {
+		// A cold start lists into an empty store, so the list reaches
+		// handlers as initial adds. (After a failed warm delivery the store
+		// keeps what handlers got, and the list is reconciled with it.)
+		if err := s.persistent.Replace(nil, ""); err != nil {
+			utilruntime.HandleError(fmt.Errorf("boltinformer: collection %q: emptying it for a cold start: %w", s.name, err))
 		}
 	}
-	s.warm = resume != ""
 	// A warm start's synced closes once the stored state is delivered; a cold
 	// start has nothing to wait for (its synced waits for the list itself).
 	var listAfter <-chan struct{}
@@ -389,22 +521,20 @@ func (s *Informer) start(logger klog.Logger, launch func(*reflector.Reflector)) 
 		InitialBackoff:        s.opts.InitialBackoff,
 		MaxBackoff:            s.opts.MaxBackoff,
 		Clock:                 s.clock,
-		WatchErrorHandler:     s.reportWatchErrorLocked(),
+		WatchErrorHandler:     s.report,
 		Observer:              s.opts.Observer,
 		ListAfter:             listAfter,
 	})
 	s.reflector = refl
-	launch(refl)
+	var listeners []*processor.Listener
 	if s.warm {
-		if err := s.deliverStored(); err != nil {
-			return nil, err
-		}
-		close(s.synced)
+		// One rule for resyncs after a warm start, for handlers registered
+		// now and later: see SelectResyncingListeners.
 		s.processor.SelectResyncingListeners()
-		s.releaseFilePages(logger)
+		listeners = s.processor.Listeners()
 	}
 	s.started = true
-	return fifo, nil
+	return fifo, refl, listeners
 }
 
 // reportWatchErrorLocked adapts the client-go watch error handler, which
@@ -428,9 +558,7 @@ func (s *Informer) reportWatchErrorLocked() func(context.Context, error) {
 // recovers. Meanwhile the informer keeps serving from memory and the commit
 // loop retries; the stored resourceVersion never passes the stored objects.
 func (s *Informer) commitFailures(ctx context.Context) func(persist.CommitStats) {
-	s.startedLock.Lock()
-	report := s.reportWatchErrorLocked()
-	s.startedLock.Unlock()
+	report := s.report
 	failing := false
 	return func(stats persist.CommitStats) {
 		switch {
@@ -444,16 +572,80 @@ func (s *Informer) commitFailures(ctx context.Context) func(persist.CommitStats)
 	}
 }
 
-// deliverStored hands every stored object to the handlers as part of the
-// initial list, with deltas blocked, as a list would.
-func (s *Informer) deliverStored() error {
-	s.blockDeltas.Lock()
-	defer s.blockDeltas.Unlock()
-	return s.persistent.coll.ForEach(func(_ string, obj runtime.Object) error {
-		s.cacheMutationDetector.AddObject(obj)
-		s.processor.Distribute(processor.AddNotification{Obj: obj, IsInInitialList: true}, false)
+// deliverChunk is how many stored objects deliverStored verifies and hands
+// out at a time.
+const deliverChunk = 256
+
+// deliverStored hands every stored object to listeners (those registered
+// before the warm start began) as part of the initial list. It holds no
+// informer lock: listeners joining meanwhile list the store themselves, and
+// watch events wait, as processLoop starts after it.
+//
+// Before handing out each chunk it recomputes every index's values for the
+// chunk's objects and rewrites stored entries that differ: an index
+// function may have changed without its Go name or declared version
+// changing (a closure over another parameter).
+//
+// It returns the keys handed out, also on error.
+func (s *Informer) deliverStored(ctx context.Context, listeners []*processor.Listener) ([]string, error) {
+	var delivered, keys, repaired []string
+	var objs []runtime.Object
+	flush := func() error {
+		if len(keys) == 0 {
+			return nil
+		}
+		r, err := s.persistent.repairIndexes(keys, objs)
+		if err != nil {
+			return fmt.Errorf("verifying stored index entries: %w", err)
+		}
+		repaired = append(repaired, r...)
+		for _, obj := range objs {
+			s.cacheMutationDetector.AddObject(obj)
+			s.processor.DistributeTo(listeners, processor.AddNotification{Obj: obj, IsInInitialList: true})
+		}
+		delivered = append(delivered, keys...)
+		keys, objs = keys[:0], objs[:0]
+		return nil
+	}
+	err := s.persistent.coll.ForEach(func(key string, obj runtime.Object) error {
+		keys, objs = append(keys, key), append(objs, obj)
+		if len(keys) == deliverChunk {
+			return flush()
+		}
 		return nil
 	})
+	if err == nil {
+		err = flush()
+	}
+	if len(repaired) > 0 {
+		klog.FromContext(ctx).Info("Stored index entries differed from the index functions' values; rewrote them before handing the objects out (declare IndexVersions when an index function changes)",
+			"collection", s.name, "objects", len(repaired), "firstKey", repaired[0])
+		s.opts.Metrics.countIndexRepairs(s.name, len(repaired))
+	}
+	return delivered, err
+}
+
+// keepOnly sets aside the stored state after a failed read: the collection
+// keeps exactly the objects handed out (so the relist is reconciled with
+// what handlers got) and loses its resourceVersion.
+func (s *Informer) keepOnly(ctx context.Context, delivered []string) error {
+	kept := make(map[string]bool, len(delivered))
+	for _, k := range delivered {
+		kept[k] = true
+	}
+	keys, err := s.persistent.coll.Keys()
+	if err != nil {
+		// Not even the keys can be read: drop everything; handlers then see
+		// the relist as adds and updates of what they got.
+		return s.persistent.coll.Reset(ctx, s.persistent.coll.Provenance())
+	}
+	var ops []persist.Op
+	for _, k := range keys {
+		if !kept[k] {
+			ops = append(ops, persist.Op{Key: k, Delete: true})
+		}
+	}
+	return s.persistent.coll.Apply(ops, "")
 }
 
 // releaseFilePages takes the file's pages, which a sync has just walked,
@@ -537,13 +729,55 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 	if !ok {
 		return errors.New("object given as Process argument is not Deltas")
 	}
-	return processDeltas(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
+	err := processDeltas(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
+	if s.moveToMemoryLocked(logger, err) {
+		err = processDeltas(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
+	}
+	return err
 }
 
 func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, isInInitialList bool) error {
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
-	return processDeltasInBatch(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
+	err := processDeltasInBatch(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
+	if s.moveToMemoryLocked(logger, err) {
+		err = processDeltasInBatch(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
+	}
+	return err
+}
+
+// moveToMemoryLocked handles a delta the persistent store refused because
+// an object cannot be encoded (typically what a transform returned: a type
+// the cache file's scheme does not know). Such a delta applied nothing and
+// notified nobody, so the informer can go on as client-go's would: it copies
+// the state into client-go's in-memory indexer, switches its store to it
+// (listers already handed out follow), drops the collection's
+// resourceVersion so the next start is cold, reports the error, and returns
+// true for the caller to process the delta again. Called under blockDeltas.
+func (s *Informer) moveToMemoryLocked(logger klog.Logger, err error) bool {
+	if err == nil || !errors.Is(err, persist.ErrUnencodable) || s.persistent == nil || s.inMemory.Load() {
+		return false
+	}
+	objs, lerr := s.persistent.coll.List()
+	if lerr != nil {
+		utilruntime.HandleErrorWithLogger(logger, lerr, "Cannot move the informer to memory: reading its state failed", "collection", s.name)
+		return false
+	}
+	mem := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, s.persistent.GetIndexers()).(storeIndexer)
+	for _, obj := range objs {
+		if aerr := mem.Add(obj); aerr != nil {
+			utilruntime.HandleErrorWithLogger(logger, aerr, "Cannot move the informer to memory", "collection", s.name)
+			return false
+		}
+	}
+	mem.Bookmark(s.persistent.coll.ResourceVersion())
+	s.fallback.set(mem)
+	s.inMemory.Store(true)
+	// The file must not be resumed from: it lacks what could not be stored.
+	s.persistent.Bookmark("")
+	s.opts.Metrics.countReset(s.name, resetUnencodable)
+	s.report(klog.NewContext(context.Background(), logger), fmt.Errorf("boltinformer: collection %q: an object cannot be stored in the cache file (%w); the informer keeps its objects in memory from now on, as client-go's does, and will start cold. Register the type in the file's scheme (persist.Options.Scheme), or make the transform return a registered type", s.name, err))
+	return true
 }
 
 // closeCollection commits what this informer applied, so a clean restart
@@ -628,8 +862,14 @@ func (s *Informer) GetStore() cache.Store { return s.store }
 func (s *Informer) GetIndexer() cache.Indexer { return s.store }
 
 // Indexer returns the persistent indexer, or nil for a memory-only
-// informer.
-func (s *Informer) Indexer() *Indexer { return s.persistent }
+// informer or one that moved to memory because an object could not be
+// stored.
+func (s *Informer) Indexer() *Indexer {
+	if s.inMemory.Load() {
+		return nil
+	}
+	return s.persistent
+}
 
 // AddIndexers implements cache.SharedIndexInformer.
 func (s *Informer) AddIndexers(indexers cache.Indexers) error {

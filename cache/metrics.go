@@ -33,6 +33,8 @@ type Metrics struct {
 	queued         *prometheus.GaugeVec
 	processing     *prometheus.HistogramVec
 	storeRV        *prometheus.GaugeVec
+	resets         *prometheus.CounterVec
+	indexRepairs   *prometheus.CounterVec
 
 	// mu guards the fields below, read at scrape time.
 	mu        sync.Mutex
@@ -93,10 +95,18 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "boltinformer_store_resource_version",
 			Help: "Resource version of the store (client-go InformerMetricsProvider).",
 		}, []string{"name", "resource"}),
+		resets: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boltinformer_collection_resets_total",
+			Help: "Stored state set aside instead of resumed, by reason: list_identity, cluster, transform, queue_mode (stored under another list, cluster, transform or queue), unrecorded (written before provenance was recorded), read_error (could not be read back; started cold), unencodable (an object could not be stored; the informer went on in memory).",
+		}, []string{"collection", "reason"}),
+		indexRepairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boltinformer_index_repairs_total",
+			Help: "Stored objects whose stored index entries differed from what the index functions give now, found and rewritten during a warm start.",
+		}, []string{"collection"}),
 		dbs:       map[*persist.DB]bool{},
 		informers: map[*Informer]bool{},
 	}
-	for _, c := range []prometheus.Collector{m.commitDuration, m.commitChanges, m.commitErrors, m.starts, m.watchRestarts, m.queued, m.processing, m.storeRV, scrapeCollector{m}} {
+	for _, c := range []prometheus.Collector{m.commitDuration, m.commitChanges, m.commitErrors, m.starts, m.watchRestarts, m.queued, m.processing, m.storeRV, m.resets, m.indexRepairs, scrapeCollector{m}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -131,6 +141,20 @@ func (m *Metrics) removeInformer(s *Informer) {
 	m.mu.Lock()
 	delete(m.informers, s)
 	m.mu.Unlock()
+}
+
+// countReset counts a collection whose stored state was set aside.
+func (m *Metrics) countReset(collection, reason string) {
+	if m != nil {
+		m.resets.WithLabelValues(collection, reason).Inc()
+	}
+}
+
+// countIndexRepairs counts objects whose index entries were rewritten.
+func (m *Metrics) countIndexRepairs(collection string, n int) {
+	if m != nil && n > 0 {
+		m.indexRepairs.WithLabelValues(collection).Add(float64(n))
+	}
 }
 
 // observer returns the reflector observer counting starts and watch
@@ -204,8 +228,8 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, s := range informers {
-		if s.persistent == nil {
-			continue // memory-only: nothing of it is in a file
+		if s.Indexer() == nil {
+			continue // in memory: nothing of it is in a file
 		}
 		coll := s.persistent.coll
 		name := coll.Name()

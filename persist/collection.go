@@ -17,7 +17,7 @@ import (
 
 // Bucket layout of one collection, below bucketCollections/<name>:
 //
-//	meta/     rv, committed, created, description, indexes
+//	meta/     rv, committed, created, description, indexes, provenance
 //	objects/  key -> record
 //	indexes/  <index name>/{byValue,byKey} (see indexkey.go)
 var (
@@ -59,6 +59,16 @@ type CollectionOptions struct {
 	// however many objects are stored, and cold reads decode from the file.
 	CacheObjects int
 	CacheBytes   int64
+
+	// Provenance, if not nil, is what the owner records about where the
+	// collection's contents come from (for an informer: the cluster, the
+	// list, the transform). It is compared with the recorded provenance when
+	// the collection opens: if any pair differs, is missing or is extra,
+	// every stored object, index entry and the resourceVersion are dropped
+	// before the collection is returned, and ResetAtOpen says why. Nil
+	// neither checks nor records anything (an owner that checks later, with
+	// CheckProvenance).
+	Provenance map[string]string
 }
 
 // Collection is one set of objects in a DB with its secondary indexes and its
@@ -91,6 +101,9 @@ type Collection struct {
 	committing *layer // nil unless a commit of it is in flight or failed
 	rv         string
 	indexes    map[string]string // name -> version
+	provenance map[string]string // as recorded in the file
+
+	resetAtOpen *ProvenanceMismatch // set once by DB.Collection
 }
 
 // Collection opens, or creates, the named collection.
@@ -149,6 +162,10 @@ func (c *Collection) load(tx *bolt.Tx) error {
 	}
 	meta := b.Bucket(bucketCollMeta)
 	c.rv = string(meta.Get(keyRV))
+	var err error
+	if c.provenance, err = loadProvenance(meta); err != nil {
+		return err
+	}
 	if raw := meta.Get(keyIndexVersion); raw != nil {
 		if err := msgpack.Unmarshal(raw, &c.indexes); err != nil {
 			return fmt.Errorf("%w: index versions: %v", ErrCorruptRecord, err)
@@ -175,6 +192,14 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 	}
 	if err := c.load(tx); err != nil {
 		return err
+	}
+	if opts.Provenance != nil {
+		// Before the indexes are brought up to date: a reset leaves nothing
+		// to index.
+		var err error
+		if c.resetAtOpen, err = c.checkProvenanceTx(tx, opts.Provenance, false); err != nil {
+			return err
+		}
 	}
 	meta := b.Bucket(bucketCollMeta)
 	if opts.Description != nil {

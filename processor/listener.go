@@ -204,3 +204,10 @@ func (l *Listener) setResyncPeriod(resyncPeriod time.Duration) {
 	defer l.resyncLock.Unlock()
 	l.resyncPeriod = resyncPeriod
 }
+
+// hasResyncPeriod reports whether the listener gets periodic resyncs.
+func (l *Listener) hasResyncPeriod() bool {
+	l.resyncLock.Lock()
+	defer l.resyncLock.Unlock()
+	return l.resyncPeriod > 0
+}

@@ -29,6 +29,9 @@ type Processor struct {
 	listenersStarted bool
 	// listeners maps each listener to whether it is due for the current resync.
 	listeners map[*Listener]bool
+	// selective is set by SelectResyncingListeners: from then on a new
+	// listener is due only if it has a resync period.
+	selective bool
 }
 
 // New returns a Processor that reads time from clk.
@@ -47,7 +50,7 @@ func (p *Processor) AddListener(l *Listener) (started bool) {
 	if p.listeners == nil {
 		p.listeners = make(map[*Listener]bool)
 	}
-	p.listeners[l] = true
+	p.listeners[l] = !p.selective || l.hasResyncPeriod()
 	if p.listenersStarted {
 		p.wg.Start(l.run)
 		p.wg.Start(l.pop)
@@ -160,7 +163,8 @@ func (p *Processor) ShouldResync() bool {
 }
 
 // SelectResyncingListeners marks as due for resync notifications exactly
-// the listeners that have a resync period, until the next ShouldResync.
+// the listeners that have a resync period, until the next ShouldResync; a
+// listener added later is likewise due only if it has one.
 //
 // client-go marks every new listener due, and only its periodic resync
 // check narrows that down, so a relist before the first check sends
@@ -171,10 +175,26 @@ func (p *Processor) ShouldResync() bool {
 func (p *Processor) SelectResyncingListeners() {
 	p.listenersLock.Lock()
 	defer p.listenersLock.Unlock()
+	p.selective = true
 	for l := range p.listeners {
-		l.resyncLock.Lock()
-		p.listeners[l] = l.resyncPeriod > 0
-		l.resyncLock.Unlock()
+		p.listeners[l] = l.hasResyncPeriod()
+	}
+}
+
+// DistributeTo is Distribute (not a resync) restricted to those of
+// listeners that are still registered: a warm start hands the stored state
+// to the listeners registered before it began, while listeners that join
+// meanwhile get it through their own synthetic initial adds.
+func (p *Processor) DistributeTo(listeners []*Listener, notification interface{}) {
+	p.listenersLock.RLock()
+	defer p.listenersLock.RUnlock()
+	for !p.listenersStarted && len(p.listeners) > 0 {
+		p.listenersRCond.Wait()
+	}
+	for _, l := range listeners {
+		if _, ok := p.listeners[l]; ok {
+			l.Add(notification)
+		}
 	}
 }
 

@@ -1,0 +1,63 @@
+package persist
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/vmihailenco/msgpack/v5"
+	bolt "go.etcd.io/bbolt"
+)
+
+// StoredIndexValues returns, for each key, the values every index of the
+// collection holds for it (an index without values for a key is absent from
+// its map), newest state first as every read: the layers, then the file.
+// It reads only the indexes, never an object. Owners use it to verify
+// stored index entries against their index functions.
+func (c *Collection) StoredIndexValues(keys []string) (map[string]map[string][]string, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make(map[string]map[string][]string, len(keys))
+	var fromFile []string
+	for _, key := range keys {
+		if ch := c.layerChangeLocked(key); ch != nil {
+			if !ch.deleted {
+				out[key] = maps.Clone(ch.indexes)
+			}
+			continue
+		}
+		fromFile = append(fromFile, key)
+	}
+	if len(fromFile) == 0 {
+		return out, nil
+	}
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		idx := b.Bucket(bucketIndexes)
+		for name := range c.indexes {
+			ib := idx.Bucket([]byte(name))
+			if ib == nil {
+				return fmt.Errorf("%w: index bucket %q missing", ErrCorruptRecord, name)
+			}
+			byKey := ib.Bucket(bucketByKey)
+			for _, key := range fromFile {
+				raw := byKey.Get([]byte(key))
+				if raw == nil {
+					continue
+				}
+				var values []string
+				if err := msgpack.Unmarshal(raw, &values); err != nil {
+					return fmt.Errorf("%w: index %q of %q: %v", ErrCorruptRecord, name, key, err)
+				}
+				if out[key] == nil {
+					out[key] = map[string][]string{}
+				}
+				out[key][name] = values
+			}
+		}
+		return nil
+	})
+	return out, err
+}
