@@ -31,7 +31,7 @@
 // reused on the next start only if its version is declared in
 // Object.FieldIndexVersions; bump the version whenever the extractor
 // changes. An undeclared field index is rebuilt from the stored objects at
-// every start.
+// every start, when IndexField adds it.
 //
 // # Caveats
 //
