@@ -15,6 +15,7 @@ build:
 
 vet:
 	$(GO) vet $(PKGS)
+	cd controllerruntime && $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -24,6 +25,7 @@ fmt-check:
 # first use) — under the race detector.
 test: fmt-check vet test-binaries
 	$(GO) test -race -count=1 -timeout 60m $(PKGS)
+	cd controllerruntime && $(GO) test -race -count=1 -timeout 30m ./...
 
 # make fuzz: each fuzz target for FUZZTIME (their seed corpora already run in
 # make test): record decoding never panics; random indexer operations agree

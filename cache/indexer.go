@@ -44,7 +44,9 @@ type IndexerOptions struct {
 	// given now; otherwise it is rebuilt from the stored objects when the
 	// Indexer opens. Bump an index's version whenever its function's
 	// behaviour changes without its Go name changing (for example a closure
-	// over a different parameter). Unset versions are "".
+	// over a different parameter). Unset versions are "". A version declared
+	// for a name that is not among Indexers applies when AddIndexers adds
+	// that name later.
 	IndexVersions map[string]string
 
 	// Transform is applied to every object before it is stored, as with
@@ -94,6 +96,9 @@ type Indexer struct {
 	// memory, once set by moveToMemory, serves every call instead of the
 	// collection.
 	memory atomic.Pointer[memoryStore]
+
+	// declared is IndexerOptions.IndexVersions, read-only after NewIndexer.
+	declared map[string]string
 }
 
 type memoryStore struct{ storeIndexer }
@@ -166,6 +171,7 @@ func newIndexer(opts IndexerOptions, provenance map[string]string) (*Indexer, er
 		transform: opts.Transform,
 		indexers:  cache.Indexers{},
 		versions:  map[string]string{},
+		declared:  opts.IndexVersions,
 	}
 	if i.keyFunc == nil {
 		i.keyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
@@ -600,7 +606,7 @@ func (i *Indexer) AddIndexers(newIndexers cache.Indexers) error {
 	}
 	versions := make(map[string]string, len(newIndexers))
 	for name, fn := range newIndexers {
-		versions[name] = indexVersion("", fn)
+		versions[name] = indexVersion(i.declared[name], fn)
 	}
 	build := func(name string, obj runtime.Object) ([]string, error) { return newIndexers[name](obj) }
 	if err := i.coll.AddIndexes(context.Background(), versions, build); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -272,4 +273,41 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 	if a, b := model.ListKeys(), store.ListKeys(); !eq(a, b) {
 		t.Errorf("final keys %v, want %v", b, a)
 	}
+}
+
+// An index added after NewIndexer takes the version IndexerOptions declared
+// for its name, so a later open that passes the same function up front with
+// the same declaration reuses it instead of rebuilding it.
+func TestAddIndexersUsesDeclaredVersion(t *testing.T) {
+	f := newTestFile(t)
+	opts := bcache.IndexerOptions{IndexVersions: map[string]string{"byApp": "v2"}}
+	store := f.indexer(opts)
+	if err := store.Add(pod("ns", "a", "1", map[string]string{"app": "web"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.AddIndexers(cache.Indexers{"byApp": countedAppIndex}); err != nil {
+		t.Fatal(err)
+	}
+	if v := store.Collection().Indexes()["byApp"]; !strings.HasPrefix(v, "v2|") {
+		t.Fatalf("stored version of byApp = %q, want the declared v2", v)
+	}
+	f.reopen()
+	countedAppIndexCalls.Store(0)
+	opts.Indexers = cache.Indexers{"byApp": countedAppIndex}
+	store = f.indexer(opts)
+	if n := countedAppIndexCalls.Load(); n != 0 {
+		t.Errorf("reopening with the declared version called the index function %d times, want 0 (reused)", n)
+	}
+	if keys, err := store.IndexKeys("byApp", "web"); err != nil || !eq(keys, []string{"ns/a"}) {
+		t.Errorf("IndexKeys(web) after reopen = %v %v", keys, err)
+	}
+}
+
+var countedAppIndexCalls atomic.Int64
+
+// countedAppIndex indexes by the app label and counts its calls; a named
+// function, so its identity is the same on every open.
+func countedAppIndex(obj interface{}) ([]string, error) {
+	countedAppIndexCalls.Add(1)
+	return byLabel("app")(obj)
 }

@@ -1,0 +1,53 @@
+// Package controllerruntime gives a controller-runtime manager a persistent
+// cache: every informer the manager's cache creates is a boltinformer
+// informer over one cache file, so a restarted manager resumes its watches
+// from the file instead of listing everything again.
+//
+// # Basics
+//
+// The switch is one field of manager.Options:
+//
+//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+//		NewCache: boltcr.NewCache(boltcr.Options{Path: "/var/cache/my-operator/cache.db"}),
+//	})
+//
+// NewCache builds controller-runtime's own cache (cache.New) with every
+// cache.Options field honoured, and plugs boltinformer in through
+// cache.Options.NewInformer. What controller-runtime composes — a
+// multi-namespace cache, per-object caches, typed, unstructured and
+// metadata-only informers — stays controller-runtime's code.
+//
+// Each informer gets its own collection in the file, named after what it
+// lists, as the apiserver would see the request: the form of its objects
+// (typed, unstructured, metadata), the GroupVersionKind, the namespace, the
+// label and field selectors. A multi-namespace cache has one collection per
+// namespace. A collection is resumed only by an informer that lists exactly
+// the same thing; a changed configuration starts a new collection cold.
+// Transforms cannot be compared, so their version is declared
+// (Options.TransformVersion, Object.TransformVersion).
+//
+// Field indexes (IndexField) are persisted with the objects. An extractor
+// is a closure whose Go name is the same for every field, so an index is
+// reused on the next start only if its version is declared in
+// Object.FieldIndexVersions; bump the version whenever the extractor
+// changes. An undeclared field index is rebuilt from the stored objects at
+// every start, when IndexField adds it.
+//
+// # Caveats
+//
+//   - Secrets (in every form) are kept in memory and never written to the
+//     file unless Options.PersistSecrets is set: the file is not encrypted.
+//   - The file is locked by one process at a time. A second process opening
+//     it waits Options.File.LockTimeout and then NewCache fails with an
+//     error wrapping persist.ErrLocked. Give every replica its own file (an
+//     emptyDir or a per-replica volume); leader election does not share it.
+//     Standby replicas run their caches too (controller-runtime starts
+//     caches before leader election is won), so they keep their own files
+//     warm and a failover resumes instead of listing.
+//   - The file is closed when the cache's Start returns (the manager
+//     stopped), after every informer has flushed.
+//   - Types added to the manager's scheme after NewCache built the cache are
+//     not known to the file's codec; register them first.
+//   - Call IndexField for a declared field before the cache starts, as
+//     controllers set up by a manager do.
+package controllerruntime

@@ -1,0 +1,31 @@
+package widgets
+
+import (
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
+)
+
+// PersistentCache is the operator's one change for a persistent cache: set
+// it as manager.Options.NewCache. It declares the version of each field
+// index extractor, so a restart reuses the stored indexes; bump a version
+// when its extractor changes.
+func PersistentCache(path string) cache.NewCacheFunc {
+	return boltcr.NewCache(boltcr.Options{
+		Path: path,
+		ByObject: map[client.Object]boltcr.Object{
+			&corev1.ConfigMap{}: {FieldIndexVersions: map[string]string{OwnerField: "1"}},
+			&Widget{}:           {FieldIndexVersions: map[string]string{ServiceField: "1"}},
+		},
+	})
+}
+
+// ownerIndexCalls counts the OwnerField extractor's calls, for the tests
+// (a warm restart must not rebuild the index).
+var ownerIndexCalls atomic.Int64
+
+func countOwnerIndex() { ownerIndexCalls.Add(1) }

@@ -1,0 +1,169 @@
+package controllerruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+)
+
+// fieldIndexPrefix is how controller-runtime names the index behind
+// IndexField(obj, field, ...): internal.FieldIndexName in
+// pkg/cache/internal/cache_reader.go, v0.25.2.
+const fieldIndexPrefix = "field:"
+
+// errNoExtractor ends an index build that an informer's open asked for
+// before IndexField supplied the extractor.
+var errNoExtractor = errors.New("field index extractor not given yet")
+
+// fieldSlot stands in for the extractor of a declared field index. The
+// informer opens with slot.index as that index's function, so the stored
+// index, recorded under the slot's Go name and the declared version, is
+// reused without a build; IndexField later fills in the extractor.
+//
+// Every slot shares one Go name, so the declared version alone tells
+// extractors apart: that is why only declared fields get a slot.
+type fieldSlot struct {
+	mu      sync.RWMutex
+	extract toolscache.IndexFunc // nil until IndexField
+	// opening is set while the informer opens its collection: an index
+	// build then must not run without the extractor, and asked is set so
+	// that the open is retried without this slot.
+	opening, asked bool
+}
+
+func (s *fieldSlot) index(obj interface{}) ([]string, error) {
+	s.mu.RLock()
+	extract, opening := s.extract, s.opening
+	s.mu.RUnlock()
+	if extract != nil {
+		return extract(obj)
+	}
+	if opening {
+		s.mu.Lock()
+		s.asked = true
+		s.mu.Unlock()
+		return nil, errNoExtractor
+	}
+	// The informer runs before IndexField named the extractor (AddIndexers
+	// refuses that once it has started); nothing can be indexed yet.
+	return nil, nil
+}
+
+// runState is where an informer is in its life; see informer.
+type runState int
+
+const (
+	idle      runState = iota // not run yet
+	running                   // RunWithContext entered
+	abandoned                 // removed before it ran: never runs
+)
+
+// informer is a boltinformer informer as controller-runtime's cache sees
+// it, plus what the adapter needs: field index slots, and a signal when its
+// collection is released so that the same list can be opened again (after
+// RemoveInformer).
+type informer struct {
+	*bcache.Informer
+	key objectKey
+
+	// bound are the declared field indexes opened with their slot as the
+	// function; unbound are declared ones whose stored index had to be
+	// rebuilt, which AddIndexers builds with the slot once the extractor is
+	// known (so that the next open finds them under the slot's identity).
+	bound, unbound map[string]*fieldSlot
+
+	// mu guards state and filled.
+	mu     sync.Mutex
+	state  runState
+	filled map[string]bool
+	// released is closed once the informer will not touch its collection
+	// again: after it ran, or when it is abandoned.
+	released chan struct{}
+}
+
+// RunWithContext runs the informer unless it was abandoned.
+func (i *informer) RunWithContext(ctx context.Context) {
+	i.mu.Lock()
+	if i.state != idle {
+		i.mu.Unlock()
+		return
+	}
+	i.state = running
+	i.mu.Unlock()
+	defer close(i.released)
+	i.Informer.RunWithContext(ctx)
+}
+
+// Run implements toolscache.SharedInformer.
+func (i *informer) Run(stopCh <-chan struct{}) {
+	i.RunWithContext(wait.ContextForChannel(stopCh))
+}
+
+// release makes sure the informer's collection is closed: an informer that
+// never ran is abandoned and its collection closed here; one that runs is
+// waited for (its stop was closed by the caller) until ctx ends.
+func (i *informer) release(ctx context.Context) error {
+	i.mu.Lock()
+	if i.state == idle {
+		i.state = abandoned
+		i.mu.Unlock()
+		defer close(i.released)
+		if p := i.Indexer(); p != nil {
+			return p.Collection().Close(ctx)
+		}
+		return nil
+	}
+	i.mu.Unlock()
+	select {
+	case <-i.released:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the removed informer to release its collection: %w", context.Cause(ctx))
+	}
+}
+
+// AddIndexers fills declared field index slots with their extractors and
+// adds every other index to the informer.
+func (i *informer) AddIndexers(indexers toolscache.Indexers) error {
+	rest := toolscache.Indexers{}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.filled == nil {
+		i.filled = map[string]bool{}
+	}
+	for name, fn := range indexers {
+		slot := i.bound[name]
+		if slot == nil {
+			slot = i.unbound[name]
+		}
+		if slot == nil {
+			rest[name] = fn
+			continue
+		}
+		if i.filled[name] {
+			return fmt.Errorf("indexer conflict: %q already exists", name)
+		}
+		if i.bound[name] != nil && i.state != idle {
+			return fmt.Errorf("boltinformer: field index %q is declared in Object.FieldIndexVersions and must be added (IndexField) before the cache starts", name)
+		}
+		slot.mu.Lock()
+		slot.extract = fn
+		slot.mu.Unlock()
+		i.filled[name] = true
+		if i.unbound[name] != nil {
+			rest[name] = slot.index
+		}
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	return i.Informer.AddIndexers(rest)
+}
+
+var _ toolscache.SharedIndexInformer = (*informer)(nil)

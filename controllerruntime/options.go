@@ -1,0 +1,72 @@
+package controllerruntime
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/persist"
+)
+
+// Options configures NewCache and New. Every zero value is usable except
+// that Path or DB is required.
+type Options struct {
+	// Path is the cache file, created (with its directory) if missing. It is
+	// opened when the cache is built and closed when the cache stops.
+	Path string
+	// File configures opening Path (lock timeout, batching, MmapSize...).
+	// Its Scheme is ignored: the file's codec uses the cache's scheme plus
+	// metav1's PartialObjectMetadata, so that every object the cache can
+	// hold can be stored.
+	File persist.Options
+	// DB is an already open cache file to use instead of Path; the cache
+	// does not close it. Its codec's scheme must know every type the cache
+	// holds, metav1.PartialObjectMetadata included (see CodecScheme).
+	DB *persist.DB
+
+	// Cluster identifies the cluster; a collection stored for another
+	// cluster is not resumed. Nil reads the kube-system namespace's UID
+	// through the cache's client; if the cache may not read it (RBAC), the
+	// apiserver's URL is used instead. bcache.StaticCluster sets it without
+	// asking.
+	Cluster bcache.ClusterIdentity
+
+	// TransformVersion declares the version of the transforms given in
+	// cache.Options (DefaultTransform, ByObject and namespace transforms)
+	// for every object without its own Object.TransformVersion. Objects are
+	// stored transformed: change it whenever a transform's behaviour
+	// changes, or the next start resumes objects shaped by the old one.
+	TransformVersion string
+
+	// ByObject configures persistence per object type. The key's form
+	// matters: a typed object (&corev1.Pod{}), an *unstructured.Unstructured
+	// or a *metav1.PartialObjectMetadata with its GroupVersionKind set each
+	// name their own informer, as in controller-runtime.
+	ByObject map[client.Object]Object
+
+	// PersistSecrets lets Secrets be written to the file. Without it every
+	// informer of Secrets (typed, unstructured or metadata-only) keeps them
+	// in memory and lists them at every start.
+	PersistSecrets bool
+
+	// CacheObjects and CacheBytes bound each informer's in-memory cache of
+	// decoded objects; zero for both keeps every object in memory, as
+	// controller-runtime does (see bcache.Persistence).
+	CacheObjects int
+	CacheBytes   int64
+}
+
+// Object configures persistence for one object type.
+type Object struct {
+	// TransformVersion declares the version of this type's transform; empty
+	// falls back to Options.TransformVersion.
+	TransformVersion string
+	// FieldIndexVersions declares, per field passed to IndexField for this
+	// type, the version of its extractor. A declared field index is stored
+	// and reused by the next start as long as the version is the same; bump
+	// it whenever the extractor changes. Undeclared field indexes are
+	// rebuilt from the stored objects at every start.
+	FieldIndexVersions map[string]string
+	// MemoryOnly keeps this type in memory: it is listed at every start and
+	// never written to the file.
+	MemoryOnly bool
+}
