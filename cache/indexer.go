@@ -8,6 +8,7 @@ import (
 	goruntime "runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -74,6 +75,11 @@ type Indexer struct {
 	indexMu  sync.RWMutex
 	indexers cache.Indexers
 	versions map[string]string
+
+	// readErrors counts failed file reads; onReadError hears about them
+	// (see readerror.go).
+	readErrors  atomic.Uint64
+	onReadError atomic.Pointer[readErrorHandler]
 }
 
 var (
@@ -336,37 +342,33 @@ func (i *Indexer) Get(obj interface{}) (interface{}, bool, error) {
 	return i.GetByKey(key)
 }
 
-// GetByKey returns the object stored under key.
+// GetByKey returns the object stored under key. A failed read is reported
+// and returned as an error, never as absence (see doc.go).
 func (i *Indexer) GetByKey(key string) (interface{}, bool, error) {
-	obj, ok, err := i.coll.Get(key)
-	if err != nil || !ok {
+	type result struct {
+		obj runtime.Object
+		ok  bool
+	}
+	r, err := readOrErr(i, "GetByKey", func() (result, error) {
+		obj, ok, err := i.coll.Get(key)
+		return result{obj, ok}, err
+	})
+	if err != nil || !r.ok {
 		return nil, false, err
 	}
-	return obj, true, nil
+	return r.obj, true, nil
 }
 
-// List returns every object. A file read error is reported through
-// utilruntime.HandleError and yields the objects read so far, since the
-// client-go signature has no error.
+// List returns every object. With every object in memory it never reads
+// the file; a file read that fails twice panics rather than return a
+// partial list (see doc.go).
 func (i *Indexer) List() []interface{} {
-	objs, err := i.coll.List()
-	if err != nil {
-		handleReadError("List", err)
-	}
-	out := make([]interface{}, len(objs))
-	for n, o := range objs {
-		out[n] = o
-	}
-	return out
+	return toInterfaces(mustRead(i, "List", i.coll.List))
 }
 
-// ListKeys returns every key.
+// ListKeys returns every key; a read error is handled as by List.
 func (i *Indexer) ListKeys() []string {
-	keys, err := i.coll.Keys()
-	if err != nil {
-		handleReadError("ListKeys", err)
-	}
-	return keys
+	return mustRead(i, "ListKeys", i.coll.Keys)
 }
 
 // GetIndexers returns a copy of the indexers.
@@ -426,39 +428,62 @@ func (i *Indexer) Index(indexName string, obj interface{}) ([]interface{}, error
 	if err != nil {
 		return nil, err
 	}
-	keys := sets.New[string]()
-	for _, v := range values {
-		k, err := i.coll.IndexKeys(indexName, v)
-		if err != nil {
-			return nil, err
+	objs, err := readOrErr(i, "Index", func() ([]runtime.Object, error) {
+		keys := sets.New[string]()
+		for _, v := range values {
+			k, err := i.coll.IndexKeys(indexName, v)
+			if err != nil {
+				return nil, err
+			}
+			keys.Insert(k...)
 		}
-		keys.Insert(k...)
+		return i.coll.GetMany(sets.List(keys))
+	})
+	if err != nil {
+		return nil, err
 	}
-	objs, err := i.coll.GetMany(sets.List(keys))
-	return toInterfaces(objs), err
+	return toInterfaces(objs), nil
 }
 
 // IndexKeys returns the keys whose values for the named index include value.
 func (i *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
-	return i.coll.IndexKeys(indexName, indexedValue)
+	if err := i.checkIndex(indexName); err != nil {
+		return nil, err
+	}
+	return readOrErr(i, "IndexKeys", func() ([]string, error) { return i.coll.IndexKeys(indexName, indexedValue) })
 }
 
-// ListIndexFuncValues returns the values of the named index. Errors (an
-// unknown index, a file read error) are reported through HandleError and
-// yield nil, since the client-go signature has no error.
+// ListIndexFuncValues returns the values of the named index: nil for an
+// unknown index, as client-go's; a read error is handled as by List.
 func (i *Indexer) ListIndexFuncValues(indexName string) []string {
-	values, err := i.coll.IndexValues(indexName)
-	if err != nil {
-		handleReadError("ListIndexFuncValues", err)
+	if i.checkIndex(indexName) != nil {
 		return nil
 	}
-	return values
+	return mustRead(i, "ListIndexFuncValues", func() ([]string, error) { return i.coll.IndexValues(indexName) })
 }
 
-// ByIndex returns the objects whose values for the named index include value.
+// ByIndex returns the objects whose values for the named index include
+// value. A failed read returns the error and no objects.
 func (i *Indexer) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
-	objs, err := i.coll.ByIndex(indexName, indexedValue)
-	return toInterfaces(objs), err
+	if err := i.checkIndex(indexName); err != nil {
+		return nil, err
+	}
+	objs, err := readOrErr(i, "ByIndex", func() ([]runtime.Object, error) { return i.coll.ByIndex(indexName, indexedValue) })
+	if err != nil {
+		return nil, err
+	}
+	return toInterfaces(objs), nil
+}
+
+// checkIndex returns client-go's error for an index that does not exist,
+// which is the caller's mistake, not a read error.
+func (i *Indexer) checkIndex(name string) error {
+	i.indexMu.RLock()
+	defer i.indexMu.RUnlock()
+	if _, ok := i.indexers[name]; !ok {
+		return fmt.Errorf("Index with name %s does not exist", name)
+	}
+	return nil
 }
 
 func toInterfaces(objs []runtime.Object) []interface{} {

@@ -378,6 +378,10 @@ func (s *Informer) start(logger klog.Logger, launch func(*reflector.Reflector)) 
 	if s.warm {
 		listAfter = s.synced
 	}
+	watchErr := s.reportWatchErrorLocked()
+	if s.persistent != nil {
+		s.persistent.setReadErrorHandler(watchErr) // file read errors reach it too
+	}
 	refl := reflector.New(s.listerWatcher, fifo, reflector.Options{
 		Name:                  s.opts.ObjectDescription,
 		ExpectedType:          s.objectType,
@@ -389,7 +393,7 @@ func (s *Informer) start(logger klog.Logger, launch func(*reflector.Reflector)) 
 		InitialBackoff:        s.opts.InitialBackoff,
 		MaxBackoff:            s.opts.MaxBackoff,
 		Clock:                 s.clock,
-		WatchErrorHandler:     s.reportWatchErrorLocked(),
+		WatchErrorHandler:     watchErr,
 		Observer:              s.opts.Observer,
 		ListAfter:             listAfter,
 	})

@@ -76,10 +76,12 @@ type Collection struct {
 	key  []byte
 
 	cache *objectCache
-	// complete is set once an unbounded cache is known to hold every object
-	// (Apply keeps it so). Set by readers holding mu only for reading, hence
-	// atomic.
-	complete atomic.Bool
+	// mem is set once an unbounded cache is known to hold every object, with
+	// every index in memory (see memindex.go); Apply keeps both current.
+	// Published by readers holding mu only for reading, hence atomic; memMu
+	// serializes those publishers.
+	mem   atomic.Pointer[memIndex]
+	memMu sync.Mutex
 
 	closed atomic.Bool // set by Close: no more Applies
 
@@ -124,6 +126,9 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 		db.commitMu.Lock()
 		err = db.bolt.Update(func(tx *bolt.Tx) error { return c.create(tx, opts) })
 		db.commitMu.Unlock()
+	}
+	if err == nil {
+		err = c.completeIfEmpty()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("opening collection %q in %s: %w", name, db.path, err)
@@ -351,12 +356,16 @@ func (c *Collection) Apply(ops []Op, rv string) error {
 		c.db.applyMu.RUnlock()
 		return ErrClosed
 	}
+	mem := c.memory()
 	for i, op := range ops {
 		c.pending.put(op.Key, changes[i])
 		if changes[i].deleted {
 			c.cache.remove(op.Key)
 		} else {
 			c.cache.put(op.Key, changes[i].obj, len(changes[i].record))
+		}
+		if mem != nil {
+			mem.set(op.Key, changes[i].indexes)
 		}
 	}
 	c.pending.rv, c.pending.rvSet = rv, true
@@ -513,6 +522,15 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 	if err != nil {
 		c.indexes = before
 		return fmt.Errorf("adding indexes to %q: %w", c.name, err)
+	}
+	if c.memory() != nil {
+		// Every object is still cached: load the new indexes beside the old.
+		m, err := c.loadMemIndexLocked()
+		if err != nil {
+			c.mem.Store(nil) // reads fall back to the file, which is correct
+			return nil
+		}
+		c.mem.Store(m)
 	}
 	return nil
 }

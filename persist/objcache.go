@@ -72,6 +72,15 @@ func (c *objectCache) get(key string) (runtime.Object, bool) {
 	return e.obj, true
 }
 
+// has reports whether key is cached, without counting a hit or a miss or
+// touching the reference bit.
+func (c *objectCache) has(key string) bool {
+	c.mu.RLock()
+	_, ok := c.entries[key]
+	c.mu.RUnlock()
+	return ok
+}
+
 // put caches obj under key, replacing what was there. size is the encoded
 // record size, used for the byte bound.
 func (c *objectCache) put(key string, obj runtime.Object, size int) {
@@ -182,6 +191,12 @@ func (c *objectCache) forEach(fn func(key string, obj runtime.Object) error) err
 		}
 	}
 	return nil
+}
+
+func (c *objectCache) len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.entries)
 }
 
 func (c *objectCache) stats() CacheStats {
