@@ -345,18 +345,17 @@ func (i *Indexer) Get(obj interface{}) (interface{}, bool, error) {
 // GetByKey returns the object stored under key. A failed read is reported
 // and returned as an error, never as absence (see doc.go).
 func (i *Indexer) GetByKey(key string) (interface{}, bool, error) {
-	type result struct {
-		obj runtime.Object
-		ok  bool
+	obj, ok, err := i.coll.Get(key)
+	if err != nil { // report it and try once more (see readerror.go)
+		i.reportReadError("GetByKey", err)
+		if obj, ok, err = i.coll.Get(key); err != nil {
+			return nil, false, i.reportReadError("GetByKey", err)
+		}
 	}
-	r, err := readOrErr(i, "GetByKey", func() (result, error) {
-		obj, ok, err := i.coll.Get(key)
-		return result{obj, ok}, err
-	})
-	if err != nil || !r.ok {
-		return nil, false, err
+	if !ok {
+		return nil, false, nil
 	}
-	return r.obj, true, nil
+	return obj, true, nil
 }
 
 // List returns every object. With every object in memory it never reads
