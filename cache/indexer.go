@@ -467,9 +467,12 @@ func (i *Indexer) ByIndex(indexName, indexedValue string) ([]interface{}, error)
 	if err := i.checkIndex(indexName); err != nil {
 		return nil, err
 	}
-	objs, err := readOrErr(i, "ByIndex", func() ([]runtime.Object, error) { return i.coll.ByIndex(indexName, indexedValue) })
-	if err != nil {
-		return nil, err
+	objs, err := i.coll.ByIndex(indexName, indexedValue)
+	if err != nil { // report it and try once more (see readerror.go)
+		i.reportReadError("ByIndex", err)
+		if objs, err = i.coll.ByIndex(indexName, indexedValue); err != nil {
+			return nil, i.reportReadError("ByIndex", err)
+		}
 	}
 	return toInterfaces(objs), nil
 }

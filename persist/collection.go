@@ -1,6 +1,7 @@
 package persist
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -453,6 +454,19 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	if appending(objects, keys) {
+		// Every key goes after the stored ones, as when a list (which comes
+		// in key order) is loaded: fill the pages instead of leaving them
+		// half empty for inserts that will not come. byKey has the same
+		// keys; byValue's entries may sort anywhere (checked per index).
+		objects.FillPercent = 1.0
+		for _, ib := range indexes {
+			ib.byKey.FillPercent = 1.0
+			if appendingEntries(ib.byValue, ib.name, keys, l.changes) {
+				ib.byValue.FillPercent = 1.0
+			}
+		}
+	}
 	for _, key := range keys {
 		ch := l.changes[key]
 		kb := []byte(key)
@@ -488,6 +502,32 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) error {
 		}
 	}
 	return meta.Put(keyCommitted, []byte(now.Format(time.RFC3339Nano)))
+}
+
+// appending reports whether every key of sorted keys sorts after b's last
+// key, so that writing them only appends. bbolt splits a page it overfills
+// at FillPercent of a page (half, by default, which suits random inserts);
+// pages that only receive appends are better filled completely.
+func appending(b *bolt.Bucket, keys []string) bool {
+	if len(keys) == 0 {
+		return false
+	}
+	last, _ := b.Cursor().Last()
+	return last == nil || keys[0] > string(last)
+}
+
+// appendingEntries reports whether every byValue entry the changes to keys
+// add to the named index sorts after the bucket's last entry.
+func appendingEntries(byValue *bolt.Bucket, index string, keys []string, changes map[string]*change) bool {
+	last, _ := byValue.Cursor().Last()
+	for _, key := range keys {
+		for _, v := range changes[key].indexes[index] {
+			if last != nil && bytes.Compare(indexEntry(v, key), last) <= 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // AddIndexes builds new indexes over the stored objects and adds them to the

@@ -39,9 +39,12 @@ type objectCache struct {
 }
 
 type cacheEntry struct {
-	obj  runtime.Object
-	size int64
-	slot int // index into ring; bounded caches only
+	obj runtime.Object
+	// size and slot are 32 bits so that an entry is three words: a smaller
+	// map iterates (List) and misses the CPU cache (Get) less. Records are
+	// far below 2 GiB (etcd's limit is 1.5 MiB), rings far below 2^31.
+	size int32
+	slot int32 // index into ring; bounded caches only
 }
 
 type clockSlot struct {
@@ -86,22 +89,22 @@ func (c *objectCache) has(key string) bool {
 func (c *objectCache) put(key string, obj runtime.Object, size int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := cacheEntry{obj: obj, size: int64(size)}
+	e := cacheEntry{obj: obj, size: int32(size)}
 	old, loaded := c.entries[key]
 	if loaded {
-		c.bytes -= old.size
+		c.bytes -= int64(old.size)
 	}
 	if c.bounded() {
 		if loaded {
 			e.slot = old.slot
 			c.ring[e.slot].ref = 0
 		} else {
-			e.slot = len(c.ring)
+			e.slot = int32(len(c.ring))
 			c.ring = append(c.ring, clockSlot{key: key})
 		}
 	}
 	c.entries[key] = e
-	c.bytes += e.size
+	c.bytes += int64(e.size)
 	if c.bounded() {
 		c.evictLocked(key)
 	}
@@ -119,9 +122,9 @@ func (c *objectCache) removeLocked(key string) {
 		return
 	}
 	delete(c.entries, key)
-	c.bytes -= old.size
+	c.bytes -= int64(old.size)
 	if c.ring != nil {
-		c.dropSlotLocked(old.slot)
+		c.dropSlotLocked(int(old.slot))
 	}
 }
 
@@ -154,7 +157,7 @@ func (c *objectCache) dropSlotLocked(i int) {
 	if i != last {
 		c.ring[i] = c.ring[last]
 		moved := c.entries[c.ring[i].key]
-		moved.slot = i
+		moved.slot = int32(i)
 		c.entries[c.ring[i].key] = moved
 	}
 	c.ring[last] = clockSlot{}
