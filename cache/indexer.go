@@ -362,7 +362,7 @@ func (i *Indexer) GetByKey(key string) (interface{}, bool, error) {
 // the file; a file read that fails twice panics rather than return a
 // partial list (see doc.go).
 func (i *Indexer) List() []interface{} {
-	return toInterfaces(mustRead(i, "List", i.coll.List))
+	return mustRead(i, "List", func() ([]interface{}, error) { return i.coll.AppendList(nil) })
 }
 
 // ListKeys returns every key; a read error is handled as by List.
@@ -467,14 +467,14 @@ func (i *Indexer) ByIndex(indexName, indexedValue string) ([]interface{}, error)
 	if err := i.checkIndex(indexName); err != nil {
 		return nil, err
 	}
-	objs, err := i.coll.ByIndex(indexName, indexedValue)
+	objs, err := i.coll.AppendByIndex(nil, indexName, indexedValue)
 	if err != nil { // report it and try once more (see readerror.go)
 		i.reportReadError("ByIndex", err)
-		if objs, err = i.coll.ByIndex(indexName, indexedValue); err != nil {
+		if objs, err = i.coll.AppendByIndex(nil, indexName, indexedValue); err != nil {
 			return nil, i.reportReadError("ByIndex", err)
 		}
 	}
-	return toInterfaces(objs), nil
+	return objs, nil
 }
 
 // checkIndex returns client-go's error for an index that does not exist,

@@ -2,6 +2,7 @@ package persist
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
@@ -277,4 +278,64 @@ func (c *Collection) memIndexValues(m *memIndex, index string) ([]string, error)
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// AppendList appends every object to dst and returns it. It is List for
+// callers that hold objects as interface{} values, as client-go's stores
+// do: served from memory, it allocates only what dst needs (a List plus a
+// conversion would allocate twice, and on a large heap every allocation
+// brings the next garbage collection closer).
+func (c *Collection) AppendList(dst []interface{}) ([]interface{}, error) {
+	c.mu.RLock()
+	if c.memory() != nil {
+		c.cache.mu.RLock()
+		dst = slices.Grow(dst, len(c.cache.entries))
+		for _, e := range c.cache.entries {
+			dst = append(dst, e.obj)
+		}
+		c.cache.mu.RUnlock()
+		c.mu.RUnlock()
+		return dst, nil
+	}
+	c.mu.RUnlock()
+	objs, err := c.List()
+	if err != nil {
+		return dst, err
+	}
+	dst = slices.Grow(dst, len(objs))
+	for _, o := range objs {
+		dst = append(dst, o)
+	}
+	return dst, nil
+}
+
+// AppendByIndex is ByIndex appending to dst; see AppendList.
+func (c *Collection) AppendByIndex(dst []interface{}, index, value string) ([]interface{}, error) {
+	c.mu.RLock()
+	if m := c.memory(); m != nil {
+		defer c.mu.RUnlock()
+		if _, ok := c.indexes[index]; !ok {
+			return dst, fmt.Errorf("Index with name %s does not exist", index)
+		}
+		keys := m.byValue[index][value]
+		dst = slices.Grow(dst, len(keys))
+		c.cache.mu.RLock()
+		defer c.cache.mu.RUnlock()
+		for key := range keys {
+			if e, ok := c.cache.entries[key]; ok {
+				dst = append(dst, e.obj)
+			}
+		}
+		return dst, nil
+	}
+	c.mu.RUnlock()
+	objs, err := c.ByIndex(index, value)
+	if err != nil {
+		return dst, err
+	}
+	dst = slices.Grow(dst, len(objs))
+	for _, o := range objs {
+		dst = append(dst, o)
+	}
+	return dst, nil
 }
