@@ -78,6 +78,24 @@ func (m *memIndex) set(key string, indexes map[string][]string) {
 // file (bounded cache, or not every object decoded yet).
 func (c *Collection) memory() *memIndex { return c.mem.Load() }
 
+// memoryLocked returns the in-memory view, first building it if the cache
+// is unbounded and the view is not built yet: the first read that can be
+// served from memory pays for decoding what is missing (a warm start's
+// delivery has usually decoded everything already) and loading the
+// indexes, once; later reads never touch the file. Doing it there rather
+// than at the end of the warm start keeps it off the path to HasSynced.
+// A failure leaves the caller on the file, which reports the error. Called
+// with mu held for reading.
+func (c *Collection) memoryLocked() *memIndex {
+	if m := c.memory(); m != nil || c.cache.bounded() {
+		return m
+	}
+	if c.completeLocked() != nil {
+		return nil
+	}
+	return c.memory()
+}
+
 // completeLocked makes an unbounded cache complete: it decodes every object
 // not cached yet (on every core) and loads every index from the file into a
 // memIndex, then publishes it. Called with mu held for reading, so no Apply
@@ -287,7 +305,7 @@ func (c *Collection) memIndexValues(m *memIndex, index string) ([]string, error)
 // brings the next garbage collection closer).
 func (c *Collection) AppendList(dst []interface{}) ([]interface{}, error) {
 	c.mu.RLock()
-	if c.memory() != nil {
+	if c.memoryLocked() != nil {
 		c.cache.mu.RLock()
 		dst = slices.Grow(dst, len(c.cache.entries))
 		for _, e := range c.cache.entries {
@@ -312,7 +330,7 @@ func (c *Collection) AppendList(dst []interface{}) ([]interface{}, error) {
 // AppendByIndex is ByIndex appending to dst; see AppendList.
 func (c *Collection) AppendByIndex(dst []interface{}, index, value string) ([]interface{}, error) {
 	c.mu.RLock()
-	if m := c.memory(); m != nil {
+	if m := c.memoryLocked(); m != nil {
 		defer c.mu.RUnlock()
 		if _, ok := c.indexes[index]; !ok {
 			return dst, fmt.Errorf("Index with name %s does not exist", index)

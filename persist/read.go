@@ -174,17 +174,6 @@ func (c *Collection) ForEach(fn func(key string, obj runtime.Object) error) erro
 			}
 		}
 	}
-	if c.cache.bounded() || c.memory() != nil {
-		return nil
-	}
-	// An unbounded cache now holds every object the walk decoded, and Apply
-	// cached everything written since: load the indexes into memory so later
-	// reads skip the file. (completeLocked decodes whatever it still finds
-	// missing, so this holds whatever ran meanwhile.)
-	// A failure here only leaves reads on the file, which report it.
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	_ = c.completeLocked()
 	return nil
 }
 
@@ -251,7 +240,7 @@ func (c *Collection) walkFileLocked(fn func(key string, rec []byte) error) error
 func (c *Collection) List() ([]runtime.Object, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if c.memory() != nil {
+	if c.memoryLocked() != nil {
 		return c.memList(), nil
 	}
 	var out []runtime.Object
@@ -266,7 +255,7 @@ func (c *Collection) List() ([]runtime.Object, error) {
 func (c *Collection) Keys() ([]string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if c.memory() != nil {
+	if c.memoryLocked() != nil {
 		return c.memKeys(), nil
 	}
 	var out []string
@@ -282,7 +271,7 @@ func (c *Collection) Len() (int, error) {
 	n := 0
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if c.memory() != nil {
+	if c.memoryLocked() != nil {
 		return c.cache.len(), nil
 	}
 	err := c.forEachLocked(false, func(string, runtime.Object) error { n++; return nil })
@@ -327,7 +316,7 @@ func (c *Collection) ResourceVersions() (map[string]string, error) {
 func (c *Collection) IndexKeys(index, value string) ([]string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if m := c.memory(); m != nil {
+	if m := c.memoryLocked(); m != nil {
 		return c.memIndexKeys(m, index, value)
 	}
 	keys, err := c.indexKeysLocked(index, value)
@@ -388,7 +377,7 @@ func (c *Collection) indexBucket(tx *bolt.Tx, index string) (*bolt.Bucket, error
 func (c *Collection) ByIndex(index, value string) ([]runtime.Object, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if m := c.memory(); m != nil {
+	if m := c.memoryLocked(); m != nil {
 		return c.memByIndex(m, index, value)
 	}
 	keys, err := c.indexKeysLocked(index, value)
@@ -495,7 +484,7 @@ func (c *Collection) getManyLocked(keys []string, ordered bool) ([]keyed, error)
 func (c *Collection) IndexValues(index string) ([]string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if m := c.memory(); m != nil {
+	if m := c.memoryLocked(); m != nil {
 		return c.memIndexValues(m, index)
 	}
 	if _, ok := c.indexes[index]; !ok {
