@@ -28,12 +28,12 @@
 // Returned objects are shared; treat them as read-only.
 //
 // With an unbounded object cache (IndexerOptions.CacheObjects and
-// CacheBytes zero), once every stored object has been decoded (after the
-// warm start's delivery, a first List, or at once for an empty collection)
-// the Indexer keeps its indexes in memory too, updated under the same lock
-// as every write: List, ListKeys, Get, ByIndex, IndexKeys and
-// ListIndexFuncValues are then served from memory, as client-go's, and
-// never read the file. A bounded cache keeps its bound and reads the file.
+// CacheBytes zero) the Indexer keeps its indexes in memory too, updated
+// under the same lock as every write, from the first read that can use them
+// (it decodes whatever objects are not decoded yet and loads the indexes,
+// once; an empty collection starts that way): List, ListKeys, Get,
+// ByIndex, IndexKeys and ListIndexFuncValues are then served from memory,
+// as client-go's, and never read the file. A bounded cache keeps its bound and reads the file.
 //
 // A read error is never served as absence. A controller that lists and
 // misses an object treats it as deleted, so an Indexer never returns a
