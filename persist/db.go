@@ -79,11 +79,14 @@ type Options struct {
 	// Scheme resolves typed objects for the record codec. Nil allows only
 	// *unstructured.Unstructured objects.
 	Scheme *runtime.Scheme
+
 	// PageSize is the page size of a file this Open creates; an existing
 	// file keeps the one it was created with. bbolt puts at least two
 	// records on a page, spilling onto further whole pages, so pages a few
-	// times larger than the records keep the file close to their size (see
-	// docs/benchmarks.md, "File size"). Zero means DefaultPageSize.
+	// times larger than the records keep the file close to their size; the
+	// price is more bytes written per scattered update, since a commit
+	// rewrites every page it touches (figures in docs/benchmarks.md, "File
+	// size"). Zero means DefaultPageSize.
 	PageSize int
 }
 
