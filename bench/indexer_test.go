@@ -48,7 +48,7 @@ func clientGo() store {
 // decoded-object cache (0: unbounded).
 func boltinformer(name string, cacheObjects int) store {
 	return store{name, func(b *testing.B) cache.Indexer {
-		db, err := persist.Open(filepath.Join(b.TempDir(), "cache.db"), persist.Options{Scheme: scheme.Scheme})
+		db, err := persist.Open(filepath.Join(b.TempDir(), "cache.db"), persist.Options{Scheme: scheme.Scheme, PageSize: benchPageSize})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -80,6 +80,10 @@ func load(b *testing.B, s cache.Indexer, objs []*corev1.Pod) {
 // benchmarks: BENCH_OBJECTS, default 10,000. At 100,000 the stores outgrow
 // the CPU caches, as in a large cluster.
 var objects = envCount("BENCH_OBJECTS", 10000)
+
+// benchPageSize is persist.Options.PageSize of every benchmark's file:
+// BENCH_PAGE_SIZE, default 0 (the package's default).
+var benchPageSize = envCount("BENCH_PAGE_SIZE", 0)
 
 // benchReads runs read for client-go's indexer and for a hot and a cold
 // (100-object cache) boltinformer, each loaded with objs and read once in

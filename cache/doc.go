@@ -52,4 +52,27 @@
 // write returns the error and applies nothing.
 //
 // Returned objects are shared; treat them as read-only.
+//
+// With an unbounded object cache (IndexerOptions.CacheObjects and
+// CacheBytes zero) the Indexer keeps its indexes in memory too, updated
+// under the same lock as every write, from the first read that can use them
+// (it decodes whatever objects are not decoded yet and loads the indexes,
+// once; an empty collection starts that way): List, ListKeys, Get,
+// ByIndex, IndexKeys and ListIndexFuncValues are then served from memory,
+// as client-go's, and never read the file. A bounded cache keeps its bound and reads the file.
+//
+// A read error is never served as absence. A controller that lists and
+// misses an object treats it as deleted, so an Indexer never returns a
+// partial result as complete. A failed file read (an undecodable record, a
+// missing bucket, a file closed under a lister) is reported through
+// utilruntime.HandleError, counted in boltinformer_read_errors_total and
+// passed to the informer's watch error handler, then tried once more. If it
+// fails again, the methods with an error result (Get, GetByKey, ByIndex,
+// Index, IndexKeys) return the error and no objects; List, ListKeys and
+// ListIndexFuncValues, whose client-go signatures have no error, panic with
+// it — as client-go's own indexer panics when it cannot keep its indexes —
+// because any list they could return would be wrong. The restarted process
+// finds the collection unreadable at its warm start and starts it cold.
+// Reads served from memory (above) cannot fail this way: a file closed under
+// a lister, for example, does not affect them.
 package cache

@@ -99,6 +99,11 @@ type Indexer struct {
 
 	// declared is IndexerOptions.IndexVersions, read-only after NewIndexer.
 	declared map[string]string
+
+	// readErrors counts failed file reads; onReadError hears about them
+	// (see readerror.go).
+	readErrors  atomic.Uint64
+	onReadError atomic.Pointer[readErrorHandler]
 }
 
 type memoryStore struct{ storeIndexer }
@@ -528,46 +533,41 @@ func (i *Indexer) Get(obj interface{}) (interface{}, bool, error) {
 	return i.GetByKey(key)
 }
 
-// GetByKey returns the object stored under key.
+// GetByKey returns the object stored under key. A failed read is reported
+// and returned as an error, never as absence (see doc.go).
 func (i *Indexer) GetByKey(key string) (interface{}, bool, error) {
 	if m := i.inMemory(); m != nil {
 		return m.GetByKey(key)
 	}
 	obj, ok, err := i.coll.Get(key)
-	if err != nil || !ok {
-		return nil, false, err
+	if err != nil { // report it and try once more (see readerror.go)
+		i.reportReadError("GetByKey", err)
+		if obj, ok, err = i.coll.Get(key); err != nil {
+			return nil, false, i.reportReadError("GetByKey", err)
+		}
+	}
+	if !ok {
+		return nil, false, nil
 	}
 	return obj, true, nil
 }
 
-// List returns every object. A file read error is reported through
-// utilruntime.HandleError and yields the objects read so far, since the
-// client-go signature has no error.
+// List returns every object. With every object in memory it never reads
+// the file; a file read that fails twice panics rather than return a
+// partial list (see doc.go).
 func (i *Indexer) List() []interface{} {
 	if m := i.inMemory(); m != nil {
 		return m.List()
 	}
-	objs, err := i.coll.List()
-	if err != nil {
-		handleReadError("List", err)
-	}
-	out := make([]interface{}, len(objs))
-	for n, o := range objs {
-		out[n] = o
-	}
-	return out
+	return mustRead(i, "List", func() ([]interface{}, error) { return i.coll.AppendList(nil) })
 }
 
-// ListKeys returns every key.
+// ListKeys returns every key; a read error is handled as by List.
 func (i *Indexer) ListKeys() []string {
 	if m := i.inMemory(); m != nil {
 		return m.ListKeys()
 	}
-	keys, err := i.coll.Keys()
-	if err != nil {
-		handleReadError("ListKeys", err)
-	}
-	return keys
+	return mustRead(i, "ListKeys", i.coll.Keys)
 }
 
 // GetIndexers returns a copy of the indexers.
@@ -636,16 +636,21 @@ func (i *Indexer) Index(indexName string, obj interface{}) ([]interface{}, error
 	if err != nil {
 		return nil, err
 	}
-	keys := sets.New[string]()
-	for _, v := range values {
-		k, err := i.coll.IndexKeys(indexName, v)
-		if err != nil {
-			return nil, err
+	objs, err := readOrErr(i, "Index", func() ([]runtime.Object, error) {
+		keys := sets.New[string]()
+		for _, v := range values {
+			k, err := i.coll.IndexKeys(indexName, v)
+			if err != nil {
+				return nil, err
+			}
+			keys.Insert(k...)
 		}
-		keys.Insert(k...)
+		return i.coll.GetMany(sets.List(keys))
+	})
+	if err != nil {
+		return nil, err
 	}
-	objs, err := i.coll.GetMany(sets.List(keys))
-	return toInterfaces(objs), err
+	return toInterfaces(objs), nil
 }
 
 // IndexKeys returns the keys whose values for the named index include value.
@@ -653,31 +658,52 @@ func (i *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
 	if m := i.inMemory(); m != nil {
 		return m.IndexKeys(indexName, indexedValue)
 	}
-	return i.coll.IndexKeys(indexName, indexedValue)
+	if err := i.checkIndex(indexName); err != nil {
+		return nil, err
+	}
+	return readOrErr(i, "IndexKeys", func() ([]string, error) { return i.coll.IndexKeys(indexName, indexedValue) })
 }
 
-// ListIndexFuncValues returns the values of the named index. Errors (an
-// unknown index, a file read error) are reported through HandleError and
-// yield nil, since the client-go signature has no error.
+// ListIndexFuncValues returns the values of the named index: nil for an
+// unknown index, as client-go's; a read error is handled as by List.
 func (i *Indexer) ListIndexFuncValues(indexName string) []string {
 	if m := i.inMemory(); m != nil {
 		return m.ListIndexFuncValues(indexName)
 	}
-	values, err := i.coll.IndexValues(indexName)
-	if err != nil {
-		handleReadError("ListIndexFuncValues", err)
+	if i.checkIndex(indexName) != nil {
 		return nil
 	}
-	return values
+	return mustRead(i, "ListIndexFuncValues", func() ([]string, error) { return i.coll.IndexValues(indexName) })
 }
 
-// ByIndex returns the objects whose values for the named index include value.
+// ByIndex returns the objects whose values for the named index include
+// value. A failed read returns the error and no objects.
 func (i *Indexer) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
 	if m := i.inMemory(); m != nil {
 		return m.ByIndex(indexName, indexedValue)
 	}
-	objs, err := i.coll.ByIndex(indexName, indexedValue)
-	return toInterfaces(objs), err
+	if err := i.checkIndex(indexName); err != nil {
+		return nil, err
+	}
+	objs, err := i.coll.AppendByIndex(nil, indexName, indexedValue)
+	if err != nil { // report it and try once more (see readerror.go)
+		i.reportReadError("ByIndex", err)
+		if objs, err = i.coll.AppendByIndex(nil, indexName, indexedValue); err != nil {
+			return nil, i.reportReadError("ByIndex", err)
+		}
+	}
+	return objs, nil
+}
+
+// checkIndex returns client-go's error for an index that does not exist,
+// which is the caller's mistake, not a read error.
+func (i *Indexer) checkIndex(name string) error {
+	i.indexMu.RLock()
+	defer i.indexMu.RUnlock()
+	if _, ok := i.indexers[name]; !ok {
+		return fmt.Errorf("Index with name %s does not exist", name)
+	}
+	return nil
 }
 
 func toInterfaces(objs []runtime.Object) []interface{} {

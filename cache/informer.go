@@ -498,6 +498,9 @@ func (s *Informer) begin(logger klog.Logger, cold bool) (*cache.RealFIFO, *refle
 	if s.warm {
 		listAfter = s.synced
 	}
+	if s.persistent != nil {
+		s.persistent.setReadErrorHandler(s.report) // file read errors reach it too
+	}
 	refl := reflector.New(s.listerWatcher, fifo, reflector.Options{
 		Name:                  s.opts.ObjectDescription,
 		ExpectedType:          s.objectType,

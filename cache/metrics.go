@@ -55,6 +55,8 @@ var (
 		"Reads served from the decoded-object cache.", []string{"collection"}, nil)
 	descCacheMisses = prometheus.NewDesc("boltinformer_decoded_cache_misses_total",
 		"Reads that missed the decoded-object cache.", []string{"collection"}, nil)
+	descReadErrors = prometheus.NewDesc("boltinformer_read_errors_total",
+		"Reads of the cache file that failed (each attempt); never served as absent objects.", []string{"collection"}, nil)
 )
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -205,7 +207,7 @@ func (o metricsObserver) WatchEnded(err error) {
 type scrapeCollector struct{ m *Metrics }
 
 func (c scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFileBytes, descObjects, descRVLag, descPending, descCacheHits, descCacheMisses} {
+	for _, d := range []*prometheus.Desc{descFileBytes, descObjects, descRVLag, descPending, descCacheHits, descCacheMisses, descReadErrors} {
 		ch <- d
 	}
 }
@@ -242,6 +244,7 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 		stats := coll.CacheStats()
 		ch <- prometheus.MustNewConstMetric(descCacheHits, prometheus.CounterValue, float64(stats.Hits), name)
 		ch <- prometheus.MustNewConstMetric(descCacheMisses, prometheus.CounterValue, float64(stats.Misses), name)
+		ch <- prometheus.MustNewConstMetric(descReadErrors, prometheus.CounterValue, float64(s.persistent.readErrors.Load()), name)
 		pending := map[string]int64{}
 		for _, l := range s.processor.Listeners() {
 			pending[l.HandlerName()] += l.Pending()

@@ -1,6 +1,7 @@
 package persist
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -88,10 +89,12 @@ type Collection struct {
 	key  []byte
 
 	cache *objectCache
-	// complete is set once an unbounded cache is known to hold every object
-	// (Apply keeps it so). Set by readers holding mu only for reading, hence
-	// atomic.
-	complete atomic.Bool
+	// mem is set once an unbounded cache is known to hold every object, with
+	// every index in memory (see memindex.go); Apply keeps both current.
+	// Published by readers holding mu only for reading, hence atomic; memMu
+	// serializes those publishers.
+	mem   atomic.Pointer[memIndex]
+	memMu sync.Mutex
 
 	closed atomic.Bool // set by Close: no more Applies
 
@@ -139,6 +142,9 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 		db.commitMu.Lock()
 		err = db.bolt.Update(func(tx *bolt.Tx) error { return c.create(tx, opts) })
 		db.commitMu.Unlock()
+	}
+	if err == nil {
+		err = c.completeIfEmpty()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("opening collection %q in %s: %w", name, db.path, err)
@@ -378,12 +384,16 @@ func (c *Collection) Apply(ops []Op, rv string) error {
 		c.db.applyMu.RUnlock()
 		return ErrClosed
 	}
+	mem := c.memory()
 	for i, op := range ops {
 		c.pending.put(op.Key, changes[i])
 		if changes[i].deleted {
 			c.cache.remove(op.Key)
 		} else {
 			c.cache.put(op.Key, changes[i].obj, len(changes[i].record))
+		}
+		if mem != nil {
+			mem.set(op.Key, changes[i].indexes)
 		}
 	}
 	c.pending.rv, c.pending.rvSet = rv, true
@@ -471,6 +481,19 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	if appending(objects, keys) {
+		// Every key goes after the stored ones, as when a list (which comes
+		// in key order) is loaded: fill the pages instead of leaving them
+		// half empty for inserts that will not come. byKey has the same
+		// keys; byValue's entries may sort anywhere (checked per index).
+		objects.FillPercent = 1.0
+		for _, ib := range indexes {
+			ib.byKey.FillPercent = 1.0
+			if appendingEntries(ib.byValue, ib.name, keys, l.changes) {
+				ib.byValue.FillPercent = 1.0
+			}
+		}
+	}
 	for _, key := range keys {
 		ch := l.changes[key]
 		kb := []byte(key)
@@ -508,6 +531,32 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) error {
 	return meta.Put(keyCommitted, []byte(now.Format(time.RFC3339Nano)))
 }
 
+// appending reports whether every key of sorted keys sorts after b's last
+// key, so that writing them only appends. bbolt splits a page it overfills
+// at FillPercent of a page (half, by default, which suits random inserts);
+// pages that only receive appends are better filled completely.
+func appending(b *bolt.Bucket, keys []string) bool {
+	if len(keys) == 0 {
+		return false
+	}
+	last, _ := b.Cursor().Last()
+	return last == nil || keys[0] > string(last)
+}
+
+// appendingEntries reports whether every byValue entry the changes to keys
+// add to the named index sorts after the bucket's last entry.
+func appendingEntries(byValue *bolt.Bucket, index string, keys []string, changes map[string]*change) bool {
+	last, _ := byValue.Cursor().Last()
+	for _, key := range keys {
+		for _, v := range changes[key].indexes[index] {
+			if last != nil && bytes.Compare(indexEntry(v, key), last) <= 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // AddIndexes builds new indexes over the stored objects and adds them to the
 // collection. It first flushes pending changes, then builds every index in
 // one transaction: if fn fails for any object, no index is added and the
@@ -540,6 +589,15 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 	if err != nil {
 		c.indexes = before
 		return fmt.Errorf("adding indexes to %q: %w", c.name, err)
+	}
+	if c.memory() != nil {
+		// Every object is still cached: load the new indexes beside the old.
+		m, err := c.loadMemIndexLocked()
+		if err != nil {
+			c.mem.Store(nil) // reads fall back to the file, which is correct
+			return nil
+		}
+		c.mem.Store(m)
 	}
 	return nil
 }

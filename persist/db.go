@@ -31,6 +31,8 @@ const (
 	DefaultBatchInterval = 20 * time.Millisecond
 	DefaultBatchLimit    = 10000
 	DefaultMmapSize      = 1 << 30
+	// DefaultPageSize is the page size of new files; see Options.PageSize.
+	DefaultPageSize = 32 << 10
 )
 
 var (
@@ -79,6 +81,15 @@ type Options struct {
 	// Scheme resolves typed objects for the record codec. Nil allows only
 	// *unstructured.Unstructured objects.
 	Scheme *runtime.Scheme
+
+	// PageSize is the page size of a file this Open creates; an existing
+	// file keeps the one it was created with. bbolt puts at least two
+	// records on a page, spilling onto further whole pages, so pages a few
+	// times larger than the records keep the file close to their size; the
+	// price is more bytes written per scattered update, since a commit
+	// rewrites every page it touches (figures in docs/benchmarks.md, "File
+	// size"). Zero means DefaultPageSize.
+	PageSize int
 }
 
 // DB is an open cache file. It owns one bbolt database, the collections
@@ -147,6 +158,9 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.MmapSize <= 0 {
 		opts.MmapSize = DefaultMmapSize
 	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = DefaultPageSize
+	}
 	if !opts.ReadOnly {
 		dir := filepath.Dir(path)
 		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -178,12 +192,20 @@ func open(path string, opts Options) (*DB, error) {
 	if err := checkFile(path); err != nil {
 		return nil, err
 	}
+	// The page size matters only to a file bbolt creates; an existing file's
+	// own is read from its meta pages (and a damaged one keeps being reported
+	// as before, against the OS page size).
+	pageSize := 0
+	if st, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || (err == nil && st.Size() == 0) {
+		pageSize = opts.PageSize
+	}
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:         opts.LockTimeout,
 		ReadOnly:        opts.ReadOnly,
 		NoSync:          opts.NoSync,
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: opts.MmapSize,
+		PageSize:        pageSize,
 	})
 	if err != nil {
 		return nil, openError(path, opts, err)

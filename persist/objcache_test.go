@@ -18,8 +18,8 @@ func checkCache(t *testing.T, c *objectCache) {
 	t.Helper()
 	var bytes int64
 	for key, e := range c.entries {
-		bytes += e.size
-		if c.bounded() && (e.slot >= len(c.ring) || c.ring[e.slot].key != key) {
+		bytes += int64(e.size)
+		if c.bounded() && (int(e.slot) >= len(c.ring) || c.ring[e.slot].key != key) {
 			t.Fatalf("entry %q points at slot %d, which holds another key", key, e.slot)
 		}
 	}

@@ -226,7 +226,7 @@ func (c *Collection) reset(ctx context.Context, want map[string]string, force bo
 	}
 	c.pending, c.committing = newLayer(), nil
 	c.cache.clear()
-	c.complete.Store(false)
+	c.mem.Store(nil) // the in-memory view is rebuilt from what is left on the next read
 	c.rv = ""
 	if mismatch == nil {
 		// Nothing was on disk, but applied changes were dropped.

@@ -23,6 +23,13 @@ func (c *Collection) Get(key string) (runtime.Object, bool, error) {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if c.memory() != nil {
+		// The cache holds every object: a miss is an absent key.
+		if obj, ok := c.cache.get(key); ok { // applied since the first look
+			return obj, true, nil
+		}
+		return nil, false, nil
+	}
 	if ch := c.layerChangeLocked(key); ch != nil {
 		return ch.obj, !ch.deleted, nil
 	}
@@ -175,7 +182,7 @@ func (c *Collection) ForEach(fn func(key string, obj runtime.Object) error) erro
 // collection's and possibly the cache's read locks: it must not call back
 // into either (a nested read lock deadlocks against a waiting writer).
 func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.Object) error) error {
-	if c.complete.Load() {
+	if c.memory() != nil {
 		return c.cache.forEach(fn)
 	}
 	for _, l := range []*layer{c.pending, c.committing} {
@@ -203,8 +210,9 @@ func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.
 	})
 	if err == nil && decode && !c.cache.bounded() {
 		// Every object on disk and in the layers is now cached, and Apply
-		// keeps an unbounded cache current: later walks can skip the file.
-		c.complete.Store(true)
+		// keeps an unbounded cache current: load the indexes too, and later
+		// reads skip the file.
+		err = c.completeLocked()
 	}
 	return err
 }
@@ -232,6 +240,9 @@ func (c *Collection) walkFileLocked(fn func(key string, rec []byte) error) error
 func (c *Collection) List() ([]runtime.Object, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if c.memoryLocked() != nil {
+		return c.memList(), nil
+	}
 	var out []runtime.Object
 	err := c.forEachLocked(true, func(_ string, obj runtime.Object) error {
 		out = append(out, obj)
@@ -244,6 +255,9 @@ func (c *Collection) List() ([]runtime.Object, error) {
 func (c *Collection) Keys() ([]string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if c.memoryLocked() != nil {
+		return c.memKeys(), nil
+	}
 	var out []string
 	err := c.forEachLocked(false, func(key string, _ runtime.Object) error {
 		out = append(out, key)
@@ -257,6 +271,9 @@ func (c *Collection) Len() (int, error) {
 	n := 0
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if c.memoryLocked() != nil {
+		return c.cache.len(), nil
+	}
 	err := c.forEachLocked(false, func(string, runtime.Object) error { n++; return nil })
 	return n, err
 }
@@ -299,6 +316,9 @@ func (c *Collection) ResourceVersions() (map[string]string, error) {
 func (c *Collection) IndexKeys(index, value string) ([]string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if m := c.memoryLocked(); m != nil {
+		return c.memIndexKeys(m, index, value)
+	}
 	keys, err := c.indexKeysLocked(index, value)
 	if err != nil {
 		return nil, err
@@ -357,6 +377,9 @@ func (c *Collection) indexBucket(tx *bolt.Tx, index string) (*bolt.Bucket, error
 func (c *Collection) ByIndex(index, value string) ([]runtime.Object, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if m := c.memoryLocked(); m != nil {
+		return c.memByIndex(m, index, value)
+	}
 	keys, err := c.indexKeysLocked(index, value)
 	if err != nil {
 		return nil, err
@@ -406,8 +429,15 @@ func (c *Collection) getManyLocked(keys []string, ordered bool) ([]keyed, error)
 			misses = append(misses, key)
 		}
 	}
-	if len(misses) == 0 {
-		return out, nil
+	if len(misses) == 0 || c.memory() != nil {
+		// With every object in memory, a key missing there is absent.
+		filled := out[:0]
+		for _, o := range out {
+			if o.obj != nil {
+				filled = append(filled, o)
+			}
+		}
+		return filled, nil
 	}
 	decoded := make(map[string]runtime.Object, len(misses))
 	err := c.db.bolt.View(func(tx *bolt.Tx) error {
@@ -454,6 +484,9 @@ func (c *Collection) getManyLocked(keys []string, ordered bool) ([]keyed, error)
 func (c *Collection) IndexValues(index string) ([]string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if m := c.memoryLocked(); m != nil {
+		return c.memIndexValues(m, index)
+	}
 	if _, ok := c.indexes[index]; !ok {
 		return nil, fmt.Errorf("Index with name %s does not exist", index)
 	}

@@ -151,6 +151,7 @@ func writeFixture(t testing.TB, path string, variant int) {
 		NoSync:        true,
 		BatchInterval: time.Hour, // one group commit, on Flush: the layout does not depend on timing
 		BatchLimit:    1 << 30,
+		PageSize:      4096, // the page size the golden stats were recorded with
 	})
 	if err != nil {
 		t.Fatal(err)

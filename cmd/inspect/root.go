@@ -87,6 +87,7 @@ and then explains how to take a hot snapshot of it.`,
 		newVerifyCommand(g),
 		newExportCommand(g),
 		newDiffCommand(g),
+		newCompactCommand(g),
 	)
 	return root
 }

@@ -1,0 +1,68 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+)
+
+// A read from the cache file can fail: a record that no longer decodes (a
+// corrupt page, a type the scheme no longer knows), a missing bucket, a
+// file closed under a lister. Such an error must never look like absence:
+// a controller that lists and finds an object missing acts on it as deleted.
+// The rules, stated for users in doc.go:
+//
+//  1. While every object is in memory (unbounded cache, all decoded) reads
+//     never touch the file and cannot fail.
+//  2. Otherwise a failed read is reported — utilruntime.HandleError, the
+//     boltinformer_read_errors_total metric, the informer's watch error
+//     handler — and tried once more.
+//  3. If it fails again, a method that can return an error returns it with
+//     no result (never a partial one); List, ListKeys and
+//     ListIndexFuncValues, whose client-go signatures cannot, panic with the
+//     error, as client-go's own indexer panics when it cannot keep its
+//     indexes. The restarted process finds the file unreadable at its warm
+//     start and starts cold.
+
+// readErrorHandler is told about every failed read.
+type readErrorHandler func(ctx context.Context, err error)
+
+// setReadErrorHandler makes h hear about failed reads (the informer passes
+// its watch error handler).
+func (i *Indexer) setReadErrorHandler(h readErrorHandler) { i.onReadError.Store(&h) }
+
+// reportReadError reports one failed read.
+func (i *Indexer) reportReadError(method string, err error) error {
+	err = fmt.Errorf("collection %q: reading the cache file: %w", i.coll.Name(), err)
+	i.readErrors.Add(1)
+	handleReadError(method, err)
+	err = fmt.Errorf("boltinformer: %s: %w", method, err)
+	if h := i.onReadError.Load(); h != nil {
+		(*h)(context.Background(), err)
+	}
+	return err
+}
+
+// readOrErr runs read, reporting a failure and trying once more. It returns
+// the second failure's error, reported, and read's zero value.
+func readOrErr[T any](i *Indexer, method string, read func() (T, error)) (T, error) {
+	v, err := read()
+	if err == nil {
+		return v, nil
+	}
+	i.reportReadError(method, err)
+	if v, err = read(); err == nil {
+		return v, nil
+	}
+	var zero T
+	return zero, i.reportReadError(method, err)
+}
+
+// mustRead is readOrErr for methods whose client-go signature has no error:
+// a read that fails twice panics rather than return a partial result.
+func mustRead[T any](i *Indexer, method string, read func() (T, error)) T {
+	v, err := readOrErr(i, method, read)
+	if err != nil {
+		panic(fmt.Errorf("%w; refusing to return a partial result, which callers would read as deleted objects", err))
+	}
+	return v
+}

@@ -1,0 +1,359 @@
+package persist
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// memIndex is every secondary index of a collection held in memory. A
+// collection has one exactly while its cache is unbounded and complete (it
+// holds every object): reads are then served from memory alone, as
+// client-go's threadSafeMap serves them, and never touch the file.
+//
+// Invariants, for a collection c with c.mem set:
+//   - c.cache holds exactly the collection's objects (layers and file
+//     merged, newest state);
+//   - byValue and values hold exactly the index values of those objects;
+//   - both change only under c.mu held for writing (Apply, AddIndexes), and
+//     are read under c.mu held for reading.
+type memIndex struct {
+	// byValue: index name -> value -> keys.
+	byValue map[string]map[string]map[string]struct{}
+	// values: key -> index name -> values, as given to Apply (Op.Indexes,
+	// retained rather than copied), so that a change can unindex the old
+	// values without decoding or re-running an index function.
+	values map[string]map[string][]string
+}
+
+func newMemIndex(indexes map[string]string) *memIndex {
+	m := &memIndex{
+		byValue: make(map[string]map[string]map[string]struct{}, len(indexes)),
+		values:  map[string]map[string][]string{},
+	}
+	for name := range indexes {
+		m.byValue[name] = map[string]map[string]struct{}{}
+	}
+	return m
+}
+
+// set replaces key's index values (nil: the key is gone).
+func (m *memIndex) set(key string, indexes map[string][]string) {
+	for name, values := range m.values[key] {
+		byValue := m.byValue[name]
+		for _, v := range values {
+			if keys := byValue[v]; keys != nil {
+				delete(keys, key)
+				if len(keys) == 0 {
+					delete(byValue, v)
+				}
+			}
+		}
+	}
+	if len(indexes) == 0 {
+		delete(m.values, key)
+		return
+	}
+	m.values[key] = indexes
+	for name, values := range indexes {
+		byValue := m.byValue[name]
+		if byValue == nil {
+			continue // not an index of the collection: ignored, as on disk
+		}
+		for _, v := range values {
+			keys := byValue[v]
+			if keys == nil {
+				keys = map[string]struct{}{}
+				byValue[v] = keys
+			}
+			keys[key] = struct{}{}
+		}
+	}
+}
+
+// memory returns the in-memory view, or nil while reads must consult the
+// file (bounded cache, or not every object decoded yet).
+func (c *Collection) memory() *memIndex { return c.mem.Load() }
+
+// memoryLocked returns the in-memory view, first building it if the cache
+// is unbounded and the view is not built yet: the first read that can be
+// served from memory pays for decoding what is missing (a warm start's
+// delivery has usually decoded everything already) and loading the
+// indexes, once; later reads never touch the file. Doing it there rather
+// than at the end of the warm start keeps it off the path to HasSynced.
+// A failure leaves the caller on the file, which reports the error. Called
+// with mu held for reading.
+func (c *Collection) memoryLocked() *memIndex {
+	if m := c.memory(); m != nil || c.cache.bounded() {
+		return m
+	}
+	if c.completeLocked() != nil {
+		return nil
+	}
+	return c.memory()
+}
+
+// completeLocked makes an unbounded cache complete: it decodes every object
+// not cached yet (on every core) and loads every index from the file into a
+// memIndex, then publishes it. Called with mu held for reading, so no Apply
+// runs meanwhile; concurrent callers build identical views and the first
+// publishes. A no-op for a bounded cache or one already complete.
+func (c *Collection) completeLocked() error {
+	if c.cache.bounded() || c.memory() != nil {
+		return nil
+	}
+	c.memMu.Lock()
+	defer c.memMu.Unlock()
+	if c.memory() != nil {
+		return nil
+	}
+	var found []keyed
+	var records [][]byte
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		err := b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+			key := string(k)
+			if !c.cache.has(key) && !c.inLayersLocked(key) {
+				found = append(found, keyed{key: key})
+				records = append(records, rec)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// Records are bbolt memory: decode within the transaction.
+		return c.decodeAllLocked(found, records)
+	})
+	if err != nil {
+		return err
+	}
+	m, err := c.loadMemIndexLocked()
+	if err != nil {
+		return err
+	}
+	c.mem.Store(m)
+	return nil
+}
+
+// loadMemIndexLocked reads every index from the file and overlays the
+// layers. Called with mu held (for reading or writing).
+func (c *Collection) loadMemIndexLocked() (*memIndex, error) {
+	m := newMemIndex(c.indexes)
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		names := make([]string, 0, len(c.indexes))
+		for name := range c.indexes {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			byValue, err := c.indexBucket(tx, name)
+			if err != nil {
+				return err
+			}
+			err = byValue.ForEach(func(k, _ []byte) error {
+				value, key, _, err := splitIndexEntry(k)
+				if err != nil {
+					return err
+				}
+				if c.inLayersLocked(key) {
+					return nil // overridden by an unwritten change
+				}
+				vals := m.values[key]
+				if vals == nil {
+					vals = map[string][]string{}
+					m.values[key] = vals
+				}
+				vals[name] = append(vals[name], value)
+				keys := m.byValue[name][value]
+				if keys == nil {
+					keys = map[string]struct{}{}
+					m.byValue[name][value] = keys
+				}
+				keys[key] = struct{}{}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("index %q: %w", name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range []*layer{c.committing, c.pending} { // older first: pending overrides
+		if l == nil {
+			continue
+		}
+		for key, ch := range l.changes {
+			if ch.deleted {
+				m.set(key, nil)
+			} else {
+				m.set(key, ch.indexes)
+			}
+		}
+	}
+	return m, nil
+}
+
+// completeIfEmpty publishes an empty in-memory view for an unbounded cache
+// over an empty collection: every object it will hold then arrives through
+// Apply, which keeps the view current. Called once the collection is open.
+func (c *Collection) completeIfEmpty() error {
+	if c.cache.bounded() {
+		return nil
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	empty := false
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		k, _ := b.Bucket(bucketObjects).Cursor().First()
+		empty = k == nil
+		return nil
+	})
+	if err != nil || !empty {
+		return err
+	}
+	return c.completeLocked()
+}
+
+// memList returns every object from memory. Called with mu held for
+// reading and m == c.memory().
+func (c *Collection) memList() []runtime.Object {
+	c.cache.mu.RLock()
+	defer c.cache.mu.RUnlock()
+	out := make([]runtime.Object, 0, len(c.cache.entries))
+	for _, e := range c.cache.entries {
+		out = append(out, e.obj)
+	}
+	return out
+}
+
+// memKeys returns every key from memory. Called with mu held for reading.
+func (c *Collection) memKeys() []string {
+	c.cache.mu.RLock()
+	defer c.cache.mu.RUnlock()
+	out := make([]string, 0, len(c.cache.entries))
+	for key := range c.cache.entries {
+		out = append(out, key)
+	}
+	return out
+}
+
+// memByIndex returns the objects under one index value from memory. Called
+// with mu held for reading.
+func (c *Collection) memByIndex(m *memIndex, index, value string) ([]runtime.Object, error) {
+	if _, ok := c.indexes[index]; !ok {
+		return nil, fmt.Errorf("Index with name %s does not exist", index)
+	}
+	keys := m.byValue[index][value]
+	out := make([]runtime.Object, 0, len(keys))
+	c.cache.mu.RLock()
+	defer c.cache.mu.RUnlock()
+	for key := range keys {
+		if e, ok := c.cache.entries[key]; ok {
+			out = append(out, e.obj)
+		}
+	}
+	return out, nil
+}
+
+// memIndexKeys returns, sorted, the keys under one index value from memory.
+// Called with mu held for reading.
+func (c *Collection) memIndexKeys(m *memIndex, index, value string) ([]string, error) {
+	if _, ok := c.indexes[index]; !ok {
+		return nil, fmt.Errorf("Index with name %s does not exist", index)
+	}
+	keys := m.byValue[index][value]
+	out := make([]string, 0, len(keys))
+	for key := range keys {
+		out = append(out, key)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// memIndexValues returns, sorted, the values of one index from memory.
+// Called with mu held for reading.
+func (c *Collection) memIndexValues(m *memIndex, index string) ([]string, error) {
+	if _, ok := c.indexes[index]; !ok {
+		return nil, fmt.Errorf("Index with name %s does not exist", index)
+	}
+	out := make([]string, 0, len(m.byValue[index]))
+	for v := range m.byValue[index] {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// AppendList appends every object to dst and returns it. It is List for
+// callers that hold objects as interface{} values, as client-go's stores
+// do: served from memory, it allocates only what dst needs (a List plus a
+// conversion would allocate twice, and on a large heap every allocation
+// brings the next garbage collection closer).
+func (c *Collection) AppendList(dst []interface{}) ([]interface{}, error) {
+	c.mu.RLock()
+	if c.memoryLocked() != nil {
+		c.cache.mu.RLock()
+		dst = slices.Grow(dst, len(c.cache.entries))
+		for _, e := range c.cache.entries {
+			dst = append(dst, e.obj)
+		}
+		c.cache.mu.RUnlock()
+		c.mu.RUnlock()
+		return dst, nil
+	}
+	c.mu.RUnlock()
+	objs, err := c.List()
+	if err != nil {
+		return dst, err
+	}
+	dst = slices.Grow(dst, len(objs))
+	for _, o := range objs {
+		dst = append(dst, o)
+	}
+	return dst, nil
+}
+
+// AppendByIndex is ByIndex appending to dst; see AppendList.
+func (c *Collection) AppendByIndex(dst []interface{}, index, value string) ([]interface{}, error) {
+	c.mu.RLock()
+	if m := c.memoryLocked(); m != nil {
+		defer c.mu.RUnlock()
+		if _, ok := c.indexes[index]; !ok {
+			return dst, fmt.Errorf("Index with name %s does not exist", index)
+		}
+		keys := m.byValue[index][value]
+		dst = slices.Grow(dst, len(keys))
+		c.cache.mu.RLock()
+		defer c.cache.mu.RUnlock()
+		for key := range keys {
+			if e, ok := c.cache.entries[key]; ok {
+				dst = append(dst, e.obj)
+			}
+		}
+		return dst, nil
+	}
+	c.mu.RUnlock()
+	objs, err := c.ByIndex(index, value)
+	if err != nil {
+		return dst, err
+	}
+	dst = slices.Grow(dst, len(objs))
+	for _, o := range objs {
+		dst = append(dst, o)
+	}
+	return dst, nil
+}
