@@ -415,14 +415,6 @@ func (w *confWatch) Stop() {
 // confState maps object keys to resourceVersions.
 type confState map[string]string
 
-func (s confState) clone() confState {
-	out := make(confState, len(s))
-	for k, v := range s {
-		out[k] = v
-	}
-	return out
-}
-
 func (s confState) keys() []string {
 	out := make([]string, 0, len(s))
 	for k := range s {

@@ -59,7 +59,7 @@ type Listener struct {
 	upstreamHasSynced cache.DoneChecker
 
 	// pending holds notifications not yet handed to run; only pop touches it.
-	pending buffer.RingGrowing
+	pending buffer.TypedRingGrowing[any]
 	// pendingLen mirrors pending's length for readers outside pop.
 	pendingLen atomic.Int64
 
@@ -90,7 +90,7 @@ func NewListener(logger klog.Logger, handler cache.ResourceEventHandler, request
 		handler:               handler,
 		handlerName:           name,
 		syncTracker:           synctrack.NewSingleFileTracker(fmt.Sprintf("%s + event handler %s", upstreamHasSynced.Name(), name)),
-		pending:               *buffer.NewRingGrowing(bufferSize),
+		pending:               *buffer.NewTypedRingGrowing[any](buffer.RingGrowingOptions{InitialSize: bufferSize}),
 		requestedResyncPeriod: requestedResyncPeriod,
 		resyncPeriod:          resyncPeriod,
 	}

@@ -152,7 +152,7 @@ type fakeLW struct {
 
 func (f *fakeLW) listWatch() *cache.ListWatch {
 	return &cache.ListWatch{
-		ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(_ context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			f.mu.Lock()
 			n := len(f.listOpts)
 			f.listOpts = append(f.listOpts, opts)
@@ -163,7 +163,7 @@ func (f *fakeLW) listWatch() *cache.ListWatch {
 			}
 			return f.list(n, opts)
 		},
-		WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			f.mu.Lock()
 			n := len(f.watchOpts)
 			f.watchOpts = append(f.watchOpts, opts)

@@ -144,6 +144,7 @@ func TestResumeUnavailableRelistsOnce(t *testing.T) {
 		{"in-stream ERROR 410 without reason", inStream(goneNoReason), false},
 		{"in-stream ERROR too large resource version", inStream(tooLargeRV().ErrStatus), true},
 		{"HTTP 410 Expired", httpErr(apierrors.NewResourceExpired("too old resource version: 100 (150)")), false},
+		//lint:ignore SA1019 reason Gone, which older apiservers send, must still trigger a relist
 		{"HTTP 410 Gone", httpErr(apierrors.NewGone("gone")), false},
 		{"HTTP too large resource version", httpErr(tooLargeRV()), true},
 		{"HTTP too large resource version, 1.17 format", httpErr(oldTooLarge), true},
@@ -542,8 +543,8 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 			name: "while watching, with resync running",
 			lw: func(started chan<- struct{}) cache.ListerWatcher {
 				return &cache.ListWatch{
-					ListFunc: func(metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
-					WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
+					ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
+					WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 						close(started)
 						return watch.NewFake(), nil // unbuffered, never sends
 					},
@@ -556,8 +557,8 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 			lw: func(started chan<- struct{}) cache.ListerWatcher {
 				var once sync.Once
 				return &cache.ListWatch{
-					ListFunc: func(metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
-					WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
+					ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
+					WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 						once.Do(func() { close(started) })
 						return nil, errors.New("boom")
 					},
@@ -575,7 +576,7 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 						<-ctx.Done()
 						return nil, ctx.Err()
 					},
-					WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+					WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
 				}
 			},
 		},
@@ -583,7 +584,7 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 			name: "while a watch request hangs",
 			lw: func(started chan<- struct{}) cache.ListerWatcher {
 				return &cache.ListWatch{
-					ListFunc: func(metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
+					ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
 					WatchFuncWithContext: func(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
 						close(started)
 						<-ctx.Done()
@@ -740,11 +741,11 @@ func TestWatchRetryBackoffDefaults(t *testing.T) {
 		const failures = 8
 		var times []time.Time // written by Run's goroutine, read after it ends
 		lw := &cache.ListWatch{
-			ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 				t.Error("unexpected list")
 				return nil, errors.New("unexpected list")
 			},
-			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 				times = append(times, time.Now())
 				if len(times) <= failures {
 					return nil, errors.New("boom")
