@@ -883,14 +883,3 @@ func confEqualState(a, b confState) bool {
 	}
 	return true
 }
-
-func confWaitFor(timeout time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("condition not met within %v", timeout)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return nil
-}

@@ -39,6 +39,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/klog/v2/textlogger"
+
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 // Lifecycle ports of client-go v0.37.2 shared_informer_test.go (see
@@ -82,7 +84,7 @@ func TestConformanceStateSharedInformer(t *testing.T) {
 	}
 
 	close(stop)
-	if err := confWaitFor(time.Second, informer.IsStopped); err != nil {
+	if err := poll.Wait(time.Second, informer.IsStopped); err != nil {
 		t.Errorf("informer reports not to be stopped although stop channel closed")
 		return
 	}
@@ -103,7 +105,7 @@ func TestConformanceAddOnStoppedSharedInformer(t *testing.T) {
 	defer wg.Wait()
 	close(stop)
 
-	if err := confWaitFor(2*time.Second, informer.IsStopped); err != nil {
+	if err := poll.Wait(2*time.Second, informer.IsStopped); err != nil {
 		t.Fatalf("informer reports not to be stopped although stop channel closed")
 	}
 
@@ -131,7 +133,7 @@ func TestConformanceRemoveOnStoppedSharedInformer(t *testing.T) {
 	wg.StartWithChannel(stop, informer.Run)
 	defer wg.Wait()
 	close(stop)
-	if err := confWaitFor(time.Second, informer.IsStopped); err != nil {
+	if err := poll.Wait(time.Second, informer.IsStopped); err != nil {
 		t.Fatalf("informer reports not to be stopped although stop channel closed")
 	}
 	if err := informer.RemoveEventHandler(handle); err != nil {
@@ -232,7 +234,7 @@ func confNoLeaks(t *testing.T) func() {
 	return func() {
 		t.Helper()
 		var leaked []string
-		_ = confWaitFor(5*time.Second, func() bool {
+		_ = poll.Wait(5*time.Second, func() bool {
 			leaked = leaked[:0]
 			for id, stack := range confInformerGoroutines() {
 				if _, ok := before[id]; !ok {
@@ -290,7 +292,7 @@ func TestConformanceShutdown(t *testing.T) {
 		}()
 		stop := confRunInformer(informer)
 		defer stop()
-		if err := confWaitFor(time.Minute, informer.HasSynced); err != nil {
+		if err := poll.Wait(time.Minute, informer.HasSynced); err != nil {
 			t.Fatal("informer has not synced")
 		}
 	})
@@ -301,7 +303,7 @@ func TestConformanceShutdown(t *testing.T) {
 		defer confNoLeaks(t)()
 		stop := confRunInformer(informer)
 		defer stop()
-		if err := confWaitFor(time.Minute, informer.HasSynced); err != nil {
+		if err := poll.Wait(time.Minute, informer.HasSynced); err != nil {
 			t.Fatal("informer has not synced")
 		}
 		handler, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -407,15 +409,15 @@ func TestConformanceEventPanics(t *testing.T) {
 		wg.StartWithChannel(stop, informer.Run)
 		defer func() {
 			close(stop)
-			if err := confWaitFor(time.Minute, informer.IsStopped); err != nil {
+			if err := poll.Wait(time.Minute, informer.IsStopped); err != nil {
 				t.Error("informer has not stopped")
 			}
 			wg.Wait() // For race detector...
 		}()
-		if err := confWaitFor(time.Minute, informer.HasSynced); err != nil {
+		if err := poll.Wait(time.Minute, informer.HasSynced); err != nil {
 			t.Fatal("informer has not synced")
 		}
-		if err := confWaitFor(time.Minute, func() bool { return strings.Contains(buffer.String(), expectedLog("")) }); err != nil {
+		if err := poll.Wait(time.Minute, func() bool { return strings.Contains(buffer.String(), expectedLog("")) }); err != nil {
 			t.Errorf("handler has not panicked, or not logged as client-go does; log:\n%s\nwant a line containing %s", buffer.String(), expectedLog(""))
 		}
 	})
@@ -464,15 +466,15 @@ func TestConformanceEventPanics(t *testing.T) {
 		wg.StartWithContext(informerCtx, informer.RunWithContext)
 		defer func() {
 			cancel()
-			if err := confWaitFor(time.Minute, informer.IsStopped); err != nil {
+			if err := poll.Wait(time.Minute, informer.IsStopped); err != nil {
 				t.Error("informer has not stopped")
 			}
 			wg.Wait() // For race detector...
 		}()
-		if err := confWaitFor(time.Minute, informer.HasSynced); err != nil {
+		if err := poll.Wait(time.Minute, informer.HasSynced); err != nil {
 			t.Fatal("informer has not synced")
 		}
-		if err := confWaitFor(30*time.Second, func() bool {
+		if err := poll.Wait(30*time.Second, func() bool {
 			output := buffer.String()
 			return numOccurrencesConf(output, expectedLog(name1)) == numPods && numOccurrencesConf(output, expectedLog(name2)) == numPods
 		}); err != nil {

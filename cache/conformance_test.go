@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 // This file holds the differential conformance test: client-go v0.37.2's
@@ -534,7 +536,7 @@ func (r *confRun) phaseWarmRestart() error {
 		r.src.resetWatch()
 		// client-go must be watching the new broadcaster before anything
 		// changes, or it gets 410 too.
-		if err := confWaitFor(10*time.Second, func() bool { return r.cgLW.active() != nil }); err != nil {
+		if err := poll.Wait(10*time.Second, func() bool { return r.cgLW.active() != nil }); err != nil {
 			return fmt.Errorf("client-go did not watch again after ResetWatch: %w", err)
 		}
 	}
@@ -619,7 +621,7 @@ func (r *confRun) phaseWarmRestart() error {
 			return err
 		}
 		// Wait until it has caught up (or gone wrong); the checks below say which.
-		_ = confWaitFor(10*time.Second, func() bool {
+		_ = poll.Wait(10*time.Second, func() bool {
 			st, err := confReplay(joiner.all())
 			return err != nil || confEqualState(st, final)
 		})

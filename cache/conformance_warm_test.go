@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 // Warm-start conformance checks that need control over time or timing,
@@ -41,7 +43,7 @@ func confPopulate(src *confSource, rng *rand.Rand, path string, n int) error {
 	}
 	o.run()
 	want := src.state()
-	if err := confWaitFor(10*time.Second, func() bool {
+	if err := poll.Wait(10*time.Second, func() bool {
 		return o.inf.HasSynced() && confEqualState(confStateOf(o.inf.GetStore().List()), want) && o.lw.active() != nil
 	}); err != nil {
 		_, _ = o.stop()
@@ -110,7 +112,7 @@ func TestConformanceWarmStartConcurrentJoin(t *testing.T) {
 				t.Fatal(errs[j])
 			}
 		}
-		if err := confWaitFor(10*time.Second, func() bool {
+		if err := poll.Wait(10*time.Second, func() bool {
 			for _, reg := range regs {
 				if !reg.HasSynced() {
 					return false
@@ -162,7 +164,7 @@ func TestConformanceWarmStartFromResourceVersionZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.run()
-	if err := confWaitFor(10*time.Second, func() bool { return o.inf.HasSynced() && o.lw.active() != nil }); err != nil {
+	if err := poll.Wait(10*time.Second, func() bool { return o.inf.HasSynced() && o.lw.active() != nil }); err != nil {
 		t.Fatal(err)
 	}
 	rv, err := o.stop()
@@ -202,7 +204,7 @@ func TestConformanceWarmStartFromResourceVersionZero(t *testing.T) {
 		t.Errorf("informer reported synced before its list was answered, with a file at resourceVersion %q, which cannot be resumed (the reflector lists)", rv)
 	}
 	release()
-	if err := confWaitFor(10*time.Second, func() bool { return rec.phaseCount(0) >= len(want) }); err != nil {
+	if err := poll.Wait(10*time.Second, func() bool { return rec.phaseCount(0) >= len(want) }); err != nil {
 		t.Fatalf("handler got %v, want %v: %v", rec.phaseEvents(0), want, err)
 	}
 	if got := confCanon(rec.phaseEvents(0), false); !slices.Equal(got, confCanon(want, false)) {
@@ -312,7 +314,7 @@ func runWarmResyncSeed(seed int64, dir string, logf func(string, ...any)) (err e
 	// the next step. Poke, if set, is called while waiting (to move the fake
 	// clock past backoff timers).
 	end := func(step string, syncs bool, poke func()) error {
-		if err := confWaitFor(20*time.Second, func() bool {
+		if err := poll.Wait(20*time.Second, func() bool {
 			if poke != nil {
 				poke()
 			}
@@ -358,7 +360,7 @@ func runWarmResyncSeed(seed int64, dir string, logf func(string, ...any)) (err e
 	// waitTimer waits until the resync timer (the only timer while the
 	// watch is held or open) is armed.
 	waitTimer := func() error {
-		return confWaitFor(10*time.Second, func() bool { return clk.HasWaiters() })
+		return poll.Wait(10*time.Second, func() bool { return clk.HasWaiters() })
 	}
 	if stepFirst {
 		if err := waitTimer(); err != nil {
@@ -403,7 +405,7 @@ func runWarmResyncSeed(seed int64, dir string, logf func(string, ...any)) (err e
 	if err := end(what, false, poke); err != nil {
 		return err
 	}
-	if err := confWaitFor(10*time.Second, func() bool {
+	if err := poll.Wait(10*time.Second, func() bool {
 		return confEqualState(confStateOf(o.inf.GetStore().List()), final) && o.lw.active() != nil
 	}); err != nil {
 		return fmt.Errorf("store %v, source %v, watching=%t: %w", confStateOf(o.inf.GetStore().List()), final, o.lw.active() != nil, err)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -17,6 +18,7 @@ import (
 	fcache "k8s.io/client-go/tools/cache/testing"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 // scrape fetches /metrics and returns the value of the sample whose line
@@ -80,7 +82,7 @@ func TestMetricsMoveWithTheInformer(t *testing.T) {
 	if v := scrape(t, url, `boltinformer_informer_starts_total{cause="cold",collection="pods"}`); v != 1 {
 		t.Errorf("cold starts = %v, want 1", v)
 	}
-	waitFor(t, "objects gauge", func() bool { return scrape(t, url, "boltinformer_objects"+coll) == 3 })
+	poll.Until(t, 30*time.Second, "objects gauge", func() bool { return scrape(t, url, "boltinformer_objects"+coll) == 3 })
 	if err := f.db.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -100,9 +102,9 @@ func TestMetricsMoveWithTheInformer(t *testing.T) {
 	}
 	// The handler is named after the function that declares it, as client-go names handlers.
 	handler := `boltinformer_pending_notifications{collection="pods",handler="github.com/boltinformer/boltinformer/cache_test.TestMetricsMoveWithTheInformer.func1"}`
-	waitFor(t, "pending notifications", func() bool { return scrape(t, url, handler) >= 3 })
+	poll.Until(t, 30*time.Second, "pending notifications", func() bool { return scrape(t, url, handler) >= 3 })
 	close(release)
-	waitFor(t, "backlog drained", func() bool { return scrape(t, url, handler) == 0 })
+	poll.Until(t, 30*time.Second, "backlog drained", func() bool { return scrape(t, url, handler) == 0 })
 	if v := scrape(t, url, "boltinformer_decoded_cache_hits_total"+coll); v <= 0 {
 		t.Errorf("cache hits = %v", v)
 	}
@@ -119,7 +121,7 @@ func TestMetricsMoveWithTheInformer(t *testing.T) {
 	// Dropping the watch counts a restart.
 	before := scrape(t, url, `boltinformer_watch_restarts_total{collection="pods",outcome="normal"}`)
 	src.Shutdown()
-	waitFor(t, "watch restart", func() bool {
+	poll.Until(t, 30*time.Second, "watch restart", func() bool {
 		return scrape(t, url, `boltinformer_watch_restarts_total{collection="pods",outcome="normal"}`) > before ||
 			scrape(t, url, `boltinformer_watch_restarts_total{collection="pods",outcome="error"}`) > 0
 	})

@@ -45,6 +45,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
+
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 // ---- 1. cold start ----------------------------------------------------------
@@ -59,7 +61,7 @@ func TestColdStartListsAtZeroThenWatchesFromListRV(t *testing.T) {
 
 	w := lw.watcher(t, 0)
 	w.Add(pod("c", "11"))
-	eventually(t, "LastSyncResourceVersion 11", func() bool { return h.r.LastSyncResourceVersion() == "11" })
+	poll.Until(t, 5*time.Second, "LastSyncResourceVersion 11", func() bool { return h.r.LastSyncResourceVersion() == "11" })
 	stop()
 	if !w.IsStopped() {
 		t.Error("watcher not stopped after cancel")
@@ -92,7 +94,7 @@ func TestResumeWatchesFromResourceVersionWithoutListing(t *testing.T) {
 	w := lw.watcher(t, 0)
 	w.Modify(pod("a", "101"))
 	w.Delete(pod("b", "102"))
-	eventually(t, "LastSyncResourceVersion 102", func() bool { return h.r.LastSyncResourceVersion() == "102" })
+	poll.Until(t, 5*time.Second, "LastSyncResourceVersion 102", func() bool { return h.r.LastSyncResourceVersion() == "102" })
 	stop()
 
 	equal(t, "list calls", len(lw.ListOpts()), 0)
@@ -217,7 +219,7 @@ func TestBookmarksReachStoreAndAdvanceRV(t *testing.T) {
 
 	w := lw.watcher(t, 0)
 	w.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "20"}})
-	eventually(t, "LastSyncResourceVersion 20", func() bool { return h.r.LastSyncResourceVersion() == "20" })
+	poll.Until(t, 5*time.Second, "LastSyncResourceVersion 20", func() bool { return h.r.LastSyncResourceVersion() == "20" })
 	w.Stop()
 	lw.watcher(t, 1)
 	stop()
@@ -260,7 +262,7 @@ func TestResourceVersionUpdaterStoreSeesEveryRecordedRV(t *testing.T) {
 	w := lw.watcher(t, 0)
 	w.Add(pod("a", "6"))
 	w.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9"}})
-	eventually(t, "rv 9", func() bool { return r.LastSyncResourceVersion() == "9" })
+	poll.Until(t, 5*time.Second, "rv 9", func() bool { return r.LastSyncResourceVersion() == "9" })
 	cancel()
 	<-done
 	equal(t, "UpdateResourceVersion calls", store.RVs(), []string{"6", "9"})
@@ -491,7 +493,7 @@ func TestResyncCallsStoreWhenShouldResyncSaysSo(t *testing.T) {
 		o.ShouldResync = func() bool { return asks.Add(1)%2 == 1 } // yes, no, yes, ...
 	})
 	stop := h.run()
-	eventually(t, "6 ShouldResync calls", func() bool { return asks.Load() >= 6 })
+	poll.Until(t, 5*time.Second, "6 ShouldResync calls", func() bool { return asks.Load() >= 6 })
 	stop()
 
 	n := int(asks.Load())
@@ -507,7 +509,7 @@ func TestResyncNilShouldResyncMeansAlways(t *testing.T) {
 		o.ResyncPeriod = time.Millisecond
 	})
 	stop := h.run()
-	eventually(t, "3 resyncs", func() bool { return h.store.Resyncs() >= 3 })
+	poll.Until(t, 5*time.Second, "3 resyncs", func() bool { return h.store.Resyncs() >= 3 })
 	stop()
 }
 
@@ -600,7 +602,7 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 			stop := h.run()
 			<-started
 			if tc.wantErr {
-				eventually(t, "error reported", func() bool { return len(h.errs.Errors()) > 0 })
+				poll.Until(t, 5*time.Second, "error reported", func() bool { return len(h.errs.Errors()) > 0 })
 			}
 			begin := time.Now()
 			stop() // fails the test if Run takes over 1s or leaks
@@ -858,7 +860,7 @@ func TestUnexpectedObjectsAreReportedAndSkipped(t *testing.T) {
 			w := lw.watcher(t, 0)
 			w.Add(tc.bad)
 			w.Add(tc.good)
-			eventually(t, "good object stored", func() bool { return h.store.Objects()["a"] == "3" })
+			poll.Until(t, 5*time.Second, "good object stored", func() bool { return h.store.Objects()["a"] == "3" })
 			stop()
 
 			equal(t, "store calls", h.store.Calls(), []string{"add a@3"})
@@ -956,10 +958,10 @@ func TestFakeControllerSourceColdResumeAndExpiry(t *testing.T) {
 	// Cold start: list at "0", then watch.
 	h1 := newHarness(t, src, nil)
 	stop := h1.run()
-	eventually(t, "cold list", func() bool { return len(h1.store.Objects()) == 2 })
+	poll.Until(t, 5*time.Second, "cold list", func() bool { return len(h1.store.Objects()) == 2 })
 	src.Add(pod("c", ""))    // rv 3
 	src.Modify(pod("a", "")) // rv 4
-	eventually(t, "rv 4", func() bool { return h1.r.LastSyncResourceVersion() == "4" })
+	poll.Until(t, 5*time.Second, "rv 4", func() bool { return h1.r.LastSyncResourceVersion() == "4" })
 	stop()
 	lists, _ := src.reset()
 	equal(t, "cold list RVs", lists, []string{"0"})
@@ -969,7 +971,7 @@ func TestFakeControllerSourceColdResumeAndExpiry(t *testing.T) {
 	src.Modify(pod("c", "")) // rv 5
 	h2 := newHarness(t, src, func(o *Options) { o.ResumeResourceVersion = h1.r.LastSyncResourceVersion() })
 	stop = h2.run()
-	eventually(t, "rv 5", func() bool { return h2.r.LastSyncResourceVersion() == "5" })
+	poll.Until(t, 5*time.Second, "rv 5", func() bool { return h2.r.LastSyncResourceVersion() == "5" })
 	stop()
 	lists, watches := src.reset()
 	equal(t, "resume list RVs", lists, []string(nil))
@@ -983,8 +985,8 @@ func TestFakeControllerSourceColdResumeAndExpiry(t *testing.T) {
 	src.Add(pod("d", ""))    // rv 7
 	h3 := newHarness(t, src, func(o *Options) { o.ResumeResourceVersion = h2.r.LastSyncResourceVersion() })
 	stop = h3.run()
-	eventually(t, "relist at rv 7", func() bool { return h3.r.LastSyncResourceVersion() == "7" })
-	eventually(t, "watch from 7", func() bool { return len(h3.obs.Events()) >= 3 })
+	poll.Until(t, 5*time.Second, "relist at rv 7", func() bool { return h3.r.LastSyncResourceVersion() == "7" })
+	poll.Until(t, 5*time.Second, "watch from 7", func() bool { return len(h3.obs.Events()) >= 3 })
 	stop()
 	lists, watches = src.reset()
 	equal(t, "expired list RVs", lists, []string{"5"})
@@ -1013,7 +1015,7 @@ func TestListAfterHoldsListsNotWatches(t *testing.T) {
 		o.ListAfter = gate
 	})
 	stop := h.run()
-	eventually(t, "the resumed watch", func() bool { return len(lw.WatchOpts()) >= 1 })
+	poll.Until(t, 5*time.Second, "the resumed watch", func() bool { return len(lw.WatchOpts()) >= 1 })
 	time.Sleep(50 * time.Millisecond) // many backoffs of 1–4 ms
 	if got := lw.ListOpts(); len(got) != 0 {
 		t.Fatalf("listed %d times before ListAfter closed", len(got))
@@ -1022,7 +1024,7 @@ func TestListAfterHoldsListsNotWatches(t *testing.T) {
 		t.Fatalf("%d watches while the list was held, want only the resumed one", got)
 	}
 	close(gate)
-	eventually(t, "the relist and the watch after it", func() bool {
+	poll.Until(t, 5*time.Second, "the relist and the watch after it", func() bool {
 		return len(lw.ListOpts()) == 1 && len(lw.WatchOpts()) == 2
 	})
 	equal(t, "watch resourceVersions", lw.WatchRVs(), []string{"10", "20"})
