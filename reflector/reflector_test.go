@@ -998,47 +998,55 @@ func TestFakeControllerSourceColdResumeAndExpiry(t *testing.T) {
 // ListAfter holds a resumed reflector's relist after a 410 until the
 // channel closes, while its watch opens at once.
 func TestListAfterHoldsListsNotWatches(t *testing.T) {
-	lw := &fakeLW{t: t,
-		list: func(int, metav1.ListOptions) (runtime.Object, error) {
-			return podList("20", pod("a", "20")), nil
-		},
-		watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
-			if n == 0 {
-				return nil, apierrors.NewResourceExpired("too old resource version: 10 (15)")
-			}
-			return watch.NewRaceFreeFake(), nil
-		},
-	}
-	gate := make(chan struct{})
-	h := newHarness(t, lw.listWatch(), func(o *Options) {
-		o.ResumeResourceVersion = "10"
-		o.ListAfter = gate
+	// In a bubble the reflector's 1–4 ms backoffs run in virtual time, and
+	// synctest.Wait returns once it is blocked on the gate or a backoff
+	// timer, so "no list yet" is checked after everything that could list.
+	synctest.Test(t, func(t *testing.T) {
+		lw := &fakeLW{t: t,
+			list: func(int, metav1.ListOptions) (runtime.Object, error) {
+				return podList("20", pod("a", "20")), nil
+			},
+			watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
+				if n == 0 {
+					return nil, apierrors.NewResourceExpired("too old resource version: 10 (15)")
+				}
+				return watch.NewRaceFreeFake(), nil
+			},
+		}
+		gate := make(chan struct{})
+		h := newHarness(t, lw.listWatch(), func(o *Options) {
+			o.ResumeResourceVersion = "10"
+			o.ListAfter = gate
+		})
+		stop := h.run()
+		time.Sleep(time.Second) // many backoffs, in virtual time
+		synctest.Wait()
+		if got := lw.ListOpts(); len(got) != 0 {
+			t.Fatalf("listed %d times before ListAfter closed", len(got))
+		}
+		if got := len(lw.WatchOpts()); got != 1 {
+			t.Fatalf("%d watches while the list was held, want only the resumed one", got)
+		}
+		close(gate)
+		synctest.Wait()
+		if got, want := len(lw.ListOpts()), 1; got != want {
+			t.Fatalf("%d lists after ListAfter closed, want %d", got, want)
+		}
+		equal(t, "watch resourceVersions", lw.WatchRVs(), []string{"10", "20"})
+		stop()
 	})
-	stop := h.run()
-	poll.Until(t, 5*time.Second, "the resumed watch", func() bool { return len(lw.WatchOpts()) >= 1 })
-	time.Sleep(50 * time.Millisecond) // many backoffs of 1–4 ms
-	if got := lw.ListOpts(); len(got) != 0 {
-		t.Fatalf("listed %d times before ListAfter closed", len(got))
-	}
-	if got := len(lw.WatchOpts()); got != 1 {
-		t.Fatalf("%d watches while the list was held, want only the resumed one", got)
-	}
-	close(gate)
-	poll.Until(t, 5*time.Second, "the relist and the watch after it", func() bool {
-		return len(lw.ListOpts()) == 1 && len(lw.WatchOpts()) == 2
-	})
-	equal(t, "watch resourceVersions", lw.WatchRVs(), []string{"10", "20"})
-	stop()
 }
 
 // A reflector held by ListAfter returns when its context ends.
 func TestListAfterReturnsOnCancel(t *testing.T) {
-	lw := &fakeLW{t: t}
-	h := newHarness(t, lw.listWatch(), func(o *Options) { o.ListAfter = make(chan struct{}) })
-	stop := h.run()
-	time.Sleep(20 * time.Millisecond)
-	stop() // fails if Run does not return within a second
-	if got := lw.ListOpts(); len(got) != 0 {
-		t.Fatalf("listed %d times while held", len(got))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		lw := &fakeLW{t: t}
+		h := newHarness(t, lw.listWatch(), func(o *Options) { o.ListAfter = make(chan struct{}) })
+		stop := h.run()
+		synctest.Wait() // Run is blocked on ListAfter
+		stop()          // fails if Run does not return within a second
+		if got := lw.ListOpts(); len(got) != 0 {
+			t.Fatalf("listed %d times while held", len(got))
+		}
+	})
 }
