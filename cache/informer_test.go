@@ -38,6 +38,19 @@ func (e *events) list() []string {
 	return append([]string(nil), e.got...)
 }
 
+// waitFor waits until the handler has been called at least n times. Handler
+// calls are asynchronous to the store, and a stopped informer's listeners
+// drop what they have not delivered, so a test that compares a handler's
+// calls after stopping waits for them first, not only for the store.
+func (e *events) waitFor(t *testing.T, n int, what string) {
+	t.Helper()
+	poll.Until(t, 30*time.Second, fmt.Sprintf("%d handler calls (%s)", n, what), func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return len(e.got) >= n
+	})
+}
+
 // handler records calls; it implements OnAdd itself because
 // ResourceEventHandlerFuncs drops isInInitialList.
 func (e *events) handler() cache.ResourceEventHandler { return recordingHandler{e} }
@@ -144,6 +157,7 @@ func TestInformerWarmRestart(t *testing.T) {
 	obs := &countingObserver{}
 	inf, ev, stop := runInformer(t, f, noWatchList{src}, obs)
 	poll.Until(t, 30*time.Second, "cold sync", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	ev.waitFor(t, 3, "cold start")
 	stop()
 	if got := obs.starts(); len(got) != 1 || got[0] != "cold" {
 		t.Fatalf("cold start causes = %v", got)
@@ -159,6 +173,7 @@ func TestInformerWarmRestart(t *testing.T) {
 	obs = &countingObserver{}
 	inf, ev, stop = runInformer(t, f, noWatchList{src}, obs)
 	poll.Until(t, 30*time.Second, "warm catch-up", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	ev.waitFor(t, 5, "warm start")
 	stop()
 	if got := obs.starts(); len(got) != 1 || got[0] != "resumed" {
 		t.Errorf("warm start causes = %v, want [resumed] (no list)", got)
@@ -180,6 +195,7 @@ func TestInformerWarmRestart(t *testing.T) {
 	obs = &countingObserver{}
 	inf, ev, stop = runInformer(t, f, noWatchList{src}, obs)
 	poll.Until(t, 30*time.Second, "relist", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	ev.waitFor(t, 4, "relist")
 	stop()
 	if got := obs.starts(); fmt.Sprint(got) != "[resumed relist-expired]" {
 		t.Errorf("expired start causes = %v", got)
@@ -217,6 +233,7 @@ func TestWarmStartDeliversStoredBeforeWatchEvents(t *testing.T) {
 	}
 	inf, ev, stop := runInformer(t, f, noWatchList{src}, &countingObserver{})
 	poll.Until(t, 30*time.Second, "warm catch-up", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	ev.waitFor(t, stored+changed, "stored adds and watch updates")
 	stop()
 	got := ev.list()
 	if len(got) != stored+changed {
