@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -620,17 +621,20 @@ func (r *confRun) phaseWarmRestart() error {
 		if err := <-joinErr; err != nil {
 			return err
 		}
-		// Wait until it has caught up (or gone wrong); the checks below say which.
+		// It must know what the source holds now (final, and the fences
+		// endPhase sent). Wait until it does (or has gone wrong); the checks
+		// below say which.
+		now := r.src.state()
 		_ = poll.Wait(10*time.Second, func() bool {
 			st, err := confReplay(joiner.all())
-			return err != nil || confEqualState(st, final)
+			return err != nil || confEqualState(st, now)
 		})
 		st, err := confReplay(joiner.all())
 		if err != nil {
 			return fmt.Errorf("phase %d: handler that joined during the warm start: %w\nits events: %v", r.phase.Load()-1, err, confEventStrings(joiner.all()))
 		}
-		if !confEqualState(st, final) {
-			return fmt.Errorf("phase %d: handler that joined during the warm start was told %v, the source holds %v\nits events: %v", r.phase.Load()-1, st, final, confEventStrings(joiner.all()))
+		if !confEqualState(st, now) {
+			return fmt.Errorf("phase %d: handler that joined during the warm start was told %v, the source holds %v\nits events: %v", r.phase.Load()-1, st, now, confEventStrings(joiner.all()))
 		}
 		if err := ours.inf.RemoveEventHandler(joinerReg); err != nil {
 			return err
@@ -643,12 +647,15 @@ func (r *confRun) phaseWarmRestart() error {
 // waitQuiet waits until both informers have caught up with the source:
 // every handler has at least the expected number of events for this phase,
 // both stores equal the source, and each informer has a watch open on the
-// live broadcaster (so the next change reaches both the same way).
+// live broadcaster (so the next change reaches both the same way). It then
+// sends a fence (see fence) and waits until every handler has recorded it,
+// so no event of the phase is still in flight when the phase is compared.
 func (r *confRun) waitQuiet() error {
 	p := r.phase.Load()
 	timeout := 30 * time.Second
 	deadline := time.Now().Add(timeout)
 	want := r.src.state()
+	fence := "" // the fence change's watch event, once sent
 	counted := func() (cgReached, reached, over bool, desc string) {
 		cgReached = true
 		reached = true
@@ -681,14 +688,21 @@ func (r *confRun) waitQuiet() error {
 		synced := r.synced()
 		// With more events than expected somewhere, go on to the comparison
 		// once client-go has caught up, so it shows the whole phase.
-		if (reached && storesOK && watching && synced == "") || (over && cgReached && storesOK && watching) {
-			// Let stragglers in: a phase's events are complete once the
-			// counts stay put.
-			time.Sleep(5 * time.Millisecond)
-			if _, _, _, again := counted(); again == desc {
+		if over && cgReached && storesOK && watching {
+			return nil
+		}
+		if reached && storesOK && watching && synced == "" {
+			if fence == "" {
+				// Caught up, but events may still be in flight. Send one
+				// more change by watch: a handler that has recorded it has
+				// recorded everything sent before it.
+				fence = r.fence()
+				want = r.src.state()
+				continue
+			}
+			if r.fenceSeen(p, fence) {
 				return nil
 			}
-			continue
 		}
 		if time.Now().After(deadline) {
 			if over {
@@ -705,6 +719,33 @@ func (r *confRun) waitQuiet() error {
 		}
 		time.Sleep(3 * time.Millisecond)
 	}
+}
+
+// fence makes one change, sent by watch, that every live handler of every
+// running informer is expected to see, and returns its watch event. Handlers
+// get events in the order the source made them, so one that has recorded
+// the fence has recorded every earlier change.
+func (r *confRun) fence() string {
+	ev := confFence(r.src)
+	r.expectAll(ev)
+	return ev
+}
+
+// fenceSeen reports whether every live handler has recorded the fence event
+// in phase p.
+func (r *confRun) fenceSeen(p int64, fence string) bool {
+	seen := func(rec *confRecorder) bool {
+		return slices.ContainsFunc(rec.phaseEvents(p), func(e string) bool { return strings.HasPrefix(e, fence) })
+	}
+	for _, s := range r.live() {
+		if !seen(s.cgRec) {
+			return false
+		}
+		if r.ours != nil && s.ourRec != nil && !seen(s.ourRec) {
+			return false
+		}
+	}
+	return true
 }
 
 // synced says which informer or live registration has not synced yet ("" if
@@ -828,11 +869,11 @@ func (r *confRun) compareIndexes() error {
 	return nil
 }
 
-// finish lets stragglers arrive, checks that nothing more came, and replays
-// every handler's whole history for consistency.
+// finish checks that nothing more came (endPhase's fence makes sure every
+// event sent before it has arrived), and replays every handler's whole
+// history for consistency.
 func (r *confRun) finish() error {
 	r.kind = "final"
-	time.Sleep(20 * time.Millisecond)
 	if err := r.endPhase(); err != nil {
 		return err
 	}

@@ -122,17 +122,36 @@ func TestConformanceWarmStartConcurrentJoin(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("iteration %d: joiners did not sync: %v", i, err)
 		}
-		time.Sleep(2 * time.Millisecond) // stragglers
+		// A fence: one change by watch. A handler that has recorded it has
+		// recorded everything the informer sent it before, so a duplicate
+		// add still in flight cannot be missed.
+		fence := confFence(src)
+		if err := poll.Wait(10*time.Second, func() bool {
+			for _, rec := range recs {
+				if !slices.ContainsFunc(rec.all(), func(e confRecorded) bool { return strings.HasPrefix(e.event, fence) }) {
+					return false
+				}
+			}
+			return true
+		}); err != nil {
+			t.Fatalf("iteration %d: handlers did not get the fence %q: %v", i, fence, err)
+		}
 		for _, rec := range recs {
 			evs := rec.all()
+			at := slices.IndexFunc(evs, func(e confRecorded) bool { return strings.HasPrefix(e.event, fence) })
+			if at != len(evs)-1 {
+				failures++
+				t.Errorf("iteration %d: handler %s: events after the fence: %v", i, rec.name, confEventStrings(evs[at+1:]))
+			}
+			evs = evs[:at]
 			st, err := confReplay(evs)
 			switch {
 			case err != nil:
 				failures++
 				t.Errorf("iteration %d: handler %s: %v\n  events: %v", i, rec.name, err, confEventStrings(evs))
-			case !confEqualState(st, stored) || len(evs) != objects:
+			case !confEqualState(st, stored) || len(evs) != len(stored):
 				failures++
-				t.Errorf("iteration %d: handler %s got %d events for %d stored objects, ending with %v\n  events: %v", i, rec.name, len(evs), objects, st, confEventStrings(evs))
+				t.Errorf("iteration %d: handler %s got %d events for %d stored objects, ending with %v\n  events: %v", i, rec.name, len(evs), len(stored), st, confEventStrings(evs))
 			}
 			for _, e := range evs {
 				if !e.isInInitialList {
@@ -142,9 +161,15 @@ func TestConformanceWarmStartConcurrentJoin(t *testing.T) {
 				}
 			}
 		}
-		if _, err := o.stop(); err != nil {
+		rv, err := o.stop()
+		if err != nil {
 			t.Fatal(err)
 		}
+		// The next warm start resumes from the fence.
+		if rv != strconv.Itoa(src.lastRV) {
+			t.Fatalf("iteration %d: file holds resourceVersion %q after stop, want %d", i, rv, src.lastRV)
+		}
+		stored = src.state()
 	}
 }
 
@@ -195,8 +220,10 @@ func TestConformanceWarmStartFromResourceVersionZero(t *testing.T) {
 	release := o.lw.setListGate()
 	defer release()
 	o.run()
-	// Until the list is answered, the informer has nothing to be synced with.
-	time.Sleep(50 * time.Millisecond)
+	// Until the list is answered, the informer has nothing to be synced
+	// with. Check once the list request is held at the gate: by then the
+	// informer has decided it cannot resume.
+	poll.Until(t, 10*time.Second, "the list request", func() bool { return o.lw.listsHeld() == 1 })
 	if lists, _, _ := o.lw.counts(); lists != 0 {
 		t.Fatalf("list gate did not hold (%d lists)", lists)
 	}
