@@ -653,7 +653,6 @@ func (r *confRun) phaseWarmRestart() error {
 func (r *confRun) waitQuiet() error {
 	p := r.phase.Load()
 	timeout := 30 * time.Second
-	deadline := time.Now().Add(timeout)
 	want := r.src.state()
 	fence := "" // the fence change's watch event, once sent
 	counted := func() (cgReached, reached, over bool, desc string) {
@@ -674,10 +673,14 @@ func (r *confRun) waitQuiet() error {
 		}
 		return cgReached, reached && cgReached, over, b.String()
 	}
-	for {
-		cgReached, reached, over, desc := counted()
-		cgState := confStateOf(r.cg.GetStore().List())
-		var ourState confState
+	// What the last check saw, for the error.
+	var over bool
+	var desc, synced string
+	var cgState, ourState confState
+	err := poll.Wait(timeout, func() bool {
+		var cgReached, reached bool
+		cgReached, reached, over, desc = counted()
+		cgState = confStateOf(r.cg.GetStore().List())
 		storesOK := confEqualState(cgState, want)
 		watching := r.cgLW.active() != nil
 		if r.ours != nil {
@@ -685,40 +688,36 @@ func (r *confRun) waitQuiet() error {
 			storesOK = storesOK && confEqualState(ourState, want)
 			watching = watching && r.ours.lw.active() != nil
 		}
-		synced := r.synced()
+		synced = r.synced()
 		// With more events than expected somewhere, go on to the comparison
 		// once client-go has caught up, so it shows the whole phase.
 		if over && cgReached && storesOK && watching {
-			return nil
+			return true
 		}
-		if reached && storesOK && watching && synced == "" {
-			if fence == "" {
-				// Caught up, but events may still be in flight. Send one
-				// more change by watch: a handler that has recorded it has
-				// recorded everything sent before it.
-				fence = r.fence()
-				want = r.src.state()
-				continue
-			}
-			if r.fenceSeen(p, fence) {
-				return nil
-			}
+		if !reached || !storesOK || !watching || synced != "" {
+			return false
 		}
-		if time.Now().After(deadline) {
-			if over {
-				return nil // the comparison says what differs
-			}
-			msg := fmt.Sprintf("phase %d (%s) did not quiesce within %v: events%s; %s; source %v; client-go store %v", p, r.kind, timeout, desc, synced, want, cgState)
-			if r.ours != nil {
-				l, w, e := r.ours.lw.counts()
-				msg += fmt.Sprintf("; our store %v; our lists=%d watches=%d watch errors=%d watching=%t", ourState, l, w, e, r.ours.lw.active() != nil)
-			}
-			l, w, e := r.cgLW.counts()
-			msg += fmt.Sprintf("; client-go lists=%d watches=%d watch errors=%d watching=%t", l, w, e, r.cgLW.active() != nil)
-			return errors.New(msg + r.phaseDump(p))
+		if fence == "" {
+			// Caught up, but events may still be in flight. Send one more
+			// change by watch: a handler that has recorded it has recorded
+			// everything sent before it.
+			fence = r.fence()
+			want = r.src.state()
+			return false
 		}
-		time.Sleep(3 * time.Millisecond)
+		return r.fenceSeen(p, fence)
+	})
+	if err == nil || over {
+		return nil // with over, the comparison says what differs
 	}
+	msg := fmt.Sprintf("phase %d (%s) did not quiesce within %v: events%s; %s; source %v; client-go store %v", p, r.kind, timeout, desc, synced, want, cgState)
+	if r.ours != nil {
+		l, w, e := r.ours.lw.counts()
+		msg += fmt.Sprintf("; our store %v; our lists=%d watches=%d watch errors=%d watching=%t", ourState, l, w, e, r.ours.lw.active() != nil)
+	}
+	l, w, e := r.cgLW.counts()
+	msg += fmt.Sprintf("; client-go lists=%d watches=%d watch errors=%d watching=%t", l, w, e, r.cgLW.active() != nil)
+	return errors.New(msg + r.phaseDump(p))
 }
 
 // fence makes one change, sent by watch, that every live handler of every
