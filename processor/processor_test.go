@@ -171,38 +171,41 @@ func TestResyncGoesOnlyToDueListeners(t *testing.T) {
 }
 
 func TestRemoveListenerStopsIt(t *testing.T) {
-	p := New(testingclock.NewFakeClock(time.Now()))
-	up := newUpstream()
-	r := &recorder{}
-	l := NewListener(klog.Background(), r, 0, 0, time.Now(), 1, up)
-	p.AddListener(l)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go p.Run(ctx)
-	p.Distribute(DeleteNotification{Obj: 1}, false)
-	// A removed listener drops what it has buffered but not handed out
-	// (client-go does the same), so wait for the first delivery before
-	// removing: what this test checks is that nothing arrives afterwards.
-	poll.Until(t, 10*time.Second, "first delivery", func() bool { return len(r.got()) == 1 })
-	if err := p.RemoveListener(l); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-l.ShutdownChan():
-	case <-time.After(5 * time.Second):
-		t.Fatal("removed listener did not shut down")
-	}
-	p.Distribute(DeleteNotification{Obj: 2}, false)
-	if got := r.got(); len(got) != 1 {
-		t.Errorf("removed listener got %v", got)
-	}
-	if err := p.RemoveListener(l); err != nil {
-		t.Errorf("removing twice: %v", err)
-	}
-	var foreign cache.ResourceEventHandlerRegistration = fakeRegistration{}
-	if err := p.RemoveListener(foreign); err == nil {
-		t.Error("removing a foreign registration did not fail")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p := New(testingclock.NewFakeClock(time.Now()))
+		up := newUpstream()
+		r := &recorder{}
+		l := NewListener(klog.Background(), r, 0, 0, time.Now(), 1, up)
+		p.AddListener(l)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go p.Run(ctx)
+		p.Distribute(DeleteNotification{Obj: 1}, false)
+		// A removed listener drops what it has buffered but not handed out
+		// (client-go does the same), so wait for the first delivery before
+		// removing: what this test checks is that nothing arrives afterwards.
+		poll.Until(t, 10*time.Second, "first delivery", func() bool { return len(r.got()) == 1 })
+		if err := p.RemoveListener(l); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-l.ShutdownChan():
+		case <-time.After(5 * time.Second):
+			t.Fatal("removed listener did not shut down")
+		}
+		p.Distribute(DeleteNotification{Obj: 2}, false)
+		synctest.Wait() // whatever could deliver it has run
+		if got := r.got(); len(got) != 1 {
+			t.Errorf("removed listener got %v", got)
+		}
+		if err := p.RemoveListener(l); err != nil {
+			t.Errorf("removing twice: %v", err)
+		}
+		var foreign cache.ResourceEventHandlerRegistration = fakeRegistration{}
+		if err := p.RemoveListener(foreign); err == nil {
+			t.Error("removing a foreign registration did not fail")
+		}
+	})
 }
 
 type fakeRegistration struct{}
