@@ -111,7 +111,11 @@ func TestListenerSyncedAfterUpstreamAndInitialAdds(t *testing.T) {
 			defer close(done)
 			p.Run(ctx)
 		}()
-		defer func() { cancel(); <-done }()
+		defer func() {
+			close(r.gate) // lets a gated handler return if the test failed early
+			cancel()
+			<-done
+		}()
 		p.Distribute(AddNotification{Obj: "a", IsInInitialList: true}, false)
 		p.Distribute(AddNotification{Obj: "b", IsInInitialList: true}, false)
 		up.sync()
