@@ -705,12 +705,16 @@ func (r *confRun) waitQuiet() error {
 			want = r.src.state()
 			return false
 		}
-		return r.fenceSeen(p, fence)
+		// The reflectors record an event's resourceVersion after queueing
+		// it, so a handler may have the fence before LastSyncResourceVersion
+		// says so; endPhase checks it, so wait for it too.
+		return r.fenceSeen(p, fence) && r.lastSyncRVs() == r.wantRVs()
 	})
 	if err == nil || over {
 		return nil // with over, the comparison says what differs
 	}
-	msg := fmt.Sprintf("phase %d (%s) did not quiesce within %v: events%s; %s; source %v; client-go store %v", p, r.kind, timeout, desc, synced, want, cgState)
+	msg := fmt.Sprintf("phase %d (%s) did not quiesce within %v: events%s; %s; fence %q; LastSyncResourceVersions %s, want %s; source %v; client-go store %v",
+		p, r.kind, timeout, desc, synced, fence, r.lastSyncRVs(), r.wantRVs(), want, cgState)
 	if r.ours != nil {
 		l, w, e := r.ours.lw.counts()
 		msg += fmt.Sprintf("; our store %v; our lists=%d watches=%d watch errors=%d watching=%t", ourState, l, w, e, r.ours.lw.active() != nil)
@@ -718,6 +722,25 @@ func (r *confRun) waitQuiet() error {
 	l, w, e := r.cgLW.counts()
 	msg += fmt.Sprintf("; client-go lists=%d watches=%d watch errors=%d watching=%t", l, w, e, r.cgLW.active() != nil)
 	return errors.New(msg + r.phaseDump(p))
+}
+
+// lastSyncRVs returns the running informers' LastSyncResourceVersions, as
+// "client-go[/ours]".
+func (r *confRun) lastSyncRVs() string {
+	if r.ours == nil {
+		return r.cg.LastSyncResourceVersion()
+	}
+	return r.cg.LastSyncResourceVersion() + "/" + r.ours.inf.LastSyncResourceVersion()
+}
+
+// wantRVs is lastSyncRVs once both informers have seen the source's last
+// change.
+func (r *confRun) wantRVs() string {
+	want := strconv.Itoa(r.src.lastRV)
+	if r.ours == nil {
+		return want
+	}
+	return want + "/" + want
 }
 
 // fence makes one change, sent by watch, that every live handler of every

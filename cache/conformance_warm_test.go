@@ -399,8 +399,10 @@ func runWarmResyncSeed(seed int64, dir string, logf func(string, ...any)) (err e
 	if err := end("warm start: initial adds of the stored state", false, nil); err != nil {
 		return err
 	}
-	if !o.inf.HasSynced() {
-		return fmt.Errorf("informer not synced after handing out the stored state")
+	// HasSynced turns true on the informer's own goroutines, not before the
+	// handlers' calls: wait for it, as a caller of WaitForCacheSync would.
+	if err := poll.Wait(10*time.Second, o.inf.HasSynced); err != nil {
+		return fmt.Errorf("informer not synced after handing out the stored state: %w", err)
 	}
 
 	// waitTimer waits until the resync timer (the only timer while the
@@ -451,14 +453,16 @@ func runWarmResyncSeed(seed int64, dir string, logf func(string, ...any)) (err e
 	if err := end(what, false, poke); err != nil {
 		return err
 	}
-	// The source holds final and, from here on, the fence object.
+	// The source holds final and, from here on, the fence object. The
+	// reflector records an event's resourceVersion after queueing the event,
+	// so the store (and handlers) may have it first: wait for both.
+	lastRV := strconv.Itoa(src.lastRV)
 	if err := poll.Wait(10*time.Second, func() bool {
-		return confEqualState(confStateOf(o.inf.GetStore().List()), src.state()) && o.lw.active() != nil
+		return confEqualState(confStateOf(o.inf.GetStore().List()), src.state()) && o.lw.active() != nil &&
+			o.inf.LastSyncResourceVersion() == lastRV
 	}); err != nil {
-		return fmt.Errorf("store %v, source %v, watching=%t: %w", confStateOf(o.inf.GetStore().List()), src.state(), o.lw.active() != nil, err)
-	}
-	if got := o.inf.LastSyncResourceVersion(); got != strconv.Itoa(src.lastRV) {
-		return fmt.Errorf("LastSyncResourceVersion %q, want %d", got, src.lastRV)
+		return fmt.Errorf("store %v, source %v, watching=%t, LastSyncResourceVersion %q (want %s): %w",
+			confStateOf(o.inf.GetStore().List()), src.state(), o.lw.active() != nil, o.inf.LastSyncResourceVersion(), lastRV, err)
 	}
 
 	// Two more resync checks on the live watch: A resyncs each time, C
