@@ -195,6 +195,24 @@ func (s *confSource) change(typ watch.EventType, p *corev1.Pod, broadcast bool) 
 	return c
 }
 
+// The fence object: a Pod in a namespace of its own, so that adding it never
+// collides with a random change (which may still modify or delete it: it is
+// an object like the others).
+const confFenceNamespace, confFenceName = "conf-fence", "fence"
+
+// confFence adds, or else modifies, the fence object by watch, and returns
+// the event handlers get for it. Handlers get events in the order the source
+// made them, so one that has recorded the fence has recorded every earlier
+// change: tests wait for it instead of sleeping for stragglers.
+func confFence(src *confSource) string {
+	typ := watch.Added
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: confFenceNamespace, Name: confFenceName}}
+	if old, ok := src.objs[confFenceNamespace+"/"+confFenceName]; ok {
+		typ, p = watch.Modified, old.DeepCopy()
+	}
+	return src.change(typ, p, true).watchEvent
+}
+
 // resetWatch closes every watch and flushes the fake's history: a later
 // watch from an older resourceVersion gets 410 Gone.
 func (s *confSource) resetWatch() {
@@ -276,6 +294,8 @@ type confLW struct {
 	// gate, when set, holds the next Watch request until it is closed;
 	// listGate does the same for the next List request.
 	gate, listGate chan struct{}
+	// listHeld counts List requests that reached a listGate.
+	listHeld int
 }
 
 var _ cache.ListerWatcher = (*confLW)(nil)
@@ -288,6 +308,9 @@ func (l *confLW) List(opts metav1.ListOptions) (runtime.Object, error) {
 	l.mu.Lock()
 	gate := l.listGate
 	l.listGate = nil
+	if gate != nil {
+		l.listHeld++
+	}
 	l.mu.Unlock()
 	if gate != nil {
 		<-gate
@@ -342,6 +365,13 @@ func (l *confLW) setListGate() (release func()) {
 	l.mu.Unlock()
 	var once sync.Once
 	return func() { once.Do(func() { close(g) }) }
+}
+
+// listsHeld returns how many List requests have reached a list gate.
+func (l *confLW) listsHeld() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.listHeld
 }
 
 // active returns the open watch attached to the live broadcaster, or nil.
@@ -414,14 +444,6 @@ func (w *confWatch) Stop() {
 
 // confState maps object keys to resourceVersions.
 type confState map[string]string
-
-func (s confState) clone() confState {
-	out := make(confState, len(s))
-	for k, v := range s {
-		out[k] = v
-	}
-	return out
-}
 
 func (s confState) keys() []string {
 	out := make([]string, 0, len(s))
@@ -890,15 +912,4 @@ func confEqualState(a, b confState) bool {
 		}
 	}
 	return true
-}
-
-func confWaitFor(timeout time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("condition not met within %v", timeout)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return nil
 }

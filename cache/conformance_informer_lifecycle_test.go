@@ -1,3 +1,22 @@
+// Copyright The Kubernetes Authors.
+// Copyright The boltinformer Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+//
+// Tests ported from k8s.io/client-go v0.37.2, modified:
+//   - tools/cache/shared_informer_test.go
+// The ports are listed in hack/upstream-versions.txt.
+
 package cache_test
 
 import (
@@ -20,6 +39,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/klog/v2/textlogger"
+
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 // Lifecycle ports of client-go v0.37.2 shared_informer_test.go (see
@@ -63,7 +84,7 @@ func TestConformanceStateSharedInformer(t *testing.T) {
 	}
 
 	close(stop)
-	if err := confWaitFor(time.Second, informer.IsStopped); err != nil {
+	if err := poll.Wait(time.Second, informer.IsStopped); err != nil {
 		t.Errorf("informer reports not to be stopped although stop channel closed")
 		return
 	}
@@ -84,7 +105,7 @@ func TestConformanceAddOnStoppedSharedInformer(t *testing.T) {
 	defer wg.Wait()
 	close(stop)
 
-	if err := confWaitFor(2*time.Second, informer.IsStopped); err != nil {
+	if err := poll.Wait(2*time.Second, informer.IsStopped); err != nil {
 		t.Fatalf("informer reports not to be stopped although stop channel closed")
 	}
 
@@ -112,7 +133,7 @@ func TestConformanceRemoveOnStoppedSharedInformer(t *testing.T) {
 	wg.StartWithChannel(stop, informer.Run)
 	defer wg.Wait()
 	close(stop)
-	if err := confWaitFor(time.Second, informer.IsStopped); err != nil {
+	if err := poll.Wait(time.Second, informer.IsStopped); err != nil {
 		t.Fatalf("informer reports not to be stopped although stop channel closed")
 	}
 	if err := informer.RemoveEventHandler(handle); err != nil {
@@ -213,7 +234,7 @@ func confNoLeaks(t *testing.T) func() {
 	return func() {
 		t.Helper()
 		var leaked []string
-		_ = confWaitFor(5*time.Second, func() bool {
+		_ = poll.Wait(5*time.Second, func() bool {
 			leaked = leaked[:0]
 			for id, stack := range confInformerGoroutines() {
 				if _, ok := before[id]; !ok {
@@ -271,7 +292,7 @@ func TestConformanceShutdown(t *testing.T) {
 		}()
 		stop := confRunInformer(informer)
 		defer stop()
-		if err := confWaitFor(time.Minute, informer.HasSynced); err != nil {
+		if err := poll.Wait(time.Minute, informer.HasSynced); err != nil {
 			t.Fatal("informer has not synced")
 		}
 	})
@@ -282,7 +303,7 @@ func TestConformanceShutdown(t *testing.T) {
 		defer confNoLeaks(t)()
 		stop := confRunInformer(informer)
 		defer stop()
-		if err := confWaitFor(time.Minute, informer.HasSynced); err != nil {
+		if err := poll.Wait(time.Minute, informer.HasSynced); err != nil {
 			t.Fatal("informer has not synced")
 		}
 		handler, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -388,15 +409,15 @@ func TestConformanceEventPanics(t *testing.T) {
 		wg.StartWithChannel(stop, informer.Run)
 		defer func() {
 			close(stop)
-			if err := confWaitFor(time.Minute, informer.IsStopped); err != nil {
+			if err := poll.Wait(time.Minute, informer.IsStopped); err != nil {
 				t.Error("informer has not stopped")
 			}
 			wg.Wait() // For race detector...
 		}()
-		if err := confWaitFor(time.Minute, informer.HasSynced); err != nil {
+		if err := poll.Wait(time.Minute, informer.HasSynced); err != nil {
 			t.Fatal("informer has not synced")
 		}
-		if err := confWaitFor(time.Minute, func() bool { return strings.Contains(buffer.String(), expectedLog("")) }); err != nil {
+		if err := poll.Wait(time.Minute, func() bool { return strings.Contains(buffer.String(), expectedLog("")) }); err != nil {
 			t.Errorf("handler has not panicked, or not logged as client-go does; log:\n%s\nwant a line containing %s", buffer.String(), expectedLog(""))
 		}
 	})
@@ -445,15 +466,15 @@ func TestConformanceEventPanics(t *testing.T) {
 		wg.StartWithContext(informerCtx, informer.RunWithContext)
 		defer func() {
 			cancel()
-			if err := confWaitFor(time.Minute, informer.IsStopped); err != nil {
+			if err := poll.Wait(time.Minute, informer.IsStopped); err != nil {
 				t.Error("informer has not stopped")
 			}
 			wg.Wait() // For race detector...
 		}()
-		if err := confWaitFor(time.Minute, informer.HasSynced); err != nil {
+		if err := poll.Wait(time.Minute, informer.HasSynced); err != nil {
 			t.Fatal("informer has not synced")
 		}
-		if err := confWaitFor(30*time.Second, func() bool {
+		if err := poll.Wait(30*time.Second, func() bool {
 			output := buffer.String()
 			return numOccurrencesConf(output, expectedLog(name1)) == numPods && numOccurrencesConf(output, expectedLog(name2)) == numPods
 		}); err != nil {

@@ -1,3 +1,22 @@
+// Copyright The Kubernetes Authors.
+// Copyright The boltinformer Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+//
+// Tests ported from k8s.io/client-go v0.37.2, modified:
+//   - tools/cache/shared_informer_test.go
+// The ports are listed in hack/upstream-versions.txt.
+
 package cache_test
 
 import (
@@ -24,6 +43,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -194,13 +214,13 @@ func confRunInformer(inf cache.SharedInformer) (stop func()) {
 // it. While a watch runs, the informer's only timer is the resync timer.
 func confStepWhenArmed(t *testing.T, c *testingclock.FakeClock, d time.Duration) {
 	t.Helper()
-	if err := confWaitFor(10*time.Second, c.HasWaiters); err != nil {
+	if err := poll.Wait(10*time.Second, c.HasWaiters); err != nil {
 		t.Fatalf("no timer armed on the fake clock: %v", err)
 	}
 	c.Step(d)
 	// The fired timer is gone; the resync loop arms the next one after the
 	// check (and the resync it decided on) is done.
-	if err := confWaitFor(10*time.Second, c.HasWaiters); err != nil {
+	if err := poll.Wait(10*time.Second, c.HasWaiters); err != nil {
 		t.Fatalf("resync timer not re-armed after a step: %v", err)
 	}
 }
@@ -248,7 +268,7 @@ func TestConformanceIndexer(t *testing.T) {
 
 	// Adding an item later is fine as well
 	source.Add(pod3)
-	if err := confWaitFor(3*time.Second, func() bool { return strings.Join(byIndex("labels", "a"), ",") == "pod1,pod3" }); err != nil {
+	if err := poll.Wait(3*time.Second, func() bool { return strings.Join(byIndex("labels", "a"), ",") == "pod1,pod3" }); err != nil {
 		t.Fatalf("ByIndex(labels, a) = %v, want [pod1 pod3]", byIndex("labels", "a"))
 	}
 
@@ -351,7 +371,7 @@ func TestConformanceResyncCheckPeriod(t *testing.T) {
 	}
 	stop := confRunInformer(informer)
 	defer stop()
-	if err := confWaitFor(5*time.Second, func() bool {
+	if err := poll.Wait(5*time.Second, func() bool {
 		for _, c := range counters {
 			if len(c.got()) != 1 {
 				return false
@@ -369,7 +389,7 @@ func TestConformanceResyncCheckPeriod(t *testing.T) {
 		w := []int{0, secs / 60, secs / 55, step}
 		want = append(want, w)
 		confStepWhenArmed(t, clock, 5*time.Second)
-		if err := confWaitFor(5*time.Second, func() bool {
+		if err := poll.Wait(5*time.Second, func() bool {
 			for i, c := range counters {
 				if len(c.got())-1 < w[i] {
 					return false
@@ -470,10 +490,10 @@ func TestConformanceSharedInformerWatchDisruption(t *testing.T) {
 	// Wait for the reflector to get 410 on its new watch and start its
 	// backoff wait on the fake clock, then advance the clock past it (and
 	// again, should the first step have come before the wait).
-	if err := confWaitFor(10*time.Second, func() bool { return lw.watchErrors() > watchErrors }); err != nil {
+	if err := poll.Wait(10*time.Second, func() bool { return lw.watchErrors() > watchErrors }); err != nil {
 		t.Fatalf("the watch after ResetWatch did not fail: %v", err)
 	}
-	if err := confWaitFor(10*time.Second, func() bool {
+	if err := poll.Wait(10*time.Second, func() bool {
 		if listenerNoResync.satisfiedExpectations() && listenerResync.satisfiedExpectations() {
 			return true
 		}
@@ -619,7 +639,7 @@ func confRegistered(t *testing.T, source confFakeSource, probe string, want []bo
 		}
 		return false
 	}
-	_ = confWaitFor(5*time.Second, func() bool {
+	_ = poll.Wait(5*time.Second, func() bool {
 		for i, c := range counters {
 			if want[i] && !has(c) {
 				return false
@@ -755,7 +775,7 @@ func TestConformanceSharedInformerMultipleRegistration(t *testing.T) {
 	}
 	// Two registrations: each event reaches the handler twice.
 	confRegistered(t, source, "probe1", []bool{true}, handler1)
-	_ = confWaitFor(time.Second, func() bool { return count("probe1") == 2 })
+	_ = poll.Wait(time.Second, func() bool { return count("probe1") == 2 })
 	if n := count("probe1"); n != 2 {
 		t.Errorf("handler registered twice got an event %d times, want 2", n)
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 // This file holds the differential conformance test: client-go v0.37.2's
@@ -539,7 +542,7 @@ func (r *confRun) phaseWarmRestart() error {
 		r.src.resetWatch()
 		// client-go must be watching the new broadcaster before anything
 		// changes, or it gets 410 too.
-		if err := confWaitFor(10*time.Second, func() bool { return r.cgLW.active() != nil }); err != nil {
+		if err := poll.Wait(10*time.Second, func() bool { return r.cgLW.active() != nil }); err != nil {
 			return fmt.Errorf("client-go did not watch again after ResetWatch: %w", err)
 		}
 	}
@@ -624,17 +627,20 @@ func (r *confRun) phaseWarmRestart() error {
 		if err := <-joinErr; err != nil {
 			return err
 		}
-		// Wait until it has caught up (or gone wrong); the checks below say which.
-		_ = confWaitFor(10*time.Second, func() bool {
+		// It must know what the source holds now (final, and the fences
+		// endPhase sent). Wait until it does (or has gone wrong); the checks
+		// below say which.
+		now := r.src.state()
+		_ = poll.Wait(10*time.Second, func() bool {
 			st, err := confReplay(joiner.all())
-			return err != nil || confEqualState(st, final)
+			return err != nil || confEqualState(st, now)
 		})
 		st, err := confReplay(joiner.all())
 		if err != nil {
 			return fmt.Errorf("phase %d: handler that joined during the warm start: %w\nits events: %v", r.phase.Load()-1, err, confEventStrings(joiner.all()))
 		}
-		if !confEqualState(st, final) {
-			return fmt.Errorf("phase %d: handler that joined during the warm start was told %v, the source holds %v\nits events: %v", r.phase.Load()-1, st, final, confEventStrings(joiner.all()))
+		if !confEqualState(st, now) {
+			return fmt.Errorf("phase %d: handler that joined during the warm start was told %v, the source holds %v\nits events: %v", r.phase.Load()-1, st, now, confEventStrings(joiner.all()))
 		}
 		if err := ours.inf.RemoveEventHandler(joinerReg); err != nil {
 			return err
@@ -647,12 +653,14 @@ func (r *confRun) phaseWarmRestart() error {
 // waitQuiet waits until both informers have caught up with the source:
 // every handler has at least the expected number of events for this phase,
 // both stores equal the source, and each informer has a watch open on the
-// live broadcaster (so the next change reaches both the same way).
+// live broadcaster (so the next change reaches both the same way). It then
+// sends a fence (see fence) and waits until every handler has recorded it,
+// so no event of the phase is still in flight when the phase is compared.
 func (r *confRun) waitQuiet() error {
 	p := r.phase.Load()
 	timeout := 30 * time.Second
-	deadline := time.Now().Add(timeout)
 	want := r.src.state()
+	fence := "" // the fence change's watch event, once sent
 	counted := func() (cgReached, reached, over bool, desc string) {
 		cgReached = true
 		reached = true
@@ -671,10 +679,14 @@ func (r *confRun) waitQuiet() error {
 		}
 		return cgReached, reached && cgReached, over, b.String()
 	}
-	for {
-		cgReached, reached, over, desc := counted()
-		cgState := confStateOf(r.cg.GetStore().List())
-		var ourState confState
+	// What the last check saw, for the error.
+	var over bool
+	var desc, synced string
+	var cgState, ourState confState
+	err := poll.Wait(timeout, func() bool {
+		var cgReached, reached bool
+		cgReached, reached, over, desc = counted()
+		cgState = confStateOf(r.cg.GetStore().List())
 		storesOK := confEqualState(cgState, want)
 		watching := r.cgLW.active() != nil
 		if r.ours != nil {
@@ -682,33 +694,86 @@ func (r *confRun) waitQuiet() error {
 			storesOK = storesOK && confEqualState(ourState, want)
 			watching = watching && r.ours.lw.active() != nil
 		}
-		synced := r.synced()
+		synced = r.synced()
 		// With more events than expected somewhere, go on to the comparison
 		// once client-go has caught up, so it shows the whole phase.
-		if (reached && storesOK && watching && synced == "") || (over && cgReached && storesOK && watching) {
-			// Let stragglers in: a phase's events are complete once the
-			// counts stay put.
-			time.Sleep(5 * time.Millisecond)
-			if _, _, _, again := counted(); again == desc {
-				return nil
-			}
-			continue
+		if over && cgReached && storesOK && watching {
+			return true
 		}
-		if time.Now().After(deadline) {
-			if over {
-				return nil // the comparison says what differs
-			}
-			msg := fmt.Sprintf("phase %d (%s) did not quiesce within %v: events%s; %s; source %v; client-go store %v", p, r.kind, timeout, desc, synced, want, cgState)
-			if r.ours != nil {
-				l, w, e := r.ours.lw.counts()
-				msg += fmt.Sprintf("; our store %v; our lists=%d watches=%d watch errors=%d watching=%t", ourState, l, w, e, r.ours.lw.active() != nil)
-			}
-			l, w, e := r.cgLW.counts()
-			msg += fmt.Sprintf("; client-go lists=%d watches=%d watch errors=%d watching=%t", l, w, e, r.cgLW.active() != nil)
-			return errors.New(msg + r.phaseDump(p))
+		if !reached || !storesOK || !watching || synced != "" {
+			return false
 		}
-		time.Sleep(3 * time.Millisecond)
+		if fence == "" {
+			// Caught up, but events may still be in flight. Send one more
+			// change by watch: a handler that has recorded it has recorded
+			// everything sent before it.
+			fence = r.fence()
+			want = r.src.state()
+			return false
+		}
+		// The reflectors record an event's resourceVersion after queueing
+		// it, so a handler may have the fence before LastSyncResourceVersion
+		// says so; endPhase checks it, so wait for it too.
+		return r.fenceSeen(p, fence) && r.lastSyncRVs() == r.wantRVs()
+	})
+	if err == nil || over {
+		return nil // with over, the comparison says what differs
 	}
+	msg := fmt.Sprintf("phase %d (%s) did not quiesce within %v: events%s; %s; fence %q; LastSyncResourceVersions %s, want %s; source %v; client-go store %v",
+		p, r.kind, timeout, desc, synced, fence, r.lastSyncRVs(), r.wantRVs(), want, cgState)
+	if r.ours != nil {
+		l, w, e := r.ours.lw.counts()
+		msg += fmt.Sprintf("; our store %v; our lists=%d watches=%d watch errors=%d watching=%t", ourState, l, w, e, r.ours.lw.active() != nil)
+	}
+	l, w, e := r.cgLW.counts()
+	msg += fmt.Sprintf("; client-go lists=%d watches=%d watch errors=%d watching=%t", l, w, e, r.cgLW.active() != nil)
+	return errors.New(msg + r.phaseDump(p))
+}
+
+// lastSyncRVs returns the running informers' LastSyncResourceVersions, as
+// "client-go[/ours]".
+func (r *confRun) lastSyncRVs() string {
+	if r.ours == nil {
+		return r.cg.LastSyncResourceVersion()
+	}
+	return r.cg.LastSyncResourceVersion() + "/" + r.ours.inf.LastSyncResourceVersion()
+}
+
+// wantRVs is lastSyncRVs once both informers have seen the source's last
+// change.
+func (r *confRun) wantRVs() string {
+	want := strconv.Itoa(r.src.lastRV)
+	if r.ours == nil {
+		return want
+	}
+	return want + "/" + want
+}
+
+// fence makes one change, sent by watch, that every live handler of every
+// running informer is expected to see, and returns its watch event. Handlers
+// get events in the order the source made them, so one that has recorded
+// the fence has recorded every earlier change.
+func (r *confRun) fence() string {
+	ev := confFence(r.src)
+	r.expectAll(ev)
+	return ev
+}
+
+// fenceSeen reports whether every live handler has recorded the fence event
+// in phase p.
+func (r *confRun) fenceSeen(p int64, fence string) bool {
+	seen := func(rec *confRecorder) bool {
+		return slices.ContainsFunc(rec.phaseEvents(p), func(e string) bool { return strings.HasPrefix(e, fence) })
+	}
+	for _, s := range r.live() {
+		if !seen(s.cgRec) {
+			return false
+		}
+		if r.ours != nil && s.ourRec != nil && !seen(s.ourRec) {
+			return false
+		}
+	}
+	return true
 }
 
 // synced says which informer or live registration has not synced yet ("" if
@@ -832,11 +897,11 @@ func (r *confRun) compareIndexes() error {
 	return nil
 }
 
-// finish lets stragglers arrive, checks that nothing more came, and replays
-// every handler's whole history for consistency.
+// finish checks that nothing more came (endPhase's fence makes sure every
+// event sent before it has arrived), and replays every handler's whole
+// history for consistency.
 func (r *confRun) finish() error {
 	r.kind = "final"
-	time.Sleep(20 * time.Millisecond)
 	if err := r.endPhase(); err != nil {
 		return err
 	}

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 // Warm-start conformance checks that need control over time or timing,
@@ -41,7 +43,7 @@ func confPopulate(src *confSource, rng *rand.Rand, path string, n int) error {
 	}
 	o.run()
 	want := src.state()
-	if err := confWaitFor(10*time.Second, func() bool {
+	if err := poll.Wait(10*time.Second, func() bool {
 		return o.inf.HasSynced() && confEqualState(confStateOf(o.inf.GetStore().List()), want) && o.lw.active() != nil
 	}); err != nil {
 		_, _ = o.stop()
@@ -114,7 +116,7 @@ func TestConformanceWarmStartConcurrentJoin(t *testing.T) {
 		// Every registration, the early one included: the warm delivery
 		// holds no lock a joiner waits for, so the early handler may still be
 		// working through its initial adds when the joiners have synced.
-		if err := confWaitFor(10*time.Second, func() bool {
+		if err := poll.Wait(10*time.Second, func() bool {
 			for _, reg := range append(regs, earlyReg) {
 				if !reg.HasSynced() {
 					return false
@@ -124,17 +126,36 @@ func TestConformanceWarmStartConcurrentJoin(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("iteration %d: handlers did not sync: %v", i, err)
 		}
-		time.Sleep(2 * time.Millisecond) // stragglers
+		// A fence: one change by watch. A handler that has recorded it has
+		// recorded everything the informer sent it before, so a duplicate
+		// add still in flight cannot be missed.
+		fence := confFence(src)
+		if err := poll.Wait(10*time.Second, func() bool {
+			for _, rec := range recs {
+				if !slices.ContainsFunc(rec.all(), func(e confRecorded) bool { return strings.HasPrefix(e.event, fence) }) {
+					return false
+				}
+			}
+			return true
+		}); err != nil {
+			t.Fatalf("iteration %d: handlers did not get the fence %q: %v", i, fence, err)
+		}
 		for _, rec := range recs {
 			evs := rec.all()
+			at := slices.IndexFunc(evs, func(e confRecorded) bool { return strings.HasPrefix(e.event, fence) })
+			if at != len(evs)-1 {
+				failures++
+				t.Errorf("iteration %d: handler %s: events after the fence: %v", i, rec.name, confEventStrings(evs[at+1:]))
+			}
+			evs = evs[:at]
 			st, err := confReplay(evs)
 			switch {
 			case err != nil:
 				failures++
 				t.Errorf("iteration %d: handler %s: %v\n  events: %v", i, rec.name, err, confEventStrings(evs))
-			case !confEqualState(st, stored) || len(evs) != objects:
+			case !confEqualState(st, stored) || len(evs) != len(stored):
 				failures++
-				t.Errorf("iteration %d: handler %s got %d events for %d stored objects, ending with %v\n  events: %v", i, rec.name, len(evs), objects, st, confEventStrings(evs))
+				t.Errorf("iteration %d: handler %s got %d events for %d stored objects, ending with %v\n  events: %v", i, rec.name, len(evs), len(stored), st, confEventStrings(evs))
 			}
 			for _, e := range evs {
 				if !e.isInInitialList {
@@ -144,9 +165,15 @@ func TestConformanceWarmStartConcurrentJoin(t *testing.T) {
 				}
 			}
 		}
-		if _, err := o.stop(); err != nil {
+		rv, err := o.stop()
+		if err != nil {
 			t.Fatal(err)
 		}
+		// The next warm start resumes from the fence.
+		if rv != strconv.Itoa(src.lastRV) {
+			t.Fatalf("iteration %d: file holds resourceVersion %q after stop, want %d", i, rv, src.lastRV)
+		}
+		stored = src.state()
 	}
 }
 
@@ -166,7 +193,7 @@ func TestConformanceWarmStartFromResourceVersionZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.run()
-	if err := confWaitFor(10*time.Second, func() bool { return o.inf.HasSynced() && o.lw.active() != nil }); err != nil {
+	if err := poll.Wait(10*time.Second, func() bool { return o.inf.HasSynced() && o.lw.active() != nil }); err != nil {
 		t.Fatal(err)
 	}
 	rv, err := o.stop()
@@ -197,8 +224,10 @@ func TestConformanceWarmStartFromResourceVersionZero(t *testing.T) {
 	release := o.lw.setListGate()
 	defer release()
 	o.run()
-	// Until the list is answered, the informer has nothing to be synced with.
-	time.Sleep(50 * time.Millisecond)
+	// Until the list is answered, the informer has nothing to be synced
+	// with. Check once the list request is held at the gate: by then the
+	// informer has decided it cannot resume.
+	poll.Until(t, 10*time.Second, "the list request", func() bool { return o.lw.listsHeld() == 1 })
 	if lists, _, _ := o.lw.counts(); lists != 0 {
 		t.Fatalf("list gate did not hold (%d lists)", lists)
 	}
@@ -206,7 +235,7 @@ func TestConformanceWarmStartFromResourceVersionZero(t *testing.T) {
 		t.Errorf("informer reported synced before its list was answered, with a file at resourceVersion %q, which cannot be resumed (the reflector lists)", rv)
 	}
 	release()
-	if err := confWaitFor(10*time.Second, func() bool { return rec.phaseCount(0) >= len(want) }); err != nil {
+	if err := poll.Wait(10*time.Second, func() bool { return rec.phaseCount(0) >= len(want) }); err != nil {
 		t.Fatalf("handler got %v, want %v: %v", rec.phaseEvents(0), want, err)
 	}
 	if got := confCanon(rec.phaseEvents(0), false); !slices.Equal(got, confCanon(want, false)) {
@@ -316,7 +345,7 @@ func runWarmResyncSeed(seed int64, dir string, logf func(string, ...any)) (err e
 	// the next step. Poke, if set, is called while waiting (to move the fake
 	// clock past backoff timers).
 	end := func(step string, syncs bool, poke func()) error {
-		if err := confWaitFor(20*time.Second, func() bool {
+		if err := poll.Wait(20*time.Second, func() bool {
 			if poke != nil {
 				poke()
 			}
@@ -333,7 +362,26 @@ func runWarmResyncSeed(seed int64, dir string, logf func(string, ...any)) (err e
 			}
 			return fmt.Errorf("step %q: handlers did not get the expected events: %v%s", step, err, b.String())
 		}
-		time.Sleep(5 * time.Millisecond)
+		// With the watch open, a fence (see confFence) makes sure nothing
+		// of this step is still in flight. Without one (the watch is held,
+		// or not yet reopened), an event still in flight is recorded in the
+		// next step, whose comparison fails on it.
+		if o.lw.active() != nil {
+			fence := confFence(src)
+			for _, h := range hs {
+				h.want = append(h.want, fence)
+			}
+			if err := poll.Wait(10*time.Second, func() bool {
+				for _, h := range hs {
+					if !slices.ContainsFunc(h.rec.phaseEvents(phase.Load()), func(e string) bool { return strings.HasPrefix(e, fence) }) {
+						return false
+					}
+				}
+				return true
+			}); err != nil {
+				return fmt.Errorf("step %q: handlers did not get the fence %s: %v", step, fence, err)
+			}
+		}
 		for _, h := range hs {
 			got := confCanon(h.rec.phaseEvents(phase.Load()), syncs)
 			if d := confDiff(got, confCanon(h.want, syncs)); d != "" {
@@ -355,14 +403,16 @@ func runWarmResyncSeed(seed int64, dir string, logf func(string, ...any)) (err e
 	if err := end("warm start: initial adds of the stored state", false, nil); err != nil {
 		return err
 	}
-	if !o.inf.HasSynced() {
-		return fmt.Errorf("informer not synced after handing out the stored state")
+	// HasSynced turns true on the informer's own goroutines, not before the
+	// handlers' calls: wait for it, as a caller of WaitForCacheSync would.
+	if err := poll.Wait(10*time.Second, o.inf.HasSynced); err != nil {
+		return fmt.Errorf("informer not synced after handing out the stored state: %w", err)
 	}
 
 	// waitTimer waits until the resync timer (the only timer while the
 	// watch is held or open) is armed.
 	waitTimer := func() error {
-		return confWaitFor(10*time.Second, func() bool { return clk.HasWaiters() })
+		return poll.Wait(10*time.Second, func() bool { return clk.HasWaiters() })
 	}
 	if stepFirst {
 		if err := waitTimer(); err != nil {
@@ -407,13 +457,16 @@ func runWarmResyncSeed(seed int64, dir string, logf func(string, ...any)) (err e
 	if err := end(what, false, poke); err != nil {
 		return err
 	}
-	if err := confWaitFor(10*time.Second, func() bool {
-		return confEqualState(confStateOf(o.inf.GetStore().List()), final) && o.lw.active() != nil
+	// The source holds final and, from here on, the fence object. The
+	// reflector records an event's resourceVersion after queueing the event,
+	// so the store (and handlers) may have it first: wait for both.
+	lastRV := strconv.Itoa(src.lastRV)
+	if err := poll.Wait(10*time.Second, func() bool {
+		return confEqualState(confStateOf(o.inf.GetStore().List()), src.state()) && o.lw.active() != nil &&
+			o.inf.LastSyncResourceVersion() == lastRV
 	}); err != nil {
-		return fmt.Errorf("store %v, source %v, watching=%t: %w", confStateOf(o.inf.GetStore().List()), final, o.lw.active() != nil, err)
-	}
-	if got := o.inf.LastSyncResourceVersion(); got != strconv.Itoa(src.lastRV) {
-		return fmt.Errorf("LastSyncResourceVersion %q, want %d", got, src.lastRV)
+		return fmt.Errorf("store %v, source %v, watching=%t, LastSyncResourceVersion %q (want %s): %w",
+			confStateOf(o.inf.GetStore().List()), src.state(), o.lw.active() != nil, o.inf.LastSyncResourceVersion(), lastRV, err)
 	}
 
 	// Two more resync checks on the live watch: A resyncs each time, C
@@ -424,7 +477,7 @@ func runWarmResyncSeed(seed int64, dir string, logf func(string, ...any)) (err e
 		}
 		clk.Step(confResync)
 		check(clk.Now())
-		expectResync(final)
+		expectResync(src.state())
 		if err := end(fmt.Sprintf("resync check %d after the watch started", i), true, nil); err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/fixture"
+	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -100,8 +101,8 @@ func TestDiskFullChild(t *testing.T) {
 	for i := 10; i < 10+n; i++ {
 		src.Add(fixture.Pod(i))
 	}
-	waitFor(t, "the informer to serve every object from memory", func() bool { return len(inf.GetStore().ListKeys()) == 10+n })
-	waitFor(t, "the watch error handler to hear of it", func() bool {
+	poll.Until(t, 30*time.Second, "the informer to serve every object from memory", func() bool { return len(inf.GetStore().ListKeys()) == 10+n })
+	poll.Until(t, 30*time.Second, "the watch error handler to hear of it", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(reported) > 0
@@ -124,7 +125,7 @@ func TestDiskFullChild(t *testing.T) {
 
 	// Space returns: the file catches up, in one commit or a few.
 	setFileSizeLimit(t, ^uint64(0)) // RLIM_INFINITY
-	waitFor(t, "the file to catch up", func() bool {
+	poll.Until(t, 30*time.Second, "the file to catch up", func() bool {
 		committed, _ := coll.CommittedResourceVersion()
 		return committed == applied && db.Err() == nil
 	})

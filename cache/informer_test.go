@@ -15,6 +15,7 @@ import (
 	fcache "k8s.io/client-go/tools/cache/testing"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -35,6 +36,19 @@ func (e *events) list() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]string(nil), e.got...)
+}
+
+// waitFor waits until the handler has been called at least n times. Handler
+// calls are asynchronous to the store, and a stopped informer's listeners
+// drop what they have not delivered, so a test that compares a handler's
+// calls after stopping waits for them first, not only for the store.
+func (e *events) waitFor(t *testing.T, n int, what string) {
+	t.Helper()
+	poll.Until(t, 30*time.Second, fmt.Sprintf("%d handler calls (%s)", n, what), func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return len(e.got) >= n
+	})
 }
 
 // handler records calls; it implements OnAdd itself because
@@ -108,19 +122,6 @@ func runInformer(t *testing.T, f *testFile, src cache.ListerWatcher, obs *counti
 	return inf, ev, func() { cancel(); <-done }
 }
 
-// waitFor polls cond for up to 30 s: generous, because CI runs every
-// package under -race on two cores at once.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func storeState(s cache.Store) []string {
 	var out []string
 	for _, obj := range s.List() {
@@ -155,7 +156,8 @@ func TestInformerWarmRestart(t *testing.T) {
 	f := newTestFile(t)
 	obs := &countingObserver{}
 	inf, ev, stop := runInformer(t, f, noWatchList{src}, obs)
-	waitFor(t, "cold sync", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	poll.Until(t, 30*time.Second, "cold sync", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	ev.waitFor(t, 3, "cold start")
 	stop()
 	if got := obs.starts(); len(got) != 1 || got[0] != "cold" {
 		t.Fatalf("cold start causes = %v", got)
@@ -170,7 +172,8 @@ func TestInformerWarmRestart(t *testing.T) {
 	src.Delete(pod("ns", "b", "", nil))
 	obs = &countingObserver{}
 	inf, ev, stop = runInformer(t, f, noWatchList{src}, obs)
-	waitFor(t, "warm catch-up", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	poll.Until(t, 30*time.Second, "warm catch-up", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	ev.waitFor(t, 5, "warm start")
 	stop()
 	if got := obs.starts(); len(got) != 1 || got[0] != "resumed" {
 		t.Errorf("warm start causes = %v, want [resumed] (no list)", got)
@@ -191,7 +194,8 @@ func TestInformerWarmRestart(t *testing.T) {
 	src.Add(pod("ns", "d", "", nil))
 	obs = &countingObserver{}
 	inf, ev, stop = runInformer(t, f, noWatchList{src}, obs)
-	waitFor(t, "relist", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	poll.Until(t, 30*time.Second, "relist", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	ev.waitFor(t, 4, "relist")
 	stop()
 	if got := obs.starts(); fmt.Sprint(got) != "[resumed relist-expired]" {
 		t.Errorf("expired start causes = %v", got)
@@ -220,7 +224,7 @@ func TestWarmStartDeliversStoredBeforeWatchEvents(t *testing.T) {
 	}
 	f := newTestFile(t)
 	inf, _, stop := runInformer(t, f, noWatchList{src}, &countingObserver{})
-	waitFor(t, "cold sync", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	poll.Until(t, 30*time.Second, "cold sync", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
 	stop()
 	f.reopen()
 
@@ -228,7 +232,8 @@ func TestWarmStartDeliversStoredBeforeWatchEvents(t *testing.T) {
 		src.Modify(pod("ns", fmt.Sprintf("p%04d", i*stored/changed), "", map[string]string{"v": "2"}))
 	}
 	inf, ev, stop := runInformer(t, f, noWatchList{src}, &countingObserver{})
-	waitFor(t, "warm catch-up", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	poll.Until(t, 30*time.Second, "warm catch-up", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
+	ev.waitFor(t, stored+changed, "stored adds and watch updates")
 	stop()
 	got := ev.list()
 	if len(got) != stored+changed {

@@ -2,40 +2,66 @@ package cache_test
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
-// scrape fetches /metrics and returns the value of the sample whose line
-// starts with series (name and labels), or -1 if absent.
-func scrape(t *testing.T, url, series string) float64 {
+// sample returns the value of one series gathered from g, or -1 if g has
+// no such series. name is the metric's name, or, for a histogram's sample
+// count, its name with "_count"; labels are its labels, all of them.
+func sample(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
 	t.Helper()
-	resp, err := http.Get(url)
+	mfs, err := g.Gather()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("gathering metrics: %v", err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` ([0-9.e+-]+)$`)
-	m := re.FindSubmatch(body)
-	if m == nil {
-		return -1
+	family, histCount := name, false
+	if base, ok := strings.CutSuffix(name, "_count"); ok {
+		family, histCount = base, true
 	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
-	return v
+	for _, mf := range mfs {
+		if mf.GetName() != family && mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if !sameLabels(m.GetLabel(), labels) {
+				continue
+			}
+			switch {
+			case m.Gauge != nil:
+				return m.GetGauge().GetValue()
+			case m.Counter != nil:
+				return m.GetCounter().GetValue()
+			case m.Histogram != nil && histCount && mf.GetName() == family:
+				return float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return -1
+}
+
+func sameLabels(got []*dto.LabelPair, want map[string]string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for _, l := range got {
+		if v, ok := want[l.GetName()]; !ok || v != l.GetValue() {
+			return false
+		}
+	}
+	return true
 }
 
 func TestMetricsMoveWithTheInformer(t *testing.T) {
@@ -44,9 +70,6 @@ func TestMetricsMoveWithTheInformer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
-
 	src := fcache.NewFakeControllerSource()
 	for _, name := range []string{"a", "b", "c"} {
 		src.Add(pod("ns", name, "", nil))
@@ -70,27 +93,33 @@ func TestMetricsMoveWithTheInformer(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { inf.RunWithContext(ctx); close(done) }()
-		cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			t.Fatal("informer did not sync")
+		}
 		return inf, release, cancel, done
 	}
 	_, release, cancel, done := start()
-	url := srv.URL + "/metrics"
-	coll := `{collection="pods"}`
+	coll := map[string]string{"collection": "pods"}
+	file := map[string]string{"file": "cache.db"}
 
-	if v := scrape(t, url, `boltinformer_informer_starts_total{cause="cold",collection="pods"}`); v != 1 {
-		t.Errorf("cold starts = %v, want 1", v)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP boltinformer_informer_starts_total Informer starts by cause: cold (listed into an empty collection), resumed (watched from the stored resourceVersion), relist-expired (relisted after 410), relist-error (relisted after another failure).
+# TYPE boltinformer_informer_starts_total counter
+boltinformer_informer_starts_total{cause="cold",collection="pods"} 1
+`), "boltinformer_informer_starts_total"); err != nil {
+		t.Errorf("after a cold start: %v", err)
 	}
-	waitFor(t, "objects gauge", func() bool { return scrape(t, url, "boltinformer_objects"+coll) == 3 })
+	poll.Until(t, 30*time.Second, "objects gauge", func() bool { return sample(t, reg, "boltinformer_objects", coll) == 3 })
 	if err := f.db.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if v := scrape(t, url, `boltinformer_commit_changes_count{file="cache.db"}`); v < 1 {
+	if v := sample(t, reg, "boltinformer_commit_changes_count", file); v < 1 {
 		t.Errorf("commit count = %v, want ≥ 1", v)
 	}
-	if v := scrape(t, url, `boltinformer_file_bytes{file="cache.db"}`); v <= 0 {
+	if v := sample(t, reg, "boltinformer_file_bytes", file); v <= 0 {
 		t.Errorf("file bytes = %v", v)
 	}
-	if v := scrape(t, url, "boltinformer_resource_version_lag"+coll); v != 0 {
+	if v := sample(t, reg, "boltinformer_resource_version_lag", coll); v != 0 {
 		t.Errorf("RV lag after flush = %v, want 0", v)
 	}
 
@@ -99,43 +128,35 @@ func TestMetricsMoveWithTheInformer(t *testing.T) {
 		src.Modify(pod("ns", "a", "", map[string]string{"i": strconv.Itoa(i)}))
 	}
 	// The handler is named after the function that declares it, as client-go names handlers.
-	handler := `boltinformer_pending_notifications{collection="pods",handler="github.com/boltinformer/boltinformer/cache_test.TestMetricsMoveWithTheInformer.func1"}`
-	waitFor(t, "pending notifications", func() bool { return scrape(t, url, handler) >= 3 })
+	handler := map[string]string{"collection": "pods", "handler": "github.com/boltinformer/boltinformer/cache_test.TestMetricsMoveWithTheInformer.func1"}
+	poll.Until(t, 30*time.Second, "pending notifications", func() bool { return sample(t, reg, "boltinformer_pending_notifications", handler) >= 3 })
 	close(release)
-	waitFor(t, "backlog drained", func() bool { return scrape(t, url, handler) == 0 })
-	if v := scrape(t, url, "boltinformer_decoded_cache_hits_total"+coll); v <= 0 {
+	poll.Until(t, 30*time.Second, "backlog drained", func() bool { return sample(t, reg, "boltinformer_pending_notifications", handler) == 0 })
+	if v := sample(t, reg, "boltinformer_decoded_cache_hits_total", coll); v <= 0 {
 		t.Errorf("cache hits = %v", v)
 	}
 	cancel()
 	<-done
 
 	// A restart resumes.
-	f.db.Flush(context.Background())
+	if err := f.db.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	_, release, cancel, done = start()
 	close(release)
-	if v := scrape(t, url, `boltinformer_informer_starts_total{cause="resumed",collection="pods"}`); v != 1 {
+	if v := sample(t, reg, "boltinformer_informer_starts_total", map[string]string{"cause": "resumed", "collection": "pods"}); v != 1 {
 		t.Errorf("resumed starts = %v, want 1", v)
 	}
 	// Dropping the watch counts a restart.
-	before := scrape(t, url, `boltinformer_watch_restarts_total{collection="pods",outcome="normal"}`)
+	restarts := func(outcome string) float64 {
+		return sample(t, reg, "boltinformer_watch_restarts_total", map[string]string{"collection": "pods", "outcome": outcome})
+	}
+	before := restarts("normal")
 	src.Shutdown()
-	waitFor(t, "watch restart", func() bool {
-		return scrape(t, url, `boltinformer_watch_restarts_total{collection="pods",outcome="normal"}`) > before ||
-			scrape(t, url, `boltinformer_watch_restarts_total{collection="pods",outcome="error"}`) > 0
-	})
+	poll.Until(t, 30*time.Second, "watch restart", func() bool { return restarts("normal") > before || restarts("error") > 0 })
 	cancel()
 	<-done
-	if strings.Contains(scrapeAll(t, url), "boltinformer_objects{") {
-		t.Error("a stopped informer's gauges are still exported")
+	if n, err := testutil.GatherAndCount(reg, "boltinformer_objects"); err != nil || n != 0 {
+		t.Errorf("a stopped informer's gauges are still exported: %d boltinformer_objects series (%v)", n, err)
 	}
-}
-
-func scrapeAll(t *testing.T, url string) string {
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return string(body)
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boltinformer/boltinformer/internal/poll"
+
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,7 +103,7 @@ func (r *informerRun) synced(t *testing.T) {
 // causes.
 func (r *informerRun) starts(t *testing.T) []string {
 	t.Helper()
-	waitFor(t, "start reported", func() bool { return len(r.obs.starts()) > 0 })
+	poll.Until(t, 10*time.Second, "start reported", func() bool { return len(r.obs.starts()) > 0 })
 	return r.obs.starts()
 }
 
@@ -111,7 +113,7 @@ func populate(t *testing.T, f *testFile, src *fcache.FakeControllerSource, p bca
 	t.Helper()
 	r := startInformer(t, f, noWatchList{src}, p, indexers, setup)
 	r.synced(t)
-	waitFor(t, "cold sync", func() bool { return eq(storeState(r.inf.GetStore()), sourceState(t, src)) })
+	poll.Until(t, 10*time.Second, "cold sync", func() bool { return eq(storeState(r.inf.GetStore()), sourceState(t, src)) })
 	r.stop()
 	f.reopen()
 }
@@ -133,7 +135,7 @@ func TestWarmStartListIdentityMismatchStartsCold(t *testing.T) {
 	other := podSource("c") // what the new selector admits
 	r := startInformer(t, f, noWatchList{other}, bcache.Persistence{ListIdentity: "pods labels=app=db"}, nil, nil)
 	r.synced(t)
-	waitFor(t, "list", func() bool { return len(r.ev.list()) >= 1 })
+	poll.Until(t, 10*time.Second, "list", func() bool { return len(r.ev.list()) >= 1 })
 	if got, want := storeState(r.inf.GetStore()), sourceState(t, other); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("store = %v, want %v (only what the new list admits)", got, want)
 	}
@@ -317,13 +319,13 @@ func TestTransformUnencodableFallsBackToMemory(t *testing.T) {
 	if got := storeState(r.inf.GetStore()); fmt.Sprint(got) != "[ns/a@1 ns/b@2 ns/c@3]" {
 		t.Errorf("store = %v, want the three listed objects", got)
 	}
-	waitFor(t, "three adds", func() bool { return len(r.ev.list()) >= 3 })
+	poll.Until(t, 10*time.Second, "three adds", func() bool { return len(r.ev.list()) >= 3 })
 	if got := r.ev.list(); len(got) != 3 {
 		t.Errorf("handler got %v, want three adds", got)
 	}
 	// Later events keep flowing through the in-memory store.
 	src.Modify(pod("ns", "a", "", map[string]string{"v": "2"}))
-	waitFor(t, "update", func() bool { return len(r.ev.list()) == 4 })
+	poll.Until(t, 10*time.Second, "update", func() bool { return len(r.ev.list()) == 4 })
 	r.stop()
 	f.reopen()
 	r = startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, nil)
@@ -408,7 +410,7 @@ func TestAtomicFIFOGateOffStoresListResourceVersion(t *testing.T) {
 	r := startInformer(t, f, lw, bcache.Persistence{}, nil, nil)
 	r.synced(t)
 	coll := r.inf.Indexer().Collection()
-	waitFor(t, "list", func() bool { return len(r.ev.list()) == 3 })
+	poll.Until(t, 10*time.Second, "list", func() bool { return len(r.ev.list()) == 3 })
 	if rv := coll.ResourceVersion(); rv != "100" {
 		t.Errorf("stored resourceVersion after the list = %q, want the list's \"100\"", rv)
 	}
@@ -419,7 +421,7 @@ func TestAtomicFIFOGateOffStoresListResourceVersion(t *testing.T) {
 		t.Fatal("no watch")
 	}
 	w.Action(watch.Bookmark, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "150"}})
-	waitFor(t, "bookmark stored", func() bool { return coll.ResourceVersion() == "150" })
+	poll.Until(t, 10*time.Second, "bookmark stored", func() bool { return coll.ResourceVersion() == "150" })
 }
 
 // corruptRecord overwrites the stored record of key in collection with
@@ -456,7 +458,7 @@ func TestWarmStartReadErrorFallsBackToCold(t *testing.T) {
 
 	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, nil)
 	r.synced(t)
-	waitFor(t, "relist", func() bool { return eq(storeState(r.inf.GetStore()), sourceState(t, src)) })
+	poll.Until(t, 10*time.Second, "relist", func() bool { return eq(storeState(r.inf.GetStore()), sourceState(t, src)) })
 	select {
 	case err := <-r.errs:
 		if !errors.Is(err, persist.ErrCorruptRecord) {
@@ -466,13 +468,13 @@ func TestWarmStartReadErrorFallsBackToCold(t *testing.T) {
 		t.Fatal("the read error was not reported")
 	}
 	// Every object reaches the handler once, as an initial add.
-	waitFor(t, "adds", func() bool { return len(r.ev.list()) >= 3 })
+	poll.Until(t, 10*time.Second, "adds", func() bool { return len(r.ev.list()) >= 3 })
 	got := sorted(r.ev.list())
 	if fmt.Sprint(got) != "[add ns/a@1 initial=true add ns/b@2 initial=true add ns/c@3 initial=true]" {
 		t.Errorf("events = %v, want each object once as an initial add", got)
 	}
 	// The first reflector may have resumed its watch before the read failed.
-	waitFor(t, "a cold list reported last", func() bool {
+	poll.Until(t, 10*time.Second, "a cold list reported last", func() bool {
 		starts := r.obs.starts()
 		return len(starts) > 0 && starts[len(starts)-1] == "cold"
 	})

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boltinformer/boltinformer/internal/poll"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -94,7 +96,7 @@ func TestWarmStartDeliveryHoldsNoInformerLock(t *testing.T) {
 
 	want := "[add ns/a@1 initial=true add ns/b@2 initial=true add ns/c@3 initial=true update ns/a@1 -> ns/a@4]"
 	for name, ev := range map[string]*events{"registered before Run": r.ev, "joined during delivery": joinerEv} {
-		waitFor(t, name+" update", func() bool { return len(ev.list()) >= 4 })
+		poll.Until(t, 10*time.Second, name+" update", func() bool { return len(ev.list()) >= 4 })
 		got := ev.list()
 		adds := sorted(got[:min(3, len(got))])
 		if fmt.Sprint(append(adds, got[3:]...)) != want {
@@ -160,7 +162,7 @@ func TestWarmStartResyncRuleSameForLateJoiners(t *testing.T) {
 		{"late, resync", lateResync, true},
 	}
 	for _, h := range handlers {
-		waitFor(t, h.name+" relist", func() bool {
+		poll.Until(t, 10*time.Second, h.name+" relist", func() bool {
 			for _, e := range h.ev.list() {
 				if strings.HasPrefix(e, "add ns/z@") {
 					return true

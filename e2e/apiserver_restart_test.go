@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -54,7 +55,7 @@ func TestApiserverRestartWhileRunning(t *testing.T) {
 			}
 		}
 		server := serverConfigMaps(t, admin, "", selector)
-		eventually(t, 2*time.Minute, "the informer to converge after an apiserver restart", func() bool {
+		poll.Until(t, 2*time.Minute, "the informer to converge after an apiserver restart", func() bool {
 			return len(diffStates(server, storeState(t, inf.GetStore()), 1)) == 0
 		})
 	}

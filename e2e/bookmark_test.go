@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -93,7 +94,7 @@ func TestBookmarksAdvanceStoredRV(t *testing.T) {
 
 	start := time.Now()
 	var advancedRV string
-	eventually(t, 75*time.Second, fmt.Sprintf("committed rv advancing past %s through bookmarks", startRV), func() bool {
+	poll.Until(t, 75*time.Second, fmt.Sprintf("committed rv advancing past %s through bookmarks", startRV), func() bool {
 		rv, err := coll.CommittedResourceVersion()
 		if err != nil {
 			t.Fatal(err)
@@ -143,7 +144,7 @@ func TestBookmarksAdvanceStoredRV(t *testing.T) {
 	inf = newInformer(t, spec)
 	r = run(t, inf)
 	waitSynced(t, inf)
-	eventually(t, 30*time.Second, "resumed watch", func() bool { return len(obs.watches()) > 0 })
+	poll.Until(t, 30*time.Second, "resumed watch", func() bool { return len(obs.watches()) > 0 })
 	r.stop()
 	if causes := obs.startCauses(); fmt.Sprint(causes) != fmt.Sprint([]reflector.StartCause{reflector.CauseResumed}) {
 		t.Errorf("restart: start causes = %v, want [%s]", causes, reflector.CauseResumed)

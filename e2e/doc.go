@@ -33,12 +33,12 @@
 //     running informer while objects change; the broken watch is resumed,
 //     answered 410, and each restart costs one relist; memory and file end
 //     equal to the server.
-//   - TestFactoryController: examples/podcounter, written only against
+//   - TestFactoryControllerWarmRestart: examples/podcounter, written only against
 //     client-go's informers.SharedInformerFactory, runs on boltinformer's
 //     factory: its listers answer from the file, a restart makes no LIST and
 //     converges to changes made while it was down, and client-go's own
 //     factory gives the same output.
-//   - TestFactoryDynamic: a CRD's objects through the dynamic factory
+//   - TestFactoryDynamicWarmRestart: a CRD's objects through the dynamic factory
 //     warm-restart with no LIST and identical unstructured content.
 //   - TestFactoryFilters: differently filtered factories on one file stay
 //     separate; a changed selector starts a new collection.
@@ -60,10 +60,12 @@
 //
 // # Caveats
 //
-// The suite starts eleven etcd + kube-apiserver pairs, one after another, and
-// writes about 16,000 objects. On a 2-core machine it takes two to three
-// minutes, with or without -race; most of that is server start-up and populating. TestInformerChild is the child half of TestKillDuringWriteStorm.
-// Without the environment that test sets, it skips.
+// Each test starts its own etcd + kube-apiserver pair (TestFactoryForeignCluster
+// two), one test after another, and the suite writes about 16,000 objects. On
+// a 2-core machine it takes three to four minutes, with or without -race;
+// most of that is server start-up and populating. TestInformerChild is the
+// child half of TestKillDuringWriteStorm; without the environment that test
+// sets, it skips.
 //
 // All objects the tests watch carry a label, and the informers select on it.
 // The apiserver's own objects (kube-system ConfigMaps it rewrites at start)

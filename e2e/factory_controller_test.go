@@ -20,6 +20,7 @@ import (
 	"github.com/boltinformer/boltinformer/examples/podcounter"
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -324,7 +325,7 @@ func requireListersMatchServer(ctx context.Context, t *testing.T, admin kubernet
 func requireListersServedByCollection(t *testing.T, f informers.SharedInformerFactory, podIdx, cmIdx *bcache.Indexer) {
 	t.Helper()
 	var diffs []string
-	for range 20 {
+	err := poll.Wait(2*time.Second, func() bool {
 		pods, err := f.Core().V1().Pods().Lister().List(klabels.Everything())
 		if err != nil {
 			t.Fatal(err)
@@ -344,10 +345,10 @@ func requireListersServedByCollection(t *testing.T, f informers.SharedInformerFa
 		for _, d := range diffStates(stored, listState(cms), 10) {
 			diffs = append(diffs, "configmap "+d)
 		}
-		if len(diffs) == 0 {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+		return len(diffs) == 0
+	})
+	if err == nil {
+		return
 	}
 	t.Fatalf("listers differ from their collections:\n  %v", diffs)
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 var (
@@ -127,7 +128,7 @@ func TestFactoryDynamicWarmRestart(t *testing.T) {
 	}
 	stop = startDynamicFactory(ctx, t, f)
 	want := len(atStop) + len(created) + len(updated) + len(deleted)
-	eventually(t, time.Minute, "handler receiving the missed changes", func() bool { return rec.len() >= want })
+	poll.Until(t, time.Minute, "handler receiving the missed changes", func() bool { return rec.len() >= want })
 	final := requireWidgetListerMatchesServer(ctx, t, admin, generic.Lister())
 	stop()
 	if err := db.Close(); err != nil {
@@ -223,7 +224,7 @@ func installWidgetCRD(ctx context.Context, t *testing.T, dc dynamic.Interface) {
 		t.Fatalf("create CRD: %v", err)
 	}
 	start := time.Now()
-	eventually(t, time.Minute, "CRD Established", func() bool {
+	poll.Until(t, time.Minute, "CRD Established", func() bool {
 		got, err := dc.Resource(crdGVR).Get(ctx, crd.GetName(), metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -237,7 +238,7 @@ func installWidgetCRD(ctx context.Context, t *testing.T, dc dynamic.Interface) {
 		}
 		return false
 	})
-	eventually(t, time.Minute, "widgets served", func() bool {
+	poll.Until(t, time.Minute, "widgets served", func() bool {
 		_, err := dc.Resource(widgetGVR).List(ctx, metav1.ListOptions{})
 		return err == nil
 	})

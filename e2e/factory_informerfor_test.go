@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boltinformer/boltinformer/internal/poll"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -88,7 +90,7 @@ func (s *schedulerFactories) stop(t *testing.T) {
 func (s *schedulerFactories) requireMatchesServer(ctx context.Context, t *testing.T, admin kubernetes.Interface) {
 	t.Helper()
 	var want, wantAll state
-	eventually(t, factoryTestTimeout, "informers equal to the server", func() bool {
+	poll.Until(t, factoryTestTimeout, "informers equal to the server", func() bool {
 		want, wantAll = serverPhasePods(ctx, t, admin, schedulerPodSelector), serverPhasePods(ctx, t, admin, "")
 		return len(diffStates(want, storeState(t, s.schedPods.GetStore()), 1)) == 0 &&
 			len(diffStates(wantAll, storeState(t, s.allPods.GetStore()), 1)) == 0
@@ -223,7 +225,7 @@ func TestFactoryForeignCluster(t *testing.T) {
 		t.Fatal(res.Err)
 	}
 	firstPods := serverPods(t, firstAdmin, "", "")
-	eventually(t, factoryTestTimeout, "first cluster's pods stored", func() bool {
+	poll.Until(t, factoryTestTimeout, "first cluster's pods stored", func() bool {
 		return len(diffStates(firstPods, storeState(t, informer.GetStore()), 1)) == 0
 	})
 	collection := requirePersistent(t, "first cluster's Pods informer", informer).Collection().Name()

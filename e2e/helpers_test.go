@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -214,16 +213,6 @@ func waitSynced(t testing.TB, inf *bcache.Informer, regs ...cache.ResourceEventH
 	waitClosed(t, inf.HasSyncedChecker().Done(), 3*time.Minute, "informer sync")
 	for i, reg := range regs {
 		waitClosed(t, reg.HasSyncedChecker().Done(), time.Minute, fmt.Sprintf("handler %d sync", i))
-	}
-}
-
-// eventually polls cond every 50ms until it holds, failing after timeout.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, timeout, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("%s: not true after %v", what, timeout)
 	}
 }
 

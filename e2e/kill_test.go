@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -174,7 +175,7 @@ func TestKillDuringWriteStorm(t *testing.T) {
 	}
 	r := run(t, inf)
 	waitSynced(t, inf)
-	eventually(t, time.Minute, "final informer converging to the server's state", func() bool {
+	poll.Until(t, time.Minute, "final informer converging to the server's state", func() bool {
 		return len(diffStates(server, storeState(t, inf.GetStore()), 1)) == 0
 	})
 	got := storeState(t, inf.GetStore())

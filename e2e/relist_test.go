@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -91,7 +92,7 @@ func TestRelistAfterExpiry(t *testing.T) {
 	start := time.Now()
 	r = run(t, inf)
 	waitSynced(t, inf, regResync, regPlain)
-	eventually(t, time.Minute, "relist after the expired watch", func() bool { return len(obs.startCauses()) >= 2 })
+	poll.Until(t, time.Minute, "relist after the expired watch", func() bool { return len(obs.startCauses()) >= 2 })
 	relisted := time.Since(start)
 
 	// A sentinel created after the relist is the last event both handlers
@@ -104,7 +105,7 @@ func TestRelistAfterExpiry(t *testing.T) {
 	}
 	sentinelKey := sentinelNS + "/" + sentinel.Name
 	server[sentinelKey] = sentinel.ResourceVersion
-	eventually(t, time.Minute, "both handlers seeing the sentinel", func() bool {
+	poll.Until(t, time.Minute, "both handlers seeing the sentinel", func() bool {
 		return resyncing.seen(sentinelKey) && plain.seen(sentinelKey)
 	})
 	requireSameState(t, "store after the relist", server, storeState(t, inf.GetStore()))

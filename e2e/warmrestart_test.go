@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -88,8 +89,8 @@ func TestWarmRestartWithinWindow(t *testing.T) {
 		len(atStop), coldSync.Round(time.Millisecond), warmSync.Round(time.Millisecond), opened.Round(time.Millisecond))
 
 	want := len(atStop) + muts.changedKeys()
-	eventually(t, time.Minute, "handler receiving the missed changes", func() bool { return rec.len() >= want })
-	eventually(t, time.Minute, "store converging to the server's state", func() bool {
+	poll.Until(t, time.Minute, "handler receiving the missed changes", func() bool { return rec.len() >= want })
+	poll.Until(t, time.Minute, "store converging to the server's state", func() bool {
 		return len(diffStates(server, storeState(t, inf.GetStore()), 1)) == 0
 	})
 	requireSameState(t, "store after the warm restart", server, storeState(t, inf.GetStore()))

@@ -15,8 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/davecgh/go-spew/spew"
-	"github.com/pmezard/go-difflib/difflib"
+	"github.com/google/go-cmp/cmp"
 	"github.com/vmihailenco/msgpack/v5"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
@@ -28,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	runtimeserializer "k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/dump"
 	"sigs.k8s.io/randfill"
 
 	"github.com/boltinformer/boltinformer/internal/fixture"
@@ -61,34 +61,14 @@ func seedFor(base int64, name string) int64 {
 	return base ^ int64(h.Sum64())
 }
 
-// dumper prints Go values the way k8s.io/utils/dump.Pretty does, with map
-// keys sorted so that diffs of maps are readable.
-var dumper = spew.ConfigState{
-	Indent:                  "  ",
-	SortKeys:                true,
-	DisableMethods:          true,
-	DisablePointerAddresses: true,
-	DisableCapacities:       true,
-}
-
-// objectDiff is a unified diff of the Go dumps of a and b (cmp.Diff-style:
-// "-" is a, "+" is b). go-cmp is not a requirement of this module's go.mod,
-// and a JSON diff would hide Go types (int64 vs float64) and fields JSON omits.
-func objectDiff(a, b any) string {
-	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A:        difflib.SplitLines(dumper.Sdump(a)),
-		B:        difflib.SplitLines(dumper.Sdump(b)),
-		FromFile: "want",
-		ToFile:   "got",
-		Context:  3,
-	})
-	if err != nil {
-		return fmt.Sprintf("(diff failed: %v)", err)
+// objectDiff is cmp.Diff(want, got): "-" lines are want, "+" lines got.
+// Unexported fields are compared too, since a round trip must reproduce the
+// Go value as reflect.DeepEqual sees it.
+func objectDiff(want, got any) string {
+	if d := cmp.Diff(want, got, cmp.Exporter(func(reflect.Type) bool { return true })); d != "" {
+		return d
 	}
-	if d == "" {
-		return "(dumps are identical; the values differ in something dump does not show)"
-	}
-	return d
+	return "(cmp.Diff finds no difference: the values differ only where an Equal method says they are equal)"
 }
 
 // mustNotPanic runs f and turns a panic into a test error naming what.
@@ -215,7 +195,7 @@ func checkTypedRoundTrip(t *testing.T, codec *persist.Codec, obj runtime.Object,
 		want := obj.DeepCopyObject()
 		rec, err := codec.Encode(obj)
 		if err != nil {
-			t.Errorf("object %d: Encode: %v\n%s", i, err, dumper.Sdump(obj))
+			t.Errorf("object %d: Encode: %v\n%s", i, err, dump.Pretty(obj))
 			return
 		}
 		if !apiequality.Semantic.DeepEqual(want, obj) {
@@ -224,7 +204,7 @@ func checkTypedRoundTrip(t *testing.T, codec *persist.Codec, obj runtime.Object,
 		}
 		got, err := codec.Decode(rec)
 		if err != nil {
-			t.Errorf("object %d: Decode: %v\n%s", i, err, dumper.Sdump(obj))
+			t.Errorf("object %d: Decode: %v\n%s", i, err, dump.Pretty(obj))
 			return
 		}
 		if reflect.TypeOf(got) != reflect.TypeOf(want) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/boltinformer/boltinformer/internal/format"
@@ -224,7 +225,7 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 	idx := b.Bucket(bucketIndexes)
 	for name := range stored {
 		if v, keep := opts.Indexes[name]; !keep || v != stored[name] {
-			if err := idx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+			if err := idx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 				return err
 			}
 		} else {
@@ -258,7 +259,7 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[stri
 	type target struct{ byValue, byKey *bolt.Bucket }
 	targets := make([]target, len(names))
 	for i, name := range names {
-		if err := idx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+		if err := idx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
 		}
 		ib, err := idx.CreateBucket([]byte(name))

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/boltinformer/boltinformer/internal/fixture"
+	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -196,19 +197,11 @@ func TestGroupCommit(t *testing.T) {
 	for n := 2; n < 60; n++ {
 		put(t, a, strconv.Itoa(n), cm("k"+strconv.Itoa(n), strconv.Itoa(n)))
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "a commit triggered by BatchLimit", func() bool {
 		mu.Lock()
-		n := len(commits)
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("BatchLimit did not trigger a commit")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(commits) > 0
+	})
 	rv, _ := a.CommittedResourceVersion()
 	if n, _ := strconv.Atoi(rv); n < 50 {
 		t.Errorf("after the limit commit, committed RV = %q, want ≥ 50", rv)
@@ -256,9 +249,13 @@ func TestHotSnapshotWhileWriting(t *testing.T) {
 	c, _ := db.Collection("c", persist.CollectionOptions{})
 	stop := make(chan struct{})
 	done := make(chan struct{})
+	writing := make(chan struct{}) // closed once the writer is well under way
 	go func() {
 		defer close(done)
 		for n := 1; ; n++ {
+			if n == 100 {
+				close(writing)
+			}
 			select {
 			case <-stop:
 				return
@@ -273,7 +270,11 @@ func TestHotSnapshotWhileWriting(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(20 * time.Millisecond)
+	select {
+	case <-writing:
+	case <-done: // the writer failed (and said why)
+		t.FailNow()
+	}
 	snap := filepath.Join(dir, "snap.db")
 	if err := db.SnapshotFile(context.Background(), snap); err != nil {
 		t.Fatal(err)

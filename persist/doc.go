@@ -18,7 +18,9 @@
 // delivers again.
 //
 // Records are msgpack envelopes (see record.go) around a payload encoded by
-// Codec: the generated protobuf of typed objects, JSON for unstructured ones.
+// Codec: the generated protobuf of typed objects (JSON for the rare typed
+// object without one), msgpack for unstructured ones, which, unlike JSON,
+// keeps int64 and float64 apart.
 // Secondary indexes are stored per index as value→key and key→values
 // buckets, so index lookups never decode objects.
 //

@@ -329,6 +329,7 @@ func (c *Collection) IndexKeys(index, value string) ([]string, error) {
 
 func (c *Collection) indexKeysLocked(index, value string) ([]string, error) {
 	if _, ok := c.indexes[index]; !ok {
+		//lint:ignore ST1005 client-go's message, verbatim (callers may match it)
 		return nil, fmt.Errorf("Index with name %s does not exist", index)
 	}
 	var keys []string
@@ -488,6 +489,7 @@ func (c *Collection) IndexValues(index string) ([]string, error) {
 		return c.memIndexValues(m, index)
 	}
 	if _, ok := c.indexes[index]; !ok {
+		//lint:ignore ST1005 client-go's message, verbatim (callers may match it)
 		return nil, fmt.Errorf("Index with name %s does not exist", index)
 	}
 	seen := map[string]struct{}{}

@@ -2,9 +2,10 @@ package persist
 
 import (
 	"fmt"
-	"syscall"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 )
 
 // ReleaseMappedPages drops the file's pages from this process's resident
@@ -20,9 +21,11 @@ import (
 // bbolt from remapping, and a dropped page is simply faulted in again.
 func (db *DB) ReleaseMappedPages() error {
 	return db.bolt.View(func(tx *bolt.Tx) error {
-		// tx.Size is the file's high-water mark, within the mapping.
-		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, db.bolt.Info().Data, uintptr(tx.Size()), syscall.MADV_DONTNEED); errno != 0 {
-			return fmt.Errorf("releasing the mapped pages of %s: %w", db.path, errno)
+		// bbolt reports its read-only mapping by address; tx.Size is the
+		// file's high-water mark, within the mapping.
+		mapped := unsafe.Slice((*byte)(unsafe.Add(nil, db.bolt.Info().Data)), tx.Size())
+		if err := unix.Madvise(mapped, unix.MADV_DONTNEED); err != nil {
+			return fmt.Errorf("releasing the mapped pages of %s: %w", db.path, err)
 		}
 		return nil
 	})

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 // upstream is a DoneChecker the test closes to say "the informer synced".
@@ -49,17 +52,6 @@ func (r *recorder) got() []string {
 	return append([]string(nil), r.events...)
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestDeliveryIsInOrderAndUnboundedPerListener(t *testing.T) {
 	p := New(testingclock.NewFakeClock(time.Now()))
 	up := newUpstream()
@@ -79,7 +71,7 @@ func TestDeliveryIsInOrderAndUnboundedPerListener(t *testing.T) {
 	}
 	// The fast handler got everything although the slow one has not
 	// handled a single notification: buffers are per listener and unbounded.
-	eventually(t, "fast handler", func() bool { return len(fast.got()) == n })
+	poll.Until(t, 10*time.Second, "fast handler", func() bool { return len(fast.got()) == n })
 	if len(slow.got()) != 0 {
 		t.Fatal("slow handler ran without being released")
 	}
@@ -91,7 +83,7 @@ func TestDeliveryIsInOrderAndUnboundedPerListener(t *testing.T) {
 			slow.gate <- struct{}{}
 		}
 	}()
-	eventually(t, "slow handler", func() bool { return len(slow.got()) == n })
+	poll.Until(t, 10*time.Second, "slow handler", func() bool { return len(slow.got()) == n })
 	for _, r := range []*recorder{slow, fast} {
 		for i, e := range r.got() {
 			if want := fmt.Sprintf("update %d %d", i, i+1); e != want {
@@ -104,33 +96,49 @@ func TestDeliveryIsInOrderAndUnboundedPerListener(t *testing.T) {
 }
 
 func TestListenerSyncedAfterUpstreamAndInitialAdds(t *testing.T) {
-	p := New(testingclock.NewFakeClock(time.Now()))
-	up := newUpstream()
-	r := &recorder{gate: make(chan struct{})}
-	l := NewListener(r, ListenerOptions{Now: time.Now(), BufferSize: 1, UpstreamHasSynced: up})
-	p.AddListener(l)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go p.Run(ctx)
-	p.Distribute(AddNotification{Obj: "a", IsInInitialList: true}, false)
-	p.Distribute(AddNotification{Obj: "b", IsInInitialList: true}, false)
-	up.sync()
-	time.Sleep(20 * time.Millisecond)
-	if l.HasSynced() {
-		t.Fatal("synced before its initial adds were handled")
-	}
-	r.gate <- struct{}{}
-	time.Sleep(20 * time.Millisecond)
-	if l.HasSynced() {
-		t.Fatal("synced with one initial add still pending")
-	}
-	r.gate <- struct{}{}
-	eventually(t, "listener sync", l.HasSynced)
-	select {
-	case <-l.HasSyncedChecker().Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("HasSyncedChecker not done")
-	}
+	// In a bubble, synctest.Wait returns once the listener's goroutines are
+	// blocked (on the gated handler), so "not synced yet" is checked after
+	// everything that could make it sync has run, without sleeping.
+	synctest.Test(t, func(t *testing.T) {
+		p := New(testingclock.NewFakeClock(time.Now()))
+		up := newUpstream()
+		r := &recorder{gate: make(chan struct{})}
+		l := NewListener(r, ListenerOptions{Now: time.Now(), BufferSize: 1, UpstreamHasSynced: up})
+		p.AddListener(l)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.Run(ctx)
+		}()
+		defer func() {
+			close(r.gate) // lets a gated handler return if the test failed early
+			cancel()
+			<-done
+		}()
+		p.Distribute(AddNotification{Obj: "a", IsInInitialList: true}, false)
+		p.Distribute(AddNotification{Obj: "b", IsInInitialList: true}, false)
+		up.sync()
+		synctest.Wait()
+		if l.HasSynced() {
+			t.Fatal("synced before its initial adds were handled")
+		}
+		r.gate <- struct{}{}
+		synctest.Wait()
+		if l.HasSynced() {
+			t.Fatal("synced with one initial add still pending")
+		}
+		r.gate <- struct{}{}
+		synctest.Wait()
+		if !l.HasSynced() {
+			t.Fatal("not synced once the upstream synced and both initial adds were handled")
+		}
+		select {
+		case <-l.HasSyncedChecker().Done():
+		default:
+			t.Fatal("HasSyncedChecker not done although HasSynced is true")
+		}
+	})
 }
 
 func TestResyncGoesOnlyToDueListeners(t *testing.T) {
@@ -155,7 +163,7 @@ func TestResyncGoesOnlyToDueListeners(t *testing.T) {
 	}
 	p.Distribute(UpdateNotification{Old: "x", New: "x"}, true)
 	p.Distribute(DeleteNotification{Obj: "y"}, false)
-	eventually(t, "deliveries", func() bool { return len(every.got()) == 2 && len(never.got()) == 1 })
+	poll.Until(t, 10*time.Second, "deliveries", func() bool { return len(every.got()) == 2 && len(never.got()) == 1 })
 	if got := never.got()[0]; got != "delete y" {
 		t.Errorf("non-resyncing listener got %q", got)
 	}
@@ -167,38 +175,41 @@ func TestResyncGoesOnlyToDueListeners(t *testing.T) {
 }
 
 func TestRemoveListenerStopsIt(t *testing.T) {
-	p := New(testingclock.NewFakeClock(time.Now()))
-	up := newUpstream()
-	r := &recorder{}
-	l := NewListener(r, ListenerOptions{Now: time.Now(), BufferSize: 1, UpstreamHasSynced: up})
-	p.AddListener(l)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go p.Run(ctx)
-	p.Distribute(DeleteNotification{Obj: 1}, false)
-	// A removed listener drops what it has buffered but not handed out
-	// (client-go does the same), so wait for the first delivery before
-	// removing: what this test checks is that nothing arrives afterwards.
-	eventually(t, "first delivery", func() bool { return len(r.got()) == 1 })
-	if err := p.RemoveListener(l); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-l.ShutdownChan():
-	case <-time.After(5 * time.Second):
-		t.Fatal("removed listener did not shut down")
-	}
-	p.Distribute(DeleteNotification{Obj: 2}, false)
-	if got := r.got(); len(got) != 1 {
-		t.Errorf("removed listener got %v", got)
-	}
-	if err := p.RemoveListener(l); err != nil {
-		t.Errorf("removing twice: %v", err)
-	}
-	var foreign cache.ResourceEventHandlerRegistration = fakeRegistration{}
-	if err := p.RemoveListener(foreign); err == nil {
-		t.Error("removing a foreign registration did not fail")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p := New(testingclock.NewFakeClock(time.Now()))
+		up := newUpstream()
+		r := &recorder{}
+		l := NewListener(r, ListenerOptions{Now: time.Now(), BufferSize: 1, UpstreamHasSynced: up})
+		p.AddListener(l)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go p.Run(ctx)
+		p.Distribute(DeleteNotification{Obj: 1}, false)
+		// A removed listener drops what it has buffered but not handed out
+		// (client-go does the same), so wait for the first delivery before
+		// removing: what this test checks is that nothing arrives afterwards.
+		poll.Until(t, 10*time.Second, "first delivery", func() bool { return len(r.got()) == 1 })
+		if err := p.RemoveListener(l); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-l.ShutdownChan():
+		case <-time.After(5 * time.Second):
+			t.Fatal("removed listener did not shut down")
+		}
+		p.Distribute(DeleteNotification{Obj: 2}, false)
+		synctest.Wait() // whatever could deliver it has run
+		if got := r.got(); len(got) != 1 {
+			t.Errorf("removed listener got %v", got)
+		}
+		if err := p.RemoveListener(l); err != nil {
+			t.Errorf("removing twice: %v", err)
+		}
+		var foreign cache.ResourceEventHandlerRegistration = fakeRegistration{}
+		if err := p.RemoveListener(foreign); err == nil {
+			t.Error("removing a foreign registration did not fail")
+		}
+	})
 }
 
 type fakeRegistration struct{}
@@ -241,12 +252,12 @@ func TestSelectResyncingListeners(t *testing.T) {
 	go p.Run(ctx)
 	// As in client-go, new listeners are all due until a resync check...
 	p.Distribute(UpdateNotification{Old: "a", New: "a"}, true)
-	eventually(t, "first sync update", func() bool { return len(resyncing.got()) == 1 && len(plain.got()) == 1 })
+	poll.Until(t, 10*time.Second, "first sync update", func() bool { return len(resyncing.got()) == 1 && len(plain.got()) == 1 })
 	// ...unless the resyncing ones are selected, as a warm start does.
 	p.SelectResyncingListeners()
 	p.Distribute(UpdateNotification{Old: "b", New: "b"}, true)
 	p.Distribute(DeleteNotification{Obj: "c"}, false)
-	eventually(t, "second round", func() bool { return len(resyncing.got()) == 3 && len(plain.got()) == 2 })
+	poll.Until(t, 10*time.Second, "second round", func() bool { return len(resyncing.got()) == 3 && len(plain.got()) == 2 })
 	if got := plain.got()[1]; got != "delete c" {
 		t.Errorf("listener without resync got %q", got)
 	}
@@ -268,7 +279,7 @@ func TestListenerOptionsZeroValues(t *testing.T) {
 	done := make(chan struct{})
 	go func() { p.Run(ctx); close(done) }()
 	p.Distribute(AddNotification{Obj: "a"}, false)
-	eventually(t, "the add delivered", func() bool { return len(r.got()) == 1 })
+	poll.Until(t, 10*time.Second, "the add delivered", func() bool { return len(r.got()) == 1 })
 	cancel()
 	<-done
 

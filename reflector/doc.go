@@ -19,11 +19,15 @@
 // Delete calls. If the server says the version is gone — HTTP 410
 // Gone/Expired, as a status or as an in-stream ERROR event (an apiserver that
 // restarted answers the latter) — or too large, the reflector relists once
-// with resourceVersion "" (a consistent read) and calls Store.Replace, which
-// is where a persistent store reconciles against its disk contents. As in
-// client-go, that relist waits one backoff interval (800ms to 1.6s by
-// default), which spreads the relists of many clients after an apiserver
-// restart.
+// and calls Store.Replace, which is where a persistent store reconciles
+// against its disk contents. As in client-go, a relist after an expired
+// version asks for data no older than the last resourceVersion it saw
+// (served from the apiserver's watch cache, sparing etcd after an apiserver
+// restart) and falls back to resourceVersion "" (a consistent read) only if
+// that list is refused too; after a too-large version it lists at "" at
+// once. The relist waits one backoff interval (800ms to 1.6s by default),
+// as client-go's does, which spreads the relists of many clients after an
+// apiserver restart.
 //
 // Each watch asks for bookmarks; a BOOKMARK event calls Store.Bookmark and,
 // like every event, advances LastSyncResourceVersion, so quiet collections

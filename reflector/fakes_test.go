@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 func pod(name, rv string) *v1.Pod {
@@ -152,7 +154,7 @@ type fakeLW struct {
 
 func (f *fakeLW) listWatch() *cache.ListWatch {
 	return &cache.ListWatch{
-		ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(_ context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			f.mu.Lock()
 			n := len(f.listOpts)
 			f.listOpts = append(f.listOpts, opts)
@@ -163,7 +165,7 @@ func (f *fakeLW) listWatch() *cache.ListWatch {
 			}
 			return f.list(n, opts)
 		},
-		WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			f.mu.Lock()
 			n := len(f.watchOpts)
 			f.watchOpts = append(f.watchOpts, opts)
@@ -218,7 +220,7 @@ func (f *fakeLW) WatchRVs() []string {
 func (f *fakeLW) watcher(t *testing.T, n int) *watch.RaceFreeFakeWatcher {
 	t.Helper()
 	var w *watch.RaceFreeFakeWatcher
-	eventually(t, fmt.Sprintf("watch #%d", n), func() bool {
+	poll.Until(t, 5*time.Second, fmt.Sprintf("watch #%d", n), func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		w = f.watchers[n]
@@ -336,17 +338,6 @@ func (h *harness) run() (stop func()) {
 	}
 	h.t.Cleanup(stop)
 	return stop
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func equal[T any](t *testing.T, what string, got, want T) {

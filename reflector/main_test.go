@@ -1,32 +1,22 @@
 package reflector
 
 import (
-	"fmt"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
+
+	"go.uber.org/goleak"
 )
 
-// goleak is not in this module's go.mod, so leaks are checked by hand: no
-// goroutine may still be running a *Reflector method once Run or
-// ListAndWatch has returned.
+// No goroutine a test starts may outlive the package's tests: goleak fails
+// the package otherwise.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))
+}
 
 // reflectorFrame matches every frame of a Reflector method, including
 // closures started from one (watchWithResync.func1 and so on).
 const reflectorFrame = "boltinformer/reflector.(*Reflector)."
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if leaked := waitForReflectorGoroutines(2 * time.Second); len(leaked) > 0 {
-			fmt.Fprintf(os.Stderr, "goroutines leaked by reflector:\n\n%s\n", strings.Join(leaked, "\n\n"))
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
 
 // reflectorGoroutines returns the stacks of goroutines, other than the
 // caller's, that are inside a Reflector method.
@@ -48,19 +38,6 @@ func reflectorGoroutines() []string {
 		}
 	}
 	return out
-}
-
-// waitForReflectorGoroutines polls until no goroutine is inside a Reflector
-// method or the timeout passes, and returns what is left.
-func waitForReflectorGoroutines(timeout time.Duration) []string {
-	deadline := time.Now().Add(timeout)
-	for {
-		leaked := reflectorGoroutines()
-		if len(leaked) == 0 || time.Now().After(deadline) {
-			return leaked
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // assertNoReflectorGoroutines fails t if a goroutine is still inside a

@@ -1,3 +1,22 @@
+// Copyright The Kubernetes Authors.
+// Copyright The boltinformer Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+//
+// Tests ported from k8s.io/client-go v0.37.2, modified:
+//   - tools/cache/reflector_test.go
+// The ports are listed in hack/upstream-versions.txt.
+
 package reflector
 
 import (
@@ -26,6 +45,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
+
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 // ---- 1. cold start ----------------------------------------------------------
@@ -40,7 +61,7 @@ func TestColdStartListsAtZeroThenWatchesFromListRV(t *testing.T) {
 
 	w := lw.watcher(t, 0)
 	w.Add(pod("c", "11"))
-	eventually(t, "LastSyncResourceVersion 11", func() bool { return h.r.LastSyncResourceVersion() == "11" })
+	poll.Until(t, 5*time.Second, "LastSyncResourceVersion 11", func() bool { return h.r.LastSyncResourceVersion() == "11" })
 	stop()
 	if !w.IsStopped() {
 		t.Error("watcher not stopped after cancel")
@@ -73,7 +94,7 @@ func TestResumeWatchesFromResourceVersionWithoutListing(t *testing.T) {
 	w := lw.watcher(t, 0)
 	w.Modify(pod("a", "101"))
 	w.Delete(pod("b", "102"))
-	eventually(t, "LastSyncResourceVersion 102", func() bool { return h.r.LastSyncResourceVersion() == "102" })
+	poll.Until(t, 5*time.Second, "LastSyncResourceVersion 102", func() bool { return h.r.LastSyncResourceVersion() == "102" })
 	stop()
 
 	equal(t, "list calls", len(lw.ListOpts()), 0)
@@ -125,6 +146,7 @@ func TestResumeUnavailableRelistsOnce(t *testing.T) {
 		{"in-stream ERROR 410 without reason", inStream(goneNoReason), false},
 		{"in-stream ERROR too large resource version", inStream(tooLargeRV().ErrStatus), true},
 		{"HTTP 410 Expired", httpErr(apierrors.NewResourceExpired("too old resource version: 100 (150)")), false},
+		//lint:ignore SA1019 reason Gone, which older apiservers send, must still trigger a relist
 		{"HTTP 410 Gone", httpErr(apierrors.NewGone("gone")), false},
 		{"HTTP too large resource version", httpErr(tooLargeRV()), true},
 		{"HTTP too large resource version, 1.17 format", httpErr(oldTooLarge), true},
@@ -197,7 +219,7 @@ func TestBookmarksReachStoreAndAdvanceRV(t *testing.T) {
 
 	w := lw.watcher(t, 0)
 	w.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "20"}})
-	eventually(t, "LastSyncResourceVersion 20", func() bool { return h.r.LastSyncResourceVersion() == "20" })
+	poll.Until(t, 5*time.Second, "LastSyncResourceVersion 20", func() bool { return h.r.LastSyncResourceVersion() == "20" })
 	w.Stop()
 	lw.watcher(t, 1)
 	stop()
@@ -240,7 +262,7 @@ func TestResourceVersionUpdaterStoreSeesEveryRecordedRV(t *testing.T) {
 	w := lw.watcher(t, 0)
 	w.Add(pod("a", "6"))
 	w.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9"}})
-	eventually(t, "rv 9", func() bool { return r.LastSyncResourceVersion() == "9" })
+	poll.Until(t, 5*time.Second, "rv 9", func() bool { return r.LastSyncResourceVersion() == "9" })
 	cancel()
 	<-done
 	equal(t, "UpdateResourceVersion calls", store.RVs(), []string{"6", "9"})
@@ -471,7 +493,7 @@ func TestResyncCallsStoreWhenShouldResyncSaysSo(t *testing.T) {
 		o.ShouldResync = func() bool { return asks.Add(1)%2 == 1 } // yes, no, yes, ...
 	})
 	stop := h.run()
-	eventually(t, "6 ShouldResync calls", func() bool { return asks.Load() >= 6 })
+	poll.Until(t, 5*time.Second, "6 ShouldResync calls", func() bool { return asks.Load() >= 6 })
 	stop()
 
 	n := int(asks.Load())
@@ -487,7 +509,7 @@ func TestResyncNilShouldResyncMeansAlways(t *testing.T) {
 		o.ResyncPeriod = time.Millisecond
 	})
 	stop := h.run()
-	eventually(t, "3 resyncs", func() bool { return h.store.Resyncs() >= 3 })
+	poll.Until(t, 5*time.Second, "3 resyncs", func() bool { return h.store.Resyncs() >= 3 })
 	stop()
 }
 
@@ -523,8 +545,8 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 			name: "while watching, with resync running",
 			lw: func(started chan<- struct{}) cache.ListerWatcher {
 				return &cache.ListWatch{
-					ListFunc: func(metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
-					WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
+					ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
+					WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 						close(started)
 						return watch.NewFake(), nil // unbuffered, never sends
 					},
@@ -537,8 +559,8 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 			lw: func(started chan<- struct{}) cache.ListerWatcher {
 				var once sync.Once
 				return &cache.ListWatch{
-					ListFunc: func(metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
-					WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
+					ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
+					WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 						once.Do(func() { close(started) })
 						return nil, errors.New("boom")
 					},
@@ -556,7 +578,7 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 						<-ctx.Done()
 						return nil, ctx.Err()
 					},
-					WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+					WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
 				}
 			},
 		},
@@ -564,7 +586,7 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 			name: "while a watch request hangs",
 			lw: func(started chan<- struct{}) cache.ListerWatcher {
 				return &cache.ListWatch{
-					ListFunc: func(metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
+					ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
 					WatchFuncWithContext: func(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
 						close(started)
 						<-ctx.Done()
@@ -580,7 +602,7 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 			stop := h.run()
 			<-started
 			if tc.wantErr {
-				eventually(t, "error reported", func() bool { return len(h.errs.Errors()) > 0 })
+				poll.Until(t, 5*time.Second, "error reported", func() bool { return len(h.errs.Errors()) > 0 })
 			}
 			begin := time.Now()
 			stop() // fails the test if Run takes over 1s or leaks
@@ -721,11 +743,11 @@ func TestWatchRetryBackoffDefaults(t *testing.T) {
 		const failures = 8
 		var times []time.Time // written by Run's goroutine, read after it ends
 		lw := &cache.ListWatch{
-			ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 				t.Error("unexpected list")
 				return nil, errors.New("unexpected list")
 			},
-			WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 				times = append(times, time.Now())
 				if len(times) <= failures {
 					return nil, errors.New("boom")
@@ -838,7 +860,7 @@ func TestUnexpectedObjectsAreReportedAndSkipped(t *testing.T) {
 			w := lw.watcher(t, 0)
 			w.Add(tc.bad)
 			w.Add(tc.good)
-			eventually(t, "good object stored", func() bool { return h.store.Objects()["a"] == "3" })
+			poll.Until(t, 5*time.Second, "good object stored", func() bool { return h.store.Objects()["a"] == "3" })
 			stop()
 
 			equal(t, "store calls", h.store.Calls(), []string{"add a@3"})
@@ -936,10 +958,10 @@ func TestFakeControllerSourceColdResumeAndExpiry(t *testing.T) {
 	// Cold start: list at "0", then watch.
 	h1 := newHarness(t, src, nil)
 	stop := h1.run()
-	eventually(t, "cold list", func() bool { return len(h1.store.Objects()) == 2 })
+	poll.Until(t, 5*time.Second, "cold list", func() bool { return len(h1.store.Objects()) == 2 })
 	src.Add(pod("c", ""))    // rv 3
 	src.Modify(pod("a", "")) // rv 4
-	eventually(t, "rv 4", func() bool { return h1.r.LastSyncResourceVersion() == "4" })
+	poll.Until(t, 5*time.Second, "rv 4", func() bool { return h1.r.LastSyncResourceVersion() == "4" })
 	stop()
 	lists, _ := src.reset()
 	equal(t, "cold list RVs", lists, []string{"0"})
@@ -949,7 +971,7 @@ func TestFakeControllerSourceColdResumeAndExpiry(t *testing.T) {
 	src.Modify(pod("c", "")) // rv 5
 	h2 := newHarness(t, src, func(o *Options) { o.ResumeResourceVersion = h1.r.LastSyncResourceVersion() })
 	stop = h2.run()
-	eventually(t, "rv 5", func() bool { return h2.r.LastSyncResourceVersion() == "5" })
+	poll.Until(t, 5*time.Second, "rv 5", func() bool { return h2.r.LastSyncResourceVersion() == "5" })
 	stop()
 	lists, watches := src.reset()
 	equal(t, "resume list RVs", lists, []string(nil))
@@ -963,8 +985,8 @@ func TestFakeControllerSourceColdResumeAndExpiry(t *testing.T) {
 	src.Add(pod("d", ""))    // rv 7
 	h3 := newHarness(t, src, func(o *Options) { o.ResumeResourceVersion = h2.r.LastSyncResourceVersion() })
 	stop = h3.run()
-	eventually(t, "relist at rv 7", func() bool { return h3.r.LastSyncResourceVersion() == "7" })
-	eventually(t, "watch from 7", func() bool { return len(h3.obs.Events()) >= 3 })
+	poll.Until(t, 5*time.Second, "relist at rv 7", func() bool { return h3.r.LastSyncResourceVersion() == "7" })
+	poll.Until(t, 5*time.Second, "watch from 7", func() bool { return len(h3.obs.Events()) >= 3 })
 	stop()
 	lists, watches = src.reset()
 	equal(t, "expired list RVs", lists, []string{"5"})
@@ -976,47 +998,55 @@ func TestFakeControllerSourceColdResumeAndExpiry(t *testing.T) {
 // ListAfter holds a resumed reflector's relist after a 410 until the
 // channel closes, while its watch opens at once.
 func TestListAfterHoldsListsNotWatches(t *testing.T) {
-	lw := &fakeLW{t: t,
-		list: func(int, metav1.ListOptions) (runtime.Object, error) {
-			return podList("20", pod("a", "20")), nil
-		},
-		watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
-			if n == 0 {
-				return nil, apierrors.NewResourceExpired("too old resource version: 10 (15)")
-			}
-			return watch.NewRaceFreeFake(), nil
-		},
-	}
-	gate := make(chan struct{})
-	h := newHarness(t, lw.listWatch(), func(o *Options) {
-		o.ResumeResourceVersion = "10"
-		o.ListAfter = gate
+	// In a bubble the reflector's 1–4 ms backoffs run in virtual time, and
+	// synctest.Wait returns once it is blocked on the gate or a backoff
+	// timer, so "no list yet" is checked after everything that could list.
+	synctest.Test(t, func(t *testing.T) {
+		lw := &fakeLW{t: t,
+			list: func(int, metav1.ListOptions) (runtime.Object, error) {
+				return podList("20", pod("a", "20")), nil
+			},
+			watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
+				if n == 0 {
+					return nil, apierrors.NewResourceExpired("too old resource version: 10 (15)")
+				}
+				return watch.NewRaceFreeFake(), nil
+			},
+		}
+		gate := make(chan struct{})
+		h := newHarness(t, lw.listWatch(), func(o *Options) {
+			o.ResumeResourceVersion = "10"
+			o.ListAfter = gate
+		})
+		stop := h.run()
+		time.Sleep(time.Second) // many backoffs, in virtual time
+		synctest.Wait()
+		if got := lw.ListOpts(); len(got) != 0 {
+			t.Fatalf("listed %d times before ListAfter closed", len(got))
+		}
+		if got := len(lw.WatchOpts()); got != 1 {
+			t.Fatalf("%d watches while the list was held, want only the resumed one", got)
+		}
+		close(gate)
+		synctest.Wait()
+		if got, want := len(lw.ListOpts()), 1; got != want {
+			t.Fatalf("%d lists after ListAfter closed, want %d", got, want)
+		}
+		equal(t, "watch resourceVersions", lw.WatchRVs(), []string{"10", "20"})
+		stop()
 	})
-	stop := h.run()
-	eventually(t, "the resumed watch", func() bool { return len(lw.WatchOpts()) >= 1 })
-	time.Sleep(50 * time.Millisecond) // many backoffs of 1–4 ms
-	if got := lw.ListOpts(); len(got) != 0 {
-		t.Fatalf("listed %d times before ListAfter closed", len(got))
-	}
-	if got := len(lw.WatchOpts()); got != 1 {
-		t.Fatalf("%d watches while the list was held, want only the resumed one", got)
-	}
-	close(gate)
-	eventually(t, "the relist and the watch after it", func() bool {
-		return len(lw.ListOpts()) == 1 && len(lw.WatchOpts()) == 2
-	})
-	equal(t, "watch resourceVersions", lw.WatchRVs(), []string{"10", "20"})
-	stop()
 }
 
 // A reflector held by ListAfter returns when its context ends.
 func TestListAfterReturnsOnCancel(t *testing.T) {
-	lw := &fakeLW{t: t}
-	h := newHarness(t, lw.listWatch(), func(o *Options) { o.ListAfter = make(chan struct{}) })
-	stop := h.run()
-	time.Sleep(20 * time.Millisecond)
-	stop() // fails if Run does not return within a second
-	if got := lw.ListOpts(); len(got) != 0 {
-		t.Fatalf("listed %d times while held", len(got))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		lw := &fakeLW{t: t}
+		h := newHarness(t, lw.listWatch(), func(o *Options) { o.ListAfter = make(chan struct{}) })
+		stop := h.run()
+		synctest.Wait() // Run is blocked on ListAfter
+		stop()          // fails if Run does not return within a second
+		if got := lw.ListOpts(); len(got) != 0 {
+			t.Fatalf("listed %d times while held", len(got))
+		}
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/fixture"
@@ -217,7 +218,7 @@ func rollingDeployment() *appsv1.Deployment {
 	d.Spec.Template.Spec.Containers = d.Spec.Template.Spec.Containers[:1]
 	d.Spec.Template.Spec.Containers[0].Name = "worker"
 	d.Spec.Template.Spec.Containers[0].Image = "registry.example.com/storefront/payments-worker:1.8.0"
-	d.Spec.Replicas = ptrTo(int32(3))
+	d.Spec.Replicas = ptr.To(int32(3))
 	d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas = 3, 1, 2, 2
 	return d
 }
@@ -279,8 +280,6 @@ func paymentsConfigMap() *corev1.ConfigMap {
 	cm.Name, cm.Namespace = "payments-worker-config", "payments"
 	return cm
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // fixtures are written once per test binary, into a directory TestMain
 // removes.

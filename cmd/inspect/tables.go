@@ -1,5 +1,5 @@
-// Copyright 2017 The Kubernetes Authors.
-// Copyright 2026 The boltinformer Authors.
+// Copyright The Kubernetes Authors.
+// Copyright The boltinformer Authors.
 //
 // Licensed under the Apache License, Version 2.0 (the "License");
 // you may not use this file except in compliance with the License.
@@ -12,6 +12,10 @@
 // WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 // See the License for the specific language governing permissions and
 // limitations under the License.
+//
+// Ported from k8s.io/kubernetes v1.36.3, modified:
+//   - pkg/printers/internalversion/printers.go
+// The ports are listed in hack/upstream-versions.txt.
 
 package main
 

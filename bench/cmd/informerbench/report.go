@@ -114,7 +114,7 @@ func printReport(w io.Writer, r *sizeResult) {
 	row("objects as protobuf", opt(cold, mProto, f1), "1.00")
 	tw.Flush()
 
-	fmt.Fprintln(w, "\ntargets (issue #6):")
+	fmt.Fprintln(w, "\ntargets:")
 	for _, t := range r.Targets {
 		fmt.Fprintf(w, "  %-14s %s\n  %14s %s\n", "["+t.Status+"]", t.Goal, "", t.Detail)
 	}

@@ -2,7 +2,8 @@ package main
 
 import "fmt"
 
-// target is one of issue #6's goals, checked against a run's medians.
+// target is one of the project's performance goals (warm restart, 410
+// fallback, bounded RSS, throughput), checked against a run's medians.
 type target struct {
 	Goal   string `json:"goal"`
 	Status string `json:"status"` // "holds", "missed" or "not measured"

@@ -1,0 +1,13 @@
+package persist_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// No goroutine a test starts may outlive the package's tests: goleak fails
+// the package otherwise.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))
+}
