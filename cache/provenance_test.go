@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/poll"
-
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +21,7 @@ import (
 	fcache "k8s.io/client-go/tools/cache/testing"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
