@@ -8,13 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/poll"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 // While a warm start hands out the stored state (here held up inside the

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/poll"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
