@@ -156,11 +156,11 @@ func (c *captureClient) capture(obj runtime.Object, gvr schema.GroupVersionResou
 	}
 	spec, err := parseListRequest(list, gvr)
 	if err != nil {
-		return informerSpec{}, fmt.Errorf("List: %w", err)
+		return informerSpec{}, fmt.Errorf("its list request: %w", err)
 	}
 	wspec, err := parseListRequest(watch, gvr)
 	if err != nil {
-		return informerSpec{}, fmt.Errorf("Watch: %w", err)
+		return informerSpec{}, fmt.Errorf("its watch request: %w", err)
 	}
 	if wspec.namespace != spec.namespace || !reflect.DeepEqual(wspec.options, spec.options) {
 		return informerSpec{}, fmt.Errorf("it watches namespace %q with %+v but lists namespace %q with %+v", wspec.namespace, wspec.options, spec.namespace, spec.options)

@@ -2,6 +2,7 @@ package persist
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/boltinformer/boltinformer/internal/format"
 )
@@ -42,3 +43,10 @@ var (
 	// ErrNoCollection means a read-only open asked for a collection the file lacks.
 	ErrNoCollection = errors.New("no such collection")
 )
+
+// noIndexError is client-go's error for an index that does not exist,
+// verbatim: callers may match its text.
+func noIndexError(name string) error {
+	//lint:ignore ST1005 client-go's message, verbatim (callers may match it)
+	return fmt.Errorf("Index with name %s does not exist", name)
+}

@@ -255,7 +255,7 @@ func (c *Collection) memKeys() []string {
 // with mu held for reading.
 func (c *Collection) memByIndex(m *memIndex, index, value string) ([]runtime.Object, error) {
 	if _, ok := c.indexes[index]; !ok {
-		return nil, fmt.Errorf("Index with name %s does not exist", index)
+		return nil, noIndexError(index)
 	}
 	keys := m.byValue[index][value]
 	out := make([]runtime.Object, 0, len(keys))
@@ -273,7 +273,7 @@ func (c *Collection) memByIndex(m *memIndex, index, value string) ([]runtime.Obj
 // Called with mu held for reading.
 func (c *Collection) memIndexKeys(m *memIndex, index, value string) ([]string, error) {
 	if _, ok := c.indexes[index]; !ok {
-		return nil, fmt.Errorf("Index with name %s does not exist", index)
+		return nil, noIndexError(index)
 	}
 	keys := m.byValue[index][value]
 	out := make([]string, 0, len(keys))
@@ -288,7 +288,7 @@ func (c *Collection) memIndexKeys(m *memIndex, index, value string) ([]string, e
 // Called with mu held for reading.
 func (c *Collection) memIndexValues(m *memIndex, index string) ([]string, error) {
 	if _, ok := c.indexes[index]; !ok {
-		return nil, fmt.Errorf("Index with name %s does not exist", index)
+		return nil, noIndexError(index)
 	}
 	out := make([]string, 0, len(m.byValue[index]))
 	for v := range m.byValue[index] {
@@ -333,7 +333,7 @@ func (c *Collection) AppendByIndex(dst []interface{}, index, value string) ([]in
 	if m := c.memoryLocked(); m != nil {
 		defer c.mu.RUnlock()
 		if _, ok := c.indexes[index]; !ok {
-			return dst, fmt.Errorf("Index with name %s does not exist", index)
+			return dst, noIndexError(index)
 		}
 		keys := m.byValue[index][value]
 		dst = slices.Grow(dst, len(keys))

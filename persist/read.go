@@ -329,8 +329,7 @@ func (c *Collection) IndexKeys(index, value string) ([]string, error) {
 
 func (c *Collection) indexKeysLocked(index, value string) ([]string, error) {
 	if _, ok := c.indexes[index]; !ok {
-		//lint:ignore ST1005 client-go's message, verbatim (callers may match it)
-		return nil, fmt.Errorf("Index with name %s does not exist", index)
+		return nil, noIndexError(index)
 	}
 	var keys []string
 	for key := range c.pending.byValue[index][value] {
@@ -489,8 +488,7 @@ func (c *Collection) IndexValues(index string) ([]string, error) {
 		return c.memIndexValues(m, index)
 	}
 	if _, ok := c.indexes[index]; !ok {
-		//lint:ignore ST1005 client-go's message, verbatim (callers may match it)
-		return nil, fmt.Errorf("Index with name %s does not exist", index)
+		return nil, noIndexError(index)
 	}
 	seen := map[string]struct{}{}
 	for _, l := range []*layer{c.pending, c.committing} {

@@ -126,19 +126,6 @@ func (o *object) Labels() map[string]string {
 	return o.Meta.GetLabels()
 }
 
-// kindName is how kubectl -o name names the object's type: "pod",
-// "deployment.apps".
-func (o *object) kindName() string {
-	k := strings.ToLower(o.GVK.Kind)
-	if k == "" {
-		k = "unknown"
-	}
-	if o.GVK.Group != "" {
-		k += "." + o.GVK.Group
-	}
-	return k
-}
-
 // contentOptions say how an object becomes a map for YAML, JSON, export and
 // diff.
 type contentOptions struct {

@@ -4,7 +4,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 // GroupVersion is the Widget API's group and version.
@@ -12,12 +11,14 @@ var GroupVersion = schema.GroupVersion{Group: "example.boltinformer.io", Version
 
 // SchemeBuilder registers the Widget types; AddToScheme adds them to a scheme.
 var (
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 	AddToScheme   = SchemeBuilder.AddToScheme
 )
 
-func init() {
-	SchemeBuilder.Register(&Widget{}, &WidgetList{})
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Widget{}, &WidgetList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
 }
 
 // Widget is the custom resource the operator reconciles.
