@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -143,8 +144,13 @@ type InformerOptions struct {
 type Informer struct {
 	// store is what deltas are applied to and listers read: persistent
 	// unless the informer is memory-only, in which case persistent is nil.
-	store         storeIndexer
-	persistent    *Indexer
+	store      storeIndexer
+	persistent *Indexer
+	// public is what GetStore and GetIndexer return: store, behind
+	// provenStore for a persistent informer, so nothing stored is read
+	// before proven says the collection's provenance was checked.
+	public        storeIndexer
+	proven        atomic.Bool
 	name          string // the collection name, for logs and metrics
 	processor     *processor.Processor
 	listerWatcher cache.ListerWatcher
@@ -239,7 +245,7 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 			opts.InformerMetricsProvider = opts.Metrics
 		}
 	}
-	return &Informer{
+	inf := &Informer{
 		store:                           store,
 		persistent:                      persistent,
 		name:                            p.Collection,
@@ -252,7 +258,12 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 		resyncCheckPeriod:               opts.ResyncPeriod,
 		defaultEventHandlerResyncPeriod: opts.ResyncPeriod,
 		clock:                           clk,
-	}, nil
+	}
+	inf.public = store
+	if persistent != nil {
+		inf.public = provenStore{storeIndexer: store, proven: &inf.proven}
+	}
+	return inf, nil
 }
 
 // SetWatchErrorHandler implements cache.SharedInformer.
@@ -333,8 +344,12 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	defer s.closeCollection(logger)
 	s.report = report
 
-	if s.persistent != nil && !s.checkProvenance(ctx) {
-		return // stopped before the cluster's identity was known
+	if s.persistent != nil {
+		if !s.checkProvenance(ctx) {
+			return // stopped before the cluster's identity was known
+		}
+		// Listers may read the collection from now on.
+		s.proven.Store(true)
 	}
 	if s.persistent != nil {
 		defer s.persistent.coll.DB().AddCommitObserver(s.commitFailures(ctx))()
@@ -832,14 +847,18 @@ func (s *Informer) LastSyncResourceVersion() string {
 }
 
 // GetStore implements cache.SharedInformer.
-func (s *Informer) GetStore() cache.Store { return s.store }
+// Until the informer has started and checked the collection's provenance
+// (see RunWithContext) the store reads as empty.
+func (s *Informer) GetStore() cache.Store { return s.public }
 
 // GetIndexer implements cache.SharedIndexInformer.
-func (s *Informer) GetIndexer() cache.Indexer { return s.store }
+// Like GetStore, it reads as empty until the provenance is checked.
+func (s *Informer) GetIndexer() cache.Indexer { return s.public }
 
 // Indexer returns the persistent indexer, or nil for a memory-only
 // informer. See Indexer.InMemory for one that moved to memory because an
-// object could not be stored.
+// object could not be stored. Unlike GetIndexer it serves what the file
+// holds even before the informer has checked the collection's provenance.
 func (s *Informer) Indexer() *Indexer { return s.persistent }
 
 // AddIndexers implements cache.SharedIndexInformer.
