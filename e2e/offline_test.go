@@ -1,14 +1,19 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/tools/cache"
 
+	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -161,4 +166,79 @@ func TestWaitCaughtUpAfterDowntime(t *testing.T) {
 	if got := obs.startCauses(); fmt.Sprint(got) != fmt.Sprint([]reflector.StartCause{reflector.CauseResumed}) {
 		t.Errorf("start causes %v, want a resume only", got)
 	}
+}
+
+// TestFactoryDefaultIdentityWhileAPIServerDown starts a factory with its
+// default cluster identity (the kube-system namespace's UID, read from the
+// apiserver) on a populated file while kube-apiserver is stopped. The
+// identity cannot be proven, so the informer must hand out nothing stored —
+// its lister is empty and it is not synced — and report why. Once the
+// apiserver is back it proves the identity and catches up.
+func TestFactoryDefaultIdentityWhileAPIServerDown(t *testing.T) {
+	const test = "offline-factory"
+	srv := apiservertest.Start(t, apiservertest.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), factoryTestTimeout)
+	defer cancel()
+	admin := newClientset(t, srv.Config(), nil)
+	createNamespaces(t, admin, "offline-factory")
+	populateConfigMaps(t, admin, test, []string{"offline-factory"}, 50)
+	path := cachePath(t)
+
+	db := openDB(t, path)
+	f := factory.NewSharedInformerFactoryWithOptions(typedClient(t, srv.Config(), nil), 0, db, factory.WithNamespace("offline-factory"))
+	lister := f.Core().V1().ConfigMaps().Lister()
+	coldCtx, stopCold := context.WithCancel(ctx)
+	f.Start(coldCtx.Done())
+	f.WaitForCacheSync(coldCtx.Done())
+	stored, err := lister.List(k8slabels.Everything())
+	if err != nil || len(stored) != 50 {
+		t.Fatalf("cold lister: %d objects, %v; want 50", len(stored), err)
+	}
+	stopCold()
+	f.Shutdown()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.StopAPIServer()
+	db = openDB(t, path)
+	fctx, stop := context.WithCancel(ctx)
+	f = factory.NewSharedInformerFactoryWithOptions(typedClient(t, srv.Config(), nil), 0, db, factory.WithNamespace("offline-factory"))
+	defer func() { stop(); f.Shutdown() }()
+	informer := f.Core().V1().ConfigMaps().Informer()
+	reported := make(chan error, 100)
+	if err := informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		select {
+		case reported <- err:
+		default:
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	lister = f.Core().V1().ConfigMaps().Lister()
+	f.Start(fctx.Done())
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-reported:
+			if !strings.Contains(err.Error(), "cluster's identity is not known") {
+				t.Errorf("reported %v, want the unknown cluster identity", err)
+			}
+		case <-ctx.Done():
+			t.Fatal("no error reported while the apiserver is down")
+		}
+	}
+	if informer.HasSynced() {
+		t.Error("synced while the cluster's identity cannot be read")
+	}
+	if got, err := lister.List(k8slabels.Everything()); len(got) != 0 || err != nil {
+		t.Errorf("lister served %d stored objects (%v) before the cluster's identity was proven, want none", len(got), err)
+	}
+
+	srv.StartAPIServer(t)
+	waitClosed(t, informer.HasSyncedChecker().Done(), factoryTestTimeout, "sync once the apiserver is back")
+	server := serverConfigMaps(t, admin, "offline-factory", "")
+	eventually(t, time.Minute, "the lister to match the server", func() bool {
+		got, _ := lister.List(k8slabels.Everything())
+		return len(diffStates(server, listState(got), 1)) == 0
+	})
 }
