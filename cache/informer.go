@@ -133,9 +133,9 @@ type InformerOptions struct {
 	//
 	// The watch reaches the read's resourceVersion with the next change to
 	// the informer's objects, or else with the apiserver's next bookmark
-	// (about once a minute, and 2 s before each watch's timeout; see
-	// MinWatchTimeout): on a quiet resource a caught-up sync can take that
-	// long. The read needs the apiserver: while it is unreachable such an
+	// (about once a minute, and near each watch's timeout; see
+	// MinWatchTimeout): on a quiet resource a caught-up sync can take up to
+	// about a minute. The read needs the apiserver: while it is unreachable such an
 	// informer serves the stored state but is not synced. resourceVersions
 	// are compared as integers (etcd revisions); where either does not parse
 	// as one, the first event or bookmark applied after the read counts.

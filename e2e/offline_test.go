@@ -116,8 +116,8 @@ func TestWaitCaughtUpAfterDowntime(t *testing.T) {
 
 	path := cachePath(t)
 	selector := e2eLabel + "=" + test
-	// A short watch timeout brings the apiserver's bookmark (2 s before it)
-	// sooner, in case nothing of this list changes after the read.
+	// A short watch timeout brings the apiserver's bookmark (sent near it)
+	// sooner: nothing of this list changes after the read (see below).
 	spec := informerSpec{collection: "configmaps-" + selector, resource: "configmaps", selector: selector,
 		cs: newClientset(t, srv.Config(), nil), minWatchTimeout: 5 * time.Second}
 
