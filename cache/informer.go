@@ -135,10 +135,11 @@ type InformerOptions struct {
 	// the informer's objects, or else with the apiserver's next bookmark
 	// (about once a minute, and near each watch's timeout; see
 	// MinWatchTimeout): on a quiet resource a caught-up sync can take up to
-	// about a minute. The read needs the apiserver: while it is unreachable such an
-	// informer serves the stored state but is not synced. resourceVersions
-	// are compared as integers (etcd revisions); where either does not parse
-	// as one, the first event or bookmark applied after the read counts.
+	// about a minute. The read needs the apiserver: while it is unreachable
+	// such an informer serves the stored state but is not synced.
+	// resourceVersions are compared as integers (etcd revisions); where
+	// either does not parse as one, the first event or bookmark applied
+	// after the read counts.
 	WaitCaughtUp bool
 }
 
