@@ -564,8 +564,10 @@ func (r *confRun) phaseWarmRestart() error {
 		return err
 	}
 	r.ours = ours
-	// The reopened file must hold exactly the state at the stop.
-	if got := confStateOf(ours.inf.GetStore().List()); !confEqualState(got, stored) {
+	// The reopened file must hold exactly the state at the stop (read
+	// through the Indexer: listers serve nothing before Run checks the
+	// provenance).
+	if got := confStateOf(ours.inf.Indexer().List()); !confEqualState(got, stored) {
 		return fmt.Errorf("phase %d: reopened file holds %v, want the state at the stop %v", r.phase.Load(), got, stored)
 	}
 	if got := ours.inf.Indexer().LastStoreSyncResourceVersion(); got != storedRV {

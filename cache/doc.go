@@ -39,6 +39,24 @@
 // TransformVersion plus its Go function name. Collections written before
 // provenance was recorded start cold once.
 //
+// Until the check has passed, the informer hands out nothing stored: its
+// handlers get nothing and GetStore and GetIndexer (every lister) read as
+// empty, as a client-go informer's store before its first list. A cluster
+// identity that needs the apiserver (the factories' default) therefore
+// keeps a warm informer empty and unsynced while the apiserver is down:
+// resume only what provably matches. With a declared identity
+// (StaticCluster) or a nil Persistence.Cluster the warm start works
+// offline: the informer is synced from the file and its watch retries with
+// client-go's backoff (failures go to the watch error handler) until the
+// server answers; it then resumes, or relists once after a 410.
+//
+// # Caught-up sync
+//
+// A warm start is synced with the stored state. With
+// InformerOptions.WaitCaughtUp, synced also waits until the watch has
+// applied a resourceVersion at least that of a consistent limit=1 read
+// taken at start: for controllers that act on absence.
+//
 // # Resyncs after a warm start
 //
 // client-go sends an update whose resourceVersion did not change (a resync,

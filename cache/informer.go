@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -135,6 +136,31 @@ type InformerOptions struct {
 	// Backoff overrides the reflector's retry backoff (tests); zero values
 	// are client-go's.
 	InitialBackoff, MaxBackoff time.Duration
+
+	// WaitCaughtUp makes HasSynced wait, beyond the initial state (loaded
+	// from the file or listed), until the store has applied a
+	// resourceVersion at least that of a consistent read the informer takes
+	// when it starts: one list request with limit=1 at resourceVersion "",
+	// through the ListerWatcher, returning at most one object. Synced then
+	// means the store holds every change made before the informer started,
+	// as a cold start's list would, still without a full list.
+	//
+	// Use it for controllers that act on absence: garbage collection,
+	// cleanup of orphans, anything that deletes or reports what it does not
+	// find in the cache. A warm start without it is synced with the stored
+	// state, which may miss objects created, and still hold objects
+	// deleted, while the process was down, until the watch delivers them.
+	//
+	// The watch reaches the read's resourceVersion with the next change to
+	// the informer's objects, or else with the apiserver's next bookmark
+	// (about once a minute, and near each watch's timeout; see
+	// MinWatchTimeout): on a quiet resource a caught-up sync can take up to
+	// about a minute. The read needs the apiserver: while it is unreachable
+	// such an informer serves the stored state but is not synced.
+	// resourceVersions are compared as integers (etcd revisions); where
+	// either does not parse as one, the first event or bookmark applied
+	// after the read counts.
+	WaitCaughtUp bool
 }
 
 // Informer is a cache.SharedIndexInformer whose store lives in a cache file.
@@ -163,17 +189,25 @@ type InformerOptions struct {
 type Informer struct {
 	// store is what deltas are applied to and listers read: persistent
 	// unless the informer is memory-only, in which case persistent is nil.
-	store         storeIndexer
-	persistent    *Indexer
+	store      storeIndexer
+	persistent *Indexer
+	// public is what GetStore and GetIndexer return: store, behind
+	// provenStore for a persistent informer, so nothing stored is read
+	// before proven says the collection's provenance was checked.
+	public        storeIndexer
+	proven        atomic.Bool
 	name          string // the collection name, for logs and metrics
 	processor     *processor.Processor
 	listerWatcher cache.ListerWatcher
 	objectType    runtime.Object
 	opts          InformerOptions
 
-	// synced is closed once the initial state (listed, or loaded from disk)
-	// has been handed to the handlers.
-	synced chan struct{}
+	// loaded is closed once the initial state (listed, or loaded from disk)
+	// has been handed to the handlers; synced then, or, with WaitCaughtUp,
+	// once caught is done too.
+	loaded, synced chan struct{}
+	// caught is set with WaitCaughtUp.
+	caught *caughtUp
 
 	cacheMutationDetector cache.MutationDetector
 
@@ -259,7 +293,7 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 			opts.InformerMetricsProvider = opts.Metrics
 		}
 	}
-	return &Informer{
+	inf := &Informer{
 		store:                           store,
 		persistent:                      persistent,
 		name:                            p.Collection,
@@ -267,12 +301,21 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 		listerWatcher:                   lw,
 		objectType:                      exampleObject,
 		opts:                            opts,
+		loaded:                          make(chan struct{}),
 		synced:                          make(chan struct{}),
 		cacheMutationDetector:           cache.NewCacheMutationDetector(fmt.Sprintf("%T", exampleObject)),
 		resyncCheckPeriod:               opts.ResyncPeriod,
 		defaultEventHandlerResyncPeriod: opts.ResyncPeriod,
 		clock:                           clk,
-	}, nil
+	}
+	if opts.WaitCaughtUp {
+		inf.caught = newCaughtUp()
+	}
+	inf.public = store
+	if persistent != nil {
+		inf.public = provenStore{storeIndexer: store, proven: &inf.proven}
+	}
+	return inf, nil
 }
 
 // SetWatchErrorHandler implements cache.SharedInformer.
@@ -353,8 +396,12 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	defer s.closeCollection(logger)
 	s.report = report
 
-	if s.persistent != nil && !s.checkProvenance(ctx) {
-		return // stopped before the cluster's identity was known
+	if s.persistent != nil {
+		if !s.checkProvenance(ctx) {
+			return // stopped before the cluster's identity was known
+		}
+		// Listers may read the collection from now on.
+		s.proven.Store(true)
 	}
 	if s.persistent != nil {
 		defer s.persistent.coll.DB().AddCommitObserver(s.commitFailures(ctx))()
@@ -380,6 +427,9 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	// A warm start's reflector opens its watch while the stored state is
 	// being delivered (a relist after a 410 waits for the delivery). What it
 	// queues waits for processLoop, which starts after delivery.
+	if s.caught != nil {
+		reflectors.StartWithContext(reflectorCtx, s.waitCaughtUp)
+	}
 	fifo, refl, listeners := s.begin(logger, false)
 	stopFirst := launch(refl)
 	if s.warm {
@@ -398,7 +448,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 			fifo, refl, _ = s.begin(logger, true)
 			launch(refl)
 		} else {
-			close(s.synced)
+			close(s.loaded)
 			s.releaseFilePages(logger)
 		}
 	}
@@ -407,11 +457,26 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 			case <-fifo.HasSyncedChecker().Done():
-				close(s.synced)
+				close(s.loaded)
 				s.releaseFilePages(logger)
 			}
 		})
 	}
+	wg.Start(func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.loaded:
+		}
+		if s.caught != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.caught.done:
+			}
+		}
+		close(s.synced)
+	})
 	s.runController(ctx, fifo)
 }
 
@@ -421,6 +486,41 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 func (s *Informer) checkProvenance(ctx context.Context) bool {
 	logger := klog.FromContext(ctx)
 	p := s.opts.Persistence
+	return s.retry(ctx, func() error {
+		cluster := ""
+		if p.Cluster != nil {
+			var err error
+			if cluster, err = p.Cluster(ctx); err != nil {
+				return fmt.Errorf("boltinformer: collection %q: the cluster's identity is not known yet (%w); nothing stored is resumed until it is", s.name, err)
+			}
+		}
+		s.startedLock.Lock()
+		transform := s.transform
+		s.startedLock.Unlock()
+		want := map[string]string{
+			provenanceList:      p.ListIdentity,
+			provenanceCluster:   cluster,
+			provenanceTransform: transformIdentity(p.TransformVersion, transform),
+			provenanceQueue:     queueAtomic,
+		}
+		mismatch, err := s.persistent.coll.CheckProvenance(ctx, want)
+		if err != nil {
+			return fmt.Errorf("boltinformer: collection %q: checking what it was stored under: %w", s.name, err)
+		}
+		if mismatch != nil {
+			reason := resetReason(mismatch)
+			logger.Info("Stored collection does not match this informer; it was emptied and the informer starts cold", "collection", s.name, "reason", reason, "detail", mismatch.Error())
+			s.opts.Metrics.countReset(s.name, reason)
+		}
+		return nil
+	})
+}
+
+// retry calls fn until it succeeds, reporting each error to the watch error
+// handler and waiting with the reflector's backoff (client-go's 800ms
+// doubling to 30s unless InformerOptions say otherwise) in between. It
+// returns false if ctx ended first.
+func (s *Informer) retry(ctx context.Context, fn func() error) bool {
 	delay, maxDelay := s.opts.InitialBackoff, s.opts.MaxBackoff
 	if delay <= 0 {
 		delay = 800 * time.Millisecond // client-go's reflector backoff
@@ -429,36 +529,12 @@ func (s *Informer) checkProvenance(ctx context.Context) bool {
 		maxDelay = 30 * time.Second
 	}
 	for {
-		err := func() error {
-			cluster := ""
-			if p.Cluster != nil {
-				var err error
-				if cluster, err = p.Cluster(ctx); err != nil {
-					return fmt.Errorf("boltinformer: collection %q: the cluster's identity is not known yet (%w); nothing stored is resumed until it is", s.name, err)
-				}
-			}
-			s.startedLock.Lock()
-			transform := s.transform
-			s.startedLock.Unlock()
-			want := map[string]string{
-				provenanceList:      p.ListIdentity,
-				provenanceCluster:   cluster,
-				provenanceTransform: transformIdentity(p.TransformVersion, transform),
-				provenanceQueue:     queueAtomic,
-			}
-			mismatch, err := s.persistent.coll.CheckProvenance(ctx, want)
-			if err != nil {
-				return fmt.Errorf("boltinformer: collection %q: checking what it was stored under: %w", s.name, err)
-			}
-			if mismatch != nil {
-				reason := resetReason(mismatch)
-				logger.Info("Stored collection does not match this informer; it was emptied and the informer starts cold", "collection", s.name, "reason", reason, "detail", mismatch.Error())
-				s.opts.Metrics.countReset(s.name, reason)
-			}
-			return nil
-		}()
+		err := fn()
 		if err == nil {
 			return true
+		}
+		if ctx.Err() != nil {
+			return false
 		}
 		s.report(ctx, err)
 		select {
@@ -516,7 +592,7 @@ func (s *Informer) begin(logger klog.Logger, cold bool) (*cache.RealFIFO, *refle
 	// start has nothing to wait for (its synced waits for the list itself).
 	var listAfter <-chan struct{}
 	if s.warm {
-		listAfter = s.synced
+		listAfter = s.loaded
 	}
 	if s.persistent != nil {
 		s.persistent.setReadErrorHandler(s.report) // file read errors reach it too
@@ -744,6 +820,7 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 	if s.moveToMemoryLocked(logger, err) {
 		err = processDeltas(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
 	}
+	s.noteAppliedLocked()
 	return err
 }
 
@@ -754,7 +831,17 @@ func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, i
 	if s.moveToMemoryLocked(logger, err) {
 		err = processDeltasInBatch(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
 	}
+	s.noteAppliedLocked()
 	return err
+}
+
+// noteAppliedLocked tells the caught-up sync, if any, the resourceVersion
+// the store has applied (events, lists and bookmarks alike). Called under
+// blockDeltas.
+func (s *Informer) noteAppliedLocked() {
+	if s.caught != nil {
+		s.caught.applied(s.store.LastStoreSyncResourceVersion())
+	}
 }
 
 // moveToMemoryLocked handles a delta the persistent store refused because
@@ -855,14 +942,18 @@ func (s *Informer) LastSyncResourceVersion() string {
 }
 
 // GetStore implements cache.SharedInformer.
-func (s *Informer) GetStore() cache.Store { return s.store }
+// Until the informer has started and checked the collection's provenance
+// (see RunWithContext) the store reads as empty.
+func (s *Informer) GetStore() cache.Store { return s.public }
 
 // GetIndexer implements cache.SharedIndexInformer.
-func (s *Informer) GetIndexer() cache.Indexer { return s.store }
+// Like GetStore, it reads as empty until the provenance is checked.
+func (s *Informer) GetIndexer() cache.Indexer { return s.public }
 
 // Indexer returns the persistent indexer, or nil for a memory-only
 // informer. See Indexer.InMemory for one that moved to memory because an
-// object could not be stored.
+// object could not be stored. Unlike GetIndexer it serves what the file
+// holds even before the informer has checked the collection's provenance.
 func (s *Informer) Indexer() *Indexer { return s.persistent }
 
 // AddIndexers implements cache.SharedIndexInformer.

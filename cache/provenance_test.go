@@ -478,3 +478,59 @@ func TestWarmStartReadErrorFallsBackToCold(t *testing.T) {
 		return len(starts) > 0 && starts[len(starts)-1] == "cold"
 	})
 }
+
+// While the cluster's identity cannot be learned (the apiserver is down and
+// the informer uses the factories' default identity), nothing stored is
+// handed out: not to handlers, not to listers, and the informer is not
+// synced. The file may belong to another cluster.
+func TestClusterIdentityFailingHandsOutNothing(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource("a", "b")
+	populate(t, f, src, bcache.Persistence{Cluster: bcache.StaticCluster("uid-1")}, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
+
+	asked := make(chan struct{}, 1)
+	cluster := func(ctx context.Context) (string, error) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		return "", errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+	}
+	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{Cluster: cluster}, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
+	// Two reported failures: the informer has gone round its retry loop.
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-r.errs:
+			if !errorsContain(err, "connection refused") {
+				t.Fatalf("reported %v, want the identity error", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the identity error was not reported to the watch error handler")
+		}
+	}
+	idx := r.inf.GetIndexer()
+	if got := idx.List(); len(got) != 0 {
+		t.Errorf("lister List = %d objects while the cluster is unknown, want none", len(got))
+	}
+	if got := idx.ListKeys(); len(got) != 0 {
+		t.Errorf("ListKeys = %v, want none", got)
+	}
+	if _, ok, err := idx.GetByKey("ns/a"); ok || err != nil {
+		t.Errorf("GetByKey(ns/a) = %v, %v; want absent", ok, err)
+	}
+	if got, err := idx.ByIndex(cache.NamespaceIndex, "ns"); len(got) != 0 || err != nil {
+		t.Errorf("ByIndex = %d objects, %v; want none", len(got), err)
+	}
+	if _, err := idx.ByIndex("nope", "ns"); err == nil {
+		t.Error("ByIndex on an unknown index: no error")
+	}
+	if rv := r.inf.GetStore().LastStoreSyncResourceVersion(); rv != "" {
+		t.Errorf("store resourceVersion %q, want none", rv)
+	}
+	if r.inf.HasSynced() || len(r.ev.list()) != 0 {
+		t.Errorf("synced=%v events=%v while the cluster is unknown; want nothing", r.inf.HasSynced(), r.ev.list())
+	}
+	if n := len(r.obs.starts()); n != 0 {
+		t.Errorf("reflector started (%v) before the cluster was known", r.obs.starts())
+	}
+}

@@ -56,10 +56,12 @@ func newClientset(t testing.TB, cfg *rest.Config, counter *requestCounter) kuber
 }
 
 // requestCounter counts LIST and WATCH requests for one resource's
-// collection path (…/<resource>), in any namespace.
+// collection path (…/<resource>), in any namespace. A consistent read of one
+// object (limit=1 at resourceVersion "", what a caught-up sync takes) is
+// counted in probes, not in lists.
 type requestCounter struct {
-	resource       string
-	lists, watches atomic.Int64
+	resource               string
+	lists, watches, probes atomic.Int64
 
 	mu sync.Mutex
 	// watchTimeouts are the timeoutSeconds parameters of the watches.
@@ -80,6 +82,8 @@ func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 				c.mu.Lock()
 				c.watchTimeouts = append(c.watchTimeouts, req.URL.Query().Get("timeoutSeconds"))
 				c.mu.Unlock()
+			} else if q := req.URL.Query(); q.Get("limit") == "1" && q.Get("resourceVersion") == "" {
+				c.probes.Add(1)
 			} else {
 				c.lists.Add(1)
 			}
@@ -123,6 +127,11 @@ type informerSpec struct {
 	observer reflector.Observer
 	// minWatchTimeout is InformerOptions.MinWatchTimeout; zero is 5m.
 	minWatchTimeout time.Duration
+	// cluster, if set, is the declared cluster identity
+	// (Persistence.Cluster = StaticCluster(cluster)); unset records none.
+	cluster string
+	// waitCaughtUp is InformerOptions.WaitCaughtUp.
+	waitCaughtUp bool
 }
 
 func (s informerSpec) example() runtime.Object {
@@ -148,6 +157,10 @@ func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
 		MinWatchTimeout: s.minWatchTimeout,
 		InitialBackoff:  100 * time.Millisecond,
 		MaxBackoff:      2 * time.Second,
+		WaitCaughtUp:    s.waitCaughtUp,
+	}
+	if s.cluster != "" {
+		opts.Persistence.Cluster = bcache.StaticCluster(s.cluster)
 	}
 	if s.observer != nil {
 		opts.Observer = s.observer

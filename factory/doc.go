@@ -58,6 +58,26 @@
 //     does not change with what it closes over, so bump the declared
 //     version whenever a transform's output changes.
 //
+// # Starting while the apiserver is unreachable
+//
+// With the default cluster identity an informer cannot prove, while the
+// apiserver is down, that its file belongs to this cluster: it hands out
+// nothing stored (handlers and listers see an empty cache), is not synced,
+// and retries with the reflector's backoff, reporting each failure to its
+// watch error handler. With WithClusterIdentity the warm start works
+// offline: the informer is synced from its file, listers serve the stored
+// state, and the watch retries with client-go's backoff until the server
+// answers; it then resumes, or relists once after a 410, and catches up.
+//
+// # Caught-up sync
+//
+// A warm informer is synced with its stored state, which misses what
+// changed while the process was down until the watch delivers it. A
+// controller that acts on absence (garbage collection, cleanup) should use
+// WithWaitCaughtUp: synced then also waits for the watch to pass a
+// consistent limit=1 read taken at start (see
+// cache.InformerOptions.WaitCaughtUp).
+//
 // # Caveats
 //
 // Where the factory cannot determine what newFunc's informer lists — it

@@ -66,6 +66,20 @@ func WithClusterIdentity(id string) Option {
 	return func(f *Factory) { f.clusterIdentity = id }
 }
 
+// WithWaitCaughtUp makes every informer of the factory report synced (and
+// WaitForCacheSync return) only once its watch has caught up with the
+// cluster as of the informer's start, not as soon as the stored state is
+// loaded (see cache.InformerOptions.WaitCaughtUp). Each start then costs the
+// apiserver one limit=1 list per informer, still no full list. Use it for
+// controllers that act on absence — garbage collection, cleanup of orphans,
+// anything that deletes or reports what it does not find in its cache —
+// which would otherwise act on objects deleted, or miss objects created,
+// while the process was down. Such informers are not synced while the
+// apiserver is unreachable.
+func WithWaitCaughtUp() Option {
+	return func(f *Factory) { f.waitCaughtUp = true }
+}
+
 // WithInformerName names the factory's informers for client-go's metrics.
 func WithInformerName(name *cache.InformerName) Option {
 	return func(f *Factory) { f.informerName = name }
@@ -113,6 +127,11 @@ func WithDynamicPersistSecrets() DynamicOption {
 // through the namespaces resource.
 func WithDynamicClusterIdentity(id string) DynamicOption {
 	return func(f *DynamicFactory) { f.clusterIdentity = id }
+}
+
+// WithDynamicWaitCaughtUp is WithWaitCaughtUp for the dynamic factory.
+func WithDynamicWaitCaughtUp() DynamicOption {
+	return func(f *DynamicFactory) { f.waitCaughtUp = true }
 }
 
 // WithDynamicMemoryOnly keeps the informers of the given resources in

@@ -142,6 +142,23 @@ func (s *Server) Restart(ctx context.Context) error {
 	return s.startAPIServer(ctx)
 }
 
+// StopAPIServer stops kube-apiserver, keeping etcd and its data, so a test
+// can see what clients do while the apiserver is unreachable. It is safe to
+// call more than once.
+func (s *Server) StopAPIServer() { s.apiserver.stop() }
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the
+// same port with the same flags, and waits for /readyz. As after
+// RestartAPIServer, resource versions from before are in no watch cache.
+func (s *Server) StartAPIServer(t testing.TB) {
+	t.Helper()
+	start := time.Now()
+	if err := s.startAPIServer(context.Background()); err != nil {
+		t.Fatalf("apiservertest: %v", err)
+	}
+	t.Logf("apiservertest: kube-apiserver started again in %v", time.Since(start).Round(time.Millisecond))
+}
+
 // CompactEtcd compacts etcd's history up to its current revision and returns
 // that revision. Reads and watches at older revisions that miss the
 // apiserver's watch cache then fail with 410 Gone.

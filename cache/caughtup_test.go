@@ -1,0 +1,128 @@
+package cache_test
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	fcache "k8s.io/client-go/tools/cache/testing"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+)
+
+// heldWatch counts lists (full and limit=1 apart) and holds every watch
+// until release is closed.
+type heldWatch struct {
+	noWatchList
+	release      chan struct{}
+	probed       chan struct{} // closed at the first limit=1 list
+	full, probes atomic.Int64
+}
+
+func newHeldWatch(src *fcache.FakeControllerSource) *heldWatch {
+	return &heldWatch{noWatchList: noWatchList{src}, release: make(chan struct{}), probed: make(chan struct{})}
+}
+
+func (h *heldWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
+	if opts.Limit == 1 && opts.ResourceVersion == "" {
+		if h.probes.Add(1) == 1 {
+			close(h.probed)
+		}
+	} else {
+		h.full.Add(1)
+	}
+	return h.noWatchList.List(opts)
+}
+
+func (h *heldWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	<-h.release
+	return h.noWatchList.Watch(opts)
+}
+
+// With WaitCaughtUp a warm informer is synced only once its store holds
+// what changed while it was stopped (an object created, one deleted), taken
+// from a consistent limit=1 read, without a full list. Without the option
+// it is synced with the stored state (checked at the end).
+func TestWaitCaughtUpWarmStart(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource("a", "b")
+	populate(t, f, src, bcache.Persistence{}, nil, nil)
+	src.Add(pod("ns", "c", "", nil))
+	src.Delete(pod("ns", "a", "", nil))
+	want := sourceState(t, src)
+
+	lw := newHeldWatch(src)
+	r := startInformerOpts(t, f, lw, bcache.InformerOptions{WaitCaughtUp: true}, nil)
+	select {
+	case <-lw.probed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no consistent limit=1 read")
+	}
+	// The stored state has reached the handler (it is what a sync without
+	// the option would wait for), but the watch is held: not caught up.
+	waitFor(t, "stored objects delivered", func() bool { return len(r.ev.list()) == 2 })
+	if r.inf.HasSynced() {
+		t.Fatalf("synced before the watch applied the read's resourceVersion; store %v, server %v", storeState(r.inf.GetStore()), want)
+	}
+	close(lw.release)
+	r.synced(t)
+	if got := storeState(r.inf.GetStore()); !slices.Equal(got, want) {
+		t.Errorf("store at sync = %v, want the server's %v", got, want)
+	}
+	if n := lw.full.Load(); n != 0 {
+		t.Errorf("%d full lists, want 0", n)
+	}
+	if n := lw.probes.Load(); n != 1 {
+		t.Errorf("%d limit=1 reads, want 1", n)
+	}
+	r.stop()
+	f.reopen()
+
+	// Without the option the same start is synced with the stored state.
+	src.Add(pod("ns", "d", "", nil))
+	lw = newHeldWatch(src)
+	r = startInformerOpts(t, f, lw, bcache.InformerOptions{}, nil)
+	r.synced(t)
+	if got := storeState(r.inf.GetStore()); slices.Equal(got, sourceState(t, src)) {
+		t.Errorf("store at sync without the option = %v: the watch was held, it should hold the stored state", got)
+	}
+	close(lw.release)
+}
+
+// While the consistent read fails (apiserver unreachable) an informer with
+// WaitCaughtUp is not synced; the failures reach the watch error handler.
+func TestWaitCaughtUpReadFails(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource("a")
+	populate(t, f, src, bcache.Persistence{}, nil, nil)
+	lw := &failingProbe{noWatchList: noWatchList{src}}
+	r := startInformerOpts(t, f, lw, bcache.InformerOptions{WaitCaughtUp: true}, nil)
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-r.errs:
+			if !errorsContain(err, "consistent read") {
+				t.Fatalf("reported %v, want the failed consistent read", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the failed read was not reported")
+		}
+	}
+	waitFor(t, "stored objects delivered", func() bool { return len(r.ev.list()) == 1 })
+	if r.inf.HasSynced() {
+		t.Error("synced although the consistent read never succeeded")
+	}
+}
+
+type failingProbe struct{ noWatchList }
+
+func (f *failingProbe) List(opts metav1.ListOptions) (runtime.Object, error) {
+	if opts.Limit == 1 {
+		return nil, context.DeadlineExceeded
+	}
+	return f.noWatchList.List(opts)
+}
