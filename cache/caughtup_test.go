@@ -13,6 +13,7 @@ import (
 	fcache "k8s.io/client-go/tools/cache/testing"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 // heldWatch counts lists (full and limit=1 apart) and holds every watch
@@ -65,7 +66,7 @@ func TestWaitCaughtUpWarmStart(t *testing.T) {
 	}
 	// The stored state has reached the handler (it is what a sync without
 	// the option would wait for), but the watch is held: not caught up.
-	waitFor(t, "stored objects delivered", func() bool { return len(r.ev.list()) == 2 })
+	poll.Until(t, 10*time.Second, "stored objects delivered", func() bool { return len(r.ev.list()) == 2 })
 	if r.inf.HasSynced() {
 		t.Fatalf("synced before the watch applied the read's resourceVersion; store %v, server %v", storeState(r.inf.GetStore()), want)
 	}
@@ -112,7 +113,7 @@ func TestWaitCaughtUpReadFails(t *testing.T) {
 			t.Fatal("the failed read was not reported")
 		}
 	}
-	waitFor(t, "stored objects delivered", func() bool { return len(r.ev.list()) == 1 })
+	poll.Until(t, 10*time.Second, "stored objects delivered", func() bool { return len(r.ev.list()) == 1 })
 	if r.inf.HasSynced() {
 		t.Error("synced although the consistent read never succeeded")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -76,7 +77,7 @@ func TestWarmStartWhileAPIServerDown(t *testing.T) {
 	}
 	// The watch keeps being retried: wait for failures reported to the
 	// watch error handler.
-	eventually(t, time.Minute, "failed watch attempts reported", func() bool { return len(obs.watchErrors()) >= 3 })
+	poll.Until(t, time.Minute, "failed watch attempts reported", func() bool { return len(obs.watchErrors()) >= 3 })
 	for _, err := range obs.watchErrors() {
 		if !errors.Is(err, reflector.ErrWatch) || !utilnet.IsConnectionRefused(err) {
 			t.Errorf("watch error %v: want a refused watch connection", err)
@@ -87,7 +88,7 @@ func TestWarmStartWhileAPIServerDown(t *testing.T) {
 	}
 
 	srv.StartAPIServer(t)
-	eventually(t, 2*time.Minute, "the informer to converge once the apiserver is back", func() bool {
+	poll.Until(t, 2*time.Minute, "the informer to converge once the apiserver is back", func() bool {
 		return len(diffStates(server, storeState(t, inf.GetStore()), 1)) == 0
 	})
 	t.Logf("apiserver down: %d watch attempts failed; back: start causes %v, %d LIST request(s), %d watch requests",
@@ -237,7 +238,7 @@ func TestFactoryDefaultIdentityWhileAPIServerDown(t *testing.T) {
 	srv.StartAPIServer(t)
 	waitClosed(t, informer.HasSyncedChecker().Done(), factoryTestTimeout, "sync once the apiserver is back")
 	server := serverConfigMaps(t, admin, "offline-factory", "")
-	eventually(t, time.Minute, "the lister to match the server", func() bool {
+	poll.Until(t, time.Minute, "the lister to match the server", func() bool {
 		got, _ := lister.List(k8slabels.Everything())
 		return len(diffStates(server, listState(got), 1)) == 0
 	})
