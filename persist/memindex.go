@@ -251,22 +251,23 @@ func (c *Collection) memKeys() []string {
 	return out
 }
 
-// memByIndex returns the objects under one index value from memory. Called
-// with mu held for reading.
-func (c *Collection) memByIndex(m *memIndex, index, value string) ([]runtime.Object, error) {
+// appendMemByIndex appends the objects under one index value, from memory,
+// to dst; ByIndex and AppendByIndex differ only in dst's element type.
+// Called with c.mu held for reading.
+func appendMemByIndex[T any](c *Collection, m *memIndex, dst []T, index, value string) ([]T, error) {
 	if _, ok := c.indexes[index]; !ok {
-		return nil, noIndexError(index)
+		return dst, noIndexError(index)
 	}
 	keys := m.byValue[index][value]
-	out := make([]runtime.Object, 0, len(keys))
+	dst = slices.Grow(dst, len(keys))
 	c.cache.mu.RLock()
 	defer c.cache.mu.RUnlock()
 	for key := range keys {
 		if e, ok := c.cache.entries[key]; ok {
-			out = append(out, e.obj)
+			dst = append(dst, any(e.obj).(T))
 		}
 	}
-	return out, nil
+	return dst, nil
 }
 
 // memIndexKeys returns, sorted, the keys under one index value from memory.
@@ -332,19 +333,7 @@ func (c *Collection) AppendByIndex(dst []interface{}, index, value string) ([]in
 	c.mu.RLock()
 	if m := c.memoryLocked(); m != nil {
 		defer c.mu.RUnlock()
-		if _, ok := c.indexes[index]; !ok {
-			return dst, noIndexError(index)
-		}
-		keys := m.byValue[index][value]
-		dst = slices.Grow(dst, len(keys))
-		c.cache.mu.RLock()
-		defer c.cache.mu.RUnlock()
-		for key := range keys {
-			if e, ok := c.cache.entries[key]; ok {
-				dst = append(dst, e.obj)
-			}
-		}
-		return dst, nil
+		return appendMemByIndex(c, m, dst, index, value)
 	}
 	c.mu.RUnlock()
 	objs, err := c.ByIndex(index, value)

@@ -378,7 +378,7 @@ func (c *Collection) ByIndex(index, value string) ([]runtime.Object, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if m := c.memoryLocked(); m != nil {
-		return c.memByIndex(m, index, value)
+		return appendMemByIndex[runtime.Object](c, m, nil, index, value)
 	}
 	keys, err := c.indexKeysLocked(index, value)
 	if err != nil {
