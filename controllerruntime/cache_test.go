@@ -24,14 +24,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
+	"github.com/boltinformer/boltinformer/controllerruntime/internal/crtest"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
 // counted returns the server's config with LIST requests counted.
-func counted() (*rest.Config, *requests) {
-	r := &requests{}
+func counted() (*rest.Config, *crtest.Requests) {
+	r := &crtest.Requests{}
 	cfg := srv.Config()
-	cfg.Wrap(r.wrap)
+	cfg.Wrap(r.Wrap)
 	return cfg, r
 }
 
@@ -286,7 +287,7 @@ func TestRestartResumesEveryInformer(t *testing.T) {
 	cfg, reqs := counted()
 	cold := startCache(t, persistent(cfg))
 	ref := startCache(t, reference)
-	if n := reqs.list("configmaps"); n == 0 {
+	if n := reqs.List("configmaps"); n == 0 {
 		t.Errorf("cold start sent no LIST of configmaps")
 	}
 	sameViews(t, "cold start", cold, ref, watched)
@@ -317,7 +318,7 @@ func TestRestartResumesEveryInformer(t *testing.T) {
 	warm := startCache(t, persistent(cfg))
 	ref = startCache(t, reference)
 	sameViews(t, "warm restart", warm, ref, watched)
-	if n := reqs.list("configmaps"); n != 0 {
+	if n := reqs.List("configmaps"); n != 0 {
 		t.Errorf("warm restart sent %d LISTs of configmaps, want 0", n)
 	}
 	// The stored field index is reused, not rebuilt over the stored objects.

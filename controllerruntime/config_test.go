@@ -95,7 +95,7 @@ func TestChangedConfigurationNeverResumes(t *testing.T) {
 				t.Errorf("%s: stored object stamped %q (%v), want %q", c.name, cm.Annotations["stamp"], err, c.transformVersion)
 			}
 		}
-		if lists := reqs.list("configmaps"); (lists > 0) != c.wantLists {
+		if lists := reqs.List("configmaps"); (lists > 0) != c.wantLists {
 			t.Errorf("%s: %d LISTs of configmaps; want a LIST: %v", c.name, lists, c.wantLists)
 		}
 		persistent.stop()

@@ -46,7 +46,7 @@ func TestRemoveInformerThenReAdd(t *testing.T) {
 		t.Fatalf("List of Pods, first asked for after the start: %v", err)
 	}
 
-	lists := reqs.list("configmaps")
+	lists := reqs.List("configmaps")
 	for round := range 2 {
 		for _, c := range []cache.Cache{c, ref} {
 			if err := c.RemoveInformer(ctx, &corev1.ConfigMap{}); err != nil {
@@ -73,7 +73,7 @@ func TestRemoveInformerThenReAdd(t *testing.T) {
 	// The field index was added before the first informer ran; the re-added
 	// informers have none (controller-runtime forgets it with the informer).
 	sameViews(t, "after RemoveInformer and re-adding", c, ref, []string{ns})
-	if n := reqs.list("configmaps") - lists; n != 0 {
+	if n := reqs.List("configmaps") - lists; n != 0 {
 		t.Errorf("re-adding the removed informer sent %d LISTs, want 0 (it resumes its collection)", n)
 	}
 }
@@ -110,7 +110,7 @@ func TestSecretsStayInMemory(t *testing.T) {
 					t.Errorf("Get secret metadata: %v", err)
 				}
 				c.stop()
-				lists := reqs.list("secrets")
+				lists := reqs.List("secrets")
 				switch {
 				case restart == 0 && lists != 2:
 					t.Errorf("cold start: %d LISTs of secrets, want 2 (typed and metadata)", lists)
@@ -158,7 +158,7 @@ func TestFieldIndexVersionChange(t *testing.T) {
 		if n := c.rebuildCalls; !tc.wantCalls(n) {
 			t.Errorf("start %d (version %s): IndexField ran the extractor %d times, want %s", i, tc.version, n, tc.wantCallsSay)
 		}
-		if n := reqs.list("configmaps"); i > 0 && n != 0 {
+		if n := reqs.List("configmaps"); i > 0 && n != 0 {
 			t.Errorf("start %d: %d LISTs of configmaps, want 0", i, n)
 		}
 		c.stop()
@@ -209,7 +209,7 @@ func TestRemoveInformerBeforeStart(t *testing.T) {
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "cm"}, &cm); err != nil {
 		t.Fatal(err)
 	}
-	if n := reqs.list("configmaps"); n != 0 {
+	if n := reqs.List("configmaps"); n != 0 {
 		t.Errorf("%d LISTs of configmaps, want 0: the informer added after the removal should resume the file", n)
 	}
 }

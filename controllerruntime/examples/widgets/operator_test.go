@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/boltinformer/boltinformer/controllerruntime/examples/widgets"
+	"github.com/boltinformer/boltinformer/controllerruntime/internal/crtest"
 )
 
 var scheme = func() *runtime.Scheme {
@@ -88,7 +89,7 @@ func installCRD(t testing.TB) {
 
 // operator is a running manager with the Widget controller.
 type operator struct {
-	reqs *requests
+	reqs *crtest.Requests
 	stop func()
 	// indexBuildCalls are the owner index extractor's calls while the
 	// controller set up its indexes (IndexField), before the start: a
@@ -100,9 +101,9 @@ type operator struct {
 // persistent cache.
 func runOperator(t *testing.T, path string) *operator {
 	t.Helper()
-	reqs := &requests{}
+	reqs := &crtest.Requests{}
 	cfg := rest.CopyConfig(srv.Config())
-	cfg.Wrap(reqs.wrap)
+	cfg.Wrap(reqs.Wrap)
 	opts := ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
@@ -277,12 +278,12 @@ func TestOperatorRestarts(t *testing.T) {
 	op := runOperator(t, path)
 	took := converge(t, "cold start", ns)
 	for _, r := range watchedResources {
-		if op.reqs.list(r) == 0 {
+		if op.reqs.List(r) == 0 {
 			t.Errorf("cold start: no LIST of %s", r)
 		}
 	}
 	t.Logf("cold start: converged in %v; LISTs widgets=%d configmaps=%d services=%d", took.Round(time.Millisecond),
-		op.reqs.list("widgets"), op.reqs.list("configmaps"), op.reqs.list("services"))
+		op.reqs.List("widgets"), op.reqs.List("configmaps"), op.reqs.List("services"))
 	// The metadata-only watch of Services: svc-b appears.
 	createService(t, c, ns, "svc-b")
 	converge(t, "svc-b created while running", ns)
@@ -298,7 +299,7 @@ func TestOperatorRestarts(t *testing.T) {
 	op = runOperator(t, path)
 	took = converge(t, "warm restart", ns)
 	for _, r := range watchedResources {
-		if got := op.reqs.list(r); got != 0 {
+		if got := op.reqs.List(r); got != 0 {
 			t.Errorf("warm restart: %d LISTs of %s, want 0", got, r)
 		}
 	}
@@ -308,7 +309,7 @@ func TestOperatorRestarts(t *testing.T) {
 		t.Errorf("warm restart: IndexField ran the owner index extractor %d times over the %d stored ConfigMaps: the index was rebuilt", op.indexBuildCalls, n)
 	}
 	t.Logf("warm restart: converged in %v; LISTs widgets=%d configmaps=%d services=%d; index build calls %d",
-		took.Round(time.Millisecond), op.reqs.list("widgets"), op.reqs.list("configmaps"), op.reqs.list("services"), op.indexBuildCalls)
+		took.Round(time.Millisecond), op.reqs.List("widgets"), op.reqs.List("configmaps"), op.reqs.List("services"), op.indexBuildCalls)
 	op.stop()
 
 	// Down again; the apiserver restarts, so every stored resourceVersion
@@ -321,6 +322,6 @@ func TestOperatorRestarts(t *testing.T) {
 	op = runOperator(t, path)
 	took = converge(t, "restart after 410", ns)
 	t.Logf("restart after 410: converged in %v; LISTs widgets=%d configmaps=%d services=%d", took.Round(time.Millisecond),
-		op.reqs.list("widgets"), op.reqs.list("configmaps"), op.reqs.list("services"))
+		op.reqs.List("widgets"), op.reqs.List("configmaps"), op.reqs.List("services"))
 	op.stop()
 }
