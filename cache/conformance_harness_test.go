@@ -572,6 +572,42 @@ func confCanon(events []string, syncs bool) []string {
 	return out
 }
 
+// confWarmCanon checks the ordering a warm start promises its handlers
+// while it hands the stored state out in the background — each key's
+// initial add comes once and before every other event for that key; events
+// keep their order — and then moves the initial adds to the front, where a
+// list would have put them, so the rest compares as for a cold start.
+func confWarmCanon(events []string) ([]string, error) {
+	seen := map[string]int{} // key -> index of its first event
+	var initial, rest []string
+	for i, e := range events {
+		key := confEventKey(e)
+		if strings.HasPrefix(e, "add ") && strings.HasSuffix(e, " initial=true") {
+			if j, ok := seen[key]; ok {
+				return nil, fmt.Errorf("initial add %q (event %d) comes after %q (event %d): a key's initial add must precede every other event for it\n  events: %v", e, i, events[j], j, events)
+			}
+			initial = append(initial, e)
+		} else {
+			rest = append(rest, e)
+		}
+		if _, ok := seen[key]; !ok {
+			seen[key] = i
+		}
+	}
+	return append(initial, rest...), nil
+}
+
+// confEventKey returns the object key of an event string (see
+// confAddEvent and the others).
+func confEventKey(e string) string {
+	f := strings.Fields(e)
+	if len(f) < 2 {
+		return e
+	}
+	key, _, _ := strings.Cut(f[1], "@")
+	return key
+}
+
 func confWithoutSyncs(events []string) []string {
 	var out []string
 	for _, e := range events {

@@ -826,7 +826,14 @@ func (r *confRun) endPhase() error {
 		cgWant := confCanon(s.cgWant, false)
 		var ourGot []string
 		if s.ourRec != nil {
-			ourGot = confCanon(s.ourRec.phaseEvents(p), false)
+			ourGot = s.ourRec.phaseEvents(p)
+			if r.kind == "warm restart" {
+				var err error
+				if ourGot, err = confWarmCanon(ourGot); err != nil {
+					return fmt.Errorf("phase %d (%s): handler %d: %w", p, r.kind, s.id, err)
+				}
+			}
+			ourGot = confCanon(ourGot, false)
 		}
 		ourWant := confCanon(s.ourWant, false)
 		if r.ours == nil || s.removed {

@@ -9,9 +9,11 @@
 // a Persistence: the open persist.DB and the collection to keep the
 // informer's state in; NewSharedIndexInformerWithOptions takes it in
 // InformerOptions, beside client-go's options. An Informer
-// that finds a stored resourceVersion does not list: every handler gets
-// OnAdd(obj, true) for each stored object, the informer reports synced, and
-// the watch resumes from there. If the server no longer has that version
+// that finds a stored resourceVersion does not list: it reports synced, its
+// listers serve the stored state, and the watch resumes from there, as soon
+// as the file is open and its provenance checked; every handler gets
+// OnAdd(obj, true) for each stored object in the background (see Warm
+// start). If the server no longer has that version
 // (410 Gone), the informer relists once and reconciles the list against the
 // stored state, as client-go reconciles a relist. A collection stored under
 // another ListIdentity, Cluster or TransformVersion (see Persistence) is not
@@ -50,9 +52,35 @@
 // client-go's backoff (failures go to the watch error handler) until the
 // server answers; it then resumes, or relists once after a 410.
 //
+// # Warm start
+//
+// A warm start decodes nothing before it reports synced: the store is
+// complete the moment the file is open (client-go's HasSynced means the
+// store holds a full list). GetStore's Get and List serve the file at once,
+// decoding on demand. The handlers registered before Run get their initial
+// adds from a background walk of the collection in key order, decoded on
+// every core, each object once for all handlers; each registration's
+// HasSynced (what cache.WaitForCacheSync should be given for a handler's
+// work queue) turns true once that handler has handled all of its initial
+// adds. Watch events are applied meanwhile, and client-go's per-key
+// orderings hold: a key's initial add reaches a handler once and before any
+// event for the key, and carries the state the event's old starts from; a
+// handler added after Run gets the store's state through its late join,
+// once. Across keys, a handler may get an event for one key before the
+// initial add of another. Index lookups (ByIndex, Index, IndexKeys,
+// ListIndexFuncValues) wait until the walk has verified every stored index
+// entry (see Caveats); resyncs and a relist after a 410 wait for the walk.
+//
+// If a stored object cannot be read back during the walk, the collection
+// keeps what handlers were given, the rest is set aside, and the informer
+// relists (reported to the watch error handler, counted in
+// boltinformer_collection_resets_total{reason="read_error"}); what was set
+// aside returns with the relist as OnAdd(obj, false), and until then the
+// store lacks it.
+//
 // # Caught-up sync
 //
-// A warm start is synced with the stored state. With
+// A warm start is synced with the stored state, at open. With
 // InformerOptions.WaitCaughtUp, synced also waits until the watch has
 // applied a resourceVersion at least that of a consistent limit=1 read
 // taken at start: for controllers that act on absence.
@@ -109,7 +137,8 @@
 // ListIndexFuncValues, whose client-go signatures have no error, panic with
 // it — as client-go's own indexer panics when it cannot keep its indexes —
 // because any list they could return would be wrong. The restarted process
-// finds the collection unreadable at its warm start and starts it cold.
+// finds the collection unreadable at its warm start and relists what it
+// cannot read (see Warm start).
 // Reads served from memory (above) cannot fail this way: a file closed under
 // a lister, for example, does not affect them.
 package cache

@@ -104,6 +104,9 @@ type Indexer struct {
 	// (see readerror.go).
 	readErrors  atomic.Uint64
 	onReadError atomic.Pointer[readErrorHandler]
+	// retryWait, if set, is closed when a failed read may be retried (see
+	// retryAfter).
+	retryWait atomic.Pointer[<-chan struct{}]
 }
 
 type memoryStore struct{ storeIndexer }
@@ -542,9 +545,26 @@ func (i *Indexer) GetByKey(key string) (interface{}, bool, error) {
 	obj, ok, err := i.coll.Get(key)
 	if err != nil { // report it and try once more (see readerror.go)
 		i.reportReadError("GetByKey", err)
+		i.waitRetry()
 		if obj, ok, err = i.coll.Get(key); err != nil {
 			return nil, false, i.reportReadError("GetByKey", err)
 		}
+	}
+	if !ok {
+		return nil, false, nil
+	}
+	return obj, true, nil
+}
+
+// getOnce is GetByKey without the retry, which may wait: for a caller
+// holding a lock the wait depends on. A read error is reported.
+func (i *Indexer) getOnce(key string) (interface{}, bool, error) {
+	if m := i.inMemory(); m != nil {
+		return m.GetByKey(key)
+	}
+	obj, ok, err := i.coll.Get(key)
+	if err != nil {
+		return nil, false, i.reportReadError("GetByKey", err)
 	}
 	if !ok {
 		return nil, false, nil
@@ -688,6 +708,7 @@ func (i *Indexer) ByIndex(indexName, indexedValue string) ([]interface{}, error)
 	objs, err := i.coll.AppendByIndex(nil, indexName, indexedValue)
 	if err != nil { // report it and try once more (see readerror.go)
 		i.reportReadError("ByIndex", err)
+		i.waitRetry()
 		if objs, err = i.coll.AppendByIndex(nil, indexName, indexedValue); err != nil {
 			return nil, i.reportReadError("ByIndex", err)
 		}

@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -164,9 +163,10 @@ type InformerOptions struct {
 }
 
 // Informer is a cache.SharedIndexInformer whose store lives in a cache file.
-// When it starts with a stored resourceVersion it does not list: every
-// handler gets OnAdd(obj, true) for each stored object, the informer reports
-// synced, and the watch resumes from the stored resourceVersion. If the
+// When it starts with a stored resourceVersion it does not list: it reports
+// synced as soon as the file is open, every handler gets OnAdd(obj, true)
+// for each stored object in the background (its registration syncing after
+// them), and the watch resumes from the stored resourceVersion. If the
 // server has compacted that version away (410 Gone), the informer relists
 // once and reconciles the list against the stored state as client-go
 // reconciles a relist: objects deleted meanwhile reach handlers as
@@ -178,8 +178,8 @@ type InformerOptions struct {
 // Nothing stored is handed out or resumed unless the collection's recorded
 // provenance matches (cluster, ListIdentity, transform, queue mode); stored
 // index entries are verified against the index functions during the warm
-// start; a stored state that cannot be read back makes the informer list
-// (reconciling with what handlers already got); an object the file cannot
+// start; stored state that cannot be read back is set aside and relisted
+// (reconciled with what handlers already got); an object the file cannot
 // encode moves the informer to client-go's in-memory indexer. Each is
 // logged, reported to the watch error handler where it is an error, and
 // counted in boltinformer_collection_resets_total.
@@ -193,9 +193,9 @@ type Informer struct {
 	persistent *Indexer
 	// public is what GetStore and GetIndexer return: store, behind
 	// provenStore for a persistent informer, so nothing stored is read
-	// before proven says the collection's provenance was checked.
+	// before gate says the collection's provenance was checked.
 	public        storeIndexer
-	proven        atomic.Bool
+	gate          readGate
 	name          string // the collection name, for logs and metrics
 	processor     *processor.Processor
 	listerWatcher cache.ListerWatcher
@@ -228,9 +228,11 @@ type Informer struct {
 	reflector         *reflector.Reflector
 	watchErrorHandler cache.WatchErrorHandlerWithContext
 	transform         cache.TransformFunc
-	// warm is set at start when a stored resourceVersion exists, and
-	// cleared if the stored state cannot be read back.
+	// warm is set at start when a stored resourceVersion exists.
 	warm bool
+	// delivery hands a warm start's stored state to the handlers; set by
+	// begin, before the reflector and processLoop start, and never changed.
+	delivery *warmDelivery
 
 	// blockDeltas stops delta processing while a late handler joins or a
 	// handler is removed, and while the warm start hands out stored objects.
@@ -313,7 +315,7 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 	}
 	inf.public = store
 	if persistent != nil {
-		inf.public = provenStore{storeIndexer: store, proven: &inf.proven}
+		inf.public = provenStore{storeIndexer: store, gate: &inf.gate}
 	}
 	return inf, nil
 }
@@ -401,7 +403,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 			return // stopped before the cluster's identity was known
 		}
 		// Listers may read the collection from now on.
-		s.proven.Store(true)
+		s.gate.proven.Store(true)
 	}
 	if s.persistent != nil {
 		defer s.persistent.coll.DB().AddCommitObserver(s.commitFailures(ctx))()
@@ -424,35 +426,27 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		return func() { cancel(); <-done }
 	}
 
-	// A warm start's reflector opens its watch while the stored state is
-	// being delivered (a relist after a 410 waits for the delivery). What it
-	// queues waits for processLoop, which starts after delivery.
+	// A warm start is synced as soon as it begins: the store is complete
+	// (the file), and the stored objects reach the handlers in the
+	// background (warmDelivery), each handler's registration syncing after
+	// its own initial adds. Watch events are applied meanwhile; a relist
+	// after a 410 waits for the delivery.
 	if s.caught != nil {
 		reflectors.StartWithContext(reflectorCtx, s.waitCaughtUp)
 	}
-	fifo, refl, listeners := s.begin(logger, false)
+	fifo, refl, delivery := s.begin(logger)
 	stopFirst := launch(refl)
-	if s.warm {
-		delivered, err := s.deliverStored(ctx, listeners)
-		if err != nil {
-			// Handlers got part of the stored state. Start over from a list,
-			// reconciled against what they got: the rest arrives as initial
-			// adds, what changed as updates, what is gone as deletions.
-			report(ctx, fmt.Errorf("boltinformer: collection %q: reading the stored state back failed after %d objects (%w); setting the rest aside and relisting", s.name, len(delivered), err))
-			stopFirst()
-			if err := s.keepOnly(ctx, delivered); err != nil {
-				utilruntime.HandleErrorWithContext(ctx, err, "Setting the unreadable collection aside failed; stopping the informer", "collection", s.name)
-				return
+	if delivery != nil {
+		close(s.loaded)
+		wg.Start(func() {
+			err := delivery.run(ctx, s.keepOnly)
+			s.gate.verifying.Store(nil)
+			if err != nil {
+				s.relistAfterReadError(ctx, err, stopFirst, launch, fifo)
 			}
-			s.opts.Metrics.countReset(s.name, resetReadError)
-			fifo, refl, _ = s.begin(logger, true)
-			launch(refl)
-		} else {
-			close(s.loaded)
 			s.releaseFilePages(logger)
-		}
-	}
-	if !s.warm {
+		})
+	} else {
 		wg.Start(func() {
 			select {
 			case <-ctx.Done():
@@ -547,11 +541,11 @@ func (s *Informer) retry(ctx context.Context, fn func() error) bool {
 }
 
 // begin builds the queue and the reflector and marks the informer started,
-// under startedLock. A warm start (a stored resourceVersion, and not cold)
-// returns the listeners registered until then: they get the stored state
-// from deliverStored; listeners added from now on get it through their own
-// late join, which lists the store.
-func (s *Informer) begin(logger klog.Logger, cold bool) (*cache.RealFIFO, *reflector.Reflector, []*processor.Listener) {
+// under startedLock. A warm start (a stored resourceVersion) also returns
+// the delivery of the stored state to the listeners registered until then;
+// listeners added from now on get the store's state through their own late
+// join.
+func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflector, *warmDelivery) {
 	s.startedLock.Lock()
 	defer s.startedLock.Unlock()
 	// The queue always reports list resourceVersions (ReplacedAll) and
@@ -572,56 +566,58 @@ func (s *Informer) begin(logger klog.Logger, cold bool) (*cache.RealFIFO, *refle
 	})
 
 	var resume string
-	if s.persistent != nil && !cold {
+	if s.persistent != nil {
 		resume = s.persistent.coll.ResourceVersion()
 	}
 	if resume == "0" {
 		resume = "" // "any version": nothing to resume from
 	}
-	wasWarm := s.warm
 	s.warm = resume != ""
-	if s.persistent != nil && !s.warm && !wasWarm {
+	if s.persistent != nil && !s.warm {
 		// A cold start lists into an empty store, so the list reaches
-		// handlers as initial adds. (After a failed warm delivery the store
-		// keeps what handlers got, and the list is reconciled with it.)
+		// handlers as initial adds.
 		if err := s.persistent.Replace(nil, ""); err != nil {
 			utilruntime.HandleError(fmt.Errorf("boltinformer: collection %q: emptying it for a cold start: %w", s.name, err))
 		}
 	}
-	// A warm start's synced closes once the stored state is delivered; a cold
-	// start has nothing to wait for (its synced waits for the list itself).
-	var listAfter <-chan struct{}
-	if s.warm {
-		listAfter = s.loaded
-	}
 	if s.persistent != nil {
 		s.persistent.setReadErrorHandler(s.report) // file read errors reach it too
 	}
-	refl := reflector.New(s.listerWatcher, fifo, reflector.Options{
-		Name:                  s.opts.ObjectDescription,
-		ExpectedType:          s.objectType,
-		ResumeResourceVersion: resume,
-		PageSize:              s.opts.PageSize,
-		ResyncPeriod:          s.resyncCheckPeriod,
-		ShouldResync:          s.processor.ShouldResync,
-		MinWatchTimeout:       s.opts.MinWatchTimeout,
-		InitialBackoff:        s.opts.InitialBackoff,
-		MaxBackoff:            s.opts.MaxBackoff,
-		Clock:                 s.clock,
-		WatchErrorHandler:     s.report,
-		Observer:              s.opts.Observer,
-		ListAfter:             listAfter,
-	})
-	s.reflector = refl
-	var listeners []*processor.Listener
+	var delivery *warmDelivery
+	var listAfter <-chan struct{}
 	if s.warm {
 		// One rule for resyncs after a warm start, for handlers registered
 		// now and later: see SelectResyncingListeners.
 		s.processor.SelectResyncingListeners()
-		listeners = s.processor.Listeners()
+		delivery = newWarmDelivery(s, s.processor.Listeners())
+		s.delivery = delivery
+		done := delivery.done
+		s.gate.verifying.Store(&done)
+		s.persistent.retryAfter(done)
+		listAfter = delivery.done
 	}
+	s.reflector = reflector.New(s.listerWatcher, fifo, s.reflectorOptions(reflector.Options{
+		ResumeResourceVersion: resume,
+		ListAfter:             listAfter,
+	}))
 	s.started = true
-	return fifo, refl, listeners
+	return fifo, s.reflector, delivery
+}
+
+// reflectorOptions completes opts with the informer's settings.
+func (s *Informer) reflectorOptions(opts reflector.Options) reflector.Options {
+	opts.Name = s.opts.ObjectDescription
+	opts.ExpectedType = s.objectType
+	opts.PageSize = s.opts.PageSize
+	opts.ResyncPeriod = s.resyncCheckPeriod
+	opts.ShouldResync = s.shouldResync
+	opts.MinWatchTimeout = s.opts.MinWatchTimeout
+	opts.InitialBackoff = s.opts.InitialBackoff
+	opts.MaxBackoff = s.opts.MaxBackoff
+	opts.Clock = s.clock
+	opts.WatchErrorHandler = s.report
+	opts.Observer = s.opts.Observer
+	return opts
 }
 
 // reportWatchErrorLocked adapts the client-go watch error handler, which
@@ -659,67 +655,45 @@ func (s *Informer) commitFailures(ctx context.Context) func(persist.CommitStats)
 	}
 }
 
-// deliverChunk is how many stored objects deliverStored verifies and hands
-// out at a time.
-const deliverChunk = 256
-
-// deliverStored hands every stored object to listeners (those registered
-// before the warm start began) as part of the initial list. It holds no
-// informer lock: listeners joining meanwhile list the store themselves, and
-// watch events wait, as processLoop starts after it.
-//
-// Before handing out each chunk it recomputes every index's values for the
-// chunk's objects and rewrites stored entries that differ: an index
-// function may have changed without its Go name or declared version
-// changing (a closure over another parameter).
-//
-// It returns the keys handed out, also on error.
-func (s *Informer) deliverStored(ctx context.Context, listeners []*processor.Listener) ([]string, error) {
-	var delivered, keys, repaired []string
-	var objs []runtime.Object
-	flush := func() error {
-		if len(keys) == 0 {
-			return nil
-		}
-		r, err := s.persistent.repairIndexes(keys, objs)
-		if err != nil {
-			return fmt.Errorf("verifying stored index entries: %w", err)
-		}
-		repaired = append(repaired, r...)
-		for _, obj := range objs {
-			s.cacheMutationDetector.AddObject(obj)
-			s.processor.DistributeTo(listeners, processor.AddNotification{Obj: obj, IsInInitialList: true})
-		}
-		delivered = append(delivered, keys...)
-		keys, objs = keys[:0], objs[:0]
-		return nil
+// shouldResync is the processor's resync check, held back until a warm
+// start's stored state has been handed out: a resync updates every stored
+// object, and a start handler must get a key's initial add before any
+// update of it. (It runs on the reflector's resync goroutine, which may
+// wait; the delivery ends, at the latest, when the informer stops.)
+func (s *Informer) shouldResync() bool {
+	if d := s.delivery; d != nil {
+		<-d.done
 	}
-	err := s.persistent.coll.ForEach(func(key string, obj runtime.Object) error {
-		keys, objs = append(keys, key), append(objs, obj)
-		if len(keys) == deliverChunk {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil {
-		err = flush()
-	}
-	if len(repaired) > 0 {
-		klog.FromContext(ctx).Info("Stored index entries differed from the index functions' values; rewrote them before handing the objects out (declare IndexVersions when an index function changes)",
-			"collection", s.name, "objects", len(repaired), "firstKey", repaired[0])
-		s.opts.Metrics.countIndexRepairs(s.name, len(repaired))
-	}
-	return delivered, err
+	return s.processor.ShouldResync()
 }
 
-// keepOnly sets aside the stored state after a failed read: the collection
-// keeps exactly the objects handed out (so the relist is reconciled with
-// what handlers got) and loses its resourceVersion.
-func (s *Informer) keepOnly(ctx context.Context, delivered []string) error {
-	kept := make(map[string]bool, len(delivered))
-	for _, k := range delivered {
-		kept[k] = true
+// relistAfterReadError deals with stored state that could not be read
+// back during a warm start's delivery. The informer has synced and handlers
+// have part of the stored state; the delivery has set the rest aside
+// (keepOnly). The first reflector stops and a new one lists, from no older
+// than what the first one applied, into the same queue. The list is
+// reconciled with the store as any relist is: what was set aside arrives as
+// adds, what changed as updates, what is gone as deletions. Until it is
+// applied the store lacks what was set aside.
+func (s *Informer) relistAfterReadError(ctx context.Context, err error, stopFirst func(), launch func(*reflector.Reflector) func(), fifo *cache.RealFIFO) {
+	s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading the stored state back failed (%w); set aside what the handlers were not given, relisting", s.name, err))
+	s.opts.Metrics.countReset(s.name, resetReadError)
+	stopFirst()
+	if ctx.Err() != nil {
+		return
 	}
+	s.startedLock.Lock()
+	applied := s.reflector.LastSyncResourceVersion()
+	s.reflector = reflector.New(s.listerWatcher, fifo, s.reflectorOptions(reflector.Options{ListFrom: applied}))
+	refl := s.reflector
+	s.startedLock.Unlock()
+	launch(refl)
+}
+
+// keepOnly removes from the collection every key handedOut says no handler
+// was given, and its resourceVersion, so the relist that follows is
+// reconciled with what handlers got and a crash meanwhile starts cold.
+func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) error {
 	keys, err := s.persistent.coll.Keys()
 	if err != nil {
 		// Not even the keys can be read: drop everything; handlers then see
@@ -728,7 +702,7 @@ func (s *Informer) keepOnly(ctx context.Context, delivered []string) error {
 	}
 	var ops []persist.Op
 	for _, k := range keys {
-		if !kept[k] {
+		if !handedOut(k) {
 			ops = append(ops, persist.Op{Key: k, Delete: true})
 		}
 	}
@@ -816,6 +790,9 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 	if !ok {
 		return errors.New("object given as Process argument is not Deltas")
 	}
+	if s.delivery != nil {
+		s.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas)
+	}
 	err := processDeltas(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
 	if s.moveToMemoryLocked(logger, err) {
 		err = processDeltas(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
@@ -827,6 +804,9 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, isInInitialList bool) error {
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
+	if s.delivery != nil {
+		s.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas)
+	}
 	err := processDeltasInBatch(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
 	if s.moveToMemoryLocked(logger, err) {
 		err = processDeltasInBatch(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)

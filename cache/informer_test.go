@@ -178,7 +178,7 @@ func TestInformerWarmRestart(t *testing.T) {
 	if got := obs.starts(); len(got) != 1 || got[0] != "resumed" {
 		t.Errorf("warm start causes = %v, want [resumed] (no list)", got)
 	}
-	got := ev.list()
+	got := warmOrder(t, ev.list())
 	want := []string{
 		"add ns/a@1 initial=true", "add ns/b@2 initial=true", "add ns/c@3 initial=true",
 		"update ns/a@1 -> ns/a@4", "delete ns/b@5",
@@ -200,7 +200,7 @@ func TestInformerWarmRestart(t *testing.T) {
 	if got := obs.starts(); fmt.Sprint(got) != "[resumed relist-expired]" {
 		t.Errorf("expired start causes = %v", got)
 	}
-	got = ev.list()
+	got = warmOrder(t, ev.list())
 	// ns/a kept its RV: it is not rewritten, and this handler, which has no
 	// resync period, does not hear of it.
 	want = []string{
@@ -212,11 +212,40 @@ func TestInformerWarmRestart(t *testing.T) {
 	}
 }
 
-// The reflector of a warm start opens its watch while the stored state is
-// still being delivered: with many stored objects and changes waiting in the
-// watch history, every stored add must still reach the handler before any
-// watch event.
-func TestWarmStartDeliversStoredBeforeWatchEvents(t *testing.T) {
+// warmOrder checks the order a warm start promises a handler registered
+// before it — each key's initial add once, before every other event for the
+// key — and returns the events with the initial adds first, in key order,
+// as a list would have delivered them.
+func warmOrder(t *testing.T, events []string) []string {
+	t.Helper()
+	seen := map[string]string{} // key -> its first event
+	var initial, rest []string
+	for _, e := range events {
+		f := strings.Fields(e)
+		key, _, _ := strings.Cut(strings.TrimPrefix(f[1], "tombstone:"), "@")
+		first, ok := seen[key]
+		if strings.HasPrefix(e, "add ") && strings.HasSuffix(e, "initial=true") {
+			if ok {
+				t.Errorf("%q comes after %q: a key's initial add must come once and before its other events; events %v", e, first, events)
+			}
+			initial = append(initial, e)
+		} else {
+			rest = append(rest, e)
+		}
+		if !ok {
+			seen[key] = e
+		}
+	}
+	return append(sorted(initial), rest...)
+}
+
+// A warm start hands the stored state out in the background while the watch
+// is applied: with many stored objects and changes waiting in the watch
+// history, each stored key still reaches the handler once as an initial
+// add, before its watch event, carrying the state the event's old starts
+// from (the very object, with an unbounded cache: decoded once); the watch's
+// events keep their order.
+func TestWarmStartInitialAddPrecedesEachKeysEvents(t *testing.T) {
 	const stored, changed = 3000, 50
 	src := fcache.NewFakeControllerSource()
 	for i := 0; i < stored; i++ {
@@ -228,20 +257,90 @@ func TestWarmStartDeliversStoredBeforeWatchEvents(t *testing.T) {
 	stop()
 	f.reopen()
 
+	var want []string
 	for i := 0; i < changed; i++ {
-		src.Modify(pod("ns", fmt.Sprintf("p%04d", i*stored/changed), "", map[string]string{"v": "2"}))
+		// From the end backwards: the walk goes in key order, so these are
+		// the keys it reaches last.
+		name := fmt.Sprintf("p%04d", stored-1-i*stored/changed)
+		src.Modify(pod("ns", name, "", map[string]string{"v": "2"}))
+		want = append(want, "ns/"+name)
 	}
-	inf, ev, stop := runInformer(t, f, noWatchList{src}, &countingObserver{})
-	poll.Until(t, 30*time.Second, "warm catch-up", func() bool { return eq(storeState(inf.GetStore()), sourceState(t, src)) })
-	ev.waitFor(t, stored+changed, "stored adds and watch updates")
-	stop()
-	got := ev.list()
-	if len(got) != stored+changed {
-		t.Fatalf("got %d events, want %d stored adds and %d updates", len(got), stored, changed)
+	inf, err := bcache.NewSharedIndexInformerWithOptions(noWatchList{src}, &corev1.Pod{}, bcache.InformerOptions{
+		Persistence: bcache.Persistence{DB: f.db, Collection: "pods"},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, e := range got {
-		if initial := strings.HasPrefix(e, "add ") && strings.HasSuffix(e, "initial=true"); initial != (i < stored) {
-			t.Fatalf("event %d of %d is %q: the stored adds must come first, then the watch's updates", i, len(got), e)
-		}
+	h := &identityHandler{added: map[string]interface{}{}}
+	reg, err := inf.AddEventHandler(h)
+	if err != nil {
+		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { inf.RunWithContext(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	poll.Until(t, 30*time.Second, "handler synced and every update handled", func() bool {
+		return reg.HasSynced() && h.updates() == changed
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.added) != stored || h.addedTwice != nil {
+		t.Errorf("%d keys got an initial add (want %d); added twice: %v", len(h.added), stored, h.addedTwice)
+	}
+	if fmt.Sprint(h.updated) != fmt.Sprint(want) {
+		t.Errorf("updates in order %v, want the watch's order %v", h.updated, want)
+	}
+	for _, e := range h.errs {
+		t.Error(e)
+	}
+}
+
+// identityHandler records, per key, the object of its initial add, and
+// checks each update's old object against it.
+type identityHandler struct {
+	mu         sync.Mutex
+	added      map[string]interface{}
+	addedTwice []string
+	updated    []string
+	errs       []string
+}
+
+func (h *identityHandler) OnAdd(obj interface{}, initial bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	key, _ := cache.MetaNamespaceKeyFunc(obj)
+	if !initial {
+		h.errs = append(h.errs, "non-initial add of "+key)
+	}
+	if _, ok := h.added[key]; ok {
+		h.addedTwice = append(h.addedTwice, key)
+	}
+	h.added[key] = obj
+}
+
+func (h *identityHandler) OnUpdate(old, new interface{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	key, _ := cache.MetaNamespaceKeyFunc(new)
+	added, ok := h.added[key]
+	switch {
+	case !ok:
+		h.errs = append(h.errs, "update of "+key+" before its initial add")
+	case added != old:
+		h.errs = append(h.errs, fmt.Sprintf("update of %s: old is not the object of the initial add (%s vs %s)", key, eventKey(old), eventKey(added)))
+	}
+	h.updated = append(h.updated, key)
+}
+
+func (h *identityHandler) OnDelete(obj interface{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.errs = append(h.errs, "unexpected delete of "+eventKey(obj))
+}
+
+func (h *identityHandler) updates() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.updated)
 }

@@ -15,13 +15,14 @@ import (
 //     never touch the file and cannot fail.
 //  2. Otherwise a failed read is reported — utilruntime.HandleError, the
 //     boltinformer_read_errors_total metric, the informer's watch error
-//     handler — and tried once more.
+//     handler — and tried once more, after a warm start's delivery has
+//     ended if one is under way (it sets aside what it cannot read, so the
+//     retry reads what the handlers were given).
 //  3. If it fails again, a method that can return an error returns it with
 //     no result (never a partial one); List, ListKeys and
 //     ListIndexFuncValues, whose client-go signatures cannot, panic with the
 //     error, as client-go's own indexer panics when it cannot keep its
-//     indexes. The restarted process finds the file unreadable at its warm
-//     start and starts cold.
+//     indexes.
 
 // readErrorHandler is told about every failed read.
 type readErrorHandler func(ctx context.Context, err error)
@@ -29,6 +30,19 @@ type readErrorHandler func(ctx context.Context, err error)
 // setReadErrorHandler makes h hear about failed reads (the informer passes
 // its watch error handler).
 func (i *Indexer) setReadErrorHandler(h readErrorHandler) { i.onReadError.Store(&h) }
+
+// retryAfter makes reads that fail wait, before their retry, until ch is
+// closed. A warm start passes its delivery's end: listers may read the file
+// from the moment the informer syncs, and a record the delivery cannot read
+// is set aside (and relisted) when the delivery ends.
+func (i *Indexer) retryAfter(ch <-chan struct{}) { i.retryWait.Store(&ch) }
+
+// waitRetry waits as retryAfter says.
+func (i *Indexer) waitRetry() {
+	if ch := i.retryWait.Load(); ch != nil {
+		<-*ch
+	}
+}
 
 // reportReadError reports one failed read.
 func (i *Indexer) reportReadError(method string, err error) error {
@@ -50,6 +64,7 @@ func readOrErr[T any](i *Indexer, method string, read func() (T, error)) (T, err
 		return v, nil
 	}
 	i.reportReadError(method, err)
+	i.waitRetry()
 	if v, err = read(); err == nil {
 		return v, nil
 	}

@@ -18,10 +18,11 @@ import (
 
 // While a warm start hands out the stored state (here held up inside the
 // verification of stored index entries, which calls the index functions),
-// the informer's other methods return at once; a handler added meanwhile
-// gets the stored state exactly once, a handler removed meanwhile gets
-// nothing more, and for every key the initial add precedes the watch's
-// events.
+// the informer is synced and serves its store, index lookups wait for the
+// verification, and the informer's other methods return at once; a handler
+// added meanwhile gets the stored state exactly once, a handler removed
+// meanwhile gets nothing more, and for every key the initial add precedes
+// the watch's events.
 func TestWarmStartDeliveryHoldsNoInformerLock(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c")
@@ -86,11 +87,34 @@ func TestWarmStartDeliveryHoldsNoInformerLock(t *testing.T) {
 			t.Error(res)
 		}
 	}
-	if r.inf.HasSynced() {
-		t.Error("synced before the stored state was delivered")
-	}
-	close(release)
+	// Synced at open: the store is the file, complete before a single
+	// stored object reaches a handler; the handler's own registration syncs
+	// once it has handled its initial adds.
 	r.synced(t)
+	if r.reg.HasSynced() {
+		t.Error("the handler's registration synced before its initial adds were handed out")
+	}
+	if got := r.inf.GetStore().ListKeys(); fmt.Sprint(sorted(got)) != "[ns/a ns/b ns/c]" {
+		t.Errorf("lister during the delivery: keys %v, want the stored [ns/a ns/b ns/c]", got)
+	}
+	// Index lookups wait until the stored index entries are verified.
+	var released atomic.Bool
+	lookup, looking := make(chan error, 1), make(chan struct{})
+	go func() {
+		close(looking)
+		_, err := r.inf.GetIndexer().ByIndex("block", "x")
+		if err == nil && !released.Load() {
+			err = fmt.Errorf("ByIndex returned while the stored index entries were still being verified")
+		}
+		lookup <- err
+	}()
+	<-looking
+	released.Store(true)
+	close(release)
+	if err := <-lookup; err != nil {
+		t.Error(err)
+	}
+	r.handled(t)
 	src.Modify(pod("ns", "a", "", map[string]string{"v": "2"}))
 
 	want := "[add ns/a@1 initial=true add ns/b@2 initial=true add ns/c@3 initial=true update ns/a@1 -> ns/a@4]"

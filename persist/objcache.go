@@ -89,6 +89,25 @@ func (c *objectCache) has(key string) bool {
 func (c *objectCache) put(key string, obj runtime.Object, size int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(key, obj, size)
+}
+
+// add caches obj under key unless key is cached already, and returns the
+// object cached under key. Two readers that decoded the same record at once
+// (a warm start's delivery and a lister, say) then hand out one object, as
+// client-go's store holds one object per key: a handler's OnAdd and a
+// lister's Get show the same pointer.
+func (c *objectCache) add(key string, obj runtime.Object, size int) runtime.Object {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[key]; ok {
+		return e.obj
+	}
+	c.putLocked(key, obj, size)
+	return obj
+}
+
+func (c *objectCache) putLocked(key string, obj runtime.Object, size int) {
 	e := cacheEntry{obj: obj, size: int32(size)}
 	old, loaded := c.entries[key]
 	if loaded {

@@ -70,16 +70,16 @@ func (c *Collection) inLayersLocked(key string) bool {
 	return c.layerChangeLocked(key) != nil
 }
 
-// decodeLocked decodes a record read from the file and caches the object.
-// Callers hold mu for reading, so no Apply can make the result stale before
-// it is cached.
+// decodeLocked decodes a record read from the file and caches the object,
+// or returns the object another reader cached meanwhile. Callers hold mu for
+// reading, so no Apply can make the result stale before it is cached, and
+// an object already cached is this record's (Apply caches what it writes).
 func (c *Collection) decodeLocked(key string, rec []byte) (runtime.Object, error) {
 	obj, err := c.db.codec.Decode(rec)
 	if err != nil {
 		return nil, fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 	}
-	c.cache.put(key, obj, len(rec))
-	return obj, nil
+	return c.cache.add(key, obj, len(rec)), nil
 }
 
 // decodeAllLocked decodes records[i] into found[i].obj, on every core when

@@ -154,6 +154,13 @@ func (l *Listener) HandlerName() string { return l.handlerName }
 // Pending returns the number of notifications waiting in the buffer.
 func (l *Listener) Pending() int64 { return l.pendingLen.Load() }
 
+// AwaitInitialAdds tells the listener that initial adds will be queued
+// after the informer has synced (a warm start hands out its stored state in
+// the background), followed by InitialAddsDone. Until the handler has
+// reached that InitialAddsDone, HasSynced is false. It must be called before
+// the informer syncs.
+func (l *Listener) AwaitInitialAdds() { l.syncTracker.Start() }
+
 // Add queues a notification. It blocks until pop takes it, so callers must
 // only call it while the listener runs (the Processor guarantees that).
 func (l *Listener) Add(notification interface{}) {
@@ -225,6 +232,8 @@ func (l *Listener) run() {
 				}
 			case DeleteNotification:
 				l.handler.OnDelete(n.Obj)
+			case InitialAddsDone:
+				l.syncTracker.Finished()
 			default:
 				utilruntime.HandleErrorWithLogger(l.logger, nil, "unrecognized notification", "notificationType", fmt.Sprintf("%T", next))
 			}

@@ -18,3 +18,9 @@ type UpdateNotification struct {
 type DeleteNotification struct {
 	Obj interface{}
 }
+
+// InitialAddsDone follows the last initial add that was announced with
+// Listener.AwaitInitialAdds: once the handler has handled every
+// notification queued before it, the listener may report synced. It is not
+// passed to the handler.
+type InitialAddsDone struct{}

@@ -147,7 +147,9 @@ func (p *Processor) Run(ctx context.Context) {
 			p.wg.Start(l.pop)
 		}
 		p.listenersStarted = true
-		p.listenersRCond.Signal()
+		// Every waiter: a warm start's delivery and the queue may both be
+		// distributing already.
+		p.listenersRCond.Broadcast()
 	}()
 	<-ctx.Done()
 
@@ -159,7 +161,7 @@ func (p *Processor) Run(ctx context.Context) {
 	// Listeners cannot be reused.
 	p.listeners = nil
 	p.listenersStarted = false
-	p.listenersRCond.Signal() // Wake a Distribute waiting for a start.
+	p.listenersRCond.Broadcast() // Wake every distributor waiting for a start.
 	p.wg.Wait()
 }
 

@@ -141,6 +141,80 @@ func TestListenerSyncedAfterUpstreamAndInitialAdds(t *testing.T) {
 	})
 }
 
+// A listener told to await initial adds stays unsynced after the upstream
+// synced, whatever it handles, until it has handled InitialAddsDone — which
+// the handler itself never sees — and every add queued before it.
+func TestListenerAwaitingInitialAddsSyncsAfterInitialAddsDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(testingclock.NewFakeClock(time.Now()))
+		up := newUpstream()
+		r := &recorder{}
+		l := NewListener(r, ListenerOptions{Now: time.Now(), BufferSize: 1, UpstreamHasSynced: up})
+		p.AddListener(l)
+		l.AwaitInitialAdds()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.Run(ctx)
+		}()
+		defer func() {
+			cancel()
+			<-done
+		}()
+		up.sync() // a warm start syncs before handing out its stored state
+		p.DistributeTo([]*Listener{l}, AddNotification{Obj: "a", IsInInitialList: true})
+		p.Distribute(UpdateNotification{Old: "a", New: "a2"}, false)
+		synctest.Wait()
+		if l.HasSynced() {
+			t.Fatal("synced before InitialAddsDone")
+		}
+		r.gate = make(chan struct{})
+		p.DistributeTo([]*Listener{l}, AddNotification{Obj: "b", IsInInitialList: true})
+		p.DistributeTo([]*Listener{l}, InitialAddsDone{})
+		synctest.Wait()
+		if l.HasSynced() {
+			t.Fatal("synced with an initial add queued before InitialAddsDone still being handled")
+		}
+		close(r.gate)
+		synctest.Wait()
+		if !l.HasSynced() {
+			t.Fatal("not synced after handling InitialAddsDone")
+		}
+		if got := fmt.Sprint(r.got()); got != "[add a true update a a2 add b true]" {
+			t.Errorf("handler calls %s, want the adds and the update only", got)
+		}
+	})
+}
+
+// Distributors that start before the processor runs all wait, and all
+// deliver once it runs (a warm start's delivery and the queue both may).
+func TestDistributorsWaitingForRunAllDeliver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(testingclock.NewFakeClock(time.Now()))
+		r := &recorder{}
+		l := NewListener(r, ListenerOptions{Now: time.Now(), BufferSize: 1, UpstreamHasSynced: newUpstream()})
+		p.AddListener(l)
+		var wg sync.WaitGroup
+		wg.Go(func() { p.DistributeTo([]*Listener{l}, AddNotification{Obj: "a", IsInInitialList: true}) })
+		wg.Go(func() { p.Distribute(AddNotification{Obj: "b"}, false) })
+		synctest.Wait() // both wait for Run
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.Run(ctx)
+		}()
+		wg.Wait()
+		synctest.Wait()
+		cancel()
+		<-done
+		if got := r.got(); len(got) != 2 {
+			t.Errorf("handler calls %v, want both notifications", got)
+		}
+	})
+}
+
 func TestResyncGoesOnlyToDueListeners(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	p := New(clk)

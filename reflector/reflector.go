@@ -108,6 +108,14 @@ type Options struct {
 	// names no point in history), mean a cold start: list first.
 	ResumeResourceVersion string
 
+	// ListFrom, used only without ResumeResourceVersion, makes the first
+	// list ask for data no older than this resourceVersion (falling back to
+	// a consistent read at "" if it is expired or too large) instead of
+	// "0", and reports it as CauseRelistError. A store that has already
+	// applied watch events up to ListFrom must not list anything older: a
+	// list at "0" may be served by a lagging watch cache.
+	ListFrom string
+
 	// PageSize is the Limit of each list page. Zero: client-go's choice
 	// (see Reflector.list): pager.PageSize (500) for lists at "" and "0",
 	// no paging for lists at a specific resourceVersion so the watch cache
@@ -179,8 +187,8 @@ const (
 	// resourceVersion being watched is expired or too large.
 	CauseRelistExpired StartCause = "relist-expired"
 	// CauseRelistError: any other later list: after Store.Resync failed
-	// (client-go relists then too), or ListAndWatch called again after it
-	// returned.
+	// (client-go relists then too), ListAndWatch called again after it
+	// returned, or the first list of a reflector given Options.ListFrom.
 	CauseRelistError StartCause = "relist-error"
 )
 
@@ -335,6 +343,9 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 	if rv := opts.ResumeResourceVersion; rv != "" && rv != "0" {
 		r.lastSyncRV = rv
 		r.resumePending = true
+	} else if rv := opts.ListFrom; rv != "" && rv != "0" {
+		r.lastSyncRV = rv
+		r.nextListCause = CauseRelistError
 	}
 	return r
 }

@@ -1,0 +1,240 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/processor"
+)
+
+// warmDelivery hands a warm start's stored objects to the handlers that were
+// registered before the informer started, as OnAdd(obj, true), in the
+// background. The informer reports synced and its listers serve the file
+// before a single stored object is decoded; each start handler's
+// registration reports synced once the handler has handled all of its
+// initial adds (processor.InitialAddsDone follows the last one).
+//
+// The walk goes through the collection in key order, a chunk at a time,
+// decoding on every core ahead of the chunk being handed out; each object
+// is decoded once and the same object goes to every start handler (and, with
+// an unbounded cache, stays the object listers return).
+//
+// Watch events are applied meanwhile. For each key the orderings client-go
+// keeps still hold, because processLoop calls handOutBefore before applying
+// a delta: a key the walk has not reached yet is handed out first, from the
+// store, and marked so the walk skips it. Hence, for every key:
+//   - a start handler's initial add precedes every watch event for the key;
+//   - the initial add carries the state the first update's old starts from:
+//     a key not handed out has had no event applied (any event hands it out
+//     first), so its stored state is the one the file held at the start;
+//   - each start handler gets the key's initial add exactly once, and a
+//     handler registered after the start gets none from here: it got the
+//     store's state from its own late join.
+//
+// Before a chunk is handed out, its stored index entries are recomputed with
+// the index functions and rewritten where they differ (an index function
+// may have changed without its name or declared version changing); index
+// lookups through the informer's store wait for the whole walk (readGate).
+//
+// Lock order: blockDeltas, then mu, then the store's locks. The walk never
+// takes blockDeltas while holding mu.
+type warmDelivery struct {
+	s         *Informer
+	listeners []*processor.Listener
+
+	mu sync.Mutex
+	// Every key up to and including reached has been handed out, or had no
+	// stored state. Keys compare as bytes, the collection's order.
+	reached string
+	// ahead holds keys above reached handed out before the walk got there.
+	ahead map[string]struct{}
+	// finished: every stored key has been handed out; nothing is checked
+	// any more.
+	finished bool
+	handed   int
+
+	// done is closed when the walk ends: everything handed out, a read
+	// failure dealt with, or the informer stopped.
+	done chan struct{}
+}
+
+func newWarmDelivery(s *Informer, listeners []*processor.Listener) *warmDelivery {
+	for _, l := range listeners {
+		l.AwaitInitialAdds()
+	}
+	return &warmDelivery{s: s, listeners: listeners, ahead: map[string]struct{}{}, done: make(chan struct{})}
+}
+
+// handOutBefore hands out, ahead of the walk, the stored state of every key
+// the deltas touch, so that each start handler's initial add for a key
+// precedes the event. A delta about every key (a resync of the whole store,
+// a relist) waits for the walk to end instead. Called by processLoop under
+// blockDeltas, before the deltas are applied.
+func (d *warmDelivery) handOutBefore(ctx context.Context, deltas []cache.Delta) {
+	select {
+	case <-d.done:
+		return
+	default:
+	}
+	for _, delta := range deltas {
+		switch delta.Type {
+		case cache.Bookmark:
+			continue
+		case cache.ReplacedAll, cache.SyncAll:
+			select {
+			case <-d.done:
+			case <-ctx.Done():
+			}
+			return
+		}
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(delta.Object)
+		if err != nil {
+			continue // processDeltas reports it
+		}
+		d.handOut(ctx, key)
+	}
+}
+
+// handOut hands key's stored state to the start handlers unless the walk
+// or an earlier event already did.
+func (d *warmDelivery) handOut(ctx context.Context, key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.finished || key <= d.reached {
+		return
+	}
+	if _, ok := d.ahead[key]; ok {
+		return
+	}
+	d.ahead[key] = struct{}{}
+	// Not GetByKey: its retry waits for the delivery to end.
+	obj, exists, err := d.s.persistent.getOnce(key)
+	if err != nil {
+		// The event that follows replaces the unreadable state; handlers
+		// see it as an add.
+		d.s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading %q to hand it to the handlers before its watch event: %w", d.s.name, key, err))
+		return
+	}
+	if exists {
+		d.distribute(obj)
+	}
+}
+
+// distribute hands one stored object to the start handlers. Called with mu
+// held.
+func (d *warmDelivery) distribute(obj interface{}) {
+	d.s.cacheMutationDetector.AddObject(obj)
+	d.s.processor.DistributeTo(d.listeners, processor.AddNotification{Obj: obj, IsInInitialList: true})
+	d.handed++
+}
+
+// walk hands out every stored object not handed out yet, in key order, and
+// returns nil when it has. On a read error it returns the error having
+// handed out whole chunks only; on ctx's end it returns ctx's error.
+func (d *warmDelivery) walk(ctx context.Context) error {
+	var keys []string
+	var objs []runtime.Object
+	var repaired []string
+	flush := func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		last := keys[len(keys)-1]
+		n := 0
+		for i, key := range keys {
+			if _, ok := d.ahead[key]; ok {
+				// Handed out before its event, which may have changed it since.
+				delete(d.ahead, key)
+				continue
+			}
+			keys[n], objs[n] = key, objs[i]
+			n++
+		}
+		keys, objs = keys[:n], objs[:n]
+		r, err := d.s.persistent.repairIndexes(keys, objs)
+		if err != nil {
+			return fmt.Errorf("verifying stored index entries: %w", err)
+		}
+		repaired = append(repaired, r...)
+		for _, obj := range objs {
+			d.distribute(obj)
+		}
+		d.reached = last
+		keys, objs = keys[:0], objs[:0]
+		return nil
+	}
+	err := d.s.persistent.coll.ForEach(func(key string, obj runtime.Object) error {
+		keys, objs = append(keys, key), append(objs, obj)
+		if len(keys) == deliverChunk {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if len(repaired) > 0 {
+		klog.FromContext(ctx).Info("Stored index entries differed from the index functions' values; rewrote them before handing the objects out (declare IndexVersions when an index function changes)",
+			"collection", d.s.name, "objects", len(repaired), "firstKey", repaired[0])
+		d.s.opts.Metrics.countIndexRepairs(d.s.name, len(repaired))
+	}
+	return err
+}
+
+// finish marks every stored key handed out and queues InitialAddsDone to the
+// start handlers. Called with mu held.
+func (d *warmDelivery) finishLocked() {
+	d.finished = true
+	d.ahead = nil
+	d.s.processor.DistributeTo(d.listeners, processor.InitialAddsDone{})
+}
+
+// run walks the collection and ends the delivery; it returns the read error
+// that stopped the walk, if any. Then, before the delivery ends, setAside is
+// called with a predicate saying which keys were handed out, and must make
+// the store hold no state the start handlers were not given. It runs with mu
+// held (no key is handed out meanwhile) and must not take blockDeltas.
+func (d *warmDelivery) run(ctx context.Context, setAside func(ctx context.Context, handedOut func(key string) bool) error) error {
+	defer close(d.done)
+	start := time.Now()
+	err := d.walk(ctx)
+	if ctx.Err() != nil {
+		return nil // stopped: the handlers stop too
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		if serr := setAside(ctx, d.handedOutLocked); serr != nil {
+			utilruntime.HandleErrorWithContext(ctx, serr, "Setting the unreadable part of the collection aside failed", "collection", d.s.name)
+		}
+	}
+	d.finishLocked()
+	klog.FromContext(ctx).V(2).Info("Handed the stored objects to the handlers", "collection", d.s.name, "objects", d.handed, "handlers", len(d.listeners), "duration", time.Since(start), "err", err)
+	return err
+}
+
+// handedOutLocked reports whether key's stored state has been handed out.
+// Called with mu held.
+func (d *warmDelivery) handedOutLocked(key string) bool {
+	if d.finished || key <= d.reached {
+		return true
+	}
+	_, ok := d.ahead[key]
+	return ok
+}
+
+// deliverChunk is how many stored objects the walk verifies and hands out
+// at a time.
+const deliverChunk = 256
