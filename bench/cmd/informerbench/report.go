@@ -84,17 +84,20 @@ func printReport(w io.Writer, r *sizeResult) {
 
 	fmt.Fprintln(w)
 	refM, warm := med[ref], med[vBoltWarm]
-	row("watch throughput (backlog drain)", ref, "boltinformer warm", "ratio")
-	row("updates/s delivered to the handler", opt(refM, mEventsPerS, f0), opt(warm, mEventsPerS, f0), ratio(warm[mEventsPerS], refM[mEventsPerS]))
-	row("updates/s delivered and committed", "-", opt(warm, mDurablePerS, f0), ratio(warm[mDurablePerS], refM[mEventsPerS]))
-	row("CPU µs per update (whole process)", opt(refM, mCPUPerEvent, f1), opt(warm, mCPUPerEvent, f1), ratio(warm[mCPUPerEvent], refM[mCPUPerEvent]))
-	row("backlog MiB (watch bytes held)", opt(refM, mBacklog, f1), opt(warm, mBacklog, f1), "")
-	row("parent's patch rate /s (apiserver-bound)", opt(refM, mDriveRate, f0), opt(warm, mDriveRate, f0), "")
-	row("committed RV behind applied, p50 / max revisions", "-", opt(warm, mLagP50, f0)+" / "+opt(warm, mLagMax, f0), "")
-	row("last update committed after ms", "-", opt(warm, mDurableMs, f1), "")
-	tw.Flush()
+	_, refTP := refM[mEventsPerS]
+	if _, warmTP := warm[mEventsPerS]; refTP || warmTP { // not with --updates 0
+		row("watch throughput (backlog drain)", ref, "boltinformer warm", "ratio")
+		row("updates/s delivered to the handler", opt(refM, mEventsPerS, f0), opt(warm, mEventsPerS, f0), ratio(warm[mEventsPerS], refM[mEventsPerS]))
+		row("updates/s delivered and committed", "-", opt(warm, mDurablePerS, f0), ratio(warm[mDurablePerS], refM[mEventsPerS]))
+		row("CPU µs per update (whole process)", opt(refM, mCPUPerEvent, f1), opt(warm, mCPUPerEvent, f1), ratio(warm[mCPUPerEvent], refM[mCPUPerEvent]))
+		row("backlog MiB (watch bytes held)", opt(refM, mBacklog, f1), opt(warm, mBacklog, f1), "")
+		row("parent's patch rate /s (apiserver-bound)", opt(refM, mDriveRate, f0), opt(warm, mDriveRate, f0), "")
+		row("committed RV behind applied, p50 / max revisions", "-", opt(warm, mLagP50, f0)+" / "+opt(warm, mLagMax, f0), "")
+		row("last update committed after ms", "-", opt(warm, mDurableMs, f1), "")
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
 
-	fmt.Fprintln(w)
 	bounded := med[vBoltBounded]
 	row("indexer latency", ref, "boltinformer hot", "ratio", "bolt 1,000-obj cache", "ratio")
 	for _, l := range []struct{ name, metric string }{{"Get ns", mGet}, {"ByIndex(namespace) µs", mByIndex}, {"List ms", mList}} {
