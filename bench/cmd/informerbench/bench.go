@@ -74,6 +74,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		for v, runs := range r.runs {
 			res.Medians[v] = medians(runs)
 		}
+		res.Ratios = res.computeRatios()
 		res.Targets = evaluateTargets(res.Medians, opts.contentType, res.Churn)
 		if err := res.save(opts.out); err != nil {
 			return err

@@ -34,7 +34,12 @@ func runChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	if err := json.Unmarshal(line, &spec); err != nil {
 		return fmt.Errorf("child: reading spec: %w", err)
 	}
-	res, err := measure(ctx, spec, in, stdout)
+	var res *childResult
+	if spec.Informer == informerNone {
+		res, err = measureFloor(spec)
+	} else {
+		res, err = measure(ctx, spec, in, stdout)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", spec.Variant, err)
 	}
@@ -78,19 +83,32 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	} else {
 		inf = newClientGoInformer(cs, spec.Selector)
 	}
-	reg, err := inf.AddEventHandler(h)
+	q := newQueueHandler()
+	defer q.queue.ShutDown()
+	var regs []cache.ResourceEventHandlerRegistration
+	for _, handler := range []cache.ResourceEventHandler{h, q} {
+		reg, err := inf.AddEventHandler(handler)
+		if err != nil {
+			return nil, err
+		}
+		regs = append(regs, reg)
+	}
+	res.ConstructSeconds = time.Since(start).Seconds()
+	stop := runInformer(ctx, inf)
+	defer stop() // before db.Close: deferred calls run last-in first-out
+	times, err := timeStart(ctx, start, inf, regs, syncTimeout)
 	if err != nil {
 		return nil, err
 	}
-	stop := runInformer(ctx, inf)
-	defer stop() // before db.Close: deferred calls run last-in first-out
-	if err := waitFor(ctx, reg.HasSyncedChecker().Done(), syncTimeout, "sync"); err != nil {
+	if err := times.record(res, spec.Expect); err != nil {
 		return nil, err
 	}
-	res.SyncSeconds = time.Since(start).Seconds()
 	res.InitialAdds = int(h.initialAdds.Load())
 	if res.InitialAdds != spec.Expect {
 		return nil, fmt.Errorf("synced with %d initial adds, want %d", res.InitialAdds, spec.Expect)
+	}
+	if n, bad := q.queue.Len(), q.keyErrors.Load(); n != spec.Expect || bad != 0 {
+		return nil, fmt.Errorf("second handler synced with %d keys queued (%d objects without a key), want %d", n, bad, spec.Expect)
 	}
 	if bolt != nil {
 		if err := settleBolt(ctx, bolt, spec, start, res); err != nil {
@@ -184,16 +202,4 @@ func settleBolt(ctx context.Context, bolt *boltRun, spec childSpec, start time.T
 	res.DurableSeconds = time.Since(start).Seconds()
 	res.Rewritten = bolt.changes.Load()
 	return nil
-}
-
-// waitFor waits for ch, or fails after d or when ctx ends.
-func waitFor(ctx context.Context, ch <-chan struct{}, d time.Duration, what string) error {
-	select {
-	case <-ch:
-		return nil
-	case <-time.After(d):
-		return fmt.Errorf("%s: not done after %v", what, d)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

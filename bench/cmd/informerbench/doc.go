@@ -16,8 +16,8 @@
 // protobuf with the apiserver's managedFields) or, with --pod-size small,
 // one-container ones of about 2.7 KB — runs client-go once in each wire format
 // unmeasured (the watch cache memoizes serializations per format), then runs
-// every variant --reps times, rotating their order between repetitions, and
-// reports medians:
+// every variant (or those --variants names) --reps times, rotating their
+// order between repetitions, and reports medians:
 //
 //   - client-go cold sync, JSON and protobuf, with client-go's default
 //     WatchListClient gate (the initial state streams over a watch) and with
@@ -25,7 +25,17 @@
 //   - boltinformer cold (empty file), warm restart within the watch-cache
 //     window, warm restart with a 1,000-object cache (bounded memory), and
 //     warm restart after a forced 410 (the apiserver is restarted);
-//   - watch throughput: the child holds its watch streams (reading them
+//   - for every start, its stages, through client-go's public interfaces
+//     only: the informer's own HasSyncedChecker (the store is complete), a
+//     lister List made at once (its length checked), and each of two
+//     handler registrations' HasSyncedChecker (a counting handler and one
+//     that queues each object's key in a client-go workqueue), the last of
+//     which is "synced";
+//   - the decode floor: the cache file's records decoded with boltinformer's
+//     codec, and the same Pods' bare protobuf with Pod.Unmarshal, on
+//     GOMAXPROCS goroutines without any informer, to which the time until
+//     every handler has its initial adds is compared;
+//   - watch throughput (unless --updates 0): the child holds its watch streams (reading them
 //     into memory) while the parent patches Pods, then releases them and
 //     times the handler through the backlog, so the figure is the
 //     informer's capacity rather than the apiserver's write rate; for

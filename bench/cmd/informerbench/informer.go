@@ -60,7 +60,7 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 	r.informer, err = bcache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, bcache.InformerOptions{
 		Persistence: bcache.Persistence{
 			DB:           db,
-			Collection:   "pods " + spec.Selector,
+			Collection:   boltCollection(spec.Selector),
 			Description:  map[string]string{"resource": "pods", "labelSelector": spec.Selector},
 			CacheObjects: spec.CacheObjects,
 		},
@@ -73,6 +73,10 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 	}
 	return r, nil
 }
+
+// boltCollection names the collection a bench informer with this label
+// selector keeps in the file.
+func boltCollection(selector string) string { return "pods " + selector }
 
 // observer records how the reflector started and the resourceVersion of a
 // relist forced by an expired resourceVersion.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,7 +21,8 @@ type benchOptions struct {
 	churn        int // pods changed while a boltinformer is down; 0: 1% of N
 	workers      int // concurrent writers when populating and driving
 	contentType  string
-	clientGoList bool // also run client-go with WatchListClient off
+	clientGoList bool            // also run client-go with WatchListClient off
+	variants     map[string]bool // --variants; nil: all (see runs)
 	out          string
 	plot         string
 	profileDir   string
@@ -36,11 +38,13 @@ func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
 	o.shape = shapeRealistic
 	fs.Var(&o.shape, "pod-size", "Pods to create: realistic (about 6 KB of protobuf each) or small (about 2.7 KB); results of small runs are saved as informerbench-<N>-small.*.")
 	fs.IntVar(&o.reps, "reps", 3, "Repetitions per variant; the report shows medians.")
-	fs.IntVar(&o.updates, "updates", 10000, "Pod patches per throughput run (fewer make the drain too short to time on a busy machine).")
+	fs.IntVar(&o.updates, "updates", 10000, "Pod patches per throughput run (fewer make the drain too short to time on a busy machine); 0: no throughput runs.")
 	fs.IntVar(&o.churn, "churn", 0, "Pods patched while boltinformer is down, before the warm and the 410 restarts (0: 1% of N, at least 10).")
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating and patching Pods.")
 	fs.StringVar(&o.contentType, "bolt-content-type", protobufContentType, "Wire format of the boltinformer variants; client-go runs with both.")
-	fs.BoolVar(&o.clientGoList, "client-go-list", true, "Also run client-go with its WatchListClient gate off (a LIST instead of a watch-list stream).")
+	fs.BoolVar(&o.clientGoList, "client-go-list", true, "Also run client-go with its WatchListClient gate off (a LIST instead of a watch-list stream); ignored with --variants.")
+	fs.Func("variants", "Comma-separated variants to run, default all: "+strings.Join(allVariants, ",")+
+		". The boltinformer ones run in the order cold, warm, bounded, 410, decode-floor on one file; without bolt-cold, a cold start that is not reported fills the file first.", o.setVariants)
 	fs.StringVar(&o.out, "out", "bench/results", "Directory for the CSV and JSON results.")
 	fs.StringVar(&o.plot, "plot", "docs/sync-time.svg", "Where to render the sync-time plot (from every result file in --out); empty: no plot.")
 	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log (informer and client-go messages) here; by default they go to a temporary directory, and a failing child's log tail is printed.")
@@ -61,12 +65,37 @@ func (o *benchOptions) setSizes(v string) error {
 	return nil
 }
 
+func (o *benchOptions) setVariants(v string) error {
+	o.variants = map[string]bool{}
+	for _, name := range strings.Split(v, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(allVariants, name) {
+			return fmt.Errorf("unknown variant %q: want some of %s", name, strings.Join(allVariants, ","))
+		}
+		o.variants[name] = true
+	}
+	return nil
+}
+
+// runs reports whether variant v is to be measured: every variant by
+// default (client-go's LIST modes only with --client-go-list), else those
+// --variants names.
+func (o *benchOptions) runs(v string) bool {
+	if o.variants != nil {
+		return o.variants[v]
+	}
+	if v == vClientGoJSONList || v == vClientGoProtoList {
+		return o.clientGoList
+	}
+	return true
+}
+
 func (o *benchOptions) validate() error {
 	if len(o.sizes) == 0 {
 		return errors.New("give --size, --sizes or --pods")
 	}
-	if o.reps < 1 || o.workers < 1 || o.updates < 1 {
-		return errors.New("--reps, --workers and --updates must be positive")
+	if o.reps < 1 || o.workers < 1 || o.updates < 0 {
+		return errors.New("--reps and --workers must be positive, --updates not negative")
 	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseCount(t *testing.T) {
 	for in, want := range map[string]int{"5000": 5000, "10k": 10000, "1.5k": 1500, "100k": 100000, "1m": 1000000} {
@@ -30,5 +33,23 @@ func TestMedianAndNiceCeil(t *testing.T) {
 		if got := niceCeil(in); got != want {
 			t.Errorf("niceCeil(%v) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+func TestVariantSelection(t *testing.T) {
+	o := &benchOptions{clientGoList: false}
+	if !o.runs(vBoltWarm) || !o.runs(vFloor) || o.runs(vClientGoProtoList) {
+		t.Error("by default every variant runs but client-go's LIST modes, which follow --client-go-list")
+	}
+	if err := o.setVariants("bolt-warm, client-go-protobuf-list,decode-floor"); err != nil {
+		t.Fatal(err)
+	}
+	for v, want := range map[string]bool{vBoltWarm: true, vClientGoProtoList: true, vFloor: true, vBoltCold: false, vClientGoProto: false} {
+		if o.runs(v) != want {
+			t.Errorf("with --variants, runs(%s) = %v, want %v", v, !want, want)
+		}
+	}
+	if err := o.setVariants("bolt-warm,bolt-hot"); err == nil || !strings.Contains(err.Error(), "bolt-hot") {
+		t.Errorf("setVariants with an unknown name = %v, want an error naming it", err)
 	}
 }

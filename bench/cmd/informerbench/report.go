@@ -48,7 +48,7 @@ func printReport(w io.Writer, r *sizeResult) {
 	}
 	fmt.Fprintf(w, "    %s × %d, %d GiB, Linux %s, %s, %s\n", r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.Go, r.Machine.Server)
 	fmt.Fprintf(w, "    boltinformer talks %s. \"× client-go\" is sync time over the faster client-go mode in that format (%s),\n", r.BoltContentType, likeFrom)
-	fmt.Fprintf(w, "    the like-for-like ratio; \"× JSON\" over the faster client-go JSON mode (%s);\n", jsonFrom)
+	fmt.Fprintf(w, "    the like-for-like ratio; \"× JSON\" over the faster client-go JSON mode (%s);\n", orDash(jsonFrom))
 	fmt.Fprintf(w, "    other ratios are to %s. %d Pods changed before each warm and 410 restart.\n\n", ref, r.Churn)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -67,6 +67,8 @@ func printReport(w io.Writer, r *sizeResult) {
 	tw.Flush()
 	fmt.Fprintln(w, "    private = RssAnon (VmRSS without mapped files); the child does not run in a cgroup of its own, so no memory.current")
 
+	printStages(w, tw, r)
+
 	fmt.Fprintln(w)
 	row("control plane per start", "synced s", "LIST", "MiB on the wire", "MiB encoded", "apiserver CPU s", "etcd CPU s")
 	for _, v := range variantOrder {
@@ -82,17 +84,20 @@ func printReport(w io.Writer, r *sizeResult) {
 
 	fmt.Fprintln(w)
 	refM, warm := med[ref], med[vBoltWarm]
-	row("watch throughput (backlog drain)", ref, "boltinformer warm", "ratio")
-	row("updates/s delivered to the handler", opt(refM, mEventsPerS, f0), opt(warm, mEventsPerS, f0), ratio(warm[mEventsPerS], refM[mEventsPerS]))
-	row("updates/s delivered and committed", "-", opt(warm, mDurablePerS, f0), ratio(warm[mDurablePerS], refM[mEventsPerS]))
-	row("CPU µs per update (whole process)", opt(refM, mCPUPerEvent, f1), opt(warm, mCPUPerEvent, f1), ratio(warm[mCPUPerEvent], refM[mCPUPerEvent]))
-	row("backlog MiB (watch bytes held)", opt(refM, mBacklog, f1), opt(warm, mBacklog, f1), "")
-	row("parent's patch rate /s (apiserver-bound)", opt(refM, mDriveRate, f0), opt(warm, mDriveRate, f0), "")
-	row("committed RV behind applied, p50 / max revisions", "-", opt(warm, mLagP50, f0)+" / "+opt(warm, mLagMax, f0), "")
-	row("last update committed after ms", "-", opt(warm, mDurableMs, f1), "")
-	tw.Flush()
+	_, refTP := refM[mEventsPerS]
+	if _, warmTP := warm[mEventsPerS]; refTP || warmTP { // not with --updates 0
+		row("watch throughput (backlog drain)", ref, "boltinformer warm", "ratio")
+		row("updates/s delivered to the handler", opt(refM, mEventsPerS, f0), opt(warm, mEventsPerS, f0), ratio(warm[mEventsPerS], refM[mEventsPerS]))
+		row("updates/s delivered and committed", "-", opt(warm, mDurablePerS, f0), ratio(warm[mDurablePerS], refM[mEventsPerS]))
+		row("CPU µs per update (whole process)", opt(refM, mCPUPerEvent, f1), opt(warm, mCPUPerEvent, f1), ratio(warm[mCPUPerEvent], refM[mCPUPerEvent]))
+		row("backlog MiB (watch bytes held)", opt(refM, mBacklog, f1), opt(warm, mBacklog, f1), "")
+		row("parent's patch rate /s (apiserver-bound)", opt(refM, mDriveRate, f0), opt(warm, mDriveRate, f0), "")
+		row("committed RV behind applied, p50 / max revisions", "-", opt(warm, mLagP50, f0)+" / "+opt(warm, mLagMax, f0), "")
+		row("last update committed after ms", "-", opt(warm, mDurableMs, f1), "")
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
 
-	fmt.Fprintln(w)
 	bounded := med[vBoltBounded]
 	row("indexer latency", ref, "boltinformer hot", "ratio", "bolt 1,000-obj cache", "ratio")
 	for _, l := range []struct{ name, metric string }{{"Get ns", mGet}, {"ByIndex(namespace) µs", mByIndex}, {"List ms", mList}} {
@@ -101,8 +106,23 @@ func printReport(w io.Writer, r *sizeResult) {
 	}
 	tw.Flush()
 
+	if cold, ok := med[vBoltCold]; ok {
+		printFile(w, tw, cold)
+	}
+
+	fmt.Fprintln(w, "\ntargets:")
+	for _, t := range r.Targets {
+		fmt.Fprintf(w, "  %-14s %s\n  %14s %s\n", "["+t.Status+"]", t.Goal, "", t.Detail)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+}
+
+// printFile prints where the cache file's bytes go, from the cold start.
+func printFile(w io.Writer, tw *tabwriter.Writer, cold map[string]float64) {
+	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
 	fmt.Fprintln(w)
-	cold := med[vBoltCold]
 	row("cache file (after cold sync)", "MiB", "× protobuf")
 	row("file size", opt(cold, mFile, f1), ratio(cold[mFile], cold[mProto]))
 	row("  below bbolt's high-water mark", opt(cold, mData, f1), ratio(cold[mData], cold[mProto]))
@@ -113,14 +133,60 @@ func printReport(w io.Writer, r *sizeResult) {
 	row("stored records", opt(cold, mRecords, f1), ratio(cold[mRecords], cold[mProto]))
 	row("objects as protobuf", opt(cold, mProto, f1), "1.00")
 	tw.Flush()
+}
 
-	fmt.Fprintln(w, "\ntargets:")
-	for _, t := range r.Targets {
-		fmt.Fprintf(w, "  %-14s %s\n  %14s %s\n", "["+t.Status+"]", t.Goal, "", t.Detail)
+// printStages prints each start's stages beside client-go like for like
+// and the decode floor (ratios.go).
+func printStages(w io.Writer, tw *tabwriter.Writer, r *sizeResult) {
+	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
+	ratios, ref := r.computeRatios(), r.likeForLike()
+	rat := func(v, metric, refName string) string {
+		if x, ok := ratios[v][metric+"_x_"+refName]; ok {
+			return f2(x)
+		}
+		if v == ref && refName == ref {
+			return "1.00"
+		}
+		return "-"
 	}
-	for _, n := range r.Notes {
-		fmt.Fprintln(w, "note:", n)
+	ms := func(x float64) string { return fmt.Sprintf("%.1f", 1000*x) }
+	fmt.Fprintln(w)
+	row("start stages (from construction)", "Run called ms", "informer synced ms", "× client-go", "first List done ms", "× client-go",
+		"every handler synced s", "× client-go", "handler 1 · 2 s", "× decode floor")
+	shown := false
+	for _, v := range variantOrder {
+		m, ok := r.Medians[v]
+		if !ok || m[mInformerSynced] == 0 {
+			continue
+		}
+		shown = true
+		row(variantTitles[v], opt(m, mConstruct, ms), opt(m, mInformerSynced, ms), rat(v, mInformerSynced, ref),
+			opt(m, mFirstList, ms), rat(v, mFirstList, ref),
+			f2(m[mSync]), rat(v, mSync, ref),
+			opt(m, fmt.Sprintf(mHandlerSynced, 1), f2)+" · "+opt(m, fmt.Sprintf(mHandlerSynced, 2), f2),
+			rat(v, mSync, floorMetric(v)))
 	}
+	if !shown {
+		return
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "    \"Run called\": informer built (boltinformer: file opened) and handlers added; \"× client-go\" is over %s (like for like);\n", orDash(ref))
+	fmt.Fprintln(w, "    \"× decode floor\" is every handler synced over decoding the same objects alone on all cores")
+	if fl, ok := r.Medians[vFloor]; ok {
+		workers := 0
+		if runs := r.Runs[vFloor]; len(runs) > 0 && runs[0].Floor != nil {
+			workers = runs[0].Floor.Workers
+		}
+		fmt.Fprintf(w, "    decode floor (%d goroutines, no informer): the file's records with boltinformer's codec %.2f s, the same Pods' bare protobuf %.2f s\n",
+			workers, fl[mFloorCodec], fl[mFloorProto])
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func loadList(xs []float64) string {

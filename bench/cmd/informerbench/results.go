@@ -25,6 +25,11 @@ type sizeResult struct {
 	Targets         []target                      `json:"targets"`
 	Notes           []string                      `json:"notes,omitempty"`
 
+	// Ratios are derived from Medians (ratios.go): per variant, each
+	// start stage over client-go like for like, and delivery over the
+	// decode floor.
+	Ratios map[string]map[string]float64 `json:"ratios,omitempty"`
+
 	// PodSize is the --pod-size (empty in older results: realistic);
 	// PodProtoBytes the mean size of a Pod as the apiserver serves it.
 	PodSize       string  `json:"podSize,omitempty"`
@@ -48,7 +53,8 @@ func (r *sizeResult) realistic() bool {
 }
 
 // save writes the JSON and the CSV (one row per variant and metric: the
-// median, then each repetition's value).
+// median, then each repetition's value; then one row per ratio: the ratio
+// of the medians, then each repetition's ratio).
 func (r *sizeResult) save(dir string) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -68,7 +74,7 @@ func (r *sizeResult) save(dir string) error {
 		header = append(header, "rep"+strconv.Itoa(i+1))
 	}
 	_ = w.Write(header)
-	for _, v := range variantOrder {
+	for _, v := range allVariants {
 		metrics := make([]string, 0, len(r.Medians[v]))
 		for k := range r.Medians[v] {
 			metrics = append(metrics, k)
@@ -80,6 +86,17 @@ func (r *sizeResult) save(dir string) error {
 				if x, ok := run.metrics()[k]; ok {
 					row = append(row, formatFloat(x))
 				}
+			}
+			_ = w.Write(row)
+		}
+		for _, d := range r.ratioDefs(v) {
+			x, ok := r.Ratios[v][d.name]
+			if !ok {
+				continue
+			}
+			row := []string{strconv.Itoa(r.Pods), v, d.name, formatFloat(x)}
+			for _, y := range r.repRatios(v, d) {
+				row = append(row, formatFloat(y))
 			}
 			_ = w.Write(row)
 		}

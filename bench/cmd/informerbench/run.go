@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -21,25 +23,41 @@ type sizeRun struct {
 	runs  map[string][]*childResult
 	notes []string
 	load  []float64 // 1-minute load average after each child
+	// filled: a cold start has filled file with this size's Pods.
+	filled bool
 }
 
-// measure runs opts.reps repetitions. Each repetition runs every client-go
-// variant and the boltinformer group (cold, warm, bounded and after 410,
-// which must run in that order on one file), rotating the order between
-// repetitions so that no variant always runs first after a quiet apiserver
-// or right after a restart.
+// measure runs opts.reps repetitions of the selected variants. Each
+// repetition runs every client-go variant and the boltinformer group (cold,
+// warm, bounded, after 410 and the decode floor, which must run in that
+// order on one file), rotating the order between repetitions so that no
+// variant always runs first after a quiet apiserver or right after a
+// restart.
 func (r *sizeRun) measure(ctx context.Context) error {
-	groups := []func(context.Context, int) error{
-		r.clientGo(vClientGoJSON, "application/json", false),
-		r.clientGo(vClientGoProto, protobufContentType, false),
+	var groups []func(context.Context, int) error
+	formats := map[string]bool{}
+	for _, c := range []struct {
+		variant, contentType string
+		list                 bool
+	}{
+		{vClientGoJSON, "application/json", false},
+		{vClientGoProto, protobufContentType, false},
+		{vClientGoJSONList, "application/json", true},
+		{vClientGoProtoList, protobufContentType, true},
+	} {
+		if r.opts.runs(c.variant) {
+			groups = append(groups, r.clientGo(c.variant, c.contentType, c.list))
+			formats[c.contentType] = true
+		}
 	}
-	if r.opts.clientGoList {
-		groups = append(groups,
-			r.clientGo(vClientGoJSONList, "application/json", true),
-			r.clientGo(vClientGoProtoList, protobufContentType, true))
+	if r.opts.runs(vBoltCold) || slices.ContainsFunc(boltFileVariants, r.opts.runs) {
+		groups = append(groups, r.bolt)
+		formats[r.opts.contentType] = true
 	}
-	groups = append(groups, r.bolt)
-	if err := r.warmUp(ctx); err != nil {
+	if len(groups) == 0 {
+		return fmt.Errorf("no variant selected")
+	}
+	if err := r.warmUp(ctx, formats); err != nil {
 		return err
 	}
 	for rep := range r.opts.reps {
@@ -49,25 +67,28 @@ func (r *sizeRun) measure(ctx context.Context) error {
 			}
 		}
 	}
-	if !r.cl.canExpire() {
+	if r.opts.runs(vBolt410) && !r.cl.canExpire() {
 		r.notes = append(r.notes, "410 variant skipped: the apiserver was given by --kubeconfig and cannot be restarted from here")
 	}
 	return nil
 }
 
-// warmUp runs client-go once in each wire format, unmeasured: the
-// apiserver's watch cache memoizes each object's serialization per format,
-// so the first informer to ask for one would pay for the encoding and the
-// next ones not.
-func (r *sizeRun) warmUp(ctx context.Context) error {
+// warmUp runs client-go once in each wire format the selected variants
+// use, unmeasured: the apiserver's watch cache memoizes each object's
+// serialization per format, so the first informer to ask for one would pay
+// for the encoding and the next ones not.
+func (r *sizeRun) warmUp(ctx context.Context, formats map[string]bool) error {
 	for _, ct := range []string{protobufContentType, "application/json"} {
+		if !formats[ct] {
+			continue
+		}
 		spec := childSpec{Variant: "warm-up", Informer: informerClientGo, ContentType: ct,
 			Kubeconfig: r.cl.kubeconfig, Selector: r.opts.shape.selector(), Expect: r.n}
 		if _, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, "warm-up.log"), nil); err != nil {
 			return err
 		}
+		fmt.Fprintf(r.log, "  warmed the watch cache up in %s\n", ct)
 	}
-	fmt.Fprintln(r.log, "  warmed the watch cache up in both wire formats")
 	return nil
 }
 
@@ -85,51 +106,70 @@ func (r *sizeRun) clientGo(variant, contentType string, list bool) func(context.
 	}
 }
 
-// bolt runs the boltinformer variants on one file: cold, then (after some
-// Pods changed while it was down) warm within the watch-cache window, warm
-// with a bounded cache, and, after more changes and an apiserver restart
-// that expires the stored resourceVersion, warm with a forced relist.
+// bolt runs the selected boltinformer variants on one file: cold, then
+// (after some Pods changed while it was down) warm within the watch-cache
+// window, warm with a bounded cache, and, after more changes and an
+// apiserver restart that expires the stored resourceVersion, warm with a
+// forced relist; last the decode floor of the file's records. The cold
+// start runs if selected, or, unreported, to fill the file the first time
+// another one needs it.
 func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 	spec := func(v string) childSpec {
 		return childSpec{Variant: v, Informer: informerBolt, ContentType: r.opts.contentType, File: r.file}
 	}
-	cold := spec(vBoltCold)
-	cold.Fresh, cold.FileSize = true, true
-	if err := r.child(ctx, rep, cold); err != nil {
-		return err
+	if report := r.opts.runs(vBoltCold); report || !r.filled {
+		cold := spec(vBoltCold)
+		cold.Fresh, cold.FileSize = true, report
+		if err := r.spawnChild(ctx, rep, cold, report); err != nil {
+			return err
+		}
+		r.filled = true
 	}
-	warm := spec(vBoltWarm)
-	warm.Latency = true
-	var err error
-	if warm.CatchUpRV, err = r.churn(ctx, "warm"); err != nil {
-		return err
+	if r.opts.runs(vBoltWarm) {
+		warm := spec(vBoltWarm)
+		warm.Latency = true
+		var err error
+		if warm.CatchUpRV, err = r.churn(ctx, "warm"); err != nil {
+			return err
+		}
+		if err := r.child(ctx, rep, r.withUpdates(warm)); err != nil {
+			return err
+		}
 	}
-	if err := r.child(ctx, rep, r.withUpdates(warm)); err != nil {
-		return err
+	if r.opts.runs(vBoltBounded) {
+		bounded := spec(vBoltBounded)
+		bounded.CacheObjects, bounded.Latency = boundedCacheObjects, true
+		if err := r.child(ctx, rep, bounded); err != nil {
+			return err
+		}
 	}
-	bounded := spec(vBoltBounded)
-	bounded.CacheObjects, bounded.Latency = boundedCacheObjects, true
-	if err := r.child(ctx, rep, bounded); err != nil {
-		return err
+	if r.opts.runs(vBolt410) && r.cl.canExpire() {
+		if _, err := r.churn(ctx, "expired"); err != nil {
+			return err
+		}
+		fmt.Fprintln(r.log, "    restarting kube-apiserver (expires every stored resourceVersion)…")
+		if err := r.cl.expire(ctx); err != nil {
+			return err
+		}
+		expired := spec(vBolt410)
+		expired.WaitRelist = true
+		if err := r.child(ctx, rep, expired); err != nil {
+			return err
+		}
 	}
-	if !r.cl.canExpire() {
-		return nil
+	if r.opts.runs(vFloor) {
+		return r.child(ctx, rep, childSpec{Variant: vFloor, Informer: informerNone, File: r.file})
 	}
-	if _, err := r.churn(ctx, "expired"); err != nil {
-		return err
-	}
-	fmt.Fprintln(r.log, "    restarting kube-apiserver (expires every stored resourceVersion)…")
-	if err := r.cl.expire(ctx); err != nil {
-		return err
-	}
-	expired := spec(vBolt410)
-	expired.WaitRelist = true
-	return r.child(ctx, rep, expired)
+	return nil
 }
 
-// withUpdates makes spec a throughput run: once synced, the child waits for
-// opts.updates patches that the parent then makes.
+// withUpdates makes spec a throughput run, unless --updates is 0: once
+// synced, the child waits for opts.updates patches that the parent then
+// makes.
 func (r *sizeRun) withUpdates(spec childSpec) childSpec {
+	if r.opts.updates == 0 {
+		return spec
+	}
 	spec.Updates = r.opts.updates
 	spec.Run = newTag(spec.Variant)
 	return spec
@@ -148,6 +188,12 @@ func (r *sizeRun) churn(ctx context.Context, what string) (string, error) {
 
 // child runs one variant in its own process and records the result.
 func (r *sizeRun) child(ctx context.Context, rep int, spec childSpec) error {
+	return r.spawnChild(ctx, rep, spec, true)
+}
+
+// spawnChild runs one variant in its own process and prints its summary;
+// with record, it also keeps the result for the report.
+func (r *sizeRun) spawnChild(ctx context.Context, rep int, spec childSpec, record bool) error {
 	time.Sleep(r.opts.settle)
 	name := fmt.Sprintf("%s-%s-rep%d", spec.Variant, sizeLabel(r.n), rep+1)
 	spec.Kubeconfig, spec.Selector, spec.Expect = r.cl.kubeconfig, r.opts.shape.selector(), r.n
@@ -170,16 +216,26 @@ func (r *sizeRun) child(ctx context.Context, rep int, spec childSpec) error {
 	if res.Throughput != nil {
 		res.Throughput.DriveRate = driveRate
 	}
-	r.runs[spec.Variant] = append(r.runs[spec.Variant], res)
-	r.load = append(r.load, loadAverage())
-	fmt.Fprintf(r.log, "  [%s rep %d/%d] %s\n", sizeLabel(r.n), rep+1, r.opts.reps, summary(res))
+	note := ""
+	if record {
+		r.runs[spec.Variant] = append(r.runs[spec.Variant], res)
+		r.load = append(r.load, loadAverage())
+	} else {
+		note = " (not reported: it fills the file for the others)"
+	}
+	fmt.Fprintf(r.log, "  [%s rep %d/%d] %s%s\n", sizeLabel(r.n), rep+1, r.opts.reps, summary(res), note)
 	return nil
 }
 
 // summary is a one-line account of a child's result.
 func summary(res *childResult) string {
-	s := fmt.Sprintf("%-23s synced %6.2fs  LIST %d  watch-list %d  private %4.0f MiB (RSS %4.0f)  %s",
-		res.Variant, res.SyncSeconds, res.Lists, res.WatchLists, mib(res.AnonBytes), mib(res.RSSBytes), res.Cost)
+	if f := res.Floor; f != nil {
+		return fmt.Sprintf("%-23s %d objects on %d goroutines: codec %.2fs (%s), protobuf %.2fs (%s)",
+			res.Variant, f.Objects, f.Workers, f.CodecSeconds, secondsList(f.CodecRuns), f.ProtobufSeconds, secondsList(f.ProtobufRuns))
+	}
+	s := fmt.Sprintf("%-23s informer synced %7.3fs  first List %7.3fs  all handlers synced %6.2fs (%s)  LIST %d  watch-list %d  private %4.0f MiB (RSS %4.0f)  %s",
+		res.Variant, res.InformerSyncedSeconds, res.FirstListSeconds, res.SyncSeconds, secondsList(res.HandlerSyncedSeconds),
+		res.Lists, res.WatchLists, mib(res.AnonBytes), mib(res.RSSBytes), res.Cost)
 	if res.CaughtUpSeconds > 0 {
 		s += fmt.Sprintf("  caught up %.2fs", res.CaughtUpSeconds)
 	}
@@ -193,6 +249,15 @@ func summary(res *childResult) string {
 		s += fmt.Sprintf("  drained %d updates at %.0f/s (driven at %.0f/s)", t.Events, t.EventsPerSec, t.DriveRate)
 	}
 	return s
+}
+
+// secondsList prints durations in seconds, comma-separated.
+func secondsList(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprintf("%.3f", x)
+	}
+	return strings.Join(s, ", ")
 }
 
 func mib[T int64 | uint64](b T) float64 { return float64(b) / (1 << 20) }

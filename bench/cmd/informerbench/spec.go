@@ -17,6 +17,9 @@ const (
 
 	informerClientGo = "client-go"
 	informerBolt     = "boltinformer"
+	// informerNone: no informer; the child measures the decode floor of
+	// the cache file's records (floor.go).
+	informerNone = "none"
 )
 
 // childSpec says what one child process measures.
@@ -64,10 +67,26 @@ type childSpec struct {
 // childResult is what a child measured.
 type childResult struct {
 	Variant string `json:"variant"`
-	// SyncSeconds: informer construction (file open included) to HasSynced
-	// of a handler that has received every initial add.
+	// SyncSeconds: informer construction (file open included) to every
+	// handler registration's HasSynced: each handler has received every
+	// initial add (the child registers two). Results from before there
+	// were two handlers timed the one registration.
 	SyncSeconds float64 `json:"syncSeconds"`
-	InitialAdds int     `json:"initialAdds"`
+	// ConstructSeconds: informer construction (file open included) and
+	// AddEventHandler calls, up to Run.
+	ConstructSeconds float64 `json:"constructSeconds,omitempty"`
+	// InformerSyncedSeconds: construction to the informer's own
+	// HasSyncedChecker (the store is complete; listers may serve).
+	InformerSyncedSeconds float64 `json:"informerSyncedSeconds,omitempty"`
+	// FirstListSeconds: construction to the return of a GetIndexer().List()
+	// started as soon as the informer reported synced (its length is
+	// checked against Expect).
+	FirstListSeconds float64 `json:"firstListSeconds,omitempty"`
+	// HandlerSyncedSeconds: construction to each registration's
+	// HasSyncedChecker, in registration order; the largest is SyncSeconds.
+	HandlerSyncedSeconds []float64 `json:"handlerSyncedSeconds,omitempty"`
+
+	InitialAdds int `json:"initialAdds"`
 	// CaughtUpSeconds: start to CatchUpRV applied.
 	CaughtUpSeconds float64 `json:"caughtUpSeconds,omitempty"`
 	// DurableSeconds: start to the synced (and caught-up, reconciled) state
@@ -107,6 +126,8 @@ type childResult struct {
 
 	Latency    *latencyResult    `json:"latency,omitempty"`
 	Throughput *throughputResult `json:"throughput,omitempty"`
+	// Floor is set, and nothing else is, by a decode-floor child.
+	Floor *floorResult `json:"floor,omitempty"`
 }
 
 // latencyResult: mean time per call on the synced indexer.

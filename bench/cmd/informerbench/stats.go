@@ -1,6 +1,9 @@
 package main
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // Metric names, as the CSV and JSON results carry them.
 const (
@@ -41,11 +44,25 @@ const (
 	mAPICPU      = "start_apiserver_cpu_s"
 	mEtcdCPU     = "start_etcd_cpu_s"
 	mStartLists  = "start_lists"
+
+	// The stages of a start (start.go). sync_s above is the last of them:
+	// every handler registration synced.
+	mInformerSynced = "informer_synced_s"
+	mFirstList      = "first_list_s"
+	mConstruct      = "construct_s"
+	mHandlerSynced  = "handler%d_synced_s" // per registration, from 1
+
+	// The decode floor (floor.go), on the decode-floor variant only.
+	mFloorCodec = "floor_codec_s"
+	mFloorProto = "floor_protobuf_s"
 )
 
 // metrics flattens a result into named numbers; optional parts contribute
 // only when measured.
 func (r *childResult) metrics() map[string]float64 {
+	if f := r.Floor; f != nil {
+		return map[string]float64{mFloorCodec: f.CodecSeconds, mFloorProto: f.ProtobufSeconds}
+	}
 	m := map[string]float64{
 		mSync:       r.SyncSeconds,
 		mLists:      float64(r.Lists),
@@ -60,6 +77,12 @@ func (r *childResult) metrics() map[string]float64 {
 	m[mWireMiB], m[mBodyMiB], m[mStartLists] = mib(r.Cost.WireBytes), mib(r.Cost.BodyBytes), float64(r.Cost.Lists)
 	if r.Cost.APIServerCPUs >= 0 && r.Cost.EtcdCPUs >= 0 {
 		m[mAPICPU], m[mEtcdCPU] = r.Cost.APIServerCPUs, r.Cost.EtcdCPUs
+	}
+	if r.InformerSyncedSeconds > 0 { // results from before the stages were timed have none
+		m[mInformerSynced], m[mFirstList], m[mConstruct] = r.InformerSyncedSeconds, r.FirstListSeconds, r.ConstructSeconds
+		for i, x := range r.HandlerSyncedSeconds {
+			m[fmt.Sprintf(mHandlerSynced, i+1)] = x
+		}
 	}
 	if r.StartCause != "" {
 		m[mDurable] = r.DurableSeconds

@@ -1,5 +1,7 @@
 package main
 
+import "slices"
+
 // The measured variants, by the names results use. client-go runs with its
 // default WatchListClient gate (on in v0.37: the initial state streams over
 // a watch) and with the gate off (a LIST), in both wire formats.
@@ -12,16 +14,26 @@ const (
 	vBoltWarm          = "bolt-warm"
 	vBoltBounded       = "bolt-bounded"
 	vBolt410           = "bolt-410"
+	// vFloor is no informer: a bare parallel decode of the cache file's
+	// records and of the same Pods' protobuf (floor.go).
+	vFloor = "decode-floor"
 )
 
 // boundedCacheObjects is the decoded-object cache of the bounded variant.
 const boundedCacheObjects = 1000
 
-// variantOrder is the order of the report's rows.
+// variantOrder is the order of the report's rows of informer starts.
 var variantOrder = []string{
 	vClientGoJSON, vClientGoJSONList, vClientGoProto, vClientGoProtoList,
 	vBoltCold, vBoltWarm, vBoltBounded, vBolt410,
 }
+
+// allVariants is every name --variants takes, in the results' order.
+var allVariants = append(slices.Clone(variantOrder), vFloor)
+
+// boltFileVariants need a cache file that a cold start filled: when
+// bolt-cold is not selected, an unrecorded cold start makes it.
+var boltFileVariants = []string{vBoltWarm, vBoltBounded, vBolt410, vFloor}
 
 var variantTitles = map[string]string{
 	vClientGoJSON:      "client-go JSON cold, watch-list (default)",
@@ -32,6 +44,7 @@ var variantTitles = map[string]string{
 	vBoltWarm:          "boltinformer warm restart",
 	vBoltBounded:       "boltinformer warm, 1,000-object cache",
 	vBolt410:           "boltinformer restart after 410",
+	vFloor:             "decode alone, all cores (no informer)",
 }
 
 // clientGoVariants returns the two client-go variants of a wire format.

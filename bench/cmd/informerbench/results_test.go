@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"strings"
+	"testing"
+)
+
+// startRun is a child result with the stages of a start.
+func startRun(variant string, informerSynced, firstList float64, handlers ...float64) *childResult {
+	r := &childResult{Variant: variant, InformerSyncedSeconds: informerSynced, FirstListSeconds: firstList, HandlerSyncedSeconds: handlers}
+	r.SyncSeconds = max(handlers[0], handlers[1])
+	return r
+}
+
+// TestStageRatios builds a two-repetition result by hand and checks the
+// ratios of medians, the per-repetition ratios in the CSV, and the printed
+// stages table.
+func TestStageRatios(t *testing.T) {
+	r := &sizeResult{
+		Pods: 1000, Reps: 2, BoltContentType: protobufContentType,
+		Runs: map[string][]*childResult{
+			vClientGoProto: {startRun(vClientGoProto, 4, 4.1, 4, 4), startRun(vClientGoProto, 6, 6.1, 6, 6)},
+			vBoltWarm:      {startRun(vBoltWarm, 0.005, 0.5, 2, 2.2), startRun(vBoltWarm, 0.007, 0.7, 3, 2.8)},
+			vFloor: {
+				{Variant: vFloor, Floor: &floorResult{Objects: 1000, Workers: 2, CodecSeconds: 2, ProtobufSeconds: 1.6}},
+				{Variant: vFloor, Floor: &floorResult{Objects: 1000, Workers: 2, CodecSeconds: 2, ProtobufSeconds: 1.6}},
+			},
+		},
+		Medians: map[string]map[string]float64{},
+	}
+	for v, runs := range r.Runs {
+		r.Medians[v] = medians(runs)
+	}
+	r.Ratios = r.computeRatios()
+	want := map[string]map[string]float64{
+		// medians: client-go 5 / 5.1 / 5; warm 0.006 / 0.6 / 2.6 (2.2 and 3).
+		vBoltWarm: {
+			"informer_synced_s_x_client-go-protobuf": 0.006 / 5,
+			"first_list_s_x_client-go-protobuf":      0.6 / 5.1,
+			"sync_s_x_client-go-protobuf":            2.6 / 5,
+			"sync_s_x_floor_codec_s":                 2.6 / 2,
+		},
+		vClientGoProto: {"sync_s_x_floor_protobuf_s": 5 / 1.6},
+	}
+	for v, ratios := range want {
+		for name, x := range ratios {
+			if got, ok := r.Ratios[v][name]; !ok || got < x*0.999 || got > x*1.001 {
+				t.Errorf("ratio %s of %s = %v (present %v), want %v", name, v, got, ok, x)
+			}
+		}
+		if len(r.Ratios[v]) != len(ratios) {
+			t.Errorf("%s has ratios %v, want exactly %v", v, r.Ratios[v], ratios)
+		}
+	}
+
+	dir := t.TempDir()
+	if err := r.save(dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(r.path(dir, "csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string][]string{}
+	for _, row := range rows {
+		found[row[1]+" "+row[2]] = row[3:]
+	}
+	for key, cells := range map[string][]string{
+		"bolt-warm sync_s_x_floor_codec_s":      {"1.3", "1.1", "1.5"}, // median ratio, then rep 1 (2.2/2), rep 2 (3/2)
+		"bolt-warm informer_synced_s":           {"0.006", "0.005", "0.007"},
+		"decode-floor floor_codec_s":            {"2", "2", "2"},
+		"client-go-protobuf handler2_synced_s":  {"5", "4", "6"},
+		"bolt-warm sync_s_x_client-go-protobuf": {"0.52", "0.55", "0.5"},
+	} {
+		if got := found[key]; strings.Join(got, " ") != strings.Join(cells, " ") {
+			t.Errorf("CSV row %q = %v, want %v", key, got, cells)
+		}
+	}
+
+	var out bytes.Buffer
+	printReport(&out, r)
+	for _, s := range []string{"start stages", "0.12", "decode floor (2 goroutines", "records with boltinformer's codec 2.00 s", "bare protobuf 1.60 s"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("report lacks %q:\n%s", s, out.String())
+		}
+	}
+}
