@@ -128,6 +128,12 @@ func (c *Collection) completeLocked() error {
 		if err != nil {
 			return err
 		}
+		// From the last key backwards: a warm start's delivery walks
+		// forwards, decoding as it goes, so the two meet in the middle
+		// rather than race over the same records (decodeAllLocked skips
+		// what the other has cached).
+		slices.Reverse(found)
+		slices.Reverse(records)
 		// Records are bbolt memory: decode within the transaction.
 		return c.decodeAllLocked(found, records)
 	})

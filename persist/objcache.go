@@ -75,6 +75,15 @@ func (c *objectCache) get(key string) (runtime.Object, bool) {
 	return e.obj, true
 }
 
+// peek returns the object cached under key, without counting a hit or a
+// miss or touching the reference bit.
+func (c *objectCache) peek(key string) (runtime.Object, bool) {
+	c.mu.RLock()
+	e, ok := c.entries[key]
+	c.mu.RUnlock()
+	return e.obj, ok
+}
+
 // has reports whether key is cached, without counting a hit or a miss or
 // touching the reference bit.
 func (c *objectCache) has(key string) bool {

@@ -84,13 +84,15 @@ func (c *Collection) decodeLocked(key string, rec []byte) (runtime.Object, error
 
 // decodeAllLocked decodes records[i] into found[i].obj, on every core when
 // there are enough of them: decoding is what a warm start and a cold List
-// spend their time on. The records are bbolt memory, valid for the calling
+// spend their time on. A record another reader has decoded and cached
+// meanwhile (a warm start's delivery and a first List run at once) is not
+// decoded again. The records are bbolt memory, valid for the calling
 // transaction, which outlives this call; bbolt is not touched here.
 func (c *Collection) decodeAllLocked(found []keyed, records [][]byte) error {
 	workers := min(goruntime.GOMAXPROCS(0), len(found)/parallelDecodeMin)
 	if workers <= 1 {
 		for i := range found {
-			obj, err := c.decodeLocked(found[i].key, records[i])
+			obj, err := c.decodeCachedLocked(found[i].key, records[i])
 			if err != nil {
 				return err
 			}
@@ -105,7 +107,7 @@ func (c *Collection) decodeAllLocked(found []keyed, records [][]byte) error {
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < len(found); i += workers {
-				obj, err := c.decodeLocked(found[i].key, records[i])
+				obj, err := c.decodeCachedLocked(found[i].key, records[i])
 				if err != nil {
 					errs[w] = err
 					return
@@ -116,6 +118,15 @@ func (c *Collection) decodeAllLocked(found []keyed, records [][]byte) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// decodeCachedLocked is decodeLocked unless key is cached already. Called
+// with mu held for reading, so a cached object is the record's.
+func (c *Collection) decodeCachedLocked(key string, rec []byte) (runtime.Object, error) {
+	if obj, ok := c.cache.peek(key); ok {
+		return obj, nil
+	}
+	return c.decodeLocked(key, rec)
 }
 
 // parallelDecodeMin is how many records each decoding goroutine must have
