@@ -111,8 +111,30 @@ func TestWarmRestartWithinWindow(t *testing.T) {
 	if len(events) != want {
 		t.Errorf("handler got %d calls, want %d (%d initial adds + %d changes)", len(events), want, len(atStop), muts.changedKeys())
 	}
-	checkInitialAdds(t, events[:len(atStop)], atStop)
-	checkMissedChanges(t, events[len(atStop):], atStop, muts)
+	initial, changes := splitWarmStart(t, events)
+	checkInitialAdds(t, initial, atStop)
+	checkMissedChanges(t, changes, atStop, muts)
+}
+
+// splitWarmStart separates a warm start's initial adds, handed out in the
+// background, from the watch's events, which are applied meanwhile,
+// checking the order that holds per key: a key's initial add comes before
+// any of its events.
+func splitWarmStart(t *testing.T, events []event) (initial, changes []event) {
+	t.Helper()
+	added := map[string]bool{}
+	for _, e := range events {
+		if e.kind == evAdd && e.initial {
+			initial = append(initial, e)
+			added[e.key] = true
+			continue
+		}
+		if e.kind != evAdd && !added[e.key] {
+			t.Errorf("%v came before the key's initial add", e)
+		}
+		changes = append(changes, e)
+	}
+	return initial, changes
 }
 
 // checkInitialAdds requires events to be exactly one OnAdd(obj, true) per
