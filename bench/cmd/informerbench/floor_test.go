@@ -55,8 +55,11 @@ func TestMeasureFloor(t *testing.T) {
 	if f.CodecSeconds <= 0 || f.ProtobufSeconds <= 0 {
 		t.Errorf("floor times codec %v s, protobuf %v s: want both positive", f.CodecSeconds, f.ProtobufSeconds)
 	}
-	if m := res.metrics(); len(m) != 2 || m[mFloorCodec] != f.CodecSeconds || m[mFloorProto] != f.ProtobufSeconds {
-		t.Errorf("floor metrics = %v, want only the two floors", m)
+	if f.CodecFreshSeconds <= 0 {
+		t.Errorf("fresh-process codec floor %v s, want positive", f.CodecFreshSeconds)
+	}
+	if m := res.metrics(); len(m) != 3 || m[mFloorCodec] != f.CodecSeconds || m[mFloorProto] != f.ProtobufSeconds || m[mFloorCodecFresh] != f.CodecFreshSeconds {
+		t.Errorf("floor metrics = %v, want only the three floors", m)
 	}
 	if _, err := measureFloor(childSpec{Variant: vFloor, File: path, Selector: sel, Expect: n + 1}); err == nil || !strings.Contains(err.Error(), "holds 300 records") {
 		t.Errorf("floor with the wrong expected count = %v, want an error giving the count", err)

@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 )
 
-// memory is what the process holds, read after a GC so that the heap is the
-// live heap. RSS is left as the process has it (no FreeOSMemory): memory the
-// runtime has not yet returned is memory the controller's pod pays for.
-// RSS counts the pages of boltinformer's memory-mapped file that the
+// memory is what the process holds, read after debug.FreeOSMemory (a GC,
+// then freed heap returned to the OS) so that the heap is the live heap and
+// private memory is what the informer keeps: every child times a first
+// List after sync, and a bounded informer's List decodes every object
+// from the file, garbage the runtime would return over the next minutes.
+// The peak (VmHWM) keeps the transient. RSS counts the pages of boltinformer's memory-mapped file that the
 // process touched (rssFile: clean page cache, reclaimable); rssAnon is the
 // private memory.
 type memory struct {
@@ -19,7 +22,7 @@ type memory struct {
 }
 
 func readMemory() memory {
-	runtime.GC()
+	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	m := memory{heap: ms.HeapAlloc}

@@ -28,7 +28,7 @@ func (r *sizeResult) likeForLike() string {
 func floorMetric(variant string) string {
 	switch {
 	case strings.HasPrefix(variant, "bolt-"):
-		return mFloorCodec
+		return mFloorCodecFresh
 	case variant == vClientGoProto || variant == vClientGoProtoList:
 		return mFloorProto
 	}

@@ -177,8 +177,9 @@ func printStages(w io.Writer, tw *tabwriter.Writer, r *sizeResult) {
 		if runs := r.Runs[vFloor]; len(runs) > 0 && runs[0].Floor != nil {
 			workers = runs[0].Floor.Workers
 		}
-		fmt.Fprintf(w, "    decode floor (%d goroutines, no informer): the file's records with boltinformer's codec %.2f s, the same Pods' bare protobuf %.2f s\n",
-			workers, fl[mFloorCodec], fl[mFloorProto])
+		fmt.Fprintf(w, "    decode floor (%d goroutines, no informer): the file's records with boltinformer's codec %.2f s as a fresh process's first work\n"+
+			"    (the floor a warm start is divided by), %.2f s once the heap has grown; the same Pods' bare protobuf %.2f s once grown\n",
+			workers, fl[mFloorCodecFresh], fl[mFloorCodec], fl[mFloorProto])
 	}
 }
 

@@ -230,8 +230,8 @@ func (r *sizeRun) spawnChild(ctx context.Context, rep int, spec childSpec, recor
 // summary is a one-line account of a child's result.
 func summary(res *childResult) string {
 	if f := res.Floor; f != nil {
-		return fmt.Sprintf("%-23s %d objects on %d goroutines: codec %.2fs (%s), protobuf %.2fs (%s)",
-			res.Variant, f.Objects, f.Workers, f.CodecSeconds, secondsList(f.CodecRuns), f.ProtobufSeconds, secondsList(f.ProtobufRuns))
+		return fmt.Sprintf("%-23s %d objects on %d goroutines: codec %.2fs fresh, %.2fs grown (%s), protobuf %.2fs (%s)",
+			res.Variant, f.Objects, f.Workers, f.CodecFreshSeconds, f.CodecSeconds, secondsList(f.CodecRuns), f.ProtobufSeconds, secondsList(f.ProtobufRuns))
 	}
 	s := fmt.Sprintf("%-23s informer synced %7.3fs  first List %7.3fs  all handlers synced %6.2fs (%s)  LIST %d  watch-list %d  private %4.0f MiB (RSS %4.0f)  %s",
 		res.Variant, res.InformerSyncedSeconds, res.FirstListSeconds, res.SyncSeconds, secondsList(res.HandlerSyncedSeconds),

@@ -54,14 +54,16 @@ const (
 
 	// The decode floor (floor.go), on the decode-floor variant only.
 	mFloorCodec = "floor_codec_s"
-	mFloorProto = "floor_protobuf_s"
+	// mFloorCodecFresh is the codec floor in a fresh process.
+	mFloorCodecFresh = "floor_codec_fresh_s"
+	mFloorProto      = "floor_protobuf_s"
 )
 
 // metrics flattens a result into named numbers; optional parts contribute
 // only when measured.
 func (r *childResult) metrics() map[string]float64 {
 	if f := r.Floor; f != nil {
-		return map[string]float64{mFloorCodec: f.CodecSeconds, mFloorProto: f.ProtobufSeconds}
+		return map[string]float64{mFloorCodec: f.CodecSeconds, mFloorProto: f.ProtobufSeconds, mFloorCodecFresh: f.CodecFreshSeconds}
 	}
 	m := map[string]float64{
 		mSync:       r.SyncSeconds,
