@@ -40,7 +40,7 @@ func connect(ctx context.Context, kubeconfig, workDir string, log io.Writer) (*c
 	}
 	fmt.Fprintln(log, "starting etcd and kube-apiserver on 127.0.0.1…")
 	start := time.Now()
-	srv, err := apiservertest.Launch(ctx, apiservertest.Options{EtcdQuotaBackendBytes: 8 << 30})
+	srv, err := apiservertest.Launch(ctx, apiservertest.Options{EtcdQuotaBackendBytes: 8 << 30, ReadyTimeout: 5 * time.Minute})
 	if err != nil {
 		return nil, err
 	}
