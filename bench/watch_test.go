@@ -32,12 +32,15 @@ import (
 // The watch benchmark feeds the same stream of Pod updates to client-go's
 // informer and to boltinformer's, without a server: the stream is the bytes
 // an apiserver sends for a protobuf watch, decoded by client-go's own watch
-// decoder for both. Each iteration starts an informer over
-// BENCH_OBJECTS Pods (default 10,000; listed from a protobuf PodList, and for
-// boltinformer committed to a fresh file, fsync on), holds the watch stream
-// until then, and times BENCH_WATCH_UPDATES updates (default 20,000; round
-// robin over the Pods, each with a new resourceVersion and annotation) from
-// the stream's release:
+// decoder for both. A drain starts an informer over BENCH_OBJECTS Pods
+// (default 10,000; listed from a protobuf PodList, and for boltinformer
+// committed to a fresh file, fsync on), holds the watch stream until then,
+// and times BENCH_WATCH_UPDATES updates (default 20,000; round robin over
+// the Pods, each with a new resourceVersion and annotation) from the
+// stream's release. Each iteration drains both informers, in alternating
+// order, so that both see the same load on a shared machine; run with
+// -count for repetitions. Per informer (prefix client-go- or
+// boltinformer-):
 //
 //   - cpu-ns/update: the process's CPU time (user + system, every core) over
 //     the drain, per update: decoding, the store, handlers, the commits and
@@ -46,10 +49,13 @@ import (
 //   - drained/s: updates per second until the last one is durable: for
 //     boltinformer committed to the file (its resourceVersion on disk), for
 //     client-go, whose store is memory, the same as delivered/s.
+//   - B/update: bytes allocated on the heap over the drain, per update (what
+//     drives the garbage collector's share).
 //
-// ns/op is the time of one drain (and so depends on the update count).
-// BENCH_WATCH_CPUPROFILE=prefix writes a CPU profile of each variant's
-// first drain alone to prefix-<variant>.pprof.
+// x-cpu and x-drained are boltinformer's figure over client-go's in the same
+// iterations (targets: x-cpu <= 1.3, x-drained >= 0.7). ns/op is the time of
+// both drains. BENCH_WATCH_CPUPROFILE=prefix writes a CPU profile of each
+// informer's first drain alone to prefix-<informer>.pprof.
 func BenchmarkWatch(b *testing.B) {
 	updates := envCount("BENCH_WATCH_UPDATES", 20000)
 	objs := pods(objects)
@@ -68,65 +74,18 @@ func BenchmarkWatch(b *testing.B) {
 	}
 	lastRV := strconv.Itoa(watchFirstRV + updates - 1)
 
-	run := func(b *testing.B, start func(b *testing.B, lw cache.ListerWatcher) (cache.SharedIndexInformer, *commitWatch, func())) {
-		var cpu, delivered, drained time.Duration
-		for b.Loop() {
-			b.StopTimer()
-			lw := newStreamLW(listWire, stream)
-			inf, committed, stop := start(b, lw)
-			h := &countingHandler{want: int64(updates), done: make(chan struct{})}
-			if _, err := inf.AddEventHandler(h); err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			wg.Go(func() { inf.RunWithContext(ctx) })
-			if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-				b.Fatal("not synced")
-			}
-			if committed != nil {
-				committed.wait(b, "100")
-			}
-			runtime.GC()
-			b.StartTimer()
-
-			stopProfile := profileDrain(b)
-			cpu0, t0 := processCPU(), time.Now()
-			close(lw.release)
-			select {
-			case <-h.done:
-			case <-time.After(5 * time.Minute):
-				b.Fatalf("%d of %d updates after 5m", h.seen.Load(), updates)
-			}
-			t1 := time.Now()
-			if committed != nil {
-				committed.wait(b, lastRV)
-			}
-			t2, cpu1 := time.Now(), processCPU()
-			stopProfile()
-
-			b.StopTimer()
-			cpu += cpu1 - cpu0
-			delivered += t1.Sub(t0)
-			drained += t2.Sub(t0)
-			cancel()
-			wg.Wait()
-			stop()
-			b.StartTimer()
-		}
-		n := float64(b.N) * float64(updates)
-		b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/update")
-		b.ReportMetric(n/delivered.Seconds(), "delivered/s")
-		b.ReportMetric(n/drained.Seconds(), "drained/s")
+	type informer struct {
+		name  string
+		start func(lw cache.ListerWatcher) (cache.SharedIndexInformer, *commitWatch, func())
+		// sums over the drains
+		cpu, delivered, drained time.Duration
+		allocated               uint64
 	}
-
-	b.Run("client-go", func(b *testing.B) {
-		run(b, func(b *testing.B, lw cache.ListerWatcher) (cache.SharedIndexInformer, *commitWatch, func()) {
+	informers := []*informer{
+		{name: "client-go", start: func(lw cache.ListerWatcher) (cache.SharedIndexInformer, *commitWatch, func()) {
 			return cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, indexers), nil, func() {}
-		})
-	})
-	b.Run("boltinformer", func(b *testing.B) {
-		run(b, func(b *testing.B, lw cache.ListerWatcher) (cache.SharedIndexInformer, *commitWatch, func()) {
+		}},
+		{name: "boltinformer", start: func(lw cache.ListerWatcher) (cache.SharedIndexInformer, *commitWatch, func()) {
 			dir, err := os.MkdirTemp(b.TempDir(), "watch")
 			if err != nil {
 				b.Fatal(err)
@@ -147,18 +106,81 @@ func BenchmarkWatch(b *testing.B) {
 				}
 				_ = os.RemoveAll(dir)
 			}
-		})
-	})
+		}},
+	}
+
+	drain := func(inf *informer) {
+		lw := newStreamLW(listWire, stream)
+		si, committed, stop := inf.start(lw)
+		h := &countingHandler{want: int64(updates), done: make(chan struct{})}
+		if _, err := si.AddEventHandler(h); err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { si.RunWithContext(ctx) })
+		if !cache.WaitForCacheSync(ctx.Done(), si.HasSynced) {
+			b.Fatal("not synced")
+		}
+		if committed != nil {
+			committed.wait(b, "100")
+		}
+		runtime.GC()
+
+		stopProfile := profileDrain(b, inf.name)
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		cpu0, t0 := processCPU(), time.Now()
+		close(lw.release)
+		select {
+		case <-h.done:
+		case <-time.After(5 * time.Minute):
+			b.Fatalf("%s: %d of %d updates after 5m", inf.name, h.seen.Load(), updates)
+		}
+		t1 := time.Now()
+		if committed != nil {
+			committed.wait(b, lastRV)
+		}
+		t2, cpu1 := time.Now(), processCPU()
+		runtime.ReadMemStats(&ms1)
+		stopProfile()
+
+		inf.cpu += cpu1 - cpu0
+		inf.delivered += t1.Sub(t0)
+		inf.drained += t2.Sub(t0)
+		inf.allocated += ms1.TotalAlloc - ms0.TotalAlloc
+		cancel()
+		wg.Wait()
+		stop()
+	}
+
+	iteration := 0
+	for b.Loop() {
+		for j := range informers {
+			drain(informers[j^iteration&1])
+		}
+		iteration++
+	}
+	n := float64(iteration) * float64(updates)
+	for _, inf := range informers {
+		b.ReportMetric(float64(inf.cpu.Nanoseconds())/n, inf.name+"-cpu-ns/update")
+		b.ReportMetric(n/inf.delivered.Seconds(), inf.name+"-delivered/s")
+		b.ReportMetric(n/inf.drained.Seconds(), inf.name+"-drained/s")
+		b.ReportMetric(float64(inf.allocated)/n, inf.name+"-B/update")
+	}
+	cg, bolt := informers[0], informers[1]
+	b.ReportMetric(float64(bolt.cpu)/float64(cg.cpu), "x-cpu")
+	b.ReportMetric(float64(cg.drained)/float64(bolt.drained), "x-drained")
 }
 
 // profileDrain starts the CPU profile BENCH_WATCH_CPUPROFILE asks for, if
-// any and if this is the benchmark's first drain, and returns its stop.
-func profileDrain(b *testing.B) func() {
+// any and if this is the informer's first drain, and returns its stop.
+func profileDrain(b *testing.B, informer string) func() {
 	prefix := os.Getenv("BENCH_WATCH_CPUPROFILE")
 	if prefix == "" {
 		return func() {}
 	}
-	name := fmt.Sprintf("%s-%s.pprof", prefix, filepath.Base(b.Name()))
+	name := fmt.Sprintf("%s-%s.pprof", prefix, informer)
 	if _, err := os.Stat(name); err == nil {
 		return func() {} // an earlier drain of this variant wrote it
 	}
