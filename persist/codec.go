@@ -52,7 +52,10 @@ func NewCodec(scheme *runtime.Scheme) *Codec {
 }
 
 // Encode returns the record for obj. The record does not alias obj.
-func (c *Codec) Encode(obj runtime.Object) ([]byte, error) {
+func (c *Codec) Encode(obj runtime.Object) ([]byte, error) { return c.encode(obj, nil) }
+
+// encode is Encode writing the record over buf if it has the capacity.
+func (c *Codec) encode(obj runtime.Object, buf []byte) ([]byte, error) {
 	if obj == nil {
 		return nil, fmt.Errorf("%w: nil object", ErrUnencodable)
 	}
@@ -75,7 +78,7 @@ func (c *Codec) Encode(obj runtime.Object) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %T: %v", ErrUnencodable, obj, err)
 		}
-		return format.AppendRecord(h, len(data), func(p []byte) error { copy(p, data); return nil })
+		return format.AppendRecordTo(buf, h, len(data), func(p []byte) error { copy(p, data); return nil })
 	}
 
 	typ, err := c.typeOf(obj)
@@ -85,7 +88,7 @@ func (c *Codec) Encode(obj runtime.Object) ([]byte, error) {
 	h.Type = typ
 	if pm, isPM := obj.(protoMessage); isPM {
 		h.Encoding = format.EncodingProtobuf
-		rec, err := c.encodeProto(h, pm)
+		rec, err := c.encodeProto(buf, h, pm)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %T: %v", ErrUnencodable, obj, err)
 		}
@@ -96,10 +99,11 @@ func (c *Codec) Encode(obj runtime.Object) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %T: %v", ErrUnencodable, obj, err)
 	}
-	return format.AppendRecord(h, len(data), func(p []byte) error { copy(p, data); return nil })
+	return format.AppendRecordTo(buf, h, len(data), func(p []byte) error { copy(p, data); return nil })
 }
 
-// encodeProto returns the record of a protobuf-encoded object with header h.
+// encodeProto returns the record of a protobuf-encoded object with header h,
+// over buf if it has the capacity.
 //
 // The generated MarshalToSizedBuffer writes backwards from the end of the
 // buffer it is given and returns the bytes written; it needs no exact size,
@@ -110,7 +114,7 @@ func (c *Codec) Encode(obj runtime.Object) ([]byte, error) {
 // payload seen; an object that does not fit makes the generated code index
 // out of range, which marshalTail reports, and the object is encoded the
 // exact way, with Size.
-func (c *Codec) encodeProto(h format.Header, pm protoMessage) ([]byte, error) {
+func (c *Codec) encodeProto(buf []byte, h format.Header, pm protoMessage) ([]byte, error) {
 	want := max(minProtoScratch, 2*int(c.largestProto.Load()))
 	sp := protoScratch.Get().(*[]byte)
 	defer protoScratch.Put(sp)
@@ -122,11 +126,11 @@ func (c *Codec) encodeProto(h format.Header, pm protoMessage) ([]byte, error) {
 		return nil, err
 	} else if ok {
 		c.noteProtoSize(n)
-		return format.AppendRecord(h, n, func(p []byte) error { copy(p, scratch[len(scratch)-n:]); return nil })
+		return format.AppendRecordTo(buf, h, n, func(p []byte) error { copy(p, scratch[len(scratch)-n:]); return nil })
 	}
 	n := pm.Size()
 	c.noteProtoSize(n)
-	return format.AppendRecord(h, n, func(p []byte) error {
+	return format.AppendRecordTo(buf, h, n, func(p []byte) error {
 		written, err := pm.MarshalToSizedBuffer(p)
 		if err == nil && written != n {
 			err = fmt.Errorf("protobuf wrote %d bytes, Size said %d", written, n)

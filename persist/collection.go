@@ -372,7 +372,7 @@ func (c *Collection) Apply(ops []Op, rv string) error {
 		if op.Object == nil {
 			return fmt.Errorf("%w: key %q: nil object", ErrUnencodable, op.Key)
 		}
-		rec, err := c.db.codec.Encode(op.Object)
+		rec, err := c.db.codec.encode(op.Object, recycledRecord())
 		if err != nil {
 			return fmt.Errorf("key %q: %w", op.Key, err)
 		}
@@ -450,10 +450,14 @@ func (c *Collection) swapForCommit() (int, bool) {
 	return len(c.committing.changes), true
 }
 
-func (c *Collection) dropCommitting() {
+// dropCommitting drops the committed layer and returns it. Once it returns,
+// no reader can still see the layer: they all read it under mu.
+func (c *Collection) dropCommitting() *layer {
 	c.mu.Lock()
+	l := c.committing
 	c.committing = nil
 	c.mu.Unlock()
+	return l
 }
 
 // writeCommitting writes the committing layer in tx. Called with db.commitMu
