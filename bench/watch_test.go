@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -55,7 +56,8 @@ import (
 // x-cpu and x-drained are boltinformer's figure over client-go's in the same
 // iterations (targets: x-cpu <= 1.3, x-drained >= 0.7). ns/op is the time of
 // both drains. BENCH_WATCH_CPUPROFILE=prefix writes a CPU profile of each
-// informer's first drain alone to prefix-<informer>.pprof.
+// informer's first drain alone to prefix-<informer>.pprof, and allocation
+// profiles before and after it (compare them with pprof -base).
 func BenchmarkWatch(b *testing.B) {
 	updates := envCount("BENCH_WATCH_UPDATES", 20000)
 	objs := pods(objects)
@@ -191,11 +193,24 @@ func profileDrain(b *testing.B, informer string) func() {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		b.Fatal(err)
 	}
+	writeHeap := func(suffix string) {
+		runtime.GC() // the profile shows allocations up to the last GC
+		h, err := os.Create(strings.TrimSuffix(name, ".pprof") + suffix)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer h.Close()
+		if err := pprof.Lookup("allocs").WriteTo(h, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	writeHeap("-allocs-before.pprof")
 	return func() {
 		pprof.StopCPUProfile()
 		if err := f.Close(); err != nil {
 			b.Fatal(err)
 		}
+		writeHeap("-allocs-after.pprof")
 	}
 }
 
