@@ -53,6 +53,9 @@ import (
 //   - B/update: bytes allocated on the heap over the drain, per update (what
 //     drives the garbage collector's share).
 //
+// BENCH_PAGE_SIZE and BENCH_BATCH_INTERVAL (a duration) set the file's
+// persist.Options.PageSize and BatchInterval (default: the package's).
+//
 // x-cpu and x-drained are boltinformer's figure over client-go's in the same
 // iterations (targets: x-cpu <= 1.3, x-drained >= 0.7). ns/op is the time of
 // both drains. BENCH_WATCH_CPUPROFILE=prefix writes a CPU profile of each
@@ -75,6 +78,7 @@ func BenchmarkWatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	lastRV := strconv.Itoa(watchFirstRV + updates - 1)
+	batchInterval, _ := time.ParseDuration(os.Getenv("BENCH_BATCH_INTERVAL"))
 
 	type informer struct {
 		name  string
@@ -92,7 +96,7 @@ func BenchmarkWatch(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			db, err := persist.Open(filepath.Join(dir, "cache.db"), persist.Options{Scheme: scheme.Scheme, PageSize: benchPageSize})
+			db, err := persist.Open(filepath.Join(dir, "cache.db"), persist.Options{Scheme: scheme.Scheme, PageSize: benchPageSize, BatchInterval: batchInterval})
 			if err != nil {
 				b.Fatal(err)
 			}
