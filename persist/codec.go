@@ -108,9 +108,9 @@ func (c *Codec) encode(obj runtime.Object, buf []byte) ([]byte, error) {
 // The generated MarshalToSizedBuffer writes backwards from the end of the
 // buffer it is given and returns the bytes written; it needs no exact size,
 // only enough room. Size walks the whole object as the marshalling does (for
-// a Pod it is about 40% of Size plus marshalling), so marshalling into a
-// scratch buffer with room to spare and copying the tail out costs one pass
-// instead of two. Room is at least minProtoScratch and twice the largest
+// a Pod, about half of what Size plus marshalling cost), so marshalling into
+// a scratch buffer with room to spare and copying the tail out costs one
+// pass instead of two. Room is at least minProtoScratch and twice the largest
 // payload seen; an object that does not fit makes the generated code index
 // out of range, which marshalTail reports, and the object is encoded the
 // exact way, with Size.
