@@ -50,8 +50,9 @@ import (
 //   - drained/s: updates per second until the last one is durable: for
 //     boltinformer committed to the file (its resourceVersion on disk), for
 //     client-go, whose store is memory, the same as delivered/s.
-//   - B/update: bytes allocated on the heap over the drain, per update (what
-//     drives the garbage collector's share).
+//   - B/update: bytes allocated on the heap over the drain, per update, and
+//     live-MiB, the heap in use when the drain starts: together they set the
+//     garbage collector's share.
 //
 // BENCH_PAGE_SIZE and BENCH_BATCH_INTERVAL (a duration) set the file's
 // persist.Options.PageSize and BatchInterval (default: the package's).
@@ -85,7 +86,7 @@ func BenchmarkWatch(b *testing.B) {
 		start func(lw cache.ListerWatcher) (cache.SharedIndexInformer, *commitWatch, func())
 		// sums over the drains
 		cpu, delivered, drained time.Duration
-		allocated               uint64
+		allocated, live         uint64
 	}
 	informers := []*informer{
 		{name: "client-go", start: func(lw cache.ListerWatcher) (cache.SharedIndexInformer, *commitWatch, func()) {
@@ -155,6 +156,7 @@ func BenchmarkWatch(b *testing.B) {
 		inf.delivered += t1.Sub(t0)
 		inf.drained += t2.Sub(t0)
 		inf.allocated += ms1.TotalAlloc - ms0.TotalAlloc
+		inf.live += ms0.HeapAlloc
 		cancel()
 		wg.Wait()
 		stop()
@@ -173,6 +175,7 @@ func BenchmarkWatch(b *testing.B) {
 		b.ReportMetric(n/inf.delivered.Seconds(), inf.name+"-delivered/s")
 		b.ReportMetric(n/inf.drained.Seconds(), inf.name+"-drained/s")
 		b.ReportMetric(float64(inf.allocated)/n, inf.name+"-B/update")
+		b.ReportMetric(float64(inf.live)/float64(iteration)/(1<<20), inf.name+"-live-MiB")
 	}
 	cg, bolt := informers[0], informers[1]
 	b.ReportMetric(float64(bolt.cpu)/float64(cg.cpu), "x-cpu")
