@@ -7,7 +7,10 @@
 //
 // The Go benchmarks in this package cover the storage layer: Get, List and
 // ByIndex hot and cold, apply throughput through group commit, and heap
-// after loading N objects. They use realistic Pods (internal/fixture) and a
+// after loading N objects; and, without a server, an informer's start and
+// the drain of a watch stream (CPU per update, delivered and committed
+// rates; BenchmarkWatch), and what scattered updates cost the file at each
+// page size (BenchmarkRandomUpdates). They use realistic Pods (internal/fixture) and a
 // cache file in a temporary directory with fsync on, as in production.
 //
 // The whole informers are compared by bench/cmd/informerbench (make

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	goruntime "runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,6 +40,9 @@ type Codec struct {
 	kinds sync.Map // reflect.Type -> string
 	// types caches the scheme GroupVersionKind per type string in records.
 	types sync.Map // string -> schema.GroupVersionKind
+	// largestProto is the largest protobuf payload encoded so far, which
+	// sizes encodeProto's scratch buffers.
+	largestProto atomic.Int64
 }
 
 // NewCodec returns a Codec that resolves typed objects through scheme. A nil
@@ -46,7 +52,10 @@ func NewCodec(scheme *runtime.Scheme) *Codec {
 }
 
 // Encode returns the record for obj. The record does not alias obj.
-func (c *Codec) Encode(obj runtime.Object) ([]byte, error) {
+func (c *Codec) Encode(obj runtime.Object) ([]byte, error) { return c.encode(obj, nil) }
+
+// encode is Encode writing the record over buf if it has the capacity.
+func (c *Codec) encode(obj runtime.Object, buf []byte) ([]byte, error) {
 	if obj == nil {
 		return nil, fmt.Errorf("%w: nil object", ErrUnencodable)
 	}
@@ -69,7 +78,7 @@ func (c *Codec) Encode(obj runtime.Object) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %T: %v", ErrUnencodable, obj, err)
 		}
-		return format.AppendRecord(h, len(data), func(p []byte) error { copy(p, data); return nil })
+		return format.AppendRecordTo(buf, h, len(data), func(p []byte) error { copy(p, data); return nil })
 	}
 
 	typ, err := c.typeOf(obj)
@@ -79,14 +88,7 @@ func (c *Codec) Encode(obj runtime.Object) ([]byte, error) {
 	h.Type = typ
 	if pm, isPM := obj.(protoMessage); isPM {
 		h.Encoding = format.EncodingProtobuf
-		n := pm.Size()
-		rec, err := format.AppendRecord(h, n, func(p []byte) error {
-			written, err := pm.MarshalToSizedBuffer(p)
-			if err == nil && written != n {
-				err = fmt.Errorf("protobuf wrote %d bytes, Size said %d", written, n)
-			}
-			return err
-		})
+		rec, err := c.encodeProto(buf, h, pm)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %T: %v", ErrUnencodable, obj, err)
 		}
@@ -97,7 +99,75 @@ func (c *Codec) Encode(obj runtime.Object) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %T: %v", ErrUnencodable, obj, err)
 	}
-	return format.AppendRecord(h, len(data), func(p []byte) error { copy(p, data); return nil })
+	return format.AppendRecordTo(buf, h, len(data), func(p []byte) error { copy(p, data); return nil })
+}
+
+// encodeProto returns the record of a protobuf-encoded object with header h,
+// over buf if it has the capacity.
+//
+// The generated MarshalToSizedBuffer writes backwards from the end of the
+// buffer it is given and returns the bytes written; it needs no exact size,
+// only enough room. Size walks the whole object as the marshalling does (for
+// a Pod, about half of what Size plus marshalling cost), so marshalling into
+// a scratch buffer with room to spare and copying the tail out costs one
+// pass instead of two. Room is at least minProtoScratch and twice the largest
+// payload seen; an object that does not fit makes the generated code index
+// out of range, which marshalTail reports, and the object is encoded the
+// exact way, with Size.
+func (c *Codec) encodeProto(buf []byte, h format.Header, pm protoMessage) ([]byte, error) {
+	want := max(minProtoScratch, 2*int(c.largestProto.Load()))
+	sp := protoScratch.Get().(*[]byte)
+	defer protoScratch.Put(sp)
+	if len(*sp) < want {
+		*sp = make([]byte, want)
+	}
+	scratch := *sp
+	if n, ok, err := marshalTail(pm, scratch); err != nil {
+		return nil, err
+	} else if ok {
+		c.noteProtoSize(n)
+		return format.AppendRecordTo(buf, h, n, func(p []byte) error { copy(p, scratch[len(scratch)-n:]); return nil })
+	}
+	n := pm.Size()
+	c.noteProtoSize(n)
+	return format.AppendRecordTo(buf, h, n, func(p []byte) error {
+		written, err := pm.MarshalToSizedBuffer(p)
+		if err == nil && written != n {
+			err = fmt.Errorf("protobuf wrote %d bytes, Size said %d", written, n)
+		}
+		return err
+	})
+}
+
+// minProtoScratch is the smallest scratch buffer of encodeProto: most
+// objects are far smaller (a Pod is 2–6 KB).
+const minProtoScratch = 64 << 10
+
+// protoScratch holds encodeProto's scratch buffers (*[]byte).
+var protoScratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// noteProtoSize raises the largest protobuf payload seen to n.
+func (c *Codec) noteProtoSize(n int) {
+	for old := c.largestProto.Load(); int64(n) > old && !c.largestProto.CompareAndSwap(old, int64(n)); old = c.largestProto.Load() {
+	}
+}
+
+// marshalTail marshals pm into the end of buf and returns the length
+// written, or ok false if pm does not fit: generated protobuf code does not
+// check bounds, it indexes out of range, and that runtime error is what is
+// recovered here. Any other panic propagates.
+func marshalTail(pm protoMessage, buf []byte) (n int, ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if re, isRE := r.(goruntime.Error); isRE && strings.Contains(re.Error(), "out of range") {
+				n, ok, err = 0, false, nil
+				return
+			}
+			panic(r)
+		}
+	}()
+	n, err = pm.MarshalToSizedBuffer(buf)
+	return n, err == nil, err
 }
 
 // typeOf returns the scheme kind string of obj's Go type.

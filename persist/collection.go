@@ -362,20 +362,21 @@ func (c *Collection) Apply(ops []Op, rv string) error {
 	if c.db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	changes := make([]*change, len(ops))
+	// One allocation for the batch: the layers point into it.
+	changes := make([]change, len(ops))
 	for i, op := range ops {
 		if op.Delete {
-			changes[i] = &change{deleted: true}
+			changes[i] = change{deleted: true}
 			continue
 		}
 		if op.Object == nil {
 			return fmt.Errorf("%w: key %q: nil object", ErrUnencodable, op.Key)
 		}
-		rec, err := c.db.codec.Encode(op.Object)
+		rec, err := c.db.codec.encode(op.Object, recycledRecord())
 		if err != nil {
 			return fmt.Errorf("key %q: %w", op.Key, err)
 		}
-		changes[i] = &change{obj: op.Object, record: rec, indexes: op.Indexes}
+		changes[i] = change{obj: op.Object, record: rec, indexes: op.Indexes}
 	}
 
 	c.db.applyMu.RLock()
@@ -387,14 +388,15 @@ func (c *Collection) Apply(ops []Op, rv string) error {
 	}
 	mem := c.memory()
 	for i, op := range ops {
-		c.pending.put(op.Key, changes[i])
-		if changes[i].deleted {
+		ch := &changes[i]
+		c.pending.put(op.Key, ch)
+		if ch.deleted {
 			c.cache.remove(op.Key)
 		} else {
-			c.cache.put(op.Key, changes[i].obj, len(changes[i].record))
+			c.cache.put(op.Key, ch.obj, len(ch.record))
 		}
 		if mem != nil {
-			mem.set(op.Key, changes[i].indexes)
+			mem.set(op.Key, ch.indexes)
 		}
 	}
 	c.pending.rv, c.pending.rvSet = rv, true
@@ -448,10 +450,14 @@ func (c *Collection) swapForCommit() (int, bool) {
 	return len(c.committing.changes), true
 }
 
-func (c *Collection) dropCommitting() {
+// dropCommitting drops the committed layer and returns it. Once it returns,
+// no reader can still see the layer: they all read it under mu.
+func (c *Collection) dropCommitting() *layer {
 	c.mu.Lock()
+	l := c.committing
 	c.committing = nil
 	c.mu.Unlock()
+	return l
 }
 
 // writeCommitting writes the committing layer in tx. Called with db.commitMu

@@ -417,10 +417,11 @@ func (db *DB) commit() error {
 			err = fmt.Errorf("committing %d changes to %s: %w", changes, db.path, err)
 		}
 	}
-	// 3. Drop the committed layers; reads now go to the file.
+	// 3. Drop the committed layers; reads now go to the file. Their records
+	// are in the file now, and bbolt copied them there: reuse the buffers.
 	if err == nil {
 		for _, c := range dirty {
-			c.dropCommitting()
+			c.dropCommitting().recycleRecords()
 		}
 	}
 

@@ -391,3 +391,71 @@ func TestTruncatedFileIsDetectedAndCanBeMovedAside(t *testing.T) {
 		t.Errorf("fresh file holds %v, %v", infos, err)
 	}
 }
+
+// TestRecordsSurviveBufferReuse writes successive versions of a few keys
+// while commits run and readers read: record buffers of committed changes
+// are reused for later writes, so a reuse too early would show up as a
+// reader seeing another version's record, or the file holding one.
+func TestRecordsSurviveBufferReuse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	db := openDB(t, path, persist.Options{BatchInterval: time.Millisecond, BatchLimit: 7, NoSync: true})
+	c, err := db.Collection("c", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keys, versions = 20, 100
+	obj := func(k, v int) *corev1.ConfigMap {
+		o := cm("k"+strconv.Itoa(k), strconv.Itoa(v*keys+k))
+		// Sizes vary so that buffers of one size are reused for another.
+		o.Data = map[string]string{"v": strings.Repeat(strconv.Itoa(v), 1+(v*7+k)%50)}
+		return o
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for ctx.Err() == nil {
+				rvs, err := c.ResourceVersions()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for key, rv := range rvs {
+					n, _ := strconv.Atoi(rv)
+					if want := "ns/k" + strconv.Itoa(n%keys); key != want {
+						t.Errorf("record under %s holds resourceVersion %s, which belongs to %s", key, rv, want)
+						return
+					}
+				}
+			}
+		})
+	}
+	for v := range versions {
+		for k := range keys {
+			put(t, c, strconv.Itoa(v*keys+k), obj(k, v))
+		}
+	}
+	cancel()
+	readers.Wait()
+	if err := db.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, path, persist.Options{ReadOnly: true})
+	c, err = db.Collection("c", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range keys {
+		got, ok, err := c.Get("ns/k" + strconv.Itoa(k))
+		if err != nil || !ok {
+			t.Fatalf("k%d: %v, found %v", k, err, ok)
+		}
+		want := obj(k, versions-1)
+		if g := got.(*corev1.ConfigMap); g.ResourceVersion != want.ResourceVersion || g.Data["v"] != want.Data["v"] {
+			t.Errorf("k%d in the file: resourceVersion %s data %q, want %s %q", k, g.ResourceVersion, g.Data["v"], want.ResourceVersion, want.Data["v"])
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package persist
 
-import "k8s.io/apimachinery/pkg/runtime"
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
 
 // Op is one change to a collection.
 type Op struct {
@@ -94,3 +98,37 @@ func (l *layer) absorb(newer *layer) {
 		l.rv, l.rvSet = newer.rv, true
 	}
 }
+
+// recordPool holds record buffers of committed layers (*[]byte) for Apply
+// to encode into: on a busy collection a record lives for one group commit,
+// and recycling it spares the garbage collector most of the bytes a write
+// allocates besides the object itself.
+var recordPool sync.Pool
+
+// recycledRecord returns a record buffer from the pool, or nil.
+func recycledRecord() []byte {
+	if p, ok := recordPool.Get().(*[]byte); ok {
+		return *p
+	}
+	return nil
+}
+
+// recycleRecords gives l's record buffers to the pool. Called only once l is
+// committed and unreachable: its records are copied into the file's pages
+// and no reader holds the layer any more. Buffers far larger than a typical
+// record are left to the garbage collector rather than pinned by the pool.
+func (l *layer) recycleRecords() {
+	if l == nil {
+		return
+	}
+	for _, ch := range l.changes {
+		if ch.record != nil && cap(ch.record) <= maxRecycledRecord {
+			p := ch.record[:0]
+			recordPool.Put(&p)
+			ch.record = nil
+		}
+	}
+}
+
+// maxRecycledRecord is the largest record buffer recycledRecord hands out.
+const maxRecycledRecord = 64 << 10

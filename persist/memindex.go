@@ -40,9 +40,15 @@ func newMemIndex(indexes map[string]string) *memIndex {
 	return m
 }
 
-// set replaces key's index values (nil: the key is gone).
+// set replaces key's index values (nil: the key is gone). Values that did
+// not change stay where they are: most updates change no index value, and
+// moving the key out of and back into the same sets is most of the cost.
 func (m *memIndex) set(key string, indexes map[string][]string) {
-	for name, values := range m.values[key] {
+	old := m.values[key]
+	for name, values := range old {
+		if slices.Equal(values, indexes[name]) {
+			continue
+		}
 		byValue := m.byValue[name]
 		for _, v := range values {
 			if keys := byValue[v]; keys != nil {
@@ -62,6 +68,9 @@ func (m *memIndex) set(key string, indexes map[string][]string) {
 		byValue := m.byValue[name]
 		if byValue == nil {
 			continue // not an index of the collection: ignored, as on disk
+		}
+		if slices.Equal(old[name], values) {
+			continue // indexed under these values already
 		}
 		for _, v := range values {
 			keys := byValue[v]

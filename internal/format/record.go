@@ -82,6 +82,13 @@ type recordEncoder struct {
 // fill into the returned slice's tail. The result is a fresh slice owned by
 // the caller.
 func AppendRecord(h Header, n int, fill func(payload []byte) error) ([]byte, error) {
+	return AppendRecordTo(nil, h, n, fill)
+}
+
+// AppendRecordTo is AppendRecord writing the record over buf when buf has
+// the capacity for it (for a caller that recycles record buffers), else into
+// a fresh slice.
+func AppendRecordTo(buf []byte, h Header, n int, fill func(payload []byte) error) ([]byte, error) {
 	re := encoderPool.Get().(*recordEncoder)
 	defer encoderPool.Put(re)
 	re.buf.Reset()
@@ -98,7 +105,13 @@ func AppendRecord(h Header, n int, fill func(payload []byte) error) ([]byte, err
 	); err != nil {
 		return nil, err
 	}
-	out := make([]byte, re.buf.Len()+n)
+	size := re.buf.Len() + n
+	var out []byte
+	if cap(buf) >= size {
+		out = buf[:size]
+	} else {
+		out = make([]byte, size)
+	}
 	copy(out, re.buf.Bytes())
 	if err := fill(out[re.buf.Len():]); err != nil {
 		return nil, err

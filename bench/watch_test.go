@@ -1,0 +1,373 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	restwatch "k8s.io/client-go/rest/watch"
+	"k8s.io/client-go/tools/cache"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/persist"
+)
+
+// The watch benchmark feeds the same stream of Pod updates to client-go's
+// informer and to boltinformer's, without a server: the stream is the bytes
+// an apiserver sends for a protobuf watch, decoded by client-go's own watch
+// decoder for both. A drain starts an informer over BENCH_OBJECTS Pods
+// (default 10,000; listed from a protobuf PodList, and for boltinformer
+// committed to a fresh file, fsync on), holds the watch stream until then,
+// and times BENCH_WATCH_UPDATES updates (default 20,000; round robin over
+// the Pods, each with a new resourceVersion and annotation) from the
+// stream's release. Each iteration drains both informers, in alternating
+// order, so that both see the same load on a shared machine; run with
+// -count for repetitions. Per informer (prefix client-go- or
+// boltinformer-):
+//
+//   - cpu-ns/update: the process's CPU time (user + system, every core) over
+//     the drain, per update: decoding, the store, handlers, the commits and
+//     the garbage collector.
+//   - delivered/s: updates per second until the handler saw the last one.
+//   - drained/s: updates per second until the last one is durable: for
+//     boltinformer committed to the file (its resourceVersion on disk), for
+//     client-go, whose store is memory, the same as delivered/s.
+//   - B/update: bytes allocated on the heap over the drain, per update, and
+//     live-MiB, the heap in use when the drain starts: together they set the
+//     garbage collector's share.
+//
+// BENCH_PAGE_SIZE and BENCH_BATCH_INTERVAL (a duration) set the file's
+// persist.Options.PageSize and BatchInterval (default: the package's).
+//
+// x-cpu and x-drained are boltinformer's figure over client-go's in the same
+// iterations (targets: x-cpu <= 1.3, x-drained >= 0.7). ns/op is one
+// iteration: both informers' starts and drains. BENCH_WATCH_CPUPROFILE=prefix writes a CPU profile of each
+// informer's first drain alone to prefix-<informer>.pprof, and allocation
+// profiles before and after it (compare them with pprof -base).
+func BenchmarkWatch(b *testing.B) {
+	updates := envCount("BENCH_WATCH_UPDATES", 20000)
+	objs := pods(objects)
+	list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "100"}}
+	for _, p := range objs {
+		list.Items = append(list.Items, *p)
+	}
+	listWire, err := list.Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	list = nil
+	stream, err := watchStream(objs, updates)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lastRV := strconv.Itoa(watchFirstRV + updates - 1)
+	batchInterval, _ := time.ParseDuration(os.Getenv("BENCH_BATCH_INTERVAL"))
+
+	type informer struct {
+		name  string
+		start func(lw cache.ListerWatcher) (cache.SharedIndexInformer, *commitWatch, func())
+		// sums over the drains
+		cpu, delivered, drained time.Duration
+		allocated, live         uint64
+	}
+	informers := []*informer{
+		{name: "client-go", start: func(lw cache.ListerWatcher) (cache.SharedIndexInformer, *commitWatch, func()) {
+			return cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, indexers), nil, func() {}
+		}},
+		{name: "boltinformer", start: func(lw cache.ListerWatcher) (cache.SharedIndexInformer, *commitWatch, func()) {
+			dir, err := os.MkdirTemp(b.TempDir(), "watch")
+			if err != nil {
+				b.Fatal(err)
+			}
+			db, err := persist.Open(filepath.Join(dir, "cache.db"), persist.Options{Scheme: scheme.Scheme, PageSize: benchPageSize, BatchInterval: batchInterval})
+			if err != nil {
+				b.Fatal(err)
+			}
+			inf, err := bcache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, indexers, bcache.Persistence{DB: db, Collection: "pods"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			committed := newCommitWatch(inf.Indexer().Collection())
+			return inf, committed, func() {
+				committed.remove()
+				if err := db.Close(); err != nil {
+					b.Fatal(err)
+				}
+				_ = os.RemoveAll(dir)
+			}
+		}},
+	}
+
+	drain := func(inf *informer) {
+		lw := newStreamLW(listWire, stream)
+		si, committed, stop := inf.start(lw)
+		h := &countingHandler{want: int64(updates), done: make(chan struct{})}
+		if _, err := si.AddEventHandler(h); err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { si.RunWithContext(ctx) })
+		if !cache.WaitForCacheSync(ctx.Done(), si.HasSynced) {
+			b.Fatal("not synced")
+		}
+		if committed != nil {
+			committed.wait(b, "100")
+		}
+		runtime.GC()
+
+		stopProfile := profileDrain(b, inf.name)
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		cpu0, t0 := processCPU(), time.Now()
+		close(lw.release)
+		select {
+		case <-h.done:
+		case <-time.After(5 * time.Minute):
+			b.Fatalf("%s: %d of %d updates after 5m", inf.name, h.seen.Load(), updates)
+		}
+		t1 := time.Now()
+		if committed != nil {
+			committed.wait(b, lastRV)
+		}
+		t2, cpu1 := time.Now(), processCPU()
+		runtime.ReadMemStats(&ms1)
+		stopProfile()
+
+		inf.cpu += cpu1 - cpu0
+		inf.delivered += t1.Sub(t0)
+		inf.drained += t2.Sub(t0)
+		inf.allocated += ms1.TotalAlloc - ms0.TotalAlloc
+		inf.live += ms0.HeapAlloc
+		cancel()
+		wg.Wait()
+		stop()
+	}
+
+	iteration := 0
+	for b.Loop() {
+		for j := range informers {
+			drain(informers[j^iteration&1])
+		}
+		iteration++
+	}
+	n := float64(iteration) * float64(updates)
+	for _, inf := range informers {
+		b.ReportMetric(float64(inf.cpu.Nanoseconds())/n, inf.name+"-cpu-ns/update")
+		b.ReportMetric(n/inf.delivered.Seconds(), inf.name+"-delivered/s")
+		b.ReportMetric(n/inf.drained.Seconds(), inf.name+"-drained/s")
+		b.ReportMetric(float64(inf.allocated)/n, inf.name+"-B/update")
+		b.ReportMetric(float64(inf.live)/float64(iteration)/(1<<20), inf.name+"-live-MiB")
+	}
+	cg, bolt := informers[0], informers[1]
+	b.ReportMetric(float64(bolt.cpu)/float64(cg.cpu), "x-cpu")
+	b.ReportMetric(float64(cg.drained)/float64(bolt.drained), "x-drained")
+}
+
+// profileDrain starts the CPU profile BENCH_WATCH_CPUPROFILE asks for, if
+// any and if this is the informer's first drain, and returns its stop.
+func profileDrain(b *testing.B, informer string) func() {
+	prefix := os.Getenv("BENCH_WATCH_CPUPROFILE")
+	if prefix == "" {
+		return func() {}
+	}
+	name := fmt.Sprintf("%s-%s.pprof", prefix, informer)
+	if _, err := os.Stat(name); err == nil {
+		return func() {} // an earlier drain of this variant wrote it
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	writeHeap := func(suffix string) {
+		runtime.GC() // the profile shows allocations up to the last GC
+		h, err := os.Create(strings.TrimSuffix(name, ".pprof") + suffix)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer h.Close()
+		if err := pprof.Lookup("allocs").WriteTo(h, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	writeHeap("-allocs-before.pprof")
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		writeHeap("-allocs-after.pprof")
+	}
+}
+
+// watchFirstRV is the resourceVersion of the stream's first update; the
+// list is at 100.
+const watchFirstRV = 1000
+
+// watchStream returns the bytes of a protobuf watch response carrying
+// updates MODIFIED events, round robin over objs, as kube-apiserver frames
+// them: each event a length-prefixed metav1.WatchEvent whose object is the
+// Pod in protobuf with its envelope. objs are left unchanged.
+func watchStream(objs []*corev1.Pod, updates int) ([]byte, error) {
+	info, ok := kruntime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), kruntime.ContentTypeProtobuf)
+	if !ok {
+		return nil, fmt.Errorf("no protobuf serializer")
+	}
+	embedded := scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion)
+	var out bytes.Buffer
+	enc := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(&out), info.StreamSerializer.Serializer)
+	for n := range updates {
+		p := objs[n%len(objs)].DeepCopy()
+		p.ResourceVersion = strconv.Itoa(watchFirstRV + n)
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations["bench/tick"] = strconv.Itoa(n)
+		raw, err := kruntime.Encode(embedded, p)
+		if err != nil {
+			return nil, err
+		}
+		if err := enc.Encode(&metav1.WatchEvent{Type: string(watch.Modified), Object: kruntime.RawExtension{Raw: raw}}); err != nil {
+			return nil, err
+		}
+	}
+	return out.Bytes(), nil
+}
+
+// streamLW lists a protobuf PodList and watches a recorded stream, decoded
+// as client-go's REST client decodes a protobuf watch. The stream is held
+// until release is closed; after its last event the watch stays open.
+type streamLW struct {
+	list    []byte
+	stream  []byte
+	release chan struct{}
+	watches atomic.Int32
+}
+
+func newStreamLW(list, stream []byte) *streamLW {
+	return &streamLW{list: list, stream: stream, release: make(chan struct{})}
+}
+
+func (lw *streamLW) List(metav1.ListOptions) (kruntime.Object, error) {
+	out := &corev1.PodList{}
+	return out, out.Unmarshal(lw.list)
+}
+
+func (lw *streamLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	var data []byte
+	if lw.watches.Add(1) == 1 {
+		data = lw.stream
+	}
+	info, _ := kruntime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), kruntime.ContentTypeProtobuf)
+	body := &heldReader{release: lw.release, r: bytes.NewReader(data), closed: make(chan struct{})}
+	frames := info.StreamSerializer.Framer.NewFrameReader(body)
+	objects := scheme.Codecs.WithoutConversion().DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion)
+	dec := restwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer), objects)
+	return watch.NewStreamWatcher(dec, apierrors.NewClientErrorReporter(500, "GET", "ClientWatchDecoding")), nil
+}
+
+// IsWatchListSemanticsUnSupported makes client-go LIST, as boltinformer's
+// cold start does.
+func (lw *streamLW) IsWatchListSemanticsUnSupported() bool { return true }
+
+// heldReader serves r once release is closed, then blocks until Close, as
+// an idle watch connection does.
+type heldReader struct {
+	release <-chan struct{}
+	r       *bytes.Reader
+	closed  chan struct{}
+	once    sync.Once
+}
+
+func (h *heldReader) Read(p []byte) (int, error) {
+	select {
+	case <-h.release:
+	case <-h.closed:
+		return 0, io.EOF
+	}
+	if h.r.Len() > 0 {
+		return h.r.Read(p)
+	}
+	<-h.closed
+	return 0, io.EOF
+}
+
+func (h *heldReader) Close() error {
+	h.once.Do(func() { close(h.closed) })
+	return nil
+}
+
+// countingHandler closes done when it has seen want updates.
+type countingHandler struct {
+	want int64
+	seen atomic.Int64
+	done chan struct{}
+}
+
+func (h *countingHandler) OnAdd(interface{}, bool) {}
+func (h *countingHandler) OnDelete(interface{})    {}
+func (h *countingHandler) OnUpdate(_, _ interface{}) {
+	if h.seen.Add(1) == h.want {
+		close(h.done)
+	}
+}
+
+// commitWatch tells when a collection's committed resourceVersion reaches
+// a given one, woken by the DB's commit observer.
+type commitWatch struct {
+	coll    *persist.Collection
+	commits chan struct{}
+	remove  func()
+}
+
+func newCommitWatch(coll *persist.Collection) *commitWatch {
+	w := &commitWatch{coll: coll, commits: make(chan struct{}, 1)}
+	w.remove = coll.DB().AddCommitObserver(func(persist.CommitStats) {
+		select {
+		case w.commits <- struct{}{}:
+		default:
+		}
+	})
+	return w
+}
+
+// wait returns once resourceVersion rv or a later one is on disk.
+func (w *commitWatch) wait(b *testing.B, rv string) {
+	want, _ := strconv.Atoi(rv)
+	timeout := time.After(time.Minute)
+	for {
+		got, err := w.coll.CommittedResourceVersion()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n, _ := strconv.Atoi(got); n >= want {
+			return
+		}
+		select {
+		case <-w.commits:
+		case <-timeout:
+			b.Fatalf("resourceVersion %s not committed after 1m (on disk: %s)", rv, got)
+		}
+	}
+}
