@@ -166,9 +166,12 @@ func TestWarmStartClusterMismatchStartsCold(t *testing.T) {
 
 	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{Cluster: bcache.StaticCluster("uid-1")}, nil, nil)
 	r.synced(t)
+	// A warm informer syncs when its file is open, before its reflector
+	// has necessarily started: wait for the start before stopping.
+	starts := r.starts(t)
 	r.stop()
-	if got := r.starts(t); fmt.Sprint(got) != "[resumed]" {
-		t.Fatalf("same cluster: starts = %v, want [resumed]", got)
+	if fmt.Sprint(starts) != "[resumed]" {
+		t.Fatalf("same cluster: starts = %v, want [resumed]", starts)
 	}
 	f.reopen()
 

@@ -96,6 +96,9 @@ type Collection struct {
 	// serializes those publishers.
 	mem   atomic.Pointer[memIndex]
 	memMu sync.Mutex
+	// aheadMu lets one decodeAhead run at a time; the others wait for it
+	// and find its objects cached.
+	aheadMu sync.Mutex
 
 	closed atomic.Bool // set by Close: no more Applies
 

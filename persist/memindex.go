@@ -105,6 +105,51 @@ func (c *Collection) memoryLocked() *memIndex {
 	return c.memory()
 }
 
+// decodeAhead decodes, a stretch at a time, the objects an unbounded cache
+// does not hold yet, so that completeLocked, which runs under mu held for
+// reading without a break, finds them cached and has only the index
+// entries left to load. Each stretch holds mu for reading only while it
+// decodes decodeStretch records: a write (a watch event) waits for one
+// stretch, not for the whole collection, and so do readers that queue
+// behind that write — a warm start's delivery among them. The stretches go
+// from the last key backwards: the delivery walks forwards, and the two
+// meet in the middle. Called, with mu not held, by the reads that use
+// memoryLocked; errors are left to them (they read again and report).
+func (c *Collection) decodeAhead() {
+	if c.cache.bounded() || c.memory() != nil {
+		return
+	}
+	c.aheadMu.Lock()
+	defer c.aheadMu.Unlock()
+	if c.memory() != nil {
+		return
+	}
+	var keys []string
+	c.mu.RLock()
+	err := c.walkFileLocked(func(key string, _ []byte) error {
+		if !c.cache.has(key) {
+			keys = append(keys, key)
+		}
+		return nil
+	})
+	c.mu.RUnlock()
+	if err != nil {
+		return
+	}
+	for end := len(keys); end > 0; end -= decodeStretch {
+		c.mu.RLock()
+		_, err := c.getManyLocked(keys[max(0, end-decodeStretch):end], false)
+		c.mu.RUnlock()
+		if err != nil || c.memory() != nil {
+			return
+		}
+	}
+}
+
+// decodeStretch is how many records decodeAhead decodes per hold of the
+// read lock: about 30 ms of decoding for 6 KB Pods on two cores.
+const decodeStretch = 1024
+
 // completeLocked makes an unbounded cache complete: it decodes every object
 // not cached yet (on every core) and loads every index from the file into a
 // memIndex, then publishes it. Called with mu held for reading, so no Apply
@@ -320,6 +365,7 @@ func (c *Collection) memIndexValues(m *memIndex, index string) ([]string, error)
 // conversion would allocate twice, and on a large heap every allocation
 // brings the next garbage collection closer).
 func (c *Collection) AppendList(dst []interface{}) ([]interface{}, error) {
+	c.decodeAhead()
 	c.mu.RLock()
 	if c.memoryLocked() != nil {
 		c.cache.mu.RLock()
@@ -345,6 +391,7 @@ func (c *Collection) AppendList(dst []interface{}) ([]interface{}, error) {
 
 // AppendByIndex is ByIndex appending to dst; see AppendList.
 func (c *Collection) AppendByIndex(dst []interface{}, index, value string) ([]interface{}, error) {
+	c.decodeAhead()
 	c.mu.RLock()
 	if m := c.memoryLocked(); m != nil {
 		defer c.mu.RUnlock()

@@ -142,7 +142,16 @@ const parallelDecodeMin = 32
 // A goroutine decodes the next chunks (on every core) while fn runs on the
 // current one; with a bounded cache, memory stays bounded by the read-ahead.
 func (c *Collection) ForEach(fn func(key string, obj runtime.Object) error) error {
-	keys, err := c.Keys()
+	// The keys alone: Keys would first decode every object an unbounded
+	// cache lacks, and the walk below is what should decode them, a chunk
+	// at a time, while fn handles the previous chunk.
+	var keys []string
+	c.mu.RLock()
+	err := c.forEachLocked(false, func(key string, _ runtime.Object) error {
+		keys = append(keys, key)
+		return nil
+	})
+	c.mu.RUnlock()
 	if err != nil {
 		return err
 	}
@@ -249,6 +258,7 @@ func (c *Collection) walkFileLocked(fn func(key string, rec []byte) error) error
 
 // List returns every object.
 func (c *Collection) List() ([]runtime.Object, error) {
+	c.decodeAhead()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.memoryLocked() != nil {
@@ -264,6 +274,7 @@ func (c *Collection) List() ([]runtime.Object, error) {
 
 // Keys returns every key.
 func (c *Collection) Keys() ([]string, error) {
+	c.decodeAhead()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.memoryLocked() != nil {
@@ -282,7 +293,9 @@ func (c *Collection) Len() (int, error) {
 	n := 0
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if c.memoryLocked() != nil {
+	// Counting needs no object: a metrics scrape must not make an
+	// unbounded cache decode what it lacks.
+	if c.memory() != nil {
 		return c.cache.len(), nil
 	}
 	err := c.forEachLocked(false, func(string, runtime.Object) error { n++; return nil })
@@ -325,6 +338,7 @@ func (c *Collection) ResourceVersions() (map[string]string, error) {
 // IndexKeys returns, sorted, the keys whose values for the named index include
 // value. It reads only the index, never an object.
 func (c *Collection) IndexKeys(index, value string) ([]string, error) {
+	c.decodeAhead()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if m := c.memoryLocked(); m != nil {
@@ -386,6 +400,7 @@ func (c *Collection) indexBucket(tx *bolt.Tx, index string) (*bolt.Bucket, error
 // ByIndex returns the objects whose values for the named index include value.
 // It decodes only those objects, and only if they are not cached.
 func (c *Collection) ByIndex(index, value string) ([]runtime.Object, error) {
+	c.decodeAhead()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if m := c.memoryLocked(); m != nil {
@@ -493,6 +508,7 @@ func (c *Collection) getManyLocked(keys []string, ordered bool) ([]keyed, error)
 
 // IndexValues returns the distinct values of the named index.
 func (c *Collection) IndexValues(index string) ([]string, error) {
+	c.decodeAhead()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if m := c.memoryLocked(); m != nil {
