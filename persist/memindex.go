@@ -90,8 +90,9 @@ func (c *Collection) memory() *memIndex { return c.mem.Load() }
 // memoryLocked returns the in-memory view, first building it if the cache
 // is unbounded and the view is not built yet: the first read that can be
 // served from memory pays for decoding what is missing (a warm start's
-// delivery has usually decoded everything already) and loading the
-// indexes, once; later reads never touch the file. Doing it there rather
+// delivery, or decodeAhead before the caller took the lock, has usually
+// decoded everything already) and loading the indexes, once; later reads
+// never touch the file. Doing it there rather
 // than at the end of the warm start keeps it off the path to HasSynced.
 // A failure leaves the caller on the file, which reports the error. Called
 // with mu held for reading.
