@@ -116,19 +116,32 @@ func recycledRecord() []byte {
 // recycleRecords gives l's record buffers to the pool. Called only once l is
 // committed and unreachable: its records are copied into the file's pages
 // and no reader holds the layer any more. Buffers far larger than a typical
-// record are left to the garbage collector rather than pinned by the pool.
+// record are left to the garbage collector rather than pinned by the pool,
+// and so are all but maxRecycledPerCommit of a commit's: a watch stream
+// commits a few hundred records at a time, while a cold start's list
+// commits the whole collection at once, whose buffers the pool would
+// otherwise keep (a sync.Pool frees only after two collections) beside the
+// decoded objects — 570 MiB more private memory at 100,000 Pods.
 func (l *layer) recycleRecords() {
 	if l == nil {
 		return
 	}
+	n := 0
 	for _, ch := range l.changes {
+		if n == maxRecycledPerCommit {
+			return
+		}
 		if ch.record != nil && cap(ch.record) <= maxRecycledRecord {
 			p := ch.record[:0]
 			recordPool.Put(&p)
 			ch.record = nil
+			n++
 		}
 	}
 }
 
 // maxRecycledRecord is the largest record buffer recycledRecord hands out.
 const maxRecycledRecord = 64 << 10
+
+// maxRecycledPerCommit is how many record buffers one commit gives back.
+const maxRecycledPerCommit = 1024
