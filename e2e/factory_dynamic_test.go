@@ -145,9 +145,11 @@ func TestFactoryDynamicWarmRestart(t *testing.T) {
 	if len(events) != want {
 		t.Errorf("handler got %d calls, want %d (%d initial adds + %d changes)", len(events), want, len(atStop), want-len(atStop))
 	}
-	// Initial adds: the stored objects, with the server's content at stop.
+	// Initial adds: the stored objects, with the server's content at stop,
+	// each before its key's events (splitWarmStart checks that).
+	adds, changes := splitWarmStart(t, events, func(e contentEvent) (eventKind, string, bool) { return e.kind, e.key, e.initial })
 	initial := map[string]bool{}
-	for _, e := range events[:min(len(atStop), len(events))] {
+	for _, e := range adds {
 		if e.kind != evAdd || !e.initial || initial[e.key] {
 			t.Errorf("before the missed changes: %s(%s initial=%t), want one initial add per stored object", e.kind, e.key, e.initial)
 			continue
@@ -158,9 +160,9 @@ func TestFactoryDynamicWarmRestart(t *testing.T) {
 	if len(initial) != len(atStop) {
 		t.Errorf("%d initial adds, want %d", len(initial), len(atStop))
 	}
-	// Then exactly the missed changes.
+	// And exactly the missed changes.
 	seen := map[string]int{}
-	for _, e := range events[min(len(atStop), len(events)):] {
+	for _, e := range changes {
 		seen[e.key]++
 		switch {
 		case e.kind == evAdd && created[e.key] && !e.initial:

@@ -111,7 +111,7 @@ func TestWarmRestartWithinWindow(t *testing.T) {
 	if len(events) != want {
 		t.Errorf("handler got %d calls, want %d (%d initial adds + %d changes)", len(events), want, len(atStop), muts.changedKeys())
 	}
-	initial, changes := splitWarmStart(t, events)
+	initial, changes := splitWarmStart(t, events, func(e event) (eventKind, string, bool) { return e.kind, e.key, e.initial })
 	checkInitialAdds(t, initial, atStop)
 	checkMissedChanges(t, changes, atStop, muts)
 }
@@ -119,18 +119,19 @@ func TestWarmRestartWithinWindow(t *testing.T) {
 // splitWarmStart separates a warm start's initial adds, handed out in the
 // background, from the watch's events, which are applied meanwhile,
 // checking the order that holds per key: a key's initial add comes before
-// any of its events.
-func splitWarmStart(t *testing.T, events []event) (initial, changes []event) {
+// any of its events. of says what an event is.
+func splitWarmStart[E any](t *testing.T, events []E, of func(E) (kind eventKind, key string, initial bool)) (initial, changes []E) {
 	t.Helper()
 	added := map[string]bool{}
 	for _, e := range events {
-		if e.kind == evAdd && e.initial {
+		kind, key, isInitial := of(e)
+		if kind == evAdd && isInitial {
 			initial = append(initial, e)
-			added[e.key] = true
+			added[key] = true
 			continue
 		}
-		if e.kind != evAdd && !added[e.key] {
-			t.Errorf("%v came before the key's initial add", e)
+		if kind != evAdd && !added[key] {
+			t.Errorf("%s of %s came before the key's initial add", kind, key)
 		}
 		changes = append(changes, e)
 	}
