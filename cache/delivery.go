@@ -193,8 +193,8 @@ func (d *warmDelivery) walk(ctx context.Context) error {
 	return err
 }
 
-// finish marks every stored key handed out and queues InitialAddsDone to the
-// start handlers. Called with mu held.
+// finishLocked marks every stored key handed out and queues
+// InitialAddsDone to the start handlers. Called with mu held.
 func (d *warmDelivery) finishLocked() {
 	d.finished = true
 	d.ahead = nil
