@@ -95,6 +95,18 @@ func TestDeliveryIsInOrderAndUnboundedPerListener(t *testing.T) {
 	<-done
 }
 
+// start runs p until the returned stop is called; stop returns once Run
+// has.
+func start(p *Processor) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	return func() { cancel(); <-done }
+}
+
 func TestListenerSyncedAfterUpstreamAndInitialAdds(t *testing.T) {
 	// In a bubble, synctest.Wait returns once the listener's goroutines are
 	// blocked (on the gated handler), so "not synced yet" is checked after
@@ -105,16 +117,10 @@ func TestListenerSyncedAfterUpstreamAndInitialAdds(t *testing.T) {
 		r := &recorder{gate: make(chan struct{})}
 		l := NewListener(r, ListenerOptions{Now: time.Now(), BufferSize: 1, UpstreamHasSynced: up})
 		p.AddListener(l)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			p.Run(ctx)
-		}()
+		stop := start(p)
 		defer func() {
 			close(r.gate) // lets a gated handler return if the test failed early
-			cancel()
-			<-done
+			stop()
 		}()
 		p.Distribute(AddNotification{Obj: "a", IsInInitialList: true}, false)
 		p.Distribute(AddNotification{Obj: "b", IsInInitialList: true}, false)
@@ -152,16 +158,7 @@ func TestListenerAwaitingInitialAddsSyncsAfterInitialAddsDone(t *testing.T) {
 		l := NewListener(r, ListenerOptions{Now: time.Now(), BufferSize: 1, UpstreamHasSynced: up})
 		p.AddListener(l)
 		l.AwaitInitialAdds()
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			p.Run(ctx)
-		}()
-		defer func() {
-			cancel()
-			<-done
-		}()
+		defer start(p)()
 		up.sync() // a warm start syncs before handing out its stored state
 		p.DistributeTo([]*Listener{l}, AddNotification{Obj: "a", IsInInitialList: true})
 		p.Distribute(UpdateNotification{Old: "a", New: "a2"}, false)
@@ -199,16 +196,10 @@ func TestDistributorsWaitingForRunAllDeliver(t *testing.T) {
 		wg.Go(func() { p.DistributeTo([]*Listener{l}, AddNotification{Obj: "a", IsInInitialList: true}) })
 		wg.Go(func() { p.Distribute(AddNotification{Obj: "b"}, false) })
 		synctest.Wait() // both wait for Run
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			p.Run(ctx)
-		}()
+		stop := start(p)
 		wg.Wait()
 		synctest.Wait()
-		cancel()
-		<-done
+		stop()
 		if got := r.got(); len(got) != 2 {
 			t.Errorf("handler calls %v, want both notifications", got)
 		}
