@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/boltinformer/boltinformer/internal/fixture"
 	"github.com/boltinformer/boltinformer/persist"
@@ -71,5 +72,57 @@ func TestForEachDecodesAsItWalks(t *testing.T) {
 	}
 	if got := c.CacheStats(); got.Objects != n || got.Misses != misses {
 		t.Errorf("after the walk, List missed the cache %d times (%d objects cached); want every object served from the walk's cache", got.Misses-misses, got.Objects)
+	}
+}
+
+// A walk that runs while a List completes the unbounded cache (both read
+// under the collection's read lock) still visits every key: a key the walk
+// looked up before the List cached it is read from the cache, not dropped
+// as absent.
+func TestForEachBesideFirstList(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	const n = 2000
+	func() {
+		db := openDB(t, path, persist.Options{})
+		c, err := db.Collection("pods", persist.CollectionOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := make([]persist.Op, n)
+		for i := range ops {
+			p := fixture.Pod(i)
+			ops[i] = persist.Op{Key: p.Namespace + "/" + p.Name, Object: p}
+		}
+		if err := c.Apply(ops, "1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for round := 0; round < 30; round++ {
+		db, err := persist.Open(path, persist.Options{Scheme: scheme.Scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := db.Collection("pods", persist.CollectionOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := make(chan int, 1)
+		go func() {
+			objs, _ := c.List()
+			listed <- len(objs)
+		}()
+		visited := 0
+		if err := c.ForEach(func(string, runtime.Object) error { visited++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-listed; got != n || visited != n {
+			t.Fatalf("round %d: the walk visited %d keys and the List returned %d objects, want %d each", round, visited, got, n)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -455,12 +455,29 @@ func (c *Collection) getManyLocked(keys []string, ordered bool) ([]keyed, error)
 			misses = append(misses, key)
 		}
 	}
-	if len(misses) == 0 || c.memory() != nil {
-		// With every object in memory, a key missing there is absent.
+	if len(misses) == 0 {
+		return out, nil
+	}
+	if c.memory() != nil {
+		// Every object is in memory, but perhaps only since the lookups
+		// above: another reader, holding mu for reading too, may have
+		// completed the cache meanwhile. A key that missed is cached now
+		// or absent.
 		filled := out[:0]
 		for _, o := range out {
-			if o.obj != nil {
-				filled = append(filled, o)
+			if o.obj == nil {
+				var ok bool
+				if o.obj, ok = c.cache.peek(o.key); !ok {
+					continue
+				}
+			}
+			filled = append(filled, o)
+		}
+		if !ordered {
+			for _, key := range misses {
+				if obj, ok := c.cache.peek(key); ok {
+					filled = append(filled, keyed{key, obj})
+				}
 			}
 		}
 		return filled, nil
