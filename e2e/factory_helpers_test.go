@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/informertest"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -134,33 +134,11 @@ func dynamicClient(t testing.TB, cfg *rest.Config, counter *apiCounter) dynamic.
 // informer, and returns its indexer.
 func requirePersistent(t testing.TB, what string, informer cache.SharedIndexInformer) *bcache.Indexer {
 	t.Helper()
-	idx := persistentIndexer(informer)
+	idx := informertest.PersistentIndexer(informer)
 	if idx == nil {
 		t.Fatalf("%s: informer %T does not persist, want boltinformer's persistent informer", what, informer)
 	}
 	return idx
-}
-
-// persistentIndexer returns the persistent indexer of informer, or nil if
-// it is not a persistent boltinformer informer. It looks through client-go's
-// typed wrapper (the generated accessors' Informer() returns one), which
-// embeds the informer the factory built.
-func persistentIndexer(informer cache.SharedIndexInformer) *bcache.Indexer {
-	for range 2 {
-		if bi, ok := informer.(*bcache.Informer); ok {
-			return bi.Indexer()
-		}
-		v := reflect.ValueOf(informer)
-		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-			return nil
-		}
-		f := v.Elem().FieldByName("SharedIndexInformer")
-		if !f.IsValid() {
-			return nil
-		}
-		informer, _ = f.Interface().(cache.SharedIndexInformer)
-	}
-	return nil
 }
 
 // collectionInfo returns the stored description of the named collection,

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/factory"
+	"github.com/boltinformer/boltinformer/internal/informertest"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -80,7 +81,7 @@ func TestEveryGeneratedAccessorIsPersistent(t *testing.T) {
 				}
 				path := group.Name + "()." + version.Name + "()." + res.Name + "()"
 				informer := informerMethod.Call(nil)[0].Interface().(cache.SharedIndexInformer)
-				persistent := persistentIndexer(informer) != nil
+				persistent := informertest.PersistentIndexer(informer) != nil
 				if secrets := path == "Core().V1().Secrets()"; persistent == secrets {
 					t.Errorf("%s.Informer(): persistent = %v (%T); only Secrets stay in memory by default", path, persistent, informer)
 				}
@@ -127,7 +128,7 @@ func TestForResourceMatchesClientGo(t *testing.T) {
 			t.Errorf("client-go serves %v, ours: %v", gvr, err)
 			continue
 		}
-		if persistentIndexer(g.Informer()) == nil && gvr.Resource != "secrets" {
+		if informertest.PersistentIndexer(g.Informer()) == nil && gvr.Resource != "secrets" {
 			t.Errorf("%v: not persistent", gvr)
 		}
 		checked++

@@ -2,7 +2,6 @@ package factory_test
 
 import (
 	"context"
-	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -27,6 +26,7 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
+	"github.com/boltinformer/boltinformer/internal/informertest"
 )
 
 // schedulerPodSelector is the field selector kube-scheduler's Pod informer
@@ -160,7 +160,7 @@ func TestInformerForListsWhatNewFuncLists(t *testing.T) {
 	startAndSync(t, ctx, scheduler)
 	startAndSync(t, ctx, plain)
 
-	idx := persistentIndexer(informer)
+	idx := informertest.PersistentIndexer(informer)
 	if idx == nil {
 		t.Fatalf("InformerFor's informer %T does not persist", informer)
 	}
@@ -211,33 +211,11 @@ func TestInformerForListsWhatNewFuncLists(t *testing.T) {
 
 func requirePersistentIndexer(t *testing.T, informer cache.SharedIndexInformer) *bcache.Indexer {
 	t.Helper()
-	idx := persistentIndexer(informer)
+	idx := informertest.PersistentIndexer(informer)
 	if idx == nil {
 		t.Fatalf("informer %T does not persist", informer)
 	}
 	return idx
-}
-
-// persistentIndexer returns the persistent indexer of informer, or nil if
-// it is not a persistent boltinformer informer. It looks through client-go's
-// typed wrapper (the generated accessors' Informer() returns one), which
-// embeds the informer InformerFor returned.
-func persistentIndexer(informer cache.SharedIndexInformer) *bcache.Indexer {
-	for range 2 {
-		if bi, ok := informer.(*bcache.Informer); ok {
-			return bi.Indexer()
-		}
-		v := reflect.ValueOf(informer)
-		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-			return nil
-		}
-		f := v.Elem().FieldByName("SharedIndexInformer")
-		if !f.IsValid() {
-			return nil
-		}
-		informer, _ = f.Interface().(cache.SharedIndexInformer)
-	}
-	return nil
 }
 
 // A constructor that lists through another client than the one it is
@@ -256,7 +234,7 @@ func TestInformerForOtherClientRunsInMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer func() { cancel(); f.Shutdown() }()
 	startAndSync(t, ctx, f)
-	if persistentIndexer(informer) != nil {
+	if informertest.PersistentIndexer(informer) != nil {
 		t.Error("the informer persists, though the factory cannot know what it lists")
 	}
 	if got := storeKeys(informer.GetStore()); !slices.Equal(got, []string{"default/elsewhere"}) {

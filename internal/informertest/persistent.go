@@ -1,0 +1,33 @@
+// Package informertest holds what the tests of several packages need to
+// look at informers the factories build.
+package informertest
+
+import (
+	"reflect"
+
+	"k8s.io/client-go/tools/cache"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+)
+
+// PersistentIndexer returns the persistent indexer of informer, or nil if
+// it is not a persistent boltinformer informer. It looks through client-go's
+// typed wrapper (the generated accessors' Informer() returns one), which
+// embeds the informer the factory built.
+func PersistentIndexer(informer cache.SharedIndexInformer) *bcache.Indexer {
+	for range 2 {
+		if bi, ok := informer.(*bcache.Informer); ok {
+			return bi.Indexer()
+		}
+		v := reflect.ValueOf(informer)
+		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+			return nil
+		}
+		f := v.Elem().FieldByName("SharedIndexInformer")
+		if !f.IsValid() {
+			return nil
+		}
+		informer, _ = f.Interface().(cache.SharedIndexInformer)
+	}
+	return nil
+}
