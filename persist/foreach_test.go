@@ -20,26 +20,7 @@ import (
 func TestForEachDecodesAsItWalks(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	const n = 3000
-	keys := make([]string, n)
-	func() {
-		db := openDB(t, path, persist.Options{})
-		c, err := db.Collection("pods", persist.CollectionOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ops := make([]persist.Op, n)
-		for i := range ops {
-			p := fixture.Pod(i)
-			keys[i] = p.Namespace + "/" + p.Name
-			ops[i] = persist.Op{Key: keys[i], Object: p}
-		}
-		if err := c.Apply(ops, "1"); err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}()
+	keys := writePods(t, path, n)
 	sort.Strings(keys)
 
 	db := openDB(t, path, persist.Options{})
@@ -82,24 +63,7 @@ func TestForEachDecodesAsItWalks(t *testing.T) {
 func TestForEachBesideFirstList(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	const n = 2000
-	func() {
-		db := openDB(t, path, persist.Options{})
-		c, err := db.Collection("pods", persist.CollectionOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ops := make([]persist.Op, n)
-		for i := range ops {
-			p := fixture.Pod(i)
-			ops[i] = persist.Op{Key: p.Namespace + "/" + p.Name, Object: p}
-		}
-		if err := c.Apply(ops, "1"); err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}()
+	writePods(t, path, n)
 	for round := 0; round < 30; round++ {
 		db, err := persist.Open(path, persist.Options{Scheme: scheme.Scheme})
 		if err != nil {
@@ -125,4 +89,30 @@ func TestForEachBesideFirstList(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// writePods stores n fixture Pods in a "pods" collection of a new file at
+// path, closes it (so a reopened collection has nothing decoded) and
+// returns their keys.
+func writePods(t *testing.T, path string, n int) []string {
+	t.Helper()
+	db := openDB(t, path, persist.Options{})
+	c, err := db.Collection("pods", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, n)
+	ops := make([]persist.Op, n)
+	for i := range ops {
+		p := fixture.Pod(i)
+		keys[i] = p.Namespace + "/" + p.Name
+		ops[i] = persist.Op{Key: keys[i], Object: p}
+	}
+	if err := c.Apply(ops, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }
