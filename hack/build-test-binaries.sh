@@ -20,8 +20,8 @@ export GOWORK=off
 # of the same GOOS/GOARCH and Go version.
 export CGO_ENABLED=0
 
-kube_version=v1.36.3
-etcd_version=v3.6.8
+kube_version=v1.37.2
+etcd_version=v3.7.0
 
 # up_to_date BIN MODDIR: BIN exists and is newer than MODDIR/go.mod and go.sum.
 up_to_date() {
@@ -51,4 +51,4 @@ build etcd "$etcd_version" "1 min" "$root/tools/etcd" go.etcd.io/etcd/server/v3 
 
 v=k8s.io/component-base/version
 build kube-apiserver "$kube_version" "6 min" "$root/tools/apiserver" k8s.io/kubernetes/cmd/kube-apiserver \
-	-trimpath -ldflags "-s -w -X $v.gitVersion=$kube_version -X $v.gitMajor=1 -X $v.gitMinor=36 -X $v.gitTreeState=clean"
+	-trimpath -ldflags "-s -w -X $v.gitVersion=$kube_version -X $v.gitMajor=1 -X $v.gitMinor=37 -X $v.gitTreeState=clean"
