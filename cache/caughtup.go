@@ -1,19 +1,17 @@
 package cache
 
 import (
-	"context"
-	"fmt"
 	"strconv"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// caughtUp tracks InformerOptions.WaitCaughtUp: it is done once the store
-// has applied a resourceVersion at least that of a consistent read taken
-// when the informer started.
+// caughtUp tracks a warm start's catching up (InformerOptions.SyncedAtOpen
+// unset): it is done once the store has applied a resourceVersion at least
+// that of a consistent read taken when the informer started. The read is
+// taken, and the watches kept short meanwhile, by the reflector (see
+// reflector.CatchUp).
 //
 // resourceVersions are opaque to clients, but those of an etcd-backed
 // apiserver are etcd revisions: unsigned integers that grow with every
@@ -77,31 +75,27 @@ func (c *caughtUp) finishLocked() {
 	}
 }
 
-// consistentRead lists one object at resourceVersion "" (a quorum read: the
-// newest state) and returns the list's resourceVersion. It costs the
-// apiserver one request returning at most one object.
-func consistentRead(ctx context.Context, lw cache.ListerWatcher) (string, error) {
-	list, err := cache.ToListerWatcherWithContext(lw).ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "", Limit: 1})
-	if err != nil {
-		return "", err
-	}
-	acc, err := meta.ListAccessor(list)
-	if err != nil {
-		return "", fmt.Errorf("reading the list's resourceVersion: %w", err)
-	}
-	return acc.GetResourceVersion(), nil
+// finish marks the informer caught up without a target: a cold start (its
+// list is the read), or SyncedAtOpen.
+func (c *caughtUp) finish() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.finishLocked()
 }
 
-// waitCaughtUp takes the consistent read, retrying with backoff while it
-// fails, and hands its resourceVersion to s.caught. It returns when it has
-// or ctx ended.
-func (s *Informer) waitCaughtUp(ctx context.Context) {
-	s.retry(ctx, func() error {
-		rv, err := consistentRead(ctx, s.listerWatcher)
-		if err != nil {
-			return fmt.Errorf("boltinformer: collection %q: the consistent read the caught-up sync waits for failed (%w); the informer is not synced until it succeeds, retrying", s.name, err)
-		}
-		s.caught.setTarget(rv, s.store.LastStoreSyncResourceVersion)
+// catchUp returns the reflector.CatchUp of a reflector started while the
+// informer has not caught up: it takes the consistent read unless an
+// earlier reflector did. Nil once caught up.
+func (s *Informer) catchUp() *reflector.CatchUp {
+	c := s.caught
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
 		return nil
-	})
+	}
+	cu := &reflector.CatchUp{Done: c.done}
+	if !c.known {
+		cu.Target = func(rv string) { c.setTarget(rv, s.store.LastStoreSyncResourceVersion) }
+	}
+	return cu
 }

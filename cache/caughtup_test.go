@@ -45,11 +45,11 @@ func (h *heldWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	return h.noWatchList.Watch(opts)
 }
 
-// With WaitCaughtUp a warm informer is synced only once its store holds
-// what changed while it was stopped (an object created, one deleted), taken
-// from a consistent limit=1 read, without a full list. Without the option
-// it is synced with the stored state (checked at the end).
-func TestWaitCaughtUpWarmStart(t *testing.T) {
+// By default a warm informer is synced only once its store holds what
+// changed while it was stopped (an object created, one deleted), taken from
+// a consistent limit=1 read, without a full list. With SyncedAtOpen it is
+// synced with the stored state (checked at the end).
+func TestWarmStartSyncedWhenCaughtUp(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b")
 	populate(t, f, src, bcache.Persistence{}, nil, nil)
@@ -58,7 +58,7 @@ func TestWaitCaughtUpWarmStart(t *testing.T) {
 	want := sourceState(t, src)
 
 	lw := newHeldWatch(src)
-	r := startInformerOpts(t, f, lw, bcache.InformerOptions{WaitCaughtUp: true}, nil)
+	r := startInformerOpts(t, f, lw, bcache.InformerOptions{}, nil)
 	select {
 	case <-lw.probed:
 	case <-time.After(30 * time.Second):
@@ -84,25 +84,28 @@ func TestWaitCaughtUpWarmStart(t *testing.T) {
 	r.stop()
 	f.reopen()
 
-	// Without the option the same start is synced with the stored state.
+	// With SyncedAtOpen the same start is synced with the stored state.
 	src.Add(pod("ns", "d", "", nil))
 	lw = newHeldWatch(src)
-	r = startInformerOpts(t, f, lw, bcache.InformerOptions{}, nil)
+	r = startInformerOpts(t, f, lw, bcache.InformerOptions{SyncedAtOpen: true}, nil)
 	r.synced(t)
 	if got := storeState(r.inf.GetStore()); slices.Equal(got, sourceState(t, src)) {
-		t.Errorf("store at sync without the option = %v: the watch was held, it should hold the stored state", got)
+		t.Errorf("store at sync with SyncedAtOpen = %v: the watch was held, it should hold the stored state", got)
+	}
+	if n := lw.probes.Load(); n != 0 {
+		t.Errorf("%d limit=1 reads with SyncedAtOpen, want 0", n)
 	}
 	close(lw.release)
 }
 
-// While the consistent read fails (apiserver unreachable) an informer with
-// WaitCaughtUp is not synced; the failures reach the watch error handler.
-func TestWaitCaughtUpReadFails(t *testing.T) {
+// While the consistent read fails (apiserver unreachable) a warm informer
+// is not synced; the failures reach the watch error handler.
+func TestWarmStartNotSyncedWhileConsistentReadFails(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a")
 	populate(t, f, src, bcache.Persistence{}, nil, nil)
 	lw := &failingProbe{noWatchList: noWatchList{src}}
-	r := startInformerOpts(t, f, lw, bcache.InformerOptions{WaitCaughtUp: true}, nil)
+	r := startInformerOpts(t, f, lw, bcache.InformerOptions{}, nil)
 	for i := 0; i < 2; i++ {
 		select {
 		case err := <-r.errs:

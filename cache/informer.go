@@ -136,30 +136,35 @@ type InformerOptions struct {
 	// are client-go's.
 	InitialBackoff, MaxBackoff time.Duration
 
-	// WaitCaughtUp makes HasSynced wait, beyond the initial state (loaded
-	// from the file or listed), until the store has applied a
-	// resourceVersion at least that of a consistent read the informer takes
-	// when it starts: one list request with limit=1 at resourceVersion "",
-	// through the ListerWatcher, returning at most one object. Synced then
-	// means the store holds every change made before the informer started,
-	// as a cold start's list would, still without a full list.
+	// SyncedAtOpen makes a warm start report synced as soon as the file is
+	// open and its provenance checked: listers serve the stored state — the
+	// state the file held when the process stopped — at once, before the
+	// watch has delivered what changed meanwhile.
 	//
-	// Use it for controllers that act on absence: garbage collection,
-	// cleanup of orphans, anything that deletes or reports what it does not
-	// find in the cache. A warm start without it is synced with the stored
-	// state, which may miss objects created, and still hold objects
-	// deleted, while the process was down, until the watch delivers them.
+	// By default (false) a warm start is synced, like a client-go informer,
+	// once its store reflects a read made at or after start: when the watch
+	// resumed from the stored resourceVersion has applied the
+	// resourceVersion of a consistent read the informer takes as it starts
+	// (one list request with limit=1 at resourceVersion "", returning at
+	// most one object; no full list). Until then its first watches are short
+	// (see reflector.CatchUp), so that the apiserver's pre-timeout bookmark
+	// catches a quiet resource up within about a second of the watch
+	// opening; a server that sends no bookmarks gets one relist instead.
+	// That read needs the apiserver: while it is unreachable the informer
+	// serves the stored state but is not synced.
 	//
-	// The watch reaches the read's resourceVersion with the next change to
-	// the informer's objects, or else with the apiserver's next bookmark
-	// (about once a minute, and near each watch's timeout; see
-	// MinWatchTimeout): on a quiet resource a caught-up sync can take up to
-	// about a minute. The read needs the apiserver: while it is unreachable
-	// such an informer serves the stored state but is not synced.
-	// resourceVersions are compared as integers (etcd revisions); where
-	// either does not parse as one, the first event or bookmark applied
-	// after the read counts.
-	WaitCaughtUp bool
+	// Set it only for controllers that tolerate a stale start: a controller
+	// that creates what it does not find in its cache, or deletes or
+	// reports what it does not find (garbage collection, cleanup of
+	// orphans), acts wrongly on the stored state, which may miss objects
+	// created, and still hold objects deleted, while the process was down.
+	// With a declared cluster identity (StaticCluster) or a nil
+	// Persistence.Cluster it is also what lets an informer start from its
+	// file while the apiserver is unreachable.
+	//
+	// A cold start (no stored resourceVersion) is synced when its list has
+	// been applied, as in client-go, either way.
+	SyncedAtOpen bool
 }
 
 // Informer is a cache.SharedIndexInformer whose store lives in a cache file.
@@ -202,11 +207,12 @@ type Informer struct {
 	objectType    runtime.Object
 	opts          InformerOptions
 
-	// loaded is closed once the initial state (listed, or loaded from disk)
-	// has been handed to the handlers; synced then, or, with WaitCaughtUp,
-	// once caught is done too.
+	// loaded is closed once the initial state (listed, or opened from disk)
+	// is in the store; synced once caught is done too.
 	loaded, synced chan struct{}
-	// caught is set with WaitCaughtUp.
+	// caught is done once a warm start has caught up with the server (see
+	// InformerOptions.SyncedAtOpen); at once for a cold start or with
+	// SyncedAtOpen.
 	caught *caughtUp
 
 	cacheMutationDetector cache.MutationDetector
@@ -310,9 +316,7 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 		defaultEventHandlerResyncPeriod: opts.ResyncPeriod,
 		clock:                           clk,
 	}
-	if opts.WaitCaughtUp {
-		inf.caught = newCaughtUp()
-	}
+	inf.caught = newCaughtUp()
 	inf.public = store
 	if persistent != nil {
 		inf.public = provenStore{storeIndexer: store, gate: &inf.gate}
@@ -426,14 +430,12 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		return func() { cancel(); <-done }
 	}
 
-	// A warm start is synced as soon as it begins: the store is complete
-	// (the file), and the stored objects reach the handlers in the
-	// background (warmDelivery), each handler's registration syncing after
-	// its own initial adds. Watch events are applied meanwhile; a relist
-	// after a 410 waits for the delivery.
-	if s.caught != nil {
-		reflectors.StartWithContext(reflectorCtx, s.waitCaughtUp)
-	}
+	// A warm start's store is complete as soon as it begins (the file); it
+	// is synced once the resumed watch has caught up with a consistent read
+	// (or at once with SyncedAtOpen). The stored objects reach the handlers
+	// in the background (warmDelivery), each handler's registration syncing
+	// after its own initial adds. Watch events are applied meanwhile; a
+	// relist after a 410 waits for the delivery.
 	fifo, refl, delivery := s.begin(logger)
 	stopFirst := launch(refl)
 	if delivery != nil {
@@ -462,12 +464,10 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 			return
 		case <-s.loaded:
 		}
-		if s.caught != nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.caught.done:
-			}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.caught.done:
 		}
 		close(s.synced)
 	})
@@ -585,6 +585,9 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 	}
 	var delivery *warmDelivery
 	var listAfter <-chan struct{}
+	if !s.warm || s.opts.SyncedAtOpen {
+		s.caught.finish()
+	}
 	if s.warm {
 		// One rule for resyncs after a warm start, for handlers registered
 		// now and later: see SelectResyncingListeners.
@@ -599,6 +602,7 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 	s.reflector = reflector.New(s.listerWatcher, fifo, s.reflectorOptions(reflector.Options{
 		ResumeResourceVersion: resume,
 		ListAfter:             listAfter,
+		CatchUp:               s.catchUp(),
 	}))
 	s.started = true
 	return fifo, s.reflector, delivery
@@ -684,7 +688,9 @@ func (s *Informer) relistAfterReadError(ctx context.Context, err error, stopFirs
 	}
 	s.startedLock.Lock()
 	applied := s.reflector.LastSyncResourceVersion()
-	s.reflector = reflector.New(s.listerWatcher, fifo, s.reflectorOptions(reflector.Options{ListFrom: applied}))
+	// If the informer has not caught up yet, the short watches after the
+	// relist do (the list may be older than the start's consistent read).
+	s.reflector = reflector.New(s.listerWatcher, fifo, s.reflectorOptions(reflector.Options{ListFrom: applied, CatchUp: s.catchUp()}))
 	refl := s.reflector
 	s.startedLock.Unlock()
 	launch(refl)
@@ -815,13 +821,11 @@ func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, i
 	return err
 }
 
-// noteAppliedLocked tells the caught-up sync, if any, the resourceVersion
-// the store has applied (events, lists and bookmarks alike). Called under
+// noteAppliedLocked tells the caught-up sync the resourceVersion the store
+// has applied (events, lists and bookmarks alike). Called under
 // blockDeltas.
 func (s *Informer) noteAppliedLocked() {
-	if s.caught != nil {
-		s.caught.applied(s.store.LastStoreSyncResourceVersion())
-	}
+	s.caught.applied(s.store.LastStoreSyncResourceVersion())
 }
 
 // moveToMemoryLocked handles a delta the persistent store refused because

@@ -16,7 +16,7 @@ import (
 // Metrics exports boltinformer's metrics (all prefixed boltinformer_) on a
 // prometheus.Registerer the caller owns; nothing registers on a global.
 // Labels are bounded by what the program creates: file (base name of each
-// cache file), collection (one per informer), cause (four start causes) and
+// cache file), collection (one per informer), cause (five start causes) and
 // handler (one per registered handler).
 //
 // Pass it to informers with InformerOptions.Metrics and to files with
@@ -78,7 +78,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"file"}),
 		starts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "boltinformer_informer_starts_total",
-			Help: "Informer starts by cause: cold (listed into an empty collection), resumed (watched from the stored resourceVersion), relist-expired (relisted after 410), relist-error (relisted after another failure).",
+			Help: "Informer starts by cause: cold (listed into an empty collection), resumed (watched from the stored resourceVersion), relist-expired (relisted after 410), relist-catchup (relisted because short watches did not catch up with the start's consistent read: the server sends no bookmarks), relist-error (relisted after another failure).",
 		}, []string{"collection", "cause"}),
 		watchRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "boltinformer_watch_restarts_total",

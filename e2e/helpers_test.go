@@ -130,8 +130,8 @@ type informerSpec struct {
 	// cluster, if set, is the declared cluster identity
 	// (Persistence.Cluster = StaticCluster(cluster)); unset records none.
 	cluster string
-	// waitCaughtUp is InformerOptions.WaitCaughtUp.
-	waitCaughtUp bool
+	// syncedAtOpen is InformerOptions.SyncedAtOpen.
+	syncedAtOpen bool
 }
 
 func (s informerSpec) example() runtime.Object {
@@ -157,7 +157,7 @@ func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
 		MinWatchTimeout: s.minWatchTimeout,
 		InitialBackoff:  100 * time.Millisecond,
 		MaxBackoff:      2 * time.Second,
-		WaitCaughtUp:    s.waitCaughtUp,
+		SyncedAtOpen:    s.syncedAtOpen,
 	}
 	if s.cluster != "" {
 		opts.Persistence.Cluster = bcache.StaticCluster(s.cluster)
@@ -344,6 +344,8 @@ type observer struct {
 	resumeRV string
 	listRVs  []string
 	watchRVs []string // start RV of every accepted watch
+	// firstWatch is when the first watch was accepted.
+	firstWatch time.Time
 	errs     []error  // from the watch error handler
 }
 
@@ -366,7 +368,17 @@ func (o *observer) Listed(cause reflector.StartCause, rv string, _, _ int) {
 func (o *observer) WatchStarted(rv string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if len(o.watchRVs) == 0 {
+		o.firstWatch = time.Now()
+	}
 	o.watchRVs = append(o.watchRVs, rv)
+}
+
+// firstWatchAt returns when the first watch was accepted (zero if none).
+func (o *observer) firstWatchAt() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.firstWatch
 }
 
 func (o *observer) WatchEnded(error) {}

@@ -102,12 +102,16 @@ func TestWarmStartWhileAPIServerDown(t *testing.T) {
 	}
 }
 
-// TestWaitCaughtUpAfterDowntime stops an informer, changes objects, and
-// starts it again from its file with WaitCaughtUp. It must report synced
-// only once its store holds every change made while it was down — checked
-// at the moment HasSynced turns true — having made no full LIST, only the
-// one limit=1 consistent read.
-func TestWaitCaughtUpAfterDowntime(t *testing.T) {
+// TestWarmStartSyncedWhenCaughtUp stops an informer, changes objects, and
+// starts it again from its file with the default options. It must report
+// synced only once its store holds every change made while it was down —
+// checked at the moment HasSynced turns true — having made no full LIST,
+// only the one limit=1 consistent read. The last write before the restart
+// is outside the informer's selector, so only the apiserver's bookmark can
+// carry the watch to the read's resourceVersion: the short first watches
+// (reflector.CatchUp) must bring it, with the ordinary 5-minute watch
+// timeout. With SyncedAtOpen the same restart is synced on the stored state.
+func TestWarmStartSyncedWhenCaughtUp(t *testing.T) {
 	const test = "caughtup"
 	srv := apiservertest.Start(t, apiservertest.Options{})
 	admin := newClientset(t, srv.Config(), nil)
@@ -117,10 +121,8 @@ func TestWaitCaughtUpAfterDowntime(t *testing.T) {
 
 	path := cachePath(t)
 	selector := e2eLabel + "=" + test
-	// A short watch timeout brings the apiserver's bookmark (sent near it)
-	// sooner: nothing of this list changes after the read (see below).
 	spec := informerSpec{collection: "configmaps-" + selector, resource: "configmaps", selector: selector,
-		cs: newClientset(t, srv.Config(), nil), minWatchTimeout: 5 * time.Second}
+		cs: newClientset(t, srv.Config(), nil)}
 
 	db := openDB(t, path)
 	spec.db = db
@@ -145,19 +147,19 @@ func TestWaitCaughtUpAfterDowntime(t *testing.T) {
 	db = openDB(t, path)
 	obs := &observer{}
 	counter := &requestCounter{resource: "configmaps"}
-	spec.db, spec.observer, spec.waitCaughtUp = db, obs, true
+	spec.db, spec.observer = db, obs
 	spec.cs = newClientset(t, srv.Config(), counter)
 	inf = newInformer(t, spec)
 	start := time.Now()
-	run(t, inf)
+	r = run(t, inf)
 	waitClosed(t, inf.HasSyncedChecker().Done(), 3*time.Minute, "caught-up sync")
 	atSync := storeState(t, inf.GetStore())
-	took := time.Since(start)
+	synced := time.Now()
 	requireSameState(t, "store when HasSynced turned true", server, atSync)
 
 	lists, probes := counter.lists.Load(), counter.probes.Load()
-	t.Logf("caught-up sync after %v: %d changed keys applied; %d full LIST, %d consistent read(s) (limit=1 at resourceVersion \"\": one request, at most one object returned), %d watch request(s); start causes %v",
-		took.Round(time.Millisecond), muts.changedKeys(), lists, probes, counter.watches.Load(), obs.startCauses())
+	t.Logf("caught-up sync %v after Run, %v after the watch opened: %d changed keys applied; %d full LIST, %d consistent read(s) (limit=1 at resourceVersion \"\": one request, at most one object returned), %d watch request(s); start causes %v",
+		synced.Sub(start).Round(time.Millisecond), synced.Sub(obs.firstWatchAt()).Round(time.Millisecond), muts.changedKeys(), lists, probes, counter.watches.Load(), obs.startCauses())
 	if lists != 0 {
 		t.Errorf("%d full LIST requests, want 0", lists)
 	}
@@ -166,6 +168,23 @@ func TestWaitCaughtUpAfterDowntime(t *testing.T) {
 	}
 	if got := obs.startCauses(); fmt.Sprint(got) != fmt.Sprint([]reflector.StartCause{reflector.CauseResumed}) {
 		t.Errorf("start causes %v, want a resume only", got)
+	}
+	r.stop()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// SyncedAtOpen: synced on the stored state, without the read.
+	db = openDB(t, path)
+	counter = &requestCounter{resource: "configmaps"}
+	spec.db, spec.observer, spec.syncedAtOpen = db, &observer{}, true
+	spec.cs = newClientset(t, srv.Config(), counter)
+	inf = newInformer(t, spec)
+	r = run(t, inf)
+	waitClosed(t, inf.HasSyncedChecker().Done(), time.Minute, "sync at open")
+	r.stop()
+	if lists, probes := counter.lists.Load(), counter.probes.Load(); lists != 0 || probes != 0 {
+		t.Errorf("SyncedAtOpen: %d full LISTs and %d consistent reads, want none", lists, probes)
 	}
 }
 

@@ -33,7 +33,7 @@ type DynamicFactory struct {
 	persistSecrets   bool
 	memoryOnly       map[schema.GroupVersionResource]bool
 	clusterIdentity  string
-	waitCaughtUp     bool
+	syncedAtOpen     bool
 	// kubeSystemUID caches the cluster identity read through client.
 	kubeSystemUID clusterUID
 
@@ -129,7 +129,7 @@ func (f *DynamicFactory) newInformer(gvr schema.GroupVersionResource) (cache.Sha
 		},
 		ResyncPeriod: f.defaultResync,
 		Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		WaitCaughtUp: f.waitCaughtUp,
+		SyncedAtOpen: f.syncedAtOpen,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("boltinformer dynamic factory: informer for %s: %w", gvr, err)

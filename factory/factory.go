@@ -65,7 +65,7 @@ type Factory struct {
 	indexVersions    map[string]string
 	persistSecrets   bool
 	memoryOnly       map[reflect.Type]bool
-	waitCaughtUp     bool
+	syncedAtOpen     bool
 
 	// kubeSystemUID caches the cluster identity read through client.
 	kubeSystemUID clusterUID
@@ -308,7 +308,7 @@ func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, g
 		ResyncPeriod: spec.resync,
 		Indexers:     spec.indexers,
 		Identifier:   f.informerName.WithResource(gvr),
-		WaitCaughtUp: f.waitCaughtUp,
+		SyncedAtOpen: f.syncedAtOpen,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("boltinformer factory: informer for %s: %w", gvr, err)

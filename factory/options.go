@@ -66,18 +66,18 @@ func WithClusterIdentity(id string) Option {
 	return func(f *Factory) { f.clusterIdentity = id }
 }
 
-// WithWaitCaughtUp makes every informer of the factory report synced (and
-// WaitForCacheSync return) only once its watch has caught up with the
-// cluster as of the informer's start, not as soon as the stored state is
-// loaded (see cache.InformerOptions.WaitCaughtUp). Each start then costs the
-// apiserver one limit=1 list per informer, still no full list. Use it for
-// controllers that act on absence — garbage collection, cleanup of orphans,
-// anything that deletes or reports what it does not find in its cache —
-// which would otherwise act on objects deleted, or miss objects created,
-// while the process was down. Such informers are not synced while the
-// apiserver is unreachable.
-func WithWaitCaughtUp() Option {
-	return func(f *Factory) { f.waitCaughtUp = true }
+// WithSyncedAtOpen makes every informer of the factory that starts warm
+// report synced (and WaitForCacheSync return) as soon as its file is open
+// and checked, on the stored state, instead of once its watch has caught up
+// with the cluster as of the informer's start (the default; see
+// cache.InformerOptions.SyncedAtOpen). Only for controllers that tolerate a
+// stale start: one that creates what it does not find, or deletes or
+// reports what it does not find in its cache, would act on objects deleted,
+// or miss objects created, while the process was down. With
+// WithClusterIdentity it also lets the factory's informers sync from their
+// files while the apiserver is unreachable.
+func WithSyncedAtOpen() Option {
+	return func(f *Factory) { f.syncedAtOpen = true }
 }
 
 // WithInformerName names the factory's informers for client-go's metrics.
@@ -129,9 +129,9 @@ func WithDynamicClusterIdentity(id string) DynamicOption {
 	return func(f *DynamicFactory) { f.clusterIdentity = id }
 }
 
-// WithDynamicWaitCaughtUp is WithWaitCaughtUp for the dynamic factory.
-func WithDynamicWaitCaughtUp() DynamicOption {
-	return func(f *DynamicFactory) { f.waitCaughtUp = true }
+// WithDynamicSyncedAtOpen is WithSyncedAtOpen for the dynamic factory.
+func WithDynamicSyncedAtOpen() DynamicOption {
+	return func(f *DynamicFactory) { f.syncedAtOpen = true }
 }
 
 // WithDynamicMemoryOnly keeps the informers of the given resources in

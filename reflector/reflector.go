@@ -171,6 +171,11 @@ type Options struct {
 	// HasSynced without being applied any sooner (its result waits for the
 	// delivery anyway).
 	ListAfter <-chan struct{}
+
+	// CatchUp, when set, keeps watches short until the caller's store has
+	// caught up with a consistent read; see CatchUp. Nil: watches last
+	// MinWatchTimeout as usual.
+	CatchUp *CatchUp
 }
 
 // StartCause says why the reflector (re)established its view of the
@@ -186,6 +191,10 @@ const (
 	// CauseRelistExpired: a list after the server answered that the
 	// resourceVersion being watched is expired or too large.
 	CauseRelistExpired StartCause = "relist-expired"
+	// CauseRelistCatchUp: a list at "" because short watches did not bring
+	// the store up to a CatchUp read (the server sends no bookmarks, or its
+	// watch cache lags).
+	CauseRelistCatchUp StartCause = "relist-catchup"
 	// CauseRelistError: any other later list: after Store.Resync failed
 	// (client-go relists then too), ListAndWatch called again after it
 	// returned, or the first list of a reflector given Options.ListFrom.
@@ -242,6 +251,14 @@ type Reflector struct {
 	errorHandler func(ctx context.Context, err error)
 	observer     Observer
 	listAfter    <-chan struct{}
+	catchUp      *CatchUp // nil: none
+	// catchUpTimeout and catchUpWatches are catchUp's completed values.
+	catchUpTimeout time.Duration
+	catchUpWatches int
+
+	// Used only by the goroutine running ListAndWatch.
+	catchUpRead  bool // CatchUp.Target was called
+	shortWatches int  // short watches closed while catching up
 
 	// mu guards every field below. It is never held while calling the
 	// Store, the ListerWatcher, the Observer or the error handler.
@@ -331,6 +348,15 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 		listAfter:       opts.ListAfter,
 		nextListCause:   CauseCold,
 	}
+	if cu := opts.CatchUp; cu != nil {
+		if cu.Done == nil || cu.WatchTimeout < 0 || cu.MaxWatches < 0 {
+			panic("reflector.New: CatchUp needs Done, and no negative WatchTimeout or MaxWatches")
+		}
+		c := *cu // copy: Options is frozen at New
+		r.catchUp = &c
+		r.catchUpTimeout = cmp.Or(cu.WatchTimeout, DefaultCatchUpWatchTimeout)
+		r.catchUpWatches = cmp.Or(cu.MaxWatches, DefaultCatchUpWatches)
+	}
 	if opts.ExpectedType != nil {
 		r.expectedType = reflect.TypeOf(opts.ExpectedType)
 	}
@@ -381,6 +407,12 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
+	if err := r.takeCatchUpRead(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	if rv, ok := r.takeResume(); ok {
 		logger.V(2).Info("Resuming watch without listing", "reflector", r.name, "type", r.typeDescription, "resourceVersion", rv)
 		r.observer.Resumed(rv)

@@ -104,6 +104,12 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		start := r.clock.Now()
 		rv := r.LastSyncResourceVersion()
 		timeoutSeconds := r.watchTimeoutSeconds()
+		// While the store catches up (CatchUp), watches are short, so the
+		// apiserver's pre-timeout bookmark arrives within about a second.
+		short := r.catchingUp()
+		if short {
+			timeoutSeconds = int64(r.catchUpTimeout / time.Second)
+		}
 		options := metav1.ListOptions{
 			ResourceVersion: rv,
 			// Stop watches that hang without events; random to spread load.
@@ -138,11 +144,24 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		}
 
 		r.observer.WatchStarted(rv)
-		err = r.handleWatch(ctx, start, w, resyncErrC, propagateRVFromStart)
+		var deadline <-chan time.Time
+		stopDeadline := func() bool { return false }
+		if short {
+			t := r.clock.NewTimer(r.catchUpTimeout + catchUpGrace)
+			deadline, stopDeadline = t.C(), t.Stop
+		}
+		var bookmarks int
+		err = r.handleWatch(ctx, start, w, resyncErrC, propagateRVFromStart, deadline, &bookmarks)
+		stopDeadline()
 		switch {
 		case err == nil:
 			// Closed or timed out normally: re-watch at once, no backoff.
 			r.observer.WatchEnded(nil)
+			if short && r.shortWatchClosed(bookmarks) {
+				logger.V(2).Info("Short watches did not catch the store up to the consistent read, relisting", "reflector", r.name, "type", r.typeDescription, "bookmarks", bookmarks, "shortWatches", r.shortWatches)
+				r.markResourceVersionUnavailable(CauseRelistCatchUp)
+				return nil
+			}
 			continue
 		case errors.Is(err, errStopRequested):
 			r.observer.WatchEnded(nil)
@@ -170,7 +189,11 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 // their resourceVersions until w closes, ctx is done (errStopRequested),
 // the resync goroutine reports an error, or an ERROR event arrives. It
 // always stops w.
-func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.Interface, resyncErrC <-chan error, propagateRVFromStart bool) error {
+//
+// A value on deadline (a short CatchUp watch the server has not closed in
+// time) ends the watch as if the server had closed it; bookmarks counts the
+// bookmarks it delivered.
+func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.Interface, resyncErrC <-chan error, propagateRVFromStart bool, deadline <-chan time.Time, bookmarks *int) error {
 	defer w.Stop()
 	eventReceivedBesidesAdded := false
 	eventCount := 0
@@ -182,6 +205,9 @@ func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.In
 			return errStopRequested
 		case err := <-resyncErrC:
 			return err
+		case <-deadline:
+			klog.FromContext(ctx).V(4).Info("Short watch outlived its timeout, stopping it", "reflector", r.name, "type", r.typeDescription, "totalItems", eventCount)
+			return nil
 		case event, ok = <-w.ResultChan():
 		}
 		if !ok {
@@ -212,6 +238,7 @@ func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.In
 		case watch.Bookmark:
 			// The watch has synced to resourceVersion; nothing changed.
 			eventReceivedBesidesAdded = true
+			*bookmarks++
 			err = r.store.Bookmark(resourceVersion)
 		default:
 			r.errorHandler(ctx, fmt.Errorf("%w: %s: unknown watch event type %q", ErrUnexpectedObject, r.name, event.Type))

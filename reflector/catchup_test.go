@@ -1,0 +1,196 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// catchUpLW answers the consistent limit=1 read at "" with readRV (or
+// readErr) and any other list with a full list at listRV.
+func catchUpLW(t *testing.T, readRV, listRV string, readErr func(n int) error, watchFn func(n int, opts metav1.ListOptions) (watch.Interface, error)) *fakeLW {
+	reads := 0
+	return &fakeLW{
+		t: t,
+		list: func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
+			if opts.Limit == 1 && opts.ResourceVersion == "" {
+				reads++
+				if readErr != nil {
+					if err := readErr(reads); err != nil {
+						return nil, err
+					}
+				}
+				return podList(readRV, pod("a", "5")), nil
+			}
+			return podList(listRV, pod("a", "5"), pod("b", "6")), nil
+		},
+		watch: watchFn,
+	}
+}
+
+// runInBubble runs r until the returned stop is called; stop waits for Run
+// to return. Inside a synctest bubble that also proves no goroutine of the
+// reflector outlives Run.
+func runInBubble(r *Reflector) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	return func() { cancel(); <-done }
+}
+
+type target struct {
+	mu sync.Mutex
+	rv []string
+}
+
+func (tg *target) set(rv string) { tg.mu.Lock(); tg.rv = append(tg.rv, rv); tg.mu.Unlock() }
+func (tg *target) get() []string {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return append([]string(nil), tg.rv...)
+}
+
+// A resuming reflector with CatchUp takes the consistent read first, then
+// watches from the resume point with 10-second watches until Done is
+// closed, and with ordinary watches after that; it never lists.
+func TestCatchUpReadsThenWatchesShortUntilDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := catchUpLW(t, "150", "", nil, nil)
+		done := make(chan struct{})
+		tg := &target{}
+		h := newHarness(t, lw.listWatch(), func(o *Options) {
+			o.ResumeResourceVersion = "100"
+			o.CatchUp = &CatchUp{Target: tg.set, Done: done}
+		})
+		stop := runInBubble(h.r)
+		synctest.Wait()
+		equal(t, "targets", tg.get(), []string{"150"})
+
+		w := lw.watcher(t, 0)
+		bm := pod("", "150")
+		w.Action(watch.Bookmark, bm)
+		synctest.Wait()
+		close(done) // the store has applied 150
+		time.Sleep(10 * time.Second)
+		w.Stop() // the server ends the watch at its timeout
+		synctest.Wait()
+		lw.watcher(t, 1)
+		stop()
+
+		opts := lw.WatchOpts()
+		equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "150"})
+		equal(t, "first watch timeout", *opts[0].TimeoutSeconds, int64(10))
+		if got := *opts[1].TimeoutSeconds; got < 300 {
+			t.Errorf("watch after catching up has timeoutSeconds %d, want the ordinary >= 300", got)
+		}
+		equal(t, "lists", len(lw.ListOpts()), 1) // the limit=1 read only
+		equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
+		noErrors(t, h)
+	})
+}
+
+// A short watch that the server closes at its timeout without a single
+// bookmark means the server sends none (watch cache off, an aggregated
+// apiserver): the reflector relists with a consistent read instead of
+// waiting on the watch forever. A server that ignores timeoutSeconds is
+// cut off by the reflector itself.
+func TestCatchUpRelistsWhenShortWatchBringsNoBookmark(t *testing.T) {
+	for _, serverCloses := range []bool{true, false} {
+		name := "server closes at timeout"
+		if !serverCloses {
+			name = "server ignores the timeout"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lw := catchUpLW(t, "150", "160", nil, nil)
+				done := make(chan struct{})
+				h := newHarness(t, lw.listWatch(), func(o *Options) {
+					o.ResumeResourceVersion = "100"
+					o.CatchUp = &CatchUp{Target: func(string) {}, Done: done}
+				})
+				stop := runInBubble(h.r)
+				w := lw.watcher(t, 0)
+				w.Modify(pod("a", "120")) // an event, but no bookmark
+				if serverCloses {
+					time.Sleep(10 * time.Second)
+					w.Stop()
+				} else {
+					time.Sleep(10*time.Second + catchUpGrace)
+				}
+				synctest.Wait()
+				lw.watcher(t, 1)
+				stop()
+
+				equal(t, "list RVs", lw.ListRVs(), []string{"", ""}) // the read, then the relist at ""
+				equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
+				equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "160"})
+				equal(t, "store calls", h.store.Calls(), []string{"update a@120", "replace 2@160"})
+			})
+		})
+	}
+}
+
+// Bookmarks that never reach the read's version (a lagging watch cache)
+// end in a relist after MaxWatches short watches.
+func TestCatchUpRelistsAfterMaxWatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := catchUpLW(t, "150", "160", nil, nil)
+		done := make(chan struct{})
+		h := newHarness(t, lw.listWatch(), func(o *Options) {
+			o.ResumeResourceVersion = "100"
+			o.CatchUp = &CatchUp{Target: func(string) {}, Done: done, MaxWatches: 2}
+		})
+		stop := runInBubble(h.r)
+		for i := range 2 {
+			w := lw.watcher(t, i)
+			w.Action(watch.Bookmark, pod("", "140"))
+			time.Sleep(10 * time.Second)
+			w.Stop()
+			synctest.Wait()
+		}
+		lw.watcher(t, 2)
+		stop()
+		equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
+		equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "140", "160"})
+	})
+}
+
+// While the consistent read fails nothing is watched and the resume stays
+// pending: once the read succeeds the reflector resumes, without a list.
+func TestCatchUpReadFailureKeepsTheResume(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		unreachable := errors.New("connection refused")
+		lw := catchUpLW(t, "150", "", func(n int) error {
+			if n <= 2 {
+				return unreachable
+			}
+			return nil
+		}, nil)
+		tg := &target{}
+		h := newHarness(t, lw.listWatch(), func(o *Options) {
+			o.ResumeResourceVersion = "100"
+			o.CatchUp = &CatchUp{Target: tg.set, Done: make(chan struct{})}
+		})
+		stop := runInBubble(h.r)
+		lw.watcher(t, 0)
+		stop()
+		errs := h.errs.Errors()
+		if len(errs) != 2 || !errors.Is(errs[0], ErrList) || !errors.Is(errs[1], unreachable) {
+			t.Errorf("reported %v, want the two failed reads as ErrList", errs)
+		}
+		equal(t, "targets", tg.get(), []string{"150"})
+		equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
+		equal(t, "watch RVs", lw.WatchRVs(), []string{"100"})
+		equal(t, "first watch timeout", *lw.WatchOpts()[0].TimeoutSeconds, int64(10))
+	})
+}
