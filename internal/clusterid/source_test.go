@@ -32,9 +32,9 @@ func (r *fakeReader) Self(context.Context) (authenticationv1.UserInfo, error) {
 }
 
 var (
-	forbidden   = apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "kube-system", errors.New("namespaced RBAC"))
-	unreachable = errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
-	saUser      = authenticationv1.UserInfo{
+	forbidden      = apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "kube-system", errors.New("namespaced RBAC"))
+	errUnreachable = errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+	saUser         = authenticationv1.UserInfo{
 		Username: "system:serviceaccount:team:ctrl",
 		UID:      "1da144c4-622d-4a4a-a999-0006d551cb19",
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"},
@@ -59,7 +59,7 @@ func TestSourceKinds(t *testing.T) {
 		{name: "kube-system, prefixed", reader: fakeReader{uid: "ks-uid"}, prefix: "kube-system/", want: "kube-system/ks-uid"},
 		{name: "forbidden, a ServiceAccount", reader: fakeReader{uidErr: forbidden, user: saUser}, prefix: "kube-system/",
 			want: "serviceaccount/team/ctrl/1da144c4-622d-4a4a-a999-0006d551cb19", wantSelf: 1},
-		{name: "unreachable", reader: fakeReader{uidErr: unreachable, user: saUser}, wantErr: "connection refused"},
+		{name: "unreachable", reader: fakeReader{uidErr: errUnreachable, user: saUser}, wantErr: "connection refused"},
 		{name: "not found", reader: fakeReader{uidErr: apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "kube-system"), user: saUser}, wantErr: "not found"},
 		{name: "no UID", reader: fakeReader{}, wantErr: "has no UID"},
 		{name: "forbidden, a user from a token file", reader: fakeReader{uidErr: forbidden, user: authenticationv1.UserInfo{Username: "admin", UID: "admin"}},
@@ -68,7 +68,7 @@ func TestSourceKinds(t *testing.T) {
 			wantErr: "is not a ServiceAccount", unidentify: true, wantSelf: 1},
 		{name: "forbidden, self review forbidden", reader: fakeReader{uidErr: forbidden, selfErr: apierrors.NewForbidden(schema.GroupResource{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"}, "", errors.New("no basic-user"))},
 			wantErr: "nor review itself", unidentify: true, wantSelf: 1},
-		{name: "forbidden, then unreachable", reader: fakeReader{uidErr: forbidden, selfErr: unreachable}, wantErr: "connection refused", wantSelf: 1},
+		{name: "forbidden, then unreachable", reader: fakeReader{uidErr: forbidden, selfErr: errUnreachable}, wantErr: "connection refused", wantSelf: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.reader
@@ -95,11 +95,11 @@ func TestSourceKinds(t *testing.T) {
 // An error is not remembered; an identity is, so the kind never changes
 // within a Source.
 func TestSourceRemembersOnlySuccess(t *testing.T) {
-	r := &fakeReader{uidErr: unreachable, user: saUser}
+	r := &fakeReader{uidErr: errUnreachable, user: saUser}
 	s := New(r, Options{})
 	ctx := context.Background()
 	if _, err := s.Get(ctx); err == nil {
-		t.Fatal("Get succeeded with the apiserver unreachable")
+		t.Fatal("Get succeeded with the apiserver errUnreachable")
 	}
 	r.uidErr = forbidden
 	first, err := s.Get(ctx)
