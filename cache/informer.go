@@ -65,7 +65,8 @@ type Persistence struct {
 	// empty and matches only empty.
 	ListIdentity string
 	// Cluster identifies the cluster the informer lists from (the factories
-	// use the kube-system namespace's UID). It is called when the informer
+	// use the kube-system namespace's UID, or the client's ServiceAccount's
+	// UID when that read is Forbidden). It is called when the informer
 	// starts, before anything stored is handed out or resumed; a collection
 	// recorded under another cluster starts cold. While it returns an error
 	// (the apiserver is unreachable) the informer retries with backoff,

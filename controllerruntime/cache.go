@@ -75,7 +75,7 @@ func New(config *rest.Config, cacheOpts cache.Options, opts Options) (*Cache, er
 	cluster := opts.Cluster
 	if cluster == nil {
 		var err error
-		if cluster, err = kubeSystemUID(config, &probing); err != nil {
+		if cluster, err = defaultCluster(config, &probing); err != nil {
 			return nil, err
 		}
 	}

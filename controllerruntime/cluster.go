@@ -1,50 +1,32 @@
 package controllerruntime
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/clusterid"
 )
 
-// kubeSystemUID is the default cluster identity: the kube-system namespace's
-// UID, which differs between clusters and changes when a cluster is
-// recreated. A cache whose credentials may not read it (RBAC) falls back
-// to the apiserver's URL. The answer is asked once per cache; an error is
-// not remembered, so the next informer to start asks again.
-func kubeSystemUID(config *rest.Config, httpClient *http.Client) (bcache.ClusterIdentity, error) {
+// defaultCluster is the cluster identity of a cache without
+// Options.Cluster, learned through the cache's own credentials once per
+// cache, as the factories learn theirs: the kube-system namespace's UID
+// (recorded as "kube-system/<uid>"), or, only if reading it is Forbidden,
+// the UID of the ServiceAccount the cache authenticates as (recorded as
+// "serviceaccount/<ns>/<name>/<uid>"). Any other error is not remembered:
+// the informer retries and resumes nothing until it is known. See
+// internal/clusterid.
+func defaultCluster(config *rest.Config, httpClient *http.Client) (bcache.ClusterIdentity, error) {
 	client, err := kubernetes.NewForConfigAndClient(config, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("client for the cluster identity: %w", err)
 	}
-	var (
-		mu sync.Mutex
-		id string
-	)
-	return func(ctx context.Context) (string, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if id != "" {
-			return id, nil
-		}
-		ns, err := client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			id = "kube-system/" + string(ns.UID)
-		case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
-			klog.FromContext(ctx).Info("Cannot read the kube-system namespace; the cache file's cluster identity is the apiserver URL (set Options.Cluster to choose one)", "host", config.Host, "err", err)
-			id = "host/" + config.Host
-		default:
-			return "", fmt.Errorf("reading the kube-system namespace for the cluster identity: %w", err)
-		}
-		return id, nil
-	}, nil
+	return clusterid.New(clusterid.Typed(client), clusterid.Options{
+		Component:        "boltinformer cache",
+		Declare:          "boltcr.Options.Cluster",
+		KubeSystemPrefix: "kube-system/",
+	}).Get, nil
 }

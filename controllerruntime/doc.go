@@ -33,6 +33,13 @@
 // changes. An undeclared field index is rebuilt from the stored objects at
 // every start, when IndexField adds it.
 //
+// Each collection also records the cluster (Options.Cluster): by default
+// the kube-system namespace's UID, or, for credentials that may not read
+// it (a namespaced controller), the UID of their ServiceAccount, the same
+// rule as the factories' (see the factory package doc for why these and
+// not the apiserver's address or CA). A file written through one address
+// to another cluster, or under the other kind, starts cold.
+//
 // # Caveats
 //
 //   - Secrets (in every form) are kept in memory and never written to the

@@ -24,10 +24,17 @@ type Options struct {
 	DB *persist.DB
 
 	// Cluster identifies the cluster; a collection stored for another
-	// cluster is not resumed. Nil reads the kube-system namespace's UID
-	// through the cache's client; if the cache may not read it (RBAC), the
-	// apiserver's URL is used instead. bcache.StaticCluster sets it without
-	// asking.
+	// cluster is not resumed. Nil reads, through the cache's credentials
+	// when its first informer starts, the kube-system namespace's UID, or,
+	// if reading it is Forbidden (namespaced RBAC), the UID of the
+	// ServiceAccount the cache authenticates as (from a SelfSubjectReview,
+	// which every authenticated user may create), and logs which. The kind
+	// is recorded with the identity: a file written under one never
+	// resumes under the other. A client that may read neither (a user that
+	// is not a ServiceAccount) must set Cluster; until an identity is known
+	// (the apiserver unreachable, say) informers retry and resume nothing.
+	// bcache.StaticCluster sets it without asking: any string that differs
+	// between clusters and changes when one is recreated.
 	Cluster bcache.ClusterIdentity
 
 	// TransformVersion declares the version of the transforms given in

@@ -1,20 +1,14 @@
 package factory
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -93,42 +87,6 @@ func TestCaptureRejectsWrappedInformer(t *testing.T) {
 	// And one for another type than the example object.
 	if _, err := c.capture(&corev1.ConfigMap{}, gvr, newFunc, 0); err == nil {
 		t.Error("capture accepted an informer of Pods for ConfigMaps")
-	}
-}
-
-func kubeSystem(uid string) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceSystem, UID: types.UID(uid)}}
-}
-
-func TestClusterIdentity(t *testing.T) {
-	ctx := context.Background()
-	f := NewSharedInformerFactory(fake.NewSimpleClientset(kubeSystem("uid-1")), 0, nil)
-	if id, err := f.cluster()(ctx); err != nil || id != "uid-1" {
-		t.Errorf("typed factory: cluster %q, %v; want kube-system's UID", id, err)
-	}
-	f = NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(), 0, nil, WithClusterIdentity("prod-eu"))
-	if id, err := f.cluster()(ctx); err != nil || id != "prod-eu" {
-		t.Errorf("typed factory WithClusterIdentity: cluster %q, %v", id, err)
-	}
-	f = NewSharedInformerFactory(fake.NewSimpleClientset(), 0, nil)
-	if _, err := f.cluster()(ctx); err == nil || !strings.Contains(err.Error(), "WithClusterIdentity") {
-		t.Errorf("typed factory without kube-system: %v, want an error naming WithClusterIdentity", err)
-	}
-
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kubeSystem("uid-2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := &unstructured.Unstructured{Object: u}
-	ns.SetAPIVersion("v1")
-	ns.SetKind("Namespace")
-	df := NewDynamicSharedInformerFactory(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), ns), 0, nil)
-	if id, err := df.cluster()(ctx); err != nil || id != "uid-2" {
-		t.Errorf("dynamic factory: cluster %q, %v; want kube-system's UID", id, err)
-	}
-	df = NewDynamicSharedInformerFactory(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), 0, nil, WithDynamicClusterIdentity("prod-eu"))
-	if id, err := df.cluster()(ctx); err != nil || id != "prod-eu" {
-		t.Errorf("dynamic factory WithDynamicClusterIdentity: cluster %q, %v", id, err)
 	}
 }
 

@@ -1,45 +1,23 @@
 package factory
 
 import (
-	"context"
-	"fmt"
-	"sync"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/clusterid"
 )
 
 // The factories identify the cluster by the UID of its kube-system
-// namespace: it exists in every cluster, is never deleted, and a recreated
-// cluster gets a new one. A client that may not read it declares the
-// cluster instead (WithClusterIdentity, WithDynamicClusterIdentity).
+// namespace, recorded as the bare UID; a client that may not read it
+// (Forbidden: namespaced RBAC) by the UID of the ServiceAccount it
+// authenticates as, recorded as "serviceaccount/<ns>/<name>/<uid>" (see
+// internal/clusterid for why these and nothing else). A client that can
+// read neither declares the cluster (WithClusterIdentity,
+// WithDynamicClusterIdentity). The identity is learned once per factory,
+// when its first informer starts.
 
-// clusterUID reads the kube-system namespace's UID once per factory: the
-// first successful read is kept, errors are returned and retried by the
-// next call.
-type clusterUID struct {
-	mu  sync.Mutex
-	uid string // guarded by mu; "" until read
-}
-
-// get returns the UID, reading it with read unless it is known.
-func (c *clusterUID) get(ctx context.Context, read func(ctx context.Context) (string, error)) (string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.uid != "" {
-		return c.uid, nil
-	}
-	uid, err := read(ctx)
-	if err != nil {
-		return "", fmt.Errorf("boltinformer factory: cluster identity: reading namespace %s: %w (a client that may not read it can declare the cluster's identity with WithClusterIdentity)", metav1.NamespaceSystem, err)
-	}
-	if uid == "" {
-		return "", fmt.Errorf("boltinformer factory: cluster identity: namespace %s has no UID", metav1.NamespaceSystem)
-	}
-	c.uid = uid
-	return uid, nil
+// clusterOptions are the factories' clusterid options: the kube-system UID
+// is recorded bare, as before other kinds existed.
+func clusterOptions(declare string) clusterid.Options {
+	return clusterid.Options{Component: "boltinformer factory", Declare: declare}
 }
 
 // cluster returns the identity recorded with each of f's collections.
@@ -47,33 +25,19 @@ func (f *Factory) cluster() bcache.ClusterIdentity {
 	if f.clusterIdentity != "" {
 		return bcache.StaticCluster(f.clusterIdentity)
 	}
-	client, uid := f.client, &f.kubeSystemUID
-	return func(ctx context.Context) (string, error) {
-		return uid.get(ctx, func(ctx context.Context) (string, error) {
-			ns, err := client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
-			if err != nil {
-				return "", err
-			}
-			return string(ns.UID), nil
-		})
-	}
+	f.identityOnce.Do(func() {
+		f.identity = clusterid.New(clusterid.Typed(f.client), clusterOptions("factory.WithClusterIdentity"))
+	})
+	return f.identity.Get
 }
-
-var namespacesResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // cluster returns the identity recorded with each of f's collections.
 func (f *DynamicFactory) cluster() bcache.ClusterIdentity {
 	if f.clusterIdentity != "" {
 		return bcache.StaticCluster(f.clusterIdentity)
 	}
-	client, uid := f.client, &f.kubeSystemUID
-	return func(ctx context.Context) (string, error) {
-		return uid.get(ctx, func(ctx context.Context) (string, error) {
-			ns, err := client.Resource(namespacesResource).Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
-			if err != nil {
-				return "", err
-			}
-			return string(ns.GetUID()), nil
-		})
-	}
+	f.identityOnce.Do(func() {
+		f.identity = clusterid.New(clusterid.Dynamic(f.client), clusterOptions("factory.WithDynamicClusterIdentity"))
+	})
+	return f.identity.Get
 }

@@ -42,13 +42,7 @@
 //   - the list identity: source, resource, kind, namespace and list
 //     options, as the factory derives them (the collection name says the
 //     same in readable form);
-//   - the cluster: the UID of the kube-system namespace, read through the
-//     factory's client (typed: CoreV1().Namespaces(); dynamic: the v1
-//     namespaces resource) when an informer starts, once per factory. An
-//     informer resumes nothing and does not sync until it has read it. A
-//     client that may not get kube-system declares the cluster instead
-//     with WithClusterIdentity (WithDynamicClusterIdentity): any string
-//     that differs between clusters and changes when one is recreated;
+//   - the cluster (see Cluster identity below);
 //   - the transform: the version declared with WithTransformVersion plus
 //     the transform function's name. A transform set with WithTransform,
 //     or by newFunc with SetTransform on the informer it builds, or by the
@@ -57,6 +51,57 @@
 //     factory's replaces newFunc's, as in client-go). A closure's name
 //     does not change with what it closes over, so bump the declared
 //     version whenever a transform's output changes.
+//
+// # Cluster identity
+//
+// The identity recorded with each collection is read through the factory's
+// client when its first informer starts, once per factory, and logged
+// once with its kind:
+//
+//   - the UID of the kube-system namespace (typed: CoreV1().Namespaces();
+//     dynamic: the v1 namespaces resource), recorded as the bare UID. The
+//     apiserver creates that namespace and never deletes it; its UID is a
+//     random UUID, so it differs between clusters and changes when a
+//     cluster is recreated;
+//   - only if that read is Forbidden — a controller with namespaced RBAC —
+//     the UID of the ServiceAccount the client authenticates as, from a
+//     SelfSubjectReview (which every authenticated user may create: the
+//     default ClusterRole system:basic-user), recorded as
+//     "serviceaccount/<namespace>/<name>/<uid>". The apiserver accepts a
+//     ServiceAccount token only while that ServiceAccount exists in its own
+//     storage with the token's UID, so this UID too is a random UUID minted
+//     by this cluster. Recreating the ServiceAccount starts cold once.
+//
+// A collection recorded under one kind never resumes under the other: a
+// controller that gains or loses the right to read kube-system starts cold
+// once. Any other error (the apiserver unreachable, a timeout, a 401) is
+// not a reason to pick the other kind: the informer retries with backoff
+// and resumes nothing until the identity is known. A client that may not
+// read kube-system and is not a ServiceAccount (an x509, OIDC or
+// static-token user) has no identity to read and must declare one with
+// WithClusterIdentity (WithDynamicClusterIdentity): any string that
+// differs between clusters and changes when one is recreated. Until then
+// its informers never sync and report why to their watch error handler.
+//
+// Why not the server's address or its CA bundle, which every client
+// knows: the address is reused (two test clusters restarted on one
+// loopback port, a DNS name moved from a blue to a green cluster) and a
+// CA may sign several clusters' servers (an organisation's CA, public
+// roots), so neither proves the file is this cluster's. Nor could the
+// factories read them well: they get a kubernetes.Interface or a
+// dynamic.Interface, not a rest.Config. Through a clientset's
+// RESTClient() (a *rest.RESTClient) the base URL (Get().URL()) and the
+// *http.Client are reachable, but the CA sits in an *x509.CertPool inside
+// wrapped round trippers, which can be compared but not read; a
+// dynamic.Interface exposes neither. What every authenticated user may
+// read on a v1.37 apiserver with the default policy (discovery, /version,
+// /openapi, health endpoints, self reviews; kube-public/cluster-info only
+// on kubeadm clusters) names no cluster, except a ServiceAccount's own
+// UID. A user UID from another authenticator is assigned outside the
+// cluster and the same on every cluster the user reaches (the test
+// apiserver's static admin token has UID "admin"), so it is not used.
+// Clusters cloned from one etcd backup share every UID; declare an
+// identity for them.
 //
 // # Starting while the apiserver is unreachable
 //

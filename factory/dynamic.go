@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/clusterid"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -34,8 +35,10 @@ type DynamicFactory struct {
 	memoryOnly       map[schema.GroupVersionResource]bool
 	clusterIdentity  string
 	syncedAtOpen     bool
-	// kubeSystemUID caches the cluster identity read through client.
-	kubeSystemUID clusterUID
+	// identity learns the cluster's identity through client, once for
+	// every informer of the factory; built on first use.
+	identityOnce sync.Once
+	identity     *clusterid.Source
 
 	// lock guards the fields below.
 	lock             sync.Mutex

@@ -42,6 +42,7 @@ import (
 	"k8s.io/klog/v2"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/clusterid"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -67,8 +68,10 @@ type Factory struct {
 	memoryOnly       map[reflect.Type]bool
 	syncedAtOpen     bool
 
-	// kubeSystemUID caches the cluster identity read through client.
-	kubeSystemUID clusterUID
+	// identity learns the cluster's identity through client, once for
+	// every informer of the factory; built on first use.
+	identityOnce sync.Once
+	identity     *clusterid.Source
 
 	// lock guards the fields below.
 	lock sync.Mutex

@@ -58,10 +58,14 @@ func WithTransformVersion(version string) Option {
 // WithClusterIdentity declares the identity of the cluster the client
 // reaches, stored with each collection (cache.Persistence.Cluster): a
 // collection recorded under another cluster starts cold. Without it the
-// factory reads the kube-system namespace's UID through its client when an
-// informer starts, and resumes nothing until it has; use this option for
-// clients that may not get that namespace. The identity must differ between
-// clusters and change when a cluster is recreated.
+// factory reads, when an informer starts, the kube-system namespace's UID
+// through its client, or, if that is Forbidden, the UID of the
+// ServiceAccount the client authenticates as (see the package doc), and
+// resumes nothing until it has one. Use this option for clients that can
+// read neither (a user that is not a ServiceAccount and may not get
+// kube-system), or to start warm while the apiserver is unreachable. The
+// identity must differ between clusters and change when a cluster is
+// recreated; do not start it with "serviceaccount/".
 func WithClusterIdentity(id string) Option {
 	return func(f *Factory) { f.clusterIdentity = id }
 }
@@ -123,8 +127,8 @@ func WithDynamicPersistSecrets() DynamicOption {
 }
 
 // WithDynamicClusterIdentity is WithClusterIdentity for the dynamic
-// factory, whose default identity is the kube-system namespace's UID read
-// through the namespaces resource.
+// factory, whose default identity is read the same way through the v1
+// namespaces and authentication.k8s.io/v1 selfsubjectreviews resources.
 func WithDynamicClusterIdentity(id string) DynamicOption {
 	return func(f *DynamicFactory) { f.clusterIdentity = id }
 }

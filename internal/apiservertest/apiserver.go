@@ -15,9 +15,9 @@ import (
 //
 // --advertise-address is pinned to loopback because the default derives it
 // from the host's default-route interface, which a sandbox may not have.
-// Since v1.37 kube-apiserver refuses a loopback advertise address with an
-// endpoint reconciler (which would publish it in the default/kubernetes
-// Endpoints); nothing in-cluster dials the server here, so none runs.
+// Since v1.37 the endpoint reconciler refuses a loopback address (it would
+// publish it as the kubernetes Service's endpoint); no test needs that
+// endpoint, so there is no reconciler (--endpoint-reconciler-type=none).
 // The ServiceAccount admission plugin is disabled because no controller
 // manager runs to create the default service accounts it requires.
 func (s *Server) apiserverArgs() []string {

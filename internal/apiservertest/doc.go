@@ -24,6 +24,7 @@
 //     test.
 //   - Clients authenticate with a static bearer token in group system:masters,
 //     and verify the server against its generated self-signed certificate.
+//     ServiceAccountConfig gives a client with namespaced RBAC instead.
 //
 // The package is Unix-only (process groups, signals).
 //
