@@ -864,6 +864,8 @@ type confOursOptions struct {
 	clock         clock.WithTicker
 	transform     bool
 	backoff       time.Duration
+	// syncedAtOpen is InformerOptions.SyncedAtOpen.
+	syncedAtOpen bool
 }
 
 func openConfOurs(src *confSource, o confOursOptions) (*confOurs, error) {
@@ -883,6 +885,7 @@ func openConfOurs(src *confSource, o confOursOptions) (*confOurs, error) {
 		Clock:          o.clock,
 		InitialBackoff: backoff,
 		MaxBackoff:     10 * backoff,
+		SyncedAtOpen:   o.syncedAtOpen,
 	})
 	if err != nil {
 		_ = db.Close()

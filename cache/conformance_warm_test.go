@@ -289,7 +289,9 @@ func runWarmResyncSeed(seed int64, dir string, logf func(string, ...any)) (err e
 	logf("stored %v at %d; force410=%t stepFirst=%t; while down %v → final %v (410: %t)", stored, storedRV, force410, stepFirst, missed, final, expired)
 
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	o, err := openConfOurs(src, confOursOptions{path: path, batchInterval: 2 * time.Millisecond, resync: confResync, clock: clk, backoff: time.Millisecond})
+	// Synced at open: the first watch is held (see above), so a caught-up
+	// sync would wait for it; what is compared here is the resync rule.
+	o, err := openConfOurs(src, confOursOptions{path: path, batchInterval: 2 * time.Millisecond, resync: confResync, clock: clk, backoff: time.Millisecond, syncedAtOpen: true})
 	if err != nil {
 		return err
 	}

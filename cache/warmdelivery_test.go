@@ -160,9 +160,11 @@ func TestWarmStartResyncRuleSameForLateJoiners(t *testing.T) {
 
 	gate := make(chan struct{})
 	// The informer's default resync period is an hour: handlers added with
-	// AddEventHandler resync, those added with period 0 do not.
+	// AddEventHandler resync, those added with period 0 do not. Synced at
+	// open, so that handlers join while the relist is held (a caught-up
+	// sync waits for the relist).
 	early := &events{}
-	r := startInformerOpts(t, f, gatedLW{noWatchList{src}, gate}, bcache.InformerOptions{ResyncPeriod: time.Hour}, func(inf *bcache.Informer) {
+	r := startInformerOpts(t, f, gatedLW{noWatchList{src}, gate}, bcache.InformerOptions{ResyncPeriod: time.Hour, SyncedAtOpen: true}, func(inf *bcache.Informer) {
 		if _, err := inf.AddEventHandlerWithResyncPeriod(early.handler(), 0); err != nil {
 			t.Fatal(err)
 		}

@@ -11,58 +11,75 @@ import (
 
 // Defaults for CatchUp.
 const (
-	// DefaultCatchUpWatchTimeout is a watch short enough that the
-	// apiserver's pre-timeout bookmark comes soon, long enough that it comes
-	// at all. The watch cache (k8s.io/apiserver pkg/storage/cacher,
-	// cacheWatcher.nextBookmarkTime) schedules a bookmark 2 s before a
-	// watch's deadline, in 1-second buckets, carrying the newest
-	// resourceVersion it has processed. Measured on kube-apiserver v1.37.2
-	// (e2e/bookmark_timing_test.go): 10-second watches got that bookmark
-	// 7.5–8.6 s after they opened, every time; 9-second watches mostly did;
-	// 3- and 5-second watches never did.
-	DefaultCatchUpWatchTimeout = 10 * time.Second
+	// DefaultCatchUpWatchTimeout is the shortest watch that still gets the
+	// apiserver's pre-timeout bookmark. The watch cache (k8s.io/apiserver
+	// pkg/storage/cacher, cacheWatcher.nextBookmarkTime) schedules a
+	// bookmark 2 s before a watch's deadline, in 1-second buckets; with
+	// timeoutSeconds=2 that time has passed before the watcher is
+	// registered. The bookmark carries the newest resourceVersion the watch
+	// cache has processed, and is sent only if that is newer than where the
+	// watch started — which the consistent read taken after the watch
+	// opened (see CatchUp) makes it, even on a resource nothing writes to.
+	// Measured against kube-apiserver v1.37.2
+	// (e2e.TestCatchUpWatchGetsBookmark): a 3-second watch got it 0.8–1.8 s
+	// after it opened.
+	DefaultCatchUpWatchTimeout = 3 * time.Second
 	// DefaultCatchUpWatches is how many short watches may close without
 	// catching up before the reflector relists instead.
-	DefaultCatchUpWatches = 3
+	DefaultCatchUpWatches = 5
 	// catchUpGrace is how long past its timeout a short watch may stay
 	// open before the reflector stops it itself: a server or proxy that
 	// ignores timeoutSeconds must not hold the catch-up forever.
 	catchUpGrace = 2 * time.Second
+	// catchUpReadInterval spaces the consistent reads of a short watch.
+	catchUpReadInterval = 500 * time.Millisecond
 )
 
-// CatchUp makes a resuming reflector bring its store up to date with the
-// server quickly, without a full list. The caller (an informer that wants
+// CatchUp makes a reflector bring its store up to date with the server
+// quickly, without a full list. The caller (an informer that wants
 // "synced" to mean what it means in client-go: the store reflects a read
 // made at or after start) is told the resourceVersion of a consistent read
-// and closes Done once its store has applied that version; until then the
-// reflector's watches are short, so that even on a resource nothing writes
-// to, the apiserver's pre-timeout bookmark carries the watch to the read's
-// version about 8 seconds after it opens (instead of with the next
-// once-a-minute bookmark, or near the end of a 5-to-10-minute watch).
+// and closes Done once its store has applied that version.
 //
-// If a short watch closes without a single bookmark (the server does not
-// send them: watch cache disabled, an aggregated apiserver), or MaxWatches
-// short watches have closed and Done is still open (the server's watch
-// cache lags behind the read), the reflector relists with a consistent
-// read at "" (cause CauseRelistCatchUp), which is at or after the read's
-// version: catching up never waits on the server indefinitely.
+// Until Done is closed, every watch is short (WatchTimeout), and once the
+// server has accepted it the reflector takes a consistent read — a list
+// with limit=1 at resourceVersion "" through the ListerWatcher, returning
+// at most one object. The order matters. The apiserver's watch cache
+// delivers everything the watch must catch up on as soon as the watch
+// opens, but tells the client where it stands only with a bookmark, which
+// it sends near the watch's deadline and only with a resourceVersion newer
+// than the watch's start. The read, taken after the watch opened, brings
+// the watch cache up to the newest revision in etcd (the apiserver serves
+// consistent reads from its cache once it has caught up), so that bookmark
+// comes at or past the read's resourceVersion about a second after the
+// watch opened — on a resource nothing writes to as on a busy one.
+//
+// The read is repeated every half second while the watch lasts: the
+// bookmark needs a revision newer than the watch's start, so etcd must have
+// been written to (anywhere) after the watch opened, and each read brings
+// the watch cache to what etcd has by then.
+//
+// If MaxWatches short watches have closed and Done is still open (the
+// server sends no bookmarks: watch cache disabled, an aggregated apiserver;
+// or etcd saw no write at all since the watch opened), the reflector
+// relists with a consistent read at "" (cause CauseRelistCatchUp), which is
+// at or after the read's version: catching up never waits on the server
+// indefinitely.
 type CatchUp struct {
-	// Target, if set, is called once, before the reflector's first list or
-	// watch, with the resourceVersion of a consistent read: a list with
-	// limit=1 at resourceVersion "" through the ListerWatcher, returning at
-	// most one object. While the read fails, ListAndWatch returns the error
-	// (ErrList) and Run retries it with backoff; nothing is listed or
-	// watched meanwhile. Nil: no read (the caller knows its target).
+	// Target, if set, is called once, with the resourceVersion of the first
+	// consistent read that succeeds. Reads that fail are reported to the
+	// WatchErrorHandler (ErrList) and taken again with the next short
+	// watch. Nil: the caller knows its target; the reads are still taken,
+	// to bring the watch cache forward.
 	Target func(resourceVersion string)
 	// Done is closed by the caller once its store has caught up. Required.
 	Done <-chan struct{}
 	// WatchTimeout is the timeoutSeconds of each watch while Done is open.
-	// Zero: DefaultCatchUpWatchTimeout. Shorter watches may get no bookmark
-	// from the apiserver (see DefaultCatchUpWatchTimeout).
+	// Zero: DefaultCatchUpWatchTimeout. Shorter watches get no bookmark
+	// from the apiserver.
 	WatchTimeout time.Duration
-	// MaxWatches is how many short watches may close, each with at least
-	// one bookmark, before the reflector relists. Zero:
-	// DefaultCatchUpWatches.
+	// MaxWatches is how many short watches may close before the reflector
+	// relists. Zero: DefaultCatchUpWatches.
 	MaxWatches int
 }
 
@@ -79,33 +96,55 @@ func (r *Reflector) catchingUp() bool {
 	}
 }
 
-// takeCatchUpRead takes the consistent read before the first list or
-// watch, once. An error leaves everything pending (the resume included), so
-// the next ListAndWatch tries the read again.
-func (r *Reflector) takeCatchUpRead(ctx context.Context) error {
-	if r.catchUp == nil || r.catchUp.Target == nil || r.catchUpRead {
-		return nil
+// catchUpRead takes the consistent reads of a short watch that the server
+// has accepted, until ctx ends (the watch did) or the store has caught up,
+// and hands the first successful one's resourceVersion to CatchUp.Target.
+// It runs beside handleWatch, which must go on consuming the watch.
+//
+// The first read follows the watch's start at once. The watch cache's
+// bookmark must carry a revision newer than that start, and the first read
+// brings the cache only to the revision etcd has then, which is the same if
+// nothing was written anywhere in between; so the read is repeated every
+// catchUpReadInterval while the watch lasts, each bringing the cache to
+// whatever etcd has by then (in a live cluster, leases alone move it several
+// times a second). Each read is one request returning at most one object.
+func (r *Reflector) catchUpRead(ctx context.Context) {
+	for {
+		list, err := r.lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "", Limit: 1})
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				r.errorHandler(ctx, fmt.Errorf("%w: %s: the consistent read (limit=1) the store catches up to: %w", ErrList, r.typeDescription, err))
+			}
+			return
+		case r.catchUp.Target != nil:
+			acc, err := meta.ListAccessor(list)
+			if err != nil {
+				r.errorHandler(ctx, fmt.Errorf("%w: %s: the consistent read's resourceVersion: %w", ErrList, r.typeDescription, err))
+				return
+			}
+			r.catchUpTarget.Do(func() { r.catchUp.Target(acc.GetResourceVersion()) })
+		}
+		t := r.clock.NewTimer(catchUpReadInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-r.catchUp.Done:
+			t.Stop()
+			return
+		case <-t.C():
+		}
 	}
-	list, err := r.lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "", Limit: 1})
-	if err != nil {
-		return fmt.Errorf("%w: %s: the consistent read (limit=1) a resumed watch catches up to: %w", ErrList, r.typeDescription, err)
-	}
-	acc, err := meta.ListAccessor(list)
-	if err != nil {
-		return fmt.Errorf("%w: %s: the consistent read's resourceVersion: %w", ErrList, r.typeDescription, err)
-	}
-	r.catchUpRead = true
-	r.catchUp.Target(acc.GetResourceVersion())
-	return nil
 }
 
 // shortWatchClosed is called when a short watch closed normally while the
-// store had not caught up; bookmarks is how many it delivered. It returns
-// true if the reflector should relist instead of watching again.
-func (r *Reflector) shortWatchClosed(bookmarks int) bool {
+// store had not caught up. It returns true if the reflector should relist
+// instead of watching again.
+func (r *Reflector) shortWatchClosed() bool {
 	if !r.catchingUp() {
 		return false
 	}
 	r.shortWatches++
-	return bookmarks == 0 || r.shortWatches >= r.catchUpWatches
+	return r.shortWatches >= r.catchUpWatches
 }

@@ -60,10 +60,11 @@ func (tg *target) get() []string {
 	return append([]string(nil), tg.rv...)
 }
 
-// A resuming reflector with CatchUp takes the consistent read first, then
-// watches from the resume point with 10-second watches until Done is
-// closed, and with ordinary watches after that; it never lists.
-func TestCatchUpReadsThenWatchesShortUntilDone(t *testing.T) {
+// A resuming reflector with CatchUp watches from the resume point with
+// 3-second watches until Done is closed, taking the consistent read once
+// each such watch has opened (not before: see CatchUp), and with ordinary
+// watches after that; it never lists.
+func TestCatchUpReadsAfterShortWatchOpens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lw := catchUpLW(t, "150", "", nil, nil)
 		done := make(chan struct{})
@@ -73,15 +74,13 @@ func TestCatchUpReadsThenWatchesShortUntilDone(t *testing.T) {
 			o.CatchUp = &CatchUp{Target: tg.set, Done: done}
 		})
 		stop := runInBubble(h.r)
+		w := lw.watcher(t, 0)
 		synctest.Wait()
 		equal(t, "targets", tg.get(), []string{"150"})
-
-		w := lw.watcher(t, 0)
-		bm := pod("", "150")
-		w.Action(watch.Bookmark, bm)
+		w.Action(watch.Bookmark, pod("", "150"))
 		synctest.Wait()
 		close(done) // the store has applied 150
-		time.Sleep(10 * time.Second)
+		time.Sleep(3 * time.Second)
 		w.Stop() // the server ends the watch at its timeout
 		synctest.Wait()
 		lw.watcher(t, 1)
@@ -89,7 +88,7 @@ func TestCatchUpReadsThenWatchesShortUntilDone(t *testing.T) {
 
 		opts := lw.WatchOpts()
 		equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "150"})
-		equal(t, "first watch timeout", *opts[0].TimeoutSeconds, int64(10))
+		equal(t, "first watch timeout", *opts[0].TimeoutSeconds, int64(3))
 		if got := *opts[1].TimeoutSeconds; got < 300 {
 			t.Errorf("watch after catching up has timeoutSeconds %d, want the ordinary >= 300", got)
 		}
@@ -99,12 +98,11 @@ func TestCatchUpReadsThenWatchesShortUntilDone(t *testing.T) {
 	})
 }
 
-// A short watch that the server closes at its timeout without a single
-// bookmark means the server sends none (watch cache off, an aggregated
-// apiserver): the reflector relists with a consistent read instead of
-// waiting on the watch forever. A server that ignores timeoutSeconds is
-// cut off by the reflector itself.
-func TestCatchUpRelistsWhenShortWatchBringsNoBookmark(t *testing.T) {
+// Short watches that do not bring the store up to the read (the server
+// sends no bookmarks, or sends them behind the read) end in a relist with a
+// consistent read after MaxWatches of them, each with its own read. A
+// server that ignores timeoutSeconds is cut off by the reflector itself.
+func TestCatchUpRelistsAfterMaxWatches(t *testing.T) {
 	for _, serverCloses := range []bool{true, false} {
 		name := "server closes at timeout"
 		if !serverCloses {
@@ -114,64 +112,55 @@ func TestCatchUpRelistsWhenShortWatchBringsNoBookmark(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lw := catchUpLW(t, "150", "160", nil, nil)
 				done := make(chan struct{})
+				tg := &target{}
 				h := newHarness(t, lw.listWatch(), func(o *Options) {
 					o.ResumeResourceVersion = "100"
-					o.CatchUp = &CatchUp{Target: func(string) {}, Done: done}
+					o.CatchUp = &CatchUp{Target: tg.set, Done: done, MaxWatches: 2}
 				})
 				stop := runInBubble(h.r)
-				w := lw.watcher(t, 0)
-				w.Modify(pod("a", "120")) // an event, but no bookmark
-				if serverCloses {
-					time.Sleep(10 * time.Second)
-					w.Stop()
-				} else {
-					time.Sleep(10*time.Second + catchUpGrace)
+				for i := range 2 {
+					w := lw.watcher(t, i)
+					w.Action(watch.Bookmark, pod("", "140")) // behind the read
+					if serverCloses {
+						time.Sleep(3 * time.Second)
+						w.Stop()
+					} else {
+						time.Sleep(3*time.Second + catchUpGrace)
+					}
+					synctest.Wait()
 				}
-				synctest.Wait()
-				lw.watcher(t, 1)
+				lw.watcher(t, 2)
 				stop()
 
-				equal(t, "list RVs", lw.ListRVs(), []string{"", ""}) // the read, then the relist at ""
+				equal(t, "targets", tg.get(), []string{"150"})
+				var reads, full []string
+				for _, o := range lw.ListOpts() {
+					if o.Limit == 1 {
+						reads = append(reads, o.ResourceVersion)
+					} else {
+						full = append(full, o.ResourceVersion)
+					}
+				}
+				equal(t, "full list RVs", full, []string{""})
+				// A read when each watch opens and every half second after.
+				if len(reads) < 2*int(3*time.Second/catchUpReadInterval) {
+					t.Errorf("%d consistent reads in two 3-second watches, want one every %v", len(reads), catchUpReadInterval)
+				}
 				equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
-				equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "160"})
-				equal(t, "store calls", h.store.Calls(), []string{"update a@120", "replace 2@160"})
+				equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "140", "160"})
+				equal(t, "store calls", h.store.Calls(), []string{"bookmark@140", "bookmark@140", "replace 2@160"})
 			})
 		})
 	}
 }
 
-// Bookmarks that never reach the read's version (a lagging watch cache)
-// end in a relist after MaxWatches short watches.
-func TestCatchUpRelistsAfterMaxWatches(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		lw := catchUpLW(t, "150", "160", nil, nil)
-		done := make(chan struct{})
-		h := newHarness(t, lw.listWatch(), func(o *Options) {
-			o.ResumeResourceVersion = "100"
-			o.CatchUp = &CatchUp{Target: func(string) {}, Done: done, MaxWatches: 2}
-		})
-		stop := runInBubble(h.r)
-		for i := range 2 {
-			w := lw.watcher(t, i)
-			w.Action(watch.Bookmark, pod("", "140"))
-			time.Sleep(10 * time.Second)
-			w.Stop()
-			synctest.Wait()
-		}
-		lw.watcher(t, 2)
-		stop()
-		equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
-		equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "140", "160"})
-	})
-}
-
-// While the consistent read fails nothing is watched and the resume stays
-// pending: once the read succeeds the reflector resumes, without a list.
-func TestCatchUpReadFailureKeepsTheResume(t *testing.T) {
+// A failed read is reported and taken again with the next short watch; the
+// resume goes on meanwhile.
+func TestCatchUpReadFailureRetriedWithNextWatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		unreachable := errors.New("connection refused")
 		lw := catchUpLW(t, "150", "", func(n int) error {
-			if n <= 2 {
+			if n == 1 {
 				return unreachable
 			}
 			return nil
@@ -182,15 +171,20 @@ func TestCatchUpReadFailureKeepsTheResume(t *testing.T) {
 			o.CatchUp = &CatchUp{Target: tg.set, Done: make(chan struct{})}
 		})
 		stop := runInBubble(h.r)
-		lw.watcher(t, 0)
+		w := lw.watcher(t, 0)
+		synctest.Wait()
+		equal(t, "targets after the failed read", tg.get(), []string(nil))
+		time.Sleep(3 * time.Second)
+		w.Stop()
+		lw.watcher(t, 1)
+		synctest.Wait()
 		stop()
 		errs := h.errs.Errors()
-		if len(errs) != 2 || !errors.Is(errs[0], ErrList) || !errors.Is(errs[1], unreachable) {
-			t.Errorf("reported %v, want the two failed reads as ErrList", errs)
+		if len(errs) != 1 || !errors.Is(errs[0], ErrList) || !errors.Is(errs[0], unreachable) {
+			t.Errorf("reported %v, want the failed read as ErrList", errs)
 		}
 		equal(t, "targets", tg.get(), []string{"150"})
 		equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
-		equal(t, "watch RVs", lw.WatchRVs(), []string{"100"})
-		equal(t, "first watch timeout", *lw.WatchOpts()[0].TimeoutSeconds, int64(10))
+		equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "100"})
 	})
 }

@@ -256,9 +256,11 @@ type Reflector struct {
 	catchUpTimeout time.Duration
 	catchUpWatches int
 
-	// Used only by the goroutine running ListAndWatch.
-	catchUpRead  bool // CatchUp.Target was called
-	shortWatches int  // short watches closed while catching up
+	// catchUpTarget calls CatchUp.Target once.
+	catchUpTarget sync.Once
+	// shortWatches counts short watches closed while catching up; used
+	// only by the goroutine running ListAndWatch.
+	shortWatches int
 
 	// mu guards every field below. It is never held while calling the
 	// Store, the ListerWatcher, the Observer or the error handler.
@@ -407,12 +409,6 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	if err := r.takeCatchUpRead(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
 	if rv, ok := r.takeResume(); ok {
 		logger.V(2).Info("Resuming watch without listing", "reflector", r.name, "type", r.typeDescription, "resourceVersion", rv)
 		r.observer.Resumed(rv)

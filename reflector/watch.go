@@ -146,19 +146,24 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		r.observer.WatchStarted(rv)
 		var deadline <-chan time.Time
 		stopDeadline := func() bool { return false }
+		var reading sync.WaitGroup
+		readCtx, cancelRead := context.WithCancel(ctx)
 		if short {
 			t := r.clock.NewTimer(r.catchUpTimeout + catchUpGrace)
 			deadline, stopDeadline = t.C(), t.Stop
+			// The read must follow the watch's start: see CatchUp.
+			reading.Go(func() { r.catchUpRead(readCtx) })
 		}
-		var bookmarks int
-		err = r.handleWatch(ctx, start, w, resyncErrC, propagateRVFromStart, deadline, &bookmarks)
+		err = r.handleWatch(ctx, start, w, resyncErrC, propagateRVFromStart, deadline)
 		stopDeadline()
+		cancelRead()
+		reading.Wait()
 		switch {
 		case err == nil:
 			// Closed or timed out normally: re-watch at once, no backoff.
 			r.observer.WatchEnded(nil)
-			if short && r.shortWatchClosed(bookmarks) {
-				logger.V(2).Info("Short watches did not catch the store up to the consistent read, relisting", "reflector", r.name, "type", r.typeDescription, "bookmarks", bookmarks, "shortWatches", r.shortWatches)
+			if short && r.shortWatchClosed() {
+				logger.V(2).Info("Short watches did not catch the store up to the consistent read, relisting", "reflector", r.name, "type", r.typeDescription, "shortWatches", r.shortWatches)
 				r.markResourceVersionUnavailable(CauseRelistCatchUp)
 				return nil
 			}
@@ -191,9 +196,8 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 // always stops w.
 //
 // A value on deadline (a short CatchUp watch the server has not closed in
-// time) ends the watch as if the server had closed it; bookmarks counts the
-// bookmarks it delivered.
-func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.Interface, resyncErrC <-chan error, propagateRVFromStart bool, deadline <-chan time.Time, bookmarks *int) error {
+// time) ends the watch as if the server had closed it.
+func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.Interface, resyncErrC <-chan error, propagateRVFromStart bool, deadline <-chan time.Time) error {
 	defer w.Stop()
 	eventReceivedBesidesAdded := false
 	eventCount := 0
@@ -238,7 +242,6 @@ func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.In
 		case watch.Bookmark:
 			// The watch has synced to resourceVersion; nothing changed.
 			eventReceivedBesidesAdded = true
-			*bookmarks++
 			err = r.store.Bookmark(resourceVersion)
 		default:
 			r.errorHandler(ctx, fmt.Errorf("%w: %s: unknown watch event type %q", ErrUnexpectedObject, r.name, event.Type))
