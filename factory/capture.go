@@ -55,10 +55,10 @@ type listRequest struct {
 	// are the reflector's, and do not change what a list holds.
 	options metav1.ListOptions
 	// code identifies the Go code of the ListerWatcher (listerWatcherCode);
-	// generated reports that it is a generated informer's, whose list is
-	// exactly the request. Otherwise it may filter or rewrite objects in Go.
-	code      string
-	generated bool
+	// requestOnly reports that it is client-go's own, whose list is exactly
+	// the request. Otherwise it may filter or rewrite objects in Go.
+	code        string
+	requestOnly bool
 }
 
 // captureTimeout bounds the List and Watch calls of a newFunc informer that
@@ -153,7 +153,7 @@ func (c *captureClient) capture(obj runtime.Object, gvr schema.GroupVersionResou
 	if wreq.namespace != req.namespace || !reflect.DeepEqual(wreq.options, req.options) {
 		return listRequest{}, fmt.Errorf("it watches namespace %q with %+v but lists namespace %q with %+v", wreq.namespace, wreq.options, req.namespace, req.options)
 	}
-	req.code, req.generated = listerWatcherCode(parts.listerWatcher)
+	req.code, req.requestOnly = listerWatcherCode(parts.listerWatcher)
 	return req, nil
 }
 

@@ -11,8 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -64,8 +66,8 @@ func TestCaptureReadsClientGoInformer(t *testing.T) {
 	if req.options.Limit != 0 {
 		t.Errorf("captured the page size %d as a filter", req.options.Limit)
 	}
-	if !req.generated || !strings.Contains(req.code, "k8s.io/client-go/informers/core/v1.") {
-		t.Errorf("generated Pod informer's ListerWatcher %s: generated = %v", req.code, req.generated)
+	if !req.requestOnly || !strings.Contains(req.code, "k8s.io/client-go/informers/core/v1.") {
+		t.Errorf("generated Pod informer's ListerWatcher %s: requestOnly = %v", req.code, req.requestOnly)
 	}
 	if reqs := c.take(); len(reqs) != 0 {
 		t.Errorf("%d requests left over", len(reqs))
@@ -177,6 +179,61 @@ func TestListIdentity(t *testing.T) {
 	} {
 		if other.String() == base.String() {
 			t.Errorf("identity %s equals the unfiltered one", other)
+		}
+	}
+
+	// A custom ListerWatcher's code and declared version are part of the
+	// identity; its collection is named apart from the plain list's, but
+	// not after the version, so a new version reuses it cold.
+	custom := base.withListerWatcher("*cache.ListWatch{ListWithContextFunc=main.f.func1}", "v1")
+	for _, other := range []listIdentity{
+		custom,
+		base.withListerWatcher("*cache.ListWatch{ListWithContextFunc=main.f.func1}", "v2"),
+		base.withListerWatcher("*cache.ListWatch{ListWithContextFunc=main.g.func1}", "v1"),
+		base.withListerWatcher("*cache.ListWatch{ListWithContextFunc=main.f.func1}", ""),
+	} {
+		if other.String() == base.String() {
+			t.Errorf("identity %s equals the plain list's", other)
+		}
+		if other != custom && other.String() == custom.String() {
+			t.Errorf("identity %s equals %s", other, custom)
+		}
+		if other.collection() == base.collection() || other.collection() != custom.collection() {
+			t.Errorf("custom ListerWatcher's collection %q (plain list's %q, v1's %q)", other.collection(), base.collection(), custom.collection())
+		}
+	}
+}
+
+// client-go's own ListerWatchers (generated informers',
+// cache.NewListWatchFromClient's) are told from custom ones by their
+// functions' names, through client-go's wrapper or not.
+func TestListerWatcherCode(t *testing.T) {
+	cs := fake.NewSimpleClientset()
+	generated, _ := readClientGoInformer(coreinformers.NewFilteredPodInformer(cs, "", 0, nil, nil))
+	plain := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return cs.CoreV1().Pods("").List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return cs.CoreV1().Pods("").Watch(ctx, o)
+		},
+	}
+	type ownLW struct{ cache.ListerWatcher }
+	for _, c := range []struct {
+		name        string
+		lw          cache.ListerWatcher
+		requestOnly bool
+		contains    string
+	}{
+		{"generated", generated.listerWatcher, true, "k8s.io/client-go/informers/core/v1.NewTypedPodInformerWithOptions"},
+		{"hand-written", plain, false, "factory.TestListerWatcherCode.func1"},
+		{"hand-written, wrapped by client-go", cache.ToListWatcherWithWatchListSemantics(plain, cs), false, "factory.TestListerWatcherCode.func2"},
+		{"generated, in another type", ownLW{generated.listerWatcher}, false, "factory.ownLW"},
+		{"cache.NewListWatchFromClient", cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", fields.Everything()), true, "k8s.io/client-go/tools/cache.NewFilteredListWatchFromClient"},
+	} {
+		code, requestOnly := listerWatcherCode(c.lw)
+		if requestOnly != c.requestOnly || !strings.Contains(code, c.contains) {
+			t.Errorf("%s: code %s, requestOnly %v; want %v and %q in the code", c.name, code, requestOnly, c.requestOnly, c.contains)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -168,21 +169,25 @@ func clientGoInformer(informer cache.SharedIndexInformer) (reflect.Value, error)
 	return reflect.Value{}, fmt.Errorf("%T is not client-go's shared informer", informer)
 }
 
-// generatedInformersPkg is the package tree of client-go's generated typed
-// informers. Their ListerWatchers only apply the tweak function to the list
-// options and call the typed client: what they list is exactly the request
-// they send.
-const generatedInformersPkg = "k8s.io/client-go/informers/"
+// requestOnlyCode is the client-go code whose ListerWatchers only set list
+// options (the tweak, or the options modifier, they are given) and send
+// the request: what they list is exactly the request. It is the generated
+// typed informers' package tree, and cache.NewFilteredListWatchFromClient
+// (which cache.NewListWatchFromClient calls).
+var requestOnlyCode = []string{
+	"k8s.io/client-go/informers/",
+	"k8s.io/client-go/tools/cache.NewFilteredListWatchFromClient.",
+}
 
 // listerWatcherCode identifies the Go code of lw: for a cache.ListWatch
 // (alone or in the wrapper client-go's generated informers put it in) the
-// names of its functions, otherwise its type. generated reports whether it
-// is a generated informer's, every function of which is in
-// generatedInformersPkg. A function of that name defined elsewhere, or
-// inlined into other code, is named after that code, so generated is never
-// true for code outside client-go's informers: at worst such code is
-// treated as custom.
-func listerWatcherCode(lw cache.ListerWatcher) (code string, generated bool) {
+// names of its functions, otherwise its type. requestOnly reports that
+// every one of its functions is requestOnlyCode, so what it lists is
+// exactly the request it sends; otherwise it may filter or rewrite objects
+// in Go. A function written elsewhere, or inlined into other code, is named
+// after that code, so requestOnly is never true of code outside client-go:
+// at worst client-go's own code is taken for custom code.
+func listerWatcherCode(lw cache.ListerWatcher) (code string, requestOnly bool) {
 	v := reflect.ValueOf(lw)
 	outer := fmt.Sprintf("%T", lw)
 	if v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct &&
@@ -196,7 +201,7 @@ func listerWatcherCode(lw cache.ListerWatcher) (code string, generated bool) {
 		return outer, false
 	}
 	var names []string
-	generated = true
+	requestOnly = true
 	for _, fn := range []struct {
 		field string
 		fn    interface{}
@@ -211,9 +216,9 @@ func listerWatcherCode(lw cache.ListerWatcher) (code string, generated bool) {
 			continue
 		}
 		names = append(names, fn.field+"="+name)
-		generated = generated && strings.HasPrefix(name, generatedInformersPkg)
+		requestOnly = requestOnly && slices.ContainsFunc(requestOnlyCode, func(prefix string) bool { return strings.HasPrefix(name, prefix) })
 	}
-	return outer + "{" + strings.Join(names, ",") + "}", generated && len(names) > 0
+	return outer + "{" + strings.Join(names, ",") + "}", requestOnly && len(names) > 0
 }
 
 // funcName is fn's Go name, "" for nil. Closures are named after where

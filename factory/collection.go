@@ -21,8 +21,8 @@ type listIdentity struct {
 	namespace string // the factory's namespace; "" for all namespaces
 	options   metav1.ListOptions
 	// listerWatcher identifies a ListerWatcher that may filter or rewrite
-	// objects in Go (not a generated informer's); nil for a generated one,
-	// whose list is exactly the request.
+	// objects in Go (not client-go's own); nil for client-go's, whose list
+	// is exactly the request.
 	listerWatcher *listerWatcherIdentity
 }
 
@@ -70,9 +70,9 @@ func (id listIdentity) String() string {
 		Kind      string             `json:"kind,omitempty"`
 		Namespace string             `json:"namespace,omitempty"`
 		Options   metav1.ListOptions `json:"options"`
-		// ListerWatcher is omitted for generated informers, so their
-		// identity is the same as before custom ListerWatchers were told
-		// apart (their collections stay warm).
+		// ListerWatcher is omitted for client-go's own ListerWatchers (the
+		// generated informers'), so their identity is the same as before
+		// custom ListerWatchers were told apart: their collections stay warm.
 		ListerWatcher *listerWatcherIdentity `json:"listerWatcher,omitempty"`
 	}{id.source, id.gvr.Group, id.gvr.Version, id.gvr.Resource, id.kind, id.namespace, id.options, id.listerWatcher})
 	return string(raw)

@@ -218,9 +218,10 @@ func (f *Factory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncRes
 // a clientset that records requests without sending them (see capture.go)
 // and reads the namespace and selectors its ListerWatcher asks for. So
 // newFunc is called twice, once with each client. A ListerWatcher that is
-// not one of client-go's generated informers' may filter or rewrite objects
-// in Go, which no request shows: its informer persists only when the
-// factory declares WithListerWatcherVersion, and otherwise runs in memory.
+// not client-go's own (a generated informer's, cache.NewListWatchFromClient's)
+// may filter or rewrite objects in Go, which no request shows: its informer
+// persists only when the factory declares WithListerWatcherVersion, and
+// otherwise runs in memory.
 //
 // Where the list cannot be determined — newFunc's informer uses another
 // client, lists a type no typed client serves, or is not client-go's
@@ -277,12 +278,12 @@ func (f *Factory) informerForLocked(obj runtime.Object, newFunc internalinterfac
 		parts, err = readClientGoInformer(informer)
 	}
 	if err == nil {
-		if code, _ := listerWatcherCode(parts.listerWatcher); code != req.code {
-			err = fmt.Errorf("given the factory's client, newFunc builds ListerWatcher %s, but %s given another", code, req.code)
+		if code, _ := listerWatcherCode(parts.listerWatcher); code != req.code || reflect.TypeOf(parts.example) != reflect.TypeOf(obj) {
+			err = fmt.Errorf("given the factory's client, newFunc builds an informer of %T with ListerWatcher %s, but given another, one with %s", parts.example, code, req.code)
 		}
 	}
-	if err == nil && !req.generated && !f.listerWatcherVersionSet {
-		err = fmt.Errorf("its ListerWatcher %s is not one of client-go's generated informers', so it may filter or rewrite objects in Go, which its requests do not show; declare its version with WithListerWatcherVersion to persist it", req.code)
+	if err == nil && !req.requestOnly && !f.listerWatcherVersionSet {
+		err = fmt.Errorf("its ListerWatcher %s is not client-go's own (a generated informer's, or cache.NewListWatchFromClient's), so it may filter or rewrite objects in Go, which its requests do not show; declare its version with WithListerWatcherVersion to persist it", req.code)
 	}
 	if err != nil {
 		klog.Background().Info("boltinformer factory: the informer's list cannot be determined, so it runs in memory as client-go's (nothing persisted)",
@@ -319,7 +320,7 @@ func (f *Factory) captureLocked(obj runtime.Object, gvr schema.GroupVersionResou
 // accessors would: the typed client's list and watch with the factory's
 // namespace and tweak, and the namespace index.
 func (f *Factory) newDefaultInformer(obj runtime.Object, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource, resync time.Duration) (cache.SharedIndexInformer, error) {
-	req := listRequest{namespace: f.namespace, options: listFilters(tweakedOptions(f.tweakListOptions)), generated: true}
+	req := listRequest{namespace: f.namespace, options: listFilters(tweakedOptions(f.tweakListOptions)), requestOnly: true}
 	lw, err := typedListWatch(f.client, obj, f.namespace, f.tweakListOptions)
 	if err != nil {
 		return nil, err
@@ -347,7 +348,7 @@ func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, g
 		namespace = f.namespace
 	}
 	id := newListIdentity("typed", gvr, gvk.Kind, namespace, req.options)
-	if !req.generated {
+	if !req.requestOnly {
 		id = id.withListerWatcher(req.code, f.listerWatcherVersion)
 	}
 	transform := parts.transform
