@@ -169,6 +169,26 @@ func clientGoInformer(informer cache.SharedIndexInformer) (reflect.Value, error)
 	return reflect.Value{}, fmt.Errorf("%T is not client-go's shared informer", informer)
 }
 
+// rewrap returns informer inside the same chain of client-go typed
+// wrappers as like (what newFunc returned), so a caller's type assertion on
+// what InformerFor returns (cache.TypedSharedIndexInformer[T]) succeeds as
+// it does on client-go's factory, which returns newFunc's informer.
+// clientGoInformer has accepted like: every layer above the
+// sharedIndexInformer is a *typedSharedIndexInformer[T].
+func rewrap(informer, like cache.SharedIndexInformer) cache.SharedIndexInformer {
+	var layers []reflect.Type
+	for v := reflect.ValueOf(like); v.Elem().Type().Name() != "sharedIndexInformer"; {
+		layers = append(layers, v.Type())
+		v = reflect.ValueOf(v.Elem().FieldByName("SharedIndexInformer").Interface())
+	}
+	for i := len(layers) - 1; i >= 0; i-- {
+		w := reflect.New(layers[i].Elem())
+		w.Elem().FieldByName("SharedIndexInformer").Set(reflect.ValueOf(informer))
+		informer = w.Interface().(cache.SharedIndexInformer)
+	}
+	return informer
+}
+
 // requestOnlyCode is the client-go code whose ListerWatchers only set list
 // options (the tweak, or the options modifier, they are given) and send
 // the request: what they list is exactly the request. It is the generated
@@ -206,7 +226,9 @@ func listerWatcherCode(lw cache.ListerWatcher) (code string, requestOnly bool) {
 		field string
 		fn    interface{}
 	}{
+		//lint:ignore SA1019 a ListerWatcher may still set only the deprecated functions, and they are its code
 		{"ListFunc", plain.ListFunc},
+		//lint:ignore SA1019 as ListFunc
 		{"WatchFunc", plain.WatchFunc},
 		{"ListWithContextFunc", plain.ListWithContextFunc},
 		{"WatchFuncWithContext", plain.WatchFuncWithContext},

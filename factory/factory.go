@@ -295,7 +295,11 @@ func (f *Factory) informerForLocked(obj runtime.Object, newFunc internalinterfac
 		}
 		return informer, nil
 	}
-	return f.newInformer(obj, gvk, gvr, req, parts)
+	persistent, err := f.newInformer(obj, gvk, gvr, req, parts)
+	if err != nil {
+		return nil, err
+	}
+	return rewrap(persistent, informer), nil
 }
 
 // captureLocked runs newFunc against the capture clientset and returns what

@@ -603,4 +603,11 @@ func TestInformerForUnwrapsNestedTypedWrappers(t *testing.T) {
 	if g, w := storeKeys(got.GetStore()), storeKeys(want.GetStore()); !slices.Equal(g, w) || len(w) != 2 {
 		t.Errorf("InformerFor's informer holds %v, client-go's %v", g, w)
 	}
+	// client-go returns newFunc's informer, so a caller may assert its type.
+	if _, ok := want.(cache.TypedSharedIndexInformer[*corev1.Pod]); !ok {
+		t.Fatalf("client-go's InformerFor returned %T", want)
+	}
+	if _, ok := got.(cache.TypedSharedIndexInformer[*corev1.Pod]); !ok {
+		t.Errorf("InformerFor returned %T, not a cache.TypedSharedIndexInformer[*v1.Pod] as newFunc's informer is", got)
+	}
 }
