@@ -22,7 +22,8 @@ import (
 // reads them from client-go v0.37.2's sharedIndexInformer; a test pins the
 // fields. Any other informer implementation, or another layout, is not
 // understood: InformerFor then returns newFunc's informer itself, in
-// memory, as client-go's factory does.
+// memory, as client-go's factory does. The persistent informer is returned
+// inside the same client-go typed wrappers as newFunc's (rewrap).
 
 const clientGoCachePkg = "k8s.io/client-go/tools/cache"
 

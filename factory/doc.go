@@ -23,7 +23,9 @@
 // newFunc registered, each with the resync period it asked for. client-go
 // has no getters for most of these; they are read from client-go v0.37.2's
 // sharedIndexInformer, inside any depth of client-go's typed wrappers (a
-// test pins the fields).
+// test pins the fields); the persistent informer is returned inside the
+// same wrappers, so a type assertion to cache.TypedSharedIndexInformer[T]
+// succeeds as on client-go's factory.
 //
 // To name the informer's collection the factory learns what newFunc's
 // informer requests without reaching the server: it also calls newFunc

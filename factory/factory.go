@@ -270,8 +270,8 @@ func (f *Factory) informerForLocked(obj runtime.Object, newFunc internalinterfac
 	}
 	informer := newFunc(f.client, resync)
 	if informer == nil {
-		// client-go's factory hands out what newFunc returns.
-		return nil, nil
+		// client-go's factory would hand out nil, to panic when started.
+		return nil, fmt.Errorf("boltinformer factory: newFunc returned a nil informer for %T", obj)
 	}
 	var parts clientGoParts
 	if err == nil {
@@ -286,7 +286,7 @@ func (f *Factory) informerForLocked(obj runtime.Object, newFunc internalinterfac
 		err = fmt.Errorf("its ListerWatcher %s is not client-go's own (a generated informer's, or cache.NewListWatchFromClient's), so it may filter or rewrite objects in Go, which its requests do not show; declare its version with WithListerWatcherVersion to persist it", req.code)
 	}
 	if err != nil {
-		klog.Background().Info("boltinformer factory: the informer's list cannot be determined, so it runs in memory as client-go's (nothing persisted)",
+		klog.Background().Info("boltinformer factory: the informer runs in memory as client-go's, nothing persisted",
 			"type", fmt.Sprintf("%T", obj), "reason", err.Error())
 		if f.transform != nil {
 			if err := informer.SetTransform(f.transform); err != nil {

@@ -611,3 +611,20 @@ func TestInformerForUnwrapsNestedTypedWrappers(t *testing.T) {
 		t.Errorf("InformerFor returned %T, not a cache.TypedSharedIndexInformer[*v1.Pod] as newFunc's informer is", got)
 	}
 }
+
+// A constructor that returns nil gets an informer that says so, not a nil
+// one that panics when the factory starts it.
+func TestInformerForNilFromNewFunc(t *testing.T) {
+	f := factory.NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(), 0, openDB(t), factory.WithClusterIdentity("test"))
+	informer := f.InformerFor(&corev1.Pod{}, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer { return nil })
+	if informer == nil {
+		t.Fatal("InformerFor returned nil")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.Start(ctx.Done())
+	cancel()
+	if res := f.WaitForCacheSyncWithContext(ctx); res.Err == nil || !strings.Contains(res.Err.Error(), "nil informer") {
+		t.Errorf("SyncResult.Err = %v, want one saying newFunc returned nil", res.Err)
+	}
+	f.Shutdown()
+}
