@@ -50,6 +50,13 @@
 //     a Pod that turns Succeeded leaves the first as a delete and stays in
 //     the second; after a restart neither lists, and a Pod that failed
 //     meanwhile leaves the first as a delete.
+//   - TestFactoryInformerForGoFilter: a constructor whose ListerWatcher
+//     drops and rewrites ConfigMaps in Go (watch.Filter) and registers a
+//     handler on the informer it builds, given to InformerFor and to
+//     client-go's factory: neither informer holds or hands out a dropped
+//     ConfigMap on a cold start, while running, or after a warm restart (no
+//     LIST) across changes made while down; a new WithListerWatcherVersion
+//     starts the collection cold.
 //   - TestFactoryForeignCluster: a file written against one cluster, opened
 //     by a factory on another (its own kube-apiserver and etcd), starts cold:
 //     no handler is given the first cluster's objects.

@@ -20,6 +20,27 @@ type listIdentity struct {
 	kind      string
 	namespace string // the factory's namespace; "" for all namespaces
 	options   metav1.ListOptions
+	// listerWatcher identifies a ListerWatcher that may filter or rewrite
+	// objects in Go (not client-go's own); nil for client-go's, whose list
+	// is exactly the request.
+	listerWatcher *listerWatcherIdentity
+}
+
+// listerWatcherIdentity identifies a ListerWatcher's Go code: the names of
+// its functions (listerWatcherCode) and the version declared for it
+// (WithListerWatcherVersion). Go names cannot see what a closure closes
+// over, nor a changed body, so the declared version is what vouches for the
+// code; a changed name still starts cold.
+type listerWatcherIdentity struct {
+	Code    string `json:"code"`
+	Version string `json:"version"`
+}
+
+// withListerWatcher returns id for a list made through a custom
+// ListerWatcher.
+func (id listIdentity) withListerWatcher(code, version string) listIdentity {
+	id.listerWatcher = &listerWatcherIdentity{Code: code, Version: version}
+	return id
 }
 
 // newListIdentity returns the identity of a list with options opts (only
@@ -49,7 +70,11 @@ func (id listIdentity) String() string {
 		Kind      string             `json:"kind,omitempty"`
 		Namespace string             `json:"namespace,omitempty"`
 		Options   metav1.ListOptions `json:"options"`
-	}{id.source, id.gvr.Group, id.gvr.Version, id.gvr.Resource, id.kind, id.namespace, id.options})
+		// ListerWatcher is omitted for client-go's own ListerWatchers (the
+		// generated informers'), so their identity is the same as before
+		// custom ListerWatchers were told apart: their collections stay warm.
+		ListerWatcher *listerWatcherIdentity `json:"listerWatcher,omitempty"`
+	}{id.source, id.gvr.Group, id.gvr.Version, id.gvr.Resource, id.kind, id.namespace, id.options, id.listerWatcher})
 	return string(raw)
 }
 
@@ -57,7 +82,12 @@ func (id listIdentity) String() string {
 //
 //	typed/apps/v1/deployments ns=prod labels=app=web fields=
 //
-// Options other than the selectors (rare) are folded into a hash.
+// Options other than the selectors (rare) are folded into a hash. A list
+// through a custom ListerWatcher gets " listwatch=custom": it never shares
+// a collection with the plain list of the same request. Its code and
+// version are not in the name but in the ListIdentity, so a changed version
+// (or a closure renamed by a refactoring) starts the same collection cold
+// instead of leaving the old one behind in the file.
 func (id listIdentity) collection() string {
 	var b strings.Builder
 	b.WriteString(id.source)
@@ -84,6 +114,9 @@ func (id listIdentity) collection() string {
 		sum := sha256.Sum256(raw)
 		b.WriteString(" options=" + hex.EncodeToString(sum[:6]))
 	}
+	if id.listerWatcher != nil {
+		b.WriteString(" listwatch=custom")
+	}
 	return b.String()
 }
 
@@ -104,6 +137,10 @@ func (id listIdentity) description() map[string]string {
 	}
 	if id.options.FieldSelector != "" {
 		d["fieldSelector"] = id.options.FieldSelector
+	}
+	if id.listerWatcher != nil {
+		d["listerWatcher"] = id.listerWatcher.Code
+		d["listerWatcherVersion"] = id.listerWatcher.Version
 	}
 	return d
 }

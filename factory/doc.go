@@ -13,19 +13,40 @@
 //	pods := f.Core().V1().Pods().Lister()                   // generated accessors and listers as before
 //
 // The generated group packages call InformerFor with a constructor,
-// newFunc, that hides its ListerWatcher. The factory learns what newFunc's
-// informer lists without reaching the server: it calls newFunc with a
-// clientset whose transport records requests and answers them with an
-// error, calls the informer's List and Watch once, and reads the resource,
-// namespace and selectors from the recorded URLs. Its resync period,
-// indexers and transform come from the informer itself (client-go has no
-// getters for the resync period and transform; they are read from
-// client-go v0.37.2's informer, which a test pins). The factory's informer
-// then issues exactly that list and watch through the factory's client. So
-// a hand-written constructor, such as kube-scheduler's Pod informer with
+// newFunc, that hides its ListerWatcher. The informer InformerFor returns
+// lists and watches through the ListerWatcher newFunc's informer has when
+// newFunc is given the factory's client, so it holds exactly what
+// client-go's would, whatever that ListerWatcher does in Go (drop items
+// from List, wrap Watch with watch.Filter, rewrite objects). It keeps what
+// else newFunc set on its informer: resync period, indexers, transform,
+// object description, metrics name, watch error handler, and the handlers
+// newFunc registered, each with the resync period it asked for. client-go
+// has no getters for most of these; they are read from client-go v0.37.2's
+// sharedIndexInformer, inside any depth of client-go's typed wrappers (a
+// test pins the fields); the persistent informer is returned inside the
+// same wrappers, so a type assertion to cache.TypedSharedIndexInformer[T]
+// succeeds as on client-go's factory.
+//
+// To name the informer's collection the factory learns what newFunc's
+// informer requests without reaching the server: it also calls newFunc
+// with a clientset whose transport records requests and answers them with
+// an error, calls the informer's List and Watch once, and reads the
+// resource, namespace and selectors from the recorded URLs. So a
+// hand-written constructor, such as kube-scheduler's Pod informer with
 // field selector status.phase!=Succeeded,status.phase!=Failed and a
 // managedFields-stripping transform, gets the informer client-go's factory
 // would give it, persisted in a collection of its own.
+//
+// A request does not show what a ListerWatcher does in Go. client-go's own
+// ListerWatchers (the generated informers', cache.NewListWatchFromClient's)
+// list exactly their request; any other, told apart by the Go names of its
+// functions, may filter or rewrite, and that code decides what the
+// collection holds like a selector does. Such an informer persists only if
+// the factory declares WithListerWatcherVersion; without it InformerFor
+// returns newFunc's own informer, in memory, which starts cold every time.
+// With it the ListerWatcher's function names and the declared version are
+// part of the list identity, and the collection's name ends in
+// "listwatch=custom" (apart from the plain list of the same request).
 //
 // Each informer owns a collection of the file named by what it lists:
 // source (typed or dynamic), group/version/resource, namespace and
@@ -41,7 +62,12 @@
 //
 //   - the list identity: source, resource, kind, namespace and list
 //     options, as the factory derives them (the collection name says the
-//     same in readable form);
+//     same in readable form), and for a custom ListerWatcher its functions'
+//     Go names and the version declared with WithListerWatcherVersion. A
+//     closure's name changes with neither its body nor what it closes over
+//     (and may change when unrelated code is refactored or inlined
+//     differently, which starts cold), so bump the declared version
+//     whenever a ListerWatcher's filtering or rewriting changes;
 //   - the cluster (see Cluster identity below);
 //   - the transform: the version declared with WithTransformVersion plus
 //     the transform function's name. A transform set with WithTransform,
@@ -129,10 +155,20 @@
 // lists through another client than the one it is given, lists a type no
 // typed client of k8s.io/client-go/kubernetes serves (a CRD type of another
 // generated clientset, metadata-only objects), or is not client-go's
-// informer — InformerFor returns newFunc's own informer unchanged, in
-// memory, exactly as client-go's factory does, and logs why once. Finding
-// out that newFunc uses another client costs one List request with limit=1
-// through that client.
+// informer (or a typed wrapper of it) — or its ListerWatcher is custom and
+// no WithListerWatcherVersion is declared, InformerFor returns newFunc's own
+// informer unchanged, in memory, exactly as client-go's factory does, and
+// logs why once. Finding out that newFunc uses another client costs one
+// List request with limit=1 through that client.
+//
+// InformerFor calls newFunc twice, once with the capture clientset and once
+// with the factory's client (client-go's factory calls it once). The
+// informer it returns is not the one newFunc built: handlers and the watch
+// error handler newFunc registered on its own are registered again on the
+// persistent one, but whatever newFunc kept of its own informer (a
+// registration's HasSynced, its indexer or store) refers to an informer
+// that never runs. Register through, and read from, the informer
+// InformerFor returns.
 //
 // InformerFor and ForResource cannot return errors in client-go's
 // interfaces. When the factory cannot build a persistent informer it should
@@ -141,8 +177,9 @@
 // syncs and reports the error when run, and WaitForCacheSyncWithContext
 // returns the error in SyncResult.Err.
 //
-// A newFunc whose tweak sets a page size or timeout gets the reflector's:
-// those options do not change what a list holds.
+// A newFunc's tweak applies to every request, as in client-go. Only the
+// options that change what a list holds (the selectors) name the
+// collection: a page size or timeout does not.
 //
 // Two informers cannot write one collection. Factories with different
 // namespaces or selectors on one file are fine (a cluster-scoped resource's

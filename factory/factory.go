@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -67,6 +68,10 @@ type Factory struct {
 	persistSecrets   bool
 	memoryOnly       map[reflect.Type]bool
 	syncedAtOpen     bool
+	// listerWatcherVersion is the declared version of newFunc
+	// ListerWatchers' Go code, if listerWatcherVersionSet.
+	listerWatcherVersion    string
+	listerWatcherVersionSet bool
 
 	// identity learns the cluster's identity through client, once for
 	// every informer of the factory; built on first use.
@@ -76,7 +81,10 @@ type Factory struct {
 	// lock guards the fields below.
 	lock sync.Mutex
 	// capture records what newFunc's informers list; built on first use.
-	capture          *captureClient
+	capture *captureClient
+	// capturing is set while newFunc runs against capture (InformerName
+	// reads it without the lock).
+	capturing        atomic.Bool
 	informers        map[reflect.Type]cache.SharedIndexInformer
 	startedInformers map[reflect.Type]bool
 	// wg tracks the goroutines Start started.
@@ -118,8 +126,15 @@ func NewSharedInformerFactoryWithOptions(client kubernetes.Interface, defaultRes
 	return f
 }
 
-// InformerName implements internalinterfaces.SharedInformerFactory.
-func (f *Factory) InformerName() *cache.InformerName { return f.informerName }
+// InformerName implements internalinterfaces.SharedInformerFactory. It is
+// nil while InformerFor runs newFunc against its capture clientset (see
+// captureLocked).
+func (f *Factory) InformerName() *cache.InformerName {
+	if f.capturing.Load() {
+		return nil
+	}
+	return f.informerName
+}
 
 // Start implements informers.SharedInformerFactory.
 func (f *Factory) Start(stopCh <-chan struct{}) { f.StartWithContext(wait.ContextForChannel(stopCh)) }
@@ -195,20 +210,30 @@ func (f *Factory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncRes
 }
 
 // InformerFor returns the informer for obj's type, building it on first
-// use. The informer lists and watches exactly what newFunc's informer would
-// (namespace, label and field selectors, other list options) and keeps its
-// resync period, indexers and transform: the factory learns them by running
-// newFunc against a clientset that records requests without sending them
-// (see capture.go), then issues the same list and watch through its own
-// client into a collection named by them. The factory's transform, if set,
-// replaces newFunc's, as in client-go.
+// use. The informer lists and watches through the ListerWatcher newFunc's
+// informer has when newFunc is given the factory's client, so it holds
+// exactly what client-go's would, Go-side filters and rewrites included;
+// it keeps newFunc's resync period, indexers, transform, watch error
+// handler and the handlers newFunc registered. The factory's transform, if
+// set, replaces newFunc's, as in client-go.
 //
-// Where that cannot be determined — newFunc's informer uses another client,
-// lists a type no typed client serves, or is not client-go's informer — it
-// returns newFunc's own informer unchanged, in memory, as client-go's
-// factory does, and logs why once. A nil newFunc builds the informer the
-// generated accessors would. A cache file error yields an informer that
-// never syncs and reports the error (see WaitForCacheSyncWithContext).
+// To name the informer's collection the factory also runs newFunc against
+// a clientset that records requests without sending them (see capture.go)
+// and reads the namespace and selectors its ListerWatcher asks for. So
+// newFunc is called twice, once with each client. A ListerWatcher that is
+// not client-go's own (a generated informer's, cache.NewListWatchFromClient's)
+// may filter or rewrite objects in Go, which no request shows: its informer
+// persists only when the factory declares WithListerWatcherVersion, and
+// otherwise runs in memory.
+//
+// Where the list cannot be determined — newFunc's informer uses another
+// client, lists a type no typed client serves, or is not client-go's
+// informer — or its ListerWatcher is custom without a declared version, it
+// returns newFunc's own informer (built with the factory's client)
+// unchanged, in memory, as client-go's factory does, and logs why once. A
+// nil newFunc builds the informer the generated accessors would. A cache
+// file error yields an informer that never syncs and reports the error (see
+// WaitForCacheSyncWithContext).
 func (f *Factory) InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
 	f.lock.Lock()
 	defer f.lock.Unlock()
@@ -236,34 +261,36 @@ func (f *Factory) informerForLocked(obj runtime.Object, newFunc internalinterfac
 	if err == nil {
 		gvk, gvr, err = resourceOf(obj)
 	}
-	var spec informerSpec
-	switch {
-	case err != nil:
-	case newFunc == nil:
-		spec = informerSpec{
-			namespace: f.namespace,
-			resync:    resync,
-			indexers:  cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		}
-		if f.tweakListOptions != nil {
-			f.tweakListOptions(&spec.options)
-			spec.options = listFilters(spec.options)
-		}
-	default:
-		if f.capture == nil {
-			f.capture, err = newCaptureClient()
-		}
-		if err == nil {
-			spec, err = f.capture.capture(obj, gvr, newFunc, resync)
-		}
-	}
-	if err != nil {
-		if newFunc == nil {
+	if newFunc == nil {
+		if err != nil {
 			return nil, err
 		}
-		klog.Background().Info("boltinformer factory: the informer's list cannot be determined, so it runs in memory as client-go's (nothing persisted)",
+		return f.newDefaultInformer(obj, gvk, gvr, resync)
+	}
+	var req listRequest
+	if err == nil {
+		req, err = f.captureLocked(obj, gvr, newFunc, resync)
+	}
+	informer := newFunc(f.client, resync)
+	if informer == nil {
+		// client-go's factory would hand out nil, to panic when started.
+		return nil, fmt.Errorf("boltinformer factory: newFunc returned a nil informer for %T", obj)
+	}
+	var parts clientGoParts
+	if err == nil {
+		parts, err = readClientGoInformer(informer)
+	}
+	if err == nil {
+		if code, _ := listerWatcherCode(parts.listerWatcher); code != req.code || reflect.TypeOf(parts.example) != reflect.TypeOf(obj) {
+			err = fmt.Errorf("given the factory's client, newFunc builds an informer of %T with ListerWatcher %s, but given another, one with %s", parts.example, code, req.code)
+		}
+	}
+	if err == nil && !req.requestOnly && !f.listerWatcherVersionSet {
+		err = fmt.Errorf("its ListerWatcher %s is not client-go's own (a generated informer's, or cache.NewListWatchFromClient's), so it may filter or rewrite objects in Go, which its requests do not show; declare its version with WithListerWatcherVersion to persist it", req.code)
+	}
+	if err != nil {
+		klog.Background().Info("boltinformer factory: the informer runs in memory as client-go's, nothing persisted",
 			"type", fmt.Sprintf("%T", obj), "reason", err.Error())
-		informer := newFunc(f.client, resync)
 		if f.transform != nil {
 			if err := informer.SetTransform(f.transform); err != nil {
 				return nil, err
@@ -271,30 +298,71 @@ func (f *Factory) informerForLocked(obj runtime.Object, newFunc internalinterfac
 		}
 		return informer, nil
 	}
-	return f.newInformer(obj, gvk, gvr, spec)
-}
-
-func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource, spec informerSpec) (cache.SharedIndexInformer, error) {
-	if f.db == nil {
-		return nil, errors.New("boltinformer factory: no cache file (pass a *persist.DB to the constructor)")
-	}
-	lw, err := typedListWatch(f.client, obj, spec.namespace, spec.tweak())
+	persistent, err := f.newInformer(obj, gvk, gvr, req, parts)
 	if err != nil {
 		return nil, err
+	}
+	return rewrap(persistent, informer), nil
+}
+
+// captureLocked runs newFunc against the capture clientset and returns what
+// its informer requests. f.lock is held.
+func (f *Factory) captureLocked(obj runtime.Object, gvr schema.GroupVersionResource, newFunc internalinterfaces.NewInformerFunc, resync time.Duration) (listRequest, error) {
+	if f.capture == nil {
+		c, err := newCaptureClient()
+		if err != nil {
+			return listRequest{}, err
+		}
+		f.capture = c
+	}
+	// A generated newFunc reserves its informer's metrics name through
+	// InformerName; the informer built for the capture never runs, so it
+	// must not take the name from the one that does.
+	f.capturing.Store(true)
+	defer f.capturing.Store(false)
+	return f.capture.capture(obj, gvr, newFunc, resync)
+}
+
+// newDefaultInformer builds, for a nil newFunc, the informer the generated
+// accessors would: the typed client's list and watch with the factory's
+// namespace and tweak, and the namespace index.
+func (f *Factory) newDefaultInformer(obj runtime.Object, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource, resync time.Duration) (cache.SharedIndexInformer, error) {
+	req := listRequest{namespace: f.namespace, options: listFilters(tweakedOptions(f.tweakListOptions)), requestOnly: true}
+	lw, err := typedListWatch(f.client, obj, f.namespace, f.tweakListOptions)
+	if err != nil {
+		return nil, err
+	}
+	return f.newInformer(obj, gvk, gvr, req, clientGoParts{
+		example:       obj,
+		listerWatcher: lw,
+		resync:        resync,
+		indexers:      cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		identifier:    f.informerName.WithResource(gvr),
+	})
+}
+
+// newInformer builds the persistent informer for what req names, listing
+// through parts.listerWatcher and set up as parts says.
+func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource, req listRequest, parts clientGoParts) (cache.SharedIndexInformer, error) {
+	if f.db == nil {
+		return nil, errors.New("boltinformer factory: no cache file (pass a *persist.DB to the constructor)")
 	}
 	// A cluster-scoped list ignores the namespace, but the collection is
 	// still named with the factory's: each factory on a file owns its
 	// collections, and two informers cannot write one collection.
-	namespace := spec.namespace
+	namespace := req.namespace
 	if acc, _ := accessorFor(obj); !acc.namespaced {
 		namespace = f.namespace
 	}
-	id := newListIdentity("typed", gvr, gvk.Kind, namespace, spec.options)
-	transform := spec.transform
+	id := newListIdentity("typed", gvr, gvk.Kind, namespace, req.options)
+	if !req.requestOnly {
+		id = id.withListerWatcher(req.code, f.listerWatcherVersion)
+	}
+	transform := parts.transform
 	if f.transform != nil {
 		transform = f.transform
 	}
-	informer, err := bcache.NewSharedIndexInformerWithOptions(lw, obj, bcache.InformerOptions{
+	informer, err := bcache.NewSharedIndexInformerWithOptions(parts.listerWatcher, obj, bcache.InformerOptions{
 		Persistence: bcache.Persistence{
 			DB:               f.db,
 			Collection:       id.collection(),
@@ -308,10 +376,12 @@ func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, g
 			MemoryOnly:       f.memoryOnly[reflect.TypeOf(obj)],
 			PersistSecrets:   f.persistSecrets,
 		},
-		ResyncPeriod: spec.resync,
-		Indexers:     spec.indexers,
-		Identifier:   f.informerName.WithResource(gvr),
-		SyncedAtOpen: f.syncedAtOpen,
+		ResyncPeriod:            parts.resync,
+		Indexers:                parts.indexers,
+		ObjectDescription:       parts.description,
+		Identifier:              parts.identifier,
+		InformerMetricsProvider: parts.metricsProvider,
+		SyncedAtOpen:            f.syncedAtOpen,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("boltinformer factory: informer for %s: %w", gvr, err)
@@ -320,6 +390,9 @@ func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, g
 		if err := informer.SetTransform(transform); err != nil {
 			return nil, err
 		}
+	}
+	if err := parts.register(informer); err != nil {
+		return nil, err
 	}
 	return informer, nil
 }

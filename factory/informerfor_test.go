@@ -2,8 +2,11 @@ package factory_test
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
@@ -268,4 +272,359 @@ func TestInformerForUntypedClientRunsInMemory(t *testing.T) {
 	if got := storeKeys(informer.GetStore()); !slices.Equal(got, []string{"default/w1"}) {
 		t.Errorf("informer holds %v", got)
 	}
+}
+
+// dropLabel marks the Pods newGoFilteredPodInformer's ListerWatcher drops
+// in Go; rewrittenAnnotation is what it sets on the Pods it keeps.
+const (
+	dropLabel           = "go-filter-drop"
+	rewrittenAnnotation = "go-filter-rewritten"
+)
+
+// newGoFilteredPodInformer is a constructor whose ListerWatcher filters and
+// rewrites in Go, which no request shows: List drops Pods labelled
+// dropLabel and annotates the others; Watch does the same through
+// watch.Filter.
+func newGoFilteredPodInformer(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+	keep := func(p *corev1.Pod) bool { return p.Labels[dropLabel] == "" }
+	rewrite := func(p *corev1.Pod) *corev1.Pod {
+		p = p.DeepCopy()
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[rewrittenAnnotation] = "yes"
+		return p
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			list, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			kept := list.Items[:0]
+			for i := range list.Items {
+				if keep(&list.Items[i]) {
+					kept = append(kept, *rewrite(&list.Items[i]))
+				}
+			}
+			list.Items = kept
+			return list, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			w, err := cs.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+				p, ok := e.Object.(*corev1.Pod)
+				if !ok || e.Type == watch.Bookmark {
+					return e, true
+				}
+				if !keep(p) {
+					return e, false
+				}
+				e.Object = rewrite(p)
+				return e, true
+			}), nil
+		},
+	}
+	// As generated informers do: the fake clientset then says it does not
+	// stream lists (watch-list), which it cannot.
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, cs), &corev1.Pod{}, resync, cache.Indexers{})
+}
+
+func labelledPod(name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels}}
+}
+
+// keyRecorder is a handler that records the keys of the objects it is
+// given and says when a key has arrived.
+type keyRecorder struct {
+	mu      sync.Mutex
+	seen    map[string]bool
+	updates map[string]int // OnUpdate calls per key
+	arrived map[string]chan struct{}
+}
+
+func newKeyRecorder() *keyRecorder {
+	return &keyRecorder{seen: map[string]bool{}, updates: map[string]int{}, arrived: map[string]chan struct{}{}}
+}
+
+func (r *keyRecorder) chanLocked(key string) chan struct{} {
+	ch, ok := r.arrived[key]
+	if !ok {
+		ch = make(chan struct{})
+		r.arrived[key] = ch
+	}
+	return ch
+}
+
+func (r *keyRecorder) record(obj interface{}, update bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	key, _ := cache.MetaNamespaceKeyFunc(obj)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if update {
+		r.updates[key]++
+		if r.updates[key] == 1 {
+			close(r.chanLocked("update " + key))
+		}
+	}
+	if !r.seen[key] {
+		r.seen[key] = true
+		close(r.chanLocked(key))
+	}
+}
+
+func (r *keyRecorder) OnAdd(obj interface{}, _ bool) { r.record(obj, false) }
+func (r *keyRecorder) OnUpdate(_, obj interface{})   { r.record(obj, true) }
+func (r *keyRecorder) OnDelete(obj interface{})      { r.record(obj, false) }
+func (r *keyRecorder) keys() []string                { r.mu.Lock(); defer r.mu.Unlock(); return sortedKeys(r.seen) }
+func (r *keyRecorder) arrival(key string) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.chanLocked(key)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// waitArrival fails the test unless each recorder is given key before ctx
+// ends.
+func waitArrival(t *testing.T, ctx context.Context, key string, recs ...*keyRecorder) {
+	t.Helper()
+	for _, r := range recs {
+		select {
+		case <-r.arrival(key):
+		case <-ctx.Done():
+			t.Fatalf("%s never reached a handler (it saw %v)", key, r.keys())
+		}
+	}
+}
+
+// A constructor whose ListerWatcher filters and rewrites objects in Go:
+// client-go's informer never holds nor hands out a filtered object, and
+// holds only rewritten ones; neither does ours, persistent with a declared
+// ListerWatcher version, in memory (newFunc's own informer) without one.
+func TestInformerForKeepsGoSideFilter(t *testing.T) {
+	for _, declared := range []bool{true, false} {
+		t.Run(map[bool]string{true: "declared version", false: "no declared version"}[declared], func(t *testing.T) {
+			db := openDB(t)
+			client := fake.NewSimpleClientset(labelledPod("keep-1", nil), labelledPod("drop-1", map[string]string{dropLabel: "yes"}))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+
+			theirs := informers.NewSharedInformerFactory(client, 0)
+			want := theirs.InformerFor(&corev1.Pod{}, newGoFilteredPodInformer)
+			wantEvents := newKeyRecorder()
+			if _, err := want.AddEventHandler(wantEvents); err != nil {
+				t.Fatal(err)
+			}
+			opts := []factory.Option{factory.WithClusterIdentity("test")}
+			if declared {
+				opts = append(opts, factory.WithListerWatcherVersion("v1"))
+			}
+			ours := factory.NewSharedInformerFactoryWithOptions(client, 0, db, opts...)
+			got := ours.InformerFor(&corev1.Pod{}, newGoFilteredPodInformer)
+			gotEvents := newKeyRecorder()
+			if _, err := got.AddEventHandler(gotEvents); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { cancel(); theirs.Shutdown(); ours.Shutdown() }()
+			theirs.Start(ctx.Done())
+			if synced := theirs.WaitForCacheSync(ctx.Done()); !synced[reflect.TypeFor[*corev1.Pod]()] {
+				t.Fatal("client-go's informer did not sync")
+			}
+			startAndSync(t, ctx, ours)
+
+			if _, err := client.CoreV1().Pods("default").Create(ctx, labelledPod("drop-2", map[string]string{dropLabel: "yes"}), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.CoreV1().Pods("default").Create(ctx, labelledPod("keep-2", nil), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// One watch delivers both in order: once keep-2 arrived, drop-2
+			// would have.
+			waitArrival(t, ctx, "default/keep-2", wantEvents, gotEvents)
+
+			wantKeys := []string{"default/keep-1", "default/keep-2"}
+			if k := storeKeys(want.GetStore()); !slices.Equal(k, wantKeys) {
+				t.Fatalf("client-go's informer holds %v, want %v", k, wantKeys)
+			}
+			if k := storeKeys(got.GetStore()); !slices.Equal(k, wantKeys) {
+				t.Errorf("InformerFor's informer holds %v, client-go's %v", k, wantKeys)
+			}
+			if k := gotEvents.keys(); !slices.Equal(k, wantEvents.keys()) {
+				t.Errorf("InformerFor's informer handed out %v, client-go's %v", k, wantEvents.keys())
+			}
+			for _, obj := range got.GetStore().List() {
+				if p := obj.(*corev1.Pod); p.Annotations[rewrittenAnnotation] != "yes" {
+					t.Errorf("%s/%s was not rewritten by the ListerWatcher", p.Namespace, p.Name)
+				}
+			}
+			infos, err := db.Collections()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !declared {
+				if informertest.PersistentIndexer(got) != nil || len(infos) != 0 {
+					t.Errorf("without a declared ListerWatcher version the informer persists (collections %+v)", infos)
+				}
+				return
+			}
+			name := requirePersistentIndexer(t, got).Collection().Name()
+			if !strings.HasSuffix(name, " listwatch=custom") {
+				t.Errorf("collection %q does not say its ListerWatcher is custom", name)
+			}
+			if len(infos) != 1 || infos[0].Description["listerWatcherVersion"] != "v1" || !strings.Contains(infos[0].Description["listerWatcher"], "newGoFilteredPodInformer") {
+				t.Errorf("collections %+v, want one describing the ListerWatcher and its version", infos)
+			}
+		})
+	}
+}
+
+// Handlers and a watch error handler newFunc registers on its informer act
+// as they do on client-go's: the handler gets the objects and its resyncs
+// (at the period it asked for), the watch error handler the list error.
+func TestInformerForKeepsNewFuncHandlers(t *testing.T) {
+	injected := errors.New("injected list failure")
+	// failFirstList makes the first List of Pods through client fail.
+	failFirstList := func(client *fake.Clientset) {
+		var once sync.Once
+		client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			failed := false
+			once.Do(func() { failed = true })
+			if failed {
+				return true, nil, injected
+			}
+			return false, nil, nil
+		})
+	}
+	type registered struct {
+		events    *keyRecorder
+		watchErrs chan error
+		newFunc   internalinterfaces.NewInformerFunc
+	}
+	newRegistered := func() *registered {
+		r := &registered{events: newKeyRecorder(), watchErrs: make(chan error, 10)}
+		r.newFunc = func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			informer := coreinformers.NewPodInformer(cs, metav1.NamespaceAll, resync, cache.Indexers{})
+			if _, err := informer.AddEventHandlerWithResyncPeriod(r.events, time.Second); err != nil {
+				t.Error(err)
+			}
+			if err := informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+				select {
+				case r.watchErrs <- err:
+				default:
+				}
+			}); err != nil {
+				t.Error(err)
+			}
+			return informer
+		}
+		return r
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	theirClient := fake.NewSimpleClientset(phasePod("running", corev1.PodRunning))
+	failFirstList(theirClient)
+	// An informer resyncs only with a resync period of its own; its
+	// handlers may then ask for shorter ones.
+	theirs := informers.NewSharedInformerFactory(theirClient, time.Hour)
+	theirReg := newRegistered()
+	theirs.InformerFor(&corev1.Pod{}, theirReg.newFunc)
+
+	ourClient := fake.NewSimpleClientset(phasePod("running", corev1.PodRunning))
+	failFirstList(ourClient)
+	ours := factory.NewSharedInformerFactoryWithOptions(ourClient, time.Hour, openDB(t), factory.WithClusterIdentity("test"))
+	ourReg := newRegistered()
+	informer := ours.InformerFor(&corev1.Pod{}, ourReg.newFunc)
+	requirePersistentIndexer(t, informer)
+	defer func() { cancel(); theirs.Shutdown(); ours.Shutdown() }()
+	theirs.Start(ctx.Done())
+	ours.Start(ctx.Done())
+
+	for _, c := range []struct {
+		who string
+		r   *registered
+	}{{"client-go's", theirReg}, {"InformerFor's", ourReg}} {
+		select {
+		case err := <-c.r.watchErrs:
+			if !strings.Contains(err.Error(), injected.Error()) {
+				t.Errorf("%s informer: newFunc's watch error handler got %v, want the list failure", c.who, err)
+			}
+		case <-ctx.Done():
+			t.Errorf("%s informer: newFunc's watch error handler was not called", c.who)
+		}
+		select {
+		case <-c.r.events.arrival("default/running"):
+		case <-ctx.Done():
+			t.Errorf("%s informer: newFunc's handler was not given default/running", c.who)
+		}
+		// The handler asked for resyncs every second.
+		select {
+		case <-c.r.events.arrival("update default/running"):
+		case <-ctx.Done():
+			t.Errorf("%s informer: newFunc's handler, registered with a resync period, got no resync", c.who)
+		}
+	}
+}
+
+// client-go's typed wrappers around client-go's informer, however deep,
+// are looked through: the informer persists and holds what client-go's
+// does.
+func TestInformerForUnwrapsNestedTypedWrappers(t *testing.T) {
+	newFunc := func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		// NewFilteredPodInformer returns a typed wrapper already.
+		inner := coreinformers.NewFilteredPodInformer(cs, metav1.NamespaceAll, resync, cache.Indexers{}, nil)
+		return cache.NewTypedSharedIndexInformer[*corev1.Pod](cache.NewTypedSharedIndexInformer[*corev1.Pod](inner))
+	}
+	client := fake.NewSimpleClientset(phasePod("running", corev1.PodRunning), phasePod("done", corev1.PodSucceeded))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	theirs := informers.NewSharedInformerFactory(client, 0)
+	want := theirs.InformerFor(&corev1.Pod{}, newFunc)
+	ours := factory.NewSharedInformerFactoryWithOptions(client, 0, openDB(t), factory.WithClusterIdentity("test"))
+	got := ours.InformerFor(&corev1.Pod{}, newFunc)
+	defer func() { cancel(); theirs.Shutdown(); ours.Shutdown() }()
+	theirs.Start(ctx.Done())
+	theirs.WaitForCacheSync(ctx.Done())
+	startAndSync(t, ctx, ours)
+	requirePersistentIndexer(t, got)
+	if g, w := storeKeys(got.GetStore()), storeKeys(want.GetStore()); !slices.Equal(g, w) || len(w) != 2 {
+		t.Errorf("InformerFor's informer holds %v, client-go's %v", g, w)
+	}
+	// client-go returns newFunc's informer, so a caller may assert its type.
+	if _, ok := want.(cache.TypedSharedIndexInformer[*corev1.Pod]); !ok {
+		t.Fatalf("client-go's InformerFor returned %T", want)
+	}
+	if _, ok := got.(cache.TypedSharedIndexInformer[*corev1.Pod]); !ok {
+		t.Errorf("InformerFor returned %T, not a cache.TypedSharedIndexInformer[*v1.Pod] as newFunc's informer is", got)
+	}
+}
+
+// A constructor that returns nil gets an informer that says so, not a nil
+// one that panics when the factory starts it.
+func TestInformerForNilFromNewFunc(t *testing.T) {
+	f := factory.NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(), 0, openDB(t), factory.WithClusterIdentity("test"))
+	informer := f.InformerFor(&corev1.Pod{}, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer { return nil })
+	if informer == nil {
+		t.Fatal("InformerFor returned nil")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.Start(ctx.Done())
+	cancel()
+	if res := f.WaitForCacheSyncWithContext(ctx); res.Err == nil || !strings.Contains(res.Err.Error(), "nil informer") {
+		t.Errorf("SyncResult.Err = %v, want one saying newFunc returned nil", res.Err)
+	}
+	f.Shutdown()
 }

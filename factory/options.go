@@ -55,6 +55,24 @@ func WithTransformVersion(version string) Option {
 	return func(f *Factory) { f.transformVersion = version }
 }
 
+// WithListerWatcherVersion declares the version of the Go code in the
+// ListerWatchers that constructors passed to InformerFor build, when that
+// code is not client-go's own (a generated informer's, or
+// cache.NewListWatchFromClient's): a hand-written cache.ListWatch, one
+// that drops items from List, wraps Watch with watch.Filter or rewrites
+// objects. Such code decides what the collection holds, like a selector,
+// but no request shows it, so without a declared version those informers
+// run in memory, as client-go's, and start cold at every start. With one,
+// they persist: the version and the Go names of the ListerWatcher's
+// functions are stored with the collection (cache.Persistence.ListIdentity),
+// and a collection stored under another version or other names starts
+// cold. Change the version whenever any such ListerWatcher's behaviour
+// changes; a closure's name does not change with its body or with what it
+// closes over. Empty is a version like any other.
+func WithListerWatcherVersion(version string) Option {
+	return func(f *Factory) { f.listerWatcherVersion, f.listerWatcherVersionSet = version, true }
+}
+
 // WithClusterIdentity declares the identity of the cluster the client
 // reaches, stored with each collection (cache.Persistence.Cluster): a
 // collection recorded under another cluster starts cold. Without it the

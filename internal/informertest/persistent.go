@@ -12,10 +12,11 @@ import (
 
 // PersistentIndexer returns the persistent indexer of informer, or nil if
 // it is not a persistent boltinformer informer. It looks through client-go's
-// typed wrapper (the generated accessors' Informer() returns one), which
-// embeds the informer the factory built.
+// typed wrappers, at any depth (the generated accessors' Informer() returns
+// one, and InformerFor returns the persistent informer in the wrappers
+// newFunc's informer was in), each of which embeds the informer it wraps.
 func PersistentIndexer(informer cache.SharedIndexInformer) *bcache.Indexer {
-	for range 2 {
+	for informer != nil {
 		if bi, ok := informer.(*bcache.Informer); ok {
 			return bi.Indexer()
 		}

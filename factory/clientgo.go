@@ -1,0 +1,281 @@
+package factory
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	goruntime "runtime"
+	"slices"
+	"strings"
+	"time"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// InformerFor is handed a newFunc that builds a client-go informer, and
+// serves, persistently, what that informer would. client-go has no getters
+// for most of what newFunc sets on it (its ListerWatcher, transform, resync
+// period, watch error handler, the handlers it registered), so this file
+// reads them from client-go v0.37.2's sharedIndexInformer; a test pins the
+// fields. Any other informer implementation, or another layout, is not
+// understood: InformerFor then returns newFunc's informer itself, in
+// memory, as client-go's factory does. The persistent informer is returned
+// inside the same client-go typed wrappers as newFunc's (rewrap).
+
+const clientGoCachePkg = "k8s.io/client-go/tools/cache"
+
+// clientGoParts is everything observable that newFunc set on the informer
+// it built, which the persistent informer must do the same way.
+type clientGoParts struct {
+	example       runtime.Object
+	listerWatcher cache.ListerWatcher
+	// resync is the informer's default handler resync period (newFunc may
+	// choose its own rather than the one passed to it).
+	resync            time.Duration
+	indexers          cache.Indexers
+	transform         cache.TransformFunc
+	description       string
+	identifier        cache.InformerNameAndResource
+	metricsProvider   cache.InformerMetricsProvider
+	watchErrorHandler cache.WatchErrorHandlerWithContext
+	handlers          []registeredHandler
+}
+
+// registeredHandler is a handler newFunc registered on its informer, with
+// the options it was registered with.
+type registeredHandler struct {
+	handler cache.ResourceEventHandler
+	// resync is the period the handler asked for (after client-go's
+	// minimum), which the persistent informer adjusts by the same rules.
+	resync time.Duration
+	logger klog.Logger
+}
+
+// readClientGoInformer returns what newFunc set on informer, which must be
+// client-go's sharedIndexInformer, directly or inside typed wrappers, and
+// not started.
+func readClientGoInformer(informer cache.SharedIndexInformer) (clientGoParts, error) {
+	inner, err := clientGoInformer(informer)
+	if err != nil {
+		return clientGoParts{}, err
+	}
+	var p clientGoParts
+	var ok [9]bool
+	p.listerWatcher, ok[0] = unexportedField[cache.ListerWatcher](inner, "listerWatcher")
+	p.transform, ok[1] = unexportedField[cache.TransformFunc](inner, "transform")
+	p.resync, ok[2] = unexportedField[time.Duration](inner, "defaultEventHandlerResyncPeriod")
+	p.example, ok[3] = unexportedField[runtime.Object](inner, "objectType")
+	p.description, ok[4] = unexportedField[string](inner, "objectDescription")
+	p.identifier, ok[5] = unexportedField[cache.InformerNameAndResource](inner, "identifier")
+	p.metricsProvider, ok[6] = unexportedField[cache.InformerMetricsProvider](inner, "informerMetricsProvider")
+	p.watchErrorHandler, ok[7] = unexportedField[cache.WatchErrorHandlerWithContext](inner, "watchErrorHandler")
+	started, ok8 := unexportedField[bool](inner, "started")
+	ok[8] = ok8
+	for _, o := range ok {
+		if !o {
+			return clientGoParts{}, fmt.Errorf("%T does not have client-go v0.37.2's fields", informer)
+		}
+	}
+	if p.listerWatcher == nil || p.example == nil {
+		return clientGoParts{}, fmt.Errorf("%T has no ListerWatcher or example object", informer)
+	}
+	if started {
+		return clientGoParts{}, errors.New("newFunc's informer has already started")
+	}
+	p.handlers, err = registeredHandlers(inner)
+	if err != nil {
+		return clientGoParts{}, fmt.Errorf("%T: %w", informer, err)
+	}
+	p.indexers = informer.GetIndexer().GetIndexers()
+	return p, nil
+}
+
+// registeredHandlers returns the handlers registered on the client-go
+// sharedIndexInformer v (and not removed). client-go keeps them in a map,
+// so they come in no particular order; client-go hands each its own
+// goroutine and buffer, so their order was never observable.
+func registeredHandlers(v reflect.Value) ([]registeredHandler, error) {
+	proc := unexportedValue(v, "processor")
+	if !proc.IsValid() || proc.Kind() != reflect.Pointer || proc.IsNil() || proc.Elem().Kind() != reflect.Struct {
+		return nil, errors.New("no sharedProcessor")
+	}
+	listeners := unexportedValue(proc.Elem(), "listeners")
+	if !listeners.IsValid() || listeners.Kind() != reflect.Map {
+		return nil, errors.New("no processor listeners")
+	}
+	var out []registeredHandler
+	for iter := listeners.MapRange(); iter.Next(); {
+		l := iter.Key()
+		if l.Kind() != reflect.Pointer || l.IsNil() || l.Elem().Kind() != reflect.Struct {
+			return nil, errors.New("unexpected processor listener")
+		}
+		var h registeredHandler
+		var ok1, ok2, ok3 bool
+		h.handler, ok1 = unexportedField[cache.ResourceEventHandler](l.Elem(), "handler")
+		h.resync, ok2 = unexportedField[time.Duration](l.Elem(), "requestedResyncPeriod")
+		h.logger, ok3 = unexportedField[klog.Logger](l.Elem(), "logger")
+		if !ok1 || !ok2 || !ok3 || h.handler == nil {
+			return nil, errors.New("processor listener without client-go v0.37.2's fields")
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// register adds p's watch error handler and handlers to informer, which has
+// not started, as newFunc added them to its own.
+func (p clientGoParts) register(informer cache.SharedIndexInformer) error {
+	if p.watchErrorHandler != nil {
+		if err := informer.SetWatchErrorHandlerWithContext(p.watchErrorHandler); err != nil {
+			return fmt.Errorf("boltinformer factory: newFunc's watch error handler: %w", err)
+		}
+	}
+	for _, h := range p.handlers {
+		if _, err := informer.AddEventHandlerWithOptions(h.handler, cache.HandlerOptions{Logger: &h.logger, ResyncPeriod: &h.resync}); err != nil {
+			return fmt.Errorf("boltinformer factory: a handler newFunc registered: %w", err)
+		}
+	}
+	return nil
+}
+
+// clientGoInformer returns the client-go sharedIndexInformer informer is, or
+// wraps in client-go's typed wrappers (typedSharedIndexInformer, which
+// embeds the informer it wraps and only adds typed variants of its
+// methods), at any depth. Other wrappers may change behaviour, so they are
+// not looked through.
+func clientGoInformer(informer cache.SharedIndexInformer) (reflect.Value, error) {
+	v := reflect.ValueOf(informer)
+	seen := map[uintptr]bool{}
+	for v.IsValid() && v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct && !seen[v.Pointer()] {
+		seen[v.Pointer()] = true
+		t := v.Elem().Type()
+		if t.PkgPath() != clientGoCachePkg {
+			break
+		}
+		if t.Name() == "sharedIndexInformer" {
+			return v.Elem(), nil
+		}
+		if !strings.HasPrefix(t.Name(), "typedSharedIndexInformer[") {
+			break
+		}
+		embedded, ok := v.Elem().FieldByName("SharedIndexInformer").Interface().(cache.SharedIndexInformer)
+		if !ok {
+			break
+		}
+		v = reflect.ValueOf(embedded)
+	}
+	return reflect.Value{}, fmt.Errorf("%T is not client-go's shared informer", informer)
+}
+
+// rewrap returns informer inside the same chain of client-go typed
+// wrappers as like (what newFunc returned), so a caller's type assertion on
+// what InformerFor returns (cache.TypedSharedIndexInformer[T]) succeeds as
+// it does on client-go's factory, which returns newFunc's informer.
+// clientGoInformer has accepted like: every layer above the
+// sharedIndexInformer is a *typedSharedIndexInformer[T].
+func rewrap(informer, like cache.SharedIndexInformer) cache.SharedIndexInformer {
+	var layers []reflect.Type
+	for v := reflect.ValueOf(like); v.Elem().Type().Name() != "sharedIndexInformer"; {
+		layers = append(layers, v.Type())
+		v = reflect.ValueOf(v.Elem().FieldByName("SharedIndexInformer").Interface())
+	}
+	for i := len(layers) - 1; i >= 0; i-- {
+		w := reflect.New(layers[i].Elem())
+		w.Elem().FieldByName("SharedIndexInformer").Set(reflect.ValueOf(informer))
+		informer = w.Interface().(cache.SharedIndexInformer)
+	}
+	return informer
+}
+
+// requestOnlyCode is the client-go code whose ListerWatchers only set list
+// options (the tweak, or the options modifier, they are given) and send
+// the request: what they list is exactly the request. It is the generated
+// typed informers' package tree, and cache.NewFilteredListWatchFromClient
+// (which cache.NewListWatchFromClient calls).
+var requestOnlyCode = []string{
+	"k8s.io/client-go/informers/",
+	"k8s.io/client-go/tools/cache.NewFilteredListWatchFromClient.",
+}
+
+// listerWatcherCode identifies the Go code of lw: for a cache.ListWatch
+// (alone or in the wrapper client-go's generated informers put it in) the
+// names of its functions, otherwise its type. requestOnly reports that
+// every one of its functions is requestOnlyCode, so what it lists is
+// exactly the request it sends; otherwise it may filter or rewrite objects
+// in Go. A function written elsewhere, or inlined into other code, is named
+// after that code, so requestOnly is never true of code outside client-go:
+// at worst client-go's own code is taken for custom code.
+func listerWatcherCode(lw cache.ListerWatcher) (code string, requestOnly bool) {
+	v := reflect.ValueOf(lw)
+	outer := fmt.Sprintf("%T", lw)
+	if v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct &&
+		v.Elem().Type().PkgPath() == clientGoCachePkg && v.Elem().Type().Name() == "listWatcherWithWatchListSemanticsWrapper" {
+		if inner, ok := v.Elem().FieldByName("ListWatch").Interface().(*cache.ListWatch); ok && inner != nil {
+			lw = inner
+		}
+	}
+	plain, ok := lw.(*cache.ListWatch)
+	if !ok || plain == nil {
+		return outer, false
+	}
+	var names []string
+	requestOnly = true
+	for _, fn := range []struct {
+		field string
+		fn    interface{}
+	}{
+		//lint:ignore SA1019 a ListerWatcher may still set only the deprecated functions, and they are its code
+		{"ListFunc", plain.ListFunc},
+		//lint:ignore SA1019 as ListFunc
+		{"WatchFunc", plain.WatchFunc},
+		{"ListWithContextFunc", plain.ListWithContextFunc},
+		{"WatchFuncWithContext", plain.WatchFuncWithContext},
+	} {
+		name := funcName(fn.fn)
+		if name == "" {
+			continue
+		}
+		names = append(names, fn.field+"="+name)
+		requestOnly = requestOnly && slices.ContainsFunc(requestOnlyCode, func(prefix string) bool { return strings.HasPrefix(name, prefix) })
+	}
+	return outer + "{" + strings.Join(names, ",") + "}", requestOnly && len(names) > 0
+}
+
+// funcName is fn's Go name, "" for nil. Closures are named after where
+// they are written (pkg.newFunc.func1), or where that code was inlined.
+func funcName(fn interface{}) string {
+	v := reflect.ValueOf(fn)
+	if !v.IsValid() || v.Kind() != reflect.Func || v.IsNil() {
+		return ""
+	}
+	if f := goruntime.FuncForPC(v.Pointer()); f != nil {
+		return f.Name()
+	}
+	return "?"
+}
+
+// unexportedField reads the field name of the addressable struct v, if it
+// exists with type T. It is read before the informer has started, so no
+// lock of the informer's guards it.
+func unexportedField[T any](v reflect.Value, name string) (T, bool) {
+	var zero T
+	f := unexportedValue(v, name)
+	if !f.IsValid() || f.Type() != reflect.TypeFor[T]() {
+		return zero, false
+	}
+	out, _ := f.Interface().(T) // a nil interface field is T's zero value
+	return out, true
+}
+
+// unexportedValue returns the field name of the addressable struct v,
+// readable although unexported; invalid if there is none.
+func unexportedValue(v reflect.Value, name string) reflect.Value {
+	f := v.FieldByName(name)
+	if !f.IsValid() || !f.CanAddr() {
+		return reflect.Value{}
+	}
+	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+}
