@@ -15,6 +15,9 @@ import (
 //
 // --advertise-address is pinned to loopback because the default derives it
 // from the host's default-route interface, which a sandbox may not have.
+// kube-apiserver v1.37 refuses a loopback advertise address for the endpoint
+// reconciler of the default "kubernetes" Service, which no test needs, so
+// the reconciler is off (--endpoint-reconciler-type=none).
 // The ServiceAccount admission plugin is disabled because no controller
 // manager runs to create the default service accounts it requires.
 func (s *Server) apiserverArgs() []string {
@@ -23,6 +26,7 @@ func (s *Server) apiserverArgs() []string {
 		"--etcd-servers=" + s.etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		"--endpoint-reconciler-type=none",
 		"--secure-port=" + strconv.Itoa(s.port),
 		"--tls-cert-file=" + c.certFile,
 		"--tls-private-key-file=" + c.keyFile,
