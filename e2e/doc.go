@@ -40,6 +40,12 @@
 //     factory gives the same output.
 //   - TestFactoryDynamicWarmRestart: a CRD's objects through the dynamic factory
 //     warm-restart with no LIST and identical unstructured content.
+//   - TestFactoryMetadataDifferential: the metadata factory beside client-go's
+//     metadatainformer, all namespaces and one namespace label-selected, on a
+//     file opened with client-go's scheme: cold, the same handler calls and
+//     objects as client-go's; warm after a stop and after SIGKILLs of a child
+//     running it, no LIST, exactly client-go's calls for the missed changes,
+//     and client-go's objects, TypeMeta included.
 //   - TestFactoryFilters: differently filtered factories on one file stay
 //     separate; a changed selector starts a new collection.
 //   - TestFactoryInformerForSelector: kube-scheduler's Pod informer,
@@ -70,9 +76,10 @@
 // Each test starts its own etcd + kube-apiserver pair (TestFactoryForeignCluster
 // two), one test after another, and the suite writes about 16,000 objects. On
 // a 2-core machine it takes three to four minutes, with or without -race;
-// most of that is server start-up and populating. TestInformerChild is the
-// child half of TestKillDuringWriteStorm; without the environment that test
-// sets, it skips.
+// most of that is server start-up and populating. TestInformerChild and
+// TestMetadataFactoryChild are the child halves of TestKillDuringWriteStorm
+// and TestFactoryMetadataDifferential; without the environment those tests
+// set, they skip.
 //
 // All objects the tests watch carry a label, and the informers select on it.
 // The apiserver's own objects (kube-system ConfigMaps it rewrites at start)

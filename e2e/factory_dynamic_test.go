@@ -62,7 +62,7 @@ func TestFactoryDynamicWarmRestart(t *testing.T) {
 	f := factory.NewDynamicSharedInformerFactory(dynamicClient(t, srv.Config(), counter), 0, db)
 	generic := f.ForResource(widgetGVR)
 	requirePersistent(t, "widget informer", generic.Informer())
-	stop := startDynamicFactory(ctx, t, f)
+	stop := startResourceFactory(ctx, t, f)
 	atStop := requireWidgetListerMatchesServer(ctx, t, admin, generic.Lister())
 	// The premise: the server hands back integers as int64 (2.0 included,
 	// JSON does not tell them apart), one of them beyond float64's exact
@@ -126,7 +126,7 @@ func TestFactoryDynamicWarmRestart(t *testing.T) {
 	if _, err := generic.Informer().AddEventHandler(rec); err != nil {
 		t.Fatal(err)
 	}
-	stop = startDynamicFactory(ctx, t, f)
+	stop = startResourceFactory(ctx, t, f)
 	want := len(atStop) + len(created) + len(updated) + len(deleted)
 	poll.Until(t, time.Minute, "handler receiving the missed changes", func() bool { return rec.len() >= want })
 	final := requireWidgetListerMatchesServer(ctx, t, admin, generic.Lister())
@@ -276,10 +276,18 @@ func widget(ns, name string, i int) *unstructured.Unstructured {
 	}}
 }
 
-// startDynamicFactory starts f, waits for its informers to sync and returns
-// a function that stops them and waits for Shutdown; it also runs in t's
-// cleanup.
-func startDynamicFactory(ctx context.Context, t *testing.T, f *factory.DynamicFactory) func() {
+// resourceFactory is what the dynamic and metadata factories (client-go's
+// and boltinformer's) have in common.
+type resourceFactory interface {
+	Start(stopCh <-chan struct{})
+	WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersionResource]bool
+	Shutdown()
+}
+
+// startResourceFactory starts f, waits for its informers to sync and
+// returns a function that stops them and waits for Shutdown; it also runs
+// in t's cleanup.
+func startResourceFactory(ctx context.Context, t *testing.T, f resourceFactory) func() {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	var once sync.Once

@@ -28,15 +28,17 @@ const factoryTestTimeout = 2 * time.Minute
 // DELETE) to the resource or its objects. A list is a LIST request or a
 // watch-list, the WATCH with sendInitialEvents=true that client-go's
 // reflector streams a list with by default; both make the server send every
-// object. Unlike requestCounter it tells resources apart, so one client can
-// be checked for several.
+// object. A consistent read of one object (limit=1 at resourceVersion "",
+// what a caught-up sync takes) is a probe, not a list, as in
+// requestCounter. Unlike requestCounter it tells resources apart, so one
+// client can be checked for several.
 type apiCounter struct {
-	mu                     sync.Mutex
-	lists, watches, writes map[string]int
+	mu                             sync.Mutex
+	lists, watches, probes, writes map[string]int
 }
 
 func newAPICounter() *apiCounter {
-	return &apiCounter{lists: map[string]int{}, watches: map[string]int{}, writes: map[string]int{}}
+	return &apiCounter{lists: map[string]int{}, watches: map[string]int{}, probes: map[string]int{}, writes: map[string]int{}}
 }
 
 func (c *apiCounter) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -49,6 +51,8 @@ func (c *apiCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 			q := req.URL.Query()
 			if w := q.Get("watch"); (w == "true" || w == "1") && q.Get("sendInitialEvents") != "true" {
 				c.watches[resource]++
+			} else if q.Get("limit") == "1" && q.Get("resourceVersion") == "" && w == "" {
+				c.probes[resource]++
 			} else {
 				c.lists[resource]++
 			}
@@ -94,6 +98,7 @@ func (c *apiCounter) get(m map[string]int, resource string) int {
 
 func (c *apiCounter) listsOf(resource string) int   { return c.get(c.lists, resource) }
 func (c *apiCounter) watchesOf(resource string) int { return c.get(c.watches, resource) }
+func (c *apiCounter) probesOf(resource string) int  { return c.get(c.probes, resource) }
 func (c *apiCounter) writesOf(resource string) int  { return c.get(c.writes, resource) }
 
 // countedConfig returns a copy of cfg (protobuf if typed) whose requests

@@ -346,7 +346,7 @@ type observer struct {
 	watchRVs []string // start RV of every accepted watch
 	// firstWatch is when the first watch was accepted.
 	firstWatch time.Time
-	errs     []error  // from the watch error handler
+	errs       []error // from the watch error handler
 }
 
 var _ reflector.Observer = (*observer)(nil)

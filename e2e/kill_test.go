@@ -57,22 +57,10 @@ func TestKillDuringWriteStorm(t *testing.T) {
 	createNamespaces(t, admin, ns)
 	initial := populateConfigMaps(t, admin, stormTest, []string{ns}, stormInitial)
 
-	dir := t.TempDir()
-	path := filepath.Join(dir, "cache.db")
-	childLog, err := os.Create(filepath.Join(dir, "children.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer childLog.Close()
+	path := cachePath(t)
+	childLog := newChildLog(t)
 	cfg := srv.Config()
-	env := append(os.Environ(),
-		childEnv+"=1",
-		childHostEnv+"="+cfg.Host,
-		childTokenEnv+"="+cfg.BearerToken,
-		childCAEnv+"="+string(cfg.TLSClientConfig.CAData),
-		childDBEnv+"="+path,
-		childNSEnv+"="+ns,
-	)
+	env := childEnvironment(cfg, path, childNSEnv+"="+ns)
 
 	st := newStorm(admin, ns, initial)
 	stormCtx, stopStorm := context.WithCancel(t.Context())
@@ -94,7 +82,7 @@ func TestKillDuringWriteStorm(t *testing.T) {
 	var killedAfterSync int
 	var lines []string
 	for i := range kills {
-		c := startChild(t, env, childLog)
+		c := startChild(t, "TestInformerChild", env, childLog)
 		// Every third kill may land anywhere in start-up (opening the file,
 		// listing, the first commit); the others land while the synced
 		// child is applying the storm's events.
@@ -206,16 +194,7 @@ func TestKillDuringWriteStorm(t *testing.T) {
 // the cache file, runs a ConfigMap informer on one namespace and reports on
 // stdout, until it is killed.
 func TestInformerChild(t *testing.T) {
-	if os.Getenv(childEnv) != "1" {
-		t.Skip("helper process of TestKillDuringWriteStorm")
-	}
-	cfg := &rest.Config{
-		Host:            os.Getenv(childHostEnv),
-		BearerToken:     os.Getenv(childTokenEnv),
-		TLSClientConfig: rest.TLSClientConfig{CAData: []byte(os.Getenv(childCAEnv))},
-		QPS:             1000,
-		Burst:           2000,
-	}
+	cfg := childConfig(t, "TestKillDuringWriteStorm")
 	db := openDB(t, os.Getenv(childDBEnv))
 	inf := newInformer(t, informerSpec{cs: newClientset(t, cfg, nil), db: db, collection: stormCollection,
 		resource: "configmaps", namespace: os.Getenv(childNSEnv), selector: e2eLabel + "=" + stormTest,
@@ -246,12 +225,54 @@ type child struct {
 	once   sync.Once
 }
 
-// startChild re-executes the test binary as TestInformerChild. The child is
-// killed in t's cleanup if still running, and by the kernel if the test
-// binary dies (Pdeathsig, on Linux).
-func startChild(t *testing.T, env []string, stderr *os.File) *child {
+// childEnvironment is the environment of a child process that reaches the
+// apiserver of cfg and opens the cache file at path; extra adds variables.
+func childEnvironment(cfg *rest.Config, path string, extra ...string) []string {
+	return append(append(os.Environ(),
+		childEnv+"=1",
+		childHostEnv+"="+cfg.Host,
+		childTokenEnv+"="+cfg.BearerToken,
+		childCAEnv+"="+string(cfg.TLSClientConfig.CAData),
+		childDBEnv+"="+path,
+	), extra...)
+}
+
+// childConfig skips t unless it runs as a child process of the test named
+// parent, and returns the config of the apiserver the parent gave it (see
+// childEnvironment).
+func childConfig(t *testing.T, parent string) *rest.Config {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestInformerChild$", "-test.count=1", "-test.timeout=5m")
+	if os.Getenv(childEnv) != "1" {
+		t.Skip("helper process of " + parent)
+	}
+	return &rest.Config{
+		Host:            os.Getenv(childHostEnv),
+		BearerToken:     os.Getenv(childTokenEnv),
+		TLSClientConfig: rest.TLSClientConfig{CAData: []byte(os.Getenv(childCAEnv))},
+		QPS:             1000,
+		Burst:           2000,
+	}
+}
+
+// newChildLog creates the file children write their stderr to; it is closed
+// in t's cleanup.
+func newChildLog(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "children.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+// startChild re-executes the test binary as the test named test (a child
+// half such as TestInformerChild). The child is killed in t's cleanup if
+// still running, and by the kernel if the test binary dies (Pdeathsig, on
+// Linux).
+func startChild(t *testing.T, test string, env []string, stderr *os.File) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.timeout=5m")
 	cmd.Env = env
 	c := &child{cmd: cmd, out: newChildOutput(), waited: make(chan struct{})}
 	cmd.Stdout = c.out

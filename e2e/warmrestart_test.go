@@ -119,7 +119,8 @@ func TestWarmRestartWithinWindow(t *testing.T) {
 // splitWarmStart separates a warm start's initial adds, handed out in the
 // background, from the watch's events, which are applied meanwhile,
 // checking the order that holds per key: a key's initial add comes before
-// any of its events. of says what an event is.
+// any of its events, and a key not stored is added by the watch before it
+// is updated or deleted. of says what an event is.
 func splitWarmStart[E any](t *testing.T, events []E, of func(E) (kind eventKind, key string, initial bool)) (initial, changes []E) {
 	t.Helper()
 	added := map[string]bool{}
@@ -132,6 +133,9 @@ func splitWarmStart[E any](t *testing.T, events []E, of func(E) (kind eventKind,
 		}
 		if kind != evAdd && !added[key] {
 			t.Errorf("%s of %s came before the key's initial add", kind, key)
+		}
+		if kind == evAdd {
+			added[key] = true
 		}
 		changes = append(changes, e)
 	}

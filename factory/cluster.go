@@ -11,7 +11,9 @@ import (
 // authenticates as, recorded as "serviceaccount/<ns>/<name>/<uid>" (see
 // internal/clusterid for why these and nothing else). A client that can
 // read neither declares the cluster (WithClusterIdentity,
-// WithDynamicClusterIdentity). The identity is learned once per factory,
+// WithDynamicClusterIdentity, WithMetadataClusterIdentity; a metadata
+// client cannot review itself, so a metadata factory that may not read
+// kube-system must declare it). The identity is learned once per factory,
 // when its first informer starts.
 
 // clusterOptions are the factories' clusterid options: the kube-system UID
@@ -38,6 +40,19 @@ func (f *DynamicFactory) cluster() bcache.ClusterIdentity {
 	}
 	f.identityOnce.Do(func() {
 		f.identity = clusterid.New(clusterid.Dynamic(f.client), clusterOptions("factory.WithDynamicClusterIdentity"))
+	})
+	return f.identity.Get
+}
+
+// cluster returns the identity recorded with each of f's collections. A
+// metadata client cannot review itself, so without kube-system's UID the
+// identity must be declared (WithMetadataClusterIdentity).
+func (f *MetadataFactory) cluster() bcache.ClusterIdentity {
+	if f.clusterIdentity != "" {
+		return bcache.StaticCluster(f.clusterIdentity)
+	}
+	f.identityOnce.Do(func() {
+		f.identity = clusterid.New(clusterid.Metadata(f.client), clusterOptions("factory.WithMetadataClusterIdentity"))
 	})
 	return f.identity.Get
 }

@@ -1,7 +1,8 @@
 // Package factory provides drop-ins for client-go's informer factories whose
 // informers keep their state in one boltinformer cache file: Factory
-// satisfies informers.SharedInformerFactory and DynamicFactory satisfies
-// dynamicinformer.DynamicSharedInformerFactory.
+// satisfies informers.SharedInformerFactory, DynamicFactory satisfies
+// dynamicinformer.DynamicSharedInformerFactory and MetadataFactory satisfies
+// metadatainformer.SharedInformerFactory.
 //
 // # Basics
 //
@@ -49,10 +50,11 @@
 // "listwatch=custom" (apart from the plain list of the same request).
 //
 // Each informer owns a collection of the file named by what it lists:
-// source (typed or dynamic), group/version/resource, namespace and
-// selectors (other list options as a hash), for example
-// "typed/apps/v1/deployments ns=prod labels=app=web" or
-// "typed/v1/pods fields=status.phase!=Succeeded,status.phase!=Failed".
+// source (typed, dynamic or metadata), group/version/resource, namespace
+// and selectors (other list options as a hash), for example
+// "typed/apps/v1/deployments ns=prod labels=app=web",
+// "typed/v1/pods fields=status.phase!=Succeeded,status.phase!=Failed" or
+// "metadata/apps/v1/replicasets".
 // Factories with different filters on one file never share a collection,
 // and a changed selector starts a new one rather than resuming objects
 // listed under the old selector.
@@ -69,11 +71,12 @@
 //     differently, which starts cold), so bump the declared version
 //     whenever a ListerWatcher's filtering or rewriting changes;
 //   - the cluster (see Cluster identity below);
-//   - the transform: the version declared with WithTransformVersion plus
-//     the transform function's name. A transform set with WithTransform,
-//     or by newFunc with SetTransform on the informer it builds, or by the
-//     caller with SetTransform on the informer InformerFor returns, is
-//     applied by the persistent informer before objects are stored (the
+//   - the transform: the version declared with WithTransformVersion
+//     (WithMetadataTransformVersion) plus the transform function's name. A
+//     transform set with WithTransform (WithMetadataTransform), or by
+//     newFunc with SetTransform on the informer it builds, or by the caller
+//     with SetTransform on the informer InformerFor or ForResource returns,
+//     is applied by the persistent informer before objects are stored (the
 //     factory's replaces newFunc's, as in client-go). A closure's name
 //     does not change with what it closes over, so bump the declared
 //     version whenever a transform's output changes.
@@ -129,6 +132,28 @@
 // Clusters cloned from one etcd backup share every UID; declare an
 // identity for them.
 //
+// # Metadata-only informers
+//
+// MetadataFactory's informers store *metav1.PartialObjectMetadata, exactly
+// as client-go's metadata client hands them out (it decodes them without a
+// TypeMeta; so are they handed out after a warm start), and its listers are
+// client-go's metadatalister. Any cache file can hold them whatever scheme
+// it was opened with: client-go's scheme.Scheme does not register
+// PartialObjectMetadata, and the file's codec knows it without (see
+// persist.Options.Scheme). client-go's metadatainformer has one option,
+// WithTransform (here WithMetadataTransform); its filtered constructor's
+// namespace and tweak function are options here too
+// (WithMetadataNamespace, WithMetadataTweakListOptions), beside the
+// persistence options the other factories have.
+//
+// A Secret's metadata holds no data field, but its annotations can:
+// kubectl apply stores the whole object, data included, in
+// kubectl.kubernetes.io/last-applied-configuration. So an informer of
+// secrets keeps their metadata in memory, as the typed and dynamic
+// factories keep Secrets, unless the program opts in with
+// WithMetadataPersistSecrets (controller-runtime's adapter keeps metadata
+// Secrets the same way).
+//
 // # Starting while the apiserver is unreachable
 //
 // With the default cluster identity an informer cannot prove, while the
@@ -139,15 +164,6 @@
 // offline: the informer is synced from its file, listers serve the stored
 // state, and the watch retries with client-go's backoff until the server
 // answers; it then resumes, or relists once after a 410, and catches up.
-//
-// # Caught-up sync
-//
-// A warm informer is synced with its stored state, which misses what
-// changed while the process was down until the watch delivers it. A
-// controller that acts on absence (garbage collection, cleanup) should use
-// WithWaitCaughtUp: synced then also waits for the watch to pass a
-// consistent limit=1 read taken at start (see
-// cache.InformerOptions.WaitCaughtUp).
 //
 // # Caveats
 //
@@ -192,7 +208,7 @@
 // Collections for lists a program no longer makes stay in the file until it
 // is deleted.
 //
-// The dynamic factory cannot tell a cluster-scoped resource from a
-// namespaced one without discovery, so its namespace always names the
-// collection.
+// The dynamic and metadata factories cannot tell a cluster-scoped resource
+// from a namespaced one without discovery, so their namespace always names
+// the collection.
 package factory

@@ -1,17 +1,13 @@
 package factory
 
 import (
-	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -40,12 +36,7 @@ type DynamicFactory struct {
 	identityOnce sync.Once
 	identity     *clusterid.Source
 
-	// lock guards the fields below.
-	lock             sync.Mutex
-	informers        map[schema.GroupVersionResource]informers.GenericInformer
-	startedInformers map[schema.GroupVersionResource]bool
-	wg               sync.WaitGroup
-	shuttingDown     bool
+	informers resourceInformers
 }
 
 var _ dynamicinformer.DynamicSharedInformerFactory = (*DynamicFactory)(nil)
@@ -65,8 +56,6 @@ func NewFilteredDynamicSharedInformerFactory(client dynamic.Interface, defaultRe
 		defaultResync:    defaultResync,
 		namespace:        namespace,
 		tweakListOptions: tweakListOptions,
-		informers:        map[schema.GroupVersionResource]informers.GenericInformer{},
-		startedInformers: map[schema.GroupVersionResource]bool{},
 		memoryOnly:       map[schema.GroupVersionResource]bool{},
 	}
 	for _, opt := range options {
@@ -75,113 +64,42 @@ func NewFilteredDynamicSharedInformerFactory(client dynamic.Interface, defaultRe
 	return f
 }
 
-// secretsResource is the one resource the dynamic factory keeps in memory
-// unless told otherwise: an unstructured example object cannot say it.
+// secretsResource is the one resource the dynamic and metadata factories
+// keep in memory unless told otherwise: neither an unstructured nor a
+// metadata example object can say it.
 var secretsResource = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
 // ForResource returns the informer for gvr, building it on first use, with
 // client-go's default namespace index. A cache file error yields an
 // informer that never syncs and reports the error when run.
 func (f *DynamicFactory) ForResource(gvr schema.GroupVersionResource) informers.GenericInformer {
-	f.lock.Lock()
-	defer f.lock.Unlock()
-	if informer, ok := f.informers[gvr]; ok {
-		return informer
-	}
-	var informer cache.SharedIndexInformer
-	informer, err := f.newInformer(gvr)
-	if err != nil {
-		informer = newBrokenInformer(err)
-	}
-	generic := genericInformer{informer: informer, resource: gvr.GroupResource()}
-	f.informers[gvr] = generic
-	return generic
+	return f.informers.get(gvr, func() (cache.SharedIndexInformer, error) { return f.newInformer(gvr) },
+		func(informer cache.SharedIndexInformer) informers.GenericInformer {
+			return genericInformer{informer: informer, resource: gvr.GroupResource()}
+		})
 }
 
 func (f *DynamicFactory) newInformer(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, error) {
-	if f.db == nil {
-		return nil, fmt.Errorf("boltinformer dynamic factory: no cache file (pass a *persist.DB to the constructor)")
-	}
-	client, namespace, tweak := f.client, f.namespace, f.tweakListOptions
-	resource := func() dynamic.ResourceInterface { return client.Resource(gvr).Namespace(namespace) }
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			if tweak != nil {
-				tweak(&opts)
-			}
-			return resource().List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			if tweak != nil {
-				tweak(&opts)
-			}
-			return resource().Watch(ctx, opts)
-		},
-	}
-	// The resource may be namespaced or not; a dynamic client cannot tell
-	// without discovery, so the namespace always names the collection.
-	id := newListIdentity("dynamic", gvr, "", namespace, tweakedOptions(tweak))
-	informer, err := bcache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, bcache.InformerOptions{
-		Persistence: bcache.Persistence{
-			DB:           f.db,
-			Collection:   id.collection(),
-			Description:  id.description(),
-			ListIdentity: id.String(),
-			Cluster:      f.cluster(),
-			MemoryOnly:   f.memoryOnly[gvr] || (gvr == secretsResource && !f.persistSecrets),
-		},
-		ResyncPeriod: f.defaultResync,
-		Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		SyncedAtOpen: f.syncedAtOpen,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("boltinformer dynamic factory: informer for %s: %w", gvr, err)
-	}
-	return informer, nil
+	client, namespace := f.client, f.namespace
+	list := resourceListOf[*unstructured.UnstructuredList]("dynamic", gvr, namespace, f.tweakListOptions,
+		func() dynamic.ResourceInterface { return client.Resource(gvr).Namespace(namespace) })
+	return newResourceInformer(list, &unstructured.Unstructured{}, bcache.Persistence{
+		DB:         f.db,
+		Cluster:    f.cluster(),
+		MemoryOnly: f.memoryOnly[gvr] || (gvr == secretsResource && !f.persistSecrets),
+	}, f.defaultResync, f.syncedAtOpen)
 }
 
 // Start starts every informer requested so far that has not been started.
 func (f *DynamicFactory) Start(stopCh <-chan struct{}) {
-	f.lock.Lock()
-	defer f.lock.Unlock()
-	if f.shuttingDown {
-		return
-	}
-	ctx := wait.ContextForChannel(stopCh)
-	for gvr, informer := range f.informers {
-		if !f.startedInformers[gvr] {
-			f.wg.Go(func() { informer.Informer().RunWithContext(ctx) })
-			f.startedInformers[gvr] = true
-		}
-	}
+	f.informers.start(wait.ContextForChannel(stopCh))
 }
 
 // WaitForCacheSync waits for every started informer to sync, or stopCh.
 func (f *DynamicFactory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersionResource]bool {
-	started := map[schema.GroupVersionResource]cache.SharedIndexInformer{}
-	f.lock.Lock()
-	for gvr, informer := range f.informers {
-		if f.startedInformers[gvr] {
-			started[gvr] = informer.Informer()
-		}
-	}
-	f.lock.Unlock()
-	res := map[schema.GroupVersionResource]bool{}
-	for gvr, informer := range started {
-		if _, broken := informer.(*brokenInformer); broken {
-			res[gvr] = false
-			continue
-		}
-		res[gvr] = cache.WaitForCacheSync(stopCh, informer.HasSynced)
-	}
-	return res
+	return f.informers.waitForCacheSync(stopCh)
 }
 
 // Shutdown marks the factory as shutting down and waits for the started
 // informers to return.
-func (f *DynamicFactory) Shutdown() {
-	defer f.wg.Wait()
-	f.lock.Lock()
-	defer f.lock.Unlock()
-	f.shuttingDown = true
-}
+func (f *DynamicFactory) Shutdown() { f.informers.shutdown() }

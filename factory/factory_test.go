@@ -38,6 +38,37 @@ func openDB(t *testing.T) *persist.DB {
 	return db
 }
 
+// closeAndRead closes db and returns its file's bytes.
+func closeAndRead(t *testing.T, db *persist.DB) []byte {
+	t.Helper()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(db.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// requireCollections fails unless db's collections are named want (in
+// order), and returns them.
+func requireCollections(t *testing.T, db *persist.DB, want ...string) []persist.CollectionInfo {
+	t.Helper()
+	infos, err := db.Collections()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, info := range infos {
+		names = append(names, info.Name)
+	}
+	if strings.Join(names, "|") != strings.Join(want, "|") {
+		t.Errorf("collections = %q, want %q", names, want)
+	}
+	return infos
+}
+
 // kubeSystem is the namespace whose UID the factories record as the
 // cluster's identity; an informer does not sync before it has it.
 func kubeSystem() *corev1.Namespace {
@@ -208,18 +239,7 @@ func TestNamespaceAndSelectorFilters(t *testing.T) {
 	if n := names(got); strings.Join(n, ",") != "a/web1" {
 		t.Errorf("filtered factory lists %v", n)
 	}
-	infos, err := db.Collections()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var collections []string
-	for _, info := range infos {
-		collections = append(collections, info.Name)
-	}
-	want := []string{"typed/v1/pods", "typed/v1/pods ns=a labels=app=web"}
-	if strings.Join(collections, "|") != strings.Join(want, "|") {
-		t.Errorf("collections = %q, want %q", collections, want)
-	}
+	requireCollections(t, db, "typed/v1/pods", "typed/v1/pods ns=a labels=app=web")
 }
 
 func TestTypeWithoutTypedClientFailsClearly(t *testing.T) {
@@ -309,14 +329,7 @@ func TestSecretsStayInMemoryUnlessOptedIn(t *testing.T) {
 		}
 		cancel()
 		f.Shutdown()
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if onDisk := bytes.Contains(raw, []byte(value)); onDisk != optIn {
+		if onDisk := bytes.Contains(closeAndRead(t, db), []byte(value)); onDisk != optIn {
 			t.Errorf("optIn=%v: secret data in the file = %v", optIn, onDisk)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers/internalinterfaces"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -160,6 +161,77 @@ func WithDynamicSyncedAtOpen() DynamicOption {
 // memory only.
 func WithDynamicMemoryOnly(resources ...schema.GroupVersionResource) DynamicOption {
 	return func(f *DynamicFactory) {
+		for _, r := range resources {
+			f.memoryOnly[r] = true
+		}
+	}
+}
+
+// MetadataOption configures a MetadataFactory, as client-go's
+// metadatainformer.SharedInformerOption does.
+type MetadataOption func(*MetadataFactory)
+
+// WithMetadataTransform is client-go's metadatainformer.WithTransform: a
+// transform applied to every object before it is stored. The file holds
+// transformed objects, so declare the transform's version with
+// WithMetadataTransformVersion and change it whenever its output changes.
+func WithMetadataTransform(transform cache.TransformFunc) MetadataOption {
+	return func(f *MetadataFactory) { f.transform = transform }
+}
+
+// WithMetadataTransformVersion is WithTransformVersion for the metadata
+// factory: a collection stored under another version starts cold.
+func WithMetadataTransformVersion(version string) MetadataOption {
+	return func(f *MetadataFactory) { f.transformVersion = version }
+}
+
+// WithMetadataNamespace limits the metadata factory's informers to one
+// namespace (NewFilteredMetadataSharedInformerFactory's namespace).
+func WithMetadataNamespace(namespace string) MetadataOption {
+	return func(f *MetadataFactory) { f.namespace = namespace }
+}
+
+// WithMetadataTweakListOptions sets a function applied to every list and
+// watch request of the metadata factory (NewFilteredMetadataSharedInformerFactory's
+// tweakListOptions). The selectors it sets name the informers' collections,
+// so a changed selector starts a new collection instead of resuming the old
+// one.
+func WithMetadataTweakListOptions(tweak metadatainformer.TweakListOptionsFunc) MetadataOption {
+	return func(f *MetadataFactory) { f.tweakListOptions = tweak }
+}
+
+// WithMetadataClusterIdentity is WithClusterIdentity for the metadata
+// factory, whose default identity is the kube-system namespace's UID read
+// through the metadata client.
+func WithMetadataClusterIdentity(id string) MetadataOption {
+	return func(f *MetadataFactory) { f.clusterIdentity = id }
+}
+
+// WithMetadataSyncedAtOpen is WithSyncedAtOpen for the metadata factory.
+// kube-controller-manager's garbage collector and namespace controller act
+// on what they do not find, which is what it is for.
+func WithMetadataSyncedAtOpen() MetadataOption {
+	return func(f *MetadataFactory) { f.syncedAtOpen = true }
+}
+
+// WithMetadataCacheBound is WithCacheBound for the metadata factory.
+func WithMetadataCacheBound(objects int, bytes int64) MetadataOption {
+	return func(f *MetadataFactory) { f.cacheObjects, f.cacheBytes = objects, bytes }
+}
+
+// WithMetadataPersistSecrets lets the metadata factory persist the metadata
+// of core/v1 secrets; without it an informer for them keeps them in memory
+// only. A Secret's metadata holds no data field, but its annotations can:
+// kubectl apply copies the whole object, data included, into the
+// kubectl.kubernetes.io/last-applied-configuration annotation.
+func WithMetadataPersistSecrets() MetadataOption {
+	return func(f *MetadataFactory) { f.persistSecrets = true }
+}
+
+// WithMetadataMemoryOnly keeps the metadata factory's informers of the
+// given resources in memory only.
+func WithMetadataMemoryOnly(resources ...schema.GroupVersionResource) MetadataOption {
+	return func(f *MetadataFactory) {
 		for _, r := range resources {
 			f.memoryOnly[r] = true
 		}

@@ -46,10 +46,26 @@ type Codec struct {
 }
 
 // NewCodec returns a Codec that resolves typed objects through scheme. A nil
-// scheme allows only unstructured objects.
+// scheme allows only unstructured objects and the metadata-only types every
+// codec knows (see metaTypes).
 func NewCodec(scheme *runtime.Scheme) *Codec {
 	return &Codec{scheme: scheme}
 }
+
+// metaTypes are the types every Codec can encode and decode whether or not
+// its scheme registers them: meta.k8s.io/v1 PartialObjectMetadata (and its
+// list), what metadata-only informers store. client-go's scheme.Scheme,
+// which most programs pass to Open, does not register them, and a metadata
+// informer on such a file would otherwise find at its first write that it
+// cannot persist anything. The caller's scheme is asked first, so a scheme
+// that registers them (controller-runtime's adapter does, see its
+// CodecScheme) names them as before; both name them
+// "meta.k8s.io/v1, Kind=PartialObjectMetadata".
+var metaTypes = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	s.AddKnownTypes(metav1.SchemeGroupVersion, &metav1.PartialObjectMetadata{}, &metav1.PartialObjectMetadataList{})
+	return s
+}()
 
 // Encode returns the record for obj. The record does not alias obj.
 func (c *Codec) Encode(obj runtime.Object) ([]byte, error) { return c.encode(obj, nil) }
@@ -176,12 +192,21 @@ func (c *Codec) typeOf(obj runtime.Object) (string, error) {
 	if s, ok := c.kinds.Load(t); ok {
 		return s.(string), nil
 	}
-	if c.scheme == nil {
-		return "", fmt.Errorf("%w: %T: no scheme to name its type", ErrUnencodable, obj)
+	var gvks []schema.GroupVersionKind
+	var err error
+	if c.scheme != nil {
+		gvks, _, err = c.scheme.ObjectKinds(obj)
 	}
-	gvks, _, err := c.scheme.ObjectKinds(obj)
-	if err != nil || len(gvks) == 0 {
-		return "", fmt.Errorf("%w: %T is not registered in the scheme (register it, or use *unstructured.Unstructured): %v", ErrUnencodable, obj, err)
+	if c.scheme == nil || err != nil || len(gvks) == 0 {
+		known, _, metaErr := metaTypes.ObjectKinds(obj)
+		switch {
+		case metaErr == nil && len(known) > 0:
+			gvks = known
+		case c.scheme == nil:
+			return "", fmt.Errorf("%w: %T: no scheme to name its type", ErrUnencodable, obj)
+		default:
+			return "", fmt.Errorf("%w: %T is not registered in the scheme (register it, or use *unstructured.Unstructured): %v", ErrUnencodable, obj, err)
+		}
 	}
 	s := gvks[0].String()
 	c.kinds.Store(t, s)
@@ -237,9 +262,6 @@ func (c *Codec) decodePayload(h format.Header, payload []byte) (runtime.Object, 
 }
 
 func (c *Codec) newObject(typ string) (runtime.Object, error) {
-	if c.scheme == nil {
-		return nil, fmt.Errorf("%w: record of type %q needs a scheme", ErrUnknownType, typ)
-	}
 	var gvk schema.GroupVersionKind
 	if v, ok := c.types.Load(typ); ok {
 		gvk = v.(schema.GroupVersionKind)
@@ -251,11 +273,20 @@ func (c *Codec) newObject(typ string) (runtime.Object, error) {
 		gvk = parsed
 		c.types.Store(typ, gvk)
 	}
-	obj, err := c.scheme.New(gvk)
-	if err != nil {
+	if c.scheme != nil {
+		obj, err := c.scheme.New(gvk)
+		if err == nil {
+			return obj, nil
+		}
+		if obj, metaErr := metaTypes.New(gvk); metaErr == nil {
+			return obj, nil
+		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnknownType, typ, err)
 	}
-	return obj, nil
+	if obj, err := metaTypes.New(gvk); err == nil {
+		return obj, nil
+	}
+	return nil, fmt.Errorf("%w: record of type %q needs a scheme", ErrUnknownType, typ)
 }
 
 // parseGVKString inverts schema.GroupVersionKind.String: "group/version, Kind=K"

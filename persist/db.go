@@ -79,7 +79,9 @@ type Options struct {
 	MoveAsideCorrupt bool
 
 	// Scheme resolves typed objects for the record codec. Nil allows only
-	// *unstructured.Unstructured objects.
+	// *unstructured.Unstructured objects and metav1.PartialObjectMetadata,
+	// which every file can hold whatever its scheme (client-go's
+	// scheme.Scheme does not register it).
 	Scheme *runtime.Scheme
 
 	// PageSize is the page size of a file this Open creates; an existing

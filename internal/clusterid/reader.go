@@ -2,6 +2,7 @@ package clusterid
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 )
 
 // Typed reads through a clientset.
@@ -65,4 +67,24 @@ func (r dynamicReader) Self(ctx context.Context) (authenticationv1.UserInfo, err
 		return authenticationv1.UserInfo{}, fmt.Errorf("decoding the SelfSubjectReview: %w", err)
 	}
 	return typed.Status.UserInfo, nil
+}
+
+// Metadata reads the kube-system namespace's UID through a metadata
+// client. A metadata client can only get, list and watch objects'
+// metadata, not create a SelfSubjectReview, so a client that may not read
+// kube-system cannot be identified through it: declare the identity.
+func Metadata(client metadata.Interface) Reader { return metadataReader{client} }
+
+type metadataReader struct{ client metadata.Interface }
+
+func (r metadataReader) KubeSystemUID(ctx context.Context) (string, error) {
+	ns, err := r.client.Resource(namespacesResource).Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	return string(ns.GetUID()), nil
+}
+
+func (r metadataReader) Self(context.Context) (authenticationv1.UserInfo, error) {
+	return authenticationv1.UserInfo{}, errors.New("a metadata client cannot create a SelfSubjectReview")
 }
