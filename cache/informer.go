@@ -315,6 +315,7 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 	}
 	inf.public = store
 	if persistent != nil {
+		inf.gate.seeds = newSeedStore(opts.Indexers)
 		inf.public = provenStore{storeIndexer: store, gate: &inf.gate}
 	}
 	return inf, nil
@@ -402,8 +403,8 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		if !s.checkProvenance(ctx) {
 			return // stopped before the cluster's identity was known
 		}
-		// Listers may read the collection from now on.
-		s.gate.proven.Store(true)
+		// Listers may read the collection from now on (seed.go).
+		s.openStore(ctx)
 	}
 	if s.persistent != nil {
 		defer s.persistent.coll.DB().AddCommitObserver(s.commitFailures(ctx))()
@@ -437,7 +438,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	fifo, refl, delivery := s.begin(logger)
 	stopFirst := launch(refl)
 	if delivery != nil {
-		close(s.loaded)
+		s.loadedOnceListed(ctx, &wg)
 		wg.Start(func() {
 			err := delivery.run(ctx, s.keepOnly)
 			s.gate.verifying.Store(nil)
@@ -573,7 +574,7 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		resume = "" // "any version": nothing to resume from
 	}
 	s.warm = resume != ""
-	if s.persistent != nil && !s.warm {
+	if s.persistent != nil && !s.warm && !s.gate.seeds.seeded {
 		// A cold start lists into an empty store, so the list reaches
 		// handlers as initial adds.
 		if err := s.persistent.Replace(nil, ""); err != nil {
@@ -596,10 +597,10 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.persistent.retryAfter(done)
 		listAfter = delivery.done
 	}
-	s.reflector = reflector.New(s.listerWatcher, fifo, s.reflectorOptions(reflector.Options{
+	s.reflector = reflector.New(s.listerWatcher, fifo, s.reflectorOptions(s.listIfOwed(reflector.Options{
 		ResumeResourceVersion: resume,
 		ListAfter:             listAfter,
-	}))
+	})))
 	s.started = true
 	return fifo, s.reflector, delivery
 }
@@ -691,14 +692,17 @@ func (s *Informer) relistAfterReadError(ctx context.Context, err error, stopFirs
 }
 
 // keepOnly removes from the collection every key handedOut says no handler
-// was given, and its resourceVersion, so the relist that follows is
-// reconciled with what handlers got and a crash meanwhile starts cold.
+// was given, so the relist that follows is reconciled with what handlers
+// got, and marks the collection as owing a list in the same commit, so a
+// stop before the relist lands lists at the next start (persist's
+// must-list mark survives the events and bookmarks applied meanwhile).
 func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) error {
+	s.gate.owe() // listers wait for the relist (readerror.go)
 	keys, err := s.persistent.coll.Keys()
 	if err != nil {
 		// Not even the keys can be read: drop everything; handlers then see
 		// the relist as adds and updates of what they got.
-		return s.persistent.coll.Reset(ctx, s.persistent.coll.Provenance())
+		return s.persistent.coll.SetAsideAll(ctx)
 	}
 	var ops []persist.Op
 	for _, k := range keys {
@@ -706,7 +710,7 @@ func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) er
 			ops = append(ops, persist.Op{Key: k, Delete: true})
 		}
 	}
-	return s.persistent.coll.Apply(ops, "")
+	return s.persistent.coll.SetAside(ops)
 }
 
 // releaseFilePages takes the file's pages, which a sync has just walked,
@@ -853,6 +857,7 @@ func (s *Informer) closeCollection(logger klog.Logger) {
 	if s.persistent == nil {
 		return
 	}
+	s.gate.stopOwing()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.persistent.coll.Close(ctx); err != nil {
@@ -943,7 +948,7 @@ func (s *Informer) AddIndexers(indexers cache.Indexers) error {
 	if s.stopped {
 		return fmt.Errorf("indexer was not added because it has stopped already")
 	}
-	return s.store.AddIndexers(indexers)
+	return s.public.AddIndexers(indexers)
 }
 
 // GetController implements cache.SharedInformer; like client-go's it cannot
