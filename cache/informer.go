@@ -928,11 +928,14 @@ func (s *Informer) LastSyncResourceVersion() string {
 
 // GetStore implements cache.SharedInformer.
 // Until the informer has started and checked the collection's provenance
-// (see RunWithContext) the store reads as empty.
+// (see RunWithContext) the store reads as empty, except for what was
+// written to it meanwhile, which makes Run start cold (see the package
+// documentation, Seeding listers).
 func (s *Informer) GetStore() cache.Store { return s.public }
 
 // GetIndexer implements cache.SharedIndexInformer.
-// Like GetStore, it reads as empty until the provenance is checked.
+// Like GetStore, it reads as empty until the provenance is checked, except
+// for what was written to it.
 func (s *Informer) GetIndexer() cache.Indexer { return s.public }
 
 // Indexer returns the persistent indexer, or nil for a memory-only
