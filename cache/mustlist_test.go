@@ -177,6 +177,14 @@ func TestReadErrorStopBeforeRelistListsAtNextStart(t *testing.T) {
 	r1.stop()
 	if res := <-listed; res.panic == nil {
 		t.Errorf("List on an informer that stopped before relisting = %v; want a panic, never the partial set", sorted(res.keys))
+	} else if err, ok := res.panic.(error); !ok || !errors.Is(err, bcache.ErrIncomplete) {
+		t.Errorf("List panicked with %v, want an error wrapping ErrIncomplete", res.panic)
+	}
+	if _, exists, err := r1.inf.GetIndexer().GetByKey("ns/b"); !errors.Is(err, bcache.ErrIncomplete) {
+		t.Errorf("GetByKey(ns/b), set aside, after the stop = exists %v, %v; want ErrIncomplete", exists, err)
+	}
+	if obj, exists, err := r1.inf.GetIndexer().GetByKey("ns/d"); !exists || err != nil {
+		t.Errorf("GetByKey(ns/d), stored, after the stop = %v, %v, %v; want it found", obj, exists, err)
 	}
 	f.reopen()
 

@@ -26,6 +26,7 @@ type readGate struct {
 	// store owes, nil if none; owedGen counts owe calls, so a read can tell
 	// a list became owed while it ran; waiters counts reads waiting.
 	owedMu  sync.Mutex
+	stopped bool // guarded by owedMu: the informer has stopped
 	owed    atomic.Pointer[owedList]
 	owedGen atomic.Uint64
 	waiters atomic.Int64
@@ -65,8 +66,11 @@ func (p provenStore) GetByKey(key string) (interface{}, bool, error) {
 	if g, ok := fromSeeds(p.gate.seeds, false, read); ok {
 		return g.obj, g.exists, g.err
 	}
-	if g := read(p.storeIndexer); g.exists || g.err != nil || !p.gate.owes() {
-		return g.obj, g.exists, g.err // found: there whatever else is missing
+	gen := p.gate.owedGen.Load()
+	if g := read(p.storeIndexer); g.exists || g.err != nil || (!p.gate.owes() && p.gate.owedGen.Load() == gen) {
+		// Found: there whatever else is missing. Absent, with no list owed
+		// before or during the read: absent.
+		return g.obj, g.exists, g.err
 	}
 	g, err := whole(p.gate, func() got { return read(p.storeIndexer) })
 	if err != nil {

@@ -115,7 +115,13 @@ func (g *readGate) owe() {
 		return
 	}
 	g.owedGen.Add(1)
-	g.owed.Store(&owedList{done: make(chan struct{})})
+	o := &owedList{done: make(chan struct{})}
+	if g.stopped {
+		// A set-aside racing the informer's stop: no list will come.
+		o.err = ErrIncomplete
+		close(o.done)
+	}
+	g.owed.Store(o)
 }
 
 // owes reports whether a list is owed.
@@ -140,6 +146,7 @@ func (g *readGate) paid() {
 func (g *readGate) stopOwing() {
 	g.owedMu.Lock()
 	defer g.owedMu.Unlock()
+	g.stopped = true
 	if o := g.owed.Load(); o != nil && o.err == nil {
 		o.err = ErrIncomplete
 		close(o.done)
@@ -184,9 +191,8 @@ func whole[T any](g *readGate, read func() T) (T, error) {
 func mustWhole[T any](g *readGate, method string, read func() T) T {
 	v, err := whole(g, read)
 	if err != nil {
-		err = fmt.Errorf("boltinformer: %s: %w", method, err)
 		handleReadError(method, err)
-		panic(fmt.Errorf("%w; refusing to return a partial result, which callers would read as deleted objects", err))
+		panic(fmt.Errorf("boltinformer: %s: %w; refusing to return a partial result, which callers would read as deleted objects", method, err))
 	}
 	return v
 }
