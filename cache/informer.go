@@ -416,11 +416,23 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 
 	// Every reflector runs under reflectorCtx; RunWithContext returns only
 	// after the last one has.
+	// relistAfterReadError may launch one while the informer stops: launchMu
+	// keeps a Start from running beside reflectors.Wait.
 	reflectorCtx, stopReflectors := context.WithCancel(ctx)
 	var reflectors wait.Group
+	var launchMu sync.Mutex
 	defer reflectors.Wait()
-	defer stopReflectors()
+	defer func() {
+		stopReflectors()
+		launchMu.Lock() // a launch under way has started its reflector
+		launchMu.Unlock()
+	}()
 	launch := func(refl *reflector.Reflector) (stop func()) {
+		launchMu.Lock()
+		defer launchMu.Unlock()
+		if reflectorCtx.Err() != nil {
+			return func() {}
+		}
 		attemptCtx, cancel := context.WithCancel(reflectorCtx)
 		done := make(chan struct{})
 		reflectors.Start(func() { defer close(done); refl.Run(attemptCtx) })
