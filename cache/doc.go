@@ -9,7 +9,8 @@
 // a Persistence: the open persist.DB and the collection to keep the
 // informer's state in; NewSharedIndexInformerWithOptions takes it in
 // InformerOptions, beside client-go's options. An Informer
-// that finds a stored resourceVersion does not list: it reports synced, its
+// that finds a stored resourceVersion does not list (unless the collection
+// owes a list after a read error; see Warm start): it reports synced, its
 // listers serve the stored state, and the watch resumes from there, as soon
 // as the file is open and its provenance checked; every handler gets
 // OnAdd(obj, true) for each stored object in the background (see Warm
