@@ -421,16 +421,18 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	reflectorCtx, stopReflectors := context.WithCancel(ctx)
 	var reflectors wait.Group
 	var launchMu sync.Mutex
+	launchDone := false // guarded by launchMu
 	defer reflectors.Wait()
 	defer func() {
 		stopReflectors()
 		launchMu.Lock() // a launch under way has started its reflector
+		launchDone = true
 		launchMu.Unlock()
 	}()
 	launch := func(refl *reflector.Reflector) (stop func()) {
 		launchMu.Lock()
 		defer launchMu.Unlock()
-		if reflectorCtx.Err() != nil {
+		if launchDone {
 			return func() {}
 		}
 		attemptCtx, cancel := context.WithCancel(reflectorCtx)
