@@ -9,7 +9,8 @@
 // a Persistence: the open persist.DB and the collection to keep the
 // informer's state in; NewSharedIndexInformerWithOptions takes it in
 // InformerOptions, beside client-go's options. An Informer
-// that finds a stored resourceVersion does not list: it reports synced, its
+// that finds a stored resourceVersion does not list (unless the collection
+// owes a list after a read error; see Warm start): it reports synced, its
 // listers serve the stored state, and the watch resumes from there, as soon
 // as the file is open and its provenance checked; every handler gets
 // OnAdd(obj, true) for each stored object in the background (see Warm
@@ -43,7 +44,9 @@
 //
 // Until the check has passed, the informer hands out nothing stored: its
 // handlers get nothing and GetStore and GetIndexer (every lister) read as
-// empty, as a client-go informer's store before its first list. A cluster
+// empty, as a client-go informer's store before its first list. Writes
+// through them meanwhile are kept and read back as client-go's store would
+// (see Seeding listers). A cluster
 // identity that needs the apiserver (the factories' default) therefore
 // keeps a warm informer empty and unsynced while the apiserver is down:
 // resume only what provably matches. With a declared identity
@@ -75,8 +78,37 @@
 // keeps what handlers were given, the rest is set aside, and the informer
 // relists (reported to the watch error handler, counted in
 // boltinformer_collection_resets_total{reason="read_error"}); what was set
-// aside returns with the relist as OnAdd(obj, false), and until then the
-// store lacks it.
+// aside returns with the relist as OnAdd(obj, false). Until the relist is
+// applied the store lacks it, and the informer may already have reported
+// synced, so reads through GetStore and GetIndexer that could show an object
+// as absent — List, ListKeys, index lookups, a Get that finds nothing —
+// wait for the relist (a Get that finds its object returns at once); if the
+// informer stops first they fail with ErrIncomplete, List, ListKeys and
+// ListIndexFuncValues panicking with it as with a read error. The relist is
+// owed durably: the collection's must-list mark (persist.Collection.MustList)
+// is written in the commit that sets the state aside and kept by every
+// later event, bookmark and clean stop, so a start that finds it lists from
+// the stored resourceVersion, reconciling the list with the stored state
+// (the stored objects reach handlers first, as a warm start's initial adds),
+// and is synced only once the list is applied; only an applied list clears
+// it. The informer's own reads (late joins) do not wait: a handler added
+// while the relist is owed gets the partial store as its initial adds, and
+// the rest as adds when the relist lands.
+//
+// # Seeding listers
+//
+// Controller unit tests write to an informer's store before it runs
+// (GetIndexer().Add(obj), then a lister built on GetIndexer). Until Run has
+// checked the collection's provenance, GetStore and GetIndexer are backed
+// by client-go's in-memory indexer with the informer's indexers: whatever is
+// written reads back as from client-go's informer, and Indexer still serves
+// the file. If anything was written (Add, Update, Delete, Replace,
+// Transaction), Run starts cold: the seeded objects are not the cluster's,
+// so the stored collection is dropped (objects and resourceVersion) rather
+// than resumed, the seeded objects are stored in its place, and the first
+// list replaces them as client-go's first list replaces a seeded store —
+// seeded objects the list lacks reach handlers as DeletedFinalStateUnknown,
+// those it has as updates. Reads alone do not count.
 //
 // # Caught-up sync
 //

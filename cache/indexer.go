@@ -107,6 +107,18 @@ type Indexer struct {
 	// retryWait, if set, is closed when a failed read may be retried (see
 	// retryAfter).
 	retryWait atomic.Pointer[<-chan struct{}]
+	// listApplied, if set, is called after each Replace that succeeded.
+	listApplied atomic.Pointer[func()]
+}
+
+// onList makes Replace call fn after each list it applied.
+func (i *Indexer) onList(fn func()) { i.listApplied.Store(&fn) }
+
+// notifyList tells onList's function a list was applied.
+func (i *Indexer) notifyList() {
+	if fn := i.listApplied.Load(); fn != nil {
+		(*fn)()
+	}
 }
 
 type memoryStore struct{ storeIndexer }
@@ -450,9 +462,16 @@ func (i *Indexer) Transaction(txns ...cache.Transaction) *cache.TransactionError
 
 // Replace makes the store hold exactly list, at resource version rv. Objects
 // whose resource version equals the stored one are not rewritten.
+//
+// A Replace is a list: it clears the collection's must-list mark (see
+// persist.Collection.MustList) in the commit that writes it.
 func (i *Indexer) Replace(list []interface{}, rv string) error {
 	if m := i.inMemory(); m != nil {
-		return m.Replace(list, rv)
+		if err := m.Replace(list, rv); err != nil {
+			return err
+		}
+		i.notifyList()
+		return nil
 	}
 	type item struct {
 		key string
@@ -495,7 +514,11 @@ func (i *Indexer) Replace(list []interface{}, rv string) error {
 	for _, key := range gone {
 		ops = append(ops, persist.Op{Key: key, Delete: true})
 	}
-	return i.coll.Apply(ops, rv)
+	if err := i.coll.ApplyList(ops, rv); err != nil {
+		return err
+	}
+	i.notifyList()
+	return nil
 }
 
 // Resync does nothing, as for client-go's store.

@@ -320,6 +320,7 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 	inf.caught = newCaughtUp()
 	inf.public = store
 	if persistent != nil {
+		inf.gate.seeds = newSeedStore(opts.Indexers)
 		inf.public = provenStore{storeIndexer: store, gate: &inf.gate}
 	}
 	return inf, nil
@@ -407,8 +408,8 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		if !s.checkProvenance(ctx) {
 			return // stopped before the cluster's identity was known
 		}
-		// Listers may read the collection from now on.
-		s.gate.proven.Store(true)
+		// Listers may read the collection from now on (seed.go).
+		s.openStore(ctx)
 	}
 	if s.persistent != nil {
 		defer s.persistent.coll.DB().AddCommitObserver(s.commitFailures(ctx))()
@@ -420,11 +421,25 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 
 	// Every reflector runs under reflectorCtx; RunWithContext returns only
 	// after the last one has.
+	// relistAfterReadError may launch one while the informer stops: launchMu
+	// keeps a Start from running beside reflectors.Wait.
 	reflectorCtx, stopReflectors := context.WithCancel(ctx)
 	var reflectors wait.Group
+	var launchMu sync.Mutex
+	launchDone := false // guarded by launchMu
 	defer reflectors.Wait()
-	defer stopReflectors()
+	defer func() {
+		stopReflectors()
+		launchMu.Lock() // a launch under way has started its reflector
+		launchDone = true
+		launchMu.Unlock()
+	}()
 	launch := func(refl *reflector.Reflector) (stop func()) {
+		launchMu.Lock()
+		defer launchMu.Unlock()
+		if launchDone {
+			return func() {}
+		}
 		attemptCtx, cancel := context.WithCancel(reflectorCtx)
 		done := make(chan struct{})
 		reflectors.Start(func() { defer close(done); refl.Run(attemptCtx) })
@@ -440,7 +455,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	fifo, refl, delivery := s.begin(logger)
 	stopFirst := launch(refl)
 	if delivery != nil {
-		close(s.loaded)
+		s.loadedOnceListed(ctx, &wg)
 		wg.Start(func() {
 			err := delivery.run(ctx, s.keepOnly)
 			s.gate.verifying.Store(nil)
@@ -574,7 +589,7 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		resume = "" // "any version": nothing to resume from
 	}
 	s.warm = resume != ""
-	if s.persistent != nil && !s.warm {
+	if s.persistent != nil && !s.warm && !s.gate.seeds.seeded {
 		// A cold start lists into an empty store, so the list reaches
 		// handlers as initial adds.
 		if err := s.persistent.Replace(nil, ""); err != nil {
@@ -600,11 +615,11 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.persistent.retryAfter(done)
 		listAfter = delivery.done
 	}
-	s.reflector = reflector.New(s.listerWatcher, fifo, s.reflectorOptions(reflector.Options{
+	s.reflector = reflector.New(s.listerWatcher, fifo, s.reflectorOptions(s.listIfOwed(reflector.Options{
 		ResumeResourceVersion: resume,
 		ListAfter:             listAfter,
 		CatchUp:               s.catchUp(),
-	}))
+	})))
 	s.started = true
 	return fifo, s.reflector, delivery
 }
@@ -698,14 +713,17 @@ func (s *Informer) relistAfterReadError(ctx context.Context, err error, stopFirs
 }
 
 // keepOnly removes from the collection every key handedOut says no handler
-// was given, and its resourceVersion, so the relist that follows is
-// reconciled with what handlers got and a crash meanwhile starts cold.
+// was given, so the relist that follows is reconciled with what handlers
+// got, and marks the collection as owing a list in the same commit, so a
+// stop before the relist lands lists at the next start (persist's
+// must-list mark survives the events and bookmarks applied meanwhile).
 func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) error {
+	s.gate.owe() // listers wait for the relist (readerror.go)
 	keys, err := s.persistent.coll.Keys()
 	if err != nil {
 		// Not even the keys can be read: drop everything; handlers then see
 		// the relist as adds and updates of what they got.
-		return s.persistent.coll.Reset(ctx, s.persistent.coll.Provenance())
+		return s.persistent.coll.SetAsideAll(ctx)
 	}
 	var ops []persist.Op
 	for _, k := range keys {
@@ -713,7 +731,7 @@ func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) er
 			ops = append(ops, persist.Op{Key: k, Delete: true})
 		}
 	}
-	return s.persistent.coll.Apply(ops, "")
+	return s.persistent.coll.SetAside(ops)
 }
 
 // releaseFilePages takes the file's pages, which a sync has just walked,
@@ -858,6 +876,7 @@ func (s *Informer) closeCollection(logger klog.Logger) {
 	if s.persistent == nil {
 		return
 	}
+	s.gate.stopOwing()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.persistent.coll.Close(ctx); err != nil {
@@ -928,11 +947,14 @@ func (s *Informer) LastSyncResourceVersion() string {
 
 // GetStore implements cache.SharedInformer.
 // Until the informer has started and checked the collection's provenance
-// (see RunWithContext) the store reads as empty.
+// (see RunWithContext) the store reads as empty, except for what was
+// written to it meanwhile, which makes Run start cold (see the package
+// documentation, Seeding listers).
 func (s *Informer) GetStore() cache.Store { return s.public }
 
 // GetIndexer implements cache.SharedIndexInformer.
-// Like GetStore, it reads as empty until the provenance is checked.
+// Like GetStore, it reads as empty until the provenance is checked, except
+// for what was written to it.
 func (s *Informer) GetIndexer() cache.Indexer { return s.public }
 
 // Indexer returns the persistent indexer, or nil for a memory-only
@@ -948,7 +970,7 @@ func (s *Informer) AddIndexers(indexers cache.Indexers) error {
 	if s.stopped {
 		return fmt.Errorf("indexer was not added because it has stopped already")
 	}
-	return s.store.AddIndexers(indexers)
+	return s.public.AddIndexers(indexers)
 }
 
 // GetController implements cache.SharedInformer; like client-go's it cannot

@@ -1,20 +1,35 @@
 package cache
 
 import (
-	"fmt"
+	"sync"
 	"sync/atomic"
+
+	"k8s.io/client-go/tools/cache"
 )
 
-// readGate says what an informer's store may serve: nothing until the
-// collection's provenance is checked, and no index lookups while a warm
-// start is still verifying the stored index entries.
+// readGate says what an informer's store may serve: the seed store (see
+// seed.go) until the collection's provenance is checked; then the
+// collection, except that index lookups wait while a warm start is still
+// verifying the stored index entries, and reads that could show an object
+// as absent wait while the store owes a list (see readerror.go).
 type readGate struct {
-	proven atomic.Bool
 	// verifying, while set, is closed once a warm start has checked every
 	// stored index entry against the index functions (or stopped trying,
 	// because the informer stopped). Index lookups wait for it: an entry
 	// written by an older index function must never be served.
 	verifying atomic.Pointer[chan struct{}]
+
+	// seeds serves until the provenance is checked.
+	seeds *seedStore
+
+	// owedMu serializes owe, paid and stopOwing. owed is the list the
+	// store owes, nil if none; owedGen counts owe calls, so a read can tell
+	// a list became owed while it ran; waiters counts reads waiting.
+	owedMu  sync.Mutex
+	stopped bool // guarded by owedMu: the informer has stopped
+	owed    atomic.Pointer[owedList]
+	owedGen atomic.Uint64
+	waiters atomic.Int64
 }
 
 // waitIndexes blocks until stored index entries may be served.
@@ -26,89 +41,189 @@ func (g *readGate) waitIndexes() {
 
 // provenStore is the store an informer hands out (GetStore, GetIndexer, and
 // so every lister). Until the informer has checked the collection's
-// provenance it reads as empty, as client-go's store does before its first
-// list: what the file holds may come from another cluster or another list,
-// and is only served once it is shown to be this informer's (or, if it is
-// not, once it has been emptied). Once it is, objects are served at once;
-// index lookups wait until the warm start has verified the stored index
-// entries (see warmDelivery). Writes go to the underlying store.
+// provenance it serves the seed store — empty, as client-go's store before
+// its first list, unless written to: what the file holds may come from
+// another cluster or another list, and is only served once it is shown to
+// be this informer's (or, if it is not, once it has been emptied). Once it
+// is, objects are served at once; index lookups wait until the warm start
+// has verified the stored index entries (see warmDelivery), and reads that
+// could show an object as absent wait while the store owes a list.
 type provenStore struct {
 	storeIndexer
 	gate *readGate
 }
 
 func (p provenStore) GetByKey(key string) (interface{}, bool, error) {
-	if !p.gate.proven.Load() {
-		return nil, false, nil
+	type got struct {
+		obj    interface{}
+		exists bool
+		err    error
 	}
-	return p.storeIndexer.GetByKey(key)
+	read := func(s storeIndexer) got {
+		obj, exists, err := s.GetByKey(key)
+		return got{obj, exists, err}
+	}
+	if g, ok := fromSeeds(p.gate.seeds, false, read); ok {
+		return g.obj, g.exists, g.err
+	}
+	gen := p.gate.owedGen.Load()
+	if g := read(p.storeIndexer); g.exists || g.err != nil || (!p.gate.owes() && p.gate.owedGen.Load() == gen) {
+		// Found: there whatever else is missing. Absent, with no list owed
+		// before or during the read: absent.
+		return g.obj, g.exists, g.err
+	}
+	g, err := whole(p.gate, func() got { return read(p.storeIndexer) })
+	if err != nil {
+		return nil, false, err
+	}
+	return g.obj, g.exists, g.err
 }
 
 func (p provenStore) Get(obj interface{}) (interface{}, bool, error) {
-	if !p.gate.proven.Load() {
-		return nil, false, nil
+	type got struct {
+		obj    interface{}
+		exists bool
+		err    error
 	}
-	return p.storeIndexer.Get(obj)
+	if g, ok := fromSeeds(p.gate.seeds, false, func(s storeIndexer) got {
+		obj, exists, err := s.Get(obj)
+		return got{obj, exists, err}
+	}); ok {
+		return g.obj, g.exists, g.err
+	}
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return nil, false, cache.KeyError{Obj: obj, Err: err}
+	}
+	return p.GetByKey(key)
 }
 
 func (p provenStore) List() []interface{} {
-	if !p.gate.proven.Load() {
-		return []interface{}{}
+	if v, ok := fromSeeds(p.gate.seeds, false, storeIndexer.List); ok {
+		return v
 	}
-	return p.storeIndexer.List()
+	return mustWhole(p.gate, "List", p.storeIndexer.List)
 }
 
 func (p provenStore) ListKeys() []string {
-	if !p.gate.proven.Load() {
-		return []string{}
+	if v, ok := fromSeeds(p.gate.seeds, false, storeIndexer.ListKeys); ok {
+		return v
 	}
-	return p.storeIndexer.ListKeys()
+	return mustWhole(p.gate, "ListKeys", p.storeIndexer.ListKeys)
 }
 
 func (p provenStore) LastStoreSyncResourceVersion() string {
-	if !p.gate.proven.Load() {
-		return ""
+	if v, ok := fromSeeds(p.gate.seeds, false, storeIndexer.LastStoreSyncResourceVersion); ok {
+		return v
 	}
 	return p.storeIndexer.LastStoreSyncResourceVersion()
 }
 
-// unprovenIndex returns the error client-go's indexer gives for an unknown
-// index, which an empty store gives too.
-func (p provenStore) unprovenIndex(name string) error {
-	if _, ok := p.storeIndexer.GetIndexers()[name]; !ok {
-		return fmt.Errorf("Index with name %s does not exist", name)
+// objectsOrErr is a lookup's result.
+type objectsOrErr[T any] struct {
+	v   T
+	err error
+}
+
+// lookup serves an index lookup: from the seed store, or once the stored
+// index entries are verified and no list is owed.
+func lookup[T any](p provenStore, fn func(storeIndexer) (T, error)) (T, error) {
+	read := func(s storeIndexer) objectsOrErr[T] {
+		v, err := fn(s)
+		return objectsOrErr[T]{v, err}
 	}
-	return nil
+	if r, ok := fromSeeds(p.gate.seeds, false, read); ok {
+		return r.v, r.err
+	}
+	p.gate.waitIndexes()
+	r, err := whole(p.gate, func() objectsOrErr[T] { return read(p.storeIndexer) })
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return r.v, r.err
 }
 
 func (p provenStore) Index(indexName string, obj interface{}) ([]interface{}, error) {
-	if !p.gate.proven.Load() {
-		return []interface{}{}, p.unprovenIndex(indexName)
-	}
-	p.gate.waitIndexes()
-	return p.storeIndexer.Index(indexName, obj)
+	return lookup(p, func(s storeIndexer) ([]interface{}, error) { return s.Index(indexName, obj) })
 }
 
 func (p provenStore) IndexKeys(indexName, indexedValue string) ([]string, error) {
-	if !p.gate.proven.Load() {
-		return []string{}, p.unprovenIndex(indexName)
-	}
-	p.gate.waitIndexes()
-	return p.storeIndexer.IndexKeys(indexName, indexedValue)
+	return lookup(p, func(s storeIndexer) ([]string, error) { return s.IndexKeys(indexName, indexedValue) })
 }
 
 func (p provenStore) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
-	if !p.gate.proven.Load() {
-		return []interface{}{}, p.unprovenIndex(indexName)
-	}
-	p.gate.waitIndexes()
-	return p.storeIndexer.ByIndex(indexName, indexedValue)
+	return lookup(p, func(s storeIndexer) ([]interface{}, error) { return s.ByIndex(indexName, indexedValue) })
 }
 
 func (p provenStore) ListIndexFuncValues(indexName string) []string {
-	if !p.gate.proven.Load() {
-		return []string{}
+	if v, ok := fromSeeds(p.gate.seeds, false, func(s storeIndexer) []string { return s.ListIndexFuncValues(indexName) }); ok {
+		return v
 	}
 	p.gate.waitIndexes()
-	return p.storeIndexer.ListIndexFuncValues(indexName)
+	return mustWhole(p.gate, "ListIndexFuncValues", func() []string { return p.storeIndexer.ListIndexFuncValues(indexName) })
+}
+
+// Writes go to the seed store until it is adopted, then to the informer's
+// store.
+
+func (p provenStore) Add(obj interface{}) error {
+	if err, ok := fromSeeds(p.gate.seeds, true, func(s storeIndexer) error { return s.Add(obj) }); ok {
+		return err
+	}
+	return p.storeIndexer.Add(obj)
+}
+
+func (p provenStore) Update(obj interface{}) error {
+	if err, ok := fromSeeds(p.gate.seeds, true, func(s storeIndexer) error { return s.Update(obj) }); ok {
+		return err
+	}
+	return p.storeIndexer.Update(obj)
+}
+
+func (p provenStore) Delete(obj interface{}) error {
+	if err, ok := fromSeeds(p.gate.seeds, true, func(s storeIndexer) error { return s.Delete(obj) }); ok {
+		return err
+	}
+	return p.storeIndexer.Delete(obj)
+}
+
+func (p provenStore) Replace(list []interface{}, rv string) error {
+	if err, ok := fromSeeds(p.gate.seeds, true, func(s storeIndexer) error { return s.Replace(list, rv) }); ok {
+		return err
+	}
+	return p.storeIndexer.Replace(list, rv)
+}
+
+func (p provenStore) Transaction(txns ...cache.Transaction) *cache.TransactionError {
+	if err, ok := fromSeeds(p.gate.seeds, true, func(s storeIndexer) *cache.TransactionError { return s.Transaction(txns...) }); ok {
+		return err
+	}
+	return p.storeIndexer.Transaction(txns...)
+}
+
+func (p provenStore) Resync() error {
+	if err, ok := fromSeeds(p.gate.seeds, false, storeIndexer.Resync); ok {
+		return err
+	}
+	return p.storeIndexer.Resync()
+}
+
+func (p provenStore) Bookmark(rv string) {
+	if _, ok := fromSeeds(p.gate.seeds, false, func(s storeIndexer) struct{} { s.Bookmark(rv); return struct{}{} }); ok {
+		return
+	}
+	p.storeIndexer.Bookmark(rv)
+}
+
+// AddIndexers adds the indexers to the informer's store and, while it
+// serves, to the seed store.
+func (p provenStore) AddIndexers(indexers cache.Indexers) error {
+	if err := p.storeIndexer.AddIndexers(indexers); err != nil {
+		return err
+	}
+	if err, ok := fromSeeds(p.gate.seeds, false, func(s storeIndexer) error { return s.AddIndexers(indexers) }); ok {
+		return err
+	}
+	return nil
 }

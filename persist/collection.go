@@ -21,7 +21,7 @@ import (
 
 // Bucket layout of one collection, below bucketCollections/<name>:
 //
-//	meta/     rv, committed, created, description, indexes, provenance
+//	meta/     rv, committed, created, description, indexes, provenance, mustList
 //	objects/  key -> record
 //	indexes/  <index name>/{byValue,byKey} (see internal/format)
 var (
@@ -32,6 +32,7 @@ var (
 	keyCommitted    = format.CommittedKey
 	keyDescription  = format.DescriptionKey
 	keyIndexVersion = format.IndexVersionsKey
+	keyMustList     = format.MustListKey
 )
 
 // IndexValuesFunc computes the values of the named index for obj. It is how a
@@ -109,6 +110,7 @@ type Collection struct {
 	pending    *layer
 	committing *layer // nil unless a commit of it is in flight or failed
 	rv         string
+	mustList   bool              // see MustList
 	indexes    map[string]string // name -> version
 	provenance map[string]string // as recorded in the file
 
@@ -174,6 +176,7 @@ func (c *Collection) load(tx *bolt.Tx) error {
 	}
 	meta := b.Bucket(bucketCollMeta)
 	c.rv = string(meta.Get(keyRV))
+	c.mustList = meta.Get(keyMustList) != nil
 	var err error
 	if c.provenance, err = loadProvenance(meta); err != nil {
 		return err
@@ -362,6 +365,12 @@ func (c *Collection) Indexes() map[string]string {
 // applied. Applied ops are visible to reads when Apply returns, and reach the
 // file, together with rv, in the next group commit.
 func (c *Collection) Apply(ops []Op, rv string) error {
+	return c.apply(ops, rv, true, nil)
+}
+
+// apply applies ops; it sets the resource version to rv if setRV, and the
+// must-list mark to *mustList if mustList is not nil, in the same layer.
+func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) error {
 	if c.db.opts.ReadOnly {
 		return ErrReadOnly
 	}
@@ -402,8 +411,14 @@ func (c *Collection) Apply(ops []Op, rv string) error {
 			mem.set(op.Key, ch.indexes)
 		}
 	}
-	c.pending.rv, c.pending.rvSet = rv, true
-	c.rv = rv
+	if setRV {
+		c.pending.rv, c.pending.rvSet = rv, true
+		c.rv = rv
+	}
+	if mustList != nil {
+		c.pending.mustList, c.pending.mustListSet = *mustList, true
+		c.mustList = *mustList
+	}
 	c.db.applySeq.Add(1)
 	c.mu.Unlock()
 	c.db.applyMu.RUnlock()
@@ -535,6 +550,11 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) error {
 	meta := b.Bucket(bucketCollMeta)
 	if l.rvSet {
 		if err := meta.Put(keyRV, []byte(l.rv)); err != nil {
+			return err
+		}
+	}
+	if l.mustListSet {
+		if err := writeMustList(meta, l.mustList); err != nil {
 			return err
 		}
 	}

@@ -45,6 +45,12 @@
 // difference empties the collection — objects, index entries and
 // resourceVersion — so nothing is served under another provenance.
 //
+// An owner that drops part of a collection it could not read back records
+// that the collection must be listed again (Collection.SetAside,
+// SetAsideAll): the mark is written in the same commit as the drop, kept by
+// every later Apply and by Close, and cleared only by ApplyList or by
+// emptying the collection. Collection.MustList reports it.
+//
 // Files are created with mode 0600 and missing parent directories with 0700:
 // they hold whatever the cached objects hold.
 //

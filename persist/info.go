@@ -21,6 +21,10 @@ type CollectionInfo struct {
 	Indexes map[string]string
 	// Committed is the time of the collection's last commit; zero if none.
 	Committed time.Time
+	// MustList says part of the stored state was set aside and no list has
+	// been applied since: the collection is not resumed from
+	// ResourceVersion (see Collection.MustList).
+	MustList bool
 }
 
 // Collections describes every collection in the file, sorted by name. It
@@ -50,6 +54,7 @@ func readInfo(b *bolt.Bucket, name string) (CollectionInfo, error) {
 		return info, fmt.Errorf("%w: missing meta or objects bucket", ErrCorruptRecord)
 	}
 	info.ResourceVersion = string(meta.Get(keyRV))
+	info.MustList = meta.Get(keyMustList) != nil
 	if raw := meta.Get(keyDescription); raw != nil {
 		if err := msgpack.Unmarshal(raw, &info.Description); err != nil {
 			return info, fmt.Errorf("%w: description: %v", ErrCorruptRecord, err)

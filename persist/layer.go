@@ -40,13 +40,16 @@ type layer struct {
 	byValue map[string]map[string]map[string]struct{}
 	rv      string
 	rvSet   bool
+	// mustList, if mustListSet, is written as the collection's must-list
+	// mark with the layer (see mustlist.go).
+	mustList, mustListSet bool
 }
 
 func newLayer() *layer {
 	return &layer{changes: map[string]*change{}, byValue: map[string]map[string]map[string]struct{}{}}
 }
 
-func (l *layer) empty() bool { return len(l.changes) == 0 && !l.rvSet }
+func (l *layer) empty() bool { return len(l.changes) == 0 && !l.rvSet && !l.mustListSet }
 
 // put records ch for key, replacing an earlier change to the same key.
 func (l *layer) put(key string, ch *change) {
@@ -96,6 +99,9 @@ func (l *layer) absorb(newer *layer) {
 	}
 	if newer.rvSet {
 		l.rv, l.rvSet = newer.rv, true
+	}
+	if newer.mustListSet {
+		l.mustList, l.mustListSet = newer.mustList, true
 	}
 }
 

@@ -119,6 +119,13 @@ func (c *Collection) checkProvenanceTx(tx *bolt.Tx, want map[string]string, forc
 			return nil, err
 		}
 	}
+	// Nothing is left to be incomplete (what was not on disk the caller
+	// drops): an empty collection without a resourceVersion is listed
+	// anyway.
+	if err := writeMustList(meta, false); err != nil {
+		return nil, err
+	}
+	c.mustList = false
 	if err := writeProvenance(meta, want); err != nil {
 		return nil, err
 	}
@@ -175,18 +182,21 @@ func (c *Collection) ResetAtOpen() *ProvenanceMismatch { return c.resetAtOpen }
 // The caller must not Apply concurrently: a change applied during the reset
 // would be dropped with the rest.
 func (c *Collection) CheckProvenance(ctx context.Context, want map[string]string) (*ProvenanceMismatch, error) {
-	return c.reset(ctx, want, false)
+	return c.reset(ctx, want, false, false)
 }
 
 // Reset empties the collection as CheckProvenance does on a mismatch, and
 // records provenance; for an owner that finds the stored state unusable (it
 // cannot be read back, say). The same caveat on concurrent Apply holds.
 func (c *Collection) Reset(ctx context.Context, provenance map[string]string) error {
-	_, err := c.reset(ctx, provenance, true)
+	_, err := c.reset(ctx, provenance, true, false)
 	return err
 }
 
-func (c *Collection) reset(ctx context.Context, want map[string]string, force bool) (*ProvenanceMismatch, error) {
+// reset empties the collection if want differs from the recorded
+// provenance, or always if force; with mustList it also sets the must-list
+// mark, in the same transaction.
+func (c *Collection) reset(ctx context.Context, want map[string]string, force, mustList bool) (*ProvenanceMismatch, error) {
 	if c.db.opts.ReadOnly {
 		return nil, ErrReadOnly
 	}
@@ -205,7 +215,7 @@ func (c *Collection) reset(ctx context.Context, want map[string]string, force bo
 	if !force && diffProvenance(c.provenance, want) == nil {
 		return nil, nil
 	}
-	before, rv := c.provenance, c.rv
+	before, rv, marked := c.provenance, c.rv, c.mustList
 	var mismatch *ProvenanceMismatch
 	err := c.db.bolt.Update(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
@@ -213,11 +223,14 @@ func (c *Collection) reset(ctx context.Context, want map[string]string, force bo
 			return ErrNoCollection
 		}
 		var err error
-		mismatch, err = c.checkProvenanceTx(tx, want, force)
-		return err
+		if mismatch, err = c.checkProvenanceTx(tx, want, force); err != nil || !mustList {
+			return err
+		}
+		c.mustList = true
+		return writeMustList(b.Bucket(bucketCollMeta), true)
 	})
 	if err != nil {
-		c.provenance, c.rv = before, rv
+		c.provenance, c.rv, c.mustList = before, rv, marked
 		return nil, fmt.Errorf("resetting collection %q in %s: %w", c.name, c.db.path, err)
 	}
 	unwritten := !c.pending.empty() || c.committing != nil

@@ -12,8 +12,8 @@ var (
 
 // Buckets and keys of one collection, below CollectionsBucket/<name>.
 var (
-	// CollMetaBucket holds RVKey, CommittedKey, DescriptionKey and
-	// IndexVersionsKey.
+	// CollMetaBucket holds RVKey, CommittedKey, DescriptionKey,
+	// IndexVersionsKey and, while set, MustListKey.
 	CollMetaBucket = []byte("meta")
 	// ObjectsBucket maps each object key to its record.
 	ObjectsBucket = []byte("objects")
@@ -25,4 +25,9 @@ var (
 	CommittedKey     = []byte("committed")
 	DescriptionKey   = []byte("description")
 	IndexVersionsKey = []byte("indexes")
+	// MustListKey, when present, says the collection holds only part of
+	// what was listed (stored state that could not be read back was set
+	// aside): it must not be resumed from its resourceVersion until a list
+	// has been applied.
+	MustListKey = []byte("mustList")
 )

@@ -1,0 +1,105 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// Controller unit tests seed an informer's listers before it runs:
+// informer.GetIndexer().Add(obj), then a lister built on GetIndexer finds
+// obj. With client-go that works because the store is the indexer. A
+// persistent informer's stored state may not be served before Run has
+// checked its provenance (it may come from another cluster or another
+// list), so until then GetStore and GetIndexer serve a seed store instead:
+// client-go's in-memory indexer with the informer's indexers, empty unless
+// written to. Whatever is written there reads back as it would from
+// client-go's.
+//
+// When Run has checked the provenance it adopts the seed store, under mu so
+// that no write falls between the two stores:
+//
+//   - nothing was written: the collection is served as stored;
+//   - something was written: the seeded objects are not the cluster's, and
+//     the stored state no longer is what the file holds plus nothing, so the
+//     informer starts cold. The collection is emptied (objects,
+//     resourceVersion) and then holds exactly the seeded objects, which the
+//     first list replaces as client-go's first list replaces a seeded
+//     indexer: seeded objects the list lacks reach handlers as
+//     DeletedFinalStateUnknown, those it has as updates.
+
+// seedStore is what an informer's store serves until Run adopts it.
+type seedStore struct {
+	// mu is held for reading by every call served from store and for
+	// writing by adopt, so that nothing is written to store once its
+	// contents have been copied.
+	mu    sync.RWMutex
+	store storeIndexer // nil once adopted
+	// written is set by the first write to store.
+	written atomic.Bool
+	// adopted is set (under mu) once the informer's store serves instead.
+	adopted atomic.Bool
+	// seeded says adopt found objects written: the informer starts cold
+	// with them. Written by adopt, read by the informer's start after it.
+	seeded bool
+}
+
+func newSeedStore(indexers cache.Indexers) *seedStore {
+	own := cache.Indexers{} // client-go's AddIndexers cannot add to a nil map
+	maps.Copy(own, indexers)
+	return &seedStore{store: cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, own).(storeIndexer)}
+}
+
+// fromSeeds runs fn on the seed store if it still serves, reporting whether
+// it did; write marks the store written.
+func fromSeeds[T any](s *seedStore, write bool, fn func(storeIndexer) T) (T, bool) {
+	var zero T
+	if s.adopted.Load() {
+		return zero, false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.store == nil {
+		return zero, false
+	}
+	if write {
+		s.written.Store(true)
+	}
+	return fn(s.store), true
+}
+
+// openStore makes the informer's store serve the collection, whose
+// provenance has just been checked: it adopts what was written to the seed
+// store (see above) and, if the collection owes a list (a read error set
+// part of it aside and no list was applied since), makes listers wait for
+// that list. Listers read the collection from its return on.
+func (s *Informer) openStore(ctx context.Context) {
+	seeds := s.gate.seeds
+	seeds.mu.Lock()
+	defer seeds.mu.Unlock()
+	objs := seeds.store.List()
+	written := seeds.written.Load()
+	seeds.store = nil
+	if written {
+		seeds.seeded = true
+		klog.FromContext(ctx).Info("Objects were written to the informer's store before it ran; it starts cold, with them in the store until its first list replaces them (as client-go's informer does), and does not resume the stored collection",
+			"collection", s.name, "objects", len(objs))
+		if err := s.persistent.coll.Reset(ctx, s.persistent.coll.Provenance()); err != nil {
+			s.report(ctx, fmt.Errorf("boltinformer: collection %q: emptying it to start cold with the objects written before Run: %w", s.name, err))
+		}
+		if err := s.persistent.Replace(objs, ""); err != nil {
+			s.report(ctx, fmt.Errorf("boltinformer: collection %q: storing the objects written before Run: %w; the informer starts cold without them", s.name, err))
+		}
+	}
+	s.persistent.onList(s.gate.paid)
+	if s.persistent.coll.MustList() {
+		klog.FromContext(ctx).Info("The stored collection lacks objects set aside after a read error; listing before it is synced", "collection", s.name)
+		s.gate.owe()
+	}
+	seeds.adopted.Store(true)
+}
