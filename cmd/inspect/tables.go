@@ -13,14 +13,14 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 //
-// Ported from k8s.io/kubernetes v1.36.3, modified:
+// Ported from k8s.io/kubernetes v1.37.2, modified:
 //   - pkg/printers/internalversion/printers.go
 // The ports are listed in hack/upstream-versions.txt.
 
 package main
 
 // The column definitions and row functions below are ported from
-// k8s.io/kubernetes v1.36.3, pkg/printers/internalversion/printers.go
+// k8s.io/kubernetes v1.37.2, pkg/printers/internalversion/printers.go
 // (podColumnDefinitions, printPod, configMapColumnDefinitions,
 // printConfigMap, secretColumnDefinitions, printSecret,
 // deploymentColumnDefinitions, printDeployment, nodeColumnDefinitions,
