@@ -10,11 +10,12 @@
 // informer's state in; NewSharedIndexInformerWithOptions takes it in
 // InformerOptions, beside client-go's options. An Informer
 // that finds a stored resourceVersion does not list (unless the collection
-// owes a list after a read error; see Warm start): it reports synced, its
-// listers serve the stored state, and the watch resumes from there, as soon
-// as the file is open and its provenance checked; every handler gets
-// OnAdd(obj, true) for each stored object in the background (see Warm
-// start). If the server no longer has that version
+// owes a list after a read error; see Warm start): as soon as the file is
+// open and its provenance checked its listers serve the stored state and
+// the watch resumes from there; it reports synced once that watch has
+// caught up with a read made at start (see Synced means caught up); every
+// handler gets OnAdd(obj, true) for each stored object in the background
+// (see Warm start). If the server no longer has that version
 // (410 Gone), the informer relists once and reconciles the list against the
 // stored state, as client-go reconciles a relist. A collection stored under
 // another ListIdentity, Cluster or TransformVersion (see Persistence) is not
@@ -51,16 +52,16 @@
 // keeps a warm informer empty and unsynced while the apiserver is down:
 // resume only what provably matches. With a declared identity
 // (StaticCluster) or a nil Persistence.Cluster the warm start works
-// offline: the informer is synced from the file and its watch retries with
-// client-go's backoff (failures go to the watch error handler) until the
-// server answers; it then resumes, or relists once after a 410.
+// offline: listers serve the file and the watch retries with client-go's
+// backoff (failures go to the watch error handler) until the server
+// answers; it then resumes, or relists once after a 410. Such an informer
+// is synced while the server is down only with SyncedAtOpen.
 //
 // # Warm start
 //
-// A warm start decodes nothing before it reports synced: the store is
-// complete the moment the file is open (client-go's HasSynced means the
-// store holds a full list). GetStore's Get and List serve the file at once,
-// decoding on demand. The handlers registered before Run get their initial
+// A warm start decodes nothing before its listers serve: the store is
+// complete the moment the file is open. GetStore's Get and List serve the
+// file at once, decoding on demand. The handlers registered before Run get their initial
 // adds from a background walk of the collection in key order, decoded on
 // every core, each object once for all handlers; each registration's
 // HasSynced (what cache.WaitForCacheSync should be given for a handler's
@@ -110,12 +111,26 @@
 // seeded objects the list lacks reach handlers as DeletedFinalStateUnknown,
 // those it has as updates. Reads alone do not count.
 //
-// # Caught-up sync
+// # Synced means caught up
 //
-// A warm start is synced with the stored state, at open. With
-// InformerOptions.WaitCaughtUp, synced also waits until the watch has
-// applied a resourceVersion at least that of a consistent limit=1 read
-// taken at start: for controllers that act on absence.
+// client-go's HasSynced means the store reflects a read made at or after
+// the informer started; controllers rely on it (one that creates a child it
+// does not find creates duplicates, one that cleans up what it does not
+// find deletes live objects). A warm start keeps that meaning: it is synced
+// once its resumed watch has applied a resourceVersion at least that of a
+// consistent read — a list with limit=1 at resourceVersion "", one request
+// returning at most one object — taken after the watch opened. Until then
+// the watches are 3 seconds long and the read is repeated every half
+// second, so that the apiserver's pre-timeout bookmark carries a quiet
+// resource's watch to the read's version about a second after it opens;
+// a server that does not (no bookmarks, an idle etcd) gets one relist after
+// five such watches (see reflector.CatchUp). resourceVersions are compared
+// as integers (etcd revisions). A cold start is synced when its list is
+// applied, as in client-go.
+//
+// InformerOptions.SyncedAtOpen restores the synced-on-the-stored-state
+// start, for controllers that tolerate a stale start: synced at open,
+// before the watch has delivered what changed while the process was down.
 //
 // # Resyncs after a warm start
 //

@@ -169,10 +169,12 @@ type InformerOptions struct {
 }
 
 // Informer is a cache.SharedIndexInformer whose store lives in a cache file.
-// When it starts with a stored resourceVersion it does not list: it reports
-// synced as soon as the file is open, every handler gets OnAdd(obj, true)
-// for each stored object in the background (its registration syncing after
-// them), and the watch resumes from the stored resourceVersion. If the
+// When it starts with a stored resourceVersion it does not list: its
+// listers serve the file as soon as it is open, the watch resumes from the
+// stored resourceVersion, the informer reports synced once that watch has
+// caught up with a consistent read taken at start (or at once with
+// SyncedAtOpen), and every handler gets OnAdd(obj, true) for each stored
+// object in the background (its registration syncing after them). If the
 // server has compacted that version away (410 Gone), the informer relists
 // once and reconciles the list against the stored state as client-go
 // reconciles a relist: objects deleted meanwhile reach handlers as

@@ -594,8 +594,8 @@ func TestFactoryMetadataDifferential(t *testing.T) {
 	if n := counter.listsOf("configmaps"); n != 0 {
 		t.Errorf("warm start after kill -9 made %d ConfigMap LISTs, want none", n)
 	}
-	// A caught-up sync (cache.InformerOptions.WaitCaughtUp) reads once with
-	// limit=1 per informer; that is not a LIST of the objects.
+	// The caught-up sync (the default) takes limit=1 consistent reads while
+	// its first watches are short; they are not LISTs of the objects.
 	t.Logf("warm start after kill -9: %d limit=1 reads, %d watches", counter.probesOf("configmaps"), counter.watchesOf("configmaps"))
 }
 

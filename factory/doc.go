@@ -165,6 +165,18 @@
 // state, and the watch retries with client-go's backoff until the server
 // answers; it then resumes, or relists once after a 410, and catches up.
 //
+// # Synced means caught up
+//
+// As with client-go's factories, a synced informer's store reflects a read
+// made at or after the informer started: a warm informer is synced once its
+// resumed watch has applied the resourceVersion of a consistent limit=1
+// read — no full list; short first watches bring the apiserver's bookmark
+// about a second after the watch opens on a quiet resource (see
+// cache.InformerOptions.SyncedAtOpen and reflector.CatchUp).
+// WithSyncedAtOpen (WithDynamicSyncedAtOpen, WithMetadataSyncedAtOpen)
+// makes warm informers synced on their stored state instead, at once, for
+// controllers that tolerate a stale start.
+//
 // # Caveats
 //
 // Where the factory cannot determine what newFunc's informer lists — it
