@@ -124,6 +124,7 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 			ResyncPeriod:      resync,
 			Indexers:          all,
 			ObjectDescription: p.Collection,
+			SyncedAtOpen:      f.opts.SyncedAtOpen,
 		})
 		if err == nil {
 			break

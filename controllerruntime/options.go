@@ -55,6 +55,16 @@ type Options struct {
 	// in memory and lists them at every start.
 	PersistSecrets bool
 
+	// SyncedAtOpen makes an informer that starts warm report synced (and
+	// WaitForCacheSync return) on its stored state, as soon as the file is
+	// open, instead of once its watch has caught up with a consistent read
+	// taken at start (the default, which is what controller-runtime's own
+	// cache means by synced; see bcache.InformerOptions.SyncedAtOpen). Only
+	// for controllers that tolerate a stale start: a reconciler that creates
+	// what it does not find, or deletes what it does not find, would act on
+	// objects created or deleted while the process was down.
+	SyncedAtOpen bool
+
 	// CacheObjects and CacheBytes bound each informer's in-memory cache of
 	// decoded objects; zero for both keeps every object in memory, as
 	// controller-runtime does (see bcache.Persistence).
