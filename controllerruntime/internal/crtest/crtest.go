@@ -57,10 +57,12 @@ func Main(m *testing.M, srv **apiservertest.Server, ignore ...goleak.Option) {
 
 // Requests counts the LIST requests a client sends, by resource (the last
 // path element), so a test can tell a warm start (no LIST) from a cold one.
-// The zero value is ready to use.
+// The consistent reads a warm start catches up to (limit=1 at
+// resourceVersion "", at most one object returned) are not LISTs of the
+// collection; they are counted apart (Reads). The zero value is ready to use.
 type Requests struct {
-	mu    sync.Mutex
-	lists map[string]int
+	mu           sync.Mutex
+	lists, reads map[string]int
 }
 
 // Wrap returns rt counting into r; use it as a rest.Config's WrapTransport.
@@ -79,9 +81,13 @@ func (r *Requests) Wrap(rt http.RoundTripper) http.RoundTripper {
 			if (core && (n == 3 || n == 5 && segs[2] == "namespaces")) || (!core && (n == 4 || n == 6 && segs[3] == "namespaces")) {
 				r.mu.Lock()
 				if r.lists == nil {
-					r.lists = map[string]int{}
+					r.lists, r.reads = map[string]int{}, map[string]int{}
 				}
-				r.lists[segs[n-1]]++
+				if !isWatch && q.Get("limit") == "1" && q.Get("resourceVersion") == "" {
+					r.reads[segs[n-1]]++
+				} else {
+					r.lists[segs[n-1]]++
+				}
 				r.mu.Unlock()
 			}
 		}
@@ -94,6 +100,13 @@ func (r *Requests) List(resource string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lists[resource]
+}
+
+// Reads returns the consistent limit=1 reads sent for resource so far.
+func (r *Requests) Reads(resource string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reads[resource]
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
