@@ -40,6 +40,12 @@
 // Store.Resync is called periodically while watching, when
 // Options.ShouldResync agrees.
 //
+// With Options.CatchUp the reflector brings its store up to a consistent
+// read quickly, without a list: until the caller says it has caught up,
+// watches last 3 seconds and consistent limit=1 reads follow each one's
+// opening, so the apiserver's pre-timeout bookmark carries the watch past
+// the read (see CatchUp); five short watches without that end in a relist.
+//
 // Options.Observer sees how each start happened (StartCause), every list and
 // every watch, for metrics and tests.
 //
@@ -47,8 +53,9 @@
 // writes (except Resync) and backoff waiting on the caller's goroutine;
 // requests carry the caller's context, so cancelling it aborts an in-flight
 // list or watch. While a watch phase runs, one helper goroutine owns the
-// resync timer and calls Store.Resync. The watch phase starts it and, on the
-// way out, cancels it and waits for it. Shutdown is a chain: cancelling the
+// resync timer and calls Store.Resync, and during a short CatchUp watch a
+// second one takes the consistent reads. The watch phase starts them and, on
+// the way out, cancels them and waits for them. Shutdown is a chain: cancelling the
 // context ends the backoff wait or makes the event loop return, which stops
 // the watcher (watch.Interface.Stop); the watch phase then cancels and joins
 // the resync goroutine; ListAndWatch returns and Run returns without another
