@@ -20,8 +20,9 @@ import (
 )
 
 // TestWarmStartWhileAPIServerDown starts a warm informer, with a declared
-// cluster identity, while kube-apiserver is stopped. It must report synced
-// from its file with exactly the stored objects, and keep trying to watch
+// cluster identity and SyncedAtOpen (without it, catching up needs the
+// server), while kube-apiserver is stopped. It must report synced from its
+// file with exactly the stored objects, and keep trying to watch
 // (each failure reaching the watch error handler). Objects changed while the
 // informer was down are on the server; when the apiserver comes back (etcd
 // kept, so the stored resourceVersion has expired from every watch cache)
@@ -61,7 +62,7 @@ func TestWarmStartWhileAPIServerDown(t *testing.T) {
 	db = openDB(t, path)
 	obs := &observer{}
 	counter := &requestCounter{resource: "configmaps"}
-	spec.db, spec.observer = db, obs
+	spec.db, spec.observer, spec.syncedAtOpen = db, obs, true
 	spec.cs = newClientset(t, srv.Config(), counter)
 	inf = newInformer(t, spec)
 	rec := &recorder{}
