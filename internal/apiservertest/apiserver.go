@@ -15,6 +15,9 @@ import (
 //
 // --advertise-address is pinned to loopback because the default derives it
 // from the host's default-route interface, which a sandbox may not have.
+// Since v1.37 the endpoint reconciler refuses a loopback address (it would
+// publish it as the kubernetes Service's endpoint); no test needs that
+// endpoint, so there is no reconciler (--endpoint-reconciler-type=none).
 // The ServiceAccount admission plugin is disabled because no controller
 // manager runs to create the default service accounts it requires.
 func (s *Server) apiserverArgs() []string {
@@ -23,6 +26,7 @@ func (s *Server) apiserverArgs() []string {
 		"--etcd-servers=" + s.etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		"--endpoint-reconciler-type=none",
 		"--secure-port=" + strconv.Itoa(s.port),
 		"--tls-cert-file=" + c.certFile,
 		"--tls-private-key-file=" + c.keyFile,
