@@ -213,3 +213,30 @@ func TestRemoveInformerBeforeStart(t *testing.T) {
 		t.Errorf("%d LISTs of configmaps, want 0: the informer added after the removal should resume the file", n)
 	}
 }
+
+// TestSecondStartIsRejected: a second Start of a running cache fails at
+// once, as controller-runtime's default cache's does, and leaves the
+// running cache alone: it keeps its file open and sees what changes after.
+func TestSecondStartIsRejected(t *testing.T) {
+	cs := clientset(t)
+	ns := namespaces(t, cs, 1)[0]
+	createConfigMap(t, cs, ns, "cm-2", "y", "o2")
+	cacheOpts := func() cache.Options { return cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}} }
+	opts := boltcr.Options{Path: filepath.Join(t.TempDir(), "cache.db"), File: persist.Options{NoSync: true}}
+	c := startCache(t, func() (cache.Cache, error) { return boltcr.New(srv.Config(), cacheOpts(), opts) })
+	defer c.stop()
+	ref := startCache(t, func() (cache.Cache, error) { return cache.New(srv.Config(), cacheOpts()) })
+	defer ref.stop()
+
+	for name, c := range map[string]cache.Cache{"persistent": c, "default": ref} {
+		// A Start that ran the cache would return nil when ctx ends.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := c.Start(ctx)
+		cancel()
+		if err == nil {
+			t.Errorf("%s cache: a second Start returned nil, want an error", name)
+		}
+	}
+	createConfigMap(t, cs, ns, "cm-1", "x", "o1")
+	sameViews(t, "after a rejected second Start", c, ref, []string{ns})
+}
