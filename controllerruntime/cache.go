@@ -139,8 +139,9 @@ func (c *Cache) Start(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		// Not calling the embedded Start: the call that runs it must be the
 		// one that closes the file, whichever of two concurrent calls
-		// reached it first.
-		return errors.New("boltinformer: the cache has already been started; Start runs it once")
+		// reached it first. The message has controller-runtime's words,
+		// which its own suite checks for.
+		return errors.New("boltinformer: informer already started: a cache runs once")
 	}
 	err := c.Cache.Start(ctx)
 	if cerr := c.closeDB(); err == nil {
