@@ -58,8 +58,13 @@ func TestControllerRuntimeCacheSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	work, test := buildSuite(t)
+	// The two runs are independent (each has its own apiserver and
+	// directory) and mostly wait on the apiserver: run them together.
 	for _, mode := range []string{"cold", "warm"} {
-		t.Run(mode, func(t *testing.T) { runSuite(t, work, test, binDir, mode) })
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			runSuite(t, work, test, binDir, mode)
+		})
 	}
 }
 
@@ -80,7 +85,8 @@ func runSuite(t *testing.T, work, test, binDir, mode string) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	cmd := exec.Command(test, "-test.run=^TestSource$", "-test.timeout=20m",
+	// Ginkgo's timeout comes first, so that it still writes the report.
+	cmd := exec.Command(test, "-test.run=^TestSource$", "-test.timeout=50m", "-ginkgo.timeout=45m",
 		fmt.Sprintf("-ginkgo.seed=%d", seed), "-ginkgo.no-color", "-ginkgo.json-report="+report)
 	cmd.Dir = filepath.Join(work, "controller-runtime", "pkg", "cache")
 	cmd.Env = append(os.Environ(),

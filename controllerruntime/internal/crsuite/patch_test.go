@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // applyPatch applies a unified diff (as diff -u or git diff write it, with
@@ -84,4 +85,43 @@ func hunkStart(header string) (int, error) {
 		return 0, fmt.Errorf("bad hunk header %q", header)
 	}
 	return n, nil
+}
+
+// TestApplyPatch: a hunk applies at its line with its context, and a file
+// that differs from the one the patch was made for is an error, not a
+// patch landing elsewhere.
+func TestApplyPatch(t *testing.T) {
+	const patch = `comment
+
+--- a/f.go
++++ b/f.go
+@@ -2,3 +2,4 @@
+ b
+-c
++C
++c2
+ d
+`
+	for _, tc := range []struct{ file, want, err string }{
+		{file: "a\nb\nc\nd\ne\n", want: "a\nb\nC\nc2\nd\ne\n"},
+		{file: "a\nb\nx\nd\ne\n", err: `f.go:3: the patch expects "c" here`},
+		{file: "b\nc\nd\n", err: `f.go:2: the patch expects "b" here`},
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "f.go")
+		if err := os.WriteFile(path, []byte(tc.file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := applyPatch(dir, patch)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("applying to %q: %v, want an error containing %q", tc.file, err, tc.err)
+			}
+			continue
+		}
+		got, _ := os.ReadFile(path)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("applying to %q: %q, %v; want %q", tc.file, got, err, tc.want)
+		}
+	}
 }
