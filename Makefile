@@ -18,7 +18,7 @@ TIDY_MODULES := $(MODULES) tools/staticcheck
 TOOLS_BIN   := $(CURDIR)/_output/bin
 STATICCHECK := $(TOOLS_BIN)/staticcheck
 
-.PHONY: all build vet test bench fmt-check fuzz tidy-check staticcheck check-tracked-files check-upstream-versions
+.PHONY: all build vet test test-crsuite bench fmt-check fuzz tidy-check staticcheck check-tracked-files check-upstream-versions
 
 all: build
 
@@ -63,6 +63,13 @@ check-upstream-versions:
 # the race detector.
 test: check-tracked-files check-upstream-versions fmt-check tidy-check vet staticcheck test-binaries
 	@set -e; for m in $(MODULES); do echo "go test ($$m)"; (cd $$m && $(GO) test -race -count=1 -timeout 60m $(PKGS)); done
+
+# make test-crsuite: controller-runtime v0.25.2's own pkg/cache suite with
+# every cache routed through the persistent cache (controllerruntime/
+# internal/crsuite), cold and warm, under the race detector; make test runs
+# it too. The counts are in the output.
+test-crsuite: test-binaries
+	cd controllerruntime && $(GO) test -race -count=1 -timeout 60m -v -run '^TestControllerRuntimeCacheSuite$$' ./internal/crsuite
 
 # make fuzz: each fuzz target for FUZZTIME (their seed corpora already run in
 # make test): record decoding never panics; random indexer operations agree

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,7 +24,12 @@ import (
 // persisted to the cache file opts names.
 func NewCache(opts Options) cache.NewCacheFunc {
 	return func(config *rest.Config, cacheOpts cache.Options) (cache.Cache, error) {
-		return New(config, cacheOpts, opts)
+		c, err := New(config, cacheOpts, opts)
+		if err != nil {
+			// An untyped nil: a nil *Cache in the interface would not be == nil.
+			return nil, err
+		}
+		return c, nil
 	}
 }
 
@@ -37,6 +43,10 @@ type Cache struct {
 	ownsDB   bool
 	scheme   *runtime.Scheme
 	informer *informers
+
+	// started is set by the first Start, the only call that runs the
+	// embedded cache and closes the file.
+	started atomic.Bool
 }
 
 var _ cache.Cache = (*Cache)(nil)
@@ -121,8 +131,18 @@ func New(config *rest.Config, cacheOpts cache.Options, opts Options) (*Cache, er
 }
 
 // Start runs the cache until ctx ends, then closes the cache file (once
-// every informer has stopped and flushed).
+// every informer has stopped and flushed). A cache runs once: a later call
+// (concurrent, or after the first returned) returns an error at once and
+// leaves the running cache and its file alone, as controller-runtime's
+// cache refuses a second Start.
 func (c *Cache) Start(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		// Not calling the embedded Start: the call that runs it must be the
+		// one that closes the file, whichever of two concurrent calls
+		// reached it first. The message has controller-runtime's words,
+		// which its own suite checks for.
+		return errors.New("boltinformer: informer already started: a cache runs once")
+	}
 	err := c.Cache.Start(ctx)
 	if cerr := c.closeDB(); err == nil {
 		err = cerr

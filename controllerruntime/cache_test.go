@@ -346,3 +346,15 @@ func TestFileLockedByAnotherReplica(t *testing.T) {
 	}
 	t.Logf("second replica: %v", err)
 }
+
+// TestNewCacheErrorReturnsNilCache: on error the cache.NewCacheFunc
+// returns an untyped nil, as cache.New does, so that `c != nil` is false.
+func TestNewCacheErrorReturnsNilCache(t *testing.T) {
+	c, err := boltcr.NewCache(boltcr.Options{})(srv.Config(), cache.Options{})
+	if err == nil {
+		t.Fatal("NewCache without Path or DB: no error")
+	}
+	if c != nil {
+		t.Errorf("NewCache returned the cache %#v (a non-nil %T) with its error %q; want nil", c, c, err)
+	}
+}

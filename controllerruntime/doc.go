@@ -52,7 +52,9 @@
 //     caches before leader election is won), so they keep their own files
 //     warm and a failover resumes instead of listing.
 //   - The file is closed when the cache's Start returns (the manager
-//     stopped), after every informer has flushed.
+//     stopped), after every informer has flushed. A cache runs once: a
+//     second Start returns an error at once and leaves the running cache
+//     and its file alone.
 //   - Types added to the manager's scheme after NewCache built the cache are
 //     not known to the file's codec; register them first.
 //   - Call IndexField for a declared field before the cache starts, as

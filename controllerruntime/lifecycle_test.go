@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,4 +213,33 @@ func TestRemoveInformerBeforeStart(t *testing.T) {
 	if n := reqs.List("configmaps"); n != 0 {
 		t.Errorf("%d LISTs of configmaps, want 0: the informer added after the removal should resume the file", n)
 	}
+}
+
+// TestSecondStartIsRejected: a second Start of a running cache fails at
+// once, as controller-runtime's default cache's does (with the same
+// words), and leaves the running cache alone: it keeps its file open and
+// sees what changes after.
+func TestSecondStartIsRejected(t *testing.T) {
+	cs := clientset(t)
+	ns := namespaces(t, cs, 1)[0]
+	createConfigMap(t, cs, ns, "cm-2", "y", "o2")
+	cacheOpts := func() cache.Options { return cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}} }
+	opts := boltcr.Options{Path: filepath.Join(t.TempDir(), "cache.db"), File: persist.Options{NoSync: true}}
+	c := startCache(t, func() (cache.Cache, error) { return boltcr.New(srv.Config(), cacheOpts(), opts) })
+	defer c.stop()
+	ref := startCache(t, func() (cache.Cache, error) { return cache.New(srv.Config(), cacheOpts()) })
+	defer ref.stop()
+
+	for name, c := range map[string]cache.Cache{"persistent": c, "default": ref} {
+		// A Start that ran the cache would return nil when ctx ends.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := c.Start(ctx)
+		cancel()
+		// controller-runtime's own suite checks for these words.
+		if err == nil || !strings.Contains(err.Error(), "informer already started") {
+			t.Errorf("%s cache: a second Start returned %v, want an error saying \"informer already started\"", name, err)
+		}
+	}
+	createConfigMap(t, cs, ns, "cm-1", "x", "o1")
+	sameViews(t, "after a rejected second Start", c, ref, []string{ns})
 }

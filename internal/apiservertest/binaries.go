@@ -20,6 +20,18 @@ type binaries struct {
 	etcd, apiserver string
 }
 
+// BinDir returns the directory holding the etcd and kube-apiserver
+// binaries Start runs ($BOLTINFORMER_TEST_BIN_DIR, or <repository
+// root>/_output/bin), for tests that start them another way (envtest's
+// KUBEBUILDER_ASSETS). The error says how to build them.
+func BinDir() (string, error) {
+	b, err := findBinaries()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(b.apiserver), nil
+}
+
 // findBinaries locates etcd and kube-apiserver, or explains how to build them.
 func findBinaries() (binaries, error) {
 	dir := os.Getenv(binDirEnv)

@@ -1,0 +1,54 @@
+// Package crsuite holds, in its test, a harness that runs
+// controller-runtime's own pkg/cache Ginkgo suite (v0.25.2) with every
+// cache the suite builds routed through boltcr, the persistent cache of
+// this module. The package has no code of its own; `make test` runs it with
+// the rest of the module, and `make test-crsuite` runs it alone.
+//
+// # Basics
+//
+// TestControllerRuntimeCacheSuite:
+//
+//  1. copies sigs.k8s.io/controller-runtime from the module cache into
+//     <repository>/_output/crsuite/controller-runtime;
+//  2. applies testdata/cache-new-hook.patch: cache.New calls cache.NewHook
+//     when it is set, and cache.NewUnhooked is the original cache.New;
+//  3. adds testdata/zz_boltinformer_hook_test.go beside the suite: it sets
+//     NewHook to boltcr.New over a cache file, except for a cache whose
+//     Options.NewInformer is set (boltcr sets it for the cache it wraps; a
+//     spec that sets it has chosen its own informers, which boltcr refuses,
+//     so that cache stays controller-runtime's);
+//  4. points the copy's go.mod at this repository's modules (replace) and
+//     builds the suite's test binary, with -race when the harness runs
+//     with it;
+//  5. runs the suite twice, each time against its own envtest apiserver and
+//     etcd (the repository's test binaries, through KUBEBUILDER_ASSETS;
+//     envtest needs no kubectl for this suite), in a fixed spec order
+//     (-ginkgo.seed):
+//     cold, every cache on a new file; and warm, every cache on the first
+//     file no running (or never started) cache holds, so that a spec's
+//     cache resumes the collections earlier specs' caches left, against the
+//     same apiserver;
+//  6. reads Ginkgo's JSON report: every spec must pass, except those listed
+//     below with the reason a persistent cache cannot pass them.
+//
+// The counts, the time and where the suite's output is are in the test's
+// log (go test -v). routing.json beside each run's report counts, per
+// spec, the caches built on boltcr and on controller-runtime's cache.
+//
+// # Caveats
+//
+//   - The suite's own specs that set cache.Options.NewInformer (three "non-
+//     blocking get" specs) run on controller-runtime's cache: boltcr owns
+//     NewInformer.
+//   - envtest lets kube-apiserver choose its advertise address from the
+//     host's default route; a host without one cannot run the suite.
+//   - Building the copy needs the module proxy (or a module cache holding
+//     controller-runtime's test dependencies): go.mod is completed with
+//     -mod=mod.
+//   - Two runs at once in the same repository share _output/crsuite and
+//     disturb each other.
+//
+// # Exceptions
+//
+// None: every spec passes, cold and warm.
+package crsuite

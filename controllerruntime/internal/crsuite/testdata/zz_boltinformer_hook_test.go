@@ -1,0 +1,154 @@
+// This file is not built in boltinformer's module (it is under testdata):
+// the harness in internal/crsuite copies it into a patched copy of
+// controller-runtime's pkg/cache, beside the package's own tests, where it
+// routes every cache the suite builds with cache.New through boltinformer's
+// persistent cache (boltcr).
+
+package cache_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	"k8s.io/client-go/rest"
+
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
+	"github.com/boltinformer/boltinformer/persist"
+)
+
+// The harness's settings, from the environment.
+const (
+	// modeEnv is "cold" (every cache on a new file) or "warm" (a cache
+	// takes the first file no running cache holds, so it reopens what an
+	// earlier spec's cache left).
+	modeEnv = "BOLTCR_SUITE_MODE"
+	// dirEnv is the directory of the cache files and of routing.json.
+	dirEnv = "BOLTCR_SUITE_DIR"
+)
+
+var (
+	suiteMode = os.Getenv(modeEnv)
+	suiteDir  = os.Getenv(dirEnv)
+	files     cacheFiles
+	routes    routing
+	// inBoltcr is set while boltcr.New runs: the cache.New it calls is
+	// the cache it wraps, counted as its own.
+	inBoltcr atomic.Int32
+)
+
+func init() {
+	if (suiteMode != "cold" && suiteMode != "warm") || suiteDir == "" {
+		panic(fmt.Sprintf("boltinformer hook: set %s to cold or warm and %s to a directory (got %q, %q)", modeEnv, dirEnv, suiteMode, suiteDir))
+	}
+	cache.NewHook = newPersistentCache
+}
+
+// newPersistentCache is cache.New for the suite: boltcr.New over a cache
+// file, except for a cache whose Options.NewInformer is set. boltcr sets
+// it for the cache it wraps; a spec that sets it has chosen its own
+// informers (boltcr would refuse), so that cache is controller-runtime's.
+func newPersistentCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+	if opts.NewInformer != nil {
+		if inBoltcr.Load() == 0 {
+			routes.add(func(r *route) { r.Default++ })
+		}
+		return cache.NewUnhooked(cfg, opts)
+	}
+	inBoltcr.Add(1)
+	defer inBoltcr.Add(-1)
+	return files.open(func(path string, reopened bool) (cache.Cache, error) {
+		c, err := boltcr.New(cfg, opts, boltcr.Options{
+			Path: path,
+			// A held file (its cache has not stopped) fails at once.
+			File: persist.Options{NoSync: true, LockTimeout: time.Millisecond},
+		})
+		if err != nil {
+			return nil, err // an untyped nil, as cache.New
+		}
+		routes.add(func(r *route) {
+			if reopened {
+				r.Reopened++
+			} else {
+				r.New++
+			}
+		})
+		return c, nil
+	})
+}
+
+// cacheFiles hands out cache files. In cold mode every cache gets a new
+// one. In warm mode a cache gets the first file, in the order they were
+// made, that no running (or never started) cache holds, and a new one only
+// if all are held.
+type cacheFiles struct {
+	mu sync.Mutex
+	n  int // files made so far: file-0.db ... file-<n-1>.db
+}
+
+func (f *cacheFiles) open(build func(path string, reopened bool) (cache.Cache, error)) (cache.Cache, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if suiteMode == "warm" {
+		for i := range f.n {
+			if c, err := build(f.path(i), true); !errors.Is(err, persist.ErrLocked) {
+				return c, err
+			}
+		}
+	}
+	f.n++
+	return build(f.path(f.n-1), false)
+}
+
+func (f *cacheFiles) path(i int) string {
+	return filepath.Join(suiteDir, fmt.Sprintf("file-%d.db", i))
+}
+
+// route counts the caches a spec built: on boltcr over a new file, on
+// boltcr over a file an earlier cache left, and on controller-runtime's
+// cache (Options.NewInformer set).
+type route struct {
+	New      int `json:"boltcrNewFile"`
+	Reopened int `json:"boltcrReopenedFile"`
+	Default  int `json:"controllerRuntime"`
+}
+
+// routing is route by spec (its full text), written to routing.json
+// after the suite.
+type routing struct {
+	mu    sync.Mutex
+	specs map[string]*route
+}
+
+func (r *routing) add(count func(*route)) {
+	name := CurrentSpecReport().FullText()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.specs == nil {
+		r.specs = map[string]*route{}
+	}
+	if r.specs[name] == nil {
+		r.specs[name] = &route{}
+	}
+	count(r.specs[name])
+}
+
+var _ = ReportAfterSuite("boltinformer routing", func(Report) {
+	routes.mu.Lock()
+	b, err := json.MarshalIndent(routes.specs, "", "  ")
+	routes.mu.Unlock()
+	if err != nil {
+		panic(err)
+	}
+	if err := os.WriteFile(filepath.Join(suiteDir, "routing.json"), b, 0o644); err != nil {
+		panic(err)
+	}
+})
