@@ -7,6 +7,7 @@
 package cache_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,9 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -45,6 +49,38 @@ var (
 	inBoltcr atomic.Int32
 )
 
+// heartbeatOnce starts the cluster heartbeat with the first cache.
+var heartbeatOnce sync.Once
+
+// startHeartbeat renews a Lease in kube-node-lease every 200 ms for the rest
+// of the suite, as kubelets and leader-elected controllers renew theirs in
+// every live cluster. envtest's apiserver is otherwise idle, and a warm
+// cache catches up through the apiserver's bookmark only once etcd moves
+// after its watch opened (reflector.CatchUp); in an idle etcd it relists
+// after five short watches, which makes a warm run of this suite take
+// about half an hour. The Lease is in a namespace no spec watches.
+func startHeartbeat(cfg *rest.Config) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		panic(fmt.Sprintf("boltinformer hook: heartbeat client: %v", err))
+	}
+	go func() {
+		ctx := context.Background()
+		leases := cs.CoordinationV1().Leases("kube-node-lease")
+		name := "boltinformer-suite-heartbeat"
+		for range time.Tick(200 * time.Millisecond) {
+			now := metav1.NewMicroTime(time.Now())
+			l, err := leases.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				_, _ = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: coordinationv1.LeaseSpec{RenewTime: &now}}, metav1.CreateOptions{})
+				continue
+			}
+			l.Spec.RenewTime = &now
+			_, _ = leases.Update(ctx, l, metav1.UpdateOptions{})
+		}
+	}()
+}
+
 func init() {
 	if (suiteMode != "cold" && suiteMode != "warm") || suiteDir == "" {
 		panic(fmt.Sprintf("boltinformer hook: set %s to cold or warm and %s to a directory (got %q, %q)", modeEnv, dirEnv, suiteMode, suiteDir))
@@ -63,6 +99,7 @@ func newPersistentCache(cfg *rest.Config, opts cache.Options) (cache.Cache, erro
 		}
 		return cache.NewUnhooked(cfg, opts)
 	}
+	heartbeatOnce.Do(func() { startHeartbeat(cfg) })
 	inBoltcr.Add(1)
 	defer inBoltcr.Add(-1)
 	return files.open(func(path string, reopened bool) (cache.Cache, error) {
