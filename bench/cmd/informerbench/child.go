@@ -114,11 +114,19 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 		if err := settleBolt(ctx, bolt, spec, start, res); err != nil {
 			return nil, err
 		}
+		// After settleBolt, which waited for the watch to deliver: a start
+		// synced at open reports synced before its first watch opens.
+		first, n := bolt.observer.watchesBy(start.Add(times.informerSynced))
+		if !first.IsZero() {
+			res.FirstWatchSeconds = first.Sub(start).Seconds()
+		}
+		res.WatchesAtSync = n
 	}
 	// The start's cost to the control plane: up to synced for client-go;
 	// for boltinformer up to caught up or reconciled and durable.
 	used := cpu.used()
-	res.Cost = startCost{WireBytes: wire.read.Load(), BodyBytes: counter.body.Load(), APIServerCPUs: used[0], EtcdCPUs: used[1], Lists: counter.lists.Load()}
+	res.Cost = startCost{WireBytes: wire.read.Load(), BodyBytes: counter.body.Load(), APIServerCPUs: used[0], EtcdCPUs: used[1],
+		Lists: counter.lists.Load(), Probes: counter.probes.Load()}
 	stopProfile() // the "sync" profile covers catching up, a relist and the flush too
 
 	mem := readMemory()
@@ -153,9 +161,10 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 			return nil, err
 		}
 	}
-	res.Lists, res.Watches, res.WatchLists = counter.lists.Load(), counter.watches.Load(), counter.watchLists.Load()
+	res.Lists, res.Probes = counter.lists.Load(), counter.probes.Load()
+	res.Watches, res.WatchLists = counter.watches.Load(), counter.watchLists.Load()
 	if bolt != nil {
-		res.StartCause = bolt.observer.startCause()
+		res.StartCause, res.Causes = bolt.observer.startCause(), bolt.observer.allCauses()
 	}
 	return res, nil
 }
