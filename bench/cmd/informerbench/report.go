@@ -56,7 +56,7 @@ func printReport(w io.Writer, r *sizeResult) {
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
-	row("sync and memory", "synced s", "× client-go", "× JSON", "caught up s", "reconciled s", "durable s", "LIST", "limit=1", "watch", "watch-list", "rewritten", "private MiB", "RSS MiB", "file", "peak MiB", "heap MiB")
+	row("sync and memory", "synced s", "× client-go", "× JSON", "churn applied s", "reconciled s", "durable s", "LIST", "limit=1", "watch", "watch-list", "rewritten", "private MiB", "RSS MiB", "file", "peak MiB", "heap MiB")
 	for _, v := range variantOrder {
 		m, ok := med[v]
 		if !ok {
@@ -69,7 +69,7 @@ func printReport(w io.Writer, r *sizeResult) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "    LIST: full lists (every page); limit=1: consistent reads of one object at resourceVersion \"\" (a warm start catching up);\n"+
-		"    caught up: the changes made while boltinformer was down applied; private = RssAnon (VmRSS without mapped files);\n"+
+		"    churn applied: the changes made while boltinformer was down applied (from Run on); private = RssAnon (VmRSS without mapped files);\n"+
 		"    the child does not run in a cgroup of its own, so no memory.current")
 
 	printStages(w, tw, r)

@@ -98,7 +98,10 @@ type childResult struct {
 	HandlerSyncedSeconds []float64 `json:"handlerSyncedSeconds,omitempty"`
 
 	InitialAdds int `json:"initialAdds"`
-	// CaughtUpSeconds: start to CatchUpRV applied.
+	// CaughtUpSeconds: start to CatchUpRV applied (the changes made while
+	// the informer was down), polled from Run on. Results from before
+	// 2026-11-24 began polling only once every handler had synced, so
+	// theirs is at least that time.
 	CaughtUpSeconds float64 `json:"caughtUpSeconds,omitempty"`
 	// DurableSeconds: start to the synced (and caught-up, reconciled) state
 	// committed to the file.
