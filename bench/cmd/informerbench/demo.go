@@ -236,6 +236,8 @@ func cpuShare(x, ref float64) string {
 		return "an unknown fraction"
 	case x < 1.0/clockTicks:
 		return fmt.Sprintf("under 10 ms against %.2f s", ref)
+	case x >= ref:
+		return fmt.Sprintf("%.1f×", x/ref)
 	}
 	return fmt.Sprintf("1/%.0f", ref/x)
 }
