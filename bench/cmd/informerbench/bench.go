@@ -57,19 +57,27 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
+		stopHeartbeat, err := heartbeat(ctx, cs)
+		if err != nil {
+			return err
+		}
 		idleAS, idleEtcd := idleCPU(ctx, cl, 5*time.Second)
 		fmt.Fprintf(out, "measuring %d %s Pods (%.1f KB of protobuf each), %d repetitions; idle kube-apiserver %.3f CPU-s/s, etcd %.3f…\n",
 			n, opts.shape, podBytes/1000, opts.reps, idleAS, idleEtcd)
 		r := &sizeRun{cl: cl, cs: cs, opts: opts, n: n, file: filepath.Join(work, "cache.db"), log: out, runs: map[string][]*childResult{}}
-		if err := r.measure(ctx); err != nil {
+		err = r.measure(ctx)
+		renewed, failed := stopHeartbeat()
+		if err != nil {
 			return err
 		}
+		fmt.Fprintf(out, "  cluster heartbeat: %d Lease renewals (%d failed) while measuring\n", renewed, failed)
 		res := &sizeResult{
 			Pods: n, Reps: opts.reps, Date: time.Now().UTC().Format(time.RFC3339), Machine: mach,
 			BoltContentType: opts.contentType, Churn: opts.churnFor(n), Updates: opts.updates,
 			Runs: r.runs, Medians: map[string]map[string]float64{}, Notes: r.notes,
 			PodSize: string(opts.shape), PodProtoBytes: podBytes, LoadAvg: r.load,
 			IdleAPIServerCPU: idleAS, IdleEtcdCPU: idleEtcd,
+			Heartbeat: &heartbeatStats{IntervalSeconds: heartbeatInterval.Seconds(), Lease: heartbeatNamespace + "/" + heartbeatLease, Renewed: renewed, Failed: failed},
 		}
 		for v, runs := range r.runs {
 			res.Medians[v] = medians(runs)

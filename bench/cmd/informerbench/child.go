@@ -96,6 +96,10 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	res.ConstructSeconds = time.Since(start).Seconds()
 	stop := runInformer(ctx, inf)
 	defer stop() // before db.Close: deferred calls run last-in first-out
+	var caught <-chan caughtUpAt
+	if bolt != nil && spec.CatchUpRV != "" {
+		caught = watchApplied(ctx, bolt.informer.Indexer().Collection(), spec.CatchUpRV, start, syncTimeout+relistTimeout)
+	}
 	times, err := timeStart(ctx, start, inf, regs, syncTimeout)
 	if err != nil {
 		return nil, err
@@ -111,14 +115,22 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 		return nil, fmt.Errorf("second handler synced with %d keys queued (%d objects without a key), want %d", n, bad, spec.Expect)
 	}
 	if bolt != nil {
-		if err := settleBolt(ctx, bolt, spec, start, res); err != nil {
+		if err := settleBolt(ctx, bolt, spec, start, caught, res); err != nil {
 			return nil, err
 		}
+		// After settleBolt, which waited for the watch to deliver: a start
+		// synced at open reports synced before its first watch opens.
+		first, n := bolt.observer.watchesBy(start.Add(times.informerSynced))
+		if !first.IsZero() {
+			res.FirstWatchSeconds = first.Sub(start).Seconds()
+		}
+		res.WatchesAtSync = n
 	}
 	// The start's cost to the control plane: up to synced for client-go;
 	// for boltinformer up to caught up or reconciled and durable.
 	used := cpu.used()
-	res.Cost = startCost{WireBytes: wire.read.Load(), BodyBytes: counter.body.Load(), APIServerCPUs: used[0], EtcdCPUs: used[1], Lists: counter.lists.Load()}
+	res.Cost = startCost{WireBytes: wire.read.Load(), BodyBytes: counter.body.Load(), APIServerCPUs: used[0], EtcdCPUs: used[1],
+		Lists: counter.lists.Load(), Probes: counter.probes.Load()}
 	stopProfile() // the "sync" profile covers catching up, a relist and the flush too
 
 	mem := readMemory()
@@ -153,9 +165,10 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 			return nil, err
 		}
 	}
-	res.Lists, res.Watches, res.WatchLists = counter.lists.Load(), counter.watches.Load(), counter.watchLists.Load()
+	res.Lists, res.Probes = counter.lists.Load(), counter.probes.Load()
+	res.Watches, res.WatchLists = counter.watches.Load(), counter.watchLists.Load()
 	if bolt != nil {
-		res.StartCause = bolt.observer.startCause()
+		res.StartCause, res.Causes = bolt.observer.startCause(), bolt.observer.allCauses()
 	}
 	return res, nil
 }
@@ -163,17 +176,14 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 // settleBolt waits, for a boltinformer, for what follows HasSynced: the
 // changes made while it was down (CatchUpRV), the relist a 410 forces
 // (WaitRelist), and that state reaching the file.
-func settleBolt(ctx context.Context, bolt *boltRun, spec childSpec, start time.Time, res *childResult) error {
+func settleBolt(ctx context.Context, bolt *boltRun, spec childSpec, start time.Time, caught <-chan caughtUpAt, res *childResult) error {
 	coll := bolt.informer.Indexer().Collection()
-	if spec.CatchUpRV != "" {
-		deadline := time.Now().Add(relistTimeout)
-		for rvNumber(coll.ResourceVersion()) < rvNumber(spec.CatchUpRV) {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("store at resourceVersion %s, not caught up with %s after %v", coll.ResourceVersion(), spec.CatchUpRV, relistTimeout)
-			}
-			time.Sleep(time.Millisecond)
+	if caught != nil {
+		c := <-caught
+		if c.err != nil {
+			return c.err
 		}
-		res.CaughtUpSeconds = time.Since(start).Seconds()
+		res.CaughtUpSeconds = c.at.Seconds()
 	}
 	if spec.WaitRelist {
 		var rv string
@@ -202,4 +212,36 @@ func settleBolt(ctx context.Context, bolt *boltRun, spec childSpec, start time.T
 	res.DurableSeconds = time.Since(start).Seconds()
 	res.Rewritten = bolt.changes.Load()
 	return nil
+}
+
+// caughtUpAt is when the store applied a resourceVersion, counted from the
+// start, or why it did not.
+type caughtUpAt struct {
+	at  time.Duration
+	err error
+}
+
+// watchApplied polls coll from now on (every millisecond, while the start
+// is being timed, so the time is not rounded up to the handlers' sync) and
+// reports when its applied resourceVersion reaches rv: the changes made
+// while the informer was down have been applied.
+func watchApplied(ctx context.Context, coll *persist.Collection, rv string, start time.Time, timeout time.Duration) <-chan caughtUpAt {
+	out := make(chan caughtUpAt, 1)
+	go func() {
+		want := rvNumber(rv)
+		deadline := time.Now().Add(timeout)
+		for rvNumber(coll.ResourceVersion()) < want {
+			if ctx.Err() != nil {
+				out <- caughtUpAt{err: ctx.Err()}
+				return
+			}
+			if time.Now().After(deadline) {
+				out <- caughtUpAt{err: fmt.Errorf("store at resourceVersion %s, not caught up with %s after %v", coll.ResourceVersion(), rv, timeout)}
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		out <- caughtUpAt{at: time.Since(start)}
+	}()
+	return out
 }

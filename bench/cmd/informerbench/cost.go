@@ -136,6 +136,8 @@ type startCost struct {
 	// Lists is the LIST requests made meanwhile (childResult.Lists counts
 	// the whole child, throughput phase included).
 	Lists int64 `json:"lists"`
+	// Probes is the limit=1 consistent reads made meanwhile (not in Lists).
+	Probes int64 `json:"limit1Reads"`
 }
 
 func (c startCost) String() string {

@@ -12,6 +12,9 @@ func TestDemoWording(t *testing.T) {
 	if got := cpuShare(0, 0.4); got != "under 10 ms against 0.40 s" {
 		t.Errorf("cpuShare(0, 0.4) = %q", got)
 	}
+	if got := cpuShare(0.1, 0.05); got != "2.0×" {
+		t.Errorf("cpuShare(0.1, 0.05) = %q: more CPU than the reference must not read as a fraction", got)
+	}
 	if got := cpuShare(0.05, 1.4); got != "1/28" {
 		t.Errorf("cpuShare(0.05, 1.4) = %q", got)
 	}

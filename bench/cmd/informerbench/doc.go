@@ -22,11 +22,15 @@
 //   - client-go cold sync, JSON and protobuf, with client-go's default
 //     WatchListClient gate (the initial state streams over a watch) and with
 //     it off (a LIST): the informer a generated informer factory builds;
-//   - boltinformer cold (empty file), warm restart within the watch-cache
-//     window, warm restart with a 1,000-object cache (bounded memory), and
-//     warm restart after a forced 410 (the apiserver is restarted);
+//   - boltinformer cold (empty file); warm restart within the watch-cache
+//     window, synced once caught up with a consistent read (the default)
+//     and with SyncedAtOpen (synced on the stored state), each after its
+//     own churn, in alternating order; warm restart with a 1,000-object
+//     cache (bounded memory); and warm restart after a forced 410 (the
+//     apiserver is restarted);
 //   - for every start, its stages, through client-go's public interfaces
-//     only: the informer's own HasSyncedChecker (the store is complete), a
+//     only (and, for boltinformer, when the apiserver accepted its first
+//     watch: reflector.Observer): the informer's own HasSyncedChecker, a
 //     lister List made at once (its length checked), and each of two
 //     handler registrations' HasSyncedChecker (a counting handler and one
 //     that queues each object's key in a client-go workqueue), the last of
@@ -43,10 +47,18 @@
 //     the committed resourceVersion trails the applied one;
 //   - Get/List/ByIndex latency on the synced indexers, and the cache file's
 //     size against the objects' protobuf size;
-//   - for every start, its cost to the control plane: bytes read from the
+//   - for every start, its requests for Pods (full LISTs, the limit=1
+//     consistent reads of a catching-up warm start, counted apart, and
+//     watches) and its cost to the control plane: bytes read from the
 //     apiserver (on the wire, and as encoded before gzip) and the CPU
 //     seconds kube-apiserver and etcd used meanwhile (/proc/<pid>/stat, so
 //     only with a local apiserver), beside their idle rate.
+//
+// Throughout the measurement a cluster heartbeat renews one Lease every
+// 200 ms (heartbeat.go), standing for the node and leader-election Leases
+// every live cluster writes: a warm start synced when caught up needs etcd
+// to move after its watch opens. It writes no Pod, and runs for every
+// variant alike.
 //
 // Memory is reported as private memory (RssAnon) first, then VmRSS, which
 // also counts pages of the memory-mapped cache file. A child does not run

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,8 +65,9 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 			Description:  map[string]string{"resource": "pods", "labelSelector": spec.Selector},
 			CacheObjects: spec.CacheObjects,
 		},
-		Indexers: podIndexers,
-		Observer: r.observer,
+		Indexers:     podIndexers,
+		Observer:     r.observer,
+		SyncedAtOpen: spec.SyncedAtOpen,
 	})
 	if err != nil {
 		db.Close()
@@ -78,20 +80,22 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 // selector keeps in the file.
 func boltCollection(selector string) string { return "pods " + selector }
 
-// observer records how the reflector started and the resourceVersion of a
-// relist forced by an expired resourceVersion.
+// observer records how the reflector started, every list or resume after
+// that, when each watch was accepted, and the resourceVersion of a relist
+// forced by an expired resourceVersion.
 type observer struct {
 	mu       sync.Mutex
-	cause    reflector.StartCause // first start only
-	relisted chan string          // the relist-expired RV, once
+	causes   []reflector.StartCause
+	watches  []time.Time // when each watch was accepted
+	relisted chan string // the relist-expired RV, once
 }
 
 func newObserver() *observer { return &observer{relisted: make(chan string, 1)} }
 
-func (o *observer) Resumed(string) { o.setCause(reflector.CauseResumed) }
+func (o *observer) Resumed(string) { o.addCause(reflector.CauseResumed) }
 
 func (o *observer) Listed(cause reflector.StartCause, rv string, _, _ int) {
-	o.setCause(cause)
+	o.addCause(cause)
 	if cause == reflector.CauseRelistExpired {
 		select {
 		case o.relisted <- rv:
@@ -100,21 +104,56 @@ func (o *observer) Listed(cause reflector.StartCause, rv string, _, _ int) {
 	}
 }
 
-func (o *observer) WatchStarted(string) {}
-func (o *observer) WatchEnded(error)    {}
-
-func (o *observer) setCause(c reflector.StartCause) {
+func (o *observer) WatchStarted(string) {
+	now := time.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.cause == "" {
-		o.cause = c
-	}
+	o.watches = append(o.watches, now)
 }
 
+func (o *observer) WatchEnded(error) {}
+
+func (o *observer) addCause(c reflector.StartCause) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.causes = append(o.causes, c)
+}
+
+// startCause is the first start's cause.
 func (o *observer) startCause() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return string(o.cause)
+	if len(o.causes) == 0 {
+		return ""
+	}
+	return string(o.causes[0])
+}
+
+// allCauses returns every list or resume's cause, in order.
+func (o *observer) allCauses() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]string, len(o.causes))
+	for i, c := range o.causes {
+		out[i] = string(c)
+	}
+	return out
+}
+
+// watchesBy returns when the first watch was accepted (zero if none was)
+// and how many had been accepted by t.
+func (o *observer) watchesBy(t time.Time) (first time.Time, n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, w := range o.watches {
+		if !w.After(t) {
+			n++
+		}
+	}
+	if len(o.watches) > 0 {
+		first = o.watches[0]
+	}
+	return first, n
 }
 
 // runInformer runs inf until the returned stop is called; stop returns once

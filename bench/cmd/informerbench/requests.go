@@ -8,12 +8,15 @@ import (
 
 // podRequests sits in an informer's transport: it counts the requests for
 // Pods, so LIST counts come from the wire and not from the informer, and
-// passes watch responses through gate. body counts the bytes of Pod
+// passes watch responses through gate. A GET with limit=1 at
+// resourceVersion "" (the consistent read a catching-up warm start takes,
+// see reflector.CatchUp) is counted in probes, not in lists: it returns at
+// most one object. body counts the bytes of Pod
 // responses as the apiserver encoded them (after any gzip is undone).
 type podRequests struct {
-	lists, watches, watchLists atomic.Int64
-	body                       atomic.Int64
-	gate                       *watchGate
+	lists, probes, watches, watchLists atomic.Int64
+	body                               atomic.Int64
+	gate                               *watchGate
 }
 
 func (c *podRequests) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -24,6 +27,8 @@ func (c *podRequests) wrap(rt http.RoundTripper) http.RoundTripper {
 		q := req.URL.Query()
 		watch := q.Get("watch") == "true" || q.Get("watch") == "1"
 		switch {
+		case !watch && q.Get("limit") == "1" && q.Get("resourceVersion") == "":
+			c.probes.Add(1)
 		case !watch:
 			c.lists.Add(1)
 		case q.Get("sendInitialEvents") == "true":

@@ -40,6 +40,17 @@ type sizeResult struct {
 	// informer running, measured before the run (-1: unknown).
 	IdleAPIServerCPU float64 `json:"idleApiserverCpuPerS,omitempty"`
 	IdleEtcdCPU      float64 `json:"idleEtcdCpuPerS,omitempty"`
+	// Heartbeat is the cluster heartbeat that ran during the measurement
+	// (heartbeat.go); nil in results from before it.
+	Heartbeat *heartbeatStats `json:"heartbeat,omitempty"`
+}
+
+// heartbeatStats describes the Lease renewals made while measuring.
+type heartbeatStats struct {
+	IntervalSeconds float64 `json:"intervalSeconds"`
+	Lease           string  `json:"lease"`
+	Renewed         int64   `json:"renewed"`
+	Failed          int64   `json:"failed"`
 }
 
 // path is where the result is saved: informerbench-<N>[-small].<ext>.

@@ -107,8 +107,9 @@ func (r *sizeRun) clientGo(variant, contentType string, list bool) func(context.
 }
 
 // bolt runs the selected boltinformer variants on one file: cold, then
-// (after some Pods changed while it was down) warm within the watch-cache
-// window, warm with a bounded cache, and, after more changes and an
+// (each after some Pods changed while it was down) warm within the
+// watch-cache window, synced when caught up (the default) and with
+// SyncedAtOpen, in alternating order; warm with a bounded cache; and, after more changes and an
 // apiserver restart that expires the stored resourceVersion, warm with a
 // forced relist; last the decode floor of the file's records. The cold
 // start runs if selected, or, unreported, to fill the file the first time
@@ -125,14 +126,26 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 		}
 		r.filled = true
 	}
-	if r.opts.runs(vBoltWarm) {
-		warm := spec(vBoltWarm)
-		warm.Latency = true
+	// The two warm starts, the default (synced when caught up) and
+	// SyncedAtOpen, each after its own churn, in alternating order.
+	warmStarts := []string{vBoltWarm, vBoltWarmAtOpen}
+	if rep%2 == 1 {
+		slices.Reverse(warmStarts)
+	}
+	for _, v := range warmStarts {
+		if !r.opts.runs(v) {
+			continue
+		}
+		warm := spec(v)
+		warm.Latency, warm.SyncedAtOpen = true, v == vBoltWarmAtOpen
 		var err error
-		if warm.CatchUpRV, err = r.churn(ctx, "warm"); err != nil {
+		if warm.CatchUpRV, err = r.churn(ctx, v); err != nil {
 			return err
 		}
-		if err := r.child(ctx, rep, r.withUpdates(warm)); err != nil {
+		if v == vBoltWarm {
+			warm = r.withUpdates(warm)
+		}
+		if err := r.child(ctx, rep, warm); err != nil {
 			return err
 		}
 	}
@@ -233,17 +246,20 @@ func summary(res *childResult) string {
 		return fmt.Sprintf("%-23s %d objects on %d goroutines: codec %.2fs fresh, %.2fs grown (%s), protobuf %.2fs (%s)",
 			res.Variant, f.Objects, f.Workers, f.CodecFreshSeconds, f.CodecSeconds, secondsList(f.CodecRuns), f.ProtobufSeconds, secondsList(f.ProtobufRuns))
 	}
-	s := fmt.Sprintf("%-23s informer synced %7.3fs  first List %7.3fs  all handlers synced %6.2fs (%s)  LIST %d  watch-list %d  private %4.0f MiB (RSS %4.0f)  %s",
+	s := fmt.Sprintf("%-23s informer synced %7.3fs  first List %7.3fs  all handlers synced %6.2fs (%s)  LIST %d  limit=1 %d  watch-list %d  private %4.0f MiB (RSS %4.0f)  %s",
 		res.Variant, res.InformerSyncedSeconds, res.FirstListSeconds, res.SyncSeconds, secondsList(res.HandlerSyncedSeconds),
-		res.Lists, res.WatchLists, mib(res.AnonBytes), mib(res.RSSBytes), res.Cost)
+		res.Lists, res.Probes, res.WatchLists, mib(res.AnonBytes), mib(res.RSSBytes), res.Cost)
+	if res.FirstWatchSeconds > 0 {
+		s += fmt.Sprintf("  first watch %.3fs (synced %+.3fs after it, %d watches)", res.FirstWatchSeconds, res.InformerSyncedSeconds-res.FirstWatchSeconds, res.WatchesAtSync)
+	}
 	if res.CaughtUpSeconds > 0 {
-		s += fmt.Sprintf("  caught up %.2fs", res.CaughtUpSeconds)
+		s += fmt.Sprintf("  churn applied %.2fs", res.CaughtUpSeconds)
 	}
 	if res.ReconcileSeconds > 0 {
 		s += fmt.Sprintf("  reconciled %.2fs", res.ReconcileSeconds)
 	}
 	if res.StartCause != "" {
-		s += fmt.Sprintf("  start=%s rewritten=%d", res.StartCause, res.Rewritten)
+		s += fmt.Sprintf("  causes=%s rewritten=%d", strings.Join(res.Causes, ","), res.Rewritten)
 	}
 	if t := res.Throughput; t != nil {
 		s += fmt.Sprintf("  drained %d updates at %.0f/s (driven at %.0f/s)", t.Events, t.EventsPerSec, t.DriveRate)

@@ -42,6 +42,9 @@ type childSpec struct {
 	File         string `json:"file,omitempty"`
 	Fresh        bool   `json:"fresh,omitempty"`
 	CacheObjects int    `json:"cacheObjects,omitempty"`
+	// SyncedAtOpen sets InformerOptions.SyncedAtOpen: a warm start is
+	// synced on the stored state instead of once caught up.
+	SyncedAtOpen bool `json:"syncedAtOpen,omitempty"`
 	// CatchUpRV: after sync, wait until the store has applied this
 	// resourceVersion (the last change made while the informer was down).
 	CatchUpRV string `json:"catchUpRV,omitempty"`
@@ -82,12 +85,23 @@ type childResult struct {
 	// started as soon as the informer reported synced (its length is
 	// checked against Expect).
 	FirstListSeconds float64 `json:"firstListSeconds,omitempty"`
+	// FirstWatchSeconds (boltinformer): construction to the first watch
+	// the apiserver accepted (reflector.Observer.WatchStarted). A warm
+	// start synced when caught up is synced InformerSyncedSeconds -
+	// FirstWatchSeconds after its watch opened.
+	FirstWatchSeconds float64 `json:"firstWatchSeconds,omitempty"`
+	// WatchesAtSync (boltinformer): watches the apiserver had accepted
+	// when the informer reported synced (a catching-up start's are short).
+	WatchesAtSync int `json:"watchesAtSync,omitempty"`
 	// HandlerSyncedSeconds: construction to each registration's
 	// HasSyncedChecker, in registration order; the largest is SyncSeconds.
 	HandlerSyncedSeconds []float64 `json:"handlerSyncedSeconds,omitempty"`
 
 	InitialAdds int `json:"initialAdds"`
-	// CaughtUpSeconds: start to CatchUpRV applied.
+	// CaughtUpSeconds: start to CatchUpRV applied (the changes made while
+	// the informer was down), polled from Run on. Results from before
+	// 2026-11-24 began polling only once every handler had synced, so
+	// theirs is at least that time.
 	CaughtUpSeconds float64 `json:"caughtUpSeconds,omitempty"`
 	// DurableSeconds: start to the synced (and caught-up, reconciled) state
 	// committed to the file.
@@ -95,9 +109,17 @@ type childResult struct {
 	// ReconcileSeconds: start to the 410 relist applied (WaitRelist).
 	ReconcileSeconds float64 `json:"reconcileSeconds,omitempty"`
 	StartCause       string  `json:"startCause,omitempty"`
-	// Requests for Pods: LIST (GET without watch, every page), watches, and
-	// watches with sendInitialEvents (client-go's watch-list).
+	// Causes lists every list or resume of the reflector, in order: a
+	// warm start is "resumed", followed by "relist-catchup" if its short
+	// watches did not catch it up, or "relist-expired" after a 410.
+	Causes []string `json:"causes,omitempty"`
+	// Requests for Pods: full LISTs (GET without watch, every page, but
+	// not the limit=1 consistent reads), the limit=1 consistent reads at
+	// resourceVersion "" a catching-up warm start takes (Probes: one
+	// request, at most one object returned), watches, and watches with
+	// sendInitialEvents (client-go's watch-list).
 	Lists      int64 `json:"lists"`
+	Probes     int64 `json:"limit1Reads"`
 	Watches    int64 `json:"watches"`
 	WatchLists int64 `json:"watchLists"`
 	// Rewritten: changes committed to the file during the run.

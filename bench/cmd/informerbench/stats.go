@@ -12,6 +12,7 @@ const (
 	mDurable     = "durable_s"
 	mReconcile   = "reconcile_s"
 	mLists       = "lists"
+	mProbes      = "limit1_reads"
 	mWatches     = "watches"
 	mWatchLists  = "watch_lists"
 	mRewritten   = "rewritten"
@@ -44,6 +45,7 @@ const (
 	mAPICPU      = "start_apiserver_cpu_s"
 	mEtcdCPU     = "start_etcd_cpu_s"
 	mStartLists  = "start_lists"
+	mStartProbes = "start_limit1_reads"
 
 	// The stages of a start (start.go). sync_s above is the last of them:
 	// every handler registration synced.
@@ -51,6 +53,12 @@ const (
 	mFirstList      = "first_list_s"
 	mConstruct      = "construct_s"
 	mHandlerSynced  = "handler%d_synced_s" // per registration, from 1
+	// Boltinformer only: construction to the first watch the apiserver
+	// accepted; informer synced minus that (negative: synced before the
+	// watch opened, as with SyncedAtOpen); watches accepted by then.
+	mFirstWatch       = "first_watch_s"
+	mSyncedAfterWatch = "synced_after_watch_s"
+	mWatchesAtSync    = "watches_at_sync"
 
 	// The decode floor (floor.go), on the decode-floor variant only.
 	mFloorCodec = "floor_codec_s"
@@ -68,6 +76,7 @@ func (r *childResult) metrics() map[string]float64 {
 	m := map[string]float64{
 		mSync:       r.SyncSeconds,
 		mLists:      float64(r.Lists),
+		mProbes:     float64(r.Probes),
 		mWatches:    float64(r.Watches),
 		mWatchLists: float64(r.WatchLists),
 		mRSS:        mib(r.RSSBytes),
@@ -77,6 +86,7 @@ func (r *childResult) metrics() map[string]float64 {
 		mHeap:       mib(r.HeapBytes),
 	}
 	m[mWireMiB], m[mBodyMiB], m[mStartLists] = mib(r.Cost.WireBytes), mib(r.Cost.BodyBytes), float64(r.Cost.Lists)
+	m[mStartProbes] = float64(r.Cost.Probes)
 	if r.Cost.APIServerCPUs >= 0 && r.Cost.EtcdCPUs >= 0 {
 		m[mAPICPU], m[mEtcdCPU] = r.Cost.APIServerCPUs, r.Cost.EtcdCPUs
 	}
@@ -84,6 +94,11 @@ func (r *childResult) metrics() map[string]float64 {
 		m[mInformerSynced], m[mFirstList], m[mConstruct] = r.InformerSyncedSeconds, r.FirstListSeconds, r.ConstructSeconds
 		for i, x := range r.HandlerSyncedSeconds {
 			m[fmt.Sprintf(mHandlerSynced, i+1)] = x
+		}
+		if r.FirstWatchSeconds > 0 {
+			m[mFirstWatch] = r.FirstWatchSeconds
+			m[mSyncedAfterWatch] = r.InformerSyncedSeconds - r.FirstWatchSeconds
+			m[mWatchesAtSync] = float64(r.WatchesAtSync)
 		}
 	}
 	if r.StartCause != "" {

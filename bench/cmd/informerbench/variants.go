@@ -12,8 +12,11 @@ const (
 	vClientGoProtoList = "client-go-protobuf-list"
 	vBoltCold          = "bolt-cold"
 	vBoltWarm          = "bolt-warm"
-	vBoltBounded       = "bolt-bounded"
-	vBolt410           = "bolt-410"
+	// vBoltWarmAtOpen is a warm restart with InformerOptions.SyncedAtOpen:
+	// synced on the stored state, before the watch has caught up.
+	vBoltWarmAtOpen = "bolt-warm-at-open"
+	vBoltBounded    = "bolt-bounded"
+	vBolt410        = "bolt-410"
 	// vFloor is no informer: a bare parallel decode of the cache file's
 	// records and of the same Pods' protobuf (floor.go).
 	vFloor = "decode-floor"
@@ -25,7 +28,7 @@ const boundedCacheObjects = 1000
 // variantOrder is the order of the report's rows of informer starts.
 var variantOrder = []string{
 	vClientGoJSON, vClientGoJSONList, vClientGoProto, vClientGoProtoList,
-	vBoltCold, vBoltWarm, vBoltBounded, vBolt410,
+	vBoltCold, vBoltWarm, vBoltWarmAtOpen, vBoltBounded, vBolt410,
 }
 
 // allVariants is every name --variants takes, in the results' order.
@@ -33,7 +36,7 @@ var allVariants = append(slices.Clone(variantOrder), vFloor)
 
 // boltFileVariants need a cache file that a cold start filled: when
 // bolt-cold is not selected, an unrecorded cold start makes it.
-var boltFileVariants = []string{vBoltWarm, vBoltBounded, vBolt410, vFloor}
+var boltFileVariants = []string{vBoltWarm, vBoltWarmAtOpen, vBoltBounded, vBolt410, vFloor}
 
 var variantTitles = map[string]string{
 	vClientGoJSON:      "client-go JSON cold, watch-list (default)",
@@ -41,7 +44,8 @@ var variantTitles = map[string]string{
 	vClientGoProto:     "client-go protobuf cold, watch-list (default)",
 	vClientGoProtoList: "client-go protobuf cold, LIST",
 	vBoltCold:          "boltinformer cold (empty file)",
-	vBoltWarm:          "boltinformer warm restart",
+	vBoltWarm:          "boltinformer warm restart (synced when caught up)",
+	vBoltWarmAtOpen:    "boltinformer warm restart, SyncedAtOpen",
 	vBoltBounded:       "boltinformer warm, 1,000-object cache",
 	vBolt410:           "boltinformer restart after 410",
 	vFloor:             "decode alone, all cores (no informer)",
