@@ -8,14 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
 )
 
@@ -35,16 +33,6 @@ const seed = 1
 var exceptions = map[string]map[string]string{
 	"cold": {},
 	"warm": {},
-}
-
-// syncedAtOpenDefault reports whether boltcr still makes a warm informer
-// synced on its stored state by default: boltcr.Options has no
-// SyncedAtOpen opt-in yet (issue 17, item 1). Until it has, a warm
-// informer may serve a spec the state an earlier spec left, and the warm
-// run's failures are logged, not reported. Remove this once it landed.
-func syncedAtOpenDefault() bool {
-	_, ok := reflect.TypeFor[boltcr.Options]().FieldByName("SyncedAtOpen")
-	return !ok
 }
 
 // TestControllerRuntimeCacheSuite runs controller-runtime's own pkg/cache
@@ -135,10 +123,6 @@ func runSuite(t *testing.T, work, test, binDir, mode string) {
 		}
 	}
 	report1 := t.Errorf
-	if mode == "warm" && syncedAtOpenDefault() && len(unexpected) > 0 {
-		t.Logf("boltcr's warm informers are still synced on the stored state by default (issue 17, item 1): the warm run's %d failures are logged, not reported", len(unexpected))
-		report1 = t.Logf
-	}
 	for _, s := range unexpected {
 		msg := s.Failure.Message
 		if len(msg) > 2000 {
