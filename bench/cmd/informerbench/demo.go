@@ -10,6 +10,8 @@ import (
 	"slices"
 	"text/tabwriter"
 	"time"
+
+	"github.com/boltinformer/boltinformer/internal/apiservertest"
 )
 
 // runDemo is `make demo`: a local apiserver with a few thousand Pods;
@@ -57,7 +59,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	// A live cluster's background writes (heartbeat.go), for every variant.
-	stopHeartbeat, err := heartbeat(ctx, cs)
+	stopHeartbeat, err := apiservertest.Heartbeat(ctx, cs, heartbeatLease)
 	if err != nil {
 		return err
 	}
