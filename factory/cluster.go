@@ -1,6 +1,8 @@
 package factory
 
 import (
+	"sync"
+
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/clusterid"
 )
@@ -16,43 +18,40 @@ import (
 // kube-system must declare it). The identity is learned once per factory,
 // when its first informer starts.
 
-// clusterOptions are the factories' clusterid options: the kube-system UID
-// is recorded bare, as before other kinds existed.
-func clusterOptions(declare string) clusterid.Options {
-	return clusterid.Options{Component: "boltinformer factory", Declare: declare}
+// clusterSource learns a factory's cluster identity once for all of its
+// informers; the zero value is ready, the Source is built on first use.
+type clusterSource struct {
+	once   sync.Once
+	source *clusterid.Source
+}
+
+// identity returns the identity a factory records with each of its
+// collections: declared if set (declareOption names the option that sets
+// it, for errors), else read through the reader newReader builds. The
+// kube-system UID is recorded bare, as before other kinds existed.
+func (c *clusterSource) identity(declared, declareOption string, newReader func() clusterid.Reader) bcache.ClusterIdentity {
+	if declared != "" {
+		return bcache.StaticCluster(declared)
+	}
+	c.once.Do(func() {
+		c.source = clusterid.New(newReader(), clusterid.Options{Component: "boltinformer factory", Declare: declareOption})
+	})
+	return c.source.Get
 }
 
 // cluster returns the identity recorded with each of f's collections.
 func (f *Factory) cluster() bcache.ClusterIdentity {
-	if f.clusterIdentity != "" {
-		return bcache.StaticCluster(f.clusterIdentity)
-	}
-	f.identityOnce.Do(func() {
-		f.identity = clusterid.New(clusterid.Typed(f.client), clusterOptions("factory.WithClusterIdentity"))
-	})
-	return f.identity.Get
+	return f.identity.identity(f.clusterIdentity, "factory.WithClusterIdentity", func() clusterid.Reader { return clusterid.Typed(f.client) })
 }
 
 // cluster returns the identity recorded with each of f's collections.
 func (f *DynamicFactory) cluster() bcache.ClusterIdentity {
-	if f.clusterIdentity != "" {
-		return bcache.StaticCluster(f.clusterIdentity)
-	}
-	f.identityOnce.Do(func() {
-		f.identity = clusterid.New(clusterid.Dynamic(f.client), clusterOptions("factory.WithDynamicClusterIdentity"))
-	})
-	return f.identity.Get
+	return f.identity.identity(f.clusterIdentity, "factory.WithDynamicClusterIdentity", func() clusterid.Reader { return clusterid.Dynamic(f.client) })
 }
 
 // cluster returns the identity recorded with each of f's collections. A
 // metadata client cannot review itself, so without kube-system's UID the
 // identity must be declared (WithMetadataClusterIdentity).
 func (f *MetadataFactory) cluster() bcache.ClusterIdentity {
-	if f.clusterIdentity != "" {
-		return bcache.StaticCluster(f.clusterIdentity)
-	}
-	f.identityOnce.Do(func() {
-		f.identity = clusterid.New(clusterid.Metadata(f.client), clusterOptions("factory.WithMetadataClusterIdentity"))
-	})
-	return f.identity.Get
+	return f.identity.identity(f.clusterIdentity, "factory.WithMetadataClusterIdentity", func() clusterid.Reader { return clusterid.Metadata(f.client) })
 }

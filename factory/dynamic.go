@@ -1,7 +1,6 @@
 package factory
 
 import (
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
-	"github.com/boltinformer/boltinformer/internal/clusterid"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -33,8 +31,7 @@ type DynamicFactory struct {
 	syncedAtOpen     bool
 	// identity learns the cluster's identity through client, once for
 	// every informer of the factory; built on first use.
-	identityOnce sync.Once
-	identity     *clusterid.Source
+	identity clusterSource
 
 	informers resourceInformers
 }

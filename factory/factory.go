@@ -43,7 +43,6 @@ import (
 	"k8s.io/klog/v2"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
-	"github.com/boltinformer/boltinformer/internal/clusterid"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -75,8 +74,7 @@ type Factory struct {
 
 	// identity learns the cluster's identity through client, once for
 	// every informer of the factory; built on first use.
-	identityOnce sync.Once
-	identity     *clusterid.Source
+	identity clusterSource
 
 	// lock guards the fields below.
 	lock sync.Mutex

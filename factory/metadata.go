@@ -2,7 +2,6 @@ package factory
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,8 +15,6 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/persist"
-
-	"github.com/boltinformer/boltinformer/internal/clusterid"
 )
 
 // MetadataFactory is a metadatainformer.SharedInformerFactory whose
@@ -40,8 +37,7 @@ type MetadataFactory struct {
 	syncedAtOpen     bool
 	// identity learns the cluster's identity through client, once for
 	// every informer of the factory; built on first use.
-	identityOnce sync.Once
-	identity     *clusterid.Source
+	identity clusterSource
 
 	informers resourceInformers
 }
