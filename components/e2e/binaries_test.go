@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// The binaries the tests run, built by TestMain.
+var (
+	boltScheduler          string // components/cmd/kube-scheduler
+	boltControllerManager  string // components/cmd/kube-controller-manager
+	stockControllerManager string // k8s.io/kubernetes/cmd/kube-controller-manager
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "components-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := func() int {
+		defer os.RemoveAll(dir)
+		var err error
+		for _, b := range []struct {
+			out *string
+			pkg string
+			bin string
+		}{
+			{&boltScheduler, "github.com/boltinformer/boltinformer/components/cmd/kube-scheduler", "kube-scheduler"},
+			{&boltControllerManager, "github.com/boltinformer/boltinformer/components/cmd/kube-controller-manager", "kube-controller-manager"},
+			{&stockControllerManager, "k8s.io/kubernetes/cmd/kube-controller-manager", "stock-kube-controller-manager"},
+		} {
+			if *b.out, err = build(dir, b.pkg, b.bin); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		code := m.Run()
+		// No goroutine a test starts may outlive the tests (the tests'
+		// own clients; the components are processes).
+		if code == 0 {
+			if err := goleak.Find(goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1")); err != nil {
+				fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+				return 1
+			}
+		}
+		return code
+	}()
+	os.Exit(code)
+}
+
+// build builds pkg of this module's build list into dir/name, with the
+// ordinary build flags (so the build cache go vet and go test filled is
+// reused).
+func build(dir, pkg, name string) (string, error) {
+	out := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build %s: %w", pkg, err)
+	}
+	return out, nil
+}
