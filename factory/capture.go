@@ -59,6 +59,11 @@ type listRequest struct {
 	// the request. Otherwise it may filter or rewrite objects in Go.
 	code        string
 	requestOnly bool
+	// identifier is the metrics name the captured informer took. A newFunc
+	// that closes over an InformerName (rather than reading the factory's
+	// InformerName, nil during the capture) registers it here first, so
+	// this one is reserved and the real informer's is a duplicate.
+	identifier cache.InformerNameAndResource
 }
 
 // captureTimeout bounds the List and Watch calls of a newFunc informer that
@@ -154,6 +159,7 @@ func (c *captureClient) capture(obj runtime.Object, gvr schema.GroupVersionResou
 		return listRequest{}, fmt.Errorf("it watches namespace %q with %+v but lists namespace %q with %+v", wreq.namespace, wreq.options, req.namespace, req.options)
 	}
 	req.code, req.requestOnly = listerWatcherCode(parts.listerWatcher)
+	req.identifier = parts.identifier
 	return req, nil
 }
 

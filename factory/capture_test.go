@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -244,6 +245,18 @@ func TestInformerForKeepsMetricsName(t *testing.T) {
 		return f.Core().V1().Pods().Informer()
 	}) {
 		t.Error("InformerFor's informer does not hold its metrics name: its FIFO publishes no metrics")
+	}
+	// kube-scheduler's Pod informer: newFunc closes over the InformerName
+	// instead of reading the factory's, so the capture registers it first.
+	if !reserved(t, "boltinformer-test-closure", func(n *cache.InformerName) cache.SharedIndexInformer {
+		f := NewSharedInformerFactoryWithOptions(client, 0, openTestDB(t), WithInformerName(n), WithClusterIdentity("test"))
+		return f.InformerFor(&corev1.Pod{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return coreinformers.NewPodInformerWithOptions(cs, metav1.NamespaceAll, internalinterfaces.InformerOptions{
+				ResyncPeriod: resync, InformerName: n,
+			})
+		})
+	}) {
+		t.Error("InformerFor's informer, from a newFunc that closes over the InformerName, does not hold its metrics name")
 	}
 }
 

@@ -296,6 +296,13 @@ func (f *Factory) informerForLocked(obj runtime.Object, newFunc internalinterfac
 		}
 		return informer, nil
 	}
+	// The capture took the metrics name a newFunc that closes over an
+	// InformerName registers; the informer that runs keeps it (client-go
+	// logs the second registration as a duplicate, once).
+	if !parts.identifier.Reserved() && req.identifier.Reserved() &&
+		req.identifier.Name() == parts.identifier.Name() && req.identifier.GroupVersionResource() == parts.identifier.GroupVersionResource() {
+		parts.identifier = req.identifier
+	}
 	persistent, err := f.newInformer(obj, gvk, gvr, req, parts)
 	if err != nil {
 		return nil, err
