@@ -18,7 +18,7 @@ TIDY_MODULES := $(MODULES) tools/staticcheck
 TOOLS_BIN   := $(CURDIR)/_output/bin
 STATICCHECK := $(TOOLS_BIN)/staticcheck
 
-.PHONY: all build vet test test-crsuite bench fmt-check fuzz tidy-check staticcheck check-tracked-files check-upstream-versions
+.PHONY: all build vet test test-crsuite test-components bench fmt-check fuzz tidy-check staticcheck check-tracked-files check-upstream-versions
 
 all: build
 
@@ -60,9 +60,20 @@ check-upstream-versions:
 # make test: what CI runs. Repository checks, formatting, tidiness, vet,
 # staticcheck, then every test of every module — unit, differential, crash
 # and end-to-end against a real kube-apiserver (built on first use) — under
-# the race detector.
+# the race detector. Only packages with tests are handed to go test: it
+# would otherwise build the others (components/' kube-scheduler and
+# kube-controller-manager, all of Kubernetes) again with -race, which vet
+# has already type-checked and no test runs.
 test: check-tracked-files check-upstream-versions fmt-check tidy-check vet staticcheck test-binaries
-	@set -e; for m in $(MODULES); do echo "go test ($$m)"; (cd $$m && $(GO) test -race -count=1 -timeout 60m $(PKGS)); done
+	@set -e; for m in $(MODULES); do echo "go test ($$m)"; (cd $$m && \
+		pkgs=$$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $(PKGS)) && \
+		if [ -n "$$pkgs" ]; then $(GO) test -race -count=1 -timeout 60m $$pkgs; fi); done
+
+# make test-components: the end-to-end tests of kube-scheduler and
+# kube-controller-manager on boltinformer (components/e2e); make test runs
+# them too.
+test-components: test-binaries
+	cd components && $(GO) test -count=1 -timeout 30m -v ./e2e
 
 # make test-crsuite: controller-runtime v0.25.2's own pkg/cache suite with
 # every cache routed through the persistent cache (controllerruntime/

@@ -13,14 +13,27 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 list=hack/upstream-versions.txt
 
-# Where each upstream module's version is read: the first of these go.mod
-# files that requires it.
+# Where each upstream module's version is read: the go.mod of the module
+# the ported file belongs to if it requires it (components/ builds with
+# k8s.io/kubernetes itself), else the first of these go.mod files that
+# requires it.
 gomods=(go.mod tools/apiserver/go.mod)
 
-# version_in MODULE: "VERSION GOMOD" of the first go.mod requiring MODULE.
+# own_gomod FILE: the go.mod of the module FILE belongs to.
+own_gomod() {
+	local dir
+	dir=$(dirname "$1")
+	while [[ "$dir" != "." && ! -f "$dir/go.mod" ]]; do
+		dir=$(dirname "$dir")
+	done
+	echo "$dir/go.mod"
+}
+
+# version_in MODULE FILE: "VERSION GOMOD" of the first go.mod requiring
+# MODULE, FILE's own first.
 version_in() {
 	local gomod v
-	for gomod in "${gomods[@]}"; do
+	for gomod in "$(own_gomod "$2")" "${gomods[@]}"; do
 		v=$(awk -v m="$1" '
 			$1 == "require" && $2 == m { print $3; exit }
 			$1 == m && $2 != "=>" { print $2; exit }' "$gomod")
@@ -36,7 +49,7 @@ declare -A listed
 while read -r file module path version; do
 	[[ -z "$file" || "$file" == \#* ]] && continue
 	listed[$file]=1
-	read -r have gomod < <(version_in "$module") || true
+	read -r have gomod < <(version_in "$module" "$file") || true
 	if [[ -z "${have:-}" ]]; then
 		echo "$list: $file follows $module $version, but no go.mod (${gomods[*]}) requires $module." >&2
 		fail=1

@@ -18,8 +18,10 @@ Modifications copyright The boltinformer Authors.
 
 // This file follows k8s.io/kubernetes v1.37.2,
 // cmd/kube-controller-manager/app/service_accounts.go
-// (newServiceAccountTokenController) and controller_utils.go
-// (controllerLoop) and controllermanager.go (readCA), all unexported: the
+// (newServiceAccountTokenController),
+// cmd/kube-controller-manager/app/controller_utils.go (controllerLoop) and
+// cmd/kube-controller-manager/app/controllermanager.go (readCA), all
+// unexported: the
 // service account token controller is not among app.NewControllerDescriptors,
 // and a ControllerDescriptor cannot be built outside its package, so Run
 // builds this controller itself, first, as upstream's BuildControllers does.

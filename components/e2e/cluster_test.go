@@ -151,10 +151,12 @@ func createPods(t testing.TB, cs kubernetes.Interface, ns string, from, to int) 
 	}
 }
 
-// persistedResources reads the cache file at path (the component must have
-// exited) and returns the resources ("resource" or "resource.group") of
-// its collections, each with the collections' names.
-func persistedResources(t testing.TB, path string) map[string][]string {
+// resumable reads the cache file at path (no component may have it open)
+// and returns the resources ("resource" or "resource.group") of the
+// collections a restart resumes: those holding a committed list's
+// resourceVersion and not marked to be listed again. A component killed
+// before it committed a collection's first list must list it again.
+func resumable(t testing.TB, path string) map[string][]string {
 	t.Helper()
 	db, err := persist.Open(path, persist.Options{ReadOnly: true, LockTimeout: 10 * time.Second})
 	if err != nil {
@@ -167,6 +169,9 @@ func persistedResources(t testing.TB, path string) map[string][]string {
 	}
 	out := map[string][]string{}
 	for _, info := range infos {
+		if info.ResourceVersion == "" || info.MustList {
+			continue
+		}
 		gr := info.Description["resource"]
 		if g := info.Description["group"]; g != "" {
 			gr += "." + g
