@@ -164,17 +164,33 @@ func ownerName(refs []metav1.OwnerReference, kind string) string {
 	return "-"
 }
 
-// waitState returns once state(false) equals want, checking at every
-// change; it fails the test after timeout, or at once if c exits.
+// waitState returns once state(false) equals want; it fails the test
+// after timeout, or at once if c exits.
 func (w *clusterWatch) waitState(t testing.TB, timeout time.Duration, what string, c *component, want []string) {
+	t.Helper()
+	w.waitUntil(t, timeout, what, c, want, func(int) bool { return false })
+}
+
+// waitChanges returns after n more changes, or once the state is want,
+// whichever comes first.
+func (w *clusterWatch) waitChanges(t testing.TB, n int, c *component, want []string) {
+	t.Helper()
+	_, start := w.next()
+	w.waitUntil(t, 2*time.Minute, fmt.Sprintf("%d changes", n), c, want, func(seen int) bool { return seen-start >= n })
+}
+
+// waitUntil returns once state(false) equals want or enough(changes seen
+// so far) holds, checking at every change; it fails the test after
+// timeout, or at once if c exits.
+func (w *clusterWatch) waitUntil(t testing.TB, timeout time.Duration, what string, c *component, want []string, enough func(changes int) bool) {
 	t.Helper()
 	sort.Strings(want)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
-		changed, _ := w.next()
+		changed, seen := w.next()
 		got := w.state(false)
-		if strings.Join(got, "\n") == strings.Join(want, "\n") {
+		if strings.Join(got, "\n") == strings.Join(want, "\n") || enough(seen) {
 			return
 		}
 		select {
@@ -184,29 +200,6 @@ func (w *clusterWatch) waitState(t testing.TB, timeout time.Duration, what strin
 		case <-deadline.C:
 			t.Fatalf("timed out after %v waiting for %s (%s)\nwant:\n  %s\ngot:\n  %s\n%s", timeout, what, c.name,
 				strings.Join(want, "\n  "), strings.Join(got, "\n  "), c.tail(30))
-		}
-	}
-}
-
-// waitChanges returns after n more changes, or once the state is want,
-// whichever comes first.
-func (w *clusterWatch) waitChanges(t testing.TB, n int, c *component, want []string) {
-	t.Helper()
-	_, start := w.next()
-	sort.Strings(want)
-	deadline := time.NewTimer(2 * time.Minute)
-	defer deadline.Stop()
-	for {
-		changed, seen := w.next()
-		if seen-start >= n || strings.Join(w.state(false), "\n") == strings.Join(want, "\n") {
-			return
-		}
-		select {
-		case <-changed:
-		case <-c.exited:
-			c.running(t)
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %d changes", n)
 		}
 	}
 }
