@@ -123,6 +123,15 @@ demo: test-binaries
 	@head -11 '$(DEMO_DIR)/get.txt'; echo "… $$(($$(wc -l < '$(DEMO_DIR)/get.txt') - 1)) Pods in bench-00"
 	@rm -rf '$(DEMO_DIR)'
 
+# make bench-components: restarts of kube-scheduler and
+# kube-controller-manager on boltinformer beside the stock binaries
+# (components/bench/restartbench) with COMPONENTS_PODS Pods per component.
+COMPONENTS_PODS ?= 10000
+COMPONENTS_NODES ?= 100
+.PHONY: bench-components
+bench-components: test-binaries
+	cd components && $(GO) run ./bench/restartbench --pods $(COMPONENTS_PODS) --nodes $(COMPONENTS_NODES) --reps $(BENCH_REPS)
+
 # make bench-informer: the full side-by-side benchmark (bench/cmd/informerbench)
 # at $(BENCH_SIZES) Pods; results in bench/results/, plot in docs/sync-time.svg.
 # About 30 minutes at 100k on 2 cores. BENCH_SIZES=10k,50k,100k plots a curve.

@@ -1,0 +1,380 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/boltinformer/boltinformer/internal/apiservertest"
+)
+
+// bench is the cluster the components run against.
+type bench struct {
+	cs         kubernetes.Interface
+	srv        *apiservertest.Server
+	dir        string
+	kubeconfig string
+}
+
+const (
+	schedulerNamespace = "bench-scheduler"
+	kcmNamespace       = "bench-kcm"
+	// noScheduler is the scheduler the controller manager's Pods name:
+	// none runs, so they stay pending and the scheduler bench's scheduler
+	// leaves them alone.
+	noScheduler = "restartbench-none"
+)
+
+var commonArgs = []string{"--leader-elect=false", "--secure-port=0", "--kube-api-qps=1000", "--kube-api-burst=2000"}
+
+var schedulerComponent = component{
+	name: "kube-scheduler",
+	args: func(b *bench) []string { return append([]string{"--kubeconfig=" + b.kubeconfig}, commonArgs...) },
+	populate: func(ctx context.Context, b *bench, pods, _ int) error {
+		if err := b.createNamespace(ctx, schedulerNamespace); err != nil {
+			return err
+		}
+		nodes, err := b.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		return forEach(ctx, pods, func(ctx context.Context, i int) error {
+			pod := benchPod(fmt.Sprintf("pod-%06d", i), nil)
+			pod.Spec.NodeName = nodes.Items[i%len(nodes.Items)].Name
+			_, err := b.cs.CoreV1().Pods(schedulerNamespace).Create(ctx, pod, metav1.CreateOptions{})
+			return err
+		})
+	},
+	probe: func(ctx context.Context, b *bench, id string) error {
+		name := "probe-" + id
+		if _, err := b.cs.CoreV1().Pods(schedulerNamespace).Create(ctx, benchPod(name, nil), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		return b.waitPod(ctx, schedulerNamespace, "metadata.name="+name, "", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+	},
+}
+
+var controllerManagerComponent = component{
+	name: "kube-controller-manager",
+	args: func(b *bench) []string { return append([]string{"--kubeconfig=" + b.kubeconfig}, commonArgs...) },
+	populate: func(ctx context.Context, b *bench, pods, deployments int) error {
+		if err := b.createNamespace(ctx, kcmNamespace); err != nil {
+			return err
+		}
+		per := int32(pods / deployments)
+		return forEach(ctx, deployments, func(ctx context.Context, i int) error {
+			_, err := b.cs.AppsV1().Deployments(kcmNamespace).Create(ctx, benchDeployment(fmt.Sprintf("deploy-%04d", i), per), metav1.CreateOptions{})
+			return err
+		})
+	},
+	probe: func(ctx context.Context, b *bench, id string) error {
+		name := "probe-" + id
+		if _, err := b.cs.AppsV1().Deployments(kcmNamespace).Create(ctx, benchDeployment(name, 1), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		return b.waitPod(ctx, kcmNamespace, "", "app="+name, func(*corev1.Pod) bool { return true })
+	},
+}
+
+// settled waits until the controller manager has made every Pod of the
+// populated Deployments (the priming run does, so that later starts all
+// find the same work done).
+func (b *bench) settled(ctx context.Context, pods int) error {
+	for {
+		list, err := b.cs.AppsV1().ReplicaSets(kcmNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, rs := range list.Items {
+			if !strings.HasPrefix(rs.Name, "probe-") {
+				n += int(rs.Status.Replicas)
+			}
+		}
+		if n >= pods {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// measure populates the cluster for c, starts the boltinformer binary
+// once on a new file (cold; for the controller manager it also makes the
+// Deployments' ReplicaSets and Pods), then each variant reps times,
+// alternating which goes first.
+func (b *bench) measure(ctx context.Context, c component, pods, deployments, reps int) ([]result, error) {
+	start := time.Now()
+	if err := c.populate(ctx, b, pods, deployments); err != nil {
+		return nil, err
+	}
+	log.Printf("%s: populated in %v", c.name, time.Since(start).Round(time.Second))
+	cacheFile := filepath.Join(b.dir, c.name+".db")
+	boltArgs := append(c.args(b), "--boltinformer-cache-file="+cacheFile)
+	var settle func(context.Context) error
+	if c.name == controllerManagerComponent.name {
+		settle = func(ctx context.Context) error { return b.settled(ctx, pods) }
+	}
+	cold, err := b.start(ctx, c, "boltinformer cold", c.bolt, boltArgs, 0, settle)
+	if err != nil {
+		return nil, err
+	}
+	results := []result{cold}
+	for rep := 1; rep <= reps; rep++ {
+		variants := []struct{ name, bin string }{{"stock", c.stock}, {"boltinformer", c.bolt}}
+		if rep%2 == 0 {
+			variants[0], variants[1] = variants[1], variants[0]
+		}
+		for _, v := range variants {
+			args := c.args(b)
+			if v.name == "boltinformer" {
+				args = boltArgs
+			}
+			r, err := b.start(ctx, c, v.name, v.bin, args, rep, nil)
+			if err != nil {
+				return nil, err
+			}
+			results = append(results, r)
+		}
+	}
+	return results, nil
+}
+
+// start runs one start of bin and measures it (see the package doc); settle,
+// if not nil, runs after the measurement, before the process is stopped.
+func (b *bench) start(ctx context.Context, c component, variant, bin string, args []string, rep int, settle func(context.Context) error) (result, error) {
+	id := fmt.Sprintf("%s-%d", strings.ReplaceAll(variant, " ", "-"), rep)
+	apiserverPID, _ := b.srv.PIDs()
+	listsBefore, bytesBefore, err := b.listMetrics(ctx)
+	if err != nil {
+		return result{}, err
+	}
+	cpuBefore := processCPU(apiserverPID)
+	p, err := startProcess(bin, filepath.Join(b.dir, c.name+"-"+id+".log"), args)
+	if err != nil {
+		return result{}, err
+	}
+	defer p.stop()
+	probeCtx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.exited:
+			cancel()
+		case <-probeCtx.Done():
+		}
+	}()
+	if err := c.probe(probeCtx, b, id); err != nil {
+		return result{}, fmt.Errorf("%s %s: %w (log %s)", c.name, variant, err, filepath.Join(b.dir, c.name+"-"+id+".log"))
+	}
+	r := result{component: c.name, variant: variant, rep: rep, ready: time.Since(p.started)}
+	r.apiserverCPU = processCPU(apiserverPID) - cpuBefore
+	r.privateBytes = rssAnon(p.cmd.Process.Pid)
+	listsAfter, bytesAfter, err := b.listMetrics(ctx)
+	if err != nil {
+		return result{}, err
+	}
+	r.lists, r.listBytes = listsAfter-listsBefore, bytesAfter-bytesBefore
+	log.Printf("%s %s #%d: ready in %.2f s, %.0f LISTs, apiserver %.2f CPU-s", c.name, variant, rep, r.ready.Seconds(), r.lists, r.apiserverCPU)
+	if settle != nil {
+		start := time.Now()
+		if err := settle(ctx); err != nil {
+			return result{}, err
+		}
+		log.Printf("%s %s: settled in %v", c.name, variant, time.Since(start).Round(time.Second))
+	}
+	return r, nil
+}
+
+// waitPod watches Pods of ns (with the field or label selector) until one
+// satisfies done. A watch, not a LIST, so the LIST counts are the
+// component's.
+func (b *bench) waitPod(ctx context.Context, ns, fieldSelector, labelSelector string, done func(*corev1.Pod) bool) error {
+	for {
+		w, err := b.cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fieldSelector, LabelSelector: labelSelector})
+		if err != nil {
+			return err
+		}
+		for ev := range w.ResultChan() {
+			if pod, ok := ev.Object.(*corev1.Pod); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) && done(pod) {
+				w.Stop()
+				return nil
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// listMetrics reads from the apiserver's metrics its LIST requests so far,
+// and the bytes it encoded for LIST responses and watch events (client-go
+// lists through a watch by default: a watch-list streams the initial state
+// as watch events), over every resource.
+func (b *bench) listMetrics(ctx context.Context) (lists, bytes float64, err error) {
+	raw, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok {
+			continue
+		}
+		i := strings.LastIndexByte(rest, ' ')
+		v, err := strconv.ParseFloat(rest[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		list := strings.Contains(rest, `verb="LIST"`)
+		switch {
+		case name == "apiserver_request_total" && list:
+			lists += v
+		case name == "apiserver_response_sizes_sum" && list, name == "apiserver_watch_events_sizes_sum":
+			bytes += v
+		}
+	}
+	return lists, bytes, nil
+}
+
+func (b *bench) createNamespace(ctx context.Context, name string) error {
+	_, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// createNodes creates n Ready, untainted Nodes with room for 110 Pods.
+func (b *bench) createNodes(ctx context.Context, n int) error {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("64"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("1000"),
+	}
+	return forEach(ctx, n, func(ctx context.Context, i int) error {
+		name := fmt.Sprintf("node-%04d", i)
+		node, err := b.cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Labels: map[string]string{corev1.LabelHostname: name},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		node.Spec.Taints = nil // the not-ready taint, lifted as a node lifecycle controller would
+		if node, err = b.cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		node.Status = corev1.NodeStatus{Capacity: capacity, Allocatable: capacity, Conditions: []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+		}}}
+		_, err = b.cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func benchPod(name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: podSpec()}
+}
+
+func podSpec() corev1.PodSpec {
+	return corev1.PodSpec{Containers: []corev1.Container{{
+		Name:  "c",
+		Image: "registry.k8s.io/pause:3.10",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("10m"),
+			corev1.ResourceMemory: resource.MustParse("10Mi"),
+		}},
+	}}}
+}
+
+func benchDeployment(name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	spec := podSpec()
+	spec.SchedulerName = noScheduler
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		},
+	}
+}
+
+// forEach runs fn for 0..n-1, 16 at a time, and returns the first error.
+func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range 16 {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+// processCPU is the CPU-seconds (user + system) process pid has used.
+func processCPU(pid int) float64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the command, which is in parentheses and may hold spaces.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	const utime, stime = 14 - 3, 15 - 3
+	u, _ := strconv.ParseFloat(f[utime], 64)
+	s, _ := strconv.ParseFloat(f[stime], 64)
+	return (u + s) / 100 // USER_HZ
+}
+
+// rssAnon is process pid's private memory (RssAnon).
+func rssAnon(pid int) uint64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
