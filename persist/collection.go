@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -48,9 +49,13 @@ type CollectionOptions struct {
 	// Indexes names the collection's secondary indexes with a version each.
 	// An index stored under the same name and version is trusted as is; one
 	// whose version differs, or that is new, is rebuilt from the stored
-	// objects with IndexValues before the collection is returned; a stored
-	// index not named here is dropped. Change the version whenever an index
-	// function's behaviour changes.
+	// objects with IndexValues before the collection is returned. A stored
+	// index not named here is kept dormant, unread, for AddIndexes to adopt
+	// at the same version without a rebuild (client-go's informers get most
+	// of their indexes from AddIndexers, after construction); the first
+	// change applied drops the dormant indexes, which it would not keep up
+	// to date. Change the version whenever an index function's behaviour
+	// changes.
 	Indexes map[string]string
 
 	// IndexValues computes index values when an index has to be (re)built.
@@ -112,6 +117,9 @@ type Collection struct {
 	rv         string
 	mustList   bool              // see MustList
 	indexes    map[string]string // name -> version
+	// dormant holds stored indexes the options did not name: kept for
+	// AddIndexes to adopt until the first Apply drops them (name -> version).
+	dormant    map[string]string
 	provenance map[string]string // as recorded in the file
 
 	resetAtOpen *ProvenanceMismatch // set once by DB.Collection
@@ -145,9 +153,20 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 	if db.opts.ReadOnly {
 		err = db.bolt.View(c.load)
 	} else {
-		db.commitMu.Lock()
-		err = db.bolt.Update(func(tx *bolt.Tx) error { return c.create(tx, opts) })
-		db.commitMu.Unlock()
+		// Most opens find the collection as the options describe it; they
+		// need no write transaction, hence no fsync (a component opening
+		// sixty informers would otherwise wait for sixty).
+		unchanged := false
+		err = db.bolt.View(func(tx *bolt.Tx) error {
+			var err error
+			unchanged, err = c.unchanged(tx, opts)
+			return err
+		})
+		if err == nil && !unchanged {
+			db.commitMu.Lock()
+			err = db.bolt.Update(func(tx *bolt.Tx) error { return c.create(tx, opts) })
+			db.commitMu.Unlock()
+		}
 	}
 	if err == nil {
 		err = c.completeIfEmpty()
@@ -189,6 +208,36 @@ func (c *Collection) load(tx *bolt.Tx) error {
 	return nil
 }
 
+// unchanged loads the stored collection and reports whether create would
+// write nothing: the collection exists with the provenance, description and
+// index versions opts gives. Errors are those of a corrupt collection.
+func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error) {
+	b := c.bucket(tx)
+	if b == nil {
+		return false, nil
+	}
+	if err := c.load(tx); err != nil {
+		return false, err
+	}
+	if opts.Provenance != nil && diffProvenance(c.provenance, opts.Provenance) != nil {
+		return false, nil
+	}
+	for name, v := range opts.Indexes {
+		if c.indexes[name] != v {
+			return false, nil
+		}
+	}
+	if opts.Description != nil {
+		raw := b.Bucket(bucketCollMeta).Get(keyDescription)
+		var stored map[string]string
+		if raw == nil || msgpack.Unmarshal(raw, &stored) != nil || !maps.Equal(stored, opts.Description) {
+			return false, nil
+		}
+	}
+	c.indexes, c.dormant = splitIndexes(c.indexes, opts.Indexes)
+	return true, nil
+}
+
 // create makes the collection's buckets if needed, loads its metadata and
 // brings its indexes to opts.Indexes.
 func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
@@ -226,16 +275,15 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 			return err
 		}
 	}
-	stored := c.indexes
-	c.indexes = map[string]string{}
+	c.indexes, c.dormant = splitIndexes(c.indexes, opts.Indexes)
 	idx := b.Bucket(bucketIndexes)
-	for name := range stored {
-		if v, keep := opts.Indexes[name]; !keep || v != stored[name] {
+	for name, v := range opts.Indexes {
+		if stored, ok := c.dormant[name]; ok && stored != v {
+			// Stored at another version: rebuilt below.
 			if err := idx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 				return err
 			}
-		} else {
-			c.indexes[name] = v
+			delete(c.dormant, name)
 		}
 	}
 	var build []string
@@ -253,6 +301,24 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 		}
 	}
 	return nil
+}
+
+// splitIndexes divides the stored indexes into those named at the same
+// version (in use) and the others (dormant; a name with another version is
+// among them until create rebuilds it).
+func splitIndexes(stored, named map[string]string) (use, dormant map[string]string) {
+	use = map[string]string{}
+	for name, v := range stored {
+		if named[name] == v {
+			use[name] = v
+		} else {
+			if dormant == nil {
+				dormant = map[string]string{}
+			}
+			dormant[name] = v
+		}
+	}
+	return use, dormant
 }
 
 // buildIndexes creates the named indexes from the stored objects and records
@@ -310,8 +376,36 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[stri
 	return c.writeIndexVersions(b)
 }
 
+// dropUnusedIndexes deletes the stored indexes not in use — dormant ones
+// after a change, which they do not reflect — and records the versions left.
+// Called in every transaction that changes the stored objects, so a stored
+// index is never behind its objects.
+func (c *Collection) dropUnusedIndexes(b *bolt.Bucket) error {
+	idx := b.Bucket(bucketIndexes)
+	var unused [][]byte
+	err := idx.ForEachBucket(func(name []byte) error {
+		if _, ok := c.indexes[string(name)]; !ok {
+			unused = append(unused, bytes.Clone(name))
+		}
+		return nil
+	})
+	if err != nil || len(unused) == 0 {
+		return err
+	}
+	for _, name := range unused {
+		if err := idx.DeleteBucket(name); err != nil {
+			return err
+		}
+	}
+	return c.writeIndexVersions(b)
+}
+
+// writeIndexVersions records the versions of the indexes in use and of the
+// dormant ones, whose buckets are still in the file.
 func (c *Collection) writeIndexVersions(b *bolt.Bucket) error {
-	raw, err := msgpack.Marshal(c.indexes)
+	all := maps.Clone(c.indexes)
+	maps.Copy(all, c.dormant)
+	raw, err := msgpack.Marshal(all)
 	if err != nil {
 		return err
 	}
@@ -397,6 +491,11 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 		c.mu.Unlock()
 		c.db.applyMu.RUnlock()
 		return ErrClosed
+	}
+	if c.dormant != nil {
+		// The dormant indexes would not reflect this change: the commit
+		// that writes it drops them (dropUnusedIndexes).
+		c.dormant = nil
 	}
 	mem := c.memory()
 	for i, op := range ops {
@@ -547,6 +646,9 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) error {
 			}
 		}
 	}
+	if err := c.dropUnusedIndexes(b); err != nil {
+		return err
+	}
 	meta := b.Bucket(bucketCollMeta)
 	if l.rvSet {
 		if err := meta.Put(keyRV, []byte(l.rv)); err != nil {
@@ -610,15 +712,28 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 		}
 		names = append(names, name)
 	}
-	before := c.indexes
-	c.indexes = make(map[string]string, len(before)+len(names))
-	for k, v := range before {
-		c.indexes[k] = v
+	before, dormantBefore := c.indexes, c.dormant
+	c.indexes, c.dormant = maps.Clone(before), maps.Clone(dormantBefore)
+	// A dormant index at the same version is what building it would write
+	// (nothing was applied since the collection opened): adopt it.
+	var build []string
+	for _, name := range names {
+		if v, ok := c.dormant[name]; ok && v == versions[name] {
+			c.indexes[name] = v
+			delete(c.dormant, name)
+			continue
+		}
+		build = append(build, name)
 	}
-	err := c.db.bolt.Update(func(tx *bolt.Tx) error { return c.buildIndexes(tx, names, versions, fn) })
-	if err != nil {
-		c.indexes = before
-		return fmt.Errorf("adding indexes to %q: %w", c.name, err)
+	if len(build) > 0 {
+		for _, name := range build {
+			delete(c.dormant, name) // rebuilt at this version
+		}
+		err := c.db.bolt.Update(func(tx *bolt.Tx) error { return c.buildIndexes(tx, build, versions, fn) })
+		if err != nil {
+			c.indexes, c.dormant = before, dormantBefore
+			return fmt.Errorf("adding indexes to %q: %w", c.name, err)
+		}
 	}
 	if c.memory() != nil {
 		// Every object is still cached: load the new indexes beside the old.

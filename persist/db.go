@@ -273,10 +273,17 @@ func (db *DB) checkSchema() error {
 		}
 		return nil
 	}
-	var err error
-	if db.opts.ReadOnly {
-		err = db.bolt.View(check)
-	} else {
+	// A file with its schema needs no write transaction (and no fsync) to
+	// open; only an empty one is initialized.
+	fresh := false
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketMeta) == nil && !db.opts.ReadOnly {
+			fresh = true
+			return nil
+		}
+		return check(tx)
+	})
+	if fresh {
 		err = db.bolt.Update(check)
 	}
 	if err != nil && !errors.Is(err, ErrNotCacheFile) && !errors.Is(err, ErrSchemaUnsupported) {

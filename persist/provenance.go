@@ -149,6 +149,11 @@ func (c *Collection) emptyTx(b *bolt.Bucket) error {
 		return err
 	}
 	c.rv = ""
+	// Dormant indexes index the dropped objects.
+	c.dormant = nil
+	if err := c.dropUnusedIndexes(b); err != nil {
+		return err
+	}
 	names := slices.Sorted(maps.Keys(c.indexes))
 	if len(names) == 0 {
 		return nil

@@ -1,8 +1,10 @@
 package persist_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -134,5 +136,62 @@ func TestCollectionCheckProvenanceDropsPending(t *testing.T) {
 	}
 	if rv, err := c.CommittedResourceVersion(); err != nil || rv != "9" {
 		t.Errorf("committed rv = %q, %v", rv, err)
+	}
+}
+
+// Reopening a collection as the file already describes it writes nothing
+// (a component opening sixty informers must not wait for sixty fsyncs);
+// options that differ are written.
+func TestCollectionReopenUnchangedWritesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	opts := persist.CollectionOptions{
+		Indexes: map[string]string{"name": "1"}, IndexValues: byName,
+		Provenance:  map[string]string{"list": "web", "cluster": "one"},
+		Description: map[string]string{"resource": "configmaps", "namespace": "ns"},
+	}
+	db := openDB(t, path, persist.Options{})
+	c, err := db.Collection("cms", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putNamed(t, c, "7", cm("a", "7"))
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, path, persist.Options{})
+	c, err = db.Collection("cms", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := collectionState(t, c); got != `keys=[ns/a] index(a)=[ns/a] rv="7"` {
+		t.Errorf("reopened collection serves %s", got)
+	}
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(before, after) {
+		t.Errorf("reopening an unchanged collection wrote to the file (err %v)", err)
+	}
+	for name, change := range map[string]func(o *persist.CollectionOptions){
+		"description": func(o *persist.CollectionOptions) { o.Description = map[string]string{"resource": "configmaps"} },
+		"index":       func(o *persist.CollectionOptions) { o.Indexes = map[string]string{"name": "2"} },
+	} {
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		o := opts
+		change(&o)
+		if c, err = db.Collection("cms", o); err != nil {
+			t.Fatal(err)
+		}
+		if after, err := os.ReadFile(path); err != nil || bytes.Equal(before, after) {
+			t.Errorf("reopening with another %s did not write it (err %v)", name, err)
+		}
+		if got := collectionState(t, c); got != `keys=[ns/a] index(a)=[ns/a] rv="7"` {
+			t.Errorf("reopened with another %s, the collection serves %s", name, got)
+		}
+		opts = o
+		before, _ = os.ReadFile(path)
 	}
 }
