@@ -53,13 +53,14 @@ func main() {
 	deployments := flag.Int("deployments", 100, "Deployments the controller manager's Pods are spread over")
 	reps := flag.Int("reps", 3, "restarts of each variant")
 	which := flag.String("components", "kube-scheduler,kube-controller-manager", "components to measure")
+	logs := flag.String("logs", "", "directory to keep each start's component log in (default: a temporary directory, removed at the end)")
 	flag.Parse()
-	if err := run(*pods, *nodes, *deployments, *reps, strings.Split(*which, ",")); err != nil {
+	if err := run(*pods, *nodes, *deployments, *reps, strings.Split(*which, ","), *logs); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(pods, nodes, deployments, reps int, which []string) error {
+func run(pods, nodes, deployments, reps int, which []string, logs string) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "restartbench-")
 	if err != nil {
@@ -92,7 +93,13 @@ func run(pods, nodes, deployments, reps int, which []string) error {
 		return err
 	}
 	defer stopHeartbeat()
-	b := &bench{cs: cs, srv: srv, dir: dir, kubeconfig: kubeconfig}
+	b := &bench{cs: cs, srv: srv, dir: dir, logs: dir, kubeconfig: kubeconfig}
+	if logs != "" {
+		if err := os.MkdirAll(logs, 0o755); err != nil {
+			return err
+		}
+		b.logs = logs
+	}
 	if err := b.createNodes(ctx, nodes); err != nil {
 		return err
 	}

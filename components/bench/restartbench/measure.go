@@ -27,6 +27,7 @@ type bench struct {
 	cs         kubernetes.Interface
 	srv        *apiservertest.Server
 	dir        string
+	logs       string // where each start's log goes
 	kubeconfig string
 }
 
@@ -167,7 +168,7 @@ func (b *bench) start(ctx context.Context, c component, variant, bin string, arg
 		return result{}, err
 	}
 	cpuBefore := processCPU(apiserverPID)
-	p, err := startProcess(bin, filepath.Join(b.dir, c.name+"-"+id+".log"), args)
+	p, err := startProcess(bin, filepath.Join(b.logs, c.name+"-"+id+".log"), args)
 	if err != nil {
 		return result{}, err
 	}
@@ -182,7 +183,7 @@ func (b *bench) start(ctx context.Context, c component, variant, bin string, arg
 		}
 	}()
 	if err := c.probe(probeCtx, b, id); err != nil {
-		return result{}, fmt.Errorf("%s %s: %w (log %s)", c.name, variant, err, filepath.Join(b.dir, c.name+"-"+id+".log"))
+		return result{}, fmt.Errorf("%s %s: %w (log %s)", c.name, variant, err, filepath.Join(b.logs, c.name+"-"+id+".log"))
 	}
 	r := result{component: c.name, variant: variant, rep: rep, ready: time.Since(p.started)}
 	r.apiserverCPU = processCPU(apiserverPID) - cpuBefore
