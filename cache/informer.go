@@ -1005,6 +1005,12 @@ func (s *Informer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEventHa
 // AddEventHandlerWithOptions implements cache.SharedInformer, with client-go's
 // resync period rules and late-join protocol.
 func (s *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	return s.addEventHandler(handler, options, nil)
+}
+
+// addEventHandler is AddEventHandlerWithOptions; skipInitialAdd is the
+// listener's (see processor.ListenerOptions.SkipInitialAdd).
+func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options cache.HandlerOptions, skipInitialAdd func(interface{}) bool) (cache.ResourceEventHandlerRegistration, error) {
 	s.startedLock.Lock()
 	defer s.startedLock.Unlock()
 	if s.stopped {
@@ -1027,7 +1033,7 @@ func (s *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler
 			}
 		}
 	}
-	listener := processor.NewListener(handler, processor.ListenerOptions{Logger: logger, RequestedResyncPeriod: resyncPeriod, ResyncPeriod: processor.DetermineResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod), Now: s.clock.Now(), UpstreamHasSynced: s.HasSyncedChecker()})
+	listener := processor.NewListener(handler, processor.ListenerOptions{Logger: logger, RequestedResyncPeriod: resyncPeriod, ResyncPeriod: processor.DetermineResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod), Now: s.clock.Now(), UpstreamHasSynced: s.HasSyncedChecker(), SkipInitialAdd: skipInitialAdd})
 	if !s.started {
 		// The processor may already run (RunWithContext starts it before it
 		// marks the informer started); then it will not start this

@@ -641,8 +641,16 @@ func (m mutations) checkEachSeenOnce(t testing.TB, seen map[string]int) {
 // chosen evenly across baseline.
 func mutateConfigMaps(t testing.TB, cs kubernetes.Interface, test string, baseline state, n int) mutations {
 	t.Helper()
+	return mutateConfigMapsCounts(t, cs, test, baseline, "new", n, n, n)
+}
+
+// mutateConfigMapsCounts is mutateConfigMaps with a count of each change;
+// created ConfigMaps are named <prefix>-<i>.
+func mutateConfigMapsCounts(t testing.TB, cs kubernetes.Interface, test string, baseline state, prefix string, creates, updates, deletes int) mutations {
+	t.Helper()
 	ctx := t.Context()
 	keys := sortedKeys(baseline)
+	n := max(creates, updates, deletes)
 	if len(keys) < 2*n {
 		t.Fatalf("cannot update and delete %d of %d objects", n, len(keys))
 	}
@@ -657,28 +665,33 @@ func mutateConfigMaps(t testing.TB, cs kubernetes.Interface, test string, baseli
 		}
 	}
 	for i := range n {
-		ns := namespaces[i%len(namespaces)]
-		cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, configMap(ns, fmt.Sprintf("new-%05d", i), test, i), metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("create: %v", err)
+		if i < creates {
+			ns := namespaces[i%len(namespaces)]
+			cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, configMap(ns, fmt.Sprintf("%s-%05d", prefix, i), test, i), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			m.created[ns+"/"+cm.Name] = cm.ResourceVersion
 		}
-		m.created[ns+"/"+cm.Name] = cm.ResourceVersion
-
-		key := keys[2*i*step]
-		ns, name := splitKey(key)
-		patch := fmt.Sprintf(`{"data":{"updated":"%d"}}`, i)
-		cm, err = cs.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-		if err != nil {
-			t.Fatalf("patch %s: %v", key, err)
+		if i < updates {
+			key := keys[2*i*step]
+			ns, name := splitKey(key)
+			// Distinct per call, or a second round's patch changes nothing.
+			patch := fmt.Sprintf(`{"data":{"updated":"%s-%d"}}`, prefix, i)
+			cm, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			if err != nil {
+				t.Fatalf("patch %s: %v", key, err)
+			}
+			m.updated[key] = cm.ResourceVersion
 		}
-		m.updated[key] = cm.ResourceVersion
-
-		key = keys[(2*i+1)*step]
-		ns, name = splitKey(key)
-		if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-			t.Fatalf("delete %s: %v", key, err)
+		if i < deletes {
+			key := keys[(2*i+1)*step]
+			ns, name := splitKey(key)
+			if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatalf("delete %s: %v", key, err)
+			}
+			m.deleted[key] = struct{}{}
 		}
-		m.deleted[key] = struct{}{}
 	}
 	return m
 }

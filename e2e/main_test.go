@@ -11,6 +11,8 @@ import (
 var (
 	flagObjects = flag.Int("e2e.objects", 5000,
 		"objects created by the cold-start and warm-restart tests (the cold-start test makes 3/5 of them ConfigMaps, the rest Pods)")
+	flagCheckpointObjects = flag.Int("e2e.checkpoint-objects", 10000,
+		"ConfigMaps the checkpoint test acknowledges before its restarts")
 	flagRelistObjects = flag.Int("e2e.relist-objects", 2000,
 		"ConfigMaps created by TestRelistAfterExpiry")
 	flagKills = flag.Int("e2e.kills", 12,

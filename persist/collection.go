@@ -123,6 +123,9 @@ type Collection struct {
 	provenance map[string]string // as recorded in the file
 
 	resetAtOpen *ProvenanceMismatch // set once by DB.Collection
+
+	// checkpoints holds the open checkpoints by name; guarded by mu.
+	checkpoints map[string]*Checkpoint
 }
 
 // Collection opens, or creates, the named collection.
@@ -503,6 +506,7 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 		c.pending.put(op.Key, ch)
 		if ch.deleted {
 			c.cache.remove(op.Key)
+			c.forgetAcksLocked(op.Key)
 		} else {
 			c.cache.put(op.Key, ch.obj, len(ch.record))
 		}
@@ -618,11 +622,13 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) error {
 			}
 		}
 	}
+	var deleted []string
 	for _, key := range keys {
 		ch := l.changes[key]
 		kb := []byte(key)
 		var err error
 		if ch.deleted {
+			deleted = append(deleted, key)
 			err = objects.Delete(kb)
 		} else {
 			err = objects.Put(kb, ch.record)
@@ -647,6 +653,9 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) error {
 		}
 	}
 	if err := c.dropUnusedIndexes(b); err != nil {
+		return err
+	}
+	if err := c.writeAcks(b, l, deleted); err != nil {
 		return err
 	}
 	meta := b.Bucket(bucketCollMeta)

@@ -43,13 +43,19 @@ type layer struct {
 	// mustList, if mustListSet, is written as the collection's must-list
 	// mark with the layer (see mustlist.go).
 	mustList, mustListSet bool
+	// acks holds checkpoint acknowledgements: checkpoint -> key -> rv.
+	// clearedAcks names checkpoints cleared before those acks.
+	acks        map[string]map[string]string
+	clearedAcks map[string]bool
 }
 
 func newLayer() *layer {
 	return &layer{changes: map[string]*change{}, byValue: map[string]map[string]map[string]struct{}{}}
 }
 
-func (l *layer) empty() bool { return len(l.changes) == 0 && !l.rvSet && !l.mustListSet }
+func (l *layer) empty() bool {
+	return len(l.changes) == 0 && !l.rvSet && !l.mustListSet && len(l.acks) == 0 && len(l.clearedAcks) == 0
+}
 
 // put records ch for key, replacing an earlier change to the same key.
 func (l *layer) put(key string, ch *change) {
@@ -103,6 +109,7 @@ func (l *layer) absorb(newer *layer) {
 	if newer.mustListSet {
 		l.mustList, l.mustListSet = newer.mustList, true
 	}
+	l.absorbAcks(newer)
 }
 
 // recordPool holds record buffers of committed layers (*[]byte) for Apply

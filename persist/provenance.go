@@ -113,6 +113,11 @@ func (c *Collection) checkProvenanceTx(tx *bolt.Tx, want map[string]string, forc
 		}
 		mismatch = &ProvenanceMismatch{Stored: maps.Clone(c.provenance), Want: maps.Clone(want)}
 	}
+	// The checkpoints acknowledge states of the objects dropped below, or
+	// of objects stored under another provenance.
+	if err := c.dropCheckpointsTx(b); err != nil {
+		return nil, err
+	}
 	dropped := c.hasContentTx(b)
 	if dropped {
 		if err := c.emptyTx(b); err != nil {

@@ -57,6 +57,7 @@ type Listener struct {
 
 	syncTracker       *synctrack.SingleFileTracker
 	upstreamHasSynced cache.DoneChecker
+	skipInitialAdd    func(obj interface{}) bool
 
 	// pending holds notifications not yet handed to run; only pop touches it.
 	pending buffer.TypedRingGrowing[any]
@@ -101,6 +102,14 @@ type ListenerOptions struct {
 	// synced once it has and the handler has handled every initial-list add.
 	// Required.
 	UpstreamHasSynced cache.DoneChecker
+
+	// SkipInitialAdd, if set, is asked about every initial-list add as it
+	// is queued; true drops the add: the handler never gets it and HasSynced
+	// does not wait for it. Add runs it synchronously, while the informer's
+	// store still holds the object's state (before any later change to it
+	// is applied), so it may consult state that a change would clear (a
+	// checkpoint's acknowledgements).
+	SkipInitialAdd func(obj interface{}) bool
 }
 
 // NewListener returns a listener that relays notifications to handler. It
@@ -126,6 +135,7 @@ func NewListener(handler cache.ResourceEventHandler, opts ListenerOptions) *List
 		done:                  make(chan struct{}),
 		runFinished:           make(chan struct{}),
 		upstreamHasSynced:     opts.UpstreamHasSynced,
+		skipInitialAdd:        opts.SkipInitialAdd,
 		handler:               handler,
 		handlerName:           name,
 		syncTracker:           synctrack.NewSingleFileTracker(fmt.Sprintf("%s + event handler %s", opts.UpstreamHasSynced.Name(), name)),
@@ -165,6 +175,9 @@ func (l *Listener) AwaitInitialAdds() { l.syncTracker.Start() }
 // only call it while the listener runs (the Processor guarantees that).
 func (l *Listener) Add(notification interface{}) {
 	if a, ok := notification.(AddNotification); ok && a.IsInInitialList {
+		if l.skipInitialAdd != nil && l.skipInitialAdd(a.Obj) {
+			return
+		}
 		l.syncTracker.Start()
 	}
 	l.addCh <- notification

@@ -20,6 +20,10 @@ var (
 	// IndexesBucket holds a bucket per index, with ByValueBucket and
 	// ByKeyBucket inside.
 	IndexesBucket = []byte("indexes")
+	// CheckpointsBucket, once a consumer acknowledged anything, holds a
+	// bucket per checkpoint mapping object keys to the resourceVersion the
+	// consumer last finished processing (see persist.Checkpoint).
+	CheckpointsBucket = []byte("checkpoints")
 
 	RVKey            = []byte("rv")
 	CommittedKey     = []byte("committed")

@@ -1,0 +1,170 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/persist"
+)
+
+// Checkpoint lets one event handler skip, on a warm start, the stored objects
+// it had already finished processing before the restart: the program
+// acknowledges an object (key and resourceVersion) once it has fully
+// processed it, and on the next start the handler gets no initial add for an
+// object whose stored resourceVersion is the one it acknowledged. It gets
+// everything else exactly as without a checkpoint: initial adds of objects
+// changed or created while it was down or since its last acknowledgement,
+// every watch event (updates, deletions), relists and resyncs. Its
+// registration's HasSynced means what it means without a checkpoint, over
+// the adds it is given.
+//
+// Acknowledgements live in the cache file beside the objects and reach it
+// with the group commit: delivery is at least once (a crash between
+// processing and the commit delivers the object again). They are dropped
+// with the stored objects whenever the collection starts over (another
+// cluster, list, or transform; a reset), kept across a relist only where an
+// object's resourceVersion did not change (another version never matches),
+// dropped with a deleted object, and never shared between checkpoint names.
+//
+// Do not use a checkpoint for a handler that must look at every object on
+// every start: one that re-checks state outside the cluster (cloud
+// resources, a DNS zone), or one whose processing depends on other objects
+// or on configuration that may have changed while it was down. Clear it (or
+// change its name) when the handler's logic changes what processing an
+// object means. Acknowledgements cost about 100 bytes of memory per key.
+type Checkpoint struct {
+	inf *Informer
+	cp  *persist.Checkpoint
+
+	mu         sync.Mutex
+	registered bool
+
+	skipped atomic.Int64
+}
+
+// ErrNoCheckpoints is returned by Checkpoint for an informer without a cache
+// file.
+var ErrNoCheckpoints = errors.New("checkpoints need a persistent informer (one with a cache file)")
+
+// Checkpoint opens the named checkpoint of the informer's collection. Open it,
+// and add its handler, before the informer starts, so that the handler's
+// initial adds come from the warm start (a handler added later gets the
+// store's contents as client-go gives them to a late handler, minus the
+// acknowledged ones). A name is open once per collection at a time.
+func (s *Informer) Checkpoint(name string) (*Checkpoint, error) {
+	if s.persistent == nil {
+		return nil, ErrNoCheckpoints
+	}
+	cp, err := s.persistent.coll.Checkpoint(name)
+	if err != nil {
+		return nil, fmt.Errorf("boltinformer: collection %q: %w", s.name, err)
+	}
+	return &Checkpoint{inf: s, cp: cp}, nil
+}
+
+// CheckpointOf is Informer.Checkpoint for an informer obtained as a
+// client-go interface (from a factory, say); it fails for an informer that
+// is not a boltinformer one.
+func CheckpointOf(informer cache.SharedIndexInformer, name string) (*Checkpoint, error) {
+	s, ok := informer.(*Informer)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T is not a boltinformer informer", ErrNoCheckpoints, informer)
+	}
+	return s.Checkpoint(name)
+}
+
+// Name returns the checkpoint's name.
+func (c *Checkpoint) Name() string { return c.cp.Name() }
+
+// AddEventHandler adds handler to the informer as the checkpoint's handler.
+// A checkpoint has at most one handler.
+func (c *Checkpoint) AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return c.AddEventHandlerWithOptions(handler, cache.HandlerOptions{})
+}
+
+// AddEventHandlerWithOptions is AddEventHandler with client-go's handler
+// options.
+func (c *Checkpoint) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.registered {
+		return nil, fmt.Errorf("checkpoint %q already has a handler: one checkpoint per handler", c.Name())
+	}
+	reg, err := c.inf.addEventHandler(handler, options, c.skip)
+	if err == nil {
+		c.registered = true
+	}
+	return reg, err
+}
+
+// skip drops the initial add of an acknowledged object. The listener asks as
+// it queues the add, before any later change to the object is applied (a
+// deletion would drop the acknowledgement).
+func (c *Checkpoint) skip(obj interface{}) bool {
+	if c.Acknowledged(obj) {
+		c.skipped.Add(1)
+		return true
+	}
+	return false
+}
+
+// Acknowledged reports whether obj, at its resourceVersion, is acknowledged:
+// an initial add of it is what the checkpoint's handler skips. For adapters
+// that filter elsewhere (a controller-runtime predicate).
+func (c *Checkpoint) Acknowledged(obj interface{}) bool {
+	key, rv, err := c.keyAndVersion(obj)
+	if err != nil || rv == "" {
+		return false
+	}
+	acked, ok := c.cp.Acked(key)
+	return ok && acked == rv
+}
+
+// Ack acknowledges obj at its resourceVersion: the program has finished
+// processing this state of it. Call it with the object the handler was given
+// (or one read from the informer's store), once the work it implies is done.
+func (c *Checkpoint) Ack(obj interface{}) error {
+	key, rv, err := c.keyAndVersion(obj)
+	if err != nil {
+		return err
+	}
+	return c.AckKey(key, rv)
+}
+
+// AckKey acknowledges the object at key (the informer's store key) at
+// resourceVersion rv.
+func (c *Checkpoint) AckKey(key, rv string) error {
+	if err := c.cp.Ack(key, rv); err != nil {
+		return fmt.Errorf("boltinformer: checkpoint %q of %q: acknowledging %s at %s: %w", c.Name(), c.inf.name, key, rv, err)
+	}
+	return nil
+}
+
+// Skipped returns how many initial adds the checkpoint's handler was spared.
+func (c *Checkpoint) Skipped() int64 { return c.skipped.Load() }
+
+// Len returns the number of acknowledged keys.
+func (c *Checkpoint) Len() int { return c.cp.Len() }
+
+// Clear drops every acknowledgement: on its next start the handler gets every
+// stored object again. (`inspect checkpoints --clear` does it offline.)
+func (c *Checkpoint) Clear() error { return c.cp.Clear() }
+
+// Close releases the name. Acknowledgements made before it are kept.
+func (c *Checkpoint) Close() { c.cp.Close() }
+
+func (c *Checkpoint) keyAndVersion(obj interface{}) (key, rv string, err error) {
+	if key, err = cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err != nil {
+		return "", "", err
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", "", err
+	}
+	return key, m.GetResourceVersion(), nil
+}

@@ -1,0 +1,202 @@
+package persist_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"path/filepath"
+	"testing"
+
+	"github.com/boltinformer/boltinformer/persist"
+)
+
+// checkpointFile is a cache file with one collection, reopened at will.
+type checkpointFile struct {
+	t    *testing.T
+	path string
+	db   *persist.DB
+	c    *persist.Collection
+	prov map[string]string
+}
+
+func newCheckpointFile(t *testing.T) *checkpointFile {
+	f := &checkpointFile{t: t, path: filepath.Join(t.TempDir(), "cache.db"), prov: map[string]string{"cluster": "one"}}
+	f.reopen()
+	return f
+}
+
+func (f *checkpointFile) reopen() {
+	f.t.Helper()
+	if f.db != nil {
+		if err := f.db.Close(); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	f.db = openDB(f.t, f.path, persist.Options{})
+	var err error
+	if f.c, err = f.db.Collection("cms", persist.CollectionOptions{Provenance: f.prov}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *checkpointFile) checkpoint(name string) *persist.Checkpoint {
+	f.t.Helper()
+	cp, err := f.c.Checkpoint(name)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return cp
+}
+
+func (f *checkpointFile) stored(name string) map[string]string {
+	f.t.Helper()
+	acks, err := f.c.CheckpointAcks(name)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return acks
+}
+
+func ack(t *testing.T, cp *persist.Checkpoint, key, rv string) {
+	t.Helper()
+	if err := cp.Ack(key, rv); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Acknowledgements reach the file with the group commit and are read back
+// by the next process; only those of stored keys are kept, and a deletion
+// drops the key's acknowledgements in every checkpoint.
+func TestCheckpointAcksPersistForStoredKeysOnly(t *testing.T) {
+	f := newCheckpointFile(t)
+	put(t, f.c, "3", cm("a", "1"), cm("b", "2"), cm("c", "3"))
+	cp, other := f.checkpoint("handler"), f.checkpoint("other")
+	ack(t, cp, "ns/a", "1")
+	ack(t, cp, "ns/b", "2")
+	ack(t, other, "ns/b", "2")
+	ack(t, cp, "ns/gone", "9") // never stored
+	if rv, ok := cp.Acked("ns/a"); !ok || rv != "1" {
+		t.Errorf("Acked(ns/a) before the commit = %q %v, want 1", rv, ok)
+	}
+	f.reopen()
+	cp = f.checkpoint("handler")
+	if got, want := f.stored("handler"), map[string]string{"ns/a": "1", "ns/b": "2"}; !maps.Equal(got, want) {
+		t.Errorf("stored acknowledgements = %v, want %v", got, want)
+	}
+	if rv, ok := cp.Acked("ns/b"); !ok || rv != "2" || cp.Len() != 2 {
+		t.Errorf("after reopening Acked(ns/b) = %q %v, Len = %d", rv, ok, cp.Len())
+	}
+
+	// Deleting b drops its acknowledgement in both checkpoints, the open one
+	// and the one nobody opened; acknowledging c and deleting it in the
+	// same commit stores nothing for c.
+	ack(t, cp, "ns/c", "3")
+	if err := f.c.Apply([]persist.Op{{Key: "ns/b", Delete: true}, {Key: "ns/c", Delete: true}}, "4"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cp.Acked("ns/b"); ok {
+		t.Error("a deleted key is still acknowledged in memory")
+	}
+	f.reopen()
+	if got, want := f.stored("handler"), map[string]string{"ns/a": "1"}; !maps.Equal(got, want) {
+		t.Errorf("after deletions, handler's acknowledgements = %v, want %v", got, want)
+	}
+	if got := f.stored("other"); len(got) != 0 {
+		t.Errorf("after deletions, other's acknowledgements = %v, want none", got)
+	}
+	names, err := f.c.Checkpoints()
+	if err != nil || len(names) != 2 {
+		t.Errorf("Checkpoints() = %v %v, want handler and other", names, err)
+	}
+}
+
+// A collection that starts over (another provenance, or a Reset) drops every
+// checkpoint with its objects: the acknowledgements name states of objects
+// that are gone.
+func TestCheckpointsDroppedWithTheCollection(t *testing.T) {
+	for name, reset := range map[string]func(f *checkpointFile){
+		"another provenance at open": func(f *checkpointFile) {
+			f.prov = map[string]string{"cluster": "two"}
+			f.reopen()
+		},
+		"CheckProvenance": func(f *checkpointFile) {
+			if _, err := f.c.CheckProvenance(context.Background(), map[string]string{"cluster": "two"}); err != nil {
+				f.t.Fatal(err)
+			}
+		},
+		"Reset": func(f *checkpointFile) {
+			if err := f.c.Reset(context.Background(), f.prov); err != nil {
+				f.t.Fatal(err)
+			}
+		},
+		"SetAsideAll": func(f *checkpointFile) {
+			if err := f.c.SetAsideAll(context.Background()); err != nil {
+				f.t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newCheckpointFile(t)
+			put(t, f.c, "1", cm("a", "1"))
+			cp := f.checkpoint("handler")
+			ack(t, cp, "ns/a", "1")
+			if err := f.c.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			reset(f)
+			// The object comes back at the same resourceVersion, as a relist
+			// of the same cluster could bring it: the acknowledgement must
+			// still be gone.
+			put(t, f.c, "1", cm("a", "1"))
+			if err := f.c.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.stored("handler"); len(got) != 0 {
+				t.Errorf("stored acknowledgements after the reset = %v, want none", got)
+			}
+			if rv, ok := cp.Acked("ns/a"); ok && name != "another provenance at open" {
+				t.Errorf("the open checkpoint still acknowledges ns/a at %q after the reset", rv)
+			}
+		})
+	}
+}
+
+// Clear drops a checkpoint's acknowledgements (those made after it are
+// kept); a name is open once at a time; Ack on a closed checkpoint fails.
+func TestCheckpointClearAndClose(t *testing.T) {
+	f := newCheckpointFile(t)
+	put(t, f.c, "2", cm("a", "1"), cm("b", "2"))
+	cp := f.checkpoint("handler")
+	ack(t, cp, "ns/a", "1")
+	if err := f.c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.c.Checkpoint("handler"); !errors.Is(err, persist.ErrCheckpointOpen) {
+		t.Errorf("opening an open checkpoint: %v, want ErrCheckpointOpen", err)
+	}
+	if err := cp.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	ack(t, cp, "ns/b", "2")
+	if _, ok := cp.Acked("ns/a"); ok {
+		t.Error("Acked(ns/a) after Clear")
+	}
+	// Closed and opened again before the commit: the clear and the later
+	// acknowledgement are still pending, and the reopened checkpoint sees
+	// them rather than the stale file.
+	cp.Close()
+	if err := cp.Ack("ns/a", "1"); !errors.Is(err, persist.ErrClosed) {
+		t.Errorf("Ack after Close: %v, want ErrClosed", err)
+	}
+	cp = f.checkpoint("handler")
+	if _, ok := cp.Acked("ns/a"); ok {
+		t.Error("a checkpoint reopened before its Clear was committed acknowledges ns/a")
+	}
+	if rv, _ := cp.Acked("ns/b"); rv != "2" {
+		t.Errorf("a checkpoint reopened before its commit: Acked(ns/b) = %q, want 2", rv)
+	}
+	f.reopen()
+	if got, want := f.stored("handler"), map[string]string{"ns/b": "2"}; !maps.Equal(got, want) {
+		t.Errorf("stored after Clear = %v, want %v", got, want)
+	}
+}
