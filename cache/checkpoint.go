@@ -3,13 +3,16 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/processor"
 )
 
 // Checkpoint lets one event handler skip, on a warm start, the stored objects
@@ -23,9 +26,18 @@ import (
 // registration's HasSynced means what it means without a checkpoint, over
 // the adds it is given.
 //
+// Deletions: an acknowledged object that is deleted leaves a tombstone (its
+// last state) until the deletion is acknowledged (Ack with what OnDelete was
+// given, or AckDeleted). A handler that joins after the deletion was applied
+// — registered after the informer started, as controller-runtime's are — is
+// given the tombstone as a cache.DeletedFinalStateUnknown once it has
+// joined, so a deletion made while the program was down is never missed;
+// without a checkpoint the initial adds of the survivors would have
+// revealed it.
+//
 // Acknowledgements live in the cache file beside the objects and reach it
 // with the group commit: delivery is at least once (a crash between
-// processing and the commit delivers the object again). They are dropped
+// processing and the commit delivers the object, or the deletion, again). They are dropped
 // with the stored objects whenever the collection starts over (another
 // cluster, list, or transform; a reset), kept across a relist only where an
 // object's resourceVersion did not change (another version never matches),
@@ -95,7 +107,7 @@ func (c *Checkpoint) AddEventHandlerWithOptions(handler cache.ResourceEventHandl
 	if c.registered {
 		return nil, fmt.Errorf("checkpoint %q already has a handler: one checkpoint per handler", c.Name())
 	}
-	reg, err := c.inf.addEventHandler(handler, options, c.skip)
+	reg, err := c.inf.addEventHandler(handler, options, c, []*Checkpoint{c})
 	if err == nil {
 		c.registered = true
 	}
@@ -127,13 +139,58 @@ func (c *Checkpoint) Acknowledged(obj interface{}) bool {
 
 // Ack acknowledges obj at its resourceVersion: the program has finished
 // processing this state of it. Call it with the object the handler was given
-// (or one read from the informer's store), once the work it implies is done.
+// (or one read from the informer's store), once the work it implies is done;
+// in OnDelete, with what OnDelete was given (an object or a
+// cache.DeletedFinalStateUnknown), which acknowledges the deletion.
 func (c *Checkpoint) Ack(obj interface{}) error {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return c.AckDeleted(d.Key)
+	}
 	key, rv, err := c.keyAndVersion(obj)
 	if err != nil {
 		return err
 	}
+	if _, exists, _ := c.inf.store.GetByKey(key); !exists {
+		// Deleted: this settles the deletion.
+		return c.AckDeleted(key)
+	}
 	return c.AckKey(key, rv)
+}
+
+// AckDeleted acknowledges the deletion of the object at key: its tombstone is
+// dropped, and no later start gives the deletion again.
+func (c *Checkpoint) AckDeleted(key string) error {
+	if err := c.cp.AckDeleted(key); err != nil {
+		return fmt.Errorf("boltinformer: checkpoint %q of %q: acknowledging the deletion of %s: %w", c.Name(), c.inf.name, key, err)
+	}
+	return nil
+}
+
+// tombstoneNotifications returns, for each tombstone of cps whose key the
+// store does not hold, the deletion a joining handler is given: a
+// cache.DeletedFinalStateUnknown carrying the object's last stored state, as
+// client-go gives a deletion the informer did not see happen. A key in
+// several checkpoints is given once.
+func tombstoneNotifications(store cache.Store, cps []*Checkpoint) []interface{} {
+	deleted := map[string]runtime.Object{}
+	for _, c := range cps {
+		for k, obj := range c.cp.Deleted() {
+			deleted[k] = obj
+		}
+	}
+	keys := make([]string, 0, len(deleted))
+	for k := range deleted {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []interface{}
+	for _, key := range keys {
+		if _, exists, _ := store.GetByKey(key); exists {
+			continue // recreated: its initial add (or skip) stands for it
+		}
+		out = append(out, processor.DeleteNotification{Obj: cache.DeletedFinalStateUnknown{Key: key, Obj: deleted[key]}})
+	}
+	return out
 }
 
 // AckKey acknowledges the object at key (the informer's store key) at

@@ -242,6 +242,9 @@ type Informer struct {
 	// delivery hands a warm start's stored state to the handlers; set by
 	// begin, before the reflector and processLoop start, and never changed.
 	delivery *warmDelivery
+	// checkpointJoins are checkpoint handlers registered before the start
+	// (see joinCheckpoints).
+	checkpointJoins []checkpointJoin
 
 	// blockDeltas stops delta processing while a late handler joins or a
 	// handler is removed, and while the warm start hands out stored objects.
@@ -455,6 +458,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	// after its own initial adds. Watch events are applied meanwhile; a
 	// relist after a 410 waits for the delivery.
 	fifo, refl, delivery := s.begin(logger)
+	s.joinCheckpoints()
 	stopFirst := launch(refl)
 	if delivery != nil {
 		s.loadedOnceListed(ctx, &wg)
@@ -624,6 +628,33 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 	})))
 	s.started = true
 	return fifo, s.reflector, delivery
+}
+
+// checkpointJoin is a checkpoint's handler registered before the informer
+// started: its tombstones are given when it starts (joinCheckpoints).
+type checkpointJoin struct {
+	l   *processor.Listener
+	cps []*Checkpoint
+}
+
+// joinCheckpoints gives the checkpoint handlers registered before the start
+// their tombstones (deletions they have not acknowledged), before any watch
+// event is processed.
+func (s *Informer) joinCheckpoints() {
+	s.startedLock.Lock()
+	joins := s.checkpointJoins
+	s.checkpointJoins = nil
+	s.startedLock.Unlock()
+	if len(joins) == 0 {
+		return
+	}
+	s.blockDeltas.Lock()
+	defer s.blockDeltas.Unlock()
+	for _, j := range joins {
+		for _, n := range tombstoneNotifications(s.store, j.cps) {
+			s.processor.DistributeTo([]*processor.Listener{j.l}, n)
+		}
+	}
 }
 
 // reflectorOptions completes opts with the informer's settings.
@@ -1005,12 +1036,30 @@ func (s *Informer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEventHa
 // AddEventHandlerWithOptions implements cache.SharedInformer, with client-go's
 // resync period rules and late-join protocol.
 func (s *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
-	return s.addEventHandler(handler, options, nil)
+	return s.addEventHandler(handler, options, nil, nil)
 }
 
-// addEventHandler is AddEventHandlerWithOptions; skipInitialAdd is the
-// listener's (see processor.ListenerOptions.SkipInitialAdd).
-func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options cache.HandlerOptions, skipInitialAdd func(interface{}) bool) (cache.ResourceEventHandlerRegistration, error) {
+// AddEventHandlerWithTombstones is AddEventHandlerWithOptions that also gives
+// the handler, once it has joined, the tombstones of the given checkpoints
+// of this informer (deletions of acknowledged objects that are not
+// acknowledged yet) as cache.DeletedFinalStateUnknown. It is for adapters
+// whose framework registers the handlers a checkpoint's consumer depends on
+// itself, after the informer started (the controller-runtime adapter): such
+// a handler would otherwise never see a deletion applied before it joined.
+func (s *Informer) AddEventHandlerWithTombstones(handler cache.ResourceEventHandler, options cache.HandlerOptions, cps ...*Checkpoint) (cache.ResourceEventHandlerRegistration, error) {
+	return s.addEventHandler(handler, options, nil, cps)
+}
+
+// addEventHandler is AddEventHandlerWithOptions; skip, if set, is the
+// checkpoint whose acknowledged initial adds the listener drops (see
+// processor.ListenerOptions.SkipInitialAdd), and the tombstones of
+// tombstones are given as deletions when the handler joins (see
+// Checkpoint).
+func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options cache.HandlerOptions, skip *Checkpoint, tombstones []*Checkpoint) (cache.ResourceEventHandlerRegistration, error) {
+	var skipInitialAdd func(interface{}) bool
+	if skip != nil {
+		skipInitialAdd = skip.skip
+	}
 	s.startedLock.Lock()
 	defer s.startedLock.Unlock()
 	if s.stopped {
@@ -1041,6 +1090,9 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 		if s.processor.AddListener(listener) {
 			s.processor.StartWatchSynced(listener)
 		}
+		if len(tombstones) > 0 {
+			s.checkpointJoins = append(s.checkpointJoins, checkpointJoin{listener, tombstones})
+		}
 		return listener, nil
 	}
 	// To join safely: 1. stop deltas, 2. list the store, 3. queue synthetic
@@ -1052,6 +1104,9 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 		// Queued under the lock and before the handle is returned, so its
 		// HasSynced can never be true before these adds are handled.
 		listener.Add(processor.AddNotification{Obj: item, IsInInitialList: true})
+	}
+	for _, n := range tombstoneNotifications(s.store, tombstones) {
+		listener.Add(n)
 	}
 	if started {
 		s.processor.StartWatchSynced(listener)

@@ -31,9 +31,9 @@ const (
 	childExpectEnv = "BOLTINFORMER_E2E_CHILD_EXPECT"
 )
 
-// ackingHandler records every call and acknowledges each object it was
-// given once it has "processed" it (recorded it), as a controller would once
-// its work is done. With ack false it only records.
+// ackingHandler records every call and acknowledges each object (and each
+// deletion) it was given once it has "processed" it (recorded it), as a
+// controller would once its work is done. With ack false it only records.
 type ackingHandler struct {
 	recorder
 	t   testing.TB
@@ -49,6 +49,11 @@ func (h *ackingHandler) OnAdd(obj interface{}, isInInitialList bool) {
 func (h *ackingHandler) OnUpdate(oldObj, newObj interface{}) {
 	h.recorder.OnUpdate(oldObj, newObj)
 	h.acknowledge(newObj)
+}
+
+func (h *ackingHandler) OnDelete(obj interface{}) {
+	h.recorder.OnDelete(obj)
+	h.acknowledge(obj) // acknowledges the deletion
 }
 
 func (h *ackingHandler) acknowledge(obj interface{}) {
@@ -225,7 +230,8 @@ func TestCheckpointSkipsAcknowledgedObjects(t *testing.T) {
 		// The changes were committed by the child (no watch event is given
 		// again); its acknowledgements of them were not, so each created and
 		// updated object is given again as an initial add of its current
-		// state, and nothing else.
+		// state, and each deletion (which the child never acknowledged) as a
+		// tombstone with the object's last state; nothing else.
 		var events []event
 		seen := map[string]int{}
 		for _, e := range c.h.snapshot() {
@@ -234,20 +240,18 @@ func TestCheckpointSkipsAcknowledgedObjects(t *testing.T) {
 			if !updated {
 				rv = m.created[e.key]
 			}
-			if e.kind != evAdd || !e.initial || e.rv != rv {
+			_, deleted := m.deleted[e.key]
+			switch {
+			case e.kind == evAdd && e.initial && e.rv == rv:
+			case deleted && e.kind == evDelete && e.tombstone && e.tombstoneObj:
+			default:
 				t.Errorf("after the kill: unexpected %v", e)
 			}
 			events = append(events, e)
 		}
-		for _, keys := range []state{m.created, m.updated} {
-			for key := range keys {
-				if seen[key] != 1 {
-					t.Errorf("after the kill: %s given %d times, want once again", key, seen[key])
-				}
-			}
-		}
-		if want := len(m.created) + len(m.updated); len(events) != want {
-			t.Errorf("after the kill: handler got %d calls, want %d", len(events), want)
+		m.checkEachSeenOnce(t, seen)
+		if len(events) != m.changedKeys() {
+			t.Errorf("after the kill: handler got %d calls, want %d", len(events), m.changedKeys())
 		}
 		stop(db, c)
 	})

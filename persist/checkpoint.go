@@ -1,7 +1,6 @@
 package persist
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,6 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/boltinformer/boltinformer/internal/format"
 )
@@ -22,6 +22,15 @@ import (
 // transaction as the collection's changes, below the collection:
 //
 //	checkpoints/<name>/  key -> resourceVersion
+//	tombstones/<name>/   key -> the record of the deleted object
+//
+// A deleted object whose key was acknowledged leaves a tombstone: its last
+// stored state, kept until the consumer acknowledges the deletion (or a
+// later state of the key). A consumer that registers after the deletion was
+// applied (a late handler, or after a restart) is given the tombstone as a
+// deletion; one that was registered got the deletion as an event, and gets
+// it again after a restart until it acknowledges it (at least once, as for
+// every other change).
 //
 // The invariants that make skipping safe:
 //   - An acknowledgement is never on disk without the object state it names:
@@ -31,14 +40,15 @@ import (
 //     per change in a cluster, and a collection stored under another
 //     provenance (another cluster, list or transform) drops every checkpoint
 //     with its objects.
-//   - A deleted key loses its acknowledgements in the commit that deletes
-//     it; an acknowledgement of a key not stored when its commit runs is not
-//     written.
+//   - A deleted key's acknowledgements become tombstones in the commit that
+//     deletes it; an acknowledgement of a key not stored when its commit
+//     runs is not written.
 //
 // Losing an acknowledgement is always safe (the consumer processes the
 // object again); the rules above only ever drop them.
 var (
 	bucketCheckpoints = format.CheckpointsBucket
+	bucketTombstones  = format.TombstonesBucket
 )
 
 // ErrCheckpointOpen is returned by Collection.Checkpoint for a name that is
@@ -52,9 +62,11 @@ type Checkpoint struct {
 	c    *Collection
 	name string
 	// acked holds every acknowledgement, committed or not: what Acked
-	// answers from. Guarded by c.mu.
-	acked  map[string]string
-	closed bool // guarded by c.mu
+	// answers from; deleted the tombstones, committed or not (the deleted
+	// objects whose deletion is not acknowledged). Guarded by c.mu.
+	acked   map[string]string
+	deleted map[string]runtime.Object
+	closed  bool // guarded by c.mu
 }
 
 // Checkpoint opens the named checkpoint of the collection, loading its
@@ -76,18 +88,30 @@ func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	deleted, err := c.checkpointTombstones(name)
+	if err != nil {
+		return nil, err
+	}
 	// A checkpoint closed and opened again before its acknowledgements
-	// were committed finds them in the layers.
+	// were committed finds them in the layers. (Tombstones of deletions not
+	// committed yet are not found: the deletion is not on disk either, so
+	// the object is still stored, and acknowledged.)
 	for _, l := range []*layer{c.committing, c.pending} {
 		if l == nil {
 			continue
 		}
 		if l.clearedAcks[name] {
 			clear(acked)
+			clear(deleted)
 		}
-		maps.Copy(acked, l.acks[name])
+		for key, rv := range l.acks[name] {
+			delete(deleted, key)
+			if rv != "" {
+				acked[key] = rv
+			}
+		}
 	}
-	cp := &Checkpoint{c: c, name: name, acked: acked}
+	cp := &Checkpoint{c: c, name: name, acked: acked, deleted: deleted}
 	if c.checkpoints == nil {
 		c.checkpoints = map[string]*Checkpoint{}
 	}
@@ -99,15 +123,25 @@ func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 func (cp *Checkpoint) Name() string { return cp.name }
 
 // Ack records that the consumer has finished processing key at resourceVersion
-// rv. It is visible to Acked at once and reaches the file with the next group
+// rv (which also settles an earlier deletion of the key: see AckDeleted). It
+// is visible to Acked at once and reaches the file with the next group
 // commit; a crash before then loses it, and the object is processed again.
 func (cp *Checkpoint) Ack(key, rv string) error {
+	if rv == "" {
+		return fmt.Errorf("checkpoint %q: acknowledging %q without a resourceVersion", cp.name, key)
+	}
+	return cp.ack(key, rv)
+}
+
+// AckDeleted records that the consumer has finished processing the deletion
+// of key: its tombstone is dropped.
+func (cp *Checkpoint) AckDeleted(key string) error { return cp.ack(key, "") }
+
+// ack records an acknowledgement of key at rv, or of its deletion ("").
+func (cp *Checkpoint) ack(key, rv string) error {
 	c := cp.c
 	if c.db.opts.ReadOnly {
 		return ErrReadOnly
-	}
-	if rv == "" {
-		return fmt.Errorf("checkpoint %q: acknowledging %q without a resourceVersion", cp.name, key)
 	}
 	c.db.applyMu.RLock()
 	c.mu.Lock()
@@ -116,14 +150,18 @@ func (cp *Checkpoint) Ack(key, rv string) error {
 		c.db.applyMu.RUnlock()
 		return ErrClosed
 	}
-	if cp.acked[key] == rv {
-		// Already acknowledged (a resync, a repeated reconcile): nothing to
-		// write.
+	_, tombstone := cp.deleted[key]
+	if !tombstone && (rv == "" || cp.acked[key] == rv) {
+		// Already acknowledged (a resync, a repeated reconcile), or a
+		// deletion without a tombstone: nothing to write.
 		c.mu.Unlock()
 		c.db.applyMu.RUnlock()
 		return nil
 	}
-	cp.acked[key] = rv
+	delete(cp.deleted, key)
+	if rv != "" {
+		cp.acked[key] = rv
+	}
 	c.pending.ack(cp.name, key, rv)
 	c.db.applySeq.Add(1)
 	c.mu.Unlock()
@@ -138,6 +176,15 @@ func (cp *Checkpoint) Acked(key string) (rv string, ok bool) {
 	defer cp.c.mu.RUnlock()
 	rv, ok = cp.acked[key]
 	return rv, ok
+}
+
+// Deleted returns the checkpoint's tombstones: key -> the deleted object's
+// last stored state, for each deletion of an acknowledged object that is not
+// acknowledged itself. The objects are shared: read-only.
+func (cp *Checkpoint) Deleted() map[string]runtime.Object {
+	cp.c.mu.RLock()
+	defer cp.c.mu.RUnlock()
+	return maps.Clone(cp.deleted)
 }
 
 // Len returns the number of acknowledged keys.
@@ -162,6 +209,7 @@ func (cp *Checkpoint) Clear() error {
 		return ErrClosed
 	}
 	clear(cp.acked)
+	clear(cp.deleted)
 	c.pending.clearAcks(cp.name)
 	c.db.applySeq.Add(1)
 	c.mu.Unlock()
@@ -181,12 +229,72 @@ func (cp *Checkpoint) Close() {
 	}
 }
 
-// forgetAcksLocked drops key's acknowledgements in every open checkpoint (the key
-// was deleted). Called with c.mu held.
-func (c *Collection) forgetAcksLocked(key string) {
+// tombstoneAcksLocked turns key's acknowledgements in the open checkpoints
+// into tombstones carrying obj, its last state (the key is being deleted).
+// Called with c.mu held.
+func (c *Collection) tombstoneAcksLocked(key string, obj func() runtime.Object) {
 	for _, cp := range c.checkpoints {
-		delete(cp.acked, key)
+		if _, ok := cp.acked[key]; ok {
+			delete(cp.acked, key)
+			if o := obj(); o != nil {
+				cp.deleted[key] = o
+			}
+		}
 	}
+}
+
+// checkpointTombstones returns the named checkpoint's committed tombstones,
+// decoded.
+func (c *Collection) checkpointTombstones(name string) (map[string]runtime.Object, error) {
+	deleted := map[string]runtime.Object{}
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		tb := b.Bucket(bucketTombstones)
+		if tb == nil {
+			return nil
+		}
+		nb := tb.Bucket([]byte(name))
+		if nb == nil {
+			return nil
+		}
+		return nb.ForEach(func(k, rec []byte) error {
+			obj, err := c.db.codec.Decode(rec)
+			if err != nil {
+				return fmt.Errorf("tombstone of %q: %w (clear the checkpoint: 'inspect checkpoints --clear')", k, err)
+			}
+			deleted[string(k)] = obj
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading checkpoint %q of collection %q: %w", name, c.name, err)
+	}
+	return deleted, nil
+}
+
+// CheckpointTombstones returns the keys of the named checkpoint's committed
+// tombstones, for tools.
+func (c *Collection) CheckpointTombstones(name string) ([]string, error) {
+	var keys []string
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		if tb := b.Bucket(bucketTombstones); tb != nil {
+			if nb := tb.Bucket([]byte(name)); nb != nil {
+				return nb.ForEach(func(k, _ []byte) error {
+					keys = append(keys, string(k))
+					return nil
+				})
+			}
+		}
+		return nil
+	})
+	return keys, err
 }
 
 // Checkpoints returns the names of the collection's stored checkpoints.
@@ -236,7 +344,8 @@ func (c *Collection) CheckpointAcks(name string) (map[string]string, error) {
 	return acked, nil
 }
 
-// ack records an acknowledgement in the layer.
+// ack records an acknowledgement in the layer; rv "" acknowledges the key's
+// deletion (drops its tombstone).
 func (l *layer) ack(name, key, rv string) {
 	if l.acks == nil {
 		l.acks = map[string]map[string]string{}
@@ -247,6 +356,26 @@ func (l *layer) ack(name, key, rv string) {
 		l.acks[name] = m
 	}
 	m[key] = rv
+	if ch := l.changes[key]; rv == "" && ch != nil && ch.deleted {
+		// This acknowledges the deletion this layer holds: its tombstone
+		// need not be written. A later change to the key undoes this
+		// (forgetCovered).
+		if l.ackedDeletions == nil {
+			l.ackedDeletions = map[string]map[string]bool{}
+		}
+		if l.ackedDeletions[name] == nil {
+			l.ackedDeletions[name] = map[string]bool{}
+		}
+		l.ackedDeletions[name][key] = true
+	}
+}
+
+// forgetAckedDeletions is called when the layer gets a new change to key: an
+// acknowledgement of an earlier deletion does not cover what follows.
+func (l *layer) forgetAckedDeletions(key string) {
+	for _, m := range l.ackedDeletions {
+		delete(m, key)
+	}
 }
 
 // clearAcks records that the named checkpoint is cleared before the layer's
@@ -257,6 +386,7 @@ func (l *layer) clearAcks(name string) {
 	}
 	l.clearedAcks[name] = true
 	delete(l.acks, name)
+	delete(l.ackedDeletions, name)
 }
 
 // absorbAcks folds newer's acknowledgements on top of l's.
@@ -269,63 +399,112 @@ func (l *layer) absorbAcks(newer *layer) {
 			l.ack(name, key, rv)
 		}
 	}
+	for name, m := range newer.ackedDeletions {
+		for key := range m {
+			if l.ackedDeletions == nil {
+				l.ackedDeletions = map[string]map[string]bool{}
+			}
+			if l.ackedDeletions[name] == nil {
+				l.ackedDeletions[name] = map[string]bool{}
+			}
+			l.ackedDeletions[name][key] = true
+		}
+	}
 }
 
-// writeAcks writes the layer's acknowledgements after its object changes,
-// and drops those of the keys it deleted. Called from writeCommitting.
-func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted []string) error {
+// writeAcks writes the layer's acknowledgements after its object changes;
+// deleted holds the last stored record of each key the layer deleted. Called
+// from writeCommitting.
+//
+// A deleted key acknowledged in a checkpoint (on disk or in this layer)
+// becomes a tombstone, unless the layer also holds the acknowledgement of
+// that deletion (ackedDeletions); then the layer's acknowledgements are
+// written (a key not stored is not acknowledged) and drop the tombstones of
+// their keys, except of those this layer deleted (those were settled
+// above).
+func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]byte) error {
 	cb := b.Bucket(bucketCheckpoints)
-	if cb == nil && len(l.acks) == 0 {
-		return nil // no checkpoint was ever written: nothing to drop either
+	if cb == nil && len(l.acks) == 0 && len(l.clearedAcks) == 0 {
+		return nil // no checkpoint was ever written: nothing to move either
 	}
+	var err error
 	if cb == nil {
-		var err error
 		if cb, err = b.CreateBucket(bucketCheckpoints); err != nil {
 			return err
 		}
 	}
+	tb, err := b.CreateBucketIfNotExists(bucketTombstones)
+	if err != nil {
+		return err
+	}
 	for name := range l.clearedAcks {
-		if err := cb.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
-			return err
-		}
-	}
-	objects := b.Bucket(bucketObjects)
-	for _, name := range sortedKeys(l.acks) {
-		nb, err := cb.CreateBucketIfNotExists([]byte(name))
-		if err != nil {
-			return err
-		}
-		m := l.acks[name]
-		for _, key := range sortedKeys(m) {
-			kb := []byte(key)
-			if objects.Get(kb) == nil {
-				// Deleted since (or never stored): nothing to skip.
-				if err := nb.Delete(kb); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := nb.Put(kb, []byte(m[key])); err != nil {
-				return fmt.Errorf("checkpoint %q, key %q: %w", name, key, err)
+		for _, parent := range []*bolt.Bucket{cb, tb} {
+			if err := parent.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+				return err
 			}
 		}
 	}
-	if len(deleted) == 0 {
-		return nil
-	}
-	var names [][]byte
-	err := cb.ForEachBucket(func(name []byte) error {
-		names = append(names, bytes.Clone(name))
+	names := map[string]bool{}
+	err = cb.ForEachBucket(func(name []byte) error {
+		names[string(name)] = true
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, name := range names {
-		nb := cb.Bucket(name)
-		for _, key := range deleted {
-			if err := nb.Delete([]byte(key)); err != nil {
+	for name := range l.acks {
+		names[name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		nb, err := cb.CreateBucketIfNotExists([]byte(name))
+		if err != nil {
+			return err
+		}
+		nt, err := tb.CreateBucketIfNotExists([]byte(name))
+		if err != nil {
+			return err
+		}
+		layerAcks := l.acks[name]
+		for _, key := range sortedKeys(deleted) {
+			kb := []byte(key)
+			if nb.Get(kb) == nil && layerAcks[key] == "" {
+				continue
+			}
+			if err := nb.Delete(kb); err != nil {
 				return err
+			}
+			if l.ackedDeletions[name][key] {
+				if err := nt.Delete(kb); err != nil {
+					return err
+				}
+				continue
+			}
+			if rec := deleted[key]; rec != nil {
+				if err := nt.Put(kb, rec); err != nil {
+					return err
+				}
+			}
+		}
+		objects := b.Bucket(bucketObjects)
+		for _, key := range sortedKeys(layerAcks) {
+			if _, ok := deleted[key]; ok {
+				continue
+			}
+			kb := []byte(key)
+			if err := nt.Delete(kb); err != nil {
+				return err
+			}
+			rv := layerAcks[key]
+			if rv == "" {
+				continue
+			}
+			if objects.Get(kb) == nil {
+				// Not stored (deleted in an earlier commit, or never):
+				// nothing to skip.
+				continue
+			}
+			if err := nb.Put(kb, []byte(rv)); err != nil {
+				return fmt.Errorf("checkpoint %q, key %q: %w", name, key, err)
 			}
 		}
 	}
@@ -337,9 +516,12 @@ func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted []string) error
 func (c *Collection) dropCheckpointsTx(b *bolt.Bucket) error {
 	for _, cp := range c.checkpoints {
 		clear(cp.acked)
+		clear(cp.deleted)
 	}
-	if err := b.DeleteBucket(bucketCheckpoints); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
-		return err
+	for _, name := range [][]byte{bucketCheckpoints, bucketTombstones} {
+		if err := b.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+			return err
+		}
 	}
 	return nil
 }

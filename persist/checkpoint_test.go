@@ -5,7 +5,10 @@ import (
 	"errors"
 	"maps"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -107,6 +110,40 @@ func TestCheckpointAcksPersistForStoredKeysOnly(t *testing.T) {
 	names, err := f.c.Checkpoints()
 	if err != nil || len(names) != 2 {
 		t.Errorf("Checkpoints() = %v %v, want handler and other", names, err)
+	}
+
+	// The deletions of acknowledged keys left tombstones with the last
+	// state, until the deletion (or a new state of the key) is
+	// acknowledged.
+	tombstones := func(name string) []string {
+		t.Helper()
+		keys, err := f.c.CheckpointTombstones(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	if got := tombstones("handler"); !slices.Equal(got, []string{"ns/b", "ns/c"}) {
+		t.Errorf("handler's tombstones = %v, want ns/b ns/c", got)
+	}
+	if got := tombstones("other"); !slices.Equal(got, []string{"ns/b"}) {
+		t.Errorf("other's tombstones = %v, want ns/b", got)
+	}
+	cp = f.checkpoint("handler")
+	if d := cp.Deleted(); len(d) != 2 || d["ns/b"] == nil {
+		t.Errorf("Deleted() = %v, want ns/b and ns/c with their last state", d)
+	} else if rv := d["ns/b"].(*corev1.ConfigMap).ResourceVersion; rv != "2" {
+		t.Errorf("tombstone of ns/b carries resourceVersion %q, want 2", rv)
+	}
+	if err := cp.AckDeleted("ns/b"); err != nil {
+		t.Fatal(err)
+	}
+	put(t, f.c, "5", cm("c", "5")) // c comes back
+	ack(t, cp, "ns/c", "5")        // settles its deletion too
+	f.reopen()
+	if got := tombstones("handler"); len(got) != 0 {
+		t.Errorf("handler's tombstones after AckDeleted and Ack = %v, want none", got)
 	}
 }
 

@@ -382,7 +382,9 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[stri
 // dropUnusedIndexes deletes the stored indexes not in use — dormant ones
 // after a change, which they do not reflect — and records the versions left.
 // Called in every transaction that changes the stored objects, so a stored
-// index is never behind its objects.
+// index is never behind its objects (and only then: a tool that opens a
+// collection without naming its indexes to clear a checkpoint must not
+// lose them).
 func (c *Collection) dropUnusedIndexes(b *bolt.Bucket) error {
 	idx := b.Bucket(bucketIndexes)
 	var unused [][]byte
@@ -503,10 +505,17 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 	mem := c.memory()
 	for i, op := range ops {
 		ch := &changes[i]
+		if ch.deleted && len(c.checkpoints) > 0 {
+			// Before the deletion is in the layer: the lookup finds the
+			// object's last state.
+			c.tombstoneAcksLocked(op.Key, func() runtime.Object {
+				obj, _, _ := c.getLocked(op.Key)
+				return obj
+			})
+		}
 		c.pending.put(op.Key, ch)
 		if ch.deleted {
 			c.cache.remove(op.Key)
-			c.forgetAcksLocked(op.Key)
 		} else {
 			c.cache.put(op.Key, ch.obj, len(ch.record))
 		}
@@ -622,13 +631,17 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) error {
 			}
 		}
 	}
-	var deleted []string
+	// The last records of deleted keys, for the checkpoints' tombstones.
+	deleted := map[string][]byte{}
+	checkpoints := b.Bucket(bucketCheckpoints) != nil || len(l.acks) > 0
 	for _, key := range keys {
 		ch := l.changes[key]
 		kb := []byte(key)
 		var err error
 		if ch.deleted {
-			deleted = append(deleted, key)
+			if checkpoints {
+				deleted[key] = bytes.Clone(objects.Get(kb))
+			}
 			err = objects.Delete(kb)
 		} else {
 			err = objects.Put(kb, ch.record)
@@ -652,8 +665,10 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) error {
 			}
 		}
 	}
-	if err := c.dropUnusedIndexes(b); err != nil {
-		return err
+	if len(l.changes) > 0 {
+		if err := c.dropUnusedIndexes(b); err != nil {
+			return err
+		}
 	}
 	if err := c.writeAcks(b, l, deleted); err != nil {
 		return err

@@ -47,6 +47,9 @@ type layer struct {
 	// clearedAcks names checkpoints cleared before those acks.
 	acks        map[string]map[string]string
 	clearedAcks map[string]bool
+	// ackedDeletions marks acknowledgements of deletions this layer holds
+	// (checkpoint -> key), made after the deletion was applied.
+	ackedDeletions map[string]map[string]bool
 }
 
 func newLayer() *layer {
@@ -62,6 +65,7 @@ func (l *layer) put(key string, ch *change) {
 	if old := l.changes[key]; old != nil {
 		l.unindex(key, old)
 	}
+	l.forgetAckedDeletions(key)
 	l.changes[key] = ch
 	if ch.deleted {
 		return

@@ -23,6 +23,14 @@ func (c *Collection) Get(key string) (runtime.Object, bool, error) {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	return c.getLocked(key)
+}
+
+// getLocked is Get with mu held (for reading or writing).
+func (c *Collection) getLocked(key string) (runtime.Object, bool, error) {
+	if obj, ok := c.cache.get(key); ok {
+		return obj, true, nil
+	}
 	if c.memory() != nil {
 		// The cache holds every object: a miss is an absent key.
 		if obj, ok := c.cache.get(key); ok { // applied since the first look

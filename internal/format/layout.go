@@ -24,6 +24,10 @@ var (
 	// bucket per checkpoint mapping object keys to the resourceVersion the
 	// consumer last finished processing (see persist.Checkpoint).
 	CheckpointsBucket = []byte("checkpoints")
+	// TombstonesBucket holds a bucket per checkpoint mapping the keys of
+	// deleted, acknowledged objects to their last record, until the
+	// deletion is acknowledged.
+	TombstonesBucket = []byte("tombstones")
 
 	RVKey            = []byte("rv")
 	CommittedKey     = []byte("committed")
