@@ -62,7 +62,8 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		Long: `inspect reads a boltinformer cache file (or a snapshot of one) without a
 cluster: which collections it holds, their objects as kubectl would print
 them, their secondary indexes, the file's health, and what changed between
-two snapshots. It opens files read-only and never changes them.
+two snapshots. It opens files read-only and never changes them, except
+'checkpoints --clear', which exists to change one.
 
 A file that a running informer holds is locked; inspect waits --lock-timeout
 and then explains how to take a hot snapshot of it.`,
@@ -83,6 +84,7 @@ and then explains how to take a hot snapshot of it.`,
 		newLsCommand(g),
 		newGetCommand(g),
 		newIndexCommand(g),
+		newCheckpointsCommand(g),
 		newStatsCommand(g),
 		newVerifyCommand(g),
 		newExportCommand(g),
