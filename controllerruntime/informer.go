@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -78,10 +79,14 @@ type informer struct {
 	// known (so that the next open finds them under the slot's identity).
 	bound, unbound map[string]*fieldSlot
 
-	// mu guards state and filled.
+	// mu guards state, filled and checkpoints.
 	mu     sync.Mutex
 	state  runState
 	filled map[string]bool
+	// checkpoints are the boltcr checkpoints opened on this informer: every
+	// handler controller-runtime registers here is given their tombstones
+	// when it joins (see Checkpoint).
+	checkpoints []*bcache.Checkpoint
 	// released is closed once the informer will not touch its collection
 	// again: after it ran, or when it is abandoned.
 	released chan struct{}
@@ -126,6 +131,38 @@ func (i *informer) release(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the removed informer to release its collection: %w", context.Cause(ctx))
 	}
+}
+
+// attachCheckpoint makes handlers registered from now on get cp's
+// tombstones.
+func (i *informer) attachCheckpoint(cp *bcache.Checkpoint) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.checkpoints = append(i.checkpoints, cp)
+}
+
+// AddEventHandler implements toolscache.SharedInformer (see
+// AddEventHandlerWithOptions).
+func (i *informer) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{})
+}
+
+// AddEventHandlerWithResyncPeriod implements toolscache.SharedInformer (see
+// AddEventHandlerWithOptions).
+func (i *informer) AddEventHandlerWithResyncPeriod(handler toolscache.ResourceEventHandler, resyncPeriod time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{ResyncPeriod: &resyncPeriod})
+}
+
+// AddEventHandlerWithOptions registers handler; on an informer with boltcr
+// checkpoints it also gives the handler their tombstones when it joins:
+// controller-runtime registers a controller's handlers after the informer
+// started, so a deletion applied before (made while the manager was down)
+// would otherwise reach no checkpointed reconciler.
+func (i *informer) AddEventHandlerWithOptions(handler toolscache.ResourceEventHandler, options toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	i.mu.Lock()
+	cps := append([]*bcache.Checkpoint(nil), i.checkpoints...)
+	i.mu.Unlock()
+	return i.Informer.AddEventHandlerWithTombstones(handler, options, cps...)
 }
 
 // AddIndexers fills declared field index slots with their extractors and

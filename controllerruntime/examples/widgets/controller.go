@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
 )
 
 // Field indexes. Their extractors are declared with a version in
@@ -29,6 +31,14 @@ const (
 // Reconciler makes each Widget's ConfigMap match the Widget.
 type Reconciler struct {
 	client.Client
+
+	// Checkpoint, if set, names the reconciler's checkpoint in the
+	// persistent cache (boltcr.Checkpoint): a warm restart then reconciles
+	// only the Widgets whose inputs changed since their last successful
+	// reconcile — the Widget itself, its ConfigMap, the Service it names —
+	// rather than every Widget. The reconciler qualifies: what it writes
+	// depends only on those three, all watched.
+	Checkpoint string
 }
 
 // SetupWithManager registers the indexes and the controller.
@@ -40,12 +50,34 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &Widget{}, ServiceField, serviceOf); err != nil {
 		return err
 	}
+	// Owns(&corev1.ConfigMap{}) is this Watches; written out so the
+	// checkpoint can wrap its handler.
+	owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &Widget{}, handler.OnlyControllerOwner())
+	services := handler.EnqueueRequestsFromMapFunc(r.widgetsNaming)
+	var forOptions []builder.ForOption
+	var reconciler reconcile.Reconciler = r
+	if r.Checkpoint != "" {
+		cp, err := boltcr.NewCheckpoint(ctx, mgr.GetCache(), r.Checkpoint, &Widget{})
+		if err != nil {
+			return err
+		}
+		if owned, err = cp.Secondary(ctx, &corev1.ConfigMap{}, owned); err != nil {
+			return err
+		}
+		svc := &metav1.PartialObjectMetadata{}
+		svc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Service"))
+		if services, err = cp.Secondary(ctx, svc, services); err != nil {
+			return err
+		}
+		forOptions = append(forOptions, cp.ForOption())
+		reconciler = cp.Reconciler(r)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&Widget{}).
-		Owns(&corev1.ConfigMap{}).
-		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.widgetsNaming), builder.OnlyMetadata).
+		For(&Widget{}, forOptions...).
+		Watches(&corev1.ConfigMap{}, owned).
+		Watches(&corev1.Service{}, services, builder.OnlyMetadata).
 		WithOptions(options).
-		Complete(r)
+		Complete(reconciler)
 }
 
 // ownerOf is the OwnerField extractor.
@@ -85,6 +117,7 @@ func ConfigMapName(widget string) string { return widget + "-config" }
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	countReconcile(req)
 	var w Widget
 	err := r.Get(ctx, req.NamespacedName, &w)
 	if apierrors.IsNotFound(err) {

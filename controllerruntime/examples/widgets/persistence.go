@@ -1,11 +1,13 @@
 package widgets
 
 import (
+	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
 )
@@ -29,3 +31,12 @@ func PersistentCache(path string) cache.NewCacheFunc {
 var ownerIndexCalls atomic.Int64
 
 func countOwnerIndex() { ownerIndexCalls.Add(1) }
+
+// reconciles counts Reconcile calls per Widget (namespace/name), for the
+// tests (a warm restart with a checkpoint reconciles only what changed).
+var reconciles sync.Map // string -> *atomic.Int64
+
+func countReconcile(req reconcile.Request) {
+	n, _ := reconciles.LoadOrStore(req.String(), new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
+}

@@ -37,7 +37,8 @@ func main() {
 		log.Error(err, "creating the manager")
 		os.Exit(1)
 	}
-	r := &widgets.Reconciler{Client: mgr.GetClient()}
+	// The checkpoint spares a restart the reconcile of every unchanged Widget.
+	r := &widgets.Reconciler{Client: mgr.GetClient(), Checkpoint: "widgets"}
 	if err := r.SetupWithManager(mgr, controller.Options{}); err != nil {
 		log.Error(err, "setting up the controller")
 		os.Exit(1)

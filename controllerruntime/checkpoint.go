@@ -1,0 +1,332 @@
+package controllerruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+)
+
+// Checkpoint spares a reconciler, on a warm restart, the objects it had
+// already reconciled successfully before the restart (see cache.Checkpoint
+// for the contract). A Reconcile that returns no error and no requeue
+// acknowledges the request's object at the resourceVersion the cache held
+// when the Reconcile began; on the next start the initial add of an object
+// still stored at that resourceVersion produces no request. Everything else
+// does as without a checkpoint: objects changed or created while the
+// manager was down, every change after the start, deletions, relists.
+//
+// For the reconciler's own object (the builder's For):
+//
+//	cp, err := boltcr.NewCheckpoint(ctx, mgr.GetCache(), "widgets", &Widget{})
+//	ctrl.NewControllerManagedBy(mgr).For(&Widget{}, cp.ForOption()).Complete(cp.Reconciler(r))
+//
+// A controller that also watches other objects (Owns, Watches) gets a
+// request for every initial add of those too, which undoes the saving; wrap
+// each such handler with Secondary, which acknowledges a watched object once
+// every request its event made has been reconciled successfully:
+//
+//	owned, err := cp.Secondary(ctx, &corev1.ConfigMap{},
+//		handler.EnqueueRequestForOwner(scheme, mapper, &Widget{}, handler.OnlyControllerOwner()))
+//	ctrl.NewControllerManagedBy(mgr).For(&Widget{}, cp.ForOption()).
+//		Watches(&corev1.ConfigMap{}, owned).Complete(cp.Reconciler(r))
+//
+// Do not use it for a reconciler that must look at every object at every
+// start (one that checks state outside the cluster, or whose result depends
+// on other objects or configuration that may have changed while it was
+// down); change the name (or Clear) when the reconciler's logic changes.
+type Checkpoint struct {
+	name  string
+	cache cache.Cache
+	cp    *bcache.Checkpoint
+	store toolscache.Store
+
+	// mu guards waiting: the watched objects' events (sightings) each
+	// request still has to be reconciled for.
+	mu      sync.Mutex
+	waiting map[reconcile.Request][]*sighting
+}
+
+// sighting is one event of a watched (secondary) object: acknowledged in its
+// checkpoint once every request it made has been reconciled successfully.
+type sighting struct {
+	sec     *bcache.Checkpoint
+	key, rv string
+	// Guarded by Checkpoint.mu: outstanding counts the requests not yet
+	// reconciled successfully; open is set while the handler still runs
+	// (it may make more).
+	outstanding int
+	open        bool
+}
+
+// checkpointInformer is what NewCheckpoint needs of the cache's informer:
+// the adapter's, which embeds a boltinformer informer.
+type checkpointInformer interface {
+	Checkpoint(name string) (*bcache.Checkpoint, error)
+	GetStore() toolscache.Store
+	attachCheckpoint(cp *bcache.Checkpoint)
+}
+
+// NewCheckpoint opens the named checkpoint of obj's informer in c, which must
+// be a cache built by NewCache (the informer is created if needed, as
+// GetInformer does). Call it before the manager starts. A multi-namespace
+// cache (several informers per object) is not supported.
+func NewCheckpoint(ctx context.Context, c cache.Cache, name string, obj client.Object) (*Checkpoint, error) {
+	cp, store, err := openCheckpoint(ctx, c, name, obj)
+	if err != nil {
+		return nil, err
+	}
+	return &Checkpoint{name: name, cache: c, cp: cp, store: store, waiting: map[reconcile.Request][]*sighting{}}, nil
+}
+
+// openCheckpoint opens the named checkpoint of obj's informer in c.
+func openCheckpoint(ctx context.Context, c cache.Cache, name string, obj client.Object) (*bcache.Checkpoint, toolscache.Store, error) {
+	inf, err := c.GetInformer(ctx, obj)
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint %q: %w", name, err)
+	}
+	ci, ok := inf.(checkpointInformer)
+	if !ok {
+		return nil, nil, fmt.Errorf("checkpoint %q: the cache's informer for %T is a %T, not boltinformer's single informer (is the manager's NewCache boltcr.NewCache, with one namespace or all?)", name, obj, inf)
+	}
+	cp, err := ci.Checkpoint(name)
+	if err != nil {
+		if errors.Is(err, bcache.ErrNoCheckpoints) {
+			return nil, nil, fmt.Errorf("checkpoint %q: %T is kept in memory only (a Secret without Options.PersistSecrets?): %w", name, obj, err)
+		}
+		return nil, nil, err
+	}
+	ci.attachCheckpoint(cp)
+	return cp, ci.GetStore(), nil
+}
+
+// Predicate drops the create events of the initial list for objects
+// acknowledged at their stored resourceVersion. Use it on the reconciler's
+// For source only (ForOption does): the acknowledgements are of reconciles
+// of the object itself.
+//
+// The predicate runs when the handler is called, after the informer queued
+// the event; an object deleted meanwhile has lost its acknowledgement, so its
+// initial add passes, and its request is the one its delete event makes
+// anyway (the queue holds one per key).
+func (c *Checkpoint) Predicate() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool {
+			return !(e.IsInInitialList && c.cp.Acknowledged(e.Object))
+		},
+	}
+}
+
+// ForOption is builder.WithPredicates(c.Predicate()), for For.
+func (c *Checkpoint) ForOption() builder.Predicates { return builder.WithPredicates(c.Predicate()) }
+
+// Reconciler wraps r: a Reconcile that returns no error, Requeue false and
+// RequeueAfter zero acknowledges the request's object at the
+// resourceVersion the cache held when it began, or its deletion if the cache
+// held none (deletions made while the manager was down reach the reconciler
+// as delete events, from the checkpoint's tombstones, until acknowledged).
+// An acknowledgement that fails is logged; the object is then reconciled
+// again after a restart.
+func (c *Checkpoint) Reconciler(r reconcile.Reconciler) reconcile.Reconciler {
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		key := req.Name
+		if req.Namespace != "" {
+			key = req.Namespace + "/" + req.Name
+		}
+		rv := ""
+		if obj, ok, err := c.store.GetByKey(key); err == nil && ok {
+			if m, err := meta.Accessor(obj); err == nil {
+				rv = m.GetResourceVersion()
+			}
+		}
+		// The watched objects' events queued before this reconcile began
+		// are what it sees.
+		c.mu.Lock()
+		taken := c.waiting[req]
+		delete(c.waiting, req)
+		c.mu.Unlock()
+		res, err := r.Reconcile(ctx, req)
+		if err != nil || !res.IsZero() {
+			// Not done: the sightings wait for a later, successful one.
+			if len(taken) > 0 {
+				c.mu.Lock()
+				c.waiting[req] = append(taken, c.waiting[req]...)
+				c.mu.Unlock()
+			}
+			return res, err
+		}
+		c.ack(ctx, c.cp, key, rv) // rv "": the object is gone, and this settles its deletion
+		var done []*sighting
+		c.mu.Lock()
+		for _, s := range taken {
+			if s.outstanding--; s.outstanding == 0 && !s.open {
+				done = append(done, s)
+			}
+		}
+		c.mu.Unlock()
+		for _, s := range done {
+			c.ack(ctx, s.sec, s.key, s.rv)
+		}
+		return res, err
+	})
+}
+
+// ack acknowledges key at rv, or its deletion if rv is "".
+func (c *Checkpoint) ack(ctx context.Context, cp *bcache.Checkpoint, key, rv string) {
+	var err error
+	if rv == "" {
+		err = cp.AckDeleted(key)
+	} else {
+		err = cp.AckKey(key, rv)
+	}
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Acknowledging a successful reconcile failed; the object will be reconciled again after a restart")
+	}
+}
+
+// Secondary wraps the event handler of a watched object type (obj, as given
+// to Watches; a PartialObjectMetadata for a metadata-only watch) with a
+// checkpoint of its own, named after c's and obj's type: the initial add of
+// a watched object is dropped if it is acknowledged at its stored
+// resourceVersion, and a watched object is acknowledged at a version once
+// every request its event at that version made has been reconciled
+// successfully through c.Reconciler (at once if it made none). Use each
+// Secondary handler with one Watches, and c.Reconciler as the reconciler.
+func (c *Checkpoint) Secondary(ctx context.Context, obj client.Object, h handler.EventHandler) (handler.EventHandler, error) {
+	sec, _, err := openCheckpoint(ctx, c.cache, c.name+"/"+watchedName(obj), obj)
+	if err != nil {
+		return nil, err
+	}
+	return &secondary{c: c, sec: sec, h: h}, nil
+}
+
+// watchedName names a watched object type within a checkpoint: its Go type,
+// and the kind for the forms that carry any kind (metadata, unstructured).
+func watchedName(obj client.Object) string {
+	t := reflect.TypeOf(obj)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	name := t.PkgPath() + "." + t.Name()
+	switch obj.(type) {
+	case *metav1.PartialObjectMetadata, *unstructured.Unstructured:
+		name += "/" + obj.GetObjectKind().GroupVersionKind().GroupKind().String()
+	}
+	return name
+}
+
+// secondary is a watched object type's event handler (see Secondary).
+type secondary struct {
+	c   *Checkpoint
+	sec *bcache.Checkpoint
+	h   handler.EventHandler
+}
+
+func (s *secondary) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if e.IsInInitialList && s.sec.Acknowledged(e.Object) {
+		return
+	}
+	cq := s.capture(e.Object, q)
+	s.h.Create(ctx, e, cq)
+	cq.done(ctx)
+}
+
+func (s *secondary) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	cq := s.capture(e.ObjectNew, q)
+	s.h.Update(ctx, e, cq)
+	cq.done(ctx)
+}
+
+func (s *secondary) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	cq := s.capture(e.Object, q)
+	cq.sighting.rv = "" // the deletion is what gets acknowledged
+	s.h.Delete(ctx, e, cq)
+	cq.done(ctx)
+}
+
+func (s *secondary) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	s.h.Generic(ctx, e, q)
+}
+
+// capture returns q with Add and its variants recording, for obj's state,
+// the requests the handler makes (see capturingQueue).
+func (s *secondary) capture(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) *capturingQueue {
+	key := obj.GetName()
+	if obj.GetNamespace() != "" {
+		key = obj.GetNamespace() + "/" + key
+	}
+	return &capturingQueue{TypedRateLimitingInterface: q, c: s.c,
+		sighting: &sighting{sec: s.sec, key: key, rv: obj.GetResourceVersion(), open: true}}
+}
+
+// capturingQueue is the queue a secondary handler is given for one event. A
+// request is registered as waiting for the sighting before it is queued, so
+// only a Reconcile that begins after the event (and sees the object's state)
+// can count it; one already running does not (it took its sightings when it
+// began).
+type capturingQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	c        *Checkpoint
+	sighting *sighting
+}
+
+func (q *capturingQueue) register(req reconcile.Request) {
+	q.c.mu.Lock()
+	defer q.c.mu.Unlock()
+	q.sighting.outstanding++
+	q.c.waiting[req] = append(q.c.waiting[req], q.sighting)
+}
+
+func (q *capturingQueue) Add(req reconcile.Request) {
+	q.register(req)
+	q.TypedRateLimitingInterface.Add(req)
+}
+
+func (q *capturingQueue) AddRateLimited(req reconcile.Request) {
+	q.register(req)
+	q.TypedRateLimitingInterface.AddRateLimited(req)
+}
+
+func (q *capturingQueue) AddAfter(req reconcile.Request, d time.Duration) {
+	q.register(req)
+	q.TypedRateLimitingInterface.AddAfter(req, d)
+}
+
+// done is called when the handler has returned: a sighting that made no
+// request, or whose requests were all reconciled already, is acknowledged.
+func (q *capturingQueue) done(ctx context.Context) {
+	q.c.mu.Lock()
+	q.sighting.open = false
+	ack := q.sighting.outstanding == 0
+	q.c.mu.Unlock()
+	if ack {
+		q.c.ack(ctx, q.sighting.sec, q.sighting.key, q.sighting.rv)
+	}
+}
+
+// Len returns the number of acknowledged objects.
+func (c *Checkpoint) Len() int { return c.cp.Len() }
+
+// Clear drops every acknowledgement: the next start reconciles every object.
+func (c *Checkpoint) Clear() error { return c.cp.Clear() }
+
+// Close releases the checkpoint's name.
+func (c *Checkpoint) Close() { c.cp.Close() }
