@@ -132,6 +132,16 @@ COMPONENTS_NODES ?= 100
 bench-components: test-binaries
 	cd components && $(GO) run ./bench/restartbench --pods $(COMPONENTS_PODS) --nodes $(COMPONENTS_NODES) --reps $(BENCH_REPS)
 
+# make bench-checkpoints: restarts of a controller-runtime manager with
+# CHECKPOINT_CHANGED of CHECKPOINT_PODS Pods changed while it was down, on
+# controller-runtime's default cache and with a boltcr checkpoint
+# (controllerruntime/bench/checkpointbench).
+CHECKPOINT_PODS ?= 10000
+CHECKPOINT_CHANGED ?= 0,100,1000
+.PHONY: bench-checkpoints
+bench-checkpoints: test-binaries
+	cd controllerruntime && $(GO) run ./bench/checkpointbench --pods $(CHECKPOINT_PODS) --changed $(CHECKPOINT_CHANGED) --reps $(BENCH_REPS)
+
 # make bench-informer: the full side-by-side benchmark (bench/cmd/informerbench)
 # at $(BENCH_SIZES) Pods; results in bench/results/, plot in docs/sync-time.svg.
 # About 30 minutes at 100k on 2 cores. BENCH_SIZES=10k,50k,100k plots a curve.

@@ -28,8 +28,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,12 +38,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
+	"github.com/boltinformer/boltinformer/controllerruntime/internal/benchpods"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
-	"github.com/boltinformer/boltinformer/internal/fixture"
 	"github.com/boltinformer/boltinformer/persist"
 )
-
-const namespaces = 10
 
 func main() {
 	pods := flag.Int("pods", 10000, "Pods to create and watch")
@@ -72,7 +68,7 @@ func run(pods, reps, workers int) error {
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	start := time.Now()
-	if err := populate(ctx, cfg, pods, workers); err != nil {
+	if err := benchpods.Populate(ctx, cfg, pods, workers); err != nil {
 		return err
 	}
 	fmt.Printf("populated %d Pods in %v\n", pods, time.Since(start).Round(time.Millisecond))
@@ -222,46 +218,3 @@ func client404(err error) error {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
-
-// populate creates n Pods (fixture.Pod, status cleared) over the bench's
-// namespaces with workers concurrent creates.
-func populate(ctx context.Context, cfg *rest.Config, n, workers int) error {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	for i := range namespaces {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%02d", i)}}
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-	}
-	next := atomic.Int64{}
-	errs := make(chan error, workers)
-	for range workers {
-		go func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					errs <- nil
-					return
-				}
-				p := fixture.Pod(i)
-				p.Status = corev1.PodStatus{}
-				p.Namespace = fmt.Sprintf("bench-%02d", i%namespaces)
-				p.UID, p.ResourceVersion, p.CreationTimestamp = "", "", metav1.Time{}
-				if _, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	var first error
-	for range workers {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}

@@ -1,0 +1,279 @@
+// Command checkpointbench measures what a controller-runtime manager does
+// after a restart when some of its objects changed while it was down: with
+// controller-runtime's default cache (every Pod is reconciled again), and
+// with boltinformer's persistent cache and a reconciler checkpoint
+// (boltcr.Checkpoint: only the changed Pods are). It starts a kube-apiserver
+// on loopback, creates --pods Pods, and for each count in --changed and each
+// repetition changes that many Pods (a label) while no manager runs, then
+// starts each variant in turn (order alternating between repetitions). It
+// reports idle, from ctrl.NewManager to the last Reconcile the restart owes
+// (every Pod for the default cache, the changed ones for the checkpoint) or
+// to the cache synced, whichever is later, and reconciles, every Reconcile call in that time and in the observation
+// window (--window) after it, when nothing more is owed.
+//
+//	go run ./bench/checkpointbench --pods 10000 --changed 0,100,1000 --reps 3
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
+	"github.com/boltinformer/boltinformer/controllerruntime/internal/benchpods"
+	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/persist"
+)
+
+func main() {
+	pods := flag.Int("pods", 10000, "Pods to create and watch")
+	changed := flag.String("changed", "0,100,1000", "comma-separated counts of Pods changed while the manager is down")
+	reps := flag.Int("reps", 3, "repetitions of each count")
+	workers := flag.Int("workers", 16, "concurrent creates while populating")
+	window := flag.Duration("window", 2*time.Second, "how long to keep counting reconciles after the last one owed")
+	flag.Parse()
+	log.SetLogger(logr.Discard())
+	var counts []int
+	for _, c := range strings.Split(*changed, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || n < 0 || n > *pods {
+			fmt.Fprintf(os.Stderr, "checkpointbench: --changed %q: counts between 0 and --pods\n", c)
+			os.Exit(2)
+		}
+		counts = append(counts, n)
+	}
+	if err := run(*pods, counts, *reps, *workers, *window); err != nil {
+		fmt.Fprintln(os.Stderr, "checkpointbench:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	idle       time.Duration
+	reconciles int64
+}
+
+func run(pods int, counts []int, reps, workers int, window time.Duration) error {
+	ctx := context.Background()
+	launchCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	srv, err := apiservertest.Launch(launchCtx, apiservertest.Options{EtcdQuotaBackendBytes: 8 << 30})
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	cfg := srv.Config()
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	start := time.Now()
+	if err := benchpods.Populate(ctx, cfg, pods, workers); err != nil {
+		return err
+	}
+	fmt.Printf("populated %d Pods in %v\n", pods, time.Since(start).Round(time.Millisecond))
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "checkpointbench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "cache.db")
+
+	// Prime: a cold start on a new file reconciles (and acknowledges) every Pod.
+	r, err := start1(cfg, path, allPods(pods), window)
+	if err != nil {
+		return fmt.Errorf("priming: %w", err)
+	}
+	fmt.Printf("prime (checkpoint, cold): idle %v, %d reconciles\n", r.idle.Round(time.Millisecond), r.reconciles)
+
+	results := map[string][]result{}
+	round := 0
+	for _, k := range counts {
+		for rep := range reps {
+			round++
+			changed, err := change(ctx, cs, pods, k, round)
+			if err != nil {
+				return err
+			}
+			variants := []string{"default", "checkpoint"}
+			if rep%2 == 1 {
+				variants[0], variants[1] = variants[1], variants[0]
+			}
+			for _, v := range variants {
+				var r result
+				if v == "default" {
+					r, err = start1(cfg, "", allPods(pods), window)
+				} else {
+					r, err = start1(cfg, path, changed, window)
+				}
+				if err != nil {
+					return fmt.Errorf("%s, %d changed: %w", v, k, err)
+				}
+				key := fmt.Sprintf("%s/%d", v, k)
+				results[key] = append(results[key], r)
+				fmt.Printf("changed %6d rep %d %-10s idle %9v  reconciles %7d\n", k, rep, v, r.idle.Round(time.Millisecond), r.reconciles)
+			}
+		}
+	}
+	fmt.Printf("\n%d Pods, medians of %d restarts; idle: ctrl.NewManager → the last reconcile owed, or synced if later; reconciles: all, in that time and %v after\n", pods, reps, window)
+	fmt.Printf("%-9s %-11s %10s %11s %10s\n", "changed", "cache", "idle", "reconciles", "× default")
+	for _, k := range counts {
+		def := median(results[fmt.Sprintf("default/%d", k)])
+		for _, v := range []string{"default", "checkpoint"} {
+			m := median(results[fmt.Sprintf("%s/%d", v, k)])
+			fmt.Printf("%-9d %-11s %10v %11d %9.2f×\n", k, v, m.idle.Round(time.Millisecond), m.reconciles, float64(m.idle)/float64(def.idle))
+		}
+	}
+	return nil
+}
+
+func median(rs []result) result {
+	idle := make([]time.Duration, len(rs))
+	rec := make([]int64, len(rs))
+	for i, r := range rs {
+		idle[i], rec[i] = r.idle, r.reconciles
+	}
+	sort.Slice(idle, func(i, j int) bool { return idle[i] < idle[j] })
+	sort.Slice(rec, func(i, j int) bool { return rec[i] < rec[j] })
+	return result{idle: idle[len(idle)/2], reconciles: rec[len(rec)/2]}
+}
+
+func allPods(n int) map[types.NamespacedName]bool {
+	out := make(map[types.NamespacedName]bool, n)
+	for i := range n {
+		out[types.NamespacedName{Namespace: benchpods.Namespace(i), Name: benchpods.Name(i)}] = true
+	}
+	return out
+}
+
+// change labels k Pods, spread evenly, with a value new in this round, and
+// returns them.
+func change(ctx context.Context, cs kubernetes.Interface, pods, k, round int) (map[types.NamespacedName]bool, error) {
+	out := map[types.NamespacedName]bool{}
+	if k == 0 {
+		return out, nil
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{"checkpointbench-round":"%d"}}}`, round))
+	for j := range k {
+		i := j * pods / k
+		nn := types.NamespacedName{Namespace: benchpods.Namespace(i), Name: benchpods.Name(i)}
+		if _, err := cs.CoreV1().Pods(nn.Namespace).Patch(ctx, nn.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return nil, fmt.Errorf("changing %s: %w", nn, err)
+		}
+		out[nn] = true
+	}
+	return out, nil
+}
+
+// start1 starts a manager with one Pod controller — on controller-runtime's
+// default cache if path is "", else on the persistent cache with a
+// checkpoint — waits until every Pod in owed has been reconciled, counts
+// reconciles for window more, and stops it.
+func start1(base *rest.Config, path string, owed map[types.NamespacedName]bool, window time.Duration) (result, error) {
+	cfg := rest.CopyConfig(base)
+	begin := time.Now()
+	opts := ctrl.Options{
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	}
+	if path != "" {
+		opts.NewCache = boltcr.NewCache(boltcr.Options{Path: path, File: persist.Options{NoSync: true}})
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return result{}, err
+	}
+	var (
+		mu         sync.Mutex
+		remaining  = len(owed)
+		seen       = map[types.NamespacedName]bool{}
+		reconciles atomic.Int64
+		idle       = make(chan time.Duration, 1)
+	)
+	if remaining == 0 {
+		idle <- 0 // nothing owed: idle once synced (below)
+	}
+	c := mgr.GetClient()
+	var r reconcile.Reconciler = reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		reconciles.Add(1)
+		var p corev1.Pod
+		if err := c.Get(ctx, req.NamespacedName, &p); err != nil && !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+		mu.Lock()
+		if owed[req.NamespacedName] && !seen[req.NamespacedName] {
+			seen[req.NamespacedName] = true
+			if remaining--; remaining == 0 {
+				idle <- time.Since(begin)
+			}
+		}
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	})
+	b := ctrl.NewControllerManagedBy(mgr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if path != "" {
+		cp, err := boltcr.NewCheckpoint(ctx, mgr.GetCache(), "pods", &corev1.Pod{})
+		if err != nil {
+			return result{}, err
+		}
+		b = b.For(&corev1.Pod{}, cp.ForOption())
+		r = cp.Reconciler(r)
+	} else {
+		b = b.For(&corev1.Pod{}, builder.WithPredicates())
+	}
+	if err := b.Complete(r); err != nil {
+		return result{}, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var res result
+	select {
+	case res.idle = <-idle:
+	case err := <-done:
+		return result{}, fmt.Errorf("manager stopped: %v", err)
+	case <-time.After(10 * time.Minute):
+		return result{}, fmt.Errorf("%d of %d owed reconciles not done in 10m", remaining, len(owed))
+	}
+	// Idle also means caught up: the owed reconciles can be done before the
+	// cache has synced (a warm informer syncs once caught up with the
+	// server; see the cache package), and with nothing owed that is all.
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return result{}, fmt.Errorf("cache did not sync")
+	}
+	res.idle = max(res.idle, time.Since(begin))
+	// The observation window: what a restart does beyond what it owes.
+	time.Sleep(window)
+	res.reconciles = reconciles.Load()
+	cancel()
+	if err := <-done; err != nil {
+		return result{}, err
+	}
+	return res, nil
+}
