@@ -139,6 +139,25 @@ func (cp *Checkpoint) AckDeleted(key string) error { return cp.ack(key, "") }
 
 // ack records an acknowledgement of key at rv, or of its deletion ("").
 func (cp *Checkpoint) ack(key, rv string) error {
+	return cp.write(func(l *layer) bool {
+		_, tombstone := cp.deleted[key]
+		if !tombstone && (rv == "" || cp.acked[key] == rv) {
+			// Already acknowledged (a resync, a repeated reconcile), or a
+			// deletion without a tombstone: nothing to write.
+			return false
+		}
+		delete(cp.deleted, key)
+		if rv != "" {
+			cp.acked[key] = rv
+		}
+		l.ack(cp.name, key, rv)
+		return true
+	})
+}
+
+// write runs change on the pending layer, under the locks an Apply takes,
+// and has the group commit write it if change reports it changed anything.
+func (cp *Checkpoint) write(change func(*layer) bool) error {
 	c := cp.c
 	if c.db.opts.ReadOnly {
 		return ErrReadOnly
@@ -150,23 +169,15 @@ func (cp *Checkpoint) ack(key, rv string) error {
 		c.db.applyMu.RUnlock()
 		return ErrClosed
 	}
-	_, tombstone := cp.deleted[key]
-	if !tombstone && (rv == "" || cp.acked[key] == rv) {
-		// Already acknowledged (a resync, a repeated reconcile), or a
-		// deletion without a tombstone: nothing to write.
-		c.mu.Unlock()
-		c.db.applyMu.RUnlock()
-		return nil
+	changed := change(c.pending)
+	if changed {
+		c.db.applySeq.Add(1)
 	}
-	delete(cp.deleted, key)
-	if rv != "" {
-		cp.acked[key] = rv
-	}
-	c.pending.ack(cp.name, key, rv)
-	c.db.applySeq.Add(1)
 	c.mu.Unlock()
 	c.db.applyMu.RUnlock()
-	c.db.noteApplied(1)
+	if changed {
+		c.db.noteApplied(1)
+	}
 	return nil
 }
 
@@ -197,25 +208,12 @@ func (cp *Checkpoint) Len() int {
 // Clear drops every acknowledgement of the checkpoint, on disk with the next
 // group commit: its consumer processes every object again on its next start.
 func (cp *Checkpoint) Clear() error {
-	c := cp.c
-	if c.db.opts.ReadOnly {
-		return ErrReadOnly
-	}
-	c.db.applyMu.RLock()
-	c.mu.Lock()
-	if cp.closed || c.db.closedFlag.Load() || c.closed.Load() {
-		c.mu.Unlock()
-		c.db.applyMu.RUnlock()
-		return ErrClosed
-	}
-	clear(cp.acked)
-	clear(cp.deleted)
-	c.pending.clearAcks(cp.name)
-	c.db.applySeq.Add(1)
-	c.mu.Unlock()
-	c.db.applyMu.RUnlock()
-	c.db.noteApplied(1)
-	return nil
+	return cp.write(func(l *layer) bool {
+		clear(cp.acked)
+		clear(cp.deleted)
+		l.clearAcks(cp.name)
+		return true
+	})
 }
 
 // Close releases the name; acknowledgements made before it still reach the

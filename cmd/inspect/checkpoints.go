@@ -172,12 +172,8 @@ func (o *checkpointsOptions) listKeys(out io.Writer, f *cacheFile, collection st
 	if err != nil {
 		return err
 	}
-	names, err := coll.Checkpoints()
-	if err != nil {
+	if err := o.requireCheckpoint(coll); err != nil {
 		return err
-	}
-	if !slices.Contains(names, o.name) {
-		return fmt.Errorf("collection %q has no checkpoint %q; it has: %s", collection, o.name, orNone(joinSorted(names)))
 	}
 	acks, err := coll.CheckpointAcks(o.name)
 	if err != nil {
@@ -223,12 +219,8 @@ func (o *checkpointsOptions) clearCheckpoint(out io.Writer, collection string) e
 	if err != nil {
 		return err
 	}
-	names, err := coll.Checkpoints()
-	if err != nil {
+	if err := o.requireCheckpoint(coll); err != nil {
 		return err
-	}
-	if !slices.Contains(names, o.name) {
-		return fmt.Errorf("collection %q has no checkpoint %q; it has: %s", collection, o.name, orNone(joinSorted(names)))
 	}
 	cp, err := coll.Checkpoint(o.name)
 	if err != nil {
@@ -242,6 +234,19 @@ func (o *checkpointsOptions) clearCheckpoint(out io.Writer, collection string) e
 		return err
 	}
 	fmt.Fprintf(out, "Cleared checkpoint %q of collection %q (%d acknowledgements dropped).\n", o.name, collection, n)
+	return nil
+}
+
+// requireCheckpoint fails, naming the checkpoints there are, unless coll has
+// the checkpoint o names.
+func (o *checkpointsOptions) requireCheckpoint(coll *persist.Collection) error {
+	names, err := coll.Checkpoints()
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(names, o.name) {
+		return fmt.Errorf("collection %q has no checkpoint %q; it has: %s", coll.Name(), o.name, orNone(joinSorted(names)))
+	}
 	return nil
 }
 

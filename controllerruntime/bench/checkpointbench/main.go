@@ -44,7 +44,6 @@ import (
 
 	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
 	"github.com/boltinformer/boltinformer/controllerruntime/internal/benchpods"
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -78,21 +77,11 @@ type result struct {
 
 func run(pods int, counts []int, reps, workers int, window time.Duration) error {
 	ctx := context.Background()
-	launchCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	srv, err := apiservertest.Launch(launchCtx, apiservertest.Options{EtcdQuotaBackendBytes: 8 << 30})
-	cancel()
+	srv, cfg, err := benchpods.Start(ctx, pods, workers)
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	cfg := srv.Config()
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	start := time.Now()
-	if err := benchpods.Populate(ctx, cfg, pods, workers); err != nil {
-		return err
-	}
-	fmt.Printf("populated %d Pods in %v\n", pods, time.Since(start).Round(time.Millisecond))
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err

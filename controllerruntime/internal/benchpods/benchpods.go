@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/internal/fixture"
 )
 
@@ -24,6 +26,28 @@ func Namespace(i int) string { return fmt.Sprintf("bench-%02d", i%Namespaces) }
 
 // Name returns the name of Pod i (fixture.Pod's).
 func Name(i int) string { return fixture.Pod(i).Name }
+
+// Start launches a kube-apiserver and etcd on loopback
+// (internal/apiservertest), creates n Pods with Populate, and returns the
+// server (Stop it) and a protobuf client config for it.
+func Start(ctx context.Context, n, workers int) (*apiservertest.Server, *rest.Config, error) {
+	launchCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	srv, err := apiservertest.Launch(launchCtx, apiservertest.Options{EtcdQuotaBackendBytes: 8 << 30})
+	cancel()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := srv.Config()
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	start := time.Now()
+	if err := Populate(ctx, cfg, n, workers); err != nil {
+		srv.Stop()
+		return nil, nil, err
+	}
+	fmt.Printf("populated %d Pods in %v\n", n, time.Since(start).Round(time.Millisecond))
+	return srv, cfg, nil
+}
 
 // Populate creates n Pods (fixture.Pod, status cleared) over Namespaces
 // namespaces with workers concurrent creates; Pods that exist are kept.
