@@ -92,10 +92,11 @@ func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A checkpoint closed and opened again before its acknowledgements
-	// were committed finds them in the layers. (Tombstones of deletions not
-	// committed yet are not found: the deletion is not on disk either, so
-	// the object is still stored, and acknowledged.)
+	// Fold in the layers not committed yet (committing, then pending): a
+	// checkpoint closed and opened again finds its acknowledgements there,
+	// and a deletion applied but not committed turns the acknowledgement of
+	// its key into a tombstone here as the commit will on disk.
+	var earlier *layer
 	for _, l := range []*layer{c.committing, c.pending} {
 		if l == nil {
 			continue
@@ -104,12 +105,36 @@ func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 			clear(acked)
 			clear(deleted)
 		}
+		for key, ch := range l.changes {
+			if !ch.deleted {
+				continue
+			}
+			_, wasAcked := acked[key]
+			if l.acks[name][key] != "" {
+				wasAcked = true // acknowledged in this layer, before the deletion
+			}
+			delete(acked, key)
+			if !wasAcked || l.ackedDeletions[name][key] {
+				continue
+			}
+			obj, err := c.stateBefore(earlier, key)
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint %q: the last state of deleted %q: %w", name, key, err)
+			}
+			if obj != nil {
+				deleted[key] = obj
+			}
+		}
 		for key, rv := range l.acks[name] {
+			if ch := l.changes[key]; ch != nil && ch.deleted {
+				continue // settled above
+			}
 			delete(deleted, key)
 			if rv != "" {
 				acked[key] = rv
 			}
 		}
+		earlier = l
 	}
 	cp := &Checkpoint{c: c, name: name, acked: acked, deleted: deleted}
 	if c.checkpoints == nil {
@@ -225,6 +250,32 @@ func (cp *Checkpoint) Close() {
 		cp.closed = true
 		delete(cp.c.checkpoints, cp.name)
 	}
+}
+
+// stateBefore returns key's state before the layer after earlier: earlier's
+// change to it, else the committed record (nil if none). Called with c.mu
+// held.
+func (c *Collection) stateBefore(earlier *layer, key string) (runtime.Object, error) {
+	if earlier != nil {
+		if ch := earlier.changes[key]; ch != nil {
+			return ch.obj, nil // nil if deleted there
+		}
+	}
+	var obj runtime.Object
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		rec := b.Bucket(bucketObjects).Get([]byte(key))
+		if rec == nil {
+			return nil
+		}
+		var err error
+		obj, err = c.db.codec.Decode(rec)
+		return err
+	})
+	return obj, err
 }
 
 // tombstoneAcksLocked turns key's acknowledgements in the open checkpoints

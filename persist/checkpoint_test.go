@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -235,5 +236,45 @@ func TestCheckpointClearAndClose(t *testing.T) {
 	f.reopen()
 	if got, want := f.stored("handler"), map[string]string{"ns/b": "2"}; !maps.Equal(got, want) {
 		t.Errorf("stored after Clear = %v, want %v", got, want)
+	}
+}
+
+// A checkpoint opened while a deletion of a key it acknowledged is applied
+// but not committed holds the tombstone (with the last state), as it will
+// be on disk after the commit.
+func TestCheckpointOpenedBeforeADeletionIsCommitted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	db := openDB(t, path, persist.Options{BatchInterval: time.Hour, BatchLimit: 1 << 20})
+	c, err := db.Collection("cms", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "2", cm("a", "1"), cm("b", "2"))
+	cp, err := c.Checkpoint("handler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack(t, cp, "ns/a", "1")
+	ack(t, cp, "ns/b", "2")
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cp.Close()
+	if err := c.Apply([]persist.Op{{Key: "ns/b", Delete: true}}, "3"); err != nil {
+		t.Fatal(err)
+	}
+	cp, err = c.Checkpoint("handler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cp.Deleted()
+	if len(d) != 1 || d["ns/b"] == nil || d["ns/b"].(*corev1.ConfigMap).ResourceVersion != "2" {
+		t.Errorf("Deleted() = %v, want ns/b at resourceVersion 2", d)
+	}
+	if _, ok := cp.Acked("ns/b"); ok {
+		t.Error("the deleted key is still acknowledged")
+	}
+	if rv, _ := cp.Acked("ns/a"); rv != "1" {
+		t.Errorf("Acked(ns/a) = %q, want 1", rv)
 	}
 }

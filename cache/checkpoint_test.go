@@ -1,0 +1,139 @@
+package cache_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/poll"
+)
+
+// ackingHandler records calls and acknowledges what it is given.
+type ackingHandler struct {
+	recordingHandler
+	t  *testing.T
+	cp *bcache.Checkpoint
+}
+
+func (h ackingHandler) OnAdd(obj interface{}, initial bool) {
+	h.recordingHandler.OnAdd(obj, initial)
+	if err := h.cp.Ack(obj); err != nil {
+		h.t.Error(err)
+	}
+}
+
+func (h ackingHandler) OnUpdate(old, obj interface{}) {
+	h.recordingHandler.OnUpdate(old, obj)
+	if err := h.cp.Ack(obj); err != nil {
+		h.t.Error(err)
+	}
+}
+
+// A checkpoint's handler that joins a running warm informer — as
+// controller-runtime's do — is given the store minus the objects it
+// acknowledged at their stored version, plus, as tombstones, the deletions
+// it acknowledged objects of and was not told about; a handler without a
+// checkpoint joining at the same time is given the store, as in client-go.
+// A second handler for one checkpoint is refused.
+func TestCheckpointLateJoin(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource("a", "b", "c")
+	first := &events{}
+	var cp *bcache.Checkpoint
+	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, func(inf *bcache.Informer) {
+		var err error
+		if cp, err = inf.Checkpoint("late"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.AddEventHandler(ackingHandler{recordingHandler{first}, t, cp}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.AddEventHandler(first.handler()); err == nil {
+			t.Error("a second handler for one checkpoint was accepted")
+		}
+	})
+	r.synced(t)
+	first.waitFor(t, 3, "cold start")
+	poll.Until(t, 10*time.Second, "acknowledged", func() bool { return cp.Len() == 3 })
+	r.stop()
+	f.reopen()
+
+	// While it is down: b deleted, c changed.
+	b := pod("ns", "b", "", nil)
+	src.Delete(b)
+	c := pod("ns", "c", "", map[string]string{"changed": "yes"})
+	src.Modify(c)
+
+	r = startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, nil)
+	r.synced(t)
+	poll.Until(t, 10*time.Second, "changes applied", func() bool { return eq(storeState(r.inf.GetStore()), sourceState(t, src)) })
+	cp, err := r.inf.Checkpoint("late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, plain := &events{}, &events{}
+	reg, err := cp.AddEventHandler(late.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.inf.AddEventHandler(plain.handler()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reg.HasSyncedChecker().Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the late checkpoint handler did not sync")
+	}
+	late.waitFor(t, 2, "late checkpoint handler")
+	plain.waitFor(t, 2, "late plain handler")
+	got := late.list()
+	slices.Sort(got)
+	stored := storeState(r.inf.GetStore())
+	var cNow string
+	for _, s := range stored {
+		if strings.HasPrefix(s, "ns/c@") {
+			cNow = s
+		}
+	}
+	want := []string{"add " + cNow + " initial=true", "delete tombstone:ns/b"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("late checkpoint handler got %v, want %v", got, want)
+	}
+	gotPlain := plain.list()
+	slices.Sort(gotPlain)
+	if len(gotPlain) != 2 || !strings.HasPrefix(gotPlain[0], "add ns/a@") || !strings.HasPrefix(gotPlain[1], "add ns/c@") {
+		t.Errorf("late plain handler got %v, want the initial adds of a and c", gotPlain)
+	}
+	if cp.Skipped() != 1 {
+		t.Errorf("Skipped() = %d, want 1 (a)", cp.Skipped())
+	}
+	// Acknowledging the deletion settles it: the next late handler is not
+	// told again.
+	if err := cp.Ack(cache.DeletedFinalStateUnknown{Key: "ns/b"}); err != nil {
+		t.Fatal(err)
+	}
+	cp.Close()
+	cp2, err := r.inf.Checkpoint("late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := &events{}
+	reg, err = cp2.AddEventHandler(again.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reg.HasSyncedChecker().Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second late handler did not sync")
+	}
+	again.waitFor(t, 1, "second late handler")
+	if got := again.list(); len(got) != 1 || !strings.HasPrefix(got[0], "add ns/c@") {
+		t.Errorf("after the deletion was acknowledged, a late handler got %v, want only c's add", got)
+	}
+}
