@@ -144,6 +144,18 @@
 // 410 thus tells handlers without a resync period only what changed. Cold
 // starts follow client-go.
 //
+// # Checkpoints
+//
+// A warm start hands every stored object to the handlers as an initial add,
+// so a controller processes all of them again. A handler registered through
+// a Checkpoint (Informer.Checkpoint, CheckpointOf) is spared the initial adds
+// of the objects the program acknowledged (Checkpoint.Ack) at their stored
+// resourceVersion; it gets everything else as without one, and the
+// deletions of acknowledged objects it was not told about as tombstones.
+// The acknowledgements live in the cache file, in the group commit with
+// the objects, and are dropped whenever the collection starts over. See
+// Checkpoint for the contract and when not to use one.
+//
 // # Caveats
 //
 // Index functions are code. An index stored on disk is reused only if its
