@@ -1,6 +1,7 @@
 package apiservertest_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -132,6 +133,29 @@ func testBookmark(t *testing.T, cs kubernetes.Interface, rv string) {
 	if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The bookmark carries the watch cache's revision, which must be newer
+	// than the watch's start: the write above moves etcd's, and a
+	// consistent read brings the ConfigMap watch cache up to it (as
+	// reflector.CatchUp does). Repeated until the bookmark comes: on a
+	// loaded machine the first read may be served before the write reached
+	// the cache's progress notification.
+	readCtx, cancelReads := context.WithCancel(t.Context())
+	readsDone := make(chan struct{})
+	stopReads := func() { cancelReads(); <-readsDone }
+	defer stopReads()
+	go func() {
+		defer close(readsDone)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			_, _ = cs.CoreV1().ConfigMaps(ns).List(readCtx, metav1.ListOptions{Limit: 1})
+			select {
+			case <-readCtx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
 	ev := nextEvent(t, w, 20*time.Second)
 	if ev.Type != watch.Bookmark {
 		t.Fatalf("first event = %s %T, want BOOKMARK", ev.Type, ev.Object)
