@@ -49,6 +49,15 @@ import (
 //	ctrl.NewControllerManagedBy(mgr).For(&Widget{}, cp.ForOption()).
 //		Watches(&corev1.ConfigMap{}, owned).Complete(cp.Reconciler(r))
 //
+// Deletions made while the manager was down reach every handler
+// controller-runtime registers on the checkpointed informers (the For and
+// Secondary ones included) as delete events, from the checkpoints'
+// tombstones, until the reconciler has acknowledged them: without
+// checkpoints the initial adds of what survived would have revealed them.
+// Other controllers watching the same objects get those delete events too
+// (for objects they may never have been given); a level-based handler
+// makes a request whose reconcile finds nothing.
+//
 // Do not use it for a reconciler that must look at every object at every
 // start (one that checks state outside the cluster, or whose result depends
 // on other objects or configuration that may have changed while it was
