@@ -18,6 +18,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -73,6 +74,9 @@ func main() {
 type result struct {
 	idle       time.Duration
 	reconciles int64
+	// lists counts the LISTs of Pods the start made (a relist after a 410
+	// shows here), or watch-list streams for the default cache.
+	lists int64
 }
 
 func run(pods int, counts []int, reps, workers int, window time.Duration) error {
@@ -125,7 +129,7 @@ func run(pods int, counts []int, reps, workers int, window time.Duration) error 
 				}
 				key := fmt.Sprintf("%s/%d", v, k)
 				results[key] = append(results[key], r)
-				fmt.Printf("changed %6d rep %d %-10s idle %9v  reconciles %7d\n", k, rep, v, r.idle.Round(time.Millisecond), r.reconciles)
+				fmt.Printf("changed %6d rep %d %-10s idle %9v  reconciles %7d  LISTs %d\n", k, rep, v, r.idle.Round(time.Millisecond), r.reconciles, r.lists)
 			}
 		}
 	}
@@ -151,6 +155,10 @@ func median(rs []result) result {
 	sort.Slice(rec, func(i, j int) bool { return rec[i] < rec[j] })
 	return result{idle: idle[len(idle)/2], reconciles: rec[len(rec)/2]}
 }
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 func allPods(n int) map[types.NamespacedName]bool {
 	out := make(map[types.NamespacedName]bool, n)
@@ -185,6 +193,19 @@ func change(ctx context.Context, cs kubernetes.Interface, pods, k, round int) (m
 // reconciles for window more, and stops it.
 func start1(base *rest.Config, path string, owed map[types.NamespacedName]bool, window time.Duration) (result, error) {
 	cfg := rest.CopyConfig(base)
+	var lists atomic.Int64
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			// A LIST (limit=1 consistent reads of a catching-up informer
+			// excluded), or a watch that starts with the whole list.
+			q := req.URL.Query()
+			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/pods") &&
+				((q.Get("watch") == "" && q.Get("limit") != "1") || q.Get("sendInitialEvents") == "true") {
+				lists.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
 	begin := time.Now()
 	opts := ctrl.Options{
 		Metrics:    metricsserver.Options{BindAddress: "0"},
@@ -260,6 +281,7 @@ func start1(base *rest.Config, path string, owed map[types.NamespacedName]bool, 
 	// The observation window: what a restart does beyond what it owes.
 	time.Sleep(window)
 	res.reconciles = reconciles.Load()
+	res.lists = lists.Load()
 	cancel()
 	if err := <-done; err != nil {
 		return result{}, err
