@@ -84,13 +84,25 @@ func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 	if _, ok := c.checkpoints[name]; ok {
 		return nil, fmt.Errorf("%w: %q in collection %q", ErrCheckpointOpen, name, c.name)
 	}
-	acked, err := c.CheckpointAcks(name)
+	acked, deleted := map[string]string{}, map[string]runtime.Object{}
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		if err := c.checkpointEntries(tx, bucketCheckpoints, name, func(k, v []byte) error {
+			acked[string(k)] = string(v)
+			return nil
+		}); err != nil {
+			return err
+		}
+		return c.checkpointEntries(tx, bucketTombstones, name, func(k, rec []byte) error {
+			obj, err := c.db.codec.Decode(rec)
+			if err != nil {
+				return fmt.Errorf("tombstone of %q: %w (clear the checkpoint: 'inspect checkpoints --clear')", k, err)
+			}
+			deleted[string(k)] = obj
+			return nil
+		})
+	})
 	if err != nil {
-		return nil, err
-	}
-	deleted, err := c.checkpointTombstones(name)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading checkpoint %q of collection %q: %w", name, c.name, err)
 	}
 	// Fold in the layers not committed yet (committing, then pending): a
 	// checkpoint closed and opened again finds its acknowledgements there,
@@ -262,16 +274,10 @@ func (c *Collection) stateBefore(earlier *layer, key string) (runtime.Object, er
 		}
 	}
 	var obj runtime.Object
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
-		b := c.bucket(tx)
-		if b == nil {
-			return ErrNoCollection
-		}
-		rec := b.Bucket(bucketObjects).Get([]byte(key))
-		if rec == nil {
-			return nil
-		}
+	err := c.viewRecord(key, func(rec []byte) error {
 		var err error
+		// Not decodeLocked: the object is being deleted, and must not
+		// enter the cache.
 		obj, err = c.db.codec.Decode(rec)
 		return err
 	})
@@ -292,36 +298,22 @@ func (c *Collection) tombstoneAcksLocked(key string, obj func() runtime.Object) 
 	}
 }
 
-// checkpointTombstones returns the named checkpoint's committed tombstones,
-// decoded.
-func (c *Collection) checkpointTombstones(name string) (map[string]runtime.Object, error) {
-	deleted := map[string]runtime.Object{}
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
-		b := c.bucket(tx)
-		if b == nil {
-			return ErrNoCollection
-		}
-		tb := b.Bucket(bucketTombstones)
-		if tb == nil {
-			return nil
-		}
-		nb := tb.Bucket([]byte(name))
-		if nb == nil {
-			return nil
-		}
-		return nb.ForEach(func(k, rec []byte) error {
-			obj, err := c.db.codec.Decode(rec)
-			if err != nil {
-				return fmt.Errorf("tombstone of %q: %w (clear the checkpoint: 'inspect checkpoints --clear')", k, err)
-			}
-			deleted[string(k)] = obj
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading checkpoint %q of collection %q: %w", name, c.name, err)
+// checkpointEntries calls fn for each entry of the named checkpoint's bucket
+// below parent (bucketCheckpoints or bucketTombstones), if there is one.
+func (c *Collection) checkpointEntries(tx *bolt.Tx, parent []byte, name string, fn func(k, v []byte) error) error {
+	b := c.bucket(tx)
+	if b == nil {
+		return ErrNoCollection
 	}
-	return deleted, nil
+	pb := b.Bucket(parent)
+	if pb == nil {
+		return nil
+	}
+	nb := pb.Bucket([]byte(name))
+	if nb == nil {
+		return nil
+	}
+	return nb.ForEach(fn)
 }
 
 // CheckpointTombstones returns the keys of the named checkpoint's committed
@@ -329,19 +321,10 @@ func (c *Collection) checkpointTombstones(name string) (map[string]runtime.Objec
 func (c *Collection) CheckpointTombstones(name string) ([]string, error) {
 	var keys []string
 	err := c.db.bolt.View(func(tx *bolt.Tx) error {
-		b := c.bucket(tx)
-		if b == nil {
-			return ErrNoCollection
-		}
-		if tb := b.Bucket(bucketTombstones); tb != nil {
-			if nb := tb.Bucket([]byte(name)); nb != nil {
-				return nb.ForEach(func(k, _ []byte) error {
-					keys = append(keys, string(k))
-					return nil
-				})
-			}
-		}
-		return nil
+		return c.checkpointEntries(tx, bucketTombstones, name, func(k, _ []byte) error {
+			keys = append(keys, string(k))
+			return nil
+		})
 	})
 	return keys, err
 }
@@ -371,21 +354,10 @@ func (c *Collection) Checkpoints() ([]string, error) {
 func (c *Collection) CheckpointAcks(name string) (map[string]string, error) {
 	acked := map[string]string{}
 	err := c.db.bolt.View(func(tx *bolt.Tx) error {
-		b := c.bucket(tx)
-		if b == nil {
-			return ErrNoCollection
-		}
-		cb := b.Bucket(bucketCheckpoints)
-		if cb == nil {
+		return c.checkpointEntries(tx, bucketCheckpoints, name, func(k, v []byte) error {
+			acked[string(k)] = string(v)
 			return nil
-		}
-		if nb := cb.Bucket([]byte(name)); nb != nil {
-			return nb.ForEach(func(k, v []byte) error {
-				acked[string(k)] = string(v)
-				return nil
-			})
-		}
-		return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading checkpoint %q of collection %q: %w", name, c.name, err)

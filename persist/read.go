@@ -42,15 +42,7 @@ func (c *Collection) getLocked(key string) (runtime.Object, bool, error) {
 		return ch.obj, !ch.deleted, nil
 	}
 	var obj runtime.Object
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
-		b := c.bucket(tx)
-		if b == nil {
-			return ErrNoCollection
-		}
-		rec := b.Bucket(bucketObjects).Get([]byte(key))
-		if rec == nil {
-			return nil
-		}
+	err := c.viewRecord(key, func(rec []byte) error {
 		var err error
 		obj, err = c.decodeLocked(key, rec)
 		return err
@@ -59,6 +51,21 @@ func (c *Collection) getLocked(key string) (runtime.Object, bool, error) {
 		return nil, false, err
 	}
 	return obj, obj != nil, nil
+}
+
+// viewRecord calls fn with key's committed record, in a read transaction,
+// if the file holds one. The record is valid only during fn.
+func (c *Collection) viewRecord(key string, fn func(rec []byte) error) error {
+	return c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		if rec := b.Bucket(bucketObjects).Get([]byte(key)); rec != nil {
+			return fn(rec)
+		}
+		return nil
+	})
 }
 
 // layerChangeLocked returns the newest unwritten change to key, or nil.
