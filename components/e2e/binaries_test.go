@@ -3,11 +3,11 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/boltinformer/boltinformer/components/internal/gobuild"
 )
 
 // The binaries the tests run, built by TestMain.
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 			{&boltControllerManager, "github.com/boltinformer/boltinformer/components/cmd/kube-controller-manager", "kube-controller-manager"},
 			{&stockControllerManager, "k8s.io/kubernetes/cmd/kube-controller-manager", "stock-kube-controller-manager"},
 		} {
-			if *b.out, err = build(dir, b.pkg, b.bin); err != nil {
+			if *b.out, err = gobuild.Binary(dir, b.pkg, b.bin); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
@@ -52,17 +52,4 @@ func TestMain(m *testing.M) {
 		return code
 	}()
 	os.Exit(code)
-}
-
-// build builds pkg of this module's build list into dir/name, with the
-// ordinary build flags (so the build cache go vet and go test filled is
-// reused).
-func build(dir, pkg, name string) (string, error) {
-	out := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build %s: %w", pkg, err)
-	}
-	return out, nil
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/boltinformer/boltinformer/components/internal/workload"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -111,18 +112,6 @@ func createNamespace(t testing.TB, cs kubernetes.Interface, name string) {
 	}
 }
 
-// podSpec is a Pod that requests a little of a Node.
-func podSpec() corev1.PodSpec {
-	return corev1.PodSpec{Containers: []corev1.Container{{
-		Name:  "c",
-		Image: "registry.k8s.io/pause:3.10",
-		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("10m"),
-			corev1.ResourceMemory: resource.MustParse("10Mi"),
-		}},
-	}}}
-}
-
 // createPods creates Pods ns/pod-<from>..pod-<to-1>, 8 at a time.
 func createPods(t testing.TB, cs kubernetes.Interface, ns string, from, to int) {
 	t.Helper()
@@ -133,7 +122,7 @@ func createPods(t testing.TB, cs kubernetes.Interface, ns string, from, to int) 
 	for range 8 {
 		wg.Go(func() {
 			for i := range next {
-				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%04d", i)}, Spec: podSpec()}
+				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%04d", i)}, Spec: workload.PodSpec()}
 				if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 					errs <- err
 				}

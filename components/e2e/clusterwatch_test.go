@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/components/internal/workload"
 )
 
 // clusterWatch follows, through client-go informers of the test's own, the
@@ -214,7 +216,7 @@ func deployment(name string, replicas int32) *appsv1.Deployment {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       podSpec(),
+				Spec:       workload.PodSpec(),
 			},
 		},
 	}

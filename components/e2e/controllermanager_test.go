@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/boltinformer/boltinformer/components/internal/workload"
 )
 
 var flagSeed = flag.Uint64("e2e.seed", 0, "seed of the controller manager test's kill points (0: a new one, logged)")
@@ -127,7 +129,7 @@ func kcmScenario() []kcmStep {
 			for name, o := range map[string]*corev1.ConfigMap{"dep-1": owner, "dep-2": owner, "dangling": &ghost} {
 				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: []metav1.OwnerReference{{
 					APIVersion: "v1", Kind: "ConfigMap", Name: o.Name, UID: o.UID,
-				}}}, Spec: podSpec()}
+				}}}, Spec: workload.PodSpec()}
 				_, err := cs.CoreV1().Pods("gc").Create(ctx, pod, metav1.CreateOptions{})
 				must(t, err)
 			}

@@ -45,6 +45,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+
+	"github.com/boltinformer/boltinformer/components/internal/gobuild"
 )
 
 func main() {
@@ -136,20 +138,11 @@ type component struct {
 // buildBinaries builds the four binaries into dir with the ordinary build
 // flags (so the cache of the module's other builds is reused).
 func buildBinaries(dir string) (map[string]component, error) {
-	build := func(pkg, name string) (string, error) {
-		out := filepath.Join(dir, name)
-		cmd := exec.Command("go", "build", "-o", out, pkg)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("go build %s: %w", pkg, err)
-		}
-		return out, nil
-	}
 	const mod = "github.com/boltinformer/boltinformer/components/cmd/"
 	out := map[string]component{}
 	for _, c := range []component{schedulerComponent, controllerManagerComponent} {
 		var err error
-		if c.bolt, err = build(mod+c.name, c.name); err != nil {
+		if c.bolt, err = gobuild.Binary(dir, mod+c.name, c.name); err != nil {
 			return nil, err
 		}
 		// Stock binaries keep the upstream name, so both have the same
@@ -157,7 +150,7 @@ func buildBinaries(dir string) (map[string]component, error) {
 		if err := os.MkdirAll(filepath.Join(dir, "stock"), 0o755); err != nil {
 			return nil, err
 		}
-		if c.stock, err = build("k8s.io/kubernetes/cmd/"+c.name, filepath.Join("stock", c.name)); err != nil {
+		if c.stock, err = gobuild.Binary(dir, "k8s.io/kubernetes/cmd/"+c.name, filepath.Join("stock", c.name)); err != nil {
 			return nil, err
 		}
 		out[c.name] = c

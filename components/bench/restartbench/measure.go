@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/boltinformer/boltinformer/components/internal/workload"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
 )
 
@@ -293,23 +294,12 @@ func (b *bench) createNodes(ctx context.Context, n int) error {
 }
 
 func benchPod(name string, labels map[string]string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: podSpec()}
-}
-
-func podSpec() corev1.PodSpec {
-	return corev1.PodSpec{Containers: []corev1.Container{{
-		Name:  "c",
-		Image: "registry.k8s.io/pause:3.10",
-		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("10m"),
-			corev1.ResourceMemory: resource.MustParse("10Mi"),
-		}},
-	}}}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: workload.PodSpec()}
 }
 
 func benchDeployment(name string, replicas int32) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
-	spec := podSpec()
+	spec := workload.PodSpec()
 	spec.SchedulerName = noScheduler
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
