@@ -3,6 +3,8 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -76,7 +78,21 @@ func (s *Informer) Checkpoint(name string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boltinformer: collection %q: %w", s.name, err)
 	}
-	return &Checkpoint{inf: s, cp: cp}, nil
+	c := &Checkpoint{inf: s, cp: cp}
+	s.checkpointsMu.Lock()
+	defer s.checkpointsMu.Unlock()
+	if s.checkpoints == nil {
+		s.checkpoints = map[*Checkpoint]struct{}{}
+	}
+	s.checkpoints[c] = struct{}{}
+	return c, nil
+}
+
+// openCheckpoints returns the informer's open checkpoints.
+func (s *Informer) openCheckpoints() []*Checkpoint {
+	s.checkpointsMu.Lock()
+	defer s.checkpointsMu.Unlock()
+	return slices.Collect(maps.Keys(s.checkpoints))
 }
 
 // CheckpointOf is Informer.Checkpoint for an informer obtained as a
@@ -102,12 +118,25 @@ func (c *Checkpoint) AddEventHandler(handler cache.ResourceEventHandler) (cache.
 // AddEventHandlerWithOptions is AddEventHandler with client-go's handler
 // options.
 func (c *Checkpoint) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	return c.AddEventHandlerWithTombstones(handler, options)
+}
+
+// ErrCheckpointHasHandler is returned for a second handler of one
+// checkpoint: two handlers sharing acknowledgements would skip each other's
+// work.
+var ErrCheckpointHasHandler = errors.New("the checkpoint already has a handler: one checkpoint per handler")
+
+// AddEventHandlerWithTombstones is AddEventHandlerWithOptions that also gives
+// the handler the tombstones of others, more checkpoints of the same
+// informer (see Informer.AddEventHandlerWithTombstones): for adapters whose
+// handler is the consumer of several checkpoints.
+func (c *Checkpoint) AddEventHandlerWithTombstones(handler cache.ResourceEventHandler, options cache.HandlerOptions, others ...*Checkpoint) (cache.ResourceEventHandlerRegistration, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.registered {
-		return nil, fmt.Errorf("checkpoint %q already has a handler: one checkpoint per handler", c.Name())
+		return nil, fmt.Errorf("checkpoint %q: %w", c.Name(), ErrCheckpointHasHandler)
 	}
-	reg, err := c.inf.addEventHandler(handler, options, c, []*Checkpoint{c})
+	reg, err := c.inf.addEventHandler(handler, options, c, append([]*Checkpoint{c}, others...))
 	if err == nil {
 		c.registered = true
 	}
@@ -123,6 +152,37 @@ func (c *Checkpoint) skip(obj interface{}) bool {
 		return true
 	}
 	return false
+}
+
+// joinList returns the store's objects for a handler joining the started
+// informer: for a checkpoint's handler (skip), only those it has not
+// acknowledged, read without decoding the acknowledged ones where the store
+// is the file, so that a handler joining a large collection pays for what
+// changed. Where that cannot be had (the seed store still serves, the
+// collection went on in memory, a read failed) it is the whole list, which
+// the listener's skip filters as it queues. Called under blockDeltas.
+func (s *Informer) joinList(skip *Checkpoint) []interface{} {
+	if skip == nil || s.persistent == nil || s.persistent.InMemory() || !s.gate.seeds.adopted.Load() {
+		return s.store.List()
+	}
+	type unacked struct {
+		objs         []runtime.Object
+		acknowledged int
+		err          error
+	}
+	u, err := whole(&s.gate, func() unacked {
+		objs, n, err := skip.cp.Unacknowledged()
+		return unacked{objs, n, err}
+	})
+	if err != nil || u.err != nil {
+		return s.store.List()
+	}
+	skip.skipped.Add(int64(u.acknowledged))
+	out := make([]interface{}, len(u.objs))
+	for i, o := range u.objs {
+		out[i] = o
+	}
+	return out
 }
 
 // Acknowledged reports whether obj, at its resourceVersion, is acknowledged:
@@ -213,7 +273,12 @@ func (c *Checkpoint) Len() int { return c.cp.Len() }
 func (c *Checkpoint) Clear() error { return c.cp.Clear() }
 
 // Close releases the name. Acknowledgements made before it are kept.
-func (c *Checkpoint) Close() { c.cp.Close() }
+func (c *Checkpoint) Close() {
+	c.cp.Close()
+	c.inf.checkpointsMu.Lock()
+	defer c.inf.checkpointsMu.Unlock()
+	delete(c.inf.checkpoints, c)
+}
 
 func (c *Checkpoint) keyAndVersion(obj interface{}) (key, rv string, err error) {
 	if key, err = cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
@@ -69,15 +70,20 @@ func TestCheckpointLateJoin(t *testing.T) {
 	c := pod("ns", "c", "", map[string]string{"changed": "yes"})
 	src.Modify(c)
 
-	r = startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, nil)
+	reg := prometheus.NewRegistry()
+	metrics, err := bcache.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{Metrics: metrics}, nil)
 	r.synced(t)
 	poll.Until(t, 10*time.Second, "changes applied", func() bool { return eq(storeState(r.inf.GetStore()), sourceState(t, src)) })
-	cp, err := r.inf.Checkpoint("late")
+	cp, err = r.inf.Checkpoint("late")
 	if err != nil {
 		t.Fatal(err)
 	}
 	late, plain := &events{}, &events{}
-	reg, err := cp.AddEventHandler(late.handler())
+	handle, err := cp.AddEventHandler(late.handler())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +91,7 @@ func TestCheckpointLateJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-reg.HasSyncedChecker().Done():
+	case <-handle.HasSyncedChecker().Done():
 	case <-time.After(30 * time.Second):
 		t.Fatal("the late checkpoint handler did not sync")
 	}
@@ -112,23 +118,39 @@ func TestCheckpointLateJoin(t *testing.T) {
 	if cp.Skipped() != 1 {
 		t.Errorf("Skipped() = %d, want 1 (a)", cp.Skipped())
 	}
+	series := map[string]string{"collection": "pods", "checkpoint": "late"}
+	for name, want := range map[string]float64{
+		"boltinformer_checkpoint_acknowledged_keys":          2, // a, and c at its earlier version; b deleted
+		"boltinformer_checkpoint_tombstones":                 1, // b
+		"boltinformer_checkpoint_skipped_initial_adds_total": 1, // a
+	} {
+		if got := sample(t, reg, name, series); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
 	// Acknowledging the deletion settles it: the next late handler is not
 	// told again.
 	if err := cp.Ack(cache.DeletedFinalStateUnknown{Key: "ns/b"}); err != nil {
 		t.Fatal(err)
 	}
+	if got := sample(t, reg, "boltinformer_checkpoint_tombstones", series); got != 0 {
+		t.Errorf("tombstones after the deletion was acknowledged = %v, want 0", got)
+	}
 	cp.Close()
+	if got := sample(t, reg, "boltinformer_checkpoint_tombstones", series); got != -1 {
+		t.Errorf("a closed checkpoint is still exported (tombstones = %v)", got)
+	}
 	cp2, err := r.inf.Checkpoint("late")
 	if err != nil {
 		t.Fatal(err)
 	}
 	again := &events{}
-	reg, err = cp2.AddEventHandler(again.handler())
+	handle, err = cp2.AddEventHandler(again.handler())
 	if err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-reg.HasSyncedChecker().Done():
+	case <-handle.HasSyncedChecker().Done():
 	case <-time.After(30 * time.Second):
 		t.Fatal("the second late handler did not sync")
 	}

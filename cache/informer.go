@@ -246,6 +246,11 @@ type Informer struct {
 	// (see joinCheckpoints).
 	checkpointJoins []checkpointJoin
 
+	// checkpoints are the open checkpoints, for metrics; guarded by
+	// checkpointsMu.
+	checkpointsMu sync.Mutex
+	checkpoints   map[*Checkpoint]struct{}
+
 	// blockDeltas stops delta processing while a late handler joins or a
 	// handler is removed, and while the warm start hands out stored objects.
 	blockDeltas sync.Mutex
@@ -1100,7 +1105,7 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
 	started := s.processor.AddListener(listener)
-	for _, item := range s.store.List() {
+	for _, item := range s.joinList(skip) {
 		// Queued under the lock and before the handle is returned, so its
 		// HasSynced can never be true before these adds are handled.
 		listener.Add(processor.AddNotification{Obj: item, IsInInitialList: true})

@@ -16,8 +16,9 @@ import (
 // Metrics exports boltinformer's metrics (all prefixed boltinformer_) on a
 // prometheus.Registerer the caller owns; nothing registers on a global.
 // Labels are bounded by what the program creates: file (base name of each
-// cache file), collection (one per informer), cause (five start causes) and
-// handler (one per registered handler).
+// cache file), collection (one per informer), cause (five start causes),
+// handler (one per registered handler) and checkpoint (one per open
+// checkpoint).
 //
 // Pass it to informers with InformerOptions.Metrics and to files with
 // ObserveDB. It also implements client-go's cache.InformerMetricsProvider
@@ -57,6 +58,12 @@ var (
 		"Reads that missed the decoded-object cache.", []string{"collection"}, nil)
 	descReadErrors = prometheus.NewDesc("boltinformer_read_errors_total",
 		"Reads of the cache file that failed (each attempt); never served as absent objects.", []string{"collection"}, nil)
+	descCheckpointAcked = prometheus.NewDesc("boltinformer_checkpoint_acknowledged_keys",
+		"Keys the checkpoint's handler has acknowledged (see cache.Checkpoint).", []string{"collection", "checkpoint"}, nil)
+	descCheckpointTombstones = prometheus.NewDesc("boltinformer_checkpoint_tombstones",
+		"Deletions of acknowledged objects the checkpoint's handler has not acknowledged: given to it as DeletedFinalStateUnknown when it joins.", []string{"collection", "checkpoint"}, nil)
+	descCheckpointSkipped = prometheus.NewDesc("boltinformer_checkpoint_skipped_initial_adds_total",
+		"Initial adds the checkpoint's handler was not given because it had acknowledged the object at its stored resourceVersion.", []string{"collection", "checkpoint"}, nil)
 )
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -207,7 +214,7 @@ func (o metricsObserver) WatchEnded(err error) {
 type scrapeCollector struct{ m *Metrics }
 
 func (c scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFileBytes, descObjects, descRVLag, descPending, descCacheHits, descCacheMisses, descReadErrors} {
+	for _, d := range []*prometheus.Desc{descFileBytes, descObjects, descRVLag, descPending, descCacheHits, descCacheMisses, descReadErrors, descCheckpointAcked, descCheckpointTombstones, descCheckpointSkipped} {
 		ch <- d
 	}
 }
@@ -251,6 +258,11 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for handler, n := range pending {
 			ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(n), name, handler)
+		}
+		for _, cp := range s.openCheckpoints() {
+			ch <- prometheus.MustNewConstMetric(descCheckpointAcked, prometheus.GaugeValue, float64(cp.Len()), name, cp.Name())
+			ch <- prometheus.MustNewConstMetric(descCheckpointTombstones, prometheus.GaugeValue, float64(cp.cp.Tombstones()), name, cp.Name())
+			ch <- prometheus.MustNewConstMetric(descCheckpointSkipped, prometheus.CounterValue, float64(cp.Skipped()), name, cp.Name())
 		}
 	}
 }

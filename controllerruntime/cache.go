@@ -111,6 +111,9 @@ func New(config *rest.Config, cacheOpts cache.Options, opts Options) (*Cache, er
 			return nil, fmt.Errorf("boltinformer: opening the cache file: %w", err)
 		}
 		c.db, c.ownsDB = db, true
+		if opts.Metrics != nil {
+			opts.Metrics.ObserveDB(db)
+		}
 	}
 	c.informer = &informers{
 		db:       c.db,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -67,6 +68,9 @@ type Checkpoint struct {
 	cache cache.Cache
 	cp    *bcache.Checkpoint
 	store toolscache.Store
+	// pred is the For predicate (Predicate); the adapter's informer
+	// recognizes it in the handler controller-runtime registers.
+	pred *forPredicate
 
 	// mu guards waiting: the watched objects' events (sightings) each
 	// request still has to be reconciled for.
@@ -91,7 +95,7 @@ type sighting struct {
 type checkpointInformer interface {
 	Checkpoint(name string) (*bcache.Checkpoint, error)
 	GetStore() toolscache.Store
-	attachCheckpoint(cp *bcache.Checkpoint)
+	attachCheckpoint(cp *bcache.Checkpoint, marker any)
 }
 
 // NewCheckpoint opens the named checkpoint of obj's informer in c, which must
@@ -99,15 +103,19 @@ type checkpointInformer interface {
 // GetInformer does). Call it before the manager starts. A multi-namespace
 // cache (several informers per object) is not supported.
 func NewCheckpoint(ctx context.Context, c cache.Cache, name string, obj client.Object) (*Checkpoint, error) {
-	cp, store, err := openCheckpoint(ctx, c, name, obj)
+	pred := &forPredicate{}
+	cp, store, err := openCheckpoint(ctx, c, name, obj, pred)
 	if err != nil {
 		return nil, err
 	}
-	return &Checkpoint{name: name, cache: c, cp: cp, store: store, waiting: map[reconcile.Request][]*sighting{}}, nil
+	pred.cp = cp
+	return &Checkpoint{name: name, cache: c, cp: cp, store: store, pred: pred, waiting: map[reconcile.Request][]*sighting{}}, nil
 }
 
-// openCheckpoint opens the named checkpoint of obj's informer in c.
-func openCheckpoint(ctx context.Context, c cache.Cache, name string, obj client.Object) (*bcache.Checkpoint, toolscache.Store, error) {
+// openCheckpoint opens the named checkpoint of obj's informer in c; marker
+// (a *forPredicate or *secondary) is what the informer recognizes in the
+// handler that is the checkpoint's consumer.
+func openCheckpoint(ctx context.Context, c cache.Cache, name string, obj client.Object, marker any) (*bcache.Checkpoint, toolscache.Store, error) {
 	inf, err := c.GetInformer(ctx, obj)
 	if err != nil {
 		return nil, nil, fmt.Errorf("checkpoint %q: %w", name, err)
@@ -123,7 +131,7 @@ func openCheckpoint(ctx context.Context, c cache.Cache, name string, obj client.
 		}
 		return nil, nil, err
 	}
-	ci.attachCheckpoint(cp)
+	ci.attachCheckpoint(cp, marker)
 	return cp, ci.GetStore(), nil
 }
 
@@ -132,17 +140,34 @@ func openCheckpoint(ctx context.Context, c cache.Cache, name string, obj client.
 // For source only (ForOption does): the acknowledgements are of reconciles
 // of the object itself.
 //
-// The predicate runs when the handler is called, after the informer queued
-// the event; an object deleted meanwhile has lost its acknowledgement, so its
-// initial add passes, and its request is the one its delete event makes
-// anyway (the queue holds one per key).
-func (c *Checkpoint) Predicate() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool {
-			return !(e.IsInInitialList && c.cp.Acknowledged(e.Object))
-		},
-	}
+// The informer recognizes the handler controller-runtime registers with this
+// predicate and drops those initial adds itself, without decoding the
+// objects (see the adapter's informer); the predicate is what still drops
+// them where it cannot (a second controller given the same predicate). It
+// runs when the handler is called, after the informer queued the event; an
+// object deleted meanwhile has lost its acknowledgement, so its initial add
+// passes, and its request is the one its delete event makes anyway (the
+// queue holds one per key).
+func (c *Checkpoint) Predicate() predicate.Predicate { return c.pred }
+
+// forPredicate is a Checkpoint's For predicate (see Predicate).
+type forPredicate struct {
+	predicate.Funcs
+	cp      *bcache.Checkpoint
+	dropped atomic.Int64
 }
+
+func (p *forPredicate) Create(e event.CreateEvent) bool {
+	if e.IsInInitialList && p.cp.Acknowledged(e.Object) {
+		p.dropped.Add(1)
+		return false
+	}
+	return true
+}
+
+// Skipped returns how many initial adds of acknowledged objects made no
+// request since the checkpoint was opened.
+func (c *Checkpoint) Skipped() int64 { return c.cp.Skipped() + c.pred.dropped.Load() }
 
 // ForOption is builder.WithPredicates(c.Predicate()), for For.
 func (c *Checkpoint) ForOption() builder.Predicates { return builder.WithPredicates(c.Predicate()) }
@@ -220,11 +245,13 @@ func (c *Checkpoint) ack(ctx context.Context, cp *bcache.Checkpoint, key, rv str
 // successfully through c.Reconciler (at once if it made none). Use each
 // Secondary handler with one Watches, and c.Reconciler as the reconciler.
 func (c *Checkpoint) Secondary(ctx context.Context, obj client.Object, h handler.EventHandler) (handler.EventHandler, error) {
-	sec, _, err := openCheckpoint(ctx, c.cache, c.name+"/"+watchedName(obj), obj)
+	s := &secondary{c: c, h: h}
+	sec, _, err := openCheckpoint(ctx, c.cache, c.name+"/"+watchedName(obj), obj, s)
 	if err != nil {
 		return nil, err
 	}
-	return &secondary{c: c, sec: sec, h: h}, nil
+	s.sec = sec
+	return s, nil
 }
 
 // watchedName names a watched object type within a checkpoint: its Go type,

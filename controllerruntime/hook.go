@@ -125,6 +125,7 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 			Indexers:          all,
 			ObjectDescription: p.Collection,
 			SyncedAtOpen:      f.opts.SyncedAtOpen,
+			Metrics:           f.opts.Metrics,
 		})
 		if err == nil {
 			break

@@ -85,8 +85,10 @@ type informer struct {
 	filled map[string]bool
 	// checkpoints are the boltcr checkpoints opened on this informer: every
 	// handler controller-runtime registers here is given their tombstones
-	// when it joins (see Checkpoint).
+	// when it joins (see Checkpoint). consumers maps each one's marker (see
+	// consumerOf) to it.
 	checkpoints []*bcache.Checkpoint
+	consumers   map[any]*bcache.Checkpoint
 	// released is closed once the informer will not touch its collection
 	// again: after it ran, or when it is abandoned.
 	released chan struct{}
@@ -134,11 +136,15 @@ func (i *informer) release(ctx context.Context) error {
 }
 
 // attachCheckpoint makes handlers registered from now on get cp's
-// tombstones.
-func (i *informer) attachCheckpoint(cp *bcache.Checkpoint) {
+// tombstones, and the handler that carries marker its consumer.
+func (i *informer) attachCheckpoint(cp *bcache.Checkpoint, marker any) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.checkpoints = append(i.checkpoints, cp)
+	if i.consumers == nil {
+		i.consumers = map[any]*bcache.Checkpoint{}
+	}
+	i.consumers[marker] = cp
 }
 
 // AddEventHandler implements toolscache.SharedInformer (see
@@ -157,11 +163,23 @@ func (i *informer) AddEventHandlerWithResyncPeriod(handler toolscache.ResourceEv
 // checkpoints it also gives the handler their tombstones when it joins:
 // controller-runtime registers a controller's handlers after the informer
 // started, so a deletion applied before (made while the manager was down)
-// would otherwise reach no checkpointed reconciler.
+// would otherwise reach no checkpointed reconciler. The handler that is a
+// checkpoint's consumer (consumerOf) is registered as the checkpoint's
+// handler: the initial adds it acknowledged are dropped as they are queued,
+// without being decoded.
 func (i *informer) AddEventHandlerWithOptions(handler toolscache.ResourceEventHandler, options toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
 	i.mu.Lock()
 	cps := append([]*bcache.Checkpoint(nil), i.checkpoints...)
+	consumers := i.consumers
 	i.mu.Unlock()
+	if cp := consumerOf(handler, consumers); cp != nil {
+		reg, err := cp.AddEventHandlerWithTombstones(handler, options, cps...)
+		if !errors.Is(err, bcache.ErrCheckpointHasHandler) {
+			return reg, err
+		}
+		// A second controller given the same For predicate: its predicate
+		// does the skipping.
+	}
 	return i.Informer.AddEventHandlerWithTombstones(handler, options, cps...)
 }
 

@@ -70,6 +70,12 @@ type Options struct {
 	// controller-runtime does (see bcache.Persistence).
 	CacheObjects int
 	CacheBytes   int64
+
+	// Metrics, if set, exports each persistent informer's metrics and, for
+	// a file opened from Path, the file's (see bcache.Metrics); register
+	// it on the manager's registry (sigs.k8s.io/controller-runtime/pkg/metrics.Registry)
+	// to serve them with controller-runtime's.
+	Metrics *bcache.Metrics
 }
 
 // Object configures persistence for one object type.

@@ -8,6 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/boltinformer/boltinformer/internal/format"
@@ -226,6 +227,102 @@ func (cp *Checkpoint) Acked(key string) (rv string, ok bool) {
 	return rv, ok
 }
 
+// Unacknowledged returns every stored object that is not acknowledged at its
+// stored resourceVersion (what the consumer still has to process), and how
+// many stored objects are. An acknowledged object is not decoded: its
+// resourceVersion is read from its record's header, so a consumer that joins
+// a large collection pays for what changed, not for what it has seen.
+func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int, err error) {
+	c := cp.c
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	isAcked := func(key, rv string) bool {
+		a, ok := cp.acked[key]
+		return ok && a == rv
+	}
+	if c.memory() != nil {
+		// Every object is decoded and cached: read versions from them.
+		err = c.cache.forEach(func(key string, obj runtime.Object) error {
+			rv, err := resourceVersionOf(obj)
+			if err != nil {
+				return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+			}
+			if isAcked(key, rv) {
+				acknowledged++
+			} else {
+				objs = append(objs, obj)
+			}
+			return nil
+		})
+		return objs, acknowledged, err
+	}
+	for _, l := range []*layer{c.pending, c.committing} {
+		if l == nil {
+			continue
+		}
+		for key, ch := range l.changes {
+			if ch.deleted || (l != c.pending && c.pending.changes[key] != nil) {
+				continue
+			}
+			rv, err := ReadResourceVersion(ch.record)
+			if err != nil {
+				return nil, 0, fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+			}
+			if isAcked(key, rv) {
+				acknowledged++
+			} else {
+				objs = append(objs, ch.obj)
+			}
+		}
+	}
+	err = c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		var found []keyed
+		var records [][]byte
+		err := b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+			key := string(k)
+			if c.inLayersLocked(key) {
+				return nil
+			}
+			rv, err := ReadResourceVersion(rec)
+			if err != nil {
+				return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+			}
+			if isAcked(key, rv) {
+				acknowledged++
+				return nil
+			}
+			found, records = append(found, keyed{key: key}), append(records, rec)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// The records are valid until the transaction ends.
+		if err := c.decodeAllLocked(found, records); err != nil {
+			return err
+		}
+		objs = append(objs, objectsOf(found)...)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return objs, acknowledged, nil
+}
+
+// resourceVersionOf returns a stored object's resourceVersion.
+func resourceVersionOf(obj runtime.Object) (string, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", err
+	}
+	return m.GetResourceVersion(), nil
+}
+
 // Deleted returns the checkpoint's tombstones: key -> the deleted object's
 // last stored state, for each deletion of an acknowledged object that is not
 // acknowledged itself. The objects are shared: read-only.
@@ -233,6 +330,13 @@ func (cp *Checkpoint) Deleted() map[string]runtime.Object {
 	cp.c.mu.RLock()
 	defer cp.c.mu.RUnlock()
 	return maps.Clone(cp.deleted)
+}
+
+// Tombstones returns the number of tombstones (see Deleted).
+func (cp *Checkpoint) Tombstones() int {
+	cp.c.mu.RLock()
+	defer cp.c.mu.RUnlock()
+	return len(cp.deleted)
 }
 
 // Len returns the number of acknowledged keys.

@@ -278,3 +278,49 @@ func TestCheckpointOpenedBeforeADeletionIsCommitted(t *testing.T) {
 		t.Errorf("Acked(ns/a) = %q, want 1", rv)
 	}
 }
+
+// Unacknowledged gives what the consumer still has to process: objects not
+// acknowledged at their stored resourceVersion, in the file or not
+// committed yet, without decoding the acknowledged ones.
+func TestCheckpointUnacknowledgedDecodesOnlyThem(t *testing.T) {
+	f := newCheckpointFile(t)
+	put(t, f.c, "4", cm("a", "1"), cm("b", "2"), cm("c", "3"), cm("d", "4"))
+	cp := f.checkpoint("handler")
+	ack(t, cp, "ns/a", "1")
+	ack(t, cp, "ns/b", "1") // an older state of b
+	ack(t, cp, "ns/c", "3")
+	ack(t, cp, "ns/d", "4")
+	f.reopen()
+	cp = f.checkpoint("handler")
+	put(t, f.c, "6", cm("d", "5"), cm("e", "6")) // not committed yet: d changed, e new
+	ack(t, cp, "ns/e", "6")
+
+	objs, acknowledged, err := cp.Unacknowledged()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range objs {
+		m := o.(*corev1.ConfigMap)
+		got = append(got, m.Name+"@"+m.ResourceVersion)
+	}
+	slices.Sort(got)
+	if want := []string{"b@2", "d@5"}; !slices.Equal(got, want) || acknowledged != 3 {
+		t.Errorf("Unacknowledged() = %v, %d acknowledged; want %v, 3 (a, c, e)", got, acknowledged, want)
+	}
+	// Cached: d and e, which Apply cached, and b, decoded from the file;
+	// not a or c.
+	if n := f.c.CacheStats().Objects; n != 3 {
+		t.Errorf("%d objects decoded and cached, want 3: the acknowledged ones are not decoded", n)
+	}
+
+	// Once everything is decoded the answer comes from memory, and is the
+	// same.
+	if _, err := f.c.List(); err != nil {
+		t.Fatal(err)
+	}
+	objs, acknowledged, err = cp.Unacknowledged()
+	if err != nil || len(objs) != 2 || acknowledged != 3 {
+		t.Errorf("from memory: Unacknowledged() = %d objects, %d acknowledged, %v; want 2, 3", len(objs), acknowledged, err)
+	}
+}

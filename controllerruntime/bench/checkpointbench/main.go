@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,7 @@ func main() {
 	reps := flag.Int("reps", 3, "repetitions of each count")
 	workers := flag.Int("workers", 16, "concurrent creates while populating")
 	window := flag.Duration("window", 2*time.Second, "how long to keep counting reconciles after the last one owed")
+	profile := flag.String("cpuprofile", "", "directory to write a CPU profile of each checkpoint start to")
 	flag.Parse()
 	log.SetLogger(logr.Discard())
 	var counts []int
@@ -65,7 +67,7 @@ func main() {
 		}
 		counts = append(counts, n)
 	}
-	if err := run(*pods, counts, *reps, *workers, *window); err != nil {
+	if err := run(*pods, counts, *reps, *workers, *window, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "checkpointbench:", err)
 		os.Exit(1)
 	}
@@ -79,7 +81,7 @@ type result struct {
 	lists int64
 }
 
-func run(pods int, counts []int, reps, workers int, window time.Duration) error {
+func run(pods int, counts []int, reps, workers int, window time.Duration, profile string) error {
 	ctx := context.Background()
 	srv, cfg, err := benchpods.Start(ctx, pods, workers)
 	if err != nil {
@@ -122,7 +124,12 @@ func run(pods int, counts []int, reps, workers int, window time.Duration) error 
 				if v == "default" {
 					r, err = start1(cfg, "", allPods(pods), window)
 				} else {
+					stop, perr := startProfile(profile, fmt.Sprintf("checkpoint-%d-%d.pprof", k, rep))
+					if perr != nil {
+						return perr
+					}
 					r, err = start1(cfg, path, changed, window)
+					stop()
 				}
 				if err != nil {
 					return fmt.Errorf("%s, %d changed: %w", v, k, err)
@@ -143,6 +150,23 @@ func run(pods int, counts []int, reps, workers int, window time.Duration) error 
 		}
 	}
 	return nil
+}
+
+// startProfile starts a CPU profile written to dir/name (nothing if dir is
+// "") and returns what stops it.
+func startProfile(dir, name string) (stop func(), err error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func median(rs []result) result {
