@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/boltinformer/boltinformer/internal/wire"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -82,6 +83,11 @@ type Indexer struct {
 	coll      *persist.Collection
 	keyFunc   cache.KeyFunc
 	transform cache.TransformFunc
+	// wirePayloads is set by an informer whose objects reach the store
+	// unchanged since they were decoded (no transform): an object's
+	// payload remembered by internal/wire is then what it was decoded
+	// from, and is stored instead of marshalling the object again.
+	wirePayloads atomic.Bool
 
 	// writeMu serializes writes, so that each computes its index values
 	// against the indexer set it is applied with, and Replace's diff stays
@@ -351,7 +357,11 @@ func (i *Indexer) op(key string, obj interface{}) (persist.Op, error) {
 			values[name] = v
 		}
 	}
-	return persist.Op{Key: key, Object: ro, Indexes: values}, nil
+	op := persist.Op{Key: key, Object: ro, Indexes: values}
+	if i.transform == nil && i.wirePayloads.Load() {
+		op.Payload, _ = wire.Take(ro)
+	}
+	return op, nil
 }
 
 func (i *Indexer) keyAndTransform(obj interface{}) (string, interface{}, error) {

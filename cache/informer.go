@@ -595,6 +595,8 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 	var resume string
 	if s.persistent != nil {
 		resume = s.persistent.coll.ResourceVersion()
+		// Without a transform the store gets objects as they were decoded.
+		s.persistent.wirePayloads.Store(s.transform == nil)
 	}
 	if resume == "0" {
 		resume = "" // "any version": nothing to resume from

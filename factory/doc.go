@@ -177,6 +177,24 @@
 // makes warm informers synced on their stored state instead, at once, for
 // controllers that tolerate a stale start.
 //
+// # Watches keep the server's bytes
+//
+// An informer whose ListerWatcher is client-go's own (requestOnly above)
+// watches through a REST client the factory builds from the clientset's
+// group client: the same URL, *http.Client (credentials, user agent,
+// transport wrappers) and rate limiter, the same request. Its decoder
+// keeps, beside each object it decodes, the object's protobuf message as
+// the apiserver sent it, and the informer stores that message instead of
+// marshalling the object again when no transform runs (a transform may
+// change the object). That marshal was the largest part of what a watch
+// update costs a persistent informer beyond client-go's. This client asks
+// for protobuf with JSON as the fallback, as client-go's typed clients do
+// for built-in types unless their config sets a content type: a clientset
+// configured for JSON lists in JSON and watches in protobuf (the objects
+// are the same). Warnings in watch responses reach client-go's default
+// warning handler rather than one set on the clientset's config. A fake
+// clientset, which has no REST client, watches through its own calls.
+//
 // # Caveats
 //
 // Where the factory cannot determine what newFunc's informer lists — it

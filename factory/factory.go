@@ -39,6 +39,7 @@ import (
 	"k8s.io/client-go/informers/storagemigration"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -85,6 +86,9 @@ type Factory struct {
 	capturing        atomic.Bool
 	informers        map[reflect.Type]cache.SharedIndexInformer
 	startedInformers map[reflect.Type]bool
+	// wireClients are the watch clients by group-version (wirewatch.go);
+	// nil for a clientset without REST clients.
+	wireClients map[schema.GroupVersion]*rest.RESTClient
 	// wg tracks the goroutines Start started.
 	wg           sync.WaitGroup
 	shuttingDown bool
@@ -367,7 +371,7 @@ func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, g
 	if f.transform != nil {
 		transform = f.transform
 	}
-	informer, err := bcache.NewSharedIndexInformerWithOptions(parts.listerWatcher, obj, bcache.InformerOptions{
+	informer, err := bcache.NewSharedIndexInformerWithOptions(f.wireListerWatcher(parts.listerWatcher, gvr, req), obj, bcache.InformerOptions{
 		Persistence: bcache.Persistence{
 			DB:               f.db,
 			Collection:       id.collection(),

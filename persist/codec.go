@@ -68,10 +68,11 @@ var metaTypes = func() *runtime.Scheme {
 }()
 
 // Encode returns the record for obj. The record does not alias obj.
-func (c *Codec) Encode(obj runtime.Object) ([]byte, error) { return c.encode(obj, nil) }
+func (c *Codec) Encode(obj runtime.Object) ([]byte, error) { return c.encode(obj, nil, nil) }
 
-// encode is Encode writing the record over buf if it has the capacity.
-func (c *Codec) encode(obj runtime.Object, buf []byte) ([]byte, error) {
+// encode is Encode writing the record over buf if it has the capacity; a
+// protobuf-encoded object's payload is wire if given (see Op.Payload).
+func (c *Codec) encode(obj runtime.Object, wire, buf []byte) ([]byte, error) {
 	if obj == nil {
 		return nil, fmt.Errorf("%w: nil object", ErrUnencodable)
 	}
@@ -104,6 +105,9 @@ func (c *Codec) encode(obj runtime.Object, buf []byte) ([]byte, error) {
 	h.Type = typ
 	if pm, isPM := obj.(protoMessage); isPM {
 		h.Encoding = format.EncodingProtobuf
+		if wire != nil {
+			return format.AppendRecordTo(buf, h, len(wire), func(p []byte) error { copy(p, wire); return nil })
+		}
 		rec, err := c.encodeProto(buf, h, pm)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %T: %v", ErrUnencodable, obj, err)

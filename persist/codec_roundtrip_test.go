@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/vmihailenco/msgpack/v5"
+	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -846,4 +847,86 @@ func TestCodecPartialObjectMetadataWithAnyScheme(t *testing.T) {
 	if _, err := codecs["nil scheme"].Encode(fixture.Pod(0)); !errors.Is(err, persist.ErrUnencodable) {
 		t.Errorf("nil scheme: Pod: %v, want ErrUnencodable", err)
 	}
+}
+
+// An Op's Payload, the object's protobuf message as the server encoded it,
+// is what its record stores; the record is the one the codec would make of
+// the object when the payload is the object's message, and an object the
+// codec does not store as protobuf ignores it.
+func TestApplyStoresThePayload(t *testing.T) {
+	path := t.TempDir() + "/cache.db"
+	db := openDB(t, path, persist.Options{})
+	c, err := db.Collection("pods", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := fixture.Pod(3)
+	payload, err := pod.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply([]persist.Op{{Key: "ns/p", Object: pod, Payload: payload}}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	// A payload that is not pod's (which Op.Payload forbids) shows it is
+	// the payload that is stored, not a marshal of the object.
+	other := fixture.Pod(4)
+	otherPayload, err := other.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply([]persist.Op{{Key: "ns/q", Object: pod.DeepCopy(), Payload: otherPayload}}, "2"); err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "u", "namespace": "ns"}}}
+	if err := c.Apply([]persist.Op{{Key: "ns/u", Object: u, Payload: []byte("not protobuf")}}, "3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	records := storedRecords(t, path, "pods")
+	codec := persist.NewCodec(scheme.Scheme)
+	want, err := codec.Encode(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := records["ns/p"]; !bytes.Equal(got, want) {
+		t.Errorf("the record made from the payload differs from the codec's record of the object")
+	}
+	obj, err := codec.Decode(records["ns/q"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := obj.(*corev1.Pod); got.Name != other.Name {
+		t.Errorf("stored %s, want the payload's %s", got.Name, other.Name)
+	}
+	obj, err = codec.Decode(records["ns/u"])
+	if err != nil {
+		t.Fatalf("an unstructured object stored with a payload: %v", err)
+	}
+	if obj.(*unstructured.Unstructured).GetName() != "u" {
+		t.Errorf("unstructured object stored as %v", obj)
+	}
+}
+
+// storedRecords returns the records of a collection in a closed cache file.
+func storedRecords(t *testing.T, path, collection string) map[string][]byte {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	out := map[string][]byte{}
+	err = bdb.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(format.CollectionsBucket).Bucket([]byte(collection)).Bucket(format.ObjectsBucket).ForEach(func(k, v []byte) error {
+			out[string(k)] = bytes.Clone(v)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -483,7 +483,7 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 		if op.Object == nil {
 			return fmt.Errorf("%w: key %q: nil object", ErrUnencodable, op.Key)
 		}
-		rec, err := c.db.codec.encode(op.Object, recycledRecord())
+		rec, err := c.db.codec.encode(op.Object, op.Payload, recycledRecord())
 		if err != nil {
 			return fmt.Errorf("key %q: %w", op.Key, err)
 		}

@@ -17,6 +17,11 @@ type Op struct {
 	Indexes map[string][]string
 	// Delete removes Key.
 	Delete bool
+	// Payload, if set, is Object's protobuf message as the server encoded
+	// it (what Object was decoded from, unchanged since): the record stores
+	// it instead of marshalling Object. Ignored for an object the codec
+	// does not store as protobuf.
+	Payload []byte
 }
 
 // change is an Op after encoding, as held in a layer.

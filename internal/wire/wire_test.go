@@ -1,0 +1,106 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// encodeAsServer encodes obj as the apiserver does in a protobuf response.
+func encodeAsServer(t *testing.T, obj runtime.Object) []byte {
+	t.Helper()
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	if !ok {
+		t.Fatal("no protobuf serializer")
+	}
+	var buf bytes.Buffer
+	if err := scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion).Encode(obj, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func decoder(t *testing.T) runtime.Decoder {
+	t.Helper()
+	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	return NegotiatedSerializer{scheme.Codecs.WithoutConversion()}.DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion)
+}
+
+func pod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: "7", Labels: map[string]string{"b": "2", "a": "1"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}, NodeName: "n1"},
+	}
+}
+
+// A decoded object's payload is its own protobuf message: what marshalling
+// the decoded object gives. It is taken once; a list's is not kept.
+func TestDecoderRemembersTheObjectsMessage(t *testing.T) {
+	d := decoder(t)
+	obj, _, err := d.Decode(encodeAsServer(t, pod("a")), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, ok := Take(obj)
+	if !ok {
+		t.Fatal("no payload remembered for a decoded Pod")
+	}
+	want, err := obj.(*corev1.Pod).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(payload, want) {
+		t.Errorf("payload differs from the decoded Pod's own message (%d vs %d bytes)", len(payload), len(want))
+	}
+	if _, ok := Take(obj); ok {
+		t.Error("a payload was taken twice")
+	}
+	list, _, err := d.Decode(encodeAsServer(t, &corev1.PodList{Items: []corev1.Pod{*pod("b")}}), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := Take(list); ok {
+		t.Error("a list's payload was remembered")
+	}
+	// JSON carries no payload.
+	json, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"}}`), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := Take(json); ok {
+		t.Error("a payload for an object the Decoder never saw")
+	}
+}
+
+// At most Capacity payloads are kept: the oldest not taken are forgotten.
+func TestPayloadsBounded(t *testing.T) {
+	d := decoder(t)
+	var objs []runtime.Object
+	for i := range Capacity + 10 {
+		obj, _, err := d.Decode(encodeAsServer(t, pod(fmt.Sprintf("p-%d", i))), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, obj)
+	}
+	if n := len(payloads.entries); n != Capacity {
+		t.Errorf("%d payloads kept, want %d", n, Capacity)
+	}
+	if _, ok := Take(objs[0]); ok {
+		t.Error("the oldest payload was kept beyond the capacity")
+	}
+	if _, ok := Take(objs[len(objs)-1]); !ok {
+		t.Error("the newest payload was forgotten")
+	}
+	for _, o := range objs {
+		Forget(o)
+	}
+	if n := len(payloads.entries); n != 0 {
+		t.Errorf("%d payloads kept after Forget", n)
+	}
+}
