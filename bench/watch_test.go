@@ -59,6 +59,9 @@ import (
 //
 // BENCH_PAGE_SIZE and BENCH_BATCH_INTERVAL (a duration) set the file's
 // persist.Options.PageSize and BatchInterval (default: the package's).
+// BENCH_WATCH_WIRE=0 decodes boltinformer's watch as client-go's, so that
+// every update is marshalled for its record (as before the factories kept
+// the server's bytes).
 //
 // x-cpu and x-drained are boltinformer's figure over client-go's in the same
 // iterations (targets: x-cpu <= 1.3, x-drained >= 0.7). ns/op is one
@@ -99,7 +102,7 @@ func BenchmarkWatch(b *testing.B) {
 		{name: "client-go", start: func(lw cache.ListerWatcher) (cache.SharedIndexInformer, *commitWatch, func()) {
 			return cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, indexers), nil, func() {}
 		}},
-		{name: "boltinformer", wire: true, start: func(lw cache.ListerWatcher) (cache.SharedIndexInformer, *commitWatch, func()) {
+		{name: "boltinformer", wire: os.Getenv("BENCH_WATCH_WIRE") != "0", start: func(lw cache.ListerWatcher) (cache.SharedIndexInformer, *commitWatch, func()) {
 			dir, err := os.MkdirTemp(b.TempDir(), "watch")
 			if err != nil {
 				b.Fatal(err)

@@ -110,13 +110,53 @@ func (d Decoder) Decode(data []byte, defaults *schema.GroupVersionKind, into run
 	if _, isList := obj.(metav1.ListInterface); isList {
 		return obj, gvk, err
 	}
-	var u runtime.Unknown
-	// Unmarshal copies Raw out of data: the payload owes nothing to a
-	// buffer the caller may reuse.
-	if u.Unmarshal(data[len(protobufPrefix):]) == nil && u.ContentEncoding == "" && len(u.Raw) > 0 {
-		remember(obj, u.Raw)
+	if raw, ok := unknownRaw(data[len(protobufPrefix):]); ok {
+		remember(obj, raw)
 	}
 	return obj, gvk, err
+}
+
+// unknownRaw returns the Raw field of a runtime.Unknown message, a slice of
+// msg (no copy: client-go's watch decoder hands each event's object in a
+// buffer of its own, restclientwatch.Decoder unmarshalling a new
+// metav1.WatchEvent per event, which TestPayloadsOutliveTheNextEvent
+// checks), if the message parses and its content is not further encoded.
+// The fields (k8s.io/apimachinery/pkg/runtime/generated.proto): 1 typeMeta,
+// 2 raw, 3 contentEncoding, 4 contentType, all length-delimited.
+func unknownRaw(msg []byte) (raw []byte, ok bool) {
+	for len(msg) > 0 {
+		tag, n := uvarint(msg)
+		if n <= 0 || tag&7 != 2 { // every field is length-delimited
+			return nil, false
+		}
+		msg = msg[n:]
+		size, n := uvarint(msg)
+		if n <= 0 || size > uint64(len(msg)-n) {
+			return nil, false
+		}
+		field := msg[n : n+int(size)]
+		msg = msg[n+int(size):]
+		switch tag >> 3 {
+		case 2:
+			raw = field
+		case 3:
+			if len(field) > 0 {
+				return nil, false // gzip or the like: not the object's message
+			}
+		}
+	}
+	return raw, len(raw) > 0
+}
+
+// uvarint decodes a protobuf varint: the value and its length, or n <= 0.
+func uvarint(b []byte) (v uint64, n int) {
+	for i := 0; i < len(b) && i < 10; i++ {
+		v |= uint64(b[i]&0x7f) << (7 * i)
+		if b[i] < 0x80 {
+			return v, i + 1
+		}
+	}
+	return 0, 0
 }
 
 // NegotiatedSerializer wraps a client's serializer so that the decoders it

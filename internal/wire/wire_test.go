@@ -3,12 +3,16 @@ package wire
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
+	restwatch "k8s.io/client-go/rest/watch"
 )
 
 // encodeAsServer encodes obj as the apiserver does in a protobuf response.
@@ -102,5 +106,53 @@ func TestPayloadsBounded(t *testing.T) {
 	}
 	if n := len(payloads.entries); n != 0 {
 		t.Errorf("%d payloads kept after Forget", n)
+	}
+}
+
+// The payload is a slice of the buffer the watch decoder hands over: it must
+// stay the object's message after the next event is decoded (client-go's
+// restclientwatch.Decoder gives each event a buffer of its own).
+func TestPayloadsOutliveTheNextEvent(t *testing.T) {
+	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	var stream bytes.Buffer
+	enc := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(&stream), info.StreamSerializer.Serializer)
+	for _, name := range []string{"first", "second-with-a-longer-name"} {
+		if err := enc.Encode(&metav1.WatchEvent{Type: string(watch.Modified), Object: runtime.RawExtension{Raw: encodeAsServer(t, pod(name))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dec := restwatch.NewDecoder(streaming.NewDecoder(info.StreamSerializer.Framer.NewFrameReader(io.NopCloser(&stream)), info.StreamSerializer.Serializer), decoder(t))
+	_, first, err := dec.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := dec.Decode(); err != nil {
+		t.Fatal(err)
+	}
+	payload, ok := Take(first)
+	if !ok {
+		t.Fatal("no payload for the first event's object")
+	}
+	want, _ := first.(*corev1.Pod).Marshal()
+	if !bytes.Equal(payload, want) {
+		t.Error("the first event's payload changed when the second was decoded")
+	}
+}
+
+func TestUnknownRawRejectsWhatIsNotTheObject(t *testing.T) {
+	u := runtime.Unknown{Raw: []byte{1, 2, 3}, ContentEncoding: "gzip"}
+	b, _ := u.Marshal()
+	if _, ok := unknownRaw(b); ok {
+		t.Error("an encoded (gzip) content was taken as the object's message")
+	}
+	u.ContentEncoding = ""
+	b, _ = u.Marshal()
+	if raw, ok := unknownRaw(b); !ok || !bytes.Equal(raw, u.Raw) {
+		t.Errorf("unknownRaw = %v, %v; want %v", raw, ok, u.Raw)
+	}
+	for _, bad := range [][]byte{{0x12, 0x05, 1}, {0x08, 0x01}, {0xff}} {
+		if _, ok := unknownRaw(bad); ok {
+			t.Errorf("unknownRaw(%x) parsed", bad)
+		}
 	}
 }
