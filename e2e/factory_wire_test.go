@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
-	"github.com/boltinformer/boltinformer/internal/format"
+	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/internal/wire"
 	"github.com/boltinformer/boltinformer/persist"
@@ -112,7 +111,10 @@ func TestFactoryStoresWirePayloads(t *testing.T) {
 			} else if !tc.payloads && used != 0 {
 				t.Errorf("with a transform, %d updates were stored from their payload, want none", used)
 			}
-			records := podRecords(t, path, collection)
+			records, err := inspectfile.ReadRecords(path, collection)
+			if err != nil {
+				t.Fatal(err)
+			}
 			codec := persist.NewCodec(scheme.Scheme)
 			for key, p := range want {
 				rec, err := codec.Encode(p)
@@ -129,25 +131,4 @@ func TestFactoryStoresWirePayloads(t *testing.T) {
 			}
 		})
 	}
-}
-
-// podRecords returns the records of a collection in a closed cache file.
-func podRecords(t *testing.T, path, collection string) map[string][]byte {
-	t.Helper()
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bdb.Close()
-	out := map[string][]byte{}
-	err = bdb.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(format.CollectionsBucket).Bucket([]byte(collection)).Bucket(format.ObjectsBucket).ForEach(func(k, v []byte) error {
-			out[string(k)] = bytes.Clone(v)
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

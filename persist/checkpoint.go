@@ -256,24 +256,20 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		})
 		return objs, acknowledged, err
 	}
-	for _, l := range []*layer{c.pending, c.committing} {
-		if l == nil {
-			continue
+	err = c.forEachUnwrittenLocked(func(key string, ch *change) error {
+		rv, err := ReadResourceVersion(ch.record)
+		if err != nil {
+			return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 		}
-		for key, ch := range l.changes {
-			if ch.deleted || (l != c.pending && c.pending.changes[key] != nil) {
-				continue
-			}
-			rv, err := ReadResourceVersion(ch.record)
-			if err != nil {
-				return nil, 0, fmt.Errorf("collection %q key %q: %w", c.name, key, err)
-			}
-			if isAcked(key, rv) {
-				acknowledged++
-			} else {
-				objs = append(objs, ch.obj)
-			}
+		if isAcked(key, rv) {
+			acknowledged++
+		} else {
+			objs = append(objs, ch.obj)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	err = c.db.bolt.View(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/vmihailenco/msgpack/v5"
-	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -33,6 +32,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/internal/fixture"
 	"github.com/boltinformer/boltinformer/internal/format"
+	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -885,7 +885,10 @@ func TestApplyStoresThePayload(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	records := storedRecords(t, path, "pods")
+	records, err := inspectfile.ReadRecords(path, "pods")
+	if err != nil {
+		t.Fatal(err)
+	}
 	codec := persist.NewCodec(scheme.Scheme)
 	want, err := codec.Encode(pod)
 	if err != nil {
@@ -908,25 +911,4 @@ func TestApplyStoresThePayload(t *testing.T) {
 	if obj.(*unstructured.Unstructured).GetName() != "u" {
 		t.Errorf("unstructured object stored as %v", obj)
 	}
-}
-
-// storedRecords returns the records of a collection in a closed cache file.
-func storedRecords(t *testing.T, path, collection string) map[string][]byte {
-	t.Helper()
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bdb.Close()
-	out := map[string][]byte{}
-	err = bdb.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(format.CollectionsBucket).Bucket([]byte(collection)).Bucket(format.ObjectsBucket).ForEach(func(k, v []byte) error {
-			out[string(k)] = bytes.Clone(v)
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -220,18 +220,8 @@ func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.
 	if c.memory() != nil {
 		return c.cache.forEach(fn)
 	}
-	for _, l := range []*layer{c.pending, c.committing} {
-		if l == nil {
-			continue
-		}
-		for key, ch := range l.changes {
-			if ch.deleted || (l != c.pending && c.pending.changes[key] != nil) {
-				continue
-			}
-			if err := fn(key, ch.obj); err != nil {
-				return err
-			}
-		}
+	if err := c.forEachUnwrittenLocked(func(key string, ch *change) error { return fn(key, ch.obj) }); err != nil {
+		return err
 	}
 	err := c.walkFileLocked(func(key string, rec []byte) error {
 		obj, ok := c.cache.get(key)
@@ -250,6 +240,25 @@ func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.
 		err = c.completeLocked()
 	}
 	return err
+}
+
+// forEachUnwrittenLocked calls fn with the newest unwritten change of each
+// key whose newest state is an object (not a deletion).
+func (c *Collection) forEachUnwrittenLocked(fn func(key string, ch *change) error) error {
+	for _, l := range []*layer{c.pending, c.committing} {
+		if l == nil {
+			continue
+		}
+		for key, ch := range l.changes {
+			if ch.deleted || (l != c.pending && c.pending.changes[key] != nil) {
+				continue
+			}
+			if err := fn(key, ch); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // walkFileLocked calls fn, in key order, for every record in the file whose

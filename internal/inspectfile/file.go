@@ -1,6 +1,7 @@
 package inspectfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -130,4 +131,36 @@ func (f *File) Stats() (Stats, error) {
 	bs := f.bolt.Stats()
 	s.FreePages, s.PendingPages = bs.FreePageN, bs.PendingPageN
 	return s, nil
+}
+
+// Records calls fn with each stored record of the named collection, in key
+// order: the bytes as the file holds them, valid only during fn.
+func (f *File) Records(collection string, fn func(key string, record []byte) error) error {
+	return f.bolt.View(func(tx *bolt.Tx) error {
+		colls := tx.Bucket(format.CollectionsBucket)
+		if colls == nil || colls.Bucket([]byte(collection)) == nil {
+			return fmt.Errorf("%w: %q", persist.ErrNoCollection, collection)
+		}
+		objects := colls.Bucket([]byte(collection)).Bucket(format.ObjectsBucket)
+		if objects == nil {
+			return nil
+		}
+		return objects.ForEach(func(k, v []byte) error { return fn(string(k), v) })
+	})
+}
+
+// ReadRecords returns a copy of every stored record of the named collection
+// in the cache file at path, by key.
+func ReadRecords(path, collection string) (map[string][]byte, error) {
+	f, err := Open(path, Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string][]byte{}
+	err = f.Records(collection, func(key string, rec []byte) error {
+		out[key] = bytes.Clone(rec)
+		return nil
+	})
+	return out, err
 }
