@@ -147,3 +147,15 @@ bench-checkpoints: test-binaries
 # About 30 minutes at 100k on 2 cores. BENCH_SIZES=10k,50k,100k plots a curve.
 bench-informer: test-binaries
 	$(GO) run ./bench/cmd/informerbench --sizes $(BENCH_SIZES) --reps $(BENCH_REPS) $(BENCH_FLAGS)
+
+# make bench-churn: the steady-state bench (informerbench churn): both
+# informers side by side on $(CHURN_PODS) Pods while they change at 100/s
+# (80% updates, 10% creates, 10% deletes) for $(CHURN_DURATION); CPU, bytes
+# written, private memory over time and event-to-handler latency. Results
+# and plots in bench/results/churn-<pods>/. CHURN_FLAGS="--rate 200" etc.
+CHURN_PODS     ?= 100000
+CHURN_DURATION ?= 10m
+CHURN_FLAGS    ?=
+.PHONY: bench-churn
+bench-churn: test-binaries
+	$(GO) run ./bench/cmd/informerbench churn --pods $(CHURN_PODS) --duration $(CHURN_DURATION) $(CHURN_FLAGS)

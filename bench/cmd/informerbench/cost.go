@@ -32,6 +32,12 @@ func processCPU(pid int) (seconds float64, ok bool) {
 	if err != nil {
 		return 0, false
 	}
+	return parseStatCPU(data)
+}
+
+// parseStatCPU reads utime + stime, in seconds, from the contents of a
+// /proc/<pid>/stat file.
+func parseStatCPU(data []byte) (seconds float64, ok bool) {
 	// The command name (field 2) is in parentheses and may hold spaces;
 	// the fields after its closing parenthesis start at field 3 (state).
 	i := strings.LastIndexByte(string(data), ')')

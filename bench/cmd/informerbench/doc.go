@@ -8,6 +8,7 @@
 //	informerbench demo [flags]     a short cold start / warm restart demonstration
 //	informerbench plot [flags]     redraw the sync-time plot from saved results
 //	informerbench report [flags]   print the tables of saved results again
+//	informerbench churn [flags]    steady state under a churn of changes, both informers side by side
 //
 // Without --kubeconfig it starts etcd and kube-apiserver itself
 // (internal/apiservertest; build them once with `make test-binaries`). It
@@ -63,6 +64,33 @@
 // Memory is reported as private memory (RssAnon) first, then VmRSS, which
 // also counts pages of the memory-mapped cache file. A child does not run
 // in a cgroup of its own, so there is no memory.current to report.
+//
+// The churn subcommand (churn.go; `make bench-churn`) measures what a
+// controller pays between restarts. It creates --pods Pods as above (default
+// 100k), then runs two children side by side for the whole run (the hidden
+// churn-child subcommand, churnchild.go): client-go's informer as a user
+// builds it (informers.NewSharedInformerFactory(...).Core().V1().Pods()) and
+// boltinformer's typed factory on a fresh cache file with persist's defaults
+// (group commit, fsync on), both in protobuf, each with one handler. Once
+// both handlers have synced (and boltinformer's cold start is flushed), the
+// parent changes Pods at --rate per second (default 100) for --duration
+// (default 10m): merge patches of an annotation, creates and deletes (grace
+// period 0) in the --mix 80,10,10, paced by a token bucket with at most
+// --inflight requests outstanding (churndrive.go). Every create and patch
+// carries informerbench/sent, the writer's clock just before the request;
+// each handler times its adds and updates against it (one machine, one
+// clock) and counts every event. Every --sample (default 5s) the parent
+// reads each child's /proc/<pid>/stat (CPU seconds), io (wchar: bytes handed
+// to write syscalls; write_bytes: bytes sent to the block layer — 0 on
+// tmpfs, so put TMPDIR on a disk) and status (RssAnon) (churnproc.go). At
+// the end each child waits until it has seen every change that succeeded,
+// the parent takes a last sample, and prints per informer: CPU-seconds and
+// CPU µs per event, bytes written in total and per event, RssAnon at start,
+// end and peak, latency p50/p99/max, events handled, the cache file's size,
+// and boltinformer / client-go for CPU, p99 latency and peak RssAnon. It
+// saves churn.json, churn-samples.csv and plots over time of RssAnon, CPU
+// and write_bytes (churn-*.svg) in --out (default
+// bench/results/churn-<pods>).
 //
 // Each measurement runs in a child process: the binary re-executes itself
 // with the hidden "child" subcommand, reads a JSON spec on stdin and answers

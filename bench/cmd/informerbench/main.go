@@ -24,6 +24,10 @@ func run(ctx context.Context, args []string) error {
 		switch args[0] {
 		case childCommand:
 			return runChild(ctx, os.Stdin, os.Stdout)
+		case churnChildCommand:
+			return runChurnChild(ctx, os.Stdin, os.Stdout)
+		case "churn":
+			return runChurn(ctx, args[1:], os.Stdout)
 		case "demo":
 			return runDemo(ctx, args[1:], os.Stdout)
 		case "plot":

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestChurnMixKeepsExactShares(t *testing.T) {
+	m := churnMix{80, 10, 10}
+	var done [numOps]int
+	for n := 1; n <= 1000; n++ {
+		done[m.next(done)]++
+		for k := range numOps {
+			// Each kind stays within one of its exact share after every change.
+			exact := float64(m[k]*n) / float64(m.total())
+			if d := float64(done[k]) - exact; d > 1 || d < -1 {
+				t.Fatalf("after %d changes %s count %d, exact share %.1f", n, opNames[k], done[k], exact)
+			}
+		}
+		if n%10 == 0 && (done[opUpdate] != 8*n/10 || done[opCreate] != n/10 || done[opDelete] != n/10) {
+			t.Fatalf("after %d changes counts %v, want 8:1:1 in every 10", n, done)
+		}
+	}
+	zero := churnMix{1, 0, 1}
+	done = [numOps]int{}
+	for range 100 {
+		done[zero.next(done)]++
+	}
+	if done != [numOps]int{50, 0, 50} {
+		t.Errorf("mix 1,0,1: counts %v, want [50 0 50]", done)
+	}
+}
+
+func TestChurnMixFlag(t *testing.T) {
+	var m churnMix
+	if err := m.Set("70, 20,10"); err != nil || m != (churnMix{70, 20, 10}) || m.String() != "70,20,10" {
+		t.Errorf("Set(70, 20,10) = %v, %v", m, err)
+	}
+	for _, bad := range []string{"80,20", "0,0,0", "80,-10,30", "a,b,c"} {
+		if err := m.Set(bad); err == nil {
+			t.Errorf("Set(%q) accepted", bad)
+		}
+	}
+	if m != (churnMix{70, 20, 10}) {
+		t.Errorf("a rejected Set changed the mix to %v", m)
+	}
+}
+
+func TestTokenBucketPaces(t *testing.T) {
+	b := tokenBucket{rate: 100, burst: 100}
+	taken := 0
+	for range 1000 { // 10 s in 10 ms ticks
+		if d := b.add(10 * time.Millisecond); d != 0 {
+			t.Fatalf("dropped %v tokens while keeping up", d)
+		}
+		for b.take() {
+			taken++
+		}
+	}
+	if taken < 999 || taken > 1000 { // float rounding may leave the last token at 0.99…
+		t.Errorf("took %d tokens in 10 s at 100/s", taken)
+	}
+	// Five seconds with every slot busy: one second's worth is kept.
+	b = tokenBucket{rate: 100, burst: 100}
+	if d := b.add(5 * time.Second); d != 400 || b.tokens != 100 {
+		t.Errorf("after a 5 s stall: dropped %v, tokens %v; want 400 and 100", d, b.tokens)
+	}
+}
+
+func TestPodPoolNeverHandsOutABusyPod(t *testing.T) {
+	p := newPodPool([]podRef{{"a", "1"}, {"a", "2"}}, 1)
+	r1, ok1 := p.checkout(false)
+	r2, ok2 := p.checkout(true)
+	if !ok1 || !ok2 || r1 == r2 {
+		t.Fatalf("checkouts %v %v, %v %v: want both Pods", r1, ok1, r2, ok2)
+	}
+	if r, ok := p.checkout(false); ok {
+		t.Errorf("checked out busy Pod %v", r)
+	}
+	if p.len() != 1 {
+		t.Errorf("pool holds %d Pods after a removing checkout, want 1", p.len())
+	}
+	p.release(r1)
+	if r, ok := p.checkout(false); !ok || r != r1 {
+		t.Errorf("after release: %v %v, want %v", r, ok, r1)
+	}
+}
+
+func TestParseProcFiles(t *testing.T) {
+	io := []byte("rchar: 6976\nwchar: 1234\nsyscr: 10\nsyscw: 3\nread_bytes: 4096\nwrite_bytes: 81920\ncancelled_write_bytes: 0\n")
+	if w, wb, err := parseProcIO(io); err != nil || w != 1234 || wb != 81920 {
+		t.Errorf("parseProcIO = %d, %d, %v; want 1234, 81920", w, wb, err)
+	}
+	if _, _, err := parseProcIO([]byte("rchar: 1\n")); err == nil {
+		t.Error("parseProcIO accepted a file without wchar")
+	}
+	status := []byte("Name:\tinformerbench\nVmRSS:\t  500 kB\nRssAnon:\t  300 kB\nRssFile:\t  200 kB\n")
+	if b, err := parseStatusBytes(status, "RssAnon"); err != nil || b != 300<<10 {
+		t.Errorf("RssAnon = %d, %v; want %d", b, err, 300<<10)
+	}
+	if _, err := parseStatusBytes(status, "RssShmem"); err == nil {
+		t.Error("found a missing key")
+	}
+	// The command name may hold spaces and parentheses; utime and stime
+	// are fields 14 and 15.
+	stat := []byte("4242 (my (odd) cmd) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 130 0 0 20 0 8 0 123 4567 89 18446744073709551615\n")
+	if s, ok := parseStatCPU(stat); !ok || s != 3.8 {
+		t.Errorf("parseStatCPU = %v, %v; want 3.8", s, ok)
+	}
+}
+
+func TestReadProcSampleOfThisProcess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	s, err := readProcSample(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RssAnon == 0 {
+		t.Errorf("RssAnon of this process is 0")
+	}
+}
+
+func TestChurnHandlerTimesOnlyThisRunsChanges(t *testing.T) {
+	since := time.Now().Add(-time.Second).UnixNano()
+	h := newChurnHandler(since, 0)
+	pod := func(sent int64) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
+		if sent != 0 {
+			p.Annotations[sentAnnot] = strconv.FormatInt(sent, 10)
+		}
+		return p
+	}
+	created := time.Now().Add(-5 * time.Millisecond).UnixNano()
+	patched := time.Now().Add(-20 * time.Millisecond).UnixNano()
+	h.OnAdd(pod(since+1), true) // initial: counted apart, never timed
+	h.OnAdd(pod(created), false)
+	h.OnUpdate(pod(created), pod(patched))
+	h.OnUpdate(pod(0), pod(since-1)) // an earlier run's
+	h.OnUpdate(pod(0), pod(0))       // none
+	// A delete: the deletionTimestamp update keeps the annotation, then
+	// the delete.
+	h.OnUpdate(pod(patched), pod(patched))
+	h.OnDelete(pod(patched))
+	if want := [numOps]int64{opCreate: 1, opUpdate: 1, opDelete: 1}; !h.seen(want) {
+		t.Errorf("not seen %v", want)
+	}
+	if h.seen([numOps]int64{opUpdate: 2}) {
+		t.Error("the delete's update counted as a patch")
+	}
+	var res churnChildResult
+	h.fill(&res)
+	if h.initialAdds.Load() != 1 || res.Adds != 1 || res.Updates != 4 || res.Deletes != 1 || res.Events != 6 {
+		t.Errorf("counts initial %d, %+v", h.initialAdds.Load(), res)
+	}
+	if res.Timed != 2 || res.Untimed != 3 {
+		t.Errorf("timed %d, untimed %d; want 2, 3", res.Timed, res.Untimed)
+	}
+	if res.LatencyMaxMs < 20 || res.LatencyMaxMs > 1000 || res.LatencyP50Ms < 5 {
+		t.Errorf("latencies p50 %v, max %v ms; want about 5 and 20", res.LatencyP50Ms, res.LatencyMaxMs)
+	}
+}
+
+func TestStopLine(t *testing.T) {
+	ok := [numOps]int64{opUpdate: 4800, opCreate: 600, opDelete: 599}
+	line := stopLine(ok)
+	if line != "STOP 600 4800 599\n" {
+		t.Errorf("stopLine = %q", line)
+	}
+	if got, err := parseStopLine(line); err != nil || got != ok {
+		t.Errorf("parseStopLine(%q) = %v, %v", line, got, err)
+	}
+	for _, bad := range []string{"", "GO\n", "STOP\n", "STOP 1 2\n", "STOP 1 2 x\n"} {
+		if _, err := parseStopLine(bad); err == nil {
+			t.Errorf("parseStopLine(%q) accepted", bad)
+		}
+	}
+}
+
+func TestChurnSummaryRatiosAndTable(t *testing.T) {
+	const mb = 1 << 20
+	samples := []churnSample{
+		{T: 0, Informer: informerClientGo, procSample: procSample{CPUSeconds: 10, Wchar: 1000, WriteBytes: 0, RssAnon: 400 * mb}},
+		{T: 0, Informer: informerBolt, procSample: procSample{CPUSeconds: 30, Wchar: 5000, WriteBytes: 4096, RssAnon: 200 * mb}},
+		{T: 5, Informer: informerClientGo, procSample: procSample{CPUSeconds: 11, Wchar: 1100, WriteBytes: 0, RssAnon: 450 * mb}},
+		{T: 5, Informer: informerBolt, procSample: procSample{CPUSeconds: 32, Wchar: 100 * mb, WriteBytes: 40 * mb, RssAnon: 260 * mb}},
+		{T: 10, Informer: informerClientGo, procSample: procSample{CPUSeconds: 12, Wchar: 1200, WriteBytes: 0, RssAnon: 420 * mb}},
+		{T: 10, Informer: informerBolt, procSample: procSample{CPUSeconds: 33, Wchar: 200*mb + 5000, WriteBytes: 80*mb + 4096, RssAnon: 210 * mb}},
+	}
+	cg := churnInformer{Informer: informerClientGo, Child: &churnChildResult{Events: 1000, Adds: 100, Updates: 800, Deletes: 100, Drained: true, LatencyP99Ms: 4},
+		Summary: summarize(samples, informerClientGo, 1000)}
+	bolt := churnInformer{Informer: informerBolt, Child: &churnChildResult{Events: 1000, Drained: true, LatencyP99Ms: 6, FileBytesStart: 10 * mb, FileBytesEnd: 12 * mb},
+		Summary: summarize(samples, informerBolt, 1000)}
+	want := churnSummary{CPUSeconds: 3, CPUMicrosPerEvent: 3000, WcharBytes: 200 * mb, WriteBytes: 80 * mb,
+		WcharPerEvent: 200 * mb / 1000.0, WriteBytesPerEvent: 80 * mb / 1000.0,
+		RssAnonStart: 200 * mb, RssAnonEnd: 210 * mb, RssAnonMax: 260 * mb, Events: 1000}
+	if bolt.Summary != want {
+		t.Errorf("summary\n got %+v\nwant %+v", bolt.Summary, want)
+	}
+	if cg.Summary.CPUSeconds != 2 || cg.Summary.WriteBytes != 0 || cg.Summary.WcharBytes != 200 || cg.Summary.RssAnonMax != 450*mb {
+		t.Errorf("client-go summary %+v", cg.Summary)
+	}
+	r := &churnResult{Informers: []churnInformer{cg, bolt}, Ratios: churnRatios(cg, bolt)}
+	for k, v := range map[string]float64{rCPU: 1.5, rCPUPerEvt: 1.5, rLatencyP99: 1.5, rRssAnonMax: 260.0 / 450} {
+		if got := r.Ratios[k]; got < v-1e-9 || got > v+1e-9 {
+			t.Errorf("ratio %s = %v, want %v", k, got, v)
+		}
+	}
+	rows := churnTable(r)
+	find := func(name string) []string {
+		for _, row := range rows {
+			if row[0] == name {
+				return row
+			}
+		}
+		t.Fatalf("no row %q in %v", name, rows)
+		return nil
+	}
+	if got := strings.Join(find("CPU-s during churn"), "|"); got != "CPU-s during churn|2.00|3.00|1.50" {
+		t.Errorf("CPU row %q", got)
+	}
+	if got := strings.Join(find("write_bytes MiB (KiB per event)"), "|"); got != "write_bytes MiB (KiB per event)|0.0 (0.0)|80.0 (81.9)|" {
+		t.Errorf("write_bytes row %q", got)
+	}
+	if got := strings.Join(find("RssAnon MiB max"), "|"); got != "RssAnon MiB max|450|260|0.58" {
+		t.Errorf("RssAnon row %q", got)
+	}
+	if got := find("cache file MiB start → end"); got[1] != "-" || got[2] != "10.0 → 12.0" {
+		t.Errorf("file row %q", got)
+	}
+	// A client-go figure of 0 gives no ratio rather than +Inf.
+	cg.Child.LatencyP99Ms = 0
+	if _, ok := churnRatios(cg, bolt)[rLatencyP99]; ok {
+		t.Error("ratio over a zero client-go latency")
+	}
+	if s := timeSeriesSVG("t", "s", "MiB", []timeSeries{{title: informerBolt, color: "#1f77b4", t: []float64{0, 5}, v: []float64{1, 2}}}); !strings.Contains(s, "<polyline") {
+		t.Error("no line in the SVG")
+	}
+}

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/factory"
+	"github.com/boltinformer/boltinformer/persist"
+)
+
+// The churn child: one informer, built as a user builds it, watching the
+// bench's Pods while the parent changes them.
+//
+// Protocol (one line each, on stdin and stdout):
+//  1. the parent writes a churnSpec as JSON;
+//  2. the child builds its factory's Pod informer, registers one
+//     churnHandler, starts the factory and waits for the registration's
+//     HasSynced; a boltinformer child then flushes the file, so that the
+//     cold start's bulk write is not counted as churn; both return the
+//     start's garbage to the OS; the child prints READY;
+//  3. the parent churns, then writes "STOP <creates> <patches> <deletes>":
+//     the changes of each kind that succeeded;
+//  4. the child waits until its handler has seen that many adds, updates
+//     carrying a new sentAnnot of this run, and deletes (or
+//     churnDrainTimeout passes), flushes the file (boltinformer) and prints
+//     a churnChildResult as JSON;
+//  5. the child keeps running, idle, until stdin is closed, so that the
+//     parent can read its /proc counters after the last event; then it
+//     stops the factory and exits.
+//
+// Stdin closing before STOP (the parent died) ends the child with an error.
+
+const (
+	churnChildCommand = "churn-child"
+	churnStopLine     = "STOP"
+
+	// sentAnnot carries, on every Pod the churn creates or patches, the
+	// wall-clock time (Unix nanoseconds) just before the request was made.
+	sentAnnot = "informerbench/sent"
+
+	// churnDrainTimeout bounds the wait for the last events after STOP.
+	churnDrainTimeout = 2 * time.Minute
+)
+
+// churnSpec says what one churn child runs.
+type churnSpec struct {
+	Informer    string `json:"informer"` // informerClientGo or informerBolt
+	Kubeconfig  string `json:"kubeconfig"`
+	Selector    string `json:"selector"`
+	ContentType string `json:"contentType"`
+	// File is boltinformer's cache file (created by the child).
+	File string `json:"file,omitempty"`
+	// Since (Unix nanoseconds): a sentAnnot older than this was written
+	// by an earlier run and is not timed. The parent takes it before it
+	// starts the children and writes nothing until both are synced.
+	Since int64 `json:"since"`
+	// ExpectEvents sizes the latency buffer (a hint; it grows if needed),
+	// so that its growth does not show in the memory samples.
+	ExpectEvents int `json:"expectEvents"`
+}
+
+// churnChildResult is what a churn child reports.
+type churnChildResult struct {
+	Informer    string  `json:"informer"`
+	SyncSeconds float64 `json:"syncSeconds"` // construction to the handler's HasSynced
+	InitialAdds int64   `json:"initialAdds"`
+	// Events after sync, by kind; Events is their sum, the denominator of
+	// every per-event figure. A Pod's delete is two events: the apiserver
+	// first sets its deletionTimestamp (an update), then removes it.
+	Adds    int64 `json:"adds"`
+	Updates int64 `json:"updates"`
+	Deletes int64 `json:"deletes"`
+	Events  int64 `json:"events"`
+	// Drained: every change the parent made had arrived (the STOP counts
+	// were reached) within churnDrainTimeout.
+	Drained bool `json:"drained"`
+	// Event-to-handler latency, over the adds carrying a sentAnnot of
+	// this run and the updates that changed it to one (Timed of them;
+	// Untimed are the other adds and updates, such as a delete's
+	// deletionTimestamp): handler call time minus the annotation.
+	Timed        int64   `json:"timed"`
+	Untimed      int64   `json:"untimed"`
+	LatencyP50Ms float64 `json:"latencyP50Ms"`
+	LatencyP99Ms float64 `json:"latencyP99Ms"`
+	LatencyMaxMs float64 `json:"latencyMaxMs"`
+	// FileBytes* (boltinformer): the cache file's size after the cold
+	// start was flushed, and after the churn was.
+	FileBytesStart int64 `json:"fileBytesStart,omitempty"`
+	FileBytesEnd   int64 `json:"fileBytesEnd,omitempty"`
+}
+
+// runChurnChild is the hidden churn-child subcommand.
+func runChurnChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	in := bufio.NewReader(stdin)
+	line, err := in.ReadBytes('\n')
+	if err != nil && len(line) == 0 {
+		return fmt.Errorf("churn child: reading spec: %w", err)
+	}
+	var spec churnSpec
+	if err := json.Unmarshal(line, &spec); err != nil {
+		return fmt.Errorf("churn child: reading spec: %w", err)
+	}
+	if err := churnChild(ctx, spec, in, stdout); err != nil {
+		return fmt.Errorf("churn child %s: %w", spec.Informer, err)
+	}
+	return nil
+}
+
+func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io.Writer) error {
+	cfg, err := loadConfig(spec.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.ContentType = spec.ContentType
+	if spec.ContentType == protobufContentType {
+		cfg.AcceptContentTypes = protobufContentType + ",application/json"
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = spec.Selector }
+	start := time.Now()
+
+	// Each informer as its users build it: a generated factory's Pod
+	// informer, client-go's or boltinformer's (one changed constructor, a
+	// cache file with persist's defaults: group commit, fsync on).
+	var f informers.SharedInformerFactory
+	var db *persist.DB
+	switch spec.Informer {
+	case informerClientGo:
+		f = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(tweak))
+	case informerBolt:
+		if db, err = persist.Open(spec.File, persist.Options{Scheme: scheme.Scheme}); err != nil {
+			return err
+		}
+		defer db.Close() // deferred first, so it runs after the factory's Shutdown below
+		f = factory.NewSharedInformerFactoryWithOptions(cs, 0, db, factory.WithTweakListOptions(tweak))
+	default:
+		return fmt.Errorf("unknown informer %q", spec.Informer)
+	}
+	h := newChurnHandler(spec.Since, spec.ExpectEvents)
+	reg, err := f.Core().V1().Pods().Informer().AddEventHandler(h)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	f.StartWithContext(runCtx)
+	// Shutdown waits for the informers, which stop with runCtx.
+	defer func() { cancel(); f.Shutdown() }()
+
+	syncCtx, syncCancel := context.WithTimeout(ctx, syncTimeout)
+	synced := cache.WaitForCacheSync(syncCtx.Done(), reg.HasSynced)
+	syncCancel()
+	if !synced {
+		return fmt.Errorf("handler not synced after %v", syncTimeout)
+	}
+	res := &churnChildResult{Informer: spec.Informer, SyncSeconds: time.Since(start).Seconds(), InitialAdds: h.initialAdds.Load()}
+	if db != nil {
+		if res.FileBytesStart, err = flushAndSize(ctx, db, spec.File); err != nil {
+			return err
+		}
+	}
+	// A cold start leaves garbage the runtime returns over minutes; both
+	// children return it now, so that the memory series starts at the
+	// informer's steady state rather than at the tail of its sync.
+	debug.FreeOSMemory()
+	if _, err := fmt.Fprintln(stdout, readyLine); err != nil {
+		return err
+	}
+
+	line, err := in.ReadString('\n')
+	want, perr := parseStopLine(line)
+	if perr != nil {
+		return fmt.Errorf("waiting for %s: got %q (%v): %w", churnStopLine, line, err, perr)
+	}
+	res.Drained = h.waitChanges(ctx, want, churnDrainTimeout)
+	if db != nil {
+		if res.FileBytesEnd, err = flushAndSize(ctx, db, spec.File); err != nil {
+			return err
+		}
+	}
+	h.fill(res)
+	if err := json.NewEncoder(stdout).Encode(res); err != nil {
+		return err
+	}
+	// Idle until the parent has taken its last /proc sample and closes stdin.
+	_, _ = io.Copy(io.Discard, in)
+	return nil
+}
+
+// stopLine is the STOP line for the changes of each kind that succeeded.
+func stopLine(ok [numOps]int64) string {
+	return fmt.Sprintf("%s %d %d %d\n", churnStopLine, ok[opCreate], ok[opUpdate], ok[opDelete])
+}
+
+// parseStopLine reads a stopLine.
+func parseStopLine(line string) (ok [numOps]int64, err error) {
+	f := strings.Fields(line)
+	if len(f) != 4 || f[0] != churnStopLine {
+		return ok, fmt.Errorf("not a %s line", churnStopLine)
+	}
+	for i, k := range []opKind{opCreate, opUpdate, opDelete} {
+		if ok[k], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
+			return ok, err
+		}
+	}
+	return ok, nil
+}
+
+// flushAndSize commits every applied change of db and returns the file's
+// size.
+func flushAndSize(ctx context.Context, db *persist.DB, path string) (int64, error) {
+	fctx, cancel := context.WithTimeout(ctx, persistTimeout)
+	defer cancel()
+	if err := db.Flush(fctx); err != nil {
+		return 0, err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// churnHandler counts the events it is given and times those that carry a
+// sentAnnot of this run: an add with one, an update that changed it. It
+// keeps no object. The informer calls it from one goroutine; the counters
+// are atomic and the latencies locked because the child's main goroutine
+// reads them.
+type churnHandler struct {
+	since int64 // Unix nanoseconds; older sentAnnots are not timed
+
+	initialAdds, adds, updates, deletes atomic.Int64
+	// timedAdds and timedUpdates are the adds and updates timed: one per
+	// create and patch of this run.
+	timedAdds, timedUpdates atomic.Int64
+	untimed                 atomic.Int64
+
+	mu        sync.Mutex
+	latencies []float64 // milliseconds, guarded by mu
+}
+
+func newChurnHandler(since int64, expect int) *churnHandler {
+	return &churnHandler{since: since, latencies: make([]float64, 0, max(expect, 0))}
+}
+
+func (h *churnHandler) OnAdd(obj interface{}, isInInitialList bool) {
+	if isInInitialList {
+		h.initialAdds.Add(1)
+		return
+	}
+	now := time.Now().UnixNano()
+	h.adds.Add(1)
+	if h.observe(obj, nil, now) {
+		h.timedAdds.Add(1)
+	}
+}
+
+func (h *churnHandler) OnUpdate(oldObj, newObj interface{}) {
+	now := time.Now().UnixNano()
+	h.updates.Add(1)
+	if h.observe(newObj, oldObj, now) {
+		h.timedUpdates.Add(1)
+	}
+}
+
+func (h *churnHandler) OnDelete(interface{}) { h.deletes.Add(1) }
+
+// observe records now minus obj's sentAnnot if it is one of this run and,
+// for an update, differs from old's: an update that kept the annotation
+// (the deletionTimestamp a delete sets first) was not a change the driver
+// stamped, and timing it would measure the time since the Pod's last one.
+func (h *churnHandler) observe(obj, old interface{}, now int64) bool {
+	sent, ok := sentOf(obj)
+	if !ok || sent < h.since {
+		h.untimed.Add(1)
+		return false
+	}
+	if before, ok := sentOf(old); ok && before == sent {
+		h.untimed.Add(1)
+		return false
+	}
+	h.mu.Lock()
+	h.latencies = append(h.latencies, float64(now-sent)/1e6)
+	h.mu.Unlock()
+	return true
+}
+
+// sentOf reads a Pod's sentAnnot.
+func sentOf(obj interface{}) (int64, bool) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return 0, false
+	}
+	sent, err := strconv.ParseInt(pod.Annotations[sentAnnot], 10, 64)
+	return sent, err == nil
+}
+
+// seen reports whether the handler has seen the events of the changes in
+// want: an add per create, a timed update per patch, a delete per delete.
+func (h *churnHandler) seen(want [numOps]int64) bool {
+	return h.timedAdds.Load() >= want[opCreate] && h.timedUpdates.Load() >= want[opUpdate] && h.deletes.Load() >= want[opDelete]
+}
+
+// waitChanges waits until the handler has seen want (see seen); false if
+// timeout passed (or ctx ended) first.
+func (h *churnHandler) waitChanges(ctx context.Context, want [numOps]int64, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for !h.seen(want) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// fill copies the counts and latency percentiles into res.
+func (h *churnHandler) fill(res *churnChildResult) {
+	res.Adds, res.Updates, res.Deletes = h.adds.Load(), h.updates.Load(), h.deletes.Load()
+	res.Events = res.Adds + res.Updates + res.Deletes
+	res.Untimed = h.untimed.Load()
+	h.mu.Lock()
+	lat := slices.Clone(h.latencies)
+	h.mu.Unlock()
+	res.Timed = int64(len(lat))
+	res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyMaxMs = percentile(lat, 0.5), percentile(lat, 0.99), percentile(lat, 1)
+}

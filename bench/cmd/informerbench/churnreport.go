@@ -1,0 +1,247 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"text/tabwriter"
+)
+
+// churnResult is everything one churn run produced; it is saved as
+// churn.json in the results directory, its samples also as
+// churn-samples.csv.
+type churnResult struct {
+	Date          string  `json:"date"`
+	Machine       machine `json:"machine"`
+	PodSize       string  `json:"podSize"`
+	PodProtoBytes float64 `json:"podProtoBytes"` // mean, as the apiserver serves them
+	// PodsAtStart: the bench's Pods when the children started (--pods,
+	// plus any an earlier churn created).
+	PodsAtStart     int             `json:"podsAtStart"`
+	DurationSeconds float64         `json:"durationSeconds"` // --duration
+	SampleSeconds   float64         `json:"sampleSeconds"`   // --sample
+	Mix             string          `json:"mix"`             // update,create,delete weights
+	ContentType     string          `json:"contentType"`     // both informers'
+	Drive           churnDriveStats `json:"drive"`
+	// 1-minute load average when the churn began and ended: the machine is
+	// shared with the apiserver, etcd and the driver, maybe more.
+	LoadAvgStart float64 `json:"loadAvgStart"`
+	LoadAvgEnd   float64 `json:"loadAvgEnd"`
+	// CPU seconds kube-apiserver and etcd used during the churn; -1 if
+	// unknown (--kubeconfig).
+	APIServerCPUs float64 `json:"apiserverCpuS"`
+	EtcdCPUs      float64 `json:"etcdCpuS"`
+	// Informers: client-go, then boltinformer.
+	Informers []churnInformer `json:"informers"`
+	// Ratios: boltinformer over client-go (see churnRatios).
+	Ratios  map[string]float64 `json:"ratios"`
+	Samples []churnSample      `json:"samples"`
+}
+
+// churnInformer is one child's report and what the parent sampled of it.
+type churnInformer struct {
+	Informer string            `json:"informer"`
+	Child    *churnChildResult `json:"child"`
+	Summary  churnSummary      `json:"summary"`
+}
+
+// churnSample is one reading of one child's /proc counters, T seconds
+// after the churn began (the first, at 0, is taken once both children are
+// synced; the last after both have seen every change).
+type churnSample struct {
+	T        float64 `json:"t"`
+	Informer string  `json:"informer"`
+	procSample
+}
+
+// churnSummary is a child's cost over the churn: differences of its first
+// and last samples, per event handled.
+type churnSummary struct {
+	CPUSeconds         float64 `json:"cpuSeconds"`
+	CPUMicrosPerEvent  float64 `json:"cpuMicrosPerEvent"`
+	WcharBytes         uint64  `json:"wcharBytes"`
+	WriteBytes         uint64  `json:"writeBytes"`
+	WcharPerEvent      float64 `json:"wcharPerEvent"`
+	WriteBytesPerEvent float64 `json:"writeBytesPerEvent"`
+	RssAnonStart       uint64  `json:"rssAnonStart"`
+	RssAnonEnd         uint64  `json:"rssAnonEnd"`
+	RssAnonMax         uint64  `json:"rssAnonMax"` // of the samples
+	Events             int64   `json:"events"`
+}
+
+// summarize computes informer's summary from samples (in time order) and
+// the events its child handled. Without samples it is zero.
+func summarize(samples []churnSample, informer string, events int64) churnSummary {
+	var first, last *churnSample
+	var s churnSummary
+	for i := range samples {
+		x := &samples[i]
+		if x.Informer != informer {
+			continue
+		}
+		if first == nil {
+			first = x
+		}
+		last = x
+		s.RssAnonMax = max(s.RssAnonMax, x.RssAnon)
+	}
+	if first == nil {
+		return churnSummary{}
+	}
+	s.Events = events
+	s.CPUSeconds = last.CPUSeconds - first.CPUSeconds
+	s.WcharBytes, s.WriteBytes = last.Wchar-first.Wchar, last.WriteBytes-first.WriteBytes
+	s.RssAnonStart, s.RssAnonEnd = first.RssAnon, last.RssAnon
+	if events > 0 {
+		n := float64(events)
+		s.CPUMicrosPerEvent = s.CPUSeconds * 1e6 / n
+		s.WcharPerEvent, s.WriteBytesPerEvent = float64(s.WcharBytes)/n, float64(s.WriteBytes)/n
+	}
+	return s
+}
+
+// Ratio names in churnResult.Ratios.
+const (
+	rCPU        = "cpuSeconds"
+	rCPUPerEvt  = "cpuPerEvent"
+	rLatencyP99 = "latencyP99"
+	rRssAnonMax = "rssAnonMax"
+)
+
+// churnRatios is boltinformer over client-go for CPU (total and per
+// event), p99 latency and peak private memory; a ratio whose client-go
+// figure is 0 is left out.
+func churnRatios(cg, bolt churnInformer) map[string]float64 {
+	out := map[string]float64{}
+	put := func(k string, b, c float64) {
+		if c > 0 {
+			out[k] = b / c
+		}
+	}
+	put(rCPU, bolt.Summary.CPUSeconds, cg.Summary.CPUSeconds)
+	put(rCPUPerEvt, bolt.Summary.CPUMicrosPerEvent, cg.Summary.CPUMicrosPerEvent)
+	put(rLatencyP99, bolt.Child.LatencyP99Ms, cg.Child.LatencyP99Ms)
+	put(rRssAnonMax, float64(bolt.Summary.RssAnonMax), float64(cg.Summary.RssAnonMax))
+	return out
+}
+
+// churnTable is the report's table: a header, then one row per figure with
+// a column per informer (client-go first) and the ratio where there is one.
+func churnTable(r *churnResult) [][]string {
+	head := []string{""}
+	for _, in := range r.Informers {
+		head = append(head, in.Informer)
+	}
+	head = append(head, "boltinformer / client-go")
+	rows := [][]string{head}
+	row := func(name, ratioKey string, cell func(in churnInformer) string) {
+		cells := []string{name}
+		for _, in := range r.Informers {
+			cells = append(cells, cell(in))
+		}
+		if v, ok := r.Ratios[ratioKey]; ok {
+			cells = append(cells, fmt.Sprintf("%.2f", v))
+		} else {
+			cells = append(cells, "")
+		}
+		rows = append(rows, cells)
+	}
+	kib := func(x float64) string { return fmt.Sprintf("%.1f", x/1024) }
+	row("synced before the churn in", "", func(in churnInformer) string { return seconds(in.Child.SyncSeconds).String() })
+	row("events handled (add/update/delete)", "", func(in churnInformer) string {
+		c := in.Child
+		s := fmt.Sprintf("%d (%d/%d/%d)", c.Events, c.Adds, c.Updates, c.Deletes)
+		if !c.Drained {
+			s += " INCOMPLETE"
+		}
+		return s
+	})
+	row("CPU-s during churn", rCPU, func(in churnInformer) string { return f2(in.Summary.CPUSeconds) })
+	row("CPU µs per event", rCPUPerEvt, func(in churnInformer) string { return f0(in.Summary.CPUMicrosPerEvent) })
+	row("wchar MiB (KiB per event)", "", func(in churnInformer) string {
+		return fmt.Sprintf("%s (%s)", f1(mib(in.Summary.WcharBytes)), kib(in.Summary.WcharPerEvent))
+	})
+	row("write_bytes MiB (KiB per event)", "", func(in churnInformer) string {
+		return fmt.Sprintf("%s (%s)", f1(mib(in.Summary.WriteBytes)), kib(in.Summary.WriteBytesPerEvent))
+	})
+	row("RssAnon MiB start / end", "", func(in churnInformer) string {
+		return fmt.Sprintf("%s / %s", f0(mib(in.Summary.RssAnonStart)), f0(mib(in.Summary.RssAnonEnd)))
+	})
+	row("RssAnon MiB max", rRssAnonMax, func(in churnInformer) string { return f0(mib(in.Summary.RssAnonMax)) })
+	row("latency p50 ms", "", func(in churnInformer) string { return f1(in.Child.LatencyP50Ms) })
+	row("latency p99 ms", rLatencyP99, func(in churnInformer) string { return f1(in.Child.LatencyP99Ms) })
+	row("latency max ms", "", func(in churnInformer) string { return f1(in.Child.LatencyMaxMs) })
+	row("events timed (untimed)", "", func(in churnInformer) string {
+		return fmt.Sprintf("%d (%d)", in.Child.Timed, in.Child.Untimed)
+	})
+	row("cache file MiB start → end", "", func(in churnInformer) string {
+		if in.Child.FileBytesEnd == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%s → %s", f1(mib(in.Child.FileBytesStart)), f1(mib(in.Child.FileBytesEnd)))
+	})
+	return rows
+}
+
+// printChurn prints what the churn did and the table.
+func printChurn(w io.Writer, r *churnResult) {
+	d := r.Drive
+	fmt.Fprintf(w, "\n%d %s Pods (%.1f KB of protobuf each), both informers in %s, side by side in their own processes.\n",
+		r.PodsAtStart, r.PodSize, r.PodProtoBytes/1000, r.ContentType)
+	fmt.Fprintf(w, "Churn: %d changes in %v, %.1f/s achieved of %.0f/s (mix update,create,delete %s; ok %d/%d/%d, failed %d/%d/%d,\n"+
+		"skipped %d, dropped %.0f, %d ticks at the bound of %d requests in flight); request latency p50 %.1f ms, p99 %.1f ms.\n",
+		d.Succeeded, seconds(d.Seconds), d.AchievedPerSec, d.TargetPerSec, r.Mix,
+		d.OK["update"], d.OK["create"], d.OK["delete"], d.Failed["update"], d.Failed["create"], d.Failed["delete"],
+		d.Skipped, d.Dropped, d.BoundTicks, d.MaxInFlight, d.RequestP50Ms, d.RequestP99Ms)
+	for _, e := range d.Errors {
+		fmt.Fprintf(w, "  error: %s\n", e)
+	}
+	load := fmt.Sprintf("load average %s → %s", f1(r.LoadAvgStart), f1(r.LoadAvgEnd))
+	if r.APIServerCPUs >= 0 && r.EtcdCPUs >= 0 {
+		load += fmt.Sprintf("; kube-apiserver used %.1f CPU-s, etcd %.1f", r.APIServerCPUs, r.EtcdCPUs)
+	}
+	fmt.Fprintf(w, "Sampled every %v from both synced to every change seen (%s).\n\n", seconds(r.SampleSeconds), load)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, cells := range churnTable(r) {
+		for _, c := range cells {
+			fmt.Fprintf(tw, "%s\t", c)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "A delete is two events (deletionTimestamp set, then removed). wchar: bytes handed to write syscalls (sockets and logs\n"+
+		"too); write_bytes: bytes sent to the block layer. Latency: handler call minus the writer's clock just before the request,\n"+
+		"for each create's add and each patch's update.")
+}
+
+// save writes churn.json and churn-samples.csv into dir.
+func (r *churnResult) save(dir string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "churn.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "churn-samples.csv"))
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"t_s", "informer", "cpu_s", "wchar_bytes", "write_bytes", "rss_anon_bytes"})
+	u := func(x uint64) string { return strconv.FormatUint(x, 10) }
+	for _, s := range r.Samples {
+		_ = w.Write([]string{strconv.FormatFloat(s.T, 'f', 3, 64), s.Informer, strconv.FormatFloat(s.CPUSeconds, 'f', 2, 64),
+			u(s.Wchar), u(s.WriteBytes), u(s.RssAnon)})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
