@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +60,8 @@ func main() {
 	workers := flag.Int("workers", 16, "concurrent creates while populating")
 	window := flag.Duration("window", 2*time.Second, "how long to keep counting reconciles after the last one owed")
 	profile := flag.String("cpuprofile", "", "directory to write a CPU profile of each checkpoint start to")
+	traceDir := flag.String("trace", "", "directory to write an execution trace (runtime/trace) of each checkpoint start to")
+	only := flag.String("variants", "default,checkpoint", "comma-separated variants to run: default, checkpoint")
 	flag.Parse()
 	log.SetLogger(logr.Discard())
 	var counts []int
@@ -70,7 +73,14 @@ func main() {
 		}
 		counts = append(counts, n)
 	}
-	if err := run(*pods, counts, *reps, *workers, *window, *profile); err != nil {
+	variants := strings.Split(*only, ",")
+	for _, v := range variants {
+		if v != "default" && v != "checkpoint" {
+			fmt.Fprintf(os.Stderr, "checkpointbench: --variants %q: default or checkpoint\n", v)
+			os.Exit(2)
+		}
+	}
+	if err := run(*pods, counts, variants, *reps, *workers, *window, *profile, *traceDir); err != nil {
 		fmt.Fprintln(os.Stderr, "checkpointbench:", err)
 		os.Exit(1)
 	}
@@ -87,7 +97,7 @@ type result struct {
 	lists int64
 }
 
-func run(pods int, counts []int, reps, workers int, window time.Duration, profile string) error {
+func run(pods int, counts []int, only []string, reps, workers int, window time.Duration, profile, traceDir string) error {
 	ctx := context.Background()
 	srv, cfg, err := benchpods.Start(ctx, pods, workers)
 	if err != nil {
@@ -121,16 +131,16 @@ func run(pods int, counts []int, reps, workers int, window time.Duration, profil
 			if err != nil {
 				return err
 			}
-			variants := []string{"default", "checkpoint"}
+			variants := slices.Clone(only)
 			if rep%2 == 1 {
-				variants[0], variants[1] = variants[1], variants[0]
+				slices.Reverse(variants)
 			}
 			for _, v := range variants {
 				var r result
 				if v == "default" {
 					r, err = start1(cfg, "", allPods(pods), window)
 				} else {
-					stop, perr := startProfile(profile, fmt.Sprintf("checkpoint-%d-%d.pprof", k, rep))
+					stop, perr := startProfile(profile, traceDir, fmt.Sprintf("checkpoint-%d-%d", k, rep))
 					if perr != nil {
 						return perr
 					}
@@ -150,31 +160,57 @@ func run(pods int, counts []int, reps, workers int, window time.Duration, profil
 	fmt.Printf("\n%d Pods, medians of %d restarts; idle: ctrl.NewManager → the last reconcile owed, or synced if later; reconciles: all, in that time and %v after\n", pods, reps, window)
 	fmt.Printf("%-9s %-11s %10s %10s %10s %11s %10s\n", "changed", "cache", "idle", "owed done", "synced", "reconciles", "× default")
 	for _, k := range counts {
-		def := median(results[fmt.Sprintf("default/%d", k)])
 		for _, v := range []string{"default", "checkpoint"} {
+			if !slices.Contains(only, v) {
+				continue
+			}
 			m := median(results[fmt.Sprintf("%s/%d", v, k)])
-			fmt.Printf("%-9d %-11s %10v %10v %10v %11d %9.2f×\n", k, v, m.idle.Round(time.Millisecond), m.owed.Round(time.Millisecond),
-				m.synced.Round(time.Millisecond), m.reconciles, float64(m.idle)/float64(def.idle))
+			ratio := "-"
+			if slices.Contains(only, "default") {
+				ratio = fmt.Sprintf("%.2f×", float64(m.idle)/float64(median(results[fmt.Sprintf("default/%d", k)]).idle))
+			}
+			fmt.Printf("%-9d %-11s %10v %10v %10v %11d %10s\n", k, v, m.idle.Round(time.Millisecond), m.owed.Round(time.Millisecond),
+				m.synced.Round(time.Millisecond), m.reconciles, ratio)
 		}
 	}
 	return nil
 }
 
-// startProfile starts a CPU profile written to dir/name (nothing if dir is
-// "") and returns what stops it.
-func startProfile(dir, name string) (stop func(), err error) {
-	if dir == "" {
-		return func() {}, nil
+// startProfile starts a CPU profile written to profileDir/name.pprof and an
+// execution trace written to traceDir/name.trace (each only if its
+// directory is given) and returns what stops them.
+func startProfile(profileDir, traceDir, name string) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, s := range stops {
+			s()
+		}
 	}
-	f, err := os.Create(filepath.Join(dir, name))
-	if err != nil {
-		return nil, err
+	if profileDir != "" {
+		f, err := os.Create(filepath.Join(profileDir, name+".pprof"))
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
+	if traceDir != "" {
+		f, err := os.Create(filepath.Join(traceDir, name+".trace"))
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			stop()
+			return nil, err
+		}
+		stops = append(stops, func() { trace.Stop(); f.Close() })
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return stop, nil
 }
 
 // median returns each measure's median over rs (taken separately).
