@@ -12,7 +12,11 @@
 // syncs once caught up with the server, which waits for a watch bookmark when
 // other resources were written after the last Pod change), and reconciles,
 // every Reconcile call in that time and in the observation window (--window)
-// after it, when nothing more is owed.
+// after it, when nothing more is owed. The variant checkpoint-at-open
+// (--variants) runs the checkpoint with boltcr.Options.SyncedAtOpen: the
+// cache reports synced on the stored state rather than once caught up with
+// the server, and what changed while the manager was down arrives as
+// updates.
 //
 //	go run ./bench/checkpointbench --pods 10000 --changed 0,100,1000 --reps 3
 package main
@@ -61,7 +65,7 @@ func main() {
 	window := flag.Duration("window", 2*time.Second, "how long to keep counting reconciles after the last one owed")
 	profile := flag.String("cpuprofile", "", "directory to write a CPU profile of each checkpoint start to")
 	traceDir := flag.String("trace", "", "directory to write an execution trace (runtime/trace) of each checkpoint start to")
-	only := flag.String("variants", "default,checkpoint", "comma-separated variants to run: default, checkpoint")
+	only := flag.String("variants", "default,checkpoint", "comma-separated variants to run: default, checkpoint, checkpoint-at-open (boltcr.Options.SyncedAtOpen)")
 	flag.Parse()
 	log.SetLogger(logr.Discard())
 	var counts []int
@@ -75,8 +79,8 @@ func main() {
 	}
 	variants := strings.Split(*only, ",")
 	for _, v := range variants {
-		if v != "default" && v != "checkpoint" {
-			fmt.Fprintf(os.Stderr, "checkpointbench: --variants %q: default or checkpoint\n", v)
+		if !slices.Contains(allVariants, v) {
+			fmt.Fprintf(os.Stderr, "checkpointbench: --variants %q: one of %s\n", v, strings.Join(allVariants, ", "))
 			os.Exit(2)
 		}
 	}
@@ -85,6 +89,11 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// allVariants are the caches a restart can run on: controller-runtime's
+// default, boltcr with a checkpoint, and the same synced on the stored state
+// (SyncedAtOpen) instead of once caught up with the server.
+var allVariants = []string{"default", "checkpoint", "checkpoint-at-open"}
 
 type result struct {
 	idle time.Duration
@@ -116,7 +125,7 @@ func run(pods int, counts []int, only []string, reps, workers int, window time.D
 	path := filepath.Join(dir, "cache.db")
 
 	// Prime: a cold start on a new file reconciles (and acknowledges) every Pod.
-	r, err := start1(cfg, path, allPods(pods), window)
+	r, err := start1(cfg, path, false, allPods(pods), window)
 	if err != nil {
 		return fmt.Errorf("priming: %w", err)
 	}
@@ -138,13 +147,13 @@ func run(pods int, counts []int, only []string, reps, workers int, window time.D
 			for _, v := range variants {
 				var r result
 				if v == "default" {
-					r, err = start1(cfg, "", allPods(pods), window)
+					r, err = start1(cfg, "", false, allPods(pods), window)
 				} else {
-					stop, perr := startProfile(profile, traceDir, fmt.Sprintf("checkpoint-%d-%d", k, rep))
+					stop, perr := startProfile(profile, traceDir, fmt.Sprintf("%s-%d-%d", v, k, rep))
 					if perr != nil {
 						return perr
 					}
-					r, err = start1(cfg, path, changed, window)
+					r, err = start1(cfg, path, v == "checkpoint-at-open", changed, window)
 					stop()
 				}
 				if err != nil {
@@ -160,7 +169,7 @@ func run(pods int, counts []int, only []string, reps, workers int, window time.D
 	fmt.Printf("\n%d Pods, medians of %d restarts; idle: ctrl.NewManager → the last reconcile owed, or synced if later; reconciles: all, in that time and %v after\n", pods, reps, window)
 	fmt.Printf("%-9s %-11s %10s %10s %10s %11s %10s\n", "changed", "cache", "idle", "owed done", "synced", "reconciles", "× default")
 	for _, k := range counts {
-		for _, v := range []string{"default", "checkpoint"} {
+		for _, v := range allVariants {
 			if !slices.Contains(only, v) {
 				continue
 			}
@@ -261,9 +270,9 @@ func change(ctx context.Context, cs kubernetes.Interface, pods, k, round int) (m
 
 // start1 starts a manager with one Pod controller — on controller-runtime's
 // default cache if path is "", else on the persistent cache with a
-// checkpoint — waits until every Pod in owed has been reconciled, counts
+// checkpoint, synced on the stored state if atOpen — waits until every Pod in owed has been reconciled, counts
 // reconciles for window more, and stops it.
-func start1(base *rest.Config, path string, owed map[types.NamespacedName]bool, window time.Duration) (result, error) {
+func start1(base *rest.Config, path string, atOpen bool, owed map[types.NamespacedName]bool, window time.Duration) (result, error) {
 	cfg := rest.CopyConfig(base)
 	var lists atomic.Int64
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -284,7 +293,7 @@ func start1(base *rest.Config, path string, owed map[types.NamespacedName]bool, 
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	}
 	if path != "" {
-		opts.NewCache = boltcr.NewCache(boltcr.Options{Path: path, File: persist.Options{NoSync: true}})
+		opts.NewCache = boltcr.NewCache(boltcr.Options{Path: path, File: persist.Options{NoSync: true}, SyncedAtOpen: atOpen})
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
