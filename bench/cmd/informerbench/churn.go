@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/boltinformer/boltinformer/persist"
 )
 
 // The churn subcommand: steady-state cost of both informers side by side,
@@ -30,6 +33,9 @@ type churnOptions struct {
 	workers    int
 	out        string
 	logDir     string
+	// batchInterval is boltinformer's group commit interval
+	// (persist.Options.BatchInterval); zero is persist's default.
+	batchInterval time.Duration
 }
 
 func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
@@ -49,6 +55,7 @@ func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.sample, "sample", 5*time.Second, "Interval between samples of each child's /proc counters.")
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating the Pods.")
 	fs.StringVar(&o.out, "out", "", "Directory for churn.json, churn-samples.csv and the plots (default bench/results/churn-<pods>).")
+	fs.DurationVar(&o.batchInterval, "batch-interval", 0, "boltinformer's group commit interval (persist.Options.BatchInterval); 0 is persist's default. A commit rewrites every page it touches, so fewer, larger commits write fewer bytes per event.")
 	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log here; by default they go to a temporary directory, and a failing child's log tail is printed.")
 }
 
@@ -56,6 +63,9 @@ func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
 func (o *churnOptions) complete() error {
 	if o.pods < 1 || o.rate <= 0 || o.duration <= 0 || o.inflight < 1 || o.sample <= 0 || o.workers < 1 {
 		return errors.New("--pods, --rate, --duration, --inflight, --sample and --workers must be positive")
+	}
+	if o.batchInterval < 0 {
+		return errors.New("--batch-interval must not be negative")
 	}
 	if o.out == "" {
 		o.out = filepath.Join("bench", "results", "churn-"+sizeLabel(o.pods))
@@ -150,6 +160,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		spec.Informer = informer
 		if informer == informerBolt {
 			spec.File = filepath.Join(work, "cache.db")
+			spec.BatchInterval = o.batchInterval
 		}
 		p, err := startChurnChild(ctx, spec, filepath.Join(o.logDir, "churn-"+informer+".log"))
 		if err != nil {
@@ -195,7 +206,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		Date: time.Now().UTC().Format(time.RFC3339), Machine: mach, PodSize: string(o.shape), PodProtoBytes: podBytes,
 		PodsAtStart: len(live), DurationSeconds: o.duration.Seconds(), SampleSeconds: o.sample.Seconds(), Mix: o.mix.String(),
 		ContentType: protobufContentType, Drive: drive, LoadAvgStart: loadStart, LoadAvgEnd: loadEnd,
-		APIServerCPUs: used[0], EtcdCPUs: used[1],
+		APIServerCPUs: used[0], EtcdCPUs: used[1], BatchInterval: cmp.Or(o.batchInterval, persist.DefaultBatchInterval).String(),
 	}
 	// Every child first drains (its result says whether it saw every
 	// change); then the last samples; then the children exit.

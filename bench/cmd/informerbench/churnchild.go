@@ -66,8 +66,10 @@ type churnSpec struct {
 	Kubeconfig  string `json:"kubeconfig"`
 	Selector    string `json:"selector"`
 	ContentType string `json:"contentType"`
-	// File is boltinformer's cache file (created by the child).
-	File string `json:"file,omitempty"`
+	// File is boltinformer's cache file (created by the child), and
+	// BatchInterval its group commit interval (zero: persist's default).
+	File          string        `json:"file,omitempty"`
+	BatchInterval time.Duration `json:"batchInterval,omitempty"`
 	// Since (Unix nanoseconds): a sentAnnot older than this was written
 	// by an earlier run and is not timed. The parent takes it before it
 	// starts the children and writes nothing until both are synced.
@@ -149,7 +151,7 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	case informerClientGo:
 		f = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(tweak))
 	case informerBolt:
-		if db, err = persist.Open(spec.File, persist.Options{Scheme: scheme.Scheme}); err != nil {
+		if db, err = persist.Open(spec.File, persist.Options{Scheme: scheme.Scheme, BatchInterval: spec.BatchInterval}); err != nil {
 			return err
 		}
 		defer db.Close() // deferred first, so it runs after the factory's Shutdown below

@@ -21,12 +21,15 @@ type churnResult struct {
 	PodProtoBytes float64 `json:"podProtoBytes"` // mean, as the apiserver serves them
 	// PodsAtStart: the bench's Pods when the children started (--pods,
 	// plus any an earlier churn created).
-	PodsAtStart     int             `json:"podsAtStart"`
-	DurationSeconds float64         `json:"durationSeconds"` // --duration
-	SampleSeconds   float64         `json:"sampleSeconds"`   // --sample
-	Mix             string          `json:"mix"`             // update,create,delete weights
-	ContentType     string          `json:"contentType"`     // both informers'
-	Drive           churnDriveStats `json:"drive"`
+	PodsAtStart     int     `json:"podsAtStart"`
+	DurationSeconds float64 `json:"durationSeconds"` // --duration
+	SampleSeconds   float64 `json:"sampleSeconds"`   // --sample
+	Mix             string  `json:"mix"`             // update,create,delete weights
+	ContentType     string  `json:"contentType"`     // both informers'
+	// BatchInterval is boltinformer's group commit interval: --batch-interval,
+	// or persist's default.
+	BatchInterval string          `json:"batchInterval"`
+	Drive         churnDriveStats `json:"drive"`
 	// 1-minute load average when the churn began and ended: the machine is
 	// shared with the apiserver, etcd and the driver, maybe more.
 	LoadAvgStart float64 `json:"loadAvgStart"`
@@ -190,8 +193,8 @@ func churnTable(r *churnResult) [][]string {
 // printChurn prints what the churn did and the table.
 func printChurn(w io.Writer, r *churnResult) {
 	d := r.Drive
-	fmt.Fprintf(w, "\n%d %s Pods (%.1f KB of protobuf each), both informers in %s, side by side in their own processes.\n",
-		r.PodsAtStart, r.PodSize, r.PodProtoBytes/1000, r.ContentType)
+	fmt.Fprintf(w, "\n%d %s Pods (%.1f KB of protobuf each), both informers in %s, side by side in their own processes; boltinformer's group commit every %s.\n",
+		r.PodsAtStart, r.PodSize, r.PodProtoBytes/1000, r.ContentType, r.BatchInterval)
 	fmt.Fprintf(w, "Churn: %d changes in %v, %.1f/s achieved of %.0f/s (mix update,create,delete %s; ok %d/%d/%d, failed %d/%d/%d,\n"+
 		"skipped %d, dropped %.0f, %d ticks at the bound of %d requests in flight); request latency p50 %.1f ms, p99 %.1f ms.\n",
 		d.Succeeded, seconds(d.Seconds), d.AchievedPerSec, d.TargetPerSec, r.Mix,

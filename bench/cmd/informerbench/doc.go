@@ -71,7 +71,8 @@
 // churn-child subcommand, churnchild.go): client-go's informer as a user
 // builds it (informers.NewSharedInformerFactory(...).Core().V1().Pods()) and
 // boltinformer's typed factory on a fresh cache file with persist's defaults
-// (group commit, fsync on), both in protobuf, each with one handler. Once
+// (group commit, fsync on; --batch-interval sets the group commit's
+// interval), both in protobuf, each with one handler. Once
 // both handlers have synced (and boltinformer's cold start is flushed), the
 // parent changes Pods at --rate per second (default 100) for --duration
 // (default 10m): merge patches of an annotation, creates and deletes (grace
