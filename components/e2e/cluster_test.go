@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -147,6 +150,11 @@ func createPods(t testing.TB, cs kubernetes.Interface, ns string, from, to int) 
 // before it committed a collection's first list must list it again.
 func resumable(t testing.TB, path string) map[string][]string {
 	t.Helper()
+	if st, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) || (err == nil && st.Size() == 0) {
+		// Killed before it had created the file: nothing to resume.
+		t.Logf("cache file %s not created yet: nothing is resumable", path)
+		return map[string][]string{}
+	}
 	db, err := persist.Open(path, persist.Options{ReadOnly: true, LockTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
