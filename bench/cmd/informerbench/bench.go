@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -32,32 +31,12 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
-	work, err := mkWorkDir()
+	sess, err := openSession(ctx, opts.kubeconfig, &opts.logDir, []string{opts.out, opts.profileDir}, out)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
-	if opts.logDir == "" {
-		opts.logDir = filepath.Join(work, "logs")
-	}
-	for _, dir := range []string{opts.out, opts.logDir, opts.profileDir} {
-		if dir == "" {
-			continue
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	cl, err := connect(ctx, opts.kubeconfig, work, out)
-	if err != nil {
-		return err
-	}
-	defer cl.close()
-	cs, err := cl.clientset()
-	if err != nil {
-		return err
-	}
-	mach := describeMachine(cs)
+	defer sess.close()
+	work, cl, cs, mach := sess.work, sess.cl, sess.cs, sess.mach
 
 	for _, n := range opts.sizes {
 		if err := populate(ctx, cl, opts.shape, n, opts.workers, out); err != nil {

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -88,29 +87,12 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	if err := o.complete(); err != nil {
 		return err
 	}
-	work, err := mkWorkDir()
+	sess, err := openSession(ctx, o.kubeconfig, &o.logDir, []string{o.out}, out)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
-	if o.logDir == "" {
-		o.logDir = filepath.Join(work, "logs")
-	}
-	for _, dir := range []string{o.out, o.logDir} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	cl, err := connect(ctx, o.kubeconfig, work, out)
-	if err != nil {
-		return err
-	}
-	defer cl.close()
-	cs, err := cl.clientset()
-	if err != nil {
-		return err
-	}
-	mach := describeMachine(cs)
+	defer sess.close()
+	work, cl, cs, mach := sess.work, sess.cl, sess.cs, sess.mach
 	if err := populate(ctx, cl, o.shape, o.pods, o.workers, out); err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"sync"
 	"time"
@@ -37,34 +36,11 @@ type churnProc struct {
 // startChurnChild starts this binary's churn-child subcommand with spec on
 // its stdin and its stderr in logPath.
 func startChurnChild(ctx context.Context, spec churnSpec, logPath string) (*churnProc, error) {
-	exe, err := os.Executable()
+	sp, err := startSelf(ctx, churnChildCommand, spec, nil, logPath)
 	if err != nil {
 		return nil, err
 	}
-	in, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
-	}
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, exe, churnChildCommand)
-	cmd.Stderr = logf
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		logf.Close()
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		logf.Close()
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
+	cmd, stdin, stdout, logf := sp.cmd, sp.stdin, sp.stdout, sp.log
 	p := &churnProc{informer: spec.Informer, logPath: logPath, cmd: cmd, stdin: stdin,
 		lines: make(chan string, 16), exited: make(chan struct{})}
 	readDone := make(chan struct{})
@@ -83,7 +59,7 @@ func startChurnChild(ctx context.Context, spec churnSpec, logPath string) (*chur
 		p.err = cmd.Wait()
 		logf.Close()
 	}()
-	if _, err := stdin.Write(append(in, '\n')); err != nil {
+	if _, err := stdin.Write(sp.spec); err != nil {
 		p.close()
 		return nil, fmt.Errorf("%s: writing spec: %w", spec.Informer, err)
 	}

@@ -122,5 +122,58 @@ func (c *cluster) close() {
 	}
 }
 
+// session is what a measuring subcommand sets up before it measures: a
+// work directory (cache files, the kubeconfig, logs unless --log-dir), the
+// cluster, a clientset and the machine's description.
+type session struct {
+	work string
+	cl   *cluster
+	cs   kubernetes.Interface
+	mach machine
+}
+
+// openSession makes the work directory, defaults *logDir to its logs
+// subdirectory, creates *logDir and every non-empty dir, and connects to the
+// cluster (starting one unless kubeconfig is given). close undoes it.
+func openSession(ctx context.Context, kubeconfig string, logDir *string, dirs []string, out io.Writer) (_ *session, err error) {
+	work, err := mkWorkDir()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(work)
+		}
+	}()
+	if *logDir == "" {
+		*logDir = filepath.Join(work, "logs")
+	}
+	for _, dir := range append([]string{*logDir}, dirs...) {
+		if dir == "" {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := connect(ctx, kubeconfig, work, out)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := cl.clientset()
+	if err != nil {
+		cl.close()
+		return nil, err
+	}
+	return &session{work: work, cl: cl, cs: cs, mach: describeMachine(cs)}, nil
+}
+
+// close stops the cluster (if this process started it) and removes the
+// work directory.
+func (s *session) close() {
+	s.cl.close()
+	os.RemoveAll(s.work)
+}
+
 // mkWorkDir makes a temporary directory for cache files and the kubeconfig.
 func mkWorkDir() (string, error) { return os.MkdirTemp("", "informerbench-") }

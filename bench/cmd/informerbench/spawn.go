@@ -17,37 +17,18 @@ import (
 // and makes the updates the child then waits for; GO follows. The child's
 // stderr goes to logPath.
 func spawn(ctx context.Context, spec childSpec, logPath string, onReady func() error) (*childResult, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	in, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
-	}
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	cmd := exec.CommandContext(ctx, exe, childCommand)
-	cmd.Stderr = logf
+	var env []string
 	if spec.NoWatchList {
-		cmd.Env = append(os.Environ(), watchListEnv+"=false")
+		env = append(os.Environ(), watchListEnv+"=false")
 	}
-	stdin, err := cmd.StdinPipe()
+	p, err := startSelf(ctx, childCommand, spec, env, logPath)
 	if err != nil {
 		return nil, err
 	}
+	defer p.log.Close()
+	cmd, stdin, stdout := p.cmd, p.stdin, p.stdout
 	defer stdin.Close()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	if _, err := stdin.Write(append(in, '\n')); err != nil {
+	if _, err := stdin.Write(p.spec); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("%s: writing spec: %w", spec.Variant, err)
@@ -80,6 +61,52 @@ func spawn(ctx context.Context, spec childSpec, logPath string, onReady func() e
 		return nil, fmt.Errorf("%s: child failed (%v); end of %s:\n%s", spec.Variant, waitErr, logPath, tail(logPath, 15))
 	}
 	return res, nil
+}
+
+// selfProc is a started child process of this binary: its spec (JSON and a
+// newline) is for the caller to write to stdin, and log, its stderr, for
+// the caller to close once the process has been waited for.
+type selfProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	log    *os.File
+	spec   []byte
+}
+
+// startSelf starts this binary's subcommand with env (nil: this process's)
+// and its stderr in logPath, and encodes spec for it.
+func startSelf(ctx context.Context, subcommand string, spec any, env []string, logPath string) (*selfProc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	in, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, exe, subcommand)
+	cmd.Stderr = logf
+	cmd.Env = env
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	return &selfProc{cmd: cmd, stdin: stdin, stdout: stdout, log: logf, spec: append(in, '\n')}, nil
 }
 
 // tail returns the last n lines of a file.
