@@ -24,7 +24,12 @@ import (
 // object whose stored resourceVersion is the one it acknowledged. It gets
 // everything else exactly as without a checkpoint: initial adds of objects
 // changed or created while it was down or since its last acknowledgement,
-// every watch event (updates, deletions), relists and resyncs. Its
+// every watch event (updates, deletions), a relist's changes and
+// deletions, and resyncs. A relist's update of an object whose
+// resourceVersion did not change is skipped too where the handler
+// acknowledged it at that version (client-go gives such updates to every
+// handler with a resync period until its first resync check; after a 410
+// they would be a storm of every object). Its
 // registration's HasSynced means what it means without a checkpoint, over
 // the adds it is given.
 //
@@ -58,7 +63,7 @@ type Checkpoint struct {
 	mu         sync.Mutex
 	registered bool
 
-	skipped atomic.Int64
+	skipped, skippedRelisted atomic.Int64
 }
 
 // ErrNoCheckpoints is returned by Checkpoint for an informer without a cache
@@ -149,6 +154,18 @@ func (c *Checkpoint) AddEventHandlerWithTombstones(handler cache.ResourceEventHa
 func (c *Checkpoint) skip(obj interface{}) bool {
 	if c.Acknowledged(obj) {
 		c.skipped.Add(1)
+		return true
+	}
+	return false
+}
+
+// skipRelisted drops a relist's update of an object whose resourceVersion
+// the relist did not change, if the handler acknowledged it at that
+// version: the handler has processed exactly this state. Asked as the
+// update is queued, like skip. Resyncs are not asked about.
+func (c *Checkpoint) skipRelisted(obj interface{}) bool {
+	if c.Acknowledged(obj) {
+		c.skippedRelisted.Add(1)
 		return true
 	}
 	return false
@@ -264,6 +281,10 @@ func (c *Checkpoint) AckKey(key, rv string) error {
 
 // Skipped returns how many initial adds the checkpoint's handler was spared.
 func (c *Checkpoint) Skipped() int64 { return c.skipped.Load() }
+
+// SkippedRelisted returns how many of a relist's updates of unchanged,
+// acknowledged objects the checkpoint's handler was spared.
+func (c *Checkpoint) SkippedRelisted() int64 { return c.skippedRelisted.Load() }
 
 // Len returns the number of acknowledged keys.
 func (c *Checkpoint) Len() int { return c.cp.Len() }

@@ -159,3 +159,90 @@ func TestCheckpointLateJoin(t *testing.T) {
 		t.Errorf("after the deletion was acknowledged, a late handler got %v, want only c's add", got)
 	}
 }
+
+// A relist hands each listed object the store held to the handlers as an
+// update. client-go gives those whose resourceVersion did not change to the
+// handlers due for a resync, and a handler with a resync period is due
+// until its first resync check (controller-runtime's, for ten hours): after
+// a 410, every object. A checkpoint's handler is not given the ones it
+// acknowledged at that version, only the relist's changes, deletions and
+// creations; a handler without a checkpoint gets them all, as in client-go.
+func TestCheckpointRelistSkipsUnchangedAcknowledged(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource("a", "b", "c", "d")
+	checkpointed, plain := &events{}, &events{}
+	var cp *bcache.Checkpoint
+	reg := prometheus.NewRegistry()
+	metrics, err := bcache.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resync := time.Hour
+	r := startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{Metrics: metrics}, func(inf *bcache.Informer) {
+		var err error
+		if cp, err = inf.Checkpoint("relist"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.AddEventHandlerWithOptions(ackingHandler{recordingHandler{checkpointed}, t, cp}, cache.HandlerOptions{ResyncPeriod: &resync}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := inf.AddEventHandlerWithOptions(plain.handler(), cache.HandlerOptions{ResyncPeriod: &resync}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r.synced(t)
+	checkpointed.waitFor(t, 4, "cold start")
+	poll.Until(t, 10*time.Second, "acknowledged", func() bool { return cp.Len() == 4 })
+	before := len(checkpointed.list())
+
+	// Unseen by the watch: c changed, d deleted, e created. Then the watch
+	// breaks and its resourceVersion is gone: the informer relists.
+	src.ModifyDropWatch(pod("ns", "c", "", map[string]string{"changed": "yes"}))
+	src.DeleteDropWatch(pod("ns", "d", "", nil))
+	src.AddDropWatch(pod("ns", "e", "", nil))
+	src.ResetWatch()
+	poll.Until(t, 30*time.Second, "relist applied", func() bool { return eq(storeState(r.inf.GetStore()), sourceState(t, src)) })
+	// A sentinel after the relist: once a handler has it, it has everything
+	// the relist gave it.
+	src.Add(pod("ns", "z", "", nil))
+	for _, e := range []*events{checkpointed, plain} {
+		poll.Until(t, 30*time.Second, "sentinel", func() bool {
+			return slices.ContainsFunc(e.list(), func(s string) bool { return strings.HasPrefix(s, "add ns/z@") })
+		})
+	}
+
+	kinds := func(evs []string) []string {
+		var out []string
+		for _, s := range evs {
+			// "update ns/a@1 -> ns/a@1" → "update ns/a unchanged"
+			verb, rest, _ := strings.Cut(s, " ")
+			key, _, _ := strings.Cut(rest, "@")
+			if verb == "update" {
+				from, to, _ := strings.Cut(rest, " -> ")
+				if from == to {
+					key += " unchanged"
+				}
+			}
+			out = append(out, verb+" "+key)
+		}
+		slices.Sort(out)
+		return out
+	}
+	got := kinds(checkpointed.list()[before:])
+	want := []string{"add ns/e", "add ns/z", "delete tombstone:ns/d", "update ns/c"}
+	if !slices.Equal(got, want) {
+		t.Errorf("checkpoint's handler after the relist: %v, want %v (not the unchanged a and b it acknowledged)", got, want)
+	}
+	gotPlain := kinds(plain.list()[4:])
+	wantPlain := []string{"add ns/e", "add ns/z", "delete tombstone:ns/d", "update ns/a unchanged", "update ns/b unchanged", "update ns/c"}
+	if !slices.Equal(gotPlain, wantPlain) {
+		t.Errorf("plain handler after the relist: %v, want %v (client-go's)", gotPlain, wantPlain)
+	}
+	if n := cp.SkippedRelisted(); n != 2 {
+		t.Errorf("SkippedRelisted() = %d, want 2 (a and b)", n)
+	}
+	series := map[string]string{"collection": "pods", "checkpoint": "relist"}
+	if got := sample(t, reg, "boltinformer_checkpoint_skipped_relist_updates_total", series); got != 2 {
+		t.Errorf("boltinformer_checkpoint_skipped_relist_updates_total = %v, want 2", got)
+	}
+}

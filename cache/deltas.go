@@ -35,8 +35,10 @@ import (
 // reconcileReplacement they use (tools/cache/controller.go,
 // the_real_fifo.go). client-go keeps them unexported; a drop-in informer
 // must call handlers exactly as they do, so the code follows theirs line for
-// line, with two differences: the store is our Indexer, and a store error is
-// returned instead of a panic (client-go's indexer panics on index errors).
+// line, with three differences: the store is our Indexer; a store error is
+// returned instead of a panic (client-go's indexer panics on index errors);
+// and a relist's updates go to a relistHandler's onRelistUpdate where it
+// has one.
 
 // processDeltas mirrors client-go's processDeltas.
 func processDeltas(logger klog.Logger, handler cache.ResourceEventHandler, clientState cache.Store, deltas cache.Deltas, isInInitialList bool, keyFunc cache.KeyFunc) error {
@@ -169,14 +171,23 @@ func processReplacedAllInfo(logger klog.Logger, handler cache.ResourceEventHandl
 	for _, obj := range deletions {
 		handler.OnDelete(obj)
 	}
+	relisted, _ := handler.(relistHandler)
 	for _, r := range replacements {
-		if r.oldObj != nil {
+		if r.oldObj != nil && relisted != nil {
+			relisted.onRelistUpdate(r.oldObj, r.newObj)
+		} else if r.oldObj != nil {
 			handler.OnUpdate(r.oldObj, r.newObj)
 		} else {
 			handler.OnAdd(r.newObj, isInInitialList)
 		}
 	}
 	return nil
+}
+
+// relistHandler is a handler that tells a relist's updates from the others
+// (the informer: see Informer.onRelistUpdate).
+type relistHandler interface {
+	onRelistUpdate(old, new interface{})
 }
 
 // reconcileReplacement is client-go's reconcileReplacement for an empty

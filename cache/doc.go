@@ -150,15 +150,17 @@
 // so a controller processes all of them again. A handler registered through
 // a Checkpoint (Informer.Checkpoint, CheckpointOf) is spared the initial adds
 // of the objects the program acknowledged (Checkpoint.Ack) at their stored
-// resourceVersion; it gets everything else as without one, and the
-// deletions of acknowledged objects it was not told about as tombstones.
+// resourceVersion, and a relist's updates of them at that version; it gets
+// everything else as without one, and the deletions of acknowledged objects
+// it was not told about as tombstones.
 // The acknowledgements live in the cache file, in the group commit with
 // the objects, and are dropped whenever the collection starts over. A
 // checkpoint's handler that joins a running informer (as controller-runtime
 // registers its handlers) is given only what it has not acknowledged, found
 // by reading resourceVersions from the records' headers: the acknowledged
 // objects are not decoded for it. Metrics count each open checkpoint's
-// acknowledged keys, tombstones and skipped initial adds. See Checkpoint
+// acknowledged keys, tombstones, skipped initial adds and skipped relist
+// updates. See Checkpoint
 // for the contract and when not to use one.
 //
 // # Caveats

@@ -934,14 +934,35 @@ func (s *Informer) OnAdd(obj interface{}, isInInitialList bool) {
 // did not change the resourceVersion is a resync: only resyncing handlers
 // get it.
 func (s *Informer) OnUpdate(old, new interface{}) {
-	isSync := false
-	if accessor, err := meta.Accessor(new); err == nil {
-		if oldAccessor, err := meta.Accessor(old); err == nil {
-			isSync = accessor.GetResourceVersion() == oldAccessor.GetResourceVersion()
-		}
-	}
+	isSync := sameResourceVersion(old, new)
 	s.cacheMutationDetector.AddObject(new)
 	s.processor.Distribute(processor.UpdateNotification{Old: old, New: new}, isSync)
+}
+
+// onRelistUpdate distributes a relist's update as OnUpdate does, marked
+// when the relist did not change the object's resourceVersion: a
+// checkpoint's handler is not given an unchanged object it acknowledged
+// (client-go gives it to every handler due for a resync, and a handler with
+// a resync period is due until its first resync check: controller-runtime's
+// handlers, for ten hours by default). Called under blockDeltas.
+func (s *Informer) onRelistUpdate(old, new interface{}) {
+	isSync := sameResourceVersion(old, new)
+	s.cacheMutationDetector.AddObject(new)
+	s.processor.Distribute(processor.UpdateNotification{Old: old, New: new, RelistedUnchanged: isSync}, isSync)
+}
+
+// sameResourceVersion reports whether an update left the resourceVersion
+// as it was: a resync, or a relist's unchanged object.
+func sameResourceVersion(old, new interface{}) bool {
+	accessor, err := meta.Accessor(new)
+	if err != nil {
+		return false
+	}
+	oldAccessor, err := meta.Accessor(old)
+	if err != nil {
+		return false
+	}
+	return accessor.GetResourceVersion() == oldAccessor.GetResourceVersion()
 }
 
 // OnDelete distributes a delete; called under blockDeltas.
@@ -1063,9 +1084,9 @@ func (s *Informer) AddEventHandlerWithTombstones(handler cache.ResourceEventHand
 // tombstones are given as deletions when the handler joins (see
 // Checkpoint).
 func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options cache.HandlerOptions, skip *Checkpoint, tombstones []*Checkpoint) (cache.ResourceEventHandlerRegistration, error) {
-	var skipInitialAdd func(interface{}) bool
+	var skipInitialAdd, skipRelisted func(interface{}) bool
 	if skip != nil {
-		skipInitialAdd = skip.skip
+		skipInitialAdd, skipRelisted = skip.skip, skip.skipRelisted
 	}
 	s.startedLock.Lock()
 	defer s.startedLock.Unlock()
@@ -1089,7 +1110,7 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 			}
 		}
 	}
-	listener := processor.NewListener(handler, processor.ListenerOptions{Logger: logger, RequestedResyncPeriod: resyncPeriod, ResyncPeriod: processor.DetermineResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod), Now: s.clock.Now(), UpstreamHasSynced: s.HasSyncedChecker(), SkipInitialAdd: skipInitialAdd})
+	listener := processor.NewListener(handler, processor.ListenerOptions{Logger: logger, RequestedResyncPeriod: resyncPeriod, ResyncPeriod: processor.DetermineResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod), Now: s.clock.Now(), UpstreamHasSynced: s.HasSyncedChecker(), SkipInitialAdd: skipInitialAdd, SkipRelistedUnchanged: skipRelisted})
 	if !s.started {
 		// The processor may already run (RunWithContext starts it before it
 		// marks the informer started); then it will not start this

@@ -64,6 +64,8 @@ var (
 		"Deletions of acknowledged objects the checkpoint's handler has not acknowledged: given to it as DeletedFinalStateUnknown when it joins.", []string{"collection", "checkpoint"}, nil)
 	descCheckpointSkipped = prometheus.NewDesc("boltinformer_checkpoint_skipped_initial_adds_total",
 		"Initial adds the checkpoint's handler was not given because it had acknowledged the object at its stored resourceVersion.", []string{"collection", "checkpoint"}, nil)
+	descCheckpointSkippedRelisted = prometheus.NewDesc("boltinformer_checkpoint_skipped_relist_updates_total",
+		"A relist's updates of objects whose resourceVersion it did not change that the checkpoint's handler was not given because it had acknowledged them at that version.", []string{"collection", "checkpoint"}, nil)
 )
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -214,7 +216,7 @@ func (o metricsObserver) WatchEnded(err error) {
 type scrapeCollector struct{ m *Metrics }
 
 func (c scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFileBytes, descObjects, descRVLag, descPending, descCacheHits, descCacheMisses, descReadErrors, descCheckpointAcked, descCheckpointTombstones, descCheckpointSkipped} {
+	for _, d := range []*prometheus.Desc{descFileBytes, descObjects, descRVLag, descPending, descCacheHits, descCacheMisses, descReadErrors, descCheckpointAcked, descCheckpointTombstones, descCheckpointSkipped, descCheckpointSkippedRelisted} {
 		ch <- d
 	}
 }
@@ -263,6 +265,7 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descCheckpointAcked, prometheus.GaugeValue, float64(cp.Len()), name, cp.Name())
 			ch <- prometheus.MustNewConstMetric(descCheckpointTombstones, prometheus.GaugeValue, float64(cp.cp.Tombstones()), name, cp.Name())
 			ch <- prometheus.MustNewConstMetric(descCheckpointSkipped, prometheus.CounterValue, float64(cp.Skipped()), name, cp.Name())
+			ch <- prometheus.MustNewConstMetric(descCheckpointSkippedRelisted, prometheus.CounterValue, float64(cp.SkippedRelisted()), name, cp.Name())
 		}
 	}
 }

@@ -33,7 +33,8 @@ import (
 // when the Reconcile began; on the next start the initial add of an object
 // still stored at that resourceVersion produces no request. Everything else
 // does as without a checkpoint: objects changed or created while the
-// manager was down, every change after the start, deletions, relists.
+// manager was down, every change after the start, deletions, a relist's
+// changes (its unchanged, acknowledged objects make no request either).
 //
 // For the reconciler's own object (the builder's For):
 //

@@ -58,6 +58,7 @@ type Listener struct {
 	syncTracker       *synctrack.SingleFileTracker
 	upstreamHasSynced cache.DoneChecker
 	skipInitialAdd    func(obj interface{}) bool
+	skipRelisted      func(obj interface{}) bool
 
 	// pending holds notifications not yet handed to run; only pop touches it.
 	pending buffer.TypedRingGrowing[any]
@@ -110,6 +111,11 @@ type ListenerOptions struct {
 	// is applied), so it may consult state that a change would clear (a
 	// checkpoint's acknowledgements).
 	SkipInitialAdd func(obj interface{}) bool
+
+	// SkipRelistedUnchanged, if set, is asked, as SkipInitialAdd is, about
+	// the new object of every update marked RelistedUnchanged; true drops
+	// the update. Resyncs are not asked about.
+	SkipRelistedUnchanged func(obj interface{}) bool
 }
 
 // NewListener returns a listener that relays notifications to handler. It
@@ -136,6 +142,7 @@ func NewListener(handler cache.ResourceEventHandler, opts ListenerOptions) *List
 		runFinished:           make(chan struct{}),
 		upstreamHasSynced:     opts.UpstreamHasSynced,
 		skipInitialAdd:        opts.SkipInitialAdd,
+		skipRelisted:          opts.SkipRelistedUnchanged,
 		handler:               handler,
 		handlerName:           name,
 		syncTracker:           synctrack.NewSingleFileTracker(fmt.Sprintf("%s + event handler %s", opts.UpstreamHasSynced.Name(), name)),
@@ -179,6 +186,9 @@ func (l *Listener) Add(notification interface{}) {
 			return
 		}
 		l.syncTracker.Start()
+	}
+	if u, ok := notification.(UpdateNotification); ok && u.RelistedUnchanged && l.skipRelisted != nil && l.skipRelisted(u.New) {
+		return
 	}
 	l.addCh <- notification
 }

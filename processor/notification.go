@@ -11,6 +11,11 @@ type AddNotification struct {
 // UpdateNotification tells a handler that Old became New.
 type UpdateNotification struct {
 	Old, New interface{}
+	// RelistedUnchanged marks a relist's update of an object whose
+	// resourceVersion the relist did not change. client-go gives these,
+	// like resyncs, to the handlers due for a resync; a listener with
+	// ListenerOptions.SkipRelistedUnchanged may drop them.
+	RelistedUnchanged bool
 }
 
 // DeleteNotification tells a handler that Obj was deleted. Obj may be a
