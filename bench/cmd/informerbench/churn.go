@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,6 +36,9 @@ type churnOptions struct {
 	// batchInterval is boltinformer's group commit interval
 	// (persist.Options.BatchInterval); zero is persist's default.
 	batchInterval time.Duration
+	// cpuProfile is a directory for each child's CPU profile of the churn
+	// (churn-<informer>.pprof); empty: none.
+	cpuProfile string
 }
 
 func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
@@ -55,6 +59,7 @@ func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating the Pods.")
 	fs.StringVar(&o.out, "out", "", "Directory for churn.json, churn-samples.csv and the plots (default bench/results/churn-<pods>).")
 	fs.DurationVar(&o.batchInterval, "batch-interval", 0, "boltinformer's group commit interval (persist.Options.BatchInterval); 0 is persist's default. A commit rewrites every page it touches, so fewer, larger commits write fewer bytes per event.")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Have each child write a CPU profile of the churn, from both synced to every change seen (not the initial list), to `DIR`/churn-<informer>.pprof.")
 	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log here; by default they go to a temporary directory, and a failing child's log tail is printed.")
 }
 
@@ -86,6 +91,11 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if err := o.complete(); err != nil {
 		return err
+	}
+	if o.cpuProfile != "" {
+		if err := checkProfileDir(o.cpuProfile); err != nil {
+			return err
+		}
 	}
 	sess, err := openSession(ctx, o.kubeconfig, &o.logDir, []string{o.out}, out)
 	if err != nil {
@@ -144,6 +154,9 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 			spec.File = filepath.Join(work, "cache.db")
 			spec.BatchInterval = o.batchInterval
 		}
+		if o.cpuProfile != "" {
+			spec.CPUProfile = filepath.Join(o.cpuProfile, "churn-"+informer+".pprof")
+		}
 		p, err := startChurnChild(ctx, spec, filepath.Join(o.logDir, "churn-"+informer+".log"))
 		if err != nil {
 			return err
@@ -158,6 +171,12 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 
 	fmt.Fprintf(out, "both synced; churning %.0f changes/s (update,create,delete %s) for %v, sampling every %v…\n", o.rate, &o.mix, o.duration, o.sample)
 	d := &churnDriver{cs: cs, shape: o.shape, mix: o.mix, pool: newPodPool(live, uint64(since)), newIndex: newIndex}
+	// The children profile (--cpuprofile) from here to their results.
+	for _, p := range procs {
+		if err := p.start(); err != nil {
+			return err
+		}
+	}
 	cpu := startCPUMeter(cl.pids())
 	loadStart := loadAverage()
 	lastPrint := time.Now()
@@ -235,4 +254,19 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "results: %s, %s; plots: %s\n", filepath.Join(o.out, "churn.json"), filepath.Join(o.out, "churn-samples.csv"), strings.Join(plots, ", "))
 	return nil
+}
+
+// checkProfileDir makes dir and checks that a file can be created in it, so
+// that a --cpuprofile the children cannot write fails now rather than once
+// the Pods are created and both children have synced.
+func checkProfileDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".churn-*.pprof")
+	if err != nil {
+		return fmt.Errorf("--cpuprofile: cannot write profiles in %s: %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -243,5 +245,80 @@ func TestChurnSummaryRatiosAndTable(t *testing.T) {
 	}
 	if s := timeSeriesSVG("t", "s", "MiB", []timeSeries{{title: informerBolt, color: "#1f77b4", t: []float64{0, 5}, v: []float64{1, 2}}}); !strings.Contains(s, "<polyline") {
 		t.Error("no line in the SVG")
+	}
+}
+
+func TestChurnProfileWritesAWholeProfile(t *testing.T) {
+	var none *churnProfile // without --cpuprofile
+	if err := none.start(); err != nil {
+		t.Errorf("nil profile start: %v", err)
+	}
+	if err := none.stop(); err != nil {
+		t.Errorf("nil profile stop: %v", err)
+	}
+	if p, err := createChurnProfile(""); p != nil || err != nil {
+		t.Errorf("createChurnProfile(\"\") = %v, %v; want nil, nil", p, err)
+	}
+
+	path := filepath.Join(t.TempDir(), "churn-"+informerBolt+".pprof")
+	p, err := createChurnProfile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.stop(); err != nil {
+		t.Errorf("second stop: %v", err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) { // pprof's gzipped protobuf
+		t.Errorf("profile of %d bytes does not start as gzip", len(data))
+	}
+
+	missing := filepath.Join(t.TempDir(), "no-such-dir", "churn.pprof")
+	if _, err := createChurnProfile(missing); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("createChurnProfile(%s) = %v, want an error naming the path", missing, err)
+	}
+}
+
+func TestCheckProfileDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	if err := checkProfileDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Errorf("checkProfileDir left %v (%v)", ents, err)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkProfileDir(file); err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
+		t.Errorf("checkProfileDir(a file) = %v, want a --cpuprofile error", err)
+	}
+}
+
+func TestPrintChurnNamesProfiles(t *testing.T) {
+	r := &churnResult{Informers: []churnInformer{
+		{Informer: informerClientGo, Child: &churnChildResult{CPUProfile: "p/churn-client-go.pprof"}},
+		{Informer: informerBolt, Child: &churnChildResult{CPUProfile: "p/churn-boltinformer.pprof"}},
+	}}
+	var b strings.Builder
+	printChurn(&b, r)
+	if !strings.Contains(b.String(), "p/churn-client-go.pprof, p/churn-boltinformer.pprof") {
+		t.Errorf("report does not name the profiles:\n%s", b.String())
+	}
+	r.Informers[0].Child.CPUProfile, r.Informers[1].Child.CPUProfile = "", ""
+	b.Reset()
+	printChurn(&b, r)
+	if strings.Contains(b.String(), "profile") {
+		t.Errorf("report names profiles without --cpuprofile:\n%s", b.String())
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,18 +32,24 @@ import (
 // bench's Pods while the parent changes them.
 //
 // Protocol (one line each, on stdin and stdout):
-//  1. the parent writes a churnSpec as JSON;
+//  1. the parent writes a churnSpec as JSON; a child with a CPUProfile
+//     creates its file;
 //  2. the child builds its factory's Pod informer, registers one
 //     churnHandler, starts the factory and waits for the registration's
 //     HasSynced; a boltinformer child then flushes the file, so that the
 //     cold start's bulk write is not counted as churn; both return the
 //     start's garbage to the OS; the child prints READY;
-//  3. the parent churns, then writes "STOP <creates> <patches> <deletes>":
-//     the changes of each kind that succeeded;
+//  3. the parent writes START as the churn begins (a child with a
+//     CPUProfile starts it), churns, then writes
+//     "STOP <creates> <patches> <deletes>": the changes of each kind that
+//     succeeded;
 //  4. the child waits until its handler has seen that many adds, updates
 //     carrying a new sentAnnot of this run, and deletes (or
-//     churnDrainTimeout passes), flushes the file (boltinformer) and prints
-//     a churnChildResult as JSON;
+//     churnDrainTimeout passes), flushes the file (boltinformer), stops its
+//     CPU profile and closes the profile's file, and prints a
+//     churnChildResult as JSON: the profile covers what the parent's
+//     samples do, the churn and its drain, and is complete once the parent
+//     has the result;
 //  5. the child keeps running, idle, until stdin is closed, so that the
 //     parent can read its /proc counters after the last event; then it
 //     stops the factory and exits.
@@ -50,6 +58,7 @@ import (
 
 const (
 	churnChildCommand = "churn-child"
+	churnStartLine    = "START"
 	churnStopLine     = "STOP"
 
 	// sentAnnot carries, on every Pod the churn creates or patches, the
@@ -77,6 +86,9 @@ type churnSpec struct {
 	// ExpectEvents sizes the latency buffer (a hint; it grows if needed),
 	// so that its growth does not show in the memory samples.
 	ExpectEvents int `json:"expectEvents"`
+	// CPUProfile, if set, is where the child writes a CPU profile
+	// (runtime/pprof) from START to its result.
+	CPUProfile string `json:"cpuProfile,omitempty"`
 }
 
 // churnChildResult is what a churn child reports.
@@ -107,6 +119,8 @@ type churnChildResult struct {
 	// start was flushed, and after the churn was.
 	FileBytesStart int64 `json:"fileBytesStart,omitempty"`
 	FileBytesEnd   int64 `json:"fileBytesEnd,omitempty"`
+	// CPUProfile is the spec's CPUProfile, written and closed.
+	CPUProfile string `json:"cpuProfile,omitempty"`
 }
 
 // runChurnChild is the hidden churn-child subcommand.
@@ -127,6 +141,11 @@ func runChurnChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error
 }
 
 func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io.Writer) error {
+	prof, err := createChurnProfile(spec.CPUProfile)
+	if err != nil {
+		return err
+	}
+	defer prof.stop() // for the error paths; a no-op once stopped
 	cfg, err := loadConfig(spec.Kubeconfig)
 	if err != nil {
 		return err
@@ -190,6 +209,13 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	}
 
 	line, err := in.ReadString('\n')
+	if strings.TrimSpace(line) != churnStartLine {
+		return fmt.Errorf("waiting for %s: got %q (%v)", churnStartLine, line, err)
+	}
+	if err := prof.start(); err != nil {
+		return err
+	}
+	line, err = in.ReadString('\n')
 	want, perr := parseStopLine(line)
 	if perr != nil {
 		return fmt.Errorf("waiting for %s: got %q (%v): %w", churnStopLine, line, err, perr)
@@ -200,6 +226,10 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 			return err
 		}
 	}
+	if err := prof.stop(); err != nil {
+		return err
+	}
+	res.CPUProfile = spec.CPUProfile
 	h.fill(res)
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return err
@@ -226,6 +256,66 @@ func parseStopLine(line string) (ok [numOps]int64, err error) {
 		}
 	}
 	return ok, nil
+}
+
+// churnProfile is a churn child's CPU profile; nil (whose methods do
+// nothing) without one. Its file is created before the sync, so that a path
+// the child cannot write fails the start rather than the end of the churn.
+type churnProfile struct {
+	path string
+	f    *os.File // nil once stopped
+	w    errWriter
+}
+
+func createChurnProfile(path string) (*churnProfile, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("CPU profile: %w", err)
+	}
+	return &churnProfile{path: path, f: f, w: errWriter{w: f}}, nil
+}
+
+func (p *churnProfile) start() error {
+	if p == nil {
+		return nil
+	}
+	if err := pprof.StartCPUProfile(&p.w); err != nil {
+		return fmt.Errorf("CPU profile %s: %w", p.path, err)
+	}
+	return nil
+}
+
+// stop ends the profile and closes its file: once it returns nil, the
+// file holds the whole profile. Later calls do nothing.
+func (p *churnProfile) stop() error {
+	if p == nil || p.f == nil {
+		return nil
+	}
+	pprof.StopCPUProfile() // returns once the profile is written
+	err := errors.Join(p.w.err, p.f.Close())
+	p.f = nil
+	if err != nil {
+		return fmt.Errorf("CPU profile %s: %w", p.path, err)
+	}
+	return nil
+}
+
+// errWriter keeps the first error of w, which pprof's writer drops.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	e.err = err
+	return n, err
 }
 
 // flushAndSize commits every applied change of db and returns the file's

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -219,6 +220,20 @@ func printChurn(w io.Writer, r *churnResult) {
 	fmt.Fprintln(w, "A delete is two events (deletionTimestamp set, then removed). wchar: bytes handed to write syscalls (sockets and logs\n"+
 		"too); write_bytes: bytes sent to the block layer. Latency: handler call minus the writer's clock just before the request,\n"+
 		"for each create's add and each patch's update.")
+	if profiles := churnProfiles(r); len(profiles) > 0 {
+		fmt.Fprintf(w, "CPU profiles of the churn, from both synced to every change seen (go tool pprof): %s\n", strings.Join(profiles, ", "))
+	}
+}
+
+// churnProfiles are the CPU profiles the children wrote (--cpuprofile).
+func churnProfiles(r *churnResult) []string {
+	var out []string
+	for _, in := range r.Informers {
+		if in.Child != nil && in.Child.CPUProfile != "" {
+			out = append(out, in.Child.CPUProfile)
+		}
+	}
+	return out
 }
 
 // save writes churn.json and churn-samples.csv into dir.

@@ -98,6 +98,15 @@ func (p *churnProc) waitReady(ctx context.Context, timeout time.Duration) error 
 	return nil
 }
 
+// start tells the child that the churn begins: it starts its CPU profile,
+// if it has one.
+func (p *churnProc) start() error {
+	if _, err := io.WriteString(p.stdin, churnStartLine+"\n"); err != nil {
+		return fmt.Errorf("%s child: writing %s: %w", p.informer, churnStartLine, err)
+	}
+	return nil
+}
+
 // stop tells the child how many changes of each kind succeeded and
 // returns its result once it has seen them; the child stays alive (for a
 // last /proc sample) until close.

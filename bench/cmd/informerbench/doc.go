@@ -91,7 +91,9 @@
 // and boltinformer / client-go for CPU, p99 latency and peak RssAnon. It
 // saves churn.json, churn-samples.csv and plots over time of RssAnon, CPU
 // and write_bytes (churn-*.svg) in --out (default
-// bench/results/churn-<pods>).
+// bench/results/churn-<pods>). With --cpuprofile DIR each child also writes
+// a CPU profile of the churn alone (from both synced to every change seen)
+// to DIR/churn-<informer>.pprof.
 //
 // Each measurement runs in a child process: the binary re-executes itself
 // with the hidden "child" subcommand, reads a JSON spec on stdin and answers
