@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -115,4 +116,75 @@ func writePods(t *testing.T, path string, n int) []string {
 		t.Fatal(err)
 	}
 	return keys
+}
+
+// The walk's keys are the file's merged with the unwritten layers (the file
+// pass reads a transaction begun with a copy of the layers' keys): keys
+// deleted in a layer are not visited, keys created or changed in one are,
+// each once and in order, and a change applied while the walk runs does not break it.
+func TestForEachMergesUnwrittenChanges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	const n = 1000
+	keys := writePods(t, path, n)
+	db := openDB(t, path, persist.Options{BatchInterval: time.Hour, BatchLimit: 1 << 20})
+	c, err := db.Collection("pods", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unwritten: the first 10 deleted, the next 10 changed, 10 created.
+	want := map[string]bool{}
+	for _, k := range keys[10:] {
+		want[k] = true
+	}
+	var ops []persist.Op
+	for _, k := range keys[:10] {
+		ops = append(ops, persist.Op{Key: k, Delete: true})
+	}
+	for i := 10; i < 20; i++ {
+		p := fixture.Pod(i)
+		p.Labels = map[string]string{"changed": "yes"}
+		ops = append(ops, persist.Op{Key: keys[i], Object: p})
+	}
+	for i := n; i < n+10; i++ {
+		p := fixture.Pod(i)
+		k := p.Namespace + "/" + p.Name
+		want[k] = true
+		ops = append(ops, persist.Op{Key: k, Object: p})
+	}
+	if err := c.Apply(ops, "2"); err != nil {
+		t.Fatal(err)
+	}
+	during := fixture.Pod(n + 100) // applied during the walk: may be seen or not
+	duringKey := during.Namespace + "/" + during.Name
+	var visited []string
+	err = c.ForEach(func(key string, _ runtime.Object) error {
+		if len(visited) == 0 {
+			if err := c.Apply([]persist.Op{{Key: duringKey, Object: during}}, "3"); err != nil {
+				return err
+			}
+		}
+		visited = append(visited, key)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sort.StringsAreSorted(visited) {
+		t.Error("keys not visited in order")
+	}
+	seen := map[string]bool{}
+	for _, k := range visited {
+		if seen[k] {
+			t.Errorf("%s visited twice", k)
+		}
+		seen[k] = true
+		if !want[k] && k != duringKey {
+			t.Errorf("%s visited, but it was not stored (deleted before the walk?)", k)
+		}
+	}
+	for k := range want {
+		if !seen[k] {
+			t.Errorf("%s not visited", k)
+		}
+	}
 }

@@ -161,20 +161,10 @@ const parallelDecodeMin = 32
 // The walk holds the collection's read lock for a few records at a time
 // (readChunk), so a write waits for a few decodes rather than a chunk's.
 func (c *Collection) ForEach(fn func(key string, obj runtime.Object) error) error {
-	// The keys alone: Keys would first decode every object an unbounded
-	// cache lacks, and the walk below is what should decode them, a chunk
-	// at a time, while fn handles the previous chunk.
-	var keys []string
-	c.mu.RLock()
-	err := c.forEachLocked(false, func(key string, _ runtime.Object) error {
-		keys = append(keys, key)
-		return nil
-	})
-	c.mu.RUnlock()
+	keys, err := c.walkKeys()
 	if err != nil {
 		return err
 	}
-	sort.Strings(keys)
 	type chunk struct {
 		objs []keyed
 		err  error
@@ -212,6 +202,64 @@ func (c *Collection) ForEach(fn func(key string, obj runtime.Object) error) erro
 		}
 	}
 	return nil
+}
+
+// walkKeys returns every key, sorted, for ForEach. Keys would first decode
+// every object an unbounded cache lacks, and the walk is what should decode
+// them, a chunk at a time. The file's keys are read outside the
+// collection's lock, from a read transaction begun under it together with
+// a copy of the layers' keys: the layers and that transaction are then one
+// state (a commit drops its layer only under the lock, after the file has
+// it). Reading 100,000 keys from the file touches every leaf page, tenths
+// of a second on a warm start's first pass over the mapped file; under the
+// lock, watch events and acknowledgements, and the reads queued behind
+// them, would wait that long.
+func (c *Collection) walkKeys() ([]string, error) {
+	var keys []string
+	c.mu.RLock()
+	if c.memory() != nil {
+		err := c.forEachLocked(false, func(key string, _ runtime.Object) error {
+			keys = append(keys, key)
+			return nil
+		})
+		c.mu.RUnlock()
+		sort.Strings(keys)
+		return keys, err
+	}
+	layered := map[string]struct{}{} // keys whose newest state is in a layer
+	for _, l := range []*layer{c.pending, c.committing} {
+		if l == nil {
+			continue
+		}
+		for key := range l.changes {
+			layered[key] = struct{}{}
+		}
+	}
+	err := c.forEachUnwrittenLocked(func(key string, _ *change) error {
+		keys = append(keys, key)
+		return nil
+	})
+	var tx *bolt.Tx
+	if err == nil {
+		tx, err = c.db.bolt.Begin(false)
+	}
+	c.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	b := c.bucket(tx)
+	if b == nil {
+		return nil, ErrNoCollection
+	}
+	cur := b.Bucket(bucketObjects).Cursor()
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		if _, ok := layered[string(k)]; !ok {
+			keys = append(keys, string(k))
+		}
+	}
+	sort.Strings(keys)
+	return keys, nil
 }
 
 // readChunk returns the newest state of keys, in their order, absent keys
