@@ -27,7 +27,7 @@ const schemaVersion = 1
 
 // Defaults applied to zero Options fields.
 const (
-	DefaultLockTimeout   = 10 * time.Second
+	DefaultLockTimeout = 10 * time.Second
 	// DefaultBatchInterval is a second: a commit rewrites every page it
 	// touches (a leaf per changed key, branches, freelist, meta), so at a
 	// steady trickle of watch events a short interval pays that per event
