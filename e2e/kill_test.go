@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,10 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -41,11 +44,18 @@ const (
 	stormCollection = "configmaps-storm"
 	stormInitial    = 300
 	stormWorkers    = 3
+	// stormShortCommit is the group commit interval of every other child.
+	stormShortCommit = 20 * time.Millisecond
+	// childBatchIntervalEnv sets a TestInformerChild's group commit
+	// interval (persist.Options.BatchInterval); unset: persist's default.
+	childBatchIntervalEnv = "BOLTINFORMER_E2E_CHILD_BATCH_INTERVAL"
 )
 
 // TestKillDuringWriteStorm runs an informer in a child process, SIGKILLs it
 // at random points while a write storm creates, updates and deletes
-// ConfigMaps, and restarts it on the same cache file each time. Finally an
+// ConfigMaps, and restarts it on the same cache file each time; every other
+// child commits every 20 ms (kills land in commits), the others on the
+// default one-second interval. Finally an
 // in-process informer resumes from the file. It must converge to exactly
 // the server's state: no lost deletion, no missing object. It must do so
 // without relisting, since a relist would repair exactly the damage this
@@ -82,7 +92,15 @@ func TestKillDuringWriteStorm(t *testing.T) {
 	var killedAfterSync int
 	var lines []string
 	for i := range kills {
-		c := startChild(t, "TestInformerChild", env, childLog)
+		// Every other child commits every 20 ms, so that kills often land
+		// in a commit; the others on persist's default interval (a
+		// second), as users run it.
+		shortCommits := i%2 == 0
+		environ := env
+		if shortCommits {
+			environ = append(slices.Clone(env), childBatchIntervalEnv+"="+stormShortCommit.String())
+		}
+		c := startChild(t, "TestInformerChild", environ, childLog)
 		// Every third kill may land anywhere in start-up (opening the file,
 		// listing, the first commit); the others land while the synced
 		// child is applying the storm's events.
@@ -97,6 +115,11 @@ func TestKillDuringWriteStorm(t *testing.T) {
 			}
 		}
 		delay := 100*time.Millisecond + rand.N(700*time.Millisecond)
+		if afterSync && !shortCommits {
+			// Past the first commit (its timer started with the list, before
+			// the sync), so that the file moves on between kills.
+			delay += persist.DefaultBatchInterval
+		}
 		select {
 		case <-time.After(delay):
 		case <-c.waited:
@@ -195,7 +218,19 @@ func TestKillDuringWriteStorm(t *testing.T) {
 // stdout, until it is killed.
 func TestInformerChild(t *testing.T) {
 	cfg := childConfig(t, "TestKillDuringWriteStorm")
-	db := openDB(t, os.Getenv(childDBEnv))
+	opts := persist.Options{Scheme: scheme.Scheme}
+	if v := os.Getenv(childBatchIntervalEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("%s: %v", childBatchIntervalEnv, err)
+		}
+		opts.BatchInterval = d
+	}
+	db, err := persist.Open(os.Getenv(childDBEnv), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
 	inf := newInformer(t, informerSpec{cs: newClientset(t, cfg, nil), db: db, collection: stormCollection,
 		resource: "configmaps", namespace: os.Getenv(childNSEnv), selector: e2eLabel + "=" + stormTest,
 		observer: childObserver{}})
