@@ -933,11 +933,7 @@ func (s *Informer) OnAdd(obj interface{}, isInInitialList bool) {
 // OnUpdate distributes an update; called under blockDeltas. An update that
 // did not change the resourceVersion is a resync: only resyncing handlers
 // get it.
-func (s *Informer) OnUpdate(old, new interface{}) {
-	isSync := sameResourceVersion(old, new)
-	s.cacheMutationDetector.AddObject(new)
-	s.processor.Distribute(processor.UpdateNotification{Old: old, New: new}, isSync)
-}
+func (s *Informer) OnUpdate(old, new interface{}) { s.distributeUpdate(old, new, false) }
 
 // onRelistUpdate distributes a relist's update as OnUpdate does, marked
 // when the relist did not change the object's resourceVersion: a
@@ -945,24 +941,19 @@ func (s *Informer) OnUpdate(old, new interface{}) {
 // (client-go gives it to every handler due for a resync, and a handler with
 // a resync period is due until its first resync check: controller-runtime's
 // handlers, for ten hours by default). Called under blockDeltas.
-func (s *Informer) onRelistUpdate(old, new interface{}) {
-	isSync := sameResourceVersion(old, new)
-	s.cacheMutationDetector.AddObject(new)
-	s.processor.Distribute(processor.UpdateNotification{Old: old, New: new, RelistedUnchanged: isSync}, isSync)
-}
+func (s *Informer) onRelistUpdate(old, new interface{}) { s.distributeUpdate(old, new, true) }
 
-// sameResourceVersion reports whether an update left the resourceVersion
-// as it was: a resync, or a relist's unchanged object.
-func sameResourceVersion(old, new interface{}) bool {
-	accessor, err := meta.Accessor(new)
-	if err != nil {
-		return false
+// distributeUpdate is OnUpdate, marking the update RelistedUnchanged if it
+// comes from a relist (relisted) and did not change the resourceVersion.
+func (s *Informer) distributeUpdate(old, new interface{}, relisted bool) {
+	isSync := false
+	if accessor, err := meta.Accessor(new); err == nil {
+		if oldAccessor, err := meta.Accessor(old); err == nil {
+			isSync = accessor.GetResourceVersion() == oldAccessor.GetResourceVersion()
+		}
 	}
-	oldAccessor, err := meta.Accessor(old)
-	if err != nil {
-		return false
-	}
-	return accessor.GetResourceVersion() == oldAccessor.GetResourceVersion()
+	s.cacheMutationDetector.AddObject(new)
+	s.processor.Distribute(processor.UpdateNotification{Old: old, New: new, RelistedUnchanged: relisted && isSync}, isSync)
 }
 
 // OnDelete distributes a delete; called under blockDeltas.

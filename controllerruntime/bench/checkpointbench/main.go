@@ -278,8 +278,9 @@ func change(ctx context.Context, cs kubernetes.Interface, pods, k, round int) (m
 
 // start1 starts a manager with one Pod controller — on controller-runtime's
 // default cache if path is "", else on the persistent cache with a
-// checkpoint, synced on the stored state if atOpen — waits until every Pod in owed has been reconciled, counts
-// reconciles for window more, and stops it.
+// checkpoint, synced on the stored state if atOpen — waits until every Pod
+// in owed has been reconciled, counts reconciles for window more, and stops
+// it.
 func start1(base *rest.Config, path string, atOpen bool, owed map[types.NamespacedName]bool, window time.Duration) (result, error) {
 	cfg := rest.CopyConfig(base)
 	var lists atomic.Int64
