@@ -33,8 +33,14 @@ import (
 //     is what larger pages cost, since a commit rewrites every page it
 //     touches;
 //   - file/objects: the file over the Pods' protobuf bytes afterwards.
+//
+// BENCH_JOURNAL_SHARE sets persist.Options.JournalShare (negative: no
+// journal, every commit writes the trees). The journal's saving shows only
+// over enough updates to fill and fold it several times: at 10,000 Pods
+// and the default share, tens of thousands (-benchtime=50000x).
 func BenchmarkRandomUpdates(b *testing.B) {
 	perCommit := envCount("BENCH_UPDATES_PER_COMMIT", 300)
+	journalShare, _ := strconv.ParseFloat(os.Getenv("BENCH_JOURNAL_SHARE"), 64)
 	objs := pods(objects)
 	list := make([]interface{}, len(objs))
 	var objBytes int64
@@ -45,7 +51,7 @@ func BenchmarkRandomUpdates(b *testing.B) {
 	for _, pageSize := range []int{4 << 10, 16 << 10, 32 << 10, 64 << 10} {
 		b.Run(fmt.Sprintf("page=%dKiB", pageSize>>10), func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "cache.db")
-			db, err := persist.Open(path, persist.Options{Scheme: scheme.Scheme, PageSize: pageSize, BatchInterval: time.Hour, BatchLimit: 1 << 30})
+			db, err := persist.Open(path, persist.Options{Scheme: scheme.Scheme, PageSize: pageSize, BatchInterval: time.Hour, BatchLimit: 1 << 30, JournalShare: journalShare})
 			if err != nil {
 				b.Fatal(err)
 			}

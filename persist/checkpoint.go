@@ -263,9 +263,13 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		}
 		if isAcked(key, rv) {
 			acknowledged++
-		} else {
-			objs = append(objs, ch.obj)
+			return nil
 		}
+		obj, err := c.changeObjectLocked(key, ch)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, obj)
 		return nil
 	})
 	if err != nil {
@@ -365,13 +369,23 @@ func (cp *Checkpoint) Close() {
 }
 
 // stateBefore returns key's state before the layer after earlier: earlier's
-// change to it, else the committed record (nil if none). Called with c.mu
+// change to it, else the committed state (nil if none). Called with c.mu
 // held.
 func (c *Collection) stateBefore(earlier *layer, key string) (runtime.Object, error) {
 	if earlier != nil {
 		if ch := earlier.changes[key]; ch != nil {
 			return ch.obj, nil // nil if deleted there
 		}
+	}
+	if ch := c.journalChangeLocked(key); ch != nil {
+		if ch.deleted {
+			return nil, nil
+		}
+		if ch.obj != nil {
+			return ch.obj, nil
+		}
+		// Not decodeLocked, as below.
+		return c.db.codec.Decode(ch.record)
 	}
 	var obj runtime.Object
 	err := c.viewRecord(key, func(rec []byte) error {
@@ -619,7 +633,7 @@ func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]by
 			if rv == "" {
 				continue
 			}
-			if objects.Get(kb) == nil {
+			if !c.storedTx(objects, l, key) {
 				// Not stored (deleted in an earlier commit, or never):
 				// nothing to skip.
 				continue

@@ -114,9 +114,13 @@ type Collection struct {
 	mu         sync.RWMutex
 	pending    *layer
 	committing *layer // nil unless a commit of it is in flight or failed
-	rv         string
-	mustList   bool              // see MustList
-	indexes    map[string]string // name -> version
+	// journaled and folding hold the changes in the file's journal, not yet
+	// in the trees (see journal.go); nil when there are none.
+	journaled, folding *layer
+	journal            journalState
+	rv                 string
+	mustList           bool              // see MustList
+	indexes            map[string]string // name -> version
 	// dormant holds stored indexes the options did not name: kept for
 	// AddIndexes to adopt until the first Apply drops them (name -> version).
 	dormant    map[string]string
@@ -197,6 +201,9 @@ func (c *Collection) load(tx *bolt.Tx) error {
 		return ErrNoCollection
 	}
 	meta := b.Bucket(bucketCollMeta)
+	if err := c.loadJournal(b); err != nil {
+		return err
+	}
 	c.rv = string(meta.Get(keyRV))
 	c.mustList = meta.Get(keyMustList) != nil
 	var err error
@@ -267,6 +274,9 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 		if c.resetAtOpen, err = c.checkProvenanceTx(tx, opts.Provenance, false); err != nil {
 			return err
 		}
+		if c.resetAtOpen != nil {
+			c.dropJournalLayers() // the journal was deleted with the rest
+		}
 	}
 	meta := b.Bucket(bucketCollMeta)
 	if opts.Description != nil {
@@ -299,6 +309,10 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 		if opts.IndexValues == nil {
 			return fmt.Errorf("indexes %v must be built but no IndexValues function was given", build)
 		}
+		if err := c.foldJournalForBuild(b); err != nil {
+			return err
+		}
+		c.dropJournalLayers()
 		if err := c.buildIndexes(tx, build, opts.Indexes, opts.IndexValues); err != nil {
 			return err
 		}
@@ -580,111 +594,36 @@ func (c *Collection) swapForCommit() (int, bool) {
 	return len(c.committing.changes), true
 }
 
-// dropCommitting drops the committed layer and returns it. Once it returns,
-// no reader can still see the layer: they all read it under mu.
-func (c *Collection) dropCommitting() *layer {
-	c.mu.Lock()
-	l := c.committing
-	c.committing = nil
-	c.mu.Unlock()
-	return l
-}
-
-// writeCommitting writes the committing layer in tx. Called with db.commitMu
-// held, which is also what guards c.indexes against AddIndexes here; the
-// committing layer is immutable while set.
-func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) error {
+// writeCommitting writes the committing layer in tx: its object changes
+// (see writeObjects), acknowledgements, resource version and must-list mark.
+// Called with db.commitMu held, which is also what guards c.indexes against
+// AddIndexes here; the committing layer is immutable while set, and so are
+// the journal's layers outside finishCommit.
+func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) (commitPlan, error) {
 	l := c.committing
 	b := c.bucket(tx)
 	if b == nil {
-		return ErrNoCollection
+		return commitPlan{}, ErrNoCollection
 	}
-	objects := b.Bucket(bucketObjects)
-	idx := b.Bucket(bucketIndexes)
-	type ibuckets struct {
-		name           string
-		byValue, byKey *bolt.Bucket
-	}
-	var indexes []ibuckets
-	for name := range c.indexes {
-		ib := idx.Bucket([]byte(name))
-		if ib == nil {
-			return fmt.Errorf("%w: index bucket %q missing", ErrCorruptRecord, name)
-		}
-		indexes = append(indexes, ibuckets{name, ib.Bucket(bucketByValue), ib.Bucket(bucketByKey)})
-	}
-	keys := make([]string, 0, len(l.changes))
-	for k := range l.changes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if appending(objects, keys) {
-		// Every key goes after the stored ones, as when a list (which comes
-		// in key order) is loaded: fill the pages instead of leaving them
-		// half empty for inserts that will not come. byKey has the same
-		// keys; byValue's entries may sort anywhere (checked per index).
-		objects.FillPercent = 1.0
-		for _, ib := range indexes {
-			ib.byKey.FillPercent = 1.0
-			if appendingEntries(ib.byValue, ib.name, keys, l.changes) {
-				ib.byValue.FillPercent = 1.0
-			}
-		}
-	}
-	// The last records of deleted keys, for the checkpoints' tombstones.
-	deleted := map[string][]byte{}
-	checkpoints := b.Bucket(bucketCheckpoints) != nil || len(l.acks) > 0
-	for _, key := range keys {
-		ch := l.changes[key]
-		kb := []byte(key)
-		var err error
-		if ch.deleted {
-			if checkpoints {
-				deleted[key] = bytes.Clone(objects.Get(kb))
-			}
-			err = objects.Delete(kb)
-		} else {
-			err = objects.Put(kb, ch.record)
-		}
-		if err != nil {
-			return fmt.Errorf("key %q: %w", key, err)
-		}
-		for _, ib := range indexes {
-			var old []string
-			if raw := ib.byKey.Get(kb); raw != nil {
-				if err := msgpack.Unmarshal(raw, &old); err != nil {
-					return fmt.Errorf("%w: index %q of %q: %v", ErrCorruptRecord, ib.name, key, err)
-				}
-			}
-			var values []string
-			if !ch.deleted {
-				values = ch.indexes[ib.name]
-			}
-			if err := writeIndexValues(ib.byValue, ib.byKey, key, old, values); err != nil {
-				return fmt.Errorf("index %q of %q: %w", ib.name, key, err)
-			}
-		}
-	}
-	if len(l.changes) > 0 {
-		if err := c.dropUnusedIndexes(b); err != nil {
-			return err
-		}
+	deleted, plan, err := c.writeObjects(b, l)
+	if err != nil {
+		return plan, err
 	}
 	if err := c.writeAcks(b, l, deleted); err != nil {
-		return err
+		return plan, err
 	}
 	meta := b.Bucket(bucketCollMeta)
 	if l.rvSet {
 		if err := meta.Put(keyRV, []byte(l.rv)); err != nil {
-			return err
+			return plan, err
 		}
 	}
 	if l.mustListSet {
 		if err := writeMustList(meta, l.mustList); err != nil {
-			return err
+			return plan, err
 		}
 	}
-	return meta.Put(keyCommitted, []byte(now.Format(time.RFC3339Nano)))
+	return plan, meta.Put(keyCommitted, []byte(now.Format(time.RFC3339Nano)))
 }
 
 // appending reports whether every key of sorted keys sorts after b's last
@@ -701,10 +640,10 @@ func appending(b *bolt.Bucket, keys []string) bool {
 
 // appendingEntries reports whether every byValue entry the changes to keys
 // add to the named index sorts after the bucket's last entry.
-func appendingEntries(byValue *bolt.Bucket, index string, keys []string, changes map[string]*change) bool {
+func appendingEntries(byValue *bolt.Bucket, index string, keys []string, changeOf func(string) *change) bool {
 	last, _ := byValue.Cursor().Last()
 	for _, key := range keys {
-		for _, v := range changes[key].indexes[index] {
+		for _, v := range changeOf(key).indexes[index] {
 			if last != nil && bytes.Compare(indexEntry(v, key), last) <= 0 {
 				return false
 			}
@@ -753,11 +692,17 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 		for _, name := range build {
 			delete(c.dormant, name) // rebuilt at this version
 		}
-		err := c.db.bolt.Update(func(tx *bolt.Tx) error { return c.buildIndexes(tx, build, versions, fn) })
+		err := c.db.bolt.Update(func(tx *bolt.Tx) error {
+			if err := c.foldJournalForBuild(c.bucket(tx)); err != nil {
+				return err
+			}
+			return c.buildIndexes(tx, build, versions, fn)
+		})
 		if err != nil {
 			c.indexes, c.dormant = before, dormantBefore
 			return fmt.Errorf("adding indexes to %q: %w", c.name, err)
 		}
+		c.dropJournalLayers()
 	}
 	if c.memory() != nil {
 		// Every object is still cached: load the new indexes beside the old.

@@ -45,6 +45,9 @@ const (
 	crashEnvInterval = "BOLTINFORMER_CRASH_CHILD_INTERVAL"
 	crashEnvLimit    = "BOLTINFORMER_CRASH_CHILD_LIMIT"
 	crashEnvSync     = "BOLTINFORMER_CRASH_CHILD_SYNC"
+	// crashEnvJournal is the child's journal: "off", or the bytes it may
+	// gather before a fold.
+	crashEnvJournal = "BOLTINFORMER_CRASH_CHILD_JOURNAL"
 
 	crashCollection = "configmaps"
 	crashIndex      = "byLabel"
@@ -183,10 +186,20 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		fail("%s: %v", crashEnvLimit, err)
 	}
+	journalShare := 0.0
+	if j := os.Getenv(crashEnvJournal); j == "off" {
+		journalShare = -1
+	} else if n, err := strconv.ParseInt(j, 10, 64); err == nil {
+		persist.SetMinJournalBytes(n)
+		persist.SetFoldChunk(7) // folds span several commits
+	} else {
+		fail("%s: %v", crashEnvJournal, err)
+	}
 	db, err := persist.Open(path, persist.Options{
 		Scheme:        scheme.Scheme,
 		BatchInterval: interval,
 		BatchLimit:    limit,
+		JournalShare:  journalShare,
 		// NoSync is fine for this test: SIGKILL ends the process, not the
 		// machine, so every write(2) bbolt made is in the page cache and is
 		// what the next open reads. Some rounds still run with fsync.
@@ -251,7 +264,7 @@ type crashChild struct {
 	waited  bool
 }
 
-func startCrashChild(t *testing.T, path string, interval time.Duration, limit int, sync bool) *crashChild {
+func startCrashChild(t *testing.T, path string, interval time.Duration, limit int, sync bool, journal string) *crashChild {
 	t.Helper()
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -272,6 +285,7 @@ func startCrashChild(t *testing.T, path string, interval time.Duration, limit in
 		crashEnvInterval+"="+interval.String(),
 		crashEnvLimit+"="+strconv.Itoa(limit),
 		crashEnvSync+"="+syncEnv,
+		crashEnvJournal+"="+journal,
 	)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, &ch.stderr
 	ch.cmd = cmd
@@ -347,7 +361,9 @@ func TestCrashConsistency(t *testing.T) {
 	model := crashModel{}
 	prevR := 0
 	distinct := map[int]bool{}
-	lostTail := 0 // rounds whose kill dropped applied-but-uncommitted steps
+	lostTail := 0             // rounds whose kill dropped applied-but-uncommitted steps
+	journals := map[int]int{} // journal generations left by a kill -> rounds
+	midFold := 0              // rounds killed with a generation being folded
 	start := time.Now()
 
 	for round := 0; round < rounds; round++ {
@@ -358,8 +374,12 @@ func TestCrashConsistency(t *testing.T) {
 		}
 		sync := rng.IntN(5) == 0
 		delay := time.Duration(20+rng.IntN(281)) * time.Millisecond
+		// Most rounds fold the journal every few dozen changes, so that
+		// kills land in folds; some write straight into the trees, some
+		// keep the default journal (which these few objects never fill).
+		journal := []string{"off", "2048", "8192", "8192", "1048576"}[rng.IntN(5)]
 
-		ch := startCrashChild(t, path, interval, limit, sync)
+		ch := startCrashChild(t, path, interval, limit, sync, journal)
 		select {
 		case r := <-ch.ready:
 			if r != prevR {
@@ -379,12 +399,16 @@ func TestCrashConsistency(t *testing.T) {
 		}
 		ch.killAndWait(t)
 
-		r := verifyCrashFile(t, path, round, prevR, model)
+		r, gens, folding := verifyCrashFile(t, path, round, prevR, model)
+		journals[gens]++
+		if folding {
+			midFold++
+		}
 		if ch.applied > r {
 			lostTail++
 		}
-		t.Logf("round %d: interval=%v limit=%d sync=%v killed after %v: stored RV %d (was %d), child reported step %d",
-			round, interval, limit, sync, delay, r, prevR, ch.applied)
+		t.Logf("round %d: interval=%v limit=%d sync=%v journal=%s killed after %v: stored RV %d (was %d), child reported step %d; journal generations %d, folding %v",
+			round, interval, limit, sync, journal, delay, r, prevR, ch.applied, gens, folding)
 		distinct[r] = true
 		prevR = r
 	}
@@ -394,6 +418,10 @@ func TestCrashConsistency(t *testing.T) {
 	if len(distinct) < rounds/2 {
 		t.Errorf("only %d distinct stored RVs over %d rounds: the stream barely advanced", len(distinct), rounds)
 	}
+	t.Logf("journal generations left by the kills: %v; %d kills came in the middle of a fold", journals, midFold)
+	if journals[1]+journals[2] == 0 || midFold == 0 {
+		t.Errorf("no kill left a journal, or none came in the middle of a fold: the journal's recovery was not exercised")
+	}
 	if lostTail == 0 {
 		t.Errorf("no kill interrupted the stream with applied but uncommitted steps: the crash was never mid-stream")
 	}
@@ -401,8 +429,9 @@ func TestCrashConsistency(t *testing.T) {
 
 // verifyCrashFile opens the file read-only (so nothing is rebuilt or written),
 // checks it holds exactly the model state after steps 1..r where r is its
-// stored RV, advances model from prevR to r, and returns r.
-func verifyCrashFile(t *testing.T, path string, round, prevR int, model crashModel) int {
+// stored RV, advances model from prevR to r, and returns r with the
+// journal's generations and whether one was being folded.
+func verifyCrashFile(t *testing.T, path string, round, prevR int, model crashModel) (r, generations int, folding bool) {
 	t.Helper()
 	fatal := func(format string, args ...any) {
 		t.Helper()
@@ -429,7 +458,7 @@ func verifyCrashFile(t *testing.T, path string, round, prevR int, model crashMod
 	c, err := db.Collection(crashCollection, persist.CollectionOptions{})
 	if errors.Is(err, persist.ErrNoCollection) && prevR == 0 {
 		// Killed before the collection was ever created.
-		return 0
+		return 0, 0, false
 	}
 	if err != nil {
 		fatal("collection: %v", err)
@@ -442,7 +471,7 @@ func verifyCrashFile(t *testing.T, path string, round, prevR int, model crashMod
 	if err != nil || committed != rvs {
 		fatal("CommittedResourceVersion %q (%v) != ResourceVersion %q", committed, err, rvs)
 	}
-	r, err := crashParseRV(rvs)
+	r, err = crashParseRV(rvs)
 	if err != nil {
 		fatal("stored resourceVersion %q: %v", rvs, err)
 	}
@@ -563,5 +592,6 @@ func verifyCrashFile(t *testing.T, path string, round, prevR int, model crashMod
 	if err != nil {
 		fatal("RV %d: index buckets: %v", r, err)
 	}
-	return r
+	generations, folding = persist.JournalState(c)
+	return r, generations, folding
 }

@@ -21,9 +21,16 @@ import (
 	"github.com/boltinformer/boltinformer/internal/format"
 )
 
-// schemaVersion is the on-disk layout version written at creation. A file
-// with a higher version is refused with ErrSchemaUnsupported.
-const schemaVersion = 1
+// schemaVersion is the on-disk layout version this build writes. Version 2
+// added the journal (internal/format/journal.go); a version-1 file is
+// version 2 without one, and is marked 2 when opened for writing, so that
+// a build that would ignore a journal refuses the file instead of reading
+// stale objects. A file with a higher version is refused with
+// ErrSchemaUnsupported.
+const (
+	schemaVersion    = 2
+	oldSchemaVersion = 1
+)
 
 // Defaults applied to zero Options fields.
 const (
@@ -93,6 +100,18 @@ type Options struct {
 	// which every file can hold whatever its scheme (client-go's
 	// scheme.Scheme does not register it).
 	Scheme *runtime.Scheme
+
+	// JournalShare is how large a collection's journal may grow, as a share
+	// of its records' bytes, before it is folded into the object and index
+	// trees (see internal/format/journal.go). A commit appends its changes
+	// to the journal, which fills pages, where writing them into the trees
+	// rewrites a leaf per scattered change; a fold rewrites each leaf once
+	// for every change the journal gathered in it. A larger share writes
+	// fewer bytes per change and makes the file larger by up to that share;
+	// reads are unaffected (the journal's changes are held in memory).
+	// Zero means DefaultJournalShare; negative writes every commit into the
+	// trees.
+	JournalShare float64
 
 	// PageSize is the page size of a file this Open creates; an existing
 	// file keeps the one it was created with. bbolt puts at least two
@@ -277,7 +296,10 @@ func (db *DB) checkSchema() error {
 		if err != nil {
 			return fmt.Errorf("%w: %s: schema %q is not a number", ErrNotCacheFile, db.path, raw)
 		}
-		if v != schemaVersion {
+		if v == oldSchemaVersion && !db.opts.ReadOnly {
+			return errUpgradeSchema
+		}
+		if v != schemaVersion && v != oldSchemaVersion {
 			return fmt.Errorf("%w: %s has schema %d, this build reads schema %d; use the boltinformer release that wrote it, or delete the file to start cold",
 				ErrSchemaUnsupported, db.path, v, schemaVersion)
 		}
@@ -293,14 +315,22 @@ func (db *DB) checkSchema() error {
 		}
 		return check(tx)
 	})
-	if fresh {
+	switch {
+	case fresh:
 		err = db.bolt.Update(check)
+	case errors.Is(err, errUpgradeSchema):
+		err = db.bolt.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketMeta).Put(keySchema, []byte(strconv.Itoa(schemaVersion)))
+		})
 	}
 	if err != nil && !errors.Is(err, ErrNotCacheFile) && !errors.Is(err, ErrSchemaUnsupported) {
 		return fmt.Errorf("%w: %s: %v", ErrCorrupt, db.path, err)
 	}
 	return err
 }
+
+// errUpgradeSchema is check's report of a version-1 file opened for writing.
+var errUpgradeSchema = errors.New("schema 1: upgrade to 2")
 
 func initSchema(tx *bolt.Tx) error {
 	meta, err := tx.CreateBucket(bucketMeta)
@@ -420,13 +450,16 @@ func (db *DB) commit() error {
 
 	start := time.Now()
 	var err error
+	var plans []commitPlan
 	if len(dirty) > 0 {
 		// 2. Write them in one transaction. Readers keep seeing the committing
 		// layers until step 3, so nothing they read goes missing meanwhile.
+		plans = make([]commitPlan, len(dirty))
 		err = db.bolt.Update(func(tx *bolt.Tx) error {
 			now := time.Now().UTC()
-			for _, c := range dirty {
-				if err := c.writeCommitting(tx, now); err != nil {
+			for i, c := range dirty {
+				var err error
+				if plans[i], err = c.writeCommitting(tx, now); err != nil {
 					return fmt.Errorf("collection %s: %w", c.name, err)
 				}
 			}
@@ -436,11 +469,15 @@ func (db *DB) commit() error {
 			err = fmt.Errorf("committing %d changes to %s: %w", changes, db.path, err)
 		}
 	}
-	// 3. Drop the committed layers; reads now go to the file. Their records
-	// are in the file now, and bbolt copied them there: reuse the buffers.
+	// 3. Drop the committed layers, or move them below to the journal's;
+	// reads now go to the file for what was written into the trees. Those
+	// records are in the file now, and bbolt copied them there: reuse the
+	// buffers.
 	if err == nil {
-		for _, c := range dirty {
-			c.dropCommitting().recycleRecords()
+		for i, c := range dirty {
+			for _, l := range c.finishCommit(plans[i]) {
+				l.recycleRecords()
+			}
 		}
 	}
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 )
 
 // CollectionInfo describes a stored collection, as of the last commit.
@@ -72,10 +74,31 @@ func readInfo(b *bolt.Bucket, name string) (CollectionInfo, error) {
 		}
 		info.Committed = t
 	}
-	err := objects.ForEach(func(_, v []byte) error {
+	// The journal's newest entry for a key replaces the tree's record.
+	newest := map[string]int{} // key -> record bytes, -1 if deleted
+	if _, err := format.WalkJournal(b, func(_ uint64, e format.JournalEntry) error {
+		if e.Deleted {
+			newest[e.Key] = -1
+		} else {
+			newest[e.Key] = len(e.Record)
+		}
+		return nil
+	}); err != nil {
+		return info, err
+	}
+	err := objects.ForEach(func(k, v []byte) error {
+		if _, ok := newest[string(k)]; ok {
+			return nil
+		}
 		info.Objects++
 		info.Bytes += int64(len(v))
 		return nil
 	})
+	for _, n := range newest {
+		if n >= 0 {
+			info.Objects++
+			info.Bytes += int64(n)
+		}
+	}
 	return info, err
 }

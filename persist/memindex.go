@@ -187,6 +187,17 @@ func (c *Collection) completeLocked() error {
 		// what the other has cached).
 		slices.Reverse(found)
 		slices.Reverse(records)
+		// And the journal's objects not decoded yet.
+		err = c.forEachUnwrittenLocked(func(key string, ch *change) error {
+			if ch.obj == nil && !c.cache.has(key) {
+				found = append(found, keyed{key: key})
+				records = append(records, ch.record)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 		// Records are bbolt memory: decode within the transaction.
 		return c.decodeAllLocked(found, records)
 	})
@@ -247,7 +258,9 @@ func (c *Collection) loadMemIndexLocked() (*memIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, l := range []*layer{c.committing, c.pending} { // older first: pending overrides
+	layers := c.overlaysLocked()
+	for i := len(layers) - 1; i >= 0; i-- { // older first: newer override
+		l := layers[i]
 		if l == nil {
 			continue
 		}

@@ -12,6 +12,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 )
 
 // A collection's provenance is a set of name/value pairs its owner records
@@ -96,7 +98,7 @@ func (c *Collection) hasContentTx(b *bolt.Bucket) bool {
 		return true
 	}
 	k, _ := b.Bucket(bucketObjects).Cursor().First()
-	return k != nil
+	return k != nil || b.Bucket(format.JournalBucket) != nil
 }
 
 // checkProvenanceTx compares want with the recorded provenance and, on a
@@ -147,6 +149,12 @@ func (c *Collection) emptyTx(b *bolt.Bucket) error {
 	if err := b.DeleteBucket(bucketObjects); err != nil {
 		return err
 	}
+	if b.Bucket(format.JournalBucket) != nil {
+		if err := b.DeleteBucket(format.JournalBucket); err != nil {
+			return err
+		}
+	}
+
 	if _, err := b.CreateBucket(bucketObjects); err != nil {
 		return err
 	}
@@ -243,11 +251,12 @@ func (c *Collection) reset(ctx context.Context, want map[string]string, force, m
 		c.provenance, c.rv, c.mustList = before, rv, marked
 		return nil, fmt.Errorf("resetting collection %q in %s: %w", c.name, c.db.path, err)
 	}
-	unwritten := !c.pending.empty() || c.committing != nil
+	unwritten := !c.pending.empty() || c.committing != nil || c.hasJournal()
 	if mismatch == nil && !unwritten && !force {
 		return nil, nil // nothing stored: only the provenance was recorded
 	}
 	c.pending, c.committing = newLayer(), nil
+	c.dropJournalLayers()
 	c.cache.clear()
 	c.mem.Store(nil) // the in-memory view is rebuilt from what is left on the next read
 	c.rv = ""

@@ -15,8 +15,9 @@ import (
 )
 
 // This file holds the collection's reads. Each merges, newest first, the
-// pending layer, the committing layer and the file; see layer.go for why that
-// order always finds the newest state.
+// pending layer, the committing layer, the journal's layers and the trees;
+// see layer.go and journal.go for why that order always finds the newest
+// state.
 
 // Get returns the object stored under key.
 func (c *Collection) Get(key string) (runtime.Object, bool, error) {
@@ -41,7 +42,11 @@ func (c *Collection) getLocked(key string) (runtime.Object, bool, error) {
 		return nil, false, nil
 	}
 	if ch := c.layerChangeLocked(key); ch != nil {
-		return ch.obj, !ch.deleted, nil
+		if ch.deleted {
+			return nil, false, nil
+		}
+		obj, err := c.changeObjectLocked(key, ch)
+		return obj, err == nil, err
 	}
 	var obj runtime.Object
 	err := c.viewRecord(key, func(rec []byte) error {
@@ -70,19 +75,51 @@ func (c *Collection) viewRecord(key string, fn func(rec []byte) error) error {
 	})
 }
 
-// layerChangeLocked returns the newest unwritten change to key, or nil.
+// layerChangeLocked returns the newest change to key not in the trees, or
+// nil.
 func (c *Collection) layerChangeLocked(key string) *change {
 	if ch := c.pending.changes[key]; ch != nil {
 		return ch
 	}
 	if c.committing != nil {
-		return c.committing.changes[key]
+		if ch := c.committing.changes[key]; ch != nil {
+			return ch
+		}
 	}
-	return nil
+	return c.journalChangeLocked(key)
 }
 
-// inLayersLocked reports whether key has an unwritten change, which then
-// overrides the file.
+// overlaysLocked returns the layers over the trees, newest first; absent
+// ones are nil.
+func (c *Collection) overlaysLocked() [4]*layer {
+	return [4]*layer{c.pending, c.committing, c.journaled, c.folding}
+}
+
+// shadowed reports whether a layer newer than layers[i] changes key.
+func shadowed(layers [4]*layer, i int, key string) bool {
+	for _, l := range layers[:i] {
+		if l != nil && l.changes[key] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// changeObjectLocked returns the object of a change that is not a deletion.
+// A change read back from the journal at open holds only its record until
+// first read: decode it then, and cache it.
+func (c *Collection) changeObjectLocked(key string, ch *change) (runtime.Object, error) {
+	if ch.obj != nil {
+		return ch.obj, nil
+	}
+	if obj, ok := c.cache.peek(key); ok {
+		return obj, nil
+	}
+	return c.decodeLocked(key, ch.record)
+}
+
+// inLayersLocked reports whether key has a change not in the trees, which
+// then overrides them.
 func (c *Collection) inLayersLocked(key string) bool {
 	return c.layerChangeLocked(key) != nil
 }
@@ -227,7 +264,7 @@ func (c *Collection) walkKeys() ([]string, error) {
 		return keys, err
 	}
 	layered := map[string]struct{}{} // keys whose newest state is in a layer
-	for _, l := range []*layer{c.pending, c.committing} {
+	for _, l := range c.overlaysLocked() {
 		if l == nil {
 			continue
 		}
@@ -319,10 +356,20 @@ func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.
 	if c.memory() != nil {
 		return c.cache.forEach(fn)
 	}
-	if err := c.forEachUnwrittenLocked(func(key string, ch *change) error { return fn(key, ch.obj) }); err != nil {
+	err := c.forEachUnwrittenLocked(func(key string, ch *change) error {
+		obj := ch.obj
+		if obj == nil && decode {
+			var err error
+			if obj, err = c.changeObjectLocked(key, ch); err != nil {
+				return err
+			}
+		}
+		return fn(key, obj)
+	})
+	if err != nil {
 		return err
 	}
-	err := c.walkFileLocked(func(key string, rec []byte) error {
+	err = c.walkFileLocked(func(key string, rec []byte) error {
 		obj, ok := c.cache.get(key)
 		if !ok && decode {
 			var err error
@@ -341,15 +388,17 @@ func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.
 	return err
 }
 
-// forEachUnwrittenLocked calls fn with the newest unwritten change of each
-// key whose newest state is an object (not a deletion).
+// forEachUnwrittenLocked calls fn with the newest change not in the trees
+// of each key whose newest state is an object (not a deletion). ch.obj is
+// nil for a change read back from the journal and not decoded yet.
 func (c *Collection) forEachUnwrittenLocked(fn func(key string, ch *change) error) error {
-	for _, l := range []*layer{c.pending, c.committing} {
+	layers := c.overlaysLocked()
+	for i, l := range layers {
 		if l == nil {
 			continue
 		}
 		for key, ch := range l.changes {
-			if ch.deleted || (l != c.pending && c.pending.changes[key] != nil) {
+			if ch.deleted || shadowed(layers, i, key) {
 				continue
 			}
 			if err := fn(key, ch); err != nil {
@@ -431,7 +480,9 @@ func (c *Collection) ResourceVersions() (map[string]string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	out := map[string]string{}
-	for _, l := range []*layer{c.committing, c.pending} { // older first: pending overrides
+	layers := c.overlaysLocked()
+	for i := len(layers) - 1; i >= 0; i-- { // older first: newer override
+		l := layers[i]
 		if l == nil {
 			continue
 		}
@@ -480,12 +531,13 @@ func (c *Collection) indexKeysLocked(index, value string) ([]string, error) {
 		return nil, noIndexError(index)
 	}
 	var keys []string
-	for key := range c.pending.byValue[index][value] {
-		keys = append(keys, key)
-	}
-	if c.committing != nil {
-		for key := range c.committing.byValue[index][value] {
-			if c.pending.changes[key] == nil {
+	layers := c.overlaysLocked()
+	for i, l := range layers {
+		if l == nil {
+			continue
+		}
+		for key := range l.byValue[index][value] {
+			if !shadowed(layers, i, key) {
 				keys = append(keys, key)
 			}
 		}
@@ -569,7 +621,11 @@ func (c *Collection) getManyLocked(keys []string, ordered bool) ([]keyed, error)
 			out = append(out, keyed{key, obj})
 		} else if ch := c.layerChangeLocked(key); ch != nil {
 			if !ch.deleted {
-				out = append(out, keyed{key, ch.obj})
+				obj, err := c.changeObjectLocked(key, ch)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, keyed{key, obj})
 			}
 		} else if ordered {
 			out = append(out, keyed{key: key}) // filled from the file below
@@ -658,13 +714,14 @@ func (c *Collection) IndexValues(index string) ([]string, error) {
 		return nil, noIndexError(index)
 	}
 	seen := map[string]struct{}{}
-	for _, l := range []*layer{c.pending, c.committing} {
+	layers := c.overlaysLocked()
+	for i, l := range layers {
 		if l == nil {
 			continue
 		}
 		for v, keys := range l.byValue[index] {
 			for key := range keys {
-				if l == c.pending || c.pending.changes[key] == nil {
+				if !shadowed(layers, i, key) {
 					seen[v] = struct{}{}
 					break
 				}

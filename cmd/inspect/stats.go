@@ -32,6 +32,9 @@ func newStatsCommand(g *globalOptions) *cobra.Command {
 		Long: `Show the file's size and pages (how much is data, how much is free for reuse),
 then per collection its objects, record bytes, index entries and the pages it
 occupies, then bbolt's statistics of every bucket of every collection.
+Objects and index entries count the collection's state with its journal
+applied; a collection with a journal (changes committed but not yet folded
+into its trees) also lists the journal's generations.
 
 PAGES counts logical branch and leaf pages, OVERFLOW the extra physical pages
 of large ones; ALLOCATED is their size, IN USE the bytes they hold, and a
@@ -80,6 +83,18 @@ type collectionStats struct {
 	Allocated    int           `json:"allocated"`
 	InUse        int           `json:"inUse"`
 	Buckets      []bucketStats `json:"buckets"`
+	// Journal lists the journal's generations, oldest first; none without
+	// a journal.
+	Journal []journalStats `json:"journal,omitempty"`
+}
+
+type journalStats struct {
+	Generation uint64 `json:"generation"`
+	Entries    int    `json:"entries"`
+	Bytes      int64  `json:"bytes"`
+	// FoldedThrough is the last key folded into the trees, set on the
+	// oldest generation while it is being folded.
+	FoldedThrough string `json:"foldedThrough,omitempty"`
 }
 
 type bucketStats struct {
@@ -138,7 +153,7 @@ func (o *statsOptions) Run(out, _ io.Writer) error {
 				}
 				cs.Buckets = append(cs.Buckets, b)
 			}
-			return nil
+			return journalStatsOf(r, &cs)
 		})
 		if err != nil {
 			return fmt.Errorf("collection %q: %w", c.Name, err)
@@ -149,6 +164,43 @@ func (o *statsOptions) Run(out, _ io.Writer) error {
 		return writeStructured(out, o.output, rep)
 	}
 	return printStats(out, rep)
+}
+
+// journalStatsOf fills in the collection's journal and, if the journal
+// holds entries, counts its index entries with the journal applied (the
+// byValue buckets' keys count only the trees').
+func journalStatsOf(r *inspectfile.Collection, cs *collectionStats) error {
+	j, err := r.Journal()
+	if err != nil {
+		return fmt.Errorf("%w (run 'inspect verify')", err)
+	}
+	entries := 0
+	for i, gen := range j.Generations {
+		js := journalStats{Generation: gen, Entries: j.Entries[i], Bytes: j.Bytes[i]}
+		if i == 0 {
+			js.FoldedThrough = string(j.Folded)
+		}
+		cs.Journal = append(cs.Journal, js)
+		entries += js.Entries
+	}
+	if entries == 0 {
+		return nil
+	}
+	names, err := r.IndexNames()
+	if err != nil {
+		return err
+	}
+	cs.IndexEntries = 0
+	for _, name := range names {
+		err := r.ForEachIndexEntry(name, func(string, string, []byte, error) error {
+			cs.IndexEntries++
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func printStats(out io.Writer, rep statsReport) error {
@@ -183,6 +235,9 @@ func printStats(out io.Writer, rep statsReport) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	if err := printJournalStats(out, rep); err != nil {
+		return err
+	}
 
 	fmt.Fprintln(out)
 	w = tabwriter.NewWriter(out, 6, 4, 3, ' ', 0)
@@ -195,6 +250,27 @@ func printStats(out io.Writer, rep statsReport) error {
 			}
 			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", c.Name, b.Bucket, b.Keys, b.Depth, b.Pages, b.Overflow,
 				humanBytes(int64(b.Allocated)), humanBytes(int64(b.InUse)), fill)
+		}
+	}
+	return w.Flush()
+}
+
+// printJournalStats prints the journals' generations, if any collection has
+// a journal.
+func printJournalStats(out io.Writer, rep statsReport) error {
+	journaled := false
+	for _, c := range rep.Collections {
+		journaled = journaled || len(c.Journal) > 0
+	}
+	if !journaled {
+		return nil
+	}
+	fmt.Fprintln(out)
+	w := tabwriter.NewWriter(out, 6, 4, 3, ' ', 0)
+	fmt.Fprintln(w, "COLLECTION\tJOURNAL GENERATION\tENTRIES\tBYTES\tFOLDED THROUGH")
+	for _, c := range rep.Collections {
+		for _, j := range c.Journal {
+			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", c.Name, j.Generation, j.Entries, humanBytes(j.Bytes), orNone(j.FoldedThrough))
 		}
 	}
 	return w.Flush()

@@ -37,6 +37,11 @@ func newVerifyCommand(g *globalOptions) *cobra.Command {
      entry lists that value, and every key→values entry names a stored
      object and is matched by value→key entries.
 
+Records and indexes are checked as the collection's state: its trees with
+its journal (changes committed but not yet folded into them) applied. A
+journal entry that does not decode is a problem, and leaves the rest of its
+collection unchecked.
+
 Index functions are code and are not in the file, so verify cannot recompute
 an index from the objects: it checks that the index agrees with itself and
 with the stored keys, not that it still matches its function (an index is
@@ -137,11 +142,20 @@ func (v *verifier) checkCollection(c *collection) error {
 	before := v.problems
 	var notes []string
 	err := v.f.file.View(c.Name, func(r *inspectfile.Collection) error {
+		j, err := r.Journal()
+		if err != nil {
+			v.problem("%v", err) // names the collection and its journal
+			notes = append(notes, "journal unreadable, nothing else checked")
+			return nil
+		}
 		records, err := v.checkRecords(c, r)
 		if err != nil {
 			return err
 		}
 		notes = append(notes, plural(records, "record"))
+		if n := sum(j.Entries); n > 0 {
+			notes = append(notes, "journal: "+plural(n, "entry")+" applied")
+		}
 		onDisk, err := r.IndexNames()
 		if err != nil {
 			v.problem("collection %q: %v", c.Name, err)
@@ -261,6 +275,14 @@ func (v *verifier) checkIndex(c *collection, r *inspectfile.Collection, index st
 		return nil
 	})
 	return n, err
+}
+
+func sum(counts []int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }
 
 func contains(list []string, s string) bool {

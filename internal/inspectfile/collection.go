@@ -3,6 +3,7 @@ package inspectfile
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
@@ -11,14 +12,20 @@ import (
 	"github.com/boltinformer/boltinformer/persist"
 )
 
-// Collection reads one collection's buckets exactly as stored. It is
-// valid only inside the File.View call that made it, and so is every byte
-// slice it passes out.
+// Collection reads one collection's state: its records and index entries
+// are those of the object and index trees with the journal applied (a key
+// the journal holds has the state of its newest entry there), as the live
+// collection serves them. It is valid only inside the File.View call that
+// made it, and so is every byte slice it passes out.
 type Collection struct {
 	name string
 	b    *bolt.Bucket
 	// indexes caches each index's buckets, looked up once per view.
 	indexes map[string]rawIndex
+	// journal is read on first use, once per view; journalErr is why it
+	// could not be, returned by every merged read.
+	journal    *journalView
+	journalErr error
 }
 
 type rawIndex struct{ byValue, byKey *bolt.Bucket }
@@ -42,6 +49,26 @@ func (f *File) View(collection string, fn func(*Collection) error) error {
 // Name returns the collection's name.
 func (r *Collection) Name() string { return r.name }
 
+func (r *Collection) readJournal() (*journalView, error) {
+	if r.journal == nil && r.journalErr == nil {
+		r.journal, r.journalErr = readJournal(r.b, r.name)
+	}
+	return r.journal, r.journalErr
+}
+
+// Journal describes the collection's journal: its generations, their
+// entries and bytes, and how far the oldest has been folded. A collection
+// without a journal (schema 1) has an empty one. An entry that does not
+// decode is an error wrapping persist.ErrCorruptRecord, and so fails every
+// read of records and index entries in this view.
+func (r *Collection) Journal() (format.Journal, error) {
+	j, err := r.readJournal()
+	if err != nil {
+		return format.Journal{}, err
+	}
+	return j.info, nil
+}
+
 func (r *Collection) sub(name []byte) (*bolt.Bucket, error) {
 	b := r.b.Bucket(name)
 	if b == nil {
@@ -50,25 +77,36 @@ func (r *Collection) sub(name []byte) (*bolt.Bucket, error) {
 	return b, nil
 }
 
-// Record returns the record stored under key, or nil. The slice aliases the
+// Record returns the record of key, or nil. The slice aliases the
 // transaction's memory.
 func (r *Collection) Record(key string) ([]byte, error) {
 	objects, err := r.sub(format.ObjectsBucket)
 	if err != nil {
 		return nil, err
 	}
+	j, err := r.readJournal()
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := j.newest[key]; ok {
+		return e.Record, nil // nil for a deletion
+	}
 	return objects.Get([]byte(key)), nil
 }
 
-// ForEachRecord calls fn for every stored record in key order until fn
-// returns an error, which it returns. record aliases the transaction's
-// memory: decode or copy it before fn returns.
+// ForEachRecord calls fn for every record in key order until fn returns an
+// error, which it returns. record aliases the transaction's memory: decode
+// or copy it before fn returns.
 func (r *Collection) ForEachRecord(fn func(key string, record []byte) error) error {
 	objects, err := r.sub(format.ObjectsBucket)
 	if err != nil {
 		return err
 	}
-	return objects.ForEach(func(k, v []byte) error { return fn(string(k), v) })
+	j, err := r.readJournal()
+	if err != nil {
+		return err
+	}
+	return j.forEachRecord(objects, fn)
 }
 
 // IndexNames returns the names of the index buckets on disk, sorted. They
@@ -108,18 +146,50 @@ func (r *Collection) indexBuckets(index string) (byValue, byKey *bolt.Bucket, er
 }
 
 // ForEachIndexEntry calls fn for every value→key entry of the named index,
-// in value order. An entry that does not parse is passed with its raw bytes
-// and a non-nil err wrapping persist.ErrCorruptRecord, and empty value and key; fn
-// decides whether to go on.
+// in value order (byValue's key order). An entry of the index tree that does
+// not parse is passed with its raw bytes and a non-nil err wrapping
+// persist.ErrCorruptRecord, and empty value and key; fn decides whether to
+// go on. A key the journal holds has the entries of its newest journal
+// entry's values, and none of the tree's.
 func (r *Collection) ForEachIndexEntry(index string, fn func(value, key string, raw []byte, err error) error) error {
 	byValue, _, err := r.indexBuckets(index)
 	if err != nil {
 		return err
 	}
-	return byValue.ForEach(func(k, _ []byte) error {
+	j, err := r.readJournal()
+	if err != nil {
+		return err
+	}
+	if len(j.keys) == 0 {
+		return byValue.ForEach(func(k, _ []byte) error {
+			value, key, _, err := format.SplitIndexEntry(k)
+			return fn(value, key, k, err)
+		})
+	}
+	fromJournal := j.indexEntries(index)
+	err = byValue.ForEach(func(k, _ []byte) error {
+		for ; len(fromJournal) > 0 && bytes.Compare(fromJournal[0].raw, k) < 0; fromJournal = fromJournal[1:] {
+			if err := fn(fromJournal[0].value, fromJournal[0].key, fromJournal[0].raw, nil); err != nil {
+				return err
+			}
+		}
 		value, key, _, err := format.SplitIndexEntry(k)
+		if err == nil {
+			if _, held := j.newest[key]; held {
+				return nil
+			}
+		}
 		return fn(value, key, k, err)
 	})
+	if err != nil {
+		return err
+	}
+	for _, e := range fromJournal {
+		if err := fn(e.value, e.key, e.raw, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // HasIndexEntry reports whether the named index maps value to key.
@@ -128,22 +198,42 @@ func (r *Collection) HasIndexEntry(index, value, key string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	j, err := r.readJournal()
+	if err != nil {
+		return false, err
+	}
+	if values, held := j.indexValues(index, key); held {
+		return slices.Contains(values, value), nil
+	}
 	k, _ := byValue.Cursor().Seek(format.IndexEntry(value, key))
 	return k != nil && bytes.Equal(k, format.IndexEntry(value, key)), nil
 }
 
 // ForEachIndexedKey calls fn for every key→values entry of the named index
 // (the values last written for key), in key order. Values that do not decode
-// are passed as nil with a non-nil err wrapping persist.ErrCorruptRecord.
+// are passed as nil with a non-nil err wrapping persist.ErrCorruptRecord. A
+// key the journal holds has its newest journal entry's values, and no entry
+// if they are none.
 func (r *Collection) ForEachIndexedKey(index string, fn func(key string, values []string, err error) error) error {
 	_, byKey, err := r.indexBuckets(index)
 	if err != nil {
 		return err
 	}
-	return byKey.ForEach(func(k, v []byte) error {
-		values, err := format.DecodeIndexValues(v)
-		return fn(string(k), values, err)
-	})
+	j, err := r.readJournal()
+	if err != nil {
+		return err
+	}
+	return j.merge(byKey,
+		func(k, v []byte) error {
+			values, err := format.DecodeIndexValues(v)
+			return fn(string(k), values, err)
+		},
+		func(e format.JournalEntry) error {
+			if values, _ := j.indexValues(index, e.Key); len(values) > 0 {
+				return fn(e.Key, values, nil)
+			}
+			return nil
+		})
 }
 
 // IndexedValues returns the values the named index holds for key, and
@@ -152,6 +242,16 @@ func (r *Collection) IndexedValues(index, key string) ([]string, bool, error) {
 	_, byKey, err := r.indexBuckets(index)
 	if err != nil {
 		return nil, false, err
+	}
+	j, err := r.readJournal()
+	if err != nil {
+		return nil, false, err
+	}
+	if values, held := j.indexValues(index, key); held {
+		if len(values) == 0 {
+			return nil, false, nil
+		}
+		return values, true, nil
 	}
 	v := byKey.Get([]byte(key))
 	if v == nil {
@@ -164,14 +264,16 @@ func (r *Collection) IndexedValues(index, key string) ([]string, bool, error) {
 // BucketStats is bbolt's statistics of one bucket of a collection.
 type BucketStats struct {
 	// Bucket is the bucket's path below the collection: "" for the whole
-	// collection (all its buckets), "meta", "objects", or
-	// "indexes/<name>/byValue" and "indexes/<name>/byKey".
+	// collection (all its buckets), "meta", "objects",
+	// "indexes/<name>/byValue" and "indexes/<name>/byKey", or
+	// "journal/<generation>".
 	Bucket string
 	bolt.BucketStats
 }
 
 // Stats returns the statistics of the whole collection followed by those of
-// its meta and objects buckets and of each index's two buckets.
+// its meta and objects buckets, of each index's two buckets and of each
+// journal generation's bucket (none in a file without a journal).
 func (r *Collection) Stats() ([]BucketStats, error) {
 	out := []BucketStats{{Bucket: "", BucketStats: r.b.Stats()}}
 	for _, name := range [][]byte{format.CollMetaBucket, format.ObjectsBucket} {
@@ -194,5 +296,17 @@ func (r *Collection) Stats() ([]BucketStats, error) {
 			BucketStats{Bucket: "indexes/" + name + "/" + string(format.ByValueBucket), BucketStats: byValue.Stats()},
 			BucketStats{Bucket: "indexes/" + name + "/" + string(format.ByKeyBucket), BucketStats: byKey.Stats()})
 	}
-	return out, nil
+	jb := r.b.Bucket(format.JournalBucket)
+	if jb == nil {
+		return out, nil
+	}
+	err = jb.ForEachBucket(func(k []byte) error {
+		gen, err := format.ParseJournalSeq(k)
+		if err != nil {
+			return fmt.Errorf("collection %q journal: %w", r.name, err)
+		}
+		out = append(out, BucketStats{Bucket: fmt.Sprintf("%s/%d", format.JournalBucket, gen), BucketStats: jb.Bucket(k).Stats()})
+		return nil
+	})
+	return out, err
 }

@@ -2,6 +2,11 @@
 // (cmd/inspect, tests, benchmarks): raw records and index entries, bucket
 // and file statistics, and bbolt's consistency check. It never writes.
 //
+// Records and index entries are read as the collection's state: the object
+// and index trees with the journal (schema 2) applied, so that a reader sees
+// what the live collection serves, whether or not its journal was folded.
+// Stats show the buckets as they are.
+//
 // # Basics
 //
 // Open validates the file as persist.Open with Options.ReadOnly does (and

@@ -133,24 +133,26 @@ func (f *File) Stats() (Stats, error) {
 	return s, nil
 }
 
-// Records calls fn with each stored record of the named collection, in key
-// order: the bytes as the file holds them, valid only during fn.
+// Records calls fn with each record of the named collection (its objects
+// with its journal applied, as Collection.ForEachRecord), in key order: the
+// bytes as the file holds them, valid only during fn.
 func (f *File) Records(collection string, fn func(key string, record []byte) error) error {
 	return f.bolt.View(func(tx *bolt.Tx) error {
 		colls := tx.Bucket(format.CollectionsBucket)
 		if colls == nil || colls.Bucket([]byte(collection)) == nil {
 			return fmt.Errorf("%w: %q", persist.ErrNoCollection, collection)
 		}
-		objects := colls.Bucket([]byte(collection)).Bucket(format.ObjectsBucket)
-		if objects == nil {
-			return nil
+		b := colls.Bucket([]byte(collection))
+		j, err := readJournal(b, collection)
+		if err != nil {
+			return err
 		}
-		return objects.ForEach(func(k, v []byte) error { return fn(string(k), v) })
+		return j.forEachRecord(b.Bucket(format.ObjectsBucket), fn)
 	})
 }
 
-// ReadRecords returns a copy of every stored record of the named collection
-// in the cache file at path, by key.
+// ReadRecords returns a copy of every record of the named collection (its
+// objects with its journal applied) in the cache file at path, by key.
 func ReadRecords(path, collection string) (map[string][]byte, error) {
 	f, err := Open(path, Options{})
 	if err != nil {

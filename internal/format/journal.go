@@ -1,0 +1,184 @@
+package format
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The journal (schema 2) holds changes that are committed but not yet
+// folded into ObjectsBucket and the index buckets. A group commit appends
+// each change under the next sequence number, so a commit fills pages at
+// the journal's end instead of rewriting a leaf of the object tree per
+// changed key; the changes reach the trees later, in bulk (a fold), where
+// each leaf is rewritten once for every change the journal gathered in it.
+//
+// Below a collection's bucket:
+//
+//	journal/  <generation>/  <sequence> -> JournalEntry
+//	          folded         -> the last object key folded
+//
+// Generations and sequence numbers are 8-byte big-endian integers. There
+// are at most two generations. The collection's state is the object and
+// index trees, then every entry of the older generation in sequence order,
+// then every entry of the newer one: a later entry for a key replaces all
+// earlier state of that key. While the older generation is being folded,
+// FoldedKey holds the last key (in key order) whose entry in it has reached
+// the trees; folding an entry again is harmless, since the trees then hold
+// what the entry says. The older generation is deleted, with FoldedKey, in
+// the transaction that folds its last key.
+var (
+	JournalBucket = []byte("journal")
+	FoldedKey     = []byte("folded")
+)
+
+// JournalEntry is one change in the journal.
+type JournalEntry struct {
+	Key     string
+	Deleted bool
+	// Indexes holds the object's values for the collection's indexes, as
+	// the index buckets would (so that the journal can be read without the
+	// index functions).
+	Indexes map[string][]string
+	// Record is the object's record (see record.go); nil when Deleted.
+	Record []byte
+}
+
+const journalDeleted = 1
+
+// AppendJournalEntry appends e's encoding to dst: a flags byte, the key and
+// the msgpack of the index values, each preceded by its length as a
+// uvarint, then the record to the end.
+func AppendJournalEntry(dst []byte, e JournalEntry) ([]byte, error) {
+	var flags byte
+	if e.Deleted {
+		flags |= journalDeleted
+	}
+	var idx []byte
+	if len(e.Indexes) > 0 {
+		var err error
+		if idx, err = msgpack.Marshal(e.Indexes); err != nil {
+			return nil, fmt.Errorf("journal entry of %q: index values: %w", e.Key, err)
+		}
+	}
+	dst = append(dst, flags)
+	dst = binary.AppendUvarint(dst, uint64(len(e.Key)))
+	dst = append(dst, e.Key...)
+	dst = binary.AppendUvarint(dst, uint64(len(idx)))
+	dst = append(dst, idx...)
+	return append(dst, e.Record...), nil
+}
+
+// DecodeJournalEntry decodes an entry. Key and Record alias raw.
+func DecodeJournalEntry(raw []byte) (JournalEntry, error) {
+	var e JournalEntry
+	bad := func(what string) (JournalEntry, error) {
+		return JournalEntry{}, fmt.Errorf("%w: journal entry: %s", ErrCorruptRecord, what)
+	}
+	if len(raw) < 1 {
+		return bad("empty")
+	}
+	flags := raw[0]
+	if flags&^journalDeleted != 0 {
+		return bad(fmt.Sprintf("unknown flags %#x", flags))
+	}
+	e.Deleted = flags&journalDeleted != 0
+	rest := raw[1:]
+	n, w := binary.Uvarint(rest)
+	if w <= 0 || uint64(len(rest)-w) < n {
+		return bad("key length")
+	}
+	e.Key = string(rest[w : w+int(n)])
+	rest = rest[w+int(n):]
+	n, w = binary.Uvarint(rest)
+	if w <= 0 || uint64(len(rest)-w) < n {
+		return bad(fmt.Sprintf("index values length of %q", e.Key))
+	}
+	if n > 0 {
+		if err := msgpack.Unmarshal(rest[w:w+int(n)], &e.Indexes); err != nil {
+			return bad(fmt.Sprintf("index values of %q: %v", e.Key, err))
+		}
+	}
+	rest = rest[w+int(n):]
+	if e.Deleted {
+		if len(rest) != 0 {
+			return bad(fmt.Sprintf("deletion of %q carries a record", e.Key))
+		}
+	} else {
+		if len(rest) == 0 {
+			return bad(fmt.Sprintf("%q has no record", e.Key))
+		}
+		e.Record = rest
+	}
+	return e, nil
+}
+
+// JournalSeq encodes a generation or sequence number as a bucket key.
+func JournalSeq(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+// ParseJournalSeq decodes a key made by JournalSeq.
+func ParseJournalSeq(k []byte) (uint64, error) {
+	if len(k) != 8 {
+		return 0, fmt.Errorf("%w: journal key %x is not 8 bytes", ErrCorruptRecord, k)
+	}
+	return binary.BigEndian.Uint64(k), nil
+}
+
+// Journal describes a collection's journal as WalkJournal found it.
+type Journal struct {
+	// Generations lists the generations present, oldest first (at most two).
+	Generations []uint64
+	// Folded is FoldedKey's value: nil unless the oldest generation is
+	// being folded.
+	Folded []byte
+	// Entries and Bytes count each generation's entries and their encoded
+	// size, in Generations' order.
+	Entries []int
+	Bytes   []int64
+}
+
+// WalkJournal calls fn for every journal entry of the collection bucket
+// coll, oldest first (in the order they apply), until fn returns an error,
+// which it returns. The entry aliases the transaction's memory. A
+// collection without a journal (schema 1) has none.
+func WalkJournal(coll *bolt.Bucket, fn func(gen uint64, e JournalEntry) error) (Journal, error) {
+	var j Journal
+	jb := coll.Bucket(JournalBucket)
+	if jb == nil {
+		return j, nil
+	}
+	if f := jb.Get(FoldedKey); f != nil {
+		j.Folded = append([]byte(nil), f...)
+	}
+	err := jb.ForEachBucket(func(k []byte) error {
+		gen, err := ParseJournalSeq(k)
+		if err != nil {
+			return err
+		}
+		j.Generations = append(j.Generations, gen)
+		j.Entries = append(j.Entries, 0)
+		j.Bytes = append(j.Bytes, 0)
+		i := len(j.Generations) - 1
+		return jb.Bucket(k).ForEach(func(seq, raw []byte) error {
+			if _, err := ParseJournalSeq(seq); err != nil {
+				return err
+			}
+			e, err := DecodeJournalEntry(raw)
+			if err != nil {
+				return fmt.Errorf("generation %d: %w", gen, err)
+			}
+			j.Entries[i]++
+			j.Bytes[i] += int64(len(raw))
+			if fn == nil {
+				return nil
+			}
+			return fn(gen, e)
+		})
+	})
+	if err == nil && len(j.Generations) > 2 {
+		err = fmt.Errorf("%w: journal has %d generations, at most 2 are written", ErrCorruptRecord, len(j.Generations))
+	}
+	return j, err
+}

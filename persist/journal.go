@@ -1,0 +1,503 @@
+package persist
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/vmihailenco/msgpack/v5"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/internal/format"
+)
+
+// The journal: a group commit appends its changes to the collection's
+// journal bucket (sequential keys: the appends fill pages) instead of
+// writing them into the object and index trees, where each scattered
+// change rewrites a whole leaf. The journal is folded into the trees in
+// bulk, each leaf rewritten once for all the changes it gathered. See
+// internal/format/journal.go for the layout and docs/write-path.md for the
+// arithmetic.
+//
+// In memory, each generation in the file is a layer below the committing
+// one: journaled (the newest generation, which commits append to) and
+// folding (the older one, being folded). Reads consult pending, committing,
+// journaled, folding, then the trees, so a journaled change overrides the
+// trees exactly as it does on disk. Only the commit goroutine (commitMu)
+// changes these two layers and journalState, under mu; readers hold mu.
+//
+// A fold moves a sealed generation into the trees a chunk of keys (in key
+// order) per commit, recording the last key folded in the same
+// transaction, so that each commit rewrites a bounded part of the trees
+// and the pages it frees are reused by the next: the file grows by a chunk,
+// not by the trees' size. The generation is deleted with its last chunk.
+
+// DefaultJournalShare is the share of a collection's record bytes its
+// journal generation may hold before it is folded; see Options.JournalShare.
+const DefaultJournalShare = 0.25
+
+// minJournalBytes is the journal a small collection may gather anyway: a
+// fold of fewer bytes saves nothing worth the bookkeeping. (A variable for
+// the tests.)
+var minJournalBytes int64 = 1 << 20
+
+// foldCommits is how many commits a fold is spread over at most; each
+// commit also folds at least foldPerAppended keys per key it appends, so
+// that the new generation stays small while the old one is folded.
+const (
+	foldCommits     = 16
+	foldPerAppended = 4
+	minFoldChunk    = 256
+)
+
+// fixedFoldChunk, if positive, replaces the computed fold chunk (for the
+// crash tests, which need folds that span commits on a few objects).
+var fixedFoldChunk int
+
+// journalState is where the collection's journal stands. Guarded by
+// db.commitMu (and set by load before the collection is shared).
+type journalState struct {
+	gens        []uint64 // generations in the file, oldest first (at most 2)
+	nextSeq     uint64   // next sequence number in the newest generation
+	activeBytes int64    // bytes appended to the generation commits append to
+	foldKeys    []string // sorted keys of the folding layer; nil if none
+	folded      int      // how many of foldKeys are in the trees
+	// treeBytes is the size of the records in the object tree, or -1 until
+	// counted (once, by the first commit that needs it).
+	treeBytes int64
+}
+
+// active reports the generation commits append to, if any: the newest,
+// unless it is the one being folded.
+func (j *journalState) active() (uint64, bool) {
+	if len(j.gens) == 0 || (len(j.gens) == 1 && j.foldKeys != nil) {
+		return 0, false
+	}
+	return j.gens[len(j.gens)-1], true
+}
+
+// loadJournal reads the journal into the journaled and folding layers.
+// The records are copied out of the transaction; objects are decoded when
+// first read.
+func (c *Collection) loadJournal(b *bolt.Bucket) error {
+	c.journaled, c.folding = nil, nil
+	c.journal = journalState{treeBytes: -1}
+	layers := map[uint64]*layer{}
+	var lastSeq uint64
+	j, err := format.WalkJournal(b, func(gen uint64, e format.JournalEntry) error {
+		l := layers[gen]
+		if l == nil {
+			l = newLayer()
+			layers[gen] = l
+		}
+		ch := &change{deleted: e.Deleted, indexes: e.Indexes}
+		if !e.Deleted {
+			ch.record = bytes.Clone(e.Record)
+		}
+		l.put(e.Key, ch)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading the journal: %w (the collection's state cannot be told without it: delete the cache file, or move it aside for inspect, to start cold)", err)
+	}
+	if n := len(j.Generations); n > 0 {
+		jb := b.Bucket(format.JournalBucket).Bucket(format.JournalSeq(j.Generations[n-1]))
+		if k, _ := jb.Cursor().Last(); k != nil {
+			if lastSeq, err = format.ParseJournalSeq(k); err != nil {
+				return err
+			}
+		}
+	}
+	c.journal.gens = j.Generations
+	c.journal.nextSeq = lastSeq + 1
+	layer := func(i int) *layer {
+		if l := layers[j.Generations[i]]; l != nil {
+			return l
+		}
+		return newLayer() // an empty generation
+	}
+	switch {
+	case len(j.Generations) == 2:
+		c.folding, c.journaled = layer(0), layer(1)
+		c.journal.activeBytes = j.Bytes[1]
+	case len(j.Generations) == 1 && j.Folded != nil:
+		c.folding = layer(0)
+	case len(j.Generations) == 1:
+		c.journaled = layer(0)
+		c.journal.activeBytes = j.Bytes[0]
+	}
+	if c.folding != nil {
+		c.journal.foldKeys = sortedKeys(c.folding.changes)
+		if j.Folded != nil {
+			c.journal.folded = sort.SearchStrings(c.journal.foldKeys, string(j.Folded)+"\x00")
+		}
+	}
+	return nil
+}
+
+// journalChangeLocked returns key's newest change in the journal, or nil.
+// Called with mu held, or by the commit goroutine.
+func (c *Collection) journalChangeLocked(key string) *change {
+	if c.journaled != nil {
+		if ch := c.journaled.changes[key]; ch != nil {
+			return ch
+		}
+	}
+	if c.folding != nil {
+		return c.folding.changes[key]
+	}
+	return nil
+}
+
+// dropJournalLayers forgets the journal after the file's was deleted.
+// Called with mu held, or before the collection is shared.
+func (c *Collection) dropJournalLayers() {
+	c.journaled, c.folding = nil, nil
+	c.journal = journalState{treeBytes: -1}
+}
+
+// foldJournalForBuild folds the whole journal into the trees before an
+// index is built from the object tree: the journal's entries carry no
+// values for the new index. The dormant indexes go (the trees change under
+// them). The caller drops the journal's layers once tx commits.
+func (c *Collection) foldJournalForBuild(b *bolt.Bucket) error {
+	if !c.hasJournal() {
+		return nil
+	}
+	c.dormant = nil
+	j := c.journal
+	return c.foldAllTx(b, &j, nil)
+}
+
+// hasJournal reports whether the journal holds anything.
+func (c *Collection) hasJournal() bool { return c.journaled != nil || c.folding != nil }
+
+// commitPlan is what writeCommitting did, for finishCommit to mirror in
+// memory once the transaction committed.
+type commitPlan struct {
+	journal  journalState
+	appended bool // the committing layer went to the journal
+	foldAll  bool // the journal was folded whole (and the layer written to the trees)
+	foldDone bool // the folding generation's last chunk was folded
+	seal     bool // the journaled generation is now folding
+}
+
+// writeObjects writes the committing layer's object changes in tx, to the
+// journal or to the trees, and moves the fold along. It returns the last
+// stored records of the keys the layer deletes (for the checkpoints'
+// tombstones) and what finishCommit must do.
+func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, commitPlan, error) {
+	plan := commitPlan{journal: c.journal}
+	plan.journal.gens = slices.Clone(c.journal.gens)
+	if len(l.changes) == 0 {
+		return nil, plan, nil
+	}
+	keys := sortedKeys(l.changes)
+	objects := b.Bucket(bucketObjects)
+	checkpoints := b.Bucket(bucketCheckpoints) != nil || len(l.acks) > 0
+	deleted := map[string][]byte{}
+	if checkpoints {
+		for _, key := range keys {
+			if l.changes[key].deleted {
+				deleted[key] = c.lastRecord(objects, key)
+			}
+		}
+	}
+	share := c.db.opts.JournalShare
+	bulk := len(l.changes) >= c.db.opts.BatchLimit
+	if share < 0 || bulk || (!c.hasJournal() && appending(objects, keys)) {
+		// Straight into the trees: the journal is off, the commit is large
+		// enough that the trees' leaves are rewritten for many keys each,
+		// or it appends (a list loading into an empty collection).
+		plan.foldAll = c.hasJournal()
+		if err := c.foldAllTx(b, &plan.journal, l); err != nil {
+			return nil, plan, err
+		}
+		return deleted, plan, nil
+	}
+	if err := c.appendJournal(b, &plan.journal, keys, l); err != nil {
+		return nil, plan, err
+	}
+	// Dormant indexes would be behind the journal as they would be behind
+	// the trees.
+	if err := c.dropUnusedIndexes(b); err != nil {
+		return nil, plan, err
+	}
+	plan.appended = true
+	if c.folding != nil {
+		done, err := c.foldChunk(b, &plan.journal, len(keys))
+		if err != nil {
+			return nil, plan, err
+		}
+		plan.foldDone = done
+	} else {
+		limit, err := c.journalLimit(objects, &plan.journal)
+		if err != nil {
+			return nil, plan, err
+		}
+		plan.seal = plan.journal.activeBytes >= limit
+		if plan.seal {
+			merged := map[string]struct{}{}
+			if c.journaled != nil {
+				for key := range c.journaled.changes {
+					merged[key] = struct{}{}
+				}
+			}
+			for _, key := range keys {
+				merged[key] = struct{}{}
+			}
+			plan.journal.foldKeys = sortedKeys(merged)
+			plan.journal.folded = 0
+			plan.journal.activeBytes = 0
+		}
+	}
+	return deleted, plan, nil
+}
+
+// lastRecord returns key's newest committed record (journal, then the
+// object tree), or nil if it has none.
+func (c *Collection) lastRecord(objects *bolt.Bucket, key string) []byte {
+	if ch := c.journalChangeLocked(key); ch != nil {
+		return ch.record // nil if deleted
+	}
+	return bytes.Clone(objects.Get([]byte(key)))
+}
+
+// storedTx reports whether key's newest committed state, after l, is an
+// object.
+func (c *Collection) storedTx(objects *bolt.Bucket, l *layer, key string) bool {
+	if ch := l.changes[key]; ch != nil {
+		return !ch.deleted
+	}
+	if ch := c.journalChangeLocked(key); ch != nil {
+		return !ch.deleted
+	}
+	return objects.Get([]byte(key)) != nil
+}
+
+// appendJournal appends l's changes, in key order, to the active
+// generation, creating it if there is none.
+func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []string, l *layer) error {
+	jb, err := b.CreateBucketIfNotExists(format.JournalBucket)
+	if err != nil {
+		return err
+	}
+	gen, ok := j.active()
+	if !ok {
+		gen = 1
+		if n := len(j.gens); n > 0 {
+			gen = j.gens[n-1] + 1
+		}
+		j.gens = append(j.gens, gen)
+		j.nextSeq, j.activeBytes = 1, 0
+	}
+	gb, err := jb.CreateBucketIfNotExists(format.JournalSeq(gen))
+	if err != nil {
+		return err
+	}
+	// Appends only: fill the pages.
+	gb.FillPercent = 1.0
+	for _, key := range keys {
+		ch := l.changes[key]
+		// A new buffer each: bbolt keeps the slice until the commit.
+		buf, err := format.AppendJournalEntry(make([]byte, 0, len(key)+len(ch.record)+64), format.JournalEntry{Key: key, Deleted: ch.deleted, Indexes: ch.indexes, Record: ch.record})
+		if err != nil {
+			return err
+		}
+		if err := gb.Put(format.JournalSeq(j.nextSeq), buf); err != nil {
+			return fmt.Errorf("journal entry of %q: %w", key, err)
+		}
+		j.nextSeq++
+		j.activeBytes += int64(len(buf))
+	}
+	return nil
+}
+
+// journalLimit returns how many bytes the active generation may hold
+// before it is sealed and folded.
+func (c *Collection) journalLimit(objects *bolt.Bucket, j *journalState) (int64, error) {
+	if j.treeBytes < 0 {
+		var n int64
+		if err := objects.ForEach(func(_, v []byte) error { n += int64(len(v)); return nil }); err != nil {
+			return 0, err
+		}
+		j.treeBytes = n
+	}
+	share := c.db.opts.JournalShare
+	if share == 0 {
+		share = DefaultJournalShare
+	}
+	return max(minJournalBytes, int64(share*float64(j.treeBytes))), nil
+}
+
+// foldChunk folds the next chunk of the folding generation into the trees;
+// appended is the number of keys this commit appended. It reports whether
+// that was the last chunk, which deletes the generation.
+func (c *Collection) foldChunk(b *bolt.Bucket, j *journalState, appended int) (bool, error) {
+	n := max(minFoldChunk, (len(j.foldKeys)+foldCommits-1)/foldCommits, foldPerAppended*appended)
+	if fixedFoldChunk > 0 {
+		n = fixedFoldChunk
+	}
+	end := min(j.folded+n, len(j.foldKeys))
+	keys := j.foldKeys[j.folded:end]
+	if err := c.writeTrees(b, j, keys, func(key string) *change { return c.folding.changes[key] }); err != nil {
+		return false, err
+	}
+	j.folded = end
+	jb := b.Bucket(format.JournalBucket)
+	if end < len(j.foldKeys) {
+		return false, jb.Put(format.FoldedKey, []byte(keys[len(keys)-1]))
+	}
+	if err := jb.DeleteBucket(format.JournalSeq(j.gens[0])); err != nil {
+		return false, fmt.Errorf("deleting folded journal generation %d: %w", j.gens[0], err)
+	}
+	j.gens = j.gens[1:]
+	j.foldKeys, j.folded = nil, 0
+	return true, jb.Delete(format.FoldedKey)
+}
+
+// foldAllTx writes the whole journal, then l (if not nil), into the trees
+// and deletes the journal. It changes only the file and j: the caller
+// drops the journal's layers once tx commits.
+func (c *Collection) foldAllTx(b *bolt.Bucket, j *journalState, l *layer) error {
+	newest := func(key string) *change {
+		if l != nil {
+			if ch := l.changes[key]; ch != nil {
+				return ch
+			}
+		}
+		return c.journalChangeLocked(key)
+	}
+	all := map[string]struct{}{}
+	for _, src := range []*layer{c.folding, c.journaled, l} {
+		if src == nil {
+			continue
+		}
+		for key := range src.changes {
+			all[key] = struct{}{}
+		}
+	}
+	if len(all) > 0 {
+		if err := c.writeTrees(b, j, sortedKeys(all), newest); err != nil {
+			return err
+		}
+	}
+	if b.Bucket(format.JournalBucket) != nil {
+		if err := b.DeleteBucket(format.JournalBucket); err != nil {
+			return err
+		}
+	}
+	*j = journalState{treeBytes: j.treeBytes}
+	return nil
+}
+
+// writeTrees writes the changes to sorted keys into the object tree and
+// the index buckets.
+func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, changeOf func(string) *change) error {
+	objects := b.Bucket(bucketObjects)
+	idx := b.Bucket(bucketIndexes)
+	type ibuckets struct {
+		name           string
+		byValue, byKey *bolt.Bucket
+	}
+	var indexes []ibuckets
+	for name := range c.indexes {
+		ib := idx.Bucket([]byte(name))
+		if ib == nil {
+			return fmt.Errorf("%w: index bucket %q missing", ErrCorruptRecord, name)
+		}
+		indexes = append(indexes, ibuckets{name, ib.Bucket(bucketByValue), ib.Bucket(bucketByKey)})
+	}
+	if appending(objects, keys) {
+		// Every key goes after the stored ones, as when a list (which comes
+		// in key order) is loaded: fill the pages instead of leaving them
+		// half empty for inserts that will not come. byKey has the same
+		// keys; byValue's entries may sort anywhere (checked per index).
+		objects.FillPercent = 1.0
+		for _, ib := range indexes {
+			ib.byKey.FillPercent = 1.0
+			if appendingEntries(ib.byValue, ib.name, keys, changeOf) {
+				ib.byValue.FillPercent = 1.0
+			}
+		}
+	}
+	for _, key := range keys {
+		ch := changeOf(key)
+		kb := []byte(key)
+		if j.treeBytes >= 0 {
+			j.treeBytes -= int64(len(objects.Get(kb)))
+		}
+		var err error
+		if ch.deleted {
+			err = objects.Delete(kb)
+		} else {
+			err = objects.Put(kb, ch.record)
+			if j.treeBytes >= 0 {
+				j.treeBytes += int64(len(ch.record))
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("key %q: %w", key, err)
+		}
+		for _, ib := range indexes {
+			var old []string
+			if raw := ib.byKey.Get(kb); raw != nil {
+				if err := msgpack.Unmarshal(raw, &old); err != nil {
+					return fmt.Errorf("%w: index %q of %q: %v", ErrCorruptRecord, ib.name, key, err)
+				}
+			}
+			var values []string
+			if !ch.deleted {
+				values = ch.indexes[ib.name]
+			}
+			if err := writeIndexValues(ib.byValue, ib.byKey, key, old, values); err != nil {
+				return fmt.Errorf("index %q of %q: %w", ib.name, key, err)
+			}
+		}
+	}
+	return c.dropUnusedIndexes(b)
+}
+
+// finishCommit mirrors a committed plan in memory: the committing layer
+// joins the journal or is dropped, and the journal's layers follow the
+// fold. It returns the layers whose records may be recycled.
+func (c *Collection) finishCommit(plan commitPlan) []*layer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.committing
+	c.committing = nil
+	c.journal = plan.journal
+	var done []*layer
+	switch {
+	case plan.appended:
+		l.acks, l.clearedAcks, l.ackedDeletions = nil, nil, nil // written
+		if c.cache.bounded() {
+			// A bounded cache's memory must not grow with the journal: the
+			// layer keeps the records, and reads decode them again.
+			for _, ch := range l.changes {
+				ch.obj = nil
+			}
+		}
+		if c.journaled == nil {
+			c.journaled = l
+		} else {
+			for key, ch := range l.changes {
+				c.journaled.put(key, ch)
+			}
+		}
+	case plan.foldAll:
+		done = append(done, l, c.journaled, c.folding)
+		c.journaled, c.folding = nil, nil
+	default:
+		done = append(done, l)
+	}
+	if plan.foldDone {
+		done = append(done, c.folding)
+		c.folding = nil
+	}
+	if plan.seal {
+		c.folding, c.journaled = c.journaled, nil
+	}
+	return done
+}

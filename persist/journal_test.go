@@ -1,0 +1,269 @@
+package persist_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/boltinformer/boltinformer/persist"
+)
+
+// journalModel is what a collection should hold: key -> label ("" for
+// none) and resourceVersion.
+type journalModel map[string][2]string
+
+func journalOps(rng *rand.Rand, step int, m journalModel) []persist.Op {
+	var ops []persist.Op
+	for range 1 + rng.IntN(12) {
+		key := fmt.Sprintf("ns/cm-%03d", rng.IntN(150))
+		if _, ok := m[key]; ok && rng.IntN(5) == 0 {
+			delete(m, key)
+			ops = append(ops, persist.Op{Key: key, Delete: true})
+			continue
+		}
+		label := []string{"", "a", "b", "c"}[rng.IntN(4)]
+		rv := strconv.Itoa(step)
+		m[key] = [2]string{label, rv}
+		obj := cm(key[len("ns/"):], rv)
+		op := persist.Op{Key: key, Object: obj}
+		if label != "" {
+			obj.Labels = map[string]string{"l": label}
+			op.Indexes = map[string][]string{"byLabel": {label}}
+		}
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+func journalIndexValues(_ string, obj runtime.Object) ([]string, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	if l := m.GetLabels()["l"]; l != "" {
+		return []string{l}, nil
+	}
+	return nil, nil
+}
+
+// checkJournalModel compares every read of c with m.
+func checkJournalModel(t *testing.T, what string, c *persist.Collection, m journalModel) {
+	t.Helper()
+	want := slices.Sorted(func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	keys, err := c.Keys()
+	if err != nil {
+		t.Fatalf("%s: Keys: %v", what, err)
+	}
+	sort.Strings(keys)
+	if !slices.Equal(keys, want) {
+		t.Fatalf("%s: keys\n got  %v\n want %v", what, keys, want)
+	}
+	rvs, err := c.ResourceVersions()
+	if err != nil {
+		t.Fatalf("%s: ResourceVersions: %v", what, err)
+	}
+	var walked []string
+	err = c.ForEach(func(key string, obj runtime.Object) error {
+		walked = append(walked, key)
+		if got := obj.(*corev1.ConfigMap).ResourceVersion; got != m[key][1] {
+			return fmt.Errorf("ForEach %s at %s, want %s", key, got, m[key][1])
+		}
+		return nil
+	})
+	if err != nil || !slices.Equal(walked, want) {
+		t.Fatalf("%s: ForEach: %v; walked %d keys, want %d", what, err, len(walked), len(want))
+	}
+	byLabel := map[string][]string{}
+	for _, key := range want {
+		if rvs[key] != m[key][1] {
+			t.Fatalf("%s: ResourceVersions[%s] = %q, want %q", what, key, rvs[key], m[key][1])
+		}
+		obj, ok, err := c.Get(key)
+		if err != nil || !ok || obj.(*corev1.ConfigMap).ResourceVersion != m[key][1] {
+			t.Fatalf("%s: Get(%s) = %v, %v, %v; want rv %s", what, key, obj, ok, err, m[key][1])
+		}
+		if l := m[key][0]; l != "" {
+			byLabel[l] = append(byLabel[l], key)
+		}
+	}
+	if len(rvs) != len(want) {
+		t.Fatalf("%s: ResourceVersions has %d keys, want %d", what, len(rvs), len(want))
+	}
+	for _, l := range []string{"a", "b", "c"} {
+		got, err := c.IndexKeys("byLabel", l)
+		if err != nil || !slices.Equal(got, byLabel[l]) {
+			t.Fatalf("%s: IndexKeys(%s) = %v, %v; want %v", what, l, got, err, byLabel[l])
+		}
+		objs, err := c.ByIndex("byLabel", l)
+		if err != nil || len(objs) != len(byLabel[l]) {
+			t.Fatalf("%s: ByIndex(%s) has %d objects (%v), want %d", what, l, len(objs), err, len(byLabel[l]))
+		}
+	}
+	values, err := c.IndexValues("byLabel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantValues := slices.Sorted(func(yield func(string) bool) {
+		for l := range byLabel {
+			if !yield(l) {
+				return
+			}
+		}
+	})
+	if !slices.Equal(values, wantValues) && !(len(values) == 0 && len(wantValues) == 0) {
+		t.Fatalf("%s: IndexValues = %v, want %v", what, values, wantValues)
+	}
+	stored, err := c.StoredIndexValues(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range want {
+		var wantIdx map[string][]string
+		if l := m[key][0]; l != "" {
+			wantIdx = map[string][]string{"byLabel": {l}}
+		}
+		if got := stored[key]; !reflect.DeepEqual(got, wantIdx) && !(len(got) == 0 && len(wantIdx) == 0) {
+			t.Fatalf("%s: StoredIndexValues[%s] = %v, want %v", what, key, got, wantIdx)
+		}
+	}
+}
+
+// TestJournalReadsAndReopens drives a collection through many commits with
+// folds spanning several of them, comparing every read with a model after
+// each commit, through a bounded and an unbounded cache, and after each
+// reopen of the file (which reads the journal back).
+func TestJournalReadsAndReopens(t *testing.T) {
+	defer persist.SetMinJournalBytes(4 << 10)()
+	defer persist.SetFoldChunk(9)()
+	for _, bounded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bounded=%v", bounded), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			rng := rand.New(rand.NewPCG(1, uint64(len(path))))
+			m := journalModel{}
+			opts := persist.CollectionOptions{Indexes: map[string]string{"byLabel": "v1"}, IndexValues: journalIndexValues}
+			if bounded {
+				opts.CacheObjects = 10
+			}
+			seen := map[[2]int]int{} // (generations, folding) after a commit -> times
+			step := 0
+			for reopen := range 6 {
+				db := openDB(t, path, persist.Options{BatchInterval: 1 << 40})
+				c, err := db.Collection("cms", opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkJournalModel(t, fmt.Sprintf("reopen %d", reopen), c, m)
+				for range 40 {
+					step++
+					if err := c.Apply(journalOps(rng, step, m), strconv.Itoa(step)); err != nil {
+						t.Fatal(err)
+					}
+					if step%3 == 0 {
+						checkJournalModel(t, fmt.Sprintf("step %d, applied", step), c, m)
+					}
+					if err := c.Flush(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+					gens, folding := persist.JournalState(c)
+					seen[[2]int{gens, boolInt(folding)}]++
+					checkJournalModel(t, fmt.Sprintf("step %d, committed", step), c, m)
+				}
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The journal went through every state: appending, sealed and
+			// folding while the next generation fills, folded away.
+			for _, s := range [][2]int{{1, 0}, {2, 1}} {
+				if seen[s] == 0 {
+					t.Errorf("no commit left the journal with %d generations, folding=%d: %v", s[0], s[1], seen)
+				}
+			}
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestSchemaOneFileIsUpgraded opens a file as the previous release wrote
+// it (schema 1, no journal): its objects read as before, and opening it
+// for writing marks it schema 2, which an older build refuses rather than
+// ignoring a journal.
+func TestSchemaOneFileIsUpgraded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	db := openDB(t, path, persist.Options{})
+	c, err := db.Collection("cms", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "5", cm("a", "5"), cm("b", "5"))
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	schema := func() string {
+		bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bdb.Close()
+		var s string
+		_ = bdb.View(func(tx *bolt.Tx) error {
+			s = string(tx.Bucket([]byte("boltinformer")).Get([]byte("schema")))
+			return nil
+		})
+		return s
+	}
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("boltinformer")).Put([]byte("schema"), []byte("1"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = bdb.Close()
+
+	ro := openDB(t, path, persist.Options{ReadOnly: true})
+	rc, err := ro.Collection("cms", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatalf("schema 1, read-only: %v", err)
+	}
+	if keys, err := rc.Keys(); err != nil || len(keys) != 2 {
+		t.Fatalf("schema 1 keys %v, %v", keys, err)
+	}
+	_ = ro.Close()
+	if got := schema(); got != "1" {
+		t.Fatalf("a read-only open changed the schema to %s", got)
+	}
+	rw := openDB(t, path, persist.Options{})
+	if _, err := rw.Collection("cms", persist.CollectionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_ = rw.Close()
+	if got := schema(); got != "2" {
+		t.Errorf("opened for writing, the file says schema %s, want 2", got)
+	}
+}
