@@ -152,7 +152,8 @@ bench-informer: test-binaries
 # informers side by side on $(CHURN_PODS) Pods while they change at 100/s
 # (80% updates, 10% creates, 10% deletes) for $(CHURN_DURATION); CPU, bytes
 # written, private memory over time and event-to-handler latency. Results
-# and plots in bench/results/churn-<pods>/. CHURN_FLAGS="--rate 200" etc.
+# and plots in bench/results/churn-<pods>/. CHURN_FLAGS="--rate 200" etc.;
+# CHURN_FLAGS="--skew zipf:1.1" makes a few Pods take most updates.
 CHURN_PODS     ?= 100000
 CHURN_DURATION ?= 10m
 CHURN_FLAGS    ?=

@@ -28,6 +28,7 @@ type churnOptions struct {
 	rate       float64
 	duration   time.Duration
 	mix        churnMix
+	skew       churnSkew
 	inflight   int
 	sample     time.Duration
 	workers    int
@@ -54,6 +55,7 @@ func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.duration, "duration", 10*time.Minute, "How long to churn.")
 	o.mix = churnMix{80, 10, 10}
 	fs.Var(&o.mix, "mix", "Weights of updates (merge patch of an annotation), creates and deletes: the default keeps the Pod count about constant.")
+	fs.Var(&o.skew, "skew", "Which Pods updates pick: uniform (default), or zipf:S (S > 1, e.g. zipf:1.1), a Zipf law over the Pods ranked in a random order, so that a few Pods scattered over the key space take most updates, as in a real cluster. Deletes pick uniformly either way, and creates make new Pods (under zipf a new Pod takes a random rank).")
 	fs.IntVar(&o.inflight, "inflight", 32, "Most change requests in flight at once.")
 	fs.DurationVar(&o.sample, "sample", 5*time.Second, "Interval between samples of each child's /proc counters.")
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating the Pods.")
@@ -169,8 +171,9 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 
-	fmt.Fprintf(out, "both synced; churning %.0f changes/s (update,create,delete %s) for %v, sampling every %v…\n", o.rate, &o.mix, o.duration, o.sample)
-	d := &churnDriver{cs: cs, shape: o.shape, mix: o.mix, pool: newPodPool(live, uint64(since)), newIndex: newIndex}
+	fmt.Fprintf(out, "both synced; churning %.0f changes/s (update,create,delete %s; skew %s) for %v, sampling every %v…\n", o.rate, &o.mix, &o.skew, o.duration, o.sample)
+	d := &churnDriver{cs: cs, shape: o.shape, mix: o.mix, pool: newPodPool(live, uint64(since), o.skew), newIndex: newIndex,
+		meter: newSkewMeter(skewWindow)}
 	// The children profile (--cpuprofile) from here to their results.
 	for _, p := range procs {
 		if err := p.start(); err != nil {
@@ -206,7 +209,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	res := &churnResult{
 		Date: time.Now().UTC().Format(time.RFC3339), Machine: mach, PodSize: string(o.shape), PodProtoBytes: podBytes,
 		PodsAtStart: len(live), DurationSeconds: o.duration.Seconds(), SampleSeconds: o.sample.Seconds(), Mix: o.mix.String(),
-		ContentType: protobufContentType, Drive: drive, LoadAvgStart: loadStart, LoadAvgEnd: loadEnd,
+		Skew: o.skew.String(), ContentType: protobufContentType, Drive: drive, LoadAvgStart: loadStart, LoadAvgEnd: loadEnd,
 		APIServerCPUs: used[0], EtcdCPUs: used[1], BatchInterval: cmp.Or(o.batchInterval, persist.DefaultBatchInterval).String(),
 	}
 	// Every child first drains (its result says whether it saw every

@@ -115,20 +115,40 @@ type podRef struct{ ns, name string }
 // podPool is the set of the bench's Pods that exist, from which updates and
 // deletes pick at random. A Pod with a request in flight is busy and is not
 // picked again until released, so no update races the delete of its Pod.
+//
+// Under a Zipf skew live is in rank order: updates pick live[k] with
+// probability ∝ (k+1)^-s. The ranks are a random permutation of the Pods,
+// not their key order, so the hot Pods are scattered over the key space
+// and the namespaces, as a cluster's are. Deletes pick uniformly (rollouts
+// and scale-downs do not favour the Pods that change most) and move the
+// last Pod into the rank they free; a created Pod takes a uniformly random
+// rank, whose Pod moves to the end. Both keep the ranks a random
+// permutation in O(1), and a hot rank changes hands now and then, as hot
+// workloads do. Under uniform skew nothing is reordered: the picks are
+// those the pool made before --skew existed, for the same seed.
 type podPool struct {
-	mu   sync.Mutex
-	live []podRef        // guarded by mu
-	busy map[podRef]bool // guarded by mu
-	rng  *rand.Rand      // guarded by mu
+	mu    sync.Mutex
+	live  []podRef        // guarded by mu
+	busy  map[podRef]bool // guarded by mu
+	rng   *rand.Rand      // guarded by mu
+	skew  churnSkew
+	zipf  *rand.Zipf // over ranks [0, zipfN); nil until the first update under Zipf skew. Guarded by mu.
+	zipfN int        // guarded by mu
 }
 
-func newPodPool(live []podRef, seed uint64) *podPool {
-	return &podPool{live: live, busy: map[podRef]bool{}, rng: rand.New(rand.NewPCG(seed, 1))}
+func newPodPool(live []podRef, seed uint64, skew churnSkew) *podPool {
+	p := &podPool{live: live, busy: map[podRef]bool{}, rng: rand.New(rand.NewPCG(seed, 1)), skew: skew}
+	if skew.zipfS != 0 {
+		p.rng.Shuffle(len(live), func(i, j int) { live[i], live[j] = live[j], live[i] })
+	}
+	return p
 }
 
 // checkout picks an idle Pod at random and marks it busy; remove also takes
 // it out of the pool (it is being deleted). False if a few picks found only
-// busy Pods (or none at all).
+// busy Pods (or none at all). An update whose pick is busy picks again by
+// the same law, so under Zipf skew a Pod with a request in flight passes
+// its turn to another.
 func (p *podPool) checkout(remove bool) (podRef, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -136,7 +156,7 @@ func (p *podPool) checkout(remove bool) (podRef, bool) {
 		if len(p.live) == 0 {
 			break
 		}
-		i := p.rng.IntN(len(p.live))
+		i := p.pickLocked(remove)
 		r := p.live[i]
 		if p.busy[r] {
 			continue
@@ -152,6 +172,20 @@ func (p *podPool) checkout(remove bool) (podRef, bool) {
 	return podRef{}, false
 }
 
+// pickLocked returns the index in live of a Pod to update (or, if remove,
+// to delete); live is not empty.
+func (p *podPool) pickLocked(remove bool) int {
+	n := len(p.live)
+	if remove || p.skew.zipfS == 0 {
+		return p.rng.IntN(n)
+	}
+	if p.zipf == nil || p.zipfN != n {
+		// O(1): rand.NewZipf precomputes a few constants, no table.
+		p.zipf, p.zipfN = rand.NewZipf(p.rng, p.skew.zipfS, 1, uint64(n-1)), n
+	}
+	return int(p.zipf.Uint64())
+}
+
 // release marks r idle again.
 func (p *podPool) release(r podRef) {
 	p.mu.Lock()
@@ -159,11 +193,17 @@ func (p *podPool) release(r podRef) {
 	delete(p.busy, r)
 }
 
-// add puts r (created, or not deleted after all) into the pool.
+// add puts r (created, or not deleted after all) into the pool; under
+// Zipf skew at a uniformly random rank.
 func (p *podPool) add(r podRef) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.live = append(p.live, r)
+	if p.skew.zipfS != 0 {
+		last := len(p.live) - 1
+		j := p.rng.IntN(len(p.live))
+		p.live[j], p.live[last] = p.live[last], p.live[j]
+	}
 }
 
 func (p *podPool) len() int {
@@ -186,8 +226,9 @@ type churnDriver struct {
 	skipped    atomic.Int64 // an update or delete found no idle Pod
 
 	mu       sync.Mutex
-	errs     []string  // the first few distinct errors, guarded by mu
-	requests []float64 // milliseconds each successful request took, guarded by mu
+	errs     []string   // the first few distinct errors, guarded by mu
+	requests []float64  // milliseconds each successful request took, guarded by mu
+	meter    *skewMeter // the successful changes, guarded by mu
 }
 
 // okCounts returns the changes of each kind that succeeded so far.
@@ -225,6 +266,15 @@ type churnDriveStats struct {
 	RequestP50Ms float64  `json:"requestP50Ms"`
 	RequestP99Ms float64  `json:"requestP99Ms"`
 	Errors       []string `json:"errors,omitempty"`
+	// How skewed the successful updates were (see skewMeter): the Pods
+	// updated at least once, and the mean updates per Pod updated within a
+	// window of SkewWindow successful changes (of any kind), over the
+	// SkewWindows full windows, or over the whole run if it had fewer
+	// changes than a window (SkewWindows 0).
+	DistinctUpdated        int     `json:"distinctUpdated"`
+	SkewWindow             int     `json:"skewWindow"`
+	SkewWindows            int     `json:"skewWindows"`
+	UpdatesPerPodPerWindow float64 `json:"updatesPerPodPerWindow"`
 }
 
 // paceTick is how often the pacer credits time and starts changes.
@@ -289,6 +339,7 @@ pace:
 	d.mu.Lock()
 	s.Errors = d.errs
 	s.RequestP50Ms, s.RequestP99Ms = percentile(d.requests, 0.5), percentile(d.requests, 0.99)
+	d.meter.fill(&s)
 	d.mu.Unlock()
 	return s
 }
@@ -299,9 +350,11 @@ pace:
 func (d *churnDriver) do(ctx context.Context, k opKind) {
 	var err error
 	var sent time.Time
+	var r podRef // the Pod patched or deleted
 	switch k {
 	case opUpdate:
-		r, ok := d.pool.checkout(false)
+		var ok bool
+		r, ok = d.pool.checkout(false)
 		if !ok {
 			d.skipped.Add(1)
 			return
@@ -321,7 +374,8 @@ func (d *churnDriver) do(ctx context.Context, k opKind) {
 			d.pool.add(podRef{p.Namespace, p.Name})
 		}
 	case opDelete:
-		r, ok := d.pool.checkout(true)
+		var ok bool
+		r, ok = d.pool.checkout(true)
 		if !ok {
 			d.skipped.Add(1)
 			return
@@ -345,6 +399,7 @@ func (d *churnDriver) do(ctx context.Context, k opKind) {
 	d.ok[k].Add(1)
 	d.mu.Lock()
 	d.requests = append(d.requests, took)
+	d.meter.note(k, r)
 	d.mu.Unlock()
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -26,6 +27,7 @@ type churnResult struct {
 	DurationSeconds float64 `json:"durationSeconds"` // --duration
 	SampleSeconds   float64 `json:"sampleSeconds"`   // --sample
 	Mix             string  `json:"mix"`             // update,create,delete weights
+	Skew            string  `json:"skew"`            // --skew: uniform or zipf:S
 	ContentType     string  `json:"contentType"`     // both informers'
 	// BatchInterval is boltinformer's group commit interval: --batch-interval,
 	// or persist's default.
@@ -201,6 +203,7 @@ func printChurn(w io.Writer, r *churnResult) {
 		d.Succeeded, seconds(d.Seconds), d.AchievedPerSec, d.TargetPerSec, r.Mix,
 		d.OK["update"], d.OK["create"], d.OK["delete"], d.Failed["update"], d.Failed["create"], d.Failed["delete"],
 		d.Skipped, d.Dropped, d.BoundTicks, d.MaxInFlight, d.RequestP50Ms, d.RequestP99Ms)
+	fmt.Fprintf(w, "Skew %s: %d distinct Pods updated; %.2f updates per Pod updated within %s\n", cmp.Or(r.Skew, "uniform"), d.DistinctUpdated, d.UpdatesPerPodPerWindow, skewWindows(d))
 	for _, e := range d.Errors {
 		fmt.Fprintf(w, "  error: %s\n", e)
 	}
@@ -223,6 +226,17 @@ func printChurn(w io.Writer, r *churnResult) {
 	if profiles := churnProfiles(r); len(profiles) > 0 {
 		fmt.Fprintf(w, "CPU profiles of the churn, from both synced to every change seen (go tool pprof): %s\n", strings.Join(profiles, ", "))
 	}
+}
+
+// skewWindows says what the updates per Pod were measured over.
+func skewWindows(d churnDriveStats) string {
+	switch d.SkewWindows {
+	case 0:
+		return fmt.Sprintf("the run's %d changes (fewer than a window of %d)", d.Succeeded, d.SkewWindow)
+	case 1:
+		return fmt.Sprintf("one window of %d changes", d.SkewWindow)
+	}
+	return fmt.Sprintf("windows of %d changes (over %d windows)", d.SkewWindow, d.SkewWindows)
 }
 
 // churnProfiles are the CPU profiles the children wrote (--cpuprofile).

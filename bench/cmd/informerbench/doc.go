@@ -77,10 +77,15 @@
 // parent changes Pods at --rate per second (default 100) for --duration
 // (default 10m): merge patches of an annotation, creates and deletes (grace
 // period 0) in the --mix 80,10,10, paced by a token bucket with at most
-// --inflight requests outstanding (churndrive.go). Every create and patch
-// carries informerbench/sent, the writer's clock just before the request;
-// each handler times its adds and updates against it (one machine, one
-// clock) and counts every event. Every --sample (default 5s) the parent
+// --inflight requests outstanding (churndrive.go). Updates pick their Pod
+// uniformly, or with --skew zipf:S by a Zipf law over the Pods in a random
+// order, so that a few Pods scattered over the key space take most of them
+// (churnskew.go); deletes pick uniformly. The report says how skewed the
+// updates were: the distinct Pods updated, and the updates per Pod updated
+// within 25,000 changes (about what persist's journal gathers between
+// folds). Every create and patch carries informerbench/sent, the writer's
+// clock just before the request; each handler times its adds and updates
+// against it (one machine, one clock) and counts every event. Every --sample (default 5s) the parent
 // reads each child's /proc/<pid>/stat (CPU seconds), io (wchar: bytes handed
 // to write syscalls; write_bytes: bytes sent to the block layer — 0 on
 // tmpfs, so put TMPDIR on a disk) and status (RssAnon) (churnproc.go). At
