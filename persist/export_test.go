@@ -1,5 +1,7 @@
 package persist
 
+import bolt "go.etcd.io/bbolt"
+
 // SetMinJournalBytes sets the journal a collection gathers before a fold
 // whatever its size, so that tests see folds on a few objects. It returns a
 // function restoring the default.
@@ -22,4 +24,19 @@ func JournalState(c *Collection) (generations int, folding bool) {
 	c.db.commitMu.Lock()
 	defer c.db.commitMu.Unlock()
 	return len(c.journal.gens), c.journal.foldKeys != nil
+}
+
+// TreeBytes returns the record bytes the collection counts in its object
+// tree (-1 if not counted) and the bytes the tree holds.
+func TreeBytes(c *Collection) (counted, actual int64, err error) {
+	c.db.commitMu.Lock()
+	counted = c.journal.treeBytes
+	c.db.commitMu.Unlock()
+	err = c.db.bolt.View(func(tx *bolt.Tx) error {
+		return c.bucket(tx).Bucket(bucketObjects).ForEach(func(_, v []byte) error {
+			actual += int64(len(v))
+			return nil
+		})
+	})
+	return counted, actual, err
 }

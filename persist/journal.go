@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
@@ -83,6 +84,11 @@ func (j *journalState) active() (uint64, bool) {
 func (c *Collection) loadJournal(b *bolt.Bucket) error {
 	c.journaled, c.folding = nil, nil
 	c.journal = journalState{treeBytes: -1}
+	if raw := b.Bucket(bucketCollMeta).Get(format.TreeBytesKey); raw != nil {
+		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n >= 0 {
+			c.journal.treeBytes = n
+		}
+	}
 	layers := map[uint64]*layer{}
 	var lastSeq uint64
 	j, err := format.WalkJournal(b, func(gen uint64, e format.JournalEntry) error {
@@ -111,6 +117,9 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 	}
 	c.journal.gens = j.Generations
 	c.journal.nextSeq = lastSeq + 1
+	if k, _ := b.Bucket(bucketObjects).Cursor().First(); k == nil {
+		c.journal.treeBytes = 0
+	}
 	layer := func(i int) *layer {
 		if l := layers[j.Generations[i]]; l != nil {
 			return l
@@ -232,7 +241,7 @@ func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, 
 		}
 		plan.foldDone = done
 	} else {
-		limit, err := c.journalLimit(objects, &plan.journal)
+		limit, err := c.journalLimit(b, &plan.journal)
 		if err != nil {
 			return nil, plan, err
 		}
@@ -316,13 +325,16 @@ func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []strin
 
 // journalLimit returns how many bytes the active generation may hold
 // before it is sealed and folded.
-func (c *Collection) journalLimit(objects *bolt.Bucket, j *journalState) (int64, error) {
+func (c *Collection) journalLimit(b *bolt.Bucket, j *journalState) (int64, error) {
 	if j.treeBytes < 0 {
 		var n int64
-		if err := objects.ForEach(func(_, v []byte) error { n += int64(len(v)); return nil }); err != nil {
+		if err := b.Bucket(bucketObjects).ForEach(func(_, v []byte) error { n += int64(len(v)); return nil }); err != nil {
 			return 0, err
 		}
 		j.treeBytes = n
+		if err := writeTreeBytes(b, n); err != nil {
+			return 0, err
+		}
 	}
 	share := c.db.opts.JournalShare
 	if share == 0 {
@@ -456,7 +468,18 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 			}
 		}
 	}
+	if j.treeBytes >= 0 {
+		if err := writeTreeBytes(b, j.treeBytes); err != nil {
+			return err
+		}
+	}
 	return c.dropUnusedIndexes(b)
+}
+
+// writeTreeBytes records the object tree's record bytes in the meta
+// bucket of the collection b.
+func writeTreeBytes(b *bolt.Bucket, n int64) error {
+	return b.Bucket(bucketCollMeta).Put(format.TreeBytesKey, strconv.AppendInt(nil, n, 10))
 }
 
 // finishCommit mirrors a committed plan in memory: the committing layer

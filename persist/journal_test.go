@@ -170,6 +170,11 @@ func TestJournalReadsAndReopens(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkJournalModel(t, fmt.Sprintf("reopen %d", reopen), c, m)
+				// The journal's limit rests on the tree's record bytes,
+				// counted across commits and reopens.
+				if counted, actual, err := persist.TreeBytes(c); err != nil || (counted != actual && counted != -1) {
+					t.Fatalf("reopen %d: the tree's record bytes counted %d, the tree holds %d (%v)", reopen, counted, actual, err)
+				}
 				for range 40 {
 					step++
 					if err := c.Apply(journalOps(rng, step, m), strconv.Itoa(step)); err != nil {

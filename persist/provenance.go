@@ -154,6 +154,9 @@ func (c *Collection) emptyTx(b *bolt.Bucket) error {
 			return err
 		}
 	}
+	if err := writeTreeBytes(b, 0); err != nil {
+		return err
+	}
 
 	if _, err := b.CreateBucket(bucketObjects); err != nil {
 		return err

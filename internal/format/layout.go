@@ -38,4 +38,9 @@ var (
 	// aside): it must not be resumed from its resourceVersion until a list
 	// has been applied.
 	MustListKey = []byte("mustList")
+	// TreeBytesKey (schema 2) holds the bytes of the records in
+	// ObjectsBucket as a decimal number, kept by every write to it, so
+	// that the journal's limit needs no walk of the tree. A file without
+	// it (written before, or by an owner that lost count) is counted once.
+	TreeBytesKey = []byte("treeBytes")
 )
