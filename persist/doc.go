@@ -17,6 +17,13 @@
 // the last commit, which a watch resumed from the stored resourceVersion
 // delivers again.
 //
+// A commit appends each collection's changes to the collection's journal,
+// which fills pages, rather than rewriting a leaf of the object and index
+// trees per scattered change; the journal is folded into the trees in bulk
+// once it holds Options.JournalShare of the records' bytes, a chunk of keys
+// per commit (see journal.go). Every read, and Open, sees trees and journal
+// as one state.
+//
 // Records are msgpack envelopes (see record.go) around a payload encoded by
 // Codec: the generated protobuf of typed objects (JSON for the rare typed
 // object without one), msgpack for unstructured ones, which, unlike JSON,

@@ -35,10 +35,13 @@ type change struct {
 // layer is a set of applied changes not yet on disk: the latest change per
 // key, an index of those changes, and the resource version after them.
 //
-// A collection has up to two: pending (receiving Applies) and committing
-// (being written by a commit). Readers consult pending, then committing,
-// then the file; a layer is dropped only after its commit succeeded, so a
-// reader always finds the newest state in exactly one of the three.
+// A collection has up to two unwritten ones: pending (receiving Applies)
+// and committing (being written by a commit); below them, up to two hold
+// what the file's journal holds (journaled and folding, see journal.go).
+// Readers consult pending, committing, journaled, folding, then the trees;
+// a layer is dropped (or moved into the journal's) only after its commit
+// succeeded, so a reader always finds the newest state in the first place
+// that has the key.
 type layer struct {
 	changes map[string]*change
 	// byValue indexes the non-deleted changes: index name -> value -> keys.
