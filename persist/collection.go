@@ -275,7 +275,7 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 			return err
 		}
 		if c.resetAtOpen != nil {
-			c.dropJournalLayers() // the journal was deleted with the rest
+			c.dropJournalLayers(0) // the journal was deleted with the rest
 		}
 	}
 	meta := b.Bucket(bucketCollMeta)
@@ -309,10 +309,11 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 		if opts.IndexValues == nil {
 			return fmt.Errorf("indexes %v must be built but no IndexValues function was given", build)
 		}
-		if err := c.foldJournalForBuild(b); err != nil {
+		treeBytes, err := c.foldJournalForBuild(b)
+		if err != nil {
 			return err
 		}
-		c.dropJournalLayers()
+		c.dropJournalLayers(treeBytes)
 		if err := c.buildIndexes(tx, build, opts.Indexes, opts.IndexValues); err != nil {
 			return err
 		}
@@ -692,8 +693,10 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 		for _, name := range build {
 			delete(c.dormant, name) // rebuilt at this version
 		}
+		var treeBytes int64
 		err := c.db.bolt.Update(func(tx *bolt.Tx) error {
-			if err := c.foldJournalForBuild(c.bucket(tx)); err != nil {
+			var err error
+			if treeBytes, err = c.foldJournalForBuild(c.bucket(tx)); err != nil {
 				return err
 			}
 			return c.buildIndexes(tx, build, versions, fn)
@@ -702,7 +705,7 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 			c.indexes, c.dormant = before, dormantBefore
 			return fmt.Errorf("adding indexes to %q: %w", c.name, err)
 		}
-		c.dropJournalLayers()
+		c.dropJournalLayers(treeBytes)
 	}
 	if c.memory() != nil {
 		// Every object is still cached: load the new indexes beside the old.

@@ -159,24 +159,27 @@ func (c *Collection) journalChangeLocked(key string) *change {
 	return nil
 }
 
-// dropJournalLayers forgets the journal after the file's was deleted.
-// Called with mu held, or before the collection is shared.
-func (c *Collection) dropJournalLayers() {
+// dropJournalLayers forgets the journal after the file's was deleted
+// with every object (treeBytes 0) or folded into the trees (the count the
+// fold kept). Called with mu held, or before the collection is shared.
+func (c *Collection) dropJournalLayers(treeBytes int64) {
 	c.journaled, c.folding = nil, nil
-	c.journal = journalState{treeBytes: -1}
+	c.journal = journalState{treeBytes: treeBytes}
 }
 
 // foldJournalForBuild folds the whole journal into the trees before an
 // index is built from the object tree: the journal's entries carry no
 // values for the new index. The dormant indexes go (the trees change under
-// them). The caller drops the journal's layers once tx commits.
-func (c *Collection) foldJournalForBuild(b *bolt.Bucket) error {
+// them). It returns the tree's record bytes after the fold; the caller
+// drops the journal's layers once tx commits.
+func (c *Collection) foldJournalForBuild(b *bolt.Bucket) (int64, error) {
+	j := c.journal
 	if !c.hasJournal() {
-		return nil
+		return j.treeBytes, nil
 	}
 	c.dormant = nil
-	j := c.journal
-	return c.foldAllTx(b, &j, nil)
+	err := c.foldAllTx(b, &j, nil)
+	return j.treeBytes, err
 }
 
 // hasJournal reports whether the journal holds anything.

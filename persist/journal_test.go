@@ -272,3 +272,40 @@ func TestSchemaOneFileIsUpgraded(t *testing.T) {
 		t.Errorf("opened for writing, the file says schema %s, want 2", got)
 	}
 }
+
+// TestTreeBytesCountedThroughResets: the journal's limit rests on the
+// object tree's record bytes, which every write keeps (so no commit walks
+// the tree to count them), including after the collection is emptied and
+// after an index build folds the journal.
+func TestTreeBytesCountedThroughResets(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	db := openDB(t, path, persist.Options{BatchInterval: 1 << 40})
+	c, err := db.Collection("cms", persist.CollectionOptions{Provenance: map[string]string{"list": "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string) {
+		t.Helper()
+		if err := c.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		counted, actual, err := persist.TreeBytes(c)
+		if err != nil || counted != actual {
+			t.Fatalf("%s: the tree's record bytes counted %d, the tree holds %d (%v)", what, counted, actual, err)
+		}
+	}
+	put(t, c, "1", cm("a", "1"), cm("b", "1"))
+	check("after a list")
+	if _, err := c.CheckProvenance(context.Background(), map[string]string{"list": "b"}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a reset")
+	put(t, c, "2", cm("c", "2"), cm("d", "2"))
+	put(t, c, "3", cm("c", "3"))
+	check("after a list and an update")
+	if err := c.AddIndexes(context.Background(), map[string]string{"byLabel": "v1"}, journalIndexValues); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "4", cm("a", "4"))
+	check("after an index build and an update")
+}

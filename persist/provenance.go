@@ -259,7 +259,7 @@ func (c *Collection) reset(ctx context.Context, want map[string]string, force, m
 		return nil, nil // nothing stored: only the provenance was recorded
 	}
 	c.pending, c.committing = newLayer(), nil
-	c.dropJournalLayers()
+	c.dropJournalLayers(0) // emptied, or empty already
 	c.cache.clear()
 	c.mem.Store(nil) // the in-memory view is rebuilt from what is left on the next read
 	c.rv = ""
