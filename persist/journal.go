@@ -248,19 +248,10 @@ func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, 
 		if err != nil {
 			return nil, plan, err
 		}
+		// The sealed generation's keys are derived from its layer once
+		// finishCommit has it, as loadJournal derives them.
 		plan.seal = plan.journal.activeBytes >= limit
 		if plan.seal {
-			merged := map[string]struct{}{}
-			if c.journaled != nil {
-				for key := range c.journaled.changes {
-					merged[key] = struct{}{}
-				}
-			}
-			for _, key := range keys {
-				merged[key] = struct{}{}
-			}
-			plan.journal.foldKeys = sortedKeys(merged)
-			plan.journal.folded = 0
 			plan.journal.activeBytes = 0
 		}
 	}
@@ -276,13 +267,21 @@ func (c *Collection) lastRecord(objects *bolt.Bucket, key string) []byte {
 	return bytes.Clone(objects.Get([]byte(key)))
 }
 
+// changeAfter returns key's newest change not in the trees once l (nil
+// for none) is committed: l's, else the journal's, else nil.
+func (c *Collection) changeAfter(l *layer, key string) *change {
+	if l != nil {
+		if ch := l.changes[key]; ch != nil {
+			return ch
+		}
+	}
+	return c.journalChangeLocked(key)
+}
+
 // storedTx reports whether key's newest committed state, after l, is an
 // object.
 func (c *Collection) storedTx(objects *bolt.Bucket, l *layer, key string) bool {
-	if ch := l.changes[key]; ch != nil {
-		return !ch.deleted
-	}
-	if ch := c.journalChangeLocked(key); ch != nil {
+	if ch := c.changeAfter(l, key); ch != nil {
 		return !ch.deleted
 	}
 	return objects.Get([]byte(key)) != nil
@@ -376,14 +375,7 @@ func (c *Collection) foldChunk(b *bolt.Bucket, j *journalState, appended int) (b
 // and deletes the journal. It changes only the file and j: the caller
 // drops the journal's layers once tx commits.
 func (c *Collection) foldAllTx(b *bolt.Bucket, j *journalState, l *layer) error {
-	newest := func(key string) *change {
-		if l != nil {
-			if ch := l.changes[key]; ch != nil {
-				return ch
-			}
-		}
-		return c.journalChangeLocked(key)
-	}
+	newest := func(key string) *change { return c.changeAfter(l, key) }
 	all := map[string]struct{}{}
 	for _, src := range []*layer{c.folding, c.journaled, l} {
 		if src == nil {
@@ -524,6 +516,7 @@ func (c *Collection) finishCommit(plan commitPlan) []*layer {
 	}
 	if plan.seal {
 		c.folding, c.journaled = c.journaled, nil
+		c.journal.foldKeys, c.journal.folded = sortedKeys(c.folding.changes), 0
 	}
 	return done
 }
