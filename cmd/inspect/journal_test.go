@@ -46,11 +46,7 @@ func addPodsJournal(t *testing.T, path string) {
 			return format.JournalEntry{Key: p.Namespace + "/" + name, Record: rec,
 				Indexes: map[string][]string{"namespace": {p.Namespace}, "node": {node}}}
 		}
-		jb, err := coll.CreateBucketIfNotExists([]byte("journal"))
-		if err != nil {
-			return err
-		}
-		gen, err := jb.CreateBucket(format.JournalSeq(1))
+		gen, err := firstJournalGeneration(coll)
 		if err != nil {
 			return err
 		}
@@ -112,11 +108,7 @@ func TestCommandsReadTheJournal(t *testing.T) {
 func TestVerifyDetectsCorruptJournal(t *testing.T) {
 	path := copyFixture(t)
 	damage(t, path, "pods", func(coll *bolt.Bucket) error {
-		jb, err := coll.CreateBucketIfNotExists([]byte("journal"))
-		if err != nil {
-			return err
-		}
-		gen, err := jb.CreateBucket(format.JournalSeq(1))
+		gen, err := firstJournalGeneration(coll)
 		if err != nil {
 			return err
 		}
@@ -127,4 +119,14 @@ func TestVerifyDetectsCorruptJournal(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, want) {
 		t.Errorf("verify: exit %d\n%s%s\nwant exit 1 and %s", r.code, r.stdout, r.stderr, want)
 	}
+}
+
+// firstJournalGeneration creates generation 1 of coll's journal, as a
+// commit that starts a journal does.
+func firstJournalGeneration(coll *bolt.Bucket) (*bolt.Bucket, error) {
+	jb, err := coll.CreateBucketIfNotExists(format.JournalBucket)
+	if err != nil {
+		return nil, err
+	}
+	return jb.CreateBucket(format.JournalSeq(1))
 }
