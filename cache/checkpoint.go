@@ -218,7 +218,10 @@ func (c *Checkpoint) Acknowledged(obj interface{}) bool {
 // processing this state of it. Call it with the object the handler was given
 // (or one read from the informer's store), once the work it implies is done;
 // in OnDelete, with what OnDelete was given (an object or a
-// cache.DeletedFinalStateUnknown), which acknowledges the deletion.
+// cache.DeletedFinalStateUnknown), which acknowledges the deletion. An
+// acknowledgement of a state older than a deletion applied since (a
+// handler still finishing an update when the object was deleted) settles
+// nothing: the deletion is still delivered until it is acknowledged itself.
 func (c *Checkpoint) Ack(obj interface{}) error {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		return c.AckDeleted(d.Key)
@@ -226,10 +229,6 @@ func (c *Checkpoint) Ack(obj interface{}) error {
 	key, rv, err := c.keyAndVersion(obj)
 	if err != nil {
 		return err
-	}
-	if _, exists, _ := c.inf.store.GetByKey(key); !exists {
-		// Deleted: this settles the deletion.
-		return c.AckDeleted(key)
 	}
 	return c.AckKey(key, rv)
 }
@@ -288,6 +287,10 @@ func (c *Checkpoint) SkippedRelisted() int64 { return c.skippedRelisted.Load() }
 
 // Len returns the number of acknowledged keys.
 func (c *Checkpoint) Len() int { return c.cp.Len() }
+
+// Tombstones returns the number of deletions of acknowledged objects the
+// handler has not acknowledged.
+func (c *Checkpoint) Tombstones() int { return c.cp.Tombstones() }
 
 // Clear drops every acknowledgement: on its next start the handler gets every
 // stored object again. (`inspect checkpoints --clear` does it offline.)

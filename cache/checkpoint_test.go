@@ -246,3 +246,65 @@ func TestCheckpointRelistSkipsUnchangedAcknowledged(t *testing.T) {
 		t.Errorf("boltinformer_checkpoint_skipped_relist_updates_total = %v, want 2", got)
 	}
 }
+
+// A handler still processing an object when it is deleted acknowledges
+// what it was given after the store has dropped the key (controller-runtime's
+// AckKey does the same when a deletion lands during a reconcile). That
+// acknowledges the earlier state, not the deletion: the tombstone stays,
+// and a handler joining after a restart is told of the deletion.
+func TestCheckpointLateAckKeepsTheDeletion(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource("a", "b")
+	h := &events{}
+	var cp *bcache.Checkpoint
+	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, func(inf *bcache.Informer) {
+		var err error
+		if cp, err = inf.Checkpoint("h"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.AddEventHandler(ackingHandler{recordingHandler{h}, t, cp}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r.synced(t)
+	poll.Until(t, 10*time.Second, "acknowledged", func() bool { return cp.Len() == 2 })
+	given, exists, err := r.inf.GetStore().GetByKey("ns/b")
+	if err != nil || !exists {
+		t.Fatalf("ns/b not in the store: %v", err)
+	}
+	src.Delete(pod("ns", "b", "", nil))
+	poll.Until(t, 10*time.Second, "deletion applied", func() bool {
+		_, exists, _ := r.inf.GetStore().GetByKey("ns/b")
+		return !exists
+	})
+	// The late acknowledgement of what the handler was given.
+	if err := cp.Ack(given); err != nil {
+		t.Fatal(err)
+	}
+	if n := cp.Tombstones(); n != 1 {
+		t.Errorf("after the late acknowledgement, %d tombstones, want b's", n)
+	}
+	r.stop()
+	f.reopen()
+
+	r = startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, nil)
+	r.synced(t)
+	cp, err = r.inf.Checkpoint("h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := &events{}
+	handle, err := cp.AddEventHandler(late.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-handle.HasSyncedChecker().Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the late checkpoint handler did not sync")
+	}
+	late.waitFor(t, 1, "late checkpoint handler")
+	if got := late.list(); !slices.Contains(got, "delete tombstone:ns/b") {
+		t.Errorf("after a late acknowledgement of b's add, a handler joining after the restart got %v, want b's deletion", got)
+	}
+}

@@ -220,6 +220,9 @@ func newIndexer(opts IndexerOptions, provenance map[string]string) (*Indexer, er
 	if m := coll.ResetAtOpen(); m != nil {
 		klog.Background().Info("Stored collection was recorded under another provenance; it was emptied and starts cold", "collection", opts.Collection, "reason", m.Error())
 	}
+	if err := coll.JournalSetAside(); err != nil {
+		klog.Background().Info("The stored collection's journal could not be read; it was set aside (kept: the objects as last folded), and the collection lists before it is synced", "collection", opts.Collection, "err", err)
+	}
 	i.coll = coll
 	return i, nil
 }
@@ -418,7 +421,22 @@ func (i *Indexer) Delete(obj interface{}) error {
 	}
 	i.writeMu.Lock()
 	defer i.writeMu.Unlock()
-	return i.coll.Apply([]persist.Op{{Key: key, Delete: true}}, i.rvAfter(obj))
+	return i.coll.Apply([]persist.Op{{Key: key, Delete: true, DeletedAt: deletedAt(obj)}}, i.rvAfter(obj))
+}
+
+// deletedAt returns the resourceVersion of obj as deleted, for a
+// checkpoint to tell an acknowledgement of the deletion from a late one of
+// an earlier state (persist.Op.DeletedAt); empty for a deletion found by a
+// relist (a cache.DeletedFinalStateUnknown).
+func deletedAt(obj interface{}) string {
+	if _, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return ""
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetResourceVersion()
 }
 
 // Transaction applies txns in one Apply. Transactions whose key cannot be
@@ -440,7 +458,7 @@ func (i *Indexer) Transaction(txns ...cache.Transaction) *cache.TransactionError
 			if key, err = i.keyFunc(txn.Object); err != nil {
 				err = cache.KeyError{Obj: txn.Object, Err: err}
 			}
-			op = persist.Op{Key: key, Delete: true}
+			op = persist.Op{Key: key, Delete: true, DeletedAt: deletedAt(txn.Object)}
 		} else {
 			var key string
 			var obj interface{}

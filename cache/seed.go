@@ -97,6 +97,10 @@ func (s *Informer) openStore(ctx context.Context) {
 		}
 	}
 	s.persistent.onList(s.gate.paid)
+	if err := s.persistent.coll.JournalSetAside(); err != nil {
+		s.report(ctx, fmt.Errorf("boltinformer: collection %q: %w; it was set aside, listing before the informer is synced", s.name, err))
+		s.opts.Metrics.countReset(s.name, resetReadError)
+	}
 	if s.persistent.coll.MustList() {
 		klog.FromContext(ctx).Info("The stored collection lacks objects set aside after a read error; listing before it is synced", "collection", s.name)
 		s.gate.owe()

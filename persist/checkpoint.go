@@ -23,11 +23,16 @@ import (
 // transaction as the collection's changes, below the collection:
 //
 //	checkpoints/<name>/  key -> resourceVersion
-//	tombstones/<name>/   key -> the record of the deleted object
+//	tombstones/<name>/   key -> the deleted object's last record, and the
+//	                     version its deletion was delivered at (format.Tombstone)
 //
 // A deleted object whose key was acknowledged leaves a tombstone: its last
-// stored state, kept until the consumer acknowledges the deletion (or a
-// later state of the key). A consumer that registers after the deletion was
+// stored state, kept until the consumer acknowledges the deletion itself
+// (AckDeleted, or Ack at the version the deletion was delivered at) or a
+// state of the key stored after it. An acknowledgement of any other
+// version — one of an earlier state, arriving after the deletion was
+// applied (a reconcile that began before it) — settles nothing: an
+// acknowledgement never settles a state newer than the one it names. A consumer that registers after the deletion was
 // applied (a late handler, or after a restart) is given the tombstone as a
 // deletion; one that was registered got the deletion as an event, and gets
 // it again after a restart until it acknowledges it (at least once, as for
@@ -66,8 +71,20 @@ type Checkpoint struct {
 	// answers from; deleted the tombstones, committed or not (the deleted
 	// objects whose deletion is not acknowledged). Guarded by c.mu.
 	acked   map[string]string
-	deleted map[string]runtime.Object
+	deleted map[string]*tombstone
 	closed  bool // guarded by c.mu
+}
+
+// tombstone is a deletion the consumer has not acknowledged.
+type tombstone struct {
+	// obj is the deleted object's last stored state, for a deletion
+	// applied in this process (nil if it could not be read); nil for one
+	// read from the file, which Deleted decodes when asked, so that an
+	// open checkpoint keeps a key per tombstone in memory, not an object.
+	obj runtime.Object
+	// deletedAt is the version the deletion was delivered at (Op.DeletedAt);
+	// empty if unknown.
+	deletedAt string
 }
 
 // Checkpoint opens the named checkpoint of the collection, loading its
@@ -85,7 +102,7 @@ func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 	if _, ok := c.checkpoints[name]; ok {
 		return nil, fmt.Errorf("%w: %q in collection %q", ErrCheckpointOpen, name, c.name)
 	}
-	acked, deleted := map[string]string{}, map[string]runtime.Object{}
+	acked, deleted := map[string]string{}, map[string]*tombstone{}
 	err := c.db.bolt.View(func(tx *bolt.Tx) error {
 		if err := c.checkpointEntries(tx, bucketCheckpoints, name, func(k, v []byte) error {
 			acked[string(k)] = string(v)
@@ -93,12 +110,13 @@ func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 		}); err != nil {
 			return err
 		}
-		return c.checkpointEntries(tx, bucketTombstones, name, func(k, rec []byte) error {
-			obj, err := c.db.codec.Decode(rec)
-			if err != nil {
-				return fmt.Errorf("tombstone of %q: %w (clear the checkpoint: 'inspect checkpoints --clear')", k, err)
-			}
-			deleted[string(k)] = obj
+		// Keys only: Deleted decodes the objects when a consumer joins.
+		// A tombstone that cannot be read is still a deletion to deliver
+		// (with whatever of its state can be read): it never fails the
+		// open.
+		return c.checkpointEntries(tx, bucketTombstones, name, func(k, raw []byte) error {
+			t, _ := format.DecodeTombstone(raw)
+			deleted[string(k)] = &tombstone{deletedAt: t.DeletedAt}
 			return nil
 		})
 	})
@@ -130,12 +148,11 @@ func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 			if !wasAcked || l.ackedDeletions[name][key] {
 				continue
 			}
-			obj, err := c.stateBefore(earlier, key)
-			if err != nil {
-				return nil, fmt.Errorf("checkpoint %q: the last state of deleted %q: %w", name, key, err)
-			}
-			if obj != nil {
-				deleted[key] = obj
+			// An unreadable last state still leaves the deletion to
+			// deliver (see Deleted).
+			obj, found, _ := c.stateBefore(earlier, key)
+			if found {
+				deleted[key] = &tombstone{obj: obj, deletedAt: ch.deletedAt}
 			}
 		}
 		for key, rv := range l.acks[name] {
@@ -161,9 +178,15 @@ func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 func (cp *Checkpoint) Name() string { return cp.name }
 
 // Ack records that the consumer has finished processing key at resourceVersion
-// rv (which also settles an earlier deletion of the key: see AckDeleted). It
-// is visible to Acked at once and reaches the file with the next group
-// commit; a crash before then loses it, and the object is processed again.
+// rv. It is visible to Acked at once and reaches the file with the next
+// group commit; a crash before then loses it, and the object is processed
+// again.
+//
+// If key has a tombstone (its deletion is not acknowledged), Ack settles it
+// only if rv is the version the deletion was delivered at (Op.DeletedAt) or
+// the version of the key's state stored now (created again after the
+// deletion); any other version is of a state before the deletion, and the
+// acknowledgement is dropped.
 func (cp *Checkpoint) Ack(key, rv string) error {
 	if rv == "" {
 		return fmt.Errorf("checkpoint %q: acknowledging %q without a resourceVersion", cp.name, key)
@@ -176,21 +199,77 @@ func (cp *Checkpoint) Ack(key, rv string) error {
 func (cp *Checkpoint) AckDeleted(key string) error { return cp.ack(key, "") }
 
 // ack records an acknowledgement of key at rv, or of its deletion ("").
+// Called by write, with c.mu held.
 func (cp *Checkpoint) ack(key, rv string) error {
+	c := cp.c
 	return cp.write(func(l *layer) bool {
-		_, tombstone := cp.deleted[key]
-		if !tombstone && (rv == "" || cp.acked[key] == rv) {
-			// Already acknowledged (a resync, a repeated reconcile), or a
-			// deletion without a tombstone: nothing to write.
-			return false
+		t, tombstoned := cp.deleted[key]
+		if !tombstoned {
+			if rv == "" || cp.acked[key] == rv {
+				// Already acknowledged (a resync, a repeated reconcile), or
+				// a deletion without a tombstone: nothing to write.
+				return false
+			}
+			if ch := c.layerChangeLocked(key); ch != nil && ch.deleted {
+				// Deleted since the consumer saw it, and never
+				// acknowledged before: nothing to skip, no deletion to
+				// settle.
+				return false
+			}
+			cp.acked[key] = rv
+			l.ack(cp.name, key, rv)
+			return true
 		}
-		delete(cp.deleted, key)
-		if rv != "" {
+		settlesDeletion := rv == "" || rv == t.deletedAt
+		if !settlesDeletion {
+			cur, stored, err := c.currentVersionLocked(key)
+			if err != nil || !stored || cur != rv {
+				// A state before the deletion (or one that cannot be
+				// told apart from it): the tombstone stays.
+				return false
+			}
 			cp.acked[key] = rv
 		}
+		delete(cp.deleted, key)
 		l.ack(cp.name, key, rv)
 		return true
 	})
+}
+
+// currentVersionLocked returns the resourceVersion of key's newest state
+// and whether it is stored. Called with c.mu held.
+func (c *Collection) currentVersionLocked(key string) (string, bool, error) {
+	if obj, ok := c.cache.get(key); ok {
+		rv, err := resourceVersionOf(obj)
+		return rv, true, err
+	}
+	if c.memory() != nil {
+		return "", false, nil // every object is cached: absent
+	}
+	if ch := c.layerChangeLocked(key); ch != nil {
+		if ch.deleted {
+			return "", false, nil
+		}
+		if ch.obj != nil {
+			rv, err := resourceVersionOf(ch.obj)
+			return rv, true, err
+		}
+		rec, err := c.changeRecordLocked(key, ch)
+		if err != nil {
+			return "", false, err
+		}
+		rv, err := ReadResourceVersion(rec)
+		return rv, err == nil, err
+	}
+	var rv string
+	found := false
+	err := c.viewRecord(key, func(rec []byte) error {
+		var err error
+		rv, err = ReadResourceVersion(rec)
+		found = err == nil
+		return err
+	})
+	return rv, found, err
 }
 
 // write runs change on the pending layer, under the locks an Apply takes,
@@ -256,25 +335,6 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		})
 		return objs, acknowledged, err
 	}
-	err = c.forEachUnwrittenLocked(func(key string, ch *change) error {
-		rv, err := ReadResourceVersion(ch.record)
-		if err != nil {
-			return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
-		}
-		if isAcked(key, rv) {
-			acknowledged++
-			return nil
-		}
-		obj, err := c.changeObjectLocked(key, ch)
-		if err != nil {
-			return err
-		}
-		objs = append(objs, obj)
-		return nil
-	})
-	if err != nil {
-		return nil, 0, err
-	}
 	err = c.db.bolt.View(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
@@ -282,7 +342,38 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		}
 		var found []keyed
 		var records [][]byte
-		err := b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+		err := c.forEachUnwrittenLocked(func(key string, ch *change) error {
+			if ch.obj != nil {
+				rv, err := resourceVersionOf(ch.obj)
+				if err != nil {
+					return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+				}
+				if isAcked(key, rv) {
+					acknowledged++
+				} else {
+					objs = append(objs, ch.obj)
+				}
+				return nil
+			}
+			rec, err := c.changeRecordTx(b, key, ch)
+			if err != nil {
+				return err
+			}
+			rv, err := ReadResourceVersion(rec)
+			if err != nil {
+				return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+			}
+			if isAcked(key, rv) {
+				acknowledged++
+				return nil
+			}
+			found, records = append(found, keyed{key: key}), append(records, rec)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
 			key := string(k)
 			if c.inLayersLocked(key) {
 				return nil
@@ -325,11 +416,58 @@ func resourceVersionOf(obj runtime.Object) (string, error) {
 
 // Deleted returns the checkpoint's tombstones: key -> the deleted object's
 // last stored state, for each deletion of an acknowledged object that is not
-// acknowledged itself. The objects are shared: read-only.
+// acknowledged itself. The objects are shared: read-only. Where the last
+// state cannot be read back, the object is an empty one of its type
+// carrying only its namespace, name and resourceVersion, or nil if not
+// even its type can be read: the deletion is delivered all the same.
 func (cp *Checkpoint) Deleted() map[string]runtime.Object {
-	cp.c.mu.RLock()
-	defer cp.c.mu.RUnlock()
-	return maps.Clone(cp.deleted)
+	c := cp.c
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make(map[string]runtime.Object, len(cp.deleted))
+	var onFile []string
+	for key, t := range cp.deleted {
+		if t.obj != nil {
+			out[key] = t.obj
+		} else {
+			out[key] = nil
+			onFile = append(onFile, key)
+		}
+	}
+	if len(onFile) == 0 {
+		return out
+	}
+	// The file's tombstones are read once per join; they are not cached.
+	_ = c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return nil
+		}
+		tb := b.Bucket(bucketTombstones)
+		if tb != nil {
+			tb = tb.Bucket([]byte(cp.name))
+		}
+		if tb == nil {
+			return nil
+		}
+		for _, key := range onFile {
+			raw := tb.Get([]byte(key))
+			if raw == nil {
+				continue // not committed yet, and its state unreadable
+			}
+			t, err := format.DecodeTombstone(raw)
+			if err != nil || len(t.Record) == 0 {
+				continue
+			}
+			obj, err := c.db.codec.Decode(t.Record)
+			if err != nil {
+				obj = c.db.codec.placeholder(key, t.Record)
+			}
+			out[key] = obj
+		}
+		return nil
+	})
+	return out
 }
 
 // Tombstones returns the number of tombstones (see Deleted).
@@ -369,44 +507,54 @@ func (cp *Checkpoint) Close() {
 }
 
 // stateBefore returns key's state before the layer after earlier: earlier's
-// change to it, else the committed state (nil if none). Called with c.mu
-// held.
-func (c *Collection) stateBefore(earlier *layer, key string) (runtime.Object, error) {
+// change to it, else the committed state, and whether there is one. An
+// unreadable state is found, with a nil object and the error. Called with
+// c.mu held.
+func (c *Collection) stateBefore(earlier *layer, key string) (runtime.Object, bool, error) {
 	if earlier != nil {
 		if ch := earlier.changes[key]; ch != nil {
-			return ch.obj, nil // nil if deleted there
+			return ch.obj, !ch.deleted, nil
 		}
 	}
 	if ch := c.journalChangeLocked(key); ch != nil {
 		if ch.deleted {
-			return nil, nil
+			return nil, false, nil
 		}
 		if ch.obj != nil {
-			return ch.obj, nil
+			return ch.obj, true, nil
+		}
+		rec, err := c.changeRecordLocked(key, ch)
+		if err != nil {
+			return nil, true, err
 		}
 		// Not decodeLocked, as below.
-		return c.db.codec.Decode(ch.record)
+		obj, err := c.db.codec.Decode(rec)
+		return obj, true, err
 	}
 	var obj runtime.Object
+	found := false
 	err := c.viewRecord(key, func(rec []byte) error {
+		found = true
 		var err error
 		// Not decodeLocked: the object is being deleted, and must not
 		// enter the cache.
 		obj, err = c.db.codec.Decode(rec)
 		return err
 	})
-	return obj, err
+	return obj, found, err
 }
 
 // tombstoneAcksLocked turns key's acknowledgements in the open checkpoints
-// into tombstones carrying obj, its last state (the key is being deleted).
-// Called with c.mu held.
-func (c *Collection) tombstoneAcksLocked(key string, obj func() runtime.Object) {
+// into tombstones carrying its last state (the key is being deleted, at
+// deletedAt if known). last returns that state and whether the key is
+// stored; an unreadable state is stored with a nil object, and the
+// deletion is delivered all the same (see Deleted). Called with c.mu held.
+func (c *Collection) tombstoneAcksLocked(key, deletedAt string, last func() (runtime.Object, bool)) {
 	for _, cp := range c.checkpoints {
 		if _, ok := cp.acked[key]; ok {
 			delete(cp.acked, key)
-			if o := obj(); o != nil {
-				cp.deleted[key] = o
+			if o, stored := last(); stored {
+				cp.deleted[key] = &tombstone{obj: o, deletedAt: deletedAt}
 			}
 		}
 	}
@@ -491,7 +639,7 @@ func (l *layer) ack(name, key, rv string) {
 		l.acks[name] = m
 	}
 	m[key] = rv
-	if ch := l.changes[key]; rv == "" && ch != nil && ch.deleted {
+	if ch := l.changes[key]; ch != nil && ch.deleted && (rv == "" || rv == ch.deletedAt) {
 		// This acknowledges the deletion this layer holds: its tombstone
 		// need not be written. A later change to the key undoes this
 		// (forgetCovered).
@@ -553,10 +701,11 @@ func (l *layer) absorbAcks(newer *layer) {
 //
 // A deleted key acknowledged in a checkpoint (on disk or in this layer)
 // becomes a tombstone, unless the layer also holds the acknowledgement of
-// that deletion (ackedDeletions); then the layer's acknowledgements are
-// written (a key not stored is not acknowledged) and drop the tombstones of
-// their keys, except of those this layer deleted (those were settled
-// above).
+// that deletion (ackedDeletions). Then the layer's acknowledgements are
+// written (a key not stored is not acknowledged); each drops its key's
+// tombstone only if it settles the deletion (see Checkpoint.Ack: the
+// deletion itself, or a state stored after it), except for the keys this
+// layer deleted (settled above).
 func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]byte) error {
 	cb := b.Bucket(bucketCheckpoints)
 	if cb == nil && len(l.acks) == 0 && len(l.clearedAcks) == 0 {
@@ -590,6 +739,8 @@ func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]by
 	for name := range l.acks {
 		names[name] = true
 	}
+	// A deleted key's tombstone value is the same in every checkpoint.
+	tombstones := map[string][]byte{}
 	for _, name := range slices.Sorted(maps.Keys(names)) {
 		nb, err := cb.CreateBucketIfNotExists([]byte(name))
 		if err != nil {
@@ -614,26 +765,38 @@ func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]by
 				}
 				continue
 			}
-			if rec := deleted[key]; rec != nil {
-				if err := nt.Put(kb, rec); err != nil {
-					return err
-				}
+			rec := deleted[key]
+			if rec == nil {
+				continue // never stored: nothing was deleted
+			}
+			v, ok := tombstones[key]
+			if !ok {
+				v = c.tombstoneValue(key, rec, l.changes[key].deletedAt)
+				tombstones[key] = v
+			}
+			if err := nt.Put(kb, v); err != nil {
+				return err
 			}
 		}
-		objects := b.Bucket(bucketObjects)
 		for _, key := range sortedKeys(layerAcks) {
 			if _, ok := deleted[key]; ok {
 				continue
 			}
 			kb := []byte(key)
-			if err := nt.Delete(kb); err != nil {
-				return err
-			}
 			rv := layerAcks[key]
-			if rv == "" {
-				continue
+			storedRV, stored, err := c.storedVersionTx(b, l, key)
+			if err != nil {
+				return fmt.Errorf("checkpoint %q, key %q: %w", name, key, err)
 			}
-			if !c.storedTx(objects, l, key) {
+			if raw := nt.Get(kb); raw != nil {
+				t, _ := format.DecodeTombstone(raw)
+				if rv == "" || rv == t.DeletedAt || (stored && rv == storedRV) {
+					if err := nt.Delete(kb); err != nil {
+						return err
+					}
+				}
+			}
+			if rv == "" || !stored {
 				// Not stored (deleted in an earlier commit, or never):
 				// nothing to skip.
 				continue
@@ -644,6 +807,22 @@ func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]by
 		}
 	}
 	return nil
+}
+
+// tombstoneValue encodes the tombstone of key, deleted at deletedAt (if
+// known) with rec its last record. A record that cannot be decoded is
+// replaced by an empty object of its type (Codec.placeholder), or by none:
+// a tombstone must open on every later start, and a deletion must be
+// delivered even where its last state is lost.
+func (c *Collection) tombstoneValue(key string, rec []byte, deletedAt string) []byte {
+	if _, err := c.db.codec.Decode(rec); err != nil {
+		p := c.db.codec.placeholder(key, rec)
+		rec = nil
+		if p != nil {
+			rec, _ = c.db.codec.Encode(p)
+		}
+	}
+	return format.AppendTombstone(nil, format.Tombstone{DeletedAt: deletedAt, Record: rec})
 }
 
 // dropCheckpointsTx deletes every checkpoint of the collection, on disk and in

@@ -324,3 +324,100 @@ func TestCheckpointUnacknowledgedDecodesOnlyThem(t *testing.T) {
 		t.Errorf("from memory: Unacknowledged() = %d objects, %d acknowledged, %v; want 2, 3", len(objs), acknowledged, err)
 	}
 }
+
+// An acknowledgement never settles a state newer than the one it names: a
+// consumer still finishing an update when the object was deleted
+// acknowledges that update after the deletion was applied (in the same
+// group commit or a later one), and the deletion must still be delivered
+// after a restart — until the deletion itself is acknowledged: AckDeleted,
+// or Ack at the version the deletion was delivered at.
+func TestLateAckDoesNotSettleADeletion(t *testing.T) {
+	del := func(t *testing.T, f *checkpointFile, deletedAt string) {
+		t.Helper()
+		if err := f.c.Apply([]persist.Op{{Key: "ns/a", Delete: true, DeletedAt: deletedAt}}, "3"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush := func(t *testing.T, f *checkpointFile) {
+		t.Helper()
+		if err := f.c.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		deletedAt string // "" for a deletion found by a relist
+		committed bool   // the deletion is committed before the late ack
+		settle    func(cp *persist.Checkpoint) error
+	}{
+		{"watch deletion committed, then Ack of the deletion", "3", true, func(cp *persist.Checkpoint) error { return cp.Ack("ns/a", "3") }},
+		{"watch deletion in the same commit, then AckDeleted", "3", false, func(cp *persist.Checkpoint) error { return cp.AckDeleted("ns/a") }},
+		{"relist deletion committed, then AckDeleted", "", true, func(cp *persist.Checkpoint) error { return cp.AckDeleted("ns/a") }},
+		{"relist deletion in the same commit, then AckDeleted", "", false, func(cp *persist.Checkpoint) error { return cp.AckDeleted("ns/a") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCheckpointFile(t)
+			put(t, f.c, "1", cm("a", "1"), cm("b", "1"))
+			cp := f.checkpoint("handler")
+			ack(t, cp, "ns/a", "1")
+			flush(t, f)
+			put(t, f.c, "2", cm("a", "2")) // the handler starts on this update
+			del(t, f, tc.deletedAt)
+			if tc.committed {
+				flush(t, f)
+			}
+			// The handler finishes the update: late.
+			ack(t, cp, "ns/a", "2")
+			ack(t, cp, "ns/a", "1")
+			if cp.Tombstones() != 1 {
+				t.Errorf("after the late acknowledgements, %d tombstones in memory, want 1", cp.Tombstones())
+			}
+			cp.Close()
+			f.reopen() // a crash would lose no more: the acks were committed or dropped
+			cp = f.checkpoint("handler")
+			d := cp.Deleted()
+			if obj, ok := d["ns/a"]; !ok || obj == nil {
+				t.Fatalf("after a restart Deleted() = %v, want ns/a with its last state: the deletion was lost", d)
+			} else if name := obj.(*corev1.ConfigMap).Name; name != "a" {
+				t.Errorf("tombstone carries %q, want a's last committed state", name)
+			}
+			if _, ok := cp.Acked("ns/a"); ok {
+				t.Error("a deleted key is acknowledged after the restart")
+			}
+			// A late ack after the restart settles nothing either.
+			ack(t, cp, "ns/a", "2")
+			flush(t, f)
+			if keys, err := f.c.CheckpointTombstones("handler"); err != nil || !slices.Equal(keys, []string{"ns/a"}) {
+				t.Errorf("committed tombstones after another late ack = %v %v, want ns/a", keys, err)
+			}
+			if err := tc.settle(cp); err != nil {
+				t.Fatal(err)
+			}
+			cp.Close()
+			f.reopen()
+			cp = f.checkpoint("handler")
+			if d := cp.Deleted(); len(d) != 0 {
+				t.Errorf("after acknowledging the deletion, Deleted() = %v, want none", d)
+			}
+		})
+	}
+}
+
+// An object created, acknowledged and deleted between two group commits
+// has no committed state; its deletion must still leave a tombstone: the
+// consumer processed it.
+func TestTombstoneOfAnObjectNeverCommitted(t *testing.T) {
+	f := newCheckpointFile(t)
+	cp := f.checkpoint("handler")
+	put(t, f.c, "1", cm("a", "1"))
+	ack(t, cp, "ns/a", "1")
+	if err := f.c.Apply([]persist.Op{{Key: "ns/a", Delete: true, DeletedAt: "2"}}, "2"); err != nil {
+		t.Fatal(err)
+	}
+	cp.Close()
+	f.reopen()
+	cp = f.checkpoint("handler")
+	if d := cp.Deleted(); d["ns/a"] == nil {
+		t.Errorf("Deleted() after a restart = %v, want ns/a with its state", d)
+	}
+}

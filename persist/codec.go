@@ -313,3 +313,42 @@ func parseGVKString(s string) (schema.GroupVersionKind, error) {
 	}
 	return schema.GroupVersionKind{}, fmt.Errorf("not a GroupVersionKind")
 }
+
+// placeholder returns, for a record whose payload cannot be decoded, an
+// empty object of the type its header names, carrying only key's namespace
+// and name and the header's resourceVersion: what a consumer is told of a
+// deleted object whose last state is unreadable. It returns nil if not even
+// the header can be read.
+func (c *Codec) placeholder(key string, record []byte) runtime.Object {
+	h, _, err := format.ReadHeader(record)
+	if err != nil {
+		return nil
+	}
+	ns, name := "", key
+	if i := strings.IndexByte(key, '/'); i >= 0 {
+		ns, name = key[:i], key[i+1:]
+	}
+	if h.Encoding == format.EncodingUnstructured {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+		u.SetAPIVersion(h.APIVersion)
+		u.SetKind(h.Kind)
+		u.SetNamespace(ns)
+		u.SetName(name)
+		u.SetResourceVersion(h.ResourceVersion)
+		return u
+	}
+	obj, err := c.newObject(h.Type)
+	if err != nil {
+		return nil
+	}
+	accessor, ok := obj.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return nil
+	}
+	m := accessor.GetObjectMeta()
+	m.SetNamespace(ns)
+	m.SetName(name)
+	m.SetResourceVersion(h.ResourceVersion)
+	obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(h.APIVersion, h.Kind))
+	return obj
+}

@@ -127,6 +127,9 @@ type Collection struct {
 	provenance map[string]string // as recorded in the file
 
 	resetAtOpen *ProvenanceMismatch // set once by DB.Collection
+	// journalSetAside is why DB.Collection set the journal aside, if it
+	// did (see JournalSetAside).
+	journalSetAside error
 
 	// checkpoints holds the open checkpoints by name; guarded by mu.
 	checkpoints map[string]*Checkpoint
@@ -164,11 +167,23 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 		// need no write transaction, hence no fsync (a component opening
 		// sixty informers would otherwise wait for sixty).
 		unchanged := false
-		err = db.bolt.View(func(tx *bolt.Tx) error {
+		check := func(tx *bolt.Tx) error {
 			var err error
 			unchanged, err = c.unchanged(tx, opts)
 			return err
-		})
+		}
+		err = db.bolt.View(check)
+		if errors.Is(err, errJournalUnreadable) {
+			// Damage to the journal is set aside as damage to a record
+			// is: never a collection that cannot be opened.
+			c.journalSetAside = err
+			db.commitMu.Lock()
+			err = db.bolt.Update(c.setAsideJournalTx)
+			db.commitMu.Unlock()
+			if err == nil {
+				err = db.bolt.View(check)
+			}
+		}
 		if err == nil && !unchanged {
 			db.commitMu.Lock()
 			err = db.bolt.Update(func(tx *bolt.Tx) error { return c.create(tx, opts) })
@@ -457,6 +472,14 @@ func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []str
 	return byKey.Put([]byte(key), raw)
 }
 
+// JournalSetAside returns, if DB.Collection found the collection's journal
+// unreadable, why: the journal was deleted and the must-list mark set in
+// one transaction, so the collection holds the state its trees hold —
+// every object as it was at some point, without the changes the journal
+// held — and must be listed before it is complete (see MustList). Nil
+// otherwise.
+func (c *Collection) JournalSetAside() error { return c.journalSetAside }
+
 // DB returns the file the collection lives in.
 func (c *Collection) DB() *DB { return c.db }
 
@@ -492,7 +515,7 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 	changes := make([]change, len(ops))
 	for i, op := range ops {
 		if op.Delete {
-			changes[i] = change{deleted: true}
+			changes[i] = change{deleted: true, deletedAt: op.DeletedAt}
 			continue
 		}
 		if op.Object == nil {
@@ -523,9 +546,9 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 		if ch.deleted && len(c.checkpoints) > 0 {
 			// Before the deletion is in the layer: the lookup finds the
 			// object's last state.
-			c.tombstoneAcksLocked(op.Key, func() runtime.Object {
-				obj, _, _ := c.getLocked(op.Key)
-				return obj
+			c.tombstoneAcksLocked(op.Key, op.DeletedAt, func() (runtime.Object, bool) {
+				obj, exists, err := c.getLocked(op.Key)
+				return obj, exists || err != nil // unreadable: stored
 			})
 		}
 		c.pending.put(op.Key, ch)

@@ -40,3 +40,20 @@ func TreeBytes(c *Collection) (counted, actual int64, err error) {
 	})
 	return counted, actual, err
 }
+
+// JournalHeldBytes returns the record bytes the journal's layers hold in
+// memory (they should hold none: the file has them).
+func JournalHeldBytes(c *Collection) int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := 0
+	for _, l := range []*layer{c.journaled, c.folding} {
+		if l == nil {
+			continue
+		}
+		for _, ch := range l.changes {
+			n += len(ch.record) + len(ch.replaced)
+		}
+	}
+	return n
+}

@@ -2,6 +2,7 @@ package persist
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/boltinformer/boltinformer/internal/format"
 )
@@ -27,6 +29,15 @@ import (
 // journaled, folding, then the trees, so a journaled change overrides the
 // trees exactly as it does on disk. Only the commit goroutine (commitMu)
 // changes these two layers and journalState, under mu; readers hold mu.
+//
+// The journal's layers hold each change's key, index values and place in
+// the file, not its record: reads take the record from the journal
+// (changeRecordTx) as they take a tree record from the tree, so the
+// journal adds a few hundred bytes of memory per key, not the records'
+// bytes. A reader holding mu sees the layers of the last finished commit
+// and a file at most one commit ahead (finishCommit needs mu): if that
+// commit folded an entry's generation away, the trees hold the entry's
+// state, and the read takes it from there.
 //
 // A fold moves a sealed generation into the trees a chunk of keys (in key
 // order) per commit, recording the last key folded in the same
@@ -78,9 +89,9 @@ func (j *journalState) active() (uint64, bool) {
 	return j.gens[len(j.gens)-1], true
 }
 
-// loadJournal reads the journal into the journaled and folding layers.
-// The records are copied out of the transaction; objects are decoded when
-// first read.
+// loadJournal reads the journal into the journaled and folding layers:
+// keys, index values and where each record is; records are read from the
+// file when needed, objects decoded when first read.
 func (c *Collection) loadJournal(b *bolt.Bucket) error {
 	c.journaled, c.folding = nil, nil
 	c.journal = journalState{treeBytes: -1}
@@ -97,15 +108,11 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 			l = newLayer()
 			layers[gen] = l
 		}
-		ch := &change{deleted: e.Deleted, indexes: e.Indexes}
-		if !e.Deleted {
-			ch.record = bytes.Clone(e.Record)
-		}
-		l.put(e.Key, ch)
+		l.put(e.Key, &change{deleted: e.Deleted, indexes: e.Indexes, gen: gen, seq: e.Seq})
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("reading the journal: %w (the collection's state cannot be told without it: delete the cache file, or move it aside for inspect, to start cold)", err)
+		return fmt.Errorf("%w: %w", errJournalUnreadable, err)
 	}
 	if n := len(j.Generations); n > 0 {
 		jb := b.Bucket(format.JournalBucket).Bucket(format.JournalSeq(j.Generations[n-1]))
@@ -143,6 +150,31 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 		}
 	}
 	return nil
+}
+
+// errJournalUnreadable marks a journal that cannot be read at open. The
+// collection's state cannot be told without it, but the trees still hold
+// a state every object really had: DB.Collection sets the journal aside
+// (setAsideJournalTx) and the owner lists, as for any record that cannot
+// be read back.
+var errJournalUnreadable = errors.New("the collection's journal cannot be read")
+
+// setAsideJournalTx deletes the collection's journal and sets the
+// must-list mark, in one transaction: the trees stay, without the changes
+// the journal held, until a list is applied.
+func (c *Collection) setAsideJournalTx(tx *bolt.Tx) error {
+	b := c.bucket(tx)
+	if b == nil {
+		return ErrNoCollection
+	}
+	if err := b.DeleteBucket(format.JournalBucket); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+		return err
+	}
+	meta := b.Bucket(bucketCollMeta)
+	if err := meta.Delete(format.TreeBytesKey); err != nil { // counted again
+		return err
+	}
+	return writeMustList(meta, true)
 }
 
 // journalChangeLocked returns key's newest change in the journal, or nil.
@@ -190,9 +222,14 @@ func (c *Collection) hasJournal() bool { return c.journaled != nil || c.folding 
 type commitPlan struct {
 	journal  journalState
 	appended bool // the committing layer went to the journal
-	foldAll  bool // the journal was folded whole (and the layer written to the trees)
-	foldDone bool // the folding generation's last chunk was folded
-	seal     bool // the journaled generation is now folding
+	// appendedGen and appendedSeqs say where: appendedSeqs[i] is the
+	// sequence number of the layer's i-th key in key order.
+	appendedGen  uint64
+	appendedKeys []string
+	appendedSeqs []uint64
+	foldAll      bool // the journal was folded whole (and the layer written to the trees)
+	foldDone     bool // the folding generation's last chunk was folded
+	seal         bool // the journaled generation is now folding
 }
 
 // writeObjects writes the committing layer's object changes in tx, to the
@@ -211,8 +248,15 @@ func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, 
 	deleted := map[string][]byte{}
 	if checkpoints {
 		for _, key := range keys {
-			if l.changes[key].deleted {
-				deleted[key] = c.lastRecord(objects, key)
+			if ch := l.changes[key]; ch.deleted {
+				rec, err := c.lastRecord(b, key)
+				if err != nil {
+					return nil, plan, err
+				}
+				if ch.replaced != nil {
+					rec = ch.replaced // newer than the committed one
+				}
+				deleted[key] = rec
 			}
 		}
 	}
@@ -228,9 +272,11 @@ func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, 
 		}
 		return deleted, plan, nil
 	}
-	if err := c.appendJournal(b, &plan.journal, keys, l); err != nil {
+	var err error
+	if plan.appendedGen, plan.appendedSeqs, err = c.appendJournal(b, &plan.journal, keys, l); err != nil {
 		return nil, plan, err
 	}
+	plan.appendedKeys = keys
 	// Dormant indexes would be behind the journal as they would be behind
 	// the trees.
 	if err := c.dropUnusedIndexes(b); err != nil {
@@ -258,13 +304,56 @@ func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, 
 	return deleted, plan, nil
 }
 
-// lastRecord returns key's newest committed record (journal, then the
-// object tree), or nil if it has none.
-func (c *Collection) lastRecord(objects *bolt.Bucket, key string) []byte {
+// lastRecord returns a copy of key's newest committed record (journal,
+// then the object tree), or nil if it has none.
+func (c *Collection) lastRecord(b *bolt.Bucket, key string) ([]byte, error) {
 	if ch := c.journalChangeLocked(key); ch != nil {
-		return ch.record // nil if deleted
+		if ch.deleted {
+			return nil, nil
+		}
+		rec, err := c.changeRecordTx(b, key, ch)
+		return bytes.Clone(rec), err
 	}
-	return bytes.Clone(objects.Get([]byte(key)))
+	return bytes.Clone(b.Bucket(bucketObjects).Get([]byte(key))), nil
+}
+
+// changeRecordTx returns the record of ch, a change to key that is not a
+// deletion: its own, or, for a change in the journal, the journal entry's
+// in b's transaction (aliasing the transaction's memory). An entry whose
+// generation a commit ahead of the layers folded away is in the trees.
+func (c *Collection) changeRecordTx(b *bolt.Bucket, key string, ch *change) ([]byte, error) {
+	if ch.record != nil || ch.seq == 0 {
+		return ch.record, nil
+	}
+	rec, ok, err := format.JournalRecord(b, ch.gen, ch.seq)
+	if err != nil {
+		return nil, fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+	}
+	if !ok {
+		if rec = b.Bucket(bucketObjects).Get([]byte(key)); rec == nil {
+			return nil, fmt.Errorf("%w: collection %q key %q: journal entry %d/%d is neither in the journal nor folded", ErrCorruptRecord, c.name, key, ch.gen, ch.seq)
+		}
+	}
+	return rec, nil
+}
+
+// changeRecordLocked is changeRecordTx in a read transaction of its own;
+// the record is copied out of it. Called with mu held.
+func (c *Collection) changeRecordLocked(key string, ch *change) ([]byte, error) {
+	if ch.record != nil || ch.seq == 0 {
+		return ch.record, nil
+	}
+	var out []byte
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		rec, err := c.changeRecordTx(b, key, ch)
+		out = bytes.Clone(rec)
+		return err
+	})
+	return out, err
 }
 
 // changeAfter returns key's newest change not in the trees once l (nil
@@ -278,21 +367,36 @@ func (c *Collection) changeAfter(l *layer, key string) *change {
 	return c.journalChangeLocked(key)
 }
 
-// storedTx reports whether key's newest committed state, after l, is an
-// object.
-func (c *Collection) storedTx(objects *bolt.Bucket, l *layer, key string) bool {
+// storedVersionTx returns the resourceVersion of key's newest committed
+// state after l, and whether that state is an object.
+func (c *Collection) storedVersionTx(b *bolt.Bucket, l *layer, key string) (string, bool, error) {
+	var rec []byte
 	if ch := c.changeAfter(l, key); ch != nil {
-		return !ch.deleted
+		if ch.deleted {
+			return "", false, nil
+		}
+		if ch.obj != nil {
+			rv, err := resourceVersionOf(ch.obj)
+			return rv, true, err
+		}
+		var err error
+		if rec, err = c.changeRecordTx(b, key, ch); err != nil {
+			return "", false, err
+		}
+	} else if rec = b.Bucket(bucketObjects).Get([]byte(key)); rec == nil {
+		return "", false, nil
 	}
-	return objects.Get([]byte(key)) != nil
+	rv, err := ReadResourceVersion(rec)
+	return rv, err == nil, err
 }
 
 // appendJournal appends l's changes, in key order, to the active
-// generation, creating it if there is none.
-func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []string, l *layer) error {
+// generation, creating it if there is none. It returns the generation and
+// each key's sequence number.
+func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []string, l *layer) (uint64, []uint64, error) {
 	jb, err := b.CreateBucketIfNotExists(format.JournalBucket)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	gen, ok := j.active()
 	if !ok {
@@ -305,24 +409,26 @@ func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []strin
 	}
 	gb, err := jb.CreateBucketIfNotExists(format.JournalSeq(gen))
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	// Appends only: fill the pages.
 	gb.FillPercent = 1.0
-	for _, key := range keys {
+	seqs := make([]uint64, len(keys))
+	for i, key := range keys {
 		ch := l.changes[key]
 		// A new buffer each: bbolt keeps the slice until the commit.
 		buf, err := format.AppendJournalEntry(make([]byte, 0, len(key)+len(ch.record)+64), format.JournalEntry{Key: key, Deleted: ch.deleted, Indexes: ch.indexes, Record: ch.record})
 		if err != nil {
-			return err
+			return 0, nil, err
 		}
 		if err := gb.Put(format.JournalSeq(j.nextSeq), buf); err != nil {
-			return fmt.Errorf("journal entry of %q: %w", key, err)
+			return 0, nil, fmt.Errorf("journal entry of %q: %w", key, err)
 		}
+		seqs[i] = j.nextSeq
 		j.nextSeq++
 		j.activeBytes += int64(len(buf))
 	}
-	return nil
+	return gen, seqs, nil
 }
 
 // journalLimit returns how many bytes the active generation may hold
@@ -439,9 +545,18 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 		if ch.deleted {
 			err = objects.Delete(kb)
 		} else {
-			err = objects.Put(kb, ch.record)
+			var rec []byte
+			if rec, err = c.changeRecordTx(b, key, ch); err != nil {
+				return err
+			}
+			if ch.record == nil {
+				// From the journal, which this transaction may delete:
+				// bbolt keeps what Put is given until the commit.
+				rec = bytes.Clone(rec)
+			}
+			err = objects.Put(kb, rec)
 			if j.treeBytes >= 0 {
-				j.treeBytes += int64(len(ch.record))
+				j.treeBytes += int64(len(rec))
 			}
 		}
 		if err != nil {
@@ -490,10 +605,23 @@ func (c *Collection) finishCommit(plan commitPlan) []*layer {
 	switch {
 	case plan.appended:
 		l.acks, l.clearedAcks, l.ackedDeletions = nil, nil, nil // written
-		if c.cache.bounded() {
-			// A bounded cache's memory must not grow with the journal: the
-			// layer keeps the records, and reads decode them again.
-			for _, ch := range l.changes {
+		// The file holds the records now: the layer keeps where, and
+		// reads take them from there. Under mu: readers may be reading
+		// the committing layer's records until now.
+		recycled := 0
+		bounded := c.cache.bounded()
+		for i, key := range plan.appendedKeys {
+			ch := l.changes[key]
+			ch.gen, ch.seq = plan.appendedGen, plan.appendedSeqs[i]
+			if ch.record != nil && recycled < maxRecycledPerCommit && cap(ch.record) <= maxRecycledRecord {
+				p := ch.record[:0]
+				recordPool.Put(&p)
+				recycled++
+			}
+			ch.record, ch.replaced = nil, nil
+			if bounded {
+				// A bounded cache's memory must not grow with the
+				// journal: reads decode the records again.
 				ch.obj = nil
 			}
 		}

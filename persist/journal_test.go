@@ -2,6 +2,7 @@ package persist_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -308,4 +309,126 @@ func TestTreeBytesCountedThroughResets(t *testing.T) {
 	}
 	put(t, c, "4", cm("a", "4"))
 	check("after an index build and an update")
+}
+
+// The journal's layers keep where each record is in the file, not the
+// record: after a commit appends to the journal and after a reopen loads
+// it, in bounded and unbounded mode, they hold no record bytes, and every
+// read still finds the journaled state.
+func TestJournalRecordsStayInTheFile(t *testing.T) {
+	for _, bound := range []int{0, 10} {
+		t.Run(fmt.Sprintf("CacheObjects=%d", bound), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			open := func() (*persist.DB, *persist.Collection) {
+				db := openDB(t, path, persist.Options{})
+				c, err := db.Collection("cms", persist.CollectionOptions{CacheObjects: bound})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return db, c
+			}
+			db, c := open()
+			var objs []*corev1.ConfigMap
+			for i := range 500 {
+				objs = append(objs, cm(fmt.Sprintf("cm-%03d", i), "1"))
+			}
+			put(t, c, "1", objs...) // a list: straight into the trees
+			for i := range 100 {    // updates, committed a few at a time: into the journal
+				put(t, c, strconv.Itoa(i+2), cm(fmt.Sprintf("cm-%03d", i*5), strconv.Itoa(i+2)))
+				if i%10 == 9 {
+					if err := c.Flush(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := c.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if gens, _ := persist.JournalState(c); gens == 0 {
+				t.Fatal("nothing was journaled")
+			}
+			if n := persist.JournalHeldBytes(c); n != 0 {
+				t.Errorf("after the commits the journal's layers hold %d record bytes in memory", n)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db, c = open()
+			defer db.Close()
+			if n := persist.JournalHeldBytes(c); n != 0 {
+				t.Errorf("after a reopen the journal's layers hold %d record bytes in memory", n)
+			}
+			rvs, err := c.ResourceVersions()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 100 {
+				key := fmt.Sprintf("ns/cm-%03d", i*5)
+				if rvs[key] != strconv.Itoa(i+2) {
+					t.Fatalf("%s at %q, want %d", key, rvs[key], i+2)
+				}
+				obj, ok, err := c.Get(key)
+				if err != nil || !ok || obj.(*corev1.ConfigMap).ResourceVersion != strconv.Itoa(i+2) {
+					t.Fatalf("Get(%s) = %v %v %v", key, obj, ok, err)
+				}
+			}
+		})
+	}
+}
+
+// A journal that cannot be read is set aside at open, as an unreadable
+// record is: the collection opens with the state its trees hold, marked as
+// owing a list, and says why; the next open finds no journal and the mark.
+func TestUnreadableJournalIsSetAside(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	db := openDB(t, path, persist.Options{})
+	c, err := db.Collection("cms", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "1", cm("a", "1"), cm("b", "1"))
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "2", cm("a", "2")) // into the journal
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		jb := tx.Bucket([]byte("collections")).Bucket([]byte("cms")).Bucket([]byte("journal"))
+		gen, _ := jb.Cursor().First()
+		seq, _ := jb.Bucket(gen).Cursor().First()
+		return jb.Bucket(gen).Put(seq, []byte("no journal entry"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		db = openDB(t, path, persist.Options{})
+		c, err = db.Collection("cms", persist.CollectionOptions{})
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		if why := c.JournalSetAside(); (why != nil) != (i == 0) || (why != nil && !errors.Is(why, persist.ErrCorruptRecord)) {
+			t.Errorf("open %d: JournalSetAside() = %v", i, why)
+		}
+		if !c.MustList() {
+			t.Errorf("open %d: the collection does not owe a list", i)
+		}
+		if rvs, err := c.ResourceVersions(); err != nil || rvs["ns/a"] != "1" || rvs["ns/b"] != "1" {
+			t.Errorf("open %d: stored %v %v, want a and b as the trees hold them", i, rvs, err)
+		}
+		if c.ResourceVersion() != "2" {
+			t.Errorf("open %d: resourceVersion %q, want the stored 2 (kept; the mark makes the owner list)", i, c.ResourceVersion())
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -22,14 +22,34 @@ type Op struct {
 	// it instead of marshalling Object. Ignored for an object the codec
 	// does not store as protobuf.
 	Payload []byte
+	// DeletedAt, for a Delete, is the resourceVersion of the object as
+	// deleted (a watch's DELETED event carries it), if known: the version
+	// a consumer's OnDelete is given, at which a checkpoint's
+	// acknowledgement settles the deletion (see Checkpoint.Ack). Empty for
+	// a deletion found by a relist.
+	DeletedAt string
 }
 
 // change is an Op after encoding, as held in a layer.
 type change struct {
-	obj     runtime.Object // nil when deleted
-	record  []byte         // nil when deleted
-	indexes map[string][]string
-	deleted bool
+	// obj is nil when deleted, and may be nil in the journal's layers
+	// (decoded when read).
+	obj runtime.Object
+	// record is nil when deleted, and once the change is in the journal:
+	// gen and seq (seq > 0) then say where the file holds it, and reads
+	// take it from there as they take the trees' records (changeRecordTx),
+	// so that the journal costs memory per key, not per record byte.
+	record   []byte
+	gen, seq uint64
+	indexes  map[string][]string
+	deleted  bool
+	// deletedAt is Op.DeletedAt of a deletion.
+	deletedAt string
+	// replaced, for a deletion, is the record of the object it deleted
+	// within the same layer: an object created and deleted between two
+	// commits has no committed state, and a checkpoint that acknowledged
+	// it needs one for its tombstone.
+	replaced []byte
 }
 
 // layer is a set of applied changes not yet on disk: the latest change per
@@ -72,6 +92,13 @@ func (l *layer) empty() bool {
 func (l *layer) put(key string, ch *change) {
 	if old := l.changes[key]; old != nil {
 		l.unindex(key, old)
+		if ch.deleted {
+			if old.deleted {
+				ch.replaced = old.replaced
+			} else {
+				ch.replaced = old.record
+			}
+		}
 	}
 	l.forgetAckedDeletions(key)
 	l.changes[key] = ch

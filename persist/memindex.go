@@ -190,8 +190,12 @@ func (c *Collection) completeLocked() error {
 		// And the journal's objects not decoded yet.
 		err = c.forEachUnwrittenLocked(func(key string, ch *change) error {
 			if ch.obj == nil && !c.cache.has(key) {
+				rec, err := c.changeRecordTx(b, key, ch)
+				if err != nil {
+					return err
+				}
 				found = append(found, keyed{key: key})
-				records = append(records, ch.record)
+				records = append(records, rec)
 			}
 			return nil
 		})

@@ -106,8 +106,8 @@ func shadowed(layers [4]*layer, i int, key string) bool {
 }
 
 // changeObjectLocked returns the object of a change that is not a deletion.
-// A change read back from the journal at open holds only its record until
-// first read: decode it then, and cache it.
+// A change in the journal may hold only where its record is: read and
+// decode it then, and cache it.
 func (c *Collection) changeObjectLocked(key string, ch *change) (runtime.Object, error) {
 	if ch.obj != nil {
 		return ch.obj, nil
@@ -115,7 +115,11 @@ func (c *Collection) changeObjectLocked(key string, ch *change) (runtime.Object,
 	if obj, ok := c.cache.peek(key); ok {
 		return obj, nil
 	}
-	return c.decodeLocked(key, ch.record)
+	rec, err := c.changeRecordLocked(key, ch)
+	if err != nil {
+		return nil, err
+	}
+	return c.decodeLocked(key, rec)
 }
 
 // inLayersLocked reports whether key has a change not in the trees, which
@@ -480,31 +484,38 @@ func (c *Collection) ResourceVersions() (map[string]string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	out := map[string]string{}
-	layers := c.overlaysLocked()
-	for i := len(layers) - 1; i >= 0; i-- { // older first: newer override
-		l := layers[i]
-		if l == nil {
-			continue
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
 		}
-		for key, ch := range l.changes {
-			if ch.deleted {
-				delete(out, key)
-				continue
-			}
-			rv, err := ReadResourceVersion(ch.record)
+		err := c.forEachUnwrittenLocked(func(key string, ch *change) error {
+			rec, err := c.changeRecordTx(b, key, ch)
 			if err != nil {
-				return nil, err
+				return err
+			}
+			rv, err := ReadResourceVersion(rec)
+			if err != nil {
+				return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 			}
 			out[key] = rv
-		}
-	}
-	err := c.walkFileLocked(func(key string, rec []byte) error {
-		rv, err := ReadResourceVersion(rec)
+			return nil
+		})
 		if err != nil {
-			return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+			return err
 		}
-		out[key] = rv
-		return nil
+		return b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+			key := string(k)
+			if c.inLayersLocked(key) {
+				return nil
+			}
+			rv, err := ReadResourceVersion(rec)
+			if err != nil {
+				return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+			}
+			out[key] = rv
+			return nil
+		})
 	})
 	return out, err
 }

@@ -44,6 +44,9 @@ type JournalEntry struct {
 	Indexes map[string][]string
 	// Record is the object's record (see record.go); nil when Deleted.
 	Record []byte
+	// Seq is the entry's sequence number in its generation, as WalkJournal
+	// found it (not part of the encoding).
+	Seq uint64
 }
 
 const journalDeleted = 1
@@ -161,14 +164,16 @@ func WalkJournal(coll *bolt.Bucket, fn func(gen uint64, e JournalEntry) error) (
 		j.Entries = append(j.Entries, 0)
 		j.Bytes = append(j.Bytes, 0)
 		i := len(j.Generations) - 1
-		return jb.Bucket(k).ForEach(func(seq, raw []byte) error {
-			if _, err := ParseJournalSeq(seq); err != nil {
+		return jb.Bucket(k).ForEach(func(seqKey, raw []byte) error {
+			seq, err := ParseJournalSeq(seqKey)
+			if err != nil {
 				return err
 			}
 			e, err := DecodeJournalEntry(raw)
 			if err != nil {
 				return fmt.Errorf("generation %d: %w", gen, err)
 			}
+			e.Seq = seq
 			j.Entries[i]++
 			j.Bytes[i] += int64(len(raw))
 			if fn == nil {
@@ -181,4 +186,27 @@ func WalkJournal(coll *bolt.Bucket, fn func(gen uint64, e JournalEntry) error) (
 		err = fmt.Errorf("%w: journal has %d generations, at most 2 are written", ErrCorruptRecord, len(j.Generations))
 	}
 	return j, err
+}
+
+// JournalRecord returns the record of the entry at gen/seq of the
+// collection bucket coll, aliasing the transaction's memory; ok is false if
+// the entry is not there (its generation was folded and deleted).
+func JournalRecord(coll *bolt.Bucket, gen, seq uint64) (rec []byte, ok bool, err error) {
+	jb := coll.Bucket(JournalBucket)
+	if jb == nil {
+		return nil, false, nil
+	}
+	gb := jb.Bucket(JournalSeq(gen))
+	if gb == nil {
+		return nil, false, nil
+	}
+	raw := gb.Get(JournalSeq(seq))
+	if raw == nil {
+		return nil, false, nil
+	}
+	e, err := DecodeJournalEntry(raw)
+	if err != nil {
+		return nil, false, fmt.Errorf("generation %d entry %d: %w", gen, seq, err)
+	}
+	return e.Record, true, nil
 }
