@@ -40,7 +40,11 @@ import (
 // given the tombstone as a cache.DeletedFinalStateUnknown once it has
 // joined, so a deletion made while the program was down is never missed;
 // without a checkpoint the initial adds of the survivors would have
-// revealed it.
+// revealed it. While the store owes a list (a warm start set unreadable
+// state aside, or found the collection marked must-list) tombstones are
+// given once that list is applied, and only of keys it did not bring back:
+// an acknowledged object set aside leaves a tombstone too, but is deleted
+// only if the list lacks it.
 //
 // Acknowledgements live in the cache file beside the objects and reach it
 // with the group commit: delivery is at least once (a crash between
@@ -178,25 +182,23 @@ func (c *Checkpoint) skipRelisted(obj interface{}) bool {
 // changed. Where that cannot be had (the seed store still serves, the
 // collection went on in memory, a read failed) it is the whole list, which
 // the listener's skip filters as it queues. Called under blockDeltas.
+//
+// It never waits for a list the store owes (readerror.go): that list can
+// only be applied by the delta loop, which blockDeltas holds up. The joining
+// handler gets what the store holds, and the rest through the list (see
+// Informer.addEventHandler). The read is one consistent view of the
+// collection: a set-aside running beside it lands wholly before or after.
 func (s *Informer) joinList(skip *Checkpoint) []interface{} {
 	if skip == nil || s.persistent == nil || s.persistent.InMemory() || !s.gate.seeds.adopted.Load() {
 		return s.store.List()
 	}
-	type unacked struct {
-		objs         []runtime.Object
-		acknowledged int
-		err          error
-	}
-	u, err := whole(&s.gate, func() unacked {
-		objs, n, err := skip.cp.Unacknowledged()
-		return unacked{objs, n, err}
-	})
-	if err != nil || u.err != nil {
+	objs, acknowledged, err := skip.cp.Unacknowledged()
+	if err != nil {
 		return s.store.List()
 	}
-	skip.skipped.Add(int64(u.acknowledged))
-	out := make([]interface{}, len(u.objs))
-	for i, o := range u.objs {
+	skip.skipped.Add(int64(acknowledged))
+	out := make([]interface{}, len(objs))
+	for i, o := range objs {
 		out[i] = o
 	}
 	return out

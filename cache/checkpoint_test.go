@@ -308,3 +308,77 @@ func TestCheckpointLateAckKeepsTheDeletion(t *testing.T) {
 		t.Errorf("after a late acknowledgement of b's add, a handler joining after the restart got %v, want b's deletion", got)
 	}
 }
+
+// The checkpoint metrics after a warm start whose checkpoint handler was
+// registered before Run, as most are: the initial adds it was spared (every
+// stored object: the one changed and the one deleted while the program was
+// down were stored at their acknowledged versions, and the watch events that
+// follow are what tell it), the acknowledged keys, and the deletion it has
+// not acknowledged yet as a pending tombstone, until it is.
+func TestCheckpointMetricsWarmStart(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource("a", "b", "c", "d", "e")
+	var cp *bcache.Checkpoint
+	setup := func(e *events, reg *cache.ResourceEventHandlerRegistration) func(*bcache.Informer) {
+		return func(inf *bcache.Informer) {
+			var err error
+			if cp, err = inf.Checkpoint("m"); err != nil {
+				t.Fatal(err)
+			}
+			r, err := cp.AddEventHandler(ackingHandler{recordingHandler{e}, t, cp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reg != nil {
+				*reg = r
+			}
+		}
+	}
+	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, setup(&events{}, nil))
+	r.synced(t)
+	poll.Until(t, 10*time.Second, "acknowledged", func() bool { return cp.Len() == 5 })
+	r.stop()
+	f.reopen()
+
+	// While it is down: b deleted, c changed.
+	src.Delete(pod("ns", "b", "", nil))
+	src.Modify(pod("ns", "c", "", map[string]string{"changed": "yes"}))
+
+	reg := prometheus.NewRegistry()
+	metrics, err := bcache.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &events{}
+	var handle cache.ResourceEventHandlerRegistration
+	r = startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{Metrics: metrics}, setup(got, &handle))
+	r.synced(t)
+	select {
+	case <-handle.HasSyncedChecker().Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the checkpoint handler did not sync")
+	}
+	got.waitFor(t, 2, "c's update and b's deletion")
+	evs := got.list()
+	slices.Sort(evs)
+	if len(evs) != 2 || !strings.HasPrefix(evs[0], "delete ns/b@") || !strings.HasPrefix(evs[1], "update ns/c@") {
+		t.Errorf("checkpoint handler got %v, want only b's deletion and c's update", evs)
+	}
+	series := map[string]string{"collection": "pods", "checkpoint": "m"}
+	for name, want := range map[string]float64{
+		"boltinformer_checkpoint_skipped_initial_adds_total":   5,
+		"boltinformer_checkpoint_skipped_relist_updates_total": 0,
+		"boltinformer_checkpoint_acknowledged_keys":            4, // b's became its tombstone
+		"boltinformer_checkpoint_tombstones":                   1, // ackingHandler does not acknowledge deletions
+	} {
+		if got := sample(t, reg, name, series); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if err := cp.AckDeleted("ns/b"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sample(t, reg, "boltinformer_checkpoint_tombstones", series); got != 0 {
+		t.Errorf("tombstones after the deletion was acknowledged = %v, want 0", got)
+	}
+}

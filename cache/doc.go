@@ -93,8 +93,13 @@
 // (the stored objects reach handlers first, as a warm start's initial adds),
 // and is synced only once the list is applied; only an applied list clears
 // it. The informer's own reads (late joins) do not wait: a handler added
-// while the relist is owed gets the partial store as its initial adds, and
-// the rest as adds when the relist lands.
+// while the relist is owed is registered at once, as in client-go, gets the
+// partial store as its initial adds (a checkpoint's handler, minus what it
+// acknowledged), and the rest as adds when the relist lands; its
+// registration's HasSynced waits for that relist, and a checkpoint's
+// tombstones are given after it (a key the store lacks until then may have
+// been set aside rather than deleted), as they are to checkpoint handlers
+// registered before a start that found the must-list mark.
 //
 // # Seeding listers
 //

@@ -244,7 +244,7 @@ type Informer struct {
 	delivery *warmDelivery
 	// checkpointJoins are checkpoint handlers registered before the start
 	// (see joinCheckpoints).
-	checkpointJoins []checkpointJoin
+	checkpointJoins []pendingJoin
 
 	// checkpoints are the open checkpoints, for metrics; guarded by
 	// checkpointsMu.
@@ -253,7 +253,13 @@ type Informer struct {
 
 	// blockDeltas stops delta processing while a late handler joins or a
 	// handler is removed, and while the warm start hands out stored objects.
+	// It is never held while waiting for the server (or for anything that
+	// needs the delta loop, such as a list the store owes).
 	blockDeltas sync.Mutex
+	// owedJoins are handlers that joined while the store owed a list; they
+	// are completed once it is applied (settleJoinsLocked). Guarded by
+	// blockDeltas.
+	owedJoins []pendingJoin
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
@@ -637,16 +643,22 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 	return fifo, s.reflector, delivery
 }
 
-// checkpointJoin is a checkpoint's handler registered before the informer
-// started: its tombstones are given when it starts (joinCheckpoints).
-type checkpointJoin struct {
+// pendingJoin is a handler whose join is not complete: a checkpoint's
+// handler registered before the informer started, whose tombstones are
+// given when it starts (joinCheckpoints), or any handler that joined while
+// the store owed a list, completed once the list is applied
+// (settleJoinsLocked). cps are the checkpoints whose tombstones it is
+// given, if any.
+type pendingJoin struct {
 	l   *processor.Listener
 	cps []*Checkpoint
 }
 
 // joinCheckpoints gives the checkpoint handlers registered before the start
 // their tombstones (deletions they have not acknowledged), before any watch
-// event is processed.
+// event is processed — or, if the store owes a list (the collection was
+// marked must-list), once that list is applied: a key the store lacks until
+// then may have been set aside rather than deleted.
 func (s *Informer) joinCheckpoints() {
 	s.startedLock.Lock()
 	joins := s.checkpointJoins
@@ -657,10 +669,40 @@ func (s *Informer) joinCheckpoints() {
 	}
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
+	if s.gate.owes() {
+		// The informer does not sync before the list is applied, so the
+		// registrations may still be told to await it
+		// (processor.Listener.AwaitInitialAdds).
+		for _, j := range joins {
+			j.l.AwaitInitialAdds()
+		}
+		s.owedJoins = append(s.owedJoins, joins...)
+		return
+	}
 	for _, j := range joins {
 		for _, n := range tombstoneNotifications(s.store, j.cps) {
 			s.processor.DistributeTo([]*processor.Listener{j.l}, n)
 		}
+	}
+}
+
+// settleJoinsLocked completes the joins that waited for a list the store
+// owed, once it is applied (and its changes handed to every handler): each
+// handler is given its tombstones, now only of keys that are gone, then
+// InitialAddsDone, after which its registration may report synced. Called
+// under blockDeltas, after each applied delta.
+func (s *Informer) settleJoinsLocked() {
+	if len(s.owedJoins) == 0 || s.gate.owes() {
+		return
+	}
+	joins := s.owedJoins
+	s.owedJoins = nil
+	for _, j := range joins {
+		only := []*processor.Listener{j.l} // not if it was removed meanwhile
+		for _, n := range tombstoneNotifications(s.store, j.cps) {
+			s.processor.DistributeTo(only, n)
+		}
+		s.processor.DistributeTo(only, processor.InitialAddsDone{})
 	}
 }
 
@@ -863,6 +905,7 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 		err = processDeltas(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
 	}
 	s.noteAppliedLocked()
+	s.settleJoinsLocked()
 	return err
 }
 
@@ -877,6 +920,7 @@ func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, i
 		err = processDeltasInBatch(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
 	}
 	s.noteAppliedLocked()
+	s.settleJoinsLocked()
 	return err
 }
 
@@ -1110,22 +1154,44 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 			s.processor.StartWatchSynced(listener)
 		}
 		if len(tombstones) > 0 {
-			s.checkpointJoins = append(s.checkpointJoins, checkpointJoin{listener, tombstones})
+			s.checkpointJoins = append(s.checkpointJoins, pendingJoin{listener, tombstones})
 		}
 		return listener, nil
 	}
 	// To join safely: 1. stop deltas, 2. list the store, 3. queue synthetic
-	// initial adds for the new handler, 4. unblock.
+	// initial adds for the new handler, 4. unblock. Nothing here waits for
+	// the server, as in client-go: the list the store may owe
+	// (readerror.go) can only be applied by the delta loop this holds up.
+	// While one is owed the handler's initial adds are what the store
+	// holds; what was set aside reaches it through that list, as it reaches
+	// every handler, and its tombstones and its sync wait for the list
+	// (settleJoinsLocked): until then a key the store lacks may be set
+	// aside rather than deleted.
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
 	started := s.processor.AddListener(listener)
+	owed := s.gate.owes()
+	if owed {
+		listener.AwaitInitialAdds()
+	}
 	for _, item := range s.joinList(skip) {
 		// Queued under the lock and before the handle is returned, so its
 		// HasSynced can never be true before these adds are handled.
 		listener.Add(processor.AddNotification{Obj: item, IsInInitialList: true})
 	}
-	for _, n := range tombstoneNotifications(s.store, tombstones) {
-		listener.Add(n)
+	if !owed && s.gate.owes() {
+		// A warm start's delivery set state aside while the store was
+		// read (it does not take blockDeltas); the read saw it wholly
+		// before or after.
+		owed = true
+		listener.AwaitInitialAdds()
+	}
+	if owed {
+		s.owedJoins = append(s.owedJoins, pendingJoin{listener, tombstones})
+	} else {
+		for _, n := range tombstoneNotifications(s.store, tombstones) {
+			listener.Add(n)
+		}
 	}
 	if started {
 		s.processor.StartWatchSynced(listener)

@@ -21,7 +21,11 @@ import (
 // checkpoint).
 //
 // Pass it to informers with InformerOptions.Metrics and to files with
-// ObserveDB. It also implements client-go's cache.InformerMetricsProvider
+// ObserveDB. A running informer's handlers (pending notifications) and open
+// checkpoints are exported wherever its objects are; its collection's
+// (objects, resourceVersion lag, decoded cache, read errors) only while they
+// are in the file: not for a memory-only informer, nor one that moved to
+// memory. It also implements client-go's cache.InformerMetricsProvider
 // (queue depth, handler latency, store resourceVersion) for the RealFIFO;
 // those are published only for informers with a reserved Identifier, as in
 // client-go.
@@ -239,21 +243,8 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, s := range informers {
-		if s.persistent == nil || s.persistent.InMemory() {
-			continue // in memory: nothing of it is in a file
-		}
-		coll := s.persistent.coll
-		name := coll.Name()
-		if n, err := coll.Len(); err == nil {
-			ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(n), name)
-		}
-		if committed, err := coll.CommittedResourceVersion(); err == nil {
-			ch <- prometheus.MustNewConstMetric(descRVLag, prometheus.GaugeValue, rvLag(coll.ResourceVersion(), committed), name)
-		}
-		stats := coll.CacheStats()
-		ch <- prometheus.MustNewConstMetric(descCacheHits, prometheus.CounterValue, float64(stats.Hits), name)
-		ch <- prometheus.MustNewConstMetric(descCacheMisses, prometheus.CounterValue, float64(stats.Misses), name)
-		ch <- prometheus.MustNewConstMetric(descReadErrors, prometheus.CounterValue, float64(s.persistent.readErrors.Load()), name)
+		name := s.name
+		// Handlers and checkpoints, wherever the objects are.
 		pending := map[string]int64{}
 		for _, l := range s.processor.Listeners() {
 			pending[l.HandlerName()] += l.Pending()
@@ -267,6 +258,20 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descCheckpointSkipped, prometheus.CounterValue, float64(cp.Skipped()), name, cp.Name())
 			ch <- prometheus.MustNewConstMetric(descCheckpointSkippedRelisted, prometheus.CounterValue, float64(cp.SkippedRelisted()), name, cp.Name())
 		}
+		if s.persistent == nil || s.persistent.InMemory() {
+			continue // in memory: nothing of it is in a file
+		}
+		coll := s.persistent.coll
+		if n, err := coll.Len(); err == nil {
+			ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(n), name)
+		}
+		if committed, err := coll.CommittedResourceVersion(); err == nil {
+			ch <- prometheus.MustNewConstMetric(descRVLag, prometheus.GaugeValue, rvLag(coll.ResourceVersion(), committed), name)
+		}
+		stats := coll.CacheStats()
+		ch <- prometheus.MustNewConstMetric(descCacheHits, prometheus.CounterValue, float64(stats.Hits), name)
+		ch <- prometheus.MustNewConstMetric(descCacheMisses, prometheus.CounterValue, float64(stats.Misses), name)
+		ch <- prometheus.MustNewConstMetric(descReadErrors, prometheus.CounterValue, float64(s.persistent.readErrors.Load()), name)
 	}
 }
 

@@ -160,3 +160,45 @@ boltinformer_informer_starts_total{cause="cold",collection="pods"} 1
 		t.Errorf("a stopped informer's gauges are still exported: %d boltinformer_objects series (%v)", n, err)
 	}
 }
+
+// A memory-only informer has no file metrics, but its handlers' backlogs
+// are exported like any informer's.
+func TestMetricsMemoryOnlyInformer(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	metrics, err := bcache.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newTestFile(t)
+	r := startInformerOpts(t, f, noWatchList{podSource("a")}, bcache.InformerOptions{
+		Persistence: bcache.Persistence{Collection: "mem", MemoryOnly: true},
+		Metrics:     metrics,
+	}, nil)
+	r.synced(t)
+	count := func(name string) int {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "collection" && l.GetValue() == "mem" {
+						n++
+					}
+				}
+			}
+		}
+		return n
+	}
+	if n := count("boltinformer_pending_notifications"); n != 1 {
+		t.Errorf("%d boltinformer_pending_notifications series for the memory-only informer's handler, want 1", n)
+	}
+	if n := count("boltinformer_objects"); n != 0 {
+		t.Errorf("a memory-only informer exports boltinformer_objects (%d series)", n)
+	}
+}

@@ -97,7 +97,11 @@ func mustRead[T any](i *Indexer, method string, read func() (T, error)) T {
 // first, nothing will complete the store: such reads fail with
 // ErrIncomplete — as a read error does, List panicking — instead of
 // returning the partial set. The informer's own reads (applying deltas,
-// late joins) use the store directly and never wait.
+// late joins) use the store directly and never wait: they run under
+// blockDeltas, which the list needs to be applied. A handler that joins
+// meanwhile is given what the store holds; the rest reaches it with the
+// list, and its sync and tombstones wait for the list
+// (Informer.settleJoinsLocked).
 
 // owedList is one list the store owes.
 type owedList struct {
