@@ -1,16 +1,20 @@
 package persist_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/boltinformer/boltinformer/internal/format"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -419,5 +423,96 @@ func TestTombstoneOfAnObjectNeverCommitted(t *testing.T) {
 	cp = f.checkpoint("handler")
 	if d := cp.Deleted(); d["ns/a"] == nil {
 		t.Errorf("Deleted() after a restart = %v, want ns/a with its state", d)
+	}
+}
+
+// Setting aside an acknowledged record that cannot be decoded (what an
+// informer does when a warm start cannot read it back) leaves a tombstone
+// the next start can open: an empty object of the record's type with its
+// name, not the unreadable bytes. The same holds for a record in the
+// journal.
+func TestSetAsideUnreadableAcknowledgedRecord(t *testing.T) {
+	for _, journaled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("journaled=%v", journaled), func(t *testing.T) {
+			f := newCheckpointFile(t)
+			put(t, f.c, "1", cm("a", "1"), cm("b", "1"))
+			if err := f.c.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if journaled {
+				put(t, f.c, "2", cm("a", "2"))
+			}
+			cp := f.checkpoint("handler")
+			ack(t, cp, "ns/a", map[bool]string{false: "1", true: "2"}[journaled])
+			cp.Close()
+			if err := f.db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			f.db = nil
+			corruptPayload(t, f.path, "cms", "ns/a", journaled)
+			f.reopen()
+			if _, _, err := f.c.Get("ns/a"); !errors.Is(err, persist.ErrCorruptRecord) {
+				t.Fatalf("Get of the damaged record = %v, want ErrCorruptRecord", err)
+			}
+			cp = f.checkpoint("handler")
+			if err := f.c.SetAside([]persist.Op{{Key: "ns/a", Delete: true}}); err != nil {
+				t.Fatal(err)
+			}
+			cp.Close()
+			f.reopen()
+			cp, err := f.c.Checkpoint("handler")
+			if err != nil {
+				t.Fatalf("the checkpoint cannot be opened after the set-aside: %v", err)
+			}
+			d := cp.Deleted()
+			obj, ok := d["ns/a"]
+			if !ok {
+				t.Fatalf("Deleted() = %v, want a's deletion", d)
+			}
+			if c, isCM := obj.(*corev1.ConfigMap); !isCM || c.Name != "a" || c.Namespace != "ns" {
+				t.Errorf("a's tombstone = %#v, want an empty ConfigMap ns/a", obj)
+			}
+		})
+	}
+}
+
+// corruptPayload damages the payload of key's record, keeping its header,
+// in the object tree or (journaled) in the journal's newest entry for key.
+func corruptPayload(t *testing.T, path, coll, key string, journaled bool) {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	damage := func(rec []byte) []byte {
+		out := bytes.Clone(rec)
+		for i := len(out) - 8; i < len(out); i++ {
+			out[i] = 0xff
+		}
+		return out
+	}
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("collections")).Bucket([]byte(coll))
+		if !journaled {
+			return b.Bucket([]byte("objects")).Put([]byte(key), damage(b.Bucket([]byte("objects")).Get([]byte(key))))
+		}
+		var gen, seq []byte
+		var raw []byte
+		jb := b.Bucket(format.JournalBucket)
+		err := jb.ForEachBucket(func(g []byte) error {
+			return jb.Bucket(g).ForEach(func(s, v []byte) error {
+				if e, err := format.DecodeJournalEntry(v); err == nil && e.Key == key {
+					gen, seq, raw = bytes.Clone(g), bytes.Clone(s), bytes.Clone(v)
+				}
+				return nil
+			})
+		})
+		if err != nil || raw == nil {
+			return fmt.Errorf("no journal entry for %s: %v", key, err)
+		}
+		return jb.Bucket(gen).Put(seq, damage(raw))
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
