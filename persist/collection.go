@@ -511,7 +511,11 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 	if c.db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	// One allocation for the batch: the layers point into it.
+	// One allocation for the batch: the layers point into it. A bounded
+	// cache's layers keep records, not objects (reads decode them, as for
+	// the journal's), so that a large Apply — a list — holds no more
+	// decoded objects than the cache's bound until it is committed.
+	keepObjects := !c.cache.bounded()
 	changes := make([]change, len(ops))
 	for i, op := range ops {
 		if op.Delete {
@@ -525,7 +529,10 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 		if err != nil {
 			return fmt.Errorf("key %q: %w", op.Key, err)
 		}
-		changes[i] = change{obj: op.Object, record: rec, indexes: op.Indexes}
+		changes[i] = change{record: rec, indexes: op.Indexes}
+		if keepObjects {
+			changes[i].obj = op.Object
+		}
 	}
 
 	c.db.applyMu.RLock()
@@ -555,7 +562,7 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 		if ch.deleted {
 			c.cache.remove(op.Key)
 		} else {
-			c.cache.put(op.Key, ch.obj, len(ch.record))
+			c.cache.put(op.Key, op.Object, len(ch.record))
 		}
 		if mem != nil {
 			mem.set(op.Key, ch.indexes)

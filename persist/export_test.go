@@ -57,3 +57,33 @@ func JournalHeldBytes(c *Collection) int {
 	}
 	return n
 }
+
+// LayerObjects returns how many decoded objects the layers not yet in the
+// journal hold (pending and committing), and how many changes they hold.
+func LayerObjects(c *Collection) (objects, changes int) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, l := range []*layer{c.pending, c.committing} {
+		if l == nil {
+			continue
+		}
+		for _, ch := range l.changes {
+			changes++
+			if ch.obj != nil {
+				objects++
+			}
+		}
+	}
+	return objects, changes
+}
+
+// HoldForCommit moves the collection's pending layer to committing, as a
+// commit's first step does, without writing it: reads find its changes
+// there until the next commit writes them, with what was applied since.
+func HoldForCommit(c *Collection) {
+	c.db.commitMu.Lock()
+	defer c.db.commitMu.Unlock()
+	c.db.applyMu.Lock()
+	defer c.db.applyMu.Unlock()
+	c.swapForCommit()
+}
