@@ -186,6 +186,15 @@ type Options struct {
 	// caught up with a consistent read; see CatchUp. Nil: watches last
 	// MinWatchTimeout as usual.
 	CatchUp *CatchUp
+
+	// PagedList, when set, takes the first list of a cold start (no
+	// ResumeResourceVersion, no ListFrom) a page at a time instead of
+	// Store.Replace: the list is a consistent read (resourceVersion "") in
+	// pages of PageSize items (DefaultPagedListPageSize if zero), each
+	// handed over as it arrives, then its resourceVersion (see PagedList).
+	// If that list fails part-way, the next is an ordinary one, through
+	// Store.Replace. Nil: every list goes to Store.Replace.
+	PagedList PagedList
 }
 
 // StartCause says why the reflector (re)established its view of the
@@ -263,6 +272,7 @@ type Reflector struct {
 	observer     Observer
 	listAfter    <-chan struct{}
 	catchUp      *CatchUp // nil: none
+	pagedList    PagedList
 	// catchUpTimeout and catchUpWatches are catchUp's completed values.
 	catchUpTimeout time.Duration
 	catchUpWatches int
@@ -280,6 +290,8 @@ type Reflector struct {
 	// ended with an error without delivering an event; see
 	// watchFailuresBeforeRelist.
 	watchFailures int
+	// pagedListTried is set once the PagedList has been given a list.
+	pagedListTried bool
 
 	// mu guards every field below. It is never held while calling the
 	// Store, the ListerWatcher, the Observer or the error handler.
@@ -367,6 +379,7 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 		errorHandler:    opts.WatchErrorHandler,
 		observer:        opts.Observer,
 		listAfter:       opts.ListAfter,
+		pagedList:       opts.PagedList,
 		nextListCause:   CauseCold,
 	}
 	if cu := opts.CatchUp; cu != nil {
