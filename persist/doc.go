@@ -22,7 +22,9 @@
 // trees per scattered change; the journal is folded into the trees in bulk
 // once it holds Options.JournalShare of the records' bytes, a chunk of keys
 // per commit (see journal.go). Every read, and Open, sees trees and journal
-// as one state.
+// as one state. A large list loaded into an empty collection is written a
+// chunk of keys per transaction, the resourceVersion with the last (see
+// writeahead.go): a bbolt transaction holds a buffer per page it writes.
 //
 // Records are msgpack envelopes (see record.go) around a payload encoded by
 // Codec: the generated protobuf of typed objects (JSON for the rare typed
@@ -34,7 +36,9 @@
 // Decoded objects are cached in memory: all of them by default, as client-go
 // does, or a bounded number (CollectionOptions.CacheObjects/CacheBytes), in
 // which case memory stays flat however many objects the file holds and cold
-// reads decode from the file.
+// reads decode from the file; changes waiting for a commit are then held as
+// records, not objects, and a list received in pages can be applied as it
+// comes (ApplyPart, then ApplyList).
 //
 // # Caveats
 //

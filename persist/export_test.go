@@ -87,3 +87,24 @@ func HoldForCommit(c *Collection) {
 	defer c.db.applyMu.Unlock()
 	c.swapForCommit()
 }
+
+// SetWriteAhead makes commits write ahead chunk keys per transaction and
+// call hook, if not nil, after each such transaction with the chunk's last
+// key (see writeahead.go). It returns a function restoring the defaults.
+func SetWriteAhead(chunk int, hook func(last string)) (restore func()) {
+	oldChunk, oldHook := writeAheadChunk, writtenAheadHook
+	writeAheadChunk, writtenAheadHook = chunk, hook
+	return func() { writeAheadChunk, writtenAheadHook = oldChunk, oldHook }
+}
+
+// CommittedState reads, in a transaction of its own, the collection's
+// stored resourceVersion and how many records its object tree holds.
+func CommittedState(c *Collection) (rv string, objects int, err error) {
+	err = c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		rv = string(b.Bucket(bucketCollMeta).Get(keyRV))
+		objects = b.Bucket(bucketObjects).Stats().KeyN
+		return nil
+	})
+	return rv, objects, err
+}

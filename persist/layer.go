@@ -78,6 +78,10 @@ type layer struct {
 	// ackedDeletions marks acknowledgements of deletions this layer holds
 	// (checkpoint -> key), made after the deletion was applied.
 	ackedDeletions map[string]map[string]bool
+	// writtenAhead, in a committing layer, is the last key written into
+	// the trees ahead of the commit's transaction (see writeahead.go);
+	// empty if none.
+	writtenAhead string
 }
 
 func newLayer() *layer {
@@ -139,6 +143,9 @@ func (l *layer) unindex(key string, ch *change) {
 // absorb folds newer on top of l (used when a failed commit is retried
 // together with what was applied since).
 func (l *layer) absorb(newer *layer) {
+	if len(newer.changes) > 0 {
+		l.writtenAhead = "" // a key written ahead may have changed: write them all
+	}
 	for key, ch := range newer.changes {
 		l.put(key, ch)
 	}
