@@ -335,7 +335,7 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		})
 		return objs, acknowledged, err
 	}
-	err = c.db.bolt.View(func(tx *bolt.Tx) error {
+	err = c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -438,7 +438,7 @@ func (cp *Checkpoint) Deleted() map[string]runtime.Object {
 		return out
 	}
 	// The file's tombstones are read once per join; they are not cached.
-	_ = c.db.bolt.View(func(tx *bolt.Tx) error {
+	_ = c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return nil

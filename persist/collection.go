@@ -107,6 +107,10 @@ type Collection struct {
 	aheadMu sync.Mutex
 
 	closed atomic.Bool // set by Close: no more Applies
+	// released is set, under mu, once Close has flushed and given up the
+	// collection's name: reads that need the file fail from then on (see
+	// view).
+	released bool
 
 	// mu guards the fields below. Apply takes it for writing; reads that
 	// consult the layers or the file take it for reading, which keeps them
@@ -748,9 +752,11 @@ func (c *Collection) Flush(ctx context.Context) error { return c.db.Flush(ctx) }
 
 // Close flushes the collection's changes and releases its name, so that the
 // collection can be opened again on the same DB (for example by a restarted
-// informer). Reads keep working while the DB is open; Apply fails with
-// ErrClosed. If the flush fails the name stays taken and the changes stay
-// pending, retried by the commit loop.
+// informer). Apply fails with ErrClosed from the start of Close; once it
+// returns, so do reads that need the file (a reopened instance may have
+// changed it under this one's view), while those an unbounded cache holding
+// every object answers from memory still work. If the flush fails the name
+// stays taken and the changes stay pending, retried by the commit loop.
 func (c *Collection) Close(ctx context.Context) error {
 	c.db.applyMu.Lock()
 	c.closed.Store(true)
@@ -759,6 +765,9 @@ func (c *Collection) Close(ctx context.Context) error {
 		// Stay registered: the commit loop keeps retrying what is pending.
 		return fmt.Errorf("closing collection %q: %w", c.name, err)
 	}
+	c.mu.Lock()
+	c.released = true
+	c.mu.Unlock()
 	c.db.mu.Lock()
 	if c.db.collections[c.name] == c {
 		delete(c.db.collections, c.name)

@@ -344,7 +344,7 @@ func (c *Collection) changeRecordLocked(key string, ch *change) ([]byte, error) 
 		return ch.record, nil
 	}
 	var out []byte
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection

@@ -432,3 +432,55 @@ func TestUnreadableJournalIsSetAside(t *testing.T) {
 		}
 	}
 }
+
+// Reads of a closed collection that need the file fail with ErrClosed: the
+// instance that reopened the collection may have folded the journal that
+// the closed one still holds layers of, and merging the two would return
+// states that never were.
+func TestReadsOfAClosedCollectionFail(t *testing.T) {
+	defer persist.SetMinJournalBytes(1)()
+	path := filepath.Join(t.TempDir(), "cache.db")
+	db := openDB(t, path, persist.Options{})
+	defer db.Close()
+	old, err := db.Collection("cms", persist.CollectionOptions{CacheObjects: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, old, "1", cm("a", "1"), cm("b", "1"))
+	if err := old.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	put(t, old, "2", cm("a", "2")) // journaled
+	if err := old.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := db.Collection("cms", persist.CollectionOptions{CacheObjects: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 3; i < 8; i++ { // the journal is sealed and folded
+		put(t, reopened, strconv.Itoa(i), cm("b", strconv.Itoa(i)))
+		if err := reopened.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, read := range map[string]func() error{
+		"Get":              func() error { _, _, err := old.Get("ns/b"); return err },
+		"List":             func() error { _, err := old.List(); return err },
+		"Keys":             func() error { _, err := old.Keys(); return err },
+		"ResourceVersions": func() error { _, err := old.ResourceVersions(); return err },
+		"ForEach":          func() error { return old.ForEach(func(string, runtime.Object) error { return nil }) },
+	} {
+		if err := read(); !errors.Is(err, persist.ErrClosed) {
+			t.Errorf("%s on the closed collection = %v, want ErrClosed", name, err)
+		}
+	}
+	// What the closed instance holds decoded in memory is its own last
+	// state, and is still served, as a stopped informer's store is.
+	if obj, ok, err := old.Get("ns/a"); err != nil || !ok || obj.(*corev1.ConfigMap).ResourceVersion != "2" {
+		t.Errorf("cached Get on the closed collection = %v %v %v, want a@2", obj, ok, err)
+	}
+	if rvs, err := reopened.ResourceVersions(); err != nil || rvs["ns/a"] != "2" || rvs["ns/b"] != "7" {
+		t.Errorf("the reopened collection holds %v %v", rvs, err)
+	}
+}
