@@ -134,6 +134,9 @@ type Collection struct {
 	// journalSetAside is why DB.Collection set the journal aside, if it
 	// did (see JournalSetAside).
 	journalSetAside error
+	// droppedCheckpoints names the checkpoints DB.Collection dropped as
+	// abandoned (see DroppedCheckpoints).
+	droppedCheckpoints []string
 
 	// checkpoints holds the open checkpoints by name; guarded by mu.
 	checkpoints map[string]*Checkpoint
@@ -251,6 +254,9 @@ func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error
 	if opts.Provenance != nil && diffProvenance(c.provenance, opts.Provenance) != nil {
 		return false, nil
 	}
+	if abandoned, unstamped := c.abandonedCheckpoints(b); len(abandoned)+len(unstamped) > 0 {
+		return false, nil
+	}
 	for name, v := range opts.Indexes {
 		if c.indexes[name] != v {
 			return false, nil
@@ -296,6 +302,10 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 		if c.resetAtOpen != nil {
 			c.dropJournalLayers(0) // the journal was deleted with the rest
 		}
+	}
+	var err error
+	if c.droppedCheckpoints, err = c.dropAbandonedCheckpointsTx(b); err != nil {
+		return err
 	}
 	meta := b.Bucket(bucketCollMeta)
 	if opts.Description != nil {
@@ -484,6 +494,11 @@ func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []str
 // otherwise.
 func (c *Collection) JournalSetAside() error { return c.journalSetAside }
 
+// DroppedCheckpoints returns the checkpoints DB.Collection dropped because
+// none had been opened for Options.CheckpointRetention, with their
+// acknowledgements and tombstones.
+func (c *Collection) DroppedCheckpoints() []string { return slices.Clone(c.droppedCheckpoints) }
+
 // DB returns the file the collection lives in.
 func (c *Collection) DB() *DB { return c.db }
 
@@ -608,6 +623,7 @@ func (c *Collection) CommittedResourceVersion() (string, error) {
 func (c *Collection) swapForCommit() (int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.seeOpenCheckpointsLocked()
 	if c.committing != nil {
 		if !c.pending.empty() {
 			c.committing.absorb(c.pending)

@@ -48,6 +48,10 @@ const (
 	DefaultMmapSize      = 1 << 30
 	// DefaultPageSize is the page size of new files; see Options.PageSize.
 	DefaultPageSize = 32 << 10
+	// DefaultCheckpointRetention: see Options.CheckpointRetention.
+	DefaultCheckpointRetention = 7 * 24 * time.Hour
+	// DefaultMaxTombstones: see Options.MaxTombstones.
+	DefaultMaxTombstones = 10000
 )
 
 var (
@@ -108,10 +112,34 @@ type Options struct {
 	// rewrites a leaf per scattered change; a fold rewrites each leaf once
 	// for every change the journal gathered in it. A larger share writes
 	// fewer bytes per change and makes the file larger by up to that share;
-	// reads are unaffected (the journal's changes are held in memory).
+	// reads take a journaled record from the journal as they take one from
+	// the trees.
 	// Zero means DefaultJournalShare; negative writes every commit into the
 	// trees.
 	JournalShare float64
+
+	// CheckpointRetention is how long a checkpoint may go unopened before it
+	// is dropped, with its acknowledgements and tombstones, when its
+	// collection is next opened for writing: a checkpoint whose consumer
+	// was renamed or removed would otherwise keep a tombstone of every
+	// object it acknowledged, for as long as the file lives. An open
+	// checkpoint counts as seen (its time is refreshed hourly). Zero means
+	// DefaultCheckpointRetention; negative keeps checkpoints for ever.
+	CheckpointRetention time.Duration
+
+	// MaxTombstones bounds the tombstones one open checkpoint keeps (see
+	// Checkpoint): a consumer that acknowledges adds and updates but never
+	// deletions gathers one per deleted object. A deletion that would take
+	// a checkpoint past it clears the checkpoint instead — its consumer
+	// then processes every stored object again on its next start, and
+	// learns of no deletion from it, as after a cold start — and the
+	// clearing is reported (utilruntime.HandleError) and counted
+	// (Checkpoint.Overflows). Zero means DefaultMaxTombstones; negative
+	// sets no bound.
+	MaxTombstones int
+
+	// now is the clock of checkpoint retention (tests set it).
+	now func() time.Time
 
 	// PageSize is the page size of a file this Open creates; an existing
 	// file keeps the one it was created with. bbolt puts at least two
@@ -191,6 +219,15 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = DefaultPageSize
+	}
+	if opts.CheckpointRetention == 0 {
+		opts.CheckpointRetention = DefaultCheckpointRetention
+	}
+	if opts.MaxTombstones == 0 {
+		opts.MaxTombstones = DefaultMaxTombstones
+	}
+	if opts.now == nil {
+		opts.now = time.Now
 	}
 	if !opts.ReadOnly {
 		dir := filepath.Dir(path)

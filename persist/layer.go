@@ -2,6 +2,7 @@ package persist
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -78,6 +79,9 @@ type layer struct {
 	// ackedDeletions marks acknowledgements of deletions this layer holds
 	// (checkpoint -> key), made after the deletion was applied.
 	ackedDeletions map[string]map[string]bool
+	// seen stamps checkpoints as open at a time (see
+	// Options.CheckpointRetention).
+	seen map[string]time.Time
 }
 
 func newLayer() *layer {
@@ -85,7 +89,7 @@ func newLayer() *layer {
 }
 
 func (l *layer) empty() bool {
-	return len(l.changes) == 0 && !l.rvSet && !l.mustListSet && len(l.acks) == 0 && len(l.clearedAcks) == 0
+	return len(l.changes) == 0 && !l.rvSet && !l.mustListSet && len(l.acks) == 0 && len(l.clearedAcks) == 0 && len(l.seen) == 0
 }
 
 // put records ch for key, replacing an earlier change to the same key.
@@ -147,6 +151,9 @@ func (l *layer) absorb(newer *layer) {
 	}
 	if newer.mustListSet {
 		l.mustList, l.mustListSet = newer.mustList, true
+	}
+	for name, t := range newer.seen {
+		l.see(name, t)
 	}
 	l.absorbAcks(newer)
 }
