@@ -361,9 +361,10 @@ func (cp *Checkpoint) Acked(key string) (rv string, ok bool) {
 
 // Unacknowledged returns every stored object that is not acknowledged at its
 // stored resourceVersion (what the consumer still has to process), and how
-// many stored objects are. An acknowledged object is not decoded: its
-// resourceVersion is read from its record's header, so a consumer that joins
-// a large collection pays for what changed, not for what it has seen.
+// many stored objects are. An acknowledged object is neither decoded nor
+// read: its resourceVersion comes from the versions bucket (or, in a file
+// without one, its record's header), so a consumer that joins a large
+// collection pays for what changed, not for what it has seen.
 func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int, err error) {
 	c := cp.c
 	c.mu.RLock()
@@ -426,22 +427,46 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		if err != nil {
 			return err
 		}
-		err = b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
-			key := string(k)
-			if c.inLayersLocked(key) {
+		objects := b.Bucket(bucketObjects)
+		if vb := b.Bucket(format.VersionsBucket); vb != nil {
+			// The versions say what is acknowledged: only the records
+			// of the rest are read.
+			err = vb.ForEach(func(k, raw []byte) error {
+				key := string(k)
+				if c.inLayersLocked(key) {
+					return nil
+				}
+				_, rv, err := format.DecodeVersion(raw)
+				if err != nil {
+					return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+				}
+				if isAcked(key, rv) {
+					acknowledged++
+					return nil
+				}
+				if rec := objects.Get(k); rec != nil {
+					found, records = append(found, keyed{key: key}), append(records, rec)
+				}
 				return nil
-			}
-			rv, err := ReadResourceVersion(rec)
-			if err != nil {
-				return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
-			}
-			if isAcked(key, rv) {
-				acknowledged++
+			})
+		} else {
+			err = objects.ForEach(func(k, rec []byte) error {
+				key := string(k)
+				if c.inLayersLocked(key) {
+					return nil
+				}
+				rv, err := ReadResourceVersion(rec)
+				if err != nil {
+					return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+				}
+				if isAcked(key, rv) {
+					acknowledged++
+					return nil
+				}
+				found, records = append(found, keyed{key: key}), append(records, rec)
 				return nil
-			}
-			found, records = append(found, keyed{key: key}), append(records, rec)
-			return nil
-		})
+			})
+		}
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/boltinformer/boltinformer/internal/format"
@@ -257,6 +258,9 @@ func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error
 	if abandoned, unstamped := c.abandonedCheckpoints(b); len(abandoned)+len(unstamped) > 0 {
 		return false, nil
 	}
+	if b.Bucket(format.VersionsBucket) == nil {
+		return false, nil // built by create
+	}
 	for name, v := range opts.Indexes {
 		if c.indexes[name] != v {
 			return false, nil
@@ -283,7 +287,7 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 		if b, err = root.CreateBucket(c.key); err != nil {
 			return err
 		}
-		for _, name := range [][]byte{bucketCollMeta, bucketObjects, bucketIndexes} {
+		for _, name := range [][]byte{bucketCollMeta, bucketObjects, bucketIndexes, format.VersionsBucket} {
 			if _, err := b.CreateBucket(name); err != nil {
 				return err
 			}
@@ -306,6 +310,11 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 	var err error
 	if c.droppedCheckpoints, err = c.dropAbandonedCheckpointsTx(b); err != nil {
 		return err
+	}
+	if b.Bucket(format.VersionsBucket) == nil {
+		if err := c.buildVersionsTx(b); err != nil {
+			return fmt.Errorf("building the index of versions: %w", err)
+		}
 	}
 	meta := b.Bucket(bucketCollMeta)
 	if opts.Description != nil {
@@ -545,6 +554,9 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 			return fmt.Errorf("key %q: %w", op.Key, err)
 		}
 		changes[i] = change{obj: op.Object, record: rec, indexes: op.Indexes}
+		if m, err := meta.Accessor(op.Object); err == nil {
+			changes[i].uid, changes[i].rv = string(m.GetUID()), m.GetResourceVersion()
+		}
 	}
 
 	c.db.applyMu.RLock()

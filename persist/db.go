@@ -22,14 +22,17 @@ import (
 )
 
 // schemaVersion is the on-disk layout version this build writes. Version 2
-// added the journal (internal/format/journal.go); a version-1 file is
-// version 2 without one, and is marked 2 when opened for writing, so that
-// a build that would ignore a journal refuses the file instead of reading
-// stale objects. A file with a higher version is refused with
-// ErrSchemaUnsupported.
+// added the journal (internal/format/journal.go). Version 3 added each
+// collection's versions bucket (internal/format/versions.go), identities
+// in journal entries, the deletion's version in tombstones
+// (internal/format/tombstone.go) and checkpoint stamps. An older file is
+// marked 3 when opened for writing, so that an older build refuses the file
+// (ErrSchemaUnsupported) instead of misreading it; each of its collections
+// gets its versions bucket when first opened for writing. A file with a
+// higher version is refused with ErrSchemaUnsupported.
 const (
-	schemaVersion    = 2
-	oldSchemaVersion = 1
+	schemaVersion = 3
+	oldestSchema  = 1
 )
 
 // Defaults applied to zero Options fields.
@@ -333,10 +336,10 @@ func (db *DB) checkSchema() error {
 		if err != nil {
 			return fmt.Errorf("%w: %s: schema %q is not a number", ErrNotCacheFile, db.path, raw)
 		}
-		if v == oldSchemaVersion && !db.opts.ReadOnly {
+		if v >= oldestSchema && v < schemaVersion && !db.opts.ReadOnly {
 			return errUpgradeSchema
 		}
-		if v != schemaVersion && v != oldSchemaVersion {
+		if v < oldestSchema || v > schemaVersion {
 			return fmt.Errorf("%w: %s has schema %d, this build reads schema %d; use the boltinformer release that wrote it, or delete the file to start cold",
 				ErrSchemaUnsupported, db.path, v, schemaVersion)
 		}
@@ -367,7 +370,7 @@ func (db *DB) checkSchema() error {
 }
 
 // errUpgradeSchema is check's report of a version-1 file opened for writing.
-var errUpgradeSchema = errors.New("schema 1: upgrade to 2")
+var errUpgradeSchema = errors.New("older schema: upgrade")
 
 func initSchema(tx *bolt.Tx) error {
 	meta, err := tx.CreateBucket(bucketMeta)

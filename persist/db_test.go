@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/boltinformer/boltinformer/internal/fixture"
@@ -36,7 +37,7 @@ func openDB(t *testing.T, path string, opts persist.Options) *persist.DB {
 }
 
 func cm(name, rv string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), ResourceVersion: rv}}
 }
 
 func put(t *testing.T, c *persist.Collection, rv string, objs ...*corev1.ConfigMap) {

@@ -42,8 +42,11 @@ type change struct {
 	// so that the journal costs memory per key, not per record byte.
 	record   []byte
 	gen, seq uint64
-	indexes  map[string][]string
-	deleted  bool
+	// uid and rv identify the object (see Versions); empty when deleted,
+	// and in a journal entry written before schema 3.
+	uid, rv string
+	indexes map[string][]string
+	deleted bool
 	// deletedAt is Op.DeletedAt of a deletion.
 	deletedAt string
 	// replaced, for a deletion, is the record of the object it deleted
