@@ -72,7 +72,11 @@
 //
 // Only one process may open a file for writing; Open waits at most
 // Options.LockTimeout for the lock and then fails with ErrLocked. Tools read
-// a live cache through a hot snapshot (DB.SnapshotFile) instead.
+// a live cache through a hot snapshot (DB.SnapshotFile) instead. Within a
+// process, likewise, only one DB may have a file open for writing: Open of a
+// file another DB of the process holds fails at once with ErrOpenInProcess
+// (and ErrLocked), naming the cause, unless that DB is closing, which Open
+// waits for (at most LockTimeout).
 //
 // All exported methods are safe for concurrent use unless documented
 // otherwise.
