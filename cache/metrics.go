@@ -40,6 +40,7 @@ type Metrics struct {
 	storeRV        *prometheus.GaugeVec
 	resets         *prometheus.CounterVec
 	indexRepairs   *prometheus.CounterVec
+	droppedCPs     *prometheus.CounterVec
 
 	// mu guards the fields below, read at scrape time.
 	mu        sync.Mutex
@@ -70,6 +71,8 @@ var (
 		"Initial adds the checkpoint's handler was not given because it had acknowledged the object at its stored resourceVersion.", []string{"collection", "checkpoint"}, nil)
 	descCheckpointSkippedRelisted = prometheus.NewDesc("boltinformer_checkpoint_skipped_relist_updates_total",
 		"A relist's updates of objects whose resourceVersion it did not change that the checkpoint's handler was not given because it had acknowledged them at that version.", []string{"collection", "checkpoint"}, nil)
+	descCheckpointOverflows = prometheus.NewDesc("boltinformer_checkpoint_overflows_total",
+		"Times the checkpoint was cleared because its handler left more deletions unacknowledged than persist.Options.MaxTombstones allows.", []string{"collection", "checkpoint"}, nil)
 )
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -118,10 +121,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "boltinformer_index_repairs_total",
 			Help: "Stored objects whose stored index entries differed from what the index functions give now, found and rewritten during a warm start.",
 		}, []string{"collection"}),
+		droppedCPs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boltinformer_checkpoints_dropped_total",
+			Help: "Stored checkpoints dropped when the collection opened because none had opened them for persist.Options.CheckpointRetention (abandoned: a renamed or removed handler).",
+		}, []string{"collection"}),
 		dbs:       map[*persist.DB]bool{},
 		informers: map[*Informer]bool{},
 	}
-	for _, c := range []prometheus.Collector{m.commitDuration, m.commitChanges, m.commitErrors, m.starts, m.watchRestarts, m.queued, m.processing, m.storeRV, m.resets, m.indexRepairs, scrapeCollector{m}} {
+	for _, c := range []prometheus.Collector{m.commitDuration, m.commitChanges, m.commitErrors, m.starts, m.watchRestarts, m.queued, m.processing, m.storeRV, m.resets, m.indexRepairs, m.droppedCPs, scrapeCollector{m}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -162,6 +169,13 @@ func (m *Metrics) removeInformer(s *Informer) {
 func (m *Metrics) countReset(collection, reason string) {
 	if m != nil {
 		m.resets.WithLabelValues(collection, reason).Inc()
+	}
+}
+
+// countDroppedCheckpoints counts checkpoints dropped as abandoned.
+func (m *Metrics) countDroppedCheckpoints(collection string, n int) {
+	if m != nil && n > 0 {
+		m.droppedCPs.WithLabelValues(collection).Add(float64(n))
 	}
 }
 
@@ -220,7 +234,7 @@ func (o metricsObserver) WatchEnded(err error) {
 type scrapeCollector struct{ m *Metrics }
 
 func (c scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFileBytes, descObjects, descRVLag, descPending, descCacheHits, descCacheMisses, descReadErrors, descCheckpointAcked, descCheckpointTombstones, descCheckpointSkipped, descCheckpointSkippedRelisted} {
+	for _, d := range []*prometheus.Desc{descFileBytes, descObjects, descRVLag, descPending, descCacheHits, descCacheMisses, descReadErrors, descCheckpointAcked, descCheckpointTombstones, descCheckpointSkipped, descCheckpointSkippedRelisted, descCheckpointOverflows} {
 		ch <- d
 	}
 }
@@ -257,6 +271,7 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descCheckpointTombstones, prometheus.GaugeValue, float64(cp.cp.Tombstones()), name, cp.Name())
 			ch <- prometheus.MustNewConstMetric(descCheckpointSkipped, prometheus.CounterValue, float64(cp.Skipped()), name, cp.Name())
 			ch <- prometheus.MustNewConstMetric(descCheckpointSkippedRelisted, prometheus.CounterValue, float64(cp.SkippedRelisted()), name, cp.Name())
+			ch <- prometheus.MustNewConstMetric(descCheckpointOverflows, prometheus.CounterValue, float64(cp.cp.Overflows()), name, cp.Name())
 		}
 		if s.persistent == nil || s.persistent.InMemory() {
 			continue // in memory: nothing of it is in a file

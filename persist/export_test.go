@@ -1,6 +1,10 @@
 package persist
 
-import bolt "go.etcd.io/bbolt"
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
 
 // SetMinJournalBytes sets the journal a collection gathers before a fold
 // whatever its size, so that tests see folds on a few objects. It returns a
@@ -107,4 +111,10 @@ func CommittedState(c *Collection) (rv string, objects int, err error) {
 		return nil
 	})
 	return rv, objects, err
+}
+
+// WithClock returns opts with the clock checkpoint retention reads.
+func WithClock(opts Options, now func() time.Time) Options {
+	opts.now = now
+	return opts
 }
