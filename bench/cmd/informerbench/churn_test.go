@@ -511,6 +511,7 @@ func TestHeapPeaksProfilesEachPhase(t *testing.T) {
 	runtime.GC()
 	time.Sleep(3 * heapPollEvery)
 	h.begin(phaseChurn)
+	h.snapshot(phaseChurn + "-start")
 	runtime.KeepAlive(keep)
 	keep = nil
 	runtime.GC()
@@ -522,7 +523,7 @@ func TestHeapPeaksProfilesEachPhase(t *testing.T) {
 	if peaks[phaseCold] < 8<<20 || peaks[phaseChurn] == 0 || peaks[phaseChurn] >= peaks[phaseCold] {
 		t.Errorf("peaks %v: want the cold phase's above 8 MiB and the churn's, which is not 0", peaks)
 	}
-	for _, phase := range []string{phaseCold, phaseChurn} {
+	for _, phase := range []string{phaseCold, phaseChurn, phaseChurn + "-start"} {
 		data, err := os.ReadFile(filepath.Join(dir, "heap-"+phase+"-"+informerBolt+".pprof"))
 		if err != nil || !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
 			t.Errorf("%s profile: %d bytes, %v", phase, len(data), err)

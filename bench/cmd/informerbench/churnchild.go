@@ -259,6 +259,7 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 		return fmt.Errorf("waiting for %s: got %q (%v)", churnStartLine, line, err)
 	}
 	heap.begin(phaseChurn)
+	heap.snapshot(phaseChurn + "-start")
 	if err := prof.start(); err != nil {
 		return err
 	}
@@ -268,6 +269,7 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 		return fmt.Errorf("waiting for %s: got %q (%v): %w", churnStopLine, line, err, perr)
 	}
 	res.Drained = h.waitChanges(ctx, want, churnDrainTimeout)
+	heap.snapshot(phaseChurn + "-end")
 	if db != nil {
 		if res.FileBytesEnd, err = flushAndSize(ctx, db, spec.File); err != nil {
 			return err

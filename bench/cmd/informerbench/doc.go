@@ -112,7 +112,9 @@
 // seen) to DIR/churn-<informer>.pprof; with --heapprofile DIR, per phase
 // (cold, churn, restart), a heap profile taken at the highest live heap it
 // reached, to DIR/heap-<phase>-<informer>.pprof, and the report gives those
-// peaks.
+// peaks; and, after a collection each, heap-churn-start-<informer>.pprof and
+// heap-churn-end-<informer>.pprof, whose difference in allocations
+// (go tool pprof -diff_base) is what the churn allocated.
 //
 // Each measurement runs in a child process: the binary re-executes itself
 // with the hidden "child" subcommand, reads a JSON spec on stdin and answers

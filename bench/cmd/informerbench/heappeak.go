@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
 	"sync"
@@ -18,8 +19,9 @@ import (
 // is written whenever the phase's peak grows by heapProfileStep, so the
 // file left is one taken within a step of the peak.
 //
-// One goroutine polls; begin switches the phase, stop ends the goroutine
-// and waits for it. A nil *heapPeaks does nothing.
+// One goroutine polls; begin switches the phase, snapshot writes a profile
+// on demand, stop ends the goroutine and waits for it. A nil *heapPeaks
+// does nothing.
 type heapPeaks struct {
 	dir, informer string
 
@@ -90,6 +92,24 @@ func (h *heapPeaks) observe(live uint64) {
 	}
 	h.written[h.phase] = live
 	if err := writeHeapProfile(filepath.Join(h.dir, "heap-"+h.phase+"-"+h.informer+".pprof")); err != nil && h.err == nil {
+		h.err = err
+	}
+}
+
+// snapshot writes a heap profile after a collection, so that its
+// allocation counts are current, to dir/heap-<name>-<informer>.pprof:
+// the churn's own allocations are the difference of the profiles taken
+// at its start and its end (go tool pprof -diff_base). Errors are kept
+// for stop.
+func (h *heapPeaks) snapshot(name string) {
+	if h == nil {
+		return
+	}
+	runtime.GC()
+	err := writeHeapProfile(filepath.Join(h.dir, "heap-"+name+"-"+h.informer+".pprof"))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil && h.err == nil {
 		h.err = err
 	}
 }
