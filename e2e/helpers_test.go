@@ -132,6 +132,8 @@ type informerSpec struct {
 	cluster string
 	// syncedAtOpen is InformerOptions.SyncedAtOpen.
 	syncedAtOpen bool
+	// cacheObjects is Persistence.CacheObjects; zero is unbounded.
+	cacheObjects int
 }
 
 func (s informerSpec) example() runtime.Object {
@@ -151,7 +153,7 @@ func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
 	lw := cache.NewFilteredListWatchFromClient(s.cs.CoreV1().RESTClient(), s.resource, s.namespace,
 		func(o *metav1.ListOptions) { o.LabelSelector = s.selector })
 	opts := bcache.InformerOptions{
-		Persistence:     bcache.Persistence{DB: s.db, Collection: s.collection},
+		Persistence:     bcache.Persistence{DB: s.db, Collection: s.collection, CacheObjects: s.cacheObjects},
 		ResyncPeriod:    s.resync,
 		Indexers:        cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		MinWatchTimeout: s.minWatchTimeout,
@@ -343,6 +345,7 @@ type observer struct {
 	causes   []reflector.StartCause // CauseResumed, then the cause of every list
 	resumeRV string
 	listRVs  []string
+	pages    []int // pages of every list
 	watchRVs []string // start RV of every accepted watch
 	// firstWatch is when the first watch was accepted.
 	firstWatch time.Time
@@ -358,11 +361,19 @@ func (o *observer) Resumed(rv string) {
 	o.resumeRV = rv
 }
 
-func (o *observer) Listed(cause reflector.StartCause, rv string, _, _ int) {
+func (o *observer) Listed(cause reflector.StartCause, rv string, _, pages int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.causes = append(o.causes, cause)
 	o.listRVs = append(o.listRVs, rv)
+	o.pages = append(o.pages, pages)
+}
+
+// listPages returns how many pages each list came in.
+func (o *observer) listPages() []int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]int(nil), o.pages...)
 }
 
 func (o *observer) WatchStarted(rv string) {
