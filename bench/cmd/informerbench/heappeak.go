@@ -17,7 +17,9 @@ import (
 // most. The live heap is the runtime's count of what the last collection
 // marked (/gc/heap/live:bytes), polled every heapPollEvery; a new profile
 // is written whenever the phase's peak grows by heapProfileStep, so the
-// file left is one taken within a step of the peak.
+// file left is one taken within a step of the peak. A heap profile is as of
+// up to two collections before it is written (runtime/pprof), so while the
+// heap grows it shows less than the live heap reported for the phase.
 //
 // One goroutine polls; begin switches the phase, snapshot writes a profile
 // on demand, stop ends the goroutine and waits for it. A nil *heapPeaks
