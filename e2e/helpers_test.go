@@ -345,7 +345,7 @@ type observer struct {
 	causes   []reflector.StartCause // CauseResumed, then the cause of every list
 	resumeRV string
 	listRVs  []string
-	pages    []int // pages of every list
+	pages    []int    // pages of every list
 	watchRVs []string // start RV of every accepted watch
 	// firstWatch is when the first watch was accepted.
 	firstWatch time.Time
