@@ -96,13 +96,13 @@ func (s *Informer) openStore(ctx context.Context) {
 			s.report(ctx, fmt.Errorf("boltinformer: collection %q: storing the objects written before Run: %w; the informer starts cold without them", s.name, err))
 		}
 	}
-	s.persistent.onList(s.gate.paid)
+	s.persistent.onList(s.listApplied)
 	if err := s.persistent.coll.JournalSetAside(); err != nil {
 		s.report(ctx, fmt.Errorf("boltinformer: collection %q: %w; it was set aside, listing before the informer is synced", s.name, err))
 		s.opts.Metrics.countReset(s.name, resetReadError)
 	}
 	if s.persistent.coll.MustList() {
-		klog.FromContext(ctx).Info("The stored collection lacks objects set aside after a read error; listing before it is synced", "collection", s.name)
+		klog.FromContext(ctx).Info("The stored collection owes a list (objects were set aside after a read error, or a recovery did not finish); listing before it is synced", "collection", s.name)
 		s.gate.owe()
 	}
 	seeds.adopted.Store(true)
