@@ -557,7 +557,7 @@ func TestRecoveryListsNamespacesAndCollections(t *testing.T) {
 		cfg     Recovery
 		fetches []string
 	}{
-		{"namespace", Recovery{NamespaceListAt: 2, FullListFraction: 2}, []string{"x/*@10", "y/c@10"}},
+		{"namespace", Recovery{NamespaceListAt: 2, FullListFraction: 0.9}, []string{"x/*@10", "y/c@10"}},
 		{"collection", Recovery{FullListFraction: 0.75}, []string{"*@10"}},
 		{"objects", Recovery{NamespaceListAt: -1, FullListFraction: 2}, []string{"x/a@10", "x/b@10", "y/c@10"}},
 	} {
