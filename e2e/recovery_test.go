@@ -441,7 +441,7 @@ func (m *monotonic) see(what string, obj interface{}, allowEqual bool) {
 }
 
 func (m *monotonic) OnAdd(obj interface{}, _ bool) { m.see("add", obj, false) }
-func (m *monotonic) OnUpdate(_, obj interface{}) { m.see("update", obj, false) }
+func (m *monotonic) OnUpdate(_, obj interface{})   { m.see("update", obj, false) }
 func (m *monotonic) OnDelete(obj interface{}) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		if d.Obj != nil {
