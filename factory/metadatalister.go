@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -57,6 +58,7 @@ func NewMetadataLister(rc rest.Interface, resource, namespace string, selectors 
 	return &restLister{
 		meta:      mc.Resource(gv.WithResource(resource)),
 		objects:   rc,
+		limiter:   r.GetRateLimiter(),
 		resource:  resource,
 		namespace: namespace,
 		label:     selectors.LabelSelector,
@@ -65,14 +67,25 @@ func NewMetadataLister(rc rest.Interface, resource, namespace string, selectors 
 }
 
 // restLister lists metadata through client-go's metadata client and objects
-// through a typed REST client.
+// through a typed REST client, both under the typed client's rate limiter.
 type restLister struct {
 	meta      metadata.Getter
 	objects   rest.Interface
+	limiter   flowcontrol.RateLimiter
 	resource  string
 	namespace string
 	label     string
 	field     string
+}
+
+var _ reflector.RateLimitedLister = (*restLister)(nil)
+
+// QPS implements reflector.RateLimitedLister.
+func (l *restLister) QPS() float32 {
+	if l.limiter == nil {
+		return 0
+	}
+	return l.limiter.QPS()
 }
 
 func (l *restLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {

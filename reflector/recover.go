@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,6 +89,13 @@ const (
 	// fetchAttempts is how often one fetch request is tried before the
 	// recovery gives up (and is started again after backoff).
 	fetchAttempts = 3
+
+	// A rate-limited lister's fetches are planned to take at most
+	// fetchBudgetTime of its rate, or minFetchBudget requests: with
+	// client-go's default of 5 requests a second, a thousand one-object
+	// fetches would take over three minutes, far longer than a list.
+	fetchBudgetTime = 10 * time.Second
+	minFetchBudget  = 64
 )
 
 // Version is what a recovery compares of a stored object: its UID and its
@@ -165,6 +173,22 @@ type Recovery struct {
 	// the whole collection is listed instead. Zero:
 	// DefaultFullListFraction; above 1: never.
 	FullListFraction float64
+	// MaxFetchRequests bounds the fetch requests of one recovery: above
+	// it, the namespaces with the most changes are listed instead, and the
+	// whole collection if that is not enough. Zero: if the Lister is a
+	// RateLimitedLister, what its rate allows in 10 seconds (at least 64);
+	// otherwise no bound. Negative: no bound.
+	MaxFetchRequests int
+}
+
+// RateLimitedLister is a MetadataLister whose requests go through a client
+// rate limiter (client-go's default is 5 a second); a recovery plans its
+// fetches to fit it (see Recovery.MaxFetchRequests).
+type RateLimitedLister interface {
+	MetadataLister
+	// QPS is the sustained rate of requests the limiter allows; zero or
+	// less for none.
+	QPS() float32
 }
 
 // RecoveryStats describes one recovery.
@@ -819,24 +843,13 @@ func (r *Reflector) fetchChanged(rec *recovery) {
 	}
 	cfg := r.recovery
 	total := rec.stats.Unchanged + rec.stats.Fetch + rec.stats.Ahead
-	if float64(rec.stats.Fetch) >= cfg.FullListFraction*float64(total) {
+	full, lists, singles := planFetches(cfg, r.maxFetchRequests(), rec.fetchNS, rec.listedNS, rec.stats.Fetch, total)
+	if full {
 		if err := r.fetchList(rec, ""); err != nil {
 			rec.fail(err)
 		}
 		return
 	}
-	var singles []string
-	var lists []string
-	for ns, keys := range rec.fetchNS {
-		if ns != "" && cfg.NamespaceListAt > 0 && len(keys) >= cfg.NamespaceListAt &&
-			float64(len(keys)) >= cfg.FullListFraction*float64(rec.listedNS[ns]) {
-			lists = append(lists, ns)
-		} else {
-			singles = append(singles, keys...)
-		}
-	}
-	slices.Sort(lists)
-	slices.Sort(singles)
 	work := make(chan func() error)
 	var workers sync.WaitGroup
 	for range min(cfg.Workers, len(lists)+len(singles)) {
@@ -870,6 +883,74 @@ feed:
 	}
 	close(work)
 	workers.Wait()
+}
+
+// planFetches decides how to fetch the keys of fetchNS (by namespace; fetch
+// in all, of total listed objects, listedNS by namespace): the whole
+// collection (full) once FullListFraction of it changed; otherwise the
+// namespaces where NamespaceListAt and FullListFraction of their objects
+// changed (lists), and the rest one by one (singles). With a request
+// budget (maxRequests > 0), namespaces with the most changes are listed
+// instead until the requests fit, and the whole collection if they still
+// do not.
+func planFetches(cfg *Recovery, maxRequests int, fetchNS map[string][]string, listedNS map[string]int, fetch, total int) (full bool, lists, singles []string) {
+	if float64(fetch) >= cfg.FullListFraction*float64(total) {
+		return true, nil, nil
+	}
+	var rest []string // namespaces fetched one by one
+	for ns, keys := range fetchNS {
+		if ns != "" && cfg.NamespaceListAt > 0 && len(keys) >= cfg.NamespaceListAt &&
+			float64(len(keys)) >= cfg.FullListFraction*float64(listedNS[ns]) {
+			lists = append(lists, ns)
+		} else {
+			rest = append(rest, ns)
+		}
+	}
+	n := 0
+	for _, ns := range rest {
+		n += len(fetchNS[ns])
+	}
+	if maxRequests > 0 && len(lists)+n > maxRequests {
+		// Most changes first; ties by name, for a stable plan.
+		slices.SortFunc(rest, func(a, b string) int {
+			if d := len(fetchNS[b]) - len(fetchNS[a]); d != 0 {
+				return d
+			}
+			return strings.Compare(a, b)
+		})
+		for len(rest) > 0 && rest[0] != "" && len(lists)+n > maxRequests {
+			n -= len(fetchNS[rest[0]])
+			lists = append(lists, rest[0])
+			rest = rest[1:]
+		}
+		if len(lists)+n > maxRequests {
+			return true, nil, nil
+		}
+	}
+	for _, ns := range rest {
+		singles = append(singles, fetchNS[ns]...)
+	}
+	slices.Sort(lists)
+	slices.Sort(singles)
+	return false, lists, singles
+}
+
+// maxFetchRequests is Recovery.MaxFetchRequests, or derived from the
+// lister's rate limit: at least minFetchBudget requests, and no more than
+// the limit allows in fetchBudgetTime; 0 for no limit.
+func (r *Reflector) maxFetchRequests() int {
+	if n := r.recovery.MaxFetchRequests; n != 0 {
+		return max(n, 0)
+	}
+	rl, ok := r.recovery.Lister.(RateLimitedLister)
+	if !ok {
+		return 0
+	}
+	qps := rl.QPS()
+	if qps <= 0 {
+		return 0
+	}
+	return max(minFetchBudget, int(float64(qps)*fetchBudgetTime.Seconds()))
 }
 
 // stillPending reports whether key is still to be fetched.

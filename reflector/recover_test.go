@@ -681,3 +681,42 @@ func TestRecoveryNeedsStoreAndLister(t *testing.T) {
 	poll.Until(t, 5*time.Second, "full list", func() bool { return slices.Contains(h.store.Calls(), "replace 1@10") })
 	stop()
 }
+
+// planFetches: one-object fetches while few changed; a namespace where many
+// of its objects did; the collection where most did; and, under a request
+// budget, namespaces with the most changes listed until the rest fits, or
+// the collection.
+func TestRecoveryPlanFetches(t *testing.T) {
+	keys := func(ns string, n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("%s/k%02d", ns, i))
+		}
+		return out
+	}
+	fetchNS := map[string][]string{"a": keys("a", 10), "b": keys("b", 3), "c": keys("c", 1)}
+	listedNS := map[string]int{"a": 20, "b": 100, "c": 100}
+	cfg := &Recovery{NamespaceListAt: 5, FullListFraction: 0.25}
+	for _, tc := range []struct {
+		name        string
+		cfg         Recovery
+		budget      int
+		full        bool
+		lists       []string
+		singleCount int
+	}{
+		{"namespace over its fraction", *cfg, 0, false, []string{"a"}, 4},
+		{"no namespace lists", Recovery{NamespaceListAt: -1, FullListFraction: 0.25}, 0, false, nil, 14},
+		{"collection", Recovery{NamespaceListAt: 5, FullListFraction: 0.05}, 0, true, nil, 0},
+		{"budget fits", Recovery{NamespaceListAt: -1, FullListFraction: 0.25}, 14, false, nil, 14},
+		{"budget: list the busiest namespaces", Recovery{NamespaceListAt: -1, FullListFraction: 0.25}, 4, false, []string{"a", "b"}, 1},
+		{"budget: the collection", Recovery{NamespaceListAt: -1, FullListFraction: 0.25}, 2, true, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			full, lists, singles := planFetches(&tc.cfg, tc.budget, fetchNS, listedNS, 14, 220)
+			if full != tc.full || fmt.Sprint(lists) != fmt.Sprint(tc.lists) || len(singles) != tc.singleCount {
+				t.Errorf("plan: full=%v lists=%v singles=%v, want full=%v lists=%v and %d singles", full, lists, singles, tc.full, tc.lists, tc.singleCount)
+			}
+		})
+	}
+}
