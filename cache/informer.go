@@ -185,9 +185,10 @@ type InformerOptions struct {
 // caught up with a consistent read taken at start (or at once with
 // SyncedAtOpen), and every handler gets OnAdd(obj, true) for each stored
 // object in the background (its registration syncing after them). If the
-// server has compacted that version away (410 Gone), the informer relists
-// once and reconciles the list against the stored state as client-go
-// reconciles a relist: objects deleted meanwhile reach handlers as
+// server has compacted that version away (410 Gone), the informer recovers
+// by what changed (InformerOptions.Recovery), or relists once, and
+// reconciles the result with the stored state as client-go reconciles a
+// relist: objects deleted meanwhile reach handlers as
 // DeletedFinalStateUnknown, objects whose resourceVersion is unchanged are
 // not rewritten and reach only handlers with a resync period, however late
 // they were added (client-go, in a relist before its first resync check,
