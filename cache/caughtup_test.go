@@ -2,14 +2,17 @@ package cache_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	fcache "k8s.io/client-go/tools/cache/testing"
 
@@ -166,4 +169,62 @@ func (f *failingProbe) List(opts metav1.ListOptions) (runtime.Object, error) {
 		return nil, context.DeadlineExceeded
 	}
 	return f.noWatchList.List(opts)
+}
+
+// forbiddenWatch is a source whose watches are all refused, as RBAC that
+// grants list but not watch refuses them (403); lists work.
+type forbiddenWatch struct {
+	noWatchList
+	full atomic.Int64
+}
+
+func (f *forbiddenWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
+	if opts.Limit != 1 {
+		f.full.Add(1)
+	}
+	return f.noWatchList.List(opts)
+}
+
+func (f *forbiddenWatch) Watch(metav1.ListOptions) (watch.Interface, error) {
+	return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New(`cannot watch resource "pods"`))
+}
+
+// A warm informer whose watch the server refuses falls back, after one
+// retry, to a list reconciled with the stored state, and is synced once it
+// has applied that list, as a client-go informer is synced after its first
+// list: what changed while it was stopped reaches the handler (the deleted
+// object as a tombstone), and the refusals reach the watch error handler.
+func TestWarmStartSyncedByAListWhenTheWatchIsForbidden(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource("a", "b")
+	populate(t, f, src, bcache.Persistence{}, nil, nil)
+	src.Add(pod("ns", "c", "", nil))
+	src.Delete(pod("ns", "a", "", nil))
+	want := sourceState(t, src)
+
+	lw := &forbiddenWatch{noWatchList: noWatchList{src}}
+	r := startInformerOpts(t, f, lw, bcache.InformerOptions{}, nil)
+	r.synced(t)
+	if got := storeState(r.inf.GetStore()); !slices.Equal(got, want) {
+		t.Errorf("store at sync = %v, want the server's %v", got, want)
+	}
+	if got := r.starts(t); len(got) < 2 || got[0] != "resumed" || got[1] != "relist-catchup" {
+		t.Errorf("starts = %v, want resumed, then the catch-up's relist", got)
+	}
+	select {
+	case err := <-r.errs:
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("reported %v, want the refused watch", err)
+		}
+	default:
+		t.Error("the refused watch was not reported")
+	}
+	r.ev.waitFor(t, 4, "the stored objects, then the list's changes")
+	r.stop()
+	got := r.ev.list()
+	for _, e := range []string{"add ns/a@1 initial=true", "add ns/b@2 initial=true", "add ns/c@3 initial=false", "delete tombstone:ns/a"} {
+		if !slices.Contains(got, e) {
+			t.Errorf("handler calls %v lack %q", got, e)
+		}
+	}
 }

@@ -54,6 +54,25 @@ import (
 // object's resourceVersion did not change (another version never matches),
 // dropped with a deleted object, and never shared between checkpoint names.
 //
+// What a checkpoint keeps is bounded. A checkpoint no handler has opened
+// for persist.Options.CheckpointRetention (7 days by default; an open one
+// is stamped hourly) is dropped when the file is next opened, logged and
+// counted (boltinformer_checkpoints_dropped_total): that is how the
+// checkpoint of a renamed or removed handler goes away. A handler that
+// leaves more than persist.Options.MaxTombstones deletions unacknowledged
+// (10,000 by default: one that acknowledges adds and updates but never
+// deletions) has its checkpoint cleared instead of growing it, reported
+// and counted (boltinformer_checkpoint_overflows_total).
+//
+// A cleared or dropped checkpoint, and every checkpoint of a collection
+// that starts cold (another cluster, list or transform; Reset; a
+// SetAsideAll after the stored keys could not be read), is as if the
+// handler had never acknowledged anything: it is given every object
+// again, and it is told of no deletion made before — not even one it had
+// not acknowledged yet — as a cold-starting client-go informer is not. A
+// collection that relists without starting cold (410, a read error that
+// set part of it aside) keeps its checkpoints and their tombstones.
+//
 // Do not use a checkpoint for a handler that must look at every object on
 // every start: one that re-checks state outside the cluster (cloud
 // resources, a DNS zone), or one whose processing depends on other objects

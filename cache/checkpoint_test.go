@@ -382,3 +382,51 @@ func TestCheckpointMetricsWarmStart(t *testing.T) {
 		t.Errorf("tombstones after the deletion was acknowledged = %v, want 0", got)
 	}
 }
+
+// A collection that starts cold drops its checkpoints: the handler is given
+// every listed object again, and no deletion it had not acknowledged — as
+// a cold-starting client-go informer tells none.
+func TestCheckpointColdStartTellsNoDeletions(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource("a", "b", "c")
+	h := &events{}
+	var cp *bcache.Checkpoint
+	p := bcache.Persistence{ListIdentity: "pods"}
+	r := startInformer(t, f, noWatchList{src}, p, nil, func(inf *bcache.Informer) {
+		var err error
+		if cp, err = inf.Checkpoint("h"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.AddEventHandler(ackingHandler{recordingHandler{h}, t, cp}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r.synced(t)
+	poll.Until(t, 10*time.Second, "acknowledged", func() bool { return cp.Len() == 3 })
+	src.Delete(pod("ns", "b", "", nil)) // not acknowledged: a tombstone
+	poll.Until(t, 10*time.Second, "tombstone", func() bool { return cp.Tombstones() == 1 })
+	r.stop()
+	f.reopen()
+
+	p.ListIdentity = "pods, another selector" // the stored collection is not this list's
+	cold := &events{}
+	r = startInformer(t, f, noWatchList{src}, p, nil, func(inf *bcache.Informer) {
+		var err error
+		if cp, err = inf.Checkpoint("h"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.AddEventHandler(cold.handler()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r.synced(t)
+	r.handled(t)
+	cold.waitFor(t, 2, "cold start")
+	got := sorted(cold.list())
+	if len(got) != 2 || !strings.HasPrefix(got[0], "add ns/a@") || !strings.HasPrefix(got[1], "add ns/c@") {
+		t.Errorf("after a cold start the checkpoint's handler got %v, want the adds of a and c and no deletion", got)
+	}
+	if cp.Tombstones() != 0 || cp.Len() != 0 {
+		t.Errorf("after a cold start the checkpoint holds %d tombstones, %d acknowledgements", cp.Tombstones(), cp.Len())
+	}
+}

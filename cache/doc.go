@@ -168,9 +168,14 @@
 // second, so that the apiserver's pre-timeout bookmark carries a quiet
 // resource's watch to the read's version about a second after it opens;
 // a server that does not (no bookmarks, an idle etcd) gets one relist after
-// five such watches (see reflector.CatchUp). resourceVersions are compared
-// as integers (etcd revisions). A cold start is synced when its list is
-// applied, as in client-go.
+// five such watches (see reflector.CatchUp). So does one that refuses the
+// watch (RBAC that grants list but not watch answers 403) or ends every
+// watch with an error, at the second failure in a row. A list taken while
+// catching up serves as the read when none has succeeded, so the informer is
+// synced once it has applied that list, as a client-go informer is after its
+// first; catching up adds at most that one list. resourceVersions are
+// compared as integers (etcd revisions). A cold start is synced when its
+// list is applied, as in client-go.
 //
 // InformerOptions.SyncedAtOpen restores the synced-on-the-stored-state
 // start, for controllers that tolerate a stale start: synced at open,

@@ -16,19 +16,21 @@ import (
 // Metrics exports boltinformer's metrics (all prefixed boltinformer_) on a
 // prometheus.Registerer the caller owns; nothing registers on a global.
 // Labels are bounded by what the program creates: file (base name of each
-// cache file), collection (one per informer), cause (five start causes),
-// handler (one per registered handler) and checkpoint (one per open
+// cache file), collection (one per informer), resource (one per informer
+// a factory could not persist), cause and reason (a few documented values
+// each), handler (one per registered handler) and checkpoint (one per open
 // checkpoint).
 //
-// Pass it to informers with InformerOptions.Metrics and to files with
-// ObserveDB. A running informer's handlers (pending notifications) and open
-// checkpoints are exported wherever its objects are; its collection's
-// (objects, resourceVersion lag, decoded cache, read errors) only while they
-// are in the file: not for a memory-only informer, nor one that moved to
-// memory. It also implements client-go's cache.InformerMetricsProvider
-// (queue depth, handler latency, store resourceVersion) for the RealFIFO;
-// those are published only for informers with a reserved Identifier, as in
-// client-go.
+// Pass it to informers with InformerOptions.Metrics, to files with
+// ObserveDB, to the typed factory with factory.WithMetrics and to the
+// controller-runtime adapter with its Options.Metrics. A running informer's
+// handlers (pending notifications) and open checkpoints are exported
+// wherever its objects are; its collection's (objects, resourceVersion lag,
+// decoded cache, read errors) only while they are in the file: not for a
+// memory-only informer, nor one that moved to memory. It also implements
+// client-go's cache.InformerMetricsProvider (queue depth, handler latency,
+// store resourceVersion) for the RealFIFO; those are published only for
+// informers with a reserved Identifier, as in client-go.
 type Metrics struct {
 	commitDuration *prometheus.HistogramVec
 	commitChanges  *prometheus.HistogramVec
@@ -40,6 +42,9 @@ type Metrics struct {
 	storeRV        *prometheus.GaugeVec
 	resets         *prometheus.CounterVec
 	indexRepairs   *prometheus.CounterVec
+	droppedCPs     *prometheus.CounterVec
+	fallbacks      *prometheus.CounterVec
+	crFallbacks    *prometheus.CounterVec
 
 	// mu guards the fields below, read at scrape time.
 	mu        sync.Mutex
@@ -70,6 +75,8 @@ var (
 		"Initial adds the checkpoint's handler was not given because it had acknowledged the object at its stored resourceVersion.", []string{"collection", "checkpoint"}, nil)
 	descCheckpointSkippedRelisted = prometheus.NewDesc("boltinformer_checkpoint_skipped_relist_updates_total",
 		"A relist's updates of objects whose resourceVersion it did not change that the checkpoint's handler was not given because it had acknowledged them at that version.", []string{"collection", "checkpoint"}, nil)
+	descCheckpointOverflows = prometheus.NewDesc("boltinformer_checkpoint_overflows_total",
+		"Times the checkpoint was cleared because its handler left more deletions unacknowledged than persist.Options.MaxTombstones allows.", []string{"collection", "checkpoint"}, nil)
 )
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -118,10 +125,22 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "boltinformer_index_repairs_total",
 			Help: "Stored objects whose stored index entries differed from what the index functions give now, found and rewritten during a warm start.",
 		}, []string{"collection"}),
+		droppedCPs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boltinformer_checkpoints_dropped_total",
+			Help: "Stored checkpoints dropped when the collection opened because none had opened them for persist.Options.CheckpointRetention (abandoned: a renamed or removed handler).",
+		}, []string{"collection"}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boltinformer_factory_fallbacks_total",
+			Help: "Informers the typed factory's InformerFor runs in memory, as client-go's, instead of persisting (they start cold every time), by reason: client-go-layout (client-go's informer does not have the private fields of the version boltinformer was built against: reported as an error; pin client-go or upgrade boltinformer), not-client-go (the constructor's informer is another implementation), custom-lister-watcher (its ListerWatcher is not client-go's own and no version was declared), unknown-list (what it lists could not be determined).",
+		}, []string{"resource", "reason"}),
+		crFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boltinformer_controllerruntime_fallbacks_total",
+			Help: "Handlers the controller-runtime adapter could not examine, by reason: handler-layout (controller-runtime's source handler does not have the private fields of the version boltinformer was built against, so a checkpoint's acknowledged initial adds are decoded and dropped by its predicate instead of skipped as they are queued: reported as an error).",
+		}, []string{"collection", "reason"}),
 		dbs:       map[*persist.DB]bool{},
 		informers: map[*Informer]bool{},
 	}
-	for _, c := range []prometheus.Collector{m.commitDuration, m.commitChanges, m.commitErrors, m.starts, m.watchRestarts, m.queued, m.processing, m.storeRV, m.resets, m.indexRepairs, scrapeCollector{m}} {
+	for _, c := range []prometheus.Collector{m.commitDuration, m.commitChanges, m.commitErrors, m.starts, m.watchRestarts, m.queued, m.processing, m.storeRV, m.resets, m.indexRepairs, m.droppedCPs, m.fallbacks, m.crFallbacks, scrapeCollector{m}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -162,6 +181,33 @@ func (m *Metrics) removeInformer(s *Informer) {
 func (m *Metrics) countReset(collection, reason string) {
 	if m != nil {
 		m.resets.WithLabelValues(collection, reason).Inc()
+	}
+}
+
+// CountFactoryFallback counts an informer a factory of package factory runs
+// in memory instead of persisting: resource is what it lists, reason one of
+// those boltinformer_factory_fallbacks_total documents. A nil m counts
+// nothing.
+func (m *Metrics) CountFactoryFallback(resource, reason string) {
+	if m != nil {
+		m.fallbacks.WithLabelValues(resource, reason).Inc()
+	}
+}
+
+// CountControllerRuntimeFallback counts a handler the controller-runtime
+// adapter could not examine on the informer of collection: reason is one of
+// those boltinformer_controllerruntime_fallbacks_total documents. A nil m
+// counts nothing.
+func (m *Metrics) CountControllerRuntimeFallback(collection, reason string) {
+	if m != nil {
+		m.crFallbacks.WithLabelValues(collection, reason).Inc()
+	}
+}
+
+// countDroppedCheckpoints counts checkpoints dropped as abandoned.
+func (m *Metrics) countDroppedCheckpoints(collection string, n int) {
+	if m != nil && n > 0 {
+		m.droppedCPs.WithLabelValues(collection).Add(float64(n))
 	}
 }
 
@@ -228,7 +274,7 @@ func (o metricsObserver) WatchEnded(err error) {
 type scrapeCollector struct{ m *Metrics }
 
 func (c scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFileBytes, descObjects, descRVLag, descPending, descCacheHits, descCacheMisses, descReadErrors, descCheckpointAcked, descCheckpointTombstones, descCheckpointSkipped, descCheckpointSkippedRelisted} {
+	for _, d := range []*prometheus.Desc{descFileBytes, descObjects, descRVLag, descPending, descCacheHits, descCacheMisses, descReadErrors, descCheckpointAcked, descCheckpointTombstones, descCheckpointSkipped, descCheckpointSkippedRelisted, descCheckpointOverflows} {
 		ch <- d
 	}
 }
@@ -265,6 +311,7 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descCheckpointTombstones, prometheus.GaugeValue, float64(cp.cp.Tombstones()), name, cp.Name())
 			ch <- prometheus.MustNewConstMetric(descCheckpointSkipped, prometheus.CounterValue, float64(cp.Skipped()), name, cp.Name())
 			ch <- prometheus.MustNewConstMetric(descCheckpointSkippedRelisted, prometheus.CounterValue, float64(cp.SkippedRelisted()), name, cp.Name())
+			ch <- prometheus.MustNewConstMetric(descCheckpointOverflows, prometheus.CounterValue, float64(cp.cp.Overflows()), name, cp.Name())
 		}
 		if s.persistent == nil || s.persistent.InMemory() {
 			continue // in memory: nothing of it is in a file

@@ -97,6 +97,10 @@ func (s *Informer) openStore(ctx context.Context) {
 		}
 	}
 	s.persistent.onList(s.listApplied)
+	if dropped := s.persistent.coll.DroppedCheckpoints(); len(dropped) > 0 {
+		klog.FromContext(ctx).Info("Dropped checkpoints no handler had opened for the retention period (persist.Options.CheckpointRetention), with their acknowledgements and tombstones", "collection", s.name, "checkpoints", dropped)
+		s.opts.Metrics.countDroppedCheckpoints(s.name, len(dropped))
+	}
 	if err := s.persistent.coll.JournalSetAside(); err != nil {
 		s.report(ctx, fmt.Errorf("boltinformer: collection %q: %w; it was set aside, listing before the informer is synced", s.name, err))
 		s.opts.Metrics.countReset(s.name, resetReadError)

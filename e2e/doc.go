@@ -34,6 +34,11 @@
 //     list's bytes in objects (the counted bytes are logged).
 //     TestRecoveryFetchCost (-e2e.measure-fetch=N) measures what the
 //     recovery's requests cost.
+//   - TestWarmRestartWatchForbidden: restarted with a client RBAC lets list
+//     but not watch (every watch answers 403), the informer lists once after
+//     the second refusal, reconciled with the file, and is synced after
+//     that list, like a client-go informer with the same client beside it;
+//     both keep following the server through relists.
 //   - TestKillDuringWriteStorm: an informer in a child process is SIGKILLed
 //     at random points during a write storm and restarted on the same file
 //     each time. A final informer then converges to the server's state with

@@ -220,9 +220,17 @@
 // generated clientset, metadata-only objects), or is not client-go's
 // informer (or a typed wrapper of it) — or its ListerWatcher is custom and
 // no WithListerWatcherVersion is declared, InformerFor returns newFunc's own
-// informer unchanged, in memory, exactly as client-go's factory does, and
-// logs why once. Finding out that newFunc uses another client costs one
+// informer unchanged, in memory, exactly as client-go's factory does, logs
+// why once and counts it in boltinformer_factory_fallbacks_total (see
+// WithMetrics). Finding out that newFunc uses another client costs one
 // List request with limit=1 through that client.
+//
+// The fields read from client-go's informer are private: another client-go
+// release may lay them out otherwise. The factory then cannot persist any
+// informer built by a newFunc (the generated accessors' included), and says
+// so as an error (utilruntime.HandleError) as well as in the metric, with
+// reason client-go-layout: pin k8s.io/client-go to the version this
+// release of boltinformer reads (v0.37.2).
 //
 // InformerFor calls newFunc twice, once with the capture clientset and once
 // with the factory's client (client-go's factory calls it once). The

@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
 )
 
 // Option configures a SharedInformerFactory, as client-go's
@@ -101,6 +103,16 @@ func WithClusterIdentity(id string) Option {
 // files while the apiserver is unreachable.
 func WithSyncedAtOpen() Option {
 	return func(f *Factory) { f.syncedAtOpen = true }
+}
+
+// WithMetrics exports the factory's metrics on m: its persistent informers'
+// (as cache.InformerOptions.Metrics, which also makes m their
+// InformerMetricsProvider unless newFunc's informer had one), and the
+// informers InformerFor runs in memory instead of persisting
+// (boltinformer_factory_fallbacks_total, by resource and reason). Without
+// it, the factory exports none.
+func WithMetrics(m *bcache.Metrics) Option {
+	return func(f *Factory) { f.metrics = m }
 }
 
 // WithInformerName names the factory's informers for client-go's metrics.

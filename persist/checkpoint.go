@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/boltinformer/boltinformer/internal/format"
 )
@@ -73,6 +76,10 @@ type Checkpoint struct {
 	acked   map[string]string
 	deleted map[string]*tombstone
 	closed  bool // guarded by c.mu
+	// seenAt is when the checkpoint was last stamped as open; overflows
+	// counts the times MaxTombstones cleared it. Guarded by c.mu.
+	seenAt    time.Time
+	overflows int
 }
 
 // tombstone is a deletion the consumer has not acknowledged.
@@ -88,9 +95,55 @@ type tombstone struct {
 }
 
 // Checkpoint opens the named checkpoint of the collection, loading its
-// acknowledgements (about 100 bytes of memory each). A name is open at most
-// once at a time; Close releases it.
+// acknowledgements (about 100 bytes of memory each) and the keys of its
+// tombstones. A name is open at most once at a time; Close releases it.
+// Opening stamps the checkpoint as in use (see Options.CheckpointRetention).
 func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
+	cp, err := c.openCheckpoint(name)
+	if err != nil {
+		return nil, err
+	}
+	if !c.db.opts.ReadOnly {
+		now := c.db.opts.now()
+		_ = cp.write(func(l *layer) bool {
+			l.see(name, now)
+			cp.seenAt = now
+			return true
+		})
+	}
+	return cp, nil
+}
+
+// see stamps the named checkpoint as open at t.
+func (l *layer) see(name string, t time.Time) {
+	if l.seen == nil {
+		l.seen = map[string]time.Time{}
+	}
+	l.seen[name] = t
+}
+
+// seeOpenCheckpointsLocked stamps, in the pending layer, the open
+// checkpoints last stamped more than seenRefresh ago: a process that runs
+// for longer than the retention must not find its checkpoints dropped at
+// its next start. Called with c.mu held for writing, before a commit.
+func (c *Collection) seeOpenCheckpointsLocked() {
+	if len(c.checkpoints) == 0 {
+		return
+	}
+	now := c.db.opts.now()
+	for name, cp := range c.checkpoints {
+		if now.Sub(cp.seenAt) >= seenRefresh {
+			c.pending.see(name, now)
+			cp.seenAt = now
+		}
+	}
+}
+
+// seenRefresh is how often an open checkpoint's stamp is renewed.
+const seenRefresh = time.Hour
+
+// openCheckpoint is Checkpoint without the stamp.
+func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 	if name == "" {
 		return nil, errors.New("checkpoint name must not be empty")
 	}
@@ -308,9 +361,10 @@ func (cp *Checkpoint) Acked(key string) (rv string, ok bool) {
 
 // Unacknowledged returns every stored object that is not acknowledged at its
 // stored resourceVersion (what the consumer still has to process), and how
-// many stored objects are. An acknowledged object is not decoded: its
-// resourceVersion is read from its record's header, so a consumer that joins
-// a large collection pays for what changed, not for what it has seen.
+// many stored objects are. An acknowledged object is neither decoded nor
+// read: its resourceVersion comes from the versions bucket (or, in a file
+// without one, its record's header), so a consumer that joins a large
+// collection pays for what changed, not for what it has seen.
 func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int, err error) {
 	c := cp.c
 	c.mu.RLock()
@@ -335,7 +389,7 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		})
 		return objs, acknowledged, err
 	}
-	err = c.db.bolt.View(func(tx *bolt.Tx) error {
+	err = c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -373,22 +427,46 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		if err != nil {
 			return err
 		}
-		err = b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
-			key := string(k)
-			if c.inLayersLocked(key) {
+		objects := b.Bucket(bucketObjects)
+		if vb := b.Bucket(format.VersionsBucket); vb != nil {
+			// The versions say what is acknowledged: only the records
+			// of the rest are read.
+			err = vb.ForEach(func(k, raw []byte) error {
+				key := string(k)
+				if c.inLayersLocked(key) {
+					return nil
+				}
+				_, rv, err := format.DecodeVersion(raw)
+				if err != nil {
+					return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+				}
+				if isAcked(key, rv) {
+					acknowledged++
+					return nil
+				}
+				if rec := objects.Get(k); rec != nil {
+					found, records = append(found, keyed{key: key}), append(records, rec)
+				}
 				return nil
-			}
-			rv, err := ReadResourceVersion(rec)
-			if err != nil {
-				return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
-			}
-			if isAcked(key, rv) {
-				acknowledged++
+			})
+		} else {
+			err = objects.ForEach(func(k, rec []byte) error {
+				key := string(k)
+				if c.inLayersLocked(key) {
+					return nil
+				}
+				rv, err := ReadResourceVersion(rec)
+				if err != nil {
+					return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+				}
+				if isAcked(key, rv) {
+					acknowledged++
+					return nil
+				}
+				found, records = append(found, keyed{key: key}), append(records, rec)
 				return nil
-			}
-			found, records = append(found, keyed{key: key}), append(records, rec)
-			return nil
-		})
+			})
+		}
 		if err != nil {
 			return err
 		}
@@ -438,7 +516,7 @@ func (cp *Checkpoint) Deleted() map[string]runtime.Object {
 		return out
 	}
 	// The file's tombstones are read once per join; they are not cached.
-	_ = c.db.bolt.View(func(tx *bolt.Tx) error {
+	_ = c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return nil
@@ -548,16 +626,37 @@ func (c *Collection) stateBefore(earlier *layer, key string) (runtime.Object, bo
 // into tombstones carrying its last state (the key is being deleted, at
 // deletedAt if known). last returns that state and whether the key is
 // stored; an unreadable state is stored with a nil object, and the
-// deletion is delivered all the same (see Deleted). Called with c.mu held.
+// deletion is delivered all the same (see Deleted). A checkpoint this
+// would take past Options.MaxTombstones is cleared instead, in the pending
+// layer. Called with c.mu held for writing.
 func (c *Collection) tombstoneAcksLocked(key, deletedAt string, last func() (runtime.Object, bool)) {
 	for _, cp := range c.checkpoints {
-		if _, ok := cp.acked[key]; ok {
-			delete(cp.acked, key)
-			if o, stored := last(); stored {
-				cp.deleted[key] = &tombstone{obj: o, deletedAt: deletedAt}
-			}
+		if _, ok := cp.acked[key]; !ok {
+			continue
 		}
+		delete(cp.acked, key)
+		o, stored := last()
+		if !stored {
+			continue
+		}
+		if limit := c.db.opts.MaxTombstones; limit > 0 && len(cp.deleted) >= limit {
+			utilruntime.HandleError(fmt.Errorf("boltinformer: checkpoint %q of collection %q holds %d deletions its consumer has not acknowledged (persist.Options.MaxTombstones): it is cleared, and its consumer will process every stored object again on its next start, without being told of those deletions. Acknowledge deletions (AckDeleted, or Ack with what OnDelete was given)", cp.name, c.name, len(cp.deleted)))
+			clear(cp.acked)
+			clear(cp.deleted)
+			c.pending.clearAcks(cp.name)
+			cp.overflows++
+			continue
+		}
+		cp.deleted[key] = &tombstone{obj: o, deletedAt: deletedAt}
 	}
+}
+
+// Overflows returns how many times Options.MaxTombstones cleared the
+// checkpoint since it was opened.
+func (cp *Checkpoint) Overflows() int {
+	cp.c.mu.RLock()
+	defer cp.c.mu.RUnlock()
+	return cp.overflows
 }
 
 // checkpointEntries calls fn for each entry of the named checkpoint's bucket
@@ -707,6 +806,9 @@ func (l *layer) absorbAcks(newer *layer) {
 // deletion itself, or a state stored after it), except for the keys this
 // layer deleted (settled above).
 func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]byte) error {
+	if err := writeSeen(b, l.seen); err != nil {
+		return err
+	}
 	cb := b.Bucket(bucketCheckpoints)
 	if cb == nil && len(l.acks) == 0 && len(l.clearedAcks) == 0 {
 		return nil // no checkpoint was ever written: nothing to move either
@@ -832,12 +934,91 @@ func (c *Collection) dropCheckpointsTx(b *bolt.Bucket) error {
 		clear(cp.acked)
 		clear(cp.deleted)
 	}
-	for _, name := range [][]byte{bucketCheckpoints, bucketTombstones} {
+	for _, name := range [][]byte{bucketCheckpoints, bucketTombstones, format.CheckpointSeenBucket} {
 		if err := b.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeSeen records when checkpoints were open.
+func writeSeen(b *bolt.Bucket, seen map[string]time.Time) error {
+	if len(seen) == 0 {
+		return nil
+	}
+	sb, err := b.CreateBucketIfNotExists(format.CheckpointSeenBucket)
+	if err != nil {
+		return err
+	}
+	for _, name := range sortedKeys(seen) {
+		if err := sb.Put([]byte(name), strconv.AppendInt(nil, seen[name].Unix(), 10)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// abandonedCheckpoints returns the stored checkpoints (acknowledgements or
+// tombstones) not open since Options.CheckpointRetention before now, and
+// those never stamped (written before stamps were kept, which
+// dropAbandonedCheckpointsTx stamps now).
+func (c *Collection) abandonedCheckpoints(b *bolt.Bucket) (abandoned, unstamped []string) {
+	names := map[string]bool{}
+	for _, parent := range [][]byte{bucketCheckpoints, bucketTombstones} {
+		if pb := b.Bucket(parent); pb != nil {
+			_ = pb.ForEachBucket(func(name []byte) error {
+				names[string(name)] = true
+				return nil
+			})
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	sb := b.Bucket(format.CheckpointSeenBucket)
+	retention := c.db.opts.CheckpointRetention
+	now := c.db.opts.now()
+	for _, name := range sortedKeys(names) {
+		var raw []byte
+		if sb != nil {
+			raw = sb.Get([]byte(name))
+		}
+		secs, err := strconv.ParseInt(string(raw), 10, 64)
+		switch {
+		case raw == nil || err != nil:
+			unstamped = append(unstamped, name)
+		case retention > 0 && now.Sub(time.Unix(secs, 0)) > retention:
+			abandoned = append(abandoned, name)
+		}
+	}
+	return abandoned, unstamped
+}
+
+// dropAbandonedCheckpointsTx deletes the checkpoints abandonedCheckpoints
+// finds abandoned and stamps the unstamped ones as seen now. It returns the
+// names dropped.
+func (c *Collection) dropAbandonedCheckpointsTx(b *bolt.Bucket) ([]string, error) {
+	abandoned, unstamped := c.abandonedCheckpoints(b)
+	for _, name := range abandoned {
+		for _, parent := range [][]byte{bucketCheckpoints, bucketTombstones} {
+			if pb := b.Bucket(parent); pb != nil {
+				if err := pb.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+					return nil, err
+				}
+			}
+		}
+		if sb := b.Bucket(format.CheckpointSeenBucket); sb != nil {
+			if err := sb.Delete([]byte(name)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	stamps := map[string]time.Time{}
+	for _, name := range unstamped {
+		stamps[name] = c.db.opts.now()
+	}
+	return abandoned, writeSeen(b, stamps)
 }
 
 // sortedKeys returns m's keys in order (bbolt writes sorted keys fastest).

@@ -1,16 +1,22 @@
 package persist_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/boltinformer/boltinformer/internal/format"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -175,11 +181,23 @@ func TestCheckpointsDroppedWithTheCollection(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newCheckpointFile(t)
-			put(t, f.c, "1", cm("a", "1"))
+			put(t, f.c, "1", cm("a", "1"), cm("b", "1"))
 			cp := f.checkpoint("handler")
 			ack(t, cp, "ns/a", "1")
+			ack(t, cp, "ns/b", "1")
 			if err := f.c.Flush(context.Background()); err != nil {
 				t.Fatal(err)
+			}
+			// b is deleted and the handler has not acknowledged the
+			// deletion: a tombstone.
+			if err := f.c.Apply([]persist.Op{{Key: "ns/b", Delete: true, DeletedAt: "2"}}, "2"); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.c.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if cp.Tombstones() != 1 {
+				t.Fatalf("%d tombstones before the reset, want b's", cp.Tombstones())
 			}
 			reset(f)
 			// The object comes back at the same resourceVersion, as a relist
@@ -194,6 +212,15 @@ func TestCheckpointsDroppedWithTheCollection(t *testing.T) {
 			}
 			if rv, ok := cp.Acked("ns/a"); ok && name != "another provenance at open" {
 				t.Errorf("the open checkpoint still acknowledges ns/a at %q after the reset", rv)
+			}
+			// The deletion it had not handled goes with the collection: a
+			// cold start tells no handler of deletions, as client-go's
+			// does not.
+			if keys, err := f.c.CheckpointTombstones("handler"); err != nil || len(keys) != 0 {
+				t.Errorf("stored tombstones after the reset = %v %v, want none", keys, err)
+			}
+			if name != "another provenance at open" && cp.Tombstones() != 0 {
+				t.Errorf("the open checkpoint still holds %d tombstones after the reset", cp.Tombstones())
 			}
 		})
 	}
@@ -419,5 +446,228 @@ func TestTombstoneOfAnObjectNeverCommitted(t *testing.T) {
 	cp = f.checkpoint("handler")
 	if d := cp.Deleted(); d["ns/a"] == nil {
 		t.Errorf("Deleted() after a restart = %v, want ns/a with its state", d)
+	}
+}
+
+// Setting aside an acknowledged record that cannot be decoded (what an
+// informer does when a warm start cannot read it back) leaves a tombstone
+// the next start can open: an empty object of the record's type with its
+// name, not the unreadable bytes. The same holds for a record in the
+// journal.
+func TestSetAsideUnreadableAcknowledgedRecord(t *testing.T) {
+	for _, journaled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("journaled=%v", journaled), func(t *testing.T) {
+			f := newCheckpointFile(t)
+			put(t, f.c, "1", cm("a", "1"), cm("b", "1"))
+			if err := f.c.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if journaled {
+				put(t, f.c, "2", cm("a", "2"))
+			}
+			cp := f.checkpoint("handler")
+			ack(t, cp, "ns/a", map[bool]string{false: "1", true: "2"}[journaled])
+			cp.Close()
+			if err := f.db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			f.db = nil
+			corruptPayload(t, f.path, "cms", "ns/a", journaled)
+			f.reopen()
+			if _, _, err := f.c.Get("ns/a"); !errors.Is(err, persist.ErrCorruptRecord) {
+				t.Fatalf("Get of the damaged record = %v, want ErrCorruptRecord", err)
+			}
+			cp = f.checkpoint("handler")
+			if err := f.c.SetAside([]persist.Op{{Key: "ns/a", Delete: true}}); err != nil {
+				t.Fatal(err)
+			}
+			cp.Close()
+			f.reopen()
+			cp, err := f.c.Checkpoint("handler")
+			if err != nil {
+				t.Fatalf("the checkpoint cannot be opened after the set-aside: %v", err)
+			}
+			d := cp.Deleted()
+			obj, ok := d["ns/a"]
+			if !ok {
+				t.Fatalf("Deleted() = %v, want a's deletion", d)
+			}
+			if c, isCM := obj.(*corev1.ConfigMap); !isCM || c.Name != "a" || c.Namespace != "ns" {
+				t.Errorf("a's tombstone = %#v, want an empty ConfigMap ns/a", obj)
+			}
+		})
+	}
+}
+
+// corruptPayload damages the payload of key's record, keeping its header,
+// in the object tree or (journaled) in the journal's newest entry for key.
+func corruptPayload(t *testing.T, path, coll, key string, journaled bool) {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	damage := func(rec []byte) []byte {
+		out := bytes.Clone(rec)
+		for i := len(out) - 8; i < len(out); i++ {
+			out[i] = 0xff
+		}
+		return out
+	}
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("collections")).Bucket([]byte(coll))
+		if !journaled {
+			return b.Bucket([]byte("objects")).Put([]byte(key), damage(b.Bucket([]byte("objects")).Get([]byte(key))))
+		}
+		var gen, seq []byte
+		var raw []byte
+		jb := b.Bucket(format.JournalBucket)
+		err := jb.ForEachBucket(func(g []byte) error {
+			return jb.Bucket(g).ForEach(func(s, v []byte) error {
+				if e, err := format.DecodeJournalEntry(v); err == nil && e.Key == key {
+					gen, seq, raw = bytes.Clone(g), bytes.Clone(s), bytes.Clone(v)
+				}
+				return nil
+			})
+		})
+		if err != nil || raw == nil {
+			return fmt.Errorf("no journal entry for %s: %v", key, err)
+		}
+		return jb.Bucket(gen).Put(seq, damage(raw))
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A checkpoint nobody has opened for Options.CheckpointRetention is dropped,
+// with its acknowledgements and tombstones, when its collection is next
+// opened for writing; one in use is not, however long its process runs.
+func TestAbandonedCheckpointIsDropped(t *testing.T) {
+	var nowSecs atomic.Int64 // read by the commit goroutine
+	nowSecs.Store(1_700_000_000)
+	clock := func() time.Time { return time.Unix(nowSecs.Load(), 0) }
+	path := filepath.Join(t.TempDir(), "cache.db")
+	var db *persist.DB
+	var c *persist.Collection
+	open := func() {
+		t.Helper()
+		if db != nil {
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db = openDB(t, path, persist.WithClock(persist.Options{CheckpointRetention: 7 * 24 * time.Hour}, clock))
+		var err error
+		if c, err = db.Collection("cms", persist.CollectionOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open()
+	put(t, c, "1", cm("a", "1"), cm("b", "1"))
+	for _, name := range []string{"renamed", "current", "long-running"} {
+		cp, err := c.Checkpoint(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ack(t, cp, "ns/a", "1")
+		if name != "long-running" {
+			cp.Close()
+		}
+	}
+	if err := c.Apply([]persist.Op{{Key: "ns/a", Delete: true, DeletedAt: "2"}}, "2"); err != nil { // tombstones
+		t.Fatal(err)
+	}
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Eight days: "long-running" stays open, its process committing now and then.
+	for hour := range 8 * 24 {
+		nowSecs.Add(3600)
+		put(t, c, "2", cm("b", "1"))
+		if err := c.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if hour == 2*24 {
+			cp, err := c.Checkpoint("current") // its consumer starts again
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp.Close()
+		}
+	}
+	open()
+	if got := c.DroppedCheckpoints(); !slices.Equal(got, []string{"renamed"}) {
+		t.Errorf("DroppedCheckpoints() = %v, want [renamed]", got)
+	}
+	names, err := c.Checkpoints()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"current", "long-running"}) {
+		t.Errorf("checkpoints left = %v, want current and long-running", names)
+	}
+	if keys, err := c.CheckpointTombstones("renamed"); err != nil || len(keys) != 0 {
+		t.Errorf("the dropped checkpoint's tombstones = %v %v, want none", keys, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A consumer that never acknowledges deletions gathers a tombstone per
+// deleted object it acknowledged; past Options.MaxTombstones its
+// checkpoint is cleared (as after a cold start: everything is processed
+// again, no deletion is told) rather than grow for as long as the file
+// lives.
+func TestTombstonesAreBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	db := openDB(t, path, persist.Options{MaxTombstones: 3})
+	c, err := db.Collection("cms", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []*corev1.ConfigMap
+	for i := range 6 {
+		objs = append(objs, cm(fmt.Sprintf("cm-%d", i), "1"))
+	}
+	put(t, c, "1", objs...)
+	cp, err := c.Checkpoint("handler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		ack(t, cp, fmt.Sprintf("ns/cm-%d", i), "1")
+	}
+	for i := range 3 {
+		if err := c.Apply([]persist.Op{{Key: fmt.Sprintf("ns/cm-%d", i), Delete: true}}, strconv.Itoa(2+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cp.Tombstones() != 3 || cp.Overflows() != 0 {
+		t.Fatalf("%d tombstones, %d overflows; want 3, 0", cp.Tombstones(), cp.Overflows())
+	}
+	if err := c.Apply([]persist.Op{{Key: "ns/cm-3", Delete: true}}, "5"); err != nil {
+		t.Fatal(err)
+	}
+	if cp.Tombstones() != 0 || cp.Len() != 0 || cp.Overflows() != 1 {
+		t.Errorf("past the bound: %d tombstones, %d acknowledged, %d overflows; want the checkpoint cleared once", cp.Tombstones(), cp.Len(), cp.Overflows())
+	}
+	cp.Close()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, path, persist.Options{MaxTombstones: 3})
+	defer db.Close()
+	c, err = db.Collection("cms", persist.CollectionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acks, err := c.CheckpointAcks("handler"); err != nil || len(acks) != 0 {
+		t.Errorf("stored acknowledgements = %v %v, want none", acks, err)
+	}
+	if keys, err := c.CheckpointTombstones("handler"); err != nil || len(keys) != 0 {
+		t.Errorf("stored tombstones = %v %v, want none", keys, err)
 	}
 }

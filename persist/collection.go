@@ -15,6 +15,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/boltinformer/boltinformer/internal/format"
@@ -107,6 +108,10 @@ type Collection struct {
 	aheadMu sync.Mutex
 
 	closed atomic.Bool // set by Close: no more Applies
+	// released is set, under mu, once Close has flushed and given up the
+	// collection's name: reads that need the file fail from then on (see
+	// view).
+	released bool
 
 	// mu guards the fields below. Apply takes it for writing; reads that
 	// consult the layers or the file take it for reading, which keeps them
@@ -130,6 +135,9 @@ type Collection struct {
 	// journalSetAside is why DB.Collection set the journal aside, if it
 	// did (see JournalSetAside).
 	journalSetAside error
+	// droppedCheckpoints names the checkpoints DB.Collection dropped as
+	// abandoned (see DroppedCheckpoints).
+	droppedCheckpoints []string
 
 	// checkpoints holds the open checkpoints by name; guarded by mu.
 	checkpoints map[string]*Checkpoint
@@ -247,6 +255,12 @@ func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error
 	if opts.Provenance != nil && diffProvenance(c.provenance, opts.Provenance) != nil {
 		return false, nil
 	}
+	if abandoned, unstamped := c.abandonedCheckpoints(b); len(abandoned)+len(unstamped) > 0 {
+		return false, nil
+	}
+	if b.Bucket(format.VersionsBucket) == nil {
+		return false, nil // built by create
+	}
 	for name, v := range opts.Indexes {
 		if c.indexes[name] != v {
 			return false, nil
@@ -273,7 +287,7 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 		if b, err = root.CreateBucket(c.key); err != nil {
 			return err
 		}
-		for _, name := range [][]byte{bucketCollMeta, bucketObjects, bucketIndexes} {
+		for _, name := range [][]byte{bucketCollMeta, bucketObjects, bucketIndexes, format.VersionsBucket} {
 			if _, err := b.CreateBucket(name); err != nil {
 				return err
 			}
@@ -291,6 +305,15 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 		}
 		if c.resetAtOpen != nil {
 			c.dropJournalLayers(0) // the journal was deleted with the rest
+		}
+	}
+	var err error
+	if c.droppedCheckpoints, err = c.dropAbandonedCheckpointsTx(b); err != nil {
+		return err
+	}
+	if b.Bucket(format.VersionsBucket) == nil {
+		if err := c.buildVersionsTx(b); err != nil {
+			return fmt.Errorf("building the index of versions: %w", err)
 		}
 	}
 	meta := b.Bucket(bucketCollMeta)
@@ -480,6 +503,11 @@ func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []str
 // otherwise.
 func (c *Collection) JournalSetAside() error { return c.journalSetAside }
 
+// DroppedCheckpoints returns the checkpoints DB.Collection dropped because
+// none had been opened for Options.CheckpointRetention, with their
+// acknowledgements and tombstones.
+func (c *Collection) DroppedCheckpoints() []string { return slices.Clone(c.droppedCheckpoints) }
+
 // DB returns the file the collection lives in.
 func (c *Collection) DB() *DB { return c.db }
 
@@ -526,6 +554,9 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 			return fmt.Errorf("key %q: %w", op.Key, err)
 		}
 		changes[i] = change{obj: op.Object, record: rec, indexes: op.Indexes}
+		if m, err := meta.Accessor(op.Object); err == nil {
+			changes[i].uid, changes[i].rv = string(m.GetUID()), m.GetResourceVersion()
+		}
 	}
 
 	c.db.applyMu.RLock()
@@ -604,6 +635,7 @@ func (c *Collection) CommittedResourceVersion() (string, error) {
 func (c *Collection) swapForCommit() (int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.seeOpenCheckpointsLocked()
 	if c.committing != nil {
 		if !c.pending.empty() {
 			c.committing.absorb(c.pending)
@@ -748,9 +780,11 @@ func (c *Collection) Flush(ctx context.Context) error { return c.db.Flush(ctx) }
 
 // Close flushes the collection's changes and releases its name, so that the
 // collection can be opened again on the same DB (for example by a restarted
-// informer). Reads keep working while the DB is open; Apply fails with
-// ErrClosed. If the flush fails the name stays taken and the changes stay
-// pending, retried by the commit loop.
+// informer). Apply fails with ErrClosed from the start of Close; once it
+// returns, so do reads that need the file (a reopened instance may have
+// changed it under this one's view), while those an unbounded cache holding
+// every object answers from memory still work. If the flush fails the name
+// stays taken and the changes stay pending, retried by the commit loop.
 func (c *Collection) Close(ctx context.Context) error {
 	c.db.applyMu.Lock()
 	c.closed.Store(true)
@@ -759,6 +793,9 @@ func (c *Collection) Close(ctx context.Context) error {
 		// Stay registered: the commit loop keeps retrying what is pending.
 		return fmt.Errorf("closing collection %q: %w", c.name, err)
 	}
+	c.mu.Lock()
+	c.released = true
+	c.mu.Unlock()
 	c.db.mu.Lock()
 	if c.db.collections[c.name] == c {
 		delete(c.db.collections, c.name)

@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/boltinformer/boltinformer/internal/inspectfile"
@@ -129,7 +130,7 @@ func crashStep(step int, m crashModel) []crashOp {
 func crashConfigMap(key string, o crashObj) *corev1.ConfigMap {
 	ns, name, _ := strings.Cut(key, "/")
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: strconv.Itoa(o.rv)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + key), ResourceVersion: strconv.Itoa(o.rv)},
 		Data:       map[string]string{"v": o.data},
 	}
 	if o.label != "" {
@@ -503,6 +504,15 @@ func verifyCrashFile(t *testing.T, path string, round, prevR int, model crashMod
 	for k, o := range model {
 		if gotRVs[k] != strconv.Itoa(o.rv) {
 			fatal("RV %d: key %s has object RV %q, model %d", r, k, gotRVs[k], o.rv)
+		}
+	}
+	versions, err := c.Versions()
+	if err != nil || len(versions) != len(model) {
+		fatal("RV %d: Versions has %d keys (%v), the model %d", r, len(versions), err, len(model))
+	}
+	for k, o := range model {
+		if v := versions[k]; v.ResourceVersion != strconv.Itoa(o.rv) || v.UID != crashConfigMap(k, o).UID {
+			fatal("RV %d: key %s has version %+v, model rv %d", r, k, v, o.rv)
 		}
 	}
 	seen := 0

@@ -22,14 +22,17 @@ import (
 )
 
 // schemaVersion is the on-disk layout version this build writes. Version 2
-// added the journal (internal/format/journal.go); a version-1 file is
-// version 2 without one, and is marked 2 when opened for writing, so that
-// a build that would ignore a journal refuses the file instead of reading
-// stale objects. A file with a higher version is refused with
-// ErrSchemaUnsupported.
+// added the journal (internal/format/journal.go). Version 3 added each
+// collection's versions bucket (internal/format/versions.go), identities
+// in journal entries, the deletion's version in tombstones
+// (internal/format/tombstone.go) and checkpoint stamps. An older file is
+// marked 3 when opened for writing, so that an older build refuses the file
+// (ErrSchemaUnsupported) instead of misreading it; each of its collections
+// gets its versions bucket when first opened for writing. A file with a
+// higher version is refused with ErrSchemaUnsupported.
 const (
-	schemaVersion    = 2
-	oldSchemaVersion = 1
+	schemaVersion = 3
+	oldestSchema  = 1
 )
 
 // Defaults applied to zero Options fields.
@@ -48,6 +51,10 @@ const (
 	DefaultMmapSize      = 1 << 30
 	// DefaultPageSize is the page size of new files; see Options.PageSize.
 	DefaultPageSize = 32 << 10
+	// DefaultCheckpointRetention: see Options.CheckpointRetention.
+	DefaultCheckpointRetention = 7 * 24 * time.Hour
+	// DefaultMaxTombstones: see Options.MaxTombstones.
+	DefaultMaxTombstones = 10000
 )
 
 var (
@@ -108,10 +115,34 @@ type Options struct {
 	// rewrites a leaf per scattered change; a fold rewrites each leaf once
 	// for every change the journal gathered in it. A larger share writes
 	// fewer bytes per change and makes the file larger by up to that share;
-	// reads are unaffected (the journal's changes are held in memory).
+	// reads take a journaled record from the journal as they take one from
+	// the trees.
 	// Zero means DefaultJournalShare; negative writes every commit into the
 	// trees.
 	JournalShare float64
+
+	// CheckpointRetention is how long a checkpoint may go unopened before it
+	// is dropped, with its acknowledgements and tombstones, when its
+	// collection is next opened for writing: a checkpoint whose consumer
+	// was renamed or removed would otherwise keep a tombstone of every
+	// object it acknowledged, for as long as the file lives. An open
+	// checkpoint counts as seen (its time is refreshed hourly). Zero means
+	// DefaultCheckpointRetention; negative keeps checkpoints for ever.
+	CheckpointRetention time.Duration
+
+	// MaxTombstones bounds the tombstones one open checkpoint keeps (see
+	// Checkpoint): a consumer that acknowledges adds and updates but never
+	// deletions gathers one per deleted object. A deletion that would take
+	// a checkpoint past it clears the checkpoint instead — its consumer
+	// then processes every stored object again on its next start, and
+	// learns of no deletion from it, as after a cold start — and the
+	// clearing is reported (utilruntime.HandleError) and counted
+	// (Checkpoint.Overflows). Zero means DefaultMaxTombstones; negative
+	// sets no bound.
+	MaxTombstones int
+
+	// now is the clock of checkpoint retention (tests set it).
+	now func() time.Time
 
 	// PageSize is the page size of a file this Open creates; an existing
 	// file keeps the one it was created with. bbolt puts at least two
@@ -128,10 +159,11 @@ type Options struct {
 //
 // All methods are safe for concurrent use.
 type DB struct {
-	path  string
-	opts  Options
-	bolt  *bolt.DB
-	codec *Codec
+	holder *holder // this DB's claim on the file; see claim
+	path   string
+	opts   Options
+	bolt   *bolt.DB
+	codec  *Codec
 
 	// applyMu is held for reading by every Apply while it assigns a sequence
 	// number and inserts into a collection's pending layer, and for writing by
@@ -175,7 +207,12 @@ type CommitStats struct {
 	Err      error
 }
 
-// Open opens or creates the cache file at path.
+// Open opens or creates the cache file at path. A file another process
+// holds (for writing, or read-only when opening for writing) is waited for
+// at most opts.LockTimeout, then refused with ErrLocked. A file another DB
+// of this process holds is refused at once with ErrOpenInProcess (and
+// ErrLocked), since waiting would not release it; if that DB is closing,
+// Open waits for it instead, at most opts.LockTimeout.
 func Open(path string, opts Options) (*DB, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = DefaultLockTimeout
@@ -191,6 +228,15 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = DefaultPageSize
+	}
+	if opts.CheckpointRetention == 0 {
+		opts.CheckpointRetention = DefaultCheckpointRetention
+	}
+	if opts.MaxTombstones == 0 {
+		opts.MaxTombstones = DefaultMaxTombstones
+	}
+	if opts.now == nil {
+		opts.now = time.Now
 	}
 	if !opts.ReadOnly {
 		dir := filepath.Dir(path)
@@ -219,7 +265,16 @@ func Open(path string, opts Options) (*DB, error) {
 }
 
 // open is Open without the corrupt-file recovery.
-func open(path string, opts Options) (*DB, error) {
+func open(path string, opts Options) (_ *DB, err error) {
+	h, err := claim(path, opts.ReadOnly, opts.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			h.unclaim()
+		}
+	}()
 	if err := checkFile(path); err != nil {
 		return nil, err
 	}
@@ -241,7 +296,9 @@ func open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, openError(path, opts, err)
 	}
+	h.opened(path)
 	db := &DB{
+		holder:          h,
 		path:            path,
 		opts:            opts,
 		bolt:            bdb,
@@ -268,7 +325,7 @@ func open(path string, opts Options) (*DB, error) {
 func openError(path string, opts Options, err error) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
-		return fmt.Errorf("%w: %s: gave up after %s. Stop the process that has it open, or read a hot snapshot of it instead (DB.SnapshotFile in that process; see README, \"Snapshots\")",
+		return fmt.Errorf("%w: %s: held by another process; gave up after %s. Stop the process that has it open, or read a hot snapshot of it instead (DB.SnapshotFile in that process; see README, \"Snapshots\")",
 			ErrLocked, path, opts.LockTimeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),
 		errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrInvalidMapping):
@@ -296,10 +353,10 @@ func (db *DB) checkSchema() error {
 		if err != nil {
 			return fmt.Errorf("%w: %s: schema %q is not a number", ErrNotCacheFile, db.path, raw)
 		}
-		if v == oldSchemaVersion && !db.opts.ReadOnly {
+		if v >= oldestSchema && v < schemaVersion && !db.opts.ReadOnly {
 			return errUpgradeSchema
 		}
-		if v != schemaVersion && v != oldSchemaVersion {
+		if v < oldestSchema || v > schemaVersion {
 			return fmt.Errorf("%w: %s has schema %d, this build reads schema %d; use the boltinformer release that wrote it, or delete the file to start cold",
 				ErrSchemaUnsupported, db.path, v, schemaVersion)
 		}
@@ -330,7 +387,7 @@ func (db *DB) checkSchema() error {
 }
 
 // errUpgradeSchema is check's report of a version-1 file opened for writing.
-var errUpgradeSchema = errors.New("schema 1: upgrade to 2")
+var errUpgradeSchema = errors.New("older schema: upgrade")
 
 func initSchema(tx *bolt.Tx) error {
 	meta, err := tx.CreateBucket(bucketMeta)
@@ -575,6 +632,7 @@ func (db *DB) Close() error {
 	if wasClosed {
 		return nil
 	}
+	db.holder.close()
 	var err error
 	if !db.opts.ReadOnly {
 		close(db.stopc)
@@ -588,6 +646,7 @@ func (db *DB) Close() error {
 	if cerr := db.bolt.Close(); err == nil {
 		err = cerr
 	}
+	db.holder.unclaim()
 	return err
 }
 

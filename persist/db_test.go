@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/boltinformer/boltinformer/internal/fixture"
@@ -36,7 +37,7 @@ func openDB(t *testing.T, path string, opts persist.Options) *persist.DB {
 }
 
 func cm(name, rv string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), ResourceVersion: rv}}
 }
 
 func put(t *testing.T, c *persist.Collection, rv string, objs ...*corev1.ConfigMap) {
@@ -65,9 +66,11 @@ func TestOpenCreatesPrivateFileAndDirectory(t *testing.T) {
 	}
 }
 
+// TestLockedFileFailsWithinTimeout: a file another process holds is waited
+// for at most LockTimeout, then refused saying so.
 func TestLockedFileFailsWithinTimeout(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	openDB(t, path, persist.Options{})
+	holdFile(t, path)
 	for _, readOnly := range []bool{false, true} {
 		start := time.Now()
 		_, err := persist.Open(path, persist.Options{LockTimeout: 300 * time.Millisecond, ReadOnly: readOnly})
@@ -78,7 +81,10 @@ func TestLockedFileFailsWithinTimeout(t *testing.T) {
 		if elapsed > 5*time.Second {
 			t.Errorf("readOnly=%v: waited %v for a 300ms lock timeout", readOnly, elapsed)
 		}
-		for _, want := range []string{path, "snapshot"} {
+		if errors.Is(err, persist.ErrOpenInProcess) {
+			t.Errorf("readOnly=%v: err = %v, blames this process", readOnly, err)
+		}
+		for _, want := range []string{path, "another process", "snapshot"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not mention %q", err, want)
 			}

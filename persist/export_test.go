@@ -1,6 +1,10 @@
 package persist
 
-import bolt "go.etcd.io/bbolt"
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
 
 // SetMinJournalBytes sets the journal a collection gathers before a fold
 // whatever its size, so that tests see folds on a few objects. It returns a
@@ -56,4 +60,10 @@ func JournalHeldBytes(c *Collection) int {
 		}
 	}
 	return n
+}
+
+// WithClock returns opts with the clock checkpoint retention reads.
+func WithClock(opts Options, now func() time.Time) Options {
+	opts.now = now
+	return opts
 }

@@ -1,3 +1,15 @@
+// Reaches into go.etcd.io/bbolt internal/common/meta.go at v1.5.0: the
+// layout of the meta page (magic, version, pageSize, freelist, pgid, txid,
+// FNV-64a checksum over the fields before it, native byte order).
+// Reaches into go.etcd.io/bbolt internal/common/page.go at v1.5.0: the page
+// header (16 bytes) before the meta.
+//
+// bbolt has no public check of a file's length against its metadata; it
+// maps and reads the file, and a truncated one kills the process (SIGBUS).
+// If the layout changed, no meta reads as valid and checkFile leaves the
+// file to bbolt unchecked (the protection is lost, nothing else):
+// TestTruncatedFileIsDetectedAndCanBeMovedAside pins the layout.
+
 package persist
 
 import (

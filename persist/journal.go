@@ -108,7 +108,7 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 			l = newLayer()
 			layers[gen] = l
 		}
-		l.put(e.Key, &change{deleted: e.Deleted, indexes: e.Indexes, gen: gen, seq: e.Seq})
+		l.put(e.Key, &change{deleted: e.Deleted, indexes: e.Indexes, gen: gen, seq: e.Seq, uid: e.UID, rv: e.ResourceVersion})
 		return nil
 	})
 	if err != nil {
@@ -344,7 +344,7 @@ func (c *Collection) changeRecordLocked(key string, ch *change) ([]byte, error) 
 		return ch.record, nil
 	}
 	var out []byte
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -417,7 +417,7 @@ func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []strin
 	for i, key := range keys {
 		ch := l.changes[key]
 		// A new buffer each: bbolt keeps the slice until the commit.
-		buf, err := format.AppendJournalEntry(make([]byte, 0, len(key)+len(ch.record)+64), format.JournalEntry{Key: key, Deleted: ch.deleted, Indexes: ch.indexes, Record: ch.record})
+		buf, err := format.AppendJournalEntry(make([]byte, 0, len(key)+len(ch.record)+128), format.JournalEntry{Key: key, Deleted: ch.deleted, Indexes: ch.indexes, Record: ch.record, UID: ch.uid, ResourceVersion: ch.rv})
 		if err != nil {
 			return 0, nil, err
 		}
@@ -505,10 +505,14 @@ func (c *Collection) foldAllTx(b *bolt.Bucket, j *journalState, l *layer) error 
 	return nil
 }
 
-// writeTrees writes the changes to sorted keys into the object tree and
-// the index buckets.
+// writeTrees writes the changes to sorted keys into the object tree, the
+// versions and the index buckets.
 func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, changeOf func(string) *change) error {
 	objects := b.Bucket(bucketObjects)
+	versions := b.Bucket(format.VersionsBucket) // nil only for a read-only open
+	if versions != nil && appending(versions, keys) {
+		versions.FillPercent = 1.0
+	}
 	idx := b.Bucket(bucketIndexes)
 	type ibuckets struct {
 		name           string
@@ -558,6 +562,12 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 			if j.treeBytes >= 0 {
 				j.treeBytes += int64(len(rec))
 			}
+			if err == nil && versions != nil {
+				err = c.putVersion(versions, key, ch, rec)
+			}
+		}
+		if err == nil && ch.deleted && versions != nil {
+			err = versions.Delete(kb)
 		}
 		if err != nil {
 			return fmt.Errorf("key %q: %w", key, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
@@ -106,6 +107,15 @@ func checkJournalModel(t *testing.T, what string, c *persist.Collection, m journ
 	}
 	if len(rvs) != len(want) {
 		t.Fatalf("%s: ResourceVersions has %d keys, want %d", what, len(rvs), len(want))
+	}
+	versions, err := c.Versions()
+	if err != nil || len(versions) != len(want) {
+		t.Fatalf("%s: Versions has %d keys (%v), want %d", what, len(versions), err, len(want))
+	}
+	for _, key := range want {
+		if v := versions[key]; v.ResourceVersion != m[key][1] || string(v.UID) != "uid-"+key[len("ns/"):] {
+			t.Fatalf("%s: Versions[%s] = %+v, want rv %s", what, key, v, m[key][1])
+		}
 	}
 	for _, l := range []string{"a", "b", "c"} {
 		got, err := c.IndexKeys("byLabel", l)
@@ -246,6 +256,10 @@ func TestSchemaOneFileIsUpgraded(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := bdb.Update(func(tx *bolt.Tx) error {
+		// Schema 1 had no versions bucket either.
+		if err := tx.Bucket([]byte("collections")).Bucket([]byte("cms")).DeleteBucket([]byte("versions")); err != nil {
+			return err
+		}
 		return tx.Bucket([]byte("boltinformer")).Put([]byte("schema"), []byte("1"))
 	}); err != nil {
 		t.Fatal(err)
@@ -260,18 +274,37 @@ func TestSchemaOneFileIsUpgraded(t *testing.T) {
 	if keys, err := rc.Keys(); err != nil || len(keys) != 2 {
 		t.Fatalf("schema 1 keys %v, %v", keys, err)
 	}
+	if v, err := rc.Versions(); err != nil || len(v) != 2 || v["ns/a"].ResourceVersion != "5" {
+		t.Fatalf("schema 1, read-only: Versions() = %v, %v", v, err)
+	}
 	_ = ro.Close()
 	if got := schema(); got != "1" {
 		t.Fatalf("a read-only open changed the schema to %s", got)
 	}
 	rw := openDB(t, path, persist.Options{})
-	if _, err := rw.Collection("cms", persist.CollectionOptions{}); err != nil {
+	wc, err := rw.Collection("cms", persist.CollectionOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	_ = rw.Close()
-	if got := schema(); got != "2" {
-		t.Errorf("opened for writing, the file says schema %s, want 2", got)
+	if v, err := wc.Versions(); err != nil || len(v) != 2 || v["ns/b"].ResourceVersion != "5" || v["ns/b"].UID != "uid-b" {
+		t.Errorf("upgraded: Versions() = %v, %v", v, err)
 	}
+	_ = rw.Close()
+	if got := schema(); got != "3" {
+		t.Errorf("opened for writing, the file says schema %s, want 3", got)
+	}
+	// The versions bucket was built.
+	bdb, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = bdb.View(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte("collections")).Bucket([]byte("cms")).Bucket([]byte("versions")) == nil {
+			t.Error("opened for writing, the collection still has no versions bucket")
+		}
+		return nil
+	})
+	_ = bdb.Close()
 }
 
 // TestTreeBytesCountedThroughResets: the journal's limit rests on the
@@ -430,5 +463,92 @@ func TestUnreadableJournalIsSetAside(t *testing.T) {
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Reads of a closed collection that need the file fail with ErrClosed: the
+// instance that reopened the collection may have folded the journal that
+// the closed one still holds layers of, and merging the two would return
+// states that never were.
+func TestReadsOfAClosedCollectionFail(t *testing.T) {
+	defer persist.SetMinJournalBytes(1)()
+	path := filepath.Join(t.TempDir(), "cache.db")
+	db := openDB(t, path, persist.Options{})
+	defer db.Close()
+	old, err := db.Collection("cms", persist.CollectionOptions{CacheObjects: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, old, "1", cm("a", "1"), cm("b", "1"))
+	if err := old.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	put(t, old, "2", cm("a", "2")) // journaled
+	if err := old.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := db.Collection("cms", persist.CollectionOptions{CacheObjects: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 3; i < 8; i++ { // the journal is sealed and folded
+		put(t, reopened, strconv.Itoa(i), cm("b", strconv.Itoa(i)))
+		if err := reopened.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, read := range map[string]func() error{
+		"Get":              func() error { _, _, err := old.Get("ns/b"); return err },
+		"List":             func() error { _, err := old.List(); return err },
+		"Keys":             func() error { _, err := old.Keys(); return err },
+		"ResourceVersions": func() error { _, err := old.ResourceVersions(); return err },
+		"ForEach":          func() error { return old.ForEach(func(string, runtime.Object) error { return nil }) },
+	} {
+		if err := read(); !errors.Is(err, persist.ErrClosed) {
+			t.Errorf("%s on the closed collection = %v, want ErrClosed", name, err)
+		}
+	}
+	// What the closed instance holds decoded in memory is its own last
+	// state, and is still served, as a stopped informer's store is.
+	if obj, ok, err := old.Get("ns/a"); err != nil || !ok || obj.(*corev1.ConfigMap).ResourceVersion != "2" {
+		t.Errorf("cached Get on the closed collection = %v %v %v, want a@2", obj, ok, err)
+	}
+	if rvs, err := reopened.ResourceVersions(); err != nil || rvs["ns/a"] != "2" || rvs["ns/b"] != "7" {
+		t.Errorf("the reopened collection holds %v %v", rvs, err)
+	}
+}
+
+// Versions reads neither records nor objects: it answers even where every
+// record is unreadable.
+func TestVersionsReadNoRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	db := openDB(t, path, persist.Options{})
+	c, err := db.Collection("cms", persist.CollectionOptions{CacheObjects: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "1", cm("a", "1"), cm("b", "1"), cm("c", "1"))
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "2", cm("b", "2")) // journaled
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	corruptPayload(t, path, "cms", "ns/a", false)
+	corruptPayload(t, path, "cms", "ns/b", true)
+	corruptPayload(t, path, "cms", "ns/c", false)
+	db = openDB(t, path, persist.Options{})
+	defer db.Close()
+	if c, err = db.Collection("cms", persist.CollectionOptions{CacheObjects: 1}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.Versions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]persist.Version{"ns/a": {UID: "uid-a", ResourceVersion: "1"}, "ns/b": {UID: "uid-b", ResourceVersion: "2"}, "ns/c": {UID: "uid-c", ResourceVersion: "1"}}
+	if !maps.Equal(v, want) {
+		t.Errorf("Versions() = %v, want %v", v, want)
 	}
 }

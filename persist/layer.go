@@ -2,6 +2,7 @@ package persist
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -41,8 +42,11 @@ type change struct {
 	// so that the journal costs memory per key, not per record byte.
 	record   []byte
 	gen, seq uint64
-	indexes  map[string][]string
-	deleted  bool
+	// uid and rv identify the object (see Versions); empty when deleted,
+	// and in a journal entry written before schema 3.
+	uid, rv string
+	indexes map[string][]string
+	deleted bool
 	// deletedAt is Op.DeletedAt of a deletion.
 	deletedAt string
 	// replaced, for a deletion, is the record of the object it deleted
@@ -78,6 +82,9 @@ type layer struct {
 	// ackedDeletions marks acknowledgements of deletions this layer holds
 	// (checkpoint -> key), made after the deletion was applied.
 	ackedDeletions map[string]map[string]bool
+	// seen stamps checkpoints as open at a time (see
+	// Options.CheckpointRetention).
+	seen map[string]time.Time
 }
 
 func newLayer() *layer {
@@ -85,7 +92,7 @@ func newLayer() *layer {
 }
 
 func (l *layer) empty() bool {
-	return len(l.changes) == 0 && !l.rvSet && !l.mustListSet && len(l.acks) == 0 && len(l.clearedAcks) == 0
+	return len(l.changes) == 0 && !l.rvSet && !l.mustListSet && len(l.acks) == 0 && len(l.clearedAcks) == 0 && len(l.seen) == 0
 }
 
 // put records ch for key, replacing an earlier change to the same key.
@@ -147,6 +154,9 @@ func (l *layer) absorb(newer *layer) {
 	}
 	if newer.mustListSet {
 		l.mustList, l.mustListSet = newer.mustList, true
+	}
+	for name, t := range newer.seen {
+		l.see(name, t)
 	}
 	l.absorbAcks(newer)
 }

@@ -165,7 +165,7 @@ func (c *Collection) completeLocked() error {
 	}
 	var found []keyed
 	var records [][]byte
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -220,7 +220,7 @@ func (c *Collection) completeLocked() error {
 // layers. Called with mu held (for reading or writing).
 func (c *Collection) loadMemIndexLocked() (*memIndex, error) {
 	m := newMemIndex(c.indexes)
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.view(func(tx *bolt.Tx) error {
 		names := make([]string, 0, len(c.indexes))
 		for name := range c.indexes {
 			names = append(names, name)
@@ -289,7 +289,7 @@ func (c *Collection) completeIfEmpty() error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	empty := false
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection

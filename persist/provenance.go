@@ -11,6 +11,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/boltinformer/boltinformer/internal/format"
@@ -159,6 +160,12 @@ func (c *Collection) emptyTx(b *bolt.Bucket) error {
 	}
 
 	if _, err := b.CreateBucket(bucketObjects); err != nil {
+		return err
+	}
+	if err := b.DeleteBucket(format.VersionsBucket); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+		return err
+	}
+	if _, err := b.CreateBucket(format.VersionsBucket); err != nil {
 		return err
 	}
 	if err := b.Bucket(bucketCollMeta).Delete(keyRV); err != nil {

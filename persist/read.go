@@ -19,6 +19,27 @@ import (
 // see layer.go and journal.go for why that order always finds the newest
 // state.
 
+// view runs fn in a read transaction of the file, for a read that merges
+// the file with the layers. It fails once Close has released the
+// collection: another instance may have opened it since and folded its
+// journal into the trees, and this instance's layers no longer say what
+// the trees lack, so the merge could return states that never were.
+// Called with mu held (Close releases under mu).
+func (c *Collection) view(fn func(*bolt.Tx) error) error {
+	if err := c.releasedErrLocked(); err != nil {
+		return err
+	}
+	return c.db.bolt.View(fn)
+}
+
+// releasedErrLocked returns the error of a read after Close, or nil.
+func (c *Collection) releasedErrLocked() error {
+	if c.released {
+		return fmt.Errorf("%w: collection %q was closed; reads of a closed collection are refused (objects it holds in memory are still served): open it again with DB.Collection", ErrClosed, c.name)
+	}
+	return nil
+}
+
 // Get returns the object stored under key.
 func (c *Collection) Get(key string) (runtime.Object, bool, error) {
 	if obj, ok := c.cache.get(key); ok {
@@ -63,7 +84,7 @@ func (c *Collection) getLocked(key string) (runtime.Object, bool, error) {
 // viewRecord calls fn with key's committed record, in a read transaction,
 // if the file holds one. The record is valid only during fn.
 func (c *Collection) viewRecord(key string, fn func(rec []byte) error) error {
-	return c.db.bolt.View(func(tx *bolt.Tx) error {
+	return c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -282,7 +303,9 @@ func (c *Collection) walkKeys() ([]string, error) {
 	})
 	var tx *bolt.Tx
 	if err == nil {
-		tx, err = c.db.bolt.Begin(false)
+		if err = c.releasedErrLocked(); err == nil {
+			tx, err = c.db.bolt.Begin(false)
+		}
 	}
 	c.mu.RUnlock()
 	if err != nil {
@@ -417,7 +440,7 @@ func (c *Collection) forEachUnwrittenLocked(fn func(key string, ch *change) erro
 // key has no unwritten change in the layers (those override the file).
 // rec is bbolt memory, valid only during fn.
 func (c *Collection) walkFileLocked(fn func(key string, rec []byte) error) error {
-	return c.db.bolt.View(func(tx *bolt.Tx) error {
+	return c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -484,7 +507,7 @@ func (c *Collection) ResourceVersions() (map[string]string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	out := map[string]string{}
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -553,7 +576,7 @@ func (c *Collection) indexKeysLocked(index, value string) ([]string, error) {
 			}
 		}
 	}
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.view(func(tx *bolt.Tx) error {
 		byValue, err := c.indexBucket(tx, index)
 		if err != nil {
 			return err
@@ -673,7 +696,7 @@ func (c *Collection) getManyLocked(keys []string, ordered bool) ([]keyed, error)
 		return filled, nil
 	}
 	decoded := make(map[string]runtime.Object, len(misses))
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -739,7 +762,7 @@ func (c *Collection) IndexValues(index string) ([]string, error) {
 			}
 		}
 	}
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.view(func(tx *bolt.Tx) error {
 		byValue, err := c.indexBucket(tx, index)
 		if err != nil {
 			return err

@@ -3,9 +3,11 @@ package persist
 import (
 	"fmt"
 
+	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 )
 
 // Version is what a collection keeps of a stored object's identity: enough
@@ -17,16 +19,114 @@ type Version struct {
 	ResourceVersion string
 }
 
-// Versions returns the Version of every stored object, by key.
+// Versions returns the Version of every stored object, by key, without
+// decoding or reading their records: from the layers, which keep each
+// change's identity, and the versions bucket (format.VersionsBucket),
+// which every write of the object tree keeps beside it. Only a file
+// written by schema 2, open read-only, lacks the bucket; its records are
+// decoded instead.
 func (c *Collection) Versions() (map[string]Version, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	out := map[string]Version{}
-	err := c.ForEach(func(key string, obj runtime.Object) error {
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+	err := c.view(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
 		}
-		out[key] = Version{UID: m.GetUID(), ResourceVersion: m.GetResourceVersion()}
-		return nil
+		err := c.forEachUnwrittenLocked(func(key string, ch *change) error {
+			if ch.uid == "" && ch.rv == "" {
+				// Journaled by schema 2: the record has it.
+				rec, err := c.changeRecordTx(b, key, ch)
+				if err != nil {
+					return err
+				}
+				v, err := c.versionOfRecord(key, rec)
+				out[key] = v
+				return err
+			}
+			out[key] = Version{UID: types.UID(ch.uid), ResourceVersion: ch.rv}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if vb := b.Bucket(format.VersionsBucket); vb != nil {
+			return vb.ForEach(func(k, raw []byte) error {
+				key := string(k)
+				if c.inLayersLocked(key) {
+					return nil
+				}
+				uid, rv, err := format.DecodeVersion(raw)
+				if err != nil {
+					return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+				}
+				out[key] = Version{UID: types.UID(uid), ResourceVersion: rv}
+				return nil
+			})
+		}
+		return b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+			key := string(k)
+			if c.inLayersLocked(key) {
+				return nil
+			}
+			v, err := c.versionOfRecord(key, rec)
+			out[key] = v
+			return err
+		})
 	})
 	return out, err
+}
+
+// versionOfRecord decodes a record for its identity.
+func (c *Collection) versionOfRecord(key string, rec []byte) (Version, error) {
+	obj, err := c.db.codec.Decode(rec)
+	if err != nil {
+		return Version{}, fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return Version{}, fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+	}
+	return Version{UID: m.GetUID(), ResourceVersion: m.GetResourceVersion()}, nil
+}
+
+// putVersion writes key's identity into the versions bucket: the change's,
+// or, for a change journaled by schema 2, its record's.
+func (c *Collection) putVersion(versions *bolt.Bucket, key string, ch *change, rec []byte) error {
+	uid, rv := ch.uid, ch.rv
+	if uid == "" && rv == "" {
+		v, err := c.versionOfRecord(key, rec)
+		if err != nil {
+			return err
+		}
+		uid, rv = string(v.UID), v.ResourceVersion
+	}
+	return versions.Put([]byte(key), format.AppendVersion(nil, uid, rv))
+}
+
+// buildVersionsTx creates the versions bucket of a collection that lacks
+// it (written by schema 2) from its records, decoding each once. The
+// journal is folded into the trees first, so the trees say everything.
+func (c *Collection) buildVersionsTx(b *bolt.Bucket) error {
+	treeBytes, err := c.foldJournalForBuild(b)
+	if err != nil {
+		return err
+	}
+	c.dropJournalLayers(treeBytes)
+	vb, err := b.CreateBucket(format.VersionsBucket)
+	if err != nil {
+		return err
+	}
+	vb.FillPercent = 1.0 // key order: appends only
+	return b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+		v, err := c.versionOfRecord(string(k), rec)
+		if err != nil {
+			// Left out: a record that cannot be read is the reader's to
+			// set aside, and a recovery that finds the key listed but
+			// without a version fetches it.
+			return nil
+		}
+		return vb.Put(k, format.AppendVersion(nil, string(v.UID), v.ResourceVersion))
+	})
 }

@@ -59,18 +59,39 @@ const (
 // been written to (anywhere) after the watch opened, and each read brings
 // the watch cache to what etcd has by then.
 //
-// If MaxWatches short watches have closed and Done is still open (the
+// If MaxWatches short watches have ended and Done is still open (the
 // server sends no bookmarks: watch cache disabled, an aggregated apiserver;
 // or etcd saw no write at all since the watch opened), the reflector
 // relists with a consistent read at "" (cause CauseRelistCatchUp), which is
 // at or after the read's version: catching up never waits on the server
-// indefinitely.
+// indefinitely. A watch that could not be started or ended with an error
+// counts as one of those watches, and a second such failure in a row
+// relists at once: a watch the server refuses (RBAC that grants list but
+// not watch answers 403), a broken proxy that ends every watch within a
+// second, would otherwise never let the store catch up. The failures
+// client-go retries without relisting — connection refused, 429 — do not
+// count: while the server cannot be reached or sheds load, a list could not
+// be made either.
+//
+// A list made while catching up is itself a read made after the start: if
+// no consistent read has succeeded yet (the limit=1 reads keep failing, or
+// no watch opened to take one after), Target gets the list's
+// resourceVersion, so the store has caught up once it applies the list, as
+// a client-go informer is synced after its first list. The relist above is
+// at "", at or past any read taken before it. After either list the
+// reflector stops catching up — its watches are ordinary ones, as after
+// Done, even while the store is still applying the list — so catching up
+// adds at most one full list, never a list every few watches. (A relist
+// after a 410, at the stored version, once a read has succeeded may be
+// older than the read: the short watches then go on, within the same
+// MaxWatches.)
 type CatchUp struct {
 	// Target, if set, is called once, with the resourceVersion of the first
-	// consistent read that succeeds. Reads that fail are reported to the
-	// WatchErrorHandler (ErrList) and taken again with the next short
-	// watch. Nil: the caller knows its target; the reads are still taken,
-	// to bring the watch cache forward.
+	// consistent read that succeeds, or of the first list if that comes
+	// first (before the list reaches Store.Replace). Reads that fail are
+	// reported to the WatchErrorHandler (ErrList) and taken again with the
+	// next short watch. Nil: the caller knows its target; the reads are
+	// still taken, to bring the watch cache forward.
 	Target func(resourceVersion string)
 	// Done is closed by the caller once its store has caught up. Required.
 	Done <-chan struct{}
@@ -78,14 +99,16 @@ type CatchUp struct {
 	// Zero: DefaultCatchUpWatchTimeout. Shorter watches get no bookmark
 	// from the apiserver.
 	WatchTimeout time.Duration
-	// MaxWatches is how many short watches may close before the reflector
-	// relists. Zero: DefaultCatchUpWatches.
+	// MaxWatches is how many short watches may end (closed, failed to
+	// start or ended with an error) before the reflector relists. Zero:
+	// DefaultCatchUpWatches.
 	MaxWatches int
 }
 
-// catchingUp reports whether watches should still be short.
+// catchingUp reports whether watches should still be short: the caller
+// has not caught up, and no list has settled the catch-up.
 func (r *Reflector) catchingUp() bool {
-	if r.catchUp == nil {
+	if r.catchUp == nil || r.catchUpSettled {
 		return false
 	}
 	select {
@@ -93,6 +116,27 @@ func (r *Reflector) catchingUp() bool {
 		return false
 	default:
 		return true
+	}
+}
+
+// catchUpListed is called by a list that succeeded while catching up, with
+// the resourceVersion it listed at and the one it returned, before the list
+// reaches Store.Replace. If no consistent read has reached Target yet, the
+// list's version does: the list is a read made after the start. The catch-up
+// is settled — no more short watches or reads — when Target got the list's
+// version, or when the list was itself a consistent read (at ""), at or
+// past any read Target got before. Otherwise (a relist at a given version
+// after a 410, which may be older than the read) the short watches go on.
+func (r *Reflector) catchUpListed(listedAt, resourceVersion string) {
+	handed := false
+	if r.catchUp.Target != nil {
+		r.catchUpTarget.Do(func() {
+			r.catchUp.Target(resourceVersion)
+			handed = true
+		})
+	}
+	if handed || listedAt == "" {
+		r.catchUpSettled = true
 	}
 }
 
@@ -138,13 +182,14 @@ func (r *Reflector) catchUpRead(ctx context.Context) {
 	}
 }
 
-// shortWatchClosed is called when a short watch closed normally while the
-// store had not caught up. It returns true if the reflector should relist
-// instead of watching again.
-func (r *Reflector) shortWatchClosed() bool {
+// shortWatchEnded is called when a short watch closed normally, or could
+// not be started or ended with an error (failed), while the store had not
+// caught up. It returns true if the reflector should relist instead of
+// watching again.
+func (r *Reflector) shortWatchEnded(failed bool) bool {
 	if !r.catchingUp() {
 		return false
 	}
 	r.shortWatches++
-	return r.shortWatches >= r.catchUpWatches
+	return r.shortWatches >= r.catchUpWatches || (failed && r.watchFailures >= watchFailuresBeforeRelist)
 }

@@ -59,7 +59,10 @@
 // Each watch asks for bookmarks; a BOOKMARK event calls Store.Bookmark and,
 // like every event, advances LastSyncResourceVersion, so quiet collections
 // stay resumable. A watch that closes or times out normally is re-opened at
-// once from LastSyncResourceVersion without listing. Lists page exactly as
+// once from LastSyncResourceVersion without listing. A watch that cannot be
+// started or ends with an error is retried once, after backoff, from
+// LastSyncResourceVersion; the second failure in a row relists, as
+// client-go relists after the first (see Caveats). Lists page exactly as
 // client-go's do (see Options.PageSize), through k8s.io/client-go/tools/pager.
 // Events carrying an object of another type than Options.ExpectedType (or
 // GVK than Options.ExpectedGVK) are reported to Options.WatchErrorHandler,
@@ -71,7 +74,11 @@
 // read quickly, without a list: until the caller says it has caught up,
 // watches last 3 seconds and consistent limit=1 reads follow each one's
 // opening, so the apiserver's pre-timeout bookmark carries the watch past
-// the read (see CatchUp); five short watches without that end in a relist.
+// the read (see CatchUp). Five short watches without that, or two failed
+// watches in a row (403 from RBAC without the watch verb, a proxy that ends
+// every watch), end in one consistent list; a list made while catching up
+// serves as the read when none has succeeded, and after it the watches are
+// ordinary, so catching up adds at most one full list.
 //
 // Options.Observer sees how each start happened (StartCause), every list and
 // every watch, for metrics and tests.
@@ -117,14 +124,22 @@
 //
 // Deliberate differences from client-go:
 //
-//   - A watch that cannot be started, or ends with an error, for any reason
-//     other than an expired or too-large resourceVersion (connection refused,
-//     429, 5xx, 403, an in-stream error, a watch that closed in under a second
-//     without events) is reported to the error handler, and then retried,
-//     after backoff, from LastSyncResourceVersion. client-go relists after
-//     most of those. Relisting is what this package exists to avoid, and
-//     whether a resourceVersion is still valid is the server's call: it
-//     answers 410 when it is too old.
+//   - A watch that cannot be started, or ends with an error, for a reason
+//     other than an expired or too-large resourceVersion (5xx, 403, 401, an
+//     in-stream error, a watch that closed in under a second without
+//     events) is reported to the error handler and retried once, after
+//     backoff, from LastSyncResourceVersion; client-go relists at once. A
+//     passing failure thus costs no list, and whether a resourceVersion is
+//     still valid is the server's call (it answers 410 when it is too old).
+//     The second such failure in a row relists as client-go's does: at
+//     LastSyncResourceVersion, after one more backoff (CauseRelistError), or
+//     at "" while catching up (CauseRelistCatchUp). A watch the server keeps
+//     refusing — RBAC that grants list but not watch — therefore relists
+//     every second attempt, where client-go relists every attempt, and the
+//     store follows the server through those lists. A watch that delivered
+//     events before it failed ends a run of failures rather than adding to
+//     it. As in client-go, connection refused and 429 (at the start or in
+//     the stream) are retried with backoff without limit and never relist.
 //   - Watch-list streaming (client-go's WatchListClient feature,
 //     sendInitialEvents) is never used, whatever the feature gate says: every
 //     start is a paged list plus a watch, or a resumed watch.

@@ -25,6 +25,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
 
 // Every error the Reflector hands to Options.WatchErrorHandler, or returns from
@@ -39,8 +40,10 @@ var (
 	// ErrWatch reports a watch that could not be started or that ended with
 	// an error (an in-stream ERROR event, or a watch that closed in under a
 	// second without delivering anything). The reflector relists when the
-	// cause says the resourceVersion expired or is too large, and otherwise
-	// backs off and watches again from LastSyncResourceVersion.
+	// cause says the resourceVersion expired or is too large, or when it is
+	// the second failure in a row (connection refused and 429 not counted),
+	// and otherwise backs off and watches again from
+	// LastSyncResourceVersion.
 	ErrWatch = errors.New("reflector: watch failed")
 
 	// ErrUnexpectedObject reports a watch event that was skipped: its object
@@ -92,9 +95,17 @@ func isTooLargeResourceVersionError(err error) bool {
 	return strings.Contains(apierr.Status().Message, "Too large resource version")
 }
 
+// isRetriableWatchError mirrors client-go's isWatchErrorRetriable, which
+// it applies to watch-start errors, and its in-stream 429 handling: the
+// server is unreachable (connection refused) or shedding load (429), so
+// the watch is retried after backoff without limit and never relists.
+func isRetriableWatchError(err error) bool {
+	return utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)
+}
+
 // isResourceVersionUnavailable reports whether err means the requested
-// resourceVersion cannot be served (too old or too new), which is the only
-// reason this package relists after a watch failure.
+// resourceVersion cannot be served (too old or too new), the one watch
+// failure that relists at once.
 func isResourceVersionUnavailable(err error) bool {
 	return isExpiredError(err) || isTooLargeResourceVersionError(err)
 }

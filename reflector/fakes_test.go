@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
@@ -150,6 +156,9 @@ type fakeLW struct {
 	listOpts  []metav1.ListOptions
 	watchOpts []metav1.ListOptions
 	watchers  map[int]*watch.RaceFreeFakeWatcher
+	// requests are all requests in order: "list@rv", "read@" (a limit=1
+	// list at ""), "watch@rv".
+	requests []string
 }
 
 func (f *fakeLW) listWatch() *cache.ListWatch {
@@ -158,6 +167,11 @@ func (f *fakeLW) listWatch() *cache.ListWatch {
 			f.mu.Lock()
 			n := len(f.listOpts)
 			f.listOpts = append(f.listOpts, opts)
+			if opts.Limit == 1 && opts.ResourceVersion == "" {
+				f.requests = append(f.requests, "read@")
+			} else {
+				f.requests = append(f.requests, "list@"+opts.ResourceVersion)
+			}
 			f.mu.Unlock()
 			if f.list == nil {
 				f.t.Errorf("unexpected List(%+v)", opts)
@@ -169,6 +183,7 @@ func (f *fakeLW) listWatch() *cache.ListWatch {
 			f.mu.Lock()
 			n := len(f.watchOpts)
 			f.watchOpts = append(f.watchOpts, opts)
+			f.requests = append(f.requests, "watch@"+opts.ResourceVersion)
 			f.mu.Unlock()
 			var w watch.Interface = watch.NewRaceFreeFake()
 			var err error
@@ -186,6 +201,20 @@ func (f *fakeLW) listWatch() *cache.ListWatch {
 			return w, err
 		},
 	}
+}
+
+// Requests returns every request so far in order, without the limit=1
+// reads at "" (see requests).
+func (f *fakeLW) Requests() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, r := range f.requests {
+		if r != "read@" {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func (f *fakeLW) ListOpts() []metav1.ListOptions {
@@ -361,3 +390,59 @@ func tooLargeRV() *apierrors.StatusError {
 	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
 	return err
 }
+
+// connRefused is the error a dial to a port nobody listens on returns.
+func connRefused() error {
+	return &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+}
+
+// watchFailure is one way a watch fails, scripted on a fresh fake watcher.
+type watchFailure struct {
+	name string
+	// fail returns what the n-th Watch call answers: a start error, or w
+	// prepared to fail.
+	fail func(w *watch.RaceFreeFakeWatcher) (watch.Interface, error)
+	// cause recognizes the failure in the reported error.
+	cause func(error) bool
+	// retriable: client-go retries it without relisting (connection
+	// refused, 429).
+	retriable bool
+}
+
+// watchFailures are the failures a watch can meet, other than an expired
+// or too-large resourceVersion.
+func watchFailures() []watchFailure {
+	boom := errors.New("boom")
+	start := func(err error) func(*watch.RaceFreeFakeWatcher) (watch.Interface, error) {
+		return func(*watch.RaceFreeFakeWatcher) (watch.Interface, error) { return nil, err }
+	}
+	inStream := func(s metav1.Status) func(*watch.RaceFreeFakeWatcher) (watch.Interface, error) {
+		return func(w *watch.RaceFreeFakeWatcher) (watch.Interface, error) {
+			w.Error(&s)
+			return w, nil
+		}
+	}
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New(`User "system:serviceaccount:ns:sa" cannot watch resource "pods"`))
+	return []watchFailure{
+		{"start: 403", start(forbidden), apierrors.IsForbidden, false},
+		{"start: 401", start(apierrors.NewUnauthorized("token expired")), apierrors.IsUnauthorized, false},
+		{"start: 500", start(apierrors.NewInternalError(boom)), apierrors.IsInternalError, false},
+		{"start: 503", start(apierrors.NewServiceUnavailable("down")), apierrors.IsServiceUnavailable, false},
+		{"start: plain error", start(boom), func(err error) bool { return errors.Is(err, boom) }, false},
+		{"in-stream ERROR 500", inStream(apierrors.NewInternalError(boom).ErrStatus), apierrors.IsInternalError, false},
+		{"very short watch", func(w *watch.RaceFreeFakeWatcher) (watch.Interface, error) {
+			w.Stop() // closed before any event
+			return w, nil
+		}, func(err error) bool { return strings.Contains(err.Error(), "less than a second") }, false},
+		{"start: connection refused", start(connRefused()), utilnet.IsConnectionRefused, true},
+		{"start: 429", start(apierrors.NewTooManyRequests("slow down", 1)), apierrors.IsTooManyRequests, true},
+		{"in-stream ERROR 429", inStream(apierrors.NewTooManyRequests("slow down", 1).ErrStatus), apierrors.IsTooManyRequests, true},
+	}
+}
+
+// head returns the first n elements of s, or all of s if it is shorter, so
+// that a test can compare a prefix without panicking on a short result.
+func head[T any](s []T, n int) []T { return s[:min(n, len(s))] }
+
+// tail returns s without its first n elements (nil if it is shorter).
+func tail[T any](s []T, n int) []T { return s[min(n, len(s)):] }

@@ -86,6 +86,7 @@ func (r *Reflector) list(ctx context.Context) error {
 		p.PageSize = 0
 	}
 
+	listedAt := options.ResourceVersion
 	list, paginated, err := p.ListWithAlloc(ctx, options)
 	if isResourceVersionUnavailable(err) {
 		// The pager only falls back on expired continue tokens; the first
@@ -93,7 +94,8 @@ func (r *Reflector) list(ctx context.Context) error {
 		// read), as client-go does.
 		r.markResourceVersionUnavailable(cause)
 		pages = 0
-		list, paginated, err = p.ListWithAlloc(ctx, metav1.ListOptions{ResourceVersion: r.relistResourceVersion()})
+		listedAt = r.relistResourceVersion()
+		list, paginated, err = p.ListWithAlloc(ctx, metav1.ListOptions{ResourceVersion: listedAt})
 	}
 	if ctx.Err() != nil {
 		return nil
@@ -120,6 +122,11 @@ func (r *Reflector) list(ctx context.Context) error {
 	for i, item := range items {
 		found[i] = item
 	}
+	if r.catchingUp() {
+		// Before Replace: the caller must know its target before the store
+		// applies the list.
+		r.catchUpListed(listedAt, resourceVersion)
+	}
 	if err := r.store.Replace(found, resourceVersion); err != nil {
 		return fmt.Errorf("%w: Replace at resourceVersion %q: %w", ErrStore, resourceVersion, err)
 	}
@@ -134,6 +141,7 @@ func (r *Reflector) list(ctx context.Context) error {
 	r.lastSyncRV = resourceVersion
 	r.nextListCause = CauseRelistError
 	r.mu.Unlock()
+	r.watchFailures = 0 // watches failing in a row since this list
 
 	klog.FromContext(ctx).V(4).Info("Listed", "reflector", r.name, "type", r.typeDescription,
 		"cause", cause, "resourceVersion", resourceVersion, "items", len(items), "pages", pages)

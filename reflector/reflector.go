@@ -56,6 +56,16 @@ const (
 	minWatchTimeoutFloor = time.Second
 
 	defaultExpectedTypeName = "<unspecified>"
+
+	// watchFailuresBeforeRelist is how many watches in a row may fail to
+	// start or end with an error (other than those client-go retries
+	// without relisting: connection refused, 429) before the reflector
+	// relists, as client-go does after the first. One retry from
+	// LastSyncResourceVersion spares a list when the failure was a passing
+	// one; a watch the server keeps refusing (RBAC without the watch verb)
+	// or a proxy that ends every watch at once must not leave the store
+	// unsynced or frozen.
+	watchFailuresBeforeRelist = 2
 )
 
 // Store is the subset of client-go's RealFIFO the reflector writes to; a
@@ -200,11 +210,12 @@ const (
 	CauseRelistExpired StartCause = "relist-expired"
 	// CauseRelistCatchUp: a list at "" because short watches did not bring
 	// the store up to a CatchUp read (the server sends no bookmarks, or its
-	// watch cache lags).
+	// watch cache lags, or the watches fail).
 	CauseRelistCatchUp StartCause = "relist-catchup"
-	// CauseRelistError: any other later list: after Store.Resync failed
-	// (client-go relists then too), ListAndWatch called again after it
-	// returned, or the first list of a reflector given Options.ListFrom.
+	// CauseRelistError: any other later list: after watches failed twice in
+	// a row, after Store.Resync failed (client-go relists after both),
+	// ListAndWatch called again after it returned, or the first list of a
+	// reflector given Options.ListFrom.
 	CauseRelistError StartCause = "relist-error"
 )
 
@@ -269,9 +280,17 @@ type Reflector struct {
 
 	// catchUpTarget calls CatchUp.Target once.
 	catchUpTarget sync.Once
-	// shortWatches counts short watches closed while catching up; used
-	// only by the goroutine running ListAndWatch.
+	// Used only by the goroutine running Run or ListAndWatch:
+	//
+	// shortWatches counts short watches ended while catching up.
 	shortWatches int
+	// catchUpSettled is set by a list that settled the catch-up (see
+	// catchUpListed): watches are ordinary from then on.
+	catchUpSettled bool
+	// watchFailures counts the watches in a row that failed to start or
+	// ended with an error without delivering an event; see
+	// watchFailuresBeforeRelist.
+	watchFailures int
 
 	// mu guards every field below. It is never held while calling the
 	// Store, the ListerWatcher, the Observer or the error handler.
@@ -411,11 +430,14 @@ func (r *Reflector) Run(ctx context.Context) {
 
 // ListAndWatch makes one attempt: it lists (unless this is the first call
 // and ResumeResourceVersion was given) and then watches until ctx is done,
-// the server says the watched resourceVersion is expired or too large, or
-// Store.Resync fails. Other watch failures are retried inside, with
-// backoff, from LastSyncResourceVersion. It returns nil when ctx is done or
-// a relist is due, and an error (ErrList, ErrStore) when the list or the
-// store failed. It must not be called concurrently with itself or Run.
+// the server says the watched resourceVersion is expired or too large,
+// watches failed twice in a row (see the package documentation), catching
+// up calls for a list (see CatchUp), or Store.Resync fails. A single watch
+// failure is retried inside, with backoff, from LastSyncResourceVersion,
+// and connection refused and 429 are retried there without limit. It
+// returns nil when ctx is done or a relist is due, and an error (ErrList,
+// ErrStore) when the list or the store failed. It must not be called
+// concurrently with itself or Run.
 func (r *Reflector) ListAndWatch(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
@@ -486,6 +508,15 @@ func (r *Reflector) requestRelist(err error) {
 	if isTooLargeResourceVersionError(err) {
 		r.lastSyncRVUnavailable = true
 	}
+}
+
+// requestRelistAfterWatchFailures makes the next ListAndWatch list after
+// watches failed (watchFailed), at LastSyncResourceVersion as client-go's
+// relist after a watch error is.
+func (r *Reflector) requestRelistAfterWatchFailures() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nextListCause = CauseRelistError
 }
 
 // markResourceVersionUnavailable records that the server cannot serve

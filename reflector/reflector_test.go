@@ -23,9 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -41,7 +39,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
@@ -653,73 +650,12 @@ func TestRunLeavesNoGoroutinesInBubble(t *testing.T) {
 	})
 }
 
-// ---- 9. watch failures retry the watch, not the list --------------------------
+// ---- 9. watch failures: retried once, then a relist (see watchfail_test.go) --
 
-func TestWatchFailuresRetryWatchWithBackoffNotRelist(t *testing.T) {
-	connRefused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
-	start := func(err error) func(*watch.RaceFreeFakeWatcher) (watch.Interface, error) {
-		return func(*watch.RaceFreeFakeWatcher) (watch.Interface, error) { return nil, err }
-	}
-	boom := errors.New("boom")
-	for _, tc := range []struct {
-		name  string
-		fail  func(*watch.RaceFreeFakeWatcher) (watch.Interface, error)
-		cause func(error) bool
-	}{
-		{"start: plain error", start(boom), func(err error) bool { return errors.Is(err, boom) }},
-		{"start: connection refused", start(connRefused), utilnet.IsConnectionRefused},
-		{"start: 429", start(apierrors.NewTooManyRequests("slow down", 1)), apierrors.IsTooManyRequests},
-		{"start: 500", start(apierrors.NewInternalError(boom)), apierrors.IsInternalError},
-		{"start: 503", start(apierrors.NewServiceUnavailable("down")), apierrors.IsServiceUnavailable},
-		{"start: 403", start(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", boom)), apierrors.IsForbidden},
-		{"in-stream ERROR 500", func(w *watch.RaceFreeFakeWatcher) (watch.Interface, error) {
-			s := apierrors.NewInternalError(boom).ErrStatus
-			w.Error(&s)
-			return w, nil
-		}, apierrors.IsInternalError},
-		{"in-stream ERROR 429", func(w *watch.RaceFreeFakeWatcher) (watch.Interface, error) {
-			s := apierrors.NewTooManyRequests("slow down", 1).ErrStatus
-			w.Error(&s)
-			return w, nil
-		}, apierrors.IsTooManyRequests},
-		{"very short watch", func(w *watch.RaceFreeFakeWatcher) (watch.Interface, error) {
-			w.Stop() // closed before any event
-			return w, nil
-		}, func(err error) bool { return true }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			lw := &fakeLW{t: t, watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
-				w := watch.NewRaceFreeFake()
-				if n < 2 {
-					return tc.fail(w)
-				}
-				return w, nil
-			}}
-			h := newHarness(t, lw.listWatch(), func(o *Options) { o.ResumeResourceVersion = "100" })
-			stop := h.run()
-			lw.watcher(t, 2)
-			stop()
-
-			equal(t, "list calls", len(lw.ListOpts()), 0)
-			equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "100", "100"})
-			equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
-			errs := h.errs.Errors()
-			if len(errs) != 2 {
-				t.Fatalf("errors = %v, want 2", errs)
-			}
-			for _, err := range errs {
-				if !errors.Is(err, ErrWatch) || !tc.cause(err) {
-					t.Errorf("error %v: want ErrWatch wrapping the cause", err)
-				}
-			}
-		})
-	}
-}
-
-func TestWatchFailureAfterColdListDoesNotRelist(t *testing.T) {
+func TestWatchFailureAfterColdListRetriedOnceThenRelisted(t *testing.T) {
 	lw := &fakeLW{
 		t:    t,
-		list: func(int, metav1.ListOptions) (runtime.Object, error) { return podList("10"), nil },
+		list: func(n int, _ metav1.ListOptions) (runtime.Object, error) { return podList(strconv.Itoa(10 + n)), nil },
 		watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
 			if n < 3 {
 				return nil, errors.New("boom")
@@ -731,13 +667,20 @@ func TestWatchFailureAfterColdListDoesNotRelist(t *testing.T) {
 	stop := h.run()
 	lw.watcher(t, 3)
 	stop()
-	equal(t, "list RVs", lw.ListRVs(), []string{"0"})
-	equal(t, "watch RVs", lw.WatchRVs(), []string{"10", "10", "10", "10"})
+	// The second failure in a row relists, from where the store is; the
+	// list resets the count, so the third failure is retried again.
+	equal(t, "list RVs", lw.ListRVs(), []string{"0", "10"})
+	if opts := lw.ListOpts(); len(opts) > 1 {
+		equal(t, "relist Limit (served from watch cache)", opts[1].Limit, int64(0))
+	}
+	equal(t, "watch RVs", lw.WatchRVs(), []string{"10", "10", "11", "11"})
+	equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=0 pages=1", "listed relist-error 11 items=0 pages=1"})
 }
 
 // TestWatchRetryBackoffDefaults checks client-go's default backoff (800ms
 // doubling, jitter 1.0, capped at 30s) in virtual time. BackoffReset is
-// raised so that the sequence reaches the cap before it restarts.
+// raised so that the sequence reaches the cap before it restarts. The
+// watches are refused a connection, which is retried without limit.
 func TestWatchRetryBackoffDefaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const failures = 8
@@ -750,7 +693,7 @@ func TestWatchRetryBackoffDefaults(t *testing.T) {
 			WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 				times = append(times, time.Now())
 				if len(times) <= failures {
-					return nil, errors.New("boom")
+					return nil, connRefused()
 				}
 				return watch.NewRaceFreeFake(), nil
 			},

@@ -87,12 +87,14 @@ func (r *Reflector) startResync(ctx context.Context, errC chan<- error) {
 // LastSyncResourceVersion, feeds events to the Store, and re-watches when
 // the watch closes or times out, until ctx is done.
 //
-// Where client-go gives up and relists (any watch-start error other than
-// connection refused / 429, any in-stream error other than 429 / retried
-// internal errors, a very short watch), this loop reports the error, backs
-// off and watches again from LastSyncResourceVersion. It returns (nil) to
-// relist only when the server says that version is expired or too large,
-// and returns an ErrStore error when Store.Resync failed.
+// Where client-go gives up and relists at the first failure (any
+// watch-start error other than connection refused / 429, any in-stream
+// error other than 429, a very short watch), this loop reports the error,
+// backs off and watches once more from LastSyncResourceVersion; it relists
+// at the second failure in a row (watchFailed), or, while catching up, when
+// the catch-up calls for it. It returns (nil) to relist then and when the
+// server says that version is expired or too large, and returns an ErrStore
+// error when Store.Resync failed.
 func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 	logger := klog.FromContext(ctx)
 	for {
@@ -137,6 +139,9 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 				r.requestRelist(err)
 				return nil
 			}
+			if r.watchFailed(ctx, err, short, false) {
+				return nil
+			}
 			if !r.sleep(ctx) {
 				return nil
 			}
@@ -154,7 +159,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 			// The read must follow the watch's start: see CatchUp.
 			reading.Go(func() { r.catchUpRead(readCtx) })
 		}
-		err = r.handleWatch(ctx, start, w, resyncErrC, propagateRVFromStart, deadline)
+		events, err := r.handleWatch(ctx, start, w, resyncErrC, propagateRVFromStart, deadline)
 		stopDeadline()
 		cancelRead()
 		reading.Wait()
@@ -162,7 +167,8 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		case err == nil:
 			// Closed or timed out normally: re-watch at once, no backoff.
 			r.observer.WatchEnded(nil)
-			if short && r.shortWatchClosed() {
+			r.watchFailures = 0
+			if short && r.shortWatchEnded(false) {
 				logger.V(2).Info("Short watches did not catch the store up to the consistent read, relisting", "reflector", r.name, "type", r.typeDescription, "shortWatches", r.shortWatches)
 				r.markResourceVersionUnavailable(CauseRelistCatchUp)
 				return nil
@@ -183,10 +189,53 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 			r.requestRelist(err)
 			return nil
 		}
+		if r.watchFailed(ctx, err, short, events > 0) {
+			return nil
+		}
 		if !r.sleep(ctx) {
 			return nil
 		}
 	}
+}
+
+// watchFailed counts a watch that could not be started or ended with an
+// error (not an unavailable resourceVersion: that relists at once), and
+// reports whether the reflector should stop watching and relist. delivered
+// says the watch handed at least one event to the Store before it failed:
+// it worked, so it ends a run of failures instead of adding to it.
+//
+// Connection refused and 429 are not counted, as client-go retries them
+// without relisting: the server is unreachable or shedding load, and a list
+// would fare no better. Any other failure is retried once; the second in a
+// row relists at LastSyncResourceVersion (CauseRelistError), as client-go
+// relists after the first. While catching up, a failure also counts as one
+// of CatchUp.MaxWatches, and either bound relists at "" (CauseRelistCatchUp),
+// which settles the catch-up.
+func (r *Reflector) watchFailed(ctx context.Context, err error, short, delivered bool) bool {
+	if isRetriableWatchError(err) {
+		return false
+	}
+	if delivered {
+		// It worked until it failed: not one of a run of failures.
+		r.watchFailures = 0
+	} else {
+		r.watchFailures++
+	}
+	logger := klog.FromContext(ctx)
+	if short && r.catchingUp() {
+		if !r.shortWatchEnded(true) {
+			return false
+		}
+		logger.V(2).Info("Watches failed while catching up, relisting", "reflector", r.name, "type", r.typeDescription, "shortWatches", r.shortWatches, "failuresInARow", r.watchFailures, "err", err)
+		r.markResourceVersionUnavailable(CauseRelistCatchUp)
+		return true
+	}
+	if r.watchFailures < watchFailuresBeforeRelist {
+		return false
+	}
+	logger.V(2).Info("Watch failed again, relisting", "reflector", r.name, "type", r.typeDescription, "failuresInARow", r.watchFailures, "err", err)
+	r.requestRelistAfterWatchFailures()
+	return true
 }
 
 // handleWatch mirrors client-go's handleAnyWatch (without the watch-list
@@ -196,29 +245,29 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 // always stops w.
 //
 // A value on deadline (a short CatchUp watch the server has not closed in
-// time) ends the watch as if the server had closed it.
-func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.Interface, resyncErrC <-chan error, propagateRVFromStart bool, deadline <-chan time.Time) error {
+// time) ends the watch as if the server had closed it. events counts the
+// events handed to the Store (skipped ones are not counted).
+func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.Interface, resyncErrC <-chan error, propagateRVFromStart bool, deadline <-chan time.Time) (events int, err error) {
 	defer w.Stop()
 	eventReceivedBesidesAdded := false
-	eventCount := 0
 	for {
 		var event watch.Event
 		var ok bool
 		select {
 		case <-ctx.Done():
-			return errStopRequested
+			return events, errStopRequested
 		case err := <-resyncErrC:
-			return err
+			return events, err
 		case <-deadline:
-			klog.FromContext(ctx).V(4).Info("Short watch outlived its timeout, stopping it", "reflector", r.name, "type", r.typeDescription, "totalItems", eventCount)
-			return nil
+			klog.FromContext(ctx).V(4).Info("Short watch outlived its timeout, stopping it", "reflector", r.name, "type", r.typeDescription, "totalItems", events)
+			return events, nil
 		case event, ok = <-w.ResultChan():
 		}
 		if !ok {
-			return r.watchClosed(ctx, start, eventCount)
+			return events, r.watchClosed(ctx, start, events)
 		}
 		if event.Type == watch.Error {
-			return fmt.Errorf("%w: %s: %w", ErrWatch, r.typeDescription, apierrors.FromObject(event.Object))
+			return events, fmt.Errorf("%w: %s: %w", ErrWatch, r.typeDescription, apierrors.FromObject(event.Object))
 		}
 		if err := r.checkObject(event.Object); err != nil {
 			r.errorHandler(ctx, err)
@@ -257,7 +306,7 @@ func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.In
 				rvu.UpdateResourceVersion(resourceVersion)
 			}
 		}
-		eventCount++
+		events++
 	}
 }
 

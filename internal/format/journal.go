@@ -44,20 +44,31 @@ type JournalEntry struct {
 	Indexes map[string][]string
 	// Record is the object's record (see record.go); nil when Deleted.
 	Record []byte
+	// UID and ResourceVersion identify the object (schema 3; empty in an
+	// entry a schema-2 writer appended, and in a deletion).
+	UID, ResourceVersion string
 	// Seq is the entry's sequence number in its generation, as WalkJournal
 	// found it (not part of the encoding).
 	Seq uint64
 }
 
-const journalDeleted = 1
+const (
+	journalDeleted  = 1
+	journalIdentity = 2 // the UID and resourceVersion follow the key
+)
 
-// AppendJournalEntry appends e's encoding to dst: a flags byte, the key and
-// the msgpack of the index values, each preceded by its length as a
-// uvarint, then the record to the end.
+// AppendJournalEntry appends e's encoding to dst: a flags byte, the key,
+// the UID and resourceVersion (if any: flag journalIdentity) and the
+// msgpack of the index values, each preceded by its length as a uvarint,
+// then the record to the end.
 func AppendJournalEntry(dst []byte, e JournalEntry) ([]byte, error) {
 	var flags byte
 	if e.Deleted {
 		flags |= journalDeleted
+	}
+	identity := e.UID != "" || e.ResourceVersion != ""
+	if identity {
+		flags |= journalIdentity
 	}
 	var idx []byte
 	if len(e.Indexes) > 0 {
@@ -69,6 +80,12 @@ func AppendJournalEntry(dst []byte, e JournalEntry) ([]byte, error) {
 	dst = append(dst, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(e.Key)))
 	dst = append(dst, e.Key...)
+	if identity {
+		dst = binary.AppendUvarint(dst, uint64(len(e.UID)))
+		dst = append(dst, e.UID...)
+		dst = binary.AppendUvarint(dst, uint64(len(e.ResourceVersion)))
+		dst = append(dst, e.ResourceVersion...)
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(idx)))
 	dst = append(dst, idx...)
 	return append(dst, e.Record...), nil
@@ -84,7 +101,7 @@ func DecodeJournalEntry(raw []byte) (JournalEntry, error) {
 		return bad("empty")
 	}
 	flags := raw[0]
-	if flags&^journalDeleted != 0 {
+	if flags&^(journalDeleted|journalIdentity) != 0 {
 		return bad(fmt.Sprintf("unknown flags %#x", flags))
 	}
 	e.Deleted = flags&journalDeleted != 0
@@ -95,6 +112,16 @@ func DecodeJournalEntry(raw []byte) (JournalEntry, error) {
 	}
 	e.Key = string(rest[w : w+int(n)])
 	rest = rest[w+int(n):]
+	if flags&journalIdentity != 0 {
+		for _, field := range []*string{&e.UID, &e.ResourceVersion} {
+			n, w = binary.Uvarint(rest)
+			if w <= 0 || uint64(len(rest)-w) < n {
+				return bad(fmt.Sprintf("identity of %q", e.Key))
+			}
+			*field = string(rest[w : w+int(n)])
+			rest = rest[w+int(n):]
+		}
+	}
 	n, w = binary.Uvarint(rest)
 	if w <= 0 || uint64(len(rest)-w) < n {
 		return bad(fmt.Sprintf("index values length of %q", e.Key))

@@ -28,6 +28,10 @@ var (
 	// deleted, acknowledged objects to their last record, until the
 	// deletion is acknowledged.
 	TombstonesBucket = []byte("tombstones")
+	// CheckpointSeenBucket maps each checkpoint's name to when it was last
+	// open (Unix seconds, decimal): a checkpoint not opened for
+	// persist.Options.CheckpointRetention is dropped.
+	CheckpointSeenBucket = []byte("checkpointSeen")
 
 	RVKey            = []byte("rv")
 	CommittedKey     = []byte("committed")

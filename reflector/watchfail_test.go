@@ -1,0 +1,479 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Watches that fail (other than with an expired or too-large
+// resourceVersion) are retried once from where the store is; the second
+// failure in a row relists there, as client-go relists after the first.
+// Connection refused and 429 are retried without limit, as in client-go.
+func TestWatchFailureRetriedOnceThenRelisted(t *testing.T) {
+	for _, tc := range watchFailures() {
+		t.Run(tc.name, func(t *testing.T) {
+			lw := &fakeLW{
+				t:    t,
+				list: func(int, metav1.ListOptions) (runtime.Object, error) { return podList("160", pod("a", "150")), nil },
+				watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
+					w := watch.NewRaceFreeFake()
+					if n < 2 {
+						return tc.fail(w)
+					}
+					return w, nil
+				},
+			}
+			h := newHarness(t, lw.listWatch(), func(o *Options) { o.ResumeResourceVersion = "100" })
+			stop := h.run()
+			lw.watcher(t, 2)
+			stop()
+
+			if tc.retriable {
+				equal(t, "list calls", len(lw.ListOpts()), 0)
+				equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "100", "100"})
+				equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
+			} else {
+				equal(t, "list RVs", lw.ListRVs(), []string{"100"})
+				if opts := lw.ListOpts(); len(opts) > 0 {
+					equal(t, "relist Limit (served from the watch cache)", opts[0].Limit, int64(0))
+				}
+				equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "100", "160"})
+				equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-error 160 items=1 pages=1"})
+				equal(t, "store", h.store.Objects(), map[string]string{"a": "150"})
+			}
+			errs := h.errs.Errors()
+			if len(errs) != 2 {
+				t.Fatalf("errors = %v, want the 2 failures", errs)
+			}
+			for _, err := range errs {
+				if !errors.Is(err, ErrWatch) || !tc.cause(err) {
+					t.Errorf("error %v: want ErrWatch wrapping the cause", err)
+				}
+			}
+		})
+	}
+}
+
+// A watch that delivered events before it failed worked: it ends a run of
+// failures instead of adding to it, so failures around it do not relist.
+func TestWatchThatDeliveredEventsEndsARunOfFailures(t *testing.T) {
+	internal := apierrors.NewInternalError(errors.New("boom"))
+	lw := &fakeLW{t: t, watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
+		w := watch.NewRaceFreeFake()
+		switch n {
+		case 0, 2:
+			return nil, internal
+		case 1:
+			w.Modify(pod("a", "120"))
+			w.Error(&internal.ErrStatus)
+		}
+		return w, nil
+	}}
+	h := newHarness(t, lw.listWatch(), func(o *Options) { o.ResumeResourceVersion = "100" })
+	stop := h.run()
+	lw.watcher(t, 3)
+	stop()
+	equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "100", "120", "120"})
+	equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
+}
+
+// catchUpStore is a recStore that plays the informer's part in CatchUp:
+// it closes done once it has applied a resourceVersion at least the
+// target handed to Target (resourceVersions compared as integers, as the
+// informer compares them).
+type catchUpStore struct {
+	*recStore
+	done chan struct{}
+
+	mu      sync.Mutex
+	target  int64 // -1: not known yet
+	applied int64
+	targets []string
+}
+
+func newCatchUpStore() *catchUpStore {
+	return &catchUpStore{recStore: newRecStore(), done: make(chan struct{}), target: -1}
+}
+
+func (s *catchUpStore) Target(rv string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.targets = append(s.targets, rv)
+	s.target = mustInt(rv)
+	s.checkLocked()
+}
+
+func (s *catchUpStore) Targets() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.targets...)
+}
+
+func (s *catchUpStore) note(rv string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applied = max(s.applied, mustInt(rv))
+	s.checkLocked()
+}
+
+func (s *catchUpStore) checkLocked() {
+	if s.target < 0 || s.applied < s.target {
+		return
+	}
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+}
+
+func mustInt(rv string) int64 {
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+func (s *catchUpStore) noteObj(obj interface{}) {
+	_, rv := nameRV(obj)
+	s.note(rv)
+}
+
+// Each write is recorded, then its resourceVersion counts as applied.
+
+func (s *catchUpStore) Add(obj interface{}) error {
+	defer s.noteObj(obj)
+	return s.recStore.Add(obj)
+}
+
+func (s *catchUpStore) Update(obj interface{}) error {
+	defer s.noteObj(obj)
+	return s.recStore.Update(obj)
+}
+
+func (s *catchUpStore) Delete(obj interface{}) error {
+	defer s.noteObj(obj)
+	return s.recStore.Delete(obj)
+}
+
+func (s *catchUpStore) Bookmark(rv string) error {
+	defer s.note(rv)
+	return s.recStore.Bookmark(rv)
+}
+
+func (s *catchUpStore) Replace(list []interface{}, rv string) error {
+	defer s.note(rv)
+	return s.recStore.Replace(list, rv)
+}
+
+// newCatchUpHarness is newHarness for a reflector resuming at 100 that
+// catches up into a catchUpStore; mutate adjusts the Options further.
+func newCatchUpHarness(t *testing.T, lw *fakeLW, maxWatches int, mutate func(*Options)) (*harness, *catchUpStore) {
+	store := newCatchUpStore()
+	h := &harness{t: t, store: store.recStore, obs: &recObserver{}, errs: &errRecorder{}}
+	opts := Options{
+		ExpectedType:          &v1.Pod{},
+		ResumeResourceVersion: "100",
+		Observer:              h.obs,
+		WatchErrorHandler:     h.errs.handle,
+		CatchUp:               &CatchUp{Target: store.Target, Done: store.done, MaxWatches: maxWatches},
+	}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	h.r = New(lw.listWatch(), store, opts)
+	return h, store
+}
+
+// serverTimesOut answers every watch with a fake watcher that the "server"
+// closes after the watch's timeoutSeconds, without sending anything.
+func serverTimesOut(_ int, opts metav1.ListOptions) (watch.Interface, error) {
+	w := watch.NewRaceFreeFake()
+	time.AfterFunc(time.Duration(*opts.TimeoutSeconds)*time.Second, w.Stop)
+	return w, nil
+}
+
+// waitCaughtUp waits, in virtual time, up to a minute for done: the signal
+// that catching up ended. A reflector that never gets there fails the test
+// instead of hanging it.
+func waitCaughtUp(t *testing.T, done <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the store did not catch up within a (virtual) minute")
+	}
+}
+
+// fullLists returns the resourceVersions of the lists other than the
+// consistent limit=1 reads.
+func fullLists(lw *fakeLW) []string {
+	var rvs []string
+	for _, o := range lw.ListOpts() {
+		if o.Limit != 1 {
+			rvs = append(rvs, o.ResourceVersion)
+		}
+	}
+	return rvs
+}
+
+// A warm reflector catching up whose watches keep failing — RBAC without
+// the watch verb (403), other start errors, watches that end in an error
+// or within a second — falls back to a list after the second failure in a
+// row, as client-go lists after the first, and the store has caught up once
+// it applied that list. Connection refused and 429 are waited out: a list
+// could not be made either, and client-go retries them without relisting.
+func TestCatchUpFallsBackToAListWhenWatchesFail(t *testing.T) {
+	for _, tc := range watchFailures() {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lw := catchUpLW(t, "150", "160", nil, func(_ int, _ metav1.ListOptions) (watch.Interface, error) {
+					return tc.fail(watch.NewRaceFreeFake())
+				})
+				h, store := newCatchUpHarness(t, lw, 0, nil)
+				stop := runInBubble(h.r)
+				defer stop()
+
+				if tc.retriable {
+					time.Sleep(10 * time.Minute)
+					synctest.Wait()
+					select {
+					case <-store.done:
+						t.Error("caught up without anything to catch up to")
+					default:
+					}
+					equal(t, "full lists", fullLists(lw), []string(nil))
+					if n := len(lw.WatchOpts()); n < 10 {
+						t.Errorf("%d watch attempts in 10 minutes, want retries with backoff", n)
+					}
+					return
+				}
+
+				waitCaughtUp(t, store.done)
+				stop()
+				// One retry, then the fallback: a consistent read, which is the
+				// target unless a watch stayed open long enough for a limit=1
+				// read first.
+				equal(t, "requests", head(lw.Requests(), 3), []string{"watch@100", "watch@100", "list@"})
+				if got := store.Targets(); len(got) != 1 || (got[0] != "150" && got[0] != "160") {
+					t.Errorf("targets = %v, want one: the read's 150 or the list's 160", got)
+				}
+				equal(t, "starts", head(h.obs.Starts(), 2), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
+				equal(t, "store", h.store.Objects(), map[string]string{"a": "5", "b": "6"})
+			})
+		})
+	}
+}
+
+// The limit=1 reads keep failing while full lists work: the short watches
+// give up after MaxWatches and relist at "", that list is the target (a
+// read made after the start), and the reflector goes on with ordinary
+// watches. It does not relist every few watches for want of a read.
+func TestCatchUpReadsFailingListsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := apierrors.NewInternalError(errors.New("etcd: request timed out"))
+		lw := catchUpLW(t, "150", "160", func(int) error { return refused }, serverTimesOut)
+		h, store := newCatchUpHarness(t, lw, 2, nil)
+		stop := runInBubble(h.r)
+		defer stop()
+
+		waitCaughtUp(t, store.done)
+		time.Sleep(10 * time.Minute) // ordinary watches come and go
+		synctest.Wait()
+		stop()
+
+		equal(t, "targets", store.Targets(), []string{"160"})
+		equal(t, "full lists", fullLists(lw), []string{""})
+		equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
+		opts := lw.WatchOpts()
+		for i, o := range head(opts, 2) {
+			equal(t, "short watch "+strconv.Itoa(i)+" timeoutSeconds", *o.TimeoutSeconds, int64(3))
+		}
+		for i, o := range tail(opts, 2) {
+			if *o.TimeoutSeconds < 300 {
+				t.Errorf("watch %d after the list has timeoutSeconds %d, want an ordinary one", i+2, *o.TimeoutSeconds)
+			}
+		}
+	})
+}
+
+// A list settles the catch-up even before the store has applied it (a
+// large list takes a while to reach the store): the watches after it are
+// ordinary ones, which do not count towards another relist.
+func TestCatchUpListSettlesBeforeTheStoreAppliesIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lw := catchUpLW(t, "150", "160", nil, serverTimesOut)
+		h := newHarness(t, lw.listWatch(), func(o *Options) {
+			o.ResumeResourceVersion = "100"
+			// Done stays open: the store never gets to apply the list here.
+			o.CatchUp = &CatchUp{Done: make(chan struct{}), MaxWatches: 2}
+		})
+		stop := runInBubble(h.r)
+		defer stop()
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		stop()
+
+		equal(t, "full lists", fullLists(lw), []string{""})
+		equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
+		opts := lw.WatchOpts()
+		for i, o := range tail(opts, 2) {
+			if *o.TimeoutSeconds < 300 {
+				t.Errorf("watch %d after the list has timeoutSeconds %d, want an ordinary one", i+2, *o.TimeoutSeconds)
+			}
+		}
+	})
+}
+
+// The reads keep failing and the resumed watch is told its version has
+// expired: the relist (at that version, from the watch cache) is a read
+// made after the start, so it is the target, and the store has caught up
+// once it applies it.
+func TestCatchUpRelistAfterExpiredIsTheTargetWhenReadsFail(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		expired := metav1.Status{Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired, Message: "too old resource version"}
+		lw := catchUpLW(t, "150", "160", func(int) error { return errors.New("connection reset by peer") },
+			func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+				if n == 0 {
+					w := watch.NewRaceFreeFake()
+					w.Error(&expired)
+					return w, nil
+				}
+				return serverTimesOut(n, opts)
+			})
+		h, store := newCatchUpHarness(t, lw, 0, nil)
+		stop := runInBubble(h.r)
+		defer stop()
+
+		waitCaughtUp(t, store.done)
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		stop()
+
+		equal(t, "targets", store.Targets(), []string{"160"})
+		equal(t, "full lists", fullLists(lw), []string{"100"})
+		equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-expired 160 items=2 pages=1"})
+		for i, o := range tail(lw.WatchOpts(), 1) {
+			if *o.TimeoutSeconds < 300 {
+				t.Errorf("watch %d after the list has timeoutSeconds %d, want an ordinary one", i+1, *o.TimeoutSeconds)
+			}
+		}
+	})
+}
+
+// noWatchList is a ListWatch that tells client-go's reflector it cannot
+// stream lists (sendInitialEvents), so it lists and watches as ours does.
+type noWatchList struct{ *cache.ListWatch }
+
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// Differential: client-go's own reflector and ours, each on the same
+// script — a list that works and watches that always fail one way — for
+// five virtual minutes. client-go starts cold, ours resumes (and, in the
+// second run, catches up). For every kind of failure both must agree on
+// whether it ends in a relist, and when they relist their stores must hold
+// the list. Ours may relist later and less often than client-go (one retry
+// first), never more often.
+func TestWatchFailuresRelistLikeClientGo(t *testing.T) {
+	// client-go's reflector reports watch-start errors through
+	// utilruntime.HandleError, whose rate limiter compares the bubble's
+	// virtual clock (year 2000) with the real time of the last error and
+	// sleeps for the difference: decades. Its errors are dropped here.
+	saved := utilruntime.ErrorHandlers
+	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(context.Context, error, string, ...interface{}) {}}
+	t.Cleanup(func() { utilruntime.ErrorHandlers = saved })
+	for _, catchUp := range []bool{false, true} {
+		for _, tc := range watchFailures() {
+			name := tc.name
+			if catchUp {
+				name = "catching up/" + name
+			}
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					script := func() *fakeLW {
+						return catchUpLW(t, "150", "160", nil, func(_ int, _ metav1.ListOptions) (watch.Interface, error) {
+							return tc.fail(watch.NewRaceFreeFake())
+						})
+					}
+					ctx, cancel := context.WithCancel(t.Context())
+					var wg sync.WaitGroup
+					defer wg.Wait()
+					defer cancel()
+
+					// client-go, cold.
+					theirLW := script()
+					theirStore := cache.NewStore(cache.MetaNamespaceKeyFunc)
+					theirs := cache.NewReflectorWithOptions(noWatchList{theirLW.listWatch()}, &v1.Pod{}, theirStore, cache.ReflectorOptions{})
+					wg.Go(func() { theirs.RunWithContext(ctx) })
+
+					// Ours, warm.
+					ourLW := script()
+					var h *harness
+					if catchUp {
+						h, _ = newCatchUpHarness(t, ourLW, 0, func(o *Options) { o.WatchErrorHandler = func(context.Context, error) {} })
+					} else {
+						h = newHarness(t, ourLW.listWatch(), func(o *Options) {
+							o.ResumeResourceVersion = "100"
+							o.InitialBackoff, o.MaxBackoff = 0, 0 // client-go's
+						})
+					}
+					wg.Go(func() { h.r.Run(ctx) })
+
+					time.Sleep(5 * time.Minute)
+					synctest.Wait()
+					cancel()
+					wg.Wait()
+
+					theirLists, ourLists := fullLists(theirLW), fullLists(ourLW)
+					theirRelists := len(theirLists) - 1 // after the cold list
+					ourRelists := len(ourLists)
+					if (theirRelists > 0) != (ourRelists > 0) {
+						t.Fatalf("client-go relisted %d times, ours %d: they disagree on whether %s ends in a relist\nclient-go: %v\nours:      %v",
+							theirRelists, ourRelists, tc.name, theirLW.Requests(), ourLW.Requests())
+					}
+					// Once listed, both relist from the list's resourceVersion
+					// (ours lists at "" first while catching up: see CatchUp).
+					for _, lists := range [][]string{tail(theirLists, 1), tail(ourLists, 1)} {
+						for _, rv := range lists {
+							if rv != "160" {
+								t.Errorf("relists at %v, want each at the last list's 160\nclient-go: %v\nours:      %v", lists, theirLW.Requests(), ourLW.Requests())
+								break
+							}
+						}
+					}
+					if !catchUp && ourRelists > 0 {
+						equal(t, "our first relist (at the resumed version, as client-go's from its last)", ourLists[0], "100")
+					}
+					equal(t, "relists", ourRelists > 0, !tc.retriable)
+					if ourRelists > theirRelists {
+						t.Errorf("ours relisted %d times in 5 minutes, client-go %d: more often", ourRelists, theirRelists)
+					}
+					if ourRelists > 0 {
+						equal(t, "our store", h.store.Objects(), map[string]string{"a": "5", "b": "6"})
+						if keys := theirStore.ListKeys(); len(keys) != 2 {
+							t.Errorf("client-go's store holds %v, want the list's 2 pods", keys)
+						}
+					}
+					if n := len(theirLW.WatchOpts()); n < 2 {
+						t.Errorf("client-go made %d watch requests in 5 minutes, want them retried", n)
+					}
+				})
+			})
+		}
+	}
+}
