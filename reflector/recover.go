@@ -259,7 +259,7 @@ func (r *Reflector) setUpRecovery(cfg *Recovery) {
 // fetches, waits for them, and returns the error that made them fail.
 func (r *Reflector) listOrRecover(ctx context.Context) (context.Context, func() error, error) {
 	none := func() error { return nil }
-	if r.recovery == nil || r.relistResourceVersion() == "0" {
+	if r.recovery == nil || r.relistResourceVersion() == "0" || r.listInFull {
 		return ctx, none, r.list(ctx)
 	}
 	rec, err := r.recover(ctx)
@@ -290,10 +290,12 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 	r.mu.RUnlock()
 	start := r.clock.Now()
 
+	listedAt := from
 	listed, listRV, pages, err := r.listMetadata(ctx, from)
 	if isResourceVersionUnavailable(err) {
 		r.markResourceVersionUnavailable(cause)
-		listed, listRV, pages, err = r.listMetadata(ctx, r.relistResourceVersion())
+		listedAt = r.relistResourceVersion()
+		listed, listRV, pages, err = r.listMetadata(ctx, listedAt)
 	}
 	if ctx.Err() != nil {
 		return nil, nil
@@ -321,11 +323,17 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 		return nil, fmt.Errorf("%w: beginning a recovery at resourceVersion %q: %w", ErrStore, listRV, err)
 	}
 
+	if r.catchingUp() {
+		// A read made after the start, as a list's (see catchUpListed); the
+		// store does not count as caught up before the recovery ends.
+		r.catchUpListed(listedAt, listRV)
+	}
 	r.mu.Lock()
 	r.lastSyncRVUnavailable = false
 	r.lastSyncRV = listRV
 	r.nextListCause = CauseRelistError
 	r.mu.Unlock()
+	r.watchFailures = 0 // watches failing in a row since this list
 	logger.V(2).Info("Recovering", "reflector", r.name, "type", r.typeDescription, "cause", cause,
 		"resourceVersion", listRV, "listed", len(listed), "unchanged", rec.stats.Unchanged,
 		"deleted", rec.stats.Deleted, "fetch", rec.stats.Fetch, "ahead", rec.stats.Ahead)
@@ -556,9 +564,20 @@ func (rec *recovery) start(ctx context.Context) {
 // finish stops the fetches, waits for them, takes the recovery out of the
 // store's way if it did not complete, and returns why the fetches failed.
 func (rec *recovery) finish() error {
+	outer := context.Cause(rec.ctx) // before cancel: was it ended from outside?
 	rec.cancel()
 	rec.fetching.Wait()
 	rec.r.filter.deactivate(rec)
+	select {
+	case <-rec.opened:
+	default:
+		if outer == nil || rec.err != nil {
+			// The watch never opened (refused, failing): without it no
+			// recovery can end. List in full until a watch opens, as
+			// client-go lists while its watches fail.
+			rec.r.listInFull = true
+		}
+	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	return rec.err
@@ -824,6 +843,7 @@ type recoveryWatches struct {
 func (l recoveryWatches) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	w, err := l.ListerWatcherWithContext.WatchWithContext(ctx, opts)
 	if err == nil && w != nil {
+		l.f.r.listInFull = false // called on the reflector's goroutine
 		l.f.watchOpened()
 	}
 	return w, err

@@ -720,3 +720,46 @@ func TestRecoveryPlanFetches(t *testing.T) {
 		})
 	}
 }
+
+// A recovery cannot end without its watch. Where the watch is refused (RBAC
+// without the watch verb) the reflector lists in full instead, as client-go
+// lists while its watches fail, until a watch opens; then it recovers
+// again.
+func TestRecoveryWithoutAWatch(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
+	lister := &fakeLister{
+		meta: func(n int, _ metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList(fmt.Sprint(10+n), upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5")), nil
+		},
+		objects: server("10", upod("ns", "b", "ub", "5")),
+	}
+	var mu sync.Mutex
+	refuse := true
+	h := startRecovery(t, store, lister, "2", func(o *Options, lw *fakeLW) {
+		lw.list = func(int, metav1.ListOptions) (runtime.Object, error) {
+			return podList("20", upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5")), nil
+		}
+		lw.watch = func(int, metav1.ListOptions) (watch.Interface, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if refuse {
+				return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no watch verb"))
+			}
+			return watch.NewRaceFreeFake(), nil
+		}
+	})
+	store.waitFor(t, "replace 2@20")
+	if n := len(lister.MetaOpts()); n != 1 {
+		t.Errorf("%d metadata lists before the full list, want 1", n)
+	}
+	mu.Lock()
+	refuse = false
+	n := len(h.lw.WatchOpts()) // the watches from here on are accepted
+	mu.Unlock()
+	// A watch opens; the next relist (here after a 410) recovers again.
+	w := h.lw.watcher(t, n)
+	w.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
+	poll.Until(t, 5*time.Second, "a second recovery", func() bool { return len(lister.MetaOpts()) == 2 })
+	store.waitFor(t, "end@11")
+	h.stop()
+}

@@ -291,6 +291,10 @@ type Reflector struct {
 	// ended with an error without delivering an event; see
 	// watchFailuresBeforeRelist.
 	watchFailures int
+	// listInFull is set when a recovery ended without its watch ever
+	// opening, and cleared when a watch opens: lists are full lists
+	// meanwhile (recover.go).
+	listInFull bool
 
 	// mu guards every field below. It is never held while calling the
 	// Store, the ListerWatcher, the Observer or the error handler.
