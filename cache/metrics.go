@@ -244,6 +244,14 @@ func (o metricsObserver) Listed(cause reflector.StartCause, rv string, items, pa
 	}
 }
 
+// Recovered passes a recovery's end on to the next observer, if it listens
+// for it (its start was counted by Listed).
+func (o metricsObserver) Recovered(cause reflector.StartCause, rv string, stats reflector.RecoveryStats) {
+	if next, ok := o.next.(reflector.RecoveryObserver); ok {
+		next.Recovered(cause, rv, stats)
+	}
+}
+
 func (o metricsObserver) WatchStarted(rv string) {
 	if o.next != nil {
 		o.next.WatchStarted(rv)

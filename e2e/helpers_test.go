@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -132,6 +133,10 @@ type informerSpec struct {
 	cluster string
 	// syncedAtOpen is InformerOptions.SyncedAtOpen.
 	syncedAtOpen bool
+	// recovery gives the informer a metadata lister
+	// (factory.NewMetadataLister over cs): it recovers by what changed
+	// instead of relisting.
+	recovery bool
 }
 
 func (s informerSpec) example() runtime.Object {
@@ -164,6 +169,10 @@ func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
 	}
 	if s.observer != nil {
 		opts.Observer = s.observer
+	}
+	if s.recovery {
+		opts.Recovery = &reflector.Recovery{Lister: factory.NewMetadataLister(s.cs.CoreV1().RESTClient(), s.resource, s.namespace,
+			metav1.ListOptions{LabelSelector: s.selector})}
 	}
 	inf, err := bcache.NewSharedIndexInformerWithOptions(lw, s.example(), opts)
 	if err != nil {

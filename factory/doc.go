@@ -177,6 +177,23 @@
 // makes warm informers synced on their stored state instead, at once, for
 // controllers that tolerate a stale start.
 //
+// # Recovery after a 410
+//
+// When the apiserver no longer has an informer's stored resourceVersion
+// (410 Gone), or the collection owes a list, the informer recovers by what
+// changed instead of relisting (see cache.InformerOptions.Recovery): the
+// typed factory gives every informer whose ListerWatcher is client-go's own
+// a metadata lister (NewMetadataLister: client-go's metadata client, on the
+// clientset's transport and rate limiter, with the informer's namespace and
+// selectors), and the metadata factory gives one to informers of the
+// groups in client-go's scheme, which kube-apiserver serves from etcd and
+// whose resourceVersions can therefore be compared. Dynamic informers, a
+// custom ListerWatcher (it may filter in Go, which a metadata list would
+// not) and the metadata factory's informers of other groups (custom
+// resources and aggregated APIs alike, which it cannot tell apart without
+// discovery) relist in full, reconciled with the stored state. The
+// recovery's fetches are planned to fit the clientset's rate limit.
+//
 // # Watches keep the server's bytes
 //
 // An informer whose ListerWatcher is client-go's own (requestOnly above)

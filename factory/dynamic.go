@@ -84,7 +84,7 @@ func (f *DynamicFactory) newInformer(gvr schema.GroupVersionResource) (cache.Sha
 		DB:         f.db,
 		Cluster:    f.cluster(),
 		MemoryOnly: f.memoryOnly[gvr] || (gvr == secretsResource && !f.persistSecrets),
-	}, f.defaultResync, f.syncedAtOpen)
+	}, f.defaultResync, f.syncedAtOpen, nil) // no metadata client: relists in full
 }
 
 // Start starts every informer requested so far that has not been started.

@@ -394,6 +394,7 @@ func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, g
 		Identifier:              parts.identifier,
 		InformerMetricsProvider: parts.metricsProvider,
 		SyncedAtOpen:            f.syncedAtOpen,
+		Recovery:                f.typedRecovery(gvr, req),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("boltinformer factory: informer for %s: %w", gvr, err)

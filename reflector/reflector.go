@@ -186,6 +186,13 @@ type Options struct {
 	// caught up with a consistent read; see CatchUp. Nil: watches last
 	// MinWatchTimeout as usual.
 	CatchUp *CatchUp
+
+	// Recovery, when set (with a Lister) and the Store is a RecoveryStore,
+	// replaces every list after the first — after an expired or too large
+	// resourceVersion, for ListFrom, after a failed catch-up — by a
+	// recovery that transfers and decodes only what changed (see
+	// RecoveryStore). Nil: such lists are full lists, as client-go's.
+	Recovery *Recovery
 }
 
 // StartCause says why the reflector (re)established its view of the
@@ -263,6 +270,10 @@ type Reflector struct {
 	observer     Observer
 	listAfter    <-chan struct{}
 	catchUp      *CatchUp // nil: none
+	// recovery is Options.Recovery completed, nil if the reflector does not
+	// recover; filter is then the Store (wrapping the one given to New).
+	recovery *Recovery
+	filter   *recoveryFilter
 	// catchUpTimeout and catchUpWatches are catchUp's completed values.
 	catchUpTimeout time.Duration
 	catchUpWatches int
@@ -280,6 +291,10 @@ type Reflector struct {
 	// ended with an error without delivering an event; see
 	// watchFailuresBeforeRelist.
 	watchFailures int
+	// listInFull is set when a recovery ended without its watch ever
+	// opening, and cleared when a watch opens: lists are full lists
+	// meanwhile (recover.go).
+	listInFull bool
 
 	// mu guards every field below. It is never held while calling the
 	// Store, the ListerWatcher, the Observer or the error handler.
@@ -381,6 +396,7 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 	if opts.ExpectedType != nil {
 		r.expectedType = reflect.TypeOf(opts.ExpectedType)
 	}
+	r.setUpRecovery(opts.Recovery)
 	if r.errorHandler == nil {
 		r.errorHandler = r.defaultErrorHandler
 	}
@@ -431,20 +447,27 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
+	finish := func() error { return nil }
 	if rv, ok := r.takeResume(); ok {
 		logger.V(2).Info("Resuming watch without listing", "reflector", r.name, "type", r.typeDescription, "resourceVersion", rv)
 		r.observer.Resumed(rv)
 	} else {
 		logger.V(3).Info("Listing and watching", "reflector", r.name, "type", r.typeDescription)
-		if err := r.list(ctx); err != nil {
+		var err error
+		// A recovery (recover.go) goes on fetching while the watch runs.
+		if ctx, finish, err = r.listOrRecover(ctx); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
-			return nil
+			return finish()
 		}
 		logger.V(2).Info("Caches populated", "reflector", r.name, "type", r.typeDescription)
 	}
-	return r.watchWithResync(ctx)
+	err := r.watchWithResync(ctx)
+	if ferr := finish(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // LastSyncResourceVersion is the resourceVersion of the last list or watch
