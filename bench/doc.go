@@ -6,8 +6,9 @@
 // # Basics
 //
 // The Go benchmarks in this package cover the storage layer: Get, List and
-// ByIndex hot and cold, apply throughput through group commit, and heap
-// after loading N objects; and, without a server, an informer's start and
+// ByIndex hot and cold, apply throughput through group commit, heap
+// after loading N objects, and the heap a bounded collection holds once
+// opened with a journal (BenchmarkOpenHeap); and, without a server, an informer's start and
 // the drain of a watch stream (CPU per update, delivered and committed
 // rates; BenchmarkWatch), and what scattered updates cost the file at each
 // page size (BenchmarkRandomUpdates). They use realistic Pods (internal/fixture) and a

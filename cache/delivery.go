@@ -43,11 +43,17 @@ import (
 // may have changed without its name or declared version changing); index
 // lookups through the informer's store wait for the whole walk (readGate).
 //
+// With a bounded object cache the walk goes no faster than the start
+// handlers take what it hands out (see pacer): the objects waiting in their
+// buffers are decoded objects nothing else holds.
+//
 // Lock order: blockDeltas, then mu, then the store's locks. The walk never
-// takes blockDeltas while holding mu.
+// takes blockDeltas while holding mu, and waits for the handlers holding
+// neither.
 type warmDelivery struct {
 	s         *Informer
 	listeners []*processor.Listener
+	pace      *pacer // nil: unbounded, no pacing
 
 	mu sync.Mutex
 	// Every key up to and including reached has been handed out, or had no
@@ -69,7 +75,11 @@ func newWarmDelivery(s *Informer, listeners []*processor.Listener) *warmDelivery
 	for _, l := range listeners {
 		l.AwaitInitialAdds()
 	}
-	return &warmDelivery{s: s, listeners: listeners, ahead: map[string]struct{}{}, done: make(chan struct{})}
+	d := &warmDelivery{s: s, listeners: listeners, ahead: map[string]struct{}{}, done: make(chan struct{})}
+	if s.boundedCache() {
+		d.pace = newPacer()
+	}
+	return d
 }
 
 // handOutBefore hands out, ahead of the walk, the stored state of every key
@@ -178,7 +188,10 @@ func (d *warmDelivery) walk(ctx context.Context) error {
 	err := d.s.persistent.coll.ForEach(func(key string, obj runtime.Object) error {
 		keys, objs = append(keys, key), append(objs, obj)
 		if len(keys) == deliverChunk {
-			return flush()
+			if err := flush(); err != nil {
+				return err
+			}
+			d.pace.wait(ctx, d.listeners)
 		}
 		return nil
 	})

@@ -181,6 +181,40 @@
 // start, for controllers that tolerate a stale start: synced at open,
 // before the watch has delivered what changed while the process was down.
 //
+// # Bounded memory
+//
+// With a bounded object cache (Persistence.CacheObjects or CacheBytes) an
+// informer's memory follows the bound, not the collection, through its
+// starts as well as once synced:
+//   - A cold start's list is never held whole. It is a consistent read
+//     (resourceVersion "") in pages of InformerOptions.PageSize items (500
+//     by default, reflector.PagedList); each page is stored and handed to
+//     the handlers as initial adds before the next is asked for, and the
+//     group commits write the pages as they come, the list's
+//     resourceVersion with the last. An apiserver with the watch cache's
+//     snapshots (Kubernetes 1.34 and later by default) serves every page
+//     from its cache; older ones read them from etcd, as client-go's paged
+//     lists do. A lister read before the informer is synced sees the pages
+//     stored so far, where client-go's store is empty until its list is
+//     applied. If the paged list fails part-way, the next list is an
+//     ordinary one, reconciled with the pages stored as a relist is.
+//   - Initial adds — a cold start's pages, a warm start's walk — are handed
+//     out no faster than the handlers take them: the hand-out waits while a
+//     handler has more than 1,024 notifications waiting, since those are
+//     decoded objects nothing else holds. A handler that takes none for a
+//     second is not waited for (it may itself wait for the hand-out: an
+//     index lookup during a warm start does) until it has caught up; its
+//     buffer grows meanwhile, as client-go's would. A slow handler thus
+//     delays the other handlers' initial adds and their registrations'
+//     HasSynced, not the informer's.
+//   - Changes waiting for a group commit are held as records, not decoded
+//     objects (persist.CollectionOptions.CacheObjects).
+//
+// A relist (after a 410, or after a paged list failed) still holds the
+// whole list while it is reconciled with the stored state, as client-go's
+// informer does for every list. An unbounded informer lists and hands out
+// as client-go does: it keeps every object decoded anyway.
+//
 // # Resyncs after a warm start
 //
 // client-go sends an update whose resourceVersion did not change (a resync,

@@ -257,6 +257,9 @@ type Informer struct {
 	// delivery hands a warm start's stored state to the handlers; set by
 	// begin, before the reflector and processLoop start, and never changed.
 	delivery *warmDelivery
+	// paged takes a bounded informer's cold list a page at a time (see
+	// pagedList); set by begin as delivery is, nil otherwise.
+	paged *pagedList
 	// checkpointJoins are checkpoint handlers registered before the start
 	// (see joinCheckpoints).
 	checkpointJoins []pendingJoin
@@ -497,10 +500,17 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 			s.releaseFilePages(logger)
 		})
 	} else {
+		var paged <-chan struct{} // a paged list's end; nil: none
+		if s.paged != nil {
+			paged = s.paged.done
+		}
 		wg.Start(func() {
 			select {
 			case <-ctx.Done():
 			case <-fifo.HasSyncedChecker().Done():
+				close(s.loaded)
+				s.releaseFilePages(logger)
+			case <-paged:
 				close(s.loaded)
 				s.releaseFilePages(logger)
 			}
@@ -649,10 +659,17 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.persistent.retryAfter(done)
 		listAfter = delivery.done
 	}
+	var paged reflector.PagedList
+	if !s.warm && s.boundedCache() && !s.gate.seeds.seeded {
+		// A bounded informer's cold list never held whole (pagedlist.go).
+		s.paged = newPagedList(s, s.transform)
+		paged = s.paged
+	}
 	s.reflector = reflector.New(s.listerWatcher, s.reflectorStore(fifo), s.reflectorOptions(s.listIfOwed(reflector.Options{
 		ResumeResourceVersion: resume,
 		ListAfter:             listAfter,
 		CatchUp:               s.catchUp(),
+		PagedList:             paged,
 	})))
 	s.started = true
 	return fifo, s.reflector, delivery
@@ -983,6 +1000,9 @@ func (s *Informer) moveToMemoryLocked(logger klog.Logger, err error) bool {
 func (s *Informer) closeCollection(logger klog.Logger) {
 	if s.persistent == nil {
 		return
+	}
+	if s.paged != nil {
+		s.paged.wait() // the reflectors have ended: nothing else touches it
 	}
 	s.gate.stopOwing()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -591,7 +591,12 @@ func (cp *Checkpoint) Close() {
 func (c *Collection) stateBefore(earlier *layer, key string) (runtime.Object, bool, error) {
 	if earlier != nil {
 		if ch := earlier.changes[key]; ch != nil {
-			return ch.obj, !ch.deleted, nil
+			if ch.obj != nil || ch.deleted {
+				return ch.obj, !ch.deleted, nil
+			}
+			// A bounded cache's layer holds the record only.
+			obj, err := c.db.codec.Decode(ch.record)
+			return obj, true, err
 		}
 	}
 	if ch := c.journalChangeLocked(key); ch != nil {

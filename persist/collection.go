@@ -539,7 +539,11 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 	if c.db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	// One allocation for the batch: the layers point into it.
+	// One allocation for the batch: the layers point into it. A bounded
+	// cache's layers keep records, not objects (reads decode them, as for
+	// the journal's), so that a large Apply — a list — holds no more
+	// decoded objects than the cache's bound until it is committed.
+	keepObjects := !c.cache.bounded()
 	changes := make([]change, len(ops))
 	for i, op := range ops {
 		if op.Delete {
@@ -553,7 +557,10 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 		if err != nil {
 			return fmt.Errorf("key %q: %w", op.Key, err)
 		}
-		changes[i] = change{obj: op.Object, record: rec, indexes: op.Indexes}
+		changes[i] = change{record: rec, indexes: op.Indexes}
+		if keepObjects {
+			changes[i].obj = op.Object
+		}
 		if m, err := meta.Accessor(op.Object); err == nil {
 			changes[i].uid, changes[i].rv = string(m.GetUID()), m.GetResourceVersion()
 		}
@@ -586,7 +593,7 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 		if ch.deleted {
 			c.cache.remove(op.Key)
 		} else {
-			c.cache.put(op.Key, ch.obj, len(ch.record))
+			c.cache.put(op.Key, op.Object, len(ch.record))
 		}
 		if mem != nil {
 			mem.set(op.Key, ch.indexes)

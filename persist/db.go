@@ -513,19 +513,29 @@ func (db *DB) commit() error {
 	var err error
 	var plans []commitPlan
 	if len(dirty) > 0 {
-		// 2. Write them in one transaction. Readers keep seeing the committing
-		// layers until step 3, so nothing they read goes missing meanwhile.
-		plans = make([]commitPlan, len(dirty))
-		err = db.bolt.Update(func(tx *bolt.Tx) error {
-			now := time.Now().UTC()
-			for i, c := range dirty {
-				var err error
-				if plans[i], err = c.writeCommitting(tx, now); err != nil {
-					return fmt.Errorf("collection %s: %w", c.name, err)
-				}
+		// 2. Write most of a large layer of a collection being filled ahead,
+		// a chunk per transaction (writeahead.go), then every layer in one
+		// transaction. Readers keep seeing the committing layers until step
+		// 3, so nothing they read goes missing meanwhile.
+		for _, c := range dirty {
+			if err = c.writeAhead(); err != nil {
+				err = fmt.Errorf("collection %s: writing ahead: %w", c.name, err)
+				break
 			}
-			return nil
-		})
+		}
+		plans = make([]commitPlan, len(dirty))
+		if err == nil {
+			err = db.bolt.Update(func(tx *bolt.Tx) error {
+				now := time.Now().UTC()
+				for i, c := range dirty {
+					var err error
+					if plans[i], err = c.writeCommitting(tx, now); err != nil {
+						return fmt.Errorf("collection %s: %w", c.name, err)
+					}
+				}
+				return nil
+			})
+		}
 		if err != nil {
 			err = fmt.Errorf("committing %d changes to %s: %w", changes, db.path, err)
 		}

@@ -25,7 +25,10 @@
 // as one state; in memory the journal keeps where each record is, not the
 // record. Each collection also keeps every object's UID and
 // resourceVersion (Collection.Versions), beside the objects and in the
-// same commits, readable without touching a record.
+// same commits, readable without touching a record. A large list loaded
+// into an empty collection is written a chunk of keys per transaction, the
+// resourceVersion with the last (see writeahead.go): a bbolt transaction
+// holds a buffer per page it writes.
 //
 // Records are msgpack envelopes (see record.go) around a payload encoded by
 // Codec: the generated protobuf of typed objects (JSON for the rare typed
@@ -37,7 +40,9 @@
 // Decoded objects are cached in memory: all of them by default, as client-go
 // does, or a bounded number (CollectionOptions.CacheObjects/CacheBytes), in
 // which case memory stays flat however many objects the file holds and cold
-// reads decode from the file.
+// reads decode from the file; changes waiting for a commit are then held as
+// records, not objects, and a list received in pages can be applied as it
+// comes (ApplyPart, then ApplyList).
 //
 // # Caveats
 //

@@ -62,6 +62,57 @@ func JournalHeldBytes(c *Collection) int {
 	return n
 }
 
+// LayerObjects returns how many decoded objects the layers not yet in the
+// journal hold (pending and committing), and how many changes they hold.
+func LayerObjects(c *Collection) (objects, changes int) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, l := range []*layer{c.pending, c.committing} {
+		if l == nil {
+			continue
+		}
+		for _, ch := range l.changes {
+			changes++
+			if ch.obj != nil {
+				objects++
+			}
+		}
+	}
+	return objects, changes
+}
+
+// HoldForCommit moves the collection's pending layer to committing, as a
+// commit's first step does, without writing it: reads find its changes
+// there until the next commit writes them, with what was applied since.
+func HoldForCommit(c *Collection) {
+	c.db.commitMu.Lock()
+	defer c.db.commitMu.Unlock()
+	c.db.applyMu.Lock()
+	defer c.db.applyMu.Unlock()
+	c.swapForCommit()
+}
+
+// SetWriteAhead makes commits write ahead chunk keys per transaction and
+// call hook, if not nil, after each such transaction with the chunk's last
+// key (see writeahead.go). It returns a function restoring the defaults.
+func SetWriteAhead(chunk int, hook func(last string)) (restore func()) {
+	oldChunk, oldHook := writeAheadChunk, writtenAheadHook
+	writeAheadChunk, writtenAheadHook = chunk, hook
+	return func() { writeAheadChunk, writtenAheadHook = oldChunk, oldHook }
+}
+
+// CommittedState reads, in a transaction of its own, the collection's
+// stored resourceVersion and how many records its object tree holds.
+func CommittedState(c *Collection) (rv string, objects int, err error) {
+	err = c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		rv = string(b.Bucket(bucketCollMeta).Get(keyRV))
+		objects = b.Bucket(bucketObjects).Stats().KeyN
+		return nil
+	})
+	return rv, objects, err
+}
+
 // WithClock returns opts with the clock checkpoint retention reads.
 func WithClock(opts Options, now func() time.Time) Options {
 	opts.now = now

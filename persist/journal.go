@@ -243,6 +243,9 @@ func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, 
 		return nil, plan, nil
 	}
 	keys := sortedKeys(l.changes)
+	if l.writtenAhead != "" { // those are in the trees already (writeahead.go)
+		keys = keys[sort.SearchStrings(keys, l.writtenAhead+"\x00"):]
+	}
 	objects := b.Bucket(bucketObjects)
 	checkpoints := b.Bucket(bucketCheckpoints) != nil || len(l.acks) > 0
 	deleted := map[string][]byte{}
@@ -488,6 +491,9 @@ func (c *Collection) foldAllTx(b *bolt.Bucket, j *journalState, l *layer) error 
 			continue
 		}
 		for key := range src.changes {
+			if src == l && l.aheadOf(key) {
+				continue // in the trees already (writeahead.go)
+			}
 			all[key] = struct{}{}
 		}
 	}

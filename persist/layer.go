@@ -85,6 +85,10 @@ type layer struct {
 	// seen stamps checkpoints as open at a time (see
 	// Options.CheckpointRetention).
 	seen map[string]time.Time
+	// writtenAhead, in a committing layer, is the last key written into
+	// the trees ahead of the commit's transaction (see writeahead.go);
+	// empty if none.
+	writtenAhead string
 }
 
 func newLayer() *layer {
@@ -146,6 +150,9 @@ func (l *layer) unindex(key string, ch *change) {
 // absorb folds newer on top of l (used when a failed commit is retried
 // together with what was applied since).
 func (l *layer) absorb(newer *layer) {
+	if len(newer.changes) > 0 {
+		l.writtenAhead = "" // a key written ahead may have changed: write them all
+	}
 	for key, ch := range newer.changes {
 		l.put(key, ch)
 	}

@@ -58,6 +58,18 @@ func (c *Collection) ApplyList(ops []Op, rv string) error {
 	return c.apply(ops, rv, true, &mark)
 }
 
+// ApplyPart is Apply for part of a list received in pages: it applies ops
+// and leaves the resourceVersion and the must-list mark as they are. Group
+// commits write the parts as they come, so the file holds the objects of a
+// list whose resourceVersion it does not have yet; the owner sets that
+// with ApplyList once the last page is applied (an ApplyList of no ops
+// changes nothing else). Until then the collection must not be resumed:
+// the owner lists into a collection without a resourceVersion, which a
+// crash leaves without one.
+func (c *Collection) ApplyPart(ops []Op) error {
+	return c.apply(ops, "", false, nil)
+}
+
 // writeMustList stores the mark in meta, or removes it.
 func writeMustList(meta *bolt.Bucket, set bool) error {
 	if !set {

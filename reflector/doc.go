@@ -80,6 +80,12 @@
 // serves as the read when none has succeeded, and after it the watches are
 // ordinary, so catching up adds at most one full list.
 //
+// With Options.PagedList a cold start's list is never held whole: it is a
+// consistent read in pages, each handed to the PagedList as it arrives,
+// then the list's resourceVersion (see PagedList); a store that keeps its
+// objects elsewhere needs memory for a page, not for the collection. Later
+// lists go to Store.Replace.
+//
 // Options.Observer sees how each start happened (StartCause), every list and
 // every watch, for metrics and tests.
 //
@@ -143,6 +149,9 @@
 //   - Watch-list streaming (client-go's WatchListClient feature,
 //     sendInitialEvents) is never used, whatever the feature gate says: every
 //     start is a paged list plus a watch, or a resumed watch.
+//   - With Options.PagedList the first list is at resourceVersion "" (a
+//     consistent read), in pages, where client-go's is at "0", which the
+//     watch cache serves whole whatever the limit.
 //   - The list runs on the caller's goroutine with the caller's context;
 //     client-go runs it on a goroutine that may outlive a cancelled context.
 //   - Every error, including retried watch failures and failed Store writes,

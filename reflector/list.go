@@ -56,6 +56,9 @@ func (r *Reflector) list(ctx context.Context) error {
 	paginatedBefore := r.paginatedResult
 	options := metav1.ListOptions{ResourceVersion: r.relistResourceVersionLocked()}
 	r.mu.RUnlock()
+	if r.pagedListUsable(cause) {
+		return r.listPaged(ctx)
+	}
 
 	// pages counts the responses that make up the current result. The
 	// pager answers an expired continue token with one full list, which

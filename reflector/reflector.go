@@ -193,6 +193,14 @@ type Options struct {
 	// recovery that transfers and decodes only what changed (see
 	// RecoveryStore). Nil: such lists are full lists, as client-go's.
 	Recovery *Recovery
+	// PagedList, when set, takes the first list of a cold start (no
+	// ResumeResourceVersion, no ListFrom) a page at a time instead of
+	// Store.Replace: the list is a consistent read (resourceVersion "") in
+	// pages of PageSize items (DefaultPagedListPageSize if zero), each
+	// handed over as it arrives, then its resourceVersion (see PagedList).
+	// If that list fails part-way, the next is an ordinary one, through
+	// Store.Replace. Nil: every list goes to Store.Replace.
+	PagedList PagedList
 }
 
 // StartCause says why the reflector (re)established its view of the
@@ -274,6 +282,7 @@ type Reflector struct {
 	// recover; filter is then the Store (wrapping the one given to New).
 	recovery *Recovery
 	filter   *recoveryFilter
+	pagedList    PagedList
 	// catchUpTimeout and catchUpWatches are catchUp's completed values.
 	catchUpTimeout time.Duration
 	catchUpWatches int
@@ -295,6 +304,8 @@ type Reflector struct {
 	// opening, and cleared when a watch opens: lists are full lists
 	// meanwhile (recover.go).
 	listInFull bool
+	// pagedListTried is set once the PagedList has been given a list.
+	pagedListTried bool
 
 	// mu guards every field below. It is never held while calling the
 	// Store, the ListerWatcher, the Observer or the error handler.
@@ -382,6 +393,7 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 		errorHandler:    opts.WatchErrorHandler,
 		observer:        opts.Observer,
 		listAfter:       opts.ListAfter,
+		pagedList:       opts.PagedList,
 		nextListCause:   CauseCold,
 	}
 	if cu := opts.CatchUp; cu != nil {

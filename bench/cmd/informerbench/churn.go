@@ -40,6 +40,16 @@ type churnOptions struct {
 	// cpuProfile is a directory for each child's CPU profile of the churn
 	// (churn-<informer>.pprof); empty: none.
 	cpuProfile string
+	// bounded, if positive, adds a third child: boltinformer with a
+	// decoded-object cache of this many objects.
+	bounded int
+	// startSample is the sampling interval of the cold starts and the
+	// restarts; restartSettle how long a restart is sampled after it
+	// synced (0: no restarts).
+	startSample, restartSettle time.Duration
+	// heapProfile is a directory for each child's heap profiles at its
+	// peak live heap per phase (heap-<phase>-<informer>.pprof); empty: none.
+	heapProfile string
 }
 
 func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
@@ -63,6 +73,10 @@ func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.batchInterval, "batch-interval", 0, "boltinformer's group commit interval (persist.Options.BatchInterval); 0 is persist's default. A commit rewrites every page it touches, so fewer, larger commits write fewer bytes per event.")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Have each child write a CPU profile of the churn, from both synced to every change seen (not the initial list), to `DIR`/churn-<informer>.pprof.")
 	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log here; by default they go to a temporary directory, and a failing child's log tail is printed.")
+	fs.IntVar(&o.bounded, "bounded", 0, "Also run boltinformer with a decoded-object cache of this many objects (factory.WithCacheBound), on a file of its own, as a third child; 0: not.")
+	fs.DurationVar(&o.startSample, "start-sample", 250*time.Millisecond, "Interval between samples of a child's /proc counters during its cold start and its restart.")
+	fs.DurationVar(&o.restartSettle, "restart-settle", 15*time.Second, "After the churn, restart each child in turn (client-go cold, boltinformer warm on its file) and sample it until this long after it synced; 0: no restarts.")
+	fs.StringVar(&o.heapProfile, "heapprofile", "", "Have each child write, per phase (cold, churn, restart), a heap profile at the highest live heap it reached, to `DIR`/heap-<phase>-<informer>.pprof, and report those peaks.")
 }
 
 // complete fills in defaults that depend on other flags, and checks them.
@@ -70,8 +84,11 @@ func (o *churnOptions) complete() error {
 	if o.pods < 1 || o.rate <= 0 || o.duration <= 0 || o.inflight < 1 || o.sample <= 0 || o.workers < 1 {
 		return errors.New("--pods, --rate, --duration, --inflight, --sample and --workers must be positive")
 	}
-	if o.batchInterval < 0 {
-		return errors.New("--batch-interval must not be negative")
+	if o.batchInterval < 0 || o.bounded < 0 || o.restartSettle < 0 {
+		return errors.New("--batch-interval, --bounded and --restart-settle must not be negative")
+	}
+	if o.startSample <= 0 {
+		return errors.New("--start-sample must be positive")
 	}
 	if o.out == "" {
 		o.out = filepath.Join("bench", "results", "churn-"+sizeLabel(o.pods))
@@ -94,9 +111,11 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	if err := o.complete(); err != nil {
 		return err
 	}
-	if o.cpuProfile != "" {
-		if err := checkProfileDir(o.cpuProfile); err != nil {
-			return err
+	for _, dir := range []struct{ flag, dir string }{{"--cpuprofile", o.cpuProfile}, {"--heapprofile", o.heapProfile}} {
+		if dir.dir != "" {
+			if err := checkProfileDir(dir.flag, dir.dir); err != nil {
+				return err
+			}
 		}
 	}
 	sess, err := openSession(ctx, o.kubeconfig, &o.logDir, []string{o.out}, out)
@@ -137,25 +156,42 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 
-	// No change is made from here until both children are synced, so a
+	// No change is made from here until every child is synced, so a
 	// sentAnnot at or after since is this run's.
 	since := time.Now().UnixNano()
 	base := churnSpec{Kubeconfig: cl.kubeconfig, Selector: o.shape.selector(), ContentType: protobufContentType,
-		Since: since, ExpectEvents: int(o.rate * o.duration.Seconds())}
+		Since: since, ExpectEvents: int(o.rate * o.duration.Seconds()), HeapProfile: o.heapProfile}
+	informers := []string{informerClientGo, informerBolt}
+	if o.bounded > 0 {
+		informers = append(informers, informerBoltBounded)
+	}
+	specOf := func(informer string) churnSpec {
+		spec := base
+		spec.Informer = informer
+		switch informer {
+		case informerBolt:
+			spec.File = filepath.Join(work, "cache.db")
+		case informerBoltBounded:
+			spec.File = filepath.Join(work, "cache-bounded.db")
+			spec.CacheObjects = o.bounded
+		}
+		if spec.File != "" {
+			spec.BatchInterval = o.batchInterval
+		}
+		return spec
+	}
 	var procs []*churnProc
 	defer func() {
 		for _, p := range procs {
 			_ = p.close() // idempotent; the error paths' children end here
 		}
 	}()
-	fmt.Fprintf(out, "starting client-go and boltinformer side by side on %d %s Pods (%.1f KB of protobuf each)…\n", len(live), o.shape, podBytes/1000)
-	for _, informer := range []string{informerClientGo, informerBolt} {
-		spec := base
-		spec.Informer = informer
-		if informer == informerBolt {
-			spec.File = filepath.Join(work, "cache.db")
-			spec.BatchInterval = o.batchInterval
-		}
+	fmt.Fprintf(out, "starting %s one at a time on %d %s Pods (%.1f KB of protobuf each), sampling each every %v until synced…\n",
+		strings.Join(informers, ", "), len(live), o.shape, podBytes/1000, o.startSample)
+	var startSamples []churnSample
+	readyAt := map[string]float64{} // informer -> cold start's READY, seconds from spawn
+	for _, informer := range informers {
+		spec := specOf(informer)
 		if o.cpuProfile != "" {
 			spec.CPUProfile = filepath.Join(o.cpuProfile, "churn-"+informer+".pprof")
 		}
@@ -164,14 +200,18 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		procs = append(procs, p)
-	}
-	for _, p := range procs {
-		if err := p.waitReady(ctx, syncTimeout+persistTimeout); err != nil {
+		smp := startSampler([]*churnProc{p}, phaseCold, o.startSample, nil)
+		err = p.waitReady(ctx, syncTimeout+persistTimeout)
+		readyAt[informer] = smp.elapsed()
+		got, serr := smp.stop()
+		if err := errors.Join(err, serr); err != nil {
 			return err
 		}
+		startSamples = append(startSamples, got...)
+		fmt.Fprintf(out, "  %s synced and flushed in %v\n", informer, seconds(readyAt[informer]))
 	}
 
-	fmt.Fprintf(out, "both synced; churning %.0f changes/s (update,create,delete %s; skew %s) for %v, sampling every %v…\n", o.rate, &o.mix, &o.skew, o.duration, o.sample)
+	fmt.Fprintf(out, "all synced; churning %.0f changes/s (update,create,delete %s; skew %s) for %v, sampling every %v…\n", o.rate, &o.mix, &o.skew, o.duration, o.sample)
 	d := &churnDriver{cs: cs, shape: o.shape, mix: o.mix, pool: newPodPool(live, uint64(since), o.skew), newIndex: newIndex,
 		meter: newSkewMeter(skewWindow)}
 	// The children profile (--cpuprofile) from here to their results.
@@ -183,7 +223,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	cpu := startCPUMeter(cl.pids())
 	loadStart := loadAverage()
 	lastPrint := time.Now()
-	sampler := startSampler(procs, o.sample, func(round []churnSample) {
+	sampler := startSampler(procs, phaseChurn, o.sample, func(round []churnSample) {
 		if time.Since(lastPrint) < progressEvery || len(round) == 0 {
 			return
 		}
@@ -211,6 +251,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		PodsAtStart: len(live), DurationSeconds: o.duration.Seconds(), SampleSeconds: o.sample.Seconds(), Mix: o.mix.String(),
 		Skew: o.skew.String(), ContentType: protobufContentType, Drive: drive, LoadAvgStart: loadStart, LoadAvgEnd: loadEnd,
 		APIServerCPUs: used[0], EtcdCPUs: used[1], BatchInterval: cmp.Or(o.batchInterval, persist.DefaultBatchInterval).String(),
+		StartSampleSeconds: o.startSample.Seconds(), RestartSettleSeconds: o.restartSettle.Seconds(),
 	}
 	// Every child first drains (its result says whether it saw every
 	// change); then the last samples; then the children exit.
@@ -232,12 +273,31 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	if sampleErr != nil {
 		return sampleErr
 	}
-	res.Samples = samples
-	for i, p := range procs {
-		res.Informers = append(res.Informers, churnInformer{Informer: p.informer, Child: children[i],
-			Summary: summarize(samples, p.informer, children[i].Events)})
+	restarts := map[string]*churnStart{}
+	if o.restartSettle > 0 {
+		fmt.Fprintf(out, "restarting each child in turn (client-go cold, boltinformer warm), sampling every %v until %v after it synced…\n", o.startSample, o.restartSettle)
+		for _, informer := range informers {
+			got, st, err := restartChurnChild(ctx, specOf(informer), o, &procs)
+			if err != nil {
+				return err
+			}
+			samples = append(samples, got...)
+			restarts[informer] = st
+			fmt.Fprintf(out, "  %s synced in %v; RssAnon peak %.0f MiB, %.0f MiB %v later\n", informer, seconds(st.SyncSeconds),
+				mib(st.RssAnonPeak), mib(st.RssAnonEnd), o.restartSettle)
+		}
 	}
-	res.Ratios = churnRatios(res.Informers[0], res.Informers[1])
+	res.Samples = append(startSamples, samples...)
+	for i, p := range procs[:len(informers)] {
+		in := churnInformer{Informer: p.informer, Child: children[i], Summary: summarize(samples, p.informer, children[i].Events),
+			Cold: startOf(startSamples, p.informer, phaseCold, readyAt[p.informer], children[i]), Restart: restarts[p.informer]}
+		res.Informers = append(res.Informers, in)
+	}
+	for i := range res.Informers[1:] {
+		in := &res.Informers[i+1]
+		in.Ratios = churnRatios(res.Informers[0], *in)
+	}
+	res.Ratios = res.Informers[1].Ratios
 
 	if err := res.save(o.out); err != nil {
 		return err
@@ -259,16 +319,52 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
+// restartChurnChild starts a restart child of spec (its file as the churn
+// left it), samples it from spawn until o.restartSettle after its READY,
+// and returns the samples and its start. The child is added to procs,
+// which the caller closes on error; on success it is closed here.
+func restartChurnChild(ctx context.Context, spec churnSpec, o *churnOptions, procs *[]*churnProc) ([]churnSample, *churnStart, error) {
+	spec.Restart = true
+	p, err := startChurnChild(ctx, spec, filepath.Join(o.logDir, "churn-restart-"+spec.Informer+".log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	*procs = append(*procs, p)
+	smp := startSampler([]*churnProc{p}, phaseRestart, o.startSample, nil)
+	err = p.waitReady(ctx, syncTimeout)
+	ready := smp.elapsed()
+	if err == nil {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-time.After(o.restartSettle):
+		}
+	}
+	var child *churnChildResult
+	if err == nil {
+		child, err = p.end(ctx)
+	}
+	got, serr := smp.stop()
+	if err := errors.Join(err, serr); err != nil {
+		return nil, nil, err
+	}
+	if err := p.close(); err != nil {
+		return nil, nil, fmt.Errorf("%s restart child: %w; end of %s:\n%s", p.informer, err, p.logPath, tail(p.logPath, 15))
+	}
+	st := startOf(got, p.informer, phaseRestart, ready, child)
+	return got, &st, nil
+}
+
 // checkProfileDir makes dir and checks that a file can be created in it, so
-// that a --cpuprofile the children cannot write fails now rather than once
-// the Pods are created and both children have synced.
-func checkProfileDir(dir string) error {
+// that a profile directory (flag) the children cannot write fails now
+// rather than once the Pods are created and the children have synced.
+func checkProfileDir(flag, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--cpuprofile: %w", err)
+		return fmt.Errorf("%s: %w", flag, err)
 	}
 	f, err := os.CreateTemp(dir, ".churn-*.pprof")
 	if err != nil {
-		return fmt.Errorf("--cpuprofile: cannot write profiles in %s: %w", dir, err)
+		return fmt.Errorf("%s: cannot write profiles in %s: %w", flag, dir, err)
 	}
 	f.Close()
 	return os.Remove(f.Name())

@@ -356,8 +356,34 @@ func TestChurnSummaryRatiosAndTable(t *testing.T) {
 	if cg.Summary.CPUSeconds != 2 || cg.Summary.WriteBytes != 0 || cg.Summary.WcharBytes != 200 || cg.Summary.RssAnonMax != 450*mb {
 		t.Errorf("client-go summary %+v", cg.Summary)
 	}
-	r := &churnResult{Informers: []churnInformer{cg, bolt}, Ratios: churnRatios(cg, bolt)}
-	for k, v := range map[string]float64{rCPU: 1.5, rCPUPerEvt: 1.5, rLatencyP99: 1.5, rRssAnonMax: 260.0 / 450} {
+	// The starts: sampled from spawn, before and after the churn (whose
+	// samples they must not change).
+	starts := []churnSample{
+		{T: 0, Informer: informerClientGo, Phase: phaseCold, procSample: procSample{RssAnon: 10 * mb}},
+		{T: 1, Informer: informerClientGo, Phase: phaseCold, procSample: procSample{RssAnon: 900 * mb}},
+		{T: 2, Informer: informerClientGo, Phase: phaseCold, procSample: procSample{RssAnon: 500 * mb}},
+		{T: 0, Informer: informerBolt, Phase: phaseCold, procSample: procSample{RssAnon: 10 * mb}},
+		{T: 1, Informer: informerBolt, Phase: phaseCold, procSample: procSample{RssAnon: 450 * mb}},
+		{T: 0, Informer: informerClientGo, Phase: phaseRestart, procSample: procSample{RssAnon: 800 * mb}},
+		{T: 1, Informer: informerClientGo, Phase: phaseRestart, procSample: procSample{RssAnon: 600 * mb}},
+		{T: 0, Informer: informerBolt, Phase: phaseRestart, procSample: procSample{RssAnon: 100 * mb}},
+		{T: 1, Informer: informerBolt, Phase: phaseRestart, procSample: procSample{RssAnon: 60 * mb}},
+	}
+	if got := summarize(append(slices.Clone(starts), samples...), informerBolt, 1000); got != bolt.Summary {
+		t.Errorf("start samples changed the churn's summary: %+v", got)
+	}
+	cg.Cold = startOf(starts, informerClientGo, phaseCold, 2.5, &churnChildResult{SyncSeconds: 2, InitialAdds: 7, LiveHeapPeaks: map[string]uint64{phaseCold: 300 * mb}})
+	bolt.Cold = startOf(starts, informerBolt, phaseCold, 1.5, &churnChildResult{SyncSeconds: 1, InitialAdds: 7})
+	if want := (churnStart{SyncSeconds: 2, ReadySeconds: 2.5, RssAnonPeak: 900 * mb, RssAnonEnd: 500 * mb, InitialAdds: 7, LiveHeapPeak: 300 * mb}); cg.Cold != want {
+		t.Errorf("cold start\n got %+v\nwant %+v", cg.Cold, want)
+	}
+	cgRestart := startOf(starts, informerClientGo, phaseRestart, 1, nil)
+	boltRestart := startOf(starts, informerBolt, phaseRestart, 1, nil)
+	cg.Restart, bolt.Restart = &cgRestart, &boltRestart
+	bolt.Ratios = churnRatios(cg, bolt)
+	r := &churnResult{Informers: []churnInformer{cg, bolt}, Ratios: bolt.Ratios, RestartSettleSeconds: 15}
+	for k, v := range map[string]float64{rCPU: 1.5, rCPUPerEvt: 1.5, rLatencyP99: 1.5, rRssAnonMax: 260.0 / 450,
+		rColdPeak: 0.5, rRestartPeak: 100.0 / 800, rRestartSettled: 60.0 / 600} {
 		if got := r.Ratios[k]; got < v-1e-9 || got > v+1e-9 {
 			t.Errorf("ratio %s = %v, want %v", k, got, v)
 		}
@@ -378,8 +404,14 @@ func TestChurnSummaryRatiosAndTable(t *testing.T) {
 	if got := strings.Join(find("write_bytes MiB (KiB per event)"), "|"); got != "write_bytes MiB (KiB per event)|0.0 (0.0)|80.0 (81.9)|" {
 		t.Errorf("write_bytes row %q", got)
 	}
-	if got := strings.Join(find("RssAnon MiB max"), "|"); got != "RssAnon MiB max|450|260|0.58" {
+	if got := strings.Join(find("RssAnon MiB peak, churn"), "|"); got != "RssAnon MiB peak, churn|450|260|0.58" {
 		t.Errorf("RssAnon row %q", got)
+	}
+	if got := strings.Join(find("RssAnon MiB peak, cold start"), "|"); got != "RssAnon MiB peak, cold start|900|450|0.50" {
+		t.Errorf("cold start row %q", got)
+	}
+	if got := strings.Join(find("RssAnon MiB 15s after the restart synced"), "|"); got != "RssAnon MiB 15s after the restart synced|600|60|0.10" {
+		t.Errorf("restart row %q", got)
 	}
 	if got := find("cache file MiB start → end"); got[1] != "-" || got[2] != "10.0 → 12.0" {
 		t.Errorf("file row %q", got)
@@ -389,7 +421,7 @@ func TestChurnSummaryRatiosAndTable(t *testing.T) {
 	if _, ok := churnRatios(cg, bolt)[rLatencyP99]; ok {
 		t.Error("ratio over a zero client-go latency")
 	}
-	if s := timeSeriesSVG("t", "s", "MiB", []timeSeries{{title: informerBolt, color: "#1f77b4", t: []float64{0, 5}, v: []float64{1, 2}}}); !strings.Contains(s, "<polyline") {
+	if s := timeSeriesSVG("t", "s", "MiB", "seconds", []timeSeries{{title: informerBolt, color: "#1f77b4", t: []float64{0, 5}, v: []float64{1, 2}}}); !strings.Contains(s, "<polyline") {
 		t.Error("no line in the SVG")
 	}
 }
@@ -436,7 +468,7 @@ func TestChurnProfileWritesAWholeProfile(t *testing.T) {
 
 func TestCheckProfileDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a", "b")
-	if err := checkProfileDir(dir); err != nil {
+	if err := checkProfileDir("--cpuprofile", dir); err != nil {
 		t.Fatal(err)
 	}
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
@@ -446,7 +478,7 @@ func TestCheckProfileDir(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkProfileDir(file); err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
+	if err := checkProfileDir("--cpuprofile", file); err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
 		t.Errorf("checkProfileDir(a file) = %v, want a --cpuprofile error", err)
 	}
 }
@@ -466,5 +498,38 @@ func TestPrintChurnNamesProfiles(t *testing.T) {
 	printChurn(&b, r)
 	if strings.Contains(b.String(), "profile") {
 		t.Errorf("report names profiles without --cpuprofile:\n%s", b.String())
+	}
+}
+
+func TestHeapPeaksProfilesEachPhase(t *testing.T) {
+	if h := startHeapPeaks("", informerBolt, phaseCold); h != nil {
+		t.Fatal("a heapPeaks without a directory")
+	}
+	dir := t.TempDir()
+	h := startHeapPeaks(dir, informerBolt, phaseCold)
+	keep := make([]byte, 8<<20)
+	runtime.GC()
+	time.Sleep(3 * heapPollEvery)
+	h.begin(phaseChurn)
+	h.snapshot(phaseChurn + "-start")
+	runtime.KeepAlive(keep)
+	keep = nil
+	runtime.GC()
+	time.Sleep(3 * heapPollEvery)
+	peaks, err := h.stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peaks[phaseCold] < 8<<20 || peaks[phaseChurn] == 0 || peaks[phaseChurn] >= peaks[phaseCold] {
+		t.Errorf("peaks %v: want the cold phase's above 8 MiB and the churn's, which is not 0", peaks)
+	}
+	for _, phase := range []string{phaseCold, phaseChurn, phaseChurn + "-start"} {
+		data, err := os.ReadFile(filepath.Join(dir, "heap-"+phase+"-"+informerBolt+".pprof"))
+		if err != nil || !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
+			t.Errorf("%s profile: %d bytes, %v", phase, len(data), err)
+		}
+	}
+	if again, err := h.stop(); err != nil || again[phaseCold] != peaks[phaseCold] {
+		t.Errorf("second stop: %v, %v", again, err)
 	}
 }

@@ -54,12 +54,30 @@ import (
 //     parent can read its /proc counters after the last event; then it
 //     stops the factory and exits.
 //
-// Stdin closing before STOP (the parent died) ends the child with an error.
+// A restart child (churnSpec.Restart, after the churn: client-go starts
+// cold again, boltinformer warm on the file the churn left) does steps 1
+// and 2 without the flush and without returning the start's garbage (what
+// the parent samples then is what a user's process holds after a
+// restart), then waits for END, prints its churnChildResult (the sync and,
+// with a HeapProfile, the live heap's peaks) and idles as in step 5.
+//
+// Stdin closing before STOP or END (the parent died) ends the child with
+// an error.
 
 const (
 	churnChildCommand = "churn-child"
 	churnStartLine    = "START"
 	churnStopLine     = "STOP"
+	churnEndLine      = "END"
+
+	// informerBoltBounded is boltinformer's typed factory with a bounded
+	// decoded-object cache (churnSpec.CacheObjects).
+	informerBoltBounded = "boltinformer-bounded"
+
+	// Phases of a churn run, as samples and heap profiles name them.
+	phaseCold    = "cold"    // spawn to synced, on an empty file
+	phaseChurn   = "churn"   // START to every change seen
+	phaseRestart = "restart" // a restart child's spawn to END
 
 	// sentAnnot carries, on every Pod the churn creates or patches, the
 	// wall-clock time (Unix nanoseconds) just before the request was made.
@@ -89,6 +107,15 @@ type churnSpec struct {
 	// CPUProfile, if set, is where the child writes a CPU profile
 	// (runtime/pprof) from START to its result.
 	CPUProfile string `json:"cpuProfile,omitempty"`
+	// CacheObjects bounds boltinformer's decoded-object cache
+	// (factory.WithCacheBound); informerBoltBounded only.
+	CacheObjects int `json:"cacheObjects,omitempty"`
+	// Restart makes a restart child (see the protocol above).
+	Restart bool `json:"restart,omitempty"`
+	// HeapProfile, if set, is a directory where the child writes, per
+	// phase, a heap profile taken at the highest live heap it reached
+	// (heappeak.go).
+	HeapProfile string `json:"heapProfile,omitempty"`
 }
 
 // churnChildResult is what a churn child reports.
@@ -121,6 +148,9 @@ type churnChildResult struct {
 	FileBytesEnd   int64 `json:"fileBytesEnd,omitempty"`
 	// CPUProfile is the spec's CPUProfile, written and closed.
 	CPUProfile string `json:"cpuProfile,omitempty"`
+	// LiveHeapPeaks (with a HeapProfile): the highest live heap of each
+	// phase, by phase name.
+	LiveHeapPeaks map[string]uint64 `json:"liveHeapPeaks,omitempty"`
 }
 
 // runChurnChild is the hidden churn-child subcommand.
@@ -164,17 +194,30 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	// Each informer as its users build it: a generated factory's Pod
 	// informer, client-go's or boltinformer's (one changed constructor, a
 	// cache file with persist's defaults: group commit, fsync on).
+	phase := phaseCold
+	if spec.Restart {
+		phase = phaseRestart
+	}
+	heap := startHeapPeaks(spec.HeapProfile, spec.Informer, phase)
+	defer heap.stop() // for the error paths; idempotent
 	var f informers.SharedInformerFactory
 	var db *persist.DB
 	switch spec.Informer {
 	case informerClientGo:
 		f = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(tweak))
-	case informerBolt:
+	case informerBolt, informerBoltBounded:
 		if db, err = persist.Open(spec.File, persist.Options{Scheme: scheme.Scheme, BatchInterval: spec.BatchInterval}); err != nil {
 			return err
 		}
 		defer db.Close() // deferred first, so it runs after the factory's Shutdown below
-		f = factory.NewSharedInformerFactoryWithOptions(cs, 0, db, factory.WithTweakListOptions(tweak))
+		opts := []factory.Option{factory.WithTweakListOptions(tweak)}
+		if spec.Informer == informerBoltBounded {
+			if spec.CacheObjects <= 0 {
+				return fmt.Errorf("%s needs a positive cacheObjects", spec.Informer)
+			}
+			opts = append(opts, factory.WithCacheBound(spec.CacheObjects, 0))
+		}
+		f = factory.NewSharedInformerFactoryWithOptions(cs, 0, db, opts...)
 	default:
 		return fmt.Errorf("unknown informer %q", spec.Informer)
 	}
@@ -195,6 +238,9 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 		return fmt.Errorf("handler not synced after %v", syncTimeout)
 	}
 	res := &churnChildResult{Informer: spec.Informer, SyncSeconds: time.Since(start).Seconds(), InitialAdds: h.initialAdds.Load()}
+	if spec.Restart {
+		return restartChild(heap, res, in, stdout)
+	}
 	if db != nil {
 		if res.FileBytesStart, err = flushAndSize(ctx, db, spec.File); err != nil {
 			return err
@@ -212,6 +258,8 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	if strings.TrimSpace(line) != churnStartLine {
 		return fmt.Errorf("waiting for %s: got %q (%v)", churnStartLine, line, err)
 	}
+	heap.begin(phaseChurn)
+	heap.snapshot(phaseChurn + "-start")
 	if err := prof.start(); err != nil {
 		return err
 	}
@@ -221,6 +269,7 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 		return fmt.Errorf("waiting for %s: got %q (%v): %w", churnStopLine, line, err, perr)
 	}
 	res.Drained = h.waitChanges(ctx, want, churnDrainTimeout)
+	heap.snapshot(phaseChurn + "-end")
 	if db != nil {
 		if res.FileBytesEnd, err = flushAndSize(ctx, db, spec.File); err != nil {
 			return err
@@ -231,10 +280,33 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	}
 	res.CPUProfile = spec.CPUProfile
 	h.fill(res)
+	if res.LiveHeapPeaks, err = heap.stop(); err != nil {
+		return err
+	}
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return err
 	}
 	// Idle until the parent has taken its last /proc sample and closes stdin.
+	_, _ = io.Copy(io.Discard, in)
+	return nil
+}
+
+// restartChild is the rest of a restart child once its handler synced:
+// READY, then, at END, its result; then idle until stdin closes.
+func restartChild(heap *heapPeaks, res *churnChildResult, in *bufio.Reader, stdout io.Writer) error {
+	if _, err := fmt.Fprintln(stdout, readyLine); err != nil {
+		return err
+	}
+	line, err := in.ReadString('\n')
+	if strings.TrimSpace(line) != churnEndLine {
+		return fmt.Errorf("waiting for %s: got %q (%v)", churnEndLine, line, err)
+	}
+	if res.LiveHeapPeaks, err = heap.stop(); err != nil {
+		return err
+	}
+	if err := json.NewEncoder(stdout).Encode(res); err != nil {
+		return err
+	}
 	_, _ = io.Copy(io.Discard, in)
 	return nil
 }

@@ -25,11 +25,12 @@ var churnPlots = []struct {
 }
 
 // churnColors: client-go in plot.go's protobuf colour, boltinformer in its.
-var churnColors = map[string]string{informerClientGo: "#ff7f0e", informerBolt: "#1f77b4"}
+var churnColors = map[string]string{informerClientGo: "#ff7f0e", informerBolt: "#1f77b4", informerBoltBounded: "#2ca02c"}
 
-// timeSeries is one plotted line.
+// timeSeries is one plotted line; dashed draws it dashed.
 type timeSeries struct {
 	title, color string
+	dashed       bool
 	t, v         []float64
 }
 
@@ -45,7 +46,7 @@ func writeChurnPlots(dir string, r *churnResult) ([]string, error) {
 			s := timeSeries{title: in.Informer, color: churnColors[in.Informer]}
 			base := math.NaN()
 			for _, x := range r.Samples {
-				if x.Informer != in.Informer {
+				if x.Informer != in.Informer || (x.Phase != phaseChurn && x.Phase != "") {
 					continue
 				}
 				v := p.value(x)
@@ -60,7 +61,31 @@ func writeChurnPlots(dir string, r *churnResult) ([]string, error) {
 			series = append(series, s)
 		}
 		path := filepath.Join(dir, p.file)
-		if err := os.WriteFile(path, []byte(timeSeriesSVG(p.title, subtitle, p.unit, series)), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(timeSeriesSVG(p.title, subtitle, p.unit, "seconds since the churn began", series)), 0o644); err != nil {
+			return nil, err
+		}
+		paths = append(paths, path)
+	}
+	// The starts: each child's RssAnon from its spawn, cold (solid) and
+	// restarted (dashed).
+	var series []timeSeries
+	for _, phase := range []string{phaseCold, phaseRestart} {
+		for _, in := range r.Informers {
+			s := timeSeries{title: in.Informer + " " + phase, color: churnColors[in.Informer], dashed: phase == phaseRestart}
+			for _, x := range r.Samples {
+				if x.Informer == in.Informer && x.Phase == phase {
+					s.t, s.v = append(s.t, x.T), append(s.v, mib(x.RssAnon))
+				}
+			}
+			if len(s.t) > 0 {
+				series = append(series, s)
+			}
+		}
+	}
+	if len(series) > 0 {
+		path := filepath.Join(dir, "churn-starts-rss.svg")
+		title := "Private memory (RssAnon) during each cold start and restart"
+		if err := os.WriteFile(path, []byte(timeSeriesSVG(title, subtitle, "MiB", "seconds since the child started", series)), 0o644); err != nil {
 			return nil, err
 		}
 		paths = append(paths, path)
@@ -68,12 +93,12 @@ func writeChurnPlots(dir string, r *churnResult) ([]string, error) {
 	return paths, nil
 }
 
-// timeSeriesSVG draws series against seconds since the churn began, with
-// linear axes from zero; the legend gives each line's last value. The time
-// axis ends at the last sample (a round maximum would leave up to half the
-// chart empty: the last sample is a little after --duration), with ticks at
-// a round step.
-func timeSeriesSVG(title, subtitle, unit string, series []timeSeries) string {
+// timeSeriesSVG draws series against seconds (xLabel says since when),
+// with linear axes from zero; the legend gives each line's last value. The
+// time axis ends at the last sample (a round maximum would leave up to
+// half the chart empty: the last sample is a little after --duration),
+// with ticks at a round step.
+func timeSeriesSVG(title, subtitle, unit, xLabel string, series []timeSeries) string {
 	maxT, maxY := 0.0, 0.0
 	for _, s := range series {
 		for i := range s.t {
@@ -104,7 +129,7 @@ func timeSeriesSVG(title, subtitle, unit string, series []timeSeries) string {
 	}
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x(0), y(0), x(maxT), y(0))
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x(0), y(0), x(0), y(maxY))
-	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">seconds since the churn began</text>`+"\n", x(maxT/2), svgH-16)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", x(maxT/2), svgH-16, xmlEscape(xLabel))
 	fmt.Fprintf(&b, `<text transform="translate(18 %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", y(maxY/2), xmlEscape(unit))
 
 	for i, s := range series {
@@ -112,12 +137,16 @@ func timeSeriesSVG(title, subtitle, unit string, series []timeSeries) string {
 		for j := range s.t {
 			pts[j] = fmt.Sprintf("%.1f,%.1f", x(s.t[j]), y(s.v[j]))
 		}
+		dash := ""
+		if s.dashed {
+			dash = ` stroke-dasharray="6 4"`
+		}
 		if len(pts) > 0 {
-			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), s.color)
+			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), s.color, dash)
 		}
 		ly := float64(padTop + 10 + 22*i)
 		lx := float64(svgW - padR + 20)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", lx, ly, lx+22, ly, s.color)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", lx, ly, lx+22, ly, s.color, dash)
 		label := s.title
 		if n := len(s.v); n > 0 {
 			label += fmt.Sprintf(" (%s %s at the end)", trimFloat(s.v[n-1]), unit)

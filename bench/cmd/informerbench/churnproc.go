@@ -109,10 +109,12 @@ func parseStatusBytes(data []byte, key string) (uint64, error) {
 }
 
 // churnSampler reads every child's counters at start, then every interval
-// until stop, and once more on demand (the last sample). One goroutine
-// samples; stop ends it and waits for it.
+// until stop, and once more on demand (the last sample), tagging each
+// sample with the run's phase. One goroutine samples; stop ends it and
+// waits for it.
 type churnSampler struct {
 	procs []*churnProc
+	phase string
 	start time.Time
 	// onSample, if set, sees each round of samples (one per child), on the
 	// sampling goroutine.
@@ -126,8 +128,8 @@ type churnSampler struct {
 }
 
 // startSampler takes the first round of samples (t = 0) before it returns.
-func startSampler(procs []*churnProc, every time.Duration, onSample func([]churnSample)) *churnSampler {
-	s := &churnSampler{procs: procs, start: time.Now(), onSample: onSample, stopc: make(chan struct{}), donec: make(chan struct{})}
+func startSampler(procs []*churnProc, phase string, every time.Duration, onSample func([]churnSample)) *churnSampler {
+	s := &churnSampler{procs: procs, phase: phase, start: time.Now(), onSample: onSample, stopc: make(chan struct{}), donec: make(chan struct{})}
 	s.sample()
 	go func() {
 		defer close(s.donec)
@@ -161,11 +163,14 @@ func (s *churnSampler) sample() []churnSample {
 			}
 			continue
 		}
-		round = append(round, churnSample{T: t, Informer: p.informer, procSample: x})
+		round = append(round, churnSample{T: t, Informer: p.informer, Phase: s.phase, procSample: x})
 	}
 	s.samples = append(s.samples, round...)
 	return round
 }
+
+// elapsed is the time since the first round, in seconds.
+func (s *churnSampler) elapsed() float64 { return time.Since(s.start).Seconds() }
 
 // stop ends the periodic sampling, takes the last round, and returns every
 // sample in time order, or the first read that failed.

@@ -41,9 +41,17 @@ type churnResult struct {
 	// unknown (--kubeconfig).
 	APIServerCPUs float64 `json:"apiserverCpuS"`
 	EtcdCPUs      float64 `json:"etcdCpuS"`
-	// Informers: client-go, then boltinformer.
+	// StartSampleSeconds (--start-sample) is the sampling interval of the
+	// cold starts and the restarts; RestartSettleSeconds
+	// (--restart-settle) how long a restart was sampled after it synced,
+	// 0 if there were no restarts.
+	StartSampleSeconds   float64 `json:"startSampleSeconds,omitempty"`
+	RestartSettleSeconds float64 `json:"restartSettleSeconds,omitempty"`
+	// Informers: client-go, then boltinformer, then (with --bounded)
+	// boltinformer-bounded.
 	Informers []churnInformer `json:"informers"`
-	// Ratios: boltinformer over client-go (see churnRatios).
+	// Ratios: boltinformer over client-go during the churn (see
+	// churnRatios); every informer's are in its own Ratios.
 	Ratios  map[string]float64 `json:"ratios"`
 	Samples []churnSample      `json:"samples"`
 }
@@ -53,15 +61,62 @@ type churnInformer struct {
 	Informer string            `json:"informer"`
 	Child    *churnChildResult `json:"child"`
 	Summary  churnSummary      `json:"summary"`
+	// Cold is its cold start (spawn to synced, with its file's flush);
+	// Restart, if the run restarted the children, the restart's.
+	Cold    churnStart  `json:"cold"`
+	Restart *churnStart `json:"restart,omitempty"`
+	// Ratios: this informer over client-go (nil for client-go).
+	Ratios map[string]float64 `json:"ratios,omitempty"`
 }
 
-// churnSample is one reading of one child's /proc counters, T seconds
-// after the churn began (the first, at 0, is taken once both children are
-// synced; the last after both have seen every change).
+// churnSample is one reading of one child's /proc counters in a phase of
+// the run: during the churn (phaseChurn), T seconds after the churn began
+// (the first, at 0, is taken once every child is synced; the last after
+// each has seen every change); during a cold start or a restart
+// (phaseCold, phaseRestart), T seconds after the child was started.
 type churnSample struct {
 	T        float64 `json:"t"`
 	Informer string  `json:"informer"`
+	Phase    string  `json:"phase,omitempty"` // "" in results from before phases: the churn
 	procSample
+}
+
+// churnStart is what the parent saw of one child's start: a cold start
+// before the churn, or a restart after it.
+type churnStart struct {
+	// SyncSeconds: the child's construction to its handler's HasSynced;
+	// ReadySeconds: its spawn to its READY line (for a cold start, after
+	// the file was flushed).
+	SyncSeconds  float64 `json:"syncSeconds"`
+	ReadySeconds float64 `json:"readySeconds"`
+	// RssAnonPeak: the highest sample from spawn to READY (and, for a
+	// restart, to the end of the settle); RssAnonEnd: the last sample (a
+	// restart's, --restart-settle after READY).
+	RssAnonPeak uint64 `json:"rssAnonPeak"`
+	RssAnonEnd  uint64 `json:"rssAnonEnd"`
+	// InitialAdds the handler got.
+	InitialAdds int64 `json:"initialAdds"`
+	// LiveHeapPeak (with --heapprofile): the child's highest live heap in
+	// the phase.
+	LiveHeapPeak uint64 `json:"liveHeapPeak,omitempty"`
+}
+
+// startOf summarizes a start phase of informer from its samples (T from
+// spawn) and the time its READY line came.
+func startOf(samples []churnSample, informer, phase string, ready float64, child *churnChildResult) churnStart {
+	st := churnStart{ReadySeconds: ready}
+	for _, x := range samples {
+		if x.Informer != informer || x.Phase != phase {
+			continue
+		}
+		st.RssAnonPeak = max(st.RssAnonPeak, x.RssAnon)
+		st.RssAnonEnd = x.RssAnon
+	}
+	if child != nil {
+		st.SyncSeconds, st.InitialAdds = child.SyncSeconds, child.InitialAdds
+		st.LiveHeapPeak = child.LiveHeapPeaks[phase]
+	}
+	return st
 }
 
 // churnSummary is a child's cost over the churn: differences of its first
@@ -86,7 +141,7 @@ func summarize(samples []churnSample, informer string, events int64) churnSummar
 	var s churnSummary
 	for i := range samples {
 		x := &samples[i]
-		if x.Informer != informer {
+		if x.Informer != informer || (x.Phase != phaseChurn && x.Phase != "") {
 			continue
 		}
 		if first == nil {
@@ -110,17 +165,23 @@ func summarize(samples []churnSample, informer string, events int64) churnSummar
 	return s
 }
 
-// Ratio names in churnResult.Ratios.
+// Ratio names in churnResult.Ratios and churnInformer.Ratios.
 const (
 	rCPU        = "cpuSeconds"
 	rCPUPerEvt  = "cpuPerEvent"
 	rLatencyP99 = "latencyP99"
 	rRssAnonMax = "rssAnonMax"
+	// Peak private memory of the cold start and of the restart, and the
+	// restart's at the end of its settle.
+	rColdPeak       = "coldRssAnonPeak"
+	rRestartPeak    = "restartRssAnonPeak"
+	rRestartSettled = "restartRssAnonEnd"
 )
 
-// churnRatios is boltinformer over client-go for CPU (total and per
-// event), p99 latency and peak private memory; a ratio whose client-go
-// figure is 0 is left out.
+// churnRatios is a boltinformer child over client-go for CPU (total and
+// per event), p99 latency and peak private memory during the churn, and
+// peak private memory of the starts; a ratio whose client-go figure is 0
+// is left out.
 func churnRatios(cg, bolt churnInformer) map[string]float64 {
 	out := map[string]float64{}
 	put := func(k string, b, c float64) {
@@ -132,32 +193,43 @@ func churnRatios(cg, bolt churnInformer) map[string]float64 {
 	put(rCPUPerEvt, bolt.Summary.CPUMicrosPerEvent, cg.Summary.CPUMicrosPerEvent)
 	put(rLatencyP99, bolt.Child.LatencyP99Ms, cg.Child.LatencyP99Ms)
 	put(rRssAnonMax, float64(bolt.Summary.RssAnonMax), float64(cg.Summary.RssAnonMax))
+	put(rColdPeak, float64(bolt.Cold.RssAnonPeak), float64(cg.Cold.RssAnonPeak))
+	if bolt.Restart != nil && cg.Restart != nil {
+		put(rRestartPeak, float64(bolt.Restart.RssAnonPeak), float64(cg.Restart.RssAnonPeak))
+		put(rRestartSettled, float64(bolt.Restart.RssAnonEnd), float64(cg.Restart.RssAnonEnd))
+	}
 	return out
 }
 
 // churnTable is the report's table: a header, then one row per figure with
-// a column per informer (client-go first) and the ratio where there is one.
+// a column per informer (client-go first) and, for each other informer,
+// its ratio to client-go where there is one.
 func churnTable(r *churnResult) [][]string {
 	head := []string{""}
 	for _, in := range r.Informers {
 		head = append(head, in.Informer)
 	}
-	head = append(head, "boltinformer / client-go")
+	for _, in := range r.Informers[1:] {
+		head = append(head, in.Informer+" / client-go")
+	}
 	rows := [][]string{head}
 	row := func(name, ratioKey string, cell func(in churnInformer) string) {
 		cells := []string{name}
 		for _, in := range r.Informers {
 			cells = append(cells, cell(in))
 		}
-		if v, ok := r.Ratios[ratioKey]; ok {
-			cells = append(cells, fmt.Sprintf("%.2f", v))
-		} else {
-			cells = append(cells, "")
+		for _, in := range r.Informers[1:] {
+			if v, ok := in.Ratios[ratioKey]; ok {
+				cells = append(cells, fmt.Sprintf("%.2f", v))
+			} else {
+				cells = append(cells, "")
+			}
 		}
 		rows = append(rows, cells)
 	}
 	kib := func(x float64) string { return fmt.Sprintf("%.1f", x/1024) }
 	row("synced before the churn in", "", func(in churnInformer) string { return seconds(in.Child.SyncSeconds).String() })
+	row("RssAnon MiB peak, cold start", rColdPeak, func(in churnInformer) string { return f0(mib(in.Cold.RssAnonPeak)) })
 	row("events handled (add/update/delete)", "", func(in churnInformer) string {
 		c := in.Child
 		s := fmt.Sprintf("%d (%d/%d/%d)", c.Events, c.Adds, c.Updates, c.Deletes)
@@ -177,7 +249,7 @@ func churnTable(r *churnResult) [][]string {
 	row("RssAnon MiB start / end", "", func(in churnInformer) string {
 		return fmt.Sprintf("%s / %s", f0(mib(in.Summary.RssAnonStart)), f0(mib(in.Summary.RssAnonEnd)))
 	})
-	row("RssAnon MiB max", rRssAnonMax, func(in churnInformer) string { return f0(mib(in.Summary.RssAnonMax)) })
+	row("RssAnon MiB peak, churn", rRssAnonMax, func(in churnInformer) string { return f0(mib(in.Summary.RssAnonMax)) })
 	row("latency p50 ms", "", func(in churnInformer) string { return f1(in.Child.LatencyP50Ms) })
 	row("latency p99 ms", rLatencyP99, func(in churnInformer) string { return f1(in.Child.LatencyP99Ms) })
 	row("latency max ms", "", func(in churnInformer) string { return f1(in.Child.LatencyMaxMs) })
@@ -190,14 +262,45 @@ func churnTable(r *churnResult) [][]string {
 		}
 		return fmt.Sprintf("%s → %s", f1(mib(in.Child.FileBytesStart)), f1(mib(in.Child.FileBytesEnd)))
 	})
+	if r.RestartSettleSeconds > 0 {
+		restart := func(cell func(st *churnStart) string) func(in churnInformer) string {
+			return func(in churnInformer) string {
+				if in.Restart == nil {
+					return "-"
+				}
+				return cell(in.Restart)
+			}
+		}
+		row("restart: synced in", "", restart(func(st *churnStart) string { return seconds(st.SyncSeconds).String() }))
+		row("RssAnon MiB peak, restart", rRestartPeak, restart(func(st *churnStart) string { return f0(mib(st.RssAnonPeak)) }))
+		row(fmt.Sprintf("RssAnon MiB %v after the restart synced", seconds(r.RestartSettleSeconds)), rRestartSettled,
+			restart(func(st *churnStart) string { return f0(mib(st.RssAnonEnd)) }))
+	}
+	heaps := false
+	for _, in := range r.Informers {
+		heaps = heaps || in.Cold.LiveHeapPeak > 0
+	}
+	if heaps {
+		row("live heap MiB peak: cold / churn / restart", "", func(in churnInformer) string {
+			restart := "-"
+			if in.Restart != nil {
+				restart = f0(mib(in.Restart.LiveHeapPeak))
+			}
+			return fmt.Sprintf("%s / %s / %s", f0(mib(in.Cold.LiveHeapPeak)), f0(mib(in.Child.LiveHeapPeaks[phaseChurn])), restart)
+		})
+	}
 	return rows
 }
 
 // printChurn prints what the churn did and the table.
 func printChurn(w io.Writer, r *churnResult) {
 	d := r.Drive
-	fmt.Fprintf(w, "\n%d %s Pods (%.1f KB of protobuf each), both informers in %s, side by side in their own processes; boltinformer's group commit every %s.\n",
-		r.PodsAtStart, r.PodSize, r.PodProtoBytes/1000, r.ContentType, r.BatchInterval)
+	names := make([]string, len(r.Informers))
+	for i, in := range r.Informers {
+		names[i] = in.Informer
+	}
+	fmt.Fprintf(w, "\n%d %s Pods (%.1f KB of protobuf each); %s in %s, side by side in their own processes; boltinformer's group commit every %s.\n",
+		r.PodsAtStart, r.PodSize, r.PodProtoBytes/1000, strings.Join(names, ", "), r.ContentType, r.BatchInterval)
 	fmt.Fprintf(w, "Churn: %d changes in %v, %.1f/s achieved of %.0f/s (mix update,create,delete %s; ok %d/%d/%d, failed %d/%d/%d,\n"+
 		"skipped %d, dropped %.0f, %d ticks at the bound of %d requests in flight); request latency p50 %.1f ms, p99 %.1f ms.\n",
 		d.Succeeded, seconds(d.Seconds), d.AchievedPerSec, d.TargetPerSec, r.Mix,
@@ -211,7 +314,12 @@ func printChurn(w io.Writer, r *churnResult) {
 	if r.APIServerCPUs >= 0 && r.EtcdCPUs >= 0 {
 		load += fmt.Sprintf("; kube-apiserver used %.1f CPU-s, etcd %.1f", r.APIServerCPUs, r.EtcdCPUs)
 	}
-	fmt.Fprintf(w, "Sampled every %v from both synced to every change seen (%s).\n\n", seconds(r.SampleSeconds), load)
+	fmt.Fprintf(w, "Sampled every %v from every child synced to every change seen (%s).\n", seconds(r.SampleSeconds), load)
+	starts := fmt.Sprintf("Cold starts one child at a time, before the churn, sampled every %v from spawn to synced", seconds(r.StartSampleSeconds))
+	if r.RestartSettleSeconds > 0 {
+		starts += fmt.Sprintf("; restarts after it (client-go cold, boltinformer warm on its file), one at a time, from spawn to %v after synced, the start's garbage not returned", seconds(r.RestartSettleSeconds))
+	}
+	fmt.Fprintf(w, "%s.\n\n", starts)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, cells := range churnTable(r) {
 		for _, c := range cells {
@@ -264,10 +372,10 @@ func (r *churnResult) save(dir string) error {
 		return err
 	}
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"t_s", "informer", "cpu_s", "wchar_bytes", "write_bytes", "rss_anon_bytes"})
+	_ = w.Write([]string{"phase", "t_s", "informer", "cpu_s", "wchar_bytes", "write_bytes", "rss_anon_bytes"})
 	u := func(x uint64) string { return strconv.FormatUint(x, 10) }
 	for _, s := range r.Samples {
-		_ = w.Write([]string{strconv.FormatFloat(s.T, 'f', 3, 64), s.Informer, strconv.FormatFloat(s.CPUSeconds, 'f', 2, 64),
+		_ = w.Write([]string{cmp.Or(s.Phase, phaseChurn), strconv.FormatFloat(s.T, 'f', 3, 64), s.Informer, strconv.FormatFloat(s.CPUSeconds, 'f', 2, 64),
 			u(s.Wchar), u(s.WriteBytes), u(s.RssAnon)})
 	}
 	w.Flush()

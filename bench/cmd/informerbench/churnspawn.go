@@ -14,7 +14,7 @@ import (
 
 // churnProc is a churn child as the parent drives it (churnchild.go has the
 // protocol). Unlike spawn, which runs one child to its end, the parent runs
-// two side by side and talks to each in steps, so the child's stdout lines
+// several side by side and talks to each in steps, so the child's stdout lines
 // arrive on a channel.
 //
 // Goroutines: one reads stdout into lines and closes it at EOF; a second
@@ -115,6 +115,23 @@ func (p *churnProc) stop(ctx context.Context, ok [numOps]int64) (*churnChildResu
 		return nil, fmt.Errorf("%s child: writing %s: %w", p.informer, churnStopLine, err)
 	}
 	line, err := p.next(ctx, churnDrainTimeout+persistTimeout+time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	res := &churnChildResult{}
+	if err := json.Unmarshal([]byte(line), res); err != nil {
+		return nil, fmt.Errorf("%s child result %q: %w", p.informer, line, err)
+	}
+	return res, nil
+}
+
+// end tells a restart child to report and returns its result; the child
+// stays alive until close.
+func (p *churnProc) end(ctx context.Context) (*churnChildResult, error) {
+	if _, err := io.WriteString(p.stdin, churnEndLine+"\n"); err != nil {
+		return nil, fmt.Errorf("%s child: writing %s: %w", p.informer, churnEndLine, err)
+	}
+	line, err := p.next(ctx, time.Minute)
 	if err != nil {
 		return nil, err
 	}

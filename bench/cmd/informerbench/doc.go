@@ -72,9 +72,13 @@
 // builds it (informers.NewSharedInformerFactory(...).Core().V1().Pods()) and
 // boltinformer's typed factory on a fresh cache file with persist's defaults
 // (group commit, fsync on; --batch-interval sets the group commit's
-// interval), both in protobuf, each with one handler. Once
-// both handlers have synced (and boltinformer's cold start is flushed), the
-// parent changes Pods at --rate per second (default 100) for --duration
+// interval), both in protobuf, each with one handler; with --bounded N a
+// third, boltinformer's typed factory with a cache of N decoded objects
+// (factory.WithCacheBound) on a file of its own. The children start one at
+// a time, each sampled every --start-sample (default 250ms) from its spawn
+// until its handler has synced and its file is flushed: the cold start's
+// peak private memory. Once every handler has synced, the parent changes
+// Pods at --rate per second (default 100) for --duration
 // (default 10m): merge patches of an annotation, creates and deletes (grace
 // period 0) in the --mix 80,10,10, paced by a token bucket with at most
 // --inflight requests outstanding (churndrive.go). Updates pick their Pod
@@ -93,12 +97,24 @@
 // the parent takes a last sample, and prints per informer: CPU-seconds and
 // CPU µs per event, bytes written in total and per event, RssAnon at start,
 // end and peak, latency p50/p99/max, events handled, the cache file's size,
-// and boltinformer / client-go for CPU, p99 latency and peak RssAnon. It
-// saves churn.json, churn-samples.csv and plots over time of RssAnon, CPU
-// and write_bytes (churn-*.svg) in --out (default
+// and each boltinformer / client-go for CPU, p99 latency and peak RssAnon.
+// Then (unless --restart-settle is 0) each child is restarted in turn —
+// client-go cold, as it always starts, boltinformer warm on the file the
+// churn left — and sampled from its spawn until --restart-settle (default
+// 15s) after its handler synced, without the bench returning the start's
+// garbage to the OS: the restart's peak private memory, and what the
+// process still holds once it settled. It saves churn.json,
+// churn-samples.csv (a phase column tells cold starts, churn and restarts
+// apart) and plots over time of RssAnon, CPU and write_bytes during the
+// churn, and of RssAnon during the starts (churn-*.svg), in --out (default
 // bench/results/churn-<pods>). With --cpuprofile DIR each child also writes
-// a CPU profile of the churn alone (from both synced to every change seen)
-// to DIR/churn-<informer>.pprof.
+// a CPU profile of the churn alone (from every child synced to every change
+// seen) to DIR/churn-<informer>.pprof; with --heapprofile DIR, per phase
+// (cold, churn, restart), a heap profile taken at the highest live heap it
+// reached, to DIR/heap-<phase>-<informer>.pprof, and the report gives those
+// peaks; and, after a collection each, heap-churn-start-<informer>.pprof and
+// heap-churn-end-<informer>.pprof, whose difference in allocations
+// (go tool pprof -diff_base) is what the churn allocated.
 //
 // Each measurement runs in a child process: the binary re-executes itself
 // with the hidden "child" subcommand, reads a JSON spec on stdin and answers

@@ -1,0 +1,250 @@
+package cache_test
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	fcache "k8s.io/client-go/tools/cache/testing"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/processor"
+)
+
+// pagingSource serves its FakeControllerSource's list in pages of Limit
+// items in key order, as an apiserver does (the continue token is the
+// offset), records every list request, and calls before, if set, with the
+// offset of every page after the first before serving it.
+type pagingSource struct {
+	noWatchList
+	before func(offset int)
+
+	mu       sync.Mutex
+	requests []metav1.ListOptions
+}
+
+func newPagingSource(src *fcache.FakeControllerSource) *pagingSource {
+	return &pagingSource{noWatchList: noWatchList{src}}
+}
+
+func (s *pagingSource) List(opts metav1.ListOptions) (runtime.Object, error) {
+	s.mu.Lock()
+	s.requests = append(s.requests, opts)
+	s.mu.Unlock()
+	full, err := s.FakeControllerSource.List(metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(full)
+	if err != nil {
+		return nil, err
+	}
+	key := func(o runtime.Object) string { k, _ := cache.MetaNamespaceKeyFunc(o); return k }
+	sort.Slice(items, func(i, j int) bool { return key(items[i]) < key(items[j]) })
+	start := 0
+	if opts.Continue != "" {
+		if start, err = strconv.Atoi(opts.Continue); err != nil {
+			return nil, err
+		}
+		if s.before != nil {
+			s.before(start)
+		}
+	}
+	end := len(items)
+	next := ""
+	if opts.Limit > 0 && start+int(opts.Limit) < end {
+		end = start + int(opts.Limit)
+		next = strconv.Itoa(end)
+	}
+	page := &corev1.List{}
+	if err := meta.SetList(page, items[start:end]); err != nil {
+		return nil, err
+	}
+	page.ResourceVersion = full.(*corev1.List).ResourceVersion
+	page.Continue = next
+	return page, nil
+}
+
+func (s *pagingSource) Requests() []metav1.ListOptions {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]metav1.ListOptions(nil), s.requests...)
+}
+
+func podNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("p%05d", i)
+	}
+	return out
+}
+
+// A bounded informer's cold list is never held whole: it is a consistent
+// read in pages, each stored before the next is asked for (an unbounded
+// informer lists as client-go does: every page, then the store). Handlers
+// and the informer sync as after any list, and watch events follow.
+func TestBoundedColdStartListsInPages(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		cacheObjects int
+		firstRV      string
+		heldBefore   []int // stored objects when pages 2 and 3 are asked for
+	}{
+		{"bounded", 5, "", []int{10, 20}},
+		{"unbounded", 0, "0", []int{0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTestFile(t)
+			src := podSource(podNames(25)...)
+			lw := newPagingSource(src)
+			var inf atomic.Pointer[bcache.Informer]
+			var held []int // written by the reflector's goroutine only, read after sync
+			lw.before = func(int) {
+				n, err := inf.Load().Indexer().Collection().Len()
+				if err != nil {
+					t.Error(err)
+				}
+				held = append(held, n)
+			}
+			r := startInformerOpts(t, f, lw, bcache.InformerOptions{Persistence: bcache.Persistence{CacheObjects: tc.cacheObjects}, PageSize: 10},
+				func(i *bcache.Informer) { inf.Store(i) })
+			r.synced(t)
+			r.handled(t)
+
+			want := []metav1.ListOptions{{ResourceVersion: tc.firstRV, Limit: 10}, {Limit: 10, Continue: "10"}, {Limit: 10, Continue: "20"}}
+			if got := lw.Requests(); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("list requests:\n got %+v\nwant %+v", got, want)
+			}
+			if fmt.Sprint(held) != fmt.Sprint(tc.heldBefore) {
+				t.Errorf("objects stored when pages 2 and 3 were asked for: %v, want %v", held, tc.heldBefore)
+			}
+			evs := r.ev.list()
+			if len(evs) != 25 {
+				t.Fatalf("%d handler calls, want 25 initial adds: %v", len(evs), evs)
+			}
+			for i, e := range evs {
+				if want := fmt.Sprintf("add ns/p%05d@%d initial=true", i, i+1); e != want {
+					t.Fatalf("handler call %d: %q, want %q", i, e, want)
+				}
+			}
+			if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
+				t.Errorf("store %v, want %v", got, want)
+			}
+			if rv := r.inf.LastSyncResourceVersion(); rv != "25" {
+				t.Errorf("LastSyncResourceVersion %q, want the list's 25", rv)
+			}
+			src.Add(pod("ns", "late", "", nil))
+			r.ev.waitFor(t, 26, "the watch's add")
+			if got := r.ev.list()[25]; got != "add ns/late@26 initial=false" {
+				t.Errorf("after the list: %q, want the watch's add of ns/late", got)
+			}
+			r.stop()
+			f.reopen()
+			rv, err := f.db.Collections()
+			if err != nil || len(rv) != 1 || rv[0].ResourceVersion != "26" || rv[0].Objects != 26 {
+				t.Errorf("file after the stop: %+v (%v), want 26 objects at resourceVersion 26", rv, err)
+			}
+		})
+	}
+}
+
+// A bounded informer hands its initial adds out — a warm start's walk of
+// the file, a cold start's pages — no faster than its handlers take them:
+// a slow handler never has more than a pacing window and a chunk or page
+// waiting, where an unbounded informer hands everything out at once.
+func TestBoundedStartPacesInitialAdds(t *testing.T) {
+	const n = 3000
+	// What may wait in the slow handler's buffer: the pacing window, then
+	// a page of the list or a chunk of the walk, with some slack for the
+	// notifications in flight.
+	const limit = processor.InitialBufferSize + 500 + 64
+	for _, warm := range []bool{false, true} {
+		t.Run(fmt.Sprintf("warm=%v", warm), func(t *testing.T) {
+			f := newTestFile(t)
+			src := podSource(podNames(n)...)
+			p := bcache.Persistence{CacheObjects: 100}
+			if warm {
+				populate(t, f, src, p, nil, nil)
+			}
+			var reg atomic.Pointer[processor.Listener]
+			var most atomic.Int64
+			slow := cache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) {
+				if l := reg.Load(); l != nil {
+					if p := l.Pending(); p > most.Load() {
+						most.Store(p)
+					}
+				}
+				for start := time.Now(); time.Since(start) < 50*time.Microsecond; {
+				}
+			}}
+			var slowReg cache.ResourceEventHandlerRegistration
+			r := startInformer(t, f, newPagingSource(src), p, nil, func(inf *bcache.Informer) {
+				var err error
+				if slowReg, err = inf.AddEventHandler(slow); err != nil {
+					t.Fatal(err)
+				}
+				reg.Store(slowReg.(*processor.Listener))
+			})
+			r.synced(t)
+			poll.Until(t, time.Minute, "the slow handler's initial adds", slowReg.HasSynced)
+			if got := most.Load(); got > limit {
+				t.Errorf("the slow handler had up to %d notifications waiting, want at most %d", got, limit)
+			}
+		})
+	}
+}
+
+// A handler that waits, in its first initial add, for something the
+// delivery must end first — an index lookup during a bounded warm start
+// waits for the stored index entries to be verified — is not waited for
+// once it stops taking its adds: the delivery ends, the lookup returns,
+// and the handler gets every add.
+func TestBoundedWarmStartDoesNotWaitForABlockedHandler(t *testing.T) {
+	const n = 2000
+	f := newTestFile(t)
+	src := podSource(podNames(n)...)
+	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	populate(t, f, src, bcache.Persistence{}, indexers, nil)
+
+	var inf atomic.Pointer[bcache.Informer]
+	var once sync.Once
+	looked := make(chan error, 1)
+	var adds atomic.Int64
+	blocking := cache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) {
+		once.Do(func() {
+			_, err := inf.Load().GetIndexer().ByIndex(cache.NamespaceIndex, "ns")
+			looked <- err
+		})
+		adds.Add(1)
+	}}
+	var reg cache.ResourceEventHandlerRegistration
+	startInformer(t, f, noWatchList{src}, bcache.Persistence{CacheObjects: 100}, indexers, func(i *bcache.Informer) {
+		inf.Store(i)
+		var err error
+		if reg, err = i.AddEventHandler(blocking); err != nil {
+			t.Fatal(err)
+		}
+	})
+	select {
+	case err := <-looked:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the handler's index lookup never returned: the delivery waits for the handler, which waits for the delivery")
+	}
+	poll.Until(t, time.Minute, "the blocked handler's initial adds", reg.HasSynced)
+	if got := adds.Load(); got != n {
+		t.Errorf("the handler got %d adds, want %d", got, n)
+	}
+}

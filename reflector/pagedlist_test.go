@@ -1,0 +1,128 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// recPages is a PagedList that records what it is given; store, if set, is
+// the reflector's Store, which must not have been written to meanwhile.
+type recPages struct {
+	t     *testing.T
+	store *recStore
+	mu    sync.Mutex
+	calls []string
+}
+
+func (p *recPages) ListPage(_ context.Context, items []interface{}) error {
+	names := make([]string, len(items))
+	for i, obj := range items {
+		name, rv := nameRV(obj)
+		names[i] = name + "@" + rv
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, "page "+strings.Join(names, ","))
+	if p.store != nil && len(p.store.Calls()) > 0 {
+		p.t.Errorf("the Store was written to before a page: %v", p.store.Calls())
+	}
+	return nil
+}
+
+func (p *recPages) ListDone(_ context.Context, rv string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, "done@"+rv)
+	return nil
+}
+
+func (p *recPages) Calls() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.calls...)
+}
+
+// A cold start with a PagedList lists as a consistent read in pages and
+// hands each page over as it arrives, then the list's resourceVersion, and
+// watches from it; the Store's Replace is never called.
+func TestPagedListHandsPagesOver(t *testing.T) {
+	var pods []*v1.Pod
+	for i := range 5 {
+		pods = append(pods, pod(fmt.Sprintf("p%d", i), strconv.Itoa(i+1)))
+	}
+	lw := &fakeLW{t: t, list: pagedList("10", pods)}
+	pages := &recPages{t: t}
+	h := newHarness(t, lw.listWatch(), func(o *Options) { o.PageSize = 2; o.PagedList = pages })
+	pages.store = h.store
+	stop := h.run()
+	lw.watcher(t, 0)
+	stop()
+
+	equal(t, "list options", lw.ListOpts(), []metav1.ListOptions{
+		{ResourceVersion: "", Limit: 2},
+		{Limit: 2, Continue: "2"},
+		{Limit: 2, Continue: "4"},
+	})
+	equal(t, "pages", pages.Calls(), []string{"page p0@1,p1@2", "page p2@3,p3@4", "page p4@5", "done@10"})
+	equal(t, "store calls", h.store.Calls(), []string(nil))
+	equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=5 pages=3"})
+	equal(t, "watch RVs", lw.WatchRVs(), []string{"10"})
+	equal(t, "last sync RV", h.r.LastSyncResourceVersion(), "10")
+	noErrors(t, h)
+}
+
+// Without Options.PageSize a paged list asks for DefaultPagedListPageSize
+// items a page.
+func TestPagedListDefaultPageSize(t *testing.T) {
+	lw := &fakeLW{t: t, list: pagedList("7", []*v1.Pod{pod("a", "1")})}
+	pages := &recPages{t: t}
+	h := newHarness(t, lw.listWatch(), func(o *Options) { o.PagedList = pages })
+	stop := h.run()
+	lw.watcher(t, 0)
+	stop()
+	equal(t, "list options", lw.ListOpts(), []metav1.ListOptions{{ResourceVersion: "", Limit: DefaultPagedListPageSize}})
+	equal(t, "pages", pages.Calls(), []string{"page a@1", "done@7"})
+}
+
+// A paged list that fails part-way (here its continue token expired) is
+// reported, and the next list is an ordinary one through Store.Replace,
+// which a store reconciles with the pages it was given.
+func TestPagedListFailingPartWayListsAgainWhole(t *testing.T) {
+	var pods []*v1.Pod
+	for i := range 5 {
+		pods = append(pods, pod(fmt.Sprintf("p%d", i), strconv.Itoa(i+1)))
+	}
+	pager := pagedList("10", pods)
+	lw := &fakeLW{t: t, list: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
+		if n == 1 {
+			return nil, apierrors.NewResourceExpired("continue token expired")
+		}
+		return pager(n, opts)
+	}}
+	pages := &recPages{t: t}
+	h := newHarness(t, lw.listWatch(), func(o *Options) { o.PageSize = 2; o.PagedList = pages })
+	stop := h.run()
+	lw.watcher(t, 0)
+	stop()
+
+	equal(t, "pages", pages.Calls(), []string{"page p0@1,p1@2"})
+	equal(t, "store calls", h.store.Calls(), []string{"replace 5@10"})
+	if errs := h.errs.Errors(); len(errs) != 1 || !errors.Is(errs[0], ErrList) {
+		t.Errorf("errors reported: %v, want one ErrList", errs)
+	}
+	equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=5 pages=3"})
+	rvs := lw.ListRVs()
+	if len(rvs) < 3 || rvs[0] != "" || rvs[2] != "0" {
+		t.Errorf("list resourceVersions %q: want the paged list at \"\", then an ordinary one at \"0\"", rvs)
+	}
+}
