@@ -176,7 +176,24 @@ type InformerOptions struct {
 	// The factories set it for the resources they can list metadata of.
 	// Nil: such lists are full lists, reconciled with the stored state.
 	Recovery *reflector.Recovery
+
+	// WarmListBelow: a warm start of a collection holding fewer objects
+	// than this, with Recovery set, does not resume its watch and wait for
+	// the apiserver's bookmark to prove it caught up (about a second,
+	// whatever the size); it recovers at once, with a consistent metadata
+	// list, which for a small collection is the sooner proof (and fetches
+	// only what changed while it was down), at the price of that metadata
+	// list. Zero (or negative): always resume, with no list at all.
+	// SuggestedWarmListBelow is where the two cost the same time. Ignored
+	// with SyncedAtOpen.
+	WarmListBelow int
 }
+
+// SuggestedWarmListBelow is a value for InformerOptions.WarmListBelow:
+// below it, a consistent metadata list of realistic Pods (about 100 µs an
+// object on a 2-core machine, the recovery's measured cost) takes less
+// than the second a resumed watch waits for the apiserver's bookmark.
+const SuggestedWarmListBelow = 5000
 
 // Informer is a cache.SharedIndexInformer whose store lives in a cache file.
 // When it starts with a stored resourceVersion it does not list: its
@@ -665,12 +682,12 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.paged = newPagedList(s, s.transform)
 		paged = s.paged
 	}
-	s.reflector = reflector.New(s.listerWatcher, s.reflectorStore(fifo), s.reflectorOptions(s.listIfOwed(reflector.Options{
+	s.reflector = reflector.New(s.listerWatcher, s.reflectorStore(fifo), s.reflectorOptions(s.listIfOwed(s.listIfSmall(reflector.Options{
 		ResumeResourceVersion: resume,
 		ListAfter:             listAfter,
 		CatchUp:               s.catchUp(),
 		PagedList:             paged,
-	})))
+	}))))
 	s.started = true
 	return fifo, s.reflector, delivery
 }

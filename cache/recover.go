@@ -250,3 +250,22 @@ func (i *Indexer) endRecovery(rv string) error {
 	i.notifyList()
 	return nil
 }
+
+// listIfSmall turns a warm start's resume into a recovery at a consistent
+// read when the collection is small (InformerOptions.WarmListBelow): the
+// recovery's metadata list both proves the start caught up and finds what
+// changed while the process was down, sooner than the apiserver's bookmark
+// would carry a resumed watch past a consistent read. Called with
+// startedLock held, before the reflector exists.
+func (s *Informer) listIfSmall(opts reflector.Options) reflector.Options {
+	below := s.opts.WarmListBelow
+	if opts.ResumeResourceVersion == "" || below <= 0 || s.opts.SyncedAtOpen || s.persistent == nil ||
+		s.opts.Recovery == nil || s.opts.Recovery.Lister == nil {
+		return opts
+	}
+	if n, err := s.persistent.coll.Len(); err != nil || n >= below {
+		return opts
+	}
+	opts.ListFrom, opts.ResumeResourceVersion, opts.ListConsistently = opts.ResumeResourceVersion, "", true
+	return opts
+}

@@ -137,6 +137,8 @@ type informerSpec struct {
 	// (factory.NewMetadataLister over cs): it recovers by what changed
 	// instead of relisting.
 	recovery bool
+	// warmListBelow is InformerOptions.WarmListBelow.
+	warmListBelow int
 }
 
 func (s informerSpec) example() runtime.Object {
@@ -163,6 +165,7 @@ func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
 		InitialBackoff:  100 * time.Millisecond,
 		MaxBackoff:      2 * time.Second,
 		SyncedAtOpen:    s.syncedAtOpen,
+		WarmListBelow:   s.warmListBelow,
 	}
 	if s.cluster != "" {
 		opts.Persistence.Cluster = bcache.StaticCluster(s.cluster)

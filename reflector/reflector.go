@@ -126,6 +126,14 @@ type Options struct {
 	// list at "0" may be served by a lagging watch cache.
 	ListFrom string
 
+	// ListConsistently, with ListFrom, makes that first list (or recovery,
+	// see Recovery) a consistent read at "" instead of one no older than
+	// ListFrom, reported as CauseWarmList. Being consistent, it is also the
+	// read a CatchUp waits for: a warm start of a small collection that
+	// recovers this way is caught up once the recovery is done, sooner than
+	// a resumed watch waiting for the apiserver's bookmark.
+	ListConsistently bool
+
 	// PageSize is the Limit of each list page. Zero: client-go's choice
 	// (see Reflector.list): pager.PageSize (500) for lists at "" and "0",
 	// no paging for lists at a specific resourceVersion so the watch cache
@@ -220,6 +228,10 @@ const (
 	// the store up to a CatchUp read (the server sends no bookmarks, or its
 	// watch cache lags, or the watches fail).
 	CauseRelistCatchUp StartCause = "relist-catchup"
+	// CauseWarmList: the first list of a warm start that chose to list (a
+	// recovery where one is set up) rather than resume: Options.ListFrom
+	// with ListConsistently.
+	CauseWarmList StartCause = "warm-list"
 	// CauseRelistError: any other later list: after watches failed twice in
 	// a row, after Store.Resync failed (client-go relists after both),
 	// ListAndWatch called again after it returned, or the first list of a
@@ -421,6 +433,10 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 	} else if rv := opts.ListFrom; rv != "" && rv != "0" {
 		r.lastSyncRV = rv
 		r.nextListCause = CauseRelistError
+		if opts.ListConsistently {
+			r.lastSyncRVUnavailable = true // the list is at ""
+			r.nextListCause = CauseWarmList
+		}
 	}
 	return r
 }
