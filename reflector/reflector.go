@@ -292,9 +292,9 @@ type Reflector struct {
 	catchUp      *CatchUp // nil: none
 	// recovery is Options.Recovery completed, nil if the reflector does not
 	// recover; filter is then the Store (wrapping the one given to New).
-	recovery *Recovery
-	filter   *recoveryFilter
-	pagedList    PagedList
+	recovery  *Recovery
+	filter    *recoveryFilter
+	pagedList PagedList
 	// catchUpTimeout and catchUpWatches are catchUp's completed values.
 	catchUpTimeout time.Duration
 	catchUpWatches int
