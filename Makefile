@@ -75,12 +75,12 @@ test: check-tracked-files check-upstream-versions fmt-check tidy-check vet stati
 test-components: test-binaries
 	cd components && $(GO) test -count=1 -timeout 30m -v ./e2e
 
-# make test-crsuite: controller-runtime v0.25.2's own pkg/cache suite with
-# every cache routed through the persistent cache (controllerruntime/
-# internal/crsuite), cold and warm, under the race detector; make test runs
-# it too. The counts are in the output.
+# make test-crsuite: controller-runtime v0.25.2's own pkg/controller (cold)
+# and pkg/cache (cold and warm) suites with every cache routed through the
+# persistent cache (controllerruntime/internal/crsuite), under the race
+# detector; make test runs them too. The counts are in the output.
 test-crsuite: test-binaries
-	cd controllerruntime && $(GO) test -race -count=1 -timeout 60m -v -run '^TestControllerRuntimeCacheSuite$$' ./internal/crsuite
+	cd controllerruntime && $(GO) test -race -count=1 -timeout 60m -v -run '^TestControllerRuntimeSuites$$' ./internal/crsuite
 
 # make fuzz: each fuzz target for FUZZTIME (their seed corpora already run in
 # make test): record decoding never panics; random indexer operations agree

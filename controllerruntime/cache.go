@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -34,13 +35,12 @@ func NewCache(opts Options) cache.NewCacheFunc {
 }
 
 // Cache is controller-runtime's cache (cache.New) over boltinformer
-// informers. It adds to the embedded cache: closing the file when Start
-// returns, and a RemoveInformer that returns once the removed informers
-// have released their collections.
+// informers. It adds to the embedded cache: opening the file when first
+// needed and closing it when Start returns (see New), and a RemoveInformer
+// that returns once the removed informers have released their collections.
 type Cache struct {
 	cache.Cache
-	db       *persist.DB
-	ownsDB   bool
+	file     *cacheFile
 	scheme   *runtime.Scheme
 	informer *informers
 
@@ -52,9 +52,14 @@ type Cache struct {
 var _ cache.Cache = (*Cache)(nil)
 
 // New is cache.New(config, cacheOpts) with persistent informers.
-// cacheOpts.NewInformer must be unset: New sets it. If the cache file is
-// held by another process, New fails with an error wrapping
-// persist.ErrLocked after opts.File.LockTimeout.
+// cacheOpts.NewInformer must be unset: New sets it. New does not open the
+// cache file: Start does, or the first informer built before Start
+// (IndexField, GetInformer, Get or List), and the file is closed when Start
+// returns; a cache never used holds nothing. If the file is held by another
+// process, that first use fails with an error wrapping persist.ErrLocked
+// after opts.File.LockTimeout; if another cache (or DB) of this process
+// holds it, at once, with persist.ErrOpenInProcess too. Every later use
+// fails with the same error.
 func New(config *rest.Config, cacheOpts cache.Options, opts Options) (*Cache, error) {
 	if cacheOpts.NewInformer != nil {
 		return nil, errors.New("boltinformer: cache.Options.NewInformer is already set; the persistent cache sets it itself")
@@ -98,25 +103,16 @@ func New(config *rest.Config, cacheOpts cache.Options, opts Options) (*Cache, er
 		byObject[objectKey{form: formOf(obj), gvk: gvk}] = o
 	}
 
-	c := &Cache{db: opts.DB, scheme: cacheOpts.Scheme}
-	if c.db == nil {
-		fileOpts := opts.File
-		fileOpts.Scheme = CodecScheme(cacheOpts.Scheme)
-		fileOpts.ReadOnly = false
-		db, err := persist.Open(opts.Path, fileOpts)
-		if errors.Is(err, persist.ErrLocked) {
-			return nil, fmt.Errorf("boltinformer: the cache file %s is in use by another process — another replica sharing the file, or a previous instance still stopping; give each replica its own file: %w", opts.Path, err)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("boltinformer: opening the cache file: %w", err)
-		}
-		c.db, c.ownsDB = db, true
-		if opts.Metrics != nil {
-			opts.Metrics.ObserveDB(db)
-		}
+	c := &Cache{file: &cacheFile{path: opts.Path, metrics: opts.Metrics}, scheme: cacheOpts.Scheme}
+	if opts.DB != nil {
+		c.file.db.Store(opts.DB)
+	} else {
+		c.file.opts = opts.File
+		c.file.opts.Scheme = CodecScheme(cacheOpts.Scheme)
+		c.file.opts.ReadOnly = false
 	}
 	c.informer = &informers{
-		db:       c.db,
+		file:     c.file,
 		scheme:   cacheOpts.Scheme,
 		opts:     opts,
 		byObject: byObject,
@@ -126,15 +122,16 @@ func New(config *rest.Config, cacheOpts cache.Options, opts Options) (*Cache, er
 	cacheOpts.NewInformer = c.informer.newInformer
 	inner, err := cache.New(config, cacheOpts)
 	if err != nil {
-		c.closeDB()
 		return nil, err
 	}
 	c.Cache = inner
 	return c, nil
 }
 
-// Start runs the cache until ctx ends, then closes the cache file (once
-// every informer has stopped and flushed). A cache runs once: a later call
+// Start opens the cache file unless an informer built before did, runs the
+// cache until ctx ends, then closes the file (once every informer has
+// stopped and flushed). If the file cannot be opened, Start returns the
+// error at once and the cache does not run. A cache runs once: a later call
 // (concurrent, or after the first returned) returns an error at once and
 // leaves the running cache and its file alone, as controller-runtime's
 // cache refuses a second Start.
@@ -146,21 +143,59 @@ func (c *Cache) Start(ctx context.Context) error {
 		// which its own suite checks for.
 		return errors.New("boltinformer: informer already started: a cache runs once")
 	}
-	err := c.Cache.Start(ctx)
-	if cerr := c.closeDB(); err == nil {
+	var err error
+	if _, err = c.file.get(); err == nil {
+		err = c.Cache.Start(ctx)
+	}
+	if cerr := c.file.close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-func (c *Cache) closeDB() error {
-	if !c.ownsDB {
-		return nil
+// Get implements client.Reader; it opens the cache file first if needed
+// (see New).
+func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, err := c.file.get(); err != nil {
+		return err
 	}
-	if err := c.db.Close(); err != nil {
-		return fmt.Errorf("boltinformer: closing the cache file: %w", err)
+	return c.Cache.Get(ctx, key, obj, opts...)
+}
+
+// List implements client.Reader; it opens the cache file first if needed
+// (see New).
+func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, err := c.file.get(); err != nil {
+		return err
 	}
-	return nil
+	return c.Cache.List(ctx, list, opts...)
+}
+
+// GetInformer implements cache.Informers; it opens the cache file first if
+// needed (see New).
+func (c *Cache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	if _, err := c.file.get(); err != nil {
+		return nil, err
+	}
+	return c.Cache.GetInformer(ctx, obj, opts...)
+}
+
+// GetInformerForKind implements cache.Informers; it opens the cache file
+// first if needed (see New).
+func (c *Cache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	if _, err := c.file.get(); err != nil {
+		return nil, err
+	}
+	return c.Cache.GetInformerForKind(ctx, gvk, opts...)
+}
+
+// IndexField implements client.FieldIndexer; it opens the cache file first
+// if needed (see New).
+func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string, extractValue client.IndexerFunc) error {
+	if _, err := c.file.get(); err != nil {
+		return err
+	}
+	return c.Cache.IndexField(ctx, obj, field, extractValue)
 }
 
 // RemoveInformer removes the informers of obj's type, as controller-runtime
@@ -181,8 +216,10 @@ func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
 // persistent cache runs on every replica.
 func (c *Cache) NeedLeaderElection() bool { return false }
 
-// DB returns the cache file.
-func (c *Cache) DB() *persist.DB { return c.db }
+// DB returns the cache file: Options.DB, or the file opened from
+// Options.Path, nil until it is opened (see New) and closed once Start
+// returned.
+func (c *Cache) DB() *persist.DB { return c.file.db.Load() }
 
 // releaseTimeout bounds how long building an informer waits for a previous
 // informer of the same list to release its collection when RemoveInformer

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -329,22 +330,38 @@ func TestRestartResumesEveryInformer(t *testing.T) {
 	ref.stop()
 }
 
-// TestFileLockedByAnotherReplica: a second cache on the same file fails
-// with persist.ErrLocked instead of hanging.
-func TestFileLockedByAnotherReplica(t *testing.T) {
+// TestFileHeldByAnotherCache: a second cache on the file a running cache
+// of the same process holds is built (New opens nothing), and its first
+// use, and every one after, fails at once, not after LockTimeout, saying
+// that this process holds the file.
+func TestFileHeldByAnotherCache(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	opts := boltcr.Options{Path: path, File: persist.Options{NoSync: true, LockTimeout: 100 * time.Millisecond}}
+	opts := boltcr.Options{Path: path, File: persist.Options{NoSync: true, LockTimeout: 5 * time.Second}}
 	first := startCache(t, func() (cache.Cache, error) { return boltcr.New(srv.Config(), cache.Options{}, opts) })
 	defer first.stop()
 	start := time.Now()
-	_, err := boltcr.New(srv.Config(), cache.Options{}, opts)
-	if !errors.Is(err, persist.ErrLocked) {
-		t.Fatalf("second cache on %s: %v, want an error wrapping persist.ErrLocked", path, err)
+	second, err := boltcr.New(srv.Config(), cache.Options{}, opts)
+	if err != nil {
+		t.Fatalf("New of a second cache on %s: %v; want the file opened at its first use", path, err)
 	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("the second cache took %v to fail", d)
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, persist.ErrLocked) || !errors.Is(err, persist.ErrOpenInProcess) {
+			t.Errorf("%s: %v, want an error wrapping persist.ErrLocked and persist.ErrOpenInProcess", what, err)
+		} else if !strings.Contains(err.Error(), "another cache (or DB) of this process") {
+			t.Errorf("%s: %q does not say that this process holds the file", what, err)
+		}
 	}
-	t.Logf("second replica: %v", err)
+	ctx := context.Background()
+	check("IndexField", second.IndexField(ctx, &corev1.ConfigMap{}, "owner", ownerField(&atomic.Int64{})))
+	_, err = second.GetInformer(ctx, &corev1.ConfigMap{})
+	check("GetInformer", err)
+	err = second.Start(ctx)
+	check("Start", err)
+	if d := time.Since(start); d >= opts.File.LockTimeout {
+		t.Errorf("the second cache took %v to fail, its whole LockTimeout", d)
+	}
+	t.Logf("second cache: %v", err)
 }
 
 // TestNewCacheErrorReturnsNilCache: on error the cache.NewCacheFunc

@@ -44,17 +44,28 @@
 //
 //   - Secrets (in every form) are kept in memory and never written to the
 //     file unless Options.PersistSecrets is set: the file is not encrypted.
+//   - NewCache opens nothing, as controller-runtime's cache holds nothing
+//     before Start: the file is opened by the cache's Start (the manager's
+//     start), or before it by the first informer the cache builds
+//     (IndexField, GetInformer, Get or List, as a controller's setup may
+//     call), and closed when Start returns (the manager stopped), after
+//     every informer has flushed. A manager or cluster built and never
+//     started, or manager.New failing after it built the cache, holds
+//     neither the file nor a goroutine. A cache that built informers and
+//     is never started holds the file for the life of the process, as it
+//     holds those informers: Start it (a cancelled context will do) to
+//     release it. A cache runs once: a second Start returns an error at
+//     once and leaves the running cache and its file alone.
 //   - The file is locked by one process at a time. A second process opening
-//     it waits Options.File.LockTimeout and then NewCache fails with an
-//     error wrapping persist.ErrLocked. Give every replica its own file (an
-//     emptyDir or a per-replica volume); leader election does not share it.
-//     Standby replicas run their caches too (controller-runtime starts
-//     caches before leader election is won), so they keep their own files
-//     warm and a failover resumes instead of listing.
-//   - The file is closed when the cache's Start returns (the manager
-//     stopped), after every informer has flushed. A cache runs once: a
-//     second Start returns an error at once and leaves the running cache
-//     and its file alone.
+//     it waits Options.File.LockTimeout and then the cache's first use
+//     (Start, IndexField, GetInformer, Get, List) fails with an error
+//     wrapping persist.ErrLocked, as does every later use. Give every
+//     replica its own file (an emptyDir or a per-replica volume); leader
+//     election does not share it. Standby replicas run their caches too
+//     (controller-runtime starts caches before leader election is won), so
+//     they keep their own files warm and a failover resumes instead of
+//     listing. Two caches of one process on one file: the second fails at
+//     once, with persist.ErrOpenInProcess too, saying so.
 //   - Types added to the manager's scheme after NewCache built the cache are
 //     not known to the file's codec; register them first.
 //   - Call IndexField for a declared field before the cache starts, as

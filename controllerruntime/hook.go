@@ -13,13 +13,12 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
-	"github.com/boltinformer/boltinformer/persist"
 )
 
 // informers builds the cache's informers (cache.Options.NewInformer) and
 // keeps track of the live ones by collection.
 type informers struct {
-	db       *persist.DB
+	file     *cacheFile
 	scheme   *runtime.Scheme
 	opts     Options
 	byObject map[objectKey]Object
@@ -79,7 +78,6 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 		transformVersion = f.opts.TransformVersion
 	}
 	p := bcache.Persistence{
-		DB:               f.db,
 		Collection:       id.collection(transformVersion),
 		Description:      id.description(),
 		ListIdentity:     id.String(),
@@ -94,6 +92,11 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 	}
 	if p.MemoryOnly {
 		return f.memoryOnly(lw, obj, resync, indexers)
+	}
+	// The Cache method that led here has opened the file; get opens it for
+	// an informer built another way.
+	if p.DB, err = f.file.get(); err != nil {
+		return nil, err
 	}
 	if err := f.waitReleased(p.Collection); err != nil {
 		return nil, err

@@ -2,18 +2,29 @@ package controllerruntime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
 	"github.com/boltinformer/boltinformer/persist"
@@ -242,4 +253,117 @@ func TestSecondStartIsRejected(t *testing.T) {
 	}
 	createConfigMap(t, cs, ns, "cm-1", "x", "o1")
 	sameViews(t, "after a rejected second Start", c, ref, []string{ns})
+}
+
+// TestNeverStartedHoldsNothing: a cache, a cluster or a manager (with a
+// controller) built on NewCache and never started — or manager.New failing
+// after it built the cache, as when it cannot create its client — holds
+// neither the cache file nor a goroutine, as controller-runtime's own
+// cache.New holds nothing before Start (its pkg/controller suite checks
+// this: "should not create goroutines if never started"). Another cache on
+// the same file then opens it.
+func TestNeverStartedHoldsNothing(t *testing.T) {
+	errNoClient := errors.New("no client for you")
+	for _, tc := range []struct {
+		name    string
+		build   func(cfg *rest.Config, newCache cache.NewCacheFunc) error
+		wantErr error
+	}{
+		{name: "cache", build: func(cfg *rest.Config, newCache cache.NewCacheFunc) error {
+			_, err := newCache(cfg, cache.Options{})
+			return err
+		}},
+		{name: "cluster", build: func(cfg *rest.Config, newCache cache.NewCacheFunc) error {
+			_, err := cluster.New(cfg, func(o *cluster.Options) { o.NewCache = newCache })
+			return err
+		}},
+		{name: "manager with a controller", build: func(cfg *rest.Config, newCache cache.NewCacheFunc) error {
+			m, err := manager.New(cfg, manager.Options{NewCache: newCache, Metrics: metricsserver.Options{BindAddress: "0"}})
+			if err != nil {
+				return err
+			}
+			_, err = controller.New("never-started", m, controller.Options{
+				Reconciler:         reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Result{}, nil }),
+				SkipNameValidation: ptr.To(true),
+			})
+			return err
+		}},
+		{name: "manager.New failing after building the cache", wantErr: errNoClient, build: func(cfg *rest.Config, newCache cache.NewCacheFunc) error {
+			_, err := manager.New(cfg, manager.Options{
+				NewCache:  newCache,
+				NewClient: func(*rest.Config, client.Options) (client.Client, error) { return nil, errNoClient },
+				Metrics:   metricsserver.Options{BindAddress: "0"},
+			})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			opts := boltcr.Options{Path: path, File: persist.Options{NoSync: true, LockTimeout: 100 * time.Millisecond}}
+			cfg := srv.Config()
+			var transport http.RoundTripper
+			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+				transport = rt
+				return rt
+			})
+			before := goleak.IgnoreCurrent()
+			if err := tc.build(cfg, boltcr.NewCache(opts)); !errors.Is(err, tc.wantErr) {
+				t.Fatalf("building: %v, want %v", err, tc.wantErr)
+			}
+			// Idle keep-alive connections to the apiserver are not the
+			// cache's; closed as controller-runtime's spec closes them.
+			if transport != nil {
+				utilnet.CloseIdleConnectionsFor(transport)
+			}
+			if err := goleak.Find(before,
+				goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+				goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+				goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+				goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+				goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
+			); err != nil {
+				t.Errorf("built and never started, it left goroutines running: %v", err)
+			}
+			if db, err := persist.Open(path, opts.File); err != nil {
+				t.Errorf("built and never started, it holds the cache file: %v", err)
+			} else if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			startCache(t, func() (cache.Cache, error) { return boltcr.New(srv.Config(), cache.Options{}, opts) }).stop()
+		})
+	}
+}
+
+// TestInformersBeforeStartHoldTheFile: a cache that built an informer
+// before Start (IndexField, as a controller's setup does) holds the file
+// from then on; a Start, even with a cancelled context, releases it.
+func TestInformersBeforeStartHoldTheFile(t *testing.T) {
+	opts := boltcr.Options{Path: filepath.Join(t.TempDir(), "cache.db"), File: persist.Options{NoSync: true}}
+	ctx := context.Background()
+	build := func() *boltcr.Cache {
+		c, err := boltcr.New(srv.Config(), cache.Options{}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first := build()
+	if first.DB() != nil {
+		t.Errorf("New opened the file")
+	}
+	if err := first.IndexField(ctx, &corev1.ConfigMap{}, "owner", ownerField(&atomic.Int64{})); err != nil {
+		t.Fatal(err)
+	}
+	if first.DB() == nil {
+		t.Errorf("IndexField did not open the file")
+	}
+	if err := build().IndexField(ctx, &corev1.ConfigMap{}, "owner", ownerField(&atomic.Int64{})); !errors.Is(err, persist.ErrOpenInProcess) {
+		t.Errorf("IndexField of a second cache while the first holds the file: %v, want persist.ErrOpenInProcess", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := first.Start(cancelled); err != nil {
+		t.Fatalf("Start with a cancelled context: %v", err)
+	}
+	startCache(t, func() (cache.Cache, error) { return build(), nil }).stop()
 }

@@ -11,7 +11,9 @@ import (
 // that Path or DB is required.
 type Options struct {
 	// Path is the cache file, created (with its directory) if missing. It is
-	// opened when the cache is built and closed when the cache stops.
+	// opened when the cache starts, or before by the cache's first informer
+	// (IndexField, GetInformer, Get or List), and closed when the cache
+	// stops; building the cache opens nothing.
 	Path string
 	// File configures opening Path (lock timeout, batching, MmapSize...).
 	// Its Scheme is ignored: the file's codec uses the cache's scheme plus

@@ -159,10 +159,11 @@ type Options struct {
 //
 // All methods are safe for concurrent use.
 type DB struct {
-	path  string
-	opts  Options
-	bolt  *bolt.DB
-	codec *Codec
+	holder *holder // this DB's claim on the file; see claim
+	path   string
+	opts   Options
+	bolt   *bolt.DB
+	codec  *Codec
 
 	// applyMu is held for reading by every Apply while it assigns a sequence
 	// number and inserts into a collection's pending layer, and for writing by
@@ -206,7 +207,12 @@ type CommitStats struct {
 	Err      error
 }
 
-// Open opens or creates the cache file at path.
+// Open opens or creates the cache file at path. A file another process
+// holds (for writing, or read-only when opening for writing) is waited for
+// at most opts.LockTimeout, then refused with ErrLocked. A file another DB
+// of this process holds is refused at once with ErrOpenInProcess (and
+// ErrLocked), since waiting would not release it; if that DB is closing,
+// Open waits for it instead, at most opts.LockTimeout.
 func Open(path string, opts Options) (*DB, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = DefaultLockTimeout
@@ -259,7 +265,16 @@ func Open(path string, opts Options) (*DB, error) {
 }
 
 // open is Open without the corrupt-file recovery.
-func open(path string, opts Options) (*DB, error) {
+func open(path string, opts Options) (_ *DB, err error) {
+	h, err := claim(path, opts.ReadOnly, opts.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			h.unclaim()
+		}
+	}()
 	if err := checkFile(path); err != nil {
 		return nil, err
 	}
@@ -281,7 +296,9 @@ func open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, openError(path, opts, err)
 	}
+	h.opened(path)
 	db := &DB{
+		holder:          h,
 		path:            path,
 		opts:            opts,
 		bolt:            bdb,
@@ -308,7 +325,7 @@ func open(path string, opts Options) (*DB, error) {
 func openError(path string, opts Options, err error) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
-		return fmt.Errorf("%w: %s: gave up after %s. Stop the process that has it open, or read a hot snapshot of it instead (DB.SnapshotFile in that process; see README, \"Snapshots\")",
+		return fmt.Errorf("%w: %s: held by another process; gave up after %s. Stop the process that has it open, or read a hot snapshot of it instead (DB.SnapshotFile in that process; see README, \"Snapshots\")",
 			ErrLocked, path, opts.LockTimeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),
 		errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrInvalidMapping):
@@ -615,6 +632,7 @@ func (db *DB) Close() error {
 	if wasClosed {
 		return nil
 	}
+	db.holder.close()
 	var err error
 	if !db.opts.ReadOnly {
 		close(db.stopc)
@@ -628,6 +646,7 @@ func (db *DB) Close() error {
 	if cerr := db.bolt.Close(); err == nil {
 		err = cerr
 	}
+	db.holder.unclaim()
 	return err
 }
 

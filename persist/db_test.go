@@ -66,9 +66,11 @@ func TestOpenCreatesPrivateFileAndDirectory(t *testing.T) {
 	}
 }
 
+// TestLockedFileFailsWithinTimeout: a file another process holds is waited
+// for at most LockTimeout, then refused saying so.
 func TestLockedFileFailsWithinTimeout(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	openDB(t, path, persist.Options{})
+	holdFile(t, path)
 	for _, readOnly := range []bool{false, true} {
 		start := time.Now()
 		_, err := persist.Open(path, persist.Options{LockTimeout: 300 * time.Millisecond, ReadOnly: readOnly})
@@ -79,7 +81,10 @@ func TestLockedFileFailsWithinTimeout(t *testing.T) {
 		if elapsed > 5*time.Second {
 			t.Errorf("readOnly=%v: waited %v for a 300ms lock timeout", readOnly, elapsed)
 		}
-		for _, want := range []string{path, "snapshot"} {
+		if errors.Is(err, persist.ErrOpenInProcess) {
+			t.Errorf("readOnly=%v: err = %v, blames this process", readOnly, err)
+		}
+		for _, want := range []string{path, "another process", "snapshot"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not mention %q", err, want)
 			}

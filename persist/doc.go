@@ -22,7 +22,10 @@
 // trees per scattered change; the journal is folded into the trees in bulk
 // once it holds Options.JournalShare of the records' bytes, a chunk of keys
 // per commit (see journal.go). Every read, and Open, sees trees and journal
-// as one state.
+// as one state; in memory the journal keeps where each record is, not the
+// record. Each collection also keeps every object's UID and
+// resourceVersion (Collection.Versions), beside the objects and in the
+// same commits, readable without touching a record.
 //
 // Records are msgpack envelopes (see record.go) around a payload encoded by
 // Codec: the generated protobuf of typed objects (JSON for the rare typed
@@ -61,9 +64,19 @@
 // Files are created with mode 0600 and missing parent directories with 0700:
 // they hold whatever the cached objects hold.
 //
+// Damage is never a state a person must repair: a journal that cannot be
+// read is set aside at open (Collection.JournalSetAside) with the must-list
+// mark, and a checkpoint's tombstone that cannot be decoded is delivered
+// with what can be read of it. A closed collection refuses reads that need
+// the file (ErrClosed): another instance may have changed it since.
+//
 // Only one process may open a file for writing; Open waits at most
 // Options.LockTimeout for the lock and then fails with ErrLocked. Tools read
-// a live cache through a hot snapshot (DB.SnapshotFile) instead.
+// a live cache through a hot snapshot (DB.SnapshotFile) instead. Within a
+// process, likewise, only one DB may have a file open for writing: Open of a
+// file another DB of the process holds fails at once with ErrOpenInProcess
+// (and ErrLocked), naming the cause, unless that DB is closing, which Open
+// waits for (at most LockTimeout).
 //
 // All exported methods are safe for concurrent use unless documented
 // otherwise.

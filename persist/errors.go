@@ -10,9 +10,15 @@ import (
 // Errors returned by this package. Callers test them with errors.Is; the
 // returned errors wrap them with the file, collection or key at fault.
 var (
-	// ErrLocked means another process (or another DB in this process) holds the
-	// file's lock and did not release it within Options.LockTimeout.
-	ErrLocked = errors.New("cache file is locked by another process")
+	// ErrLocked means the file's lock is held: by another process, which did
+	// not release it within Options.LockTimeout, or by another DB of this
+	// process, which Open reports at once, with ErrOpenInProcess too.
+	ErrLocked = errors.New("cache file is locked")
+
+	// ErrOpenInProcess means another DB of this process holds the file (for
+	// writing, or read-only when opening for writing); it comes with
+	// ErrLocked. Waiting would not help: that DB must be closed first.
+	ErrOpenInProcess = errors.New("already open in this process")
 
 	// ErrSchemaUnsupported means the file was written by a newer (or unknown)
 	// version of boltinformer; this build cannot read it safely.

@@ -1,6 +1,7 @@
 package persist_test
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -9,5 +10,8 @@ import (
 // No goroutine a test starts may outlive the package's tests: goleak fails
 // the package otherwise.
 func TestMain(m *testing.M) {
+	if path := os.Getenv(holdEnv); path != "" {
+		holdAndExit(path) // a child of holdFile
+	}
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))
 }

@@ -28,38 +28,52 @@ const (
 // to spec the same way every time.
 const seed = 1
 
-// exceptions are the specs a persistent cache cannot pass, by mode, each
-// with the reason (also in doc.go). Every other spec must pass.
+// suites are the packages of controller-runtime whose suites run through
+// boltcr.
+var suites = []string{"cache", "controller"}
+
+// exceptions are the specs a persistent cache cannot pass, by suite and
+// mode, each with the reason (also in doc.go). Every other spec must pass.
 var exceptions = map[string]map[string]string{
-	"cold": {},
-	"warm": {},
+	"cache/cold":      {},
+	"cache/warm":      {},
+	"controller/cold": {},
 }
 
-// TestControllerRuntimeCacheSuite runs controller-runtime's own pkg/cache
-// Ginkgo suite with every cache it builds routed through boltcr, cold
-// (each cache on a new file) and warm (each cache on the first file no
-// running cache holds, so it resumes what earlier specs' caches stored,
-// against the same apiserver).
-func TestControllerRuntimeCacheSuite(t *testing.T) {
+// TestControllerRuntimeSuites runs controller-runtime's own Ginkgo suites
+// with every cache they build routed through boltcr: pkg/controller's cold
+// (each cache on a new file: its specs are about controllers, and two of
+// them check that a manager leaks no goroutine, never started or stopped),
+// then pkg/cache's cold and warm (each cache on the first file whose cache
+// stopped, so it resumes what earlier specs' caches stored, against the
+// same apiserver).
+func TestControllerRuntimeSuites(t *testing.T) {
 	binDir, err := apiservertest.BinDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	work, test := buildSuite(t)
-	// The two runs are independent (each has its own apiserver and
-	// directory) and mostly wait on the apiserver: run them together.
-	for _, mode := range []string{"cold", "warm"} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			runSuite(t, work, test, binDir, mode)
-		})
-	}
+	work, tests := buildSuites(t)
+	// Alone: its goroutine leak specs allow a second for goroutines to end.
+	t.Run("controller", func(t *testing.T) {
+		runSuite(t, work, "controller", tests["controller"], binDir, "cold")
+	})
+	t.Run("cache", func(t *testing.T) {
+		// The two runs are independent (each has its own apiserver and
+		// directory) and mostly wait on the apiserver: run them together.
+		for _, mode := range []string{"cold", "warm"} {
+			t.Run(mode, func(t *testing.T) {
+				t.Parallel()
+				runSuite(t, work, "cache", tests["cache"], binDir, mode)
+			})
+		}
+	})
 }
 
-// runSuite runs the suite's binary test in mode with its own envtest
-// (binDir's kube-apiserver and etcd) and checks Ginkgo's report.
-func runSuite(t *testing.T, work, test, binDir, mode string) {
-	dir := filepath.Join(work, mode)
+// runSuite runs the binary test of pkg/<suite>'s suite in mode with its
+// own envtest (binDir's kube-apiserver and etcd) and checks Ginkgo's report.
+func runSuite(t *testing.T, work, suite, test, binDir, mode string) {
+	run := suite + "/" + mode
+	dir := filepath.Join(work, suite+"-"+mode)
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +90,7 @@ func runSuite(t *testing.T, work, test, binDir, mode string) {
 	// Ginkgo's timeout comes first, so that it still writes the report.
 	cmd := exec.Command(test, "-test.run=^TestSource$", "-test.timeout=50m", "-ginkgo.timeout=45m",
 		fmt.Sprintf("-ginkgo.seed=%d", seed), "-ginkgo.no-color", "-ginkgo.json-report="+report)
-	cmd.Dir = filepath.Join(work, "controller-runtime", "pkg", "cache")
+	cmd.Dir = filepath.Join(work, "controller-runtime", "pkg", suite)
 	cmd.Env = append(os.Environ(),
 		"KUBEBUILDER_ASSETS="+binDir,
 		"BOLTCR_SUITE_MODE="+mode,
@@ -101,24 +115,27 @@ func runSuite(t *testing.T, work, test, binDir, mode string) {
 			skipped = append(skipped, s.name())
 		default: // failed, panicked, timedout, interrupted, aborted
 			failed = append(failed, s.name())
-			if _, ok := exceptions[mode][s.name()]; !ok {
+			if _, ok := exceptions[run][s.name()]; !ok {
 				unexpected = append(unexpected, s)
 			}
 		}
 	}
-	t.Logf("controller-runtime %s pkg/cache suite, %s: %d specs: %d passed, %d failed, %d skipped, in %v (output: %s)",
-		upstreamVersion, mode, len(specs), len(passed), len(failed), len(skipped), elapsed, logPath)
+	t.Logf("controller-runtime %s pkg/%s suite, %s: %d specs: %d passed, %d failed, %d skipped, in %v (output: %s)",
+		upstreamVersion, suite, mode, len(specs), len(passed), len(failed), len(skipped), elapsed, logPath)
 	if r, err := readRouting(filepath.Join(dir, "routing.json")); err != nil {
 		t.Errorf("the hook's routing.json: %v", err)
 	} else {
 		t.Logf("caches built: %d on boltcr over a new file, %d on boltcr over a file an earlier cache left, %d on controller-runtime's cache (Options.NewInformer set); %d specs built none on boltcr",
 			r.New, r.Reopened, r.Default, len(specs)-r.specs)
+		if r.New+r.Reopened == 0 {
+			t.Errorf("the suite built no cache on boltcr")
+		}
 		if mode == "warm" && r.Reopened == 0 {
 			t.Errorf("the warm run reopened no file")
 		}
 	}
 	for _, name := range failed {
-		if reason, ok := exceptions[mode][name]; ok {
+		if reason, ok := exceptions[run][name]; ok {
 			t.Logf("failed as documented: %s: %s", name, reason)
 		}
 	}
@@ -133,7 +150,7 @@ func runSuite(t *testing.T, work, test, binDir, mode string) {
 	if runErr != nil && len(failed) == 0 {
 		t.Errorf("the suite failed (%v) with no failed spec; see %s", runErr, logPath)
 	}
-	for name := range exceptions[mode] {
+	for name := range exceptions[run] {
 		if !slices.Contains(failed, name) {
 			t.Errorf("%s passed; remove it from the documented exceptions (exceptions and doc.go)", name)
 		}
@@ -211,12 +228,12 @@ func readRouting(path string) (routing, error) {
 	return sum, nil
 }
 
-// buildSuite makes the patched copy of controller-runtime in
+// buildSuites makes the patched copy of controller-runtime in
 // <repository>/_output/crsuite (a fixed place, so that the build cache
-// serves the next run), with the hook beside the suite and boltcr as a
-// dependency through replace directives, and builds the suite's test
-// binary. It returns the work directory and the binary.
-func buildSuite(t *testing.T) (work, test string) {
+// serves the next run), with the hook beside each suite and boltcr as a
+// dependency through replace directives, and builds the suites' test
+// binaries. It returns the work directory and the binaries by suite.
+func buildSuites(t *testing.T) (work string, tests map[string]string) {
 	t.Helper()
 	var upstream struct{ Version, Dir, Error string }
 	if err := json.Unmarshal([]byte(goCmd(t, ".", "mod", "download", "-json", upstreamModule)), &upstream); err != nil || upstream.Error != "" {
@@ -251,8 +268,16 @@ func buildSuite(t *testing.T) (work, test string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(copyDir, "pkg", "cache", "zz_boltinformer_hook_test.go"), hook, 0o644); err != nil {
-		t.Fatal(err)
+	for _, suite := range suites {
+		// The hook is written as package cache_test; each suite's test
+		// package is <suite>_test.
+		b := strings.Replace(string(hook), "\npackage cache_test\n", "\npackage "+suite+"_test\n", 1)
+		if !strings.Contains(b, "\npackage "+suite+"_test\n") {
+			t.Fatalf("testdata/zz_boltinformer_hook_test.go: no package clause to rename for pkg/%s", suite)
+		}
+		if err := os.WriteFile(filepath.Join(copyDir, "pkg", suite, "zz_boltinformer_hook_test.go"), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// boltcr (and through it boltinformer) from this repository; their
 	// checksums beside controller-runtime's. -mod=mod below completes
@@ -275,15 +300,18 @@ func buildSuite(t *testing.T) (work, test string) {
 		t.Fatal(err)
 	}
 
-	test = filepath.Join(work, "cache.test")
-	args := []string{"test", "-mod=mod", "-c", "-o", test}
-	if raceEnabled {
-		args = append(args, "-race")
+	tests = map[string]string{}
+	for _, suite := range suites {
+		tests[suite] = filepath.Join(work, suite+".test")
+		args := []string{"test", "-mod=mod", "-c", "-o", tests[suite]}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		start := time.Now()
+		goCmd(t, copyDir, append(args, "./pkg/"+suite)...)
+		t.Logf("built controller-runtime %s pkg/%s's suite with the hook (race: %v) in %v", upstreamVersion, suite, raceEnabled, time.Since(start).Round(time.Second))
 	}
-	start := time.Now()
-	goCmd(t, copyDir, append(args, "./pkg/cache")...)
-	t.Logf("built controller-runtime %s pkg/cache's suite with the hook (race: %v) in %v", upstreamVersion, raceEnabled, time.Since(start).Round(time.Second))
-	return work, test
+	return work, tests
 }
 
 func compact(sorted []string) []string {

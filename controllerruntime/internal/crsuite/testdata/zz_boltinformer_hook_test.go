@@ -1,18 +1,19 @@
 // This file is not built in boltinformer's module (it is under testdata):
 // the harness in internal/crsuite copies it into a patched copy of
-// controller-runtime's pkg/cache, beside the package's own tests, where it
-// routes every cache the suite builds with cache.New through boltinformer's
-// persistent cache (boltcr).
+// controller-runtime's pkg/cache and pkg/controller (renaming the package
+// for the latter), beside each package's own tests, where it routes every
+// cache the suite builds with cache.New through boltinformer's persistent
+// cache (boltcr).
 
 package cache_test
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,8 +33,8 @@ import (
 // The harness's settings, from the environment.
 const (
 	// modeEnv is "cold" (every cache on a new file) or "warm" (a cache
-	// takes the first file no running cache holds, so it reopens what an
-	// earlier spec's cache left).
+	// takes the first file no cache that has not stopped was given, so it
+	// reopens what an earlier spec's cache left).
 	modeEnv = "BOLTCR_SUITE_MODE"
 	// dirEnv is the directory of the cache files and of routing.json.
 	dirEnv = "BOLTCR_SUITE_DIR"
@@ -49,7 +50,8 @@ var (
 	inBoltcr atomic.Int32
 )
 
-// heartbeatOnce starts the cluster heartbeat with the first cache.
+// heartbeatOnce starts the cluster heartbeat with the first cache of a
+// warm run.
 var heartbeatOnce sync.Once
 
 // startHeartbeat renews a Lease in kube-node-lease every 200 ms for the rest
@@ -58,7 +60,9 @@ var heartbeatOnce sync.Once
 // cache catches up through the apiserver's bookmark only once etcd moves
 // after its watch opened (reflector.CatchUp); in an idle etcd it relists
 // after five short watches, which makes a warm run of this suite take
-// about half an hour. The Lease is in a namespace no spec watches.
+// about half an hour. The Lease is in a namespace no spec watches. A cold
+// run needs none, and has none: the goroutine would fail pkg/controller's
+// goroutine leak specs.
 func startHeartbeat(cfg *rest.Config) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -99,17 +103,15 @@ func newPersistentCache(cfg *rest.Config, opts cache.Options) (cache.Cache, erro
 		}
 		return cache.NewUnhooked(cfg, opts)
 	}
-	heartbeatOnce.Do(func() { startHeartbeat(cfg) })
+	if suiteMode == "warm" {
+		heartbeatOnce.Do(func() { startHeartbeat(cfg) })
+	}
 	inBoltcr.Add(1)
 	defer inBoltcr.Add(-1)
-	return files.open(func(path string, reopened bool) (cache.Cache, error) {
-		c, err := boltcr.New(cfg, opts, boltcr.Options{
-			Path: path,
-			// A held file (its cache has not stopped) fails at once.
-			File: persist.Options{NoSync: true, LockTimeout: time.Millisecond},
-		})
+	return files.open(func(path string, reopened bool) (*boltcr.Cache, error) {
+		c, err := boltcr.New(cfg, opts, boltcr.Options{Path: path, File: persist.Options{NoSync: true}})
 		if err != nil {
-			return nil, err // an untyped nil, as cache.New
+			return nil, err
 		}
 		routes.add(func(r *route) {
 			if reopened {
@@ -124,25 +126,52 @@ func newPersistentCache(cfg *rest.Config, opts cache.Options) (cache.Cache, erro
 
 // cacheFiles hands out cache files. In cold mode every cache gets a new
 // one. In warm mode a cache gets the first file, in the order they were
-// made, that no running (or never started) cache holds, and a new one only
-// if all are held.
+// made, whose last cache has stopped (its Start returned), and a new one
+// only if there is none. A cache holds its file from its Start or first
+// informer until its Start returns, so a cache never started keeps its
+// file out of use for the rest of the suite.
 type cacheFiles struct {
-	mu sync.Mutex
-	n  int // files made so far: file-0.db ... file-<n-1>.db
+	mu   sync.Mutex
+	busy []bool // by file: file-<i>.db was given to a cache not stopped
 }
 
-func (f *cacheFiles) open(build func(path string, reopened bool) (cache.Cache, error)) (cache.Cache, error) {
+func (f *cacheFiles) open(build func(path string, reopened bool) (*boltcr.Cache, error)) (cache.Cache, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	i := -1
 	if suiteMode == "warm" {
-		for i := range f.n {
-			if c, err := build(f.path(i), true); !errors.Is(err, persist.ErrLocked) {
-				return c, err
-			}
-		}
+		i = slices.Index(f.busy, false)
 	}
-	f.n++
-	return build(f.path(f.n-1), false)
+	reopened := i >= 0
+	if !reopened {
+		i = len(f.busy)
+		f.busy = append(f.busy, false)
+	}
+	c, err := build(f.path(i), reopened)
+	if err != nil {
+		return nil, err // an untyped nil, as cache.New
+	}
+	f.busy[i] = true
+	return &trackedCache{Cache: c, stopped: func() {
+		f.mu.Lock()
+		f.busy[i] = false
+		f.mu.Unlock()
+	}}, nil
+}
+
+// trackedCache frees its file for the next cache once the Start that ran
+// it (the first; boltcr refuses the others) returned, and so closed the file.
+type trackedCache struct {
+	*boltcr.Cache
+	started atomic.Bool
+	stopped func()
+}
+
+func (c *trackedCache) Start(ctx context.Context) error {
+	if c.started.CompareAndSwap(false, true) {
+		defer c.stopped()
+	}
+	return c.Cache.Start(ctx)
 }
 
 func (f *cacheFiles) path(i int) string {

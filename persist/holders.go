@@ -1,0 +1,119 @@
+package persist
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+)
+
+// holders are the cache files the DBs of this process hold, so that Open
+// can tell a file held in this process from one held by another. bbolt's
+// lock (flock) belongs to an open file, not to a process: without this a
+// second Open of a file this process holds would wait Options.LockTimeout
+// and then report the file locked by another process.
+var holders struct {
+	mu   sync.Mutex
+	held []*holder // guarded by mu
+}
+
+// holder is one DB's claim on its file, from open until Close released the
+// file's lock.
+type holder struct {
+	abs      string // absolute path given to Open
+	readOnly bool
+	released chan struct{} // closed by unclaim
+
+	// Guarded by holders.mu.
+	info    os.FileInfo // the file, once it exists
+	closing bool        // Close has begun: the lock is about to be released
+}
+
+// claimWaiting, if set (by tests), is called when claim starts waiting for
+// a DB of this process to finish closing the file.
+var claimWaiting func(path string)
+
+// claim records that a DB of this process is about to open path. If one
+// already holds it in a conflicting mode (a writer excludes every other DB,
+// a reader only writers, as the file's lock does), claim fails at once with
+// ErrOpenInProcess (and ErrLocked), unless that DB is closing: then it waits
+// for the release, at most timeout, as bbolt would for the lock. The file is
+// recognised by its absolute path or, once it exists, as the same file (a
+// link, another spelling). Call opened once the file exists and unclaim
+// after its lock was released.
+func claim(path string, readOnly bool, timeout time.Duration) (*holder, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening cache file %s: %w", path, err)
+	}
+	var expired <-chan time.Time
+	for {
+		info, _ := os.Stat(path) // nil if it does not exist yet
+		holders.mu.Lock()
+		i := slices.IndexFunc(holders.held, func(h *holder) bool {
+			same := h.abs == abs || (info != nil && h.info != nil && os.SameFile(h.info, info))
+			return same && (!readOnly || !h.readOnly)
+		})
+		if i < 0 {
+			h := &holder{abs: abs, info: info, readOnly: readOnly, released: make(chan struct{})}
+			holders.held = append(holders.held, h)
+			holders.mu.Unlock()
+			return h, nil
+		}
+		other := holders.held[i]
+		closing := other.closing
+		holders.mu.Unlock()
+		mode := "for writing"
+		if other.readOnly {
+			mode = "read-only"
+		}
+		if !closing {
+			return nil, fmt.Errorf("%w: %w: %s (by another DB, %s). Close that DB first (what opened it closes it when it stops: an informer, a factory, a cache), or read a hot snapshot of it (DB.SnapshotFile on that DB)",
+				ErrLocked, ErrOpenInProcess, path, mode)
+		}
+		if expired == nil {
+			timer := time.NewTimer(timeout)
+			defer timer.Stop()
+			expired = timer.C
+		}
+		if claimWaiting != nil {
+			claimWaiting(path)
+		}
+		select {
+		case <-other.released:
+		case <-expired:
+			return nil, fmt.Errorf("%w: %w: %s (by another DB, %s), whose Close did not finish within %s",
+				ErrLocked, ErrOpenInProcess, path, mode, timeout)
+		}
+	}
+}
+
+// opened records the file h's DB opened (created, perhaps), so that other
+// paths to it are recognised.
+func (h *holder) opened(path string) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return
+	}
+	holders.mu.Lock()
+	h.info = info
+	holders.mu.Unlock()
+}
+
+// close records that h's DB is closing: its file's lock is about to be
+// released, so a claim waits for it instead of failing.
+func (h *holder) close() {
+	holders.mu.Lock()
+	h.closing = true
+	holders.mu.Unlock()
+}
+
+// unclaim forgets h, once its DB released the file's lock.
+func (h *holder) unclaim() {
+	holders.mu.Lock()
+	defer holders.mu.Unlock()
+	holders.held = slices.DeleteFunc(holders.held, func(o *holder) bool { return o == h })
+	close(h.released)
+}
