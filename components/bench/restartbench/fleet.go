@@ -23,12 +23,12 @@ package main
 //     handed to the store; the components run with --vmodule=reflector=3,
 //     so the reflectors' "Starting reflector" lines count them and nothing
 //     else is verbose). A reflector whose resourceVersion the new watch
-//     cache still holds (its last event or bookmark carried etcd's latest
-//     revision: here the controller manager's Lease informer, Leases being
-//     the last thing written before the stop) resumes its watch without a
-//     410 and does not relist: the report gives how many of all relisted,
-//     and the wait ends once every reflector has or, after the window, none
-//     has for 10 s;
+//     cache still serves (its last event or bookmark carried etcd's latest
+//     revision: here, most often, the controller manager's Lease informer,
+//     Leases being written several times a second) resumes its watch
+//     without a 410 and does not relist: the report gives how many of all
+//     relisted, and the wait ends once every reflector has or, after the
+//     window, none has for 10 s;
 //   - the new kube-apiserver's peak RSS (the kernel's VmHWM, over its whole
 //     life, start-up included) and its peak private memory (RssAnon,
 //     sampled every 100 ms), its CPU-seconds, its LIST requests and the

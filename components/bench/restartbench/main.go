@@ -23,6 +23,11 @@
 //
 //	cd components && go run ./bench/restartbench --pods 10000 --nodes 100 --reps 3
 //
+// With --scenario apiserver-restart it instead restarts kube-apiserver
+// (etcd kept) under both components running together, stock or both on
+// boltinformer, and measures their recovery and the apiserver's cost
+// (fleet.go).
+//
 // Both components run with --kube-api-qps=1000 --kube-api-burst=2000 (the
 // same for stock and boltinformer), so the priming run does not take an hour
 // at the controller manager's default of 20 requests a second.
