@@ -34,6 +34,9 @@
 //     list's bytes in objects (the counted bytes are logged).
 //     TestRecoveryFetchCost (-e2e.measure-fetch=N) measures what the
 //     recovery's requests cost.
+//   - TestFactoryDynamicRecovery: the dynamic factory with a metadata client
+//     recovers a custom resource's informer across an apiserver restart:
+//     one metadata list and a fetch per changed object, no full list.
 //   - TestWarmRestartWatchForbidden: restarted with a client RBAC lets list
 //     but not watch (every watch answers 403), the informer lists once after
 //     the second refusal, reconciled with the file, and is synced after

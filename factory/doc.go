@@ -187,12 +187,15 @@
 // clientset's transport and rate limiter, with the informer's namespace and
 // selectors), and the metadata factory gives one to informers of the
 // groups in client-go's scheme, which kube-apiserver serves from etcd and
-// whose resourceVersions can therefore be compared. Dynamic informers, a
-// custom ListerWatcher (it may filter in Go, which a metadata list would
-// not) and the metadata factory's informers of other groups (custom
-// resources and aggregated APIs alike, which it cannot tell apart without
-// discovery) relist in full, reconciled with the stored state. The
-// recovery's fetches are planned to fit the clientset's rate limit.
+// whose resourceVersions can therefore be compared. The dynamic factory
+// recovers given a metadata client (WithDynamicRecovery, which vouches that
+// its resources are kube-apiserver's own: built-in or custom, not
+// aggregated). A custom ListerWatcher (it may filter in Go, which a
+// metadata list would not), the dynamic factory without that option and
+// the metadata factory's informers of other groups (custom resources and
+// aggregated APIs alike, which it cannot tell apart without discovery)
+// relist in full, reconciled with the stored state. The recovery's fetches
+// are planned to fit the typed clientset's rate limit.
 //
 // # Watches keep the server's bytes
 //

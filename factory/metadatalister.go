@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -29,8 +30,10 @@ import (
 // informer's) or of a namespace, through the typed client, so they decode
 // as the informer's list does.
 //
-// Dynamic informers (and custom resources of the metadata factory, whose
-// server kube-apiserver may only proxy to) relist in full.
+// Dynamic informers recover given a metadata client (WithDynamicRecovery);
+// without one, and for the metadata factory's custom resources (which it
+// cannot tell from aggregated APIs, whose server kube-apiserver only proxies
+// to), they relist in full.
 
 // NewMetadataLister returns the MetadataLister of the collection of
 // resource in namespace ("" for all namespaces, or a cluster-scoped
@@ -142,6 +145,36 @@ func (l *metadataLister) list(ctx context.Context, namespace, name string, opts 
 	}
 	opts.FieldSelector = withName(opts.FieldSelector, name)
 	return l.client.Resource(l.gvr).Namespace(namespace).List(ctx, opts)
+}
+
+// dynamicLister is the MetadataLister of a dynamic factory's informer:
+// metadata through a metadata client, objects through the dynamic client.
+type dynamicLister struct {
+	metadataLister
+	client dynamic.Interface
+}
+
+func (l *dynamicLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
+	if namespace == "" {
+		namespace = l.namespace
+	}
+	if l.tweak != nil {
+		l.tweak(&opts)
+	}
+	opts.FieldSelector = withName(opts.FieldSelector, name)
+	return l.client.Resource(l.gvr).Namespace(namespace).List(ctx, opts)
+}
+
+// dynamicRecovery returns the recovery settings of a dynamic factory's
+// informer of gvr: none without a metadata client (WithDynamicRecovery).
+func dynamicRecovery(mc metadata.Interface, client dynamic.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *reflector.Recovery {
+	if mc == nil {
+		return nil
+	}
+	return &reflector.Recovery{Lister: &dynamicLister{
+		metadataLister: metadataLister{client: mc, gvr: gvr, namespace: namespace, tweak: tweak},
+		client:         client,
+	}}
 }
 
 // metadataRecovery returns the recovery settings of a metadata factory's

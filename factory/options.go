@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers/internalinterfaces"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
@@ -177,6 +178,20 @@ func WithDynamicMemoryOnly(resources ...schema.GroupVersionResource) DynamicOpti
 			f.memoryOnly[r] = true
 		}
 	}
+}
+
+// WithDynamicRecovery makes the dynamic factory's informers recover after
+// a 410, or for a list their collection owes, by what changed (see
+// cache.InformerOptions.Recovery): their collection's metadata is listed
+// through mc (client-go's metadata client, built from the same config as
+// the dynamic client), its changed objects fetched through the dynamic
+// client. It vouches that the factory's resources are served from etcd by
+// kube-apiserver — built-in resources and custom resources, not aggregated
+// APIs — whose resourceVersions a recovery compares as integers (one whose
+// resourceVersions are not integers is listed in full). Without it the
+// dynamic factory's informers relist in full.
+func WithDynamicRecovery(mc metadata.Interface) DynamicOption {
+	return func(f *DynamicFactory) { f.metadataClient = mc }
 }
 
 // MetadataOption configures a MetadataFactory, as client-go's
