@@ -52,8 +52,9 @@ staticcheck: $(STATICCHECK)
 check-tracked-files:
 	@bash hack/check-tracked-files.sh
 
-# check-upstream-versions: the files ported from Kubernetes follow the
-# client-go (and kubernetes) versions the repository builds with.
+# check-upstream-versions: the files ported from Kubernetes, and those that
+# reach into another library's private state, follow the versions of those
+# libraries the repository builds with (hack/upstream-versions.txt).
 check-upstream-versions:
 	@bash hack/check-upstream-versions.sh
 

@@ -95,7 +95,7 @@ func (s *Informer) catchUp() *reflector.CatchUp {
 	}
 	cu := &reflector.CatchUp{Done: c.done}
 	if !c.known {
-		cu.Target = func(rv string) { c.setTarget(rv, s.store.LastStoreSyncResourceVersion) }
+		cu.Target = func(rv string) { c.setTarget(rv, s.appliedResourceVersion) }
 	}
 	return cu
 }

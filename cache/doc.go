@@ -16,9 +16,10 @@
 // caught up with a read made at start (see Synced means caught up); every
 // handler gets OnAdd(obj, true) for each stored object in the background
 // (see Warm start). If the server no longer has that version
-// (410 Gone), the informer relists once and reconciles the list against the
-// stored state, as client-go reconciles a relist. A collection stored under
-// another ListIdentity, Cluster or TransformVersion (see Persistence) is not
+// (410 Gone), the informer recovers by what changed (see Recovery), or,
+// without a metadata lister, relists once and reconciles the list against
+// the stored state, as client-go reconciles a relist. A collection stored
+// under another ListIdentity, Cluster or TransformVersion (see Persistence) is not
 // resumed: the informer starts cold. Everything else — queue, ordering,
 // resync, handler registration, panics — is client-go v0.37.2's. Metrics
 // exports what an informer and its file do to a prometheus.Registerer.
@@ -100,6 +101,44 @@
 // tombstones are given after it (a key the store lacks until then may have
 // been set aside rather than deleted), as they are to checkpoint handlers
 // registered before a start that found the must-list mark.
+//
+// # Recovery
+//
+// With InformerOptions.Recovery (a metadata lister; the typed factory, and
+// the metadata factory for built-in groups, set one) a 410, and a list the
+// collection owes, cost what changed (see reflector.Recovery for the
+// requests): the informer lists the collection's metadata, diffs UIDs and
+// resourceVersions against the stored ones, opens the watch from the
+// list's resourceVersion and fetches only new and changed objects, each key
+// moving only forward. Handlers get what client-go's relist gives them,
+// without the unchanged objects: objects gone, or replaced by another UID
+// under the same name, as OnDelete(DeletedFinalStateUnknown) carrying the
+// stored object (the new UID then as an add); changed objects as updates,
+// new ones as adds; unchanged objects are not decoded, rewritten or
+// delivered, except to handlers due for a resync, which get them as a
+// relist's unchanged objects (read from the file), and a checkpoint's
+// handler skips those it acknowledged. Watch events arrive meanwhile; no
+// handler is given a key at a resourceVersion older than one it was given.
+//
+// The diff and the end of a recovery are applied by the delta loop in order
+// with the watch events around them. The diff marks the collection
+// must-list (persist.Collection.MustList) in the commit before anything of
+// the recovery; the end records the watch's resourceVersion and clears the
+// mark in one commit, once every changed object is applied and the watch
+// has passed every fetched resourceVersion: the collection is then exactly
+// the list at that version plus the events after it. A process that stops
+// or crashes in between leaves the mark, and its next start recovers again
+// (lister reads wait for that, as for any list the store owes); nothing
+// applied is lost, and nothing is delivered twice but a change applied and
+// not yet committed, as after any crash. Until the end the informer is not
+// synced, whatever resourceVersion it last applied: synced still means the
+// store reflects a consistent read taken at start.
+//
+// Without a metadata lister (a bare informer, a dynamic one, a custom
+// ListerWatcher) the 410 costs one full list, reconciled as client-go
+// reconciles a relist: unchanged objects are not rewritten or delivered
+// beyond handlers due for a resync, but every object is transferred and
+// decoded.
 //
 // # Seeding listers
 //

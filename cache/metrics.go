@@ -16,19 +16,21 @@ import (
 // Metrics exports boltinformer's metrics (all prefixed boltinformer_) on a
 // prometheus.Registerer the caller owns; nothing registers on a global.
 // Labels are bounded by what the program creates: file (base name of each
-// cache file), collection (one per informer), cause (five start causes),
-// handler (one per registered handler) and checkpoint (one per open
+// cache file), collection (one per informer), resource (one per informer
+// a factory could not persist), cause and reason (a few documented values
+// each), handler (one per registered handler) and checkpoint (one per open
 // checkpoint).
 //
-// Pass it to informers with InformerOptions.Metrics and to files with
-// ObserveDB. A running informer's handlers (pending notifications) and open
-// checkpoints are exported wherever its objects are; its collection's
-// (objects, resourceVersion lag, decoded cache, read errors) only while they
-// are in the file: not for a memory-only informer, nor one that moved to
-// memory. It also implements client-go's cache.InformerMetricsProvider
-// (queue depth, handler latency, store resourceVersion) for the RealFIFO;
-// those are published only for informers with a reserved Identifier, as in
-// client-go.
+// Pass it to informers with InformerOptions.Metrics, to files with
+// ObserveDB, to the typed factory with factory.WithMetrics and to the
+// controller-runtime adapter with its Options.Metrics. A running informer's
+// handlers (pending notifications) and open checkpoints are exported
+// wherever its objects are; its collection's (objects, resourceVersion lag,
+// decoded cache, read errors) only while they are in the file: not for a
+// memory-only informer, nor one that moved to memory. It also implements
+// client-go's cache.InformerMetricsProvider (queue depth, handler latency,
+// store resourceVersion) for the RealFIFO; those are published only for
+// informers with a reserved Identifier, as in client-go.
 type Metrics struct {
 	commitDuration *prometheus.HistogramVec
 	commitChanges  *prometheus.HistogramVec
@@ -41,6 +43,8 @@ type Metrics struct {
 	resets         *prometheus.CounterVec
 	indexRepairs   *prometheus.CounterVec
 	droppedCPs     *prometheus.CounterVec
+	fallbacks      *prometheus.CounterVec
+	crFallbacks    *prometheus.CounterVec
 
 	// mu guards the fields below, read at scrape time.
 	mu        sync.Mutex
@@ -94,7 +98,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"file"}),
 		starts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "boltinformer_informer_starts_total",
-			Help: "Informer starts by cause: cold (listed into an empty collection), resumed (watched from the stored resourceVersion), relist-expired (relisted after 410), relist-catchup (relisted because short watches did not catch up with the start's consistent read: the server sends no bookmarks), relist-error (relisted after another failure).",
+			Help: "Informer starts by cause: cold (listed into an empty collection), resumed (watched from the stored resourceVersion), relist-expired (relisted after 410), relist-catchup (relisted because short watches did not catch up with the start's consistent read: the server sends no bookmarks), relist-error (relisted after another failure), warm-list (a warm start of a small collection that recovered from a consistent metadata list instead of resuming: InformerOptions.WarmListBelow).",
 		}, []string{"collection", "cause"}),
 		watchRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "boltinformer_watch_restarts_total",
@@ -125,10 +129,18 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "boltinformer_checkpoints_dropped_total",
 			Help: "Stored checkpoints dropped when the collection opened because none had opened them for persist.Options.CheckpointRetention (abandoned: a renamed or removed handler).",
 		}, []string{"collection"}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boltinformer_factory_fallbacks_total",
+			Help: "Informers the typed factory's InformerFor runs in memory, as client-go's, instead of persisting (they start cold every time), by reason: client-go-layout (client-go's informer does not have the private fields of the version boltinformer was built against: reported as an error; pin client-go or upgrade boltinformer), not-client-go (the constructor's informer is another implementation), custom-lister-watcher (its ListerWatcher is not client-go's own and no version was declared), unknown-list (what it lists could not be determined).",
+		}, []string{"resource", "reason"}),
+		crFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boltinformer_controllerruntime_fallbacks_total",
+			Help: "Handlers the controller-runtime adapter could not examine, by reason: handler-layout (controller-runtime's source handler does not have the private fields of the version boltinformer was built against, so a checkpoint's acknowledged initial adds are decoded and dropped by its predicate instead of skipped as they are queued: reported as an error).",
+		}, []string{"collection", "reason"}),
 		dbs:       map[*persist.DB]bool{},
 		informers: map[*Informer]bool{},
 	}
-	for _, c := range []prometheus.Collector{m.commitDuration, m.commitChanges, m.commitErrors, m.starts, m.watchRestarts, m.queued, m.processing, m.storeRV, m.resets, m.indexRepairs, m.droppedCPs, scrapeCollector{m}} {
+	for _, c := range []prometheus.Collector{m.commitDuration, m.commitChanges, m.commitErrors, m.starts, m.watchRestarts, m.queued, m.processing, m.storeRV, m.resets, m.indexRepairs, m.droppedCPs, m.fallbacks, m.crFallbacks, scrapeCollector{m}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -172,6 +184,26 @@ func (m *Metrics) countReset(collection, reason string) {
 	}
 }
 
+// CountFactoryFallback counts an informer a factory of package factory runs
+// in memory instead of persisting: resource is what it lists, reason one of
+// those boltinformer_factory_fallbacks_total documents. A nil m counts
+// nothing.
+func (m *Metrics) CountFactoryFallback(resource, reason string) {
+	if m != nil {
+		m.fallbacks.WithLabelValues(resource, reason).Inc()
+	}
+}
+
+// CountControllerRuntimeFallback counts a handler the controller-runtime
+// adapter could not examine on the informer of collection: reason is one of
+// those boltinformer_controllerruntime_fallbacks_total documents. A nil m
+// counts nothing.
+func (m *Metrics) CountControllerRuntimeFallback(collection, reason string) {
+	if m != nil {
+		m.crFallbacks.WithLabelValues(collection, reason).Inc()
+	}
+}
+
 // countDroppedCheckpoints counts checkpoints dropped as abandoned.
 func (m *Metrics) countDroppedCheckpoints(collection string, n int) {
 	if m != nil && n > 0 {
@@ -209,6 +241,14 @@ func (o metricsObserver) Listed(cause reflector.StartCause, rv string, items, pa
 	o.m.starts.WithLabelValues(o.collection, string(cause)).Inc()
 	if o.next != nil {
 		o.next.Listed(cause, rv, items, pages)
+	}
+}
+
+// Recovered passes a recovery's end on to the next observer, if it listens
+// for it (its start was counted by Listed).
+func (o metricsObserver) Recovered(cause reflector.StartCause, rv string, stats reflector.RecoveryStats) {
+	if next, ok := o.next.(reflector.RecoveryObserver); ok {
+		next.Recovered(cause, rv, stats)
 	}
 }
 

@@ -96,7 +96,7 @@ func (s *Informer) openStore(ctx context.Context) {
 			s.report(ctx, fmt.Errorf("boltinformer: collection %q: storing the objects written before Run: %w; the informer starts cold without them", s.name, err))
 		}
 	}
-	s.persistent.onList(s.gate.paid)
+	s.persistent.onList(s.listApplied)
 	if dropped := s.persistent.coll.DroppedCheckpoints(); len(dropped) > 0 {
 		klog.FromContext(ctx).Info("Dropped checkpoints no handler had opened for the retention period (persist.Options.CheckpointRetention), with their acknowledgements and tombstones", "collection", s.name, "checkpoints", dropped)
 		s.opts.Metrics.countDroppedCheckpoints(s.name, len(dropped))
@@ -106,7 +106,7 @@ func (s *Informer) openStore(ctx context.Context) {
 		s.opts.Metrics.countReset(s.name, resetReadError)
 	}
 	if s.persistent.coll.MustList() {
-		klog.FromContext(ctx).Info("The stored collection lacks objects set aside after a read error; listing before it is synced", "collection", s.name)
+		klog.FromContext(ctx).Info("The stored collection owes a list (objects were set aside after a read error, or a recovery did not finish); listing before it is synced", "collection", s.name)
 		s.gate.owe()
 	}
 	seeds.adopted.Store(true)

@@ -1,12 +1,54 @@
+// Reaches into sigs.k8s.io/controller-runtime pkg/internal/source/event_handler.go at v0.25.2:
+// the unexported fields handler (the user's handler.TypedEventHandler) and
+// predicates ([]predicate.TypedPredicate) of EventHandler[object, request],
+// the handler controller-runtime's source.Kind and source.Informer register
+// on an informer. They are read by reflection and compared by identity,
+// never called or changed.
+//
+// controller-runtime v0.25.x has no public hook to use instead: the informer
+// is handed only that EventHandler, an internal type without getters;
+// cache.Options.NewInformer (through which the adapter builds its informers)
+// sees no handlers; and neither source.Kind nor the builder's For and
+// Watches let a caller wrap or label the handler they register. Probing the
+// handler (calling OnAdd with a marked object) would run the user's
+// predicates and handler. When a handler of that package lacks these fields
+// (controller-runtime's layout changed) and the informer has checkpoints,
+// consumerOf says so, and the informer reports it as an error and in
+// boltinformer_controllerruntime_fallbacks_total with reason handler-layout
+// (reportConsumerFallback). Nothing is lost but time: the checkpoint's
+// predicate or Secondary handler drops the same initial adds, after they
+// are decoded. TestCheckpointConsumerFound pins the fields of the
+// controller-runtime in use; TestConsumerFallbackReported the report.
+
 package controllerruntime
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"reflect"
 
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 )
+
+const (
+	// crSourcePkg is the package of the handler controller-runtime's sources
+	// register on informers, and crVersion the controller-runtime whose
+	// layout of it consumerOf reads.
+	crSourcePkg = "sigs.k8s.io/controller-runtime/pkg/internal/source"
+	crVersion   = "v0.25.2"
+
+	// fallbackHandlerLayout is the reason label of a handler of crSourcePkg
+	// that consumerOf could not read.
+	fallbackHandlerLayout = "handler-layout"
+)
+
+// errHandlerLayout marks a handler of crSourcePkg without controller-runtime
+// crVersion's fields.
+var errHandlerLayout = errors.New("not controller-runtime " + crVersion + "'s source handler layout")
 
 // consumerOf returns the checkpoint whose consumer handler is: the one whose
 // acknowledged initial adds it drops anyway, through a Checkpoint's For
@@ -17,29 +59,38 @@ import (
 // seconds of decoding before controller-runtime reports the handler synced
 // and starts the workers).
 //
-// controller-runtime gives the informer only the handler its source.Kind
-// made: internal/source.EventHandler (pkg/internal/source/event_handler.go,
-// v0.25.2), whose unexported fields hold the user's handler (`handler`) and
-// predicates (`predicates`). They are read here by reflection, compared by
-// identity, never called or changed. If a later controller-runtime renames
-// them nothing is found, the handler is registered as any other, and the
-// predicate and the Secondary handler drop the same initial adds later, in
-// the handler's goroutine (TestCheckpointConsumerFound pins the version in
-// use).
-func consumerOf(handler toolscache.ResourceEventHandler, consumers map[any]*bcache.Checkpoint) *bcache.Checkpoint {
+// It reads the fields handler and predicates of any struct handler points
+// to (see the file's header). A handler of controller-runtime's source
+// package without them is errHandlerLayout: nothing is found, and the
+// handler is registered as any other. Other handlers are simply not
+// consumers. With no consumers nothing is read.
+func consumerOf(handler toolscache.ResourceEventHandler, consumers map[any]*bcache.Checkpoint) (*bcache.Checkpoint, error) {
+	return consumerIn(handler, consumers, crSourcePkg)
+}
+
+// consumerIn is consumerOf with the package whose handlers must have the
+// fields (crSourcePkg; a test's own for the test).
+func consumerIn(handler toolscache.ResourceEventHandler, consumers map[any]*bcache.Checkpoint, sourcePkg string) (*bcache.Checkpoint, error) {
 	if len(consumers) == 0 {
-		return nil
+		return nil, nil
 	}
 	v := reflect.ValueOf(handler)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return nil
+		return nil, nil
 	}
 	v = v.Elem()
+	h, preds := v.FieldByName("handler"), v.FieldByName("predicates")
+	if !h.IsValid() || h.Kind() != reflect.Interface || !preds.IsValid() || preds.Kind() != reflect.Slice || preds.Type().Elem().Kind() != reflect.Interface {
+		if v.Type().PkgPath() == sourcePkg {
+			return nil, fmt.Errorf("%s: no fields handler (an interface) and predicates (a slice of interfaces): %w", v.Type(), errHandlerLayout)
+		}
+		return nil, nil
+	}
 	// found looks an interface value up among the markers, which are
 	// pointers: by type and address, since a value read from an unexported
 	// field cannot be turned back into an interface.
 	found := func(f reflect.Value) *bcache.Checkpoint {
-		if f.Kind() != reflect.Interface || f.IsNil() {
+		if f.IsNil() {
 			return nil
 		}
 		e := f.Elem()
@@ -54,15 +105,25 @@ func consumerOf(handler toolscache.ResourceEventHandler, consumers map[any]*bcac
 		}
 		return nil
 	}
-	if cp := found(v.FieldByName("handler")); cp != nil {
-		return cp
+	if cp := found(h); cp != nil {
+		return cp, nil
 	}
-	if preds := v.FieldByName("predicates"); preds.Kind() == reflect.Slice {
-		for j := range preds.Len() {
-			if cp := found(preds.Index(j)); cp != nil {
-				return cp
-			}
+	for j := range preds.Len() {
+		if cp := found(preds.Index(j)); cp != nil {
+			return cp, nil
 		}
 	}
-	return nil
+	return nil, nil
+}
+
+// reportConsumerFallback reports that consumerOf could not read a handler
+// registered on the informer of collection (err), and counts it on metrics
+// (nil counts nothing).
+func reportConsumerFallback(metrics *bcache.Metrics, collection string, err error) {
+	metrics.CountControllerRuntimeFallback(collection, fallbackHandlerLayout)
+	utilruntime.HandleErrorWithContext(context.Background(), fmt.Errorf("boltcr: cannot tell whether a handler controller-runtime registered on %s is a checkpoint's consumer (%w); "+
+		"its acknowledged initial adds are decoded and dropped by the checkpoint's predicate instead of skipped as they are queued, so warm starts are slower. "+
+		"boltcr reads controller-runtime %s's private handler fields, and the controller-runtime in use has others: "+
+		"pin sigs.k8s.io/controller-runtime to %[3]s, or upgrade boltinformer to a release for this controller-runtime (or file an issue)", collection, err, crVersion),
+		"boltcr: checkpoint consumer not recognized", "collection", collection)
 }

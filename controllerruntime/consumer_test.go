@@ -2,9 +2,17 @@ package controllerruntime
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	corev1 "k8s.io/api/core/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,7 +29,8 @@ import (
 // controller-runtime in use: the handler its source.Kind registers (as the
 // builder's For and Watches do) is found to be a checkpoint's consumer
 // through the For predicate among other predicates, or through a Secondary
-// handler; a handler with neither is not.
+// handler; a handler with neither is not. The handler is of crSourcePkg,
+// whose handlers consumerOf reports when it cannot read them.
 func TestCheckpointConsumerFound(t *testing.T) {
 	forCP, secCP := &bcache.Checkpoint{}, &bcache.Checkpoint{}
 	pred := &forPredicate{cp: forCP}
@@ -45,11 +54,109 @@ func TestCheckpointConsumerFound(t *testing.T) {
 				// What the builder's For and Watches make.
 				return source.Kind(c, client.Object(&corev1.Pod{}), tc.h, tc.preds...)
 			})
-			if cp := consumerOf(got, consumers); cp != tc.wantC {
-				t.Errorf("consumerOf(%T) = %p, want %p", got, cp, tc.wantC)
+			if pkg := reflect.TypeOf(got).Elem().PkgPath(); pkg != crSourcePkg {
+				t.Errorf("controller-runtime registered a %T of %s, want one of %s (crSourcePkg)", got, pkg, crSourcePkg)
+			}
+			if cp, err := consumerOf(got, consumers); cp != tc.wantC || err != nil {
+				t.Errorf("consumerOf(%T) = %p, %v; want %p", got, cp, err, tc.wantC)
 			}
 		})
 	}
+}
+
+// A handler of controller-runtime's source package whose fields are not the
+// ones consumerOf reads (controller-runtime changed them) is reported as an
+// error and counted; the handler is registered as any other. Other handlers
+// are not consumers, and are not reported. Here this test's package stands
+// in for controller-runtime's.
+func TestConsumerFallbackReported(t *testing.T) {
+	saved := utilruntime.ErrorHandlers
+	var reported []error
+	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, _ string, _ ...interface{}) {
+		reported = append(reported, err)
+	}}
+	t.Cleanup(func() { utilruntime.ErrorHandlers = saved })
+	reg := prometheus.NewRegistry()
+	metrics, err := bcache.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred := &forPredicate{cp: &bcache.Checkpoint{}}
+	consumers := map[any]*bcache.Checkpoint{pred: pred.cp}
+	thisPkg := reflect.TypeFor[renamedFields]().PkgPath()
+
+	// Fields renamed: reported.
+	renamed := &renamedFields{userHandler: &handler.EnqueueRequestForObject{}, preds: []predicate.Predicate{pred}}
+	cp, err := consumerIn(renamed, consumers, thisPkg)
+	if cp != nil || !errors.Is(err, errHandlerLayout) {
+		t.Fatalf("consumerIn(renamed fields) = %p, %v; want errHandlerLayout", cp, err)
+	}
+	// With the fields: found, nothing reported.
+	if cp, err := consumerIn(&sourceFields{handler: &handler.EnqueueRequestForObject{}, predicates: []predicate.Predicate{pred}}, consumers, thisPkg); cp != pred.cp || err != nil {
+		t.Errorf("consumerIn(v0.25.2's fields) = %p, %v; want the checkpoint", cp, err)
+	}
+	// Another package's handler without the fields is not a consumer.
+	if cp, err := consumerIn(renamed, consumers, crSourcePkg); cp != nil || err != nil {
+		t.Errorf("consumerOf(a handler of another package) = %p, %v; want neither", cp, err)
+	}
+	// No checkpoints: nothing is read, nothing reported.
+	if _, err := consumerIn(renamed, nil, thisPkg); err != nil {
+		t.Errorf("consumerIn without consumers: %v", err)
+	}
+
+	reportConsumerFallback(metrics, "typed/v1/pods", fmt.Errorf("%T: %w", renamed, errHandlerLayout))
+	reportConsumerFallback(nil, "typed/v1/pods", errHandlerLayout) // no metrics: reported, not counted
+	if len(reported) != 2 || !errors.Is(reported[0], errHandlerLayout) {
+		t.Fatalf("reported %v, want the layout error twice", reported)
+	}
+	for _, want := range []string{"typed/v1/pods", "decoded", "pin sigs.k8s.io/controller-runtime to " + crVersion} {
+		if !strings.Contains(reported[0].Error(), want) {
+			t.Errorf("report %q does not say %q", reported[0], want)
+		}
+	}
+	if got := counterValue(t, reg, "boltinformer_controllerruntime_fallbacks_total", map[string]string{"collection": "typed/v1/pods", "reason": fallbackHandlerLayout}); got != 1 {
+		t.Errorf("boltinformer_controllerruntime_fallbacks_total = %v, want 1", got)
+	}
+}
+
+// counterValue is the value of the counter name with exactly labels, as g
+// gathers it; -1 if there is none.
+func counterValue(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if maps.Equal(got, labels) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
+// sourceFields has the fields of controller-runtime v0.25.2's
+// internal/source.EventHandler that consumerOf reads; renamedFields has
+// them under other names.
+type sourceFields struct {
+	toolscache.ResourceEventHandlerFuncs
+	handler    handler.EventHandler
+	predicates []predicate.Predicate
+}
+
+type renamedFields struct {
+	toolscache.ResourceEventHandlerFuncs
+	userHandler handler.EventHandler
+	preds       []predicate.Predicate
 }
 
 // registeredHandler starts src on a cache that records the handler

@@ -157,7 +157,7 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 		slot.opening = false
 		slot.mu.Unlock()
 	}
-	inf := &informer{Informer: inner, key: key, bound: bound, unbound: unbound, released: make(chan struct{})}
+	inf := &informer{Informer: inner, key: key, collection: p.Collection, metrics: f.opts.Metrics, bound: bound, unbound: unbound, released: make(chan struct{})}
 	f.mu.Lock()
 	f.live[p.Collection] = inf
 	f.mu.Unlock()

@@ -72,6 +72,10 @@ const (
 type informer struct {
 	*bcache.Informer
 	key objectKey
+	// collection names the informer's collection and metrics counts what
+	// the adapter could not do on it (nil counts nothing).
+	collection string
+	metrics    *bcache.Metrics
 
 	// bound are the declared field indexes opened with their slot as the
 	// function; unbound are declared ones whose stored index had to be
@@ -172,7 +176,11 @@ func (i *informer) AddEventHandlerWithOptions(handler toolscache.ResourceEventHa
 	cps := append([]*bcache.Checkpoint(nil), i.checkpoints...)
 	consumers := i.consumers
 	i.mu.Unlock()
-	if cp := consumerOf(handler, consumers); cp != nil {
+	cp, err := consumerOf(handler, consumers)
+	if err != nil {
+		reportConsumerFallback(i.metrics, i.collection, err)
+	}
+	if cp != nil {
 		reg, err := cp.AddEventHandlerWithTombstones(handler, options, cps...)
 		if !errors.Is(err, bcache.ErrCheckpointHasHandler) {
 			return reg, err

@@ -73,8 +73,9 @@ type Options struct {
 	CacheObjects int
 	CacheBytes   int64
 
-	// Metrics, if set, exports each persistent informer's metrics and, for
-	// a file opened from Path, the file's (see bcache.Metrics); register
+	// Metrics, if set, exports each persistent informer's metrics, the
+	// adapter's fallbacks (boltinformer_controllerruntime_fallbacks_total)
+	// and, for a file opened from Path, the file's (see bcache.Metrics); register
 	// it on the manager's registry (sigs.k8s.io/controller-runtime/pkg/metrics.Registry)
 	// to serve them with controller-runtime's.
 	Metrics *bcache.Metrics

@@ -23,6 +23,20 @@
 //     reports objects deleted meanwhile as DeletedFinalStateUnknown carrying
 //     the stored object, and does not rewrite unchanged objects. Only
 //     resyncing handlers get those unchanged objects.
+//   - TestRecoveryAfterChurn: an informer with a metadata lister stops;
+//     Pods are updated, deleted, deleted and recreated (new UID) and
+//     created, and churn rolls the watch cache past the stored
+//     resourceVersion (410, no apiserver restart). A child process recovering
+//     is SIGKILLed among its fetches; the next informer recovers (no full
+//     list) while Pods keep changing, ends equal to the server, never gives
+//     a handler an older resourceVersion of a key, gives a checkpointed
+//     handler exactly the changed keys, and reads under a fifth of a full
+//     list's bytes in objects (the counted bytes are logged).
+//     TestRecoveryFetchCost (-e2e.measure-fetch=N) measures what the
+//     recovery's requests cost.
+//   - TestFactoryDynamicRecovery: the dynamic factory with a metadata client
+//     recovers a custom resource's informer across an apiserver restart:
+//     one metadata list and a fetch per changed object, no full list.
 //   - TestWarmRestartWatchForbidden: restarted with a client RBAC lets list
 //     but not watch (every watch answers 403), the informer lists once after
 //     the second refusal, reconciled with the file, and is synced after
@@ -81,10 +95,13 @@
 // Each test starts its own etcd + kube-apiserver pair (TestFactoryForeignCluster
 // two), one test after another, and the suite writes about 16,000 objects. On
 // a 2-core machine it takes three to four minutes, with or without -race;
-// most of that is server start-up and populating. TestInformerChild and
-// TestMetadataFactoryChild are the child halves of TestKillDuringWriteStorm
-// and TestFactoryMetadataDifferential; without the environment those tests
-// set, they skip.
+// most of that is server start-up and populating; TestRecoveryAfterChurn
+// adds about two minutes, waiting for churn to expire a resourceVersion
+// (the watch cache keeps at least 75 s of history). TestInformerChild,
+// TestMetadataFactoryChild and TestRecoveryChild are the child halves of
+// TestKillDuringWriteStorm, TestFactoryMetadataDifferential and
+// TestRecoveryAfterChurn; without the environment those tests set, they
+// skip.
 //
 // All objects the tests watch carry a label, and the informers select on it.
 // The apiserver's own objects (kube-system ConfigMaps it rewrites at start)

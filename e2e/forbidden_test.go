@@ -25,8 +25,18 @@ import (
 // do) and is synced once it has applied that list — as a client-go
 // informer with the same client, run beside it, is synced after its first
 // list. Both stores must equal the server's, and keep following it through
-// relists: a ConfigMap created after the sync reaches both.
+// relists: a ConfigMap created after the sync reaches both. An informer
+// that recovers by what changed (a metadata lister) gets there the same
+// way: its recovery cannot end without a watch, so it lists in full.
 func TestWarmRestartWatchForbidden(t *testing.T) {
+	for _, recovery := range []bool{false, true} {
+		t.Run(map[bool]string{false: "relist", true: "recovery"}[recovery], func(t *testing.T) {
+			testWarmRestartWatchForbidden(t, recovery)
+		})
+	}
+}
+
+func testWarmRestartWatchForbidden(t *testing.T, recovery bool) {
 	const test, ns = "forbidden", "forbidden"
 	srv := apiservertest.Start(t, apiservertest.Options{})
 	admin := newClientset(t, srv.Config(), nil)
@@ -36,7 +46,7 @@ func TestWarmRestartWatchForbidden(t *testing.T) {
 	path := cachePath(t)
 	selector := e2eLabel + "=" + test
 	spec := informerSpec{collection: "configmaps-" + selector, resource: "configmaps", namespace: ns, selector: selector,
-		cs: newClientset(t, srv.Config(), nil)}
+		cs: newClientset(t, srv.Config(), nil), recovery: recovery}
 
 	// First run: cold, as an admin.
 	db := openDB(t, path)

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -132,6 +133,12 @@ type informerSpec struct {
 	cluster string
 	// syncedAtOpen is InformerOptions.SyncedAtOpen.
 	syncedAtOpen bool
+	// recovery gives the informer a metadata lister
+	// (factory.NewMetadataLister over cs): it recovers by what changed
+	// instead of relisting.
+	recovery bool
+	// warmListBelow is InformerOptions.WarmListBelow.
+	warmListBelow int
 	// cacheObjects is Persistence.CacheObjects; zero is unbounded.
 	cacheObjects int
 }
@@ -160,12 +167,17 @@ func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
 		InitialBackoff:  100 * time.Millisecond,
 		MaxBackoff:      2 * time.Second,
 		SyncedAtOpen:    s.syncedAtOpen,
+		WarmListBelow:   s.warmListBelow,
 	}
 	if s.cluster != "" {
 		opts.Persistence.Cluster = bcache.StaticCluster(s.cluster)
 	}
 	if s.observer != nil {
 		opts.Observer = s.observer
+	}
+	if s.recovery {
+		opts.Recovery = &reflector.Recovery{Lister: factory.NewMetadataLister(s.cs.CoreV1().RESTClient(), s.resource, s.namespace,
+			metav1.ListOptions{LabelSelector: s.selector})}
 	}
 	inf, err := bcache.NewSharedIndexInformerWithOptions(lw, s.example(), opts)
 	if err != nil {

@@ -1,3 +1,25 @@
+// Reaches into k8s.io/client-go tools/cache/shared_informer.go at v0.37.2:
+// the unexported fields of sharedIndexInformer (listerWatcher, objectType,
+// objectDescription, defaultEventHandlerResyncPeriod, transform, identifier,
+// informerMetricsProvider, watchErrorHandler, started, processor), of
+// sharedProcessor (listeners) and of processorListener (handler,
+// requestedResyncPeriod, logger), read through reflect.NewAt; and the
+// SharedIndexInformer embedded in the unexported typedSharedIndexInformer[T],
+// read to unwrap and set to rewrap.
+// Reaches into k8s.io/client-go tools/cache/listwatch.go at v0.37.2:
+// the ListWatch embedded in the unexported
+// listWatcherWithWatchListSemanticsWrapper, read.
+//
+// There is no public hook to use instead: client-go v0.37.2's informers have
+// getters for none of these but the indexers (GetIndexer().GetIndexers(),
+// used), and its SharedIndexInformerOptions only go in. When an informer of
+// client-go's tools/cache does not have these fields (client-go's layout
+// changed), InformerFor runs newFunc's informer in memory and reports it as
+// an error and in boltinformer_factory_fallbacks_total with reason
+// client-go-layout (fallback.go). TestCaptureReadsClientGoInformer pins the
+// fields of the client-go in use; TestInformerForReportsClientGoLayout the
+// report.
+
 package factory
 
 import (
@@ -22,10 +44,24 @@ import (
 // reads them from client-go v0.37.2's sharedIndexInformer; a test pins the
 // fields. Any other informer implementation, or another layout, is not
 // understood: InformerFor then returns newFunc's informer itself, in
-// memory, as client-go's factory does. The persistent informer is returned
-// inside the same client-go typed wrappers as newFunc's (rewrap).
+// memory, as client-go's factory does; another layout of client-go's own
+// informer is errClientGoLayout, which InformerFor reports as an error. The
+// persistent informer is returned inside the same client-go typed wrappers
+// as newFunc's (rewrap).
 
 const clientGoCachePkg = "k8s.io/client-go/tools/cache"
+
+// clientGoVersion is the client-go whose private fields this file reads
+// (hack/upstream-versions.txt checks it against go.mod).
+const clientGoVersion = "v0.37.2"
+
+var (
+	// errClientGoLayout marks an informer of client-go's tools/cache whose
+	// private state is not client-go v0.37.2's: client-go's layout changed.
+	errClientGoLayout = errors.New("not client-go " + clientGoVersion + "'s informer layout")
+	// errNotClientGo marks an informer that is not client-go's.
+	errNotClientGo = errors.New("not client-go's shared informer")
+)
 
 // clientGoParts is everything observable that newFunc set on the informer
 // it built, which the persistent informer must do the same way.
@@ -62,34 +98,44 @@ func readClientGoInformer(informer cache.SharedIndexInformer) (clientGoParts, er
 	if err != nil {
 		return clientGoParts{}, err
 	}
-	var p clientGoParts
-	var ok [9]bool
-	p.listerWatcher, ok[0] = unexportedField[cache.ListerWatcher](inner, "listerWatcher")
-	p.transform, ok[1] = unexportedField[cache.TransformFunc](inner, "transform")
-	p.resync, ok[2] = unexportedField[time.Duration](inner, "defaultEventHandlerResyncPeriod")
-	p.example, ok[3] = unexportedField[runtime.Object](inner, "objectType")
-	p.description, ok[4] = unexportedField[string](inner, "objectDescription")
-	p.identifier, ok[5] = unexportedField[cache.InformerNameAndResource](inner, "identifier")
-	p.metricsProvider, ok[6] = unexportedField[cache.InformerMetricsProvider](inner, "informerMetricsProvider")
-	p.watchErrorHandler, ok[7] = unexportedField[cache.WatchErrorHandlerWithContext](inner, "watchErrorHandler")
-	started, ok8 := unexportedField[bool](inner, "started")
-	ok[8] = ok8
-	for _, o := range ok {
-		if !o {
-			return clientGoParts{}, fmt.Errorf("%T does not have client-go v0.37.2's fields", informer)
-		}
-	}
-	if p.listerWatcher == nil || p.example == nil {
-		return clientGoParts{}, fmt.Errorf("%T has no ListerWatcher or example object", informer)
-	}
-	if started {
-		return clientGoParts{}, errors.New("newFunc's informer has already started")
-	}
-	p.handlers, err = registeredHandlers(inner)
+	p, err := readSharedIndexInformer(inner)
 	if err != nil {
 		return clientGoParts{}, fmt.Errorf("%T: %w", informer, err)
 	}
 	p.indexers = informer.GetIndexer().GetIndexers()
+	return p, nil
+}
+
+// readSharedIndexInformer returns what readClientGoInformer does, but the
+// indexers, from v, a client-go sharedIndexInformer (addressable). Fields it
+// cannot read are errClientGoLayout.
+func readSharedIndexInformer(v reflect.Value) (clientGoParts, error) {
+	var p clientGoParts
+	var missing []string
+	readField(v, "listerWatcher", &p.listerWatcher, &missing)
+	readField(v, "transform", &p.transform, &missing)
+	readField(v, "defaultEventHandlerResyncPeriod", &p.resync, &missing)
+	readField(v, "objectType", &p.example, &missing)
+	readField(v, "objectDescription", &p.description, &missing)
+	readField(v, "identifier", &p.identifier, &missing)
+	readField(v, "informerMetricsProvider", &p.metricsProvider, &missing)
+	readField(v, "watchErrorHandler", &p.watchErrorHandler, &missing)
+	var started bool
+	readField(v, "started", &started, &missing)
+	if len(missing) > 0 {
+		return clientGoParts{}, fmt.Errorf("sharedIndexInformer has no field %s of %s's type: %w", strings.Join(missing, ", "), clientGoVersion, errClientGoLayout)
+	}
+	if p.listerWatcher == nil || p.example == nil {
+		return clientGoParts{}, errors.New("it has no ListerWatcher or example object")
+	}
+	if started {
+		return clientGoParts{}, errors.New("newFunc's informer has already started")
+	}
+	var err error
+	p.handlers, err = registeredHandlers(v)
+	if err != nil {
+		return clientGoParts{}, fmt.Errorf("%w: %w", err, errClientGoLayout)
+	}
 	return p, nil
 }
 
@@ -113,12 +159,12 @@ func registeredHandlers(v reflect.Value) ([]registeredHandler, error) {
 			return nil, errors.New("unexpected processor listener")
 		}
 		var h registeredHandler
-		var ok1, ok2, ok3 bool
-		h.handler, ok1 = unexportedField[cache.ResourceEventHandler](l.Elem(), "handler")
-		h.resync, ok2 = unexportedField[time.Duration](l.Elem(), "requestedResyncPeriod")
-		h.logger, ok3 = unexportedField[klog.Logger](l.Elem(), "logger")
-		if !ok1 || !ok2 || !ok3 || h.handler == nil {
-			return nil, errors.New("processor listener without client-go v0.37.2's fields")
+		var missing []string
+		readField(l.Elem(), "handler", &h.handler, &missing)
+		readField(l.Elem(), "requestedResyncPeriod", &h.resync, &missing)
+		readField(l.Elem(), "logger", &h.logger, &missing)
+		if len(missing) > 0 || h.handler == nil {
+			return nil, fmt.Errorf("processorListener without a handler, or with no field %s of %s's type", strings.Join(missing, ", "), clientGoVersion)
 		}
 		out = append(out, h)
 	}
@@ -145,7 +191,9 @@ func (p clientGoParts) register(informer cache.SharedIndexInformer) error {
 // wraps in client-go's typed wrappers (typedSharedIndexInformer, which
 // embeds the informer it wraps and only adds typed variants of its
 // methods), at any depth. Other wrappers may change behaviour, so they are
-// not looked through.
+// not looked through: they are errNotClientGo. A type of client-go's
+// tools/cache that is neither, or a typed wrapper without its embedded
+// informer, is errClientGoLayout (v0.37.2 has no other SharedIndexInformer).
 func clientGoInformer(informer cache.SharedIndexInformer) (reflect.Value, error) {
 	v := reflect.ValueOf(informer)
 	seen := map[uintptr]bool{}
@@ -158,16 +206,17 @@ func clientGoInformer(informer cache.SharedIndexInformer) (reflect.Value, error)
 		if t.Name() == "sharedIndexInformer" {
 			return v.Elem(), nil
 		}
-		if !strings.HasPrefix(t.Name(), "typedSharedIndexInformer[") {
-			break
+		f := v.Elem().FieldByName("SharedIndexInformer")
+		if !strings.HasPrefix(t.Name(), "typedSharedIndexInformer[") || !f.IsValid() || f.Type() != reflect.TypeFor[cache.SharedIndexInformer]() {
+			return reflect.Value{}, fmt.Errorf("%T: %s.%s: %w", informer, clientGoCachePkg, t.Name(), errClientGoLayout)
 		}
-		embedded, ok := v.Elem().FieldByName("SharedIndexInformer").Interface().(cache.SharedIndexInformer)
+		embedded, ok := f.Interface().(cache.SharedIndexInformer)
 		if !ok {
-			break
+			break // a typed wrapper of nothing
 		}
 		v = reflect.ValueOf(embedded)
 	}
-	return reflect.Value{}, fmt.Errorf("%T is not client-go's shared informer", informer)
+	return reflect.Value{}, fmt.Errorf("%T is %w", informer, errNotClientGo)
 }
 
 // rewrap returns informer inside the same chain of client-go typed
@@ -255,6 +304,17 @@ func funcName(fn interface{}) string {
 		return f.Name()
 	}
 	return "?"
+}
+
+// readField sets *dst to the field name of the addressable struct v, or adds
+// name to *missing if v has no such field of type T.
+func readField[T any](v reflect.Value, name string, dst *T, missing *[]string) {
+	f, ok := unexportedField[T](v, name)
+	if !ok {
+		*missing = append(*missing, name)
+		return
+	}
+	*dst = f
 }
 
 // unexportedField reads the field name of the addressable struct v, if it

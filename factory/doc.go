@@ -177,6 +177,26 @@
 // makes warm informers synced on their stored state instead, at once, for
 // controllers that tolerate a stale start.
 //
+// # Recovery after a 410
+//
+// When the apiserver no longer has an informer's stored resourceVersion
+// (410 Gone), or the collection owes a list, the informer recovers by what
+// changed instead of relisting (see cache.InformerOptions.Recovery): the
+// typed factory gives every informer whose ListerWatcher is client-go's own
+// a metadata lister (NewMetadataLister: client-go's metadata client, on the
+// clientset's transport and rate limiter, with the informer's namespace and
+// selectors), and the metadata factory gives one to informers of the
+// groups in client-go's scheme, which kube-apiserver serves from etcd and
+// whose resourceVersions can therefore be compared. The dynamic factory
+// recovers given a metadata client (WithDynamicRecovery, which vouches that
+// its resources are kube-apiserver's own: built-in or custom, not
+// aggregated). A custom ListerWatcher (it may filter in Go, which a
+// metadata list would not), the dynamic factory without that option and
+// the metadata factory's informers of other groups (custom resources and
+// aggregated APIs alike, which it cannot tell apart without discovery)
+// relist in full, reconciled with the stored state. The recovery's fetches
+// are planned to fit the typed clientset's rate limit.
+//
 // # Watches keep the server's bytes
 //
 // An informer whose ListerWatcher is client-go's own (requestOnly above)
@@ -203,9 +223,17 @@
 // generated clientset, metadata-only objects), or is not client-go's
 // informer (or a typed wrapper of it) — or its ListerWatcher is custom and
 // no WithListerWatcherVersion is declared, InformerFor returns newFunc's own
-// informer unchanged, in memory, exactly as client-go's factory does, and
-// logs why once. Finding out that newFunc uses another client costs one
+// informer unchanged, in memory, exactly as client-go's factory does, logs
+// why once and counts it in boltinformer_factory_fallbacks_total (see
+// WithMetrics). Finding out that newFunc uses another client costs one
 // List request with limit=1 through that client.
+//
+// The fields read from client-go's informer are private: another client-go
+// release may lay them out otherwise. The factory then cannot persist any
+// informer built by a newFunc (the generated accessors' included), and says
+// so as an error (utilruntime.HandleError) as well as in the metric, with
+// reason client-go-layout: pin k8s.io/client-go to the version this
+// release of boltinformer reads (v0.37.2).
 //
 // InformerFor calls newFunc twice, once with the capture clientset and once
 // with the factory's client (client-go's factory calls it once). The

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
@@ -29,6 +30,9 @@ type DynamicFactory struct {
 	memoryOnly       map[schema.GroupVersionResource]bool
 	clusterIdentity  string
 	syncedAtOpen     bool
+	// metadataClient, if set, lists metadata for recoveries
+	// (WithDynamicRecovery).
+	metadataClient metadata.Interface
 	// identity learns the cluster's identity through client, once for
 	// every informer of the factory; built on first use.
 	identity clusterSource
@@ -84,7 +88,7 @@ func (f *DynamicFactory) newInformer(gvr schema.GroupVersionResource) (cache.Sha
 		DB:         f.db,
 		Cluster:    f.cluster(),
 		MemoryOnly: f.memoryOnly[gvr] || (gvr == secretsResource && !f.persistSecrets),
-	}, f.defaultResync, f.syncedAtOpen)
+	}, f.defaultResync, f.syncedAtOpen, dynamicRecovery(f.metadataClient, client, gvr, namespace, f.tweakListOptions))
 }
 
 // Start starts every informer requested so far that has not been started.

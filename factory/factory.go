@@ -41,7 +41,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/persist"
@@ -68,6 +67,7 @@ type Factory struct {
 	persistSecrets   bool
 	memoryOnly       map[reflect.Type]bool
 	syncedAtOpen     bool
+	metrics          *bcache.Metrics
 	// listerWatcherVersion is the declared version of newFunc
 	// ListerWatchers' Go code, if listerWatcherVersionSet.
 	listerWatcherVersion    string
@@ -232,7 +232,10 @@ func (f *Factory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncRes
 // client, lists a type no typed client serves, or is not client-go's
 // informer — or its ListerWatcher is custom without a declared version, it
 // returns newFunc's own informer (built with the factory's client)
-// unchanged, in memory, as client-go's factory does, and logs why once. A
+// unchanged, in memory, as client-go's factory does, logs why once and
+// counts it (WithMetrics). If newFunc's informer is client-go's but does not
+// have the private fields of the client-go version the factory reads
+// (clientgo.go), the same fallback is reported as an error. A
 // nil newFunc builds the informer the generated accessors would. A cache
 // file error yields an informer that never syncs and reports the error (see
 // WaitForCacheSyncWithContext).
@@ -288,11 +291,10 @@ func (f *Factory) informerForLocked(obj runtime.Object, newFunc internalinterfac
 		}
 	}
 	if err == nil && !req.requestOnly && !f.listerWatcherVersionSet {
-		err = fmt.Errorf("its ListerWatcher %s is not client-go's own (a generated informer's, or cache.NewListWatchFromClient's), so it may filter or rewrite objects in Go, which its requests do not show; declare its version with WithListerWatcherVersion to persist it", req.code)
+		err = fmt.Errorf("%w: %s is not client-go's own (a generated informer's, or cache.NewListWatchFromClient's), so it may filter or rewrite objects in Go, which its requests do not show; declare its version with WithListerWatcherVersion to persist it", errCustomListerWatcher, req.code)
 	}
 	if err != nil {
-		klog.Background().Info("boltinformer factory: the informer runs in memory as client-go's, nothing persisted",
-			"type", fmt.Sprintf("%T", obj), "reason", err.Error())
+		f.reportFallback(obj, gvr, err)
 		if f.transform != nil {
 			if err := informer.SetTransform(f.transform); err != nil {
 				return nil, err
@@ -385,12 +387,14 @@ func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, g
 			MemoryOnly:       f.memoryOnly[reflect.TypeOf(obj)],
 			PersistSecrets:   f.persistSecrets,
 		},
+		Metrics:                 f.metrics,
 		ResyncPeriod:            parts.resync,
 		Indexers:                parts.indexers,
 		ObjectDescription:       parts.description,
 		Identifier:              parts.identifier,
 		InformerMetricsProvider: parts.metricsProvider,
 		SyncedAtOpen:            f.syncedAtOpen,
+		Recovery:                f.typedRecovery(gvr, req),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("boltinformer factory: informer for %s: %w", gvr, err)

@@ -102,7 +102,7 @@ func (f *MetadataFactory) newInformer(gvr schema.GroupVersionResource) (cache.Sh
 		// Secrets stay off the disk unless the program opts in, as
 		// controller-runtime's adapter keeps them.
 		MemoryOnly: f.memoryOnly[gvr] || (gvr == secretsResource && !f.persistSecrets),
-	}, f.defaultResync, f.syncedAtOpen)
+	}, f.defaultResync, f.syncedAtOpen, metadataRecovery(client, gvr, namespace, f.tweakListOptions))
 	if err != nil {
 		return nil, err
 	}

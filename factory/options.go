@@ -8,8 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers/internalinterfaces"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
 )
 
 // Option configures a SharedInformerFactory, as client-go's
@@ -103,6 +106,16 @@ func WithSyncedAtOpen() Option {
 	return func(f *Factory) { f.syncedAtOpen = true }
 }
 
+// WithMetrics exports the factory's metrics on m: its persistent informers'
+// (as cache.InformerOptions.Metrics, which also makes m their
+// InformerMetricsProvider unless newFunc's informer had one), and the
+// informers InformerFor runs in memory instead of persisting
+// (boltinformer_factory_fallbacks_total, by resource and reason). Without
+// it, the factory exports none.
+func WithMetrics(m *bcache.Metrics) Option {
+	return func(f *Factory) { f.metrics = m }
+}
+
 // WithInformerName names the factory's informers for client-go's metrics.
 func WithInformerName(name *cache.InformerName) Option {
 	return func(f *Factory) { f.informerName = name }
@@ -165,6 +178,20 @@ func WithDynamicMemoryOnly(resources ...schema.GroupVersionResource) DynamicOpti
 			f.memoryOnly[r] = true
 		}
 	}
+}
+
+// WithDynamicRecovery makes the dynamic factory's informers recover after
+// a 410, or for a list their collection owes, by what changed (see
+// cache.InformerOptions.Recovery): their collection's metadata is listed
+// through mc (client-go's metadata client, built from the same config as
+// the dynamic client), its changed objects fetched through the dynamic
+// client. It vouches that the factory's resources are served from etcd by
+// kube-apiserver — built-in resources and custom resources, not aggregated
+// APIs — whose resourceVersions a recovery compares as integers (one whose
+// resourceVersions are not integers is listed in full). Without it the
+// dynamic factory's informers relist in full.
+func WithDynamicRecovery(mc metadata.Interface) DynamicOption {
+	return func(f *DynamicFactory) { f.metadataClient = mc }
 }
 
 // MetadataOption configures a MetadataFactory, as client-go's

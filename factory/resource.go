@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // The dynamic and metadata factories key their informers by resource, as
@@ -143,12 +144,13 @@ func resourceListOf[L runtime.Object, R resourceClient[L]](source string, gvr sc
 // newResourceInformer builds the persistent informer for l with client-go's
 // namespace index, as dynamicinformer and metadatainformer build theirs. p
 // holds the factory's persistence settings; the collection, its description
-// and the list identity are l's.
+// and the list identity are l's; recovery, if not nil, is how it recovers
+// after a 410 (see InformerOptions.Recovery).
 //
 // The client cannot tell a cluster-scoped resource from a namespaced one
 // without discovery, so the factory's namespace always names the
 // collection.
-func newResourceInformer(l resourceList, example runtime.Object, p bcache.Persistence, resync time.Duration, syncedAtOpen bool) (*bcache.Informer, error) {
+func newResourceInformer(l resourceList, example runtime.Object, p bcache.Persistence, resync time.Duration, syncedAtOpen bool, recovery *reflector.Recovery) (*bcache.Informer, error) {
 	if p.DB == nil {
 		return nil, fmt.Errorf("boltinformer %s factory: no cache file (pass a *persist.DB to the constructor)", l.source)
 	}
@@ -174,6 +176,7 @@ func newResourceInformer(l resourceList, example runtime.Object, p bcache.Persis
 		ResyncPeriod: resync,
 		Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		SyncedAtOpen: syncedAtOpen,
+		Recovery:     recovery,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("boltinformer %s factory: informer for %s: %w", l.source, l.gvr, err)

@@ -76,7 +76,7 @@ func listedType(resourceClient reflect.Type) (reflect.Type, bool) {
 	if listType.Kind() != reflect.Pointer || listType.Elem().Kind() != reflect.Struct {
 		return nil, false
 	}
-	items, ok := listType.Elem().FieldByName("Items")
+	items, ok := listType.Elem().FieldByName("Items") // upstream-versions: public (a generated list type's Items)
 	if !ok || items.Type.Kind() != reflect.Slice || items.Type.Elem().Kind() != reflect.Struct {
 		return nil, false
 	}

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Checks hack/upstream-versions.txt, the list of files that port Kubernetes
-# code, against the modules the repository builds with:
+# code or reach into another library's private state, against the modules
+# the repository builds with:
 #   - each listed module's version in go.mod equals the recorded version
-#     (otherwise the dependency moved without the ports being reviewed);
-#   - each listed file exists and its header keeps the Kubernetes Authors'
-#     copyright and names the upstream module, path and version;
-#   - each Go file with that copyright is listed.
+#     (otherwise the dependency moved without the file being reviewed);
+#   - each listed file exists and its header names the upstream module, path
+#     and version: a port's keeps the Kubernetes Authors' copyright and names
+#     "<module> <version>" and the path, a reach's says
+#     "Reaches into <module> <path> at <version>:";
+#   - each Go file with that copyright is listed as a port;
+#   - each Go file outside tests and tools/ that imports "unsafe", calls
+#     reflect.NewAt or FieldByName, or uses //go:linkname is listed as a
+#     reach, unless each such line is marked public (see the list).
 # Run by make test.
 set -euo pipefail
 
@@ -45,18 +51,33 @@ version_in() {
 }
 
 fail=0
-declare -A listed
-while read -r file module path version; do
+declare -A listed reaches
+while read -r file module path version kind extra; do
 	[[ -z "$file" || "$file" == \#* ]] && continue
-	listed[$file]=1
+	kind=${kind:-port}
+	if [[ -z "$version" || -n "${extra:-}" || ("$kind" != port && "$kind" != reach) ]]; then
+		echo "$list: \"$file $module $path $version $kind ${extra:-}\": want file, module, path, version and an optional kind (port or reach)." >&2
+		fail=1
+		continue
+	fi
+	if [[ "$kind" == port ]]; then
+		listed[$file]=1
+	else
+		reaches[$file]=1
+	fi
 	read -r have gomod < <(version_in "$module" "$file") || true
 	if [[ -z "${have:-}" ]]; then
 		echo "$list: $file follows $module $version, but no go.mod (${gomods[*]}) requires $module." >&2
 		fail=1
 	elif [[ "$have" != "$version" ]]; then
 		echo "$list: $file follows $module $version ($path), but $gomod now requires $module $have." >&2
-		echo "  Review $path between $version and $have, carry the changes into $file," >&2
-		echo "  then record $have in $list and in the file's header." >&2
+		if [[ "$kind" == port ]]; then
+			echo "  Review $path between $version and $have, carry the changes into $file," >&2
+		else
+			echo "  Review $path between $version and $have: check that what $file reads of it is unchanged" >&2
+			echo "  (or change $file and the test that pins it)," >&2
+		fi
+		echo "  then record $have in $list and in the file's header (and wherever the file names the version)." >&2
 		fail=1
 	fi
 	if [[ ! -f "$file" ]]; then
@@ -65,7 +86,12 @@ while read -r file module path version; do
 		continue
 	fi
 	header=$(sed -n '1,/^package /p' "$file")
-	for want in "Copyright The Kubernetes Authors" "$module $version" "$path"; do
+	if [[ "$kind" == port ]]; then
+		wants=("Copyright The Kubernetes Authors" "$module $version" "$path")
+	else
+		wants=("Reaches into $module $path at $version:")
+	fi
+	for want in "${wants[@]}"; do
 		if ! grep -qF -- "$want" <<<"$header"; then
 			echo "$file: its header (before the package clause) must contain \"$want\" (see $list)." >&2
 			fail=1
@@ -80,7 +106,22 @@ while read -r file; do
 	fi
 done < <(git grep -l "Copyright The Kubernetes Authors" -- '*.go')
 
+# Reaches into private state the list does not name: lines importing
+# "unsafe", calling reflect.NewAt or FieldByName, or using //go:linkname,
+# in Go files (tracked, or new and not ignored) outside tests and tools/,
+# not marked public.
+reach_re='^[[:space:]]*(import[[:space:]]+)?([[:alnum:]_.]+[[:space:]]+)?"unsafe"|reflect\.NewAt\(|\.FieldByName\(|//go:linkname'
+public_mark='// upstream-versions: public ('
+while IFS=: read -r file line text; do
+	[[ -n "${reaches[$file]:-}" ]] && continue
+	[[ "$text" == *"$public_mark"* ]] && continue
+	echo "$file:$line: reaches into another library's private state but is not listed as a reach in $list:" >&2
+	echo "  $(sed 's/^[[:space:]]*//' <<<"$text")" >&2
+	echo "  List it (module, path, version, reach) with a \"Reaches into ...\" header, or end the line with \"$public_mark<why>)\" if it only reads an exported field of an exported type." >&2
+	fail=1
+done < <(git grep --untracked -nE "$reach_re" -- '*.go' ':!*_test.go' ':!tools/')
+
 if ((fail)); then
 	exit 1
 fi
-echo "upstream versions: ok ($(grep -cv '^\s*\(#\|$\)' "$list") ported file entries)"
+echo "upstream versions: ok ($(grep -v '^\s*\(#\|$\)' "$list" | awk '$5 != "reach"' | wc -l) port entries, $(grep -v '^\s*\(#\|$\)' "$list" | awk '$5 == "reach"' | wc -l) reach entries)"

@@ -275,7 +275,8 @@ func open(path string, opts Options) (_ *DB, err error) {
 			h.unclaim()
 		}
 	}()
-	if err := checkFile(path); err != nil {
+	unguarded, err := checkFile(path)
+	if err != nil {
 		return nil, err
 	}
 	// The page size matters only to a file bbolt creates; an existing file's
@@ -295,6 +296,9 @@ func open(path string, opts Options) (_ *DB, err error) {
 	})
 	if err != nil {
 		return nil, openError(path, opts, err)
+	}
+	if unguarded {
+		utilruntime.HandleError(fmt.Errorf("boltinformer: %s: neither of bbolt's meta pages reads as this build expects (bbolt %s's layout), yet bbolt opened the file: the truncation check (persist/filecheck.go) no longer understands bbolt's layout, and a truncated file would crash the process on open instead of failing with ErrCorrupt. Report it; pin go.etcd.io/bbolt to the version hack/upstream-versions.txt records", path, bboltLayoutVersion))
 	}
 	h.opened(path)
 	db := &DB{

@@ -1,3 +1,16 @@
+// Reaches into go.etcd.io/bbolt internal/common/meta.go at v1.5.0: the
+// layout of the meta page (magic, version, pageSize, freelist, pgid, txid,
+// FNV-64a checksum over the fields before it, native byte order).
+// Reaches into go.etcd.io/bbolt internal/common/page.go at v1.5.0: the page
+// header (16 bytes) before the meta.
+//
+// bbolt has no public check of a file's length against its metadata; it
+// maps and reads the file, and a truncated one kills the process (SIGBUS).
+// If the layout changed, no meta reads as valid and checkFile leaves the
+// file to bbolt unchecked (the protection is lost, nothing else); Open
+// reports it when bbolt then opens the file after all:
+// TestTruncatedFileIsDetectedAndCanBeMovedAside pins the layout.
+
 package persist
 
 import (
@@ -16,19 +29,21 @@ import (
 // (go.etcd.io/bbolt internal/common/meta.go, native byte order) and check
 // that the file holds every page the newest valid meta claims.
 //
-// A file with no valid meta is left to bbolt, which reports it as invalid.
-func checkFile(path string) error {
+// A file with no valid meta is left to bbolt, which reports it as invalid;
+// unread reports that case (a file bbolt then opens means that this check
+// no longer understands bbolt's layout).
+func checkFile(path string) (unread bool, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || st.Size() == 0 {
-		return err
+		return false, err
 	}
 	m0, ok0 := readMeta(f, 0)
 	pageSize := int64(os.Getpagesize())
@@ -48,18 +63,21 @@ func checkFile(path string) error {
 	case ok1:
 		m = m1
 	default:
-		return nil
+		return true, nil
 	}
 	need := int64(m.pgid) * int64(m.pageSize)
 	if m.pgid == 0 || need/int64(m.pageSize) != int64(m.pgid) || st.Size() < need {
-		return fmt.Errorf("%w: %s is %d bytes but its metadata (transaction %d) needs %d: the file is truncated. Move it aside (keep it for inspect) and start cold, or set Options.MoveAsideCorrupt",
+		return false, fmt.Errorf("%w: %s is %d bytes but its metadata (transaction %d) needs %d: the file is truncated. Move it aside (keep it for inspect) and start cold, or set Options.MoveAsideCorrupt",
 			ErrCorrupt, path, st.Size(), m.txid, need)
 	}
 	if m.freelist != noFreelist && m.freelist >= m.pgid {
-		return fmt.Errorf("%w: %s: freelist page %d beyond the file's %d pages", ErrCorrupt, path, m.freelist, m.pgid)
+		return false, fmt.Errorf("%w: %s: freelist page %d beyond the file's %d pages", ErrCorrupt, path, m.freelist, m.pgid)
 	}
-	return nil
+	return false, nil
 }
+
+// bboltLayoutVersion is the bbolt release whose meta layout readMeta reads.
+const bboltLayoutVersion = "v1.5.0"
 
 const (
 	boltMagic        = 0xED0CDAED

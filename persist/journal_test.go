@@ -108,6 +108,9 @@ func checkJournalModel(t *testing.T, what string, c *persist.Collection, m journ
 	if len(rvs) != len(want) {
 		t.Fatalf("%s: ResourceVersions has %d keys, want %d", what, len(rvs), len(want))
 	}
+	if n, err := c.Len(); err != nil || n != len(want) {
+		t.Fatalf("%s: Len() = %d, %v; want %d", what, n, err, len(want))
+	}
 	versions, err := c.Versions()
 	if err != nil || len(versions) != len(want) {
 		t.Fatalf("%s: Versions has %d keys (%v), want %d", what, len(versions), err, len(want))

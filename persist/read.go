@@ -12,6 +12,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 )
 
 // This file holds the collection's reads. Each merges, newest first, the
@@ -497,7 +499,45 @@ func (c *Collection) Len() (int, error) {
 	if c.memory() != nil {
 		return c.cache.len(), nil
 	}
-	err := c.forEachLocked(false, func(string, runtime.Object) error { n++; return nil })
+	// The versions bucket has a key per object in the trees, and far
+	// fewer pages than the records: count it, and correct for the keys
+	// the layers change.
+	counted := false
+	err := c.view(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if b == nil {
+			return ErrNoCollection
+		}
+		vb := b.Bucket(format.VersionsBucket)
+		if vb == nil {
+			return nil
+		}
+		counted = true
+		n = vb.Stats().KeyN
+		layers := c.overlaysLocked()
+		for i, l := range layers {
+			if l == nil {
+				continue
+			}
+			for key, ch := range l.changes {
+				if shadowed(layers, i, key) {
+					continue
+				}
+				inTrees := vb.Get([]byte(key)) != nil
+				switch {
+				case ch.deleted && inTrees:
+					n--
+				case !ch.deleted && !inTrees:
+					n++
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil || counted {
+		return n, err
+	}
+	err = c.forEachLocked(false, func(string, runtime.Object) error { n++; return nil })
 	return n, err
 }
 

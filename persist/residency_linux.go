@@ -1,3 +1,17 @@
+// Reaches into go.etcd.io/bbolt db.go at v1.5.0: DB.Info().Data, the
+// address of bbolt's mapping of the file (&db.data[0]), taken to be the
+// start of one mapping that covers at least tx.Size() bytes while a read
+// transaction is open.
+// Reaches into go.etcd.io/bbolt bolt_unix.go at v1.5.0: that the mapping
+// is the file's, read-only and shared (mmap PROT_READ, MAP_SHARED), so its
+// pages are clean and MADV_DONTNEED only drops them from the resident set.
+//
+// bbolt has no public call to release its mapped pages. Nothing checks these
+// assumptions at run time: were the mapping private, anonymous or elsewhere,
+// MADV_DONTNEED would discard memory rather than clean file pages. That is
+// why a bbolt upgrade fails hack/check-upstream-versions.sh until someone has
+// read both files again; TestReleaseMappedPages pins the behaviour.
+
 package persist
 
 import (

@@ -165,6 +165,19 @@ func (p *Processor) Run(ctx context.Context) {
 	p.wg.Wait()
 }
 
+// AnySyncing reports whether a notification distributed with sync set
+// (a resync, or a relist's unchanged object) would reach any listener.
+func (p *Processor) AnySyncing() bool {
+	p.listenersLock.RLock()
+	defer p.listenersLock.RUnlock()
+	for _, isSyncing := range p.listeners {
+		if isSyncing {
+			return true
+		}
+	}
+	return false
+}
+
 // ShouldResync marks the listeners due for a resync, schedules their next
 // one, and reports whether any is due.
 func (p *Processor) ShouldResync() bool {

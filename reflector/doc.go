@@ -29,6 +29,33 @@
 // as client-go's does, which spreads the relists of many clients after an
 // apiserver restart.
 //
+// With Options.Recovery (a MetadataLister) and a Store that is a
+// RecoveryStore, every list after the first is a recovery, which transfers
+// and decodes only what changed (recover.go): a paged metadata-only list
+// (PartialObjectMetadataList) at the last resourceVersion with
+// resourceVersionMatch=NotOlderThan, never at "0"; a diff of UIDs and
+// resourceVersions against the store, applied by the store in order with
+// the writes before it (RecoveryStore.BeginRecovery: objects gone or
+// replaced by another UID are deleted, unchanged ones left alone); the
+// watch opened from the metadata list's resourceVersion; and only then the
+// fetches of the new and changed objects, at least as new as the list: one
+// object per request (a list with its name as a metadata.name field
+// selector beside the lister's selectors), Recovery.Workers at a time, or a
+// namespace, or the collection where a quarter of it changed or a
+// rate-limited client could not make the requests in about 10 s. Fetched
+// objects and watch events reach the store as they come through one filter
+// that lets each key move only forward: an object at a resourceVersion not
+// newer than the key's last one is dropped, and one with another UID
+// follows a cache.DeletedFinalStateUnknown of the key's last state. Once
+// every changed object is fetched (or found gone and its deletion seen on
+// the watch) and the watch has passed every fetched resourceVersion, the
+// store is told the recovery ended at the watch's resourceVersion
+// (RecoveryStore.EndRecovery), and the filter steps aside. A recovery is
+// reported through Observer.Listed (the metadata list) and, for a
+// RecoveryObserver, Recovered. A server that cannot list metadata, a
+// resourceVersion that is not an integer, or a store that cannot recover
+// makes that list a full one.
+//
 // Each watch asks for bookmarks; a BOOKMARK event calls Store.Bookmark and,
 // like every event, advances LastSyncResourceVersion, so quiet collections
 // stay resumable. A watch that closes or times out normally is re-opened at
@@ -68,7 +95,11 @@
 // list or watch. While a watch phase runs, one helper goroutine owns the
 // resync timer and calls Store.Resync, and during a short CatchUp watch a
 // second one takes the consistent reads. The watch phase starts them and, on
-// the way out, cancels them and waits for them. Shutdown is a chain: cancelling the
+// the way out, cancels them and waits for them. A recovery adds one fetch
+// goroutine, started once its diff is applied, which waits for the watch to
+// open and runs up to Recovery.Workers request goroutines of its own;
+// ListAndWatch cancels and joins it on its way out, and a fetch that fails
+// three times ends the watch, so that Run backs off and recovers again. Shutdown is a chain: cancelling the
 // context ends the backoff wait or makes the event loop return, which stops
 // the watcher (watch.Interface.Stop); the watch phase then cancels and joins
 // the resync goroutine; ListAndWatch returns and Run returns without another
@@ -82,10 +113,20 @@
 //
 // # Caveats
 //
-// After an expired answer on a watch the relist is client-go's: at the last
-// resourceVersion, unpaged, so the apiserver's watch cache serves it, and at
-// "" (a consistent read from etcd) only if that list is refused too; after a
-// too-large answer it is at "" at once.
+// After an expired answer on a watch the relist (without a recovery) is
+// client-go's: at the last resourceVersion, unpaged, so the apiserver's
+// watch cache serves it, and at "" (a consistent read from etcd) only if
+// that list is refused too; after a too-large answer it is at "" at once. A
+// recovery's metadata list follows the same fallback.
+//
+// A recovery compares resourceVersions as integers: a MetadataLister vouches
+// that they are etcd revisions (kube-apiserver's own resources, built-in or
+// custom; not aggregated APIs). Its metadata list is not free: every
+// object's metadata includes its managedFields, so it reads 57% (ConfigMaps)
+// to 71% (Pods) of a full list's bytes for realistic objects, measured
+// against kube-apiserver v1.37; what it saves is decoding, storing and
+// delivering the unchanged objects, and transferring their contents. Its
+// fetches go through the lister's client, rate limiter included.
 //
 // Deliberate differences from client-go:
 //

@@ -57,6 +57,11 @@ var (
 	// client-go does); a failed Replace fails the list; a failed Resync ends
 	// the watch and forces a relist (as client-go does).
 	ErrStore = errors.New("reflector: store rejected write")
+
+	// ErrRecoveryUnsupported is returned by a RecoveryStore that cannot
+	// recover now (its objects are not where it can compare them); the
+	// reflector then lists in full.
+	ErrRecoveryUnsupported = errors.New("reflector: store cannot recover")
 )
 
 // errStopRequested is internal: the context was cancelled while watching.

@@ -126,6 +126,14 @@ type Options struct {
 	// list at "0" may be served by a lagging watch cache.
 	ListFrom string
 
+	// ListConsistently, with ListFrom, makes that first list (or recovery,
+	// see Recovery) a consistent read at "" instead of one no older than
+	// ListFrom, reported as CauseWarmList. Being consistent, it is also the
+	// read a CatchUp waits for: a warm start of a small collection that
+	// recovers this way is caught up once the recovery is done, sooner than
+	// a resumed watch waiting for the apiserver's bookmark.
+	ListConsistently bool
+
 	// PageSize is the Limit of each list page. Zero: client-go's choice
 	// (see Reflector.list): pager.PageSize (500) for lists at "" and "0",
 	// no paging for lists at a specific resourceVersion so the watch cache
@@ -187,6 +195,12 @@ type Options struct {
 	// MinWatchTimeout as usual.
 	CatchUp *CatchUp
 
+	// Recovery, when set (with a Lister) and the Store is a RecoveryStore,
+	// replaces every list after the first — after an expired or too large
+	// resourceVersion, for ListFrom, after a failed catch-up — by a
+	// recovery that transfers and decodes only what changed (see
+	// RecoveryStore). Nil: such lists are full lists, as client-go's.
+	Recovery *Recovery
 	// PagedList, when set, takes the first list of a cold start (no
 	// ResumeResourceVersion, no ListFrom) a page at a time instead of
 	// Store.Replace: the list is a consistent read (resourceVersion "") in
@@ -214,6 +228,10 @@ const (
 	// the store up to a CatchUp read (the server sends no bookmarks, or its
 	// watch cache lags, or the watches fail).
 	CauseRelistCatchUp StartCause = "relist-catchup"
+	// CauseWarmList: the first list of a warm start that chose to list (a
+	// recovery where one is set up) rather than resume: Options.ListFrom
+	// with ListConsistently.
+	CauseWarmList StartCause = "warm-list"
 	// CauseRelistError: any other later list: after watches failed twice in
 	// a row, after Store.Resync failed (client-go relists after both),
 	// ListAndWatch called again after it returned, or the first list of a
@@ -272,7 +290,11 @@ type Reflector struct {
 	observer     Observer
 	listAfter    <-chan struct{}
 	catchUp      *CatchUp // nil: none
-	pagedList    PagedList
+	// recovery is Options.Recovery completed, nil if the reflector does not
+	// recover; filter is then the Store (wrapping the one given to New).
+	recovery  *Recovery
+	filter    *recoveryFilter
+	pagedList PagedList
 	// catchUpTimeout and catchUpWatches are catchUp's completed values.
 	catchUpTimeout time.Duration
 	catchUpWatches int
@@ -290,6 +312,10 @@ type Reflector struct {
 	// ended with an error without delivering an event; see
 	// watchFailuresBeforeRelist.
 	watchFailures int
+	// listInFull is set when a recovery ended without its watch ever
+	// opening, and cleared when a watch opens: lists are full lists
+	// meanwhile (recover.go).
+	listInFull bool
 	// pagedListTried is set once the PagedList has been given a list.
 	pagedListTried bool
 
@@ -394,6 +420,7 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 	if opts.ExpectedType != nil {
 		r.expectedType = reflect.TypeOf(opts.ExpectedType)
 	}
+	r.setUpRecovery(opts.Recovery)
 	if r.errorHandler == nil {
 		r.errorHandler = r.defaultErrorHandler
 	}
@@ -406,6 +433,10 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 	} else if rv := opts.ListFrom; rv != "" && rv != "0" {
 		r.lastSyncRV = rv
 		r.nextListCause = CauseRelistError
+		if opts.ListConsistently {
+			r.lastSyncRVUnavailable = true // the list is at ""
+			r.nextListCause = CauseWarmList
+		}
 	}
 	return r
 }
@@ -444,20 +475,27 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
+	finish := func() error { return nil }
 	if rv, ok := r.takeResume(); ok {
 		logger.V(2).Info("Resuming watch without listing", "reflector", r.name, "type", r.typeDescription, "resourceVersion", rv)
 		r.observer.Resumed(rv)
 	} else {
 		logger.V(3).Info("Listing and watching", "reflector", r.name, "type", r.typeDescription)
-		if err := r.list(ctx); err != nil {
+		var err error
+		// A recovery (recover.go) goes on fetching while the watch runs.
+		if ctx, finish, err = r.listOrRecover(ctx); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
-			return nil
+			return finish()
 		}
 		logger.V(2).Info("Caches populated", "reflector", r.name, "type", r.typeDescription)
 	}
-	return r.watchWithResync(ctx)
+	err := r.watchWithResync(ctx)
+	if ferr := finish(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // LastSyncResourceVersion is the resourceVersion of the last list or watch

@@ -42,9 +42,12 @@ func TestLockedFile(t *testing.T) {
 		if r.code != 1 {
 			t.Errorf("%v: exit code %d, want 1", args, r.code)
 		}
-		// bbolt polls the lock every 50ms and gives up one poll early.
-		if elapsed < 100*time.Millisecond || elapsed > 3*time.Second {
-			t.Errorf("%v: gave up after %v, want about 200ms", args, elapsed)
+		// The holder is this test's process, which persist refuses at once
+		// (persist.ErrOpenInProcess); inspect run as its own process waits
+		// --lock-timeout for another's lock (persist's
+		// TestLockedFileFailsWithinTimeout holds one in a child process).
+		if elapsed > 3*time.Second {
+			t.Errorf("%v: gave up after %v, want at most about 200ms", args, elapsed)
 		}
 		for _, want := range []string{path + " is held by a running informer", "after 200ms", "db.SnapshotFile(ctx,", "--lock-timeout"} {
 			if !strings.Contains(r.stderr, want) {

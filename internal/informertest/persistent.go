@@ -1,3 +1,9 @@
+// Reaches into k8s.io/client-go tools/cache/shared_informer.go at v0.37.2:
+// the SharedIndexInformer embedded in the unexported
+// typedSharedIndexInformer[T], read to look through client-go's typed
+// wrappers. If client-go renames it, PersistentIndexer finds no persistent
+// indexer in a wrapped informer and the tests that use it fail.
+
 // Package informertest holds what the tests of several packages need to
 // look at informers the factories build.
 package informertest

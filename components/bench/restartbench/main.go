@@ -23,6 +23,11 @@
 //
 //	cd components && go run ./bench/restartbench --pods 10000 --nodes 100 --reps 3
 //
+// With --scenario apiserver-restart it instead restarts kube-apiserver
+// (etcd kept) under both components running together, stock or both on
+// boltinformer, and measures their recovery and the apiserver's cost
+// (fleet.go).
+//
 // Both components run with --kube-api-qps=1000 --kube-api-burst=2000 (the
 // same for stock and boltinformer), so the priming run does not take an hour
 // at the controller manager's default of 20 requests a second.
@@ -56,13 +61,19 @@ func main() {
 	reps := flag.Int("reps", 3, "restarts of each variant")
 	which := flag.String("components", "kube-scheduler,kube-controller-manager", "components to measure")
 	logs := flag.String("logs", "", "directory to keep each start's component log in (default: a temporary directory, removed at the end)")
+	scenario := flag.String("scenario", "component-restart", "component-restart: restart each component; apiserver-restart: restart kube-apiserver under both components at once (fleet.go)")
+	window := flag.Duration("window", 45*time.Second, "apiserver-restart: read the apiserver's figures this long after the restart (later if a component has not relisted by then)")
+	baseline := flag.Bool("baseline", true, "apiserver-restart: also restart the apiserver with no component running")
 	flag.Parse()
-	if err := run(*pods, *nodes, *deployments, *reps, strings.Split(*which, ","), *logs); err != nil {
+	if *scenario != "component-restart" && *scenario != "apiserver-restart" {
+		log.Fatalf("unknown --scenario %q", *scenario)
+	}
+	if err := run(*scenario, *pods, *nodes, *deployments, *reps, strings.Split(*which, ","), *logs, *window, *baseline); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(pods, nodes, deployments, reps int, which []string, logs string) error {
+func run(scenario string, pods, nodes, deployments, reps int, which []string, logs string, window time.Duration, baseline bool) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "restartbench-")
 	if err != nil {
@@ -106,6 +117,15 @@ func run(pods, nodes, deployments, reps int, which []string, logs string) error 
 		return err
 	}
 	log.Printf("apiserver up and %d Nodes created in %v", nodes, time.Since(start).Round(time.Second))
+
+	if scenario == "apiserver-restart" {
+		results, err := b.runFleet(ctx, bins, pods, deployments, reps, window, baseline)
+		if err != nil {
+			return err
+		}
+		reportFleet(os.Stdout, results, pods, nodes, deployments, reps, window)
+		return nil
+	}
 
 	var results []result
 	for _, name := range which {

@@ -356,13 +356,17 @@ func processCPU(pid int) float64 {
 }
 
 // rssAnon is process pid's private memory (RssAnon).
-func rssAnon(pid int) uint64 {
+func rssAnon(pid int) uint64 { return procStatus(pid, "RssAnon") }
+
+// procStatus is the field (a size in kB: VmRSS, VmHWM, RssAnon, ...) of
+// /proc/<pid>/status, in bytes; 0 if the process or the field is gone.
+func procStatus(pid int, field string) uint64 {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return kb << 10
 		}

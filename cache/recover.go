@@ -1,0 +1,271 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// A recovery (reflector/recover.go) replaces the full list after a 410, or
+// for a list the store owes, by a metadata list, a diff against the stored
+// objects' UIDs and resourceVersions, and fetches of what changed. Its two
+// steps that need the store as the handlers know it are applied by the
+// delta loop, in order with the watch events queued before and after them:
+// the reflector queues them in the informer's RealFIFO as the object of a
+// cache.DeletedFinalStateUnknown under recoveryKey (a key no object can
+// have), and handleDeltas applies them itself instead of processDeltas.
+//
+//  1. Begin: the diff, against the stored Versions, once every delta queued
+//     before it is applied. The collection is marked must-list (in the
+//     commit before anything of the recovery: a crash from here on finds
+//     the mark and recovers again); objects gone or replaced by another UID
+//     are deleted, their handlers told with DeletedFinalStateUnknown
+//     carrying the stored object, as client-go's relist tells them; the
+//     unchanged objects are not read, written or delivered, except to
+//     handlers due for a resync, which get them as a relist's unchanged
+//     objects (decoded from the file). The informer is recovering from here
+//     on: the store holds objects at different resourceVersions (changed
+//     ones not fetched yet), so it is not caught up (synced) whatever
+//     resourceVersion the store last applied.
+//  2. End: the store holds the collection at the watch's resourceVersion.
+//     It is recorded, and the must-list mark cleared, in one commit; that is
+//     a list applied (readers owed one go on, handlers that joined meanwhile
+//     complete their joins), and the informer is no longer recovering.
+//
+// Between the two, the fetched objects and the watch events arrive as
+// ordinary adds, updates and deletes, filtered by the reflector so that
+// each key moves only forward.
+
+// recoveryKey is the queue key of a recovery step.
+const recoveryKey = "\x00boltinformer/recovery"
+
+// recoveryStep is one step of a recovery, queued under recoveryKey.
+type recoveryStep struct {
+	// Begin: ctx is the reflector's, diff computes the plan, done receives
+	// the outcome (buffered).
+	ctx  context.Context
+	diff func(map[string]reflector.Version) (reflector.RecoveryPlan, error)
+	done chan error
+	// End (diff nil): the resourceVersion the store is consistent at.
+	rv string
+}
+
+// recoveryQueue is the informer's queue as its reflector sees it when
+// recoveries are set up (InformerOptions.Recovery).
+type recoveryQueue struct {
+	*cache.RealFIFO
+	s *Informer
+}
+
+var _ reflector.RecoveryStore = recoveryQueue{}
+
+// reflectorStore returns what the informer's reflectors write to: the
+// queue, able to recover if the informer persists and recoveries are set
+// up.
+func (s *Informer) reflectorStore(fifo *cache.RealFIFO) reflector.Store {
+	if s.persistent == nil || s.opts.Recovery == nil || s.opts.Recovery.Lister == nil {
+		return fifo
+	}
+	return recoveryQueue{RealFIFO: fifo, s: s}
+}
+
+// BeginRecovery implements reflector.RecoveryStore.
+func (q recoveryQueue) BeginRecovery(ctx context.Context, diff func(map[string]reflector.Version) (reflector.RecoveryPlan, error)) error {
+	step := &recoveryStep{ctx: ctx, diff: diff, done: make(chan error, 1)}
+	if err := q.RealFIFO.Delete(cache.DeletedFinalStateUnknown{Key: recoveryKey, Obj: step}); err != nil {
+		return err
+	}
+	select {
+	case err := <-step.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stored implements reflector.RecoveryStore. It does not retry a failed
+// read: the caller only needs the object for a tombstone.
+func (q recoveryQueue) Stored(key string) (interface{}, bool, error) {
+	return q.s.persistent.getOnce(key)
+}
+
+// EndRecovery implements reflector.RecoveryStore.
+func (q recoveryQueue) EndRecovery(resourceVersion string) error {
+	return q.RealFIFO.Delete(cache.DeletedFinalStateUnknown{Key: recoveryKey, Obj: &recoveryStep{rv: resourceVersion}})
+}
+
+// recoveryStepOf returns the recovery step d carries, if it is one.
+func recoveryStepOf(d cache.Delta) (*recoveryStep, bool) {
+	if d.Type != cache.Deleted {
+		return nil, false
+	}
+	t, ok := d.Object.(cache.DeletedFinalStateUnknown)
+	if !ok || t.Key != recoveryKey {
+		return nil, false
+	}
+	step, ok := t.Obj.(*recoveryStep)
+	return step, ok
+}
+
+// withRecoverySteps applies deltas in order: the recovery steps among them
+// itself, the runs of other deltas between them with apply. Called under
+// blockDeltas.
+func (s *Informer) withRecoverySteps(logger klog.Logger, deltas []cache.Delta, apply func([]cache.Delta) error) error {
+	var errs []error
+	from, steps := 0, false
+	for i, d := range deltas {
+		step, ok := recoveryStepOf(d)
+		if !ok {
+			continue
+		}
+		steps = true
+		if from < i {
+			errs = append(errs, apply(deltas[from:i]))
+		}
+		s.applyRecoveryStepLocked(logger, step)
+		from = i + 1
+	}
+	if !steps {
+		return apply(deltas)
+	}
+	if from < len(deltas) {
+		errs = append(errs, apply(deltas[from:]))
+	}
+	return errors.Join(errs...)
+}
+
+// applyRecoveryStepLocked applies one step. Called under blockDeltas.
+func (s *Informer) applyRecoveryStepLocked(logger klog.Logger, step *recoveryStep) {
+	if step.diff == nil {
+		if err := s.persistent.endRecovery(step.rv); err != nil {
+			s.report(klog.NewContext(context.Background(), logger), fmt.Errorf("boltinformer: collection %q: recording the recovery at resourceVersion %q: %w", s.name, step.rv, err))
+		}
+		return
+	}
+	step.done <- s.beginRecoveryLocked(logger, step)
+}
+
+// beginRecoveryLocked diffs and applies a recovery's plan; see the comment
+// at the top of the file. Called under blockDeltas.
+func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) error {
+	ctx := step.ctx
+	if err := ctx.Err(); err != nil {
+		return err // the reflector has given up on it
+	}
+	idx := s.persistent
+	if idx.InMemory() {
+		return reflector.ErrRecoveryUnsupported
+	}
+	if s.delivery != nil {
+		// A recovery touches any key: the warm start's delivery must be
+		// over (the reflector waited for it too; see ListAfter).
+		s.delivery.handOutBefore(ctx, []cache.Delta{{Type: cache.ReplacedAll}})
+	}
+	versions, err := idx.coll.Versions()
+	if err != nil {
+		s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading the stored versions to recover: %w; listing in full", s.name, err))
+		return reflector.ErrRecoveryUnsupported
+	}
+	stored := make(map[string]reflector.Version, len(versions))
+	for k, v := range versions {
+		stored[k] = reflector.Version{UID: v.UID, ResourceVersion: v.ResourceVersion}
+	}
+	plan, err := step.diff(stored)
+	if err != nil {
+		return err
+	}
+	if err := idx.markMustList(); err != nil {
+		return err
+	}
+	s.recovering.Store(true)
+
+	if len(plan.Deleted) > 0 {
+		deltas := make([]cache.Delta, 0, len(plan.Deleted))
+		for _, key := range plan.Deleted {
+			obj, exists, err := idx.getOnce(key)
+			if err != nil || !exists {
+				obj = nil // reported by getOnce; as client-go's reconcile does
+			}
+			deltas = append(deltas, cache.Delta{Type: cache.Deleted, Object: cache.DeletedFinalStateUnknown{Key: key, Obj: obj}})
+		}
+		if err := processDeltasInBatch(logger, s, s.store, deltas, false, cache.DeletionHandlingMetaNamespaceKeyFunc); err != nil {
+			return err
+		}
+	}
+	if len(plan.Unchanged) > 0 && s.processor.AnySyncing() {
+		// What client-go's relist gives the handlers due for a resync.
+		for _, key := range plan.Unchanged {
+			if obj, exists, err := idx.getOnce(key); err == nil && exists {
+				s.onRelistUpdate(obj, obj)
+			}
+		}
+	}
+	return nil
+}
+
+// listApplied is called after the store applied a list (a Replace, or a
+// recovery's end): readers owed one go on, and the informer is no longer
+// recovering.
+func (s *Informer) listApplied() {
+	s.recovering.Store(false)
+	s.gate.paid()
+}
+
+// appliedResourceVersion is the store's resourceVersion as far as catching
+// up is concerned: none while recovering, when the store holds objects at
+// different versions.
+func (s *Informer) appliedResourceVersion() string {
+	if s.recovering.Load() {
+		return ""
+	}
+	return s.store.LastStoreSyncResourceVersion()
+}
+
+// markMustList sets the collection's must-list mark, as a recovery begins.
+func (i *Indexer) markMustList() error {
+	i.writeMu.Lock()
+	defer i.writeMu.Unlock()
+	return i.coll.SetAside(nil)
+}
+
+// endRecovery records that the store holds the collection as of rv, and
+// clears the must-list mark, in one commit: a list applied.
+func (i *Indexer) endRecovery(rv string) error {
+	if m := i.inMemory(); m != nil {
+		m.Bookmark(rv)
+		i.notifyList()
+		return nil
+	}
+	i.writeMu.Lock()
+	err := i.coll.ApplyList(nil, rv)
+	i.writeMu.Unlock()
+	if err != nil {
+		return err
+	}
+	i.notifyList()
+	return nil
+}
+
+// listIfSmall turns a warm start's resume into a recovery at a consistent
+// read when the collection is small (InformerOptions.WarmListBelow): the
+// recovery's metadata list both proves the start caught up and finds what
+// changed while the process was down, sooner than the apiserver's bookmark
+// would carry a resumed watch past a consistent read. Called with
+// startedLock held, before the reflector exists.
+func (s *Informer) listIfSmall(opts reflector.Options) reflector.Options {
+	below := s.opts.WarmListBelow
+	if opts.ResumeResourceVersion == "" || below <= 0 || s.opts.SyncedAtOpen || s.persistent == nil ||
+		s.opts.Recovery == nil || s.opts.Recovery.Lister == nil {
+		return opts
+	}
+	if n, err := s.persistent.coll.Len(); err != nil || n >= below {
+		return opts
+	}
+	opts.ListFrom, opts.ResumeResourceVersion, opts.ListConsistently = opts.ResumeResourceVersion, "", true
+	return opts
+}

@@ -1,0 +1,291 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	fcache "k8s.io/client-go/tools/cache/testing"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// sourceLister is a reflector.MetadataLister over a FakeControllerSource.
+// Its fetches wait while held.
+type sourceLister struct {
+	src *fcache.FakeControllerSource
+
+	mu      sync.Mutex
+	metas   int
+	fetches []string
+	hold    chan struct{} // non-nil: fetches wait until it is closed
+	held    chan struct{} // closed when a fetch first waits
+}
+
+func (l *sourceLister) list() ([]*corev1.Pod, string, error) {
+	obj, err := l.src.List(metav1.ListOptions{})
+	if err != nil {
+		return nil, "", err
+	}
+	list := obj.(*corev1.List)
+	var pods []*corev1.Pod
+	for _, it := range list.Items {
+		pods = append(pods, it.Object.(*corev1.Pod))
+	}
+	return pods, list.ResourceVersion, nil
+}
+
+func (l *sourceLister) ListMetadata(_ context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	l.mu.Lock()
+	l.metas++
+	l.mu.Unlock()
+	if opts.ResourceVersion == "0" || opts.ResourceVersion != "" && opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
+		return nil, fmt.Errorf("metadata list with %+v", opts)
+	}
+	pods, rv, err := l.list()
+	if err != nil {
+		return nil, err
+	}
+	out := &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
+	for _, p := range pods {
+		out.Items = append(out.Items, metav1.PartialObjectMetadata{ObjectMeta: p.ObjectMeta})
+	}
+	return out, nil
+}
+
+func (l *sourceLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
+	l.mu.Lock()
+	l.fetches = append(l.fetches, namespace+"/"+name)
+	hold, held := l.hold, l.held
+	l.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-held:
+		default:
+			close(held)
+		}
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	pods, rv, err := l.list()
+	if err != nil {
+		return nil, err
+	}
+	out := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
+	for _, p := range pods {
+		if (namespace == "" || p.Namespace == namespace) && (name == "" || p.Name == name) {
+			out.Items = append(out.Items, *p.DeepCopy())
+		}
+	}
+	return out, nil
+}
+
+// holdFetches makes fetches wait until the returned function is called.
+func (l *sourceLister) holdFetches() (held <-chan struct{}, release func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hold, l.held = make(chan struct{}), make(chan struct{})
+	hold := l.hold
+	return l.held, func() { close(hold) }
+}
+
+func (l *sourceLister) Fetches() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.fetches)
+}
+
+// noFullLists is a source that fails full lists: a recovery must not make
+// any. A caught-up sync's limit=1 read passes.
+type noFullLists struct {
+	noWatchList
+	t *testing.T
+}
+
+func (n noFullLists) List(opts metav1.ListOptions) (runtime.Object, error) {
+	if opts.Limit == 1 && opts.ResourceVersion == "" {
+		return n.noWatchList.List(opts)
+	}
+	n.t.Errorf("full list %+v during a recovery", opts)
+	return nil, errors.New("no full lists")
+}
+
+func uidPod(name, uid string) *corev1.Pod {
+	p := pod("ns", name, "", nil)
+	p.UID = types.UID(uid)
+	return p
+}
+
+// tombstoneRecorder records handler calls as events does, with the
+// resourceVersion of a tombstone's object.
+type tombstoneRecorder struct{ events }
+
+func (r *tombstoneRecorder) OnAdd(obj interface{}, initial bool) {
+	r.add(fmt.Sprintf("add %s initial=%v", eventKey(obj), initial))
+}
+func (r *tombstoneRecorder) OnUpdate(old, obj interface{}) {
+	r.add(fmt.Sprintf("update %s -> %s", eventKey(old), eventKey(obj)))
+}
+func (r *tombstoneRecorder) OnDelete(obj interface{}) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		r.add(fmt.Sprintf("delete tombstone:%s (stored %s)", d.Key, eventKey(d.Obj)))
+		return
+	}
+	r.add("delete " + eventKey(obj))
+}
+
+// recoveryFixture is a file holding pods a (ua), b (ub), c (uc) and d (ud)
+// at resourceVersions 1–4, and a source that, since, updated a, deleted
+// b, deleted and recreated c (another UID), created e, and lost its watch
+// history.
+func recoveryFixture(t *testing.T, f *testFile) *fcache.FakeControllerSource {
+	t.Helper()
+	src := fcache.NewFakeControllerSource()
+	for _, n := range []string{"a", "b", "c", "d"} {
+		src.Add(uidPod(n, "u"+n))
+	}
+	populate(t, f, src, bcache.Persistence{}, nil, nil)
+	a := uidPod("a", "ua")
+	a.Labels = map[string]string{"v": "2"}
+	src.Modify(a)                 // a@5
+	src.Delete(uidPod("b", "ub")) // @6
+	src.Delete(uidPod("c", "uc")) // @7
+	src.Add(uidPod("c", "uc2"))   // c@8
+	src.Add(uidPod("e", "ue"))    // e@9
+	src.ResetWatch()              // every older resourceVersion expired
+	return src
+}
+
+// After a 410 the informer recovers without a full list: objects gone are
+// deleted as DeletedFinalStateUnknown carrying the stored object (an object
+// replaced under the same name too, whose new UID is then an add), changed
+// and new objects arrive as updates and adds, and unchanged objects are
+// neither written nor delivered, except to a handler with a resync period,
+// as a relist's unchanged objects are. The store ends at the list's
+// resourceVersion, no longer marked must-list.
+func TestRecoveryAfterExpiry(t *testing.T) {
+	f := newTestFile(t)
+	src := recoveryFixture(t, f)
+	lister := &sourceLister{src: src}
+	plain, resyncing := &tombstoneRecorder{}, &tombstoneRecorder{}
+	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
+		Recovery:     &reflector.Recovery{Lister: lister, Workers: 1, FullListFraction: 2},
+		ResyncPeriod: time.Hour,
+	}, func(inf *bcache.Informer) {
+		if _, err := inf.AddEventHandlerWithResyncPeriod(plain, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := inf.AddEventHandlerWithResyncPeriod(resyncing, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r.synced(t)
+	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
+		t.Fatalf("store %v, want %v", got, want)
+	}
+	initial := []string{"add ns/a@1 initial=true", "add ns/b@2 initial=true", "add ns/c@3 initial=true", "add ns/d@4 initial=true"}
+	changes := []string{
+		"delete tombstone:ns/b (stored ns/b@2)",
+		"delete tombstone:ns/c (stored ns/c@3)",
+		"update ns/a@1 -> ns/a@5",
+		"add ns/c@8 initial=false",
+		"add ns/e@9 initial=false",
+	}
+	plain.waitFor(t, len(initial)+len(changes), "plain handler")
+	resyncing.waitFor(t, len(initial)+len(changes)+1, "resyncing handler")
+	r.stop()
+	if got := plain.list(); fmt.Sprint(got) != fmt.Sprint(append(initial, changes...)) {
+		t.Errorf("plain handler\n got %v\nwant %v", got, append(initial, changes...))
+	}
+	// The unchanged object reaches the resyncing handler only, as a
+	// relist's unchanged objects reach the handlers due for a resync.
+	wantResync := slices.Concat(initial, changes[:2], []string{"update ns/d@4 -> ns/d@4"}, changes[2:])
+	if got := resyncing.list(); fmt.Sprint(got) != fmt.Sprint(wantResync) {
+		t.Errorf("resyncing handler\n got %v\nwant %v", got, wantResync)
+	}
+	if got := lister.Fetches(); fmt.Sprint(got) != "[ns/a ns/c ns/e]" {
+		t.Errorf("fetches %v, want one per new or changed object", got)
+	}
+	if got := r.obs.starts(); fmt.Sprint(got) != "[resumed relist-expired]" {
+		t.Errorf("starts %v", got)
+	}
+	coll := r.inf.Indexer().Collection()
+	if coll.MustList() {
+		t.Error("the collection is still marked must-list after the recovery")
+	}
+	if rv := coll.ResourceVersion(); rv != "9" {
+		t.Errorf("collection resourceVersion %s, want the list's, 9", rv)
+	}
+}
+
+// A recovery marks the collection must-list before it applies anything and
+// clears the mark only once the store is consistent; until then the
+// informer is not synced. An informer stopped in the middle leaves the mark
+// (with the tombstones already applied), and the next start recovers again
+// and converges; handlers never get a deletion twice.
+func TestRecoveryInterruptedIsRedone(t *testing.T) {
+	f := newTestFile(t)
+	src := recoveryFixture(t, f)
+	lister := &sourceLister{src: src}
+	held, release := lister.holdFetches()
+	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
+		Recovery: &reflector.Recovery{Lister: lister, Workers: 1, FullListFraction: 2},
+	}, nil)
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no fetch")
+	}
+	coll := r.inf.Indexer().Collection()
+	if !coll.MustList() {
+		t.Error("the collection is not marked must-list during the recovery")
+	}
+	r.ev.waitFor(t, 6, "initial adds and the tombstones")
+	if r.inf.HasSynced() {
+		t.Error("synced before the recovery made the store consistent")
+	}
+	r.stop()
+	release()
+	first := r.ev.list()
+	f.reopen()
+
+	r = startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
+		Recovery: &reflector.Recovery{Lister: lister, Workers: 1, FullListFraction: 2},
+	}, nil)
+	r.synced(t)
+	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
+		t.Fatalf("store %v, want %v", got, want)
+	}
+	r.ev.waitFor(t, 5, "second start")
+	r.stop()
+	if got := r.obs.starts(); fmt.Sprint(got) != "[relist-error]" {
+		t.Errorf("second start causes %v, want a recovery at once (the collection owed a list)", got)
+	}
+	second := warmOrder(t, r.ev.list())
+	want := []string{"add ns/a@1 initial=true", "add ns/d@4 initial=true", "update ns/a@1 -> ns/a@5", "add ns/c@8 initial=false", "add ns/e@9 initial=false"}
+	if fmt.Sprint(second) != fmt.Sprint(want) {
+		t.Errorf("second start events\n got %v\nwant %v (first start: %v)", second, want, first)
+	}
+	if coll := r.inf.Indexer().Collection(); coll.MustList() {
+		t.Error("still marked must-list")
+	}
+	for _, e := range second {
+		if strings.HasPrefix(e, "delete") {
+			t.Errorf("second start delivered %q again", e)
+		}
+	}
+}

@@ -1,0 +1,616 @@
+package main
+
+// The apiserver-restart scenario (--scenario apiserver-restart): a fleet
+// restart. kube-scheduler and kube-controller-manager run together (both
+// stock, or both on boltinformer) against the populated cluster; once both
+// work, kube-apiserver is restarted with etcd kept, so every informer of
+// both finds its resourceVersion expired (410) at once. Measured:
+//
+//   - restart: from the restart (SIGTERM to the old kube-apiserver) until
+//     the new one's /readyz is OK; stopping: until the new one started.
+//     With the components' watches open the old one stops listening at once
+//     but does not exit within apiservertest's 10 s grace, and is killed.
+//     The apiserver's own start varies with the machine's load far more
+//     than the components' recovery does, so the components' times are
+//     taken from /readyz OK;
+//   - working: from /readyz OK until the scheduler bound a Pod created then
+//     / the controller manager made the ReplicaSet and Pod of a Deployment
+//     created then;
+//   - relisted: from /readyz OK (negative if earlier: the apiserver serves
+//     before /readyz answers OK) until the last of each component's
+//     reflectors logged "Caches populated" again (client-go's and
+//     boltinformer's reflectors log it, at V(2), when a list has been
+//     handed to the store; the components run with --vmodule=reflector=3,
+//     so the reflectors' "Starting reflector" lines count them and nothing
+//     else is verbose). A reflector whose resourceVersion the new watch
+//     cache still serves (its last event or bookmark carried etcd's latest
+//     revision: here, most often, the controller manager's Lease informer,
+//     Leases being written several times a second) resumes its watch
+//     without a 410 and does not relist: the report gives how many of all
+//     relisted, and the wait ends once every reflector has or, after the
+//     window, none has for 10 s;
+//   - the new kube-apiserver's peak RSS (the kernel's VmHWM, over its whole
+//     life, start-up included) and its peak private memory (RssAnon,
+//     sampled every 100 ms), its CPU-seconds, its LIST requests and the
+//     bytes it encoded for LIST responses and watch events (its metrics,
+//     which start at zero with the process), all read --window after the
+//     restart, or when the last reflector relisted if that is later.
+//
+// The stock controller manager first makes the Deployments' ReplicaSets and
+// Pods, alone. A baseline variant ("none": the restart with no component
+// running) gives what the apiserver spends on itself: its watch caches, its
+// own loopback informers, the bench's heartbeats and probes. The variants
+// rotate order between repetitions; the boltinformer pair keeps its cache
+// files from one repetition to the next (the first start is cold, on new
+// files; the informers are all running, caught up, when the apiserver
+// restarts).
+//
+// The Nodes get kubelet-like Lease renewals (nodeLeases), since the
+// controller manager runs for minutes here.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// fleetResult is one apiserver restart under one variant.
+type fleetResult struct {
+	variant      string
+	rep          int
+	stopping     time.Duration                  // stop → the new kube-apiserver started
+	restart      time.Duration                  // stop → /readyz OK
+	working      [2]time.Duration               // /readyz OK → scheduler, controller manager working
+	relisted     [2]time.Duration               // /readyz OK → each component's last reflector relisted (may be < 0)
+	reflectors   [2]struct{ relisted, all int } // per component
+	window       time.Duration                  // stop → the readings below
+	peakRSS      uint64                         // the new apiserver's VmHWM
+	peakAnon     uint64                         // its largest sampled RssAnon
+	apiserverCPU float64                        // its CPU-seconds
+	lists        float64                        // its LIST requests
+	bytes        float64                        // its LIST response and watch event bytes
+}
+
+// fleetComponents are the pair, in the order of fleetResult's arrays.
+var fleetComponents = [2]component{schedulerComponent, controllerManagerComponent}
+
+// fleetArgs: the components' own flags plus the reflectors' lines (see the
+// file comment).
+var fleetArgs = []string{"--vmodule=reflector=3"}
+
+// runFleet populates the cluster for both components, then restarts the
+// apiserver reps times under each variant, rotating the order.
+func (b *bench) runFleet(ctx context.Context, bins map[string]component, pods, deployments, reps int, window time.Duration, baseline bool) ([]fleetResult, error) {
+	start := time.Now()
+	var pair [2]component
+	for i, c := range fleetComponents {
+		pair[i] = bins[c.name]
+		if err := c.populate(ctx, b, pods, deployments); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
+	log.Printf("populated in %v", time.Since(start).Round(time.Second))
+	stopLeases, err := b.nodeLeases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stopLeases()
+	// The stock controller manager makes the Deployments' ReplicaSets and
+	// Pods first, so that every restart finds the same cluster.
+	start = time.Now()
+	kcm := pair[1]
+	p, err := startProcess(kcm.stock, filepath.Join(b.logs, kcm.name+"-fleet-priming.log"), kcm.args(b))
+	if err != nil {
+		return nil, err
+	}
+	err = b.settled(ctx, pods)
+	p.stop()
+	if err != nil {
+		return nil, err
+	}
+	log.Printf("%s made the Deployments' Pods in %v", kcm.name, time.Since(start).Round(time.Second))
+	variants := []string{"stock", "boltinformer"}
+	if baseline {
+		variants = append([]string{"none"}, variants...)
+	}
+	var results []fleetResult
+	for rep := 1; rep <= reps; rep++ {
+		for i := range variants {
+			v := variants[(i+rep-1)%len(variants)]
+			r, err := b.fleetRestart(ctx, pair, v, rep, window)
+			if err != nil {
+				return nil, fmt.Errorf("%s #%d: %w", v, rep, err)
+			}
+			results = append(results, r)
+		}
+	}
+	return results, nil
+}
+
+// fleetRestart starts the pair of variant (none for "none"), waits until both
+// work, restarts the apiserver and measures the recovery.
+func (b *bench) fleetRestart(ctx context.Context, pair [2]component, variant string, rep int, window time.Duration) (fleetResult, error) {
+	r := fleetResult{variant: variant, rep: rep}
+	id := fmt.Sprintf("fleet-%s-%d", variant, rep)
+	var procs [2]*process
+	var logs [2]string
+	if variant != "none" {
+		for i, c := range pair {
+			bin, args := c.stock, append(c.args(b), fleetArgs...)
+			if variant == "boltinformer" {
+				bin = c.bolt
+				args = append(args, "--boltinformer-cache-file="+filepath.Join(b.dir, c.name+".db"))
+			}
+			logs[i] = filepath.Join(b.logs, c.name+"-"+id+".log")
+			p, err := startProcess(bin, logs[i], args)
+			if err != nil {
+				return r, err
+			}
+			defer p.stop()
+			procs[i] = p
+		}
+		if err := b.fleetProbes(ctx, pair, procs, logs, id+"-before", nil); err != nil {
+			return r, err
+		}
+		// Informers start late too (the garbage collector's and the quota
+		// controller's, once discovery has run): wait until no new
+		// reflector has started for a while.
+		if err := waitQuietReflectors(ctx, logs, 10*time.Second, 3*time.Minute); err != nil {
+			return r, err
+		}
+	}
+
+	var before [2]reflectorLog
+	for i := range logs {
+		if logs[i] != "" {
+			var err error
+			if before[i], err = readReflectorLog(logs[i], 0); err != nil {
+				return r, err
+			}
+		}
+	}
+	oldPID, _ := b.srv.PIDs()
+	sampler := sampleChild("kube-apiserver", oldPID)
+	defer sampler.stop()
+	stopped := time.Now()
+	if err := b.srv.Restart(ctx); err != nil {
+		return r, err
+	}
+	ready := time.Now()
+	r.restart = ready.Sub(stopped)
+	if t := sampler.started(); !t.IsZero() {
+		r.stopping = t.Sub(stopped)
+	}
+	newPID, _ := b.srv.PIDs()
+
+	// The work done after the restart, then every reflector relisted.
+	var working [2]time.Time
+	if variant != "none" {
+		if err := b.fleetProbes(ctx, pair, procs, logs, id+"-after", &working); err != nil {
+			return r, err
+		}
+		for i := range working {
+			r.working[i] = working[i].Sub(ready)
+		}
+	}
+	// The apiserver's figures are read at the end of the window, and again
+	// whenever a reflector relists after that, so that they are read once
+	// the last has (within 250 ms).
+	windowEnd := stopped.Add(window)
+	var readAt time.Time
+	for {
+		var lastAny time.Time
+		done := true
+		for i := range logs {
+			if logs[i] == "" {
+				continue
+			}
+			last, relisted, all, err := relistStatus(logs[i], before[i])
+			if err != nil {
+				return r, err
+			}
+			if !last.IsZero() {
+				r.relisted[i] = last.Sub(ready)
+			}
+			r.reflectors[i].relisted, r.reflectors[i].all = relisted, all
+			done = done && relisted >= all
+			if last.After(lastAny) {
+				lastAny = last
+			}
+		}
+		now := time.Now()
+		if now.After(windowEnd) && (readAt.IsZero() || lastAny.After(readAt)) {
+			readAt = now
+			r.window = now.Sub(stopped)
+			r.apiserverCPU = processCPU(newPID)
+			r.peakRSS = procStatus(newPID, "VmHWM")
+			r.peakAnon = sampler.peakSoFar()
+			var err error
+			if r.lists, r.bytes, err = b.listMetrics(ctx); err != nil {
+				return r, err
+			}
+		}
+		// Done once every reflector has relisted, or none has for 10 s
+		// after the window (one that resumed its watch never does), or
+		// 5 minutes after the restart.
+		if !readAt.IsZero() && (done || now.Sub(lastAny) >= 10*time.Second || now.Sub(stopped) >= 5*time.Minute) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	log.Printf("apiserver restart under %s #%d: stopping %.2f s, restart %.2f s, working %.2f / %.2f s, relisted %.2f / %.2f s, peak RSS %.0f MiB, RssAnon %.0f MiB, %.2f CPU-s, %.1f MiB listed+watched",
+		variant, rep, r.stopping.Seconds(), r.restart.Seconds(), r.working[0].Seconds(), r.working[1].Seconds(), r.relisted[0].Seconds(), r.relisted[1].Seconds(),
+		float64(r.peakRSS)/(1<<20), float64(r.peakAnon)/(1<<20), r.apiserverCPU, r.bytes/(1<<20))
+	return r, nil
+}
+
+// nodeLeaseRenewal is how often nodeLeases renews each Node's Lease: the
+// kubelet's default (a quarter of its 40 s lease duration).
+const nodeLeaseRenewal = 10 * time.Second
+
+// nodeLeases keeps a Lease per Node in kube-node-lease renewed, as kubelets
+// do, until stop. Without them the controller manager's node lifecycle
+// controller, which runs for minutes here, marks every Node unreachable
+// after its grace period (50 s): it taints them, so the scheduler binds
+// nothing, and evicts their Pods. Renewals fail while the apiserver is down.
+func (b *bench) nodeLeases(ctx context.Context) (stop func(), err error) {
+	nodes, err := b.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	leases := b.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	duration := int32(40)
+	err = forEach(ctx, len(nodes.Items), func(ctx context.Context, i int) error {
+		now := metav1.NewMicroTime(time.Now())
+		name := nodes.Items[i].Name
+		_, err := leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &name, LeaseDurationSeconds: &duration, RenewTime: &now},
+		}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(nodeLeaseRenewal)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			_ = forEach(ctx, len(nodes.Items), func(ctx context.Context, i int) error {
+				patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, time.Now().UTC().Format(metav1.RFC3339Micro))
+				_, _ = leases.Patch(ctx, nodes.Items[i].Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+				return nil
+			})
+		}
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+// fleetProbes runs both components' probes at once (see component.probe)
+// and, if done is not nil, records when each finished.
+func (b *bench) fleetProbes(ctx context.Context, pair [2]component, procs [2]*process, logs [2]string, id string, done *[2]time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	for _, p := range procs {
+		go func() {
+			select {
+			case <-p.exited:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	errs := make([]error, len(pair))
+	var wg sync.WaitGroup
+	for i, c := range pair {
+		wg.Go(func() {
+			if errs[i] = c.probe(ctx, b, id); errs[i] != nil {
+				errs[i] = fmt.Errorf("%s: %w (log %s)", c.name, errs[i], logs[i])
+			} else if done != nil {
+				done[i] = time.Now()
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reflectorLog is what a component's log says about its reflectors: per
+// reflector name and type (not unique: the metadata informers of the
+// garbage collector are all *v1.PartialObjectMetadata from one call site),
+// how many started and how many lists each key has had.
+type reflectorLog struct {
+	started  map[string]int
+	populate map[string][]time.Time
+	size     int64 // bytes read
+}
+
+var (
+	klogHeader = regexp.MustCompile(`^[IWEF](\d{4} \d{2}:\d{2}:\d{2}\.\d{6})\s+\d+ [^\]]+\] "((?:[^"\\]|\\.)*)"(.*)$`)
+	klogKV     = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
+)
+
+// readReflectorLog reads path's reflector lines (klog's text format) from
+// offset from on.
+func readReflectorLog(path string, from int64) (reflectorLog, error) {
+	rl := reflectorLog{started: map[string]int{}, populate: map[string][]time.Time{}}
+	f, err := os.Open(path)
+	if err != nil {
+		return rl, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return rl, err
+	}
+	rl.size = from
+	br := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil { // a partial last line is read again next time
+			break
+		}
+		rl.size += int64(len(line))
+		m := klogHeader.FindStringSubmatch(strings.TrimRight(line, "\n"))
+		if m == nil || (m[2] != "Starting reflector" && m[2] != "Caches populated") {
+			continue
+		}
+		kv := map[string]string{}
+		for _, p := range klogKV.FindAllStringSubmatch(m[3], -1) {
+			kv[p[1]] = p[2]
+		}
+		key := kv["reflector"] + " " + kv["type"]
+		if m[2] == "Starting reflector" {
+			rl.started[key]++
+			continue
+		}
+		t, err := time.ParseInLocation("0102 15:04:05.000000", m[1], time.Local)
+		if err != nil {
+			continue
+		}
+		now := time.Now()
+		t = t.AddDate(now.Year(), 0, 0)
+		if t.After(now.Add(time.Hour)) { // across New Year
+			t = t.AddDate(-1, 0, 0)
+		}
+		rl.populate[key] = append(rl.populate[key], t)
+	}
+	return rl, nil
+}
+
+// reflectors is how many reflectors started.
+func (rl reflectorLog) reflectors() int {
+	n := 0
+	for _, c := range rl.started {
+		n += c
+	}
+	return n
+}
+
+// waitQuietReflectors waits until no component has started a reflector for
+// quiet, at most limit.
+func waitQuietReflectors(ctx context.Context, logs [2]string, quiet, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	last, since := -1, time.Now()
+	for time.Now().Before(deadline) {
+		n := 0
+		for _, path := range logs {
+			rl, err := readReflectorLog(path, 0)
+			if err != nil {
+				return err
+			}
+			n += rl.reflectors()
+		}
+		if n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) >= quiet {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}
+
+// relistStatus reads path for how many of the reflectors that had started
+// before the restart (before: the log up to the restart) have logged
+// "Caches populated" since, and when the last of them did (klog's
+// timestamp).
+func relistStatus(path string, before reflectorLog) (last time.Time, relisted, all int, err error) {
+	since, err := readReflectorLog(path, before.size)
+	if err != nil {
+		return last, 0, 0, err
+	}
+	for k, n := range before.started {
+		ts := since.populate[k]
+		// The key's n reflectors are relisted at its n-th list.
+		all += n
+		relisted += min(n, len(ts))
+		if i := min(n, len(ts)) - 1; i >= 0 && ts[i].After(last) {
+			last = ts[i]
+		}
+	}
+	return last, relisted, all, nil
+}
+
+// childSampler samples the private memory of a child process of this one.
+type childSampler struct {
+	stopc, stopped chan struct{}
+	once           sync.Once
+
+	mu    sync.Mutex
+	found time.Time // when the child was found
+	peak  uint64    // the largest RssAnon sample
+}
+
+// sampleChild finds this process's child named comm other than not (the
+// kube-apiserver about to replace it; looked for every 10 ms), and samples
+// its RssAnon every 100 ms until stop.
+func sampleChild(comm string, not int) *childSampler {
+	s := &childSampler{stopc: make(chan struct{}), stopped: make(chan struct{})}
+	go func() {
+		defer close(s.stopped)
+		pid := 0
+		for {
+			wait := 100 * time.Millisecond
+			if pid == 0 {
+				if pid = childPID(comm, not); pid != 0 {
+					s.mu.Lock()
+					s.found = time.Now()
+					s.mu.Unlock()
+				} else {
+					wait = 10 * time.Millisecond
+				}
+			}
+			if pid != 0 {
+				anon := rssAnon(pid)
+				s.mu.Lock()
+				s.peak = max(s.peak, anon)
+				s.mu.Unlock()
+			}
+			select {
+			case <-s.stopc:
+				return
+			case <-time.After(wait):
+			}
+		}
+	}()
+	return s
+}
+
+// started is when the child was found (zero if not yet).
+func (s *childSampler) started() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.found
+}
+
+// peakSoFar is the largest sample so far.
+func (s *childSampler) peakSoFar() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
+}
+
+// stop ends the sampling and waits for it to end.
+func (s *childSampler) stop() {
+	s.once.Do(func() { close(s.stopc) })
+	<-s.stopped
+}
+
+// childPID is the ID of a child of this process named comm, other than not;
+// 0 if there is none.
+func childPID(comm string, not int) int {
+	entries, _ := os.ReadDir("/proc")
+	self := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == not {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		open, end := strings.IndexByte(string(data), '('), strings.LastIndexByte(string(data), ')')
+		if open < 0 || end < open || string(data[open+1:end]) != comm {
+			continue
+		}
+		f := strings.Fields(string(data[end+2:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(self) { // state, ppid
+			return pid
+		}
+	}
+	return 0
+}
+
+func reportFleet(w io.Writer, results []fleetResult, pods, nodes, deployments, reps int, window time.Duration) {
+	fmt.Fprintf(w, "\nkube-apiserver restarted (etcd kept) under kube-scheduler + kube-controller-manager; %d Nodes, %d bound Pods for the scheduler, %d Pods of %d Deployments for the controller manager; medians of %d restarts; readings %v after the restart\n\n",
+		nodes, pods, pods, deployments, reps, window)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "components\tstopping s\trestart s\tscheduler working s\tKCM working s\tscheduler relisted s\tKCM relisted s\tapiserver peak RSS MiB\tpeak RssAnon MiB\tCPU-s\t× stock\tLIST requests\tMiB listed+watched\t× stock\t")
+	by := map[string][]fleetResult{}
+	var order []string
+	for _, r := range results {
+		if _, ok := by[r.variant]; !ok {
+			order = append(order, r.variant)
+		}
+		by[r.variant] = append(by[r.variant], r)
+	}
+	med := func(v string, f func(fleetResult) float64) float64 {
+		var xs []float64
+		for _, r := range by[v] {
+			xs = append(xs, f(r))
+		}
+		return median(xs)
+	}
+	cpu := func(r fleetResult) float64 { return r.apiserverCPU }
+	bytes := func(r fleetResult) float64 { return r.bytes }
+	for _, v := range order {
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\t%.2f\t%.2f×\t%.0f\t%.1f\t%.2f×\t\n", v,
+			med(v, func(r fleetResult) float64 { return r.stopping.Seconds() }),
+			med(v, func(r fleetResult) float64 { return r.restart.Seconds() }),
+			med(v, func(r fleetResult) float64 { return r.working[0].Seconds() }),
+			med(v, func(r fleetResult) float64 { return r.working[1].Seconds() }),
+			med(v, func(r fleetResult) float64 { return r.relisted[0].Seconds() }),
+			med(v, func(r fleetResult) float64 { return r.relisted[1].Seconds() }),
+			med(v, func(r fleetResult) float64 { return float64(r.peakRSS) })/(1<<20),
+			med(v, func(r fleetResult) float64 { return float64(r.peakAnon) })/(1<<20),
+			med(v, cpu), med(v, cpu)/med("stock", cpu),
+			med(v, func(r fleetResult) float64 { return r.lists }),
+			med(v, bytes)/(1<<20), med(v, bytes)/med("stock", bytes))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nstopping, restart: from SIGTERM to the old kube-apiserver until the new one started / answered /readyz OK. From /readyz OK:")
+	fmt.Fprintln(w, "working: the scheduler bound a Pod / the controller manager made the ReplicaSet and Pod of a Deployment, both created at /readyz OK;")
+	fmt.Fprintln(w, "relisted: the last reflector of the component logged \"Caches populated\" (its list handed to the store) after the restart (< 0: before /readyz OK).")
+	fmt.Fprintln(w, "The apiserver's figures are the new process's whole life up to the end of the window: peak RSS is the kernel's VmHWM,")
+	fmt.Fprintln(w, "peak RssAnon the largest 100 ms sample, MiB listed+watched what it encoded for LIST responses and watch events to every client.")
+	fmt.Fprintln(w, "none: the same restart with no component running (the apiserver's own start, its loopback informers, the bench's probes).")
+	fmt.Fprintln(w, "\nEach restart:")
+	for _, r := range results {
+		fmt.Fprintf(w, "  %s #%d: stopping %.2f s, restart %.2f s, working %.2f / %.2f s, relisted %.2f / %.2f s (%d/%d, %d/%d reflectors), window %.0f s, peak RSS %.0f MiB, RssAnon %.0f MiB, %.2f CPU-s, %.0f LISTs, %.1f MiB listed+watched\n",
+			r.variant, r.rep, r.stopping.Seconds(), r.restart.Seconds(), r.working[0].Seconds(), r.working[1].Seconds(),
+			r.relisted[0].Seconds(), r.relisted[1].Seconds(),
+			r.reflectors[0].relisted, r.reflectors[0].all, r.reflectors[1].relisted, r.reflectors[1].all,
+			r.window.Seconds(), float64(r.peakRSS)/(1<<20), float64(r.peakAnon)/(1<<20), r.apiserverCPU, r.lists, r.bytes/(1<<20))
+	}
+}

@@ -1,0 +1,203 @@
+package factory
+
+import (
+	"context"
+	"net/url"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// A recovery (reflector.Recovery) lists the collection's metadata and
+// fetches what changed, through a reflector.MetadataLister that lists
+// exactly what the informer's ListerWatcher lists: the same resource,
+// namespace and selectors. The factories build one for each informer whose
+// ListerWatcher is client-go's own (its list is exactly its request) on a
+// resource kube-apiserver serves from etcd, whose resourceVersions are etcd
+// revisions: the typed factory's (every type of client-go's clientset), and
+// the metadata factory's for the groups of client-go's scheme. The metadata
+// list is a protobuf PartialObjectMetadataList (client-go's metadata client,
+// on the typed client's transport and rate limiter); the fetches are lists
+// of one object (its name as a metadata.name field selector beside the
+// informer's) or of a namespace, through the typed client, so they decode
+// as the informer's list does.
+//
+// Dynamic informers recover given a metadata client (WithDynamicRecovery);
+// without one, and for the metadata factory's custom resources (which it
+// cannot tell from aggregated APIs, whose server kube-apiserver only proxies
+// to), they relist in full.
+
+// NewMetadataLister returns the MetadataLister of the collection of
+// resource in namespace ("" for all namespaces, or a cluster-scoped
+// resource) selected by selectors' label and field selectors, listed
+// through rc, a typed clientset's REST client of the resource's
+// group-version (for example clientset.CoreV1().RESTClient()). The caller
+// vouches that the resource is served from etcd (any resource of
+// kube-apiserver that is not aggregated). It returns nil if rc is not a
+// *rest.RESTClient (a fake clientset).
+func NewMetadataLister(rc rest.Interface, resource, namespace string, selectors metav1.ListOptions) reflector.MetadataLister {
+	r, ok := rc.(*rest.RESTClient)
+	if !ok || r == nil {
+		return nil
+	}
+	u := r.Get().URL() // the server's URL and the group-version's path
+	gv := r.APIVersion()
+	cfg := &rest.Config{
+		Host:        (&url.URL{Scheme: u.Scheme, Host: u.Host, User: u.User}).String(),
+		RateLimiter: r.GetRateLimiter(),
+	}
+	mc, err := metadata.NewForConfigAndClient(cfg, r.Client)
+	if err != nil {
+		return nil
+	}
+	return &restLister{
+		meta:      mc.Resource(gv.WithResource(resource)),
+		objects:   rc,
+		limiter:   r.GetRateLimiter(),
+		resource:  resource,
+		namespace: namespace,
+		label:     selectors.LabelSelector,
+		field:     selectors.FieldSelector,
+	}
+}
+
+// restLister lists metadata through client-go's metadata client and objects
+// through a typed REST client, both under the typed client's rate limiter.
+type restLister struct {
+	meta      metadata.Getter
+	objects   rest.Interface
+	limiter   flowcontrol.RateLimiter
+	resource  string
+	namespace string
+	label     string
+	field     string
+}
+
+var _ reflector.RateLimitedLister = (*restLister)(nil)
+
+// QPS implements reflector.RateLimitedLister.
+func (l *restLister) QPS() float32 {
+	if l.limiter == nil {
+		return 0
+	}
+	return l.limiter.QPS()
+}
+
+func (l *restLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	opts.LabelSelector, opts.FieldSelector = l.label, l.field
+	return l.meta.Namespace(l.namespace).List(ctx, opts)
+}
+
+func (l *restLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
+	opts.LabelSelector, opts.FieldSelector = l.label, withName(l.field, name)
+	if namespace == "" {
+		namespace = l.namespace
+	}
+	return l.objects.Get().NamespaceIfScoped(namespace, namespace != "").Resource(l.resource).
+		VersionedParams(&opts, scheme.ParameterCodec).Do(ctx).Get()
+}
+
+// withName adds a metadata.name requirement to a field selector.
+func withName(field, name string) string {
+	switch {
+	case name == "":
+		return field
+	case field == "":
+		return "metadata.name=" + name
+	}
+	return field + ",metadata.name=" + name
+}
+
+// metadataLister is the MetadataLister of a metadata factory's informer:
+// its objects are metadata too.
+type metadataLister struct {
+	client    metadata.Interface
+	gvr       schema.GroupVersionResource
+	namespace string
+	tweak     func(*metav1.ListOptions)
+}
+
+func (l *metadataLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	return l.list(ctx, l.namespace, "", opts)
+}
+
+func (l *metadataLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
+	if namespace == "" {
+		namespace = l.namespace
+	}
+	return l.list(ctx, namespace, name, opts)
+}
+
+func (l *metadataLister) list(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	if l.tweak != nil {
+		// The informer's tweak, as its ListerWatcher applies it; it sets
+		// the selectors (and must leave the resourceVersion and paging
+		// alone, as for any informer).
+		l.tweak(&opts)
+	}
+	opts.FieldSelector = withName(opts.FieldSelector, name)
+	return l.client.Resource(l.gvr).Namespace(namespace).List(ctx, opts)
+}
+
+// dynamicLister is the MetadataLister of a dynamic factory's informer:
+// metadata through a metadata client, objects through the dynamic client.
+type dynamicLister struct {
+	metadataLister
+	client dynamic.Interface
+}
+
+func (l *dynamicLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
+	if namespace == "" {
+		namespace = l.namespace
+	}
+	if l.tweak != nil {
+		l.tweak(&opts)
+	}
+	opts.FieldSelector = withName(opts.FieldSelector, name)
+	return l.client.Resource(l.gvr).Namespace(namespace).List(ctx, opts)
+}
+
+// dynamicRecovery returns the recovery settings of a dynamic factory's
+// informer of gvr: none without a metadata client (WithDynamicRecovery).
+func dynamicRecovery(mc metadata.Interface, client dynamic.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *reflector.Recovery {
+	if mc == nil {
+		return nil
+	}
+	return &reflector.Recovery{Lister: &dynamicLister{
+		metadataLister: metadataLister{client: mc, gvr: gvr, namespace: namespace, tweak: tweak},
+		client:         client,
+	}}
+}
+
+// metadataRecovery returns the recovery settings of a metadata factory's
+// informer of gvr: for the groups of client-go's scheme (served by
+// kube-apiserver from etcd), none for others.
+func metadataRecovery(client metadata.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *reflector.Recovery {
+	if client == nil || !scheme.Scheme.IsGroupRegistered(gvr.Group) {
+		return nil
+	}
+	return &reflector.Recovery{Lister: &metadataLister{client: client, gvr: gvr, namespace: namespace, tweak: tweak}}
+}
+
+// typedRecovery returns the recovery settings of a typed factory's informer
+// listing req of gvr: none for a ListerWatcher that is not client-go's own
+// (it may filter in Go, which a metadata list would not) or a clientset
+// without REST clients. f.lock is held.
+func (f *Factory) typedRecovery(gvr schema.GroupVersionResource, req listRequest) *reflector.Recovery {
+	if !req.requestOnly {
+		return nil
+	}
+	lister := NewMetadataLister(f.restClientFor(gvr.GroupVersion()), gvr.Resource, req.namespace, req.options)
+	if lister == nil {
+		return nil
+	}
+	return &reflector.Recovery{Lister: lister}
+}

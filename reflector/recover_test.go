@@ -1,0 +1,765 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/internal/poll"
+)
+
+// upod is a Pod of namespace ns with a UID.
+func upod(ns, name, uid, rv string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid), ResourceVersion: rv}}
+}
+
+// recoveryStore is a RecoveryStore that records every write as a string
+// ("update ns/b@5", "delete tombstone:ns/c@3", "begin …", "end@10") and
+// keeps key → object.
+type recoveryStore struct {
+	mu    sync.Mutex
+	objs  map[string]*v1.Pod
+	calls []string
+	// unsupported makes BeginRecovery refuse.
+	unsupported bool
+}
+
+var _ RecoveryStore = (*recoveryStore)(nil)
+
+func newRecoveryStore(pods ...*v1.Pod) *recoveryStore {
+	s := &recoveryStore{objs: map[string]*v1.Pod{}}
+	for _, p := range pods {
+		s.objs[p.Namespace+"/"+p.Name] = p
+	}
+	return s
+}
+
+func (s *recoveryStore) record(c string) { s.calls = append(s.calls, c) }
+
+func (s *recoveryStore) write(verb string, obj interface{}) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := obj.(*v1.Pod)
+	key := p.Namespace + "/" + p.Name
+	if verb == "delete" {
+		delete(s.objs, key)
+	} else {
+		s.objs[key] = p
+	}
+	s.record(verb + " " + key + "@" + p.ResourceVersion)
+	return nil
+}
+
+func (s *recoveryStore) Add(obj interface{}) error    { return s.write("add", obj) }
+func (s *recoveryStore) Update(obj interface{}) error { return s.write("update", obj) }
+func (s *recoveryStore) Delete(obj interface{}) error {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.objs, d.Key)
+		rv := "<nil>"
+		if p, ok := d.Obj.(*v1.Pod); ok {
+			rv = p.ResourceVersion
+		}
+		s.record("delete tombstone:" + d.Key + "@" + rv)
+		return nil
+	}
+	return s.write("delete", obj)
+}
+
+func (s *recoveryStore) Replace(list []interface{}, rv string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.objs = map[string]*v1.Pod{}
+	for _, obj := range list {
+		p := obj.(*v1.Pod)
+		s.objs[p.Namespace+"/"+p.Name] = p
+	}
+	s.record(fmt.Sprintf("replace %d@%s", len(list), rv))
+	return nil
+}
+
+func (s *recoveryStore) Resync() error { return nil }
+
+func (s *recoveryStore) Bookmark(rv string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record("bookmark@" + rv)
+	return nil
+}
+
+func (s *recoveryStore) BeginRecovery(_ context.Context, diff func(map[string]Version) (RecoveryPlan, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unsupported {
+		return ErrRecoveryUnsupported
+	}
+	stored := map[string]Version{}
+	for k, p := range s.objs {
+		stored[k] = Version{UID: p.UID, ResourceVersion: p.ResourceVersion}
+	}
+	plan, err := diff(stored)
+	if err != nil {
+		return err
+	}
+	s.record(fmt.Sprintf("begin deleted=%v unchanged=%v", plan.Deleted, plan.Unchanged))
+	for _, k := range plan.Deleted {
+		s.record("delete tombstone:" + k + "@" + s.objs[k].ResourceVersion)
+		delete(s.objs, k)
+	}
+	return nil
+}
+
+func (s *recoveryStore) Stored(key string) (interface{}, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.objs[key]
+	return p, ok, nil
+}
+
+func (s *recoveryStore) EndRecovery(rv string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record("end@" + rv)
+	return nil
+}
+
+func (s *recoveryStore) Calls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+// callsAfterBegin returns the calls after the "begin" one.
+func (s *recoveryStore) callsAfterBegin() []string {
+	calls := s.Calls()
+	for i, c := range calls {
+		if strings.HasPrefix(c, "begin") {
+			return calls[i+1:]
+		}
+	}
+	return nil
+}
+
+func (s *recoveryStore) waitFor(t *testing.T, call string) {
+	t.Helper()
+	poll.Until(t, 5*time.Second, fmt.Sprintf("store call %q", call), func() bool {
+		return slices.Contains(s.Calls(), call)
+	})
+}
+
+// fakeLister scripts a MetadataLister. meta answers metadata list pages;
+// objects answers ListObjects (namespace and name "" for all).
+type fakeLister struct {
+	meta    func(n int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
+	objects func(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error)
+
+	mu       sync.Mutex
+	metaOpts []metav1.ListOptions
+	fetches  []string // "ns/name@rv" of each ListObjects call, "ns/*" for a namespace, "*" for all
+}
+
+func (l *fakeLister) ListMetadata(_ context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	l.mu.Lock()
+	n := len(l.metaOpts)
+	l.metaOpts = append(l.metaOpts, opts)
+	l.mu.Unlock()
+	return l.meta(n, opts)
+}
+
+func (l *fakeLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
+	what := "*"
+	switch {
+	case name != "":
+		what = namespace + "/" + name
+	case namespace != "":
+		what = namespace + "/*"
+	}
+	if opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan && opts.Continue == "" {
+		return nil, fmt.Errorf("fetch %s without NotOlderThan: %+v", what, opts)
+	}
+	l.mu.Lock()
+	l.fetches = append(l.fetches, what+"@"+opts.ResourceVersion)
+	l.mu.Unlock()
+	return l.objects(ctx, namespace, name, opts)
+}
+
+func (l *fakeLister) MetaOpts() []metav1.ListOptions {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.metaOpts)
+}
+
+func (l *fakeLister) Fetches() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.fetches)
+}
+
+// metaList is a metadata list at rv of pods.
+func metaList(rv string, pods ...*v1.Pod) *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
+	for _, p := range pods {
+		l.Items = append(l.Items, metav1.PartialObjectMetadata{ObjectMeta: p.ObjectMeta})
+	}
+	return l
+}
+
+// server answers ListObjects from pods, at list resourceVersion rv.
+func server(rv string, pods ...*v1.Pod) func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error) {
+	return func(_ context.Context, ns, name string, _ metav1.ListOptions) (runtime.Object, error) {
+		var out []*v1.Pod
+		for _, p := range pods {
+			if (ns == "" || p.Namespace == ns) && (name == "" || p.Name == name) {
+				out = append(out, p)
+			}
+		}
+		return podList(rv, out...), nil
+	}
+}
+
+// recoveryObserver is a recObserver that also records Recovered.
+type recoveryObserver struct {
+	recObserver
+	mu        sync.Mutex
+	recovered []RecoveryStats
+}
+
+func (o *recoveryObserver) Recovered(c StartCause, rv string, stats RecoveryStats) {
+	o.add(fmt.Sprintf("recovered %s %s", c, rv))
+	o.mu.Lock()
+	o.recovered = append(o.recovered, stats)
+	o.mu.Unlock()
+}
+
+func (o *recoveryObserver) Stats() []RecoveryStats {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.recovered)
+}
+
+type recoveryHarness struct {
+	t      *testing.T
+	store  *recoveryStore
+	lister *fakeLister
+	lw     *fakeLW
+	obs    *recoveryObserver
+	errs   *errRecorder
+	r      *Reflector
+	stop   func()
+}
+
+// startRecovery runs a reflector that must list from listFrom (as for a
+// store that owes a list), with recoveries through lister into store;
+// mutate adjusts the Options. Full lists are test errors unless the test
+// scripts lw.list.
+func startRecovery(t *testing.T, store *recoveryStore, lister *fakeLister, listFrom string, mutate func(*Options, *fakeLW)) *recoveryHarness {
+	h := &recoveryHarness{t: t, store: store, lister: lister, lw: &fakeLW{t: t}, obs: &recoveryObserver{}, errs: &errRecorder{}}
+	opts := Options{
+		ExpectedType:      &v1.Pod{},
+		InitialBackoff:    time.Millisecond,
+		MaxBackoff:        4 * time.Millisecond,
+		Observer:          h.obs,
+		WatchErrorHandler: h.errs.handle,
+		ListFrom:          listFrom,
+		// One request at a time, one object per request: deterministic.
+		Recovery: &Recovery{Lister: lister, Workers: 1, FullListFraction: 2},
+	}
+	if mutate != nil {
+		mutate(&opts, h.lw)
+	}
+	h.r = New(h.lw.listWatch(), store, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.r.Run(ctx)
+	}()
+	var once sync.Once
+	h.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Run did not return within 5s of cancel")
+			}
+			assertNoReflectorGoroutines(t)
+		})
+	}
+	t.Cleanup(h.stop)
+	return h
+}
+
+// The diff classes: unchanged (not fetched, not written, handed to the
+// store as Unchanged), gone (a tombstone), replaced by another UID (a
+// tombstone, then fetched and added), changed (fetched and updated), new
+// (fetched and added). The metadata list is at the stored resourceVersion
+// with NotOlderThan, paged; the fetches follow the watch's opening, at
+// least as new as the list; the store is told the recovery ended at the
+// list's resourceVersion once everything is fetched.
+func TestRecoveryDiffClasses(t *testing.T) {
+	store := newRecoveryStore(
+		upod("ns", "a", "ua", "1"),  // unchanged
+		upod("ns", "b", "ub", "2"),  // changed
+		upod("ns", "c", "uc", "3"),  // gone
+		upod("ns", "d", "ud1", "4"), // deleted and recreated: another UID
+	)
+	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "d", "ud2", "6"), upod("ns", "e", "ue", "7")}
+	watchOpened := make(chan struct{})
+	lister := &fakeLister{
+		meta: func(n int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList("10", onServer...), nil
+		},
+		objects: func(ctx context.Context, ns, name string, opts metav1.ListOptions) (runtime.Object, error) {
+			select {
+			case <-watchOpened:
+			default:
+				t.Errorf("fetch of %s/%s before the watch opened", ns, name)
+			}
+			return server("10", onServer...)(ctx, ns, name, opts)
+		},
+	}
+	h := startRecovery(t, store, lister, "4", func(o *Options, lw *fakeLW) {
+		lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+			if n == 0 {
+				close(watchOpened)
+			}
+			return watch.NewRaceFreeFake(), nil
+		}
+	})
+	store.waitFor(t, "end@10")
+	h.stop()
+
+	equal(t, "metadata list options", lister.MetaOpts(), []metav1.ListOptions{{
+		ResourceVersion: "4", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: recoveryPageSize,
+	}})
+	equal(t, "fetches", lister.Fetches(), []string{"ns/b@10", "ns/d@10", "ns/e@10"})
+	equal(t, "store calls", store.Calls(), []string{
+		"begin deleted=[ns/c ns/d] unchanged=[ns/a]",
+		"delete tombstone:ns/c@3", "delete tombstone:ns/d@4",
+		"update ns/b@5", "add ns/d@6", "add ns/e@7",
+		"end@10",
+	})
+	equal(t, "watches", h.lw.WatchRVs()[:1], []string{"10"})
+	if n := len(h.lw.ListOpts()); n != 0 {
+		t.Errorf("%d full lists, want none", n)
+	}
+	equal(t, "starts", h.obs.Starts(), []string{"listed relist-error 10 items=4 pages=1"})
+	stats := h.obs.Stats()
+	if len(stats) != 1 {
+		t.Fatalf("recovered %d times, want once", len(stats))
+	}
+	s := stats[0]
+	s.Duration = 0
+	equal(t, "stats", s, RecoveryStats{Listed: 4, Pages: 1, Unchanged: 1, Deleted: 2, Fetch: 3, Requests: 3, Fetched: 3})
+	noErrors(t, &harness{errs: h.errs})
+}
+
+// A 410 on the resumed watch starts a recovery from the resumed
+// resourceVersion (cause relist-expired); the metadata list is paged with
+// continue tokens, which carry no resourceVersion.
+func TestRecoveryAfterExpiredWatch(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
+	lister := &fakeLister{
+		meta: func(n int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			if n == 0 {
+				l := metaList("9", upod("ns", "a", "ua", "1"))
+				l.Continue = "next"
+				return l, nil
+			}
+			return metaList("9", upod("ns", "b", "ub", "8")), nil
+		},
+		objects: server("9", upod("ns", "b", "ub", "8")),
+	}
+	h := startRecovery(t, store, lister, "", func(o *Options, lw *fakeLW) {
+		o.ResumeResourceVersion = "2"
+		lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+			w := watch.NewRaceFreeFake()
+			if n == 0 {
+				w.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
+			}
+			return w, nil
+		}
+	})
+	store.waitFor(t, "end@9")
+	h.stop()
+	equal(t, "metadata list options", lister.MetaOpts(), []metav1.ListOptions{
+		{ResourceVersion: "2", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: recoveryPageSize},
+		{Continue: "next", Limit: recoveryPageSize},
+	})
+	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/b@8", "end@9"})
+	equal(t, "starts", h.obs.Starts(), []string{"resumed 2", "listed relist-expired 9 items=2 pages=2"})
+	equal(t, "watches", h.lw.WatchRVs()[:2], []string{"2", "9"})
+}
+
+// heldFetches makes ListObjects wait until release is closed, and tells
+// started when it was called.
+func heldFetches(objects func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error), started, release chan struct{}) func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error) {
+	var once sync.Once
+	return func(ctx context.Context, ns, name string, opts metav1.ListOptions) (runtime.Object, error) {
+		once.Do(func() { close(started) })
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return objects(ctx, ns, name, opts)
+	}
+}
+
+// A watch event for a key being fetched is applied as it comes; the fetch,
+// returning an older resourceVersion than the watch applied, is dropped:
+// the store never sees the key go backwards. The event resolves the key,
+// so the recovery ends at once.
+func TestRecoveryWatchEventDuringFetch(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
+	started, release := make(chan struct{}), make(chan struct{})
+	lister := &fakeLister{
+		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList("10", upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5")), nil
+		},
+		// Served from a lagging cache: older than what the watch brings.
+		objects: heldFetches(server("11", upod("ns", "b", "ub", "11")), started, release),
+	}
+	h := startRecovery(t, store, lister, "2", nil)
+	<-started
+	h.lw.watcher(t, 0).Modify(upod("ns", "b", "ub", "12"))
+	store.waitFor(t, "end@12")
+	close(release)
+	h.stop() // waits for the fetch
+	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/b@12", "end@12"})
+}
+
+// A fetch may return a newer state than the watch has reached. It is
+// applied; the watch's older events for the key are dropped; the recovery
+// ends only once the watch has passed the fetched resourceVersion (here
+// by a bookmark), since until then the store is ahead of the watch for
+// that key.
+func TestRecoveryFetchAheadOfWatch(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"))
+	lister := &fakeLister{
+		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList("10", upod("ns", "b", "ub", "5"), upod("ns", "c", "uc", "3")), nil
+		},
+		objects: server("15", upod("ns", "b", "ub", "15")),
+	}
+	h := startRecovery(t, store, lister, "3", nil)
+	store.waitFor(t, "update ns/b@15")
+	w := h.lw.watcher(t, 0)
+	w.Modify(upod("ns", "b", "ub", "13"))
+	w.Modify(upod("ns", "c", "uc", "14"))
+	store.waitFor(t, "update ns/c@14")
+	if slices.ContainsFunc(store.Calls(), func(c string) bool { return strings.HasPrefix(c, "end") }) {
+		t.Fatalf("recovery ended before the watch passed the fetched resourceVersion: %v", store.Calls())
+	}
+	w.Action(watch.Bookmark, upod("", "", "", "15"))
+	store.waitFor(t, "end@15")
+	w.Modify(upod("ns", "b", "ub", "16"))
+	store.waitFor(t, "update ns/b@16")
+	h.stop()
+	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/b@15", "update ns/c@14", "bookmark@15", "end@15", "update ns/b@16"})
+	if s := h.obs.Stats(); len(s) != 1 || s[0].Skipped != 1 {
+		t.Errorf("stats %+v, want 1 skipped (b@13)", s)
+	}
+}
+
+// An object deleted after the metadata list is absent from its fetch. The
+// recovery waits for the watch to deliver that deletion, which it passes
+// on; a deletion of an object the store never held is not passed on.
+func TestRecoveryFetchFindsNothing(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "b", "ub", "2"))
+	lister := &fakeLister{
+		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList("10", upod("ns", "b", "ub", "5"), upod("ns", "n", "un", "6")), nil
+		},
+		objects: server("14"), // both deleted since
+	}
+	h := startRecovery(t, store, lister, "2", nil)
+	poll.Until(t, 5*time.Second, "both fetches", func() bool { return len(lister.Fetches()) == 2 })
+	w := h.lw.watcher(t, 0)
+	w.Delete(upod("ns", "b", "ub", "13"))
+	store.waitFor(t, "delete ns/b@13")
+	if slices.ContainsFunc(store.Calls(), func(c string) bool { return strings.HasPrefix(c, "end") }) {
+		t.Fatalf("recovery ended before the watch deleted ns/n: %v", store.Calls())
+	}
+	w.Delete(upod("ns", "n", "un", "14"))
+	store.waitFor(t, "end@14")
+	h.stop()
+	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"delete ns/b@13", "end@14"})
+}
+
+// A fetch that finds another UID under the key (deleted and recreated after
+// the list) hands the store a tombstone of the stored object, then an add.
+func TestRecoveryFetchFindsAnotherUID(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "b", "ub1", "2"))
+	lister := &fakeLister{
+		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList("10", upod("ns", "b", "ub1", "5")), nil
+		},
+		objects: server("12", upod("ns", "b", "ub2", "8")),
+	}
+	h := startRecovery(t, store, lister, "2", nil)
+	store.waitFor(t, "end@10")
+	h.stop()
+	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"delete tombstone:ns/b@2", "add ns/b@8", "end@10"})
+}
+
+// A stored object newer than the metadata list (left by a recovery that
+// did not finish) is kept and not fetched; the watch's older events for it
+// are dropped and the recovery ends once the watch has reached it.
+func TestRecoveryStoredAheadOfList(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "b", "ub", "20"))
+	lister := &fakeLister{
+		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList("10", upod("ns", "b", "ub", "5")), nil
+		},
+		objects: func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error) {
+			return nil, errors.New("nothing is to be fetched")
+		},
+	}
+	h := startRecovery(t, store, lister, "20", nil)
+	w := h.lw.watcher(t, 0)
+	w.Modify(upod("ns", "b", "ub", "15"))
+	w.Modify(upod("ns", "b", "ub", "20"))
+	w.Modify(upod("ns", "b", "ub", "21"))
+	store.waitFor(t, "update ns/b@21")
+	h.stop()
+	equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[]", "end@20", "update ns/b@21"})
+	equal(t, "fetches", lister.Fetches(), []string(nil))
+}
+
+// Where many objects of a namespace changed the namespace is listed, and
+// where most of the collection changed, the collection: one request each.
+// Objects the list returns that were not to be fetched are left to the
+// watch.
+func TestRecoveryListsNamespacesAndCollections(t *testing.T) {
+	stored := []*v1.Pod{upod("x", "a", "uxa", "1"), upod("x", "b", "uxb", "2"), upod("y", "c", "uyc", "3"), upod("z", "d", "uzd", "4")}
+	listed := []*v1.Pod{upod("x", "a", "uxa", "5"), upod("x", "b", "uxb", "6"), upod("y", "c", "uyc", "7"), upod("z", "d", "uzd", "4")}
+	onServer := []*v1.Pod{upod("x", "a", "uxa", "5"), upod("x", "b", "uxb", "6"), upod("x", "new", "uxn", "9"), upod("y", "c", "uyc", "7"), upod("z", "d", "uzd", "4")}
+	for _, tc := range []struct {
+		name    string
+		cfg     Recovery
+		fetches []string
+	}{
+		{"namespace", Recovery{NamespaceListAt: 2, FullListFraction: 0.9}, []string{"x/*@10", "y/c@10"}},
+		{"collection", Recovery{FullListFraction: 0.75}, []string{"*@10"}},
+		{"objects", Recovery{NamespaceListAt: -1, FullListFraction: 2}, []string{"x/a@10", "x/b@10", "y/c@10"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newRecoveryStore(stored...)
+			lister := &fakeLister{
+				meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+					return metaList("10", listed...), nil
+				},
+				objects: server("10", onServer...),
+			}
+			h := startRecovery(t, store, lister, "4", func(o *Options, _ *fakeLW) {
+				cfg := tc.cfg
+				cfg.Lister, cfg.Workers = lister, 1
+				o.Recovery = &cfg
+			})
+			store.waitFor(t, "end@10")
+			h.stop()
+			equal(t, "fetches", lister.Fetches(), tc.fetches)
+			after := store.callsAfterBegin()
+			sort.Strings(after)
+			equal(t, "store calls after begin", after, []string{"end@10", "update x/a@5", "update x/b@6", "update y/c@7"})
+		})
+	}
+}
+
+// Where the server cannot list metadata (406), or resourceVersions are not
+// integers, or the store cannot recover, the reflector lists in full.
+func TestRecoveryFallsBackToAFullList(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		meta  func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
+		store func(*recoveryStore)
+	}{
+		{"not acceptable", func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return nil, apierrors.NewGenericServerResponse(406, "GET", schema.GroupResource{Resource: "pods"}, "", "", 0, false)
+		}, nil},
+		{"opaque resourceVersions", func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList("abc", upod("ns", "a", "ua", "x1")), nil
+		}, nil},
+		{"store", func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList("10", upod("ns", "a", "ua", "1")), nil
+		}, func(s *recoveryStore) { s.unsupported = true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+			if tc.store != nil {
+				tc.store(store)
+			}
+			lister := &fakeLister{meta: tc.meta}
+			h := startRecovery(t, store, lister, "1", func(_ *Options, lw *fakeLW) {
+				lw.list = func(int, metav1.ListOptions) (runtime.Object, error) {
+					return podList("10", upod("ns", "a", "ua", "1")), nil
+				}
+			})
+			store.waitFor(t, "replace 1@10")
+			h.stop()
+			equal(t, "full lists", h.lw.ListRVs(), []string{"1"})
+		})
+	}
+}
+
+// A fetch that keeps failing fails the recovery: its watch ends, the error
+// is returned, and Run recovers again after backoff, from the resourceVersion
+// the watch reached. The store is not told the recovery ended until one
+// did.
+func TestRecoveryRetriedAfterFailedFetches(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "b", "ub", "2"))
+	var mu sync.Mutex
+	failing := true
+	lister := &fakeLister{
+		meta: func(n int, _ metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList(fmt.Sprint(10+n), upod("ns", "b", "ub", "5")), nil
+		},
+		objects: func(ctx context.Context, ns, name string, opts metav1.ListOptions) (runtime.Object, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if failing {
+				return nil, apierrors.NewInternalError(errors.New("etcd is unhappy"))
+			}
+			return server("20", upod("ns", "b", "ub", "5"))(ctx, ns, name, opts)
+		},
+	}
+	h := startRecovery(t, store, lister, "2", nil)
+	poll.Until(t, 5*time.Second, "a failed recovery", func() bool {
+		return slices.ContainsFunc(h.errs.Errors(), func(err error) bool {
+			return errors.Is(err, ErrList) && strings.Contains(err.Error(), "fetching changed objects: ")
+		})
+	})
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	poll.Until(t, 5*time.Second, "a recovery's end", func() bool {
+		return slices.ContainsFunc(store.Calls(), func(c string) bool { return strings.HasPrefix(c, "end@") })
+	})
+	h.stop()
+	if n := len(lister.MetaOpts()); n < 2 {
+		t.Errorf("%d metadata lists, want a second recovery", n)
+	}
+	if got := lister.Fetches(); len(got) < fetchAttempts+1 {
+		t.Errorf("fetches %v, want %d failed attempts and a good one", got, fetchAttempts)
+	}
+	calls := store.Calls()
+	if n := len(slices.DeleteFunc(slices.Clone(calls), func(c string) bool { return !strings.HasPrefix(c, "update") })); n != 1 {
+		t.Errorf("store calls %v: want exactly one update of ns/b", calls)
+	}
+}
+
+// Without a RecoveryStore, or without a lister, the reflector lists in full.
+func TestRecoveryNeedsStoreAndLister(t *testing.T) {
+	lw := &fakeLW{t: t, list: func(int, metav1.ListOptions) (runtime.Object, error) { return podList("10", pod("a", "1")), nil }}
+	lister := &fakeLister{meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+		t.Error("metadata list without a RecoveryStore")
+		return nil, errors.New("no")
+	}}
+	h := newHarness(t, lw.listWatch(), func(o *Options) {
+		o.ListFrom = "3"
+		o.Recovery = &Recovery{Lister: lister}
+	})
+	stop := h.run()
+	poll.Until(t, 5*time.Second, "full list", func() bool { return slices.Contains(h.store.Calls(), "replace 1@10") })
+	stop()
+}
+
+// planFetches: one-object fetches while few changed; a namespace where many
+// of its objects did; the collection where most did; and, under a request
+// budget, namespaces with the most changes listed until the rest fits, or
+// the collection.
+func TestRecoveryPlanFetches(t *testing.T) {
+	keys := func(ns string, n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("%s/k%02d", ns, i))
+		}
+		return out
+	}
+	fetchNS := map[string][]string{"a": keys("a", 10), "b": keys("b", 3), "c": keys("c", 1)}
+	listedNS := map[string]int{"a": 20, "b": 100, "c": 100}
+	cfg := &Recovery{NamespaceListAt: 5, FullListFraction: 0.25}
+	for _, tc := range []struct {
+		name        string
+		cfg         Recovery
+		budget      int
+		full        bool
+		lists       []string
+		singleCount int
+	}{
+		{"namespace over its fraction", *cfg, 0, false, []string{"a"}, 4},
+		{"no namespace lists", Recovery{NamespaceListAt: -1, FullListFraction: 0.25}, 0, false, nil, 14},
+		{"collection", Recovery{NamespaceListAt: 5, FullListFraction: 0.05}, 0, true, nil, 0},
+		{"budget fits", Recovery{NamespaceListAt: -1, FullListFraction: 0.25}, 14, false, nil, 14},
+		{"budget: list the busiest namespaces", Recovery{NamespaceListAt: -1, FullListFraction: 0.25}, 4, false, []string{"a", "b"}, 1},
+		{"budget: the collection", Recovery{NamespaceListAt: -1, FullListFraction: 0.25}, 2, true, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			full, lists, singles := planFetches(&tc.cfg, tc.budget, fetchNS, listedNS, 14, 220)
+			if full != tc.full || fmt.Sprint(lists) != fmt.Sprint(tc.lists) || len(singles) != tc.singleCount {
+				t.Errorf("plan: full=%v lists=%v singles=%v, want full=%v lists=%v and %d singles", full, lists, singles, tc.full, tc.lists, tc.singleCount)
+			}
+		})
+	}
+}
+
+// A recovery cannot end without its watch. Where the watch is refused (RBAC
+// without the watch verb) the reflector lists in full instead, as client-go
+// lists while its watches fail, until a watch opens; then it recovers
+// again.
+func TestRecoveryWithoutAWatch(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
+	lister := &fakeLister{
+		meta: func(n int, _ metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList(fmt.Sprint(10+n), upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5")), nil
+		},
+		objects: server("10", upod("ns", "b", "ub", "5")),
+	}
+	var mu sync.Mutex
+	refuse := true
+	h := startRecovery(t, store, lister, "2", func(o *Options, lw *fakeLW) {
+		lw.list = func(int, metav1.ListOptions) (runtime.Object, error) {
+			return podList("20", upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5")), nil
+		}
+		lw.watch = func(int, metav1.ListOptions) (watch.Interface, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if refuse {
+				return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no watch verb"))
+			}
+			return watch.NewRaceFreeFake(), nil
+		}
+	})
+	store.waitFor(t, "replace 2@20")
+	if n := len(lister.MetaOpts()); n != 1 {
+		t.Errorf("%d metadata lists before the full list, want 1", n)
+	}
+	mu.Lock()
+	refuse = false
+	n := len(h.lw.WatchOpts()) // the watches from here on are accepted
+	mu.Unlock()
+	// A watch opens; the next relist (here after a 410) recovers again.
+	w := h.lw.watcher(t, n)
+	w.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
+	poll.Until(t, 5*time.Second, "a second recovery", func() bool { return len(lister.MetaOpts()) == 2 })
+	store.waitFor(t, "end@11")
+	h.stop()
+}

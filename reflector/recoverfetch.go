@@ -1,0 +1,274 @@
+package reflector
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/pager"
+)
+
+// The fetches of a recovery (recover.go): what changed, once the watch is
+// open, one object, a namespace or the whole collection per request.
+
+// fetchChanged fetches the keys a recovery found new or changed, once the
+// watch is open: the whole collection if most of it changed, namespaces
+// where many changed, and one object per request otherwise, up to
+// Recovery.Workers requests at a time. A request that fails fetchAttempts
+// times fails the recovery.
+func (r *Reflector) fetchChanged(rec *recovery) {
+	ctx := rec.ctx
+	select {
+	case <-rec.opened:
+	case <-ctx.Done():
+		return
+	}
+	cfg := r.recovery
+	total := rec.stats.Unchanged + rec.stats.Fetch + rec.stats.Ahead
+	full, lists, singles := planFetches(cfg, r.maxFetchRequests(), rec.fetchNS, rec.listedNS, rec.stats.Fetch, total)
+	if full {
+		if err := r.fetchList(rec, ""); err != nil {
+			rec.fail(err)
+		}
+		return
+	}
+	work := make(chan func() error)
+	var workers sync.WaitGroup
+	for range min(cfg.Workers, len(lists)+len(singles)) {
+		workers.Go(func() {
+			for fn := range work {
+				if err := fn(); err != nil {
+					rec.fail(err)
+				}
+			}
+		})
+	}
+feed:
+	for _, ns := range lists {
+		select {
+		case work <- func() error { return r.fetchList(rec, ns) }:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	for _, key := range singles {
+		if ctx.Err() != nil {
+			break
+		}
+		if !rec.stillPending(key) {
+			continue
+		}
+		select {
+		case work <- func() error { return r.fetchOne(rec, key) }:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	workers.Wait()
+}
+
+// planFetches decides how to fetch the keys of fetchNS (by namespace; fetch
+// in all, of total listed objects, listedNS by namespace): the whole
+// collection (full) once FullListFraction of it changed; otherwise the
+// namespaces where NamespaceListAt and FullListFraction of their objects
+// changed (lists), and the rest one by one (singles). With a request
+// budget (maxRequests > 0), namespaces with the most changes are listed
+// instead until the requests fit, and the whole collection if they still
+// do not.
+func planFetches(cfg *Recovery, maxRequests int, fetchNS map[string][]string, listedNS map[string]int, fetch, total int) (full bool, lists, singles []string) {
+	if float64(fetch) >= cfg.FullListFraction*float64(total) {
+		return true, nil, nil
+	}
+	var rest []string // namespaces fetched one by one
+	for ns, keys := range fetchNS {
+		if ns != "" && cfg.NamespaceListAt > 0 && len(keys) >= cfg.NamespaceListAt &&
+			float64(len(keys)) >= cfg.FullListFraction*float64(listedNS[ns]) {
+			lists = append(lists, ns)
+		} else {
+			rest = append(rest, ns)
+		}
+	}
+	n := 0
+	for _, ns := range rest {
+		n += len(fetchNS[ns])
+	}
+	if maxRequests > 0 && len(lists)+n > maxRequests {
+		// Most changes first; ties by name, for a stable plan.
+		slices.SortFunc(rest, func(a, b string) int {
+			if d := len(fetchNS[b]) - len(fetchNS[a]); d != 0 {
+				return d
+			}
+			return strings.Compare(a, b)
+		})
+		for len(rest) > 0 && rest[0] != "" && len(lists)+n > maxRequests {
+			n -= len(fetchNS[rest[0]])
+			lists = append(lists, rest[0])
+			rest = rest[1:]
+		}
+		if len(lists)+n > maxRequests {
+			return true, nil, nil
+		}
+	}
+	for _, ns := range rest {
+		singles = append(singles, fetchNS[ns]...)
+	}
+	slices.Sort(lists)
+	slices.Sort(singles)
+	return false, lists, singles
+}
+
+// maxFetchRequests is Recovery.MaxFetchRequests, or derived from the
+// lister's rate limit: at least minFetchBudget requests, and no more than
+// the limit allows in fetchBudgetTime; 0 for no limit.
+func (r *Reflector) maxFetchRequests() int {
+	if n := r.recovery.MaxFetchRequests; n != 0 {
+		return max(n, 0)
+	}
+	rl, ok := r.recovery.Lister.(RateLimitedLister)
+	if !ok {
+		return 0
+	}
+	qps := rl.QPS()
+	if qps <= 0 {
+		return 0
+	}
+	return max(minFetchBudget, int(float64(qps)*fetchBudgetTime.Seconds()))
+}
+
+// stillPending reports whether key is still to be fetched.
+func (rec *recovery) stillPending(key string) bool {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	_, ok := rec.pending[key]
+	return ok && !rec.done
+}
+
+// fetchOptions asks for data at least as new as the metadata list.
+func (rec *recovery) fetchOptions() metav1.ListOptions {
+	return metav1.ListOptions{ResourceVersion: rec.listRV, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+}
+
+// fetchOne fetches one changed object.
+func (r *Reflector) fetchOne(rec *recovery, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return fmt.Errorf("%w: %s: key %q: %w", ErrList, r.typeDescription, key, err)
+	}
+	var list runtime.Object
+	err = r.retryFetch(rec, func() (err error) {
+		list, err = r.recovery.Lister.ListObjects(rec.ctx, ns, name, rec.fetchOptions())
+		return err
+	})
+	if err != nil || rec.ctx.Err() != nil {
+		return err
+	}
+	items, err := r.fetchedItems(list)
+	if err != nil {
+		return err
+	}
+	var found runtime.Object
+	for _, it := range items {
+		if k, _ := cache.MetaNamespaceKeyFunc(it); k == key {
+			found = it
+		}
+	}
+	return r.applyFetched(rec, []string{key}, map[string]runtime.Object{key: found})
+}
+
+// fetchList lists namespace ("" the whole collection) and applies what it
+// returns for the keys still to be fetched there.
+func (r *Reflector) fetchList(rec *recovery, namespace string) error {
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return r.recovery.Lister.ListObjects(ctx, namespace, "", opts)
+	})
+	var list runtime.Object
+	err := r.retryFetch(rec, func() (err error) {
+		list, _, err = p.ListWithAlloc(rec.ctx, rec.fetchOptions())
+		return err
+	})
+	if err != nil || rec.ctx.Err() != nil {
+		return err
+	}
+	items, err := r.fetchedItems(list)
+	if err != nil {
+		return err
+	}
+	found := make(map[string]runtime.Object, len(items))
+	for _, it := range items {
+		if k, err := cache.MetaNamespaceKeyFunc(it); err == nil {
+			found[k] = it
+		}
+	}
+	var keys []string
+	if namespace == "" {
+		for _, ks := range rec.fetchNS {
+			keys = append(keys, ks...)
+		}
+		slices.Sort(keys)
+	} else {
+		keys = rec.fetchNS[namespace]
+	}
+	return r.applyFetched(rec, keys, found)
+}
+
+// retryFetch runs one fetch request, trying fetchAttempts times with
+// backoff, and counts it.
+func (r *Reflector) retryFetch(rec *recovery, fn func() error) error {
+	var err error
+	for attempt := range fetchAttempts {
+		if attempt > 0 && !r.sleep(rec.ctx) {
+			return nil
+		}
+		rec.mu.Lock()
+		rec.stats.Requests++
+		rec.mu.Unlock()
+		if err = fn(); err == nil || rec.ctx.Err() != nil {
+			return nil
+		}
+		r.errorHandler(rec.ctx, fmt.Errorf("%w: %s: fetching changed objects (attempt %d of %d): %w", ErrList, r.typeDescription, attempt+1, fetchAttempts, err))
+	}
+	return fmt.Errorf("%w: %s: fetching changed objects: %w", ErrList, r.typeDescription, err)
+}
+
+// fetchedItems extracts a fetch's items, checking each as a watch event's
+// object is checked.
+func (r *Reflector) fetchedItems(list runtime.Object) ([]runtime.Object, error) {
+	items, err := meta.ExtractListWithAlloc(list)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: unable to extract items of %T: %w", ErrList, r.typeDescription, list, err)
+	}
+	out := items[:0]
+	for _, it := range items {
+		if err := r.checkObject(it); err != nil {
+			r.errorHandler(context.Background(), err)
+			continue
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+// applyFetched applies, for each of keys, what a fetch found (absent from
+// found: gone).
+func (r *Reflector) applyFetched(rec *recovery, keys []string, found map[string]runtime.Object) error {
+	f := r.filter
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.rec != rec {
+		return nil // over: completed, or stopped
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, key := range keys {
+		if err := rec.fetchedLocked(key, found[key]); err != nil {
+			r.errorHandler(rec.ctx, fmt.Errorf("%w: fetched %s: %w", ErrStore, key, err))
+		}
+	}
+	return nil
+}

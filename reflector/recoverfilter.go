@@ -1,0 +1,271 @@
+package reflector
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// The forward rule of a recovery (recover.go): every write that reaches the
+// store while a recovery is under way, a watch event or a fetched object,
+// passes recoveryFilter, which hands it on only if it moves its key forward,
+// and ends the recovery once the store is consistent.
+
+// writeLocked hands obj to the store as the key's new state, applying the
+// forward rule; it reports whether it did. fromWatch: a watch event.
+func (rec *recovery) writeLocked(key string, t watch.EventType, obj interface{}, fromWatch bool) (bool, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return true, rec.r.filter.next.Add(obj) // let the store report it
+	}
+	n, ok := parseRV(m.GetResourceVersion())
+	st := rec.keys[key]
+	if fromWatch {
+		delete(rec.awaitWatch, key)
+		delete(rec.pending, key) // the event is newer than the list
+	}
+	next := rec.r.filter.next
+	if !ok {
+		// Not an integer: nothing to compare. Pass it on as it is.
+		switch t {
+		case watch.Added:
+			return true, next.Add(obj)
+		case watch.Deleted:
+			return true, next.Delete(obj)
+		}
+		return true, next.Update(obj)
+	}
+	if st != nil && n <= st.rv {
+		rec.stats.Skipped++
+		return false, nil
+	}
+	if t == watch.Deleted {
+		rec.keys[key] = &keyState{rv: n, gone: true}
+		if st != nil && st.gone {
+			// The store does not hold it: its handlers never saw it.
+			return true, nil
+		}
+		return true, next.Delete(obj)
+	}
+	rec.keys[key] = &keyState{uid: m.GetUID(), rv: n, obj: obj}
+	switch {
+	case st == nil:
+		if t == watch.Added {
+			return true, next.Add(obj)
+		}
+		return true, next.Update(obj)
+	case st.gone:
+		return true, next.Add(obj)
+	case st.uid != "" && m.GetUID() != "" && st.uid != m.GetUID():
+		// Another object under the same name: the old one is gone.
+		old := st.obj
+		if old == nil {
+			var exists bool
+			if old, exists, err = rec.r.filter.next.Stored(key); err != nil || !exists {
+				old = nil
+			}
+		}
+		if err := next.Delete(cache.DeletedFinalStateUnknown{Key: key, Obj: old}); err != nil {
+			return true, err
+		}
+		return true, next.Add(obj)
+	}
+	return true, next.Update(obj)
+}
+
+// watchedLocked advances the watch's position.
+func (rec *recovery) watchedLocked(rv string) {
+	if n, ok := parseRV(rv); ok && n > rec.watchN {
+		rec.watchN, rec.watchRV = n, rv
+	}
+}
+
+// fetchedLocked applies the result of fetching key: obj, or nil if the
+// server no longer has it (in the informer's selection).
+func (rec *recovery) fetchedLocked(key string, obj runtime.Object) error {
+	if rec.done {
+		return nil
+	}
+	if _, ok := rec.pending[key]; !ok {
+		return nil // a watch event came first; it is newer than the list
+	}
+	delete(rec.pending, key)
+	var err error
+	if obj == nil {
+		// Deleted (or out of the selection) after the list: the watch
+		// delivers that deletion (an event for the key would have resolved
+		// it already).
+		rec.awaitWatch[key] = struct{}{}
+	} else {
+		var wrote bool
+		if wrote, err = rec.writeLocked(key, watch.Modified, obj, false); wrote {
+			rec.stats.Fetched++
+		}
+		if m, aerr := meta.Accessor(obj); aerr == nil {
+			if n, ok := parseRV(m.GetResourceVersion()); ok {
+				rec.mark = max(rec.mark, n)
+			}
+		}
+	}
+	rec.checkDoneLocked()
+	return err
+}
+
+// checkDoneLocked ends the recovery once the store is consistent: nothing
+// left to fetch, every deletion a fetch found seen on the watch, and the
+// watch past every fetched resourceVersion.
+func (rec *recovery) checkDoneLocked() {
+	if rec.done || len(rec.pending) > 0 || len(rec.awaitWatch) > 0 || rec.watchN < rec.mark {
+		return
+	}
+	rec.done = true
+	r := rec.r
+	r.filter.deactivateLocked(rec)
+	if err := r.filter.next.EndRecovery(rec.watchRV); err != nil {
+		r.errorHandler(rec.ctx, fmt.Errorf("%w: ending a recovery at resourceVersion %q: %w", ErrStore, rec.watchRV, err))
+	}
+	rec.stats.Duration = r.clock.Since(rec.began)
+	klog.FromContext(rec.ctx).V(2).Info("Recovered", "reflector", r.name, "type", r.typeDescription,
+		"resourceVersion", rec.watchRV, "requests", rec.stats.Requests, "fetched", rec.stats.Fetched,
+		"skipped", rec.stats.Skipped, "duration", rec.stats.Duration)
+	if o, ok := r.observer.(RecoveryObserver); ok {
+		o.Recovered(rec.cause, rec.watchRV, rec.stats)
+	}
+}
+
+// recoveryFilter is the reflector's Store while recoveries are set up: it
+// passes every write through, except that during a recovery watch events
+// go through the recovery's forward rule.
+type recoveryFilter struct {
+	next RecoveryStore
+	r    *Reflector
+
+	// mu guards rec and is held while a write passes: recovery writes and
+	// watch events reach next in the order they took it.
+	mu  sync.Mutex
+	rec *recovery // nil: no recovery under way
+}
+
+var _ Store = (*recoveryFilter)(nil)
+
+func (f *recoveryFilter) activate(rec *recovery) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rec = rec
+}
+
+// deactivate takes rec out of the way if it still is.
+func (f *recoveryFilter) deactivate(rec *recovery) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deactivateLocked(rec)
+}
+
+func (f *recoveryFilter) deactivateLocked(rec *recovery) {
+	if f.rec == rec {
+		f.rec = nil
+	}
+}
+
+// lock takes f.mu and, if a recovery is under way, its mu; unlock releases
+// them. Lock order: f.mu, then recovery.mu.
+func (f *recoveryFilter) lock() *recovery {
+	f.mu.Lock()
+	rec := f.rec
+	if rec != nil {
+		rec.mu.Lock()
+	}
+	return rec
+}
+
+func (f *recoveryFilter) unlock(rec *recovery) {
+	if rec != nil {
+		rec.mu.Unlock()
+	}
+	f.mu.Unlock()
+}
+
+func (f *recoveryFilter) event(t watch.EventType, obj interface{}) error {
+	rec := f.lock()
+	defer f.unlock(rec)
+	if rec == nil {
+		switch t {
+		case watch.Added:
+			return f.next.Add(obj)
+		case watch.Deleted:
+			return f.next.Delete(obj)
+		}
+		return f.next.Update(obj)
+	}
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return f.next.Add(obj) // the store reports it
+	}
+	_, err = rec.writeLocked(key, t, obj, true)
+	if m, aerr := meta.Accessor(obj); aerr == nil {
+		rec.watchedLocked(m.GetResourceVersion())
+	}
+	rec.checkDoneLocked()
+	return err
+}
+
+// Add implements Store.
+func (f *recoveryFilter) Add(obj interface{}) error { return f.event(watch.Added, obj) }
+
+// Update implements Store.
+func (f *recoveryFilter) Update(obj interface{}) error { return f.event(watch.Modified, obj) }
+
+// Delete implements Store.
+func (f *recoveryFilter) Delete(obj interface{}) error { return f.event(watch.Deleted, obj) }
+
+// Bookmark implements Store.
+func (f *recoveryFilter) Bookmark(resourceVersion string) error {
+	rec := f.lock()
+	defer f.unlock(rec)
+	err := f.next.Bookmark(resourceVersion)
+	if rec != nil {
+		rec.watchedLocked(resourceVersion)
+		rec.checkDoneLocked()
+	}
+	return err
+}
+
+// Replace implements Store.
+func (f *recoveryFilter) Replace(list []interface{}, resourceVersion string) error {
+	return f.next.Replace(list, resourceVersion)
+}
+
+// Resync implements Store.
+func (f *recoveryFilter) Resync() error { return f.next.Resync() }
+
+// watchOpened tells a recovery under way that a watch was accepted.
+func (f *recoveryFilter) watchOpened() {
+	f.mu.Lock()
+	rec := f.rec
+	f.mu.Unlock()
+	if rec != nil {
+		rec.watchOpened()
+	}
+}
+
+// recoveryWatches tells the filter when a watch was accepted.
+type recoveryWatches struct {
+	cache.ListerWatcherWithContext
+	f *recoveryFilter
+}
+
+func (l recoveryWatches) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := l.ListerWatcherWithContext.WatchWithContext(ctx, opts)
+	if err == nil && w != nil {
+		l.f.r.listInFull = false // called on the reflector's goroutine
+		l.f.watchOpened()
+	}
+	return w, err
+}
