@@ -31,12 +31,13 @@ const (
 	// before the hand-out waits for it: its buffer's initial size, so a
 	// paced buffer never grows.
 	paceWindow = processor.InitialBufferSize
-	// paceStall is how long a handler may take no notification before it
-	// is no longer waited for.
-	paceStall = time.Second
 	// paceTick is how often a waiting hand-out looks again.
 	paceTick = time.Millisecond
 )
+
+// paceStall is how long a handler may take no notification before it is
+// no longer waited for. (A variable for the tests.)
+var paceStall = time.Second
 
 func newPacer() *pacer { return &pacer{stalled: map[*processor.Listener]bool{}} }
 

@@ -163,6 +163,9 @@ func TestBoundedColdStartListsInPages(t *testing.T) {
 // a slow handler never has more than a pacing window and a chunk or page
 // waiting, where an unbounded informer hands everything out at once.
 func TestBoundedStartPacesInitialAdds(t *testing.T) {
+	// A loaded machine (-race, other packages' tests) may not run the
+	// handler for a second: never stop waiting for it here.
+	t.Cleanup(bcache.SetPaceStall(time.Hour)) // runs after the informers stop
 	const n = 3000
 	// What may wait in the slow handler's buffer: the pacing window, then
 	// a page of the list or a chunk of the walk, with some slack for the
@@ -210,6 +213,7 @@ func TestBoundedStartPacesInitialAdds(t *testing.T) {
 // once it stops taking its adds: the delivery ends, the lookup returns,
 // and the handler gets every add.
 func TestBoundedWarmStartDoesNotWaitForABlockedHandler(t *testing.T) {
+	t.Cleanup(bcache.SetPaceStall(200 * time.Millisecond)) // runs after the informer stops
 	const n = 2000
 	f := newTestFile(t)
 	src := podSource(podNames(n)...)
