@@ -565,10 +565,16 @@ func (rec *recovery) finish() error {
 	rec.cancel()
 	rec.fetching.Wait()
 	rec.r.filter.deactivate(rec)
+	rec.mu.Lock()
+	done := rec.done
+	rec.mu.Unlock()
 	select {
 	case <-rec.opened:
 	default:
-		if outer == nil || rec.err != nil {
+		// A recovery that ended (nothing to fetch ends it before its
+		// watch opens, and the filter then no longer tells it of the
+		// watch) needed no watch.
+		if !done && (outer == nil || rec.err != nil) {
 			// The watch never opened (refused, failing): without it no
 			// recovery can end. List in full until a watch opens, as
 			// client-go lists while its watches fail.

@@ -763,3 +763,38 @@ func TestRecoveryWithoutAWatch(t *testing.T) {
 	store.waitFor(t, "end@11")
 	h.stop()
 }
+
+// A recovery with nothing to fetch ends before its watch opens. That watch
+// ending later with a 410 leads to another recovery, not a full list: the
+// recovery that ended needed no watch (found by the fleet benchmark, where
+// after a warm start most reflectors relisted in full at the apiserver's
+// restart).
+func TestRecoveryWithNothingToFetchThenExpired(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+	lister := &fakeLister{
+		meta: func(n int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			if n == 0 {
+				return metaList("5", upod("ns", "a", "ua", "1")), nil // unchanged: nothing to fetch
+			}
+			return metaList("9", upod("ns", "a", "ua", "8")), nil
+		},
+		objects: server("9", upod("ns", "a", "ua", "8")),
+	}
+	h := startRecovery(t, store, lister, "1", func(o *Options, lw *fakeLW) {
+		lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+			w := watch.NewRaceFreeFake()
+			if n == 0 {
+				w.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
+			}
+			return w, nil
+		}
+	})
+	store.waitFor(t, "end@9")
+	h.stop()
+	if n := len(h.lw.ListOpts()); n != 0 {
+		t.Errorf("%d full lists after a recovery that fetched nothing, want none (another recovery)", n)
+	}
+	if got := len(h.obs.Stats()); got != 2 {
+		t.Errorf("recovered %d times, want twice", got)
+	}
+}
