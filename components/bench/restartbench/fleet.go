@@ -22,13 +22,20 @@ package main
 //     boltinformer's reflectors log it, at V(2), when a list has been
 //     handed to the store; the components run with --vmodule=reflector=3,
 //     so the reflectors' "Starting reflector" lines count them and nothing
-//     else is verbose). A reflector whose resourceVersion the new watch
-//     cache still serves (its last event or bookmark carried etcd's latest
-//     revision: here, most often, the controller manager's Lease informer,
-//     Leases being written several times a second) resumes its watch
-//     without a 410 and does not relist: the report gives how many of all
-//     relisted, and the wait ends once every reflector has or, after the
-//     window, none has for 10 s;
+//     else is verbose). boltinformer's reflectors recover from the 410
+//     instead (reflector/recover.go): they log "Recovering" and then
+//     "Caches populated" once the metadata list's diff is applied, but the
+//     store is consistent only when they log "Recovered" (recoverfilter.go;
+//     the fetches of what changed done, the watch past them), so a
+//     reflector's list is counted at a plain "Caches populated" or at a
+//     "Recovered" (--vmodule adds recover=2,recoverfilter=2 for these two
+//     lines), and the report says how many recovered. A reflector whose
+//     resourceVersion the new watch cache still serves (its last event or
+//     bookmark carried etcd's latest revision: here, most often, the
+//     controller manager's Lease informer, Leases being written several
+//     times a second) resumes its watch without a 410 and does not relist:
+//     the report gives how many of all relisted, and the wait ends once
+//     every reflector has or, after the window, none has for 10 s;
 //   - the new kube-apiserver's peak RSS (the kernel's VmHWM, over its whole
 //     life, start-up included) and its peak private memory (RssAnon,
 //     sampled every 100 ms), its CPU-seconds, its LIST requests and the
@@ -79,6 +86,7 @@ type fleetResult struct {
 	working      [2]time.Duration               // /readyz OK → scheduler, controller manager working
 	relisted     [2]time.Duration               // /readyz OK → each component's last reflector relisted (may be < 0)
 	reflectors   [2]struct{ relisted, all int } // per component
+	recovered    [2]int                         // of reflectors' relisted, how many recovered instead
 	window       time.Duration                  // stop → the readings below
 	peakRSS      uint64                         // the new apiserver's VmHWM
 	peakAnon     uint64                         // its largest sampled RssAnon
@@ -92,7 +100,7 @@ var fleetComponents = [2]component{schedulerComponent, controllerManagerComponen
 
 // fleetArgs: the components' own flags plus the reflectors' lines (see the
 // file comment).
-var fleetArgs = []string{"--vmodule=reflector=3"}
+var fleetArgs = []string{"--vmodule=reflector=3,recover=2,recoverfilter=2"}
 
 // runFleet populates the cluster for both components, then restarts the
 // apiserver reps times under each variant, rotating the order.
@@ -221,14 +229,14 @@ func (b *bench) fleetRestart(ctx context.Context, pair [2]component, variant str
 			if logs[i] == "" {
 				continue
 			}
-			last, relisted, all, err := relistStatus(logs[i], before[i])
+			last, relisted, recovered, all, err := relistStatus(logs[i], before[i])
 			if err != nil {
 				return r, err
 			}
 			if !last.IsZero() {
 				r.relisted[i] = last.Sub(ready)
 			}
-			r.reflectors[i].relisted, r.reflectors[i].all = relisted, all
+			r.reflectors[i].relisted, r.reflectors[i].all, r.recovered[i] = relisted, all, recovered
 			done = done && relisted >= all
 			if last.After(lastAny) {
 				lastAny = last
@@ -357,8 +365,18 @@ func (b *bench) fleetProbes(ctx context.Context, pair [2]component, procs [2]*pr
 // how many started and how many lists each key has had.
 type reflectorLog struct {
 	started  map[string]int
-	populate map[string][]time.Time
-	size     int64 // bytes read
+	populate map[string][]populated
+	// recovering: per key, recoveries that logged "Recovering" and not
+	// yet their "Caches populated" (which is then not a list's).
+	recovering map[string]int
+	size       int64 // bytes read
+}
+
+// populated is one list handed to a reflector's store: a plain "Caches
+// populated", or a recovery's "Recovered".
+type populated struct {
+	at        time.Time
+	recovered bool
 }
 
 var (
@@ -369,7 +387,7 @@ var (
 // readReflectorLog reads path's reflector lines (klog's text format) from
 // offset from on.
 func readReflectorLog(path string, from int64) (reflectorLog, error) {
-	rl := reflectorLog{started: map[string]int{}, populate: map[string][]time.Time{}}
+	rl := reflectorLog{started: map[string]int{}, populate: map[string][]populated{}, recovering: map[string]int{}}
 	f, err := os.Open(path)
 	if err != nil {
 		return rl, err
@@ -387,7 +405,7 @@ func readReflectorLog(path string, from int64) (reflectorLog, error) {
 		}
 		rl.size += int64(len(line))
 		m := klogHeader.FindStringSubmatch(strings.TrimRight(line, "\n"))
-		if m == nil || (m[2] != "Starting reflector" && m[2] != "Caches populated") {
+		if m == nil || (m[2] != "Starting reflector" && m[2] != "Caches populated" && m[2] != "Recovering" && m[2] != "Recovered") {
 			continue
 		}
 		kv := map[string]string{}
@@ -395,8 +413,15 @@ func readReflectorLog(path string, from int64) (reflectorLog, error) {
 			kv[p[1]] = p[2]
 		}
 		key := kv["reflector"] + " " + kv["type"]
-		if m[2] == "Starting reflector" {
+		switch {
+		case m[2] == "Starting reflector":
 			rl.started[key]++
+			continue
+		case m[2] == "Recovering":
+			rl.recovering[key]++
+			continue
+		case m[2] == "Caches populated" && rl.recovering[key] > 0:
+			rl.recovering[key]-- // a recovery's: counted at its "Recovered"
 			continue
 		}
 		t, err := time.ParseInLocation("0102 15:04:05.000000", m[1], time.Local)
@@ -408,7 +433,7 @@ func readReflectorLog(path string, from int64) (reflectorLog, error) {
 		if t.After(now.Add(time.Hour)) { // across New Year
 			t = t.AddDate(-1, 0, 0)
 		}
-		rl.populate[key] = append(rl.populate[key], t)
+		rl.populate[key] = append(rl.populate[key], populated{at: t, recovered: m[2] == "Recovered"})
 	}
 	return rl, nil
 }
@@ -452,23 +477,28 @@ func waitQuietReflectors(ctx context.Context, logs [2]string, quiet, limit time.
 
 // relistStatus reads path for how many of the reflectors that had started
 // before the restart (before: the log up to the restart) have logged
-// "Caches populated" since, and when the last of them did (klog's
-// timestamp).
-func relistStatus(path string, before reflectorLog) (last time.Time, relisted, all int, err error) {
+// "Caches populated" (of a list) or "Recovered" since, how many of those
+// recovered, and when the last of them did (klog's timestamp).
+func relistStatus(path string, before reflectorLog) (last time.Time, relisted, recovered, all int, err error) {
 	since, err := readReflectorLog(path, before.size)
 	if err != nil {
-		return last, 0, 0, err
+		return last, 0, 0, 0, err
 	}
 	for k, n := range before.started {
 		ts := since.populate[k]
 		// The key's n reflectors are relisted at its n-th list.
 		all += n
 		relisted += min(n, len(ts))
-		if i := min(n, len(ts)) - 1; i >= 0 && ts[i].After(last) {
-			last = ts[i]
+		for _, p := range ts[:min(n, len(ts))] {
+			if p.recovered {
+				recovered++
+			}
+		}
+		if i := min(n, len(ts)) - 1; i >= 0 && ts[i].at.After(last) {
+			last = ts[i].at
 		}
 	}
-	return last, relisted, all, nil
+	return last, relisted, recovered, all, nil
 }
 
 // childSampler samples the private memory of a child process of this one.
@@ -601,16 +631,18 @@ func reportFleet(w io.Writer, results []fleetResult, pods, nodes, deployments, r
 	tw.Flush()
 	fmt.Fprintln(w, "\nstopping, restart: from SIGTERM to the old kube-apiserver until the new one started / answered /readyz OK. From /readyz OK:")
 	fmt.Fprintln(w, "working: the scheduler bound a Pod / the controller manager made the ReplicaSet and Pod of a Deployment, both created at /readyz OK;")
-	fmt.Fprintln(w, "relisted: the last reflector of the component logged \"Caches populated\" (its list handed to the store) after the restart (< 0: before /readyz OK).")
+	fmt.Fprintln(w, "relisted: the last reflector of the component logged \"Caches populated\" (its list handed to the store) or, if it recovered instead,")
+	fmt.Fprintln(w, "\"Recovered\" (its store consistent: the fetches of what changed done) after the restart (< 0: before /readyz OK).")
 	fmt.Fprintln(w, "The apiserver's figures are the new process's whole life up to the end of the window: peak RSS is the kernel's VmHWM,")
 	fmt.Fprintln(w, "peak RssAnon the largest 100 ms sample, MiB listed+watched what it encoded for LIST responses and watch events to every client.")
 	fmt.Fprintln(w, "none: the same restart with no component running (the apiserver's own start, its loopback informers, the bench's probes).")
 	fmt.Fprintln(w, "\nEach restart:")
 	for _, r := range results {
-		fmt.Fprintf(w, "  %s #%d: stopping %.2f s, restart %.2f s, working %.2f / %.2f s, relisted %.2f / %.2f s (%d/%d, %d/%d reflectors), window %.0f s, peak RSS %.0f MiB, RssAnon %.0f MiB, %.2f CPU-s, %.0f LISTs, %.1f MiB listed+watched\n",
+		fmt.Fprintf(w, "  %s #%d: stopping %.2f s, restart %.2f s, working %.2f / %.2f s, relisted %.2f / %.2f s (%d/%d, %d/%d reflectors; %d, %d of them recovered), window %.0f s, peak RSS %.0f MiB, RssAnon %.0f MiB, %.2f CPU-s, %.0f LISTs, %.1f MiB listed+watched\n",
 			r.variant, r.rep, r.stopping.Seconds(), r.restart.Seconds(), r.working[0].Seconds(), r.working[1].Seconds(),
 			r.relisted[0].Seconds(), r.relisted[1].Seconds(),
 			r.reflectors[0].relisted, r.reflectors[0].all, r.reflectors[1].relisted, r.reflectors[1].all,
+			r.recovered[0], r.recovered[1],
 			r.window.Seconds(), float64(r.peakRSS)/(1<<20), float64(r.peakAnon)/(1<<20), r.apiserverCPU, r.lists, r.bytes/(1<<20))
 	}
 }
