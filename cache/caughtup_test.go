@@ -208,6 +208,8 @@ func TestWarmStartSyncedByAListWhenTheWatchIsForbidden(t *testing.T) {
 	if got := storeState(r.inf.GetStore()); !slices.Equal(got, want) {
 		t.Errorf("store at sync = %v, want the server's %v", got, want)
 	}
+	// The observer may hear of the list after the informer synced on it.
+	poll.Until(t, 10*time.Second, "the relist reported", func() bool { return len(r.obs.starts()) >= 2 })
 	if got := r.starts(t); len(got) < 2 || got[0] != "resumed" || got[1] != "relist-catchup" {
 		t.Errorf("starts = %v, want resumed, then the catch-up's relist", got)
 	}

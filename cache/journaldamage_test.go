@@ -69,7 +69,7 @@ func TestWarmStartCorruptJournalRelists(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the journal's damage was not reported")
 	}
-	if starts := r.starts(t); len(starts) == 0 || starts[0] == "resume" {
+	if starts := r.starts(t); len(starts) == 0 || starts[0] == "resumed" {
 		t.Errorf("reflector starts %v: the informer resumed instead of listing", starts)
 	}
 	// The next start finds a sound collection: the list cleared the mark.
