@@ -15,6 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 func TestChurnMixKeepsExactShares(t *testing.T) {
@@ -507,15 +509,21 @@ func TestHeapPeaksProfilesEachPhase(t *testing.T) {
 	}
 	dir := t.TempDir()
 	h := startHeapPeaks(dir, informerBolt, phaseCold)
+	// peak is what the poller has recorded of phase so far.
+	peak := func(phase string) uint64 {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.peaks[phase]
+	}
 	keep := make([]byte, 8<<20)
 	runtime.GC()
-	time.Sleep(3 * heapPollEvery)
+	poll.Until(t, 10*time.Second, "the poller sees the cold phase's heap", func() bool { return peak(phaseCold) >= 8<<20 })
 	h.begin(phaseChurn)
 	h.snapshot(phaseChurn + "-start")
 	runtime.KeepAlive(keep)
 	keep = nil
 	runtime.GC()
-	time.Sleep(3 * heapPollEvery)
+	poll.Until(t, 10*time.Second, "the poller sees the churn phase", func() bool { return peak(phaseChurn) != 0 })
 	peaks, err := h.stop()
 	if err != nil {
 		t.Fatal(err)
