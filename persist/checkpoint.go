@@ -396,6 +396,15 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		}
 		var found []keyed
 		var records [][]byte
+		// note counts key as acknowledged at rv, or keeps its record
+		// (read only then) to decode.
+		note := func(key, rv string, rec func() []byte) {
+			if isAcked(key, rv) {
+				acknowledged++
+			} else if r := rec(); r != nil {
+				found, records = append(found, keyed{key: key}), append(records, r)
+			}
+		}
 		err := c.forEachUnwrittenLocked(func(key string, ch *change) error {
 			if ch.obj != nil {
 				rv, err := resourceVersionOf(ch.obj)
@@ -417,11 +426,7 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 			if err != nil {
 				return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 			}
-			if isAcked(key, rv) {
-				acknowledged++
-				return nil
-			}
-			found, records = append(found, keyed{key: key}), append(records, rec)
+			note(key, rv, func() []byte { return rec })
 			return nil
 		})
 		if err != nil {
@@ -440,13 +445,7 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 				if err != nil {
 					return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 				}
-				if isAcked(key, rv) {
-					acknowledged++
-					return nil
-				}
-				if rec := objects.Get(k); rec != nil {
-					found, records = append(found, keyed{key: key}), append(records, rec)
-				}
+				note(key, rv, func() []byte { return objects.Get(k) })
 				return nil
 			})
 		} else {
@@ -459,11 +458,7 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 				if err != nil {
 					return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 				}
-				if isAcked(key, rv) {
-					acknowledged++
-					return nil
-				}
-				found, records = append(found, keyed{key: key}), append(records, rec)
+				note(key, rv, func() []byte { return rec })
 				return nil
 			})
 		}
