@@ -55,10 +55,6 @@ import (
 //
 // Losing an acknowledgement is always safe (the consumer processes the
 // object again); the rules above only ever drop them.
-var (
-	bucketCheckpoints = format.CheckpointsBucket
-	bucketTombstones  = format.TombstonesBucket
-)
 
 // ErrCheckpointOpen is returned by Collection.Checkpoint for a name that is
 // already open: two consumers sharing one checkpoint would skip each
@@ -157,7 +153,7 @@ func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 	}
 	acked, deleted := map[string]string{}, map[string]*tombstone{}
 	err := c.db.bolt.View(func(tx *bolt.Tx) error {
-		if err := c.checkpointEntries(tx, bucketCheckpoints, name, func(k, v []byte) error {
+		if err := c.checkpointEntries(tx, format.CheckpointsBucket, name, func(k, v []byte) error {
 			acked[string(k)] = string(v)
 			return nil
 		}); err != nil {
@@ -167,7 +163,7 @@ func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 		// A tombstone that cannot be read is still a deletion to deliver
 		// (with whatever of its state can be read): it never fails the
 		// open.
-		return c.checkpointEntries(tx, bucketTombstones, name, func(k, raw []byte) error {
+		return c.checkpointEntries(tx, format.TombstonesBucket, name, func(k, raw []byte) error {
 			t, _ := format.DecodeTombstone(raw)
 			deleted[string(k)] = &tombstone{deletedAt: t.DeletedAt}
 			return nil
@@ -311,14 +307,14 @@ func (c *Collection) currentVersionLocked(key string) (string, bool, error) {
 		if err != nil {
 			return "", false, err
 		}
-		rv, err := ReadResourceVersion(rec)
+		rv, err := format.ReadResourceVersion(rec)
 		return rv, err == nil, err
 	}
 	var rv string
 	found := false
 	err := c.viewRecord(key, func(rec []byte) error {
 		var err error
-		rv, err = ReadResourceVersion(rec)
+		rv, err = format.ReadResourceVersion(rec)
 		found = err == nil
 		return err
 	})
@@ -422,7 +418,7 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 			if err != nil {
 				return err
 			}
-			rv, err := ReadResourceVersion(rec)
+			rv, err := format.ReadResourceVersion(rec)
 			if err != nil {
 				return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 			}
@@ -432,7 +428,7 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		if err != nil {
 			return err
 		}
-		objects := b.Bucket(bucketObjects)
+		objects := b.Bucket(format.ObjectsBucket)
 		if vb := b.Bucket(format.VersionsBucket); vb != nil {
 			// The versions say what is acknowledged: only the records
 			// of the rest are read.
@@ -454,7 +450,7 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 				if c.inLayersLocked(key) {
 					return nil
 				}
-				rv, err := ReadResourceVersion(rec)
+				rv, err := format.ReadResourceVersion(rec)
 				if err != nil {
 					return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 				}
@@ -516,7 +512,7 @@ func (cp *Checkpoint) Deleted() map[string]runtime.Object {
 		if b == nil {
 			return nil
 		}
-		tb := b.Bucket(bucketTombstones)
+		tb := b.Bucket(format.TombstonesBucket)
 		if tb != nil {
 			tb = tb.Bucket([]byte(cp.name))
 		}
@@ -660,7 +656,8 @@ func (cp *Checkpoint) Overflows() int {
 }
 
 // checkpointEntries calls fn for each entry of the named checkpoint's bucket
-// below parent (bucketCheckpoints or bucketTombstones), if there is one.
+// below parent (format.CheckpointsBucket or format.TombstonesBucket), if
+// there is one.
 func (c *Collection) checkpointEntries(tx *bolt.Tx, parent []byte, name string, fn func(k, v []byte) error) error {
 	b := c.bucket(tx)
 	if b == nil {
@@ -682,7 +679,7 @@ func (c *Collection) checkpointEntries(tx *bolt.Tx, parent []byte, name string, 
 func (c *Collection) CheckpointTombstones(name string) ([]string, error) {
 	var keys []string
 	err := c.db.bolt.View(func(tx *bolt.Tx) error {
-		return c.checkpointEntries(tx, bucketTombstones, name, func(k, _ []byte) error {
+		return c.checkpointEntries(tx, format.TombstonesBucket, name, func(k, _ []byte) error {
 			keys = append(keys, string(k))
 			return nil
 		})
@@ -698,7 +695,7 @@ func (c *Collection) Checkpoints() ([]string, error) {
 		if b == nil {
 			return ErrNoCollection
 		}
-		cb := b.Bucket(bucketCheckpoints)
+		cb := b.Bucket(format.CheckpointsBucket)
 		if cb == nil {
 			return nil
 		}
@@ -715,7 +712,7 @@ func (c *Collection) Checkpoints() ([]string, error) {
 func (c *Collection) CheckpointAcks(name string) (map[string]string, error) {
 	acked := map[string]string{}
 	err := c.db.bolt.View(func(tx *bolt.Tx) error {
-		return c.checkpointEntries(tx, bucketCheckpoints, name, func(k, v []byte) error {
+		return c.checkpointEntries(tx, format.CheckpointsBucket, name, func(k, v []byte) error {
 			acked[string(k)] = string(v)
 			return nil
 		})
@@ -809,17 +806,17 @@ func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]by
 	if err := writeSeen(b, l.seen); err != nil {
 		return err
 	}
-	cb := b.Bucket(bucketCheckpoints)
+	cb := b.Bucket(format.CheckpointsBucket)
 	if cb == nil && len(l.acks) == 0 && len(l.clearedAcks) == 0 {
 		return nil // no checkpoint was ever written: nothing to move either
 	}
 	var err error
 	if cb == nil {
-		if cb, err = b.CreateBucket(bucketCheckpoints); err != nil {
+		if cb, err = b.CreateBucket(format.CheckpointsBucket); err != nil {
 			return err
 		}
 	}
-	tb, err := b.CreateBucketIfNotExists(bucketTombstones)
+	tb, err := b.CreateBucketIfNotExists(format.TombstonesBucket)
 	if err != nil {
 		return err
 	}
@@ -934,7 +931,7 @@ func (c *Collection) dropCheckpointsTx(b *bolt.Bucket) error {
 		clear(cp.acked)
 		clear(cp.deleted)
 	}
-	for _, name := range [][]byte{bucketCheckpoints, bucketTombstones, format.CheckpointSeenBucket} {
+	for _, name := range [][]byte{format.CheckpointsBucket, format.TombstonesBucket, format.CheckpointSeenBucket} {
 		if err := b.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
 		}
@@ -965,7 +962,7 @@ func writeSeen(b *bolt.Bucket, seen map[string]time.Time) error {
 // dropAbandonedCheckpointsTx stamps now).
 func (c *Collection) abandonedCheckpoints(b *bolt.Bucket) (abandoned, unstamped []string) {
 	names := map[string]bool{}
-	for _, parent := range [][]byte{bucketCheckpoints, bucketTombstones} {
+	for _, parent := range [][]byte{format.CheckpointsBucket, format.TombstonesBucket} {
 		if pb := b.Bucket(parent); pb != nil {
 			_ = pb.ForEachBucket(func(name []byte) error {
 				names[string(name)] = true
@@ -1001,7 +998,7 @@ func (c *Collection) abandonedCheckpoints(b *bolt.Bucket) (abandoned, unstamped 
 func (c *Collection) dropAbandonedCheckpointsTx(b *bolt.Bucket) ([]string, error) {
 	abandoned, unstamped := c.abandonedCheckpoints(b)
 	for _, name := range abandoned {
-		for _, parent := range [][]byte{bucketCheckpoints, bucketTombstones} {
+		for _, parent := range [][]byte{format.CheckpointsBucket, format.TombstonesBucket} {
 			if pb := b.Bucket(parent); pb != nil {
 				if err := pb.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 					return nil, err

@@ -21,22 +21,6 @@ import (
 	"github.com/boltinformer/boltinformer/internal/format"
 )
 
-// Bucket layout of one collection, below bucketCollections/<name>:
-//
-//	meta/     rv, committed, created, description, indexes, provenance, mustList
-//	objects/  key -> record
-//	indexes/  <index name>/{byValue,byKey} (see internal/format)
-var (
-	bucketCollMeta  = format.CollMetaBucket
-	bucketObjects   = format.ObjectsBucket
-	bucketIndexes   = format.IndexesBucket
-	keyRV           = format.RVKey
-	keyCommitted    = format.CommittedKey
-	keyDescription  = format.DescriptionKey
-	keyIndexVersion = format.IndexVersionsKey
-	keyMustList     = format.MustListKey
-)
-
 // IndexValuesFunc computes the values of the named index for obj. It is how a
 // collection (re)builds an index from stored objects.
 type IndexValuesFunc func(index string, obj runtime.Object) ([]string, error)
@@ -214,7 +198,7 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 }
 
 func (c *Collection) bucket(tx *bolt.Tx) *bolt.Bucket {
-	return tx.Bucket(bucketCollections).Bucket(c.key)
+	return tx.Bucket(format.CollectionsBucket).Bucket(c.key)
 }
 
 // load reads the stored metadata of an existing collection.
@@ -223,17 +207,17 @@ func (c *Collection) load(tx *bolt.Tx) error {
 	if b == nil {
 		return ErrNoCollection
 	}
-	meta := b.Bucket(bucketCollMeta)
+	meta := b.Bucket(format.CollMetaBucket)
 	if err := c.loadJournal(b); err != nil {
 		return err
 	}
-	c.rv = string(meta.Get(keyRV))
-	c.mustList = meta.Get(keyMustList) != nil
+	c.rv = string(meta.Get(format.RVKey))
+	c.mustList = meta.Get(format.MustListKey) != nil
 	var err error
 	if c.provenance, err = loadProvenance(meta); err != nil {
 		return err
 	}
-	if raw := meta.Get(keyIndexVersion); raw != nil {
+	if raw := meta.Get(format.IndexVersionsKey); raw != nil {
 		if err := msgpack.Unmarshal(raw, &c.indexes); err != nil {
 			return fmt.Errorf("%w: index versions: %v", ErrCorruptRecord, err)
 		}
@@ -267,7 +251,7 @@ func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error
 		}
 	}
 	if opts.Description != nil {
-		raw := b.Bucket(bucketCollMeta).Get(keyDescription)
+		raw := b.Bucket(format.CollMetaBucket).Get(format.DescriptionKey)
 		var stored map[string]string
 		if raw == nil || msgpack.Unmarshal(raw, &stored) != nil || !maps.Equal(stored, opts.Description) {
 			return false, nil
@@ -280,14 +264,14 @@ func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error
 // create makes the collection's buckets if needed, loads its metadata and
 // brings its indexes to opts.Indexes.
 func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
-	root := tx.Bucket(bucketCollections)
+	root := tx.Bucket(format.CollectionsBucket)
 	b := root.Bucket(c.key)
 	if b == nil {
 		var err error
 		if b, err = root.CreateBucket(c.key); err != nil {
 			return err
 		}
-		for _, name := range [][]byte{bucketCollMeta, bucketObjects, bucketIndexes, format.VersionsBucket} {
+		for _, name := range [][]byte{format.CollMetaBucket, format.ObjectsBucket, format.IndexesBucket, format.VersionsBucket} {
 			if _, err := b.CreateBucket(name); err != nil {
 				return err
 			}
@@ -316,18 +300,18 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 			return fmt.Errorf("building the index of versions: %w", err)
 		}
 	}
-	meta := b.Bucket(bucketCollMeta)
+	meta := b.Bucket(format.CollMetaBucket)
 	if opts.Description != nil {
 		raw, err := msgpack.Marshal(opts.Description)
 		if err != nil {
 			return err
 		}
-		if err := meta.Put(keyDescription, raw); err != nil {
+		if err := meta.Put(format.DescriptionKey, raw); err != nil {
 			return err
 		}
 	}
 	c.indexes, c.dormant = splitIndexes(c.indexes, opts.Indexes)
-	idx := b.Bucket(bucketIndexes)
+	idx := b.Bucket(format.IndexesBucket)
 	for name, v := range opts.Indexes {
 		if stored, ok := c.dormant[name]; ok && stored != v {
 			// Stored at another version: rebuilt below.
@@ -383,7 +367,7 @@ func splitIndexes(stored, named map[string]string) (use, dormant map[string]stri
 func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[string]string, fn IndexValuesFunc) error {
 	sort.Strings(names)
 	b := c.bucket(tx)
-	idx := b.Bucket(bucketIndexes)
+	idx := b.Bucket(format.IndexesBucket)
 	type target struct{ byValue, byKey *bolt.Bucket }
 	targets := make([]target, len(names))
 	for i, name := range names {
@@ -395,15 +379,15 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[stri
 			return err
 		}
 		t := target{}
-		if t.byValue, err = ib.CreateBucket(bucketByValue); err != nil {
+		if t.byValue, err = ib.CreateBucket(format.ByValueBucket); err != nil {
 			return err
 		}
-		if t.byKey, err = ib.CreateBucket(bucketByKey); err != nil {
+		if t.byKey, err = ib.CreateBucket(format.ByKeyBucket); err != nil {
 			return err
 		}
 		targets[i] = t
 	}
-	err := b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+	err := b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
 		key := string(k)
 		obj, ok := c.cache.get(key)
 		if !ok {
@@ -439,7 +423,7 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[stri
 // collection without naming its indexes to clear a checkpoint must not
 // lose them).
 func (c *Collection) dropUnusedIndexes(b *bolt.Bucket) error {
-	idx := b.Bucket(bucketIndexes)
+	idx := b.Bucket(format.IndexesBucket)
 	var unused [][]byte
 	err := idx.ForEachBucket(func(name []byte) error {
 		if _, ok := c.indexes[string(name)]; !ok {
@@ -467,7 +451,7 @@ func (c *Collection) writeIndexVersions(b *bolt.Bucket) error {
 	if err != nil {
 		return err
 	}
-	return b.Bucket(bucketCollMeta).Put(keyIndexVersion, raw)
+	return b.Bucket(format.CollMetaBucket).Put(format.IndexVersionsKey, raw)
 }
 
 // writeIndexValues moves key from the old values to the new ones.
@@ -476,12 +460,12 @@ func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []str
 		return nil
 	}
 	for _, v := range old {
-		if err := byValue.Delete(indexEntry(v, key)); err != nil {
+		if err := byValue.Delete(format.IndexEntry(v, key)); err != nil {
 			return err
 		}
 	}
 	for _, v := range values {
-		if err := byValue.Put(indexEntry(v, key), nil); err != nil {
+		if err := byValue.Put(format.IndexEntry(v, key), nil); err != nil {
 			return err
 		}
 	}
@@ -630,7 +614,7 @@ func (c *Collection) CommittedResourceVersion() (string, error) {
 		if b == nil {
 			return ErrNoCollection
 		}
-		rv = string(b.Bucket(bucketCollMeta).Get(keyRV))
+		rv = string(b.Bucket(format.CollMetaBucket).Get(format.RVKey))
 		return nil
 	})
 	return rv, err
@@ -675,9 +659,9 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) (commitPlan, er
 	if err := c.writeAcks(b, l, deleted); err != nil {
 		return plan, err
 	}
-	meta := b.Bucket(bucketCollMeta)
+	meta := b.Bucket(format.CollMetaBucket)
 	if l.rvSet {
-		if err := meta.Put(keyRV, []byte(l.rv)); err != nil {
+		if err := meta.Put(format.RVKey, []byte(l.rv)); err != nil {
 			return plan, err
 		}
 	}
@@ -686,7 +670,7 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) (commitPlan, er
 			return plan, err
 		}
 	}
-	return plan, meta.Put(keyCommitted, []byte(now.Format(time.RFC3339Nano)))
+	return plan, meta.Put(format.CommittedKey, []byte(now.Format(time.RFC3339Nano)))
 }
 
 // appending reports whether every key of sorted keys sorts after b's last
@@ -707,7 +691,7 @@ func appendingEntries(byValue *bolt.Bucket, index string, keys []string, changeO
 	last, _ := byValue.Cursor().Last()
 	for _, key := range keys {
 		for _, v := range changeOf(key).indexes[index] {
-			if last != nil && bytes.Compare(indexEntry(v, key), last) <= 0 {
+			if last != nil && bytes.Compare(format.IndexEntry(v, key), last) <= 0 {
 				return false
 			}
 		}

@@ -57,13 +57,6 @@ const (
 	DefaultMaxTombstones = 10000
 )
 
-var (
-	bucketMeta        = format.MetaBucket
-	bucketCollections = format.CollectionsBucket
-	keySchema         = format.SchemaKey
-	keyCreated        = format.CreatedKey
-)
-
 // Options configures Open. Every field's zero value is a usable default.
 type Options struct {
 	// LockTimeout bounds the wait for the file lock held by another process.
@@ -340,19 +333,19 @@ func openError(path string, opts Options, err error) error {
 
 func (db *DB) checkSchema() error {
 	check := func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
+		meta := tx.Bucket(format.MetaBucket)
 		if meta == nil {
 			empty := true
 			_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
 			if !empty {
-				return fmt.Errorf("%w: %s has buckets but no %q metadata", ErrNotCacheFile, db.path, bucketMeta)
+				return fmt.Errorf("%w: %s has buckets but no %q metadata", ErrNotCacheFile, db.path, format.MetaBucket)
 			}
 			if db.opts.ReadOnly {
 				return fmt.Errorf("%w: %s is empty", ErrNotCacheFile, db.path)
 			}
 			return initSchema(tx)
 		}
-		raw := meta.Get(keySchema)
+		raw := meta.Get(format.SchemaKey)
 		v, err := strconv.Atoi(string(raw))
 		if err != nil {
 			return fmt.Errorf("%w: %s: schema %q is not a number", ErrNotCacheFile, db.path, raw)
@@ -370,7 +363,7 @@ func (db *DB) checkSchema() error {
 	// open; only an empty one is initialized.
 	fresh := false
 	err := db.bolt.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketMeta) == nil && !db.opts.ReadOnly {
+		if tx.Bucket(format.MetaBucket) == nil && !db.opts.ReadOnly {
 			fresh = true
 			return nil
 		}
@@ -381,7 +374,7 @@ func (db *DB) checkSchema() error {
 		err = db.bolt.Update(check)
 	case errors.Is(err, errUpgradeSchema):
 		err = db.bolt.Update(func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketMeta).Put(keySchema, []byte(strconv.Itoa(schemaVersion)))
+			return tx.Bucket(format.MetaBucket).Put(format.SchemaKey, []byte(strconv.Itoa(schemaVersion)))
 		})
 	}
 	if err != nil && !errors.Is(err, ErrNotCacheFile) && !errors.Is(err, ErrSchemaUnsupported) {
@@ -394,17 +387,17 @@ func (db *DB) checkSchema() error {
 var errUpgradeSchema = errors.New("older schema: upgrade")
 
 func initSchema(tx *bolt.Tx) error {
-	meta, err := tx.CreateBucket(bucketMeta)
+	meta, err := tx.CreateBucket(format.MetaBucket)
 	if err != nil {
 		return err
 	}
-	if err := meta.Put(keySchema, []byte(strconv.Itoa(schemaVersion))); err != nil {
+	if err := meta.Put(format.SchemaKey, []byte(strconv.Itoa(schemaVersion))); err != nil {
 		return err
 	}
-	if err := meta.Put(keyCreated, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+	if err := meta.Put(format.CreatedKey, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
 		return err
 	}
-	_, err = tx.CreateBucket(bucketCollections)
+	_, err = tx.CreateBucket(format.CollectionsBucket)
 	return err
 }
 

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 )
 
 // SetMinJournalBytes sets the journal a collection gathers before a fold
@@ -37,7 +39,7 @@ func TreeBytes(c *Collection) (counted, actual int64, err error) {
 	counted = c.journal.treeBytes
 	c.db.commitMu.Unlock()
 	err = c.db.bolt.View(func(tx *bolt.Tx) error {
-		return c.bucket(tx).Bucket(bucketObjects).ForEach(func(_, v []byte) error {
+		return c.bucket(tx).Bucket(format.ObjectsBucket).ForEach(func(_, v []byte) error {
 			actual += int64(len(v))
 			return nil
 		})
@@ -106,8 +108,8 @@ func SetWriteAhead(chunk int, hook func(last string)) (restore func()) {
 func CommittedState(c *Collection) (rv string, objects int, err error) {
 	err = c.db.bolt.View(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
-		rv = string(b.Bucket(bucketCollMeta).Get(keyRV))
-		objects = b.Bucket(bucketObjects).Stats().KeyN
+		rv = string(b.Bucket(format.CollMetaBucket).Get(format.RVKey))
+		objects = b.Bucket(format.ObjectsBucket).Stats().KeyN
 		return nil
 	})
 	return rv, objects, err

@@ -95,7 +95,7 @@ func (j *journalState) active() (uint64, bool) {
 func (c *Collection) loadJournal(b *bolt.Bucket) error {
 	c.journaled, c.folding = nil, nil
 	c.journal = journalState{treeBytes: -1}
-	if raw := b.Bucket(bucketCollMeta).Get(format.TreeBytesKey); raw != nil {
+	if raw := b.Bucket(format.CollMetaBucket).Get(format.TreeBytesKey); raw != nil {
 		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n >= 0 {
 			c.journal.treeBytes = n
 		}
@@ -124,7 +124,7 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 	}
 	c.journal.gens = j.Generations
 	c.journal.nextSeq = lastSeq + 1
-	if k, _ := b.Bucket(bucketObjects).Cursor().First(); k == nil {
+	if k, _ := b.Bucket(format.ObjectsBucket).Cursor().First(); k == nil {
 		c.journal.treeBytes = 0
 	}
 	layer := func(i int) *layer {
@@ -170,7 +170,7 @@ func (c *Collection) setAsideJournalTx(tx *bolt.Tx) error {
 	if err := b.DeleteBucket(format.JournalBucket); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 		return err
 	}
-	meta := b.Bucket(bucketCollMeta)
+	meta := b.Bucket(format.CollMetaBucket)
 	if err := meta.Delete(format.TreeBytesKey); err != nil { // counted again
 		return err
 	}
@@ -246,8 +246,8 @@ func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, 
 	if l.writtenAhead != "" { // those are in the trees already (writeahead.go)
 		keys = keys[sort.SearchStrings(keys, l.writtenAhead+"\x00"):]
 	}
-	objects := b.Bucket(bucketObjects)
-	checkpoints := b.Bucket(bucketCheckpoints) != nil || len(l.acks) > 0
+	objects := b.Bucket(format.ObjectsBucket)
+	checkpoints := b.Bucket(format.CheckpointsBucket) != nil || len(l.acks) > 0
 	deleted := map[string][]byte{}
 	if checkpoints {
 		for _, key := range keys {
@@ -317,7 +317,7 @@ func (c *Collection) lastRecord(b *bolt.Bucket, key string) ([]byte, error) {
 		rec, err := c.changeRecordTx(b, key, ch)
 		return bytes.Clone(rec), err
 	}
-	return bytes.Clone(b.Bucket(bucketObjects).Get([]byte(key))), nil
+	return bytes.Clone(b.Bucket(format.ObjectsBucket).Get([]byte(key))), nil
 }
 
 // changeRecordTx returns the record of ch, a change to key that is not a
@@ -333,7 +333,7 @@ func (c *Collection) changeRecordTx(b *bolt.Bucket, key string, ch *change) ([]b
 		return nil, fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 	}
 	if !ok {
-		if rec = b.Bucket(bucketObjects).Get([]byte(key)); rec == nil {
+		if rec = b.Bucket(format.ObjectsBucket).Get([]byte(key)); rec == nil {
 			return nil, fmt.Errorf("%w: collection %q key %q: journal entry %d/%d is neither in the journal nor folded", ErrCorruptRecord, c.name, key, ch.gen, ch.seq)
 		}
 	}
@@ -386,10 +386,10 @@ func (c *Collection) storedVersionTx(b *bolt.Bucket, l *layer, key string) (stri
 		if rec, err = c.changeRecordTx(b, key, ch); err != nil {
 			return "", false, err
 		}
-	} else if rec = b.Bucket(bucketObjects).Get([]byte(key)); rec == nil {
+	} else if rec = b.Bucket(format.ObjectsBucket).Get([]byte(key)); rec == nil {
 		return "", false, nil
 	}
-	rv, err := ReadResourceVersion(rec)
+	rv, err := format.ReadResourceVersion(rec)
 	return rv, err == nil, err
 }
 
@@ -439,7 +439,7 @@ func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []strin
 func (c *Collection) journalLimit(b *bolt.Bucket, j *journalState) (int64, error) {
 	if j.treeBytes < 0 {
 		var n int64
-		if err := b.Bucket(bucketObjects).ForEach(func(_, v []byte) error { n += int64(len(v)); return nil }); err != nil {
+		if err := b.Bucket(format.ObjectsBucket).ForEach(func(_, v []byte) error { n += int64(len(v)); return nil }); err != nil {
 			return 0, err
 		}
 		j.treeBytes = n
@@ -514,12 +514,12 @@ func (c *Collection) foldAllTx(b *bolt.Bucket, j *journalState, l *layer) error 
 // writeTrees writes the changes to sorted keys into the object tree, the
 // versions and the index buckets.
 func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, changeOf func(string) *change) error {
-	objects := b.Bucket(bucketObjects)
+	objects := b.Bucket(format.ObjectsBucket)
 	versions := b.Bucket(format.VersionsBucket) // nil only for a read-only open
 	if versions != nil && appending(versions, keys) {
 		versions.FillPercent = 1.0
 	}
-	idx := b.Bucket(bucketIndexes)
+	idx := b.Bucket(format.IndexesBucket)
 	type ibuckets struct {
 		name           string
 		byValue, byKey *bolt.Bucket
@@ -530,7 +530,7 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 		if ib == nil {
 			return fmt.Errorf("%w: index bucket %q missing", ErrCorruptRecord, name)
 		}
-		indexes = append(indexes, ibuckets{name, ib.Bucket(bucketByValue), ib.Bucket(bucketByKey)})
+		indexes = append(indexes, ibuckets{name, ib.Bucket(format.ByValueBucket), ib.Bucket(format.ByKeyBucket)})
 	}
 	if appending(objects, keys) {
 		// Every key goes after the stored ones, as when a list (which comes
@@ -605,7 +605,7 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 // writeTreeBytes records the object tree's record bytes in the meta
 // bucket of the collection b.
 func writeTreeBytes(b *bolt.Bucket, n int64) error {
-	return b.Bucket(bucketCollMeta).Put(format.TreeBytesKey, strconv.AppendInt(nil, n, 10))
+	return b.Bucket(format.CollMetaBucket).Put(format.TreeBytesKey, strconv.AppendInt(nil, n, 10))
 }
 
 // finishCommit mirrors a committed plan in memory: the committing layer

@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 )
 
 // Writing ahead: a group commit writes a layer in one bbolt transaction,
@@ -70,7 +72,7 @@ func (c *Collection) writeAhead() error {
 			if b == nil {
 				return ErrNoCollection
 			}
-			if len(b.Bucket(bucketCollMeta).Get(keyRV)) > 0 || !appending(b.Bucket(bucketObjects), chunk) {
+			if len(b.Bucket(format.CollMetaBucket).Get(format.RVKey)) > 0 || !appending(b.Bucket(format.ObjectsBucket), chunk) {
 				return errNoWriteAhead
 			}
 			return c.writeTrees(b, &j, chunk, changeOf)
