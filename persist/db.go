@@ -134,9 +134,6 @@ type Options struct {
 	// sets no bound.
 	MaxTombstones int
 
-	// now is the clock of checkpoint retention (tests set it).
-	now func() time.Time
-
 	// PageSize is the page size of a file this Open creates; an existing
 	// file keeps the one it was created with. bbolt puts at least two
 	// records on a page, spilling onto further whole pages, so pages a few
@@ -145,6 +142,30 @@ type Options struct {
 	// rewrites every page it touches (figures in docs/benchmarks.md, "File
 	// size"). Zero means DefaultPageSize.
 	PageSize int
+
+	// The fields below are set only by this package's tests, through
+	// export_test.go; Open gives their zero values the behaviour every
+	// other caller gets.
+
+	// now is the clock of checkpoint retention; nil means time.Now.
+	now func() time.Time
+	// minJournalBytes is the journal a collection gathers before a fold
+	// whatever its size (see journalLimit), so that tests see folds on a
+	// few objects; zero means defaultMinJournalBytes.
+	minJournalBytes int64
+	// foldChunk, if positive, is how many keys every fold moves per commit
+	// instead of the computed chunk (see foldChunk), for folds that span
+	// commits on a few objects.
+	foldChunk int
+	// writeAheadChunk is how many keys each write-ahead transaction writes
+	// (see writeahead.go); zero means defaultWriteAheadChunk.
+	writeAheadChunk int
+	// writtenAhead, if set, is called after each write-ahead transaction
+	// with the chunk's last key.
+	writtenAhead func(last string)
+	// claimWaiting, if set, is called when Open starts waiting for a DB of
+	// this process to finish closing the file (see claim).
+	claimWaiting func(path string)
 }
 
 // DB is an open cache file. It owns one bbolt database, the collections
@@ -231,6 +252,12 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.now == nil {
 		opts.now = time.Now
 	}
+	if opts.minJournalBytes <= 0 {
+		opts.minJournalBytes = defaultMinJournalBytes
+	}
+	if opts.writeAheadChunk <= 0 {
+		opts.writeAheadChunk = defaultWriteAheadChunk
+	}
 	if !opts.ReadOnly {
 		dir := filepath.Dir(path)
 		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -259,7 +286,7 @@ func Open(path string, opts Options) (*DB, error) {
 
 // open is Open without the corrupt-file recovery.
 func open(path string, opts Options) (_ *DB, err error) {
-	h, err := claim(path, opts.ReadOnly, opts.LockTimeout)
+	h, err := claim(path, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -49,10 +49,10 @@ import (
 // journal generation may hold before it is folded; see Options.JournalShare.
 const DefaultJournalShare = 0.25
 
-// minJournalBytes is the journal a small collection may gather anyway: a
-// fold of fewer bytes saves nothing worth the bookkeeping. (A variable for
-// the tests.)
-var minJournalBytes int64 = 1 << 20
+// defaultMinJournalBytes is the journal a small collection may gather
+// anyway: a fold of fewer bytes saves nothing worth the bookkeeping.
+// (Tests set less: Options.minJournalBytes.)
+const defaultMinJournalBytes = 1 << 20
 
 // foldCommits is how many commits a fold is spread over at most; each
 // commit also folds at least foldPerAppended keys per key it appends, so
@@ -62,10 +62,6 @@ const (
 	foldPerAppended = 4
 	minFoldChunk    = 256
 )
-
-// fixedFoldChunk, if positive, replaces the computed fold chunk (for the
-// crash tests, which need folds that span commits on a few objects).
-var fixedFoldChunk int
 
 // journalState is where the collection's journal stands. Guarded by
 // db.commitMu (and set by load before the collection is shared).
@@ -451,7 +447,7 @@ func (c *Collection) journalLimit(b *bolt.Bucket, j *journalState) (int64, error
 	if share == 0 {
 		share = DefaultJournalShare
 	}
-	return max(minJournalBytes, int64(share*float64(j.treeBytes))), nil
+	return max(c.db.opts.minJournalBytes, int64(share*float64(j.treeBytes))), nil
 }
 
 // foldChunk folds the next chunk of the folding generation into the trees;
@@ -459,8 +455,8 @@ func (c *Collection) journalLimit(b *bolt.Bucket, j *journalState) (int64, error
 // that was the last chunk, which deletes the generation.
 func (c *Collection) foldChunk(b *bolt.Bucket, j *journalState, appended int) (bool, error) {
 	n := max(minFoldChunk, (len(j.foldKeys)+foldCommits-1)/foldCommits, foldPerAppended*appended)
-	if fixedFoldChunk > 0 {
-		n = fixedFoldChunk
+	if c.db.opts.foldChunk > 0 {
+		n = c.db.opts.foldChunk
 	}
 	end := min(j.folded+n, len(j.foldKeys))
 	keys := j.foldKeys[j.folded:end]
