@@ -10,7 +10,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
@@ -99,14 +98,16 @@ type Collection struct {
 
 	// mu guards the fields below. Apply takes it for writing; reads that
 	// consult the layers or the file take it for reading, which keeps them
-	// from caching a decoded object older than a concurrent Apply.
+	// from caching a decoded object older than a concurrent Apply. The
+	// layers and journal are the write path's states: commit.go's table
+	// says who writes each, under which locks.
 	mu         sync.RWMutex
 	pending    *layer
 	committing *layer // nil unless a commit of it is in flight or failed
 	// journaled and folding hold the changes in the file's journal, not yet
-	// in the trees (see journal.go); nil when there are none.
+	// in the trees; nil when there are none.
 	journaled, folding *layer
-	journal            journalState
+	journal            journalState // guarded by db.commitMu, not mu
 	rv                 string
 	mustList           bool              // see MustList
 	indexes            map[string]string // name -> version
@@ -618,85 +619,6 @@ func (c *Collection) CommittedResourceVersion() (string, error) {
 		return nil
 	})
 	return rv, err
-}
-
-// swapForCommit moves the pending layer to committing, or folds it into a
-// committing layer left by a failed commit. It reports the number of changes
-// to write and whether there is anything to write. Called with db.applyMu held.
-func (c *Collection) swapForCommit() (int, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.seeOpenCheckpointsLocked()
-	if c.committing != nil {
-		if !c.pending.empty() {
-			c.committing.absorb(c.pending)
-			c.pending = newLayer()
-		}
-		return len(c.committing.changes), true
-	}
-	if c.pending.empty() {
-		return 0, false
-	}
-	c.committing, c.pending = c.pending, newLayer()
-	return len(c.committing.changes), true
-}
-
-// writeCommitting writes the committing layer in tx: its object changes
-// (see writeObjects), acknowledgements, resource version and must-list mark.
-// Called with db.commitMu held, which is also what guards c.indexes against
-// AddIndexes here; the committing layer is immutable while set, and so are
-// the journal's layers outside finishCommit.
-func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) (commitPlan, error) {
-	l := c.committing
-	b := c.bucket(tx)
-	if b == nil {
-		return commitPlan{}, ErrNoCollection
-	}
-	deleted, plan, err := c.writeObjects(b, l)
-	if err != nil {
-		return plan, err
-	}
-	if err := c.writeAcks(b, l, deleted); err != nil {
-		return plan, err
-	}
-	meta := b.Bucket(format.CollMetaBucket)
-	if l.rvSet {
-		if err := meta.Put(format.RVKey, []byte(l.rv)); err != nil {
-			return plan, err
-		}
-	}
-	if l.mustListSet {
-		if err := writeMustList(meta, l.mustList); err != nil {
-			return plan, err
-		}
-	}
-	return plan, meta.Put(format.CommittedKey, []byte(now.Format(time.RFC3339Nano)))
-}
-
-// appending reports whether every key of sorted keys sorts after b's last
-// key, so that writing them only appends. bbolt splits a page it overfills
-// at FillPercent of a page (half, by default, which suits random inserts);
-// pages that only receive appends are better filled completely.
-func appending(b *bolt.Bucket, keys []string) bool {
-	if len(keys) == 0 {
-		return false
-	}
-	last, _ := b.Cursor().Last()
-	return last == nil || keys[0] > string(last)
-}
-
-// appendingEntries reports whether every byValue entry the changes to keys
-// add to the named index sorts after the bucket's last entry.
-func appendingEntries(byValue *bolt.Bucket, index string, keys []string, changeOf func(string) *change) bool {
-	last, _ := byValue.Cursor().Last()
-	for _, key := range keys {
-		for _, v := range changeOf(key).indexes[index] {
-			if last != nil && bytes.Compare(format.IndexEntry(v, key), last) <= 0 {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // AddIndexes builds new indexes over the stored objects and adds them to the

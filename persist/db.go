@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -182,13 +181,14 @@ type DB struct {
 	// applyMu is held for reading by every Apply while it assigns a sequence
 	// number and inserts into a collection's pending layer, and for writing by
 	// a commit while it swaps the pending layers out, so that a commit's
-	// barrier sequence covers exactly the layers it swapped.
-	// Lock order: applyMu, then Collection.mu.
+	// barrier sequence covers exactly the layers it swapped. The package's
+	// lock order is stated once, in commit.go.
 	applyMu  sync.RWMutex
 	applySeq atomic.Uint64
 	pending  atomic.Int64 // changes applied since the last swap
 
-	// commitMu allows one commit (or index build) at a time.
+	// commitMu allows one commit, index build or reset at a time: every
+	// write transaction after Open runs under it (see commit.go).
 	commitMu sync.Mutex
 
 	// mu guards the fields below it.
@@ -212,13 +212,6 @@ type DB struct {
 
 	commitObservers map[int]func(CommitStats) // guarded by mu
 	nextObserver    int                       // guarded by mu
-}
-
-// CommitStats describes one group commit, for metrics.
-type CommitStats struct {
-	Changes  int
-	Duration time.Duration
-	Err      error
 }
 
 // Open opens or creates the cache file at path. A file another process
@@ -433,222 +426,6 @@ func (db *DB) MovedAside() string { return db.movedAside }
 
 // Path returns the file's path.
 func (db *DB) Path() string { return db.path }
-
-// AddCommitObserver calls fn after every commit attempt that wrote changes
-// or failed, until the returned function is called. fn runs on the commit
-// goroutine before Flush callers are released: it must not block or call
-// back into the DB.
-func (db *DB) AddCommitObserver(fn func(CommitStats)) (remove func()) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	id := db.nextObserver
-	db.nextObserver++
-	db.commitObservers[id] = fn
-	return func() {
-		db.mu.Lock()
-		delete(db.commitObservers, id)
-		db.mu.Unlock()
-	}
-}
-
-// run is the group-commit goroutine. It commits when kicked (by the batch
-// timer, the batch limit or Flush) and once more when stopped, then closes
-// donec.
-func (db *DB) run() {
-	defer close(db.donec)
-	var retry <-chan time.Time
-	backoff := db.opts.BatchInterval
-	for {
-		select {
-		case <-db.stopc:
-			return
-		case <-db.kick:
-		case <-retry:
-		}
-		retry = nil
-		if err := db.commit(); err != nil {
-			// Keep the changes in memory and try again; readers keep seeing
-			// them through the layers, and the RV on disk stays behind.
-			retry = time.After(backoff)
-			backoff = min(backoff*2, 5*time.Second)
-		} else {
-			backoff = db.opts.BatchInterval
-		}
-	}
-}
-
-// noteApplied arms the batch timer or kicks an early commit. Called after
-// every Apply with the number of changes it made.
-func (db *DB) noteApplied(n int) {
-	if db.pending.Add(int64(n)) >= int64(db.opts.BatchLimit) {
-		db.trigger()
-		return
-	}
-	db.mu.Lock()
-	arm := !db.timerArmed
-	db.timerArmed = true
-	db.mu.Unlock()
-	if arm {
-		time.AfterFunc(db.opts.BatchInterval, db.trigger)
-	}
-}
-
-func (db *DB) trigger() {
-	select {
-	case db.kick <- struct{}{}:
-	default:
-	}
-}
-
-// commit writes every collection's pending changes, and their resource
-// versions, in one bbolt transaction.
-func (db *DB) commit() error {
-	db.commitMu.Lock()
-	defer db.commitMu.Unlock()
-
-	db.mu.Lock()
-	db.timerArmed = false
-	colls := make([]*Collection, 0, len(db.collections))
-	for _, c := range db.collections {
-		colls = append(colls, c)
-	}
-	db.mu.Unlock()
-	sort.Slice(colls, func(i, j int) bool { return colls[i].name < colls[j].name })
-
-	// 1. Swap pending layers out under applyMu so barrier covers them exactly.
-	db.applyMu.Lock()
-	barrier := db.applySeq.Load()
-	db.pending.Store(0)
-	changes := 0
-	var dirty []*Collection
-	for _, c := range colls {
-		if n, ok := c.swapForCommit(); ok {
-			changes += n
-			dirty = append(dirty, c)
-		}
-	}
-	db.applyMu.Unlock()
-
-	start := time.Now()
-	var err error
-	var plans []commitPlan
-	if len(dirty) > 0 {
-		// 2. Write most of a large layer of a collection being filled ahead,
-		// a chunk per transaction (writeahead.go), then every layer in one
-		// transaction. Readers keep seeing the committing layers until step
-		// 3, so nothing they read goes missing meanwhile.
-		for _, c := range dirty {
-			if err = c.writeAhead(); err != nil {
-				err = fmt.Errorf("collection %s: writing ahead: %w", c.name, err)
-				break
-			}
-		}
-		plans = make([]commitPlan, len(dirty))
-		if err == nil {
-			err = db.bolt.Update(func(tx *bolt.Tx) error {
-				now := time.Now().UTC()
-				for i, c := range dirty {
-					var err error
-					if plans[i], err = c.writeCommitting(tx, now); err != nil {
-						return fmt.Errorf("collection %s: %w", c.name, err)
-					}
-				}
-				return nil
-			})
-		}
-		if err != nil {
-			err = fmt.Errorf("committing %d changes to %s: %w", changes, db.path, err)
-		}
-	}
-	// 3. Drop the committed layers, or move them below to the journal's;
-	// reads now go to the file for what was written into the trees. Those
-	// records are in the file now, and bbolt copied them there: reuse the
-	// buffers.
-	if err == nil {
-		for i, c := range dirty {
-			for _, l := range c.finishCommit(plans[i]) {
-				l.recycleRecords()
-			}
-		}
-	}
-
-	// The observer runs before Flush callers are released, so whoever waited
-	// for this commit also sees it reported.
-	db.mu.Lock()
-	observers := make([]func(CommitStats), 0, len(db.commitObservers))
-	for _, fn := range db.commitObservers {
-		observers = append(observers, fn)
-	}
-	failingBefore := db.lastErr != nil
-	db.mu.Unlock()
-	if len(dirty) > 0 || err != nil {
-		stats := CommitStats{Changes: changes, Duration: time.Since(start), Err: err}
-		for _, fn := range observers {
-			fn(stats)
-		}
-	}
-	// Say so once when commits start failing and once when they recover,
-	// not on every retry.
-	switch {
-	case err != nil && !failingBefore:
-		utilruntime.HandleError(fmt.Errorf("boltinformer: %w; the changes stay in memory, reads serve them, and commits are retried with backoff; the stored resourceVersion stays at the last committed state", err))
-	case err == nil && failingBefore && len(dirty) > 0:
-		utilruntime.HandleError(fmt.Errorf("boltinformer: commits to %s succeed again; the file has caught up", db.path))
-	}
-
-	db.mu.Lock()
-	db.attempts++
-	if err == nil {
-		db.committedSeq = max(db.committedSeq, barrier)
-		db.lastErr = nil
-	} else {
-		db.lastErr, db.lastErrSeq = err, db.attempts
-	}
-	close(db.commitDone)
-	db.commitDone = make(chan struct{})
-	db.mu.Unlock()
-	return err
-}
-
-// Flush commits every change applied before the call and returns once they
-// are on disk, or the first commit error seen after the call.
-func (db *DB) Flush(ctx context.Context) error {
-	if db.opts.ReadOnly {
-		return nil
-	}
-	target := db.applySeq.Load()
-	db.mu.Lock()
-	startAttempts := db.attempts
-	db.mu.Unlock()
-	db.trigger()
-	for {
-		db.mu.Lock()
-		done, committed := db.commitDone, db.committedSeq
-		lastErr, errSeq, closed := db.lastErr, db.lastErrSeq, db.closed
-		db.mu.Unlock()
-		if committed >= target {
-			return nil
-		}
-		if lastErr != nil && errSeq > startAttempts {
-			return lastErr
-		}
-		if closed {
-			return ErrClosed
-		}
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// Err returns the error of the latest commit if it failed, nil otherwise.
-func (db *DB) Err() error {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	return db.lastErr
-}
 
 // Close commits what is pending, stops the commit goroutine and closes the
 // file. It returns the final commit's error, if any: those changes are lost

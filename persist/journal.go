@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 
@@ -23,21 +22,15 @@ import (
 // internal/format/journal.go for the layout and docs/write-path.md for the
 // arithmetic.
 //
-// In memory, each generation in the file is a layer below the committing
-// one: journaled (the newest generation, which commits append to) and
-// folding (the older one, being folded). Reads consult pending, committing,
-// journaled, folding, then the trees, so a journaled change overrides the
-// trees exactly as it does on disk. Only the commit goroutine (commitMu)
-// changes these two layers and journalState, under mu; readers hold mu.
+// In memory, each generation in the file is a layer: journaled and folding,
+// two of the five states of commit.go's table, which says who changes them
+// under which locks.
 //
 // The journal's layers hold each change's key, index values and place in
 // the file, not its record: reads take the record from the journal
 // (changeRecordTx) as they take a tree record from the tree, so the
 // journal adds a few hundred bytes of memory per key, not the records'
-// bytes. A reader holding mu sees the layers of the last finished commit
-// and a file at most one commit ahead (finishCommit needs mu): if that
-// commit folded an entry's generation away, the trees hold the entry's
-// state, and the read takes it from there.
+// bytes.
 //
 // A fold moves a sealed generation into the trees a chunk of keys (in key
 // order) per commit, recording the last key folded in the same
@@ -213,109 +206,6 @@ func (c *Collection) foldJournalForBuild(b *bolt.Bucket) (int64, error) {
 // hasJournal reports whether the journal holds anything.
 func (c *Collection) hasJournal() bool { return c.journaled != nil || c.folding != nil }
 
-// commitPlan is what writeCommitting did, for finishCommit to mirror in
-// memory once the transaction committed.
-type commitPlan struct {
-	journal  journalState
-	appended bool // the committing layer went to the journal
-	// appendedGen and appendedSeqs say where: appendedSeqs[i] is the
-	// sequence number of the layer's i-th key in key order.
-	appendedGen  uint64
-	appendedKeys []string
-	appendedSeqs []uint64
-	foldAll      bool // the journal was folded whole (and the layer written to the trees)
-	foldDone     bool // the folding generation's last chunk was folded
-	seal         bool // the journaled generation is now folding
-}
-
-// writeObjects writes the committing layer's object changes in tx, to the
-// journal or to the trees, and moves the fold along. It returns the last
-// stored records of the keys the layer deletes (for the checkpoints'
-// tombstones) and what finishCommit must do.
-func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, commitPlan, error) {
-	plan := commitPlan{journal: c.journal}
-	plan.journal.gens = slices.Clone(c.journal.gens)
-	if len(l.changes) == 0 {
-		return nil, plan, nil
-	}
-	keys := sortedKeys(l.changes)
-	if l.writtenAhead != "" { // those are in the trees already (writeahead.go)
-		keys = keys[sort.SearchStrings(keys, l.writtenAhead+"\x00"):]
-	}
-	objects := b.Bucket(format.ObjectsBucket)
-	checkpoints := b.Bucket(format.CheckpointsBucket) != nil || len(l.acks) > 0
-	deleted := map[string][]byte{}
-	if checkpoints {
-		for _, key := range keys {
-			if ch := l.changes[key]; ch.deleted {
-				rec, err := c.lastRecord(b, key)
-				if err != nil {
-					return nil, plan, err
-				}
-				if ch.replaced != nil {
-					rec = ch.replaced // newer than the committed one
-				}
-				deleted[key] = rec
-			}
-		}
-	}
-	share := c.db.opts.JournalShare
-	bulk := len(l.changes) >= c.db.opts.BatchLimit
-	if share < 0 || bulk || (!c.hasJournal() && appending(objects, keys)) {
-		// Straight into the trees: the journal is off, the commit is large
-		// enough that the trees' leaves are rewritten for many keys each,
-		// or it appends (a list loading into an empty collection).
-		plan.foldAll = c.hasJournal()
-		if err := c.foldAllTx(b, &plan.journal, l); err != nil {
-			return nil, plan, err
-		}
-		return deleted, plan, nil
-	}
-	var err error
-	if plan.appendedGen, plan.appendedSeqs, err = c.appendJournal(b, &plan.journal, keys, l); err != nil {
-		return nil, plan, err
-	}
-	plan.appendedKeys = keys
-	// Dormant indexes would be behind the journal as they would be behind
-	// the trees.
-	if err := c.dropUnusedIndexes(b); err != nil {
-		return nil, plan, err
-	}
-	plan.appended = true
-	if c.folding != nil {
-		done, err := c.foldChunk(b, &plan.journal, len(keys))
-		if err != nil {
-			return nil, plan, err
-		}
-		plan.foldDone = done
-	} else {
-		limit, err := c.journalLimit(b, &plan.journal)
-		if err != nil {
-			return nil, plan, err
-		}
-		// The sealed generation's keys are derived from its layer once
-		// finishCommit has it, as loadJournal derives them.
-		plan.seal = plan.journal.activeBytes >= limit
-		if plan.seal {
-			plan.journal.activeBytes = 0
-		}
-	}
-	return deleted, plan, nil
-}
-
-// lastRecord returns a copy of key's newest committed record (journal,
-// then the object tree), or nil if it has none.
-func (c *Collection) lastRecord(b *bolt.Bucket, key string) ([]byte, error) {
-	if ch := c.journalChangeLocked(key); ch != nil {
-		if ch.deleted {
-			return nil, nil
-		}
-		rec, err := c.changeRecordTx(b, key, ch)
-		return bytes.Clone(rec), err
-	}
-	return bytes.Clone(b.Bucket(format.ObjectsBucket).Get([]byte(key))), nil
-}
-
 // changeRecordTx returns the record of ch, a change to key that is not a
 // deletion: its own, or, for a change in the journal, the journal entry's
 // in b's transaction (aliasing the transaction's memory). An entry whose
@@ -364,29 +254,6 @@ func (c *Collection) changeAfter(l *layer, key string) *change {
 		}
 	}
 	return c.journalChangeLocked(key)
-}
-
-// storedVersionTx returns the resourceVersion of key's newest committed
-// state after l, and whether that state is an object.
-func (c *Collection) storedVersionTx(b *bolt.Bucket, l *layer, key string) (string, bool, error) {
-	var rec []byte
-	if ch := c.changeAfter(l, key); ch != nil {
-		if ch.deleted {
-			return "", false, nil
-		}
-		if ch.obj != nil {
-			rv, err := resourceVersionOf(ch.obj)
-			return rv, true, err
-		}
-		var err error
-		if rec, err = c.changeRecordTx(b, key, ch); err != nil {
-			return "", false, err
-		}
-	} else if rec = b.Bucket(format.ObjectsBucket).Get([]byte(key)); rec == nil {
-		return "", false, nil
-	}
-	rv, err := format.ReadResourceVersion(rec)
-	return rv, err == nil, err
 }
 
 // appendJournal appends l's changes, in key order, to the active
@@ -598,65 +465,34 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 	return c.dropUnusedIndexes(b)
 }
 
+// appending reports whether every key of sorted keys sorts after b's last
+// key, so that writing them only appends. bbolt splits a page it overfills
+// at FillPercent of a page (half, by default, which suits random inserts);
+// pages that only receive appends are better filled completely.
+func appending(b *bolt.Bucket, keys []string) bool {
+	if len(keys) == 0 {
+		return false
+	}
+	last, _ := b.Cursor().Last()
+	return last == nil || keys[0] > string(last)
+}
+
+// appendingEntries reports whether every byValue entry the changes to keys
+// add to the named index sorts after the bucket's last entry.
+func appendingEntries(byValue *bolt.Bucket, index string, keys []string, changeOf func(string) *change) bool {
+	last, _ := byValue.Cursor().Last()
+	for _, key := range keys {
+		for _, v := range changeOf(key).indexes[index] {
+			if last != nil && bytes.Compare(format.IndexEntry(v, key), last) <= 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // writeTreeBytes records the object tree's record bytes in the meta
 // bucket of the collection b.
 func writeTreeBytes(b *bolt.Bucket, n int64) error {
 	return b.Bucket(format.CollMetaBucket).Put(format.TreeBytesKey, strconv.AppendInt(nil, n, 10))
-}
-
-// finishCommit mirrors a committed plan in memory: the committing layer
-// joins the journal or is dropped, and the journal's layers follow the
-// fold. It returns the layers whose records may be recycled.
-func (c *Collection) finishCommit(plan commitPlan) []*layer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := c.committing
-	c.committing = nil
-	c.journal = plan.journal
-	var done []*layer
-	switch {
-	case plan.appended:
-		l.acks, l.clearedAcks, l.ackedDeletions = nil, nil, nil // written
-		// The file holds the records now: the layer keeps where, and
-		// reads take them from there. Under mu: readers may be reading
-		// the committing layer's records until now.
-		recycled := 0
-		bounded := c.cache.bounded()
-		for i, key := range plan.appendedKeys {
-			ch := l.changes[key]
-			ch.gen, ch.seq = plan.appendedGen, plan.appendedSeqs[i]
-			if ch.record != nil && recycled < maxRecycledPerCommit && cap(ch.record) <= maxRecycledRecord {
-				p := ch.record[:0]
-				recordPool.Put(&p)
-				recycled++
-			}
-			ch.record, ch.replaced = nil, nil
-			if bounded {
-				// A bounded cache's memory must not grow with the
-				// journal: reads decode the records again.
-				ch.obj = nil
-			}
-		}
-		if c.journaled == nil {
-			c.journaled = l
-		} else {
-			for key, ch := range l.changes {
-				c.journaled.put(key, ch)
-			}
-		}
-	case plan.foldAll:
-		done = append(done, l, c.journaled, c.folding)
-		c.journaled, c.folding = nil, nil
-	default:
-		done = append(done, l)
-	}
-	if plan.foldDone {
-		done = append(done, c.folding)
-		c.folding = nil
-	}
-	if plan.seal {
-		c.folding, c.journaled = c.journaled, nil
-		c.journal.foldKeys, c.journal.folded = sortedKeys(c.folding.changes), 0
-	}
-	return done
 }

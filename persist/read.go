@@ -17,9 +17,8 @@ import (
 )
 
 // This file holds the collection's reads. Each merges, newest first, the
-// pending layer, the committing layer, the journal's layers and the trees;
-// see layer.go and journal.go for why that order always finds the newest
-// state.
+// five states of commit.go's table (overlaysLocked, then the trees); the
+// table's invariants say why that order always finds the newest state.
 
 // view runs fn in a read transaction of the file, for a read that merges
 // the file with the layers. It fails once Close has released the
