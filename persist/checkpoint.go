@@ -55,10 +55,6 @@ import (
 //
 // Losing an acknowledgement is always safe (the consumer processes the
 // object again); the rules above only ever drop them.
-var (
-	bucketCheckpoints = format.CheckpointsBucket
-	bucketTombstones  = format.TombstonesBucket
-)
 
 // ErrCheckpointOpen is returned by Collection.Checkpoint for a name that is
 // already open: two consumers sharing one checkpoint would skip each
@@ -114,14 +110,6 @@ func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 	return cp, nil
 }
 
-// see stamps the named checkpoint as open at t.
-func (l *layer) see(name string, t time.Time) {
-	if l.seen == nil {
-		l.seen = map[string]time.Time{}
-	}
-	l.seen[name] = t
-}
-
 // seeOpenCheckpointsLocked stamps, in the pending layer, the open
 // checkpoints last stamped more than seenRefresh ago: a process that runs
 // for longer than the retention must not find its checkpoints dropped at
@@ -157,7 +145,7 @@ func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 	}
 	acked, deleted := map[string]string{}, map[string]*tombstone{}
 	err := c.db.bolt.View(func(tx *bolt.Tx) error {
-		if err := c.checkpointEntries(tx, bucketCheckpoints, name, func(k, v []byte) error {
+		if err := c.checkpointEntries(tx, format.CheckpointsBucket, name, func(k, v []byte) error {
 			acked[string(k)] = string(v)
 			return nil
 		}); err != nil {
@@ -167,7 +155,7 @@ func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 		// A tombstone that cannot be read is still a deletion to deliver
 		// (with whatever of its state can be read): it never fails the
 		// open.
-		return c.checkpointEntries(tx, bucketTombstones, name, func(k, raw []byte) error {
+		return c.checkpointEntries(tx, format.TombstonesBucket, name, func(k, raw []byte) error {
 			t, _ := format.DecodeTombstone(raw)
 			deleted[string(k)] = &tombstone{deletedAt: t.DeletedAt}
 			return nil
@@ -311,14 +299,14 @@ func (c *Collection) currentVersionLocked(key string) (string, bool, error) {
 		if err != nil {
 			return "", false, err
 		}
-		rv, err := ReadResourceVersion(rec)
+		rv, err := format.ReadResourceVersion(rec)
 		return rv, err == nil, err
 	}
 	var rv string
 	found := false
 	err := c.viewRecord(key, func(rec []byte) error {
 		var err error
-		rv, err = ReadResourceVersion(rec)
+		rv, err = format.ReadResourceVersion(rec)
 		found = err == nil
 		return err
 	})
@@ -422,7 +410,7 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 			if err != nil {
 				return err
 			}
-			rv, err := ReadResourceVersion(rec)
+			rv, err := format.ReadResourceVersion(rec)
 			if err != nil {
 				return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 			}
@@ -432,7 +420,7 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		if err != nil {
 			return err
 		}
-		objects := b.Bucket(bucketObjects)
+		objects := b.Bucket(format.ObjectsBucket)
 		if vb := b.Bucket(format.VersionsBucket); vb != nil {
 			// The versions say what is acknowledged: only the records
 			// of the rest are read.
@@ -454,7 +442,7 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 				if c.inLayersLocked(key) {
 					return nil
 				}
-				rv, err := ReadResourceVersion(rec)
+				rv, err := format.ReadResourceVersion(rec)
 				if err != nil {
 					return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 				}
@@ -516,7 +504,7 @@ func (cp *Checkpoint) Deleted() map[string]runtime.Object {
 		if b == nil {
 			return nil
 		}
-		tb := b.Bucket(bucketTombstones)
+		tb := b.Bucket(format.TombstonesBucket)
 		if tb != nil {
 			tb = tb.Bucket([]byte(cp.name))
 		}
@@ -660,7 +648,8 @@ func (cp *Checkpoint) Overflows() int {
 }
 
 // checkpointEntries calls fn for each entry of the named checkpoint's bucket
-// below parent (bucketCheckpoints or bucketTombstones), if there is one.
+// below parent (format.CheckpointsBucket or format.TombstonesBucket), if
+// there is one.
 func (c *Collection) checkpointEntries(tx *bolt.Tx, parent []byte, name string, fn func(k, v []byte) error) error {
 	b := c.bucket(tx)
 	if b == nil {
@@ -682,7 +671,7 @@ func (c *Collection) checkpointEntries(tx *bolt.Tx, parent []byte, name string, 
 func (c *Collection) CheckpointTombstones(name string) ([]string, error) {
 	var keys []string
 	err := c.db.bolt.View(func(tx *bolt.Tx) error {
-		return c.checkpointEntries(tx, bucketTombstones, name, func(k, _ []byte) error {
+		return c.checkpointEntries(tx, format.TombstonesBucket, name, func(k, _ []byte) error {
 			keys = append(keys, string(k))
 			return nil
 		})
@@ -698,7 +687,7 @@ func (c *Collection) Checkpoints() ([]string, error) {
 		if b == nil {
 			return ErrNoCollection
 		}
-		cb := b.Bucket(bucketCheckpoints)
+		cb := b.Bucket(format.CheckpointsBucket)
 		if cb == nil {
 			return nil
 		}
@@ -715,7 +704,7 @@ func (c *Collection) Checkpoints() ([]string, error) {
 func (c *Collection) CheckpointAcks(name string) (map[string]string, error) {
 	acked := map[string]string{}
 	err := c.db.bolt.View(func(tx *bolt.Tx) error {
-		return c.checkpointEntries(tx, bucketCheckpoints, name, func(k, v []byte) error {
+		return c.checkpointEntries(tx, format.CheckpointsBucket, name, func(k, v []byte) error {
 			acked[string(k)] = string(v)
 			return nil
 		})
@@ -726,207 +715,6 @@ func (c *Collection) CheckpointAcks(name string) (map[string]string, error) {
 	return acked, nil
 }
 
-// ack records an acknowledgement in the layer; rv "" acknowledges the key's
-// deletion (drops its tombstone).
-func (l *layer) ack(name, key, rv string) {
-	if l.acks == nil {
-		l.acks = map[string]map[string]string{}
-	}
-	m := l.acks[name]
-	if m == nil {
-		m = map[string]string{}
-		l.acks[name] = m
-	}
-	m[key] = rv
-	if ch := l.changes[key]; ch != nil && ch.deleted && (rv == "" || rv == ch.deletedAt) {
-		// This acknowledges the deletion this layer holds: its tombstone
-		// need not be written. A later change to the key undoes this
-		// (forgetCovered).
-		if l.ackedDeletions == nil {
-			l.ackedDeletions = map[string]map[string]bool{}
-		}
-		if l.ackedDeletions[name] == nil {
-			l.ackedDeletions[name] = map[string]bool{}
-		}
-		l.ackedDeletions[name][key] = true
-	}
-}
-
-// forgetAckedDeletions is called when the layer gets a new change to key: an
-// acknowledgement of an earlier deletion does not cover what follows.
-func (l *layer) forgetAckedDeletions(key string) {
-	for _, m := range l.ackedDeletions {
-		delete(m, key)
-	}
-}
-
-// clearAcks records that the named checkpoint is cleared before the layer's
-// later acknowledgements.
-func (l *layer) clearAcks(name string) {
-	if l.clearedAcks == nil {
-		l.clearedAcks = map[string]bool{}
-	}
-	l.clearedAcks[name] = true
-	delete(l.acks, name)
-	delete(l.ackedDeletions, name)
-}
-
-// absorbAcks folds newer's acknowledgements on top of l's.
-func (l *layer) absorbAcks(newer *layer) {
-	for name := range newer.clearedAcks {
-		l.clearAcks(name)
-	}
-	for name, m := range newer.acks {
-		for key, rv := range m {
-			l.ack(name, key, rv)
-		}
-	}
-	for name, m := range newer.ackedDeletions {
-		for key := range m {
-			if l.ackedDeletions == nil {
-				l.ackedDeletions = map[string]map[string]bool{}
-			}
-			if l.ackedDeletions[name] == nil {
-				l.ackedDeletions[name] = map[string]bool{}
-			}
-			l.ackedDeletions[name][key] = true
-		}
-	}
-}
-
-// writeAcks writes the layer's acknowledgements after its object changes;
-// deleted holds the last stored record of each key the layer deleted. Called
-// from writeCommitting.
-//
-// A deleted key acknowledged in a checkpoint (on disk or in this layer)
-// becomes a tombstone, unless the layer also holds the acknowledgement of
-// that deletion (ackedDeletions). Then the layer's acknowledgements are
-// written (a key not stored is not acknowledged); each drops its key's
-// tombstone only if it settles the deletion (see Checkpoint.Ack: the
-// deletion itself, or a state stored after it), except for the keys this
-// layer deleted (settled above).
-func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]byte) error {
-	if err := writeSeen(b, l.seen); err != nil {
-		return err
-	}
-	cb := b.Bucket(bucketCheckpoints)
-	if cb == nil && len(l.acks) == 0 && len(l.clearedAcks) == 0 {
-		return nil // no checkpoint was ever written: nothing to move either
-	}
-	var err error
-	if cb == nil {
-		if cb, err = b.CreateBucket(bucketCheckpoints); err != nil {
-			return err
-		}
-	}
-	tb, err := b.CreateBucketIfNotExists(bucketTombstones)
-	if err != nil {
-		return err
-	}
-	for name := range l.clearedAcks {
-		for _, parent := range []*bolt.Bucket{cb, tb} {
-			if err := parent.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
-				return err
-			}
-		}
-	}
-	names := map[string]bool{}
-	err = cb.ForEachBucket(func(name []byte) error {
-		names[string(name)] = true
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for name := range l.acks {
-		names[name] = true
-	}
-	// A deleted key's tombstone value is the same in every checkpoint.
-	tombstones := map[string][]byte{}
-	for _, name := range slices.Sorted(maps.Keys(names)) {
-		nb, err := cb.CreateBucketIfNotExists([]byte(name))
-		if err != nil {
-			return err
-		}
-		nt, err := tb.CreateBucketIfNotExists([]byte(name))
-		if err != nil {
-			return err
-		}
-		layerAcks := l.acks[name]
-		for _, key := range sortedKeys(deleted) {
-			kb := []byte(key)
-			if nb.Get(kb) == nil && layerAcks[key] == "" {
-				continue
-			}
-			if err := nb.Delete(kb); err != nil {
-				return err
-			}
-			if l.ackedDeletions[name][key] {
-				if err := nt.Delete(kb); err != nil {
-					return err
-				}
-				continue
-			}
-			rec := deleted[key]
-			if rec == nil {
-				continue // never stored: nothing was deleted
-			}
-			v, ok := tombstones[key]
-			if !ok {
-				v = c.tombstoneValue(key, rec, l.changes[key].deletedAt)
-				tombstones[key] = v
-			}
-			if err := nt.Put(kb, v); err != nil {
-				return err
-			}
-		}
-		for _, key := range sortedKeys(layerAcks) {
-			if _, ok := deleted[key]; ok {
-				continue
-			}
-			kb := []byte(key)
-			rv := layerAcks[key]
-			storedRV, stored, err := c.storedVersionTx(b, l, key)
-			if err != nil {
-				return fmt.Errorf("checkpoint %q, key %q: %w", name, key, err)
-			}
-			if raw := nt.Get(kb); raw != nil {
-				t, _ := format.DecodeTombstone(raw)
-				if rv == "" || rv == t.DeletedAt || (stored && rv == storedRV) {
-					if err := nt.Delete(kb); err != nil {
-						return err
-					}
-				}
-			}
-			if rv == "" || !stored {
-				// Not stored (deleted in an earlier commit, or never):
-				// nothing to skip.
-				continue
-			}
-			if err := nb.Put(kb, []byte(rv)); err != nil {
-				return fmt.Errorf("checkpoint %q, key %q: %w", name, key, err)
-			}
-		}
-	}
-	return nil
-}
-
-// tombstoneValue encodes the tombstone of key, deleted at deletedAt (if
-// known) with rec its last record. A record that cannot be decoded is
-// replaced by an empty object of its type (Codec.placeholder), or by none:
-// a tombstone must open on every later start, and a deletion must be
-// delivered even where its last state is lost.
-func (c *Collection) tombstoneValue(key string, rec []byte, deletedAt string) []byte {
-	if _, err := c.db.codec.Decode(rec); err != nil {
-		p := c.db.codec.placeholder(key, rec)
-		rec = nil
-		if p != nil {
-			rec, _ = c.db.codec.Encode(p)
-		}
-	}
-	return format.AppendTombstone(nil, format.Tombstone{DeletedAt: deletedAt, Record: rec})
-}
-
 // dropCheckpointsTx deletes every checkpoint of the collection, on disk and in
 // the open checkpoints: the stored objects they acknowledge were dropped.
 func (c *Collection) dropCheckpointsTx(b *bolt.Bucket) error {
@@ -934,7 +722,7 @@ func (c *Collection) dropCheckpointsTx(b *bolt.Bucket) error {
 		clear(cp.acked)
 		clear(cp.deleted)
 	}
-	for _, name := range [][]byte{bucketCheckpoints, bucketTombstones, format.CheckpointSeenBucket} {
+	for _, name := range [][]byte{format.CheckpointsBucket, format.TombstonesBucket, format.CheckpointSeenBucket} {
 		if err := b.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
 		}
@@ -965,7 +753,7 @@ func writeSeen(b *bolt.Bucket, seen map[string]time.Time) error {
 // dropAbandonedCheckpointsTx stamps now).
 func (c *Collection) abandonedCheckpoints(b *bolt.Bucket) (abandoned, unstamped []string) {
 	names := map[string]bool{}
-	for _, parent := range [][]byte{bucketCheckpoints, bucketTombstones} {
+	for _, parent := range [][]byte{format.CheckpointsBucket, format.TombstonesBucket} {
 		if pb := b.Bucket(parent); pb != nil {
 			_ = pb.ForEachBucket(func(name []byte) error {
 				names[string(name)] = true
@@ -1001,7 +789,7 @@ func (c *Collection) abandonedCheckpoints(b *bolt.Bucket) (abandoned, unstamped 
 func (c *Collection) dropAbandonedCheckpointsTx(b *bolt.Bucket) ([]string, error) {
 	abandoned, unstamped := c.abandonedCheckpoints(b)
 	for _, name := range abandoned {
-		for _, parent := range [][]byte{bucketCheckpoints, bucketTombstones} {
+		for _, parent := range [][]byte{format.CheckpointsBucket, format.TombstonesBucket} {
 			if pb := b.Bucket(parent); pb != nil {
 				if err := pb.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 					return nil, err

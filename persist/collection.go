@@ -10,7 +10,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
@@ -19,22 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/boltinformer/boltinformer/internal/format"
-)
-
-// Bucket layout of one collection, below bucketCollections/<name>:
-//
-//	meta/     rv, committed, created, description, indexes, provenance, mustList
-//	objects/  key -> record
-//	indexes/  <index name>/{byValue,byKey} (see internal/format)
-var (
-	bucketCollMeta  = format.CollMetaBucket
-	bucketObjects   = format.ObjectsBucket
-	bucketIndexes   = format.IndexesBucket
-	keyRV           = format.RVKey
-	keyCommitted    = format.CommittedKey
-	keyDescription  = format.DescriptionKey
-	keyIndexVersion = format.IndexVersionsKey
-	keyMustList     = format.MustListKey
 )
 
 // IndexValuesFunc computes the values of the named index for obj. It is how a
@@ -115,14 +98,16 @@ type Collection struct {
 
 	// mu guards the fields below. Apply takes it for writing; reads that
 	// consult the layers or the file take it for reading, which keeps them
-	// from caching a decoded object older than a concurrent Apply.
+	// from caching a decoded object older than a concurrent Apply. The
+	// layers and journal are the write path's states: commit.go's table
+	// says who writes each, under which locks.
 	mu         sync.RWMutex
 	pending    *layer
 	committing *layer // nil unless a commit of it is in flight or failed
 	// journaled and folding hold the changes in the file's journal, not yet
-	// in the trees (see journal.go); nil when there are none.
+	// in the trees; nil when there are none.
 	journaled, folding *layer
-	journal            journalState
+	journal            journalState // guarded by db.commitMu, not mu
 	rv                 string
 	mustList           bool              // see MustList
 	indexes            map[string]string // name -> version
@@ -214,7 +199,7 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 }
 
 func (c *Collection) bucket(tx *bolt.Tx) *bolt.Bucket {
-	return tx.Bucket(bucketCollections).Bucket(c.key)
+	return tx.Bucket(format.CollectionsBucket).Bucket(c.key)
 }
 
 // load reads the stored metadata of an existing collection.
@@ -223,17 +208,17 @@ func (c *Collection) load(tx *bolt.Tx) error {
 	if b == nil {
 		return ErrNoCollection
 	}
-	meta := b.Bucket(bucketCollMeta)
+	meta := b.Bucket(format.CollMetaBucket)
 	if err := c.loadJournal(b); err != nil {
 		return err
 	}
-	c.rv = string(meta.Get(keyRV))
-	c.mustList = meta.Get(keyMustList) != nil
+	c.rv = string(meta.Get(format.RVKey))
+	c.mustList = meta.Get(format.MustListKey) != nil
 	var err error
 	if c.provenance, err = loadProvenance(meta); err != nil {
 		return err
 	}
-	if raw := meta.Get(keyIndexVersion); raw != nil {
+	if raw := meta.Get(format.IndexVersionsKey); raw != nil {
 		if err := msgpack.Unmarshal(raw, &c.indexes); err != nil {
 			return fmt.Errorf("%w: index versions: %v", ErrCorruptRecord, err)
 		}
@@ -267,7 +252,7 @@ func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error
 		}
 	}
 	if opts.Description != nil {
-		raw := b.Bucket(bucketCollMeta).Get(keyDescription)
+		raw := b.Bucket(format.CollMetaBucket).Get(format.DescriptionKey)
 		var stored map[string]string
 		if raw == nil || msgpack.Unmarshal(raw, &stored) != nil || !maps.Equal(stored, opts.Description) {
 			return false, nil
@@ -280,14 +265,14 @@ func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error
 // create makes the collection's buckets if needed, loads its metadata and
 // brings its indexes to opts.Indexes.
 func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
-	root := tx.Bucket(bucketCollections)
+	root := tx.Bucket(format.CollectionsBucket)
 	b := root.Bucket(c.key)
 	if b == nil {
 		var err error
 		if b, err = root.CreateBucket(c.key); err != nil {
 			return err
 		}
-		for _, name := range [][]byte{bucketCollMeta, bucketObjects, bucketIndexes, format.VersionsBucket} {
+		for _, name := range [][]byte{format.CollMetaBucket, format.ObjectsBucket, format.IndexesBucket, format.VersionsBucket} {
 			if _, err := b.CreateBucket(name); err != nil {
 				return err
 			}
@@ -316,18 +301,18 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 			return fmt.Errorf("building the index of versions: %w", err)
 		}
 	}
-	meta := b.Bucket(bucketCollMeta)
+	meta := b.Bucket(format.CollMetaBucket)
 	if opts.Description != nil {
 		raw, err := msgpack.Marshal(opts.Description)
 		if err != nil {
 			return err
 		}
-		if err := meta.Put(keyDescription, raw); err != nil {
+		if err := meta.Put(format.DescriptionKey, raw); err != nil {
 			return err
 		}
 	}
 	c.indexes, c.dormant = splitIndexes(c.indexes, opts.Indexes)
-	idx := b.Bucket(bucketIndexes)
+	idx := b.Bucket(format.IndexesBucket)
 	for name, v := range opts.Indexes {
 		if stored, ok := c.dormant[name]; ok && stored != v {
 			// Stored at another version: rebuilt below.
@@ -383,7 +368,7 @@ func splitIndexes(stored, named map[string]string) (use, dormant map[string]stri
 func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[string]string, fn IndexValuesFunc) error {
 	sort.Strings(names)
 	b := c.bucket(tx)
-	idx := b.Bucket(bucketIndexes)
+	idx := b.Bucket(format.IndexesBucket)
 	type target struct{ byValue, byKey *bolt.Bucket }
 	targets := make([]target, len(names))
 	for i, name := range names {
@@ -395,15 +380,15 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[stri
 			return err
 		}
 		t := target{}
-		if t.byValue, err = ib.CreateBucket(bucketByValue); err != nil {
+		if t.byValue, err = ib.CreateBucket(format.ByValueBucket); err != nil {
 			return err
 		}
-		if t.byKey, err = ib.CreateBucket(bucketByKey); err != nil {
+		if t.byKey, err = ib.CreateBucket(format.ByKeyBucket); err != nil {
 			return err
 		}
 		targets[i] = t
 	}
-	err := b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+	err := b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
 		key := string(k)
 		obj, ok := c.cache.get(key)
 		if !ok {
@@ -439,7 +424,7 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[stri
 // collection without naming its indexes to clear a checkpoint must not
 // lose them).
 func (c *Collection) dropUnusedIndexes(b *bolt.Bucket) error {
-	idx := b.Bucket(bucketIndexes)
+	idx := b.Bucket(format.IndexesBucket)
 	var unused [][]byte
 	err := idx.ForEachBucket(func(name []byte) error {
 		if _, ok := c.indexes[string(name)]; !ok {
@@ -467,7 +452,7 @@ func (c *Collection) writeIndexVersions(b *bolt.Bucket) error {
 	if err != nil {
 		return err
 	}
-	return b.Bucket(bucketCollMeta).Put(keyIndexVersion, raw)
+	return b.Bucket(format.CollMetaBucket).Put(format.IndexVersionsKey, raw)
 }
 
 // writeIndexValues moves key from the old values to the new ones.
@@ -476,12 +461,12 @@ func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []str
 		return nil
 	}
 	for _, v := range old {
-		if err := byValue.Delete(indexEntry(v, key)); err != nil {
+		if err := byValue.Delete(format.IndexEntry(v, key)); err != nil {
 			return err
 		}
 	}
 	for _, v := range values {
-		if err := byValue.Put(indexEntry(v, key), nil); err != nil {
+		if err := byValue.Put(format.IndexEntry(v, key), nil); err != nil {
 			return err
 		}
 	}
@@ -630,89 +615,10 @@ func (c *Collection) CommittedResourceVersion() (string, error) {
 		if b == nil {
 			return ErrNoCollection
 		}
-		rv = string(b.Bucket(bucketCollMeta).Get(keyRV))
+		rv = string(b.Bucket(format.CollMetaBucket).Get(format.RVKey))
 		return nil
 	})
 	return rv, err
-}
-
-// swapForCommit moves the pending layer to committing, or folds it into a
-// committing layer left by a failed commit. It reports the number of changes
-// to write and whether there is anything to write. Called with db.applyMu held.
-func (c *Collection) swapForCommit() (int, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.seeOpenCheckpointsLocked()
-	if c.committing != nil {
-		if !c.pending.empty() {
-			c.committing.absorb(c.pending)
-			c.pending = newLayer()
-		}
-		return len(c.committing.changes), true
-	}
-	if c.pending.empty() {
-		return 0, false
-	}
-	c.committing, c.pending = c.pending, newLayer()
-	return len(c.committing.changes), true
-}
-
-// writeCommitting writes the committing layer in tx: its object changes
-// (see writeObjects), acknowledgements, resource version and must-list mark.
-// Called with db.commitMu held, which is also what guards c.indexes against
-// AddIndexes here; the committing layer is immutable while set, and so are
-// the journal's layers outside finishCommit.
-func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) (commitPlan, error) {
-	l := c.committing
-	b := c.bucket(tx)
-	if b == nil {
-		return commitPlan{}, ErrNoCollection
-	}
-	deleted, plan, err := c.writeObjects(b, l)
-	if err != nil {
-		return plan, err
-	}
-	if err := c.writeAcks(b, l, deleted); err != nil {
-		return plan, err
-	}
-	meta := b.Bucket(bucketCollMeta)
-	if l.rvSet {
-		if err := meta.Put(keyRV, []byte(l.rv)); err != nil {
-			return plan, err
-		}
-	}
-	if l.mustListSet {
-		if err := writeMustList(meta, l.mustList); err != nil {
-			return plan, err
-		}
-	}
-	return plan, meta.Put(keyCommitted, []byte(now.Format(time.RFC3339Nano)))
-}
-
-// appending reports whether every key of sorted keys sorts after b's last
-// key, so that writing them only appends. bbolt splits a page it overfills
-// at FillPercent of a page (half, by default, which suits random inserts);
-// pages that only receive appends are better filled completely.
-func appending(b *bolt.Bucket, keys []string) bool {
-	if len(keys) == 0 {
-		return false
-	}
-	last, _ := b.Cursor().Last()
-	return last == nil || keys[0] > string(last)
-}
-
-// appendingEntries reports whether every byValue entry the changes to keys
-// add to the named index sorts after the bucket's last entry.
-func appendingEntries(byValue *bolt.Bucket, index string, keys []string, changeOf func(string) *change) bool {
-	last, _ := byValue.Cursor().Last()
-	for _, key := range keys {
-		for _, v := range changeOf(key).indexes[index] {
-			if last != nil && bytes.Compare(indexEntry(v, key), last) <= 0 {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // AddIndexes builds new indexes over the stored objects and adds them to the

@@ -187,26 +187,25 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		fail("%s: %v", crashEnvLimit, err)
 	}
-	journalShare := 0.0
-	if j := os.Getenv(crashEnvJournal); j == "off" {
-		journalShare = -1
-	} else if n, err := strconv.ParseInt(j, 10, 64); err == nil {
-		persist.SetMinJournalBytes(n)
-		persist.SetFoldChunk(7) // folds span several commits
-	} else {
-		fail("%s: %v", crashEnvJournal, err)
-	}
-	db, err := persist.Open(path, persist.Options{
+	opts := persist.Options{
 		Scheme:        scheme.Scheme,
 		BatchInterval: interval,
 		BatchLimit:    limit,
-		JournalShare:  journalShare,
 		// NoSync is fine for this test: SIGKILL ends the process, not the
 		// machine, so every write(2) bbolt made is in the page cache and is
 		// what the next open reads. Some rounds still run with fsync.
 		NoSync:      os.Getenv(crashEnvSync) != "1",
 		LockTimeout: 10 * time.Second,
-	})
+	}
+	if j := os.Getenv(crashEnvJournal); j == "off" {
+		opts.JournalShare = -1
+	} else if n, err := strconv.ParseInt(j, 10, 64); err == nil {
+		opts = persist.WithMinJournalBytes(opts, n)
+		opts = persist.WithFoldChunk(opts, 7) // folds span several commits
+	} else {
+		fail("%s: %v", crashEnvJournal, err)
+	}
+	db, err := persist.Open(path, opts)
 	if err != nil {
 		fail("open: %v", err)
 	}

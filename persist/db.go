@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -55,13 +54,6 @@ const (
 	DefaultCheckpointRetention = 7 * 24 * time.Hour
 	// DefaultMaxTombstones: see Options.MaxTombstones.
 	DefaultMaxTombstones = 10000
-)
-
-var (
-	bucketMeta        = format.MetaBucket
-	bucketCollections = format.CollectionsBucket
-	keySchema         = format.SchemaKey
-	keyCreated        = format.CreatedKey
 )
 
 // Options configures Open. Every field's zero value is a usable default.
@@ -141,9 +133,6 @@ type Options struct {
 	// sets no bound.
 	MaxTombstones int
 
-	// now is the clock of checkpoint retention (tests set it).
-	now func() time.Time
-
 	// PageSize is the page size of a file this Open creates; an existing
 	// file keeps the one it was created with. bbolt puts at least two
 	// records on a page, spilling onto further whole pages, so pages a few
@@ -152,6 +141,30 @@ type Options struct {
 	// rewrites every page it touches (figures in docs/benchmarks.md, "File
 	// size"). Zero means DefaultPageSize.
 	PageSize int
+
+	// The fields below are set only by this package's tests, through
+	// export_test.go; Open gives their zero values the behaviour every
+	// other caller gets.
+
+	// now is the clock of checkpoint retention; nil means time.Now.
+	now func() time.Time
+	// minJournalBytes is the journal a collection gathers before a fold
+	// whatever its size (see journalLimit), so that tests see folds on a
+	// few objects; zero means defaultMinJournalBytes.
+	minJournalBytes int64
+	// foldChunk, if positive, is how many keys every fold moves per commit
+	// instead of the computed chunk (see foldChunk), for folds that span
+	// commits on a few objects.
+	foldChunk int
+	// writeAheadChunk is how many keys each write-ahead transaction writes
+	// (see writeahead.go); zero means defaultWriteAheadChunk.
+	writeAheadChunk int
+	// writtenAhead, if set, is called after each write-ahead transaction
+	// with the chunk's last key.
+	writtenAhead func(last string)
+	// claimWaiting, if set, is called when Open starts waiting for a DB of
+	// this process to finish closing the file (see claim).
+	claimWaiting func(path string)
 }
 
 // DB is an open cache file. It owns one bbolt database, the collections
@@ -168,13 +181,14 @@ type DB struct {
 	// applyMu is held for reading by every Apply while it assigns a sequence
 	// number and inserts into a collection's pending layer, and for writing by
 	// a commit while it swaps the pending layers out, so that a commit's
-	// barrier sequence covers exactly the layers it swapped.
-	// Lock order: applyMu, then Collection.mu.
+	// barrier sequence covers exactly the layers it swapped. The package's
+	// lock order is stated once, in commit.go.
 	applyMu  sync.RWMutex
 	applySeq atomic.Uint64
 	pending  atomic.Int64 // changes applied since the last swap
 
-	// commitMu allows one commit (or index build) at a time.
+	// commitMu allows one commit, index build or reset at a time: every
+	// write transaction after Open runs under it (see commit.go).
 	commitMu sync.Mutex
 
 	// mu guards the fields below it.
@@ -198,13 +212,6 @@ type DB struct {
 
 	commitObservers map[int]func(CommitStats) // guarded by mu
 	nextObserver    int                       // guarded by mu
-}
-
-// CommitStats describes one group commit, for metrics.
-type CommitStats struct {
-	Changes  int
-	Duration time.Duration
-	Err      error
 }
 
 // Open opens or creates the cache file at path. A file another process
@@ -238,6 +245,12 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.now == nil {
 		opts.now = time.Now
 	}
+	if opts.minJournalBytes <= 0 {
+		opts.minJournalBytes = defaultMinJournalBytes
+	}
+	if opts.writeAheadChunk <= 0 {
+		opts.writeAheadChunk = defaultWriteAheadChunk
+	}
 	if !opts.ReadOnly {
 		dir := filepath.Dir(path)
 		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -266,7 +279,7 @@ func Open(path string, opts Options) (*DB, error) {
 
 // open is Open without the corrupt-file recovery.
 func open(path string, opts Options) (_ *DB, err error) {
-	h, err := claim(path, opts.ReadOnly, opts.LockTimeout)
+	h, err := claim(path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -340,19 +353,19 @@ func openError(path string, opts Options, err error) error {
 
 func (db *DB) checkSchema() error {
 	check := func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
+		meta := tx.Bucket(format.MetaBucket)
 		if meta == nil {
 			empty := true
 			_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
 			if !empty {
-				return fmt.Errorf("%w: %s has buckets but no %q metadata", ErrNotCacheFile, db.path, bucketMeta)
+				return fmt.Errorf("%w: %s has buckets but no %q metadata", ErrNotCacheFile, db.path, format.MetaBucket)
 			}
 			if db.opts.ReadOnly {
 				return fmt.Errorf("%w: %s is empty", ErrNotCacheFile, db.path)
 			}
 			return initSchema(tx)
 		}
-		raw := meta.Get(keySchema)
+		raw := meta.Get(format.SchemaKey)
 		v, err := strconv.Atoi(string(raw))
 		if err != nil {
 			return fmt.Errorf("%w: %s: schema %q is not a number", ErrNotCacheFile, db.path, raw)
@@ -370,7 +383,7 @@ func (db *DB) checkSchema() error {
 	// open; only an empty one is initialized.
 	fresh := false
 	err := db.bolt.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketMeta) == nil && !db.opts.ReadOnly {
+		if tx.Bucket(format.MetaBucket) == nil && !db.opts.ReadOnly {
 			fresh = true
 			return nil
 		}
@@ -381,7 +394,7 @@ func (db *DB) checkSchema() error {
 		err = db.bolt.Update(check)
 	case errors.Is(err, errUpgradeSchema):
 		err = db.bolt.Update(func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketMeta).Put(keySchema, []byte(strconv.Itoa(schemaVersion)))
+			return tx.Bucket(format.MetaBucket).Put(format.SchemaKey, []byte(strconv.Itoa(schemaVersion)))
 		})
 	}
 	if err != nil && !errors.Is(err, ErrNotCacheFile) && !errors.Is(err, ErrSchemaUnsupported) {
@@ -394,17 +407,17 @@ func (db *DB) checkSchema() error {
 var errUpgradeSchema = errors.New("older schema: upgrade")
 
 func initSchema(tx *bolt.Tx) error {
-	meta, err := tx.CreateBucket(bucketMeta)
+	meta, err := tx.CreateBucket(format.MetaBucket)
 	if err != nil {
 		return err
 	}
-	if err := meta.Put(keySchema, []byte(strconv.Itoa(schemaVersion))); err != nil {
+	if err := meta.Put(format.SchemaKey, []byte(strconv.Itoa(schemaVersion))); err != nil {
 		return err
 	}
-	if err := meta.Put(keyCreated, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+	if err := meta.Put(format.CreatedKey, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
 		return err
 	}
-	_, err = tx.CreateBucket(bucketCollections)
+	_, err = tx.CreateBucket(format.CollectionsBucket)
 	return err
 }
 
@@ -413,222 +426,6 @@ func (db *DB) MovedAside() string { return db.movedAside }
 
 // Path returns the file's path.
 func (db *DB) Path() string { return db.path }
-
-// AddCommitObserver calls fn after every commit attempt that wrote changes
-// or failed, until the returned function is called. fn runs on the commit
-// goroutine before Flush callers are released: it must not block or call
-// back into the DB.
-func (db *DB) AddCommitObserver(fn func(CommitStats)) (remove func()) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	id := db.nextObserver
-	db.nextObserver++
-	db.commitObservers[id] = fn
-	return func() {
-		db.mu.Lock()
-		delete(db.commitObservers, id)
-		db.mu.Unlock()
-	}
-}
-
-// run is the group-commit goroutine. It commits when kicked (by the batch
-// timer, the batch limit or Flush) and once more when stopped, then closes
-// donec.
-func (db *DB) run() {
-	defer close(db.donec)
-	var retry <-chan time.Time
-	backoff := db.opts.BatchInterval
-	for {
-		select {
-		case <-db.stopc:
-			return
-		case <-db.kick:
-		case <-retry:
-		}
-		retry = nil
-		if err := db.commit(); err != nil {
-			// Keep the changes in memory and try again; readers keep seeing
-			// them through the layers, and the RV on disk stays behind.
-			retry = time.After(backoff)
-			backoff = min(backoff*2, 5*time.Second)
-		} else {
-			backoff = db.opts.BatchInterval
-		}
-	}
-}
-
-// noteApplied arms the batch timer or kicks an early commit. Called after
-// every Apply with the number of changes it made.
-func (db *DB) noteApplied(n int) {
-	if db.pending.Add(int64(n)) >= int64(db.opts.BatchLimit) {
-		db.trigger()
-		return
-	}
-	db.mu.Lock()
-	arm := !db.timerArmed
-	db.timerArmed = true
-	db.mu.Unlock()
-	if arm {
-		time.AfterFunc(db.opts.BatchInterval, db.trigger)
-	}
-}
-
-func (db *DB) trigger() {
-	select {
-	case db.kick <- struct{}{}:
-	default:
-	}
-}
-
-// commit writes every collection's pending changes, and their resource
-// versions, in one bbolt transaction.
-func (db *DB) commit() error {
-	db.commitMu.Lock()
-	defer db.commitMu.Unlock()
-
-	db.mu.Lock()
-	db.timerArmed = false
-	colls := make([]*Collection, 0, len(db.collections))
-	for _, c := range db.collections {
-		colls = append(colls, c)
-	}
-	db.mu.Unlock()
-	sort.Slice(colls, func(i, j int) bool { return colls[i].name < colls[j].name })
-
-	// 1. Swap pending layers out under applyMu so barrier covers them exactly.
-	db.applyMu.Lock()
-	barrier := db.applySeq.Load()
-	db.pending.Store(0)
-	changes := 0
-	var dirty []*Collection
-	for _, c := range colls {
-		if n, ok := c.swapForCommit(); ok {
-			changes += n
-			dirty = append(dirty, c)
-		}
-	}
-	db.applyMu.Unlock()
-
-	start := time.Now()
-	var err error
-	var plans []commitPlan
-	if len(dirty) > 0 {
-		// 2. Write most of a large layer of a collection being filled ahead,
-		// a chunk per transaction (writeahead.go), then every layer in one
-		// transaction. Readers keep seeing the committing layers until step
-		// 3, so nothing they read goes missing meanwhile.
-		for _, c := range dirty {
-			if err = c.writeAhead(); err != nil {
-				err = fmt.Errorf("collection %s: writing ahead: %w", c.name, err)
-				break
-			}
-		}
-		plans = make([]commitPlan, len(dirty))
-		if err == nil {
-			err = db.bolt.Update(func(tx *bolt.Tx) error {
-				now := time.Now().UTC()
-				for i, c := range dirty {
-					var err error
-					if plans[i], err = c.writeCommitting(tx, now); err != nil {
-						return fmt.Errorf("collection %s: %w", c.name, err)
-					}
-				}
-				return nil
-			})
-		}
-		if err != nil {
-			err = fmt.Errorf("committing %d changes to %s: %w", changes, db.path, err)
-		}
-	}
-	// 3. Drop the committed layers, or move them below to the journal's;
-	// reads now go to the file for what was written into the trees. Those
-	// records are in the file now, and bbolt copied them there: reuse the
-	// buffers.
-	if err == nil {
-		for i, c := range dirty {
-			for _, l := range c.finishCommit(plans[i]) {
-				l.recycleRecords()
-			}
-		}
-	}
-
-	// The observer runs before Flush callers are released, so whoever waited
-	// for this commit also sees it reported.
-	db.mu.Lock()
-	observers := make([]func(CommitStats), 0, len(db.commitObservers))
-	for _, fn := range db.commitObservers {
-		observers = append(observers, fn)
-	}
-	failingBefore := db.lastErr != nil
-	db.mu.Unlock()
-	if len(dirty) > 0 || err != nil {
-		stats := CommitStats{Changes: changes, Duration: time.Since(start), Err: err}
-		for _, fn := range observers {
-			fn(stats)
-		}
-	}
-	// Say so once when commits start failing and once when they recover,
-	// not on every retry.
-	switch {
-	case err != nil && !failingBefore:
-		utilruntime.HandleError(fmt.Errorf("boltinformer: %w; the changes stay in memory, reads serve them, and commits are retried with backoff; the stored resourceVersion stays at the last committed state", err))
-	case err == nil && failingBefore && len(dirty) > 0:
-		utilruntime.HandleError(fmt.Errorf("boltinformer: commits to %s succeed again; the file has caught up", db.path))
-	}
-
-	db.mu.Lock()
-	db.attempts++
-	if err == nil {
-		db.committedSeq = max(db.committedSeq, barrier)
-		db.lastErr = nil
-	} else {
-		db.lastErr, db.lastErrSeq = err, db.attempts
-	}
-	close(db.commitDone)
-	db.commitDone = make(chan struct{})
-	db.mu.Unlock()
-	return err
-}
-
-// Flush commits every change applied before the call and returns once they
-// are on disk, or the first commit error seen after the call.
-func (db *DB) Flush(ctx context.Context) error {
-	if db.opts.ReadOnly {
-		return nil
-	}
-	target := db.applySeq.Load()
-	db.mu.Lock()
-	startAttempts := db.attempts
-	db.mu.Unlock()
-	db.trigger()
-	for {
-		db.mu.Lock()
-		done, committed := db.commitDone, db.committedSeq
-		lastErr, errSeq, closed := db.lastErr, db.lastErrSeq, db.closed
-		db.mu.Unlock()
-		if committed >= target {
-			return nil
-		}
-		if lastErr != nil && errSeq > startAttempts {
-			return lastErr
-		}
-		if closed {
-			return ErrClosed
-		}
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// Err returns the error of the latest commit if it failed, nil otherwise.
-func (db *DB) Err() error {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	return db.lastErr
-}
 
 // Close commits what is pending, stops the commit goroutine and closes the
 // file. It returns the final commit's error, if any: those changes are lost

@@ -30,7 +30,7 @@
 // resourceVersion with the last (see writeahead.go): a bbolt transaction
 // holds a buffer per page it writes.
 //
-// Records are msgpack envelopes (see record.go) around a payload encoded by
+// Records are msgpack envelopes (internal/format) around a payload encoded by
 // Codec: the generated protobuf of typed objects (JSON for the rare typed
 // object without one), msgpack for unstructured ones, which, unlike JSON,
 // keeps int64 and float64 apart.

@@ -4,22 +4,23 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 )
 
-// SetMinJournalBytes sets the journal a collection gathers before a fold
-// whatever its size, so that tests see folds on a few objects. It returns a
-// function restoring the default.
-func SetMinJournalBytes(n int64) (restore func()) {
-	old := minJournalBytes
-	minJournalBytes = n
-	return func() { minJournalBytes = old }
+// WithMinJournalBytes returns opts with the journal a collection gathers
+// before a fold whatever its size, so that tests see folds on a few
+// objects.
+func WithMinJournalBytes(opts Options, n int64) Options {
+	opts.minJournalBytes = n
+	return opts
 }
 
-// SetFoldChunk makes every fold move n keys per commit (0: computed).
-func SetFoldChunk(n int) (restore func()) {
-	old := fixedFoldChunk
-	fixedFoldChunk = n
-	return func() { fixedFoldChunk = old }
+// WithFoldChunk returns opts with every fold moving n keys per commit (0:
+// computed).
+func WithFoldChunk(opts Options, n int) Options {
+	opts.foldChunk = n
+	return opts
 }
 
 // JournalState reports the collection's journal as loaded or last
@@ -37,7 +38,7 @@ func TreeBytes(c *Collection) (counted, actual int64, err error) {
 	counted = c.journal.treeBytes
 	c.db.commitMu.Unlock()
 	err = c.db.bolt.View(func(tx *bolt.Tx) error {
-		return c.bucket(tx).Bucket(bucketObjects).ForEach(func(_, v []byte) error {
+		return c.bucket(tx).Bucket(format.ObjectsBucket).ForEach(func(_, v []byte) error {
 			actual += int64(len(v))
 			return nil
 		})
@@ -92,13 +93,12 @@ func HoldForCommit(c *Collection) {
 	c.swapForCommit()
 }
 
-// SetWriteAhead makes commits write ahead chunk keys per transaction and
-// call hook, if not nil, after each such transaction with the chunk's last
-// key (see writeahead.go). It returns a function restoring the defaults.
-func SetWriteAhead(chunk int, hook func(last string)) (restore func()) {
-	oldChunk, oldHook := writeAheadChunk, writtenAheadHook
-	writeAheadChunk, writtenAheadHook = chunk, hook
-	return func() { writeAheadChunk, writtenAheadHook = oldChunk, oldHook }
+// WithWriteAhead returns opts with commits writing ahead chunk keys per
+// transaction and calling hook, if not nil, after each such transaction
+// with the chunk's last key (see writeahead.go).
+func WithWriteAhead(opts Options, chunk int, hook func(last string)) Options {
+	opts.writeAheadChunk, opts.writtenAhead = chunk, hook
+	return opts
 }
 
 // CommittedState reads, in a transaction of its own, the collection's
@@ -106,8 +106,8 @@ func SetWriteAhead(chunk int, hook func(last string)) (restore func()) {
 func CommittedState(c *Collection) (rv string, objects int, err error) {
 	err = c.db.bolt.View(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
-		rv = string(b.Bucket(bucketCollMeta).Get(keyRV))
-		objects = b.Bucket(bucketObjects).Stats().KeyN
+		rv = string(b.Bucket(format.CollMetaBucket).Get(format.RVKey))
+		objects = b.Bucket(format.ObjectsBucket).Stats().KeyN
 		return nil
 	})
 	return rv, objects, err

@@ -31,19 +31,17 @@ type holder struct {
 	closing bool        // Close has begun: the lock is about to be released
 }
 
-// claimWaiting, if set (by tests), is called when claim starts waiting for
-// a DB of this process to finish closing the file.
-var claimWaiting func(path string)
-
 // claim records that a DB of this process is about to open path. If one
 // already holds it in a conflicting mode (a writer excludes every other DB,
 // a reader only writers, as the file's lock does), claim fails at once with
 // ErrOpenInProcess (and ErrLocked), unless that DB is closing: then it waits
-// for the release, at most timeout, as bbolt would for the lock. The file is
+// for the release, at most opts.LockTimeout, as bbolt would for the lock
+// (calling opts.claimWaiting, if set, as it starts to wait). The file is
 // recognised by its absolute path or, once it exists, as the same file (a
 // link, another spelling). Call opened once the file exists and unclaim
 // after its lock was released.
-func claim(path string, readOnly bool, timeout time.Duration) (*holder, error) {
+func claim(path string, opts Options) (*holder, error) {
+	readOnly := opts.ReadOnly
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening cache file %s: %w", path, err)
@@ -74,18 +72,18 @@ func claim(path string, readOnly bool, timeout time.Duration) (*holder, error) {
 				ErrLocked, ErrOpenInProcess, path, mode)
 		}
 		if expired == nil {
-			timer := time.NewTimer(timeout)
+			timer := time.NewTimer(opts.LockTimeout)
 			defer timer.Stop()
 			expired = timer.C
 		}
-		if claimWaiting != nil {
-			claimWaiting(path)
+		if opts.claimWaiting != nil {
+			opts.claimWaiting(path)
 		}
 		select {
 		case <-other.released:
 		case <-expired:
 			return nil, fmt.Errorf("%w: %w: %s (by another DB, %s), whose Close did not finish within %s",
-				ErrLocked, ErrOpenInProcess, path, mode, timeout)
+				ErrLocked, ErrOpenInProcess, path, mode, opts.LockTimeout)
 		}
 	}
 }

@@ -101,10 +101,9 @@ func TestOpenWaitsForAClosingDB(t *testing.T) {
 	<-inClose
 
 	waiting := make(chan struct{})
-	defer persist.SetClaimWaiting(func(string) { close(waiting) })()
 	opened := make(chan error, 1)
 	go func() {
-		db, err := persist.Open(path, persist.Options{LockTimeout: time.Minute})
+		db, err := persist.Open(path, persist.WithClaimWaiting(persist.Options{LockTimeout: time.Minute}, func(string) { close(waiting) }))
 		if err == nil {
 			err = db.Close()
 		}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 )
 
 // StoredIndexValues returns, for each key, the values every index of the
@@ -35,13 +37,13 @@ func (c *Collection) StoredIndexValues(keys []string) (map[string]map[string][]s
 		if b == nil {
 			return ErrNoCollection
 		}
-		idx := b.Bucket(bucketIndexes)
+		idx := b.Bucket(format.IndexesBucket)
 		for name := range c.indexes {
 			ib := idx.Bucket([]byte(name))
 			if ib == nil {
 				return fmt.Errorf("%w: index bucket %q missing", ErrCorruptRecord, name)
 			}
-			byKey := ib.Bucket(bucketByKey)
+			byKey := ib.Bucket(format.ByKeyBucket)
 			for _, key := range fromFile {
 				raw := byKey.Get([]byte(key))
 				if raw == nil {

@@ -34,7 +34,7 @@ type CollectionInfo struct {
 func (db *DB) Collections() ([]CollectionInfo, error) {
 	var out []CollectionInfo
 	err := db.bolt.View(func(tx *bolt.Tx) error {
-		root := tx.Bucket(bucketCollections)
+		root := tx.Bucket(format.CollectionsBucket)
 		return root.ForEachBucket(func(name []byte) error {
 			info, err := readInfo(root.Bucket(name), string(name))
 			if err != nil {
@@ -50,24 +50,24 @@ func (db *DB) Collections() ([]CollectionInfo, error) {
 
 func readInfo(b *bolt.Bucket, name string) (CollectionInfo, error) {
 	info := CollectionInfo{Name: name}
-	meta := b.Bucket(bucketCollMeta)
-	objects := b.Bucket(bucketObjects)
+	meta := b.Bucket(format.CollMetaBucket)
+	objects := b.Bucket(format.ObjectsBucket)
 	if meta == nil || objects == nil {
 		return info, fmt.Errorf("%w: missing meta or objects bucket", ErrCorruptRecord)
 	}
-	info.ResourceVersion = string(meta.Get(keyRV))
-	info.MustList = meta.Get(keyMustList) != nil
-	if raw := meta.Get(keyDescription); raw != nil {
+	info.ResourceVersion = string(meta.Get(format.RVKey))
+	info.MustList = meta.Get(format.MustListKey) != nil
+	if raw := meta.Get(format.DescriptionKey); raw != nil {
 		if err := msgpack.Unmarshal(raw, &info.Description); err != nil {
 			return info, fmt.Errorf("%w: description: %v", ErrCorruptRecord, err)
 		}
 	}
-	if raw := meta.Get(keyIndexVersion); raw != nil {
+	if raw := meta.Get(format.IndexVersionsKey); raw != nil {
 		if err := msgpack.Unmarshal(raw, &info.Indexes); err != nil {
 			return info, fmt.Errorf("%w: index versions: %v", ErrCorruptRecord, err)
 		}
 	}
-	if raw := meta.Get(keyCommitted); raw != nil {
+	if raw := meta.Get(format.CommittedKey); raw != nil {
 		t, err := time.Parse(time.RFC3339Nano, string(raw))
 		if err != nil {
 			return info, fmt.Errorf("%w: commit time %q", ErrCorruptRecord, raw)

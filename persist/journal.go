@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 
@@ -23,21 +22,15 @@ import (
 // internal/format/journal.go for the layout and docs/write-path.md for the
 // arithmetic.
 //
-// In memory, each generation in the file is a layer below the committing
-// one: journaled (the newest generation, which commits append to) and
-// folding (the older one, being folded). Reads consult pending, committing,
-// journaled, folding, then the trees, so a journaled change overrides the
-// trees exactly as it does on disk. Only the commit goroutine (commitMu)
-// changes these two layers and journalState, under mu; readers hold mu.
+// In memory, each generation in the file is a layer: journaled and folding,
+// two of the five states of commit.go's table, which says who changes them
+// under which locks.
 //
 // The journal's layers hold each change's key, index values and place in
 // the file, not its record: reads take the record from the journal
 // (changeRecordTx) as they take a tree record from the tree, so the
 // journal adds a few hundred bytes of memory per key, not the records'
-// bytes. A reader holding mu sees the layers of the last finished commit
-// and a file at most one commit ahead (finishCommit needs mu): if that
-// commit folded an entry's generation away, the trees hold the entry's
-// state, and the read takes it from there.
+// bytes.
 //
 // A fold moves a sealed generation into the trees a chunk of keys (in key
 // order) per commit, recording the last key folded in the same
@@ -49,10 +42,10 @@ import (
 // journal generation may hold before it is folded; see Options.JournalShare.
 const DefaultJournalShare = 0.25
 
-// minJournalBytes is the journal a small collection may gather anyway: a
-// fold of fewer bytes saves nothing worth the bookkeeping. (A variable for
-// the tests.)
-var minJournalBytes int64 = 1 << 20
+// defaultMinJournalBytes is the journal a small collection may gather
+// anyway: a fold of fewer bytes saves nothing worth the bookkeeping.
+// (Tests set less: Options.minJournalBytes.)
+const defaultMinJournalBytes = 1 << 20
 
 // foldCommits is how many commits a fold is spread over at most; each
 // commit also folds at least foldPerAppended keys per key it appends, so
@@ -62,10 +55,6 @@ const (
 	foldPerAppended = 4
 	minFoldChunk    = 256
 )
-
-// fixedFoldChunk, if positive, replaces the computed fold chunk (for the
-// crash tests, which need folds that span commits on a few objects).
-var fixedFoldChunk int
 
 // journalState is where the collection's journal stands. Guarded by
 // db.commitMu (and set by load before the collection is shared).
@@ -95,7 +84,7 @@ func (j *journalState) active() (uint64, bool) {
 func (c *Collection) loadJournal(b *bolt.Bucket) error {
 	c.journaled, c.folding = nil, nil
 	c.journal = journalState{treeBytes: -1}
-	if raw := b.Bucket(bucketCollMeta).Get(format.TreeBytesKey); raw != nil {
+	if raw := b.Bucket(format.CollMetaBucket).Get(format.TreeBytesKey); raw != nil {
 		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n >= 0 {
 			c.journal.treeBytes = n
 		}
@@ -124,7 +113,7 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 	}
 	c.journal.gens = j.Generations
 	c.journal.nextSeq = lastSeq + 1
-	if k, _ := b.Bucket(bucketObjects).Cursor().First(); k == nil {
+	if k, _ := b.Bucket(format.ObjectsBucket).Cursor().First(); k == nil {
 		c.journal.treeBytes = 0
 	}
 	layer := func(i int) *layer {
@@ -170,7 +159,7 @@ func (c *Collection) setAsideJournalTx(tx *bolt.Tx) error {
 	if err := b.DeleteBucket(format.JournalBucket); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 		return err
 	}
-	meta := b.Bucket(bucketCollMeta)
+	meta := b.Bucket(format.CollMetaBucket)
 	if err := meta.Delete(format.TreeBytesKey); err != nil { // counted again
 		return err
 	}
@@ -217,109 +206,6 @@ func (c *Collection) foldJournalForBuild(b *bolt.Bucket) (int64, error) {
 // hasJournal reports whether the journal holds anything.
 func (c *Collection) hasJournal() bool { return c.journaled != nil || c.folding != nil }
 
-// commitPlan is what writeCommitting did, for finishCommit to mirror in
-// memory once the transaction committed.
-type commitPlan struct {
-	journal  journalState
-	appended bool // the committing layer went to the journal
-	// appendedGen and appendedSeqs say where: appendedSeqs[i] is the
-	// sequence number of the layer's i-th key in key order.
-	appendedGen  uint64
-	appendedKeys []string
-	appendedSeqs []uint64
-	foldAll      bool // the journal was folded whole (and the layer written to the trees)
-	foldDone     bool // the folding generation's last chunk was folded
-	seal         bool // the journaled generation is now folding
-}
-
-// writeObjects writes the committing layer's object changes in tx, to the
-// journal or to the trees, and moves the fold along. It returns the last
-// stored records of the keys the layer deletes (for the checkpoints'
-// tombstones) and what finishCommit must do.
-func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, commitPlan, error) {
-	plan := commitPlan{journal: c.journal}
-	plan.journal.gens = slices.Clone(c.journal.gens)
-	if len(l.changes) == 0 {
-		return nil, plan, nil
-	}
-	keys := sortedKeys(l.changes)
-	if l.writtenAhead != "" { // those are in the trees already (writeahead.go)
-		keys = keys[sort.SearchStrings(keys, l.writtenAhead+"\x00"):]
-	}
-	objects := b.Bucket(bucketObjects)
-	checkpoints := b.Bucket(bucketCheckpoints) != nil || len(l.acks) > 0
-	deleted := map[string][]byte{}
-	if checkpoints {
-		for _, key := range keys {
-			if ch := l.changes[key]; ch.deleted {
-				rec, err := c.lastRecord(b, key)
-				if err != nil {
-					return nil, plan, err
-				}
-				if ch.replaced != nil {
-					rec = ch.replaced // newer than the committed one
-				}
-				deleted[key] = rec
-			}
-		}
-	}
-	share := c.db.opts.JournalShare
-	bulk := len(l.changes) >= c.db.opts.BatchLimit
-	if share < 0 || bulk || (!c.hasJournal() && appending(objects, keys)) {
-		// Straight into the trees: the journal is off, the commit is large
-		// enough that the trees' leaves are rewritten for many keys each,
-		// or it appends (a list loading into an empty collection).
-		plan.foldAll = c.hasJournal()
-		if err := c.foldAllTx(b, &plan.journal, l); err != nil {
-			return nil, plan, err
-		}
-		return deleted, plan, nil
-	}
-	var err error
-	if plan.appendedGen, plan.appendedSeqs, err = c.appendJournal(b, &plan.journal, keys, l); err != nil {
-		return nil, plan, err
-	}
-	plan.appendedKeys = keys
-	// Dormant indexes would be behind the journal as they would be behind
-	// the trees.
-	if err := c.dropUnusedIndexes(b); err != nil {
-		return nil, plan, err
-	}
-	plan.appended = true
-	if c.folding != nil {
-		done, err := c.foldChunk(b, &plan.journal, len(keys))
-		if err != nil {
-			return nil, plan, err
-		}
-		plan.foldDone = done
-	} else {
-		limit, err := c.journalLimit(b, &plan.journal)
-		if err != nil {
-			return nil, plan, err
-		}
-		// The sealed generation's keys are derived from its layer once
-		// finishCommit has it, as loadJournal derives them.
-		plan.seal = plan.journal.activeBytes >= limit
-		if plan.seal {
-			plan.journal.activeBytes = 0
-		}
-	}
-	return deleted, plan, nil
-}
-
-// lastRecord returns a copy of key's newest committed record (journal,
-// then the object tree), or nil if it has none.
-func (c *Collection) lastRecord(b *bolt.Bucket, key string) ([]byte, error) {
-	if ch := c.journalChangeLocked(key); ch != nil {
-		if ch.deleted {
-			return nil, nil
-		}
-		rec, err := c.changeRecordTx(b, key, ch)
-		return bytes.Clone(rec), err
-	}
-	return bytes.Clone(b.Bucket(bucketObjects).Get([]byte(key))), nil
-}
-
 // changeRecordTx returns the record of ch, a change to key that is not a
 // deletion: its own, or, for a change in the journal, the journal entry's
 // in b's transaction (aliasing the transaction's memory). An entry whose
@@ -333,7 +219,7 @@ func (c *Collection) changeRecordTx(b *bolt.Bucket, key string, ch *change) ([]b
 		return nil, fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 	}
 	if !ok {
-		if rec = b.Bucket(bucketObjects).Get([]byte(key)); rec == nil {
+		if rec = b.Bucket(format.ObjectsBucket).Get([]byte(key)); rec == nil {
 			return nil, fmt.Errorf("%w: collection %q key %q: journal entry %d/%d is neither in the journal nor folded", ErrCorruptRecord, c.name, key, ch.gen, ch.seq)
 		}
 	}
@@ -368,29 +254,6 @@ func (c *Collection) changeAfter(l *layer, key string) *change {
 		}
 	}
 	return c.journalChangeLocked(key)
-}
-
-// storedVersionTx returns the resourceVersion of key's newest committed
-// state after l, and whether that state is an object.
-func (c *Collection) storedVersionTx(b *bolt.Bucket, l *layer, key string) (string, bool, error) {
-	var rec []byte
-	if ch := c.changeAfter(l, key); ch != nil {
-		if ch.deleted {
-			return "", false, nil
-		}
-		if ch.obj != nil {
-			rv, err := resourceVersionOf(ch.obj)
-			return rv, true, err
-		}
-		var err error
-		if rec, err = c.changeRecordTx(b, key, ch); err != nil {
-			return "", false, err
-		}
-	} else if rec = b.Bucket(bucketObjects).Get([]byte(key)); rec == nil {
-		return "", false, nil
-	}
-	rv, err := ReadResourceVersion(rec)
-	return rv, err == nil, err
 }
 
 // appendJournal appends l's changes, in key order, to the active
@@ -439,7 +302,7 @@ func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []strin
 func (c *Collection) journalLimit(b *bolt.Bucket, j *journalState) (int64, error) {
 	if j.treeBytes < 0 {
 		var n int64
-		if err := b.Bucket(bucketObjects).ForEach(func(_, v []byte) error { n += int64(len(v)); return nil }); err != nil {
+		if err := b.Bucket(format.ObjectsBucket).ForEach(func(_, v []byte) error { n += int64(len(v)); return nil }); err != nil {
 			return 0, err
 		}
 		j.treeBytes = n
@@ -451,7 +314,7 @@ func (c *Collection) journalLimit(b *bolt.Bucket, j *journalState) (int64, error
 	if share == 0 {
 		share = DefaultJournalShare
 	}
-	return max(minJournalBytes, int64(share*float64(j.treeBytes))), nil
+	return max(c.db.opts.minJournalBytes, int64(share*float64(j.treeBytes))), nil
 }
 
 // foldChunk folds the next chunk of the folding generation into the trees;
@@ -459,8 +322,8 @@ func (c *Collection) journalLimit(b *bolt.Bucket, j *journalState) (int64, error
 // that was the last chunk, which deletes the generation.
 func (c *Collection) foldChunk(b *bolt.Bucket, j *journalState, appended int) (bool, error) {
 	n := max(minFoldChunk, (len(j.foldKeys)+foldCommits-1)/foldCommits, foldPerAppended*appended)
-	if fixedFoldChunk > 0 {
-		n = fixedFoldChunk
+	if c.db.opts.foldChunk > 0 {
+		n = c.db.opts.foldChunk
 	}
 	end := min(j.folded+n, len(j.foldKeys))
 	keys := j.foldKeys[j.folded:end]
@@ -514,12 +377,12 @@ func (c *Collection) foldAllTx(b *bolt.Bucket, j *journalState, l *layer) error 
 // writeTrees writes the changes to sorted keys into the object tree, the
 // versions and the index buckets.
 func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, changeOf func(string) *change) error {
-	objects := b.Bucket(bucketObjects)
+	objects := b.Bucket(format.ObjectsBucket)
 	versions := b.Bucket(format.VersionsBucket) // nil only for a read-only open
 	if versions != nil && appending(versions, keys) {
 		versions.FillPercent = 1.0
 	}
-	idx := b.Bucket(bucketIndexes)
+	idx := b.Bucket(format.IndexesBucket)
 	type ibuckets struct {
 		name           string
 		byValue, byKey *bolt.Bucket
@@ -530,7 +393,7 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 		if ib == nil {
 			return fmt.Errorf("%w: index bucket %q missing", ErrCorruptRecord, name)
 		}
-		indexes = append(indexes, ibuckets{name, ib.Bucket(bucketByValue), ib.Bucket(bucketByKey)})
+		indexes = append(indexes, ibuckets{name, ib.Bucket(format.ByValueBucket), ib.Bucket(format.ByKeyBucket)})
 	}
 	if appending(objects, keys) {
 		// Every key goes after the stored ones, as when a list (which comes
@@ -602,65 +465,34 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 	return c.dropUnusedIndexes(b)
 }
 
+// appending reports whether every key of sorted keys sorts after b's last
+// key, so that writing them only appends. bbolt splits a page it overfills
+// at FillPercent of a page (half, by default, which suits random inserts);
+// pages that only receive appends are better filled completely.
+func appending(b *bolt.Bucket, keys []string) bool {
+	if len(keys) == 0 {
+		return false
+	}
+	last, _ := b.Cursor().Last()
+	return last == nil || keys[0] > string(last)
+}
+
+// appendingEntries reports whether every byValue entry the changes to keys
+// add to the named index sorts after the bucket's last entry.
+func appendingEntries(byValue *bolt.Bucket, index string, keys []string, changeOf func(string) *change) bool {
+	last, _ := byValue.Cursor().Last()
+	for _, key := range keys {
+		for _, v := range changeOf(key).indexes[index] {
+			if last != nil && bytes.Compare(format.IndexEntry(v, key), last) <= 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // writeTreeBytes records the object tree's record bytes in the meta
 // bucket of the collection b.
 func writeTreeBytes(b *bolt.Bucket, n int64) error {
-	return b.Bucket(bucketCollMeta).Put(format.TreeBytesKey, strconv.AppendInt(nil, n, 10))
-}
-
-// finishCommit mirrors a committed plan in memory: the committing layer
-// joins the journal or is dropped, and the journal's layers follow the
-// fold. It returns the layers whose records may be recycled.
-func (c *Collection) finishCommit(plan commitPlan) []*layer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := c.committing
-	c.committing = nil
-	c.journal = plan.journal
-	var done []*layer
-	switch {
-	case plan.appended:
-		l.acks, l.clearedAcks, l.ackedDeletions = nil, nil, nil // written
-		// The file holds the records now: the layer keeps where, and
-		// reads take them from there. Under mu: readers may be reading
-		// the committing layer's records until now.
-		recycled := 0
-		bounded := c.cache.bounded()
-		for i, key := range plan.appendedKeys {
-			ch := l.changes[key]
-			ch.gen, ch.seq = plan.appendedGen, plan.appendedSeqs[i]
-			if ch.record != nil && recycled < maxRecycledPerCommit && cap(ch.record) <= maxRecycledRecord {
-				p := ch.record[:0]
-				recordPool.Put(&p)
-				recycled++
-			}
-			ch.record, ch.replaced = nil, nil
-			if bounded {
-				// A bounded cache's memory must not grow with the
-				// journal: reads decode the records again.
-				ch.obj = nil
-			}
-		}
-		if c.journaled == nil {
-			c.journaled = l
-		} else {
-			for key, ch := range l.changes {
-				c.journaled.put(key, ch)
-			}
-		}
-	case plan.foldAll:
-		done = append(done, l, c.journaled, c.folding)
-		c.journaled, c.folding = nil, nil
-	default:
-		done = append(done, l)
-	}
-	if plan.foldDone {
-		done = append(done, c.folding)
-		c.folding = nil
-	}
-	if plan.seal {
-		c.folding, c.journaled = c.journaled, nil
-		c.journal.foldKeys, c.journal.folded = sortedKeys(c.folding.changes), 0
-	}
-	return done
+	return b.Bucket(format.CollMetaBucket).Put(format.TreeBytesKey, strconv.AppendInt(nil, n, 10))
 }

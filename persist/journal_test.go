@@ -164,8 +164,7 @@ func checkJournalModel(t *testing.T, what string, c *persist.Collection, m journ
 // each commit, through a bounded and an unbounded cache, and after each
 // reopen of the file (which reads the journal back).
 func TestJournalReadsAndReopens(t *testing.T) {
-	defer persist.SetMinJournalBytes(4 << 10)()
-	defer persist.SetFoldChunk(9)()
+	dbOpts := persist.WithFoldChunk(persist.WithMinJournalBytes(persist.Options{BatchInterval: 1 << 40}, 4<<10), 9)
 	for _, bounded := range []bool{false, true} {
 		t.Run(fmt.Sprintf("bounded=%v", bounded), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cache.db")
@@ -178,7 +177,7 @@ func TestJournalReadsAndReopens(t *testing.T) {
 			seen := map[[2]int]int{} // (generations, folding) after a commit -> times
 			step := 0
 			for reopen := range 6 {
-				db := openDB(t, path, persist.Options{BatchInterval: 1 << 40})
+				db := openDB(t, path, dbOpts)
 				c, err := db.Collection("cms", opts)
 				if err != nil {
 					t.Fatal(err)
@@ -474,9 +473,8 @@ func TestUnreadableJournalIsSetAside(t *testing.T) {
 // the closed one still holds layers of, and merging the two would return
 // states that never were.
 func TestReadsOfAClosedCollectionFail(t *testing.T) {
-	defer persist.SetMinJournalBytes(1)()
 	path := filepath.Join(t.TempDir(), "cache.db")
-	db := openDB(t, path, persist.Options{})
+	db := openDB(t, path, persist.WithMinJournalBytes(persist.Options{}, 1))
 	defer db.Close()
 	old, err := db.Collection("cms", persist.CollectionOptions{CacheObjects: 1})
 	if err != nil {

@@ -56,16 +56,11 @@ type change struct {
 	replaced []byte
 }
 
-// layer is a set of applied changes not yet on disk: the latest change per
-// key, an index of those changes, and the resource version after them.
-//
-// A collection has up to two unwritten ones: pending (receiving Applies)
-// and committing (being written by a commit); below them, up to two hold
-// what the file's journal holds (journaled and folding, see journal.go).
-// Readers consult pending, committing, journaled, folding, then the trees;
-// a layer is dropped (or moved into the journal's) only after its commit
-// succeeded, so a reader always finds the newest state in the first place
-// that has the key.
+// layer is a set of applied changes not in the trees: the latest change per
+// key, an index of those changes, and the resource version, must-list mark
+// and acknowledgements that came with them. A collection has up to four,
+// one per state a change passes through before the trees (pending,
+// committing, journaled, folding): see the table in commit.go.
 type layer struct {
 	changes map[string]*change
 	// byValue indexes the non-deleted changes: index name -> value -> keys.
@@ -166,6 +161,86 @@ func (l *layer) absorb(newer *layer) {
 		l.see(name, t)
 	}
 	l.absorbAcks(newer)
+}
+
+// A layer's checkpoint stamps and acknowledgements: Checkpoint records
+// them in the pending layer, and writeAcks (commit.go) writes them with the
+// layer's changes.
+
+// see stamps the named checkpoint as open at t.
+func (l *layer) see(name string, t time.Time) {
+	if l.seen == nil {
+		l.seen = map[string]time.Time{}
+	}
+	l.seen[name] = t
+}
+
+// ack records an acknowledgement in the layer; rv "" acknowledges the key's
+// deletion (drops its tombstone).
+func (l *layer) ack(name, key, rv string) {
+	if l.acks == nil {
+		l.acks = map[string]map[string]string{}
+	}
+	m := l.acks[name]
+	if m == nil {
+		m = map[string]string{}
+		l.acks[name] = m
+	}
+	m[key] = rv
+	if ch := l.changes[key]; ch != nil && ch.deleted && (rv == "" || rv == ch.deletedAt) {
+		// This acknowledges the deletion this layer holds: its tombstone
+		// need not be written. A later change to the key undoes this
+		// (forgetAckedDeletions).
+		if l.ackedDeletions == nil {
+			l.ackedDeletions = map[string]map[string]bool{}
+		}
+		if l.ackedDeletions[name] == nil {
+			l.ackedDeletions[name] = map[string]bool{}
+		}
+		l.ackedDeletions[name][key] = true
+	}
+}
+
+// forgetAckedDeletions is called when the layer gets a new change to key: an
+// acknowledgement of an earlier deletion does not cover what follows.
+func (l *layer) forgetAckedDeletions(key string) {
+	for _, m := range l.ackedDeletions {
+		delete(m, key)
+	}
+}
+
+// clearAcks records that the named checkpoint is cleared before the layer's
+// later acknowledgements.
+func (l *layer) clearAcks(name string) {
+	if l.clearedAcks == nil {
+		l.clearedAcks = map[string]bool{}
+	}
+	l.clearedAcks[name] = true
+	delete(l.acks, name)
+	delete(l.ackedDeletions, name)
+}
+
+// absorbAcks folds newer's acknowledgements on top of l's.
+func (l *layer) absorbAcks(newer *layer) {
+	for name := range newer.clearedAcks {
+		l.clearAcks(name)
+	}
+	for name, m := range newer.acks {
+		for key, rv := range m {
+			l.ack(name, key, rv)
+		}
+	}
+	for name, m := range newer.ackedDeletions {
+		for key := range m {
+			if l.ackedDeletions == nil {
+				l.ackedDeletions = map[string]map[string]bool{}
+			}
+			if l.ackedDeletions[name] == nil {
+				l.ackedDeletions[name] = map[string]bool{}
+			}
+			l.ackedDeletions[name][key] = true
+		}
+	}
 }
 
 // recordPool holds record buffers of committed layers (*[]byte) for Apply

@@ -7,6 +7,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 )
 
 // memIndex is every secondary index of a collection held in memory. A
@@ -170,7 +172,7 @@ func (c *Collection) completeLocked() error {
 		if b == nil {
 			return ErrNoCollection
 		}
-		err := b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+		err := b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
 			key := string(k)
 			if !c.cache.has(key) && !c.inLayersLocked(key) {
 				found = append(found, keyed{key: key})
@@ -232,7 +234,7 @@ func (c *Collection) loadMemIndexLocked() (*memIndex, error) {
 				return err
 			}
 			err = byValue.ForEach(func(k, _ []byte) error {
-				value, key, _, err := splitIndexEntry(k)
+				value, key, _, err := format.SplitIndexEntry(k)
 				if err != nil {
 					return err
 				}
@@ -294,7 +296,7 @@ func (c *Collection) completeIfEmpty() error {
 		if b == nil {
 			return ErrNoCollection
 		}
-		k, _ := b.Bucket(bucketObjects).Cursor().First()
+		k, _ := b.Bucket(format.ObjectsBucket).Cursor().First()
 		empty = k == nil
 		return nil
 	})

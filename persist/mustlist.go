@@ -4,6 +4,8 @@ import (
 	"context"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 )
 
 // A collection's resourceVersion says where a watch may resume: the stored
@@ -73,7 +75,7 @@ func (c *Collection) ApplyPart(ops []Op) error {
 // writeMustList stores the mark in meta, or removes it.
 func writeMustList(meta *bolt.Bucket, set bool) error {
 	if !set {
-		return meta.Delete(keyMustList)
+		return meta.Delete(format.MustListKey)
 	}
-	return meta.Put(keyMustList, []byte{1})
+	return meta.Put(format.MustListKey, []byte{1})
 }

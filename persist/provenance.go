@@ -95,10 +95,10 @@ func writeProvenance(meta *bolt.Bucket, p map[string]string) error {
 // hasContentTx reports whether the collection holds a resourceVersion or
 // any object on disk.
 func (c *Collection) hasContentTx(b *bolt.Bucket) bool {
-	if len(b.Bucket(bucketCollMeta).Get(keyRV)) > 0 {
+	if len(b.Bucket(format.CollMetaBucket).Get(format.RVKey)) > 0 {
 		return true
 	}
-	k, _ := b.Bucket(bucketObjects).Cursor().First()
+	k, _ := b.Bucket(format.ObjectsBucket).Cursor().First()
 	return k != nil || b.Bucket(format.JournalBucket) != nil
 }
 
@@ -108,7 +108,7 @@ func (c *Collection) hasContentTx(b *bolt.Bucket) bool {
 // something was dropped. The caller resets the in-memory state.
 func (c *Collection) checkProvenanceTx(tx *bolt.Tx, want map[string]string, force bool) (*ProvenanceMismatch, error) {
 	b := c.bucket(tx)
-	meta := b.Bucket(bucketCollMeta)
+	meta := b.Bucket(format.CollMetaBucket)
 	mismatch := diffProvenance(c.provenance, want)
 	if mismatch == nil {
 		if !force {
@@ -147,7 +147,7 @@ func (c *Collection) checkProvenanceTx(tx *bolt.Tx, want map[string]string, forc
 // emptyTx drops every object, every index entry (the indexes stay defined,
 // empty) and the resourceVersion.
 func (c *Collection) emptyTx(b *bolt.Bucket) error {
-	if err := b.DeleteBucket(bucketObjects); err != nil {
+	if err := b.DeleteBucket(format.ObjectsBucket); err != nil {
 		return err
 	}
 	if b.Bucket(format.JournalBucket) != nil {
@@ -159,7 +159,7 @@ func (c *Collection) emptyTx(b *bolt.Bucket) error {
 		return err
 	}
 
-	if _, err := b.CreateBucket(bucketObjects); err != nil {
+	if _, err := b.CreateBucket(format.ObjectsBucket); err != nil {
 		return err
 	}
 	if err := b.DeleteBucket(format.VersionsBucket); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
@@ -168,7 +168,7 @@ func (c *Collection) emptyTx(b *bolt.Bucket) error {
 	if _, err := b.CreateBucket(format.VersionsBucket); err != nil {
 		return err
 	}
-	if err := b.Bucket(bucketCollMeta).Delete(keyRV); err != nil {
+	if err := b.Bucket(format.CollMetaBucket).Delete(format.RVKey); err != nil {
 		return err
 	}
 	c.rv = ""
@@ -255,7 +255,7 @@ func (c *Collection) reset(ctx context.Context, want map[string]string, force, m
 			return err
 		}
 		c.mustList = true
-		return writeMustList(b.Bucket(bucketCollMeta), true)
+		return writeMustList(b.Bucket(format.CollMetaBucket), true)
 	})
 	if err != nil {
 		c.provenance, c.rv, c.mustList = before, rv, marked

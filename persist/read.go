@@ -17,9 +17,8 @@ import (
 )
 
 // This file holds the collection's reads. Each merges, newest first, the
-// pending layer, the committing layer, the journal's layers and the trees;
-// see layer.go and journal.go for why that order always finds the newest
-// state.
+// five states of commit.go's table (overlaysLocked, then the trees); the
+// table's invariants say why that order always finds the newest state.
 
 // view runs fn in a read transaction of the file, for a read that merges
 // the file with the layers. It fails once Close has released the
@@ -91,7 +90,7 @@ func (c *Collection) viewRecord(key string, fn func(rec []byte) error) error {
 		if b == nil {
 			return ErrNoCollection
 		}
-		if rec := b.Bucket(bucketObjects).Get([]byte(key)); rec != nil {
+		if rec := b.Bucket(format.ObjectsBucket).Get([]byte(key)); rec != nil {
 			return fn(rec)
 		}
 		return nil
@@ -318,7 +317,7 @@ func (c *Collection) walkKeys() ([]string, error) {
 	if b == nil {
 		return nil, ErrNoCollection
 	}
-	cur := b.Bucket(bucketObjects).Cursor()
+	cur := b.Bucket(format.ObjectsBucket).Cursor()
 	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
 		if _, ok := layered[string(k)]; !ok {
 			keys = append(keys, string(k))
@@ -447,7 +446,7 @@ func (c *Collection) walkFileLocked(fn func(key string, rec []byte) error) error
 		if b == nil {
 			return ErrNoCollection
 		}
-		return b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+		return b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
 			key := string(k)
 			if c.inLayersLocked(key) {
 				return nil
@@ -557,7 +556,7 @@ func (c *Collection) ResourceVersions() (map[string]string, error) {
 			if err != nil {
 				return err
 			}
-			rv, err := ReadResourceVersion(rec)
+			rv, err := format.ReadResourceVersion(rec)
 			if err != nil {
 				return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 			}
@@ -567,12 +566,12 @@ func (c *Collection) ResourceVersions() (map[string]string, error) {
 		if err != nil {
 			return err
 		}
-		return b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+		return b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
 			key := string(k)
 			if c.inLayersLocked(key) {
 				return nil
 			}
-			rv, err := ReadResourceVersion(rec)
+			rv, err := format.ReadResourceVersion(rec)
 			if err != nil {
 				return fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 			}
@@ -621,7 +620,7 @@ func (c *Collection) indexKeysLocked(index, value string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		prefix := valuePrefix(value)
+		prefix := format.ValuePrefix(value)
 		cur := byValue.Cursor()
 		for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
 			key := string(k[len(prefix):])
@@ -639,11 +638,11 @@ func (c *Collection) indexBucket(tx *bolt.Tx, index string) (*bolt.Bucket, error
 	if b == nil {
 		return nil, ErrNoCollection
 	}
-	ib := b.Bucket(bucketIndexes).Bucket([]byte(index))
+	ib := b.Bucket(format.IndexesBucket).Bucket([]byte(index))
 	if ib == nil {
 		return nil, fmt.Errorf("%w: index bucket %q missing", ErrCorruptRecord, index)
 	}
-	return ib.Bucket(bucketByValue), nil
+	return ib.Bucket(format.ByValueBucket), nil
 }
 
 // ByIndex returns the objects whose values for the named index include value.
@@ -741,7 +740,7 @@ func (c *Collection) getManyLocked(keys []string, ordered bool) ([]keyed, error)
 		if b == nil {
 			return ErrNoCollection
 		}
-		objects := b.Bucket(bucketObjects)
+		objects := b.Bucket(format.ObjectsBucket)
 		found := make([]keyed, 0, len(misses))
 		records := make([][]byte, 0, len(misses))
 		for _, key := range misses {
@@ -809,7 +808,7 @@ func (c *Collection) IndexValues(index string) ([]string, error) {
 		}
 		cur := byValue.Cursor()
 		for k, _ := cur.First(); k != nil; {
-			value, key, prefixLen, err := splitIndexEntry(k)
+			value, key, prefixLen, err := format.SplitIndexEntry(k)
 			if err != nil {
 				return err
 			}

@@ -65,7 +65,7 @@ func (c *Collection) Versions() (map[string]Version, error) {
 				return nil
 			})
 		}
-		return b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+		return b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
 			key := string(k)
 			if c.inLayersLocked(key) {
 				return nil
@@ -119,7 +119,7 @@ func (c *Collection) buildVersionsTx(b *bolt.Bucket) error {
 		return err
 	}
 	vb.FillPercent = 1.0 // key order: appends only
-	return b.Bucket(bucketObjects).ForEach(func(k, rec []byte) error {
+	return b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
 		v, err := c.versionOfRecord(string(k), rec)
 		if err != nil {
 			// Left out: a record that cannot be read is the reader's to

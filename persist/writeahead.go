@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 )
 
 // Writing ahead: a group commit writes a layer in one bbolt transaction,
@@ -19,22 +21,20 @@ import (
 // So a committing layer of a collection that is being filled — no stored
 // resourceVersion, no journal, every change an object whose key sorts
 // after the stored ones (a list loading into an empty collection) — is
-// written into the trees writeAheadChunk keys per transaction before the
-// commit's own transaction, which writes the rest with the resourceVersion,
-// the must-list mark and the acknowledgements as always. A transaction then
-// dirties a chunk's pages, which the next chunk takes back from the pool.
+// written into the trees a chunk of keys (defaultWriteAheadChunk) per
+// transaction before the commit's own transaction, which writes the rest
+// with the resourceVersion, the must-list mark and the acknowledgements as
+// always. A transaction then dirties a chunk's pages, which the next chunk
+// takes back from the pool.
 // The file never holds a state that could be resumed from: until the
 // commit's transaction it has no resourceVersion, and a start without one
 // lists. Readers see the layer, which stays whole in memory until the
 // commit's transaction is done, over the trees, as for every commit.
 
-// writeAheadChunk is how many keys each write-ahead transaction writes:
-// about 24 MB of records for 6 KB Pods. (A variable for the tests.)
-var writeAheadChunk = 4096
-
-// writtenAheadHook, if set, is called after each write-ahead transaction
-// with the chunk's last key (for the tests).
-var writtenAheadHook func(last string)
+// defaultWriteAheadChunk is how many keys each write-ahead transaction
+// writes: about 24 MB of records for 6 KB Pods. (Tests set fewer:
+// Options.writeAheadChunk.)
+const defaultWriteAheadChunk = 4096
 
 // errNoWriteAhead ends a write-ahead that finds, in the file, that the
 // layer must be written in one transaction after all.
@@ -48,7 +48,8 @@ var errNoWriteAhead = errors.New("the layer is written in one transaction")
 // held, before the commit's transaction.
 func (c *Collection) writeAhead() error {
 	l := c.committing
-	if len(l.changes) < 2*writeAheadChunk || c.hasJournal() || len(l.acks) > 0 || len(l.clearedAcks) > 0 {
+	chunkKeys := c.db.opts.writeAheadChunk
+	if len(l.changes) < 2*chunkKeys || c.hasJournal() || len(l.acks) > 0 || len(l.clearedAcks) > 0 {
 		return nil
 	}
 	keys := sortedKeys(l.changes)
@@ -62,15 +63,15 @@ func (c *Collection) writeAhead() error {
 		start = sort.SearchStrings(keys, l.writtenAhead+"\x00")
 	}
 	changeOf := func(key string) *change { return l.changes[key] }
-	for ; start+writeAheadChunk < len(keys); start += writeAheadChunk {
-		chunk := keys[start : start+writeAheadChunk]
+	for ; start+chunkKeys < len(keys); start += chunkKeys {
+		chunk := keys[start : start+chunkKeys]
 		j := c.journal
 		err := c.db.bolt.Update(func(tx *bolt.Tx) error {
 			b := c.bucket(tx)
 			if b == nil {
 				return ErrNoCollection
 			}
-			if len(b.Bucket(bucketCollMeta).Get(keyRV)) > 0 || !appending(b.Bucket(bucketObjects), chunk) {
+			if len(b.Bucket(format.CollMetaBucket).Get(format.RVKey)) > 0 || !appending(b.Bucket(format.ObjectsBucket), chunk) {
 				return errNoWriteAhead
 			}
 			return c.writeTrees(b, &j, chunk, changeOf)
@@ -83,8 +84,8 @@ func (c *Collection) writeAhead() error {
 		}
 		c.journal.treeBytes = j.treeBytes
 		l.writtenAhead = chunk[len(chunk)-1]
-		if writtenAheadHook != nil {
-			writtenAheadHook(l.writtenAhead)
+		if hook := c.db.opts.writtenAhead; hook != nil {
+			hook(l.writtenAhead)
 		}
 	}
 	return nil

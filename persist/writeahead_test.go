@@ -26,16 +26,16 @@ func TestLargeListIsWrittenAheadInChunks(t *testing.T) {
 	var seen []string
 	var states []string
 	var c *persist.Collection
-	defer persist.SetWriteAhead(chunk, func(last string) {
+	opts := persist.WithWriteAhead(persist.Options{}, chunk, func(last string) {
 		seen = append(seen, last)
 		rv, objects, err := persist.CommittedState(c)
 		states = append(states, fmt.Sprintf("rv=%q objects=%d err=%v", rv, objects, err))
 		if list, err := c.List(); err != nil || len(list) != n {
 			t.Errorf("while writing ahead: List() = %d objects, %v", len(list), err)
 		}
-	})()
+	})
 	path := filepath.Join(t.TempDir(), "cache.db")
-	db := openDB(t, path, persist.Options{})
+	db := openDB(t, path, opts)
 	var err error
 	indexes := map[string]string{"name": "1"}
 	if c, err = db.Collection("cms", persist.CollectionOptions{Indexes: indexes, IndexValues: nameIndex}); err != nil {
@@ -72,7 +72,7 @@ func TestLargeListIsWrittenAheadInChunks(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db = openDB(t, path, persist.Options{})
+	db = openDB(t, path, opts)
 	if c, err = db.Collection("cms", persist.CollectionOptions{Indexes: indexes, IndexValues: nameIndex}); err != nil {
 		t.Fatal(err)
 	}
