@@ -31,6 +31,8 @@ type caughtUp struct {
 	numeric bool // target parsed as an integer
 	done    chan struct{}
 	closed  bool
+	// match, while set, is a proof by versions under way (versionmatch.go).
+	match *versionMatch
 }
 
 func newCaughtUp() *caughtUp { return &caughtUp{done: make(chan struct{})} }

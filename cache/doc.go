@@ -177,6 +177,13 @@
 // compared as integers (etcd revisions). A cold start is synced when its
 // list is applied, as in client-go.
 //
+// A small collection (InformerOptions.WarmListBelow, with Recovery) is also
+// proved caught up by its versions: a consistent metadata list at X, and
+// the store holding exactly the listed UIDs and resourceVersions means no
+// change of the collection between the watch's position and X — synced at
+// once when nothing changed while the process was down, without waiting
+// for a bookmark; the watch still replays what did (versionmatch.go).
+//
 // InformerOptions.SyncedAtOpen restores the synced-on-the-stored-state
 // start, for controllers that tolerate a stale start: synced at open,
 // before the watch has delivered what changed while the process was down.

@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -178,22 +179,25 @@ type InformerOptions struct {
 	Recovery *reflector.Recovery
 
 	// WarmListBelow: a warm start of a collection holding fewer objects
-	// than this, with Recovery set, does not resume its watch and wait for
-	// the apiserver's bookmark to prove it caught up (about a second,
-	// whatever the size); it recovers at once, with a consistent metadata
-	// list, which for a small collection is the sooner proof (and fetches
-	// only what changed while it was down), at the price of that metadata
-	// list. Zero (or negative): always resume, with no list at all.
-	// SuggestedWarmListBelow is where the two cost the same time. Ignored
-	// with SyncedAtOpen.
+	// than this, with Recovery set, also takes a consistent metadata list,
+	// and is caught up (synced) as soon as the store holds exactly the
+	// listed UIDs and resourceVersions — at once if nothing changed while
+	// the process was down, else once the resumed watch has replayed what
+	// did — instead of waiting for the apiserver's bookmark to carry the
+	// watch past a consistent read (about a second, whatever the size).
+	// Handlers get the same events either way: the watch still resumes from
+	// the stored resourceVersion (see versionmatch.go). Zero means
+	// DefaultWarmListBelow; negative: no metadata list (the fewest bytes
+	// from the apiserver, synced about a second later). Ignored with
+	// SyncedAtOpen and without Recovery.
 	WarmListBelow int
 }
 
-// SuggestedWarmListBelow is a value for InformerOptions.WarmListBelow:
-// below it, a consistent metadata list of realistic Pods (about 100 µs an
-// object on a 2-core machine, the recovery's measured cost) takes less
-// than the second a resumed watch waits for the apiserver's bookmark.
-const SuggestedWarmListBelow = 5000
+// DefaultWarmListBelow is InformerOptions.WarmListBelow's default: below
+// it, a consistent metadata list of realistic Pods (about 100 µs an object
+// on a 2-core machine, the recovery's measured cost) takes less than the
+// second a resumed watch waits for the apiserver's bookmark.
+const DefaultWarmListBelow = 5000
 
 // Informer is a cache.SharedIndexInformer whose store lives in a cache file.
 // When it starts with a stored resourceVersion it does not list: its
@@ -245,6 +249,9 @@ type Informer struct {
 	// InformerOptions.SyncedAtOpen); at once for a cold start or with
 	// SyncedAtOpen.
 	caught *caughtUp
+	// matchVersions: this start also proves itself caught up by versions
+	// (versionmatch.go). Set by begin.
+	matchVersions bool
 
 	cacheMutationDetector cache.MutationDetector
 
@@ -506,6 +513,9 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	fifo, refl, delivery := s.begin(logger)
 	s.joinCheckpoints()
 	stopFirst := launch(refl)
+	if s.matchVersions {
+		wg.Start(func() { s.proveByVersions(ctx) })
+	}
 	if delivery != nil {
 		s.loadedOnceListed(ctx, &wg)
 		wg.Start(func() {
@@ -682,12 +692,14 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.paged = newPagedList(s, s.transform)
 		paged = s.paged
 	}
-	s.reflector = reflector.New(s.listerWatcher, s.reflectorStore(fifo), s.reflectorOptions(s.listIfOwed(s.listIfSmall(reflector.Options{
+	opts := s.listIfOwed(reflector.Options{
 		ResumeResourceVersion: resume,
 		ListAfter:             listAfter,
 		CatchUp:               s.catchUp(),
 		PagedList:             paged,
-	}))))
+	})
+	s.matchVersions = opts.CatchUp != nil && s.matchesVersions(opts.ResumeResourceVersion)
+	s.reflector = reflector.New(s.listerWatcher, s.reflectorStore(fifo), s.reflectorOptions(opts))
 	s.started = true
 	return fifo, s.reflector, delivery
 }
@@ -957,7 +969,7 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 		}
 		return err
 	})
-	s.noteAppliedLocked()
+	s.noteAppliedLocked(deltas, err)
 	s.settleJoinsLocked()
 	return err
 }
@@ -975,15 +987,21 @@ func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, i
 		}
 		return err
 	})
-	s.noteAppliedLocked()
+	s.noteAppliedLocked(deltas, err)
 	s.settleJoinsLocked()
 	return err
 }
 
-// noteAppliedLocked tells the caught-up sync the resourceVersion the store
-// has applied (events, lists and bookmarks alike), unless a recovery is
+// noteAppliedLocked tells the caught-up sync what the store has applied:
+// the deltas, for a proof by versions (versionmatch.go), and its
+// resourceVersion (events, lists and bookmarks alike), unless a recovery is
 // under way. Called under blockDeltas.
-func (s *Informer) noteAppliedLocked() {
+func (s *Informer) noteAppliedLocked(deltas []cache.Delta, err error) {
+	if err != nil || s.recovering.Load() || slices.ContainsFunc(deltas, isRecoveryStep) {
+		s.caught.dropMatch()
+	} else {
+		s.caught.appliedDeltas(deltas)
+	}
 	if !s.recovering.Load() {
 		s.caught.applied(s.store.LastStoreSyncResourceVersion())
 	}

@@ -98,7 +98,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"file"}),
 		starts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "boltinformer_informer_starts_total",
-			Help: "Informer starts by cause: cold (listed into an empty collection), resumed (watched from the stored resourceVersion), relist-expired (relisted after 410), relist-catchup (relisted because short watches did not catch up with the start's consistent read: the server sends no bookmarks), relist-error (relisted after another failure), warm-list (a warm start of a small collection that recovered from a consistent metadata list instead of resuming: InformerOptions.WarmListBelow).",
+			Help: "Informer starts by cause: cold (listed into an empty collection), resumed (watched from the stored resourceVersion), relist-expired (relisted after 410), relist-catchup (relisted because short watches did not catch up with the start's consistent read: the server sends no bookmarks), relist-error (relisted after another failure).",
 		}, []string{"collection", "cause"}),
 		watchRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "boltinformer_watch_restarts_total",

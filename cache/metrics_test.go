@@ -103,7 +103,7 @@ func TestMetricsMoveWithTheInformer(t *testing.T) {
 	file := map[string]string{"file": "cache.db"}
 
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP boltinformer_informer_starts_total Informer starts by cause: cold (listed into an empty collection), resumed (watched from the stored resourceVersion), relist-expired (relisted after 410), relist-catchup (relisted because short watches did not catch up with the start's consistent read: the server sends no bookmarks), relist-error (relisted after another failure), warm-list (a warm start of a small collection that recovered from a consistent metadata list instead of resuming: InformerOptions.WarmListBelow).
+# HELP boltinformer_informer_starts_total Informer starts by cause: cold (listed into an empty collection), resumed (watched from the stored resourceVersion), relist-expired (relisted after 410), relist-catchup (relisted because short watches did not catch up with the start's consistent read: the server sends no bookmarks), relist-error (relisted after another failure).
 # TYPE boltinformer_informer_starts_total counter
 boltinformer_informer_starts_total{cause="cold",collection="pods"} 1
 `), "boltinformer_informer_starts_total"); err != nil {

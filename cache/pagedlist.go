@@ -152,7 +152,8 @@ func (p *pagedList) ListDone(ctx context.Context, resourceVersion string) error 
 	if err := s.persistent.endPages(resourceVersion); err != nil {
 		return err
 	}
-	s.noteAppliedLocked()
+	s.caught.dropMatch() // a part of a list, not deltas
+	s.noteAppliedLocked(nil, nil)
 	s.settleJoinsLocked()
 	p.doneOnce.Do(func() { close(p.done) })
 	return nil

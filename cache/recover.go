@@ -99,6 +99,12 @@ func (q recoveryQueue) EndRecovery(resourceVersion string) error {
 	return q.RealFIFO.Delete(cache.DeletedFinalStateUnknown{Key: recoveryKey, Obj: &recoveryStep{rv: resourceVersion}})
 }
 
+// isRecoveryStep reports whether d is a recovery step.
+func isRecoveryStep(d cache.Delta) bool {
+	_, ok := recoveryStepOf(d)
+	return ok
+}
+
 // recoveryStepOf returns the recovery step d carries, if it is one.
 func recoveryStepOf(d cache.Delta) (*recoveryStep, bool) {
 	if d.Type != cache.Deleted {
@@ -249,23 +255,4 @@ func (i *Indexer) endRecovery(rv string) error {
 	}
 	i.notifyList()
 	return nil
-}
-
-// listIfSmall turns a warm start's resume into a recovery at a consistent
-// read when the collection is small (InformerOptions.WarmListBelow): the
-// recovery's metadata list both proves the start caught up and finds what
-// changed while the process was down, sooner than the apiserver's bookmark
-// would carry a resumed watch past a consistent read. Called with
-// startedLock held, before the reflector exists.
-func (s *Informer) listIfSmall(opts reflector.Options) reflector.Options {
-	below := s.opts.WarmListBelow
-	if opts.ResumeResourceVersion == "" || below <= 0 || s.opts.SyncedAtOpen || s.persistent == nil ||
-		s.opts.Recovery == nil || s.opts.Recovery.Lister == nil {
-		return opts
-	}
-	if n, err := s.persistent.coll.Len(); err != nil || n >= below {
-		return opts
-	}
-	opts.ListFrom, opts.ResumeResourceVersion, opts.ListConsistently = opts.ResumeResourceVersion, "", true
-	return opts
 }

@@ -33,12 +33,12 @@ const factoryTestTimeout = 2 * time.Minute
 // requestCounter. Unlike requestCounter it tells resources apart, so one
 // client can be checked for several.
 type apiCounter struct {
-	mu                             sync.Mutex
-	lists, watches, probes, writes map[string]int
+	mu                                        sync.Mutex
+	lists, metaLists, watches, probes, writes map[string]int
 }
 
 func newAPICounter() *apiCounter {
-	return &apiCounter{lists: map[string]int{}, watches: map[string]int{}, probes: map[string]int{}, writes: map[string]int{}}
+	return &apiCounter{lists: map[string]int{}, metaLists: map[string]int{}, watches: map[string]int{}, probes: map[string]int{}, writes: map[string]int{}}
 }
 
 func (c *apiCounter) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -53,6 +53,10 @@ func (c *apiCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 				c.watches[resource]++
 			} else if q.Get("limit") == "1" && q.Get("resourceVersion") == "" && w == "" {
 				c.probes[resource]++
+			} else if q.Get("resourceVersion") == "" && strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadataList") {
+				// A consistent metadata list: a small warm collection's
+				// proof of catching up (cache/versionmatch.go).
+				c.metaLists[resource]++
 			} else {
 				c.lists[resource]++
 			}
@@ -96,10 +100,11 @@ func (c *apiCounter) get(m map[string]int, resource string) int {
 	return m[resource]
 }
 
-func (c *apiCounter) listsOf(resource string) int   { return c.get(c.lists, resource) }
-func (c *apiCounter) watchesOf(resource string) int { return c.get(c.watches, resource) }
-func (c *apiCounter) probesOf(resource string) int  { return c.get(c.probes, resource) }
-func (c *apiCounter) writesOf(resource string) int  { return c.get(c.writes, resource) }
+func (c *apiCounter) listsOf(resource string) int     { return c.get(c.lists, resource) }
+func (c *apiCounter) metaListsOf(resource string) int { return c.get(c.metaLists, resource) }
+func (c *apiCounter) watchesOf(resource string) int   { return c.get(c.watches, resource) }
+func (c *apiCounter) probesOf(resource string) int    { return c.get(c.probes, resource) }
+func (c *apiCounter) writesOf(resource string) int    { return c.get(c.writes, resource) }
 
 // countedConfig returns a copy of cfg (protobuf if typed) whose requests
 // counter counts, when counter is not nil.

@@ -63,6 +63,11 @@ func newClientset(t testing.TB, cfg *rest.Config, counter *requestCounter) kuber
 type requestCounter struct {
 	resource               string
 	lists, watches, probes atomic.Int64
+	// metaLists are consistent metadata lists: a small warm collection's
+	// proof of catching up (cache/versionmatch.go). Not in lists.
+	metaLists atomic.Int64
+	// refuseProbes fails every limit=1 consistent read with an error.
+	refuseProbes bool
 
 	mu sync.Mutex
 	// watchTimeouts are the timeoutSeconds parameters of the watches.
@@ -85,6 +90,11 @@ func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 				c.mu.Unlock()
 			} else if q := req.URL.Query(); q.Get("limit") == "1" && q.Get("resourceVersion") == "" {
 				c.probes.Add(1)
+				if c.refuseProbes {
+					return nil, errors.New("limit=1 read refused by the test")
+				}
+			} else if q.Get("resourceVersion") == "" && strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadataList") {
+				c.metaLists.Add(1)
 			} else {
 				c.lists.Add(1)
 			}

@@ -102,7 +102,7 @@ func TestRecoveryAfterChurn(t *testing.T) {
 	srv.RestartAPIServer(t)
 	selector := e2eLabel + "=" + recoveryTest
 	path := cachePath(t)
-	spec := informerSpec{collection: recoveryCollection, resource: "pods", selector: selector, recovery: true}
+	spec := informerSpec{collection: recoveryCollection, resource: "pods", selector: selector, recovery: true, warmListBelow: -1}
 
 	// 1. Cold, every object acknowledged.
 	db := openDB(t, path)
@@ -256,7 +256,7 @@ func TestRecoveryChild(t *testing.T) {
 	}
 	defer db.Close()
 	inf := newInformer(t, informerSpec{cs: newClientset(t, cfg, nil), db: db, collection: recoveryCollection,
-		resource: "pods", selector: e2eLabel + "=" + recoveryTest, observer: childObserver{}, recovery: true})
+		resource: "pods", selector: e2eLabel + "=" + recoveryTest, observer: childObserver{}, recovery: true, warmListBelow: -1})
 	var changes atomic.Int64
 	var once sync.Once
 	note := func() {

@@ -1,0 +1,194 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// A warm start is synced once its store has caught up with a consistent
+// read taken after the start (caughtup.go). The resumed watch proves that
+// when it passes the read's resourceVersion, which on a quiet resource
+// takes the apiserver's bookmark, about a second whatever the collection's
+// size. A small collection (InformerOptions.WarmListBelow) is proved
+// sooner by its versions: the informer takes a consistent metadata list,
+// the collection's (UID, resourceVersion) by key at one resourceVersion X,
+// and is caught up as soon as the store holds exactly those versions — at
+// once if nothing changed while the process was down, or once the watch
+// has replayed what did.
+//
+// Why equal versions mean caught up with X: the watch applies the
+// collection's states in revision order, S(r) for growing r. Every object
+// of S(r) has a resourceVersion ≤ r, and a change at revision v in (r, X]
+// leaves its object in S(X) at a resourceVersion ≥ v > r, or takes it out
+// of S(X) (a deletion, or a label change out of the selectors) while S(r)
+// has it. So S(r) = S(X) means no change of the collection in (r, X]: the
+// store reflects the read at X. The watch goes on from r and delivers what
+// comes after X as usual, and handlers see every event the watch replays,
+// as with the bookmark — the proof changes nothing they are given.
+//
+// Anything the deltas do not describe one key at a time — a recovery, a
+// delta the store failed to apply — drops the proof, and the bookmark (or
+// the recovery) is left to decide, so a mistake can only make the start
+// wait as long as it does without the list.
+
+// versionMatch is the proof in progress, guarded by caughtUp.mu.
+type versionMatch struct {
+	want   map[string]reflector.Version // the consistent list's, by key
+	differ map[string]struct{}          // keys where the store differs from want
+}
+
+// startMatch begins the proof with the listed versions and the store's
+// (taken under blockDeltas, so that every delta applied later reaches
+// appliedDeltas). Done at once if they are equal.
+func (c *caughtUp) startMatch(want, stored map[string]reflector.Version) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	m := &versionMatch{want: want, differ: map[string]struct{}{}}
+	for key, v := range want {
+		if stored[key] != v {
+			m.differ[key] = struct{}{}
+		}
+	}
+	for key := range stored {
+		if _, ok := want[key]; !ok {
+			m.differ[key] = struct{}{}
+		}
+	}
+	if len(m.differ) == 0 {
+		c.finishLocked()
+		return
+	}
+	c.match = m
+}
+
+// appliedDeltas follows the proof through deltas the store applied
+// without error. Called under blockDeltas.
+func (c *caughtUp) appliedDeltas(deltas []cache.Delta) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.match
+	if m == nil || c.closed {
+		return
+	}
+	for _, d := range deltas {
+		switch d.Type {
+		case cache.Bookmark, cache.ReplacedAll, cache.SyncAll:
+			continue // no object changes
+		}
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(d.Object)
+		if err != nil {
+			c.match = nil
+			return
+		}
+		var now reflector.Version
+		has := d.Type != cache.Deleted
+		if has {
+			acc, err := meta.Accessor(d.Object)
+			if err != nil {
+				c.match = nil
+				return
+			}
+			now = reflector.Version{UID: acc.GetUID(), ResourceVersion: acc.GetResourceVersion()}
+		}
+		if want, listed := m.want[key]; listed == has && want == now {
+			delete(m.differ, key)
+		} else {
+			m.differ[key] = struct{}{}
+		}
+	}
+	if len(m.differ) == 0 {
+		c.match = nil
+		c.finishLocked()
+	}
+}
+
+// dropMatch abandons the proof.
+func (c *caughtUp) dropMatch() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.match = nil
+}
+
+// matchesVersions reports whether a warm start should also prove itself
+// caught up by versions: it resumes, waits to catch up (no SyncedAtOpen),
+// can list metadata (Recovery), and holds fewer objects than WarmListBelow.
+// Called with startedLock held, once the start's resume version is known.
+func (s *Informer) matchesVersions(resume string) bool {
+	below := s.opts.WarmListBelow
+	if below == 0 {
+		below = DefaultWarmListBelow
+	}
+	if resume == "" || below < 0 || s.opts.SyncedAtOpen || s.persistent == nil || s.persistent.InMemory() ||
+		s.opts.Recovery == nil || s.opts.Recovery.Lister == nil {
+		return false
+	}
+	n, err := s.persistent.coll.Len()
+	return err == nil && n < below
+}
+
+// proveByVersions takes the consistent metadata list and starts the proof.
+// A failed list is logged and leaves the start to the bookmark.
+func (s *Informer) proveByVersions(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	want, err := listVersions(ctx, s.opts.Recovery.Lister)
+	if err != nil {
+		if ctx.Err() == nil {
+			logger.V(2).Info("Warm start: the consistent metadata list failed; catching up by the watch alone", "collection", s.name, "err", err)
+		}
+		return
+	}
+	s.blockDeltas.Lock()
+	defer s.blockDeltas.Unlock()
+	if s.recovering.Load() || s.persistent.InMemory() {
+		return
+	}
+	versions, err := s.persistent.coll.Versions()
+	if err != nil {
+		logger.V(2).Info("Warm start: reading the stored versions failed; catching up by the watch alone", "collection", s.name, "err", err)
+		return
+	}
+	stored := make(map[string]reflector.Version, len(versions))
+	for k, v := range versions {
+		stored[k] = reflector.Version{UID: v.UID, ResourceVersion: v.ResourceVersion}
+	}
+	s.caught.startMatch(want, stored)
+}
+
+// listVersions lists the collection's metadata at a consistent read, in
+// pages of one snapshot, and returns each object's Version by key.
+func listVersions(ctx context.Context, lister reflector.MetadataLister) (map[string]reflector.Version, error) {
+	want := map[string]reflector.Version{}
+	opts := metav1.ListOptions{Limit: versionMatchPageSize}
+	for {
+		page, err := lister.ListMetadata(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range page.Items {
+			item := &page.Items[i]
+			key, err := cache.MetaNamespaceKeyFunc(item)
+			if err != nil {
+				return nil, fmt.Errorf("key of a listed object: %w", err)
+			}
+			want[key] = reflector.Version{UID: item.UID, ResourceVersion: item.ResourceVersion}
+		}
+		if page.Continue == "" {
+			return want, nil
+		}
+		opts.Continue = page.Continue
+	}
+}
+
+// versionMatchPageSize is the Limit of each page of the proof's list: the
+// collections it is taken for are below WarmListBelow, a few pages at most.
+const versionMatchPageSize = 1000
