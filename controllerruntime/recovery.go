@@ -101,9 +101,10 @@ func (r *recoveries) vouched(key objectKey) bool {
 }
 
 // recovery returns the recovery settings of the informer of key listing
-// what lw lists, list being its list request (probeList): nil if the
-// informer relists in full after a 410, as it does by design for some
-// (vouched, and the metadata form), and with the reason for others.
+// what lw lists, list being its list request (probeList). It returns nil
+// for an informer that relists in full after a 410 by design (metadata-only,
+// or of a group not vouched for), and nil with the reason for one whose
+// list a metadata list cannot repeat exactly.
 func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *url.URL) (*reflector.Recovery, error) {
 	switch {
 	case key.form == formMetadata:
