@@ -78,18 +78,22 @@ func New(config *rest.Config, cacheOpts cache.Options, opts Options) (*Cache, er
 		}
 	}
 	// Every request of the cache's informers goes through this client; the
-	// probe transport lets the adapter read what each informer lists.
+	// probe transport lets the adapter read what each informer lists, and
+	// the fetch transport narrows a recovery's fetches (recovery.go).
 	probing := *httpClient
 	base := probing.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	probing.Transport = probeTransport{base: base}
+	probing.Transport = probeTransport{base: fetchTransport{base: base}}
 	cacheOpts.HTTPClient = &probing
+	recoveries, err := newRecoveries(config, &probing, opts.RecoverGroups)
+	if err != nil {
+		return nil, err
+	}
 
 	cluster := opts.Cluster
 	if cluster == nil {
-		var err error
 		if cluster, err = defaultCluster(config, &probing); err != nil {
 			return nil, err
 		}
@@ -112,12 +116,13 @@ func New(config *rest.Config, cacheOpts cache.Options, opts Options) (*Cache, er
 		c.file.opts.ReadOnly = false
 	}
 	c.informer = &informers{
-		file:     c.file,
-		scheme:   cacheOpts.Scheme,
-		opts:     opts,
-		byObject: byObject,
-		cluster:  cluster,
-		live:     map[string]*informer{},
+		file:       c.file,
+		scheme:     cacheOpts.Scheme,
+		opts:       opts,
+		byObject:   byObject,
+		cluster:    cluster,
+		recoveries: recoveries,
+		live:       map[string]*informer{},
 	}
 	cacheOpts.NewInformer = c.informer.newInformer
 	inner, err := cache.New(config, cacheOpts)

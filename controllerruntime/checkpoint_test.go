@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -46,7 +47,7 @@ func TestCheckpointSkipsAtRegistration(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "cache.db")
 
-	m := runCheckpointed(t, ns, path)
+	m := runCheckpointed(t, ns, path, srv.Config())
 	m.settle(t, cs, ns, "sentinel-cold")
 	// The acknowledgement follows the Reconcile's return.
 	poll.Until(t, 30*time.Second, "every ConfigMap acknowledged", func() bool { return m.cp.Len() == n+1 })
@@ -63,7 +64,7 @@ func TestCheckpointSkipsAtRegistration(t *testing.T) {
 		}
 	}
 
-	m = runCheckpointed(t, ns, path)
+	m = runCheckpointed(t, ns, path, srv.Config())
 	m.settle(t, cs, ns, "sentinel-warm")
 	// n-2 unchanged ConfigMaps and the cold start's sentinel.
 	if got := m.skippedAtRegistration(t); got != n-1 {
@@ -80,11 +81,14 @@ func TestCheckpointSkipsAtRegistration(t *testing.T) {
 }
 
 // checkpointed is a manager whose one controller reconciles a namespace's
-// ConfigMaps (those labelled app=<namespace>) through a checkpoint.
+// ConfigMaps (those labelled app=<namespace>) through a checkpoint, on cfg;
+// the cache also runs an informer for each of informers (other forms of
+// ConfigMaps), built before the manager starts.
 type checkpointed struct {
-	cp   *boltcr.Checkpoint
-	reg  *prometheus.Registry
-	stop func()
+	cp    *boltcr.Checkpoint
+	cache cache.Cache
+	reg   *prometheus.Registry
+	stop  func()
 
 	mu   sync.Mutex
 	seen map[string]bool
@@ -94,14 +98,14 @@ type checkpointed struct {
 	sentinel     chan struct{}
 }
 
-func runCheckpointed(t *testing.T, ns, path string) *checkpointed {
+func runCheckpointed(t *testing.T, ns, path string, cfg *rest.Config, informers ...client.Object) *checkpointed {
 	t.Helper()
 	m := &checkpointed{reg: prometheus.NewRegistry(), seen: map[string]bool{}}
 	metrics, err := bcache.NewMetrics(m.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(srv.Config(), ctrl.Options{
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		// One namespace's ConfigMaps, through one informer (a
@@ -115,9 +119,15 @@ func runCheckpointed(t *testing.T, ns, path string) *checkpointed {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m.cache = mgr.GetCache()
 	ctx, cancel := context.WithCancel(context.Background())
 	if m.cp, err = boltcr.NewCheckpoint(ctx, mgr.GetCache(), "configmaps", &corev1.ConfigMap{}); err != nil {
 		t.Fatal(err)
+	}
+	for _, obj := range informers {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r := reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
 		m.mu.Lock()

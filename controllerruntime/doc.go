@@ -33,6 +33,24 @@
 // changes. An undeclared field index is rebuilt from the stored objects at
 // every start, when IndexField adds it.
 //
+// A restart after a downtime longer than the apiserver's watch history
+// (about 75 s on a resource that changes), or after any apiserver restart,
+// finds the stored resourceVersion gone: the resumed watch is answered 410.
+// The typed and unstructured informers of built-in resources (the groups of
+// client-go's scheme), and of the custom resources' groups named in
+// Options.RecoverGroups, then recover by what changed (see the cache
+// package's Recovery): a metadata-only list of exactly the informer's
+// collection (its namespace, label and field selectors), a diff of UIDs and
+// resourceVersions against the stored objects, and fetches of only the new
+// and changed objects, through the informer's own list narrowed to one
+// object (or a namespace). Handlers get what a relist gives them without
+// the unchanged objects, so a Checkpoint's reconciler gets exactly what
+// changed. Other informers list in full, as controller-runtime's do, and
+// the list is reconciled with the stored state the same way: aggregated
+// APIs (whose resourceVersions need not be comparable, and which boltcr
+// cannot tell from custom resources), custom resources not named, and
+// metadata-only informers, whose full list is the metadata list.
+//
 // Each collection also records the cluster (Options.Cluster): by default
 // the kube-system namespace's UID, or, for credentials that may not read
 // it (a namespaced controller), the UID of their ServiceAccount, the same

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
@@ -23,6 +24,8 @@ type informers struct {
 	opts     Options
 	byObject map[objectKey]Object
 	cluster  bcache.ClusterIdentity
+	// recoveries sets up each persistent informer's recovery after a 410.
+	recoveries *recoveries
 
 	// mu guards live: the informers built and not yet released, by
 	// collection name.
@@ -113,6 +116,10 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 		p.IndexVersions[name] = v
 		bound[name] = &fieldSlot{opening: true}
 	}
+	recovery, err := f.recoveries.recovery(lw, key, u)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("boltcr: %s will list in full after a 410 instead of recovering by what changed: %w", p.Collection, err))
+	}
 	var inner *bcache.Informer
 	for {
 		all := toolscache.Indexers{}
@@ -129,6 +136,7 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 			ObjectDescription: p.Collection,
 			SyncedAtOpen:      f.opts.SyncedAtOpen,
 			Metrics:           f.opts.Metrics,
+			Recovery:          recovery,
 		})
 		if err == nil {
 			break

@@ -67,6 +67,21 @@ type Options struct {
 	// objects created or deleted while the process was down.
 	SyncedAtOpen bool
 
+	// RecoverGroups names API groups, besides the built-in ones (those of
+	// client-go's scheme), whose resources kube-apiserver serves from etcd:
+	// the groups of custom resources (CRDs). After a 410 — a restart after a
+	// downtime longer than the apiserver's watch history (about 75 s), or
+	// after any apiserver restart — the typed and unstructured informers of
+	// these groups, as those of built-in resources, recover by what changed
+	// (a metadata list, then fetches of the changed objects) instead of
+	// listing everything again; see the package documentation. A recovery
+	// compares resourceVersions as etcd revisions: never name the group of
+	// an aggregated API (served by another server behind kube-apiserver,
+	// such as metrics.k8s.io), which boltcr cannot tell apart from custom
+	// resources. Nil: informers of custom resources list in full after a
+	// 410.
+	RecoverGroups []string
+
 	// CacheObjects and CacheBytes bound each informer's in-memory cache of
 	// decoded objects; zero for both keeps every object in memory, as
 	// controller-runtime does (see bcache.Persistence).

@@ -18,16 +18,35 @@
 // the server, and what changed while the manager was down arrives as
 // updates.
 //
+// With --expire, each round restarts kube-apiserver (etcd kept) after the
+// changes, before the variants start: every stored resourceVersion is then
+// gone from the apiserver's watch history, as after a downtime longer than
+// its window (about 75 s on a resource that changes), and a warm informer's
+// watch is answered 410. boltcr recovers by what changed (a metadata list,
+// fetches of the changed Pods); the default cache lists, as always. The
+// bench waits for the restarted apiserver's watch cache of Pods before
+// starting a variant, so that neither pays for its initialization.
+//
+// Besides the times and reconciles, each start reports the bytes the
+// manager read from the apiserver until idle (response bodies as the client
+// reads them, every request), its requests for Pods by kind (lists or
+// watch-lists of whole Pods, metadata lists, fetches of one Pod), and the
+// process's CPU time until idle (the manager is all this process runs
+// then). The manager's client has no client-side rate limit, as
+// ctrl.GetConfig sets it up.
+//
 //	go run ./bench/checkpointbench --pods 10000 --changed 0,100,1000 --reps 3
+//	go run ./bench/checkpointbench --pods 100000 --changed 0.1%,1%,10% --expire --reps 3
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
@@ -53,13 +72,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
+	"github.com/boltinformer/boltinformer/controllerruntime/internal/apicount"
 	"github.com/boltinformer/boltinformer/controllerruntime/internal/benchpods"
+	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
 func main() {
 	pods := flag.Int("pods", 10000, "Pods to create and watch")
-	changed := flag.String("changed", "0,100,1000", "comma-separated counts of Pods changed while the manager is down")
+	changed := flag.String("changed", "0,100,1000", "comma-separated counts of Pods changed while the manager is down, or percentages of --pods (1%)")
+	expire := flag.Bool("expire", false, "restart kube-apiserver after each round's changes, so every stored resourceVersion is expired (a downtime longer than the watch window)")
 	reps := flag.Int("reps", 3, "repetitions of each count")
 	workers := flag.Int("workers", 16, "concurrent creates while populating")
 	window := flag.Duration("window", 2*time.Second, "how long to keep counting reconciles after the last one owed")
@@ -70,9 +92,9 @@ func main() {
 	log.SetLogger(logr.Discard())
 	var counts []int
 	for _, c := range strings.Split(*changed, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(c))
+		n, err := parseCount(strings.TrimSpace(c), *pods)
 		if err != nil || n < 0 || n > *pods {
-			fmt.Fprintf(os.Stderr, "checkpointbench: --changed %q: counts between 0 and --pods\n", c)
+			fmt.Fprintf(os.Stderr, "checkpointbench: --changed %q: counts between 0 and --pods, or percentages of --pods\n", c)
 			os.Exit(2)
 		}
 		counts = append(counts, n)
@@ -84,10 +106,22 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := run(*pods, counts, variants, *reps, *workers, *window, *profile, *traceDir); err != nil {
+	if err := run(*pods, counts, variants, *reps, *workers, *window, *expire, *profile, *traceDir); err != nil {
 		fmt.Fprintln(os.Stderr, "checkpointbench:", err)
 		os.Exit(1)
 	}
+}
+
+// parseCount reads a count of Pods, or a percentage of pods ("1%").
+func parseCount(s string, pods int) (int, error) {
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil {
+			return 0, err
+		}
+		return int(math.Round(f / 100 * float64(pods))), nil
+	}
+	return strconv.Atoi(s)
 }
 
 // allVariants are the caches a restart can run on: controller-runtime's
@@ -101,12 +135,18 @@ type result struct {
 	// cache reported synced; idle is the later of the two.
 	owed, synced time.Duration
 	reconciles   int64
-	// lists counts the LISTs of Pods the start made (a relist after a 410
-	// shows here), or watch-list streams for the default cache.
-	lists int64
+	// lists counts the lists of whole Pods the start made (a relist after a
+	// 410 shows here), watch-list streams included (the default cache's);
+	// metadata and fetches a recovery's metadata lists and fetches of one
+	// Pod.
+	lists, metadata, fetches int64
+	// bytes is what the manager read from the apiserver until idle; cpu the
+	// process's CPU time until idle.
+	bytes int64
+	cpu   time.Duration
 }
 
-func run(pods int, counts []int, only []string, reps, workers int, window time.Duration, profile, traceDir string) error {
+func run(pods int, counts []int, only []string, reps, workers int, window time.Duration, expire bool, profile, traceDir string) error {
 	ctx := context.Background()
 	srv, cfg, err := benchpods.Start(ctx, pods, workers)
 	if err != nil {
@@ -138,6 +178,9 @@ func run(pods int, counts []int, only []string, reps, workers int, window time.D
 		}
 		fmt.Printf("prime (%s, cold): idle %v, %d reconciles\n", v, r.idle.Round(time.Millisecond), r.reconciles)
 	}
+	if expire {
+		fmt.Println("--expire: kube-apiserver restarts after each round's changes: every stored resourceVersion is expired, as after a downtime longer than the watch window")
+	}
 
 	results := map[string][]result{}
 	round := 0
@@ -147,6 +190,11 @@ func run(pods int, counts []int, only []string, reps, workers int, window time.D
 			changed, err := change(ctx, cs, pods, k, round)
 			if err != nil {
 				return err
+			}
+			if expire {
+				if err := expireHistory(ctx, srv, cs); err != nil {
+					return err
+				}
 			}
 			variants := slices.Clone(only)
 			if rep%2 == 1 {
@@ -169,13 +217,21 @@ func run(pods int, counts []int, only []string, reps, workers int, window time.D
 				}
 				key := fmt.Sprintf("%s/%d", v, k)
 				results[key] = append(results[key], r)
-				fmt.Printf("changed %6d rep %d %-10s idle %9v (owed done %9v, synced %9v)  reconciles %7d  LISTs %d\n", k, rep, v,
-					r.idle.Round(time.Millisecond), r.owed.Round(time.Millisecond), r.synced.Round(time.Millisecond), r.reconciles, r.lists)
+				fmt.Printf("changed %6d rep %d %-10s idle %9v (owed done %9v, synced %9v)  reconciles %7d  Pod lists %d, metadata lists %d, fetches %d  read %s  CPU %v\n", k, rep, v,
+					r.idle.Round(time.Millisecond), r.owed.Round(time.Millisecond), r.synced.Round(time.Millisecond), r.reconciles,
+					r.lists, r.metadata, r.fetches, mib(r.bytes), r.cpu.Round(10*time.Millisecond))
+				if v != "default" && r.reconciles != int64(len(changed)) {
+					fmt.Printf("  ^ %s reconciled %d Pods, not the %d changed\n", v, r.reconciles, len(changed))
+				}
 			}
 		}
 	}
-	fmt.Printf("\n%d Pods, medians of %d restarts; idle: ctrl.NewManager → the last reconcile owed, or synced if later; reconciles: all, in that time and %v after\n", pods, reps, window)
-	fmt.Printf("%-9s %-11s %10s %10s %10s %11s %10s\n", "changed", "cache", "idle", "owed done", "synced", "reconciles", "× default")
+	restarts := "restarts"
+	if expire {
+		restarts = "restarts, each after an apiserver restart (stored resourceVersions expired)"
+	}
+	fmt.Printf("\n%d Pods, medians of %d %s; idle: ctrl.NewManager → the last reconcile owed, or synced if later; reconciles: all, in that time and %v after; read: bytes from the apiserver until idle; CPU: client CPU until idle\n", pods, reps, restarts, window)
+	fmt.Printf("%-15s %-11s %10s %10s %10s %11s %10s %8s %9s %10s\n", "changed", "cache", "idle", "owed done", "synced", "reconciles", "read", "CPU", "Pod lists", "× default")
 	for _, k := range counts {
 		for _, v := range allVariants {
 			if !slices.Contains(only, v) {
@@ -186,10 +242,42 @@ func run(pods int, counts []int, only []string, reps, workers int, window time.D
 			if slices.Contains(only, "default") {
 				ratio = fmt.Sprintf("%.2f×", float64(m.idle)/float64(median(results[fmt.Sprintf("default/%d", k)]).idle))
 			}
-			fmt.Printf("%-9d %-11s %10v %10v %10v %11d %10s\n", k, v, m.idle.Round(time.Millisecond), m.owed.Round(time.Millisecond),
-				m.synced.Round(time.Millisecond), m.reconciles, ratio)
+			changed := fmt.Sprintf("%d (%.3g%%)", k, 100*float64(k)/float64(pods))
+			fmt.Printf("%-15s %-11s %10v %10v %10v %11d %10s %8v %9d %10s\n", changed, v, m.idle.Round(time.Millisecond), m.owed.Round(time.Millisecond),
+				m.synced.Round(time.Millisecond), m.reconciles, mib(m.bytes), m.cpu.Round(10*time.Millisecond), m.lists, ratio)
 		}
 	}
+	return nil
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// expireHistory restarts kube-apiserver, so that no resourceVersion from
+// before is in its watch history, and waits until its watch cache of Pods
+// serves watches again.
+func expireHistory(ctx context.Context, srv *apiservertest.Server, cs kubernetes.Interface) error {
+	start := time.Now()
+	restartCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := srv.Restart(restartCtx); err != nil {
+		return err
+	}
+	ready := time.Now()
+	// A watch from "0" is served from the watch cache only: it opens once
+	// the cache is initialized. Its selector matches no Pod, so it sends
+	// nothing.
+	for {
+		w, err := cs.CoreV1().Pods("").Watch(restartCtx, metav1.ListOptions{ResourceVersion: "0", LabelSelector: "checkpointbench-warmup=none", TimeoutSeconds: ptr.To[int64](1)})
+		if err == nil {
+			w.Stop()
+			break
+		}
+		if restartCtx.Err() != nil {
+			return fmt.Errorf("the restarted apiserver's watch cache of Pods: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fmt.Printf("apiserver restarted (ready in %v, Pods' watch cache %v later)\n", ready.Sub(start).Round(time.Millisecond), time.Since(ready).Round(time.Millisecond))
 	return nil
 }
 
@@ -232,22 +320,19 @@ func startProfile(profileDir, traceDir, name string) (stop func(), err error) {
 
 // median returns each measure's median over rs (taken separately).
 func median(rs []result) result {
-	var idle, owed, synced []time.Duration
-	var rec []int64
+	var idle, owed, synced, cpu []time.Duration
+	var rec, lists, bytes []int64
 	for _, r := range rs {
 		idle, owed, synced, rec = append(idle, r.idle), append(owed, r.owed), append(synced, r.synced), append(rec, r.reconciles)
+		cpu, lists, bytes = append(cpu, r.cpu), append(lists, r.lists), append(bytes, r.bytes)
 	}
-	return result{idle: mid(idle), owed: mid(owed), synced: mid(synced), reconciles: mid(rec)}
+	return result{idle: mid(idle), owed: mid(owed), synced: mid(synced), reconciles: mid(rec), cpu: mid(cpu), lists: mid(lists), bytes: mid(bytes)}
 }
 
 func mid[T int64 | time.Duration](xs []T) T {
 	slices.Sort(xs)
 	return xs[len(xs)/2]
 }
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 func allPods(n int) map[types.NamespacedName]bool {
 	out := make(map[types.NamespacedName]bool, n)
@@ -257,8 +342,8 @@ func allPods(n int) map[types.NamespacedName]bool {
 	return out
 }
 
-// change labels k Pods, spread evenly, with a value new in this round, and
-// returns them.
+// change labels k Pods, spread evenly over the namespaces and within each,
+// with a value new in this round, and returns them.
 func change(ctx context.Context, cs kubernetes.Interface, pods, k, round int) (map[types.NamespacedName]bool, error) {
 	out := map[types.NamespacedName]bool{}
 	if k == 0 {
@@ -266,7 +351,7 @@ func change(ctx context.Context, cs kubernetes.Interface, pods, k, round int) (m
 	}
 	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{"checkpointbench-round":"%d"}}}`, round))
 	for j := range k {
-		i := j * pods / k
+		i := namespaceMajor(j*pods/k, pods)
 		nn := types.NamespacedName{Namespace: benchpods.Namespace(i), Name: benchpods.Name(i)}
 		if _, err := cs.CoreV1().Pods(nn.Namespace).Patch(ctx, nn.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return nil, fmt.Errorf("changing %s: %w", nn, err)
@@ -276,6 +361,22 @@ func change(ctx context.Context, cs kubernetes.Interface, pods, k, round int) (m
 	return out, nil
 }
 
+// namespaceMajor returns the index of the p-th of pods Pods (benchpods
+// numbering) when they are ordered by namespace, then by index: evenly
+// spaced positions are then evenly spread over the namespaces and within
+// each, as changes in a cluster are, where evenly spaced indexes (Pod i is
+// in namespace i mod benchpods.Namespaces) could all fall in one namespace.
+func namespaceMajor(p, pods int) int {
+	for ns := range benchpods.Namespaces {
+		n := (pods - ns + benchpods.Namespaces - 1) / benchpods.Namespaces // Pods in ns
+		if p < n {
+			return ns + p*benchpods.Namespaces
+		}
+		p -= n
+	}
+	panic(fmt.Sprintf("namespaceMajor: position beyond %d Pods", pods))
+}
+
 // start1 starts a manager with one Pod controller — on controller-runtime's
 // default cache if path is "", else on the persistent cache with a
 // checkpoint, synced on the stored state if atOpen — waits until every Pod
@@ -283,19 +384,13 @@ func change(ctx context.Context, cs kubernetes.Interface, pods, k, round int) (m
 // it.
 func start1(base *rest.Config, path string, atOpen bool, owed map[types.NamespacedName]bool, window time.Duration) (result, error) {
 	cfg := rest.CopyConfig(base)
-	var lists atomic.Int64
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			// A LIST (limit=1 consistent reads of a catching-up informer
-			// excluded), or a watch that starts with the whole list.
-			q := req.URL.Query()
-			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/pods") &&
-				((q.Get("watch") == "" && q.Get("limit") != "1") || q.Get("sendInitialEvents") == "true") {
-				lists.Add(1)
-			}
-			return rt.RoundTrip(req)
-		})
-	})
+	// No client-side rate limit, as ctrl.GetConfig sets up a manager's
+	// config (controller-runtime relies on API Priority and Fairness).
+	cfg.QPS, cfg.Burst = -1, 0
+	counter := &apicount.Counter{}
+	cfg.Wrap(counter.Wrap)
+	runtime.GC() // the previous start's garbage is not this one's CPU
+	cpuBegin := processCPU()
 	begin := time.Now()
 	opts := ctrl.Options{
 		Metrics:    metricsserver.Options{BindAddress: "0"},
@@ -381,10 +476,12 @@ func start1(base *rest.Config, path string, atOpen bool, owed map[types.Namespac
 		res.owed = res.synced
 	}
 	res.idle = max(res.owed, res.synced)
+	res.cpu, res.bytes = processCPU()-cpuBegin, counter.TotalBytes()
 	// The observation window: what a restart does beyond what it owes.
 	time.Sleep(window)
 	res.reconciles = reconciles.Load()
-	res.lists = lists.Load()
+	res.lists = counter.Requests("pods", apicount.List) + counter.Requests("pods", apicount.WatchList)
+	res.metadata, res.fetches = counter.Requests("pods", apicount.Metadata), counter.Requests("pods", apicount.Fetch)
 	cancel()
 	if err := <-done; err != nil {
 		return result{}, err

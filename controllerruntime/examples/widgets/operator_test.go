@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/boltinformer/boltinformer/controllerruntime/examples/widgets"
+	"github.com/boltinformer/boltinformer/controllerruntime/internal/apicount"
 	"github.com/boltinformer/boltinformer/controllerruntime/internal/crtest"
 )
 
@@ -90,7 +91,9 @@ func installCRD(t testing.TB) {
 // operator is a running manager with the Widget controller.
 type operator struct {
 	reqs *crtest.Requests
-	stop func()
+	// counts tells a recovery's metadata lists and fetches from lists.
+	counts *apicount.Counter
+	stop   func()
 	// indexBuildCalls are the owner index extractor's calls while the
 	// controller set up its indexes (IndexField), before the start: a
 	// build over the stored ConfigMaps.
@@ -107,9 +110,10 @@ func runOperator(t *testing.T, path string) *operator {
 // runOperatorWith is runOperator with the reconciler's checkpoint name.
 func runOperatorWith(t *testing.T, path, checkpoint string) *operator {
 	t.Helper()
-	reqs := &crtest.Requests{}
+	reqs, counts := &crtest.Requests{}, &apicount.Counter{}
 	cfg := rest.CopyConfig(srv.Config())
 	cfg.Wrap(reqs.Wrap)
+	cfg.Wrap(counts.Wrap)
 	opts := ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
@@ -132,7 +136,7 @@ func runOperatorWith(t *testing.T, path, checkpoint string) *operator {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	var once sync.Once
-	o := &operator{reqs: reqs, indexBuildCalls: indexBuildCalls, stop: func() {
+	o := &operator{reqs: reqs, counts: counts, indexBuildCalls: indexBuildCalls, stop: func() {
 		once.Do(func() {
 			cancel()
 			if err := <-done; err != nil {
@@ -319,8 +323,10 @@ func TestOperatorRestarts(t *testing.T) {
 	op.stop()
 
 	// Down again; the apiserver restarts, so every stored resourceVersion
-	// is expired: the informers get 410 and relist, and the deletions since
-	// still reach the reconciler.
+	// is expired: the informers get 410, and the deletions since still
+	// reach the reconciler. The Widget and ConfigMap informers recover by
+	// what changed (a metadata list, fetches of what changed), listing no
+	// objects; the metadata-only Services relist (their list is metadata).
 	createWidget(t, c, ns, "w-after-410", "late", "svc-a")
 	deleteObject(t, c, &widgets.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w-2"}})
 	createService(t, c, ns, "svc-a")
@@ -329,6 +335,14 @@ func TestOperatorRestarts(t *testing.T) {
 	took = converge(t, "restart after 410", ns)
 	t.Logf("restart after 410: converged in %v; LISTs widgets=%d configmaps=%d services=%d", took.Round(time.Millisecond),
 		op.reqs.List("widgets"), op.reqs.List("configmaps"), op.reqs.List("services"))
+	for _, r := range []string{"widgets", "configmaps"} {
+		lists := op.counts.Requests(r, apicount.List) + op.counts.Requests(r, apicount.WatchList)
+		metadata, fetches := op.counts.Requests(r, apicount.Metadata), op.counts.Requests(r, apicount.Fetch)
+		t.Logf("restart after 410: %s: %d metadata lists, %d fetches, %d lists", r, metadata, fetches, lists)
+		if lists != 0 || metadata == 0 {
+			t.Errorf("restart after 410: %s: %d lists and %d metadata lists, want a recovery: no list, a metadata list", r, lists, metadata)
+		}
+	}
 	op.stop()
 }
 

@@ -1,0 +1,257 @@
+package controllerruntime
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// A recovery (reflector.Recovery) replaces the full list an informer makes
+// after a 410 — its stored resourceVersion left the apiserver's watch
+// history, after a downtime longer than about 75 s or any apiserver
+// restart — by a metadata list, a diff against the stored objects, and
+// fetches of what changed. Its MetadataLister must list exactly what the
+// informer's ListerWatcher lists, and here that ListerWatcher is
+// controller-runtime's, opaque: its closures hold the namespace and the
+// selectors. So:
+//
+//   - the metadata list is client-go's metadata client on the cache's HTTP
+//     client, for the resource, namespace and selectors read from the
+//     informer's own list request (probeList), and it is used only if its
+//     request, probed the same way, has the same path and selectors: the
+//     diff then sees exactly the collection the informer stores;
+//   - a fetch is the informer's own list (its ListerWatcher), so it decodes
+//     as the informer's list does (typed through the cache's scheme,
+//     unstructured, the GroupVersionKind set). Its request is narrowed on
+//     its way out by fetchTransport, under the cache's HTTP client: a
+//     metadata.name term added to the field selector (beside the
+//     informer's own, which controller-runtime writes over any the caller
+//     passes) and, for an informer of all namespaces, the namespace put
+//     into the path, as client-go's clients build a namespaced request.
+//
+// A recovery compares resourceVersions as integers, which holds for what
+// kube-apiserver serves from etcd: its built-in resources and custom
+// resources, not aggregated APIs, whose server kube-apiserver only
+// proxies to. As the factories, boltcr vouches for the groups of client-go's
+// scheme (all built-in), and for the groups the user names in
+// Options.RecoverGroups (custom resources, which it cannot tell from
+// aggregated APIs without discovery). Metadata-only informers
+// (PartialObjectMetadata) get no recovery: their full list is the metadata
+// list a recovery would make, and the relist already leaves the unchanged
+// objects unwritten and undelivered (see the cache package), so a recovery
+// would only add the fetches.
+
+// recoveries builds the recoveries of a cache's informers.
+type recoveries struct {
+	meta metadata.Interface
+	// groups are the API groups vouched for besides client-go's scheme's
+	// (Options.RecoverGroups).
+	groups map[string]bool
+	// qps is the rate the informers' REST clients allow (0: no limit), so
+	// the recovery plans fetches that fit it (reflector.RateLimitedLister).
+	qps float32
+}
+
+// newRecoveries returns the recoveries of a cache on config whose requests
+// go through httpClient (with fetchTransport in its transport chain).
+func newRecoveries(config *rest.Config, httpClient *http.Client, groups []string) (*recoveries, error) {
+	cfg := rest.CopyConfig(config)
+	// As controller-runtime builds its metadata clients: the metadata
+	// client's own serializer, not the caller's.
+	cfg.NegotiatedSerializer = nil
+	mc, err := metadata.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("metadata client for recoveries: %w", err)
+	}
+	r := &recoveries{meta: mc, groups: map[string]bool{}, qps: clientQPS(config)}
+	for _, g := range groups {
+		r.groups[g] = true
+	}
+	return r, nil
+}
+
+// clientQPS is the sustained rate of the REST clients client-go builds from
+// c (each its own token bucket unless c.RateLimiter is shared): 0 for none.
+func clientQPS(c *rest.Config) float32 {
+	switch {
+	case c.RateLimiter != nil:
+		return c.RateLimiter.QPS()
+	case c.QPS == 0:
+		return rest.DefaultQPS
+	case c.QPS < 0: // controller-runtime's default: no client-side limit
+		return 0
+	}
+	return c.QPS
+}
+
+// vouched reports whether key's resourceVersions are etcd revisions.
+func (r *recoveries) vouched(key objectKey) bool {
+	return scheme.Scheme.IsGroupRegistered(key.gvk.Group) || r.groups[key.gvk.Group]
+}
+
+// recovery returns the recovery settings of the informer of key listing
+// what lw lists, list being its list request (probeList). It returns nil
+// for an informer that relists in full after a 410 by design (metadata-only,
+// or of a group not vouched for), and nil with the reason for one whose
+// list a metadata list cannot repeat exactly.
+func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *url.URL) (*reflector.Recovery, error) {
+	switch {
+	case key.form == formMetadata:
+		return nil, nil // see the file's header
+	case !r.vouched(key):
+		return nil, nil // custom resources without Options.RecoverGroups: documented
+	}
+	target, err := parseListPath(list.Path)
+	if err != nil {
+		return nil, err
+	}
+	q := list.Query()
+	for k, v := range q {
+		if k != "labelSelector" && k != "fieldSelector" && !requestParams[k] && !(len(v) == 1 && v[0] == "") {
+			return nil, fmt.Errorf("its list has the parameter %s=%q, which a metadata list cannot repeat", k, v)
+		}
+	}
+	l := &recoveryLister{
+		meta:   r.meta.Resource(key.gvk.GroupVersion().WithResource(target.resource)).Namespace(target.namespace),
+		lw:     toolscache.ToListerWatcherWithContext(lw),
+		target: target,
+		label:  q.Get("labelSelector"),
+		field:  q.Get("fieldSelector"),
+		qps:    r.qps,
+	}
+	// The metadata list must ask for exactly the informer's collection.
+	probed, err := probeList(&toolscache.ListWatch{ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return l.ListMetadata(ctx, opts)
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("probing the metadata list: %w", err)
+	}
+	mq := probed.Query()
+	if probed.Path != list.Path || mq.Get("labelSelector") != l.label || mq.Get("fieldSelector") != l.field {
+		return nil, fmt.Errorf("the metadata list would ask %s?%s, not the informer's %s?%s", probed.Path, probed.RawQuery, list.Path, list.RawQuery)
+	}
+	return &reflector.Recovery{Lister: l}, nil
+}
+
+// listPath is an informer's list request path, taken apart.
+type listPath struct {
+	path string
+	// namespace is the path's namespace, "" for all namespaces (or a
+	// cluster-scoped resource); resource the path's last element.
+	namespace, resource string
+}
+
+// parseListPath takes apart a collection's path as client-go's clients
+// build it: [prefix]/api/v1[/namespaces/<ns>]/<resource> or
+// [prefix]/apis/<group>/<version>[/namespaces/<ns>]/<resource>.
+func parseListPath(path string) (listPath, error) {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	n := len(segs)
+	if n < 3 {
+		return listPath{}, fmt.Errorf("%q is not a collection's path", path)
+	}
+	p := listPath{path: path, resource: segs[n-1]}
+	if n >= 5 && segs[n-3] == "namespaces" {
+		p.namespace = segs[n-2]
+	}
+	return p, nil
+}
+
+// recoveryLister is the reflector.MetadataLister of one informer (see the
+// file's header).
+type recoveryLister struct {
+	meta   metadata.ResourceInterface
+	lw     toolscache.ListerWatcherWithContext
+	target listPath
+	label  string
+	field  string
+	qps    float32
+}
+
+var _ reflector.RateLimitedLister = (*recoveryLister)(nil)
+
+// QPS implements reflector.RateLimitedLister.
+func (l *recoveryLister) QPS() float32 { return l.qps }
+
+// ListMetadata implements reflector.MetadataLister.
+func (l *recoveryLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	opts.LabelSelector, opts.FieldSelector = l.label, l.field
+	return l.meta.List(ctx, opts)
+}
+
+// ListObjects implements reflector.MetadataLister through the informer's
+// own list, narrowed by fetchTransport.
+func (l *recoveryLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
+	if l.target.namespace != "" && namespace != "" && namespace != l.target.namespace {
+		return nil, fmt.Errorf("boltcr: a recovery asked for namespace %q of an informer of namespace %q", namespace, l.target.namespace)
+	}
+	if name != "" || (namespace != "" && l.target.namespace == "") {
+		ctx = context.WithValue(ctx, fetchKey{}, fetch{list: l.target, namespace: namespace, name: name})
+	}
+	return l.lw.ListWithContext(ctx, opts)
+}
+
+// fetchKey marks a context whose list request fetchTransport narrows to
+// the fetch it carries.
+type fetchKey struct{}
+
+// fetch narrows an informer's list request (list) to namespace and the
+// object named name, those that are set.
+type fetch struct {
+	list            listPath
+	namespace, name string
+}
+
+// narrow returns u, a request of the informer's list, narrowed to f.
+func (f fetch) narrow(u *url.URL) (*url.URL, error) {
+	if u.Path != f.list.path {
+		// The informer's ListerWatcher sent another request than its list:
+		// sending it unnarrowed would fetch more than asked.
+		return nil, fmt.Errorf("boltcr: a recovery's fetch through the informer's list asked %s, not the informer's list %s", u.Path, f.list.path)
+	}
+	out := *u
+	if f.namespace != "" && f.list.namespace == "" {
+		i := strings.LastIndex(out.Path, "/")
+		out.Path = out.Path[:i] + "/namespaces/" + f.namespace + out.Path[i:]
+		out.RawPath = ""
+	}
+	if f.name != "" {
+		q := out.Query()
+		field := "metadata.name=" + f.name
+		if s := q.Get("fieldSelector"); s != "" {
+			field = s + "," + field
+		}
+		q.Set("fieldSelector", field)
+		out.RawQuery = q.Encode()
+	}
+	return &out, nil
+}
+
+// fetchTransport narrows the requests of contexts that carry a fetch and
+// passes every request on to base.
+type fetchTransport struct{ base http.RoundTripper }
+
+func (t fetchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	f, ok := req.Context().Value(fetchKey{}).(fetch)
+	if !ok {
+		return t.base.RoundTrip(req)
+	}
+	u, err := f.narrow(req.URL)
+	if err != nil {
+		return nil, err
+	}
+	req = req.Clone(req.Context())
+	req.URL = u
+	return t.base.RoundTrip(req)
+}
