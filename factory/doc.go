@@ -57,7 +57,10 @@
 // "metadata/apps/v1/replicasets".
 // Factories with different filters on one file never share a collection,
 // and a changed selector starts a new one rather than resuming objects
-// listed under the old selector.
+// listed under the old selector. The names are derived in
+// internal/listidentity, with the controller-runtime adapter's, and pinned
+// by testdata/list-identity.golden: cache files hold them, so a change to
+// them starts every collection cold.
 //
 // Before a collection is resumed, the informer checks what it was stored
 // under (see cache.Persistence); any difference starts it cold:

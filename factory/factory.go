@@ -43,6 +43,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/listidentity"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -338,7 +339,7 @@ func (f *Factory) captureLocked(obj runtime.Object, gvr schema.GroupVersionResou
 // accessors would: the typed client's list and watch with the factory's
 // namespace and tweak, and the namespace index.
 func (f *Factory) newDefaultInformer(obj runtime.Object, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource, resync time.Duration) (cache.SharedIndexInformer, error) {
-	req := listRequest{namespace: f.namespace, options: listFilters(tweakedOptions(f.tweakListOptions)), requestOnly: true}
+	req := listRequest{namespace: f.namespace, options: listidentity.FilterOptions(tweakedOptions(f.tweakListOptions)), requestOnly: true}
 	lw, err := typedListWatch(f.client, obj, f.namespace, f.tweakListOptions)
 	if err != nil {
 		return nil, err
@@ -365,9 +366,9 @@ func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, g
 	if acc, _ := accessorFor(obj); !acc.namespaced {
 		namespace = f.namespace
 	}
-	id := newListIdentity("typed", gvr, gvk.Kind, namespace, req.options)
+	id := listidentity.FromOptions("typed", gvr, gvk.Kind, namespace, req.options)
 	if !req.requestOnly {
-		id = id.withListerWatcher(req.code, f.listerWatcherVersion)
+		id = id.WithListerWatcher(req.code, f.listerWatcherVersion)
 	}
 	transform := parts.transform
 	if f.transform != nil {
@@ -376,8 +377,8 @@ func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, g
 	informer, err := bcache.NewSharedIndexInformerWithOptions(f.wireListerWatcher(parts.listerWatcher, gvr, req), obj, bcache.InformerOptions{
 		Persistence: bcache.Persistence{
 			DB:               f.db,
-			Collection:       id.collection(),
-			Description:      id.description(),
+			Collection:       id.Collection(),
+			Description:      id.Description(),
 			ListIdentity:     id.String(),
 			Cluster:          f.cluster(),
 			TransformVersion: f.transformVersion,

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/listidentity"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -169,8 +170,8 @@ func newResourceInformer(l resourceList, example runtime.Object, p bcache.Persis
 			return l.watch(ctx, opts)
 		},
 	}
-	id := newListIdentity(l.source, l.gvr, "", l.namespace, tweakedOptions(tweak))
-	p.Collection, p.Description, p.ListIdentity = id.collection(), id.description(), id.String()
+	id := listidentity.FromOptions(l.source, l.gvr, "", l.namespace, tweakedOptions(tweak))
+	p.Collection, p.Description, p.ListIdentity = id.Collection(), id.Description(), id.String()
 	informer, err := bcache.NewSharedIndexInformerWithOptions(lw, example, bcache.InformerOptions{
 		Persistence:  p,
 		ResyncPeriod: resync,
@@ -182,4 +183,13 @@ func newResourceInformer(l resourceList, example runtime.Object, p bcache.Persis
 		return nil, fmt.Errorf("boltinformer %s factory: informer for %s: %w", l.source, l.gvr, err)
 	}
 	return informer, nil
+}
+
+// tweakedOptions returns the list options tweak sets on empty ones.
+func tweakedOptions(tweak func(*metav1.ListOptions)) metav1.ListOptions {
+	var opts metav1.ListOptions
+	if tweak != nil {
+		tweak(&opts)
+	}
+	return opts
 }
