@@ -242,7 +242,7 @@ func TestInformerForKeepsMetricsName(t *testing.T) {
 		t.Fatal("client-go's informer does not hold its metrics name")
 	}
 	if !reserved(t, "boltinformer-test-ours", func(n *cache.InformerName) cache.SharedIndexInformer {
-		f := NewSharedInformerFactoryWithOptions(client, 0, openTestDB(t), WithInformerName(n), WithClusterIdentity("test"))
+		f := NewSharedInformerFactoryWithOptions(client, 0, openTestDB(t), WithInformerName(n), WithPersistence(PersistenceOptions{ClusterIdentity: "test"}))
 		return f.Core().V1().Pods().Informer()
 	}) {
 		t.Error("InformerFor's informer does not hold its metrics name: its FIFO publishes no metrics")
@@ -250,7 +250,7 @@ func TestInformerForKeepsMetricsName(t *testing.T) {
 	// kube-scheduler's Pod informer: newFunc closes over the InformerName
 	// instead of reading the factory's, so the capture registers it first.
 	if !reserved(t, "boltinformer-test-closure", func(n *cache.InformerName) cache.SharedIndexInformer {
-		f := NewSharedInformerFactoryWithOptions(client, 0, openTestDB(t), WithInformerName(n), WithClusterIdentity("test"))
+		f := NewSharedInformerFactoryWithOptions(client, 0, openTestDB(t), WithInformerName(n), WithPersistence(PersistenceOptions{ClusterIdentity: "test"}))
 		return f.InformerFor(&corev1.Pod{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 			return coreinformers.NewPodInformerWithOptions(cs, metav1.NamespaceAll, internalinterfaces.InformerOptions{
 				ResyncPeriod: resync, InformerName: n,

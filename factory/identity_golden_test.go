@@ -18,6 +18,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/boltinformer/boltinformer/factory"
 )
@@ -41,13 +42,13 @@ func TestListIdentityGolden(t *testing.T) {
 	add := func(name string, inf cache.SharedIndexInformer) { all = append(all, informer{name, inf}) }
 
 	client := fake.NewSimpleClientset()
-	plain := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithClusterIdentity("test"))
+	plain := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}))
 	add("typed namespaced", plain.Core().V1().Pods().Informer())
 	add("typed cluster-scoped", plain.Core().V1().Nodes().Informer())
 	add("typed group", plain.Apps().V1().Deployments().Informer())
 	add("typed cluster-scoped group", plain.Rbac().V1().ClusterRoles().Informer())
 
-	filtered := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithClusterIdentity("test"),
+	filtered := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}),
 		factory.WithNamespace("prod"),
 		factory.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector, o.FieldSelector = "app=web", "metadata.name!=x"
@@ -55,31 +56,31 @@ func TestListIdentityGolden(t *testing.T) {
 	add("typed namespace and selectors", filtered.Core().V1().Pods().Informer())
 	add("typed cluster-scoped in a namespaced factory", filtered.Core().V1().Nodes().Informer())
 
-	other := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithClusterIdentity("test"),
+	other := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}),
 		factory.WithTweakListOptions(func(o *metav1.ListOptions) { o.ShardSelector, o.Limit = "shard-1", 50 }))
 	add("typed other list option", other.Apps().V1().Deployments().Informer())
 
-	scheduler := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithClusterIdentity("test"))
+	scheduler := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}))
 	add("typed InformerFor field selector", scheduler.InformerFor(&corev1.Pod{}, newSchedulerPodInformer))
 
-	custom := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithClusterIdentity("test"), factory.WithListerWatcherVersion("v1"))
+	custom := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test", ListerWatcherVersion: ptr.To("v1")}))
 	add("typed InformerFor custom ListerWatcher", custom.InformerFor(&corev1.Pod{}, newGoFilteredPodInformer))
 
 	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 	dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{widgets: "WidgetList", configMapsResource: "ConfigMapList"})
-	dyn := factory.NewDynamicSharedInformerFactory(dc, 0, db, factory.WithDynamicClusterIdentity("test"))
+	dyn := factory.NewDynamicSharedInformerFactory(dc, 0, db, factory.WithDynamicPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}))
 	add("dynamic core", dyn.ForResource(configMapsResource).Informer())
 	add("dynamic custom resource", dyn.ForResource(widgets).Informer())
 	dynFiltered := factory.NewFilteredDynamicSharedInformerFactory(dc, 0, db, "a",
-		func(o *metav1.ListOptions) { o.LabelSelector = "tier in (a,b)" }, factory.WithDynamicClusterIdentity("test"))
+		func(o *metav1.ListOptions) { o.LabelSelector = "tier in (a,b)" }, factory.WithDynamicPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}))
 	add("dynamic namespace and selector", dynFiltered.ForResource(configMapsResource).Informer())
 
 	mc := newMetadataClient()
-	md := factory.NewMetadataSharedInformerFactory(mc, 0, db, factory.WithMetadataClusterIdentity("test"))
+	md := factory.NewMetadataSharedInformerFactory(mc, 0, db, factory.WithMetadataPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}))
 	add("metadata", md.ForResource(configMapsResource).Informer())
 	mdFiltered := factory.NewFilteredMetadataSharedInformerFactory(mc, 0, db, "a",
-		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=x" }, factory.WithMetadataClusterIdentity("test"))
+		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=x" }, factory.WithMetadataPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}))
 	add("metadata namespace and selector", mdFiltered.ForResource(configMapsResource).Informer())
 
 	defer func() {
