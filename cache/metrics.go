@@ -22,8 +22,8 @@ import (
 // checkpoint).
 //
 // Pass it to informers with InformerOptions.Metrics, to files with
-// ObserveDB, to the typed factory with factory.WithMetrics and to the
-// controller-runtime adapter with its Options.Metrics. A running informer's
+// ObserveDB, to the factories with factory.PersistenceOptions.Metrics and
+// to the controller-runtime adapter with its Options.Metrics. A running informer's
 // handlers (pending notifications) and open checkpoints are exported
 // wherever its objects are; its collection's (objects, resourceVersion lag,
 // decoded cache, read errors) only while they are in the file: not for a

@@ -14,6 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/listidentity"
 )
 
 // informers builds the cache's informers (cache.Options.NewInformer) and
@@ -74,15 +75,15 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 	if err != nil {
 		return nil, err
 	}
-	id := newListIdentity(key, u)
 	o := f.byObject[key]
 	transformVersion := o.TransformVersion
 	if transformVersion == "" {
 		transformVersion = f.opts.TransformVersion
 	}
+	id := listidentity.FromRequest(string(key.form), key.gvk, u, transformVersion)
 	p := bcache.Persistence{
-		Collection:       id.collection(transformVersion),
-		Description:      id.description(),
+		Collection:       id.Collection(),
+		Description:      id.Description(),
 		ListIdentity:     id.String(),
 		Cluster:          f.cluster,
 		TransformVersion: transformVersion,

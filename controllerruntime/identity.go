@@ -2,14 +2,10 @@ package controllerruntime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -45,105 +41,6 @@ func formOf(obj runtime.Object) form {
 type objectKey struct {
 	form form
 	gvk  schema.GroupVersionKind
-}
-
-// listIdentity is what an informer lists, learnt from the list request its
-// ListerWatcher would send: controller-runtime hands NewInformer an opaque
-// ListerWatcher whose closures hold the namespace and the selectors, so the
-// request is the only place they can be read, and it is exactly what decides
-// which objects come back.
-type listIdentity struct {
-	object    objectKey
-	path      string     // the request path: API group, version, namespace, resource
-	namespace string     // from path; "" for all namespaces or cluster scope
-	query     url.Values // selectors and any other list parameters
-}
-
-// requestParams that belong to the reflector's paging and resuming, not to
-// what is listed.
-var requestParams = map[string]bool{
-	"resourceVersion": true, "resourceVersionMatch": true, "limit": true, "continue": true,
-	"timeoutSeconds": true, "timeout": true, "watch": true, "allowWatchBookmarks": true,
-	"sendInitialEvents": true,
-}
-
-func newListIdentity(object objectKey, u *url.URL) listIdentity {
-	id := listIdentity{object: object, path: u.Path, query: url.Values{}}
-	for k, v := range u.Query() {
-		if !requestParams[k] && !(len(v) == 1 && v[0] == "") {
-			id.query[k] = v
-		}
-	}
-	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
-	for i := 0; i+2 < len(segs); i++ {
-		if segs[i] == "namespaces" {
-			id.namespace = segs[i+1]
-			break
-		}
-	}
-	return id
-}
-
-// String is the identity recorded with the collection
-// (bcache.Persistence.ListIdentity).
-func (id listIdentity) String() string {
-	return fmt.Sprintf("%s %s GET %s?%s", id.object.form, id.object.gvk, id.path, id.query.Encode())
-}
-
-// collection is the collection name: readable and unique per identity.
-//
-//	typed apps/v1 Deployment ns=prod labels=app=web
-//
-// A declared transform version is part of the name too: objects are stored
-// transformed, so another transform must not resume them.
-func (id listIdentity) collection(transformVersion string) string {
-	var b strings.Builder
-	gv := id.object.gvk.GroupVersion().String()
-	fmt.Fprintf(&b, "%s %s %s", id.object.form, gv, id.object.gvk.Kind)
-	if id.namespace != "" {
-		b.WriteString(" ns=" + id.namespace)
-	}
-	rest := url.Values{}
-	for k, v := range id.query {
-		rest[k] = v
-	}
-	for _, p := range []struct{ param, name string }{{"labelSelector", "labels"}, {"fieldSelector", "fields"}} {
-		if v := rest.Get(p.param); v != "" {
-			b.WriteString(" " + p.name + "=" + v)
-		}
-		delete(rest, p.param)
-	}
-	// The path carries the resource name, which a RESTMapper may map
-	// differently over time; and rare parameters are hashed, not spelled.
-	sum := sha256.Sum256([]byte(id.path + "?" + rest.Encode()))
-	b.WriteString(" @" + hex.EncodeToString(sum[:4]))
-	if transformVersion != "" {
-		b.WriteString(" transform=" + transformVersion)
-	}
-	return b.String()
-}
-
-func (id listIdentity) description() map[string]string {
-	d := map[string]string{
-		"source":  "controller-runtime",
-		"form":    string(id.object.form),
-		"group":   id.object.gvk.Group,
-		"version": id.object.gvk.Version,
-		"kind":    id.object.gvk.Kind,
-		"path":    id.path,
-	}
-	if id.namespace != "" {
-		d["namespace"] = id.namespace
-	}
-	keys := make([]string, 0, len(id.query))
-	for k := range id.query {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		d[k] = strings.Join(id.query[k], ",")
-	}
-	return d
 }
 
 // probeKey marks a context whose list request must be captured, not sent.

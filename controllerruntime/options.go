@@ -44,12 +44,15 @@ type Options struct {
 	// for every object without its own Object.TransformVersion. Objects are
 	// stored transformed: change it whenever a transform's behaviour
 	// changes, or the next start resumes objects shaped by the old one.
+	// Empty is a version like any other; a declared one is also part of the
+	// collection's name.
 	TransformVersion string
 
 	// ByObject configures persistence per object type. The key's form
 	// matters: a typed object (&corev1.Pod{}), an *unstructured.Unstructured
 	// or a *metav1.PartialObjectMetadata with its GroupVersionKind set each
-	// name their own informer, as in controller-runtime.
+	// name their own informer, as in controller-runtime. Nil: every type
+	// persists as the fields above say.
 	ByObject map[client.Object]Object
 
 	// PersistSecrets lets Secrets be written to the file. Without it every

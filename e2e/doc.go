@@ -80,7 +80,7 @@
 //     handler on the informer it builds, given to InformerFor and to
 //     client-go's factory: neither informer holds or hands out a dropped
 //     ConfigMap on a cold start, while running, or after a warm restart (no
-//     LIST) across changes made while down; a new WithListerWatcherVersion
+//     LIST) across changes made while down; a new ListerWatcherVersion
 //     starts the collection cold.
 //   - TestFactoryForeignCluster: a file written against one cluster, opened
 //     by a factory on another (its own kube-apiserver and etcd), starts cold:

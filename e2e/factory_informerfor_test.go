@@ -374,7 +374,7 @@ type goFilteredFactory struct {
 func startGoFilteredFactory(ctx context.Context, t *testing.T, srv *apiservertest.Server, path, test, version string) *goFilteredFactory {
 	t.Helper()
 	g := &goFilteredFactory{db: openDB(t, path), events: &recorder{}, counter: &requestCounter{resource: "configmaps"}}
-	g.factory = factory.NewSharedInformerFactoryWithOptions(newClientset(t, srv.Config(), g.counter), 0, g.db, factory.WithListerWatcherVersion(version))
+	g.factory = factory.NewSharedInformerFactoryWithOptions(newClientset(t, srv.Config(), g.counter), 0, g.db, factory.WithPersistence(factory.PersistenceOptions{ListerWatcherVersion: &version}))
 	g.informer = g.factory.InformerFor(&corev1.ConfigMap{}, goFilteredConfigMaps(test, g.events))
 	ctx, g.cancel = context.WithCancel(ctx)
 	g.factory.StartWithContext(ctx)
@@ -410,7 +410,7 @@ func requireDroppedNeverSeen(t *testing.T, who string, events []event) {
 // factory given the same constructor: client-go's informer never holds nor
 // hands out a dropped ConfigMap, and neither does the persistent one, on a
 // cold start, while running, and after a warm restart (no LIST) across
-// changes made while it was down. A changed WithListerWatcherVersion starts
+// changes made while it was down. A changed ListerWatcherVersion starts
 // the collection cold (one LIST).
 func TestFactoryInformerForGoFilter(t *testing.T) {
 	const test = "factory-informerfor-gofilter"

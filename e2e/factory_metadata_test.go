@@ -48,13 +48,9 @@ var metadataFilters = []metadataFilter{
 
 func (m metadataFilter) tweak(o *metav1.ListOptions) { o.LabelSelector = m.selector }
 
-// ours is boltinformer's factory for m: the WithOptions form for all
-// namespaces, the filtered form for one, as a program might write either.
+// ours is boltinformer's factory for m: the filtered form, as client-go's
+// (whose only option is the transform).
 func (m metadataFilter) ours(client metadata.Interface, db *persist.DB, opts ...factory.MetadataOption) *factory.MetadataFactory {
-	if m.namespace == "" {
-		return factory.NewMetadataSharedInformerFactoryWithOptions(client, 0, db,
-			append([]factory.MetadataOption{factory.WithMetadataTweakListOptions(m.tweak)}, opts...)...)
-	}
 	return factory.NewFilteredMetadataSharedInformerFactory(client, 0, db, m.namespace, m.tweak, opts...)
 }
 

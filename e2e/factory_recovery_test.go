@@ -15,8 +15,8 @@ import (
 )
 
 // TestFactoryDynamicRecovery runs the dynamic factory with
-// WithDynamicRecovery on a custom resource (served as JSON: custom
-// resources have no protobuf) across an apiserver restart (410): the
+// PersistenceOptions.MetadataClient on a custom resource (served as JSON:
+// custom resources have no protobuf) across an apiserver restart (410): the
 // informer recovers with a metadata list and fetches of what changed — no
 // full list — and its lister ends with exactly the server's objects, a
 // deleted and recreated widget (a new UID) included.
@@ -49,7 +49,7 @@ func TestFactoryDynamicRecovery(t *testing.T) {
 			t.Fatal(err)
 		}
 		db := openDB(t, path)
-		f := factory.NewDynamicSharedInformerFactory(dc, 0, db, factory.WithDynamicRecovery(mc))
+		f := factory.NewDynamicSharedInformerFactory(dc, 0, db, factory.WithDynamicPersistence(factory.PersistenceOptions{MetadataClient: mc}))
 		f.ForResource(widgetGVR)
 		stop := startResourceFactory(ctx, t, f)
 		return f, func() {

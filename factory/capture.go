@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/boltinformer/boltinformer/internal/listidentity"
 )
 
 // InformerFor receives a constructor, newFunc, that hides what its informer
@@ -203,18 +205,6 @@ func parseListRequest(req *http.Request, gvr schema.GroupVersionResource) (listR
 	if err := metav1.Convert_url_Values_To_v1_ListOptions(&query, &spec.options, nil); err != nil {
 		return listRequest{}, fmt.Errorf("query of %s: %w", req.URL, err)
 	}
-	spec.options = listFilters(spec.options)
+	spec.options = listidentity.FilterOptions(spec.options)
 	return spec, nil
-}
-
-// listFilters returns opts without the fields the reflector sets for
-// paging, resuming and watching: what is left (the selectors) decides which
-// objects a list returns.
-func listFilters(opts metav1.ListOptions) metav1.ListOptions {
-	opts.TypeMeta = metav1.TypeMeta{}
-	opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
-	opts.Limit, opts.Continue, opts.TimeoutSeconds = 0, "", nil
-	opts.Watch, opts.AllowWatchBookmarks = false, false
-	opts.SendInitialEvents = nil
-	return opts
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/listidentity"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -128,16 +129,16 @@ func TestCaptureRejectsWrappedInformer(t *testing.T) {
 // listed differs.
 func TestListIdentity(t *testing.T) {
 	_, pods, _ := resourceOf(&corev1.Pod{})
-	base := newListIdentity("typed", pods, "Pod", "", metav1.ListOptions{})
-	same := newListIdentity("typed", pods, "Pod", "", metav1.ListOptions{Limit: 500, ResourceVersion: "7", Watch: true})
+	base := listidentity.FromOptions("typed", pods, "Pod", "", metav1.ListOptions{})
+	same := listidentity.FromOptions("typed", pods, "Pod", "", metav1.ListOptions{Limit: 500, ResourceVersion: "7", Watch: true})
 	if base.String() != same.String() {
 		t.Errorf("paging and resume fields change the identity: %s vs %s", base, same)
 	}
-	for _, other := range []listIdentity{
-		newListIdentity("dynamic", pods, "", "", metav1.ListOptions{}),
-		newListIdentity("typed", pods, "Pod", "a", metav1.ListOptions{}),
-		newListIdentity("typed", pods, "Pod", "", metav1.ListOptions{LabelSelector: "app=web"}),
-		newListIdentity("typed", pods, "Pod", "", metav1.ListOptions{FieldSelector: "status.phase!=Failed"}),
+	for _, other := range []listidentity.List{
+		listidentity.FromOptions("dynamic", pods, "", "", metav1.ListOptions{}),
+		listidentity.FromOptions("typed", pods, "Pod", "a", metav1.ListOptions{}),
+		listidentity.FromOptions("typed", pods, "Pod", "", metav1.ListOptions{LabelSelector: "app=web"}),
+		listidentity.FromOptions("typed", pods, "Pod", "", metav1.ListOptions{FieldSelector: "status.phase!=Failed"}),
 	} {
 		if other.String() == base.String() {
 			t.Errorf("identity %s equals the unfiltered one", other)
@@ -147,21 +148,21 @@ func TestListIdentity(t *testing.T) {
 	// A custom ListerWatcher's code and declared version are part of the
 	// identity; its collection is named apart from the plain list's, but
 	// not after the version, so a new version reuses it cold.
-	custom := base.withListerWatcher("*cache.ListWatch{ListWithContextFunc=main.f.func1}", "v1")
-	for _, other := range []listIdentity{
+	custom := base.WithListerWatcher("*cache.ListWatch{ListWithContextFunc=main.f.func1}", "v1")
+	for i, other := range []listidentity.List{
 		custom,
-		base.withListerWatcher("*cache.ListWatch{ListWithContextFunc=main.f.func1}", "v2"),
-		base.withListerWatcher("*cache.ListWatch{ListWithContextFunc=main.g.func1}", "v1"),
-		base.withListerWatcher("*cache.ListWatch{ListWithContextFunc=main.f.func1}", ""),
+		base.WithListerWatcher("*cache.ListWatch{ListWithContextFunc=main.f.func1}", "v2"),
+		base.WithListerWatcher("*cache.ListWatch{ListWithContextFunc=main.g.func1}", "v1"),
+		base.WithListerWatcher("*cache.ListWatch{ListWithContextFunc=main.f.func1}", ""),
 	} {
 		if other.String() == base.String() {
 			t.Errorf("identity %s equals the plain list's", other)
 		}
-		if other != custom && other.String() == custom.String() {
+		if i != 0 && other.String() == custom.String() {
 			t.Errorf("identity %s equals %s", other, custom)
 		}
-		if other.collection() == base.collection() || other.collection() != custom.collection() {
-			t.Errorf("custom ListerWatcher's collection %q (plain list's %q, v1's %q)", other.collection(), base.collection(), custom.collection())
+		if other.Collection() == base.Collection() || other.Collection() != custom.Collection() {
+			t.Errorf("custom ListerWatcher's collection %q (plain list's %q, v1's %q)", other.Collection(), base.Collection(), custom.Collection())
 		}
 	}
 }
@@ -241,7 +242,7 @@ func TestInformerForKeepsMetricsName(t *testing.T) {
 		t.Fatal("client-go's informer does not hold its metrics name")
 	}
 	if !reserved(t, "boltinformer-test-ours", func(n *cache.InformerName) cache.SharedIndexInformer {
-		f := NewSharedInformerFactoryWithOptions(client, 0, openTestDB(t), WithInformerName(n), WithClusterIdentity("test"))
+		f := NewSharedInformerFactoryWithOptions(client, 0, openTestDB(t), WithInformerName(n), WithPersistence(PersistenceOptions{ClusterIdentity: "test"}))
 		return f.Core().V1().Pods().Informer()
 	}) {
 		t.Error("InformerFor's informer does not hold its metrics name: its FIFO publishes no metrics")
@@ -249,7 +250,7 @@ func TestInformerForKeepsMetricsName(t *testing.T) {
 	// kube-scheduler's Pod informer: newFunc closes over the InformerName
 	// instead of reading the factory's, so the capture registers it first.
 	if !reserved(t, "boltinformer-test-closure", func(n *cache.InformerName) cache.SharedIndexInformer {
-		f := NewSharedInformerFactoryWithOptions(client, 0, openTestDB(t), WithInformerName(n), WithClusterIdentity("test"))
+		f := NewSharedInformerFactoryWithOptions(client, 0, openTestDB(t), WithInformerName(n), WithPersistence(PersistenceOptions{ClusterIdentity: "test"}))
 		return f.InformerFor(&corev1.Pod{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 			return coreinformers.NewPodInformerWithOptions(cs, metav1.NamespaceAll, internalinterfaces.InformerOptions{
 				ResyncPeriod: resync, InformerName: n,

@@ -12,11 +12,13 @@ import (
 // (Forbidden: namespaced RBAC) by the UID of the ServiceAccount it
 // authenticates as, recorded as "serviceaccount/<ns>/<name>/<uid>" (see
 // internal/clusterid for why these and nothing else). A client that can
-// read neither declares the cluster (WithClusterIdentity,
-// WithDynamicClusterIdentity, WithMetadataClusterIdentity; a metadata
-// client cannot review itself, so a metadata factory that may not read
-// kube-system must declare it). The identity is learned once per factory,
+// read neither declares the cluster (PersistenceOptions.ClusterIdentity; a
+// metadata client cannot review itself, so a metadata factory that may not
+// read kube-system must declare it). The identity is learned once per factory,
 // when its first informer starts.
+
+// declareCluster names, in errors, how to declare the cluster's identity.
+const declareCluster = "factory.PersistenceOptions.ClusterIdentity"
 
 // clusterSource learns a factory's cluster identity once for all of its
 // informers; the zero value is ready, the Source is built on first use.
@@ -26,32 +28,32 @@ type clusterSource struct {
 }
 
 // identity returns the identity a factory records with each of its
-// collections: declared if set (declareOption names the option that sets
-// it, for errors), else read through the reader newReader builds. The
-// kube-system UID is recorded bare, as before other kinds existed.
-func (c *clusterSource) identity(declared, declareOption string, newReader func() clusterid.Reader) bcache.ClusterIdentity {
+// collections: declared if set, else read through the reader newReader
+// builds. The kube-system UID is recorded bare, as before other kinds
+// existed.
+func (c *clusterSource) identity(declared string, newReader func() clusterid.Reader) bcache.ClusterIdentity {
 	if declared != "" {
 		return bcache.StaticCluster(declared)
 	}
 	c.once.Do(func() {
-		c.source = clusterid.New(newReader(), clusterid.Options{Component: "boltinformer factory", Declare: declareOption})
+		c.source = clusterid.New(newReader(), clusterid.Options{Component: "boltinformer factory", Declare: declareCluster})
 	})
 	return c.source.Get
 }
 
 // cluster returns the identity recorded with each of f's collections.
 func (f *Factory) cluster() bcache.ClusterIdentity {
-	return f.identity.identity(f.clusterIdentity, "factory.WithClusterIdentity", func() clusterid.Reader { return clusterid.Typed(f.client) })
+	return f.identity.identity(f.persistence.ClusterIdentity, func() clusterid.Reader { return clusterid.Typed(f.client) })
 }
 
 // cluster returns the identity recorded with each of f's collections.
 func (f *DynamicFactory) cluster() bcache.ClusterIdentity {
-	return f.identity.identity(f.clusterIdentity, "factory.WithDynamicClusterIdentity", func() clusterid.Reader { return clusterid.Dynamic(f.client) })
+	return f.identity.identity(f.persistence.ClusterIdentity, func() clusterid.Reader { return clusterid.Dynamic(f.client) })
 }
 
 // cluster returns the identity recorded with each of f's collections. A
 // metadata client cannot review itself, so without kube-system's UID the
-// identity must be declared (WithMetadataClusterIdentity).
+// identity must be declared (PersistenceOptions.ClusterIdentity).
 func (f *MetadataFactory) cluster() bcache.ClusterIdentity {
-	return f.identity.identity(f.clusterIdentity, "factory.WithMetadataClusterIdentity", func() clusterid.Reader { return clusterid.Metadata(f.client) })
+	return f.identity.identity(f.persistence.ClusterIdentity, func() clusterid.Reader { return clusterid.Metadata(f.client) })
 }

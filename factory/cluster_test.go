@@ -56,13 +56,13 @@ func TestClusterIdentity(t *testing.T) {
 	if id, err := f.cluster()(ctx); err != nil || id != "uid-1" {
 		t.Errorf("typed factory: cluster %q, %v; want kube-system's UID", id, err)
 	}
-	f = NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(), 0, nil, WithClusterIdentity("prod-eu"))
+	f = NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(), 0, nil, WithPersistence(PersistenceOptions{ClusterIdentity: "prod-eu"}))
 	if id, err := f.cluster()(ctx); err != nil || id != "prod-eu" {
-		t.Errorf("typed factory WithClusterIdentity: cluster %q, %v", id, err)
+		t.Errorf("typed factory with ClusterIdentity: cluster %q, %v", id, err)
 	}
 	f = NewSharedInformerFactory(fake.NewSimpleClientset(), 0, nil)
-	if _, err := f.cluster()(ctx); err == nil || !strings.Contains(err.Error(), "WithClusterIdentity") {
-		t.Errorf("typed factory without kube-system: %v, want an error naming WithClusterIdentity", err)
+	if _, err := f.cluster()(ctx); err == nil || !strings.Contains(err.Error(), "PersistenceOptions.ClusterIdentity") {
+		t.Errorf("typed factory without kube-system: %v, want an error naming PersistenceOptions.ClusterIdentity", err)
 	}
 	cs := fake.NewSimpleClientset(kubeSystem("uid-1"))
 	forbidKubeSystem(t, &cs.Fake, ctrlSA, false)
@@ -73,8 +73,8 @@ func TestClusterIdentity(t *testing.T) {
 	cs = fake.NewSimpleClientset(kubeSystem("uid-1"))
 	forbidKubeSystem(t, &cs.Fake, authenticationv1.UserInfo{Username: "alice", UID: "alice"}, false)
 	f = NewSharedInformerFactory(cs, 0, nil)
-	if _, err := f.cluster()(ctx); !errors.Is(err, clusterid.ErrUnidentified) || !strings.Contains(err.Error(), "WithClusterIdentity") {
-		t.Errorf("typed factory, kube-system forbidden to a user: %v, want ErrUnidentified naming WithClusterIdentity", err)
+	if _, err := f.cluster()(ctx); !errors.Is(err, clusterid.ErrUnidentified) || !strings.Contains(err.Error(), "PersistenceOptions.ClusterIdentity") {
+		t.Errorf("typed factory, kube-system forbidden to a user: %v, want ErrUnidentified naming PersistenceOptions.ClusterIdentity", err)
 	}
 
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kubeSystem("uid-2"))
@@ -88,9 +88,9 @@ func TestClusterIdentity(t *testing.T) {
 	if id, err := df.cluster()(ctx); err != nil || id != "uid-2" {
 		t.Errorf("dynamic factory: cluster %q, %v; want kube-system's UID", id, err)
 	}
-	df = NewDynamicSharedInformerFactory(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), 0, nil, WithDynamicClusterIdentity("prod-eu"))
+	df = NewDynamicSharedInformerFactory(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), 0, nil, WithDynamicPersistence(PersistenceOptions{ClusterIdentity: "prod-eu"}))
 	if id, err := df.cluster()(ctx); err != nil || id != "prod-eu" {
-		t.Errorf("dynamic factory WithDynamicClusterIdentity: cluster %q, %v", id, err)
+		t.Errorf("dynamic factory with ClusterIdentity: cluster %q, %v", id, err)
 	}
 	dc := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), ns)
 	forbidKubeSystem(t, &dc.Fake, ctrlSA, true)

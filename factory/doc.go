@@ -13,6 +13,19 @@
 //	f := factory.NewSharedInformerFactory(client, resync, db) // was informers.NewSharedInformerFactory(client, resync)
 //	pods := f.Core().V1().Pods().Lister()                   // generated accessors and listers as before
 //
+// Options keep client-go's names (WithNamespace, WithTweakListOptions,
+// WithCustomResyncConfig, WithTransform, WithInformerName; the metadata
+// factory's WithMetadataTransform). What client-go has no counterpart for —
+// how the informers persist — is one struct, PersistenceOptions, the same
+// for the three factories, each field documented with its zero value:
+//
+//	f := factory.NewSharedInformerFactoryWithOptions(client, resync, db,
+//		factory.WithNamespace(ns),
+//		factory.WithPersistence(factory.PersistenceOptions{TransformVersion: "strip/1", SyncedAtOpen: true}))
+//
+// (WithDynamicPersistence and WithMetadataPersistence for the dynamic and
+// metadata factories.)
+//
 // The generated group packages call InformerFor with a constructor,
 // newFunc, that hides its ListerWatcher. The informer InformerFor returns
 // lists and watches through the ListerWatcher newFunc's informer has when
@@ -43,8 +56,9 @@
 // list exactly their request; any other, told apart by the Go names of its
 // functions, may filter or rewrite, and that code decides what the
 // collection holds like a selector does. Such an informer persists only if
-// the factory declares WithListerWatcherVersion; without it InformerFor
-// returns newFunc's own informer, in memory, which starts cold every time.
+// the factory declares PersistenceOptions.ListerWatcherVersion; without it
+// InformerFor returns newFunc's own informer, in memory, which starts cold
+// every time.
 // With it the ListerWatcher's function names and the declared version are
 // part of the list identity, and the collection's name ends in
 // "listwatch=custom" (apart from the plain list of the same request).
@@ -57,7 +71,10 @@
 // "metadata/apps/v1/replicasets".
 // Factories with different filters on one file never share a collection,
 // and a changed selector starts a new one rather than resuming objects
-// listed under the old selector.
+// listed under the old selector. The names are derived in
+// internal/listidentity, with the controller-runtime adapter's, and pinned
+// by testdata/list-identity.golden: cache files hold them, so a change to
+// them starts every collection cold.
 //
 // Before a collection is resumed, the informer checks what it was stored
 // under (see cache.Persistence); any difference starts it cold:
@@ -65,15 +82,15 @@
 //   - the list identity: source, resource, kind, namespace and list
 //     options, as the factory derives them (the collection name says the
 //     same in readable form), and for a custom ListerWatcher its functions'
-//     Go names and the version declared with WithListerWatcherVersion. A
+//     Go names and the version declared in ListerWatcherVersion. A
 //     closure's name changes with neither its body nor what it closes over
 //     (and may change when unrelated code is refactored or inlined
 //     differently, which starts cold), so bump the declared version
 //     whenever a ListerWatcher's filtering or rewriting changes;
 //   - the cluster (see Cluster identity below);
-//   - the transform: the version declared with WithTransformVersion
-//     (WithMetadataTransformVersion) plus the transform function's name. A
-//     transform set with WithTransform (WithMetadataTransform), or by
+//   - the transform: the version declared in
+//     PersistenceOptions.TransformVersion plus the transform function's
+//     name. A transform set with WithTransform (WithMetadataTransform), or by
 //     newFunc with SetTransform on the informer it builds, or by the caller
 //     with SetTransform on the informer InformerFor or ForResource returns,
 //     is applied by the persistent informer before objects are stored (the
@@ -108,7 +125,7 @@
 // and resumes nothing until the identity is known. A client that may not
 // read kube-system and is not a ServiceAccount (an x509, OIDC or
 // static-token user) has no identity to read and must declare one with
-// WithClusterIdentity (WithDynamicClusterIdentity): any string that
+// PersistenceOptions.ClusterIdentity: any string that
 // differs between clusters and changes when one is recreated. Until then
 // its informers never sync and report why to their watch error handler.
 //
@@ -141,18 +158,16 @@
 // it was opened with: client-go's scheme.Scheme does not register
 // PartialObjectMetadata, and the file's codec knows it without (see
 // persist.Options.Scheme). client-go's metadatainformer has one option,
-// WithTransform (here WithMetadataTransform); its filtered constructor's
-// namespace and tweak function are options here too
-// (WithMetadataNamespace, WithMetadataTweakListOptions), beside the
-// persistence options the other factories have.
+// WithTransform (here WithMetadataTransform); its namespace and tweak
+// function are its filtered constructor's arguments, as here.
 //
 // A Secret's metadata holds no data field, but its annotations can:
 // kubectl apply stores the whole object, data included, in
 // kubectl.kubernetes.io/last-applied-configuration. So an informer of
 // secrets keeps their metadata in memory, as the typed and dynamic
 // factories keep Secrets, unless the program opts in with
-// WithMetadataPersistSecrets (controller-runtime's adapter keeps metadata
-// Secrets the same way).
+// PersistenceOptions.PersistSecrets (controller-runtime's adapter keeps
+// metadata Secrets the same way).
 //
 // # Starting while the apiserver is unreachable
 //
@@ -160,7 +175,7 @@
 // apiserver is down, that its file belongs to this cluster: it hands out
 // nothing stored (handlers and listers see an empty cache), is not synced,
 // and retries with the reflector's backoff, reporting each failure to its
-// watch error handler. With WithClusterIdentity the warm start works
+// watch error handler. With a declared ClusterIdentity the warm start works
 // offline: the informer is synced from its file, listers serve the stored
 // state, and the watch retries with client-go's backoff until the server
 // answers; it then resumes, or relists once after a 410, and catches up.
@@ -173,8 +188,8 @@
 // read — no full list; short first watches bring the apiserver's bookmark
 // about a second after the watch opens on a quiet resource (see
 // cache.InformerOptions.SyncedAtOpen and reflector.CatchUp).
-// WithSyncedAtOpen (WithDynamicSyncedAtOpen, WithMetadataSyncedAtOpen)
-// makes warm informers synced on their stored state instead, at once, for
+// PersistenceOptions.SyncedAtOpen makes warm informers synced on their
+// stored state instead, at once, for
 // controllers that tolerate a stale start.
 //
 // # Recovery after a 410
@@ -188,10 +203,10 @@
 // selectors), and the metadata factory gives one to informers of the
 // groups in client-go's scheme, which kube-apiserver serves from etcd and
 // whose resourceVersions can therefore be compared. The dynamic factory
-// recovers given a metadata client (WithDynamicRecovery, which vouches that
-// its resources are kube-apiserver's own: built-in or custom, not
-// aggregated). A custom ListerWatcher (it may filter in Go, which a
-// metadata list would not), the dynamic factory without that option and
+// recovers given a metadata client (PersistenceOptions.MetadataClient,
+// which vouches that its resources are kube-apiserver's own: built-in or
+// custom, not aggregated). A custom ListerWatcher (it may filter in Go,
+// which a metadata list would not), the dynamic factory without one and
 // the metadata factory's informers of other groups (custom resources and
 // aggregated APIs alike, which it cannot tell apart without discovery)
 // relist in full, reconciled with the stored state. The recovery's fetches
@@ -222,11 +237,11 @@
 // typed client of k8s.io/client-go/kubernetes serves (a CRD type of another
 // generated clientset, metadata-only objects), or is not client-go's
 // informer (or a typed wrapper of it) — or its ListerWatcher is custom and
-// no WithListerWatcherVersion is declared, InformerFor returns newFunc's own
+// no ListerWatcherVersion is declared, InformerFor returns newFunc's own
 // informer unchanged, in memory, exactly as client-go's factory does, logs
 // why once and counts it in boltinformer_factory_fallbacks_total (see
-// WithMetrics). Finding out that newFunc uses another client costs one
-// List request with limit=1 through that client.
+// PersistenceOptions.Metrics). Finding out that newFunc uses another
+// client costs one List request with limit=1 through that client.
 //
 // The fields read from client-go's informer are private: another client-go
 // release may lay them out otherwise. The factory then cannot persist any

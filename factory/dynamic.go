@@ -10,10 +10,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 
-	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -26,13 +24,7 @@ type DynamicFactory struct {
 	defaultResync    time.Duration
 	namespace        string
 	tweakListOptions dynamicinformer.TweakListOptionsFunc
-	persistSecrets   bool
-	memoryOnly       map[schema.GroupVersionResource]bool
-	clusterIdentity  string
-	syncedAtOpen     bool
-	// metadataClient, if set, lists metadata for recoveries
-	// (WithDynamicRecovery).
-	metadataClient metadata.Interface
+	persistence      PersistenceOptions
 	// identity learns the cluster's identity through client, once for
 	// every informer of the factory; built on first use.
 	identity clusterSource
@@ -57,18 +49,12 @@ func NewFilteredDynamicSharedInformerFactory(client dynamic.Interface, defaultRe
 		defaultResync:    defaultResync,
 		namespace:        namespace,
 		tweakListOptions: tweakListOptions,
-		memoryOnly:       map[schema.GroupVersionResource]bool{},
 	}
 	for _, opt := range options {
 		opt(f)
 	}
 	return f
 }
-
-// secretsResource is the one resource the dynamic and metadata factories
-// keep in memory unless told otherwise: neither an unstructured nor a
-// metadata example object can say it.
-var secretsResource = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
 // ForResource returns the informer for gvr, building it on first use, with
 // client-go's default namespace index. A cache file error yields an
@@ -84,11 +70,8 @@ func (f *DynamicFactory) newInformer(gvr schema.GroupVersionResource) (cache.Sha
 	client, namespace := f.client, f.namespace
 	list := resourceListOf[*unstructured.UnstructuredList]("dynamic", gvr, namespace, f.tweakListOptions,
 		func() dynamic.ResourceInterface { return client.Resource(gvr).Namespace(namespace) })
-	return newResourceInformer(list, &unstructured.Unstructured{}, bcache.Persistence{
-		DB:         f.db,
-		Cluster:    f.cluster(),
-		MemoryOnly: f.memoryOnly[gvr] || (gvr == secretsResource && !f.persistSecrets),
-	}, f.defaultResync, f.syncedAtOpen, dynamicRecovery(f.metadataClient, client, gvr, namespace, f.tweakListOptions))
+	return newResourceInformer(list, &unstructured.Unstructured{}, f.persistence, f.db, f.cluster(),
+		f.defaultResync, dynamicRecovery(f.persistence.MetadataClient, client, gvr, namespace, f.tweakListOptions))
 }
 
 // Start starts every informer requested so far that has not been started.

@@ -43,6 +43,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/listidentity"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -58,20 +59,8 @@ type Factory struct {
 	defaultResync    time.Duration
 	customResync     map[reflect.Type]time.Duration
 	transform        cache.TransformFunc
-	transformVersion string
-	clusterIdentity  string
 	informerName     *cache.InformerName
-	cacheObjects     int
-	cacheBytes       int64
-	indexVersions    map[string]string
-	persistSecrets   bool
-	memoryOnly       map[reflect.Type]bool
-	syncedAtOpen     bool
-	metrics          *bcache.Metrics
-	// listerWatcherVersion is the declared version of newFunc
-	// ListerWatchers' Go code, if listerWatcherVersionSet.
-	listerWatcherVersion    string
-	listerWatcherVersionSet bool
+	persistence      PersistenceOptions
 
 	// identity learns the cluster's identity through client, once for
 	// every informer of the factory; built on first use.
@@ -118,7 +107,6 @@ func NewSharedInformerFactoryWithOptions(client kubernetes.Interface, defaultRes
 		namespace:        metav1.NamespaceAll,
 		defaultResync:    defaultResync,
 		customResync:     map[reflect.Type]time.Duration{},
-		memoryOnly:       map[reflect.Type]bool{},
 		informers:        map[reflect.Type]cache.SharedIndexInformer{},
 		startedInformers: map[reflect.Type]bool{},
 	}
@@ -225,20 +213,20 @@ func (f *Factory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncRes
 // newFunc is called twice, once with each client. A ListerWatcher that is
 // not client-go's own (a generated informer's, cache.NewListWatchFromClient's)
 // may filter or rewrite objects in Go, which no request shows: its informer
-// persists only when the factory declares WithListerWatcherVersion, and
-// otherwise runs in memory.
+// persists only when the factory declares
+// PersistenceOptions.ListerWatcherVersion, and otherwise runs in memory.
 //
 // Where the list cannot be determined — newFunc's informer uses another
 // client, lists a type no typed client serves, or is not client-go's
 // informer — or its ListerWatcher is custom without a declared version, it
 // returns newFunc's own informer (built with the factory's client)
 // unchanged, in memory, as client-go's factory does, logs why once and
-// counts it (WithMetrics). If newFunc's informer is client-go's but does not
-// have the private fields of the client-go version the factory reads
-// (clientgo.go), the same fallback is reported as an error. A
-// nil newFunc builds the informer the generated accessors would. A cache
-// file error yields an informer that never syncs and reports the error (see
-// WaitForCacheSyncWithContext).
+// counts it (PersistenceOptions.Metrics). If newFunc's informer is
+// client-go's but does not have the private fields of the client-go version
+// the factory reads (clientgo.go), the same fallback is reported as an
+// error. A nil newFunc builds the informer the generated accessors would. A
+// cache file error yields an informer that never syncs and reports the
+// error (see WaitForCacheSyncWithContext).
 func (f *Factory) InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
 	f.lock.Lock()
 	defer f.lock.Unlock()
@@ -290,8 +278,8 @@ func (f *Factory) informerForLocked(obj runtime.Object, newFunc internalinterfac
 			err = fmt.Errorf("given the factory's client, newFunc builds an informer of %T with ListerWatcher %s, but given another, one with %s", parts.example, code, req.code)
 		}
 	}
-	if err == nil && !req.requestOnly && !f.listerWatcherVersionSet {
-		err = fmt.Errorf("%w: %s is not client-go's own (a generated informer's, or cache.NewListWatchFromClient's), so it may filter or rewrite objects in Go, which its requests do not show; declare its version with WithListerWatcherVersion to persist it", errCustomListerWatcher, req.code)
+	if err == nil && !req.requestOnly && f.persistence.ListerWatcherVersion == nil {
+		err = fmt.Errorf("%w: %s is not client-go's own (a generated informer's, or cache.NewListWatchFromClient's), so it may filter or rewrite objects in Go, which its requests do not show; declare its version (PersistenceOptions.ListerWatcherVersion) to persist it", errCustomListerWatcher, req.code)
 	}
 	if err != nil {
 		f.reportFallback(obj, gvr, err)
@@ -338,7 +326,7 @@ func (f *Factory) captureLocked(obj runtime.Object, gvr schema.GroupVersionResou
 // accessors would: the typed client's list and watch with the factory's
 // namespace and tweak, and the namespace index.
 func (f *Factory) newDefaultInformer(obj runtime.Object, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource, resync time.Duration) (cache.SharedIndexInformer, error) {
-	req := listRequest{namespace: f.namespace, options: listFilters(tweakedOptions(f.tweakListOptions)), requestOnly: true}
+	req := listRequest{namespace: f.namespace, options: listidentity.FilterOptions(tweakedOptions(f.tweakListOptions)), requestOnly: true}
 	lw, err := typedListWatch(f.client, obj, f.namespace, f.tweakListOptions)
 	if err != nil {
 		return nil, err
@@ -365,35 +353,25 @@ func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, g
 	if acc, _ := accessorFor(obj); !acc.namespaced {
 		namespace = f.namespace
 	}
-	id := newListIdentity("typed", gvr, gvk.Kind, namespace, req.options)
+	id := listidentity.FromOptions("typed", gvr, gvk.Kind, namespace, req.options)
 	if !req.requestOnly {
-		id = id.withListerWatcher(req.code, f.listerWatcherVersion)
+		id = id.WithListerWatcher(req.code, *f.persistence.ListerWatcherVersion)
 	}
 	transform := parts.transform
 	if f.transform != nil {
 		transform = f.transform
 	}
+	p := f.persistence.persistence(f.db, f.cluster(), gvr)
+	p.Collection, p.Description, p.ListIdentity = id.Collection(), id.Description(), id.String()
 	informer, err := bcache.NewSharedIndexInformerWithOptions(f.wireListerWatcher(parts.listerWatcher, gvr, req), obj, bcache.InformerOptions{
-		Persistence: bcache.Persistence{
-			DB:               f.db,
-			Collection:       id.collection(),
-			Description:      id.description(),
-			ListIdentity:     id.String(),
-			Cluster:          f.cluster(),
-			TransformVersion: f.transformVersion,
-			IndexVersions:    f.indexVersions,
-			CacheObjects:     f.cacheObjects,
-			CacheBytes:       f.cacheBytes,
-			MemoryOnly:       f.memoryOnly[reflect.TypeOf(obj)],
-			PersistSecrets:   f.persistSecrets,
-		},
-		Metrics:                 f.metrics,
+		Persistence:             p,
+		Metrics:                 f.persistence.Metrics,
 		ResyncPeriod:            parts.resync,
 		Indexers:                parts.indexers,
 		ObjectDescription:       parts.description,
 		Identifier:              parts.identifier,
 		InformerMetricsProvider: parts.metricsProvider,
-		SyncedAtOpen:            f.syncedAtOpen,
+		SyncedAtOpen:            f.persistence.SyncedAtOpen,
 		Recovery:                f.typedRecovery(gvr, req),
 	})
 	if err != nil {

@@ -277,7 +277,7 @@ func TestDynamicFactory(t *testing.T) {
 	sch := runtime.NewScheme()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(sch,
 		map[schema.GroupVersionResource]string{gvr: "WidgetList"}, widget("a", "w1"), widget("b", "w2"))
-	f := factory.NewFilteredDynamicSharedInformerFactory(client, 0, db, "a", nil, factory.WithDynamicClusterIdentity("test"))
+	f := factory.NewFilteredDynamicSharedInformerFactory(client, 0, db, "a", nil, factory.WithDynamicPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}))
 	generic := f.ForResource(gvr)
 	if f.ForResource(gvr) != generic {
 		t.Error("ForResource did not return the shared informer")
@@ -313,11 +313,8 @@ func TestSecretsStayInMemoryUnlessOptedIn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var opts []factory.Option
-		if optIn {
-			opts = append(opts, factory.WithPersistSecrets())
-		}
-		f := factory.NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(kubeSystem(), secret), 0, db, opts...)
+		f := factory.NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(kubeSystem(), secret), 0, db,
+			factory.WithPersistence(factory.PersistenceOptions{PersistSecrets: optIn}))
 		lister := f.Core().V1().Secrets().Lister()
 		ctx, cancel := context.WithCancel(context.Background())
 		f.Start(ctx.Done())

@@ -13,8 +13,8 @@ import (
 // When InformerFor cannot persist newFunc's informer it returns that
 // informer, in memory, as client-go's factory does (see InformerFor). Each
 // such fallback is counted in boltinformer_factory_fallbacks_total (with
-// WithMetrics) under one of the reasons below. Most are the documented
-// behaviour for an informer the factory cannot understand, and are logged
+// PersistenceOptions.Metrics) under one of the reasons below. Most are the
+// documented behaviour for an informer the factory cannot understand, and are logged
 // at Info; client-go-layout is not: the factory was built for the private
 // fields of client-go clientGoVersion (clientgo.go) and the client-go in use
 // has others, so every informer of a generated accessor given a newFunc falls
@@ -27,7 +27,7 @@ const (
 	// (errNotClientGo).
 	fallbackNotClientGo = "not-client-go"
 	// fallbackCustomListerWatcher: its ListerWatcher is not client-go's own
-	// and no WithListerWatcherVersion is declared (errCustomListerWatcher).
+	// and no ListerWatcherVersion is declared (errCustomListerWatcher).
 	fallbackCustomListerWatcher = "custom-lister-watcher"
 	// fallbackUnknownList: what it lists could not be determined (another
 	// client, a type no typed client lists, a started informer, ...).
@@ -35,7 +35,7 @@ const (
 )
 
 // errCustomListerWatcher marks a ListerWatcher that is not client-go's own,
-// whose informer persists only with WithListerWatcherVersion.
+// whose informer persists only with a declared ListerWatcherVersion.
 var errCustomListerWatcher = errors.New("its ListerWatcher is custom")
 
 // fallbackReason is the reason label for err, why InformerFor could not
@@ -61,7 +61,7 @@ func (f *Factory) reportFallback(obj runtime.Object, gvr schema.GroupVersionReso
 		resource = fmt.Sprintf("%T", obj)
 	}
 	reason := fallbackReason(err)
-	f.metrics.CountFactoryFallback(resource, reason)
+	f.persistence.Metrics.CountFactoryFallback(resource, reason)
 	logger := klog.Background()
 	if reason != fallbackClientGoLayout {
 		logger.Info("boltinformer factory: the informer runs in memory as client-go's, nothing persisted",

@@ -103,7 +103,7 @@ func TestInformerForReportsClientGoLayout(t *testing.T) {
 		return informer
 	}
 	f := factory.NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(), 0, openDB(t),
-		factory.WithClusterIdentity("test"), factory.WithMetrics(metrics))
+		factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test", Metrics: metrics}))
 	defer f.Shutdown()
 	informer := f.InformerFor(&corev1.Pod{}, newFunc)
 	if informertest.PersistentIndexer(informer) != nil {
@@ -133,13 +133,13 @@ func TestInformerForReportsClientGoLayout(t *testing.T) {
 // The documented fallbacks (an informer that is not client-go's, a custom
 // ListerWatcher without a declared version) are counted by reason but are
 // not errors. A persistent informer's own metrics are exported through
-// WithMetrics too.
+// PersistenceOptions.Metrics too.
 func TestInformerForCountsFallbacks(t *testing.T) {
 	errs := recordErrors(t)
 	metrics, reg := newMetrics(t)
 	client := fake.NewSimpleClientset(phasePod("p1", corev1.PodRunning))
 	f := factory.NewSharedInformerFactoryWithOptions(client, 0, openDB(t),
-		factory.WithClusterIdentity("test"), factory.WithMetrics(metrics))
+		factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test", Metrics: metrics}))
 	type wrapped struct{ cache.SharedIndexInformer }
 	f.InformerFor(&corev1.Pod{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return &wrapped{coreinformers.NewPodInformer(cs, metav1.NamespaceAll, resync, cache.Indexers{})}
@@ -147,7 +147,7 @@ func TestInformerForCountsFallbacks(t *testing.T) {
 	// A custom ListerWatcher on a fake clientset never syncs (the fake sends
 	// no bookmark for watch-list), so its factory is not started.
 	unstarted := factory.NewSharedInformerFactoryWithOptions(client, 0, openDB(t),
-		factory.WithClusterIdentity("test"), factory.WithMetrics(metrics))
+		factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test", Metrics: metrics}))
 	defer unstarted.Shutdown()
 	unstarted.InformerFor(&corev1.Node{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(&cache.ListWatch{

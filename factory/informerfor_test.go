@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
@@ -152,8 +153,8 @@ func TestInformerForListsWhatNewFuncLists(t *testing.T) {
 		t.Fatalf("client-go's informer holds %v: the fake does not filter", got)
 	}
 
-	scheduler := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithClusterIdentity("test"))
-	plain := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithClusterIdentity("test"))
+	scheduler := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}))
+	plain := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}))
 	informer := scheduler.InformerFor(&corev1.Pod{}, newSchedulerPodInformer)
 	plainInformer := plain.Core().V1().Pods().Informer()
 	if scheduler.InformerFor(&corev1.Pod{}, newSchedulerPodInformer) != informer {
@@ -233,7 +234,7 @@ func TestInformerForOtherClientRunsInMemory(t *testing.T) {
 	newFunc := func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return coreinformers.NewPodInformer(elsewhere, metav1.NamespaceAll, resync, cache.Indexers{})
 	}
-	f := factory.NewSharedInformerFactoryWithOptions(here, 0, db, factory.WithClusterIdentity("test"))
+	f := factory.NewSharedInformerFactoryWithOptions(here, 0, db, factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}))
 	informer := f.InformerFor(&corev1.Pod{}, newFunc)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer func() { cancel(); f.Shutdown() }()
@@ -264,7 +265,7 @@ func TestInformerForUntypedClientRunsInMemory(t *testing.T) {
 	newFunc := func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return metadatainformer.NewFilteredMetadataInformer(meta, gvr, metav1.NamespaceAll, resync, cache.Indexers{}, nil).Informer()
 	}
-	f := factory.NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(), 0, db, factory.WithClusterIdentity("test"))
+	f := factory.NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(), 0, db, factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}))
 	informer := f.InformerFor(&metav1.PartialObjectMetadata{}, newFunc)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer func() { cancel(); f.Shutdown() }()
@@ -428,11 +429,11 @@ func TestInformerForKeepsGoSideFilter(t *testing.T) {
 			if _, err := want.AddEventHandler(wantEvents); err != nil {
 				t.Fatal(err)
 			}
-			opts := []factory.Option{factory.WithClusterIdentity("test")}
+			persistence := factory.PersistenceOptions{ClusterIdentity: "test"}
 			if declared {
-				opts = append(opts, factory.WithListerWatcherVersion("v1"))
+				persistence.ListerWatcherVersion = ptr.To("v1")
 			}
-			ours := factory.NewSharedInformerFactoryWithOptions(client, 0, db, opts...)
+			ours := factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithPersistence(persistence))
 			got := ours.InformerFor(&corev1.Pod{}, newGoFilteredPodInformer)
 			gotEvents := newKeyRecorder()
 			if _, err := got.AddEventHandler(gotEvents); err != nil {
@@ -545,7 +546,7 @@ func TestInformerForKeepsNewFuncHandlers(t *testing.T) {
 
 	ourClient := fake.NewSimpleClientset(phasePod("running", corev1.PodRunning))
 	failFirstList(ourClient)
-	ours := factory.NewSharedInformerFactoryWithOptions(ourClient, time.Hour, openDB(t), factory.WithClusterIdentity("test"))
+	ours := factory.NewSharedInformerFactoryWithOptions(ourClient, time.Hour, openDB(t), factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}))
 	ourReg := newRegistered()
 	informer := ours.InformerFor(&corev1.Pod{}, ourReg.newFunc)
 	requirePersistentIndexer(t, informer)
@@ -593,7 +594,7 @@ func TestInformerForUnwrapsNestedTypedWrappers(t *testing.T) {
 	defer cancel()
 	theirs := informers.NewSharedInformerFactory(client, 0)
 	want := theirs.InformerFor(&corev1.Pod{}, newFunc)
-	ours := factory.NewSharedInformerFactoryWithOptions(client, 0, openDB(t), factory.WithClusterIdentity("test"))
+	ours := factory.NewSharedInformerFactoryWithOptions(client, 0, openDB(t), factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}))
 	got := ours.InformerFor(&corev1.Pod{}, newFunc)
 	defer func() { cancel(); theirs.Shutdown(); ours.Shutdown() }()
 	theirs.Start(ctx.Done())
@@ -615,7 +616,7 @@ func TestInformerForUnwrapsNestedTypedWrappers(t *testing.T) {
 // A constructor that returns nil gets an informer that says so, not a nil
 // one that panics when the factory starts it.
 func TestInformerForNilFromNewFunc(t *testing.T) {
-	f := factory.NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(), 0, openDB(t), factory.WithClusterIdentity("test"))
+	f := factory.NewSharedInformerFactoryWithOptions(fake.NewSimpleClientset(), 0, openDB(t), factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test"}))
 	informer := f.InformerFor(&corev1.Pod{}, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer { return nil })
 	if informer == nil {
 		t.Fatal("InformerFor returned nil")

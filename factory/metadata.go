@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/metadata/metadatalister"
 	"k8s.io/client-go/tools/cache"
 
-	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -28,13 +27,7 @@ type MetadataFactory struct {
 	namespace        string
 	tweakListOptions metadatainformer.TweakListOptionsFunc
 	transform        cache.TransformFunc
-	transformVersion string
-	clusterIdentity  string
-	cacheObjects     int
-	cacheBytes       int64
-	persistSecrets   bool
-	memoryOnly       map[schema.GroupVersionResource]bool
-	syncedAtOpen     bool
+	persistence      PersistenceOptions
 	// identity learns the cluster's identity through client, once for
 	// every informer of the factory; built on first use.
 	identity clusterSource
@@ -49,25 +42,28 @@ var _ metadatainformer.SharedInformerFactory = (*MetadataFactory)(nil)
 // informer of the factory keeps its state in db. The factory does not close
 // db; close it after Shutdown.
 func NewMetadataSharedInformerFactory(client metadata.Interface, defaultResync time.Duration, db *persist.DB, options ...MetadataOption) *MetadataFactory {
-	return NewMetadataSharedInformerFactoryWithOptions(client, defaultResync, db, options...)
+	return newMetadataFactory(client, defaultResync, db, metav1.NamespaceAll, nil, options)
 }
 
 // NewFilteredMetadataSharedInformerFactory is client-go's
 // metadatainformer.NewFilteredSharedInformerFactory with a cache file.
 func NewFilteredMetadataSharedInformerFactory(client metadata.Interface, defaultResync time.Duration, db *persist.DB, namespace string, tweakListOptions metadatainformer.TweakListOptionsFunc, options ...MetadataOption) *MetadataFactory {
-	filters := []MetadataOption{WithMetadataNamespace(namespace), WithMetadataTweakListOptions(tweakListOptions)}
-	return NewMetadataSharedInformerFactoryWithOptions(client, defaultResync, db, append(filters, options...)...)
+	return newMetadataFactory(client, defaultResync, db, namespace, tweakListOptions, options)
 }
 
 // NewMetadataSharedInformerFactoryWithOptions is client-go's
 // metadatainformer.NewSharedInformerFactoryWithOptions with a cache file.
 func NewMetadataSharedInformerFactoryWithOptions(client metadata.Interface, defaultResync time.Duration, db *persist.DB, options ...MetadataOption) *MetadataFactory {
+	return newMetadataFactory(client, defaultResync, db, metav1.NamespaceAll, nil, options)
+}
+
+func newMetadataFactory(client metadata.Interface, defaultResync time.Duration, db *persist.DB, namespace string, tweakListOptions metadatainformer.TweakListOptionsFunc, options []MetadataOption) *MetadataFactory {
 	f := &MetadataFactory{
-		client:        client,
-		db:            db,
-		defaultResync: defaultResync,
-		namespace:     metav1.NamespaceAll,
-		memoryOnly:    map[schema.GroupVersionResource]bool{},
+		client:           client,
+		db:               db,
+		defaultResync:    defaultResync,
+		namespace:        namespace,
+		tweakListOptions: tweakListOptions,
 	}
 	for _, opt := range options {
 		opt(f)
@@ -90,19 +86,13 @@ func (f *MetadataFactory) newInformer(gvr schema.GroupVersionResource) (cache.Sh
 	client, namespace := f.client, f.namespace
 	list := resourceListOf[*metav1.PartialObjectMetadataList]("metadata", gvr, namespace, f.tweakListOptions,
 		func() metadata.ResourceInterface { return client.Resource(gvr).Namespace(namespace) })
-	informer, err := newResourceInformer(list, &metav1.PartialObjectMetadata{}, bcache.Persistence{
-		DB:               f.db,
-		Cluster:          f.cluster(),
-		TransformVersion: f.transformVersion,
-		CacheObjects:     f.cacheObjects,
-		CacheBytes:       f.cacheBytes,
-		// A Secret's metadata holds no data field, but its annotations
-		// may: kubectl apply records the whole object, data included, in
-		// kubectl.kubernetes.io/last-applied-configuration. So metadata
-		// Secrets stay off the disk unless the program opts in, as
-		// controller-runtime's adapter keeps them.
-		MemoryOnly: f.memoryOnly[gvr] || (gvr == secretsResource && !f.persistSecrets),
-	}, f.defaultResync, f.syncedAtOpen, metadataRecovery(client, gvr, namespace, f.tweakListOptions))
+	// A Secret's metadata holds no data field, but its annotations may:
+	// kubectl apply records the whole object, data included, in
+	// kubectl.kubernetes.io/last-applied-configuration. So metadata Secrets
+	// stay off the disk unless the program opts in, as controller-runtime's
+	// adapter keeps them (PersistenceOptions.persistence).
+	informer, err := newResourceInformer(list, &metav1.PartialObjectMetadata{}, f.persistence, f.db, f.cluster(),
+		f.defaultResync, metadataRecovery(client, gvr, namespace, f.tweakListOptions))
 	if err != nil {
 		return nil, err
 	}

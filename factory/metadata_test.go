@@ -145,7 +145,7 @@ func TestMetadataFactoryTransform(t *testing.T) {
 		return m, nil
 	}
 	f := factory.NewMetadataSharedInformerFactoryWithOptions(client, 0, db,
-		factory.WithMetadataTransform(strip), factory.WithMetadataTransformVersion("strip-annotations/1"))
+		factory.WithMetadataTransform(strip), factory.WithMetadataPersistence(factory.PersistenceOptions{TransformVersion: "strip-annotations/1"}))
 	lister := f.ForResource(configMapsResource).Lister()
 	stop := startMetadata(t, f)
 	got, err := lister.ByNamespace("a").Get("cm")
@@ -179,11 +179,8 @@ func TestMetadataSecretsStayInMemoryUnlessOptedIn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var opts []factory.MetadataOption
-		if optIn {
-			opts = append(opts, factory.WithMetadataPersistSecrets())
-		}
-		f := factory.NewMetadataSharedInformerFactory(newMetadataClient(secret), 0, db, opts...)
+		f := factory.NewMetadataSharedInformerFactory(newMetadataClient(secret), 0, db,
+			factory.WithMetadataPersistence(factory.PersistenceOptions{PersistSecrets: optIn}))
 		generic := f.ForResource(secretsResource)
 		if persistent := informertest.PersistentIndexer(generic.Informer()) != nil; persistent != optIn {
 			t.Errorf("optIn=%v: informer persistent = %v", optIn, persistent)
@@ -240,14 +237,14 @@ func TestMetadataFactoryClusterIdentity(t *testing.T) {
 	synced := informer.HasSynced()
 	cancel()
 	f.Shutdown()
-	if err == nil || !strings.Contains(err.Error(), metav1.NamespaceSystem) || !strings.Contains(err.Error(), "WithMetadataClusterIdentity") {
-		t.Errorf("watch error %v, want one naming %s and WithMetadataClusterIdentity", err, metav1.NamespaceSystem)
+	if err == nil || !strings.Contains(err.Error(), metav1.NamespaceSystem) || !strings.Contains(err.Error(), "PersistenceOptions.ClusterIdentity") {
+		t.Errorf("watch error %v, want one naming %s and PersistenceOptions.ClusterIdentity", err, metav1.NamespaceSystem)
 	}
 	if synced {
 		t.Error("synced without the cluster's identity")
 	}
 
-	declared := factory.NewMetadataSharedInformerFactory(client, 0, openDB(t), factory.WithMetadataClusterIdentity("declared"))
+	declared := factory.NewMetadataSharedInformerFactory(client, 0, openDB(t), factory.WithMetadataPersistence(factory.PersistenceOptions{ClusterIdentity: "declared"}))
 	lister := declared.ForResource(configMapsResource).Lister()
 	stop := startMetadata(t, declared)
 	defer stop()

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/listidentity"
+	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -142,16 +144,16 @@ func resourceListOf[L runtime.Object, R resourceClient[L]](source string, gvr sc
 }
 
 // newResourceInformer builds the persistent informer for l with client-go's
-// namespace index, as dynamicinformer and metadatainformer build theirs. p
-// holds the factory's persistence settings; the collection, its description
-// and the list identity are l's; recovery, if not nil, is how it recovers
-// after a 410 (see InformerOptions.Recovery).
+// namespace index, as dynamicinformer and metadatainformer build theirs,
+// in db as the factory's persistence options o say, recording cluster; the
+// collection, its description and the list identity are l's; recovery, if
+// not nil, is how it recovers after a 410 (see InformerOptions.Recovery).
 //
 // The client cannot tell a cluster-scoped resource from a namespaced one
 // without discovery, so the factory's namespace always names the
 // collection.
-func newResourceInformer(l resourceList, example runtime.Object, p bcache.Persistence, resync time.Duration, syncedAtOpen bool, recovery *reflector.Recovery) (*bcache.Informer, error) {
-	if p.DB == nil {
+func newResourceInformer(l resourceList, example runtime.Object, o PersistenceOptions, db *persist.DB, cluster bcache.ClusterIdentity, resync time.Duration, recovery *reflector.Recovery) (*bcache.Informer, error) {
+	if db == nil {
 		return nil, fmt.Errorf("boltinformer %s factory: no cache file (pass a *persist.DB to the constructor)", l.source)
 	}
 	tweak := l.tweak
@@ -169,17 +171,28 @@ func newResourceInformer(l resourceList, example runtime.Object, p bcache.Persis
 			return l.watch(ctx, opts)
 		},
 	}
-	id := newListIdentity(l.source, l.gvr, "", l.namespace, tweakedOptions(tweak))
-	p.Collection, p.Description, p.ListIdentity = id.collection(), id.description(), id.String()
+	id := listidentity.FromOptions(l.source, l.gvr, "", l.namespace, tweakedOptions(tweak))
+	p := o.persistence(db, cluster, l.gvr)
+	p.Collection, p.Description, p.ListIdentity = id.Collection(), id.Description(), id.String()
 	informer, err := bcache.NewSharedIndexInformerWithOptions(lw, example, bcache.InformerOptions{
 		Persistence:  p,
+		Metrics:      o.Metrics,
 		ResyncPeriod: resync,
 		Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		SyncedAtOpen: syncedAtOpen,
+		SyncedAtOpen: o.SyncedAtOpen,
 		Recovery:     recovery,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("boltinformer %s factory: informer for %s: %w", l.source, l.gvr, err)
 	}
 	return informer, nil
+}
+
+// tweakedOptions returns the list options tweak sets on empty ones.
+func tweakedOptions(tweak func(*metav1.ListOptions)) metav1.ListOptions {
+	var opts metav1.ListOptions
+	if tweak != nil {
+		tweak(&opts)
+	}
+	return opts
 }

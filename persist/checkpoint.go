@@ -666,9 +666,9 @@ func (c *Collection) checkpointEntries(tx *bolt.Tx, parent []byte, name string, 
 	return nb.ForEach(fn)
 }
 
-// CheckpointTombstones returns the keys of the named checkpoint's committed
-// tombstones, for tools.
-func (c *Collection) CheckpointTombstones(name string) ([]string, error) {
+// checkpointTombstones returns the keys of the named checkpoint's committed
+// tombstones (for tests: export_checkpoint_test.go).
+func (c *Collection) checkpointTombstones(name string) ([]string, error) {
 	var keys []string
 	err := c.db.bolt.View(func(tx *bolt.Tx) error {
 		return c.checkpointEntries(tx, format.TombstonesBucket, name, func(k, _ []byte) error {

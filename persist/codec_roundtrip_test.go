@@ -227,7 +227,7 @@ func checkTypedRoundTrip(t *testing.T, codec *persist.Codec, obj runtime.Object,
 		}
 		// The header's resourceVersion is the object's.
 		if acc, ok := want.(metav1.ObjectMetaAccessor); ok {
-			rv, err := persist.ReadResourceVersion(rec)
+			rv, err := format.ReadResourceVersion(rec)
 			if err != nil || rv != acc.GetObjectMeta().GetResourceVersion() {
 				t.Errorf("object %d: ReadResourceVersion = %q, %v; want %q", i, rv, err, acc.GetObjectMeta().GetResourceVersion())
 			}
@@ -642,7 +642,7 @@ func TestCodecErrors(t *testing.T) {
 					}
 					// ReadResourceVersion reads two fields only; a prefix that
 					// holds them is enough.
-					if _, err := persist.ReadResourceVersion(tr); err != nil && !errors.Is(err, persist.ErrCorruptRecord) {
+					if _, err := format.ReadResourceVersion(tr); err != nil && !errors.Is(err, persist.ErrCorruptRecord) {
 						t.Errorf("ReadResourceVersion(%s[:%d]) = %v; want nil or ErrCorruptRecord", name, n, err)
 					}
 				})

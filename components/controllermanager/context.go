@@ -83,7 +83,8 @@ func createControllerContext(ctx context.Context, s *config.CompletedConfig, roo
 	}
 
 	sharedInformers := factory.NewSharedInformerFactoryWithOptions(versionedClient, app.ResyncPeriod(s)(), db,
-		factory.WithTransform(trim), factory.WithTransformVersion(transformVersion), factory.WithInformerName(informerName))
+		factory.WithTransform(trim), factory.WithInformerName(informerName),
+		factory.WithPersistence(factory.PersistenceOptions{TransformVersion: transformVersion}))
 
 	metadataConfig, err := rootClientBuilder.Config("metadata-informers")
 	if err != nil {
@@ -96,7 +97,7 @@ func createControllerContext(ctx context.Context, s *config.CompletedConfig, roo
 	}
 
 	metadataInformers := factory.NewMetadataSharedInformerFactoryWithOptions(metadataClient, app.ResyncPeriod(s)(), db,
-		factory.WithMetadataTransform(trim), factory.WithMetadataTransformVersion(transformVersion))
+		factory.WithMetadataTransform(trim), factory.WithMetadataPersistence(factory.PersistenceOptions{TransformVersion: transformVersion}))
 
 	// If apiserver is not running we should wait for some time and fail only then. This is particularly
 	// important when we start apiserver and controller manager at the same time.

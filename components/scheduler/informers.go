@@ -56,7 +56,7 @@ const transformVersion = "kube-scheduler v1.37.2: managedFields trimmed"
 func newInformerFactories(client clientset.Interface, kubeConfig *restclient.Config, db *persist.DB, informerName *cache.InformerName) (informers.SharedInformerFactory, dynamicinformer.DynamicSharedInformerFactory, error) {
 	typed := factory.NewSharedInformerFactoryWithOptions(client, 0, db,
 		factory.WithInformerName(informerName),
-		factory.WithTransformVersion(transformVersion))
+		factory.WithPersistence(factory.PersistenceOptions{TransformVersion: transformVersion}))
 	typed.InformerFor(&v1.Pod{}, func(cs clientset.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
 		return newPodInformer(cs, resyncPeriod, informerName)
 	})

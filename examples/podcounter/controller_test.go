@@ -40,7 +40,7 @@ func TestController(t *testing.T) {
 			t.Cleanup(func() { _ = db.Close() }) // after the factory's Shutdown, registered later
 			// A fake clientset has no kube-system namespace whose UID would
 			// identify the cluster; declare one instead.
-			return factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithClusterIdentity("fake-clientset"))
+			return factory.NewSharedInformerFactoryWithOptions(client, 0, db, factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "fake-clientset"}))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -42,7 +42,7 @@ type Options struct {
 	// Component starts errors and the log line, e.g. "boltinformer factory".
 	Component string
 	// Declare names how the caller's user declares an identity instead, for
-	// errors, e.g. "WithClusterIdentity".
+	// errors, e.g. "factory.PersistenceOptions.ClusterIdentity".
 	Declare string
 	// KubeSystemPrefix is put before the kube-system UID in the recorded
 	// identity: "" for the factories, "kube-system/" for the

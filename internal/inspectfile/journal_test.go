@@ -151,7 +151,7 @@ func readState(t *testing.T, f *inspectfile.File) state {
 	s := state{records: map[string]string{}, entries: map[string][]string{}, indexedKeys: map[string][]string{}}
 	err := f.View(coll, func(c *inspectfile.Collection) error {
 		if err := c.ForEachRecord(func(key string, rec []byte) error {
-			rv, err := persist.ReadResourceVersion(rec)
+			rv, err := format.ReadResourceVersion(rec)
 			s.keys = append(s.keys, key)
 			s.records[key] = rv
 			return err
@@ -210,7 +210,7 @@ func rawState(t *testing.T, path string) state {
 	err = db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(format.CollectionsBucket).Bucket([]byte(coll))
 		if err := b.Bucket(format.ObjectsBucket).ForEach(func(k, v []byte) error {
-			rv, err := persist.ReadResourceVersion(v)
+			rv, err := format.ReadResourceVersion(v)
 			s.keys = append(s.keys, string(k))
 			s.fileKeys = append(s.fileKeys, string(k))
 			s.records[string(k)] = rv
@@ -316,7 +316,7 @@ func TestReadsMergeTheJournal(t *testing.T) {
 			}
 			rv := ""
 			if rec != nil {
-				if rv, err = persist.ReadResourceVersion(rec); err != nil {
+				if rv, err = format.ReadResourceVersion(rec); err != nil {
 					return err
 				}
 			}

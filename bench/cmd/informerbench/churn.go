@@ -73,7 +73,7 @@ func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.batchInterval, "batch-interval", 0, "boltinformer's group commit interval (persist.Options.BatchInterval); 0 is persist's default. A commit rewrites every page it touches, so fewer, larger commits write fewer bytes per event.")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Have each child write a CPU profile of the churn, from both synced to every change seen (not the initial list), to `DIR`/churn-<informer>.pprof.")
 	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log here; by default they go to a temporary directory, and a failing child's log tail is printed.")
-	fs.IntVar(&o.bounded, "bounded", 0, "Also run boltinformer with a decoded-object cache of this many objects (factory.WithCacheBound), on a file of its own, as a third child; 0: not.")
+	fs.IntVar(&o.bounded, "bounded", 0, "Also run boltinformer with a decoded-object cache of this many objects (factory.PersistenceOptions.CacheObjects), on a file of its own, as a third child; 0: not.")
 	fs.DurationVar(&o.startSample, "start-sample", 250*time.Millisecond, "Interval between samples of a child's /proc counters during its cold start and its restart.")
 	fs.DurationVar(&o.restartSettle, "restart-settle", 15*time.Second, "After the churn, restart each child in turn (client-go cold, boltinformer warm on its file) and sample it until this long after it synced; 0: no restarts.")
 	fs.StringVar(&o.heapProfile, "heapprofile", "", "Have each child write, per phase (cold, churn, restart), a heap profile at the highest live heap it reached, to `DIR`/heap-<phase>-<informer>.pprof, and report those peaks.")

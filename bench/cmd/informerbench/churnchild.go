@@ -108,7 +108,7 @@ type churnSpec struct {
 	// (runtime/pprof) from START to its result.
 	CPUProfile string `json:"cpuProfile,omitempty"`
 	// CacheObjects bounds boltinformer's decoded-object cache
-	// (factory.WithCacheBound); informerBoltBounded only.
+	// (factory.PersistenceOptions.CacheObjects); informerBoltBounded only.
 	CacheObjects int `json:"cacheObjects,omitempty"`
 	// Restart makes a restart child (see the protocol above).
 	Restart bool `json:"restart,omitempty"`
@@ -210,14 +210,14 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 			return err
 		}
 		defer db.Close() // deferred first, so it runs after the factory's Shutdown below
-		opts := []factory.Option{factory.WithTweakListOptions(tweak)}
+		var persistence factory.PersistenceOptions
 		if spec.Informer == informerBoltBounded {
 			if spec.CacheObjects <= 0 {
 				return fmt.Errorf("%s needs a positive cacheObjects", spec.Informer)
 			}
-			opts = append(opts, factory.WithCacheBound(spec.CacheObjects, 0))
+			persistence.CacheObjects = spec.CacheObjects
 		}
-		f = factory.NewSharedInformerFactoryWithOptions(cs, 0, db, opts...)
+		f = factory.NewSharedInformerFactoryWithOptions(cs, 0, db, factory.WithTweakListOptions(tweak), factory.WithPersistence(persistence))
 	default:
 		return fmt.Errorf("unknown informer %q", spec.Informer)
 	}

@@ -74,7 +74,7 @@
 // (group commit, fsync on; --batch-interval sets the group commit's
 // interval), both in protobuf, each with one handler; with --bounded N a
 // third, boltinformer's typed factory with a cache of N decoded objects
-// (factory.WithCacheBound) on a file of its own. The children start one at
+// (factory.PersistenceOptions.CacheObjects) on a file of its own. The children start one at
 // a time, each sampled every --start-sample (default 250ms) from its spawn
 // until its handler has synced and its file is flushed: the cold start's
 // peak private memory. Once every handler has synced, the parent changes
