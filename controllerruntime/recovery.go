@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/boltinformer/boltinformer/internal/listidentity"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -117,8 +118,8 @@ func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *
 		return nil, err
 	}
 	q := list.Query()
-	for k, v := range q {
-		if k != "labelSelector" && k != "fieldSelector" && !requestParams[k] && !(len(v) == 1 && v[0] == "") {
+	for k, v := range listidentity.Filters(q) {
+		if k != "labelSelector" && k != "fieldSelector" {
 			return nil, fmt.Errorf("its list has the parameter %s=%q, which a metadata list cannot repeat", k, v)
 		}
 	}

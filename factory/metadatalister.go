@@ -30,7 +30,7 @@ import (
 // informer's) or of a namespace, through the typed client, so they decode
 // as the informer's list does.
 //
-// Dynamic informers recover given a metadata client (WithDynamicRecovery);
+// Dynamic informers recover given a metadata client (PersistenceOptions.MetadataClient);
 // without one, and for the metadata factory's custom resources (which it
 // cannot tell from aggregated APIs, whose server kube-apiserver only proxies
 // to), they relist in full.
@@ -166,7 +166,7 @@ func (l *dynamicLister) ListObjects(ctx context.Context, namespace, name string,
 }
 
 // dynamicRecovery returns the recovery settings of a dynamic factory's
-// informer of gvr: none without a metadata client (WithDynamicRecovery).
+// informer of gvr: none without a metadata client (PersistenceOptions.MetadataClient).
 func dynamicRecovery(mc metadata.Interface, client dynamic.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *reflector.Recovery {
 	if mc == nil {
 		return nil

@@ -70,14 +70,6 @@ var metaTypes = func() *runtime.Scheme {
 // Encode returns the record for obj. The record does not alias obj.
 func (c *Codec) Encode(obj runtime.Object) ([]byte, error) { return c.encode(obj, nil, nil) }
 
-// ReadResourceVersion returns the resourceVersion stored in a record (as
-// Codec.Encode makes it: internal/format's envelope around the payload)
-// without decoding the rest of it. A record that does not parse is an error
-// wrapping ErrCorruptRecord.
-func ReadResourceVersion(record []byte) (string, error) {
-	return format.ReadResourceVersion(record)
-}
-
 // encode is Encode writing the record over buf if it has the capacity; a
 // protobuf-encoded object's payload is wire if given (see Op.Payload).
 func (c *Codec) encode(obj runtime.Object, wire, buf []byte) ([]byte, error) {
