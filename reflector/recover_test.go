@@ -408,6 +408,40 @@ func TestRecoveryAfterExpiredWatch(t *testing.T) {
 	equal(t, "watches", h.lw.WatchRVs()[:2], []string{"2", "9"})
 }
 
+// A warm start whose first watch finds the stored version expired
+// recovers at once, not after Run's backoff (here an hour: the test would
+// time out waiting), as a cold start lists at once.
+func TestRecoveryAfterExpiredResumeWithoutBackoff(t *testing.T) {
+	for _, inStream := range []bool{false, true} {
+		store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+		lister := &fakeLister{
+			meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+				return metaList("9", upod("ns", "a", "ua", "1")), nil
+			},
+			objects: server("9"),
+		}
+		h := startRecovery(t, store, lister, "", func(o *Options, lw *fakeLW) {
+			o.ResumeResourceVersion = "2"
+			o.InitialBackoff, o.MaxBackoff = time.Hour, time.Hour
+			lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+				gone := apierrors.NewResourceExpired("too old resource version")
+				if n > 0 {
+					return watch.NewRaceFreeFake(), nil
+				}
+				if !inStream {
+					return nil, gone
+				}
+				w := watch.NewRaceFreeFake()
+				w.Error(&gone.ErrStatus)
+				return w, nil
+			}
+		})
+		store.waitFor(t, "end@9")
+		h.stop()
+		equal(t, fmt.Sprintf("starts (410 in the stream: %t)", inStream), h.obs.Starts(), []string{"resumed 2", "listed relist-expired 9 items=1 pages=1"})
+	}
+}
+
 // heldFetches makes ListObjects wait until release is closed, and tells
 // started when it was called.
 func heldFetches(objects func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error), started, release chan struct{}) func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error) {

@@ -295,6 +295,11 @@ type Reflector struct {
 	recovery  *Recovery
 	filter    *recoveryFilter
 	pagedList PagedList
+	// resumeUnanswered: the first watch from ResumeResourceVersion has not
+	// been tried yet. relistNow: that watch found the version unavailable,
+	// so the next ListAndWatch comes without Run's backoff. Both are used
+	// by Run's goroutine only.
+	resumeUnanswered, relistNow bool
 	// catchUpTimeout and catchUpWatches are catchUp's completed values.
 	catchUpTimeout time.Duration
 	catchUpWatches int
@@ -429,7 +434,7 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 	}
 	if rv := opts.ResumeResourceVersion; rv != "" && rv != "0" {
 		r.lastSyncRV = rv
-		r.resumePending = true
+		r.resumePending, r.resumeUnanswered = true, true
 	} else if rv := opts.ListFrom; rv != "" && rv != "0" {
 		r.lastSyncRV = rv
 		r.nextListCause = CauseRelistError
@@ -443,7 +448,10 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 
 // Run calls ListAndWatch until ctx is done, waiting a backoff interval
 // between attempts (client-go's RunWithContext: immediate first attempt,
-// sliding backoff). Errors go to Options.WatchErrorHandler. Run returns only
+// sliding backoff) — except after the first watch from
+// ResumeResourceVersion found that version expired (410) or too large: the
+// list (or recovery) it calls for is what a cold start would make at
+// once, so it follows at once. Errors go to Options.WatchErrorHandler. Run returns only
 // after every goroutine it started has exited. Run must not be called
 // concurrently with itself or with ListAndWatch.
 func (r *Reflector) Run(ctx context.Context) {
@@ -453,6 +461,12 @@ func (r *Reflector) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		if err := r.ListAndWatch(ctx); err != nil {
 			r.errorHandler(ctx, err)
+		}
+		if r.relistNow {
+			// A warm start's stored version expired: its list (or
+			// recovery) is what a cold start would make at once.
+			r.relistNow = false
+			continue
 		}
 		if !r.sleep(ctx) {
 			return

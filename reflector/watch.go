@@ -109,6 +109,8 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		// While the store catches up (CatchUp), watches are short, so the
 		// apiserver's pre-timeout bookmark arrives within about a second.
 		short := r.catchingUp()
+		resuming := r.resumeUnanswered
+		r.resumeUnanswered = false
 		if short {
 			timeoutSeconds = int64(r.catchUpTimeout / time.Second)
 		}
@@ -137,6 +139,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 			r.errorHandler(ctx, err)
 			if isResourceVersionUnavailable(err) {
 				r.requestRelist(err)
+				r.relistNow = resuming
 				return nil
 			}
 			if r.watchFailed(ctx, err, short, false) {
@@ -187,6 +190,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		if isResourceVersionUnavailable(err) {
 			logger.V(4).Info("Watched resourceVersion is unavailable, relisting", "reflector", r.name, "type", r.typeDescription, "resourceVersion", r.LastSyncResourceVersion())
 			r.requestRelist(err)
+			r.relistNow = resuming && events == 0
 			return nil
 		}
 		if r.watchFailed(ctx, err, short, events > 0) {
