@@ -20,7 +20,6 @@ import (
 	"github.com/boltinformer/boltinformer/examples/podcounter"
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
-	"github.com/boltinformer/boltinformer/internal/informertest"
 	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -121,7 +120,7 @@ func TestFactoryControllerWarmRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if idx := informertest.PersistentIndexer(generic.Informer()); idx != podIdx {
+	if idx := factory.PersistentIndexer(generic.Informer()); idx != podIdx {
 		t.Errorf("ForResource(pods) has indexer %p, Core().V1().Pods() %p", idx, podIdx)
 	}
 	if objs, err := generic.Lister().List(klabels.Everything()); err != nil {
@@ -146,7 +145,7 @@ func TestFactoryControllerWarmRestart(t *testing.T) {
 	client = typedClient(t, srv.Config(), counter)
 	cg := informers.NewSharedInformerFactory(client, 0)
 	clientGo := startPodCounter(ctx, t, client, cg, nil)
-	if informertest.PersistentIndexer(cg.Core().V1().Pods().Informer()) != nil {
+	if factory.PersistentIndexer(cg.Core().V1().Pods().Informer()) != nil {
 		t.Fatal("client-go's factory built a boltinformer indexer")
 	}
 	cgCounts := waitPodCounterConverged(ctx, t, "client-go run", admin, clientGo.c)

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
-	"github.com/boltinformer/boltinformer/internal/informertest"
+	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -144,7 +144,7 @@ func dynamicClient(t testing.TB, cfg *rest.Config, counter *apiCounter) dynamic.
 // informer, and returns its indexer.
 func requirePersistent(t testing.TB, what string, informer cache.SharedIndexInformer) *bcache.Indexer {
 	t.Helper()
-	idx := informertest.PersistentIndexer(informer)
+	idx := factory.PersistentIndexer(informer)
 	if idx == nil {
 		t.Fatalf("%s: informer %T does not persist, want boltinformer's persistent informer", what, informer)
 	}

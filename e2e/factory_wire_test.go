@@ -15,10 +15,10 @@ import (
 
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
-	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/internal/wire"
 	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/persist/inspectfile"
 )
 
 // TestFactoryStoresWirePayloads: a factory's Pod informer stores each

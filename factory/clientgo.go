@@ -35,6 +35,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
 )
 
 // InformerFor is handed a newFunc that builds a client-go informer, and
@@ -338,4 +340,29 @@ func unexportedValue(v reflect.Value, name string) reflect.Value {
 		return reflect.Value{}
 	}
 	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+}
+
+// PersistentIndexer returns the persistent indexer behind an informer a
+// factory built, looking through client-go's typed wrappers at any depth
+// (the generated accessors' Informer() returns one; InformerFor returns the
+// persistent informer in the wrappers newFunc's informer was in). It
+// returns nil for an informer kept in memory: a MemoryOnly resource,
+// Secrets without PersistSecrets, or a client-go informer InformerFor could
+// not take over (see boltinformer_factory_fallbacks_total).
+func PersistentIndexer(informer cache.SharedIndexInformer) *bcache.Indexer {
+	for informer != nil {
+		if bi, ok := informer.(*bcache.Informer); ok {
+			return bi.Indexer()
+		}
+		v := reflect.ValueOf(informer)
+		if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+			return nil
+		}
+		f := v.Elem().FieldByName("SharedIndexInformer")
+		if !f.IsValid() {
+			return nil
+		}
+		informer, _ = f.Interface().(cache.SharedIndexInformer)
+	}
+	return nil
 }

@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/factory"
-	"github.com/boltinformer/boltinformer/internal/informertest"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -112,7 +111,7 @@ func TestEveryGeneratedAccessorIsPersistent(t *testing.T) {
 				}
 				path := group.Name + "()." + version.Name + "()." + res.Name + "()"
 				informer := informerMethod.Call(nil)[0].Interface().(cache.SharedIndexInformer)
-				persistent := informertest.PersistentIndexer(informer) != nil
+				persistent := factory.PersistentIndexer(informer) != nil
 				if secrets := path == "Core().V1().Secrets()"; persistent == secrets {
 					t.Errorf("%s.Informer(): persistent = %v (%T); only Secrets stay in memory by default", path, persistent, informer)
 				}
@@ -159,7 +158,7 @@ func TestForResourceMatchesClientGo(t *testing.T) {
 			t.Errorf("client-go serves %v, ours: %v", gvr, err)
 			continue
 		}
-		if informertest.PersistentIndexer(g.Informer()) == nil && gvr.Resource != "secrets" {
+		if factory.PersistentIndexer(g.Informer()) == nil && gvr.Resource != "secrets" {
 			t.Errorf("%v: not persistent", gvr)
 		}
 		checked++

@@ -23,7 +23,6 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
-	"github.com/boltinformer/boltinformer/internal/informertest"
 )
 
 // recordErrors makes utilruntime.HandleError record what it is given, for
@@ -106,7 +105,7 @@ func TestInformerForReportsClientGoLayout(t *testing.T) {
 		factory.WithPersistence(factory.PersistenceOptions{ClusterIdentity: "test", Metrics: metrics}))
 	defer f.Shutdown()
 	informer := f.InformerFor(&corev1.Pod{}, newFunc)
-	if informertest.PersistentIndexer(informer) != nil {
+	if factory.PersistentIndexer(informer) != nil {
 		t.Error("the informer persists, though the factory could not read it")
 	}
 	if len(*errs) != 1 {
@@ -176,7 +175,7 @@ func TestInformerForCountsFallbacks(t *testing.T) {
 			t.Errorf("boltinformer_factory_fallbacks_total%v = %v, want 1", labels, got)
 		}
 	}
-	if informertest.PersistentIndexer(persistent) == nil {
+	if factory.PersistentIndexer(persistent) == nil {
 		t.Fatal("the ConfigMaps informer does not persist")
 	}
 	mfs, err := reg.Gather()

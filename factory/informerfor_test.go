@@ -31,7 +31,6 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
-	"github.com/boltinformer/boltinformer/internal/informertest"
 )
 
 // schedulerPodSelector is the field selector kube-scheduler's Pod informer
@@ -165,7 +164,7 @@ func TestInformerForListsWhatNewFuncLists(t *testing.T) {
 	startAndSync(t, ctx, scheduler)
 	startAndSync(t, ctx, plain)
 
-	idx := informertest.PersistentIndexer(informer)
+	idx := factory.PersistentIndexer(informer)
 	if idx == nil {
 		t.Fatalf("InformerFor's informer %T does not persist", informer)
 	}
@@ -216,7 +215,7 @@ func TestInformerForListsWhatNewFuncLists(t *testing.T) {
 
 func requirePersistentIndexer(t *testing.T, informer cache.SharedIndexInformer) *bcache.Indexer {
 	t.Helper()
-	idx := informertest.PersistentIndexer(informer)
+	idx := factory.PersistentIndexer(informer)
 	if idx == nil {
 		t.Fatalf("informer %T does not persist", informer)
 	}
@@ -239,7 +238,7 @@ func TestInformerForOtherClientRunsInMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer func() { cancel(); f.Shutdown() }()
 	startAndSync(t, ctx, f)
-	if informertest.PersistentIndexer(informer) != nil {
+	if factory.PersistentIndexer(informer) != nil {
 		t.Error("the informer persists, though the factory cannot know what it lists")
 	}
 	if got := storeKeys(informer.GetStore()); !slices.Equal(got, []string{"default/elsewhere"}) {
@@ -476,7 +475,7 @@ func TestInformerForKeepsGoSideFilter(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !declared {
-				if informertest.PersistentIndexer(got) != nil || len(infos) != 0 {
+				if factory.PersistentIndexer(got) != nil || len(infos) != 0 {
 					t.Errorf("without a declared ListerWatcher version the informer persists (collections %+v)", infos)
 				}
 				return

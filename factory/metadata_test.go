@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/factory"
-	"github.com/boltinformer/boltinformer/internal/informertest"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -99,7 +98,7 @@ func TestMetadataFactory(t *testing.T) {
 		t.Error("ForResource did not return the shared informer")
 	}
 	for _, g := range []cache.SharedIndexInformer{allCMs.Informer(), aWebCMs.Informer()} {
-		if informertest.PersistentIndexer(g) == nil {
+		if factory.PersistentIndexer(g) == nil {
 			t.Fatalf("informer %T does not persist", g)
 		}
 	}
@@ -182,7 +181,7 @@ func TestMetadataSecretsStayInMemoryUnlessOptedIn(t *testing.T) {
 		f := factory.NewMetadataSharedInformerFactory(newMetadataClient(secret), 0, db,
 			factory.WithMetadataPersistence(factory.PersistenceOptions{PersistSecrets: optIn}))
 		generic := f.ForResource(secretsResource)
-		if persistent := informertest.PersistentIndexer(generic.Informer()) != nil; persistent != optIn {
+		if persistent := factory.PersistentIndexer(generic.Informer()) != nil; persistent != optIn {
 			t.Errorf("optIn=%v: informer persistent = %v", optIn, persistent)
 		}
 		stop := startMetadata(t, f)

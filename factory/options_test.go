@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/boltinformer/boltinformer/factory"
-	"github.com/boltinformer/boltinformer/internal/informertest"
 )
 
 // PersistenceOptions.MemoryOnly names resources, the same way for the three
@@ -34,14 +33,14 @@ func TestPersistenceOptionsMemoryOnly(t *testing.T) {
 		persistent bool
 		got        bool
 	}{
-		{"typed deployments", false, informertest.PersistentIndexer(typed.Apps().V1().Deployments().Informer()) != nil},
-		{"typed configmaps", false, informertest.PersistentIndexer(typed.Core().V1().ConfigMaps().Informer()) != nil},
-		{"typed pods", true, informertest.PersistentIndexer(typed.Core().V1().Pods().Informer()) != nil},
-		{"dynamic configmaps", false, informertest.PersistentIndexer(dyn.ForResource(configMapsResource).Informer()) != nil},
-		{"dynamic deployments", false, informertest.PersistentIndexer(dyn.ForResource(deployments).Informer()) != nil},
-		{"dynamic pods", true, informertest.PersistentIndexer(dyn.ForResource(podsResource).Informer()) != nil},
-		{"metadata configmaps", false, informertest.PersistentIndexer(md.ForResource(configMapsResource).Informer()) != nil},
-		{"metadata pods", true, informertest.PersistentIndexer(md.ForResource(podsResource).Informer()) != nil},
+		{"typed deployments", false, factory.PersistentIndexer(typed.Apps().V1().Deployments().Informer()) != nil},
+		{"typed configmaps", false, factory.PersistentIndexer(typed.Core().V1().ConfigMaps().Informer()) != nil},
+		{"typed pods", true, factory.PersistentIndexer(typed.Core().V1().Pods().Informer()) != nil},
+		{"dynamic configmaps", false, factory.PersistentIndexer(dyn.ForResource(configMapsResource).Informer()) != nil},
+		{"dynamic deployments", false, factory.PersistentIndexer(dyn.ForResource(deployments).Informer()) != nil},
+		{"dynamic pods", true, factory.PersistentIndexer(dyn.ForResource(podsResource).Informer()) != nil},
+		{"metadata configmaps", false, factory.PersistentIndexer(md.ForResource(configMapsResource).Informer()) != nil},
+		{"metadata pods", true, factory.PersistentIndexer(md.ForResource(podsResource).Informer()) != nil},
 	} {
 		if tc.got != tc.persistent {
 			t.Errorf("%s: persistent = %v, want %v", tc.name, tc.got, tc.persistent)

@@ -32,8 +32,8 @@ import (
 
 	"github.com/boltinformer/boltinformer/internal/fixture"
 	"github.com/boltinformer/boltinformer/internal/format"
-	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/persist/inspectfile"
 )
 
 var (

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
-	"github.com/boltinformer/boltinformer/internal/inspectfile"
+	"github.com/boltinformer/boltinformer/persist/inspectfile"
 )
 
 type diffOptions struct {

@@ -9,7 +9,7 @@
 // index (secondary indexes), stats (file and bucket statistics), verify
 // (consistency), export (YAML files or one List) and diff (two snapshots, as
 // unified diffs of the changed objects' YAML). Every command opens the file
-// read-only (through internal/inspectfile) and never modifies it.
+// read-only (through persist/inspectfile) and never modifies it.
 //
 // Exit codes: 0 on success; 1 on an error, or when verify finds a problem;
 // diff exits 1 when the files differ and 2 on an error, like diff(1) and

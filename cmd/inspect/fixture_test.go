@@ -21,8 +21,8 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/fixture"
-	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/persist/inspectfile"
 )
 
 // The fixture file is written through the real code path: persist.Open and

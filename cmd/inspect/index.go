@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/persist/inspectfile"
 )
 
 // outputKey prints only the keys an index maps a value to.

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/persist/inspectfile"
 )
 
 // cacheFile is an open cache file and the collections it holds.

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/boltinformer/boltinformer/internal/inspectfile"
+	"github.com/boltinformer/boltinformer/persist/inspectfile"
 )
 
 type statsOptions struct {

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/boltinformer/boltinformer/internal/format"
-	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/persist/inspectfile"
 )
 
 type verifyOptions struct {

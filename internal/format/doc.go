@@ -1,7 +1,7 @@
 // Package format is the on-disk format of a boltinformer cache file: its
 // bucket and key names, the encoding of secondary-index entries, and the
 // record envelope around each stored object. Package persist writes and reads
-// files through it; read-only tools (internal/inspectfile) read them through
+// files through it; read-only tools (persist/inspectfile) read them through
 // it. Nothing here opens a file or decodes an object's payload.
 //
 // # Basics

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/internal/inspectfile"
+	"github.com/boltinformer/boltinformer/persist/inspectfile"
 )
 
 // measureFile compares the cache file with the protobuf encoding of the

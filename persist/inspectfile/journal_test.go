@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/boltinformer/boltinformer/internal/format"
-	"github.com/boltinformer/boltinformer/internal/inspectfile"
 	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/persist/inspectfile"
 )
 
 const coll = "configmaps"
