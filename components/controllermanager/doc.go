@@ -5,7 +5,8 @@
 // (context.go) whose typed, dynamic and metadata factories are
 // boltinformer's on that file. Every controller, its options and its
 // leader election are upstream's, called through their exported API; the
-// service account token controller is built here (satoken.go) because
-// upstream builds it before the others from an unexported function.
+// service account token controller is built here, first (satoken.go),
+// because it is not among app.NewControllerDescriptors and a
+// ControllerDescriptor cannot be built outside upstream's package.
 // cmd/kube-controller-manager is its main.
 package controllermanager
