@@ -140,9 +140,10 @@ func TestBoundedColdStartListsInPages(t *testing.T) {
 			if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
 				t.Errorf("store %v, want %v", got, want)
 			}
-			if rv := r.inf.LastSyncResourceVersion(); rv != "25" {
-				t.Errorf("LastSyncResourceVersion %q, want the list's 25", rv)
-			}
+			// The reflector records the list's version after the store has
+			// applied it (as client-go's does), so handlers may be done
+			// first.
+			poll.Until(t, 10*time.Second, "LastSyncResourceVersion at the list's 25", func() bool { return r.inf.LastSyncResourceVersion() == "25" })
 			src.Add(pod("ns", "late", "", nil))
 			r.ev.waitFor(t, 26, "the watch's add")
 			if got := r.ev.list()[25]; got != "add ns/late@26 initial=false" {
