@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
-	goruntime "runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/boltinformer/boltinformer/internal/codeid"
 	"github.com/boltinformer/boltinformer/internal/wire"
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -179,7 +178,7 @@ var (
 func NewIndexer(opts IndexerOptions) (*Indexer, error) {
 	return newIndexer(opts, map[string]string{
 		provenanceList:      opts.ListIdentity,
-		provenanceTransform: transformIdentity(opts.TransformVersion, opts.Transform),
+		provenanceTransform: codeid.Versioned(opts.TransformVersion, opts.Transform),
 	})
 }
 
@@ -204,7 +203,7 @@ func newIndexer(opts IndexerOptions, provenance map[string]string) (*Indexer, er
 	}
 	for name, fn := range opts.Indexers {
 		i.indexers[name] = fn
-		i.versions[name] = indexVersion(opts.IndexVersions[name], fn)
+		i.versions[name] = codeid.Versioned(opts.IndexVersions[name], fn)
 	}
 	coll, err := opts.DB.Collection(opts.Collection, persist.CollectionOptions{
 		Description:  opts.Description,
@@ -225,28 +224,6 @@ func newIndexer(opts IndexerOptions, provenance map[string]string) (*Indexer, er
 	}
 	i.coll = coll
 	return i, nil
-}
-
-// indexVersion identifies an index function: the declared version plus the
-// function's Go name, so that swapping in a differently named function
-// rebuilds the index even when nobody bumped the version.
-func indexVersion(declared string, fn cache.IndexFunc) string {
-	return declared + "|" + funcName(fn)
-}
-
-// funcName is fn's Go name ("" for nil). Closures made at one call site
-// share it (pkg.byLabel.func1): it cannot tell byLabel("app") from
-// byLabel("team"), which is why stored index entries are also verified
-// during a warm start, and why transforms take a declared version.
-func funcName(fn interface{}) string {
-	v := reflect.ValueOf(fn)
-	if !v.IsValid() || v.IsNil() {
-		return ""
-	}
-	if f := goruntime.FuncForPC(v.Pointer()); f != nil {
-		return f.Name()
-	}
-	return "?"
 }
 
 // repairIndexes compares the stored index entries of objs (at keys) with
@@ -677,7 +654,7 @@ func (i *Indexer) AddIndexers(newIndexers cache.Indexers) error {
 	}
 	versions := make(map[string]string, len(newIndexers))
 	for name, fn := range newIndexers {
-		versions[name] = indexVersion(i.declared[name], fn)
+		versions[name] = codeid.Versioned(i.declared[name], fn)
 	}
 	build := func(name string, obj runtime.Object) ([]string, error) { return newIndexers[name](obj) }
 	if err := i.coll.AddIndexes(context.Background(), versions, build); err != nil {

@@ -40,6 +40,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/boltinformer/boltinformer/internal/codeid"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/processor"
 	"github.com/boltinformer/boltinformer/reflector"
@@ -579,7 +580,7 @@ func (s *Informer) checkProvenance(ctx context.Context) bool {
 		want := map[string]string{
 			provenanceList:      p.ListIdentity,
 			provenanceCluster:   cluster,
-			provenanceTransform: transformIdentity(p.TransformVersion, transform),
+			provenanceTransform: codeid.Versioned(p.TransformVersion, transform),
 			provenanceQueue:     queueAtomic,
 		}
 		mismatch, err := s.persistent.coll.CheckProvenance(ctx, want)

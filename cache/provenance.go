@@ -31,12 +31,6 @@ const (
 	resetUnencodable  = "unencodable"   // an object could not be stored: the informer moved to memory
 )
 
-// transformIdentity identifies a transform: the declared version plus the
-// function's Go name ("" for no transform).
-func transformIdentity(declared string, fn interface{}) string {
-	return declared + "|" + funcName(fn)
-}
-
 // resetReason names the first mismatching provenance entry, in the order
 // that best explains it.
 func resetReason(m *persist.ProvenanceMismatch) string {

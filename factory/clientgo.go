@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	goruntime "runtime"
 	"slices"
 	"strings"
 	"time"
@@ -37,6 +36,7 @@ import (
 	"k8s.io/klog/v2"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/codeid"
 )
 
 // InformerFor is handed a newFunc that builds a client-go informer, and
@@ -285,7 +285,7 @@ func listerWatcherCode(lw cache.ListerWatcher) (code string, requestOnly bool) {
 		{"ListWithContextFunc", plain.ListWithContextFunc},
 		{"WatchFuncWithContext", plain.WatchFuncWithContext},
 	} {
-		name := funcName(fn.fn)
+		name := codeid.FuncName(fn.fn)
 		if name == "" {
 			continue
 		}
@@ -293,19 +293,6 @@ func listerWatcherCode(lw cache.ListerWatcher) (code string, requestOnly bool) {
 		requestOnly = requestOnly && slices.ContainsFunc(requestOnlyCode, func(prefix string) bool { return strings.HasPrefix(name, prefix) })
 	}
 	return outer + "{" + strings.Join(names, ",") + "}", requestOnly && len(names) > 0
-}
-
-// funcName is fn's Go name, "" for nil. Closures are named after where
-// they are written (pkg.newFunc.func1), or where that code was inlined.
-func funcName(fn interface{}) string {
-	v := reflect.ValueOf(fn)
-	if !v.IsValid() || v.Kind() != reflect.Func || v.IsNil() {
-		return ""
-	}
-	if f := goruntime.FuncForPC(v.Pointer()); f != nil {
-		return f.Name()
-	}
-	return "?"
 }
 
 // readField sets *dst to the field name of the addressable struct v, or adds
