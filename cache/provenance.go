@@ -1,6 +1,13 @@
 package cache
 
 import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/internal/codeid"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -50,4 +57,70 @@ func resetReason(m *persist.ProvenanceMismatch) string {
 		}
 	}
 	return resetListIdentity
+}
+
+// checkProvenance learns the cluster's identity, retrying with backoff
+// while Persistence.Cluster fails, and empties the collection if it was
+// stored under another provenance. It returns false if ctx ended first.
+func (s *Informer) checkProvenance(ctx context.Context) bool {
+	logger := klog.FromContext(ctx)
+	p := s.opts.Persistence
+	return s.retry(ctx, func() error {
+		cluster := ""
+		if p.Cluster != nil {
+			var err error
+			if cluster, err = p.Cluster(ctx); err != nil {
+				return fmt.Errorf("boltinformer: collection %q: the cluster's identity is not known yet (%w); nothing stored is resumed until it is", s.name, err)
+			}
+		}
+		s.startedLock.Lock()
+		transform := s.transform
+		s.startedLock.Unlock()
+		want := map[string]string{
+			provenanceList:      p.ListIdentity,
+			provenanceCluster:   cluster,
+			provenanceTransform: codeid.Versioned(p.TransformVersion, transform),
+			provenanceQueue:     queueAtomic,
+		}
+		mismatch, err := s.persistent.coll.CheckProvenance(ctx, want)
+		if err != nil {
+			return fmt.Errorf("boltinformer: collection %q: checking what it was stored under: %w", s.name, err)
+		}
+		if mismatch != nil {
+			reason := resetReason(mismatch)
+			logger.Info("Stored collection does not match this informer; it was emptied and the informer starts cold", "collection", s.name, "reason", reason, "detail", mismatch.Error())
+			s.opts.Metrics.countReset(s.name, reason)
+		}
+		return nil
+	})
+}
+
+// retry calls fn until it succeeds, reporting each error to the watch error
+// handler and waiting with the reflector's backoff (client-go's 800ms
+// doubling to 30s unless InformerOptions say otherwise) in between. It
+// returns false if ctx ended first.
+func (s *Informer) retry(ctx context.Context, fn func() error) bool {
+	delay, maxDelay := s.opts.InitialBackoff, s.opts.MaxBackoff
+	if delay <= 0 {
+		delay = 800 * time.Millisecond // client-go's reflector backoff
+	}
+	if maxDelay <= 0 {
+		maxDelay = 30 * time.Second
+	}
+	for {
+		err := fn()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		s.report(ctx, err)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-s.clock.After(delay):
+		}
+		delay = min(2*delay, maxDelay)
+	}
 }

@@ -1,0 +1,246 @@
+// Copyright The Kubernetes Authors.
+// Copyright The boltinformer Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+//
+// Ported from k8s.io/client-go v0.37.2, modified:
+//   - tools/cache/shared_informer.go
+// The ports are listed in hack/upstream-versions.txt.
+
+package cache
+
+import (
+	"context"
+	"fmt"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgofeatures "k8s.io/client-go/features"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/processor"
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// How a run starts (RunWithContext calls these in order): begin decides
+// cold or warm from the stored resourceVersion and builds the queue and
+// the reflector; the checkpoint handlers registered before the start are
+// given their tombstones (joinCheckpoints); a warm start hands the stored
+// state to the handlers in the background (delivery.go), and a stored
+// record that cannot be read during that hand-off costs one relist,
+// reconciled with what the handlers already got (relistAfterReadError,
+// keepOnly).
+
+// begin builds the queue and the reflector and marks the informer started,
+// under startedLock. A warm start (a stored resourceVersion) also returns
+// the delivery of the stored state to the listeners registered until then;
+// listeners added from now on get the store's state through their own late
+// join.
+func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflector, *warmDelivery) {
+	s.startedLock.Lock()
+	defer s.startedLock.Unlock()
+	// The queue always reports list resourceVersions (ReplacedAll) and
+	// bookmarks, whatever the AtomicFIFO gate says: without them the stored
+	// resourceVersion would be the last object's, older than the list's, and
+	// never advanced by bookmarks, and a restart would replay old versions
+	// over newer ones. Handlers see the same calls either way.
+	fifo := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
+		Logger:                &logger,
+		Name:                  fmt.Sprintf("RealFIFO %T", s.objectType),
+		KeyFunction:           cache.MetaNamespaceKeyFunc,
+		Transformer:           s.transform,
+		Identifier:            s.opts.Identifier,
+		MetricsProvider:       s.opts.InformerMetricsProvider,
+		AtomicEvents:          true,
+		UnlockWhileProcessing: clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) && clientgofeatures.FeatureGates().Enabled(clientgofeatures.UnlockWhileProcessingFIFO),
+		EmitDeltaTypeBookmark: true,
+	})
+
+	var resume string
+	if s.persistent != nil {
+		resume = s.persistent.coll.ResourceVersion()
+		// Without a transform the store gets objects as they were decoded.
+		s.persistent.wirePayloads.Store(s.transform == nil)
+	}
+	if resume == "0" {
+		resume = "" // "any version": nothing to resume from
+	}
+	s.warm = resume != ""
+	if s.persistent != nil && !s.warm && !s.gate.seeds.seeded {
+		// A cold start lists into an empty store, so the list reaches
+		// handlers as initial adds.
+		if err := s.persistent.Replace(nil, ""); err != nil {
+			utilruntime.HandleError(fmt.Errorf("boltinformer: collection %q: emptying it for a cold start: %w", s.name, err))
+		}
+	}
+	if s.persistent != nil {
+		s.persistent.setReadErrorHandler(s.report) // file read errors reach it too
+	}
+	var delivery *warmDelivery
+	var listAfter <-chan struct{}
+	if !s.warm || s.opts.SyncedAtOpen {
+		s.caught.finish()
+	}
+	if s.warm {
+		// One rule for resyncs after a warm start, for handlers registered
+		// now and later: see SelectResyncingListeners.
+		s.processor.SelectResyncingListeners()
+		delivery = newWarmDelivery(s, s.processor.Listeners())
+		s.delivery = delivery
+		done := delivery.done
+		s.gate.verifying.Store(&done)
+		s.persistent.retryAfter(done)
+		listAfter = delivery.done
+	}
+	var paged reflector.PagedList
+	if !s.warm && s.boundedCache() && !s.gate.seeds.seeded {
+		// A bounded informer's cold list never held whole (pagedlist.go).
+		s.paged = newPagedList(s, s.transform)
+		paged = s.paged
+	}
+	opts := s.listIfOwed(reflector.Options{
+		ResumeResourceVersion: resume,
+		ListAfter:             listAfter,
+		CatchUp:               s.catchUp(),
+		PagedList:             paged,
+	})
+	s.matchVersions = opts.CatchUp != nil && s.matchesVersions(opts.ResumeResourceVersion)
+	s.reflector = reflector.New(s.listerWatcher, s.reflectorStore(fifo), s.reflectorOptions(opts))
+	s.started = true
+	return fifo, s.reflector, delivery
+}
+
+// pendingJoin is a handler whose join is not complete: a checkpoint's
+// handler registered before the informer started, whose tombstones are
+// given when it starts (joinCheckpoints), or any handler that joined while
+// the store owed a list, completed once the list is applied
+// (settleJoinsLocked). cps are the checkpoints whose tombstones it is
+// given, if any.
+type pendingJoin struct {
+	l   *processor.Listener
+	cps []*Checkpoint
+}
+
+// joinCheckpoints gives the checkpoint handlers registered before the start
+// their tombstones (deletions they have not acknowledged), before any watch
+// event is processed — or, if the store owes a list (the collection was
+// marked must-list), once that list is applied: a key the store lacks until
+// then may have been set aside rather than deleted.
+func (s *Informer) joinCheckpoints() {
+	s.startedLock.Lock()
+	joins := s.checkpointJoins
+	s.checkpointJoins = nil
+	s.startedLock.Unlock()
+	if len(joins) == 0 {
+		return
+	}
+	s.blockDeltas.Lock()
+	defer s.blockDeltas.Unlock()
+	if s.gate.owes() {
+		// The informer does not sync before the list is applied, so the
+		// registrations may still be told to await it
+		// (processor.Listener.AwaitInitialAdds).
+		for _, j := range joins {
+			j.l.AwaitInitialAdds()
+		}
+		s.owedJoins = append(s.owedJoins, joins...)
+		return
+	}
+	for _, j := range joins {
+		for _, n := range tombstoneNotifications(s.store, j.cps) {
+			s.processor.DistributeTo([]*processor.Listener{j.l}, n)
+		}
+	}
+}
+
+// settleJoinsLocked completes the joins that waited for a list the store
+// owed, once it is applied (and its changes handed to every handler): each
+// handler is given its tombstones, now only of keys that are gone, then
+// InitialAddsDone, after which its registration may report synced. Called
+// under blockDeltas, after each applied delta.
+func (s *Informer) settleJoinsLocked() {
+	if len(s.owedJoins) == 0 || s.gate.owes() {
+		return
+	}
+	joins := s.owedJoins
+	s.owedJoins = nil
+	for _, j := range joins {
+		only := []*processor.Listener{j.l} // not if it was removed meanwhile
+		for _, n := range tombstoneNotifications(s.store, j.cps) {
+			s.processor.DistributeTo(only, n)
+		}
+		s.processor.DistributeTo(only, processor.InitialAddsDone{})
+	}
+}
+
+// relistAfterReadError deals with stored state that could not be read
+// back during a warm start's delivery. The informer has synced and handlers
+// have part of the stored state; the delivery has set the rest aside
+// (keepOnly). The first reflector stops and a new one lists, from no older
+// than what the first one applied, into the same queue. The list is
+// reconciled with the store as any relist is: what was set aside arrives as
+// adds, what changed as updates, what is gone as deletions. Until it is
+// applied the store lacks what was set aside.
+func (s *Informer) relistAfterReadError(ctx context.Context, err error, stopFirst func(), launch func(*reflector.Reflector) func(), fifo *cache.RealFIFO) {
+	s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading the stored state back failed (%w); set aside what the handlers were not given, relisting", s.name, err))
+	s.opts.Metrics.countReset(s.name, resetReadError)
+	stopFirst()
+	if ctx.Err() != nil {
+		return
+	}
+	s.startedLock.Lock()
+	applied := s.reflector.LastSyncResourceVersion()
+	// If the informer has not caught up yet, the short watches after the
+	// relist do (the list may be older than the start's consistent read).
+	s.reflector = reflector.New(s.listerWatcher, s.reflectorStore(fifo), s.reflectorOptions(reflector.Options{ListFrom: applied, CatchUp: s.catchUp()}))
+	refl := s.reflector
+	s.startedLock.Unlock()
+	launch(refl)
+}
+
+// keepOnly removes from the collection every key handedOut says no handler
+// was given, so the relist that follows is reconciled with what handlers
+// got, and marks the collection as owing a list in the same commit, so a
+// stop before the relist lands lists at the next start (persist's
+// must-list mark survives the events and bookmarks applied meanwhile).
+func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) error {
+	s.gate.owe() // listers wait for the relist (readerror.go)
+	keys, err := s.persistent.coll.Keys()
+	if err != nil {
+		// Not even the keys can be read: drop everything; handlers then see
+		// the relist as adds and updates of what they got.
+		return s.persistent.coll.SetAsideAll(ctx)
+	}
+	var ops []persist.Op
+	for _, k := range keys {
+		if !handedOut(k) {
+			ops = append(ops, persist.Op{Key: k, Delete: true})
+		}
+	}
+	return s.persistent.coll.SetAside(ops)
+}
+
+// releaseFilePages takes the file's pages, which a sync has just walked,
+// out of the process's resident set when the object cache is bounded: such
+// an informer chose memory over speed, and its RSS should show what it
+// keeps. The pages stay in the kernel's page cache.
+func (s *Informer) releaseFilePages(logger klog.Logger) {
+	p := s.opts.Persistence
+	if s.persistent == nil || (p.CacheObjects == 0 && p.CacheBytes == 0) {
+		return
+	}
+	if err := s.persistent.coll.DB().ReleaseMappedPages(); err != nil {
+		logger.V(2).Info("Could not release the cache file's pages from memory", "collection", s.name, "err", err)
+	}
+}
