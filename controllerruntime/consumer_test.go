@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/boltinformer/boltinformer/internal/metrictest"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -114,34 +115,9 @@ func TestConsumerFallbackReported(t *testing.T) {
 			t.Errorf("report %q does not say %q", reported[0], want)
 		}
 	}
-	if got := counterValue(t, reg, "boltinformer_controllerruntime_fallbacks_total", map[string]string{"collection": "typed/v1/pods", "reason": fallbackHandlerLayout}); got != 1 {
+	if got := metrictest.CounterValue(t, reg, "boltinformer_controllerruntime_fallbacks_total", map[string]string{"collection": "typed/v1/pods", "reason": fallbackHandlerLayout}); got != 1 {
 		t.Errorf("boltinformer_controllerruntime_fallbacks_total = %v, want 1", got)
 	}
-}
-
-// counterValue is the value of the counter name with exactly labels, as g
-// gathers it; -1 if there is none.
-func counterValue(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, l := range m.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			if maps.Equal(got, labels) {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return -1
 }
 
 // sourceFields has the fields of controller-runtime v0.25.2's

@@ -2,13 +2,14 @@ package factory_test
 
 import (
 	"context"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/boltinformer/boltinformer/internal/metrictest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -47,31 +48,6 @@ func newMetrics(t *testing.T) (*bcache.Metrics, *prometheus.Registry) {
 		t.Fatal(err)
 	}
 	return m, reg
-}
-
-// counterValue is the value of the counter name with exactly labels, as g
-// gathers it; -1 if there is none.
-func counterValue(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, l := range m.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			if maps.Equal(got, labels) {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return -1
 }
 
 // setUnexportedZero sets the unexported field name of client-go's
@@ -118,13 +94,13 @@ func TestInformerForReportsClientGoLayout(t *testing.T) {
 		}
 	}
 	labels := map[string]string{"resource": "/v1, Resource=pods", "reason": "client-go-layout"}
-	if got := counterValue(t, reg, "boltinformer_factory_fallbacks_total", labels); got != 1 {
+	if got := metrictest.CounterValue(t, reg, "boltinformer_factory_fallbacks_total", labels); got != 1 {
 		t.Errorf("boltinformer_factory_fallbacks_total%v = %v, want 1", labels, got)
 	}
 	// InformerFor builds an informer once per type: asking again reports
 	// nothing more.
 	f.InformerFor(&corev1.Pod{}, newFunc)
-	if len(*errs) != 1 || counterValue(t, reg, "boltinformer_factory_fallbacks_total", labels) != 1 {
+	if len(*errs) != 1 || metrictest.CounterValue(t, reg, "boltinformer_factory_fallbacks_total", labels) != 1 {
 		t.Errorf("a second InformerFor reported again: %v", *errs)
 	}
 }
@@ -171,7 +147,7 @@ func TestInformerForCountsFallbacks(t *testing.T) {
 		{"/v1, Resource=nodes", "custom-lister-watcher"},
 	} {
 		labels := map[string]string{"resource": c.resource, "reason": c.reason}
-		if got := counterValue(t, reg, "boltinformer_factory_fallbacks_total", labels); got != 1 {
+		if got := metrictest.CounterValue(t, reg, "boltinformer_factory_fallbacks_total", labels); got != 1 {
 			t.Errorf("boltinformer_factory_fallbacks_total%v = %v, want 1", labels, got)
 		}
 	}
