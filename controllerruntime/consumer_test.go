@@ -8,10 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/boltinformer/boltinformer/internal/metrictest"
-
 	"github.com/prometheus/client_golang/prometheus"
-
 	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -24,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/metrictest"
 )
 
 // TestCheckpointConsumerFound pins what consumerOf reads of the

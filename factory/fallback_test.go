@@ -9,8 +9,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/boltinformer/boltinformer/internal/metrictest"
-
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +22,7 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
+	"github.com/boltinformer/boltinformer/internal/metrictest"
 )
 
 // recordErrors makes utilruntime.HandleError record what it is given, for
