@@ -169,7 +169,9 @@
 //     before every start, as above, and boltinformer recovers. Saved as
 //     recover-downtime-<N>.{json,txt,svg}; the plot spaces the downtimes
 //     evenly, labelled with their values, and marks where the history
-//     ends.
+//     ends. Given both flags, the downtimes run first: a start within the
+//     history resumes from the file, which an apiserver restart made
+//     since boltinformer's last start would have expired.
 //
 // Its informers, like every child's, run without client-side throttling
 // (QPS 5,000). A recovery plans its fetches to fit the client's rate limit:

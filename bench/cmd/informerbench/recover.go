@@ -134,8 +134,8 @@ func (o *recoverOptions) variantsFor(downtime bool) []string {
 }
 
 // runRecover is the recover subcommand: populate, fill boltinformer's file
-// with an unmeasured cold start, then measure the table (--changed) and the
-// plot (--downtimes) and save each.
+// with an unmeasured cold start, then measure the plot (--downtimes) and the
+// table (--changed) and save each.
 func runRecover(ctx context.Context, args []string, out io.Writer) error {
 	opts := &recoverOptions{}
 	if err := opts.parse(args, os.Stderr); err != nil {
@@ -174,23 +174,10 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 			IdleAPIServerCPU: idleAS, IdleEtcdCPU: idleEtcd, SettleSeconds: opts.settle.Seconds(),
 		}
 	}
-	if opts.changed != nil {
-		res := newResult(modeChanged)
-		vs := opts.variantsFor(false)
-		fmt.Fprintf(out, "measuring restarts after a downtime beyond the watch history at %d %s Pods (%.1f KB of protobuf each), %d changed amounts, %d repetitions of %s…\n",
-			opts.pods, opts.shape, podBytes/1000, len(opts.changed), opts.reps, strings.Join(vs, ", "))
-		for i, a := range opts.changed {
-			c := a.of(opts.pods)
-			p := &recoverPoint{Label: a.label, Changes: opts.mix.counts(c), Expired: true}
-			if err := r.measure(ctx, p, i, vs); err != nil {
-				return err
-			}
-			res.Points = append(res.Points, p)
-		}
-		if err := r.finish(res); err != nil {
-			return err
-		}
-	}
+	// Downtimes first: their points within the history resume from the
+	// file, which an apiserver restart since boltinformer's last start
+	// would expire; beyond it, and in the changed mode, every start
+	// restarts the apiserver anyway.
 	if opts.downtimes != nil {
 		res := newResult(modeDowntime)
 		res.Rate, res.WindowSeconds = opts.rate, opts.window.Seconds()
@@ -200,6 +187,23 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 		for i, d := range opts.downtimes {
 			writes, changed, expired := downtimeChanges(d, opts.rate, opts.window, opts.pods)
 			p := &recoverPoint{Label: downtimeLabel(d), DowntimeSeconds: d.Seconds(), Writes: writes, Changes: opts.mix.counts(changed), Expired: expired}
+			if err := r.measure(ctx, p, i, vs); err != nil {
+				return err
+			}
+			res.Points = append(res.Points, p)
+		}
+		if err := r.finish(res); err != nil {
+			return err
+		}
+	}
+	if opts.changed != nil {
+		res := newResult(modeChanged)
+		vs := opts.variantsFor(false)
+		fmt.Fprintf(out, "measuring restarts after a downtime beyond the watch history at %d %s Pods (%.1f KB of protobuf each), %d changed amounts, %d repetitions of %s…\n",
+			opts.pods, opts.shape, podBytes/1000, len(opts.changed), opts.reps, strings.Join(vs, ", "))
+		for i, a := range opts.changed {
+			c := a.of(opts.pods)
+			p := &recoverPoint{Label: a.label, Changes: opts.mix.counts(c), Expired: true}
 			if err := r.measure(ctx, p, i, vs); err != nil {
 				return err
 			}

@@ -275,7 +275,7 @@ func TestDowntimeSVG(t *testing.T) {
 	if n := strings.Count(svg, "<circle"); n != 12 {
 		t.Errorf("%d markers, want 12 (3 series with values at 4 points)", n)
 	}
-	if n := strings.Count(svg, ">watch history 1m15s<"); n != 1 {
+	if n := strings.Count(svg, ">← watch history 1m15s<"); n != 1 {
 		t.Errorf("the watch history's end marked %d times, want once", n)
 	}
 	for _, label := range []string{">0<", ">1m<", ">2m<", ">30m<"} {

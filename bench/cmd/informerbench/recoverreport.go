@@ -220,9 +220,9 @@ func (r *recoverResult) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "    Changed Pods are, by weight %s, label updates, deletes, deletes and re-creates under the same name (a new UID) and creates,\n"+
 		"    made while no informer runs, before each boltinformer start only (its file is then exactly as old as the changes; a cold start\n"+
-		"    lists whatever is there). \"Beyond the watch history\" is forced: kube-apiserver is restarted (etcd kept) before every start,\n"+
-		"    boltinformer's and client-go's alike, so no history reaches back to a stored resourceVersion (the watch answers 410) and every\n"+
-		"    start meets an apiserver that has just rebuilt its watch cache.\n", r.Mix)
+		"    lists whatever is there). \"Beyond the watch history\" is forced: kube-apiserver is restarted (etcd kept) before every start\n"+
+		"    of such a point, boltinformer's and client-go's alike, so no history reaches back to a stored resourceVersion (the watch\n"+
+		"    answers 410) and every start meets an apiserver that has just rebuilt its watch cache.\n", r.Mix)
 	if r.Mode == modeDowntime {
 		r.printDowntimes(w)
 	} else {
@@ -353,10 +353,10 @@ func secondsDuration(s float64) string { return downtimeLabel(seconds(s)) }
 var downtimeSeries = []struct {
 	title, variant, metric, color, dash string
 }{
-	{"boltinformer (Recovery), informer synced", vBoltRecover, mInformerSynced, "#1f77b4", ""},
-	{"boltinformer (Recovery), every handler done", vBoltRecover, mSync, "#1f77b4", "6 4"},
-	{"client-go protobuf watch-list, synced", vClientGoProto, mInformerSynced, "#ff7f0e", ""},
-	{"client-go protobuf LIST, synced", vClientGoProtoList, mInformerSynced, "#ff7f0e", "6 4"},
+	{"boltinformer (Recovery): synced", vBoltRecover, mInformerSynced, "#1f77b4", ""},
+	{"boltinformer: every handler done", vBoltRecover, mSync, "#1f77b4", "2 3"},
+	{"client-go watch-list: synced", vClientGoProto, mInformerSynced, "#ff7f0e", ""},
+	{"client-go LIST: synced", vClientGoProtoList, mInformerSynced, "#ff7f0e", "6 4"},
 }
 
 // downtimeSVG draws time to synced against downtime: the downtimes evenly
@@ -397,7 +397,8 @@ func (r *recoverResult) downtimeSVG() string {
 		if i > 0 && p.Expired && !r.Points[i-1].Expired {
 			wx := x(float64(i) - 0.5)
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999" stroke-dasharray="3 3"/>`+"\n", wx, y(0), wx, y(maxY))
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555" text-anchor="middle">watch history %s</text>`+"\n", wx, y(maxY)-6, secondsDuration(r.WindowSeconds))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">← watch history %s</text>`+"\n", wx+4, y(maxY)+14, secondsDuration(r.WindowSeconds))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">apiserver restarted →</text>`+"\n", wx+4, y(maxY)+30)
 		}
 	}
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", left, y(0), right, y(0))
