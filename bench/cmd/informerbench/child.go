@@ -175,6 +175,7 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	if bolt != nil {
 		res.StartCause, res.Causes = bolt.observer.startCause(), bolt.observer.allCauses()
 		res.Recovery = bolt.observer.recovery(start)
+		res.WatchErrorSeconds = bolt.observer.firstWatchError(start)
 	}
 	return res, nil
 }

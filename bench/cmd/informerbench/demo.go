@@ -236,21 +236,23 @@ func printDemo(out io.Writer, pods, reps int, shape podShape, podBytes float64, 
 		"metadata pages and fetches (lists of one object or one namespace) are a recovery's requests.")
 
 	proto, js, warm := medians(results[vClientGoProto]), medians(results[vClientGoJSON]), medians(results[vBoltWarm])
-	how := fmt.Sprintf("by resuming its watch, %v after the watch opened (%d limit=1 reads)", seconds(warm[mSyncedAfterWatch]), int(warm[mStartProbes]))
+	how := fmt.Sprintf("It resumed its watch and was synced %v after the watch opened (%d limit=1 reads).",
+		seconds(warm[mSyncedAfterWatch]), int(warm[mStartProbes]))
 	if runs := results[vBoltWarm]; len(runs) > 0 && runs[0].StartCause == string(reflector.CauseWarmList) {
-		how = fmt.Sprintf("from a consistent metadata list of its %d Pods (WarmListBelow: below %d objects that is sooner than\n"+
-			"the apiserver's bookmark), fetching the %.0f that changed in %.0f requests", pods, bcache.SuggestedWarmListBelow, warm[mRecFetched], warm[mStartFetches])
+		how = fmt.Sprintf("It proved that from a consistent metadata list of its %d Pods (WarmListBelow: below %d objects\n"+
+			"that is sooner than waiting for the apiserver's bookmark) and fetched the %.0f that changed in %.0f requests.",
+			pods, bcache.SuggestedWarmListBelow, warm[mRecFetched], warm[mStartFetches])
 	}
-	fmt.Fprintf(out, "\nThe warm restart's informer was synced — caught up with a consistent read, without a full LIST — after %v, %s\n"+
-		"client-go's protobuf cold start (%v; make demo's target is at most 0.5×: %s), %s;\n"+
-		"with SyncedAtOpen it would be synced on the stored state at once. Its handlers had all of their initial adds %s\n"+
+	fmt.Fprintf(out, "\nThe warm restart's informer was synced — caught up with a consistent read, without a full LIST — after %v,\n"+
+		"%s client-go's protobuf cold start (%v; make demo's target is at most 0.5×: %s). %s\n"+
+		"With SyncedAtOpen it would be synced on the stored state at once. Its handlers had all of their initial adds %s\n"+
 		"client-go's cold start in the same wire format (protobuf, in client-go's default watch-list mode; its LIST mode can be\n"+
-		"faster, see docs/benchmarks.md), %s client-go in JSON, with 0 LIST requests; the apiserver encoded %.0f× fewer bytes\n"+
-		"for it than for client-go protobuf and spent %s of its CPU time. Its handlers got the %d stored Pods from the file; the %d Pods\n"+
-		"changed meanwhile arrived as updates %v after start.\n",
+		"faster, see docs/benchmarks.md), %s client-go in JSON, with 0 LIST requests; the apiserver encoded %.2f× the bytes\n"+
+		"it encoded for client-go protobuf and spent %s of its CPU time. Its handlers got the %d stored Pods from the file;\n"+
+		"the %d Pods changed meanwhile arrived as updates %v after start.\n",
 		seconds(warm[mInformerSynced]), timesOf(warm[mInformerSynced], proto[mInformerSynced]), seconds(proto[mInformerSynced]),
 		holds(warm[mInformerSynced] <= 0.5*proto[mInformerSynced]), how,
-		sooner(warm[mSync], proto[mSync]), sooner(warm[mSync], js[mSync]), proto[mBodyMiB]/warm[mBodyMiB],
+		sooner(warm[mSync], proto[mSync]), sooner(warm[mSync], js[mSync]), warm[mBodyMiB]/proto[mBodyMiB],
 		cpuShare(warm[mAPICPU], proto[mAPICPU]), pods, churn, seconds(warm[mCaughtUp]))
 	if rec, fb := medians(results[vBoltRecover]), medians(results[vBolt410]); len(rec) > 0 {
 		fmt.Fprintf(out, "\nAfter a 410 (the apiserver restarted, its watch history gone) the restart with Recovery listed the Pods' metadata\n"+

@@ -108,6 +108,8 @@ type observer struct {
 	// recoveries counts the recoveries that ended; last is the latest.
 	recoveries int
 	last       recoveryEnd
+	// watchFailed is when the first watch ended with an error (a 410).
+	watchFailed time.Time
 }
 
 // recoveryEnd is a recovery as Recovered reported it.
@@ -171,7 +173,28 @@ func (o *observer) WatchStarted(string) {
 	o.watches = append(o.watches, now)
 }
 
-func (o *observer) WatchEnded(error) {}
+func (o *observer) WatchEnded(err error) {
+	if err == nil {
+		return
+	}
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.watchFailed.IsZero() {
+		o.watchFailed = now
+	}
+}
+
+// firstWatchError returns when the first watch ended with an error,
+// counted from start; 0 if none did.
+func (o *observer) firstWatchError(start time.Time) float64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.watchFailed.IsZero() {
+		return 0
+	}
+	return o.watchFailed.Sub(start).Seconds()
+}
 
 func (o *observer) addCause(c reflector.StartCause) {
 	o.mu.Lock()

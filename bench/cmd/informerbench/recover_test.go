@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 func TestParseChangedAndCounts(t *testing.T) {
@@ -281,6 +284,52 @@ func TestDowntimeSVG(t *testing.T) {
 	for _, label := range []string{">0<", ">1m<", ">2m<", ">30m<"} {
 		if !strings.Contains(svg, label) {
 			t.Errorf("no axis label %s", label)
+		}
+	}
+}
+
+// TestRecoveryMetrics: a recovery's figures reach the metrics, among them
+// the wait between the failed watch (the 410) and the metadata list, and
+// the observer keeps the first failed watch and the last recovery.
+func TestRecoveryMetrics(t *testing.T) {
+	start := time.Now()
+	o := newObserver()
+	o.WatchEnded(nil) // a watch that timed out normally is no failure
+	if got := o.firstWatchError(start); got != 0 {
+		t.Errorf("first watch error after a normal end: %v, want 0", got)
+	}
+	o.WatchEnded(errors.New("too old resource version"))
+	first := o.watchFailed
+	o.WatchEnded(errors.New("again"))
+	if o.watchFailed != first {
+		t.Error("a later failed watch replaced the first")
+	}
+	if o.recovery(start) != nil {
+		t.Error("a recovery reported before any ended")
+	}
+	o.Recovered(reflector.CauseRelistExpired, "10", reflector.RecoveryStats{Listed: 5, Unchanged: 3, Deleted: 1, Fetch: 2, Fetched: 2, Requests: 2, Duration: time.Second})
+	o.Recovered(reflector.CauseRelistExpired, "12", reflector.RecoveryStats{Listed: 5, Unchanged: 5, Duration: time.Second})
+	if rec := o.recovery(start); rec == nil || rec.Count != 2 || rec.Unchanged != 5 || rec.DurationSeconds != 1 {
+		t.Errorf("recovery = %+v, want the second of 2", rec)
+	}
+	select {
+	case <-o.recovered:
+	default:
+		t.Error("Recovered did not signal")
+	}
+
+	res := &childResult{
+		InformerSyncedSeconds: 3, HandlerSyncedSeconds: []float64{3}, WatchErrorSeconds: 0.25,
+		Cost:     startCost{MetaLists: 2, Fetches: 3, MetaBodyBytes: 3 << 20, FetchBodyBytes: 1 << 20, ClientCPUs: 0.5},
+		Recovery: &recoveryResult{Seconds: 2.5, DurationSeconds: 0.75, Fetched: 3, Requests: 3},
+	}
+	m := res.metrics()
+	for k, want := range map[string]float64{
+		mRecAfterWatchError: 1.5, mRecovered: 2.5, mRecFetched: 3, mStartMetaLists: 2, mStartFetches: 3,
+		mMetaMiB: 3, mFetchMiB: 1, mClientCPU: 0.5,
+	} {
+		if got, ok := m[k]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, want)
 		}
 	}
 }

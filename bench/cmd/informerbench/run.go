@@ -276,6 +276,9 @@ func summary(res *childResult) string {
 	if rec := res.Recovery; rec != nil {
 		s += fmt.Sprintf("  recovery (%s) consistent %.2fs: %d listed in %d pages, %d unchanged, %d deleted, %d to fetch, %d fetched in %d requests",
 			rec.Cause, rec.Seconds, rec.Listed, rec.Pages, rec.Unchanged, rec.Deleted, rec.ToFetch, rec.Fetched, rec.Requests)
+		if res.WatchErrorSeconds > 0 {
+			s += fmt.Sprintf(", began %.2fs after the first watch failed", rec.Seconds-rec.DurationSeconds-res.WatchErrorSeconds)
+		}
 		if rec.Count > 1 {
 			s += fmt.Sprintf(" (the last of %d recoveries)", rec.Count)
 		}

@@ -101,6 +101,10 @@ type childResult struct {
 	// start synced when caught up is synced InformerSyncedSeconds -
 	// FirstWatchSeconds after its watch opened.
 	FirstWatchSeconds float64 `json:"firstWatchSeconds,omitempty"`
+	// WatchErrorSeconds (boltinformer): construction to the end of the
+	// first watch that failed (a 410 when the stored resourceVersion is
+	// expired); 0 if none did.
+	WatchErrorSeconds float64 `json:"watchErrorSeconds,omitempty"`
 	// WatchesAtSync (boltinformer): watches the apiserver had accepted
 	// when the informer reported synced (a catching-up start's are short).
 	WatchesAtSync int `json:"watchesAtSync,omitempty"`

@@ -67,6 +67,9 @@ const (
 	mRecRequests  = "recovery_requests"
 	mRecFetched   = "recovery_fetched"
 	mRecDurationS = "recovery_duration_s"
+	// The first watch that failed (the 410) to the recovery's metadata
+	// list: the reflector's backoff between the watch and the list.
+	mRecAfterWatchError = "recovery_after_watch_error_s"
 
 	// The stages of a start (start.go). sync_s above is the last of them:
 	// every handler registration synced.
@@ -119,6 +122,9 @@ func (r *childResult) metrics() map[string]float64 {
 		m[mRecovered], m[mRecDurationS] = rec.Seconds, rec.DurationSeconds
 		m[mRecUnchanged], m[mRecDeleted], m[mRecToFetch] = float64(rec.Unchanged), float64(rec.Deleted), float64(rec.ToFetch)
 		m[mRecRequests], m[mRecFetched] = float64(rec.Requests), float64(rec.Fetched)
+		if r.WatchErrorSeconds > 0 {
+			m[mRecAfterWatchError] = rec.Seconds - rec.DurationSeconds - r.WatchErrorSeconds
+		}
 	}
 	if r.Cost.APIServerCPUs >= 0 && r.Cost.EtcdCPUs >= 0 {
 		m[mAPICPU], m[mEtcdCPU] = r.Cost.APIServerCPUs, r.Cost.EtcdCPUs
