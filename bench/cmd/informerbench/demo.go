@@ -244,7 +244,7 @@ func printDemo(out io.Writer, pods, reps int, shape podShape, podBytes float64, 
 			pods, bcache.SuggestedWarmListBelow, warm[mRecFetched], warm[mStartFetches])
 	}
 	fmt.Fprintf(out, "\nThe warm restart's informer was synced — caught up with a consistent read, without a full LIST — after %v,\n"+
-		"%s client-go's protobuf cold start (%v; make demo's target is at most 0.5×: %s). %s\n"+
+		"%s client-go's protobuf cold start (%v; make demo's target is at most 0.5×: %s).\n%s\n"+
 		"With SyncedAtOpen it would be synced on the stored state at once. Its handlers had all of their initial adds %s\n"+
 		"client-go's cold start in the same wire format (protobuf, in client-go's default watch-list mode; its LIST mode can be\n"+
 		"faster, see docs/benchmarks.md), %s client-go in JSON, with 0 LIST requests; the apiserver encoded %.2f× the bytes\n"+

@@ -78,8 +78,6 @@ const (
 	numChangeKinds
 )
 
-var changeKindNames = [numChangeKinds]string{"update", "delete", "recreate", "create"}
-
 // changeMix is the share of each changeKind among the changed Pods, in any
 // unit (the flag takes percentages). Deletes and creates come in equal
 // numbers, so that the collection keeps its size, which every start checks
