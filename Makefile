@@ -110,10 +110,12 @@ BENCH_FLAGS ?=
 # make demo: starts etcd + kube-apiserver on loopback (built on first use),
 # creates $(DEMO_PODS) Pods ($(DEMO_POD_SIZE): or small), warms the watch
 # cache up, and runs client-go's cold start in protobuf (the headline) and
-# JSON beside boltinformer's cold start and warm restart, each in its own
-# process, $(DEMO_REPS) times with the order reversed every other time; then
-# one restart after a 410, and inspect reads a hot snapshot of the cache
-# file. Leaves nothing running. A few minutes on 2 cores.
+# JSON beside boltinformer's cold start and warm restart (with Recovery and
+# WarmListBelow, as the typed factory's informer with that option), each in
+# its own process, $(DEMO_REPS) times with the order reversed every other
+# time; then one restart after a 410 that recovers by what changed and one
+# without Recovery (the full relist), and inspect reads a hot snapshot of
+# the cache file. Leaves nothing running. A few minutes on 2 cores.
 demo: test-binaries
 	@rm -rf '$(DEMO_DIR)' && mkdir -p '$(DEMO_DIR)'
 	@$(GO) run ./bench/cmd/informerbench demo --pods $(DEMO_PODS) --reps $(DEMO_REPS) --pod-size $(DEMO_POD_SIZE) --snapshot '$(DEMO_DIR)/cache-snapshot.db'
@@ -148,6 +150,25 @@ bench-checkpoints: test-binaries
 # About 30 minutes at 100k on 2 cores. BENCH_SIZES=10k,50k,100k plots a curve.
 bench-informer: test-binaries
 	$(GO) run ./bench/cmd/informerbench --sizes $(BENCH_SIZES) --reps $(BENCH_REPS) $(BENCH_FLAGS)
+
+# make bench-recover: restarts after a downtime longer than the watch
+# history (informerbench recover) at $(RECOVER_PODS) Pods: boltinformer
+# recovering by what changed, its full-relist fallback and client-go's cold
+# starts, with $(RECOVER_CHANGED) of the Pods changed while down, each start
+# after an apiserver restart; results in bench/results/recover-changed-*.
+# make bench-recover-downtime: time to synced against downtime
+# ($(RECOVER_DOWNTIMES), emulated at $(RECOVER_RATE) Pod writes/s), both
+# informers; bench/results/recover-downtime-*.{txt,svg}.
+RECOVER_PODS      ?= 100000
+RECOVER_CHANGED   ?= 0.1%,1%,10%
+RECOVER_DOWNTIMES ?= 0,20s,60s,2m,5m,10m,30m
+RECOVER_RATE      ?= 20
+RECOVER_FLAGS     ?=
+.PHONY: bench-recover bench-recover-downtime
+bench-recover: test-binaries
+	$(GO) run ./bench/cmd/informerbench recover --pods $(RECOVER_PODS) --changed $(RECOVER_CHANGED) --reps $(BENCH_REPS) $(RECOVER_FLAGS)
+bench-recover-downtime: test-binaries
+	$(GO) run ./bench/cmd/informerbench recover --pods $(RECOVER_PODS) --downtimes $(RECOVER_DOWNTIMES) --rate $(RECOVER_RATE) --reps $(BENCH_REPS) $(RECOVER_FLAGS)
 
 # make bench-churn: the steady-state bench (informerbench churn): both
 # informers side by side on $(CHURN_PODS) Pods while they change at 100/s

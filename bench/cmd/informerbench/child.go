@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -70,7 +71,7 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	res := &childResult{Variant: spec.Variant}
 
 	stopProfile := profilePhase(spec.ProfilePrefix, "sync")
-	cpu := startCPUMeter(spec.APIServerPID, spec.EtcdPID)
+	cpu := startCPUMeter(spec.APIServerPID, spec.EtcdPID, os.Getpid())
 	start := time.Now()
 	var inf cache.SharedIndexInformer
 	var bolt *boltRun
@@ -111,8 +112,9 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	if res.InitialAdds != spec.Expect {
 		return nil, fmt.Errorf("synced with %d initial adds, want %d", res.InitialAdds, spec.Expect)
 	}
-	if n, bad := q.queue.Len(), q.keyErrors.Load(); n != spec.Expect || bad != 0 {
-		return nil, fmt.Errorf("second handler synced with %d keys queued (%d objects without a key), want %d", n, bad, spec.Expect)
+	if n, bad := q.queue.Len(), q.keyErrors.Load(); n < spec.Expect || n > spec.Expect+spec.NewKeys || bad != 0 {
+		return nil, fmt.Errorf("second handler synced with %d keys queued (%d objects without a key), want %d (up to %d more: Pods created while it was down)",
+			n, bad, spec.Expect, spec.NewKeys)
 	}
 	if bolt != nil {
 		if err := settleBolt(ctx, bolt, spec, start, caught, res); err != nil {
@@ -130,7 +132,9 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	// for boltinformer up to caught up or reconciled and durable.
 	used := cpu.used()
 	res.Cost = startCost{WireBytes: wire.read.Load(), BodyBytes: counter.body.Load(), APIServerCPUs: used[0], EtcdCPUs: used[1],
-		Lists: counter.lists.Load(), Probes: counter.probes.Load()}
+		Lists: counter.lists.Load(), Probes: counter.probes.Load(), MetaLists: counter.metaLists.Load(), Fetches: counter.fetches.Load(),
+		MetaBodyBytes: counter.metaBody.Load(), FetchBodyBytes: counter.fetchBody.Load(),
+		ClientCPUs: used[2]}
 	stopProfile() // the "sync" profile covers catching up, a relist and the flush too
 
 	mem := readMemory()
@@ -167,15 +171,19 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	}
 	res.Lists, res.Probes = counter.lists.Load(), counter.probes.Load()
 	res.Watches, res.WatchLists = counter.watches.Load(), counter.watchLists.Load()
+	res.MetaLists, res.Fetches = counter.metaLists.Load(), counter.fetches.Load()
 	if bolt != nil {
 		res.StartCause, res.Causes = bolt.observer.startCause(), bolt.observer.allCauses()
+		res.Recovery = bolt.observer.recovery(start)
+		res.WatchErrorSeconds = bolt.observer.firstWatchError(start)
 	}
 	return res, nil
 }
 
 // settleBolt waits, for a boltinformer, for what follows HasSynced: the
-// changes made while it was down (CatchUpRV), the relist a 410 forces
-// (WaitRelist), and that state reaching the file.
+// changes made while it was down (CatchUpRV), the relist a 410 forces or,
+// with Recovery, the recovery's end (WaitRelist), and that state reaching
+// the file.
 func settleBolt(ctx context.Context, bolt *boltRun, spec childSpec, start time.Time, caught <-chan caughtUpAt, res *childResult) error {
 	coll := bolt.informer.Indexer().Collection()
 	if caught != nil {
@@ -185,7 +193,19 @@ func settleBolt(ctx context.Context, bolt *boltRun, spec childSpec, start time.T
 		}
 		res.CaughtUpSeconds = c.at.Seconds()
 	}
-	if spec.WaitRelist {
+	if spec.WaitRelist && spec.Recovery {
+		// Recovered comes once the store is consistent at the recovery's
+		// resourceVersion (informer synced waits for it too).
+		select {
+		case <-bolt.observer.recovered:
+		case <-time.After(relistTimeout):
+			return fmt.Errorf("no recovery ended within %v of sync (starts %v, %d full LIST requests so far)",
+				relistTimeout, bolt.observer.allCauses(), res.Lists)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		res.ReconcileSeconds = bolt.observer.recovery(start).Seconds
+	} else if spec.WaitRelist {
 		var rv string
 		select {
 		case rv = <-bolt.observer.relisted:

@@ -124,12 +124,16 @@ func (c *countingConn) Read(p []byte) (int, error) {
 // client.
 type countingBody struct {
 	io.ReadCloser
-	n *atomic.Int64
+	n    *atomic.Int64
+	part *atomic.Int64 // if set, also counts here
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.n.Add(int64(n))
+	if b.part != nil {
+		b.part.Add(int64(n))
+	}
 	return n, err
 }
 
@@ -144,9 +148,27 @@ type startCost struct {
 	Lists int64 `json:"lists"`
 	// Probes is the limit=1 consistent reads made meanwhile (not in Lists).
 	Probes int64 `json:"limit1Reads"`
+	// MetaLists and Fetches are a recovery's requests made meanwhile (not
+	// in Lists): pages of its metadata list, and its lists of one object
+	// or one namespace. A recovery that lists the whole collection counts
+	// that list in Lists.
+	MetaLists int64 `json:"metadataLists,omitempty"`
+	Fetches   int64 `json:"fetches,omitempty"`
+	// MetaBodyBytes and FetchBodyBytes are the parts of BodyBytes that
+	// the metadata list and the fetches read.
+	MetaBodyBytes  int64 `json:"metadataBodyBytes,omitempty"`
+	FetchBodyBytes int64 `json:"fetchBodyBytes,omitempty"`
+	// ClientCPUs is the CPU seconds the informer's own process used
+	// meanwhile (user + system, every goroutine); -1 if unknown. Results
+	// from before it was measured have 0.
+	ClientCPUs float64 `json:"clientCpuS,omitempty"`
 }
 
 func (c startCost) String() string {
-	return fmt.Sprintf("%.1f MiB in (%.1f MiB encoded), apiserver %.2f CPU-s, etcd %.2f CPU-s",
-		mib(c.WireBytes), mib(c.BodyBytes), c.APIServerCPUs, c.EtcdCPUs)
+	s := fmt.Sprintf("%.1f MiB in (%.1f MiB encoded), apiserver %.2f CPU-s, etcd %.2f CPU-s, client %.2f CPU-s",
+		mib(c.WireBytes), mib(c.BodyBytes), c.APIServerCPUs, c.EtcdCPUs, c.ClientCPUs)
+	if c.MetaLists > 0 || c.Fetches > 0 {
+		s += fmt.Sprintf(", %d metadata-list pages (%.1f MiB), %d fetches (%.1f MiB)", c.MetaLists, mib(c.MetaBodyBytes), c.Fetches, mib(c.FetchBodyBytes))
+	}
+	return s
 }

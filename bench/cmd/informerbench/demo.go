@@ -11,15 +11,23 @@ import (
 	"text/tabwriter"
 	"time"
 
+	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // runDemo is `make demo`: a local apiserver with a few thousand Pods;
 // client-go's cold start in protobuf (boltinformer's wire format, the
 // headline) and in JSON, a boltinformer cold start and warm restart, each in
 // its own process, repeated with the order reversed every other time; then
-// one restart after a forced 410; and a hot snapshot of the cache file for
-// inspect. Everything it starts is torn down before it returns.
+// one restart after a forced 410 that recovers by what changed, and one
+// without Recovery (the full-relist fallback); and a hot snapshot of the
+// cache file for inspect. boltinformer's informer is set up as the typed
+// factory sets it up (InformerOptions.Recovery, a metadata lister of the
+// same Pods), with WarmListBelow at SuggestedWarmListBelow: the demo's
+// collection is below it, so the warm restart proves it caught up with a
+// consistent metadata list instead of waiting for the apiserver's
+// bookmark. Everything it starts is torn down before it returns.
 func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	pods := fs.Int("pods", 3000, "Pods to create.")
@@ -119,17 +127,18 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		}
 		results[vBoltCold] = append(results[vBoltCold], res)
 		warm := spec(vBoltWarm, informerBolt, protobufContentType)
+		warm.Recovery, warm.WarmListBelow = true, bcache.SuggestedWarmListBelow
 		if _, warm.CatchUpRV, err = patchPods(ctx, cs, shape, *pods, churn, *workers, newTag("demo")); err != nil {
 			return err
 		}
 		if rep == *reps-1 {
 			warm.Snapshot = *snapshot
 		}
-		if res, err = run(warm, fmt.Sprintf("%s (%d Pods changed first)", variantTitles[vBoltWarm], churn)); err != nil {
+		if res, err = run(warm, fmt.Sprintf("%s (%d Pods changed first)", demoTitles[vBoltWarm], churn)); err != nil {
 			return err
 		}
-		if res.Lists != 0 || res.StartCause != "resumed" {
-			return fmt.Errorf("the warm restart listed (%d LIST requests, start %q), which it should not", res.Lists, res.StartCause)
+		if res.Lists != 0 || (res.StartCause != string(reflector.CauseResumed) && res.StartCause != string(reflector.CauseWarmList)) {
+			return fmt.Errorf("the warm restart listed in full (%d LIST requests, start %q), which it should not", res.Lists, res.StartCause)
 		}
 		results[vBoltWarm] = append(results[vBoltWarm], res)
 		return nil
@@ -152,28 +161,43 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 
-	// Once: the restart after a 410, which relists; what it costs the
-	// apiserver is the point here.
-	if _, _, err := patchPods(ctx, cs, shape, *pods, churn, *workers, newTag("demo-expired")); err != nil {
-		return err
+	// Once each: a restart after a 410 (the apiserver restarted: its watch
+	// history is gone), recovering by what changed; and, for comparison,
+	// the same without Recovery, which relists in full. Neither is given
+	// WarmListBelow, so that each meets the 410 (with it, a collection this
+	// small would recover from a consistent metadata list at once).
+	for _, v := range []string{vBoltRecover, vBolt410} {
+		if _, _, err := patchPods(ctx, cs, shape, *pods, churn, *workers, newTag("demo-expired")); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "restarting kube-apiserver (expires the stored resourceVersion)…")
+		if err := cl.expire(ctx); err != nil {
+			return err
+		}
+		expired := spec(v, informerBolt, protobufContentType)
+		expired.WaitRelist, expired.Recovery = true, v == vBoltRecover
+		res, err := run(expired, fmt.Sprintf("%s (%d Pods changed first)", demoTitles[v], churn))
+		if err != nil {
+			return err
+		}
+		results[v] = []*childResult{res}
 	}
-	fmt.Fprintln(out, "restarting kube-apiserver (expires the stored resourceVersion)…")
-	if err := cl.expire(ctx); err != nil {
-		return err
-	}
-	expired := spec(vBolt410, informerBolt, protobufContentType)
-	expired.WaitRelist = true
-	res, err := run(expired, variantTitles[vBolt410])
-	if err != nil {
-		return err
-	}
-	results[vBolt410] = []*childResult{res}
 
 	printDemo(out, *pods, *reps, shape, podBytes, churn, loads, results)
 	if *snapshot != "" {
 		fmt.Fprintf(out, "A hot snapshot of the cache file, taken during the last warm restart, is at %s.\n", *snapshot)
 	}
 	return nil
+}
+
+// demoTitles are the demo's names of its starts.
+var demoTitles = map[string]string{
+	vClientGoProto: variantTitles[vClientGoProto],
+	vClientGoJSON:  variantTitles[vClientGoJSON],
+	vBoltCold:      variantTitles[vBoltCold],
+	vBoltWarm:      "boltinformer warm restart",
+	vBoltRecover:   "boltinformer restart after 410, recovering",
+	vBolt410:       "boltinformer restart after 410, full relist (no Recovery)",
 }
 
 // printDemo prints the demo's table and its headline: boltinformer's warm
@@ -183,8 +207,8 @@ func printDemo(out io.Writer, pods, reps int, shape podShape, podBytes float64, 
 		"1-minute load average during the runs %s–%s. Control-plane cost: from start to synced (boltinformer: caught up, durable).\n\n",
 		pods, shape, podBytes/1000, reps, f1(slices.Min(loads)), f1(slices.Max(loads)))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tinformer synced\thandlers synced (min–max)\tLIST\twatch-list\tprivate MiB\tRSS MiB\tMiB on the wire\tMiB encoded\tapiserver CPU-s\t")
-	for _, v := range []string{vClientGoProto, vClientGoJSON, vBoltCold, vBoltWarm, vBolt410} {
+	fmt.Fprintln(tw, "\tinformer synced\thandlers synced (min–max)\tLIST\tmetadata pages\tfetches\twatch-list\tprivate MiB\tRSS MiB\tMiB on the wire\tMiB encoded\tapiserver CPU-s\t")
+	for _, v := range []string{vClientGoProto, vClientGoJSON, vBoltCold, vBoltWarm, vBoltRecover, vBolt410} {
 		runs := results[v]
 		if len(runs) == 0 {
 			continue
@@ -198,28 +222,65 @@ func printDemo(out io.Writer, pods, reps int, shape podShape, podBytes float64, 
 		if len(runs) > 1 {
 			spread = fmt.Sprintf(" (%v–%v)", seconds(slices.Min(syncs)), seconds(slices.Max(syncs)))
 		}
-		title := variantTitles[v]
-		if v == vBolt410 {
+		title := demoTitles[v]
+		if v == vBolt410 || v == vBoltRecover {
 			title += " (one run)"
-			spread = fmt.Sprintf(", reconciled %v", seconds(m[mReconcile]))
+			spread = fmt.Sprintf(", consistent %v", seconds(m[mReconcile]))
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%v%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", title, seconds(m[mInformerSynced]), seconds(m[mSync]), spread,
-			f0(m[mStartLists]), f0(m[mWatchLists]), f0(m[mAnon]), f0(m[mRSS]), f1(m[mWireMiB]), f1(m[mBodyMiB]), opt(m, mAPICPU, f2))
+		fmt.Fprintf(tw, "%s\t%v\t%v%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", title, seconds(m[mInformerSynced]), seconds(m[mSync]), spread,
+			f0(m[mStartLists]), f0(m[mStartMetaLists]), f0(m[mStartFetches]), f0(m[mWatchLists]), f0(m[mAnon]), f0(m[mRSS]), f1(m[mWireMiB]), f1(m[mBodyMiB]), opt(m, mAPICPU, f2))
 	}
 	tw.Flush()
 	fmt.Fprintln(out, "private = RssAnon, memory no other process can reclaim (RSS also counts the mapped cache file); on the wire:\n"+
-		"TLS bytes read, where a LIST is gzipped (these generated Pods compress far better than real ones); encoded: before gzip.")
+		"TLS bytes read, where a LIST is gzipped (these generated Pods compress far better than real ones); encoded: before gzip;\n"+
+		"metadata pages and fetches (lists of one object or one namespace) are a recovery's requests.")
 
 	proto, js, warm := medians(results[vClientGoProto]), medians(results[vClientGoJSON]), medians(results[vBoltWarm])
+	how := fmt.Sprintf("It resumed its watch and was synced %v after the watch opened (%d limit=1 reads).",
+		seconds(warm[mSyncedAfterWatch]), int(warm[mStartProbes]))
+	if runs := results[vBoltWarm]; len(runs) > 0 && runs[0].StartCause == string(reflector.CauseWarmList) {
+		how = fmt.Sprintf("It proved that from a consistent metadata list of its %d Pods (WarmListBelow: below %d objects\n"+
+			"that is sooner than waiting for the apiserver's bookmark) and fetched the %.0f that changed in %.0f requests.",
+			pods, bcache.SuggestedWarmListBelow, warm[mRecFetched], warm[mStartFetches])
+	}
 	fmt.Fprintf(out, "\nThe warm restart's informer was synced — caught up with a consistent read, without a full LIST — after %v,\n"+
-		"%v after its watch opened (%d limit=1 reads; with SyncedAtOpen it would be synced on the stored state at once). Its handlers\n"+
-		"had all of their initial adds %s client-go's cold start in the same wire format (protobuf, in\n"+
-		"client-go's default watch-list mode; its LIST mode can be faster, see docs/benchmarks.md), %s client-go\n"+
-		"in JSON, with 0 LIST requests; the apiserver encoded %.0f× fewer bytes for it than for\n"+
-		"client-go protobuf and spent %s of its CPU time. Its handlers got the %d stored Pods from the file; the %d Pods\n"+
-		"changed meanwhile arrived as updates %v after start.\n",
-		seconds(warm[mInformerSynced]), seconds(warm[mSyncedAfterWatch]), int(warm[mStartProbes]), sooner(warm[mSync], proto[mSync]), sooner(warm[mSync], js[mSync]), proto[mBodyMiB]/warm[mBodyMiB],
+		"%s client-go's protobuf cold start (%v; make demo's target is at most 0.5×: %s).\n%s\n"+
+		"With SyncedAtOpen it would be synced on the stored state at once. Its handlers had all of their initial adds %s\n"+
+		"client-go's cold start in the same wire format (protobuf, in client-go's default watch-list mode; its LIST mode can be\n"+
+		"faster, see docs/benchmarks.md), %s client-go in JSON, with 0 LIST requests; the apiserver encoded %.2f× the bytes\n"+
+		"it encoded for client-go protobuf and spent %s of its CPU time. Its handlers got the %d stored Pods from the file;\n"+
+		"the %d Pods changed meanwhile arrived as updates %v after start.\n",
+		seconds(warm[mInformerSynced]), timesOf(warm[mInformerSynced], proto[mInformerSynced]), seconds(proto[mInformerSynced]),
+		holds(warm[mInformerSynced] <= 0.5*proto[mInformerSynced]), how,
+		sooner(warm[mSync], proto[mSync]), sooner(warm[mSync], js[mSync]), warm[mBodyMiB]/proto[mBodyMiB],
 		cpuShare(warm[mAPICPU], proto[mAPICPU]), pods, churn, seconds(warm[mCaughtUp]))
+	if rec, fb := medians(results[vBoltRecover]), medians(results[vBolt410]); len(rec) > 0 {
+		fmt.Fprintf(out, "\nAfter a 410 (the apiserver restarted, its watch history gone) the restart with Recovery listed the Pods' metadata\n"+
+			"(%.0f pages), found %.0f changed, fetched them in %.0f requests and was synced after %v, %s client-go's protobuf\n"+
+			"cold start, reading %.1f MiB as encoded (client-go: %.1f MiB).",
+			rec[mStartMetaLists], rec[mRecToFetch], rec[mStartFetches], seconds(rec[mInformerSynced]), timesOf(rec[mInformerSynced], proto[mInformerSynced]),
+			rec[mBodyMiB], proto[mBodyMiB])
+		if len(fb) > 0 {
+			fmt.Fprintf(out, " Without Recovery it relists in full:\nsynced after %v, %s client-go, %.1f MiB.", seconds(fb[mInformerSynced]), timesOf(fb[mInformerSynced], proto[mInformerSynced]), fb[mBodyMiB])
+		}
+		fmt.Fprintln(out)
+	}
+}
+
+// timesOf says what multiple of ref x is, e.g. "0.42×".
+func timesOf(x, ref float64) string {
+	if ref <= 0 {
+		return "an unknown multiple of"
+	}
+	return fmt.Sprintf("%.2f×", x/ref)
+}
+
+// holds says whether a target holds.
+func holds(ok bool) string {
+	if ok {
+		return "holds"
+	}
+	return "missed"
 }
 
 // sooner compares a time x with ref: "2.1× sooner than" or "1.3× later than".

@@ -9,6 +9,7 @@
 //	informerbench plot [flags]     redraw the sync-time plot from saved results
 //	informerbench report [flags]   print the tables of saved results again
 //	informerbench churn [flags]    steady state under a churn of changes, both informers side by side
+//	informerbench recover [flags]  restarts after a downtime longer than the watch history, by amount changed or by downtime
 //
 // Without --kubeconfig it starts etcd and kube-apiserver itself
 // (internal/apiservertest; build them once with `make test-binaries`). It
@@ -27,8 +28,12 @@
 //     window, synced once caught up with a consistent read (the default)
 //     and with SyncedAtOpen (synced on the stored state), each after its
 //     own churn, in alternating order; warm restart with a 1,000-object
-//     cache (bounded memory); and warm restart after a forced 410 (the
-//     apiserver is restarted);
+//     cache (bounded memory); and, each after its own churn and a forced
+//     410 (the apiserver is restarted), in alternating order, warm restart
+//     with InformerOptions.Recovery (bolt-recover: a metadata lister of the
+//     same Pods and selector, factory.NewMetadataLister over the child's
+//     clientset, as the typed factory sets it up, so it recovers by what
+//     changed) and without it (bolt-410: the full-list fallback);
 //   - for every start, its stages, through client-go's public interfaces
 //     only (and, for boltinformer, when the apiserver accepted its first
 //     watch: reflector.Observer): the informer's own HasSyncedChecker, a
@@ -48,12 +53,14 @@
 //     the committed resourceVersion trails the applied one;
 //   - Get/List/ByIndex latency on the synced indexers, and the cache file's
 //     size against the objects' protobuf size;
-//   - for every start, its requests for Pods (full LISTs, the limit=1
-//     consistent reads of a catching-up warm start, counted apart, and
-//     watches) and its cost to the control plane: bytes read from the
-//     apiserver (on the wire, and as encoded before gzip) and the CPU
-//     seconds kube-apiserver and etcd used meanwhile (/proc/<pid>/stat, so
-//     only with a local apiserver), beside their idle rate.
+//   - for every start, its requests for Pods (full LISTs; counted apart,
+//     the limit=1 consistent reads of a catching-up warm start and a
+//     recovery's metadata-list pages and fetches, its lists of one object
+//     or one namespace; and watches) and its cost to the control plane:
+//     bytes read from the apiserver (on the wire, and as encoded before
+//     gzip) and the CPU seconds kube-apiserver and etcd used meanwhile
+//     (/proc/<pid>/stat, so only with a local apiserver), beside their idle
+//     rate, and the child's own CPU seconds.
 //
 // Throughout the measurement a cluster heartbeat renews one Lease every
 // 200 ms (heartbeat.go), standing for the node and leader-election Leases
@@ -116,6 +123,61 @@
 // heap-churn-end-<informer>.pprof, whose difference in allocations
 // (go tool pprof -diff_base) is what the churn allocated.
 //
+// The recover subcommand (recover.go; `make bench-recover` and `make
+// bench-recover-downtime`) measures restarts after a downtime longer than
+// the apiserver's watch history (about 75 s in kube-apiserver v1.37). It
+// creates --pods Pods (default 100k), warms the watch cache up and fills
+// boltinformer's file with an unmeasured cold start, then measures points,
+// --reps times each, every start in its own child process, in an order
+// rotated by repetition and point:
+//
+//   - --changed 0.1%,1%,10% (the default; counts such as 1000 or 1k work
+//     too): before each boltinformer start that many Pods change while no
+//     informer runs, by the --mix weights (default 80,5,10,5): label
+//     updates, deletes, deletes and re-creates under the same name (a new
+//     UID), and creates, as many creates as deletes so the collection
+//     keeps its size; the Pods are picked at random (--seed). Then, before
+//     every start, kube-apiserver is restarted (etcd kept): this is how
+//     "beyond the window" is forced, since the new apiserver's watch
+//     history starts at its own list, so a watch from the stored
+//     resourceVersion answers 410. The starts: bolt-recover (with
+//     Recovery), bolt-410 (without: the full-list fallback), and client-go
+//     protobuf in watch-list and in LIST mode, cold after the same
+//     apiserver restart (no Pods change before a client-go start: a cold
+//     start lists whatever is there, and the shared cache file must be
+//     exactly as old as the changes the next boltinformer start finds).
+//     For each it reports the time to informer synced (for boltinformer,
+//     only once its store is consistent with a read taken at start) and
+//     to every handler done, bytes read (as encoded, and on the wire), the
+//     CPU seconds of kube-apiserver, etcd and the child, and the LIST,
+//     metadata-list and fetch requests; per point, the headline ratios:
+//     synced over client-go's faster start (the lower median of its two
+//     modes), bytes over a full list (client-go's LIST), the fallback over
+//     client-go, checked against issue 30's targets (at 1% changed of
+//     100k: ≤ 0.4×, ≤ 0.65×, ≤ 1.0×). Saved as
+//     recover-changed-<N>.{json,txt} in --out.
+//   - --downtimes 0,20s,60s,2m,5m,10m,30m: the time to synced against
+//     downtime, boltinformer with Recovery and client-go in both modes
+//     (the fallback with --variants). A downtime is emulated, not waited
+//     out: at --rate Pod writes a second (default 20), a downtime d is
+//     rate·d writes, made at once just before boltinformer's start as
+//     changes of n·(1 − e^(−writes/n)) distinct Pods (what uniformly random
+//     writes touch: a Pod written twice is one change to an informer that
+//     was not watching, and a resumed watch replays that many events, not
+//     the writes). Up to --window (default 75s) nothing else happens and
+//     the start resumes its watch; beyond it kube-apiserver is restarted
+//     before every start, as above, and boltinformer recovers. Saved as
+//     recover-downtime-<N>.{json,txt,svg}; the plot spaces the downtimes
+//     evenly, labelled with their values, and marks where the history
+//     ends. Given both flags, the downtimes run first: a start within the
+//     history resumes from the file, which an apiserver restart made
+//     since boltinformer's last start would have expired.
+//
+// Its informers, like every child's, run without client-side throttling
+// (QPS 5,000). A recovery plans its fetches to fit the client's rate limit:
+// with client-go's default of 5 requests a second it would list namespaces,
+// or the whole collection, where here it fetches one object per request.
+//
 // Each measurement runs in a child process: the binary re-executes itself
 // with the hidden "child" subcommand, reads a JSON spec on stdin and answers
 // with one JSON line on stdout (after a READY line when the parent is to
@@ -126,6 +188,9 @@
 //
 // The apiserver, etcd, the update driver and the informer under test share
 // the machine: compare ratios from one run, not absolute numbers across
-// machines. With --kubeconfig the 410 variant is skipped (the apiserver
-// cannot be restarted from here).
+// machines. With --kubeconfig the 410 variants are skipped (the apiserver
+// cannot be restarted from here); the recover subcommand has no
+// --kubeconfig for that reason. A restart after a 410 waits the reflector's
+// backoff (0.8–1.6 s) between the failed watch and its list, as client-go's
+// does; a cold start never pays it.
 package main

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -58,6 +59,19 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 	})
 	lw := cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", metav1.NamespaceAll,
 		func(o *metav1.ListOptions) { o.LabelSelector = spec.Selector })
+	var recovery *reflector.Recovery
+	if spec.Recovery {
+		// What the typed factory gives its Pod informer (factory's
+		// typedRecovery): the same Pods, namespace and selector, through
+		// the same clientset's transport (so the child counts its requests
+		// and bytes); the informer and its collection stay bolt-warm's.
+		lister := factory.NewMetadataLister(cs.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, metav1.ListOptions{LabelSelector: spec.Selector})
+		if lister == nil {
+			db.Close()
+			return nil, errors.New("no metadata lister for Pods: the clientset has no REST client")
+		}
+		recovery = &reflector.Recovery{Lister: lister}
+	}
 	r.informer, err = bcache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, bcache.InformerOptions{
 		Persistence: bcache.Persistence{
 			DB:           db,
@@ -65,9 +79,11 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 			Description:  map[string]string{"resource": "pods", "labelSelector": spec.Selector},
 			CacheObjects: spec.CacheObjects,
 		},
-		Indexers:     podIndexers,
-		Observer:     r.observer,
-		SyncedAtOpen: spec.SyncedAtOpen,
+		Indexers:      podIndexers,
+		Observer:      r.observer,
+		SyncedAtOpen:  spec.SyncedAtOpen,
+		Recovery:      recovery,
+		WarmListBelow: spec.WarmListBelow,
 	})
 	if err != nil {
 		db.Close()
@@ -81,16 +97,62 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 func boltCollection(selector string) string { return "pods " + selector }
 
 // observer records how the reflector started, every list or resume after
-// that, when each watch was accepted, and the resourceVersion of a relist
-// forced by an expired resourceVersion.
+// that, when each watch was accepted, the resourceVersion of a relist
+// forced by an expired resourceVersion, and each recovery's end.
 type observer struct {
-	mu       sync.Mutex
-	causes   []reflector.StartCause
-	watches  []time.Time // when each watch was accepted
-	relisted chan string // the relist-expired RV, once
+	mu        sync.Mutex
+	causes    []reflector.StartCause
+	watches   []time.Time // when each watch was accepted
+	relisted  chan string // the relist-expired RV, once
+	recovered chan struct{}
+	// recoveries counts the recoveries that ended; last is the latest.
+	recoveries int
+	last       recoveryEnd
+	// watchFailed is when the first watch ended with an error (a 410).
+	watchFailed time.Time
 }
 
-func newObserver() *observer { return &observer{relisted: make(chan string, 1)} }
+// recoveryEnd is a recovery as Recovered reported it.
+type recoveryEnd struct {
+	at    time.Time
+	cause reflector.StartCause
+	stats reflector.RecoveryStats
+}
+
+var _ reflector.RecoveryObserver = (*observer)(nil)
+
+func newObserver() *observer {
+	return &observer{relisted: make(chan string, 1), recovered: make(chan struct{}, 1)}
+}
+
+// Recovered implements reflector.RecoveryObserver; it may be called from a
+// recovery's goroutine.
+func (o *observer) Recovered(cause reflector.StartCause, _ string, stats reflector.RecoveryStats) {
+	now := time.Now()
+	o.mu.Lock()
+	o.recoveries++
+	o.last = recoveryEnd{at: now, cause: cause, stats: stats}
+	o.mu.Unlock()
+	select {
+	case o.recovered <- struct{}{}:
+	default:
+	}
+}
+
+// recovery returns the last recovery that ended, timed from start, or nil.
+func (o *observer) recovery(start time.Time) *recoveryResult {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.recoveries == 0 {
+		return nil
+	}
+	s := o.last.stats
+	return &recoveryResult{
+		Cause: string(o.last.cause), Seconds: o.last.at.Sub(start).Seconds(), Count: o.recoveries,
+		Listed: s.Listed, Pages: s.Pages, Unchanged: s.Unchanged, Deleted: s.Deleted, ToFetch: s.Fetch, Ahead: s.Ahead,
+		Requests: s.Requests, Fetched: s.Fetched, Skipped: s.Skipped, DurationSeconds: s.Duration.Seconds(),
+	}
+}
 
 func (o *observer) Resumed(string) { o.addCause(reflector.CauseResumed) }
 
@@ -111,7 +173,28 @@ func (o *observer) WatchStarted(string) {
 	o.watches = append(o.watches, now)
 }
 
-func (o *observer) WatchEnded(error) {}
+func (o *observer) WatchEnded(err error) {
+	if err == nil {
+		return
+	}
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.watchFailed.IsZero() {
+		o.watchFailed = now
+	}
+}
+
+// firstWatchError returns when the first watch ended with an error,
+// counted from start; 0 if none did.
+func (o *observer) firstWatchError(start time.Time) float64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.watchFailed.IsZero() {
+		return 0
+	}
+	return o.watchFailed.Sub(start).Seconds()
+}
 
 func (o *observer) addCause(c reflector.StartCause) {
 	o.mu.Lock()

@@ -30,6 +30,8 @@ func run(ctx context.Context, args []string) error {
 			return runChurn(ctx, args[1:], os.Stdout)
 		case "demo":
 			return runDemo(ctx, args[1:], os.Stdout)
+		case "recover":
+			return runRecover(ctx, args[1:], os.Stdout)
 		case "plot":
 			return runPlot(args[1:], os.Stdout)
 		case "report":

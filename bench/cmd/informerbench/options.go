@@ -31,7 +31,7 @@ type benchOptions struct {
 }
 
 func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this cluster instead of starting a local etcd + kube-apiserver (the 410 variant is then skipped).")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this cluster instead of starting a local etcd + kube-apiserver (the 410 variants are then skipped).")
 	fs.Func("size", "Preset: 10k, 50k or 100k Pods (same as --sizes with one value).", o.setSizes)
 	fs.Func("sizes", "Comma-separated Pod counts to run in sequence, e.g. 10k,50k,100k; the server is reused and Pods are added.", o.setSizes)
 	fs.Func("pods", "Pod count (any number).", o.setSizes)
@@ -44,7 +44,7 @@ func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.contentType, "bolt-content-type", protobufContentType, "Wire format of the boltinformer variants; client-go runs with both.")
 	fs.BoolVar(&o.clientGoList, "client-go-list", true, "Also run client-go with its WatchListClient gate off (a LIST instead of a watch-list stream); ignored with --variants.")
 	fs.Func("variants", "Comma-separated variants to run, default all: "+strings.Join(allVariants, ",")+
-		". The boltinformer ones run in the order cold, warm, bounded, 410, decode-floor on one file; without bolt-cold, a cold start that is not reported fills the file first.", o.setVariants)
+		". The boltinformer ones run in the order cold, warm, bounded, recover and 410, decode-floor on one file; without bolt-cold, a cold start that is not reported fills the file first.", o.setVariants)
 	fs.StringVar(&o.out, "out", "bench/results", "Directory for the CSV and JSON results.")
 	fs.StringVar(&o.plot, "plot", "docs/sync-time.svg", "Where to render the sync-time plot (from every result file in --out); empty: no plot.")
 	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log (informer and client-go messages) here; by default they go to a temporary directory, and a failing child's log tail is printed.")

@@ -75,16 +75,18 @@ func printReport(w io.Writer, r *sizeResult) {
 	printStages(w, tw, r)
 
 	fmt.Fprintln(w)
-	row("control plane per start", "synced s", "LIST", "limit=1 reads", "MiB on the wire", "MiB encoded", "apiserver CPU s", "etcd CPU s")
+	row("control plane per start", "synced s", "LIST", "limit=1 reads", "metadata-list pages", "fetches", "MiB on the wire", "MiB encoded", "apiserver CPU s", "etcd CPU s", "client CPU s")
 	for _, v := range variantOrder {
 		m, ok := med[v]
 		if !ok {
 			continue
 		}
-		row(variantTitles[v], f2(m[mSync]), opt(m, mStartLists, f0), opt(m, mStartProbes, f0), opt(m, mWireMiB, f1), opt(m, mBodyMiB, f1), opt(m, mAPICPU, f2), opt(m, mEtcdCPU, f2))
+		row(variantTitles[v], f2(m[mSync]), opt(m, mStartLists, f0), opt(m, mStartProbes, f0), opt(m, mStartMetaLists, f0), opt(m, mStartFetches, f0),
+			opt(m, mWireMiB, f1), opt(m, mBodyMiB, f1), opt(m, mAPICPU, f2), opt(m, mEtcdCPU, f2), opt(m, mClientCPU, f2))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "    from informer start to synced (boltinformer: caught up, reconciled and durable); idle apiserver %.3f CPU-s/s, etcd %.3f\n",
+	fmt.Fprintf(w, "    from informer start to synced (boltinformer: caught up, reconciled and durable); idle apiserver %.3f CPU-s/s, etcd %.3f;\n"+
+		"    metadata-list pages and fetches (lists of one object or one namespace) are a recovery's requests\n",
 		r.IdleAPIServerCPU, r.IdleEtcdCPU)
 
 	fmt.Fprintln(w)

@@ -67,8 +67,8 @@ func (r *sizeRun) measure(ctx context.Context) error {
 			}
 		}
 	}
-	if r.opts.runs(vBolt410) && !r.cl.canExpire() {
-		r.notes = append(r.notes, "410 variant skipped: the apiserver was given by --kubeconfig and cannot be restarted from here")
+	if (r.opts.runs(vBolt410) || r.opts.runs(vBoltRecover)) && !r.cl.canExpire() {
+		r.notes = append(r.notes, "410 variants skipped: the apiserver was given by --kubeconfig and cannot be restarted from here")
 	}
 	return nil
 }
@@ -109,9 +109,11 @@ func (r *sizeRun) clientGo(variant, contentType string, list bool) func(context.
 // bolt runs the selected boltinformer variants on one file: cold, then
 // (each after some Pods changed while it was down) warm within the
 // watch-cache window, synced when caught up (the default) and with
-// SyncedAtOpen, in alternating order; warm with a bounded cache; and, after more changes and an
-// apiserver restart that expires the stored resourceVersion, warm with a
-// forced relist; last the decode floor of the file's records. The cold
+// SyncedAtOpen, in alternating order; warm with a bounded cache; then,
+// each after more changes and an apiserver restart that expires the stored
+// resourceVersion, in alternating order, warm with Recovery (it recovers
+// by what changed) and without (a full relist, the fallback); last the
+// decode floor of the file's records. The cold
 // start runs if selected, or, unreported, to fill the file the first time
 // another one needs it.
 func (r *sizeRun) bolt(ctx context.Context, rep int) error {
@@ -156,7 +158,17 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 			return err
 		}
 	}
-	if r.opts.runs(vBolt410) && r.cl.canExpire() {
+	// The two restarts after a 410, recovering (Recovery) and relisting
+	// in full (the fallback), each after its own churn and apiserver
+	// restart, in alternating order.
+	expiredStarts := []string{vBoltRecover, vBolt410}
+	if rep%2 == 1 {
+		slices.Reverse(expiredStarts)
+	}
+	for _, v := range expiredStarts {
+		if !r.opts.runs(v) || !r.cl.canExpire() {
+			continue
+		}
 		if _, err := r.churn(ctx, "expired"); err != nil {
 			return err
 		}
@@ -164,8 +176,8 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 		if err := r.cl.expire(ctx); err != nil {
 			return err
 		}
-		expired := spec(vBolt410)
-		expired.WaitRelist = true
+		expired := spec(v)
+		expired.WaitRelist, expired.Recovery = true, v == vBoltRecover
 		if err := r.child(ctx, rep, expired); err != nil {
 			return err
 		}
@@ -260,6 +272,16 @@ func summary(res *childResult) string {
 	}
 	if res.StartCause != "" {
 		s += fmt.Sprintf("  causes=%s rewritten=%d", strings.Join(res.Causes, ","), res.Rewritten)
+	}
+	if rec := res.Recovery; rec != nil {
+		s += fmt.Sprintf("  recovery (%s) consistent %.2fs: %d listed in %d pages, %d unchanged, %d deleted, %d to fetch, %d fetched in %d requests",
+			rec.Cause, rec.Seconds, rec.Listed, rec.Pages, rec.Unchanged, rec.Deleted, rec.ToFetch, rec.Fetched, rec.Requests)
+		if res.WatchErrorSeconds > 0 {
+			s += fmt.Sprintf(", began %.2fs after the first watch failed", rec.Seconds-rec.DurationSeconds-res.WatchErrorSeconds)
+		}
+		if rec.Count > 1 {
+			s += fmt.Sprintf(" (the last of %d recoveries)", rec.Count)
+		}
 	}
 	if t := res.Throughput; t != nil {
 		s += fmt.Sprintf("  drained %d updates at %.0f/s (driven at %.0f/s)", t.Events, t.EventsPerSec, t.DriveRate)

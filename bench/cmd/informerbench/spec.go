@@ -49,8 +49,19 @@ type childSpec struct {
 	// resourceVersion (the last change made while the informer was down).
 	CatchUpRV string `json:"catchUpRV,omitempty"`
 	// WaitRelist waits, after sync, for the relist that an expired
-	// resourceVersion forces and for its reconciliation with the file.
+	// resourceVersion forces and for its reconciliation with the file;
+	// with Recovery, for the recovery to end (RecoveryObserver.Recovered).
 	WaitRelist bool `json:"waitRelist,omitempty"`
+	// Recovery gives the boltinformer InformerOptions.Recovery: a metadata
+	// lister (factory.NewMetadataLister) of the same Pods and selector, so
+	// that a 410, or a list the file owes, recovers by what changed.
+	Recovery bool `json:"recovery,omitempty"`
+	// WarmListBelow is InformerOptions.WarmListBelow (with Recovery).
+	WarmListBelow int `json:"warmListBelow,omitempty"`
+	// NewKeys is how many Pods were created while a boltinformer was down:
+	// its workqueue handler, which queues the stored keys and every key
+	// it is told of, may hold up to that many keys beyond Expect.
+	NewKeys int `json:"newKeys,omitempty"`
 	// FileSize compares the file with the objects' protobuf size.
 	FileSize bool `json:"fileSize,omitempty"`
 	// Snapshot, if set, is where a hot snapshot of the file is written.
@@ -90,6 +101,10 @@ type childResult struct {
 	// start synced when caught up is synced InformerSyncedSeconds -
 	// FirstWatchSeconds after its watch opened.
 	FirstWatchSeconds float64 `json:"firstWatchSeconds,omitempty"`
+	// WatchErrorSeconds (boltinformer): construction to the end of the
+	// first watch that failed (a 410 when the stored resourceVersion is
+	// expired); 0 if none did.
+	WatchErrorSeconds float64 `json:"watchErrorSeconds,omitempty"`
 	// WatchesAtSync (boltinformer): watches the apiserver had accepted
 	// when the informer reported synced (a catching-up start's are short).
 	WatchesAtSync int `json:"watchesAtSync,omitempty"`
@@ -122,6 +137,13 @@ type childResult struct {
 	Probes     int64 `json:"limit1Reads"`
 	Watches    int64 `json:"watches"`
 	WatchLists int64 `json:"watchLists"`
+	// MetaLists and Fetches: a recovery's metadata-list pages and its
+	// lists of one object or one namespace (podRequests), not in Lists.
+	MetaLists int64 `json:"metadataLists,omitempty"`
+	Fetches   int64 `json:"fetches,omitempty"`
+	// Recovery (boltinformer with Recovery): the last recovery the
+	// reflector reported (RecoveryObserver.Recovered); nil if none ended.
+	Recovery *recoveryResult `json:"recovery,omitempty"`
 	// Rewritten: changes committed to the file during the run.
 	Rewritten int64 `json:"rewritten"`
 
@@ -150,6 +172,36 @@ type childResult struct {
 	Throughput *throughputResult `json:"throughput,omitempty"`
 	// Floor is set, and nothing else is, by a decode-floor child.
 	Floor *floorResult `json:"floor,omitempty"`
+}
+
+// recoveryResult is one recovery as the reflector reported it
+// (reflector.RecoveryStats), and when.
+type recoveryResult struct {
+	// Cause is why it recovered: relist-expired after a 410, warm-list for
+	// a small collection's warm start (InformerOptions.WarmListBelow).
+	Cause string `json:"cause"`
+	// Seconds: informer construction to the store consistent at the
+	// recovery's resourceVersion.
+	Seconds float64 `json:"seconds"`
+	// Count is how many recoveries ended during the measured start.
+	Count int `json:"count"`
+	// The metadata list's items and pages.
+	Listed int `json:"listed"`
+	Pages  int `json:"pages"`
+	// How the stored and listed keys compared: unchanged; gone or replaced
+	// by another UID; new, changed or replaced (to fetch); stored newer
+	// than the list.
+	Unchanged int `json:"unchanged"`
+	Deleted   int `json:"deleted"`
+	ToFetch   int `json:"toFetch"`
+	Ahead     int `json:"ahead,omitempty"`
+	// The fetch requests; the objects they returned that were applied;
+	// fetched objects and watch events dropped as not newer than the store.
+	Requests int `json:"requests"`
+	Fetched  int `json:"fetched"`
+	Skipped  int `json:"skipped"`
+	// DurationSeconds: the metadata list to the store's consistency.
+	DurationSeconds float64 `json:"durationSeconds"`
 }
 
 // latencyResult: mean time per call on the synced indexer.

@@ -46,6 +46,30 @@ const (
 	mEtcdCPU     = "start_etcd_cpu_s"
 	mStartLists  = "start_lists"
 	mStartProbes = "start_limit1_reads"
+	// A recovery's requests during the start (not in start_lists):
+	// metadata-list pages, and lists of one object or one namespace.
+	mStartMetaLists = "start_metadata_lists"
+	mStartFetches   = "start_fetches"
+	// The bytes (as encoded) of the metadata list and of the fetches.
+	mMetaMiB  = "start_metadata_mib"
+	mFetchMiB = "start_fetch_mib"
+	// The informer process's own CPU seconds during the start.
+	mClientCPU = "start_client_cpu_s"
+
+	// A recovery (boltinformer with Recovery), as the reflector reported
+	// it: construction to the store consistent; the metadata list's
+	// objects found unchanged, gone (or replaced), and new or changed; the
+	// fetch requests and the objects they applied.
+	mRecovered    = "recovered_s"
+	mRecUnchanged = "recovery_unchanged"
+	mRecDeleted   = "recovery_deleted"
+	mRecToFetch   = "recovery_to_fetch"
+	mRecRequests  = "recovery_requests"
+	mRecFetched   = "recovery_fetched"
+	mRecDurationS = "recovery_duration_s"
+	// The first watch that failed (the 410) to the recovery's metadata
+	// list: the reflector's backoff between the watch and the list.
+	mRecAfterWatchError = "recovery_after_watch_error_s"
 
 	// The stages of a start (start.go). sync_s above is the last of them:
 	// every handler registration synced.
@@ -87,6 +111,21 @@ func (r *childResult) metrics() map[string]float64 {
 	}
 	m[mWireMiB], m[mBodyMiB], m[mStartLists] = mib(r.Cost.WireBytes), mib(r.Cost.BodyBytes), float64(r.Cost.Lists)
 	m[mStartProbes] = float64(r.Cost.Probes)
+	m[mStartMetaLists], m[mStartFetches] = float64(r.Cost.MetaLists), float64(r.Cost.Fetches)
+	if r.Cost.MetaLists > 0 || r.Cost.Fetches > 0 {
+		m[mMetaMiB], m[mFetchMiB] = mib(r.Cost.MetaBodyBytes), mib(r.Cost.FetchBodyBytes)
+	}
+	if r.Cost.ClientCPUs > 0 {
+		m[mClientCPU] = r.Cost.ClientCPUs
+	}
+	if rec := r.Recovery; rec != nil {
+		m[mRecovered], m[mRecDurationS] = rec.Seconds, rec.DurationSeconds
+		m[mRecUnchanged], m[mRecDeleted], m[mRecToFetch] = float64(rec.Unchanged), float64(rec.Deleted), float64(rec.ToFetch)
+		m[mRecRequests], m[mRecFetched] = float64(rec.Requests), float64(rec.Fetched)
+		if r.WatchErrorSeconds > 0 {
+			m[mRecAfterWatchError] = rec.Seconds - rec.DurationSeconds - r.WatchErrorSeconds
+		}
+	}
 	if r.Cost.APIServerCPUs >= 0 && r.Cost.EtcdCPUs >= 0 {
 		m[mAPICPU], m[mEtcdCPU] = r.Cost.APIServerCPUs, r.Cost.EtcdCPUs
 	}

@@ -76,6 +76,13 @@ func evaluateTargets(med map[string]map[string]float64, contentType string, chur
 		"relisted and reconciled %.2f s after start = %.2f× %s (%.2f s); %.0f objects rewritten, %d changed while down",
 		rec, rec/refCold, refFrom, refCold, rewritten, churn))
 
+	recSynced, ok1 := get(vBoltRecover, mInformerSynced)
+	bestSynced, bestFrom, ok2 := bestClientGo(med, contentType, mInformerSynced)
+	recLists, _ := get(vBoltRecover, mStartLists)
+	ts = append(ts, check(fmt.Sprintf("restart after 410 with Recovery (%d Pods changed): informer synced ≤ 0.4× client-go's faster start, no full LIST", churn),
+		ok1 && ok2, recSynced <= 0.4*bestSynced && recLists == 0,
+		"synced %.2f s after start = %.2f× %s (%.2f s); %.0f full LISTs", recSynced, recSynced/bestSynced, bestFrom, bestSynced, recLists))
+
 	bounded, ok1 := get(vBoltBounded, mRSS)
 	anon, _ := get(vBoltBounded, mAnon)
 	refRSS, rssFrom, ok2 := bestClientGo(med, contentType, mRSS)

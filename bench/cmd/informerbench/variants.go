@@ -16,7 +16,13 @@ const (
 	// synced on the stored state, before the watch has caught up.
 	vBoltWarmAtOpen = "bolt-warm-at-open"
 	vBoltBounded    = "bolt-bounded"
-	vBolt410        = "bolt-410"
+	// vBolt410 is a restart after a forced 410 without
+	// InformerOptions.Recovery: the full-list fallback.
+	vBolt410 = "bolt-410"
+	// vBoltRecover is bolt-warm's informer with InformerOptions.Recovery
+	// (a metadata lister of the same Pods), restarted after a forced 410:
+	// it recovers by what changed.
+	vBoltRecover = "bolt-recover"
 	// vFloor is no informer: a bare parallel decode of the cache file's
 	// records and of the same Pods' protobuf (floor.go).
 	vFloor = "decode-floor"
@@ -28,7 +34,7 @@ const boundedCacheObjects = 1000
 // variantOrder is the order of the report's rows of informer starts.
 var variantOrder = []string{
 	vClientGoJSON, vClientGoJSONList, vClientGoProto, vClientGoProtoList,
-	vBoltCold, vBoltWarm, vBoltWarmAtOpen, vBoltBounded, vBolt410,
+	vBoltCold, vBoltWarm, vBoltWarmAtOpen, vBoltBounded, vBoltRecover, vBolt410,
 }
 
 // allVariants is every name --variants takes, in the results' order.
@@ -36,7 +42,7 @@ var allVariants = append(slices.Clone(variantOrder), vFloor)
 
 // boltFileVariants need a cache file that a cold start filled: when
 // bolt-cold is not selected, an unrecorded cold start makes it.
-var boltFileVariants = []string{vBoltWarm, vBoltWarmAtOpen, vBoltBounded, vBolt410, vFloor}
+var boltFileVariants = []string{vBoltWarm, vBoltWarmAtOpen, vBoltBounded, vBoltRecover, vBolt410, vFloor}
 
 var variantTitles = map[string]string{
 	vClientGoJSON:      "client-go JSON cold, watch-list (default)",
@@ -47,7 +53,8 @@ var variantTitles = map[string]string{
 	vBoltWarm:          "boltinformer warm restart (synced when caught up)",
 	vBoltWarmAtOpen:    "boltinformer warm restart, SyncedAtOpen",
 	vBoltBounded:       "boltinformer warm, 1,000-object cache",
-	vBolt410:           "boltinformer restart after 410",
+	vBoltRecover:       "boltinformer restart after 410, recovering what changed",
+	vBolt410:           "boltinformer restart after 410, full relist (fallback)",
 	vFloor:             "decode alone, all cores (no informer)",
 }
 
