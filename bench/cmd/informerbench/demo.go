@@ -24,10 +24,10 @@ import (
 // without Recovery (the full-relist fallback); and a hot snapshot of the
 // cache file for inspect. boltinformer's informer is set up as the typed
 // factory sets it up (InformerOptions.Recovery, a metadata lister of the
-// same Pods), with WarmListBelow at SuggestedWarmListBelow: the demo's
-// collection is below it, so the warm restart proves it caught up with a
-// consistent metadata list instead of waiting for the apiserver's
-// bookmark. Everything it starts is torn down before it returns.
+// same Pods), with WarmListBelow's default: the demo's collection is below
+// it, so the warm restart, which resumes its watch, also takes a
+// consistent metadata list and is synced once its store holds the listed
+// versions, instead of waiting for the apiserver's bookmark. Everything it starts is torn down before it returns.
 func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	pods := fs.Int("pods", 3000, "Pods to create.")
@@ -127,7 +127,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		}
 		results[vBoltCold] = append(results[vBoltCold], res)
 		warm := spec(vBoltWarm, informerBolt, protobufContentType)
-		warm.Recovery, warm.WarmListBelow = true, bcache.SuggestedWarmListBelow
+		warm.Recovery = true
 		if _, warm.CatchUpRV, err = patchPods(ctx, cs, shape, *pods, churn, *workers, newTag("demo")); err != nil {
 			return err
 		}
@@ -137,7 +137,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		if res, err = run(warm, fmt.Sprintf("%s (%d Pods changed first)", demoTitles[vBoltWarm], churn)); err != nil {
 			return err
 		}
-		if res.Lists != 0 || (res.StartCause != string(reflector.CauseResumed) && res.StartCause != string(reflector.CauseWarmList)) {
+		if res.Lists != 0 || res.StartCause != string(reflector.CauseResumed) {
 			return fmt.Errorf("the warm restart listed in full (%d LIST requests, start %q), which it should not", res.Lists, res.StartCause)
 		}
 		results[vBoltWarm] = append(results[vBoltWarm], res)
@@ -163,9 +163,10 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 
 	// Once each: a restart after a 410 (the apiserver restarted: its watch
 	// history is gone), recovering by what changed; and, for comparison,
-	// the same without Recovery, which relists in full. Neither is given
-	// WarmListBelow, so that each meets the 410 (with it, a collection this
-	// small would recover from a consistent metadata list at once).
+	// the same without Recovery, which relists in full. The recovering one
+	// has WarmListBelow's default, as a user's informer would: its
+	// consistent metadata list for the proof by versions is made beside the
+	// recovery's, and dropped when the 410 arrives.
 	for _, v := range []string{vBoltRecover, vBolt410} {
 		if _, _, err := patchPods(ctx, cs, shape, *pods, churn, *workers, newTag("demo-expired")); err != nil {
 			return err
@@ -238,10 +239,11 @@ func printDemo(out io.Writer, pods, reps int, shape podShape, podBytes float64, 
 	proto, js, warm := medians(results[vClientGoProto]), medians(results[vClientGoJSON]), medians(results[vBoltWarm])
 	how := fmt.Sprintf("It resumed its watch and was synced %v after the watch opened (%d limit=1 reads).",
 		seconds(warm[mSyncedAfterWatch]), int(warm[mStartProbes]))
-	if runs := results[vBoltWarm]; len(runs) > 0 && runs[0].StartCause == string(reflector.CauseWarmList) {
-		how = fmt.Sprintf("It proved that from a consistent metadata list of its %d Pods (WarmListBelow: below %d objects\n"+
-			"that is sooner than waiting for the apiserver's bookmark) and fetched the %.0f that changed in %.0f requests.",
-			pods, bcache.SuggestedWarmListBelow, warm[mRecFetched], warm[mStartFetches])
+	if warm[mStartMetaLists] > 0 {
+		how = fmt.Sprintf("It resumed its watch and, its %d Pods being below WarmListBelow (%d), took a consistent metadata list\n"+
+			"(%.0f pages) and was synced once its store held the listed versions, %v after the watch opened: the watch\n"+
+			"replayed the %d changes made while it was down, and no bookmark was waited for.",
+			pods, bcache.DefaultWarmListBelow, warm[mStartMetaLists], seconds(warm[mSyncedAfterWatch]), churn)
 	}
 	fmt.Fprintf(out, "\nThe warm restart's informer was synced — caught up with a consistent read, without a full LIST — after %v,\n"+
 		"%s client-go's protobuf cold start (%v; make demo's target is at most 0.5×: %s).\n%s\n"+

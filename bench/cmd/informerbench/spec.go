@@ -177,8 +177,8 @@ type childResult struct {
 // recoveryResult is one recovery as the reflector reported it
 // (reflector.RecoveryStats), and when.
 type recoveryResult struct {
-	// Cause is why it recovered: relist-expired after a 410, warm-list for
-	// a small collection's warm start (InformerOptions.WarmListBelow).
+	// Cause is why it recovered: relist-expired after a 410, relist-error
+	// for a list the collection owed.
 	Cause string `json:"cause"`
 	// Seconds: informer construction to the store consistent at the
 	// recovery's resourceVersion.
