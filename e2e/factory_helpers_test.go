@@ -100,11 +100,10 @@ func (c *apiCounter) get(m map[string]int, resource string) int {
 	return m[resource]
 }
 
-func (c *apiCounter) listsOf(resource string) int     { return c.get(c.lists, resource) }
-func (c *apiCounter) metaListsOf(resource string) int { return c.get(c.metaLists, resource) }
-func (c *apiCounter) watchesOf(resource string) int   { return c.get(c.watches, resource) }
-func (c *apiCounter) probesOf(resource string) int    { return c.get(c.probes, resource) }
-func (c *apiCounter) writesOf(resource string) int    { return c.get(c.writes, resource) }
+func (c *apiCounter) listsOf(resource string) int   { return c.get(c.lists, resource) }
+func (c *apiCounter) watchesOf(resource string) int { return c.get(c.watches, resource) }
+func (c *apiCounter) probesOf(resource string) int  { return c.get(c.probes, resource) }
+func (c *apiCounter) writesOf(resource string) int  { return c.get(c.writes, resource) }
 
 // countedConfig returns a copy of cfg (protobuf if typed) whose requests
 // counter counts, when counter is not nil.
