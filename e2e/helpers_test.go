@@ -147,6 +147,9 @@ type informerSpec struct {
 	// (factory.NewMetadataLister over cs): it recovers by what changed
 	// instead of relisting.
 	recovery bool
+	// fetchOneByOne makes the recovery fetch every changed object on its
+	// own, never a namespace or the collection (slow under a rate limit).
+	fetchOneByOne bool
 	// warmListBelow is InformerOptions.WarmListBelow.
 	warmListBelow int
 	// cacheObjects is Persistence.CacheObjects; zero is unbounded.
@@ -188,6 +191,9 @@ func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
 	if s.recovery {
 		opts.Recovery = &reflector.Recovery{Lister: factory.NewMetadataLister(s.cs.CoreV1().RESTClient(), s.resource, s.namespace,
 			metav1.ListOptions{LabelSelector: s.selector})}
+		if s.fetchOneByOne {
+			opts.Recovery.NamespaceListAt, opts.Recovery.FullListFraction, opts.Recovery.MaxFetchRequests = -1, 2, -1
+		}
 	}
 	inf, err := bcache.NewSharedIndexInformerWithOptions(lw, s.example(), opts)
 	if err != nil {

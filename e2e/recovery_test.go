@@ -256,7 +256,12 @@ func TestRecoveryChild(t *testing.T) {
 	}
 	defer db.Close()
 	inf := newInformer(t, informerSpec{cs: newClientset(t, cfg, nil), db: db, collection: recoveryCollection,
-		resource: "pods", selector: e2eLabel + "=" + recoveryTest, observer: childObserver{}, recovery: true, warmListBelow: -1})
+		resource: "pods", selector: e2eLabel + "=" + recoveryTest, observer: childObserver{}, recovery: true, warmListBelow: -1,
+		// One by one at 20 requests a second, the fetches last long enough
+		// for the kill to land among them whatever the churn changed; a
+		// namespace or full list would bring every change at once, and
+		// could end the recovery before its must-list mark's commit.
+		fetchOneByOne: true})
 	var changes atomic.Int64
 	var once sync.Once
 	note := func() {
