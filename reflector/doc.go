@@ -52,9 +52,16 @@
 // store is told the recovery ended at the watch's resourceVersion
 // (RecoveryStore.EndRecovery), and the filter steps aside. A recovery is
 // reported through Observer.Listed (the metadata list) and, for a
-// RecoveryObserver, Recovered. A server that cannot list metadata, a
-// resourceVersion that is not an integer, or a store that cannot recover
-// makes that list a full one.
+// RecoveryObserver, Recovered. A server that cannot list metadata (an
+// aggregated API's may not), or a resourceVersion that is not an integer,
+// makes the recovery list the collection in full through the lister if it
+// is a WireLister (recoverlist.go): that one list serves as the metadata
+// list and as the fetches, each item's UID and resourceVersion are read
+// from the bytes of a protobuf response, and only the new and changed
+// items are decoded, then applied before the watch opens; resourceVersions
+// that are not integers are only told equal or not. A lister that is not a
+// WireLister, or a store that cannot recover, makes that list a full one,
+// through Store.Replace.
 //
 // Each watch asks for bookmarks; a BOOKMARK event calls Store.Bookmark and,
 // like every event, advances LastSyncResourceVersion, so quiet collections
@@ -126,7 +133,11 @@
 // to 71% (Pods) of a full list's bytes for realistic objects, measured
 // against kube-apiserver v1.37; what it saves is decoding, storing and
 // delivering the unchanged objects, and transferring their contents. Its
-// fetches go through the lister's client, rate limiter included.
+// fetches go through the lister's client, rate limiter included. A
+// recovery from a full list transfers every object, as client-go's list
+// does, and holds the list's bytes until its diff is applied; it saves
+// decoding (protobuf only: a JSON response is decoded whole), writing and
+// delivering the unchanged objects.
 //
 // Deliberate differences from client-go:
 //
