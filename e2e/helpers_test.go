@@ -137,6 +137,9 @@ type informerSpec struct {
 	// (factory.NewMetadataLister over cs): it recovers by what changed
 	// instead of relisting.
 	recovery bool
+	// lister, with recovery, is the recovery's lister instead of
+	// factory.NewMetadataLister's.
+	lister reflector.MetadataLister
 	// warmListBelow is InformerOptions.WarmListBelow.
 	warmListBelow int
 	// cacheObjects is Persistence.CacheObjects; zero is unbounded.
@@ -176,8 +179,11 @@ func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
 		opts.Observer = s.observer
 	}
 	if s.recovery {
-		opts.Recovery = &reflector.Recovery{Lister: factory.NewMetadataLister(s.cs.CoreV1().RESTClient(), s.resource, s.namespace,
-			metav1.ListOptions{LabelSelector: s.selector})}
+		lister := s.lister
+		if lister == nil {
+			lister = factory.NewMetadataLister(s.cs.CoreV1().RESTClient(), s.resource, s.namespace, metav1.ListOptions{LabelSelector: s.selector})
+		}
+		opts.Recovery = &reflector.Recovery{Lister: lister}
 	}
 	inf, err := bcache.NewSharedIndexInformerWithOptions(lw, s.example(), opts)
 	if err != nil {

@@ -226,6 +226,11 @@ type RecoveryStats struct {
 	// the store already held their key at that resourceVersion or a newer
 	// one.
 	Requests, Fetched, Skipped int
+	// Decoded counts the objects decoded from the responses of the
+	// recovery's list and fetches: those fetched, and of a list, those read
+	// alone from its protobuf (the ones to fetch) or, for a list decoded
+	// whole, all its items.
+	Decoded int
 	// FullList says the recovery's list was of whole objects, not of
 	// metadata (the metadata list could not be made or compared; see
 	// WireLister): the changed objects came from it, decoded alone, and

@@ -141,6 +141,13 @@ func (r *Reflector) maxFetchRequests() int {
 	return max(minFetchBudget, int(float64(qps)*fetchBudgetTime.Seconds()))
 }
 
+// countDecoded adds n to the objects decoded (RecoveryStats.Decoded).
+func (rec *recovery) countDecoded(n int) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.stats.Decoded += n
+}
+
 // stillPending reports whether key is still to be fetched.
 func (rec *recovery) stillPending(key string) bool {
 	rec.mu.Lock()
@@ -172,6 +179,7 @@ func (r *Reflector) fetchOne(rec *recovery, key string) error {
 	if err != nil {
 		return err
 	}
+	rec.countDecoded(len(items))
 	var found runtime.Object
 	for _, it := range items {
 		if k, _ := cache.MetaNamespaceKeyFunc(it); k == key {
@@ -210,7 +218,11 @@ func (r *Reflector) fetchList(rec *recovery, namespace string) error {
 		for _, k := range keys {
 			wanted[k] = struct{}{}
 		}
+		decoded := 0
 		for i := range listed {
+			if listed[i].obj != nil {
+				decoded++ // a page decoded whole
+			}
 			key := listed[i].key()
 			if _, ok := wanted[key]; !ok || !rec.stillPending(key) {
 				continue
@@ -219,8 +231,12 @@ func (r *Reflector) fetchList(rec *recovery, namespace string) error {
 			if err != nil {
 				return fmt.Errorf("%w: %s: decoding %s of a fetched list: %w", ErrList, r.typeDescription, key, err)
 			}
+			if listed[i].obj == nil {
+				decoded++
+			}
 			items = append(items, obj)
 		}
+		rec.countDecoded(decoded)
 	} else {
 		p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return r.recovery.Lister.ListObjects(ctx, namespace, "", opts)
@@ -236,6 +252,7 @@ func (r *Reflector) fetchList(rec *recovery, namespace string) error {
 		if items, err = meta.ExtractListWithAlloc(list); err != nil {
 			return fmt.Errorf("%w: %s: unable to extract items of %T: %w", ErrList, r.typeDescription, list, err)
 		}
+		rec.countDecoded(len(items))
 	}
 	found := make(map[string]runtime.Object, len(items))
 	for _, it := range r.checkedItems(items) {

@@ -69,6 +69,11 @@ func (rec *recovery) decodeListed(l *recoveryList) (map[string]runtime.Object, e
 	defer func() { l.objects = nil }()
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
+	for _, it := range l.objects {
+		if it.obj != nil {
+			rec.stats.Decoded++ // a page decoded whole
+		}
+	}
 	out := make(map[string]runtime.Object, len(rec.pending))
 	for key := range rec.pending {
 		it, ok := l.objects[key]
@@ -78,6 +83,9 @@ func (rec *recovery) decodeListed(l *recoveryList) (map[string]runtime.Object, e
 		obj, err := it.object()
 		if err != nil {
 			return nil, fmt.Errorf("decoding %s of the list: %w", key, err)
+		}
+		if it.obj == nil {
+			rec.stats.Decoded++
 		}
 		out[key] = obj
 	}

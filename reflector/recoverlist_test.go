@@ -185,7 +185,9 @@ func TestRecoveryFromAFullList(t *testing.T) {
 			}
 			s := stats[0]
 			s.Duration = 0
-			equal(t, "stats", s, RecoveryStats{Listed: 4, Pages: 2, Unchanged: 1, Deleted: 2, Fetch: 3, Fetched: 3, FullList: true})
+			// Decoded: the three to fetch, or all four of a list decoded whole.
+			decoded := map[string]int{"protobuf": 3, "json": 4}[format]
+			equal(t, "stats", s, RecoveryStats{Listed: 4, Pages: 2, Unchanged: 1, Deleted: 2, Fetch: 3, Fetched: 3, Decoded: decoded, FullList: true})
 			noErrors(t, &harness{errs: h.errs})
 		})
 	}
@@ -329,6 +331,9 @@ func TestRecoveryFetchesThroughAWireLister(t *testing.T) {
 			after := store.callsAfterBegin()
 			slices.Sort(after)
 			equal(t, "store calls after begin", after, []string{"end@10", "update x/a@5", "update x/b@6", "update y/c@7"})
+			if s := h.obs.Stats(); len(s) != 1 || s[0].Decoded != 3 {
+				t.Errorf("stats %+v, want 3 objects decoded", s)
+			}
 			noErrors(t, &harness{errs: h.errs})
 		})
 	}

@@ -1,0 +1,352 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	"github.com/boltinformer/boltinformer/factory"
+	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+var flagFallbackObjects = flag.Int("e2e.fallback-objects", 1200,
+	"realistic Pods TestRecoveryFromAFullList creates (more than 500: the full list comes in pages)")
+
+const (
+	fallbackTest = "fallback"
+	// Changes made while the informer is down.
+	fallbackUpdates, fallbackDeletes, fallbackRecreates, fallbackCreates = 24, 12, 8, 12
+)
+
+// noMetadataLister is the lister of a server that does not serve the
+// metadata form, as an aggregated API's may not: its metadata lists ask for
+// a form the server does not have (PartialObjectMetadataList of a version
+// meta.k8s.io does not serve), which kube-apiserver answers 406 Not
+// Acceptable. Everything else is the typed client's lister.
+type noMetadataLister struct {
+	reflector.WireLister
+	rc       rest.Interface
+	resource string
+	selector string
+	// notAcceptable counts the metadata lists the server refused with 406.
+	notAcceptable *atomic.Int64
+}
+
+// newNoMetadataLister is noMetadataLister for the Pods of cs selected by
+// selector, in every namespace.
+func newNoMetadataLister(t testing.TB, cs kubernetes.Interface, selector string) noMetadataLister {
+	t.Helper()
+	rc := cs.CoreV1().RESTClient()
+	wl, ok := factory.NewMetadataLister(rc, "pods", "", metav1.ListOptions{LabelSelector: selector}).(reflector.WireLister)
+	if !ok {
+		t.Fatal("the typed client's lister is not a reflector.WireLister")
+	}
+	return noMetadataLister{WireLister: wl, rc: rc, resource: "pods", selector: selector, notAcceptable: &atomic.Int64{}}
+}
+
+func (l noMetadataLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	opts.LabelSelector = l.selector
+	err := l.rc.Get().Resource(l.resource).VersionedParams(&opts, scheme.ParameterCodec).
+		SetHeader("Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v0").Do(ctx).Error()
+	if err == nil {
+		return nil, errors.New("the server served a metadata form that does not exist")
+	}
+	if apierrors.IsNotAcceptable(err) {
+		l.notAcceptable.Add(1)
+	}
+	return nil, err
+}
+
+// fallbackChanges are the changes made while the informer was down, key →
+// the new resourceVersion (deleted: the stored one).
+type fallbackChanges struct {
+	updated, deleted, recreated, created state
+}
+
+// changeFallbackPods updates, deletes, deletes and recreates (same name,
+// new UID) and creates selected Pods, distinct keys spread over base.
+func changeFallbackPods(t *testing.T, cs kubernetes.Interface, base state) fallbackChanges {
+	t.Helper()
+	ctx := t.Context()
+	keys := sortedKeys(base)
+	ch := fallbackChanges{updated: state{}, deleted: state{}, recreated: state{}, created: state{}}
+	pick := func(i int) string { return keys[(i*7919)%len(keys)] } // 7919 is prime: distinct for i < len(keys)
+	i := 0
+	for range fallbackUpdates {
+		key := pick(i)
+		i++
+		ns, name := splitKey(key)
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"changed":"%d"}}}`, i)
+		p, err := cs.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		if err != nil {
+			t.Fatalf("patch %s: %v", key, err)
+		}
+		ch.updated[key] = p.ResourceVersion
+	}
+	for range fallbackDeletes + fallbackRecreates {
+		key := pick(i)
+		i++
+		ns, name := splitKey(key)
+		if err := cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Fatalf("delete %s: %v", key, err)
+		}
+		if len(ch.deleted) < fallbackDeletes {
+			ch.deleted[key] = base[key]
+			continue
+		}
+		p := realisticPod(ns, fallbackTest, i)
+		p.Name = name
+		p, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("recreate %s: %v", key, err)
+		}
+		ch.recreated[key] = p.ResourceVersion
+	}
+	for j := range fallbackCreates {
+		ns := splitNamespace(keys[j%len(keys)])
+		p := realisticPod(ns, fallbackTest, len(keys)+10+j)
+		p.Name = fmt.Sprintf("created-%04d", j)
+		p, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		ch.created[ns+"/"+p.Name] = p.ResourceVersion
+	}
+	return ch
+}
+
+// fetched is how many objects the recovery must decode: the new and the
+// changed ones.
+func (ch fallbackChanges) fetched() int { return len(ch.updated) + len(ch.recreated) + len(ch.created) }
+
+// TestRecoveryFromAFullList proves the recovery from a full list (issue 30,
+// item 2d) against the real apiserver, for a server that does not serve the
+// metadata form (as an aggregated API's may not), with realistic Pods in
+// protobuf and a label selector:
+//
+//  1. An informer syncs cold and stops.
+//  2. While it is down, selected Pods are updated, deleted, deleted and
+//     recreated under the same name (a new UID) and created; Pods outside
+//     the selector change too; kube-apiserver restarts, which expires every
+//     stored resourceVersion.
+//  3. An informer starts from the file. Its resumed watch gets 410; its
+//     metadata list is refused (406) and it recovers from one full list,
+//     in pages. It must:
+//     - end with exactly the server's state;
+//     - decode only the new and changed objects (the recovery's count),
+//     fetch nothing and make no other list;
+//     - give a handler without a resync period exactly the changes:
+//     updates from the stored object, DeletedFinalStateUnknown with the
+//     stored object for the deleted and recreated, adds for the created
+//     and recreated; and a handler due for a resync also the unchanged
+//     objects, as OnUpdate with the same resourceVersion, as client-go's
+//     relist delivers them;
+//     - never give a handler a key at an older resourceVersion.
+func TestRecoveryFromAFullList(t *testing.T) {
+	n := *flagFallbackObjects
+	srv := apiservertest.Start(t, apiservertest.Options{})
+	cfg := srv.Config()
+	admin := newClientset(t, cfg, nil)
+	namespaces := []string{"fallback-0", "fallback-1", "fallback-2"}
+	createNamespaces(t, admin, append(namespaces, "fallback-outside")...)
+	base := populateRealisticPods(t, admin, fallbackTest, namespaces, n)
+	outside := populateRealisticPods(t, admin, fallbackTest+"-outside", []string{"fallback-outside"}, 10)
+	selector := e2eLabel + "=" + fallbackTest
+	path := cachePath(t)
+	spec := informerSpec{collection: "pods-fallback", resource: "pods", selector: selector, recovery: true}
+
+	// 1. Cold.
+	db := openDB(t, path)
+	spec.db, spec.cs = db, newClientset(t, cfg, nil)
+	spec.lister = newNoMetadataLister(t, spec.cs, selector)
+	inf := newInformer(t, spec)
+	r := run(t, inf)
+	waitSynced(t, inf)
+	r.stop()
+	atStop := storeState(t, inf.GetStore())
+	requireSameState(t, "store at stop", base, atStop)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// 2. Down: changes in and out of the selection, then every stored
+	// resourceVersion expires.
+	changes := changeFallbackPods(t, admin, atStop)
+	for _, key := range sortedKeys(outside)[:5] {
+		ns, name := splitKey(key)
+		if _, err := admin.CoreV1().Pods(ns).Patch(t.Context(), name, types.MergePatchType, []byte(`{"metadata":{"annotations":{"outside":"1"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.RestartAPIServer(t)
+
+	// 3. From the file.
+	const resync = time.Hour // longer than the test: only the relist is a resync
+	db = openDB(t, path)
+	counter := newByteCounter("pods")
+	counted := srv.Config()
+	counted.Wrap(counter.wrap)
+	obs := &recoveryObserver{}
+	spec.db, spec.cs, spec.observer, spec.resync = db, newClientset(t, counted, nil), obs, resync
+	lister := newNoMetadataLister(t, spec.cs, selector)
+	spec.lister = lister
+	inf = newInformer(t, spec)
+	resyncing, plain, mono := &recorder{}, &recorder{}, &monotonic{last: map[string]uint64{}}
+	regResync, err := inf.AddEventHandlerWithResyncPeriod(resyncing, resync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	regPlain, err := inf.AddEventHandlerWithResyncPeriod(plain, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inf.AddEventHandlerWithResyncPeriod(mono, 0); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	r = run(t, inf)
+	waitSynced(t, inf, regResync, regPlain)
+	synced := time.Since(began)
+	poll.Until(t, time.Minute, "the recovery's end", func() bool { return obs.recovered() != nil })
+	recoveryBytes, recoveryRequests := counter.snapshot()
+	counter.mu.Lock()
+	listType := counter.types["list"]
+	counter.mu.Unlock()
+	server := serverPods(t, admin, "", selector)
+
+	// A sentinel, created last, is the last event: once both handlers have
+	// it, they have everything before it.
+	sentinel, err := admin.CoreV1().Pods(namespaces[0]).Create(t.Context(), realisticPod(namespaces[0], fallbackTest, n+100), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sentinelKey := namespaces[0] + "/" + sentinel.Name
+	poll.Until(t, time.Minute, "both handlers seeing the sentinel", func() bool {
+		return resyncing.seen(sentinelKey) && plain.seen(sentinelKey)
+	})
+	final := state{sentinelKey: sentinel.ResourceVersion}
+	for k, v := range server {
+		final[k] = v
+	}
+	requireSameState(t, "store after the recovery", final, storeState(t, inf.GetStore()))
+	r.stop()
+
+	stats := obs.recovered()
+	t.Logf("recovered from a full list %v after start: %+v; read %s in %d list requests (%s), %d metadata requests",
+		synced.Round(time.Millisecond), *stats, mib(recoveryBytes["list"]), recoveryRequests["list"], listType, recoveryRequests["metadata"])
+	if causes := obs.startCauses(); fmt.Sprint(causes) != fmt.Sprint([]reflector.StartCause{reflector.CauseResumed, reflector.CauseRelistExpired}) {
+		t.Errorf("start causes %v, want resumed, then one recovery after the 410", causes)
+	}
+	wantPages := (len(server) + 499) / 500
+	want := reflector.RecoveryStats{Listed: len(server), Pages: wantPages, FullList: true,
+		Unchanged: len(server) - changes.fetched(), Deleted: len(changes.deleted) + len(changes.recreated),
+		Fetch: changes.fetched(), Fetched: changes.fetched(), Decoded: changes.fetched()}
+	got := *stats
+	got.Duration = 0
+	if got != want {
+		t.Errorf("recovery stats %+v, want %+v", got, want)
+	}
+	if stats.Decoded*10 > stats.Listed {
+		t.Errorf("decoded %d objects of a list of %d: want only the changed ones", stats.Decoded, stats.Listed)
+	}
+	if n := lister.notAcceptable.Load(); n != 1 {
+		t.Errorf("the server refused %d metadata lists with 406 Not Acceptable, want 1", n)
+	}
+	if recoveryRequests["metadata"] != 1 || recoveryRequests["fetch"] != 0 || recoveryRequests["list"] != int64(wantPages) {
+		t.Errorf("requests %v, want 1 metadata list (refused), %d list pages and no fetch", recoveryRequests, wantPages)
+	}
+	if !strings.HasPrefix(listType, "application/vnd.kubernetes.protobuf") {
+		t.Errorf("the full list came as %q, want protobuf", listType)
+	}
+	if v := mono.violations(); len(v) > 0 {
+		t.Errorf("a handler saw resourceVersions go backwards:\n  %s", strings.Join(v, "\n  "))
+	}
+	for _, h := range []struct {
+		name    string
+		rec     *recorder
+		resyncs bool
+	}{{"resyncing handler", resyncing, true}, {"handler without resync", plain, false}} {
+		t.Run(h.name, func(t *testing.T) {
+			events := h.rec.snapshot()
+			if len(events) < len(atStop) {
+				t.Fatalf("%d handler calls, fewer than the %d stored objects", len(events), len(atStop))
+			}
+			checkInitialAdds(t, events[:len(atStop)], atStop)
+			checkFullListDeliveries(t, events[len(atStop):], atStop, changes, sentinelKey, h.resyncs)
+		})
+	}
+}
+
+// checkFullListDeliveries requires events, a handler's calls after its
+// initial adds, to be exactly what a relist delivers of changes, in order
+// per key, then the sentinel's add: unchanged objects only to a resyncing
+// handler, once, as OnUpdate with the stored resourceVersion on both sides.
+func checkFullListDeliveries(t *testing.T, events []event, atStop state, ch fallbackChanges, sentinelKey string, resyncs bool) {
+	t.Helper()
+	if len(events) == 0 || events[len(events)-1].key != sentinelKey {
+		t.Errorf("last handler call is not the sentinel's add")
+	}
+	byKey := map[string][]string{}
+	for _, e := range events {
+		if e.key != sentinelKey {
+			byKey[e.key] = append(byKey[e.key], e.String()+" "+e.typ)
+		}
+	}
+	want := map[string][]string{}
+	for key, rv := range atStop {
+		if resyncs {
+			want[key] = []string{fmt.Sprintf("update(%s rv %s→%s) *v1.Pod", key, rv, rv)}
+		}
+	}
+	tombstone := func(key string) string {
+		return fmt.Sprintf("delete(%s rv=%s tombstone=true) *v1.Pod", key, atStop[key])
+	}
+	add := func(key, rv string) string { return fmt.Sprintf("add(%s rv=%s initial=false) *v1.Pod", key, rv) }
+	for key, rv := range ch.updated {
+		want[key] = []string{fmt.Sprintf("update(%s rv %s→%s) *v1.Pod", key, atStop[key], rv)}
+	}
+	for key := range ch.deleted {
+		want[key] = []string{tombstone(key)}
+	}
+	for key, rv := range ch.recreated {
+		want[key] = []string{tombstone(key), add(key, rv)}
+	}
+	for key, rv := range ch.created {
+		want[key] = []string{add(key, rv)}
+	}
+	keys := map[string]bool{}
+	for k := range want {
+		keys[k] = true
+	}
+	for k := range byKey {
+		keys[k] = true
+	}
+	var wrong []string
+	for _, key := range slices.Sorted(maps.Keys(keys)) {
+		if !slices.Equal(byKey[key], want[key]) {
+			wrong = append(wrong, fmt.Sprintf("%s: got %v, want %v", key, byKey[key], want[key]))
+		}
+	}
+	if len(wrong) > 10 {
+		wrong = append(wrong[:10], fmt.Sprintf("... and %d more", len(wrong)-10))
+	}
+	if len(wrong) > 0 {
+		t.Errorf("%d handler calls after the initial adds:\n  %s", len(events), strings.Join(wrong, "\n  "))
+	}
+}
