@@ -27,7 +27,9 @@
 // that list is refused too; after a too-large version it lists at "" at
 // once. The relist waits one backoff interval (800ms to 1.6s by default),
 // as client-go's does, which spreads the relists of many clients after an
-// apiserver restart.
+// apiserver restart; but where the resumed watch itself is answered so,
+// before any event, the reflector lists at once, as a cold start does (see
+// Caveats).
 //
 // With Options.Recovery (a MetadataLister) and a Store that is a
 // RecoveryStore, every list after the first is a recovery, which transfers
@@ -170,6 +172,12 @@
 //     The default handler logs at client-go's levels.
 //   - Options.MinWatchTimeout values under 5 minutes are honoured (client-go
 //     ignores them); the floor is one second.
+//   - A start that resumes, and whose first watch is answered with an
+//     expired or too large resourceVersion before any event, lists without
+//     the backoff interval client-go waits before a relist: the process has
+//     just started, and client-go's cold start lists at once. Every later
+//     relist waits, as client-go's, so that clients whose watches all end
+//     at once (an apiserver restart) do not all list at once.
 //
 // Correctness of a resumed watch rests on the caller: ResumeResourceVersion
 // must come from the same cluster and the same collection (resource,

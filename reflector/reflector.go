@@ -318,6 +318,11 @@ type Reflector struct {
 	listInFull bool
 	// pagedListTried is set once the PagedList has been given a list.
 	pagedListTried bool
+	// resumedWatch is set while the watch from ResumeResourceVersion is
+	// the next to be requested; listAtOnce when that watch was answered
+	// with an unavailable resourceVersion before any event: Run then lists
+	// without backing off first (see Run).
+	resumedWatch, listAtOnce bool
 
 	// mu guards every field below. It is never held while calling the
 	// Store, the ListerWatcher, the Observer or the error handler.
@@ -454,6 +459,16 @@ func (r *Reflector) Run(ctx context.Context) {
 		if err := r.ListAndWatch(ctx); err != nil {
 			r.errorHandler(ctx, err)
 		}
+		if r.listAtOnce {
+			// The start's own watch found its resourceVersion gone: this
+			// process has just started and must list, as a cold start
+			// does at once. The backoff spreads the relists of running
+			// clients that all lose their watches at one time (an
+			// apiserver restart); clients that start together list
+			// together whether they resume or not.
+			r.listAtOnce = false
+			continue
+		}
 		if !r.sleep(ctx) {
 			return
 		}
@@ -479,6 +494,7 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 	if rv, ok := r.takeResume(); ok {
 		logger.V(2).Info("Resuming watch without listing", "reflector", r.name, "type", r.typeDescription, "resourceVersion", rv)
 		r.observer.Resumed(rv)
+		r.resumedWatch = true
 	} else {
 		logger.V(3).Info("Listing and watching", "reflector", r.name, "type", r.typeDescription)
 		var err error

@@ -993,3 +993,80 @@ func TestListAfterReturnsOnCancel(t *testing.T) {
 		}
 	})
 }
+
+// A resumed start whose own first watch is answered 410 (as a status, or as
+// the stream's first event) lists at once, as a cold start does: the
+// process has just started. A watch that delivered events first, or any
+// later one, waits a backoff interval before the relist, as client-go's
+// does, spreading the relists of running clients.
+func TestRelistAfterExpiredResumeWithoutBackoff(t *testing.T) {
+	expired := apierrors.NewResourceExpired("too old resource version")
+	for _, tc := range []struct {
+		name    string
+		watch   func(n int) (watch.Interface, error)
+		backoff bool
+	}{
+		{"status on the resumed watch", func(n int) (watch.Interface, error) {
+			if n == 0 {
+				return nil, expired
+			}
+			return watch.NewRaceFreeFake(), nil
+		}, false},
+		{"first event of the resumed watch", func(n int) (watch.Interface, error) {
+			w := watch.NewRaceFreeFake()
+			if n == 0 {
+				w.Error(&expired.ErrStatus)
+			}
+			return w, nil
+		}, false},
+		{"after an event of the resumed watch", func(n int) (watch.Interface, error) {
+			w := watch.NewRaceFreeFake()
+			if n == 0 {
+				w.Modify(pod("a", "101"))
+				w.Error(&expired.ErrStatus)
+			}
+			return w, nil
+		}, true},
+		{"on a later watch", func(n int) (watch.Interface, error) {
+			w := watch.NewRaceFreeFake()
+			switch n {
+			case 0:
+				w.Stop() // closed by the server: re-watched at once
+			case 1:
+				w.Error(&expired.ErrStatus)
+			}
+			return w, nil
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lw := &fakeLW{
+					t:     t,
+					list:  func(int, metav1.ListOptions) (runtime.Object, error) { return podList("200"), nil },
+					watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) { return tc.watch(n) },
+				}
+				r := New(lw.listWatch(), newRecStore(), Options{
+					ExpectedType:          &v1.Pod{},
+					ResumeResourceVersion: "100",
+					MinWatchTimeout:       time.Hour,
+					WatchErrorHandler:     func(context.Context, error) {},
+				})
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					r.Run(ctx)
+				}()
+				synctest.Wait() // no virtual time has passed
+				if listed := len(lw.ListRVs()) > 0; listed == tc.backoff {
+					t.Errorf("listed before any time passed: %v, want %v", listed, !tc.backoff)
+				}
+				time.Sleep(10 * time.Second) // past the backoffs (the first at most 1.6s)
+				synctest.Wait()
+				equal(t, "lists", len(lw.ListRVs()), 1)
+				cancel()
+				<-done
+			})
+		})
+	}
+}

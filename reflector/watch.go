@@ -124,6 +124,8 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		// particular rv order; their rvs must not be recorded until a
 		// non-ADDED event proves the initial burst is over.
 		propagateRVFromStart := rv != "" && rv != "0"
+		resumed := r.resumedWatch
+		r.resumedWatch = false
 
 		w, err := r.lw.WatchWithContext(ctx, options)
 		if err == nil && w == nil {
@@ -137,6 +139,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 			r.errorHandler(ctx, err)
 			if isResourceVersionUnavailable(err) {
 				r.requestRelist(err)
+				r.listAtOnce = resumed
 				return nil
 			}
 			if r.watchFailed(ctx, err, short, false) {
@@ -187,6 +190,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		if isResourceVersionUnavailable(err) {
 			logger.V(4).Info("Watched resourceVersion is unavailable, relisting", "reflector", r.name, "type", r.typeDescription, "resourceVersion", r.LastSyncResourceVersion())
 			r.requestRelist(err)
+			r.listAtOnce = resumed && events == 0
 			return nil
 		}
 		if r.watchFailed(ctx, err, short, events > 0) {
