@@ -9,16 +9,20 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
+	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/internal/poll"
@@ -169,7 +173,9 @@ func TestRecoveryFromAFullList(t *testing.T) {
 	outside := populateRealisticPods(t, admin, fallbackTest+"-outside", []string{"fallback-outside"}, 10)
 	selector := e2eLabel + "=" + fallbackTest
 	path := cachePath(t)
-	spec := informerSpec{collection: "pods-fallback", resource: "pods", selector: selector, recovery: true}
+	// Paged, so that the full list comes with continue tokens (unpaged by
+	// default, as client-go's relist, so the watch cache serves it).
+	spec := informerSpec{collection: "pods-fallback", resource: "pods", selector: selector, recovery: true, pageSize: 500}
 
 	// 1. Cold.
 	db := openDB(t, path)
@@ -349,4 +355,176 @@ func checkFullListDeliveries(t *testing.T, events []event, atStop state, ch fall
 	if len(wrong) > 0 {
 		t.Errorf("%d handler calls after the initial adds:\n  %s", len(events), strings.Join(wrong, "\n  "))
 	}
+}
+
+var (
+	flagMeasureFallback = flag.Int("e2e.measure-fallback", 0,
+		"if set, TestFallbackCost creates this many realistic Pods and times a restart after a 410 that recovers from a full list beside client-go's cold start")
+	flagMeasureFallbackReps = flag.Int("e2e.measure-fallback-reps", 3, "repetitions of TestFallbackCost; it reports medians")
+)
+
+// listOnly is client-go's ListWatch without watch-list semantics: client-go's
+// informer then starts with a LIST, as with its WatchListClient gate off.
+type listOnly struct{ *cache.ListWatch }
+
+func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
+
+// TestFallbackCost measures, against the real apiserver, what a restart
+// after a 410 costs where the recovery cannot list metadata, beside
+// client-go's cold start (protobuf, a LIST) of the same Pods: the informer
+// with a lister whose metadata lists the server refuses (it recovers from a
+// full list, decoding only what changed), and the informer without a
+// recovery (a full relist through Store.Replace, as the benchmark's
+// bolt-410). Before every start kube-apiserver restarts (which is what
+// expires the boltinformer file's resourceVersion; client-go gets the same
+// treatment), then the machine is left alone for a moment; 1% of the Pods
+// change while boltinformer is down. The informers use the default backoff.
+// It runs only with -e2e.measure-fallback=N.
+func TestFallbackCost(t *testing.T) {
+	n := *flagMeasureFallback
+	if n == 0 {
+		t.Skip("set -e2e.measure-fallback=N to measure")
+	}
+	const (
+		test = "fallbackcost"
+		// settle is the pause after each apiserver restart, so that its
+		// start-up work does not land on the measured start.
+		settle = 3 * time.Second
+	)
+	srv := apiservertest.Start(t, apiservertest.Options{})
+	admin := newClientset(t, srv.Config(), nil)
+	namespaces := []string{"cost-0", "cost-1", "cost-2", "cost-3"}
+	createNamespaces(t, admin, namespaces...)
+	base := populateRealisticPods(t, admin, test, namespaces, n)
+	selector := e2eLabel + "=" + test
+	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	path := cachePath(t)
+	restart := func() {
+		srv.RestartAPIServer(t)
+		time.Sleep(settle)
+	}
+
+	// bolt starts a boltinformer on the file, recovering from a full list
+	// (fallback) or relisting (no recovery), and returns when it is synced
+	// after the start (HasSynced: for a 410 start, recovered or relisted)
+	// and when its handler is.
+	// sample is one start: when the informer synced, when its handler did,
+	// and the CPU time this process used until then.
+	type sample struct{ synced, handler, cpu time.Duration }
+
+	bolt := func(fallback bool) (s sample, stats *reflector.RecoveryStats) {
+		db := openDB(t, path)
+		defer db.Close()
+		cs := newClientset(t, srv.Config(), nil)
+		obs := &recoveryObserver{}
+		opts := bcache.InformerOptions{
+			Persistence: bcache.Persistence{DB: db, Collection: "pods-" + test},
+			Indexers:    indexers,
+			Observer:    obs,
+		}
+		if fallback {
+			opts.Recovery = &reflector.Recovery{Lister: newNoMetadataLister(t, cs, selector)}
+		}
+		lw := cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", func(o *metav1.ListOptions) { o.LabelSelector = selector })
+		start, cpu := time.Now(), processCPU(t)
+		inf, err := bcache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := run(t, inf)
+		waitClosed(t, inf.HasSyncedChecker().Done(), 3*time.Minute, "informer sync")
+		s.synced = time.Since(start)
+		waitClosed(t, reg.HasSyncedChecker().Done(), time.Minute, "handler sync")
+		s.handler, s.cpu = time.Since(start), processCPU(t)-cpu
+		r.stop()
+		return s, obs.recovered()
+	}
+
+	bolt(true) // a cold start fills the file
+
+	results := map[string][]sample{}
+	var decoded []int
+	for rep := range *flagMeasureFallbackReps {
+		restart()
+		cs := newClientset(t, srv.Config(), nil)
+		lw := cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", func(o *metav1.ListOptions) { o.LabelSelector = selector })
+		start, cpu := time.Now(), processCPU(t)
+		cg := cache.NewSharedIndexInformer(listOnly{lw}, &corev1.Pod{}, 0, indexers)
+		reg, err := cg.AddEventHandler(cache.ResourceEventHandlerFuncs{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			cg.RunWithContext(ctx)
+		}()
+		waitClosed(t, cg.HasSyncedChecker().Done(), 3*time.Minute, "client-go sync")
+		synced := time.Since(start)
+		waitClosed(t, reg.HasSyncedChecker().Done(), time.Minute, "client-go handler sync")
+		results["client-go"] = append(results["client-go"], sample{synced, time.Since(start), processCPU(t) - cpu})
+		cancel()
+		<-done
+
+		for _, variant := range []string{"fallback", "relist"} {
+			keys := sortedKeys(base)
+			for i := range max(n/100, 10) {
+				key := keys[(rep*7+i*97)%len(keys)]
+				ns, name := splitKey(key)
+				patch := fmt.Sprintf(`{"metadata":{"annotations":{"cost":"%s-%d-%d"}}}`, variant, rep, i)
+				if _, err := admin.CoreV1().Pods(ns).Patch(t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			restart()
+			s, stats := bolt(variant == "fallback")
+			results[variant] = append(results[variant], s)
+			if variant == "fallback" {
+				if stats == nil || !stats.FullList {
+					t.Fatalf("rep %d: no recovery from a full list (%+v)", rep, stats)
+				}
+				decoded = append(decoded, stats.Decoded)
+			}
+		}
+		t.Logf("rep %d: synced (CPU): client-go %v (%v); fallback %v (%v; decoded %d of %d); relist %v (%v)", rep,
+			results["client-go"][rep].synced.Round(time.Millisecond), results["client-go"][rep].cpu.Round(time.Millisecond),
+			results["fallback"][rep].synced.Round(time.Millisecond), results["fallback"][rep].cpu.Round(time.Millisecond), decoded[rep], n,
+			results["relist"][rep].synced.Round(time.Millisecond), results["relist"][rep].cpu.Round(time.Millisecond))
+	}
+	median := func(v string, f func(sample) time.Duration) time.Duration {
+		ds := make([]time.Duration, 0, len(results[v]))
+		for _, s := range results[v] {
+			ds = append(ds, f(s))
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	synced := func(s sample) time.Duration { return s.synced }
+	handler := func(s sample) time.Duration { return s.handler }
+	cpu := func(s sample) time.Duration { return s.cpu }
+	for _, v := range []string{"client-go", "fallback", "relist"} {
+		var parts []string
+		for _, m := range []struct {
+			name string
+			f    func(sample) time.Duration
+		}{{"synced", synced}, {"handler synced", handler}, {"CPU", cpu}} {
+			d, ref := median(v, m.f), median("client-go", m.f)
+			parts = append(parts, fmt.Sprintf("%s %v (%.2f×)", m.name, d.Round(time.Millisecond), float64(d)/float64(ref)))
+		}
+		t.Logf("%d Pods, %-9s %s; medians of %d, × client-go's", n, v, strings.Join(parts, ", "), len(results[v]))
+	}
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU(t testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

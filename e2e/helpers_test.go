@@ -140,6 +140,8 @@ type informerSpec struct {
 	// lister, with recovery, is the recovery's lister instead of
 	// factory.NewMetadataLister's.
 	lister reflector.MetadataLister
+	// pageSize is InformerOptions.PageSize; zero chooses as client-go.
+	pageSize int64
 	// warmListBelow is InformerOptions.WarmListBelow.
 	warmListBelow int
 	// cacheObjects is Persistence.CacheObjects; zero is unbounded.
@@ -171,6 +173,7 @@ func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
 		MaxBackoff:      2 * time.Second,
 		SyncedAtOpen:    s.syncedAtOpen,
 		WarmListBelow:   s.warmListBelow,
+		PageSize:        s.pageSize,
 	}
 	if s.cluster != "" {
 		opts.Persistence.Cluster = bcache.StaticCluster(s.cluster)

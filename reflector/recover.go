@@ -308,13 +308,6 @@ func (r *Reflector) listOrRecover(ctx context.Context) (context.Context, func() 
 // returns nil, nil if ctx ended, and errRecoveryFallback if the reflector
 // must list in full.
 func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
-	if r.listAfter != nil {
-		select {
-		case <-r.listAfter:
-		case <-ctx.Done():
-			return nil, nil
-		}
-	}
 	logger := klog.FromContext(ctx)
 	r.mu.RLock()
 	cause := r.nextListCause
@@ -343,6 +336,16 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 		return nil, fmt.Errorf("%w: %s: metadata list: %w", ErrList, r.typeDescription, err)
 	case err != nil:
 		return nil, fmt.Errorf("%w: %s: %w", ErrList, r.typeDescription, err)
+	}
+	if r.listAfter != nil {
+		// Listed while the stored state went to the handlers (a metadata
+		// list, or a full list of which only what changed is decoded,
+		// costs this process little CPU); applied only after it.
+		select {
+		case <-r.listAfter:
+		case <-ctx.Done():
+			return nil, nil
+		}
 	}
 	rec := newRecovery(r, cause, start)
 	rec.setList(l)

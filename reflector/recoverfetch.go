@@ -207,7 +207,7 @@ func (r *Reflector) fetchList(rec *recovery, namespace string) error {
 		var listed []wireItem
 		err := r.retryFetch(rec, func() (err error) {
 			opts := rec.fetchOptions()
-			opts.Limit = fullListPageSize
+			opts.Limit = fetchPageSize
 			listed, _, _, err = r.listWire(rec.ctx, wl, namespace, opts)
 			return err
 		})

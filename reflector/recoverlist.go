@@ -33,19 +33,25 @@ import (
 // A page in another format (JSON) is decoded whole, and only the writing
 // and delivering of its unchanged objects is saved.
 
-// fullListPageSize is the Limit of each page of a recovery's full list and
-// of its fetches of a namespace or the collection, as the pager's.
-const fullListPageSize = recoveryPageSize
+// fetchPageSize is the Limit of each page of a recovery's fetch of a
+// namespace or the collection, as the pager's.
+const fetchPageSize = DefaultPagedListPageSize
 
 // listFull lists the whole collection through the WireLister at
-// resourceVersion (NotOlderThan it; "" a consistent read), for a recovery.
-// It returns errRecoveryFallback if the Lister is not a WireLister.
+// resourceVersion (NotOlderThan it; "" a consistent read), for a recovery,
+// paged as the full list it replaces would be (listPageSize: at a
+// resourceVersion in one request, which the watch cache serves). It
+// returns errRecoveryFallback if the Lister is not a WireLister.
 func (r *Reflector) listFull(ctx context.Context, resourceVersion string) (*recoveryList, error) {
 	wl, ok := r.recovery.Lister.(WireLister)
 	if !ok {
 		return nil, errRecoveryFallback
 	}
-	items, rv, pages, err := r.listWire(ctx, wl, "", listOptions(resourceVersion, fullListPageSize))
+	r.mu.RLock()
+	paginatedBefore := r.paginatedResult
+	r.mu.RUnlock()
+	opts := listOptions(resourceVersion, r.listPageSize(resourceVersion, paginatedBefore))
+	items, rv, pages, err := r.listWire(ctx, wl, "", opts)
 	if err != nil {
 		return nil, err
 	}

@@ -147,6 +147,7 @@ func TestRecoveryFromAFullList(t *testing.T) {
 			}
 			h := startRecovery(t, store, nil, "4", func(o *Options, lw *fakeLW) {
 				o.Recovery.Lister = lister
+				o.PageSize = 500 // paged, as client-go's list with this PageSize
 				lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
 					if n == 0 {
 						close(watchOpened)
@@ -215,7 +216,9 @@ func TestRecoveryFromAFullListOfOpaqueVersions(t *testing.T) {
 		"update ns/b@wb", "update ns/new@",
 		"end@opaque",
 	})
-	equal(t, "full list requests", lister.WireOpts(), []string{`"" rv="xc" match="NotOlderThan" limit=500 continue=""`})
+	// Without a PageSize, as client-go's relist: in one request, which the
+	// watch cache serves.
+	equal(t, "full list requests", lister.WireOpts(), []string{`"" rv="xc" match="NotOlderThan" limit=0 continue=""`})
 	equal(t, "watches", h.lw.WatchRVs()[:1], []string{"opaque"})
 }
 
@@ -236,7 +239,10 @@ func TestRecoveryFromAFullListExpiredContinue(t *testing.T) {
 			return protoPage("12", "", protoItem(t, upod("ns", "a", "ua", "11"), false), protoItem(t, upod("ns", "b", "ub", "5"), true)), nil
 		},
 	}
-	h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) { o.Recovery.Lister = lister })
+	h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) {
+		o.Recovery.Lister = lister
+		o.PageSize = 500
+	})
 	store.waitFor(t, "update ns/a@11")
 	w := h.lw.watcher(t, 0)
 	w.Modify(upod("ns", "b", "ub", "15")) // older than the stored one: dropped
@@ -335,6 +341,47 @@ func TestRecoveryFetchesThroughAWireLister(t *testing.T) {
 				t.Errorf("stats %+v, want 3 objects decoded", s)
 			}
 			noErrors(t, &harness{errs: h.errs})
+		})
+	}
+}
+
+// A recovery makes its list while ListAfter holds lists back (the stored
+// state is going to the handlers), and waits for it before its diff.
+func TestRecoveryListsWhileListAfterHolds(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		t.Run(fmt.Sprintf("full list %v", full), func(t *testing.T) {
+			store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+			listed := make(chan struct{})
+			var once sync.Once
+			meta := func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+				once.Do(func() { close(listed) })
+				return metaList("10", upod("ns", "a", "ua", "1")), nil
+			}
+			lister := &wireLister{
+				fakeLister: &fakeLister{meta: meta},
+				wire: func(int, string, metav1.ListOptions) ([]byte, error) {
+					once.Do(func() { close(listed) })
+					return protoPage("10", "", protoItem(t, upod("ns", "a", "ua", "1"), true)), nil
+				},
+			}
+			if full {
+				lister.meta = notAcceptable
+			}
+			gate := make(chan struct{})
+			h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) {
+				o.Recovery.Lister = lister
+				o.ListAfter = gate
+			})
+			<-listed
+			poll.Until(t, 5*time.Second, "the list done", func() bool {
+				return len(lister.WireOpts()) == map[bool]int{false: 0, true: 1}[full] && len(lister.MetaOpts()) == 1
+			})
+			if calls := store.Calls(); len(calls) != 0 {
+				t.Fatalf("store calls %v before ListAfter closed, want none", calls)
+			}
+			close(gate)
+			store.waitFor(t, "end@10")
+			h.stop()
 		})
 	}
 }

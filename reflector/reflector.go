@@ -187,7 +187,10 @@ type Options struct {
 	// closes it once the stored state has reached its handlers: a relist
 	// after a 410 would otherwise share the CPU with that delivery, delaying
 	// HasSynced without being applied any sooner (its result waits for the
-	// delivery anyway).
+	// delivery anyway). A recovery (see Recovery) makes its list meanwhile,
+	// which costs this process little CPU (metadata, or a full list of
+	// which only what changed is decoded), and holds back only what
+	// follows: the diff and the fetches.
 	ListAfter <-chan struct{}
 
 	// CatchUp, when set, keeps watches short until the caller's store has
