@@ -44,13 +44,6 @@ import (
 // background; Run therefore never outlives its list. It returns nil, without
 // touching the Store, when ctx ends during the list.
 func (r *Reflector) list(ctx context.Context) error {
-	if r.listAfter != nil {
-		select {
-		case <-r.listAfter:
-		case <-ctx.Done():
-			return nil
-		}
-	}
 	r.mu.RLock()
 	cause := r.nextListCause
 	paginatedBefore := r.paginatedResult
@@ -107,6 +100,15 @@ func (r *Reflector) list(ctx context.Context) error {
 	items, err := meta.ExtractListWithAlloc(list)
 	if err != nil {
 		return fmt.Errorf("%w: %s: unable to extract items of %T: %w", ErrList, r.typeDescription, list, err)
+	}
+	if r.listAfter != nil {
+		// Listed while the stored state went to the handlers; applied
+		// only after it (see Options.ListAfter).
+		select {
+		case <-r.listAfter:
+		case <-ctx.Done():
+			return nil
+		}
 	}
 	found := make([]interface{}, len(items))
 	for i, item := range items {

@@ -338,9 +338,8 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrList, r.typeDescription, err)
 	}
 	if r.listAfter != nil {
-		// Listed while the stored state went to the handlers (a metadata
-		// list, or a full list of which only what changed is decoded,
-		// costs this process little CPU); applied only after it.
+		// Listed while the stored state went to the handlers; applied
+		// only after it (see Options.ListAfter).
 		select {
 		case <-r.listAfter:
 		case <-ctx.Done():

@@ -182,15 +182,15 @@ type Options struct {
 	// Observer receives lifecycle callbacks for metrics and tests. Nil: none.
 	Observer Observer
 
-	// ListAfter, when non-nil, holds every list back until it is closed or
-	// the context ends; watches are not held. A warm-starting informer
-	// closes it once the stored state has reached its handlers: a relist
-	// after a 410 would otherwise share the CPU with that delivery, delaying
-	// HasSynced without being applied any sooner (its result waits for the
-	// delivery anyway). A recovery (see Recovery) makes its list meanwhile,
-	// which costs this process little CPU (metadata, or a full list of
-	// which only what changed is decoded), and holds back only what
-	// follows: the diff and the fetches.
+	// ListAfter, when non-nil, holds back what every list hands the store
+	// (a full list's Store.Replace, a recovery's diff and fetches) until it
+	// is closed or the context ends; the list request is made at once, and
+	// watches are not held. A warm-starting informer closes it once the
+	// stored state has reached its handlers, which a relist after a 410
+	// must not overtake. Listing meanwhile overlaps the apiserver's work and
+	// the transfer with that delivery: a restart after a 410 at 10,000
+	// Pods (informerbench, bolt-410) synced in 1.10 s instead of 1.55 s
+	// with the list held, beside client-go's cold start in 0.86 s.
 	ListAfter <-chan struct{}
 
 	// CatchUp, when set, keeps watches short until the caller's store has

@@ -938,12 +938,15 @@ func TestFakeControllerSourceColdResumeAndExpiry(t *testing.T) {
 	equal(t, "expired starts", h3.obs.Starts(), []string{"resumed 5", "listed relist-expired 7 items=3 pages=1"})
 }
 
-// ListAfter holds a resumed reflector's relist after a 410 until the
-// channel closes, while its watch opens at once.
-func TestListAfterHoldsListsNotWatches(t *testing.T) {
+// ListAfter holds back what a resumed reflector's relist after a 410 hands
+// the store until the channel closes; the list request itself, and the
+// resumed watch, are not held. The next watch follows the list's
+// application.
+func TestListAfterHoldsListResults(t *testing.T) {
 	// In a bubble the reflector's 1–4 ms backoffs run in virtual time, and
 	// synctest.Wait returns once it is blocked on the gate or a backoff
-	// timer, so "no list yet" is checked after everything that could list.
+	// timer, so "nothing applied yet" is checked after everything that
+	// could apply it.
 	synctest.Test(t, func(t *testing.T) {
 		lw := &fakeLW{t: t,
 			list: func(int, metav1.ListOptions) (runtime.Object, error) {
@@ -964,32 +967,35 @@ func TestListAfterHoldsListsNotWatches(t *testing.T) {
 		stop := h.run()
 		time.Sleep(time.Second) // many backoffs, in virtual time
 		synctest.Wait()
-		if got := lw.ListOpts(); len(got) != 0 {
-			t.Fatalf("listed %d times before ListAfter closed", len(got))
+		if got := len(lw.ListOpts()); got != 1 {
+			t.Fatalf("listed %d times before ListAfter closed, want 1", got)
+		}
+		if calls := h.store.Calls(); len(calls) != 0 {
+			t.Fatalf("store calls %v before ListAfter closed, want none", calls)
 		}
 		if got := len(lw.WatchOpts()); got != 1 {
 			t.Fatalf("%d watches while the list was held, want only the resumed one", got)
 		}
 		close(gate)
 		synctest.Wait()
-		if got, want := len(lw.ListOpts()), 1; got != want {
-			t.Fatalf("%d lists after ListAfter closed, want %d", got, want)
-		}
+		equal(t, "store calls", h.store.Calls(), []string{"replace 1@20"})
+		equal(t, "lists", len(lw.ListOpts()), 1)
 		equal(t, "watch resourceVersions", lw.WatchRVs(), []string{"10", "20"})
 		stop()
 	})
 }
 
-// A reflector held by ListAfter returns when its context ends.
+// A reflector held by ListAfter returns when its context ends, having
+// handed the store nothing.
 func TestListAfterReturnsOnCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lw := &fakeLW{t: t}
+		lw := &fakeLW{t: t, list: func(int, metav1.ListOptions) (runtime.Object, error) { return podList("20"), nil }}
 		h := newHarness(t, lw.listWatch(), func(o *Options) { o.ListAfter = make(chan struct{}) })
 		stop := h.run()
 		synctest.Wait() // Run is blocked on ListAfter
 		stop()          // fails if Run does not return within a second
-		if got := lw.ListOpts(); len(got) != 0 {
-			t.Fatalf("listed %d times while held", len(got))
+		if calls := h.store.Calls(); len(calls) != 0 {
+			t.Fatalf("store calls %v while held, want none", calls)
 		}
 	})
 }
