@@ -45,7 +45,7 @@ func richPod(ns, name, uid, rv string) *v1.Pod {
 	p.CreationTimestamp = metav1.Unix(1700000000, 0)
 	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs-uid"}}
 	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{}}`)}}}
+		FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{}}`)}}
 	p.Spec = v1.PodSpec{NodeName: "node-1", Containers: []v1.Container{{
 		Name: "c", Image: "registry/image:1",
 		Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}},
