@@ -314,6 +314,7 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 	r.mu.RUnlock()
 	start := r.clock.Now()
 
+	what := "metadata list"
 	l, err := r.listForRecovery(ctx, cause, r.listMetadata)
 	if ctx.Err() != nil {
 		return nil, nil
@@ -321,21 +322,21 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 	switch {
 	case err != nil && metadataListUnsupported(err):
 		logger.V(2).Info("The server cannot list this collection's metadata; recovering from a full list", "reflector", r.name, "type", r.typeDescription, "err", err)
+		what = "full list"
 		l, err = r.listForRecovery(ctx, cause, r.listFull)
 	case err == nil && !l.comparable():
 		logger.V(2).Info("resourceVersions are not integers; recovering from a full list", "reflector", r.name, "type", r.typeDescription, "resourceVersion", l.rv)
+		what = "full list"
 		l, err = r.listForRecovery(ctx, cause, r.listFull)
 	}
 	switch {
 	case ctx.Err() != nil:
 		return nil, nil
 	case errors.Is(err, errRecoveryFallback):
-		logger.V(2).Info("Listing in full", "reflector", r.name, "type", r.typeDescription)
+		logger.V(2).Info("The lister cannot list in full without decoding; listing through the ListerWatcher", "reflector", r.name, "type", r.typeDescription)
 		return nil, err
-	case err != nil && l == nil:
-		return nil, fmt.Errorf("%w: %s: metadata list: %w", ErrList, r.typeDescription, err)
 	case err != nil:
-		return nil, fmt.Errorf("%w: %s: %w", ErrList, r.typeDescription, err)
+		return nil, fmt.Errorf("%w: %s: %s: %w", ErrList, r.typeDescription, what, err)
 	}
 	if r.listAfter != nil {
 		// Listed while the stored state went to the handlers; applied

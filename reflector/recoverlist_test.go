@@ -385,3 +385,28 @@ func TestRecoveryListsWhileListAfterHolds(t *testing.T) {
 		})
 	}
 }
+
+// A full list that fails is reported (ErrList) and the recovery is tried
+// again after backoff, from the metadata list on.
+func TestRecoveryFromAFullListRetried(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+	lister := &wireLister{
+		fakeLister: &fakeLister{meta: notAcceptable},
+		wire: func(n int, _ string, _ metav1.ListOptions) ([]byte, error) {
+			if n == 0 {
+				return nil, apierrors.NewInternalError(errors.New("etcd is unhappy"))
+			}
+			return protoPage("10", "", protoItem(t, upod("ns", "a", "ua", "2"), false)), nil
+		},
+	}
+	h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) { o.Recovery.Lister = lister })
+	store.waitFor(t, "end@10")
+	h.stop()
+	if !slices.ContainsFunc(h.errs.Errors(), func(err error) bool {
+		return errors.Is(err, ErrList) && strings.Contains(err.Error(), "full list: ") && strings.Contains(err.Error(), "etcd is unhappy")
+	}) {
+		t.Errorf("errors %v, want the failed full list", h.errs.Errors())
+	}
+	equal(t, "metadata lists", len(lister.MetaOpts()), 2)
+	equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[]", "update ns/a@2", "end@10"})
+}
