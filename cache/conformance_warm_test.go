@@ -442,8 +442,9 @@ func runWarmResyncSeed(seed int64, dir string, logf func(string, ...any)) (err e
 			h.want = append(h.want, missed...)
 		}
 	}
-	// After a 410 the reflector waits one backoff interval (1–2ms here) on
-	// the fake clock before relisting: keep stepping while a timer waits.
+	// After a 410 (but one answering the start's own resumed watch) the
+	// reflector waits one backoff interval (1–2ms here) on the fake clock
+	// before relisting: keep stepping while a timer waits.
 	// The steps are far below the resync period.
 	var stepped time.Duration
 	poke := func() {

@@ -13,7 +13,10 @@ import (
 
 // A recovery (reflector/recover.go) replaces the full list after a 410, or
 // for a list the store owes, by a metadata list, a diff against the stored
-// objects' UIDs and resourceVersions, and fetches of what changed. Its two
+// objects' UIDs and resourceVersions, and fetches of what changed; where
+// the server cannot list metadata, by one full list that serves as both,
+// of which only the changed objects are decoded (reflector/recoverlist.go).
+// The store sees the same steps either way. Its two
 // steps that need the store as the handlers know it are applied by the
 // delta loop, in order with the watch events queued before and after them:
 // the reflector queues them in the informer's RealFIFO as the object of a

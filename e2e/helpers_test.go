@@ -150,6 +150,11 @@ type informerSpec struct {
 	// fetchOneByOne makes the recovery fetch every changed object on its
 	// own, never a namespace or the collection (slow under a rate limit).
 	fetchOneByOne bool
+	// lister, with recovery, is the recovery's lister instead of
+	// factory.NewMetadataLister's.
+	lister reflector.MetadataLister
+	// pageSize is InformerOptions.PageSize; zero chooses as client-go.
+	pageSize int64
 	// warmListBelow is InformerOptions.WarmListBelow.
 	warmListBelow int
 	// cacheObjects is Persistence.CacheObjects; zero is unbounded.
@@ -181,6 +186,7 @@ func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
 		MaxBackoff:      2 * time.Second,
 		SyncedAtOpen:    s.syncedAtOpen,
 		WarmListBelow:   s.warmListBelow,
+		PageSize:        s.pageSize,
 	}
 	if s.cluster != "" {
 		opts.Persistence.Cluster = bcache.StaticCluster(s.cluster)
@@ -189,8 +195,11 @@ func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
 		opts.Observer = s.observer
 	}
 	if s.recovery {
-		opts.Recovery = &reflector.Recovery{Lister: factory.NewMetadataLister(s.cs.CoreV1().RESTClient(), s.resource, s.namespace,
-			metav1.ListOptions{LabelSelector: s.selector})}
+		lister := s.lister
+		if lister == nil {
+			lister = factory.NewMetadataLister(s.cs.CoreV1().RESTClient(), s.resource, s.namespace, metav1.ListOptions{LabelSelector: s.selector})
+		}
+		opts.Recovery = &reflector.Recovery{Lister: lister}
 		if s.fetchOneByOne {
 			opts.Recovery.NamespaceListAt, opts.Recovery.FullListFraction, opts.Recovery.MaxFetchRequests = -1, 2, -1
 		}

@@ -28,7 +28,10 @@ import (
 // on the typed client's transport and rate limiter); the fetches are lists
 // of one object (its name as a metadata.name field selector beside the
 // informer's) or of a namespace, through the typed client, so they decode
-// as the informer's list does.
+// as the informer's list does. Where the metadata list cannot be made, a
+// recovery lists the collection in full through the typed client and
+// decodes only what changed (reflector.WireLister); with a protobuf client
+// (rest.Config.ContentType) the unchanged objects are not decoded at all.
 //
 // Dynamic informers recover given a metadata client (PersistenceOptions.MetadataClient);
 // without one, and for the metadata factory's custom resources (which it
@@ -96,13 +99,32 @@ func (l *restLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) 
 	return l.meta.Namespace(l.namespace).List(ctx, opts)
 }
 
+var _ reflector.WireLister = (*restLister)(nil)
+
 func (l *restLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
+	return l.list(ctx, namespace, name, opts).Get()
+}
+
+// ListObjectsWire implements reflector.WireLister: the body is in the typed
+// client's wire format (protobuf where its config asks for it), and the
+// returned function decodes it with the client's decoder.
+func (l *restLister) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) ([]byte, func() (runtime.Object, error), error) {
+	res := l.list(ctx, namespace, "", opts)
+	body, err := res.Raw()
+	if err != nil {
+		return nil, nil, err
+	}
+	return body, res.Get, nil
+}
+
+// list makes ListObjects' request.
+func (l *restLister) list(ctx context.Context, namespace, name string, opts metav1.ListOptions) rest.Result {
 	opts.LabelSelector, opts.FieldSelector = l.label, withName(l.field, name)
 	if namespace == "" {
 		namespace = l.namespace
 	}
 	return l.objects.Get().NamespaceIfScoped(namespace, namespace != "").Resource(l.resource).
-		VersionedParams(&opts, scheme.ParameterCodec).Do(ctx).Get()
+		VersionedParams(&opts, scheme.ParameterCodec).Do(ctx)
 }
 
 // withName adds a metadata.name requirement to a field selector.

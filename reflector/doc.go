@@ -27,7 +27,9 @@
 // that list is refused too; after a too-large version it lists at "" at
 // once. The relist waits one backoff interval (800ms to 1.6s by default),
 // as client-go's does, which spreads the relists of many clients after an
-// apiserver restart.
+// apiserver restart; but where the resumed watch itself is answered so,
+// before any event, the reflector lists at once, as a cold start does (see
+// Caveats).
 //
 // With Options.Recovery (a MetadataLister) and a Store that is a
 // RecoveryStore, every list after the first is a recovery, which transfers
@@ -52,9 +54,16 @@
 // store is told the recovery ended at the watch's resourceVersion
 // (RecoveryStore.EndRecovery), and the filter steps aside. A recovery is
 // reported through Observer.Listed (the metadata list) and, for a
-// RecoveryObserver, Recovered. A server that cannot list metadata, a
-// resourceVersion that is not an integer, or a store that cannot recover
-// makes that list a full one.
+// RecoveryObserver, Recovered. A server that cannot list metadata (an
+// aggregated API's may not), or a resourceVersion that is not an integer,
+// makes the recovery list the collection in full through the lister if it
+// is a WireLister (recoverlist.go): that one list serves as the metadata
+// list and as the fetches, each item's UID and resourceVersion are read
+// from the bytes of a protobuf response, and only the new and changed
+// items are decoded, then applied before the watch opens; resourceVersions
+// that are not integers are only told equal or not. A lister that is not a
+// WireLister, or a store that cannot recover, makes that list a full one,
+// through Store.Replace.
 //
 // Each watch asks for bookmarks; a BOOKMARK event calls Store.Bookmark and,
 // like every event, advances LastSyncResourceVersion, so quiet collections
@@ -126,7 +135,11 @@
 // to 71% (Pods) of a full list's bytes for realistic objects, measured
 // against kube-apiserver v1.37; what it saves is decoding, storing and
 // delivering the unchanged objects, and transferring their contents. Its
-// fetches go through the lister's client, rate limiter included.
+// fetches go through the lister's client, rate limiter included. A
+// recovery from a full list transfers every object, as client-go's list
+// does, and holds the list's bytes until its diff is applied; it saves
+// decoding (protobuf only: a JSON response is decoded whole), writing and
+// delivering the unchanged objects.
 //
 // Deliberate differences from client-go:
 //
@@ -159,6 +172,12 @@
 //     The default handler logs at client-go's levels.
 //   - Options.MinWatchTimeout values under 5 minutes are honoured (client-go
 //     ignores them); the floor is one second.
+//   - A start that resumes, and whose first watch is answered with an
+//     expired or too large resourceVersion before any event, lists without
+//     the backoff interval client-go waits before a relist: the process has
+//     just started, and client-go's cold start lists at once. Every later
+//     relist waits, as client-go's, so that clients whose watches all end
+//     at once (an apiserver restart) do not all list at once.
 //
 // Correctness of a resumed watch rests on the caller: ResumeResourceVersion
 // must come from the same cluster and the same collection (resource,

@@ -44,13 +44,6 @@ import (
 // background; Run therefore never outlives its list. It returns nil, without
 // touching the Store, when ctx ends during the list.
 func (r *Reflector) list(ctx context.Context) error {
-	if r.listAfter != nil {
-		select {
-		case <-r.listAfter:
-		case <-ctx.Done():
-			return nil
-		}
-	}
 	r.mu.RLock()
 	cause := r.nextListCause
 	paginatedBefore := r.paginatedResult
@@ -74,20 +67,7 @@ func (r *Reflector) list(ctx context.Context) error {
 		}
 		return obj, err
 	})
-	// client-go's page-size choice, verbatim.
-	switch {
-	case r.pageSize != 0:
-		p.PageSize = r.pageSize
-	case paginatedBefore:
-		// An earlier list at "0" was paginated: the watch cache is off and
-		// the server honours paging, so keep the default page size.
-	case options.ResourceVersion != "" && options.ResourceVersion != "0":
-		// A list at a specific resourceVersion is served from the watch
-		// cache only without Limit, so do not page it (avoids a thundering
-		// herd on etcd). "0" is left paged: the watch cache ignores Limit
-		// for it anyway, and without a watch cache paging is what we want.
-		p.PageSize = 0
-	}
+	p.PageSize = r.listPageSize(options.ResourceVersion, paginatedBefore)
 
 	listedAt := options.ResourceVersion
 	list, paginated, err := p.ListWithAlloc(ctx, options)
@@ -121,6 +101,15 @@ func (r *Reflector) list(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: unable to extract items of %T: %w", ErrList, r.typeDescription, list, err)
 	}
+	if r.listAfter != nil {
+		// Listed while the stored state went to the handlers; applied
+		// only after it (see Options.ListAfter).
+		select {
+		case <-r.listAfter:
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	found := make([]interface{}, len(items))
 	for i, item := range items {
 		found[i] = item
@@ -150,6 +139,26 @@ func (r *Reflector) list(ctx context.Context) error {
 		"cause", cause, "resourceVersion", resourceVersion, "items", len(items), "pages", pages)
 	r.observer.Listed(cause, resourceVersion, len(items), pages)
 	return nil
+}
+
+// listPageSize is client-go's choice of the page size of a list at
+// resourceVersion, verbatim; paginatedBefore: an earlier list at "0" came
+// back paginated.
+func (r *Reflector) listPageSize(resourceVersion string, paginatedBefore bool) int64 {
+	switch {
+	case r.pageSize != 0:
+		return r.pageSize
+	case paginatedBefore:
+		// An earlier list at "0" was paginated: the watch cache is off and
+		// the server honours paging, so keep the default page size.
+	case resourceVersion != "" && resourceVersion != "0":
+		// A list at a specific resourceVersion is served from the watch
+		// cache only without Limit, so do not page it (avoids a thundering
+		// herd on etcd). "0" is left paged: the watch cache ignores Limit
+		// for it anyway, and without a watch cache paging is what we want.
+		return 0
+	}
+	return DefaultPagedListPageSize // the pager's default
 }
 
 var unsupportedTableGVK = map[schema.GroupVersionKind]bool{

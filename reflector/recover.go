@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -57,8 +58,11 @@ import (
 // they are etcd revisions (the resources kube-apiserver serves from etcd,
 // built-in and custom); a MetadataLister vouches for it. Where a metadata
 // list cannot be made (the server does not serve the metadata form) or a
-// resourceVersion does not parse as an integer, the reflector lists in full
-// as client-go does.
+// resourceVersion does not parse as an integer, the recovery lists the
+// whole collection instead, through a WireLister, and takes both the diff
+// and the changed objects from that one list, decoding only those
+// (recoverlist.go); without a WireLister the reflector lists in full as
+// client-go does.
 
 // Defaults of Recovery.
 const (
@@ -117,6 +121,25 @@ type MetadataLister interface {
 	// metadata.name field selector, beside the lister's own selectors),
 	// with opts' ResourceVersion, ResourceVersionMatch, Limit and Continue.
 	ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error)
+}
+
+// WireLister is a MetadataLister that can also hand over a list of objects
+// as the server sent it. A recovery that cannot list metadata (the server
+// does not serve the metadata form, as an aggregated API may not) or
+// compare the listed resourceVersions (they are not integers) lists the
+// whole collection through it instead, reads each item's UID and
+// resourceVersion from the bytes of a Kubernetes protobuf response and
+// decodes only the items that changed; its fetches of a namespace or the
+// whole collection likewise decode only the objects they are for. A body
+// in another format (JSON) is decoded whole. Without a WireLister those
+// lists are decoded whole, and a recovery whose metadata list cannot be
+// made or compared is a full list through Store.Replace, as client-go's.
+type WireLister interface {
+	MetadataLister
+	// ListObjectsWire is ListObjects of namespace (empty: all the lister
+	// lists) without a name, undecoded: it returns the response body, and
+	// a function that decodes that body as ListObjects would have.
+	ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (body []byte, decode func() (runtime.Object, error), err error)
 }
 
 // RecoveryPlan is what a recovery's diff asks of the store.
@@ -203,6 +226,16 @@ type RecoveryStats struct {
 	// the store already held their key at that resourceVersion or a newer
 	// one.
 	Requests, Fetched, Skipped int
+	// Decoded counts the objects decoded from the responses of the
+	// recovery's list and fetches: those fetched, and of a list, those read
+	// alone from its protobuf (the ones to fetch) or, for a list decoded
+	// whole, all its items.
+	Decoded int
+	// FullList says the recovery's list was of whole objects, not of
+	// metadata (the metadata list could not be made or compared; see
+	// WireLister): the changed objects came from it, decoded alone, and
+	// Fetched counts those applied.
+	FullList bool
 	// Duration is the time from the metadata list to the store's
 	// consistency.
 	Duration time.Duration
@@ -269,47 +302,53 @@ func (r *Reflector) listOrRecover(ctx context.Context) (context.Context, func() 
 	return rec.ctx, rec.finish, nil
 }
 
-// recover lists the collection's metadata, has the store apply the diff and
-// starts fetching what changed once the watch is open. It returns nil, nil
-// if ctx ended, and errRecoveryFallback if the reflector must list in full.
+// recover lists the collection's metadata (or, where that cannot be made
+// or compared, the whole collection: recoverlist.go), has the store apply
+// the diff and starts fetching what changed once the watch is open. It
+// returns nil, nil if ctx ended, and errRecoveryFallback if the reflector
+// must list in full.
 func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
+	logger := klog.FromContext(ctx)
+	r.mu.RLock()
+	cause := r.nextListCause
+	r.mu.RUnlock()
+	start := r.clock.Now()
+
+	what := "metadata list"
+	l, err := r.listForRecovery(ctx, cause, r.listMetadata)
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	switch {
+	case err != nil && metadataListUnsupported(err):
+		logger.V(2).Info("The server cannot list this collection's metadata; recovering from a full list", "reflector", r.name, "type", r.typeDescription, "err", err)
+		what = "full list"
+		l, err = r.listForRecovery(ctx, cause, r.listFull)
+	case err == nil && !l.comparable():
+		logger.V(2).Info("resourceVersions are not integers; recovering from a full list", "reflector", r.name, "type", r.typeDescription, "resourceVersion", l.rv)
+		what = "full list"
+		l, err = r.listForRecovery(ctx, cause, r.listFull)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, nil
+	case errors.Is(err, errRecoveryFallback):
+		logger.V(2).Info("The lister cannot list in full without decoding; listing through the ListerWatcher", "reflector", r.name, "type", r.typeDescription)
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("%w: %s: %s: %w", ErrList, r.typeDescription, what, err)
+	}
 	if r.listAfter != nil {
+		// Listed while the stored state went to the handlers; applied
+		// only after it (see Options.ListAfter).
 		select {
 		case <-r.listAfter:
 		case <-ctx.Done():
 			return nil, nil
 		}
 	}
-	logger := klog.FromContext(ctx)
-	r.mu.RLock()
-	cause := r.nextListCause
-	from := r.relistResourceVersionLocked()
-	r.mu.RUnlock()
-	start := r.clock.Now()
-
-	listedAt := from
-	listed, listRV, pages, err := r.listMetadata(ctx, from)
-	if isResourceVersionUnavailable(err) {
-		r.markResourceVersionUnavailable(cause)
-		listedAt = r.relistResourceVersion()
-		listed, listRV, pages, err = r.listMetadata(ctx, listedAt)
-	}
-	if ctx.Err() != nil {
-		return nil, nil
-	}
-	if err != nil {
-		if metadataListUnsupported(err) {
-			logger.V(2).Info("The server cannot list this collection's metadata; listing it in full", "reflector", r.name, "type", r.typeDescription, "err", err)
-			return nil, errRecoveryFallback
-		}
-		return nil, fmt.Errorf("%w: %s: metadata list: %w", ErrList, r.typeDescription, err)
-	}
 	rec := newRecovery(r, cause, start)
-	if !rec.setList(listRV, listed) {
-		logger.V(2).Info("resourceVersions are not integers; listing in full", "reflector", r.name, "type", r.typeDescription, "resourceVersion", listRV)
-		return nil, errRecoveryFallback
-	}
-	rec.stats.Listed, rec.stats.Pages = len(listed), pages
+	rec.setList(l)
 	err = r.filter.next.BeginRecovery(ctx, rec.diff)
 	switch {
 	case ctx.Err() != nil:
@@ -317,26 +356,79 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 	case errors.Is(err, ErrRecoveryUnsupported):
 		return nil, errRecoveryFallback
 	case err != nil:
-		return nil, fmt.Errorf("%w: beginning a recovery at resourceVersion %q: %w", ErrStore, listRV, err)
+		return nil, fmt.Errorf("%w: beginning a recovery at resourceVersion %q: %w", ErrStore, l.rv, err)
+	}
+	// A full list holds the changed objects: decode them (only them).
+	fromList, err := rec.decodeListed(l)
+	if err != nil {
+		// The store applied the diff and owes a list: the next attempt
+		// recovers again.
+		return nil, fmt.Errorf("%w: %s: %w", ErrList, r.typeDescription, err)
 	}
 
 	if r.catchingUp() {
 		// A read made after the start, as a list's (see catchUpListed); the
 		// store does not count as caught up before the recovery ends.
-		r.catchUpListed(listedAt, listRV)
+		r.catchUpListed(l.listedAt, l.rv)
 	}
 	r.mu.Lock()
 	r.lastSyncRVUnavailable = false
-	r.lastSyncRV = listRV
+	r.lastSyncRV = l.rv
 	r.nextListCause = CauseRelistError
 	r.mu.Unlock()
 	r.watchFailures = 0 // watches failing in a row since this list
 	logger.V(2).Info("Recovering", "reflector", r.name, "type", r.typeDescription, "cause", cause,
-		"resourceVersion", listRV, "listed", len(listed), "unchanged", rec.stats.Unchanged,
+		"resourceVersion", l.rv, "fullList", l.objects != nil, "listed", len(l.listed), "unchanged", rec.stats.Unchanged,
 		"deleted", rec.stats.Deleted, "fetch", rec.stats.Fetch, "ahead", rec.stats.Ahead)
-	r.observer.Listed(cause, listRV, len(listed), pages)
-	rec.start(ctx)
+	r.observer.Listed(cause, l.rv, len(l.listed), l.pages)
+	rec.start(ctx, fromList)
 	return rec, nil
+}
+
+// recoveryList is what a recovery's diff is made against: the identity of
+// every listed object and, for a full list, the objects themselves.
+type recoveryList struct {
+	// listedAt is the resourceVersion the list asked for, rv the one it
+	// was served at; pages counts its responses.
+	listedAt, rv string
+	pages        int
+	listed       map[string]listedItem
+	// objects are the listed objects by key, undecoded where the server
+	// sent protobuf; nil for a metadata list.
+	objects map[string]wireItem
+}
+
+// listForRecovery makes a recovery's list (list: listMetadata or listFull)
+// at the relist resourceVersion, with NotOlderThan, and, if the server says
+// that version is unavailable, once more as a consistent read at "".
+func (r *Reflector) listForRecovery(ctx context.Context, cause StartCause, list func(context.Context, string) (*recoveryList, error)) (*recoveryList, error) {
+	from := r.relistResourceVersion()
+	l, err := list(ctx, from)
+	if isResourceVersionUnavailable(err) {
+		r.markResourceVersionUnavailable(cause)
+		from = r.relistResourceVersion()
+		l, err = list(ctx, from)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.listedAt = from
+	return l, nil
+}
+
+// comparable reports whether every resourceVersion of the list is an
+// integer (parsing them on the way), as the fetches of a recovery need.
+func (l *recoveryList) comparable() bool {
+	ok := true
+	if _, good := parseRV(l.rv); !good {
+		ok = false
+	}
+	for key, it := range l.listed {
+		it.n, it.integer = parseRV(it.rv)
+		ok = ok && it.integer
+		l.listed[key] = it
+	}
+	return ok
 }
 
 // metadataListUnsupported reports whether err says the server cannot serve
@@ -346,35 +438,40 @@ func metadataListUnsupported(err error) bool {
 		apierrors.IsMethodNotSupported(err) || apierrors.IsBadRequest(err) || apierrors.IsNotFound(err)
 }
 
-// listMetadata lists the collection's metadata, paged, at resourceVersion
-// with NotOlderThan (or a consistent read at ""). It returns every item's
-// Version by key, the list's resourceVersion and the number of pages.
-func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (map[string]listedItem, string, int, error) {
-	opts := metav1.ListOptions{ResourceVersion: resourceVersion, Limit: recoveryPageSize}
+// listOptions are the options of a recovery's list at resourceVersion:
+// NotOlderThan it, or a consistent read at "".
+func listOptions(resourceVersion string, limit int64) metav1.ListOptions {
+	opts := metav1.ListOptions{ResourceVersion: resourceVersion, Limit: limit}
 	if resourceVersion != "" {
 		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
 	}
+	return opts
+}
+
+// listMetadata lists the collection's metadata, paged, at resourceVersion
+// with NotOlderThan (or a consistent read at "").
+func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*recoveryList, error) {
+	opts := listOptions(resourceVersion, recoveryPageSize)
 	first := opts
-	out := map[string]listedItem{}
-	listRV, pages := "", 0
+	l := &recoveryList{listed: map[string]listedItem{}}
 	for {
 		page, err := r.recovery.Lister.ListMetadata(ctx, opts)
 		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
 			// As the pager does: the continue token expired, list in one go.
 			opts = first
 			opts.Limit = 0
-			out, pages = map[string]listedItem{}, 0
+			l = &recoveryList{listed: map[string]listedItem{}}
 			page, err = r.recovery.Lister.ListMetadata(ctx, opts)
 		}
 		if err != nil {
-			return nil, "", 0, err
+			return nil, err
 		}
 		if page == nil {
-			return nil, "", 0, errors.New("metadata list returned no list")
+			return nil, errors.New("metadata list returned no list")
 		}
-		pages++
-		if listRV == "" || opts.Continue == "" {
-			listRV = page.ResourceVersion
+		l.pages++
+		if l.rv == "" || opts.Continue == "" {
+			l.rv = page.ResourceVersion
 		}
 		for i := range page.Items {
 			m := &page.Items[i].ObjectMeta
@@ -382,21 +479,23 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (m
 			if m.Namespace != "" {
 				key = m.Namespace + "/" + m.Name
 			}
-			out[key] = listedItem{uid: m.UID, rv: m.ResourceVersion}
+			l.listed[key] = listedItem{uid: m.UID, rv: m.ResourceVersion}
 		}
 		if page.Continue == "" || opts.Limit == 0 {
-			return out, listRV, pages, nil
+			return l, nil
 		}
 		opts.Continue = page.Continue
 		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
 	}
 }
 
-// listedItem is one item of the metadata list.
+// listedItem is one item of a recovery's list.
 type listedItem struct {
 	uid types.UID
 	rv  string
-	n   uint64 // rv as an integer
+	// n is rv as an integer, if it is one (integer).
+	n       uint64
+	integer bool
 }
 
 // keyState is what a recovery knows of a key's state in the store: the
@@ -473,22 +572,14 @@ func parseRV(rv string) (uint64, bool) {
 	return n, err == nil
 }
 
-// setList records the metadata list; false if a resourceVersion is not an
-// integer.
-func (rec *recovery) setList(listRV string, listed map[string]listedItem) bool {
-	n, ok := parseRV(listRV)
-	if !ok {
-		return false
-	}
-	for key, it := range listed {
-		if it.n, ok = parseRV(it.rv); !ok {
-			return false
-		}
-		listed[key] = it
-	}
-	rec.listRV, rec.listN, rec.listed = listRV, n, listed
-	rec.watchN, rec.watchRV = n, listRV
-	return true
+// setList records the list the diff is made against.
+func (rec *recovery) setList(l *recoveryList) {
+	l.comparable() // parses every resourceVersion
+	n, _ := parseRV(l.rv)
+	rec.listRV, rec.listN, rec.listed = l.rv, n, l.listed
+	rec.watchN, rec.watchRV = n, l.rv
+	rec.stats.Listed, rec.stats.Pages = len(l.listed), l.pages
+	rec.stats.FullList = l.objects != nil
 }
 
 // diff compares the listed items with the stored Versions; the store calls
@@ -505,18 +596,25 @@ func (rec *recovery) diff(stored map[string]Version) (RecoveryPlan, error) {
 		rec.listedNS[ns]++
 		s, had := stored[key]
 		sn, parsed := parseRV(s.ResourceVersion)
+		integers := parsed && l.integer
 		sameUID := s.UID == "" || l.uid == "" || s.UID == l.uid
+		// resourceVersions that are not integers (possible in a full
+		// list) can only be told equal or not.
+		sameRV := s.ResourceVersion != "" && s.ResourceVersion == l.rv
+		if integers {
+			sameRV = sn == l.n
+		}
 		switch {
 		case !had:
 			rec.keys[key] = &keyState{gone: true}
 			fetch(key)
-		case parsed && sn > l.n:
+		case integers && sn > l.n:
 			// Newer than the list: an earlier recovery fetched it and did
 			// not finish. The watch will pass it.
 			rec.keys[key] = &keyState{uid: s.UID, rv: sn}
 			rec.mark = max(rec.mark, sn)
 			rec.stats.Ahead++
-		case parsed && sn == l.n && sameUID:
+		case sameRV && sameUID:
 			plan.Unchanged = append(plan.Unchanged, key)
 		case !sameUID:
 			plan.Deleted = append(plan.Deleted, key)
@@ -542,13 +640,21 @@ func (rec *recovery) diff(stored map[string]Version) (RecoveryPlan, error) {
 	return plan, nil
 }
 
-// start puts the recovery in the store's way (recoveryFilter) and starts
-// fetching, which waits for the watch to open.
-func (rec *recovery) start(ctx context.Context) {
+// start puts the recovery in the store's way (recoveryFilter), applies
+// what the list brought of the keys to fetch (fromList: a full list's
+// changed objects, by key) and starts fetching the rest, which waits for
+// the watch to open.
+func (rec *recovery) start(ctx context.Context, fromList map[string]runtime.Object) {
 	rec.ctx, rec.cancel = context.WithCancel(ctx)
 	f := rec.r.filter
 	f.activate(rec)
 	f.lock()
+	// In key order, as the fetches of a namespace apply theirs.
+	for _, key := range slices.Sorted(maps.Keys(fromList)) {
+		if err := rec.fetchedLocked(key, fromList[key]); err != nil {
+			rec.r.errorHandler(ctx, fmt.Errorf("%w: listed %s: %w", ErrStore, key, err))
+		}
+	}
 	rec.checkDoneLocked()
 	nothing := len(rec.pending) == 0
 	f.unlock(rec)

@@ -367,7 +367,7 @@ func TestRecoveryDiffClasses(t *testing.T) {
 	}
 	s := stats[0]
 	s.Duration = 0
-	equal(t, "stats", s, RecoveryStats{Listed: 4, Pages: 1, Unchanged: 1, Deleted: 2, Fetch: 3, Requests: 3, Fetched: 3})
+	equal(t, "stats", s, RecoveryStats{Listed: 4, Pages: 1, Unchanged: 1, Deleted: 2, Fetch: 3, Requests: 3, Fetched: 3, Decoded: 3})
 	noErrors(t, &harness{errs: h.errs})
 }
 

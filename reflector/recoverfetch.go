@@ -141,6 +141,13 @@ func (r *Reflector) maxFetchRequests() int {
 	return max(minFetchBudget, int(float64(qps)*fetchBudgetTime.Seconds()))
 }
 
+// countDecoded adds n to the objects decoded (RecoveryStats.Decoded).
+func (rec *recovery) countDecoded(n int) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.stats.Decoded += n
+}
+
 // stillPending reports whether key is still to be fetched.
 func (rec *recovery) stillPending(key string) bool {
 	rec.mu.Lock()
@@ -172,6 +179,7 @@ func (r *Reflector) fetchOne(rec *recovery, key string) error {
 	if err != nil {
 		return err
 	}
+	rec.countDecoded(len(items))
 	var found runtime.Object
 	for _, it := range items {
 		if k, _ := cache.MetaNamespaceKeyFunc(it); k == key {
@@ -182,29 +190,9 @@ func (r *Reflector) fetchOne(rec *recovery, key string) error {
 }
 
 // fetchList lists namespace ("" the whole collection) and applies what it
-// returns for the keys still to be fetched there.
+// returns for the keys still to be fetched there. Through a WireLister,
+// only those objects are decoded.
 func (r *Reflector) fetchList(rec *recovery, namespace string) error {
-	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return r.recovery.Lister.ListObjects(ctx, namespace, "", opts)
-	})
-	var list runtime.Object
-	err := r.retryFetch(rec, func() (err error) {
-		list, _, err = p.ListWithAlloc(rec.ctx, rec.fetchOptions())
-		return err
-	})
-	if err != nil || rec.ctx.Err() != nil {
-		return err
-	}
-	items, err := r.fetchedItems(list)
-	if err != nil {
-		return err
-	}
-	found := make(map[string]runtime.Object, len(items))
-	for _, it := range items {
-		if k, err := cache.MetaNamespaceKeyFunc(it); err == nil {
-			found[k] = it
-		}
-	}
 	var keys []string
 	if namespace == "" {
 		for _, ks := range rec.fetchNS {
@@ -213,6 +201,64 @@ func (r *Reflector) fetchList(rec *recovery, namespace string) error {
 		slices.Sort(keys)
 	} else {
 		keys = rec.fetchNS[namespace]
+	}
+	var items []runtime.Object
+	if wl, ok := r.recovery.Lister.(WireLister); ok {
+		var listed []wireItem
+		err := r.retryFetch(rec, func() (err error) {
+			opts := rec.fetchOptions()
+			opts.Limit = fetchPageSize
+			listed, _, _, err = r.listWire(rec.ctx, wl, namespace, opts)
+			return err
+		})
+		if err != nil || rec.ctx.Err() != nil {
+			return err
+		}
+		wanted := make(map[string]struct{}, len(keys))
+		for _, k := range keys {
+			wanted[k] = struct{}{}
+		}
+		decoded := 0
+		for i := range listed {
+			if listed[i].obj != nil {
+				decoded++ // a page decoded whole
+			}
+			key := listed[i].key()
+			if _, ok := wanted[key]; !ok || !rec.stillPending(key) {
+				continue
+			}
+			obj, err := listed[i].object()
+			if err != nil {
+				return fmt.Errorf("%w: %s: decoding %s of a fetched list: %w", ErrList, r.typeDescription, key, err)
+			}
+			if listed[i].obj == nil {
+				decoded++
+			}
+			items = append(items, obj)
+		}
+		rec.countDecoded(decoded)
+	} else {
+		p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return r.recovery.Lister.ListObjects(ctx, namespace, "", opts)
+		})
+		var list runtime.Object
+		err := r.retryFetch(rec, func() (err error) {
+			list, _, err = p.ListWithAlloc(rec.ctx, rec.fetchOptions())
+			return err
+		})
+		if err != nil || rec.ctx.Err() != nil {
+			return err
+		}
+		if items, err = meta.ExtractListWithAlloc(list); err != nil {
+			return fmt.Errorf("%w: %s: unable to extract items of %T: %w", ErrList, r.typeDescription, list, err)
+		}
+		rec.countDecoded(len(items))
+	}
+	found := make(map[string]runtime.Object, len(items))
+	for _, it := range r.checkedItems(items) {
+		if k, err := cache.MetaNamespaceKeyFunc(it); err == nil {
+			found[k] = it
+		}
 	}
 	return r.applyFetched(rec, keys, found)
 }
@@ -243,6 +289,12 @@ func (r *Reflector) fetchedItems(list runtime.Object) ([]runtime.Object, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: unable to extract items of %T: %w", ErrList, r.typeDescription, list, err)
 	}
+	return r.checkedItems(items), nil
+}
+
+// checkedItems drops, and reports, the fetched objects a watch event's
+// check would reject.
+func (r *Reflector) checkedItems(items []runtime.Object) []runtime.Object {
 	out := items[:0]
 	for _, it := range items {
 		if err := r.checkObject(it); err != nil {
@@ -251,7 +303,7 @@ func (r *Reflector) fetchedItems(list runtime.Object) ([]runtime.Object, error) 
 		}
 		out = append(out, it)
 	}
-	return out, nil
+	return out
 }
 
 // applyFetched applies, for each of keys, what a fetch found (absent from

@@ -126,14 +126,6 @@ type Options struct {
 	// list at "0" may be served by a lagging watch cache.
 	ListFrom string
 
-	// ListConsistently, with ListFrom, makes that first list (or recovery,
-	// see Recovery) a consistent read at "" instead of one no older than
-	// ListFrom, reported as CauseWarmList. Being consistent, it is also the
-	// read a CatchUp waits for: a warm start of a small collection that
-	// recovers this way is caught up once the recovery is done, sooner than
-	// a resumed watch waiting for the apiserver's bookmark.
-	ListConsistently bool
-
 	// PageSize is the Limit of each list page. Zero: client-go's choice
 	// (see Reflector.list): pager.PageSize (500) for lists at "" and "0",
 	// no paging for lists at a specific resourceVersion so the watch cache
@@ -182,12 +174,15 @@ type Options struct {
 	// Observer receives lifecycle callbacks for metrics and tests. Nil: none.
 	Observer Observer
 
-	// ListAfter, when non-nil, holds every list back until it is closed or
-	// the context ends; watches are not held. A warm-starting informer
-	// closes it once the stored state has reached its handlers: a relist
-	// after a 410 would otherwise share the CPU with that delivery, delaying
-	// HasSynced without being applied any sooner (its result waits for the
-	// delivery anyway).
+	// ListAfter, when non-nil, holds back what every list hands the store
+	// (a full list's Store.Replace, a recovery's diff and fetches) until it
+	// is closed or the context ends; the list request is made at once, and
+	// watches are not held. A warm-starting informer closes it once the
+	// stored state has reached its handlers, which a relist after a 410
+	// must not overtake. Listing meanwhile overlaps the apiserver's work and
+	// the transfer with that delivery: a restart after a 410 at 10,000
+	// Pods (informerbench, bolt-410) synced in 1.10 s instead of 1.55 s
+	// with the list held, beside client-go's cold start in 0.86 s.
 	ListAfter <-chan struct{}
 
 	// CatchUp, when set, keeps watches short until the caller's store has
@@ -228,10 +223,6 @@ const (
 	// the store up to a CatchUp read (the server sends no bookmarks, or its
 	// watch cache lags, or the watches fail).
 	CauseRelistCatchUp StartCause = "relist-catchup"
-	// CauseWarmList: the first list of a warm start that chose to list (a
-	// recovery where one is set up) rather than resume: Options.ListFrom
-	// with ListConsistently.
-	CauseWarmList StartCause = "warm-list"
 	// CauseRelistError: any other later list: after watches failed twice in
 	// a row, after Store.Resync failed (client-go relists after both),
 	// ListAndWatch called again after it returned, or the first list of a
@@ -295,11 +286,6 @@ type Reflector struct {
 	recovery  *Recovery
 	filter    *recoveryFilter
 	pagedList PagedList
-	// resumeUnanswered: the first watch from ResumeResourceVersion has not
-	// been tried yet. relistNow: that watch found the version unavailable,
-	// so the next ListAndWatch comes without Run's backoff. Both are used
-	// by Run's goroutine only.
-	resumeUnanswered, relistNow bool
 	// catchUpTimeout and catchUpWatches are catchUp's completed values.
 	catchUpTimeout time.Duration
 	catchUpWatches int
@@ -323,6 +309,11 @@ type Reflector struct {
 	listInFull bool
 	// pagedListTried is set once the PagedList has been given a list.
 	pagedListTried bool
+	// resumedWatch is set while the watch from ResumeResourceVersion is
+	// the next to be requested; listAtOnce when that watch was answered
+	// with an unavailable resourceVersion before any event: Run then lists
+	// without backing off first (see Run).
+	resumedWatch, listAtOnce bool
 
 	// mu guards every field below. It is never held while calling the
 	// Store, the ListerWatcher, the Observer or the error handler.
@@ -434,14 +425,10 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 	}
 	if rv := opts.ResumeResourceVersion; rv != "" && rv != "0" {
 		r.lastSyncRV = rv
-		r.resumePending, r.resumeUnanswered = true, true
+		r.resumePending = true
 	} else if rv := opts.ListFrom; rv != "" && rv != "0" {
 		r.lastSyncRV = rv
 		r.nextListCause = CauseRelistError
-		if opts.ListConsistently {
-			r.lastSyncRVUnavailable = true // the list is at ""
-			r.nextListCause = CauseWarmList
-		}
 	}
 	return r
 }
@@ -450,9 +437,9 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 // between attempts (client-go's RunWithContext: immediate first attempt,
 // sliding backoff) — except after the first watch from
 // ResumeResourceVersion found that version expired (410) or too large: the
-// list (or recovery) it calls for is what a cold start would make at
-// once, so it follows at once. Errors go to Options.WatchErrorHandler. Run returns only
-// after every goroutine it started has exited. Run must not be called
+// list (or recovery) it calls for is what a cold start would make at once,
+// so it follows at once. Errors go to Options.WatchErrorHandler. Run
+// returns only after every goroutine it started has exited. Run must not be called
 // concurrently with itself or with ListAndWatch.
 func (r *Reflector) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
@@ -462,10 +449,14 @@ func (r *Reflector) Run(ctx context.Context) {
 		if err := r.ListAndWatch(ctx); err != nil {
 			r.errorHandler(ctx, err)
 		}
-		if r.relistNow {
-			// A warm start's stored version expired: its list (or
-			// recovery) is what a cold start would make at once.
-			r.relistNow = false
+		if r.listAtOnce {
+			// The start's own watch found its resourceVersion gone: this
+			// process has just started and must list, as a cold start
+			// does at once. The backoff spreads the relists of running
+			// clients that all lose their watches at one time (an
+			// apiserver restart); clients that start together list
+			// together whether they resume or not.
+			r.listAtOnce = false
 			continue
 		}
 		if !r.sleep(ctx) {
@@ -493,6 +484,7 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 	if rv, ok := r.takeResume(); ok {
 		logger.V(2).Info("Resuming watch without listing", "reflector", r.name, "type", r.typeDescription, "resourceVersion", rv)
 		r.observer.Resumed(rv)
+		r.resumedWatch = true
 	} else {
 		logger.V(3).Info("Listing and watching", "reflector", r.name, "type", r.typeDescription)
 		var err error

@@ -938,12 +938,15 @@ func TestFakeControllerSourceColdResumeAndExpiry(t *testing.T) {
 	equal(t, "expired starts", h3.obs.Starts(), []string{"resumed 5", "listed relist-expired 7 items=3 pages=1"})
 }
 
-// ListAfter holds a resumed reflector's relist after a 410 until the
-// channel closes, while its watch opens at once.
-func TestListAfterHoldsListsNotWatches(t *testing.T) {
+// ListAfter holds back what a resumed reflector's relist after a 410 hands
+// the store until the channel closes; the list request itself, and the
+// resumed watch, are not held. The next watch follows the list's
+// application.
+func TestListAfterHoldsListResults(t *testing.T) {
 	// In a bubble the reflector's 1–4 ms backoffs run in virtual time, and
 	// synctest.Wait returns once it is blocked on the gate or a backoff
-	// timer, so "no list yet" is checked after everything that could list.
+	// timer, so "nothing applied yet" is checked after everything that
+	// could apply it.
 	synctest.Test(t, func(t *testing.T) {
 		lw := &fakeLW{t: t,
 			list: func(int, metav1.ListOptions) (runtime.Object, error) {
@@ -964,32 +967,112 @@ func TestListAfterHoldsListsNotWatches(t *testing.T) {
 		stop := h.run()
 		time.Sleep(time.Second) // many backoffs, in virtual time
 		synctest.Wait()
-		if got := lw.ListOpts(); len(got) != 0 {
-			t.Fatalf("listed %d times before ListAfter closed", len(got))
+		if got := len(lw.ListOpts()); got != 1 {
+			t.Fatalf("listed %d times before ListAfter closed, want 1", got)
+		}
+		if calls := h.store.Calls(); len(calls) != 0 {
+			t.Fatalf("store calls %v before ListAfter closed, want none", calls)
 		}
 		if got := len(lw.WatchOpts()); got != 1 {
 			t.Fatalf("%d watches while the list was held, want only the resumed one", got)
 		}
 		close(gate)
 		synctest.Wait()
-		if got, want := len(lw.ListOpts()), 1; got != want {
-			t.Fatalf("%d lists after ListAfter closed, want %d", got, want)
-		}
+		equal(t, "store calls", h.store.Calls(), []string{"replace 1@20"})
+		equal(t, "lists", len(lw.ListOpts()), 1)
 		equal(t, "watch resourceVersions", lw.WatchRVs(), []string{"10", "20"})
 		stop()
 	})
 }
 
-// A reflector held by ListAfter returns when its context ends.
+// A reflector held by ListAfter returns when its context ends, having
+// handed the store nothing.
 func TestListAfterReturnsOnCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lw := &fakeLW{t: t}
+		lw := &fakeLW{t: t, list: func(int, metav1.ListOptions) (runtime.Object, error) { return podList("20"), nil }}
 		h := newHarness(t, lw.listWatch(), func(o *Options) { o.ListAfter = make(chan struct{}) })
 		stop := h.run()
 		synctest.Wait() // Run is blocked on ListAfter
 		stop()          // fails if Run does not return within a second
-		if got := lw.ListOpts(); len(got) != 0 {
-			t.Fatalf("listed %d times while held", len(got))
+		if calls := h.store.Calls(); len(calls) != 0 {
+			t.Fatalf("store calls %v while held, want none", calls)
 		}
 	})
+}
+
+// A resumed start whose own first watch is answered 410 (as a status, or as
+// the stream's first event) lists at once, as a cold start does: the
+// process has just started. A watch that delivered events first, or any
+// later one, waits a backoff interval before the relist, as client-go's
+// does, spreading the relists of running clients.
+func TestRelistAfterExpiredResumeWithoutBackoff(t *testing.T) {
+	expired := apierrors.NewResourceExpired("too old resource version")
+	for _, tc := range []struct {
+		name    string
+		watch   func(n int) (watch.Interface, error)
+		backoff bool
+	}{
+		{"status on the resumed watch", func(n int) (watch.Interface, error) {
+			if n == 0 {
+				return nil, expired
+			}
+			return watch.NewRaceFreeFake(), nil
+		}, false},
+		{"first event of the resumed watch", func(n int) (watch.Interface, error) {
+			w := watch.NewRaceFreeFake()
+			if n == 0 {
+				w.Error(&expired.ErrStatus)
+			}
+			return w, nil
+		}, false},
+		{"after an event of the resumed watch", func(n int) (watch.Interface, error) {
+			w := watch.NewRaceFreeFake()
+			if n == 0 {
+				w.Modify(pod("a", "101"))
+				w.Error(&expired.ErrStatus)
+			}
+			return w, nil
+		}, true},
+		{"on a later watch", func(n int) (watch.Interface, error) {
+			w := watch.NewRaceFreeFake()
+			switch n {
+			case 0:
+				w.Stop() // closed by the server: re-watched at once
+			case 1:
+				w.Error(&expired.ErrStatus)
+			}
+			return w, nil
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lw := &fakeLW{
+					t:     t,
+					list:  func(int, metav1.ListOptions) (runtime.Object, error) { return podList("200"), nil },
+					watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) { return tc.watch(n) },
+				}
+				r := New(lw.listWatch(), newRecStore(), Options{
+					ExpectedType:          &v1.Pod{},
+					ResumeResourceVersion: "100",
+					MinWatchTimeout:       time.Hour,
+					WatchErrorHandler:     func(context.Context, error) {},
+				})
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					r.Run(ctx)
+				}()
+				synctest.Wait() // no virtual time has passed
+				if listed := len(lw.ListRVs()) > 0; listed == tc.backoff {
+					t.Errorf("listed before any time passed: %v, want %v", listed, !tc.backoff)
+				}
+				time.Sleep(10 * time.Second) // past the backoffs (the first at most 1.6s)
+				synctest.Wait()
+				equal(t, "lists", len(lw.ListRVs()), 1)
+				cancel()
+				<-done
+			})
+		})
+	}
 }

@@ -109,8 +109,6 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		// While the store catches up (CatchUp), watches are short, so the
 		// apiserver's pre-timeout bookmark arrives within about a second.
 		short := r.catchingUp()
-		resuming := r.resumeUnanswered
-		r.resumeUnanswered = false
 		if short {
 			timeoutSeconds = int64(r.catchUpTimeout / time.Second)
 		}
@@ -126,6 +124,8 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		// particular rv order; their rvs must not be recorded until a
 		// non-ADDED event proves the initial burst is over.
 		propagateRVFromStart := rv != "" && rv != "0"
+		resumed := r.resumedWatch
+		r.resumedWatch = false
 
 		w, err := r.lw.WatchWithContext(ctx, options)
 		if err == nil && w == nil {
@@ -139,7 +139,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 			r.errorHandler(ctx, err)
 			if isResourceVersionUnavailable(err) {
 				r.requestRelist(err)
-				r.relistNow = resuming
+				r.listAtOnce = resumed
 				return nil
 			}
 			if r.watchFailed(ctx, err, short, false) {
@@ -190,7 +190,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		if isResourceVersionUnavailable(err) {
 			logger.V(4).Info("Watched resourceVersion is unavailable, relisting", "reflector", r.name, "type", r.typeDescription, "resourceVersion", r.LastSyncResourceVersion())
 			r.requestRelist(err)
-			r.relistNow = resuming && events == 0
+			r.listAtOnce = resumed && events == 0
 			return nil
 		}
 		if r.watchFailed(ctx, err, short, events > 0) {

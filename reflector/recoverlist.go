@@ -1,0 +1,180 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// A recovery from a full list (recover.go). Where the server cannot list
+// the collection's metadata (an aggregated API's server may not serve the
+// metadata form) or the listed resourceVersions are not integers, a
+// recovery lists the whole collection through the WireLister instead, and
+// that one list serves as both the metadata list and the fetches:
+//
+//   - each page is read without decoding it where it is Kubernetes
+//     protobuf of the expected type's list (wirelist.go): every item's
+//     name, namespace, UID and resourceVersion, and its bytes;
+//   - the diff is the metadata list's (unchanged objects are neither
+//     decoded, nor rewritten, nor delivered but to handlers due for a
+//     resync; gone and replaced ones are deleted), except that
+//     resourceVersions that are not integers are only told equal or not;
+//   - the objects to fetch are decoded from the list, alone, and applied
+//     through the recovery's filter before the watch opens. The list is
+//     consistent at its resourceVersion, so the recovery ends there (or,
+//     if the store holds objects newer than the list, once the watch has
+//     passed them).
+//
+// A page in another format (JSON) is decoded whole, and only the writing
+// and delivering of its unchanged objects is saved.
+
+// fetchPageSize is the Limit of each page of a recovery's fetch of a
+// namespace or the collection, as the pager's.
+const fetchPageSize = DefaultPagedListPageSize
+
+// listFull lists the whole collection through the WireLister at
+// resourceVersion (NotOlderThan it; "" a consistent read), for a recovery,
+// paged as the full list it replaces would be (listPageSize: at a
+// resourceVersion in one request, which the watch cache serves). It
+// returns errRecoveryFallback if the Lister is not a WireLister.
+func (r *Reflector) listFull(ctx context.Context, resourceVersion string) (*recoveryList, error) {
+	wl, ok := r.recovery.Lister.(WireLister)
+	if !ok {
+		return nil, errRecoveryFallback
+	}
+	r.mu.RLock()
+	paginatedBefore := r.paginatedResult
+	r.mu.RUnlock()
+	opts := listOptions(resourceVersion, r.listPageSize(resourceVersion, paginatedBefore))
+	items, rv, pages, err := r.listWire(ctx, wl, "", opts)
+	if err != nil {
+		return nil, err
+	}
+	l := &recoveryList{rv: rv, pages: pages,
+		listed: make(map[string]listedItem, len(items)), objects: make(map[string]wireItem, len(items))}
+	for _, it := range items {
+		key := it.key()
+		l.listed[key] = listedItem{uid: it.uid, rv: it.resourceVersion}
+		l.objects[key] = it
+	}
+	return l, nil
+}
+
+// decodeListed returns the objects a full list (l) holds of the keys the
+// diff found to fetch, decoding them and no others, and lets go of the
+// list's bodies. Nil for a metadata list.
+func (rec *recovery) decodeListed(l *recoveryList) (map[string]runtime.Object, error) {
+	if l.objects == nil {
+		return nil, nil
+	}
+	defer func() { l.objects = nil }()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, it := range l.objects {
+		if it.obj != nil {
+			rec.stats.Decoded++ // a page decoded whole
+		}
+	}
+	out := make(map[string]runtime.Object, len(rec.pending))
+	for key := range rec.pending {
+		it, ok := l.objects[key]
+		if !ok {
+			continue // every key to fetch was listed; the diff made it so
+		}
+		obj, err := it.object()
+		if err != nil {
+			return nil, fmt.Errorf("decoding %s of the list: %w", key, err)
+		}
+		if it.obj == nil {
+			rec.stats.Decoded++
+		}
+		out[key] = obj
+	}
+	return out, nil
+}
+
+// listWire lists namespace ("" all the lister lists) through lister with
+// opts, page after page as client-go's pager does (opts.Limit is the page
+// size; each page continues the first; an expired continue token lists
+// again in one request), and returns the items of every page, the list's
+// resourceVersion and the number of pages.
+func (r *Reflector) listWire(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions) ([]wireItem, string, int, error) {
+	first := opts
+	var items []wireItem
+	rv, pages := "", 0
+	for {
+		page, err := r.wirePage(ctx, lister, namespace, opts)
+		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
+			opts = first
+			opts.Limit = 0
+			items, pages = nil, 0
+			page, err = r.wirePage(ctx, lister, namespace, opts)
+		}
+		if err != nil {
+			return nil, "", 0, err
+		}
+		if pages == 0 {
+			rv = page.resourceVersion // every page is of the first one's snapshot
+		}
+		pages++
+		items = append(items, page.items...)
+		if page.continueToken == "" || opts.Limit == 0 {
+			return items, rv, pages, nil
+		}
+		opts.Continue = page.continueToken
+		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
+	}
+}
+
+// wirePage lists one page and reads it: scanned where it is Kubernetes
+// protobuf of the list of Options.ExpectedType, decoded whole otherwise.
+func (r *Reflector) wirePage(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions) (*wireList, error) {
+	body, decode, err := lister.ListObjectsWire(ctx, namespace, opts)
+	if err != nil {
+		return nil, err
+	}
+	if isProtobuf(body) {
+		// A body the scan rejects is decoded whole below, whose error is
+		// the one to report.
+		if l, err := scanProtobufList(body); err == nil {
+			if dec := itemDecoder(r.expectedType, l.kind); dec != nil {
+				for i := range l.items {
+					l.items[i].decode = dec
+				}
+				return l, nil
+			}
+		}
+	}
+	if decode == nil {
+		return nil, errors.New("the lister returned no decoder")
+	}
+	obj, err := decode()
+	if err != nil {
+		return nil, err
+	}
+	if unsupported, gvk := isUnsupportedTableListObject(obj); unsupported {
+		return nil, fmt.Errorf("unsupported list gvk: %v, type: %v", gvk, r.typeDescription)
+	}
+	listMeta, err := meta.ListAccessor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("unable to understand list result %T: %w", obj, err)
+	}
+	objs, err := meta.ExtractListWithAlloc(obj)
+	if err != nil {
+		return nil, fmt.Errorf("unable to extract items of %T: %w", obj, err)
+	}
+	l := &wireList{resourceVersion: listMeta.GetResourceVersion(), continueToken: listMeta.GetContinue(), items: make([]wireItem, 0, len(objs))}
+	for _, o := range objs {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			return nil, fmt.Errorf("an item of the list, %T: %w", o, err)
+		}
+		l.items = append(l.items, wireItem{namespace: m.GetNamespace(), name: m.GetName(), uid: m.GetUID(), resourceVersion: m.GetResourceVersion(), obj: o})
+	}
+	return l, nil
+}

@@ -1,0 +1,412 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/boltinformer/boltinformer/internal/poll"
+)
+
+// wireLister is a fakeLister that is also a WireLister: wire answers
+// ListObjectsWire with a response body, and decode decodes such a body as
+// a typed client does.
+type wireLister struct {
+	*fakeLister
+	wire func(n int, namespace string, opts metav1.ListOptions) ([]byte, error)
+
+	mu       sync.Mutex
+	wireOpts []string // "namespace opts" of each call
+}
+
+var _ WireLister = (*wireLister)(nil)
+
+func (l *wireLister) ListObjectsWire(_ context.Context, namespace string, opts metav1.ListOptions) ([]byte, func() (runtime.Object, error), error) {
+	l.mu.Lock()
+	n := len(l.wireOpts)
+	l.wireOpts = append(l.wireOpts, fmt.Sprintf("%q rv=%q match=%q limit=%d continue=%q", namespace, opts.ResourceVersion, opts.ResourceVersionMatch, opts.Limit, opts.Continue))
+	l.mu.Unlock()
+	body, err := l.wire(n, namespace, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return body, func() (runtime.Object, error) { return decodeBody(body) }, nil
+}
+
+func (l *wireLister) WireOpts() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.wireOpts)
+}
+
+// decodeBody decodes a protobuf or JSON body as a typed client does.
+func decodeBody(body []byte) (runtime.Object, error) {
+	if isProtobuf(body) {
+		return decodeProtobuf(body)
+	}
+	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	return runtime.Decode(scheme.Codecs.WithoutConversion().DecoderToVersion(info.Serializer, v1.SchemeGroupVersion), body)
+}
+
+// protoItem is a Pod's message as an item of a list; spoiled makes its
+// spec undecodable (its scan still succeeds): decoding it fails.
+func protoItem(t *testing.T, p *v1.Pod, spoiled bool) pbuf {
+	b, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spoiled {
+		// A second spec (merged into the first), whose containers field
+		// holds a truncated varint.
+		b = pbuf(b).msg(2, pbuf{0x12, 0x03, 0xff, 0xff, 0xff})
+	}
+	return b
+}
+
+// protoPage is a list response in protobuf.
+func protoPage(rv, cont string, items ...pbuf) []byte {
+	list := pbuf{}.msg(1, pbuf{}.str(2, rv).str(3, cont))
+	for _, it := range items {
+		list = list.msg(2, it)
+	}
+	return envelope(list)
+}
+
+// jsonPage is a list response in JSON.
+func jsonPage(t *testing.T, rv, cont string, pods ...*v1.Pod) []byte {
+	l := podList(rv, pods...)
+	l.Continue = cont
+	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	b, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, v1.SchemeGroupVersion), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func notAcceptable(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	return nil, apierrors.NewGenericServerResponse(406, "GET", schema.GroupResource{Resource: "pods"}, "", "", 0, false)
+}
+
+// Where the server cannot list metadata (406), the recovery lists the
+// collection in full, in pages, and that list is both its metadata list
+// and its fetches: the diff classes are a metadata list's; only the new
+// and changed objects are decoded (the unchanged one's spec is spoiled:
+// decoding it would fail); they are applied in key order before the watch
+// opens, and the recovery ends at the list's resourceVersion without
+// fetching anything. The same in JSON, decoded whole.
+func TestRecoveryFromAFullList(t *testing.T) {
+	stored := []*v1.Pod{
+		upod("ns", "a", "ua", "1"),  // unchanged
+		upod("ns", "b", "ub", "2"),  // changed
+		upod("ns", "c", "uc", "3"),  // gone
+		upod("ns", "d", "ud1", "4"), // deleted and recreated: another UID
+	}
+	a, b, d, e := upod("ns", "a", "ua", "1"), richPod("ns", "b", "ub", "5"), upod("ns", "d", "ud2", "6"), upod("ns", "e", "ue", "7")
+	for _, format := range []string{"protobuf", "json"} {
+		t.Run(format, func(t *testing.T) {
+			page := func(n int) []byte {
+				if format == "json" {
+					if n == 0 {
+						return jsonPage(t, "10", "next", a, b)
+					}
+					return jsonPage(t, "10", "", d, e)
+				}
+				if n == 0 {
+					return protoPage("10", "next", protoItem(t, a, true), protoItem(t, b, false))
+				}
+				return protoPage("10", "", protoItem(t, d, false), protoItem(t, e, false))
+			}
+			store := newRecoveryStore(stored...)
+			watchOpened := make(chan struct{})
+			lister := &wireLister{
+				fakeLister: &fakeLister{meta: notAcceptable, objects: func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error) {
+					return nil, fmt.Errorf("a fetch")
+				}},
+				wire: func(n int, _ string, _ metav1.ListOptions) ([]byte, error) {
+					select {
+					case <-watchOpened:
+						t.Errorf("list %d after the watch opened", n)
+					default:
+					}
+					return page(n), nil
+				},
+			}
+			h := startRecovery(t, store, nil, "4", func(o *Options, lw *fakeLW) {
+				o.Recovery.Lister = lister
+				o.PageSize = 500 // paged, as client-go's list with this PageSize
+				lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+					if n == 0 {
+						close(watchOpened)
+					}
+					return watch.NewRaceFreeFake(), nil
+				}
+			})
+			store.waitFor(t, "end@10")
+			h.stop()
+
+			equal(t, "full list requests", lister.WireOpts(), []string{
+				`"" rv="4" match="NotOlderThan" limit=500 continue=""`,
+				`"" rv="" match="" limit=500 continue="next"`,
+			})
+			equal(t, "fetches", lister.Fetches(), []string(nil))
+			equal(t, "metadata lists", len(lister.MetaOpts()), 1)
+			equal(t, "store calls", store.Calls(), []string{
+				"begin deleted=[ns/c ns/d] unchanged=[ns/a]",
+				"delete tombstone:ns/c@3", "delete tombstone:ns/d@4",
+				"update ns/b@5", "add ns/d@6", "add ns/e@7",
+				"end@10",
+			})
+			store.mu.Lock()
+			gotB := store.objs["ns/b"]
+			store.mu.Unlock()
+			if gotB == nil || gotB.Spec.NodeName != "node-1" || len(gotB.Spec.Containers) != 1 {
+				t.Errorf("ns/b is not the listed object: %+v", gotB)
+			}
+			if n := len(h.lw.ListOpts()); n != 0 {
+				t.Errorf("%d lists through the ListerWatcher, want none", n)
+			}
+			equal(t, "starts", h.obs.Starts(), []string{"listed relist-error 10 items=4 pages=2"})
+			stats := h.obs.Stats()
+			if len(stats) != 1 {
+				t.Fatalf("recovered %d times, want once", len(stats))
+			}
+			s := stats[0]
+			s.Duration = 0
+			// Decoded: the three to fetch, or all four of a list decoded whole.
+			decoded := map[string]int{"protobuf": 3, "json": 4}[format]
+			equal(t, "stats", s, RecoveryStats{Listed: 4, Pages: 2, Unchanged: 1, Deleted: 2, Fetch: 3, Fetched: 3, Decoded: decoded, FullList: true})
+			noErrors(t, &harness{errs: h.errs})
+		})
+	}
+}
+
+// resourceVersions that are not integers cannot be compared: the recovery
+// lists in full and tells them equal or not. Unchanged objects are left
+// alone, and changed ones applied whatever their order.
+func TestRecoveryFromAFullListOfOpaqueVersions(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "a", "ua", "xa"), upod("ns", "b", "ub", "xb"), upod("ns", "c", "uc", "xc"))
+	listed := []*v1.Pod{upod("ns", "a", "ua", "xa"), upod("ns", "b", "ub", "wb"), upod("ns", "new", "un", "")}
+	lister := &wireLister{
+		fakeLister: &fakeLister{meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList("opaque", listed...), nil
+		}},
+		wire: func(int, string, metav1.ListOptions) ([]byte, error) {
+			return protoPage("opaque", "", protoItem(t, listed[0], true), protoItem(t, listed[1], false), protoItem(t, listed[2], false)), nil
+		},
+	}
+	h := startRecovery(t, store, nil, "xc", func(o *Options, _ *fakeLW) { o.Recovery.Lister = lister })
+	store.waitFor(t, "end@opaque")
+	h.stop()
+	equal(t, "store calls", store.Calls(), []string{
+		"begin deleted=[ns/c] unchanged=[ns/a]", "delete tombstone:ns/c@xc",
+		"update ns/b@wb", "update ns/new@",
+		"end@opaque",
+	})
+	// Without a PageSize, as client-go's relist: in one request, which the
+	// watch cache serves.
+	equal(t, "full list requests", lister.WireOpts(), []string{`"" rv="xc" match="NotOlderThan" limit=0 continue=""`})
+	equal(t, "watches", h.lw.WatchRVs()[:1], []string{"opaque"})
+}
+
+// An expired continue token lists again in one request (as the pager does),
+// and that list replaces the pages read so far. A stored object newer
+// than the list is kept, and the recovery ends once the watch passed it.
+func TestRecoveryFromAFullListExpiredContinue(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "20"))
+	lister := &wireLister{
+		fakeLister: &fakeLister{meta: notAcceptable},
+		wire: func(n int, _ string, opts metav1.ListOptions) ([]byte, error) {
+			switch n {
+			case 0:
+				return protoPage("10", "next", protoItem(t, upod("ns", "gone-later", "ug", "9"), false)), nil
+			case 1:
+				return nil, apierrors.NewResourceExpired("continue token expired")
+			}
+			return protoPage("12", "", protoItem(t, upod("ns", "a", "ua", "11"), false), protoItem(t, upod("ns", "b", "ub", "5"), true)), nil
+		},
+	}
+	h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) {
+		o.Recovery.Lister = lister
+		o.PageSize = 500
+	})
+	store.waitFor(t, "update ns/a@11")
+	w := h.lw.watcher(t, 0)
+	w.Modify(upod("ns", "b", "ub", "15")) // older than the stored one: dropped
+	w.Action(watch.Bookmark, upod("", "", "", "20"))
+	store.waitFor(t, "end@20")
+	h.stop()
+	equal(t, "full list requests", lister.WireOpts(), []string{
+		`"" rv="1" match="NotOlderThan" limit=500 continue=""`,
+		`"" rv="" match="" limit=500 continue="next"`,
+		`"" rv="1" match="NotOlderThan" limit=0 continue=""`,
+	})
+	equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[]", "update ns/a@11", "bookmark@20", "end@20"})
+	if s := h.obs.Stats(); len(s) != 1 || s[0].Ahead != 1 || s[0].Pages != 1 || s[0].Listed != 2 {
+		t.Errorf("stats %+v, want one page of 2, 1 ahead", s)
+	}
+}
+
+// A changed object the list holds but cannot decode fails the recovery;
+// the next one, after backoff, starts over (the store owes a list).
+func TestRecoveryFromAFullListUndecodable(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+	var mu sync.Mutex
+	spoiled := true
+	lister := &wireLister{
+		fakeLister: &fakeLister{meta: notAcceptable},
+		wire: func(n int, _ string, _ metav1.ListOptions) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return protoPage(fmt.Sprint(10+n), "", protoItem(t, upod("ns", "a", "ua", "2"), spoiled)), nil
+		},
+	}
+	h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) { o.Recovery.Lister = lister })
+	poll.Until(t, 5*time.Second, "a failed recovery", func() bool {
+		return slices.ContainsFunc(h.errs.Errors(), func(err error) bool {
+			return errors.Is(err, ErrList) && strings.Contains(err.Error(), "decoding ns/a of the list")
+		})
+	})
+	mu.Lock()
+	spoiled = false
+	mu.Unlock()
+	poll.Until(t, 5*time.Second, "a recovery's end", func() bool {
+		return slices.ContainsFunc(store.Calls(), func(c string) bool { return strings.HasPrefix(c, "end@") })
+	})
+	h.stop()
+	if calls := store.Calls(); !slices.Contains(calls, "update ns/a@2") {
+		t.Errorf("store calls %v, want ns/a updated", calls)
+	}
+}
+
+// Without a WireLister the recovery that cannot list metadata is a full
+// list through Store.Replace (TestRecoveryFallsBackToAFullList); with one,
+// a recovery's fetch of the whole collection or of a namespace goes
+// through it too and decodes only the objects it is for: here the
+// unchanged z/d and the new-since x/new are spoiled.
+func TestRecoveryFetchesThroughAWireLister(t *testing.T) {
+	stored := []*v1.Pod{upod("x", "a", "uxa", "1"), upod("x", "b", "uxb", "2"), upod("y", "c", "uyc", "3"), upod("z", "d", "uzd", "4")}
+	listed := []*v1.Pod{upod("x", "a", "uxa", "5"), upod("x", "b", "uxb", "6"), upod("y", "c", "uyc", "7"), upod("z", "d", "uzd", "4")}
+	for _, tc := range []struct {
+		name string
+		cfg  Recovery
+		want []string
+	}{
+		{"namespace", Recovery{NamespaceListAt: 2, FullListFraction: 0.9}, []string{`"x" rv="10" match="NotOlderThan" limit=500 continue=""`}},
+		{"collection", Recovery{FullListFraction: 0.75}, []string{`"" rv="10" match="NotOlderThan" limit=500 continue=""`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newRecoveryStore(stored...)
+			lister := &wireLister{
+				fakeLister: &fakeLister{
+					meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+						return metaList("10", listed...), nil
+					},
+					objects: server("10", upod("y", "c", "uyc", "7")),
+				},
+				wire: func(_ int, ns string, _ metav1.ListOptions) ([]byte, error) {
+					items := []pbuf{protoItem(t, upod("x", "a", "uxa", "5"), false), protoItem(t, upod("x", "b", "uxb", "6"), false),
+						protoItem(t, upod("x", "new", "uxn", "9"), true)}
+					if ns == "" {
+						items = append(items, protoItem(t, upod("y", "c", "uyc", "7"), false), protoItem(t, upod("z", "d", "uzd", "4"), true))
+					}
+					return protoPage("10", "", items...), nil
+				},
+			}
+			h := startRecovery(t, store, nil, "4", func(o *Options, _ *fakeLW) {
+				cfg := tc.cfg
+				cfg.Lister, cfg.Workers = lister, 1
+				o.Recovery = &cfg
+			})
+			store.waitFor(t, "end@10")
+			h.stop()
+			equal(t, "wire lists", lister.WireOpts(), tc.want)
+			after := store.callsAfterBegin()
+			slices.Sort(after)
+			equal(t, "store calls after begin", after, []string{"end@10", "update x/a@5", "update x/b@6", "update y/c@7"})
+			if s := h.obs.Stats(); len(s) != 1 || s[0].Decoded != 3 {
+				t.Errorf("stats %+v, want 3 objects decoded", s)
+			}
+			noErrors(t, &harness{errs: h.errs})
+		})
+	}
+}
+
+// A recovery makes its list while ListAfter holds lists back (the stored
+// state is going to the handlers), and waits for it before its diff.
+func TestRecoveryListsWhileListAfterHolds(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		t.Run(fmt.Sprintf("full list %v", full), func(t *testing.T) {
+			store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+			listed := make(chan struct{})
+			var once sync.Once
+			meta := func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+				once.Do(func() { close(listed) })
+				return metaList("10", upod("ns", "a", "ua", "1")), nil
+			}
+			lister := &wireLister{
+				fakeLister: &fakeLister{meta: meta},
+				wire: func(int, string, metav1.ListOptions) ([]byte, error) {
+					once.Do(func() { close(listed) })
+					return protoPage("10", "", protoItem(t, upod("ns", "a", "ua", "1"), true)), nil
+				},
+			}
+			if full {
+				lister.meta = notAcceptable
+			}
+			gate := make(chan struct{})
+			h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) {
+				o.Recovery.Lister = lister
+				o.ListAfter = gate
+			})
+			<-listed
+			poll.Until(t, 5*time.Second, "the list done", func() bool {
+				return len(lister.WireOpts()) == map[bool]int{false: 0, true: 1}[full] && len(lister.MetaOpts()) == 1
+			})
+			if calls := store.Calls(); len(calls) != 0 {
+				t.Fatalf("store calls %v before ListAfter closed, want none", calls)
+			}
+			close(gate)
+			store.waitFor(t, "end@10")
+			h.stop()
+		})
+	}
+}
+
+// A full list that fails is reported (ErrList) and the recovery is tried
+// again after backoff, from the metadata list on.
+func TestRecoveryFromAFullListRetried(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+	lister := &wireLister{
+		fakeLister: &fakeLister{meta: notAcceptable},
+		wire: func(n int, _ string, _ metav1.ListOptions) ([]byte, error) {
+			if n == 0 {
+				return nil, apierrors.NewInternalError(errors.New("etcd is unhappy"))
+			}
+			return protoPage("10", "", protoItem(t, upod("ns", "a", "ua", "2"), false)), nil
+		},
+	}
+	h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) { o.Recovery.Lister = lister })
+	store.waitFor(t, "end@10")
+	h.stop()
+	if !slices.ContainsFunc(h.errs.Errors(), func(err error) bool {
+		return errors.Is(err, ErrList) && strings.Contains(err.Error(), "full list: ") && strings.Contains(err.Error(), "etcd is unhappy")
+	}) {
+		t.Errorf("errors %v, want the failed full list", h.errs.Errors())
+	}
+	equal(t, "metadata lists", len(lister.MetaOpts()), 2)
+	equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[]", "update ns/a@2", "end@10"})
+}
