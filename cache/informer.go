@@ -93,9 +93,9 @@ type Informer struct {
 	// InformerOptions.SyncedAtOpen); at once for a cold start or with
 	// SyncedAtOpen.
 	caught *caughtUp
-	// matchVersions: this start also proves itself caught up by versions
-	// (versionmatch.go). Set by begin.
-	matchVersions bool
+	// proof, if set, is the consistent metadata list by which this start
+	// also proves itself caught up (versionmatch.go). Set by begin.
+	proof *proofList
 
 	cacheMutationDetector cache.MutationDetector
 
@@ -357,7 +357,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	fifo, refl, delivery := s.begin(logger)
 	s.joinCheckpoints()
 	stopFirst := launch(refl)
-	if s.matchVersions {
+	if s.proof != nil {
 		wg.Start(func() { s.proveByVersions(ctx) })
 	}
 	if delivery != nil {
@@ -417,6 +417,11 @@ func (s *Informer) reflectorOptions(opts reflector.Options) reflector.Options {
 	opts.WatchErrorHandler = s.report
 	opts.Observer = s.opts.Observer
 	opts.Recovery = s.opts.Recovery
+	if s.proof != nil {
+		r := *s.opts.Recovery
+		r.Listed = s.proof.take
+		opts.Recovery = &r
+	}
 	return opts
 }
 

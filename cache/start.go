@@ -115,7 +115,9 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		CatchUp:               s.catchUp(),
 		PagedList:             paged,
 	})
-	s.matchVersions = opts.CatchUp != nil && s.matchesVersions(opts.ResumeResourceVersion)
+	if opts.CatchUp != nil && s.matchesVersions(opts.ResumeResourceVersion) {
+		s.proof = newProofList()
+	}
 	s.reflector = reflector.New(s.listerWatcher, s.reflectorStore(fifo), s.reflectorOptions(opts))
 	s.started = true
 	return fifo, s.reflector, delivery

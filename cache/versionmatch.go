@@ -2,7 +2,9 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,6 +34,11 @@ import (
 // store reflects the read at X. The watch goes on from r and delivers what
 // comes after X as usual, and handlers see every event the watch replays,
 // as with the bookmark — the proof changes nothing they are given.
+//
+// A small collection whose stored resourceVersion has expired (410) also
+// recovers (recover.go); its recovery takes the proof's list as its own
+// metadata list (reflector.Recovery.Listed), so the collection is listed
+// once, not twice.
 //
 // Anything the deltas do not describe one key at a time — a recovery, a
 // delta the store failed to apply — drops the proof, and the bookmark (or
@@ -136,11 +143,37 @@ func (s *Informer) matchesVersions(resume string) bool {
 	return err == nil && n < below
 }
 
+// proofList is the proof's consistent metadata list, handed once to a
+// recovery that wants one (reflector.Recovery.Listed).
+type proofList struct {
+	done  chan struct{} // closed once list is set, or the list failed
+	list  *metav1.PartialObjectMetadataList
+	taken atomic.Bool
+}
+
+func newProofList() *proofList { return &proofList{done: make(chan struct{})} }
+
+// take returns the list, waiting for it while it is being taken; nil if
+// the list failed or was taken before.
+func (p *proofList) take(ctx context.Context) *metav1.PartialObjectMetadataList {
+	if !p.taken.CompareAndSwap(false, true) {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return p.list
+	case <-ctx.Done():
+		return nil
+	}
+}
+
 // proveByVersions takes the consistent metadata list and starts the proof.
 // A failed list is logged and leaves the start to the bookmark.
 func (s *Informer) proveByVersions(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	want, err := listVersions(ctx, s.opts.Recovery.Lister)
+	list, want, err := listVersions(ctx, s.opts.Recovery.Lister)
+	s.proof.list = list
+	close(s.proof.done)
 	if err != nil {
 		if ctx.Err() == nil {
 			logger.V(2).Info("Warm start: the consistent metadata list failed; catching up by the watch alone", "collection", s.name, "err", err)
@@ -165,25 +198,36 @@ func (s *Informer) proveByVersions(ctx context.Context) {
 }
 
 // listVersions lists the collection's metadata at a consistent read, in
-// pages of one snapshot, and returns each object's Version by key.
-func listVersions(ctx context.Context, lister reflector.MetadataLister) (map[string]reflector.Version, error) {
+// pages of one snapshot, and returns it as one list (at the first page's
+// resourceVersion) and each object's Version by key.
+func listVersions(ctx context.Context, lister reflector.MetadataLister) (*metav1.PartialObjectMetadataList, map[string]reflector.Version, error) {
+	var all *metav1.PartialObjectMetadataList
 	want := map[string]reflector.Version{}
 	opts := metav1.ListOptions{Limit: versionMatchPageSize}
 	for {
 		page, err := lister.ListMetadata(ctx, opts)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if page == nil {
+			return nil, nil, errors.New("metadata list returned no list")
 		}
 		for i := range page.Items {
 			item := &page.Items[i]
 			key, err := cache.MetaNamespaceKeyFunc(item)
 			if err != nil {
-				return nil, fmt.Errorf("key of a listed object: %w", err)
+				return nil, nil, fmt.Errorf("key of a listed object: %w", err)
 			}
 			want[key] = reflector.Version{UID: item.UID, ResourceVersion: item.ResourceVersion}
 		}
+		if all == nil {
+			all = page
+		} else {
+			all.Items = append(all.Items, page.Items...)
+		}
 		if page.Continue == "" {
-			return want, nil
+			all.Continue = ""
+			return all, want, nil
 		}
 		opts.Continue = page.Continue
 	}

@@ -199,6 +199,14 @@ type Recovery struct {
 	// RateLimitedLister, what its rate allows in 10 seconds (at least 64);
 	// otherwise no bound. Negative: no bound.
 	MaxFetchRequests int
+	// Listed, if set, may give a recovery a consistent metadata list of
+	// the collection that the store's owner took (at "", after the
+	// reflector was built; cache.Informer takes one to prove a small warm
+	// collection caught up): the recovery uses it as its own metadata list,
+	// which it may, being at least as new as any stored resourceVersion.
+	// It returns nil when there is none, and may wait, with ctx, for one
+	// being taken.
+	Listed func(ctx context.Context) *metav1.PartialObjectMetadataList
 }
 
 // RateLimitedLister is a MetadataLister whose requests go through a client
@@ -454,8 +462,19 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 	opts := listOptions(resourceVersion, recoveryPageSize)
 	first := opts
 	l := &recoveryList{listed: map[string]listedItem{}}
+	var given *metav1.PartialObjectMetadataList
+	if r.recovery.Listed != nil {
+		given = r.recovery.Listed(ctx)
+	}
 	for {
-		page, err := r.recovery.Lister.ListMetadata(ctx, opts)
+		var page *metav1.PartialObjectMetadataList
+		var err error
+		if given != nil {
+			page, given = given, nil
+			opts.Limit = 0 // the whole list, one page
+		} else {
+			page, err = r.recovery.Lister.ListMetadata(ctx, opts)
+		}
 		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
 			// As the pager does: the continue token expired, list in one go.
 			opts = first

@@ -59,10 +59,13 @@ func Main(m *testing.M, srv **apiservertest.Server, ignore ...goleak.Option) {
 // path element), so a test can tell a warm start (no LIST) from a cold one.
 // The consistent reads a warm start catches up to (limit=1 at
 // resourceVersion "", at most one object returned) are not LISTs of the
-// collection; they are counted apart (Reads). The zero value is ready to use.
+// collection; they are counted apart (Reads), as are the consistent
+// metadata lists a small warm collection is proved caught up by
+// (bcache.InformerOptions.WarmListBelow; MetadataLists). The zero value is
+// ready to use.
 type Requests struct {
-	mu           sync.Mutex
-	lists, reads map[string]int
+	mu                      sync.Mutex
+	lists, reads, metaLists map[string]int
 }
 
 // Wrap returns rt counting into r; use it as a rest.Config's WrapTransport.
@@ -81,11 +84,14 @@ func (r *Requests) Wrap(rt http.RoundTripper) http.RoundTripper {
 			if (core && (n == 3 || n == 5 && segs[2] == "namespaces")) || (!core && (n == 4 || n == 6 && segs[3] == "namespaces")) {
 				r.mu.Lock()
 				if r.lists == nil {
-					r.lists, r.reads = map[string]int{}, map[string]int{}
+					r.lists, r.reads, r.metaLists = map[string]int{}, map[string]int{}, map[string]int{}
 				}
-				if !isWatch && q.Get("limit") == "1" && q.Get("resourceVersion") == "" {
+				switch {
+				case !isWatch && q.Get("limit") == "1" && q.Get("resourceVersion") == "":
 					r.reads[segs[n-1]]++
-				} else {
+				case !isWatch && q.Get("resourceVersion") == "" && strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadataList"):
+					r.metaLists[segs[n-1]]++
+				default:
 					r.lists[segs[n-1]]++
 				}
 				r.mu.Unlock()
@@ -100,6 +106,14 @@ func (r *Requests) List(resource string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lists[resource]
+}
+
+// MetadataLists returns the consistent metadata lists sent for resource so
+// far.
+func (r *Requests) MetadataLists(resource string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.metaLists[resource]
 }
 
 // Reads returns the consistent limit=1 reads sent for resource so far.
