@@ -1,4 +1,4 @@
-// Package measure reads what the benchmarks measure of a process — its CPU
+// Package runstats reads what the benchmarks measure of a process — its CPU
 // time and the memory figures of /proc/<pid>/status — and summarises
 // repeated runs by their median.
 //
@@ -16,4 +16,4 @@
 // an error, and SelfCPU reads 0 where getrusage is missing (not unix).
 // CPU counts in USER_HZ ticks (10 ms), so a difference of two readings is
 // exact to ±0.01 s.
-package measure
+package runstats

@@ -1,6 +1,6 @@
 //go:build unix
 
-package measure
+package runstats
 
 import (
 	"syscall"
