@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/runstats"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -79,7 +80,7 @@ func BenchmarkRandomUpdates(b *testing.B) {
 				updated[n] = p
 			}
 			var committing time.Duration
-			w0, cpu0 := writtenBytes(), processCPU()
+			w0, cpu0 := writtenBytes(), runstats.SelfCPU()
 			b.ResetTimer()
 			for n, p := range updated {
 				if err := idx.Update(p); err != nil {
@@ -94,7 +95,7 @@ func BenchmarkRandomUpdates(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			cpu, written := processCPU()-cpu0, writtenBytes()-w0
+			cpu, written := runstats.SelfCPU()-cpu0, writtenBytes()-w0
 			if err := db.Close(); err != nil {
 				b.Fatal(err)
 			}

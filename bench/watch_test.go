@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/runstats"
 	"github.com/boltinformer/boltinformer/internal/wire"
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -149,7 +150,7 @@ func BenchmarkWatch(b *testing.B) {
 		var ms0, ms1 runtime.MemStats
 		runtime.ReadMemStats(&ms0)
 		payloads0, _ := wire.Stats()
-		cpu0, t0 := processCPU(), time.Now()
+		cpu0, t0 := runstats.SelfCPU(), time.Now()
 		close(lw.release)
 		select {
 		case <-h.done:
@@ -160,7 +161,7 @@ func BenchmarkWatch(b *testing.B) {
 		if committed != nil {
 			committed.wait(b, lastRV)
 		}
-		t2, cpu1 := time.Now(), processCPU()
+		t2, cpu1 := time.Now(), runstats.SelfCPU()
 		runtime.ReadMemStats(&ms1)
 		stopProfile()
 

@@ -26,6 +26,7 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
+	"github.com/boltinformer/boltinformer/internal/fanout"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -535,38 +536,6 @@ func createNamespaces(t testing.TB, cs kubernetes.Interface, names ...string) {
 	}
 }
 
-// forEachConcurrently calls fn(ctx, i) for i in [0, n) on workers goroutines
-// and returns the first error; the other calls then see a cancelled context.
-func forEachConcurrently(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range next {
-				if err := fn(ctx, i); err != nil {
-					cancel(err)
-				}
-			}
-		})
-	}
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return ctx.Err()
-}
-
 // createWorkers is how many creates run at once when populating.
 const createWorkers = 16
 
@@ -597,7 +566,7 @@ func populate(t testing.TB, what string, namespaces []string, n int, create func
 	start := time.Now()
 	var mu sync.Mutex
 	out := state{}
-	err := forEachConcurrently(t.Context(), n, createWorkers, func(ctx context.Context, i int) error {
+	err := fanout.Each(t.Context(), n, createWorkers, func(ctx context.Context, i int) error {
 		ns := namespaces[i%len(namespaces)]
 		obj, err := create(ctx, ns, i)
 		if err != nil {

@@ -18,7 +18,9 @@ import (
 )
 
 // The churn subcommand: steady-state cost of both informers side by side,
-// while the bench's Pods change at a steady rate (issue 20, item 3).
+// while the bench's Pods change at a steady rate — what a controller that
+// watches for days pays between restarts: CPU seconds, bytes written to
+// disk and private memory over time, and event-to-handler latency.
 
 // churnOptions are the churn subcommand's flags.
 type churnOptions struct {

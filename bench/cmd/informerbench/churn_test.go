@@ -251,19 +251,6 @@ func TestParseProcFiles(t *testing.T) {
 	if _, _, err := parseProcIO([]byte("rchar: 1\n")); err == nil {
 		t.Error("parseProcIO accepted a file without wchar")
 	}
-	status := []byte("Name:\tinformerbench\nVmRSS:\t  500 kB\nRssAnon:\t  300 kB\nRssFile:\t  200 kB\n")
-	if b, err := parseStatusBytes(status, "RssAnon"); err != nil || b != 300<<10 {
-		t.Errorf("RssAnon = %d, %v; want %d", b, err, 300<<10)
-	}
-	if _, err := parseStatusBytes(status, "RssShmem"); err == nil {
-		t.Error("found a missing key")
-	}
-	// The command name may hold spaces and parentheses; utime and stime
-	// are fields 14 and 15.
-	stat := []byte("4242 (my (odd) cmd) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 130 0 0 20 0 8 0 123 4567 89 18446744073709551615\n")
-	if s, ok := parseStatCPU(stat); !ok || s != 3.8 {
-		t.Errorf("parseStatCPU = %v, %v; want 3.8", s, ok)
-	}
 }
 
 func TestReadProcSampleOfThisProcess(t *testing.T) {

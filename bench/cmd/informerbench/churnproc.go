@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/boltinformer/boltinformer/internal/runstats"
 )
 
 // What the churn bench reads of a child process from /proc, from the
@@ -42,7 +44,7 @@ func readProcSample(pid int) (procSample, error) {
 		return s, err
 	}
 	var ok bool
-	if s.CPUSeconds, ok = parseStatCPU(stat); !ok {
+	if s.CPUSeconds, ok = runstats.ParseStatCPU(stat); !ok {
 		return s, fmt.Errorf("%sstat: no utime/stime in %q", dir, stat)
 	}
 	io, err := os.ReadFile(dir + "io")
@@ -56,7 +58,7 @@ func readProcSample(pid int) (procSample, error) {
 	if err != nil {
 		return s, err
 	}
-	if s.RssAnon, err = parseStatusBytes(status, "RssAnon"); err != nil {
+	if s.RssAnon, err = runstats.ParseStatus(status, "RssAnon"); err != nil {
 		return s, fmt.Errorf("%sstatus: %w", dir, err)
 	}
 	return s, nil
@@ -88,24 +90,6 @@ func parseProcIO(data []byte) (wchar, writeBytes uint64, err error) {
 		return 0, 0, fmt.Errorf("no wchar or write_bytes line (a kernel without task I/O accounting?)")
 	}
 	return wchar, writeBytes, nil
-}
-
-// parseStatusBytes reads a "key:   N kB" line of a /proc/<pid>/status file,
-// in bytes.
-func parseStatusBytes(data []byte, key string) (uint64, error) {
-	s := bufio.NewScanner(bytes.NewReader(data))
-	for s.Scan() {
-		k, v, ok := strings.Cut(s.Text(), ":")
-		if !ok || k != key {
-			continue
-		}
-		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", key, err)
-		}
-		return kb << 10, nil
-	}
-	return 0, fmt.Errorf("no %s line", key)
 }
 
 // churnSampler reads every child's counters at start, then every interval

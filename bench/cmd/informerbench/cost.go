@@ -5,57 +5,15 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
+
+	"github.com/boltinformer/boltinformer/internal/runstats"
 )
 
 // What an informer start costs the control plane, measured from the child:
 // the bytes it read from the apiserver and the CPU time kube-apiserver and
 // etcd spent meanwhile. A fleet of controllers restarting at once pays this
 // once per informer.
-
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
-// 100 on every Linux architecture Go supports (sysconf(_SC_CLK_TCK) would
-// need cgo).
-const clockTicks = 100
-
-// processCPU returns the CPU seconds (user + system) process pid has used,
-// from /proc/<pid>/stat; ok is false if it cannot be read (not Linux, no
-// such process, or pid 0).
-func processCPU(pid int) (seconds float64, ok bool) {
-	if pid <= 0 {
-		return 0, false
-	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	return parseStatCPU(data)
-}
-
-// parseStatCPU reads utime + stime, in seconds, from the contents of a
-// /proc/<pid>/stat file.
-func parseStatCPU(data []byte) (seconds float64, ok bool) {
-	// The command name (field 2) is in parentheses and may hold spaces;
-	// the fields after its closing parenthesis start at field 3 (state).
-	i := strings.LastIndexByte(string(data), ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(data[i+1:]))
-	const utime, stime = 14 - 3, 15 - 3 // fields 14 and 15, counted from field 3
-	if len(f) <= stime {
-		return 0, false
-	}
-	u, err1 := strconv.ParseUint(f[utime], 10, 64)
-	s, err2 := strconv.ParseUint(f[stime], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return float64(u+s) / clockTicks, true
-}
 
 // cpuMeter measures the CPU seconds a set of processes use between start
 // and stop.
@@ -68,7 +26,7 @@ func startCPUMeter(pids ...int) *cpuMeter {
 	m := &cpuMeter{pids: pids, start: make([]float64, len(pids))}
 	for i, pid := range pids {
 		var ok bool
-		if m.start[i], ok = processCPU(pid); !ok {
+		if m.start[i], ok = runstats.CPU(pid); !ok {
 			m.start[i] = -1
 		}
 	}
@@ -80,7 +38,7 @@ func startCPUMeter(pids ...int) *cpuMeter {
 func (m *cpuMeter) used() []float64 {
 	out := make([]float64, len(m.pids))
 	for i, pid := range m.pids {
-		now, ok := processCPU(pid)
+		now, ok := runstats.CPU(pid)
 		if !ok || m.start[i] < 0 || now < m.start[i] {
 			out[i] = -1
 			continue

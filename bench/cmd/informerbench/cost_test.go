@@ -4,35 +4,25 @@ import (
 	"os"
 	"runtime"
 	"testing"
-	"time"
 )
 
-func TestProcessCPUCountsThisProcess(t *testing.T) {
+// The /proc parsing is runstats' (and tested there); this is the meter's
+// bookkeeping: a readable process is measured, an unreadable one is -1.
+func TestCPUMeterMarksUnknownProcesses(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
 	m := startCPUMeter(os.Getpid(), 0)
-	// Spin until the kernel has charged at least two ticks to us.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		x := 0
-		for i := range 10_000_000 {
-			x += i
-		}
-		_ = x
-		if used := m.used(); used[0] >= 2.0/clockTicks || time.Now().After(deadline) {
-			break
-		}
-	}
 	used := m.used()
-	if used[0] < 2.0/clockTicks {
-		t.Errorf("own CPU seconds after spinning = %v, want at least %v", used[0], 2.0/clockTicks)
+	if used[0] < 0 {
+		t.Errorf("own CPU seconds = %v, want a reading (≥ 0)", used[0])
 	}
 	if used[1] != -1 {
 		t.Errorf("CPU of pid 0 = %v, want -1 (unknown)", used[1])
 	}
-	if _, ok := processCPU(-5); ok {
-		t.Error("processCPU(-5) succeeded")
+	m.start[0] += 1e6 // as if the process had restarted: its counter went down
+	if used := m.used(); used[0] != -1 {
+		t.Errorf("CPU of a process whose counter went down = %v, want -1 (unknown)", used[0])
 	}
 }
 

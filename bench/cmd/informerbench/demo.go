@@ -13,6 +13,7 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/runstats"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -299,7 +300,7 @@ func cpuShare(x, ref float64) string {
 	switch {
 	case ref <= 0:
 		return "an unknown fraction"
-	case x < 1.0/clockTicks:
+	case x < 1.0/runstats.ClockTicks:
 		return fmt.Sprintf("under 10 ms against %.2f s", ref)
 	case x >= ref:
 		return fmt.Sprintf("%.1f×", x/ref)

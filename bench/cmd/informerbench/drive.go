@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/boltinformer/boltinformer/internal/fanout"
 )
 
 // patchPods changes count Pods (round-robin over Pods 0..n-1) by setting
@@ -18,13 +20,9 @@ import (
 // resourceVersion written. A merge patch needs no read first, so the rate
 // is what the apiserver and etcd accept.
 func patchPods(ctx context.Context, cs kubernetes.Interface, shape podShape, n, count, workers int, tag string) (rate float64, lastRV string, err error) {
-	seqs := make([]int, count)
-	for i := range seqs {
-		seqs[i] = i
-	}
 	var maxRV atomic.Int64
 	start := time.Now()
-	err = forEachParallel(ctx, seqs, workers, func(ctx context.Context, seq int) error {
+	err = fanout.Each(ctx, count, workers, func(ctx context.Context, seq int) error {
 		i := seq % n
 		body := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, tickAnnot, tag+"-"+strconv.Itoa(seq))
 		p, err := cs.CoreV1().Pods(namespaceOf(i)).Patch(ctx, shape.podName(i), types.MergePatchType, []byte(body), metav1.PatchOptions{})

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/boltinformer/boltinformer/internal/format"
+	"github.com/boltinformer/boltinformer/internal/runstats"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/persist/inspectfile"
 )
@@ -110,7 +111,7 @@ func measureFloor(spec childSpec) (*childResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode floor of %s: %w", spec.File, err)
 	}
-	fl.CodecSeconds, fl.ProtobufSeconds = median(fl.CodecRuns), median(fl.ProtobufRuns)
+	fl.CodecSeconds, fl.ProtobufSeconds = runstats.Median(fl.CodecRuns), runstats.Median(fl.ProtobufRuns)
 	return &childResult{Variant: spec.Variant, Floor: fl}, nil
 }
 

@@ -22,13 +22,7 @@ func TestParseCount(t *testing.T) {
 	}
 }
 
-func TestMedianAndNiceCeil(t *testing.T) {
-	if m := median([]float64{3, 1, 2}); m != 2 {
-		t.Errorf("median odd = %v", m)
-	}
-	if m := median([]float64{4, 1, 2, 3}); m != 2.5 {
-		t.Errorf("median even = %v", m)
-	}
+func TestNiceCeil(t *testing.T) {
 	for in, want := range map[float64]float64{0.7: 1, 3: 5, 7.2: 10, 12: 20, 100000: 100000, 100001: 200000} {
 		if got := niceCeil(in); got != want {
 			t.Errorf("niceCeil(%v) = %v, want %v", in, got, want)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+
+	"github.com/boltinformer/boltinformer/internal/fanout"
 )
 
 // populate makes sure Pods 0..n-1 exist, creating the missing ones with
@@ -50,8 +51,8 @@ func populate(ctx context.Context, cl *cluster, shape podShape, n, workers int, 
 	var done atomic.Int64
 	stopProgress := progress(log, start, &done, len(todo))
 	defer stopProgress()
-	return forEachParallel(ctx, todo, workers, func(ctx context.Context, i int) error {
-		err := createPod(ctx, cs, shape, i)
+	return fanout.Each(ctx, len(todo), workers, func(ctx context.Context, k int) error {
+		err := createPod(ctx, cs, shape, todo[k])
 		done.Add(1)
 		return err
 	})
@@ -90,35 +91,6 @@ func existingPods(ctx context.Context, cl *cluster, shape podShape) (map[string]
 		}
 		opts.Continue = list.Continue
 	}
-}
-
-// forEachParallel calls fn for every item with at most workers calls in
-// flight, and returns the first error (after which no new call starts).
-func forEachParallel(ctx context.Context, items []int, workers int, fn func(context.Context, int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range min(workers, len(items)) {
-		wg.Go(func() {
-			for i := range work {
-				if err := fn(ctx, i); err != nil {
-					cancel(err)
-				}
-			}
-		})
-	}
-feed:
-	for _, i := range items {
-		select {
-		case work <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	return context.Cause(ctx)
 }
 
 // progress prints done/total every 5 seconds until the returned func is

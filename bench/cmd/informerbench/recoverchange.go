@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/boltinformer/boltinformer/internal/fanout"
 )
 
 // revLabel is the label the recover subcommand's updates change: a label,
@@ -35,11 +37,7 @@ func applyChanges(ctx context.Context, cs kubernetes.Interface, shape podShape, 
 			ops = append(ops, op{l.kind, i})
 		}
 	}
-	seqs := make([]int, len(ops))
-	for i := range seqs {
-		seqs[i] = i
-	}
-	return forEachParallel(ctx, seqs, workers, func(ctx context.Context, seq int) error {
+	return fanout.Each(ctx, len(ops), workers, func(ctx context.Context, seq int) error {
 		o := ops[seq]
 		switch o.kind {
 		case changeUpdate:

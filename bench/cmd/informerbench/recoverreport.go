@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/boltinformer/boltinformer/internal/runstats"
 )
 
 // The recover subcommand's results: per point (an amount changed, or a
@@ -216,7 +218,7 @@ func (r *recoverResult) print(w io.Writer) {
 	fmt.Fprintf(w, "    %s × %d, %d GiB, Linux %s, %s, %s; idle kube-apiserver %.3f CPU-s/s, etcd %.3f\n",
 		r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.Go, r.Machine.Server, r.IdleAPIServerCPU, r.IdleEtcdCPU)
 	if len(r.LoadAvg) > 0 {
-		fmt.Fprintf(w, "    1-minute load average after each child: %s (median %.1f)\n", loadList(r.LoadAvg), median(r.LoadAvg))
+		fmt.Fprintf(w, "    1-minute load average after each child: %s (median %.1f)\n", loadList(r.LoadAvg), runstats.Median(r.LoadAvg))
 	}
 	fmt.Fprintf(w, "    Changed Pods are, by weight %s, label updates, deletes, deletes and re-creates under the same name (a new UID) and creates,\n"+
 		"    made while no informer runs, before each boltinformer start only (its file is then exactly as old as the changes; a cold start\n"+

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/boltinformer/boltinformer/internal/runstats"
 )
 
 // runReport is the report subcommand: print every saved result's tables.
@@ -44,7 +46,7 @@ func printReport(w io.Writer, r *sizeResult) {
 	}
 	fmt.Fprintf(w, "\n=== %d %s Pods%s, medians of %d repetitions — %s\n", r.Pods, shape, size, r.Reps, r.Date)
 	if len(r.LoadAvg) > 0 {
-		fmt.Fprintf(w, "    1-minute load average after each child: %s (median %.1f)\n", loadList(r.LoadAvg), median(r.LoadAvg))
+		fmt.Fprintf(w, "    1-minute load average after each child: %s (median %.1f)\n", loadList(r.LoadAvg), runstats.Median(r.LoadAvg))
 	}
 	if hb := r.Heartbeat; hb != nil {
 		fmt.Fprintf(w, "    cluster heartbeat: Lease %s renewed every %.0f ms throughout (%d renewals, %d failed)\n", hb.Lease, 1000*hb.IntervalSeconds, hb.Renewed, hb.Failed)

@@ -2,7 +2,8 @@ package main
 
 import (
 	"fmt"
-	"slices"
+
+	"github.com/boltinformer/boltinformer/internal/runstats"
 )
 
 // Metric names, as the CSV and JSON results carry them.
@@ -178,17 +179,7 @@ func medians(runs []*childResult) map[string]float64 {
 	}
 	out := make(map[string]float64, len(values))
 	for k, vs := range values {
-		out[k] = median(vs)
+		out[k] = runstats.Median(vs)
 	}
 	return out
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

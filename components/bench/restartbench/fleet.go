@@ -75,6 +75,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/boltinformer/boltinformer/internal/fanout"
+	"github.com/boltinformer/boltinformer/internal/runstats"
 )
 
 // fleetResult is one apiserver restart under one variant.
@@ -246,8 +249,8 @@ func (b *bench) fleetRestart(ctx context.Context, pair [2]component, variant str
 		if now.After(windowEnd) && (readAt.IsZero() || lastAny.After(readAt)) {
 			readAt = now
 			r.window = now.Sub(stopped)
-			r.apiserverCPU = processCPU(newPID)
-			r.peakRSS = procStatus(newPID, "VmHWM")
+			r.apiserverCPU, _ = runstats.CPU(newPID)
+			r.peakRSS, _ = runstats.Status(newPID, "VmHWM")
 			r.peakAnon = sampler.peakSoFar()
 			var err error
 			if r.lists, r.bytes, err = b.listMetrics(ctx); err != nil {
@@ -288,7 +291,7 @@ func (b *bench) nodeLeases(ctx context.Context) (stop func(), err error) {
 	}
 	leases := b.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	duration := int32(40)
-	err = forEach(ctx, len(nodes.Items), func(ctx context.Context, i int) error {
+	err = fanout.Each(ctx, len(nodes.Items), createWorkers, func(ctx context.Context, i int) error {
 		now := metav1.NewMicroTime(time.Now())
 		name := nodes.Items[i].Name
 		_, err := leases.Create(ctx, &coordinationv1.Lease{
@@ -315,7 +318,7 @@ func (b *bench) nodeLeases(ctx context.Context) (stop func(), err error) {
 				return
 			case <-tick.C:
 			}
-			_ = forEach(ctx, len(nodes.Items), func(ctx context.Context, i int) error {
+			_ = fanout.Each(ctx, len(nodes.Items), createWorkers, func(ctx context.Context, i int) error {
 				patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, time.Now().UTC().Format(metav1.RFC3339Micro))
 				_, _ = leases.Patch(ctx, nodes.Items[i].Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 				return nil
@@ -531,7 +534,7 @@ func sampleChild(comm string, not int) *childSampler {
 				}
 			}
 			if pid != 0 {
-				anon := rssAnon(pid)
+				anon, _ := runstats.Status(pid, "RssAnon")
 				s.mu.Lock()
 				s.peak = max(s.peak, anon)
 				s.mu.Unlock()
@@ -610,7 +613,7 @@ func reportFleet(w io.Writer, results []fleetResult, pods, nodes, deployments, r
 		for _, r := range by[v] {
 			xs = append(xs, f(r))
 		}
-		return median(xs)
+		return runstats.Median(xs)
 	}
 	cpu := func(r fleetResult) float64 { return r.apiserverCPU }
 	bytes := func(r fleetResult) float64 { return r.bytes }

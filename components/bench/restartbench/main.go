@@ -41,7 +41,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -50,6 +49,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/runstats"
 
 	"github.com/boltinformer/boltinformer/components/internal/gobuild"
 )
@@ -230,18 +230,6 @@ type result struct {
 	privateBytes       uint64        // the component's RssAnon at the end
 }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 func report(w *os.File, results []result, pods, nodes, deployments, reps int) {
 	fmt.Fprintf(w, "\n%d Nodes; %d Pods per component (controller manager: over %d Deployments); medians of %d restarts (cold: one start on a new file)\n\n", nodes, pods, deployments, reps)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -261,7 +249,7 @@ func report(w *os.File, results []result, pods, nodes, deployments, reps int) {
 		for _, r := range rs {
 			xs = append(xs, f(r))
 		}
-		return median(xs)
+		return runstats.Median(xs)
 	}
 	for _, k := range order {
 		rs := by[k]

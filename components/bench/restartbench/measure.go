@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,6 +19,8 @@ import (
 
 	"github.com/boltinformer/boltinformer/components/internal/workload"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/fanout"
+	"github.com/boltinformer/boltinformer/internal/runstats"
 )
 
 // bench is the cluster the components run against.
@@ -41,6 +41,9 @@ const (
 	noScheduler = "restartbench-none"
 )
 
+// createWorkers is how many requests populating the cluster makes at once.
+const createWorkers = 16
+
 var commonArgs = []string{"--leader-elect=false", "--secure-port=0", "--kube-api-qps=1000", "--kube-api-burst=2000"}
 
 var schedulerComponent = component{
@@ -54,7 +57,7 @@ var schedulerComponent = component{
 		if err != nil {
 			return err
 		}
-		return forEach(ctx, pods, func(ctx context.Context, i int) error {
+		return fanout.Each(ctx, pods, createWorkers, func(ctx context.Context, i int) error {
 			pod := benchPod(fmt.Sprintf("pod-%06d", i), nil)
 			pod.Spec.NodeName = nodes.Items[i%len(nodes.Items)].Name
 			_, err := b.cs.CoreV1().Pods(schedulerNamespace).Create(ctx, pod, metav1.CreateOptions{})
@@ -78,7 +81,7 @@ var controllerManagerComponent = component{
 			return err
 		}
 		per := int32(pods / deployments)
-		return forEach(ctx, deployments, func(ctx context.Context, i int) error {
+		return fanout.Each(ctx, deployments, createWorkers, func(ctx context.Context, i int) error {
 			_, err := b.cs.AppsV1().Deployments(kcmNamespace).Create(ctx, benchDeployment(fmt.Sprintf("deploy-%04d", i), per), metav1.CreateOptions{})
 			return err
 		})
@@ -168,7 +171,8 @@ func (b *bench) start(ctx context.Context, c component, variant, bin string, arg
 	if err != nil {
 		return result{}, err
 	}
-	cpuBefore := processCPU(apiserverPID)
+	// An unreadable counter reads 0, as does a process that is gone.
+	cpuBefore, _ := runstats.CPU(apiserverPID)
 	p, err := startProcess(bin, filepath.Join(b.logs, c.name+"-"+id+".log"), args)
 	if err != nil {
 		return result{}, err
@@ -187,8 +191,9 @@ func (b *bench) start(ctx context.Context, c component, variant, bin string, arg
 		return result{}, fmt.Errorf("%s %s: %w (log %s)", c.name, variant, err, filepath.Join(b.logs, c.name+"-"+id+".log"))
 	}
 	r := result{component: c.name, variant: variant, rep: rep, ready: time.Since(p.started)}
-	r.apiserverCPU = processCPU(apiserverPID) - cpuBefore
-	r.privateBytes = rssAnon(p.cmd.Process.Pid)
+	cpuAfter, _ := runstats.CPU(apiserverPID)
+	r.apiserverCPU = cpuAfter - cpuBefore
+	r.privateBytes, _ = runstats.Status(p.cmd.Process.Pid, "RssAnon")
 	listsAfter, bytesAfter, err := b.listMetrics(ctx)
 	if err != nil {
 		return result{}, err
@@ -272,7 +277,7 @@ func (b *bench) createNodes(ctx context.Context, n int) error {
 		corev1.ResourceMemory: resource.MustParse("256Gi"),
 		corev1.ResourcePods:   resource.MustParse("1000"),
 	}
-	return forEach(ctx, n, func(ctx context.Context, i int) error {
+	return fanout.Each(ctx, n, createWorkers, func(ctx context.Context, i int) error {
 		name := fmt.Sprintf("node-%04d", i)
 		node, err := b.cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name: name, Labels: map[string]string{corev1.LabelHostname: name},
@@ -309,67 +314,4 @@ func benchDeployment(name string, replicas int32) *appsv1.Deployment {
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
 		},
 	}
-}
-
-// forEach runs fn for 0..n-1, 16 at a time, and returns the first error.
-func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan int)
-	var wg sync.WaitGroup
-	var once sync.Once
-	var first error
-	for range 16 {
-		wg.Go(func() {
-			for i := range next {
-				if err := fn(ctx, i); err != nil {
-					once.Do(func() { first = err; cancel() })
-				}
-			}
-		})
-	}
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	return first
-}
-
-// processCPU is the CPU-seconds (user + system) process pid has used.
-func processCPU(pid int) float64 {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// Fields after the command, which is in parentheses and may hold spaces.
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	const utime, stime = 14 - 3, 15 - 3
-	u, _ := strconv.ParseFloat(f[utime], 64)
-	s, _ := strconv.ParseFloat(f[stime], 64)
-	return (u + s) / 100 // USER_HZ
-}
-
-// rssAnon is process pid's private memory (RssAnon).
-func rssAnon(pid int) uint64 { return procStatus(pid, "RssAnon") }
-
-// procStatus is the field (a size in kB: VmRSS, VmHWM, RssAnon, ...) of
-// /proc/<pid>/status, in bytes; 0 if the process or the field is gone.
-func procStatus(pid int, field string) uint64 {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }

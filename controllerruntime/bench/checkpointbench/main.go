@@ -75,6 +75,7 @@ import (
 	"github.com/boltinformer/boltinformer/controllerruntime/internal/apicount"
 	"github.com/boltinformer/boltinformer/controllerruntime/internal/benchpods"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/runstats"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -390,7 +391,7 @@ func start1(base *rest.Config, path string, atOpen bool, owed map[types.Namespac
 	counter := &apicount.Counter{}
 	cfg.Wrap(counter.Wrap)
 	runtime.GC() // the previous start's garbage is not this one's CPU
-	cpuBegin := processCPU()
+	cpuBegin := runstats.SelfCPU()
 	begin := time.Now()
 	opts := ctrl.Options{
 		Metrics:    metricsserver.Options{BindAddress: "0"},
@@ -476,7 +477,7 @@ func start1(base *rest.Config, path string, atOpen bool, owed map[types.Namespac
 		res.owed = res.synced
 	}
 	res.idle = max(res.owed, res.synced)
-	res.cpu, res.bytes = processCPU()-cpuBegin, counter.TotalBytes()
+	res.cpu, res.bytes = runstats.SelfCPU()-cpuBegin, counter.TotalBytes()
 	// The observation window: what a restart does beyond what it owes.
 	time.Sleep(window)
 	res.reconciles = reconciles.Load()

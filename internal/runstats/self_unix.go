@@ -1,14 +1,15 @@
 //go:build unix
 
-package main
+package runstats
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time (user and system) this process has used.
-func processCPU() time.Duration {
+// SelfCPU is the CPU time (user and system, every thread) this process has
+// used; 0 if getrusage fails.
+func SelfCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
