@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/internal/runstats"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -429,7 +429,7 @@ func TestFallbackCost(t *testing.T) {
 			opts.Recovery = &reflector.Recovery{Lister: newNoMetadataLister(t, cs, selector)}
 		}
 		lw := cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", func(o *metav1.ListOptions) { o.LabelSelector = selector })
-		start, cpu := time.Now(), processCPU(t)
+		start, cpu := time.Now(), runstats.SelfCPU()
 		inf, err := bcache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -442,7 +442,7 @@ func TestFallbackCost(t *testing.T) {
 		waitClosed(t, inf.HasSyncedChecker().Done(), 3*time.Minute, "informer sync")
 		s.synced = time.Since(start)
 		waitClosed(t, reg.HasSyncedChecker().Done(), time.Minute, "handler sync")
-		s.handler, s.cpu = time.Since(start), processCPU(t)-cpu
+		s.handler, s.cpu = time.Since(start), runstats.SelfCPU()-cpu
 		r.stop()
 		return s, obs.recovered()
 	}
@@ -455,7 +455,7 @@ func TestFallbackCost(t *testing.T) {
 		restart()
 		cs := newClientset(t, srv.Config(), nil)
 		lw := cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", func(o *metav1.ListOptions) { o.LabelSelector = selector })
-		start, cpu := time.Now(), processCPU(t)
+		start, cpu := time.Now(), runstats.SelfCPU()
 		cg := cache.NewSharedIndexInformer(listOnly{lw}, &corev1.Pod{}, 0, indexers)
 		reg, err := cg.AddEventHandler(cache.ResourceEventHandlerFuncs{})
 		if err != nil {
@@ -470,7 +470,7 @@ func TestFallbackCost(t *testing.T) {
 		waitClosed(t, cg.HasSyncedChecker().Done(), 3*time.Minute, "client-go sync")
 		synced := time.Since(start)
 		waitClosed(t, reg.HasSyncedChecker().Done(), time.Minute, "client-go handler sync")
-		results["client-go"] = append(results["client-go"], sample{synced, time.Since(start), processCPU(t) - cpu})
+		results["client-go"] = append(results["client-go"], sample{synced, time.Since(start), runstats.SelfCPU() - cpu})
 		cancel()
 		<-done
 
@@ -521,13 +521,4 @@ func TestFallbackCost(t *testing.T) {
 		}
 		t.Logf("%d Pods, %-9s %s; medians of %d, × client-go's", n, v, strings.Join(parts, ", "), len(results[v]))
 	}
-}
-
-// processCPU is the CPU time this process has used, user and system.
-func processCPU(t testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
