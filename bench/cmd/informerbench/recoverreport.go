@@ -267,7 +267,7 @@ func (r *recoverResult) printChanged(w io.Writer) {
 		}
 		tw.Flush()
 		if m, ok := p.Medians[vBoltRecover]; ok {
-			fmt.Fprintf(w, "    recovery (medians): the 410 to its metadata list %s s (the reflector's backoff); %s unchanged, %s deleted, %s to fetch;\n"+
+			fmt.Fprintf(w, "    recovery (medians): the 410 to its metadata list %s s (a backoff, or the wait for the warm hand-off); %s unchanged, %s deleted, %s to fetch;\n"+
 				"    %s fetched in %s requests; metadata list to consistent %s s;\n"+
 				"    encoded bytes: metadata list %s MiB (%s KB a Pod), fetches %s MiB, the rest (watch, consistent read) %s MiB\n",
 				opt(m, mRecAfterWatchError, f2), opt(m, mRecUnchanged, f0), opt(m, mRecDeleted, f0), opt(m, mRecToFetch, f0), opt(m, mRecFetched, f0), opt(m, mRecRequests, f0), opt(m, mRecDurationS, f2),

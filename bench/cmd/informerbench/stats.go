@@ -69,7 +69,8 @@ const (
 	mRecFetched   = "recovery_fetched"
 	mRecDurationS = "recovery_duration_s"
 	// The first watch that failed (the 410) to the recovery's metadata
-	// list: the reflector's backoff between the watch and the list.
+	// list: a backoff (none after a start's own 410), or the wait for the
+	// warm hand-off where the list waited for it (before 2026-11-26 19:00).
 	mRecAfterWatchError = "recovery_after_watch_error_s"
 
 	// The stages of a start (start.go). sync_s above is the last of them:
