@@ -15,12 +15,18 @@ import (
 func Each(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var failed atomic.Bool
+	var failed, skipped atomic.Bool
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(max(workers, 1), n) {
 		wg.Go(func() {
 			for i := range next {
+				// The feeder's select may hand out an index after the
+				// cancellation (both cases ready): it is not started.
+				if ctx.Err() != nil {
+					skipped.Store(true)
+					continue
+				}
 				if err := fn(ctx, i); err != nil {
 					// The first cancel sets the cause: the error returned.
 					failed.Store(true)
@@ -31,7 +37,7 @@ func Each(ctx context.Context, n, workers int, fn func(ctx context.Context, i in
 	}
 	started := 0
 feed:
-	for ; started < n; started++ {
+	for ; started < n && ctx.Err() == nil; started++ {
 		select {
 		case next <- started:
 		case <-ctx.Done():
@@ -40,7 +46,7 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	if failed.Load() || started < n {
+	if failed.Load() || skipped.Load() || started < n {
 		return context.Cause(ctx)
 	}
 	return nil
