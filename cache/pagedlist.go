@@ -149,8 +149,10 @@ func (p *pagedList) ListDone(ctx context.Context, resourceVersion string) error 
 	s := p.s
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
-	if err := s.persistent.endPages(resourceVersion); err != nil {
-		return err
+	// The last page stores the list's resourceVersion, which clears the
+	// must-list mark as any list does.
+	if err := s.persistent.endList(resourceVersion); err != nil {
+		return fmt.Errorf("storing the resourceVersion %q of a list received in pages: %w", resourceVersion, err)
 	}
 	s.caught.dropMatch() // a part of a list, not deltas
 	s.noteAppliedLocked(nil, nil)
@@ -186,23 +188,4 @@ func (i *Indexer) addPage(objs []interface{}) error {
 		ops = append(ops, op)
 	}
 	return i.coll.ApplyPart(ops)
-}
-
-// endPages ends a list received in pages: it stores the list's
-// resourceVersion, which clears the must-list mark as any list does, and
-// tells onList's function.
-func (i *Indexer) endPages(rv string) error {
-	if m := i.inMemory(); m != nil {
-		m.Bookmark(rv)
-		i.notifyList()
-		return nil
-	}
-	i.writeMu.Lock()
-	err := i.coll.ApplyList(nil, rv)
-	i.writeMu.Unlock()
-	if err != nil {
-		return fmt.Errorf("storing the resourceVersion %q of a list received in pages: %w", rv, err)
-	}
-	i.notifyList()
-	return nil
 }

@@ -151,7 +151,7 @@ func (s *Informer) withRecoverySteps(logger klog.Logger, deltas []cache.Delta, a
 // applyRecoveryStepLocked applies one step. Called under blockDeltas.
 func (s *Informer) applyRecoveryStepLocked(logger klog.Logger, step *recoveryStep) {
 	if step.diff == nil {
-		if err := s.persistent.endRecovery(step.rv); err != nil {
+		if err := s.persistent.endList(step.rv); err != nil {
 			s.report(klog.NewContext(context.Background(), logger), fmt.Errorf("boltinformer: collection %q: recording the recovery at resourceVersion %q: %w", s.name, step.rv, err))
 		}
 		return
@@ -242,9 +242,10 @@ func (i *Indexer) markMustList() error {
 	return i.coll.SetAside(nil)
 }
 
-// endRecovery records that the store holds the collection as of rv, and
-// clears the must-list mark, in one commit: a list applied.
-func (i *Indexer) endRecovery(rv string) error {
+// endList records that the store holds the whole collection as of rv
+// — a list received in pages, or a recovery, has been applied — and clears
+// the must-list mark, in one commit; then tells onList's function.
+func (i *Indexer) endList(rv string) error {
 	if m := i.inMemory(); m != nil {
 		m.Bookmark(rv)
 		i.notifyList()
