@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +22,7 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
+	"github.com/boltinformer/boltinformer/internal/listidentity/listidentitytest"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -114,26 +114,5 @@ func TestListIdentityGolden(t *testing.T) {
 	if len(infos) != 6 {
 		t.Errorf("%d collections, want one per informer (6)", len(infos))
 	}
-	compareGolden(t, "testdata/list-identity.golden", b.String())
-}
-
-// compareGolden fails unless got is the content of the golden file (or
-// rewrites the file with -update).
-func compareGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to write it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("names changed; existing cache files would start cold.\n--- got\n%s\n--- want (%s)\n%s", got, path, want)
-	}
+	listidentitytest.CompareGolden(t, "testdata/list-identity.golden", b.String(), *update)
 }
