@@ -264,6 +264,21 @@ type recoveryHarness struct {
 	stop   func()
 }
 
+// waitFailedThenEnded waits for a recovery to fail with an ErrList naming
+// what, calls heal, and waits for a later recovery to reach its end.
+func (h *recoveryHarness) waitFailedThenEnded(what string, heal func()) {
+	h.t.Helper()
+	poll.Until(h.t, 5*time.Second, "a failed recovery", func() bool {
+		return slices.ContainsFunc(h.errs.Errors(), func(err error) bool {
+			return errors.Is(err, ErrList) && strings.Contains(err.Error(), what)
+		})
+	})
+	heal()
+	poll.Until(h.t, 5*time.Second, "a recovery's end", func() bool {
+		return slices.ContainsFunc(h.store.Calls(), func(c string) bool { return strings.HasPrefix(c, "end@") })
+	})
+}
+
 // startRecovery runs a reflector that must list from listFrom (as for a
 // store that owes a list), with recoveries through lister into store;
 // mutate adjusts the Options. Full lists are test errors unless the test
@@ -676,16 +691,10 @@ func TestRecoveryRetriedAfterFailedFetches(t *testing.T) {
 		},
 	}
 	h := startRecovery(t, store, lister, "2", nil)
-	poll.Until(t, 5*time.Second, "a failed recovery", func() bool {
-		return slices.ContainsFunc(h.errs.Errors(), func(err error) bool {
-			return errors.Is(err, ErrList) && strings.Contains(err.Error(), "fetching changed objects: ")
-		})
-	})
-	mu.Lock()
-	failing = false
-	mu.Unlock()
-	poll.Until(t, 5*time.Second, "a recovery's end", func() bool {
-		return slices.ContainsFunc(store.Calls(), func(c string) bool { return strings.HasPrefix(c, "end@") })
+	h.waitFailedThenEnded("fetching changed objects: ", func() {
+		mu.Lock()
+		failing = false
+		mu.Unlock()
 	})
 	h.stop()
 	if n := len(lister.MetaOpts()); n < 2 {

@@ -275,16 +275,10 @@ func TestRecoveryFromAFullListUndecodable(t *testing.T) {
 		},
 	}
 	h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) { o.Recovery.Lister = lister })
-	poll.Until(t, 5*time.Second, "a failed recovery", func() bool {
-		return slices.ContainsFunc(h.errs.Errors(), func(err error) bool {
-			return errors.Is(err, ErrList) && strings.Contains(err.Error(), "decoding ns/a of the list")
-		})
-	})
-	mu.Lock()
-	spoiled = false
-	mu.Unlock()
-	poll.Until(t, 5*time.Second, "a recovery's end", func() bool {
-		return slices.ContainsFunc(store.Calls(), func(c string) bool { return strings.HasPrefix(c, "end@") })
+	h.waitFailedThenEnded("decoding ns/a of the list", func() {
+		mu.Lock()
+		spoiled = false
+		mu.Unlock()
 	})
 	h.stop()
 	if calls := store.Calls(); !slices.Contains(calls, "update ns/a@2") {
