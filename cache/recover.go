@@ -170,9 +170,14 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 	if idx.InMemory() {
 		return reflector.ErrRecoveryUnsupported
 	}
-	if s.delivery != nil {
-		// A recovery touches any key: the warm start's delivery must be
-		// over (the reflector waited for it too; see ListAfter).
+	resyncing := s.processor.AnySyncing()
+	if s.delivery != nil && resyncing {
+		// The unchanged objects go to the handlers due for a resync: every
+		// key's initial add must precede that, so the warm start's delivery
+		// must be over. Otherwise the recovery touches only the keys it
+		// deletes here and those it fetches or watches later, each handed
+		// out first (as any event's key), and the delivery of the rest goes
+		// on meanwhile.
 		s.delivery.handOutBefore(ctx, []cache.Delta{{Type: cache.ReplacedAll}})
 	}
 	versions, err := idx.coll.Versions()
@@ -202,11 +207,14 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 			}
 			deltas = append(deltas, cache.Delta{Type: cache.Deleted, Object: cache.DeletedFinalStateUnknown{Key: key, Obj: obj}})
 		}
+		if s.delivery != nil {
+			s.delivery.handOutBefore(ctx, deltas)
+		}
 		if err := processDeltasInBatch(logger, s, s.store, deltas, false, cache.DeletionHandlingMetaNamespaceKeyFunc); err != nil {
 			return err
 		}
 	}
-	if len(plan.Unchanged) > 0 && s.processor.AnySyncing() {
+	if len(plan.Unchanged) > 0 && resyncing {
 		// What client-go's relist gives the handlers due for a resync.
 		for _, key := range plan.Unchanged {
 			if obj, exists, err := idx.getOnce(key); err == nil && exists {

@@ -289,3 +289,74 @@ func TestRecoveryInterruptedIsRedone(t *testing.T) {
 		}
 	}
 }
+
+// A recovery does not wait for a warm start's hand-off of the stored
+// objects: the informer syncs once the store is consistent, while a slow
+// handler still holds the hand-off back (a bounded cache walks no faster
+// than its handlers take the objects), and each key the recovery touches is
+// handed out first, so every handler still gets a key's initial add before
+// its changes.
+func TestRecoveryOvertakesTheWarmHandOff(t *testing.T) {
+	t.Cleanup(bcache.SetPaceStall(time.Hour)) // the held handler is never given up on
+	const n = 3000
+	f := newTestFile(t)
+	src := fcache.NewFakeControllerSource()
+	for i, name := range podNames(n) {
+		src.Add(uidPod(name, fmt.Sprint("u", i)))
+	}
+	p := bcache.Persistence{CacheObjects: 100}
+	populate(t, f, src, p, nil, nil)
+	// Changed while down, all near the end of the walk's key order.
+	last := uidPod(fmt.Sprintf("p%05d", n-1), fmt.Sprint("u", n-1))
+	last.Labels = map[string]string{"v": "2"}
+	src.Modify(last)
+	src.Delete(uidPod(fmt.Sprintf("p%05d", n-2), fmt.Sprint("u", n-2)))
+	src.Add(uidPod("p99999", "unew"))
+	src.ResetWatch()
+
+	release := make(chan struct{})
+	var first, released sync.Once
+	unblock := func() { released.Do(func() { close(release) }) }
+	held := cache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) { first.Do(func() { <-release }) }}
+	var heldReg cache.ResourceEventHandlerRegistration
+	lister := &sourceLister{src: src}
+	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
+		Persistence: p,
+		Recovery:    &reflector.Recovery{Lister: lister},
+	}, func(inf *bcache.Informer) {
+		var err error
+		if heldReg, err = inf.AddEventHandler(held); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(unblock) // before r.stop, which waits for the handlers
+	r.synced(t)
+	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
+		t.Fatalf("store %v, want %v", got, want)
+	}
+	initial := 0
+	for _, e := range r.ev.list() {
+		if strings.HasSuffix(e, "initial=true") {
+			initial++
+		}
+	}
+	if heldReg.HasSynced() || initial >= n-1 {
+		t.Fatalf("the hand-off ended (%d initial adds) before the held handler took one: the test holds nothing", initial)
+	}
+	unblock()
+	r.handled(t)
+	r.ev.waitFor(t, n+3, "initial adds and changes")
+	r.stop()
+	got := warmOrder(t, r.ev.list())
+	want := []string{ // in any order: the fetches run concurrently
+		fmt.Sprintf("add ns/p99999@%d initial=false", n+3),
+		fmt.Sprintf("delete tombstone:ns/p%05d", n-2),
+		fmt.Sprintf("update ns/p%05d@%d -> ns/p%05d@%d", n-1, n, n-1, n+1),
+	}
+	if rest := sorted(got[n:]); fmt.Sprint(rest) != fmt.Sprint(want) {
+		t.Errorf("changes after the initial adds\n got %v\nwant %v", rest, want)
+	}
+	if got := lister.Fetches(); len(got) != 2 {
+		t.Errorf("fetches %v, want the changed and the new object", got)
+	}
+}

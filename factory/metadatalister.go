@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"bytes"
 	"context"
 	"net/url"
 
@@ -100,6 +101,28 @@ func (l *restLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) 
 }
 
 var _ reflector.WireLister = (*restLister)(nil)
+var _ reflector.MetadataWireLister = (*restLister)(nil)
+
+// metadataListAccept asks for a list's metadata only, in protobuf or JSON,
+// as client-go's metadata client does, but never for the objects: a server
+// that cannot serve the metadata form answers 406 Not Acceptable.
+const metadataListAccept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," +
+	"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+// ListMetadataWire implements reflector.MetadataWireLister: ListMetadata's
+// request through the typed REST client, its body read into buf's storage.
+func (l *restLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions, buf []byte) ([]byte, error) {
+	opts.LabelSelector, opts.FieldSelector = l.label, l.field
+	body, err := l.objects.Get().NamespaceIfScoped(l.namespace, l.namespace != "").Resource(l.resource).
+		VersionedParams(&opts, scheme.ParameterCodec).SetHeader("Accept", metadataListAccept).Stream(ctx)
+	if err != nil {
+		return buf, err
+	}
+	defer body.Close()
+	b := bytes.NewBuffer(buf[:0])
+	_, err = b.ReadFrom(body)
+	return b.Bytes(), err
+}
 
 func (l *restLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
 	return l.list(ctx, namespace, name, opts).Get()

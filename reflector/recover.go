@@ -2,6 +2,7 @@ package reflector
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -142,6 +143,17 @@ type WireLister interface {
 	ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (body []byte, decode func() (runtime.Object, error), err error)
 }
 
+// MetadataWireLister is a MetadataLister that can also hand over a page of
+// the metadata list as the server sent it: a recovery then reads each
+// item's identity from the bytes of a Kubernetes protobuf response instead
+// of decoding the list (a body in JSON is decoded).
+type MetadataWireLister interface {
+	MetadataLister
+	// ListMetadataWire is ListMetadata, undecoded: it returns the response
+	// body, which may reuse buf's storage (the previous page's body).
+	ListMetadataWire(ctx context.Context, opts metav1.ListOptions, buf []byte) ([]byte, error)
+}
+
 // RecoveryPlan is what a recovery's diff asks of the store.
 type RecoveryPlan struct {
 	// Deleted are the keys whose stored object is gone from the server or
@@ -157,6 +169,10 @@ type RecoveryPlan struct {
 
 // RecoveryStore is a Store that can take part in a recovery. The reflector
 // recovers only if Options.Recovery is set and its Store is one.
+// Options.ListAfter does not hold a recovery back: unlike a Replace, which
+// is about every key, a recovery's diff and writes are each about a few
+// keys, and the store orders them after whatever it owes those keys (a
+// warm start's delivery of their stored state).
 type RecoveryStore interface {
 	Store
 	// BeginRecovery is applied in order with every write made before it:
@@ -346,15 +362,6 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 	case err != nil:
 		return nil, fmt.Errorf("%w: %s: %s: %w", ErrList, r.typeDescription, what, err)
 	}
-	if r.listAfter != nil {
-		// Listed while the stored state went to the handlers; applied
-		// only after it (see Options.ListAfter).
-		select {
-		case <-r.listAfter:
-		case <-ctx.Done():
-			return nil, nil
-		}
-	}
 	rec := newRecovery(r, cause, start)
 	rec.setList(l)
 	err = r.filter.next.BeginRecovery(ctx, rec.diff)
@@ -466,46 +473,95 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 	if r.recovery.Listed != nil {
 		given = r.recovery.Listed(ctx)
 	}
+	var buf []byte // a wire page's body, reused
 	for {
-		var page *metav1.PartialObjectMetadataList
+		var page *metadataPage
 		var err error
 		if given != nil {
-			page, given = given, nil
+			page, given = decodedMetadataPage(given), nil
 			opts.Limit = 0 // the whole list, one page
 		} else {
-			page, err = r.recovery.Lister.ListMetadata(ctx, opts)
+			page, buf, err = r.metadataPage(ctx, opts, buf)
 		}
 		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
 			// As the pager does: the continue token expired, list in one go.
 			opts = first
 			opts.Limit = 0
 			l = &recoveryList{listed: map[string]listedItem{}}
-			page, err = r.recovery.Lister.ListMetadata(ctx, opts)
+			page, buf, err = r.metadataPage(ctx, opts, buf)
 		}
 		if err != nil {
 			return nil, err
 		}
-		if page == nil {
-			return nil, errors.New("metadata list returned no list")
-		}
 		l.pages++
 		if l.rv == "" || opts.Continue == "" {
-			l.rv = page.ResourceVersion
+			l.rv = page.resourceVersion
 		}
-		for i := range page.Items {
-			m := &page.Items[i].ObjectMeta
-			key := m.Name
-			if m.Namespace != "" {
-				key = m.Namespace + "/" + m.Name
-			}
-			l.listed[key] = listedItem{uid: m.UID, rv: m.ResourceVersion}
+		for _, it := range page.items {
+			l.listed[it.key()] = listedItem{uid: it.uid, rv: it.resourceVersion}
 		}
-		if page.Continue == "" || opts.Limit == 0 {
+		if page.continueToken == "" || opts.Limit == 0 {
 			return l, nil
 		}
-		opts.Continue = page.Continue
+		opts.Continue = page.continueToken
 		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
 	}
+}
+
+// metadataPage is one page of a metadata list: its items' identities only.
+type metadataPage = wireList
+
+// metadataPage lists one page of the collection's metadata: through a
+// MetadataWireLister, read from the body's bytes where it is protobuf
+// (buf is the previous page's body, whose storage it may reuse); otherwise
+// decoded.
+func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions, buf []byte) (*metadataPage, []byte, error) {
+	wl, ok := r.recovery.Lister.(MetadataWireLister)
+	if !ok {
+		list, err := r.recovery.Lister.ListMetadata(ctx, opts)
+		if err != nil {
+			return nil, buf, err
+		}
+		if list == nil {
+			return nil, buf, errors.New("metadata list returned no list")
+		}
+		return decodedMetadataPage(list), buf, nil
+	}
+	body, err := wl.ListMetadataWire(ctx, opts, buf)
+	if err != nil {
+		return nil, buf, err
+	}
+	if isProtobuf(body) {
+		page, err := scanProtobufList(body)
+		if err == nil && (page.kind != "PartialObjectMetadataList" || page.apiVersion != metav1.SchemeGroupVersion.String()) {
+			err = fmt.Errorf("the server sent a %s %s for a metadata list", page.apiVersion, page.kind)
+		}
+		if err != nil {
+			return nil, body, fmt.Errorf("reading the metadata list: %w", err)
+		}
+		for i := range page.items {
+			page.items[i].raw = nil // the next page reuses body
+		}
+		return page, body, nil
+	}
+	var list metav1.PartialObjectMetadataList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, body, fmt.Errorf("decoding the metadata list: %w", err)
+	}
+	if list.Kind != "PartialObjectMetadataList" {
+		return nil, body, fmt.Errorf("the server sent a %s %s for a metadata list", list.APIVersion, list.Kind)
+	}
+	return decodedMetadataPage(&list), body, nil
+}
+
+// decodedMetadataPage is the page of a decoded metadata list.
+func decodedMetadataPage(list *metav1.PartialObjectMetadataList) *metadataPage {
+	page := &metadataPage{resourceVersion: list.ResourceVersion, continueToken: list.Continue, items: make([]wireItem, len(list.Items))}
+	for i := range list.Items {
+		m := &list.Items[i].ObjectMeta
+		page.items[i] = wireItem{namespace: m.Namespace, name: m.Name, uid: m.UID, resourceVersion: m.ResourceVersion}
+	}
+	return page
 }
 
 // listedItem is one item of a recovery's list.

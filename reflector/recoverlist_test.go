@@ -1,7 +1,9 @@
 package reflector
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -339,43 +341,33 @@ func TestRecoveryFetchesThroughAWireLister(t *testing.T) {
 	}
 }
 
-// A recovery makes its list while ListAfter holds lists back (the stored
-// state is going to the handlers), and waits for it before its diff.
-func TestRecoveryListsWhileListAfterHolds(t *testing.T) {
+// ListAfter (the stored state is going to the handlers) holds back a full
+// list's Replace, not a recovery: the RecoveryStore orders its writes per
+// key.
+func TestRecoveryNotHeldByListAfter(t *testing.T) {
 	for _, full := range []bool{false, true} {
 		t.Run(fmt.Sprintf("full list %v", full), func(t *testing.T) {
-			store := newRecoveryStore(upod("ns", "a", "ua", "1"))
-			listed := make(chan struct{})
-			var once sync.Once
+			store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "1"))
 			meta := func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-				once.Do(func() { close(listed) })
 				return metaList("10", upod("ns", "a", "ua", "1")), nil
 			}
 			lister := &wireLister{
 				fakeLister: &fakeLister{meta: meta},
 				wire: func(int, string, metav1.ListOptions) ([]byte, error) {
-					once.Do(func() { close(listed) })
 					return protoPage("10", "", protoItem(t, upod("ns", "a", "ua", "1"), true)), nil
 				},
 			}
 			if full {
 				lister.meta = notAcceptable
 			}
-			gate := make(chan struct{})
+			gate := make(chan struct{}) // never closed
 			h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) {
 				o.Recovery.Lister = lister
 				o.ListAfter = gate
 			})
-			<-listed
-			poll.Until(t, 5*time.Second, "the list done", func() bool {
-				return len(lister.WireOpts()) == map[bool]int{false: 0, true: 1}[full] && len(lister.MetaOpts()) == 1
-			})
-			if calls := store.Calls(); len(calls) != 0 {
-				t.Fatalf("store calls %v before ListAfter closed, want none", calls)
-			}
-			close(gate)
 			store.waitFor(t, "end@10")
 			h.stop()
+			equal(t, "store calls", store.Calls(), []string{"begin deleted=[ns/b] unchanged=[ns/a]", "delete tombstone:ns/b@1", "end@10"})
 		})
 	}
 }
@@ -403,4 +395,93 @@ func TestRecoveryFromAFullListRetried(t *testing.T) {
 	}
 	equal(t, "metadata lists", len(lister.MetaOpts()), 2)
 	equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[]", "update ns/a@2", "end@10"})
+}
+
+// metaWireLister serves its fakeLister's metadata lists as response
+// bodies: protobuf as kube-apiserver writes them, or JSON; of kind
+// PartialObjectMetadataList unless kind says otherwise.
+type metaWireLister struct {
+	*fakeLister
+	json bool
+	kind string
+}
+
+var _ MetadataWireLister = (*metaWireLister)(nil)
+
+func (l *metaWireLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions, buf []byte) ([]byte, error) {
+	list, err := l.ListMetadata(ctx, opts)
+	if err != nil {
+		return buf, err
+	}
+	kind := cmp.Or(l.kind, "PartialObjectMetadataList")
+	list.APIVersion, list.Kind = metav1.SchemeGroupVersion.String(), kind
+	if l.json {
+		return json.Marshal(list)
+	}
+	raw, err := list.Marshal()
+	if err != nil {
+		return buf, err
+	}
+	unk, err := (&runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: list.APIVersion, Kind: kind}, Raw: raw}).Marshal()
+	return append(append(buf[:0], protobufPrefix...), unk...), err
+}
+
+// A recovery through a MetadataWireLister reads the metadata list's pages
+// from their bytes, protobuf or JSON, to the same diff, fetches and store
+// calls as from decoded lists; a body of another kind is an error, and
+// nothing is applied.
+func TestRecoveryReadsTheMetadataListFromTheWire(t *testing.T) {
+	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "d", "ud2", "6"), upod("ns", "e", "ue", "7")}
+	pages := func(n int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+		if opts.Continue == "" {
+			l := metaList("10", onServer[:2]...)
+			l.Continue = "next"
+			return l, nil
+		}
+		return metaList("10", onServer[2:]...), nil
+	}
+	for _, tc := range []struct {
+		name    string
+		wire    bool
+		json    bool
+		kind    string
+		wantErr string
+	}{
+		{name: "decoded"},
+		{name: "protobuf", wire: true},
+		{name: "json", wire: true, json: true},
+		{name: "protobuf of another kind", wire: true, kind: "PodList", wantErr: "the server sent a meta.k8s.io/v1 PodList for a metadata list"},
+		{name: "json of another kind", wire: true, json: true, kind: "PodList", wantErr: "the server sent a meta.k8s.io/v1 PodList for a metadata list"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud1", "4"))
+			lister := &fakeLister{meta: pages, objects: server("10", onServer...)}
+			h := startRecovery(t, store, lister, "4", func(o *Options, _ *fakeLW) {
+				if tc.wire {
+					o.Recovery.Lister = &metaWireLister{fakeLister: lister, json: tc.json, kind: tc.kind}
+				}
+			})
+			if tc.wantErr != "" {
+				poll.Until(t, 5*time.Second, "the error reported", func() bool {
+					return slices.ContainsFunc(h.errs.Errors(), func(err error) bool { return strings.Contains(err.Error(), tc.wantErr) })
+				})
+				h.stop()
+				if calls := store.Calls(); len(calls) != 0 {
+					t.Errorf("store calls %v, want none", calls)
+				}
+				return
+			}
+			store.waitFor(t, "end@10")
+			h.stop()
+			equal(t, "fetches", lister.Fetches(), []string{"ns/b@10", "ns/d@10", "ns/e@10"})
+			equal(t, "store calls", store.Calls(), []string{
+				"begin deleted=[ns/c ns/d] unchanged=[ns/a]",
+				"delete tombstone:ns/c@3", "delete tombstone:ns/d@4",
+				"update ns/b@5", "add ns/d@6", "add ns/e@7",
+				"end@10",
+			})
+			equal(t, "starts", h.obs.Starts(), []string{"listed relist-error 10 items=4 pages=2"})
+			noErrors(t, &harness{errs: h.errs})
+		})
+	}
 }

@@ -174,10 +174,10 @@ type Options struct {
 	// Observer receives lifecycle callbacks for metrics and tests. Nil: none.
 	Observer Observer
 
-	// ListAfter, when non-nil, holds back what every list hands the store
-	// (a full list's Store.Replace, a recovery's diff and fetches) until it
-	// is closed or the context ends; the list request is made at once, and
-	// watches are not held. A warm-starting informer closes it once the
+	// ListAfter, when non-nil, holds back a full list's Store.Replace until
+	// it is closed or the context ends; the list request is made at once,
+	// and watches and recoveries are not held (a RecoveryStore orders a
+	// recovery's writes per key itself). A warm-starting informer closes it once the
 	// stored state has reached its handlers, which a relist after a 410
 	// must not overtake. Listing meanwhile overlaps the apiserver's work and
 	// the transfer with that delivery: a restart after a 410 at 10,000

@@ -40,6 +40,8 @@ type recoverOptions struct {
 	logDir    string
 	settle    time.Duration
 	seed      uint64
+	// profileDir, if set, keeps a CPU profile of every child's start.
+	profileDir string
 }
 
 const (
@@ -99,6 +101,7 @@ func (o *recoverOptions) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log here; by default they go to a temporary directory, and a failing child's log tail is printed.")
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "Pause before each child, so the apiserver's garbage (and the restart's work) does not land on it.")
 	fs.Uint64Var(&o.seed, "seed", 1, "Seed of the random choice of the Pods changed.")
+	fs.StringVar(&o.profileDir, "profile-dir", "", "Write a CPU profile of each child's start (to synced and durable) here, as <variant>-<pods>-<point>-rep<repetition>-sync.pprof.")
 }
 
 // parse reads args, printing usage and errors to usage; without --changed
@@ -306,6 +309,9 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 			}
 			time.Sleep(r.opts.settle)
 			name := fmt.Sprintf("%s-%s-%s-rep%d", v, sizeLabel(r.opts.pods), strings.NewReplacer("%", "pct", ".", "_").Replace(p.Label), rep+1)
+			if r.opts.profileDir != "" {
+				spec.ProfilePrefix = filepath.Join(r.opts.profileDir, name)
+			}
 			res, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, name+".log"), nil)
 			if err != nil {
 				return err
