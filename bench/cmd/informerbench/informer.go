@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -71,6 +74,14 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 			return nil, errors.New("no metadata lister for Pods: the clientset has no REST client")
 		}
 		recovery = &reflector.Recovery{Lister: lister}
+		if spec.RecoveryFullList {
+			wl, ok := lister.(reflector.WireLister)
+			if !ok {
+				db.Close()
+				return nil, errors.New("the Pods' metadata lister cannot list in full undecoded")
+			}
+			recovery.Lister = noMetadataLists{wl}
+		}
 	}
 	r.informer, err = bcache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, bcache.InformerOptions{
 		Persistence: bcache.Persistence{
@@ -249,4 +260,12 @@ func runInformer(ctx context.Context, inf cache.SharedIndexInformer) (stop func(
 		inf.RunWithContext(ctx)
 	}()
 	return func() { cancel(); <-done }
+}
+
+// noMetadataLists is a WireLister whose server cannot list metadata: it
+// answers 406 Not Acceptable, as an aggregated API may.
+type noMetadataLists struct{ reflector.WireLister }
+
+func (noMetadataLists) ListMetadata(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	return nil, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "GET", schema.GroupResource{Resource: "pods"}, "", "", 0, false)
 }

@@ -22,7 +22,7 @@ import (
 
 // recoverVariants are the starts the subcommand measures, in the report's
 // order.
-var recoverVariants = []string{vBoltRecover, vBolt410, vClientGoProto, vClientGoProtoList}
+var recoverVariants = []string{vBoltRecover, vBoltRecoverFull, vBolt410, vClientGoProto, vClientGoProtoList}
 
 // recoverOptions are the recover subcommand's flags.
 type recoverOptions struct {
@@ -283,7 +283,7 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 	for rep := range r.opts.reps {
 		k := (rep + point) % len(variants)
 		for _, v := range slices.Concat(variants[k:], variants[:k]) {
-			if v == vBolt410 && !p.Expired {
+			if (v == vBolt410 || v == vBoltRecoverFull) && !p.Expired {
 				continue
 			}
 			spec := r.spec(v)
@@ -296,7 +296,8 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 					return err
 				}
 				spec.Expect, spec.NewKeys = r.pods.len(), len(plan.create)
-				spec.Recovery, spec.WaitRelist = v == vBoltRecover, p.Expired
+				spec.Recovery, spec.WaitRelist = v == vBoltRecover || v == vBoltRecoverFull, p.Expired
+				spec.RecoveryFullList = v == vBoltRecoverFull
 			}
 			restarted := ""
 			if p.Expired {

@@ -155,7 +155,8 @@ func TestPodSetPlan(t *testing.T) {
 func recoverMedians() map[string]map[string]float64 {
 	return map[string]map[string]float64{
 		vBoltRecover:       {mInformerSynced: 1.0, mSync: 1.5, mBodyMiB: 120, mWireMiB: 30, mAPICPU: 0.5},
-		vBolt410:           {mInformerSynced: 6.0, mSync: 2, mBodyMiB: 200, mWireMiB: 40, mAPICPU: 2.2},
+		vBoltRecoverFull:   {mInformerSynced: 6.0, mSync: 2, mBodyMiB: 200, mWireMiB: 40, mAPICPU: 2.2},
+		vBolt410:           {mInformerSynced: 8.0, mSync: 8, mBodyMiB: 200, mWireMiB: 40, mAPICPU: 2.2},
 		vClientGoProto:     {mInformerSynced: 5.0, mSync: 5.2, mBodyMiB: 201, mWireMiB: 201, mAPICPU: 3},
 		vClientGoProtoList: {mInformerSynced: 4.0, mSync: 6.0, mBodyMiB: 200, mWireMiB: 50, mAPICPU: 2},
 	}
@@ -172,6 +173,7 @@ func TestRecoverHeadline(t *testing.T) {
 		hRecoverWire:     30.0 / 50,
 		hRecoverAPICPU:   0.5 / 2,
 		hFallbackSynced:  6.0 / 4.0,
+		hRelistSynced:    8.0 / 4.0,
 	} {
 		if got, ok := h[name]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
@@ -187,7 +189,7 @@ func TestRecoverHeadline(t *testing.T) {
 	}
 	delete(med, vClientGoProto)
 	h = headline(med)
-	for _, name := range []string{hRecoverSynced, hRecoverHandlers, hFallbackSynced, hBestSynced} {
+	for _, name := range []string{hRecoverSynced, hRecoverHandlers, hFallbackSynced, hRelistSynced, hBestSynced} {
 		if _, ok := h[name]; ok {
 			t.Errorf("%s present without client-go", name)
 		}

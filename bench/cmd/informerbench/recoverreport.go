@@ -79,9 +79,10 @@ const (
 	hRecoverBytes  = "recover_bytes_x_full_list"
 	hRecoverWire   = "recover_wire_x_full_list"
 	hRecoverAPICPU = "recover_apiserver_cpu_x_full_list"
-	// bolt-410's (the full-list fallback's) informer synced over client-go's
-	// faster start.
+	// bolt-recover-full's (the full-list fallback's) informer synced over
+	// client-go's faster start; bolt-410's (no Recovery: a relist).
 	hFallbackSynced = "fallback_synced_x_client_go"
+	hRelistSynced   = "relist_synced_x_client_go"
 )
 
 // fasterClientGo is the lower median of metric over client-go's two
@@ -119,8 +120,10 @@ func headline(med map[string]map[string]float64) map[string]float64 {
 	if okH {
 		out[hBestHandlers] = handlers
 	}
-	rec, fb := med[vBoltRecover], med[vBolt410]
-	x, ok := rec[mInformerSynced]
+	rec, fb := med[vBoltRecover], med[vBoltRecoverFull]
+	x, ok := med[vBolt410][mInformerSynced]
+	put(hRelistSynced, x, ok, synced, okS)
+	x, ok = rec[mInformerSynced]
 	put(hRecoverSynced, x, ok, synced, okS)
 	x, ok = rec[mSync]
 	put(hRecoverHandlers, x, ok, handlers, okH)
@@ -239,7 +242,8 @@ func (r *recoverResult) print(w io.Writer) {
 // recoverTitles are the report's names of the starts.
 var recoverTitles = map[string]string{
 	vBoltRecover:       "boltinformer, recovering what changed",
-	vBolt410:           "boltinformer, full relist (fallback)",
+	vBoltRecoverFull:   "boltinformer, recovering from a full list (fallback)",
+	vBolt410:           "boltinformer without Recovery (relist)",
 	vClientGoProto:     "client-go protobuf, watch-list (default)",
 	vClientGoProtoList: "client-go protobuf, LIST",
 }
@@ -294,6 +298,7 @@ func (r *recoverResult) printChanged(w io.Writer) {
 		{"recovery bytes on the wire × a full list", hRecoverWire},
 		{"recovery apiserver CPU × a full list's", hRecoverAPICPU},
 		{"full-list fallback synced × client-go's faster (target ≤ 1.0)", hFallbackSynced},
+		{"without Recovery (a relist) synced × client-go's faster", hRelistSynced},
 		{"client-go's faster start, synced s", hBestSynced},
 	} {
 		cells := []string{h.title}
@@ -309,7 +314,7 @@ func (r *recoverResult) printChanged(w io.Writer) {
 // as the point expects (resumed within the history, a recovery or a relist
 // after a 410 beyond it).
 func (r *recoverResult) printCauses(w io.Writer, p *recoverPoint) {
-	for _, v := range []string{vBoltRecover, vBolt410} {
+	for _, v := range []string{vBoltRecover, vBoltRecoverFull, vBolt410} {
 		var causes []string
 		for _, run := range p.Runs[v] {
 			causes = append(causes, strings.Join(run.Causes, ">"))

@@ -56,6 +56,9 @@ type childSpec struct {
 	// lister (factory.NewMetadataLister) of the same Pods and selector, so
 	// that a 410, or a list the file owes, recovers by what changed.
 	Recovery bool `json:"recovery,omitempty"`
+	// RecoveryFullList (with Recovery) makes that lister refuse metadata
+	// lists, so that recoveries take the full-list fallback.
+	RecoveryFullList bool `json:"recoveryFullList,omitempty"`
 	// WarmListBelow is InformerOptions.WarmListBelow (with Recovery).
 	WarmListBelow int `json:"warmListBelow,omitempty"`
 	// NewKeys is how many Pods were created while a boltinformer was down:

@@ -17,12 +17,17 @@ const (
 	vBoltWarmAtOpen = "bolt-warm-at-open"
 	vBoltBounded    = "bolt-bounded"
 	// vBolt410 is a restart after a forced 410 without
-	// InformerOptions.Recovery: the full-list fallback.
+	// InformerOptions.Recovery: a full relist through the store.
 	vBolt410 = "bolt-410"
 	// vBoltRecover is bolt-warm's informer with InformerOptions.Recovery
 	// (a metadata lister of the same Pods), restarted after a forced 410:
 	// it recovers by what changed.
 	vBoltRecover = "bolt-recover"
+	// vBoltRecoverFull is bolt-recover whose lister refuses metadata
+	// lists (406, as an aggregated API may): the recovery reads one full
+	// list, taking every item's identity from its bytes, and decodes only
+	// what changed — the full-list fallback.
+	vBoltRecoverFull = "bolt-recover-full"
 	// vFloor is no informer: a bare parallel decode of the cache file's
 	// records and of the same Pods' protobuf (floor.go).
 	vFloor = "decode-floor"
