@@ -1,8 +1,8 @@
 package factory
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"net/url"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,18 +110,11 @@ const metadataListAccept = "application/vnd.kubernetes.protobuf;as=PartialObject
 	"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 // ListMetadataWire implements reflector.MetadataWireLister: ListMetadata's
-// request through the typed REST client, its body read into buf's storage.
-func (l *restLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions, buf []byte) ([]byte, error) {
+// request through the typed REST client, its body as it arrives.
+func (l *restLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	opts.LabelSelector, opts.FieldSelector = l.label, l.field
-	body, err := l.objects.Get().NamespaceIfScoped(l.namespace, l.namespace != "").Resource(l.resource).
+	return l.objects.Get().NamespaceIfScoped(l.namespace, l.namespace != "").Resource(l.resource).
 		VersionedParams(&opts, scheme.ParameterCodec).SetHeader("Accept", metadataListAccept).Stream(ctx)
-	if err != nil {
-		return buf, err
-	}
-	defer body.Close()
-	b := bytes.NewBuffer(buf[:0])
-	_, err = b.ReadFrom(body)
-	return b.Bytes(), err
 }
 
 func (l *restLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {

@@ -43,8 +43,10 @@
 // fetches of the new and changed objects, at least as new as the list: one
 // object per request (a list with its name as a metadata.name field
 // selector beside the lister's selectors), Recovery.Workers at a time, or a
-// namespace, or the collection where a quarter of it changed or a
-// rate-limited client could not make the requests in about 10 s. Fetched
+// namespace, or the collection where Recovery.FullListFraction of it
+// changed (a quarter) or a rate-limited client could not make the requests
+// in about 10 s. A MetadataWireLister's metadata pages are read from their
+// protobuf bytes as they arrive, not decoded. Fetched
 // objects and watch events reach the store as they come through one filter
 // that lets each key move only forward: an object at a resourceVersion not
 // newer than the key's last one is dropped, and one with another UID

@@ -1,10 +1,12 @@
 package reflector
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -76,24 +78,26 @@ const (
 	DefaultNamespaceListAt = 64
 	// DefaultFullListFraction is the fraction of the collection (or of a
 	// namespace) that, once changed, makes the recovery list the whole
-	// collection (the namespace), where every listed object is decoded (a
-	// Lister that is not a WireLister). Measured against kube-apiserver
-	// v1.37 on loopback (e2e.TestRecoveryFetchCost, 20,000 realistic Pods
-	// of 5.8 KB, a 2-core machine): a one-object fetch costs 370 µs of wall
-	// time with four in flight, an object of a full list 88 µs decoded and
-	// 55 µs undecoded (one response, as a recovery lists), of a namespace
-	// list 84 and 61 µs; a metadata list 37 µs an object. Fetching one by
-	// one is as fast as a full list at about a quarter of the objects
-	// changed where the list is decoded, and always transfers fewer bytes;
-	// so above a quarter the recovery lists.
+	// collection (the namespace). Measured against kube-apiserver v1.37 on
+	// loopback (e2e.TestRecoveryFetchCost, 20,000 realistic Pods of 5.8 KB,
+	// a 2-core machine): a one-object fetch costs 370 µs of wall time with
+	// four in flight, an object of a full list 88 µs decoded and 55 µs
+	// undecoded (one response, as a WireLister's recovery lists), of a
+	// namespace list 84 and 61 µs; a metadata list 37 µs an object.
+	// Fetching one by one is as fast as a decoded full list at about a
+	// quarter of the objects changed (an undecoded one at about 15%), and
+	// always transfers fewer bytes: after the metadata list (73% of a full
+	// list's bytes for such Pods), a full list would make the recovery read
+	// more than client-go's start. So the recovery lists above a quarter.
 	DefaultFullListFraction = 0.25
-	// DefaultWireFullListFraction is DefaultFullListFraction for a
-	// WireLister, whose lists decode only the changed objects: listing is
-	// as fast as fetching at about 15% changed (the measurements above).
-	DefaultWireFullListFraction = 0.15
 
-	// recoveryPageSize is the Limit of each metadata list page.
-	recoveryPageSize = 500
+	// recoveryPageSize is the Limit of each metadata list page, as
+	// client-go's pager's; recoveryStreamPageSize where the pages are read
+	// as they arrive (MetadataWireLister): about 44 MB of realistic Pods'
+	// metadata, which kube-apiserver writes as it encodes it, and 20
+	// requests for 100,000 objects instead of 200.
+	recoveryPageSize       = 500
+	recoveryStreamPageSize = 10000
 	// fetchAttempts is how often one fetch request is tried before the
 	// recovery gives up (and is started again after backoff).
 	fetchAttempts = 3
@@ -150,14 +154,15 @@ type WireLister interface {
 }
 
 // MetadataWireLister is a MetadataLister that can also hand over a page of
-// the metadata list as the server sent it: a recovery then reads each
-// item's identity from the bytes of a Kubernetes protobuf response instead
-// of decoding the list (a body in JSON is decoded).
+// the metadata list as the server sends it: a recovery then reads each
+// item's identity from a Kubernetes protobuf response as it arrives,
+// instead of decoding the list (a body in JSON is decoded), and asks for
+// larger pages (recoveryStreamPageSize), as it holds one item at a time.
 type MetadataWireLister interface {
 	MetadataLister
 	// ListMetadataWire is ListMetadata, undecoded: it returns the response
-	// body, which may reuse buf's storage (the previous page's body).
-	ListMetadataWire(ctx context.Context, opts metav1.ListOptions, buf []byte) ([]byte, error)
+	// body, which the caller reads and closes.
+	ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error)
 }
 
 // RecoveryPlan is what a recovery's diff asks of the store.
@@ -213,7 +218,6 @@ type Recovery struct {
 	NamespaceListAt int
 	// FullListFraction is the fraction of the collection changed at which
 	// the whole collection is listed instead. Zero:
-	// DefaultWireFullListFraction for a WireLister, otherwise
 	// DefaultFullListFraction; above 1: never.
 	FullListFraction float64
 	// MaxFetchRequests bounds the fetch requests of one recovery: above
@@ -305,9 +309,6 @@ func (r *Reflector) setUpRecovery(cfg *Recovery) {
 	}
 	if c.FullListFraction == 0 {
 		c.FullListFraction = DefaultFullListFraction
-		if _, ok := c.Lister.(WireLister); ok {
-			c.FullListFraction = DefaultWireFullListFraction
-		}
 	}
 	r.recovery = &c
 	r.filter = &recoveryFilter{next: rs, r: r}
@@ -476,14 +477,17 @@ func listOptions(resourceVersion string, limit int64) metav1.ListOptions {
 // listMetadata lists the collection's metadata, paged, at resourceVersion
 // with NotOlderThan (or a consistent read at "").
 func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*recoveryList, error) {
-	opts := listOptions(resourceVersion, recoveryPageSize)
+	pageSize := int64(recoveryPageSize)
+	if _, ok := r.recovery.Lister.(MetadataWireLister); ok {
+		pageSize = recoveryStreamPageSize
+	}
+	opts := listOptions(resourceVersion, pageSize)
 	first := opts
 	l := &recoveryList{listed: map[string]listedItem{}}
 	var given *metav1.PartialObjectMetadataList
 	if r.recovery.Listed != nil {
 		given = r.recovery.Listed(ctx)
 	}
-	var buf []byte // a wire page's body, reused
 	for {
 		var page *metadataPage
 		var err error
@@ -491,14 +495,14 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 			page, given = decodedMetadataPage(given), nil
 			opts.Limit = 0 // the whole list, one page
 		} else {
-			page, buf, err = r.metadataPage(ctx, opts, buf)
+			page, err = r.metadataPage(ctx, opts)
 		}
 		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
 			// As the pager does: the continue token expired, list in one go.
 			opts = first
 			opts.Limit = 0
 			l = &recoveryList{listed: map[string]listedItem{}}
-			page, buf, err = r.metadataPage(ctx, opts, buf)
+			page, err = r.metadataPage(ctx, opts)
 		}
 		if err != nil {
 			return nil, err
@@ -522,46 +526,49 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 type metadataPage = wireList
 
 // metadataPage lists one page of the collection's metadata: through a
-// MetadataWireLister, read from the body's bytes where it is protobuf
-// (buf is the previous page's body, whose storage it may reuse); otherwise
+// MetadataWireLister, read from a protobuf body as it arrives; otherwise
 // decoded.
-func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions, buf []byte) (*metadataPage, []byte, error) {
+func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions) (*metadataPage, error) {
 	wl, ok := r.recovery.Lister.(MetadataWireLister)
 	if !ok {
 		list, err := r.recovery.Lister.ListMetadata(ctx, opts)
 		if err != nil {
-			return nil, buf, err
+			return nil, err
 		}
 		if list == nil {
-			return nil, buf, errors.New("metadata list returned no list")
+			return nil, errors.New("metadata list returned no list")
 		}
-		return decodedMetadataPage(list), buf, nil
+		return decodedMetadataPage(list), nil
 	}
-	body, err := wl.ListMetadataWire(ctx, opts, buf)
+	body, err := wl.ListMetadataWire(ctx, opts)
 	if err != nil {
-		return nil, buf, err
+		return nil, err
 	}
-	if isProtobuf(body) {
-		page, err := scanProtobufList(body)
+	defer func() { _ = body.Close() }()
+	br := bufio.NewReaderSize(body, 64<<10)
+	if head, _ := br.Peek(len(protobufPrefix)); isProtobuf(head) {
+		var items []wireItem
+		page, err := scanProtobufListStream(br, func(it wireItem) error {
+			items = append(items, it)
+			return nil
+		})
 		if err == nil && (page.kind != "PartialObjectMetadataList" || page.apiVersion != metav1.SchemeGroupVersion.String()) {
 			err = fmt.Errorf("the server sent a %s %s for a metadata list", page.apiVersion, page.kind)
 		}
 		if err != nil {
-			return nil, body, fmt.Errorf("reading the metadata list: %w", err)
+			return nil, fmt.Errorf("reading the metadata list: %w", err)
 		}
-		for i := range page.items {
-			page.items[i].raw = nil // the next page reuses body
-		}
-		return page, body, nil
+		page.items = items
+		return page, nil
 	}
 	var list metav1.PartialObjectMetadataList
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, body, fmt.Errorf("decoding the metadata list: %w", err)
+	if err := json.NewDecoder(br).Decode(&list); err != nil {
+		return nil, fmt.Errorf("decoding the metadata list: %w", err)
 	}
 	if list.Kind != "PartialObjectMetadataList" {
-		return nil, body, fmt.Errorf("the server sent a %s %s for a metadata list", list.APIVersion, list.Kind)
+		return nil, fmt.Errorf("the server sent a %s %s for a metadata list", list.APIVersion, list.Kind)
 	}
-	return decodedMetadataPage(&list), body, nil
+	return decodedMetadataPage(&list), nil
 }
 
 // decodedMetadataPage is the page of a decoded metadata list.

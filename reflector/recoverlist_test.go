@@ -1,15 +1,18 @@
 package reflector
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -408,10 +411,19 @@ type metaWireLister struct {
 
 var _ MetadataWireLister = (*metaWireLister)(nil)
 
-func (l *metaWireLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions, buf []byte) ([]byte, error) {
+func (l *metaWireLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+	body, err := l.body(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(iotest.HalfReader(bytes.NewReader(body))), nil
+}
+
+// body is the response body of a metadata list.
+func (l *metaWireLister) body(ctx context.Context, opts metav1.ListOptions) ([]byte, error) {
 	list, err := l.ListMetadata(ctx, opts)
 	if err != nil {
-		return buf, err
+		return nil, err
 	}
 	kind := cmp.Or(l.kind, "PartialObjectMetadataList")
 	list.APIVersion, list.Kind = metav1.SchemeGroupVersion.String(), kind
@@ -420,10 +432,10 @@ func (l *metaWireLister) ListMetadataWire(ctx context.Context, opts metav1.ListO
 	}
 	raw, err := list.Marshal()
 	if err != nil {
-		return buf, err
+		return nil, err
 	}
 	unk, err := (&runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: list.APIVersion, Kind: kind}, Raw: raw}).Marshal()
-	return append(append(buf[:0], protobufPrefix...), unk...), err
+	return append(slices.Clone(protobufPrefix), unk...), err
 }
 
 // A recovery through a MetadataWireLister reads the metadata list's pages
@@ -481,6 +493,14 @@ func TestRecoveryReadsTheMetadataListFromTheWire(t *testing.T) {
 				"end@10",
 			})
 			equal(t, "starts", h.obs.Starts(), []string{"listed relist-error 10 items=4 pages=2"})
+			limit := int64(recoveryPageSize)
+			if tc.wire {
+				limit = recoveryStreamPageSize // read as they arrive
+			}
+			equal(t, "metadata list options", lister.MetaOpts(), []metav1.ListOptions{
+				{ResourceVersion: "4", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: limit},
+				{Continue: "next", Limit: limit},
+			})
 			noErrors(t, &harness{errs: h.errs})
 		})
 	}

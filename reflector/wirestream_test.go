@@ -1,0 +1,107 @@
+package reflector
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"reflect"
+	"testing"
+	"testing/iotest"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// streamScan scans body as a stream, collecting the items.
+func streamScan(r io.Reader) (*wireList, error) {
+	var items []wireItem
+	l, err := scanProtobufListStream(r, func(it wireItem) error {
+		items = append(items, it)
+		return nil
+	})
+	if l != nil {
+		l.items = items
+	}
+	return l, err
+}
+
+// identities is what a scanned list says, without the items' raw bytes.
+func identities(l *wireList) wireList {
+	out := *l
+	out.items = nil
+	for _, it := range l.items {
+		it.raw, it.decode = nil, nil
+		out.items = append(out.items, it)
+	}
+	return out
+}
+
+// A list the serializer wrote — a metadata list as kube-apiserver sends a
+// recovery, and a PodList — read as a stream, one byte at a time, agrees
+// with the buffered scan.
+func TestScanProtobufListStreamOfTheSerializer(t *testing.T) {
+	pods := []*v1.Pod{richPod("ns", "a", "ua", "7"), richPod("", "cluster-scoped", "uc", "8"), upod("ns", "no-uid", "", "9")}
+	meta := metaList("42", pods...)
+	meta.Continue = "token"
+	meta.APIVersion, meta.Kind = metav1.SchemeGroupVersion.String(), "PartialObjectMetadataList"
+	lister := &metaWireLister{fakeLister: &fakeLister{meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) { return meta, nil }}}
+	metaBody, err := lister.body(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podBody := encodeProtobuf(t, &v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "42", Continue: "token"}, Items: []v1.Pod{*pods[0], *pods[1], *pods[2]}})
+	for name, body := range map[string][]byte{"metadata list": metaBody, "pod list": podBody} {
+		t.Run(name, func(t *testing.T) {
+			want, err := scanProtobufList(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := streamScan(iotest.OneByteReader(bytes.NewReader(body)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			equal(t, "stream scan", identities(got), identities(want))
+			if len(got.items) != 3 || got.continueToken != "token" || got.resourceVersion != "42" {
+				t.Errorf("scanned %+v", identities(got))
+			}
+		})
+	}
+	// Truncated anywhere, it is an error, never a shorter list (cut after
+	// the list message, only the empty content type fields are lost).
+	full, err := streamScan(bytes.NewReader(metaBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range len(metaBody) {
+		if got, err := streamScan(bytes.NewReader(metaBody[:n])); err == nil && !reflect.DeepEqual(identities(got), identities(full)) {
+			t.Fatalf("truncated at %d of %d bytes: %+v, no error", n, len(metaBody), identities(got))
+		}
+	}
+	// A read error is returned as it is.
+	boom := errors.New("connection reset")
+	if _, err := streamScan(io.MultiReader(bytes.NewReader(metaBody[:100]), iotest.ErrReader(boom))); err == nil {
+		t.Error("a failing reader: no error")
+	}
+}
+
+// The stream scan accepts no more than the buffered scan, and reads what
+// it accepts the same way.
+func FuzzScanProtobufListStream(f *testing.F) {
+	f.Add(encodeProtobuf(f, &v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "3"}, Items: []v1.Pod{*richPod("ns", "a", "ua", "1"), *upod("", "b", "", "2")}}))
+	f.Add(envelope(pbuf{}.msg(2, pbuf{}.msg(1, pbuf{}.str(6, "9").str(1, "a"))).msg(1, pbuf{}.str(2, "10"))))
+	f.Add(envelope(pbuf{}.msg(2, pbuf{}.msg(1, pbuf{}.str(1, "a")).msg(1, pbuf{}.str(5, "u")))))
+	f.Add(append(envelope(pbuf{}.msg(2, pbuf{}.msg(1, pbuf{}.str(1, "a")))), 0x1a, 0x01, 'x'))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := streamScan(bytes.NewReader(body))
+		if err != nil {
+			return
+		}
+		want, err := scanProtobufList(body)
+		if err != nil {
+			t.Fatalf("the stream scan accepted what the buffered scan rejects (%v): %+v", err, identities(got))
+		}
+		if g, w := identities(got), identities(want); !reflect.DeepEqual(g, w) {
+			t.Fatalf("stream scan %+v, buffered %+v", g, w)
+		}
+	})
+}
