@@ -310,9 +310,10 @@ type Reflector struct {
 	// pagedListTried is set once the PagedList has been given a list.
 	pagedListTried bool
 	// resumedWatch is set while the watch from ResumeResourceVersion is
-	// the next to be requested; listAtOnce when that watch was answered
-	// with an unavailable resourceVersion before any event: Run then lists
-	// without backing off first (see Run).
+	// the next to be requested; listAtOnce when that watch, or one made
+	// after a backoff wait, was answered with an unavailable
+	// resourceVersion before any event: Run then lists without backing off
+	// first (see Run).
 	resumedWatch, listAtOnce bool
 
 	// mu guards every field below. It is never held while calling the
@@ -438,7 +439,8 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 // sliding backoff) — except after the first watch from
 // ResumeResourceVersion found that version expired (410) or too large: the
 // list (or recovery) it calls for is what a cold start would make at once,
-// so it follows at once. Errors go to Options.WatchErrorHandler. Run
+// so it follows at once; and after a watch made once a failed one's backoff
+// had passed found it so: the relist has waited its backoff interval. Errors go to Options.WatchErrorHandler. Run
 // returns only after every goroutine it started has exited. Run must not be called
 // concurrently with itself or with ListAndWatch.
 func (r *Reflector) Run(ctx context.Context) {
@@ -452,10 +454,12 @@ func (r *Reflector) Run(ctx context.Context) {
 		if r.listAtOnce {
 			// The start's own watch found its resourceVersion gone: this
 			// process has just started and must list, as a cold start
-			// does at once. The backoff spreads the relists of running
-			// clients that all lose their watches at one time (an
-			// apiserver restart); clients that start together list
-			// together whether they resume or not.
+			// does at once. Or a watch made after a backoff wait found
+			// it gone: that wait was the one before the relist. The
+			// backoff spreads the relists of running clients that all
+			// lose their watches at one time (an apiserver restart);
+			// clients that start together list together whether they
+			// resume or not.
 			r.listAtOnce = false
 			continue
 		}

@@ -1076,3 +1076,110 @@ func TestRelistAfterExpiredResumeWithoutBackoff(t *testing.T) {
 		})
 	}
 }
+
+// A watch made after a failed watch's backoff that finds its resourceVersion
+// gone (as after an apiserver restart: connection refused, then 410 from
+// the new apiserver) lists at once: the backoff before the relist has been
+// waited, as client-go waits one. A watch re-made at once after a normal
+// close waits its backoff before the relist.
+func TestRelistAfterExpiredOnceBackedOff(t *testing.T) {
+	expired := apierrors.NewResourceExpired("too old resource version")
+	refused := fmt.Errorf("dial tcp 127.0.0.1:6443: connect: %w", syscall.ECONNREFUSED)
+	for _, tc := range []struct {
+		name      string
+		watch     func(n int) (watch.Interface, error)
+		expiredOn int  // the watch that gets the 410
+		backoff   bool // the list waits a backoff after it
+	}{
+		{"refused, then a 410 status", func(n int) (watch.Interface, error) {
+			switch n {
+			case 1, 2:
+				return nil, refused
+			case 3:
+				return nil, expired
+			}
+			return watch.NewRaceFreeFake(), nil
+		}, 3, false},
+		{"a failed watch, then a 410 event", func(n int) (watch.Interface, error) {
+			w := watch.NewRaceFreeFake()
+			switch n {
+			case 1:
+				w.Error(&apierrors.NewInternalError(errors.New("etcd is unhappy")).ErrStatus)
+			case 2:
+				w.Error(&expired.ErrStatus)
+			}
+			return w, nil
+		}, 2, false},
+		{"closed normally, then a 410 event", func(n int) (watch.Interface, error) {
+			w := watch.NewRaceFreeFake()
+			switch n {
+			case 1:
+				go func() {
+					time.Sleep(5 * time.Second) // not a very short watch, which counts as failed
+					w.Stop()                    // closed by the server: re-watched at once
+				}()
+			case 2:
+				w.Error(&expired.ErrStatus)
+			}
+			return w, nil
+		}, 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var listed time.Time
+				var watched []time.Time
+				lw := &fakeLW{
+					t: t,
+					list: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
+						mu.Lock()
+						defer mu.Unlock()
+						if n == 1 {
+							listed = time.Now()
+						}
+						return podList("200"), nil
+					},
+					watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
+						mu.Lock()
+						watched = append(watched, time.Now())
+						mu.Unlock()
+						if n == 0 {
+							// The first watch, after the cold list, runs a
+							// while and is closed by the server.
+							w := watch.NewRaceFreeFake()
+							go func() {
+								time.Sleep(5 * time.Second)
+								w.Stop()
+							}()
+							return w, nil
+						}
+						return tc.watch(n)
+					},
+				}
+				r := New(lw.listWatch(), newRecStore(), Options{
+					ExpectedType:      &v1.Pod{},
+					MinWatchTimeout:   time.Hour,
+					WatchErrorHandler: func(context.Context, error) {},
+				})
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					r.Run(ctx)
+				}()
+				time.Sleep(time.Minute) // past every backoff
+				synctest.Wait()
+				cancel()
+				<-done
+				mu.Lock()
+				defer mu.Unlock()
+				if listed.IsZero() || len(watched) <= tc.expiredOn {
+					t.Fatalf("listed at %v, %d watches", listed, len(watched))
+				}
+				if d := listed.Sub(watched[tc.expiredOn]); (d > 0) != tc.backoff {
+					t.Errorf("relisted %v after the watch that got the 410, want a backoff: %v", d, tc.backoff)
+				}
+			})
+		})
+	}
+}

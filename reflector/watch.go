@@ -97,6 +97,14 @@ func (r *Reflector) startResync(ctx context.Context, errC chan<- error) {
 // error when Store.Resync failed.
 func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 	logger := klog.FromContext(ctx)
+	// backedOff: this watch follows a backoff wait after a failed one. If
+	// it finds its resourceVersion gone before any event, the relist
+	// follows at once (listAtOnce): the wait that spreads the relists of
+	// clients that all lost their watches together (an apiserver restart)
+	// has been waited, here as in client-go, which waits once before its
+	// relist. Waiting again would put a warm informer a backoff interval
+	// (seconds, after an outage's connection-refused retries) behind.
+	backedOff := false
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -126,6 +134,8 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		propagateRVFromStart := rv != "" && rv != "0"
 		resumed := r.resumedWatch
 		r.resumedWatch = false
+		waited := backedOff
+		backedOff = false
 
 		w, err := r.lw.WatchWithContext(ctx, options)
 		if err == nil && w == nil {
@@ -139,7 +149,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 			r.errorHandler(ctx, err)
 			if isResourceVersionUnavailable(err) {
 				r.requestRelist(err)
-				r.listAtOnce = resumed
+				r.listAtOnce = resumed || waited
 				return nil
 			}
 			if r.watchFailed(ctx, err, short, false) {
@@ -148,6 +158,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 			if !r.sleep(ctx) {
 				return nil
 			}
+			backedOff = true
 			continue
 		}
 
@@ -190,7 +201,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		if isResourceVersionUnavailable(err) {
 			logger.V(4).Info("Watched resourceVersion is unavailable, relisting", "reflector", r.name, "type", r.typeDescription, "resourceVersion", r.LastSyncResourceVersion())
 			r.requestRelist(err)
-			r.listAtOnce = resumed && events == 0
+			r.listAtOnce = (resumed || waited) && events == 0
 			return nil
 		}
 		if r.watchFailed(ctx, err, short, events > 0) {
@@ -199,6 +210,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		if !r.sleep(ctx) {
 			return nil
 		}
+		backedOff = true
 	}
 }
 
