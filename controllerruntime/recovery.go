@@ -3,12 +3,14 @@ package controllerruntime
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -31,7 +33,9 @@ import (
 //     client, for the resource, namespace and selectors read from the
 //     informer's own list request (probeList), and it is used only if its
 //     request, probed the same way, has the same path and selectors: the
-//     diff then sees exactly the collection the informer stores;
+//     diff then sees exactly the collection the informer stores. Its pages
+//     are requested by that path through a REST client on the same HTTP
+//     client and read as they arrive (reflector.MetadataWireLister);
 //   - a fetch is the informer's own list (its ListerWatcher), so it decodes
 //     as the informer's list does (typed through the cache's scheme,
 //     unstructured, the GroupVersionKind set). Its request is narrowed on
@@ -56,6 +60,9 @@ import (
 // recoveries builds the recoveries of a cache's informers.
 type recoveries struct {
 	meta metadata.Interface
+	// wire lists metadata by the informers' own list paths
+	// (recoveryLister.ListMetadataWire).
+	wire rest.Interface
 	// groups are the API groups vouched for besides client-go's scheme's
 	// (Options.RecoverGroups).
 	groups map[string]bool
@@ -75,11 +82,32 @@ func newRecoveries(config *rest.Config, httpClient *http.Client, groups []string
 	if err != nil {
 		return nil, fmt.Errorf("metadata client for recoveries: %w", err)
 	}
-	r := &recoveries{meta: mc, groups: map[string]bool{}, qps: clientQPS(config)}
+	wire, err := wireClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("REST client for recoveries: %w", err)
+	}
+	r := &recoveries{meta: mc, wire: wire, groups: map[string]bool{}, qps: clientQPS(config)}
 	for _, g := range groups {
 		r.groups[g] = true
 	}
 	return r, nil
+}
+
+// wireClient returns a REST client of config's server, for requests by
+// absolute path (rest.Request.AbsPath), a path prefix of config's Host
+// included, so that a metadata list goes to exactly the informer's list's
+// path; it decodes only error statuses.
+func wireClient(config *rest.Config, httpClient *http.Client) (*rest.RESTClient, error) {
+	base, _, err := rest.DefaultServerUrlFor(config)
+	if err != nil {
+		return nil, err
+	}
+	cfg := rest.CopyConfig(config)
+	cfg.Host = (&url.URL{Scheme: base.Scheme, Host: base.Host, User: base.User}).String()
+	cfg.APIPath = ""
+	cfg.GroupVersion = &schema.GroupVersion{Version: "v1"}
+	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return rest.RESTClientForConfigAndClient(cfg, httpClient)
 }
 
 // clientQPS is the sustained rate of the REST clients client-go builds from
@@ -125,6 +153,7 @@ func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *
 	}
 	l := &recoveryLister{
 		meta:   r.meta.Resource(key.gvk.GroupVersion().WithResource(target.resource)).Namespace(target.namespace),
+		wire:   r.wire,
 		lw:     toolscache.ToListerWatcherWithContext(lw),
 		target: target,
 		label:  q.Get("labelSelector"),
@@ -173,6 +202,7 @@ func parseListPath(path string) (listPath, error) {
 // file's header).
 type recoveryLister struct {
 	meta   metadata.ResourceInterface
+	wire   rest.Interface
 	lw     toolscache.ListerWatcherWithContext
 	target listPath
 	label  string
@@ -180,7 +210,10 @@ type recoveryLister struct {
 	qps    float32
 }
 
-var _ reflector.RateLimitedLister = (*recoveryLister)(nil)
+var (
+	_ reflector.RateLimitedLister  = (*recoveryLister)(nil)
+	_ reflector.MetadataWireLister = (*recoveryLister)(nil)
+)
 
 // QPS implements reflector.RateLimitedLister.
 func (l *recoveryLister) QPS() float32 { return l.qps }
@@ -189,6 +222,15 @@ func (l *recoveryLister) QPS() float32 { return l.qps }
 func (l *recoveryLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 	opts.LabelSelector, opts.FieldSelector = l.label, l.field
 	return l.meta.List(ctx, opts)
+}
+
+// ListMetadataWire implements reflector.MetadataWireLister: ListMetadata's
+// request (the informer's list path and selectors; probed in recovery), its
+// body as it arrives.
+func (l *recoveryLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+	opts.LabelSelector, opts.FieldSelector = l.label, l.field
+	return l.wire.Get().AbsPath(l.target.path).VersionedParams(&opts, scheme.ParameterCodec).
+		SetHeader("Accept", reflector.MetadataListAccept).Stream(ctx)
 }
 
 // ListObjects implements reflector.MetadataLister through the informer's

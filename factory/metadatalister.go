@@ -103,18 +103,12 @@ func (l *restLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) 
 var _ reflector.WireLister = (*restLister)(nil)
 var _ reflector.MetadataWireLister = (*restLister)(nil)
 
-// metadataListAccept asks for a list's metadata only, in protobuf or JSON,
-// as client-go's metadata client does, but never for the objects: a server
-// that cannot serve the metadata form answers 406 Not Acceptable.
-const metadataListAccept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," +
-	"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-
 // ListMetadataWire implements reflector.MetadataWireLister: ListMetadata's
 // request through the typed REST client, its body as it arrives.
 func (l *restLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	opts.LabelSelector, opts.FieldSelector = l.label, l.field
 	return l.objects.Get().NamespaceIfScoped(l.namespace, l.namespace != "").Resource(l.resource).
-		VersionedParams(&opts, scheme.ParameterCodec).SetHeader("Accept", metadataListAccept).Stream(ctx)
+		VersionedParams(&opts, scheme.ParameterCodec).SetHeader("Accept", reflector.MetadataListAccept).Stream(ctx)
 }
 
 func (l *restLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {

@@ -153,6 +153,14 @@ type WireLister interface {
 	ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (body []byte, decode func() (runtime.Object, error), err error)
 }
 
+// MetadataListAccept is the Accept header of a MetadataWireLister's
+// request: the list's metadata only, in protobuf or JSON, as client-go's
+// metadata client asks, but never the objects (client-go's also accepts
+// plain JSON): a server that cannot serve the metadata form answers 406
+// Not Acceptable, and the recovery lists in full instead.
+const MetadataListAccept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," +
+	"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
 // MetadataWireLister is a MetadataLister that can also hand over a page of
 // the metadata list as the server sends it: a recovery then reads each
 // item's identity from a Kubernetes protobuf response as it arrives,
@@ -160,8 +168,9 @@ type WireLister interface {
 // larger pages (recoveryStreamPageSize), as it holds one item at a time.
 type MetadataWireLister interface {
 	MetadataLister
-	// ListMetadataWire is ListMetadata, undecoded: it returns the response
-	// body, which the caller reads and closes.
+	// ListMetadataWire is ListMetadata, undecoded, its request made with
+	// the Accept header MetadataListAccept: it returns the response body,
+	// which the caller reads and closes.
 	ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error)
 }
 
