@@ -1,5 +1,6 @@
-// Reaches into k8s.io/apimachinery pkg/runtime/serializer/protobuf at
-// v0.37.2, as wirelist.go does: the same layout, read as it arrives.
+// Reaches into k8s.io/apimachinery pkg/runtime/serializer/protobuf/collections.go at v0.37.2:
+// the layout wirelist.go reads (protobuf.go), as the streaming list encoder
+// writes it, read as it arrives.
 
 package reflector
 
