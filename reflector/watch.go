@@ -99,11 +99,11 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 	logger := klog.FromContext(ctx)
 	// backedOff: this watch follows a backoff wait after a failed one. If
 	// it finds its resourceVersion gone before any event, the relist
-	// follows at once (listAtOnce): the wait that spreads the relists of
-	// clients that all lost their watches together (an apiserver restart)
-	// has been waited, here as in client-go, which waits once before its
-	// relist. Waiting again would put a warm informer a backoff interval
-	// (seconds, after an outage's connection-refused retries) behind.
+	// follows at once (listAtOnce): the jittered wait that spreads the
+	// relists of clients that all lost their watches together (an
+	// apiserver restart) has been waited. client-go waits once more before
+	// its relist; after an outage's connection-refused retries have grown
+	// the interval, that is seconds more.
 	backedOff := false
 	for {
 		if ctx.Err() != nil {
