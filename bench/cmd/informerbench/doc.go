@@ -33,7 +33,7 @@
 //     with InformerOptions.Recovery (bolt-recover: a metadata lister of the
 //     same Pods and selector, factory.NewMetadataLister over the child's
 //     clientset, as the typed factory sets it up, so it recovers by what
-//     changed) and without it (bolt-410: the full-list fallback);
+//     changed) and without it (bolt-410: a relist through the store);
 //   - for every start, its stages, through client-go's public interfaces
 //     only (and, for boltinformer, when the apiserver accepted its first
 //     watch: reflector.Observer): the informer's own HasSyncedChecker, a
@@ -141,7 +141,10 @@
 //     "beyond the window" is forced, since the new apiserver's watch
 //     history starts at its own list, so a watch from the stored
 //     resourceVersion answers 410. The starts: bolt-recover (with
-//     Recovery), bolt-410 (without: the full-list fallback), and client-go
+//     Recovery), bolt-recover-full (with Recovery whose lister refuses
+//     metadata lists, as an aggregated API may: the full-list fallback,
+//     one list read from its bytes, only the changed items decoded),
+//     bolt-410 (without Recovery: a relist through the store), and client-go
 //     protobuf in watch-list and in LIST mode, cold after the same
 //     apiserver restart (no Pods change before a client-go start: a cold
 //     start lists whatever is there, and the shared cache file must be
