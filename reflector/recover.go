@@ -372,6 +372,10 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 		logger.V(2).Info("resourceVersions are not integers; recovering from a full list", "reflector", r.name, "type", r.typeDescription, "resourceVersion", l.rv)
 		what = "full list"
 		l, err = r.listForRecovery(ctx, cause, r.listFull)
+	case errors.Is(err, errManyChanged):
+		logger.V(2).Info("The metadata list's first page shows much of the collection changed; recovering from a full list", "reflector", r.name, "type", r.typeDescription)
+		what = "full list"
+		l, err = r.listForRecovery(ctx, cause, r.listFull)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -526,9 +530,42 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 		if page.continueToken == "" || opts.Limit == 0 {
 			return l, nil
 		}
+		if l.pages == 1 && r.manyChanged(resourceVersion, page.items) {
+			return nil, errManyChanged
+		}
 		opts.Continue = page.continueToken
 		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
 	}
+}
+
+// errManyChanged: the metadata list's first page shows that so much of the
+// collection changed that the recovery lists it in full instead.
+var errManyChanged = errors.New("much of the collection changed")
+
+// manyChanged reports whether the first page of a metadata list made at
+// resourceVersion (what the store holds the collection at, or newer) shows
+// at least FullListFraction of its items changed since — newer than
+// resourceVersion — and the rest of the list should not be made: the
+// recovery would list the whole collection after it anyway (planFetches),
+// and one full list, read from its bytes by a WireLister, costs less than
+// the rest of the metadata list and that list. An estimate from one page
+// (pages are in key order, so one page may be a few namespaces): a wrong
+// one costs time, not correctness.
+func (r *Reflector) manyChanged(resourceVersion string, items []wireItem) bool {
+	if _, ok := r.recovery.Lister.(WireLister); !ok || len(items) == 0 {
+		return false
+	}
+	stored, ok := parseRV(resourceVersion)
+	if !ok {
+		return false // a consistent read at "": no version to compare with
+	}
+	changed := 0
+	for _, it := range items {
+		if n, ok := parseRV(it.resourceVersion); !ok || n > stored {
+			changed++
+		}
+	}
+	return float64(changed) >= r.recovery.FullListFraction*float64(len(items))
 }
 
 // metadataPage is one page of a metadata list: its items' identities only.

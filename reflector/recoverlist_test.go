@@ -505,3 +505,62 @@ func TestRecoveryReadsTheMetadataListFromTheWire(t *testing.T) {
 		})
 	}
 }
+
+// A metadata list's first page that shows at least FullListFraction of the
+// collection changed since the stored resourceVersion ends the metadata
+// list there: the recovery lists in full, reading the list's bytes (the
+// rest of the metadata list, then a full list, would cost more). A first
+// page with fewer changes lists the rest of the metadata.
+func TestRecoveryFirstPageManyChanged(t *testing.T) {
+	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud", "4")}
+	for _, tc := range []struct {
+		name      string
+		firstPage []*v1.Pod
+		full      bool
+	}{
+		{"half of the first page changed", []*v1.Pod{upod("ns", "a", "ua", "7"), upod("ns", "b", "ub", "2")}, true},
+		{"none of the first page changed", []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			onServer := append(slices.Clone(tc.firstPage), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud", "8"))
+			store := newRecoveryStore(stored...)
+			meta := func(_ int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+				if opts.Continue == "" {
+					l := metaList("10", tc.firstPage...)
+					l.Continue = "next"
+					return l, nil
+				}
+				return metaList("10", onServer[2:]...), nil
+			}
+			var items []pbuf
+			for _, p := range onServer {
+				items = append(items, protoItem(t, p, false))
+			}
+			lister := &wireLister{
+				fakeLister: &fakeLister{meta: meta, objects: server("10", onServer...)},
+				wire:       func(int, string, metav1.ListOptions) ([]byte, error) { return protoPage("10", "", items...), nil },
+			}
+			h := startRecovery(t, store, nil, "4", func(o *Options, _ *fakeLW) {
+				o.Recovery.Lister = lister
+				o.Recovery.FullListFraction = 0.5
+			})
+			store.waitFor(t, "end@10")
+			h.stop()
+			if tc.full {
+				equal(t, "metadata pages", len(lister.MetaOpts()), 1)
+				equal(t, "full lists", len(lister.WireOpts()), 1)
+			} else {
+				equal(t, "metadata pages", len(lister.MetaOpts()), 2)
+				equal(t, "full lists", len(lister.WireOpts()), 0)
+			}
+			var want []string
+			if tc.full {
+				want = []string{"begin deleted=[] unchanged=[ns/b ns/c]", "update ns/a@7", "update ns/d@8", "end@10"}
+			} else {
+				want = []string{"begin deleted=[] unchanged=[ns/a ns/b ns/c]", "update ns/d@8", "end@10"}
+			}
+			equal(t, "store calls", store.Calls(), want)
+			noErrors(t, &harness{errs: h.errs})
+		})
+	}
+}
