@@ -502,7 +502,7 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 		given = r.recovery.Listed(ctx)
 	}
 	for {
-		var page *metadataPage
+		var page *wireList
 		var err error
 		if given != nil {
 			page, given = decodedMetadataPage(given), nil
@@ -568,13 +568,10 @@ func (r *Reflector) manyChanged(resourceVersion string, items []wireItem) bool {
 	return float64(changed) >= r.recovery.FullListFraction*float64(len(items))
 }
 
-// metadataPage is one page of a metadata list: its items' identities only.
-type metadataPage = wireList
-
-// metadataPage lists one page of the collection's metadata: through a
-// MetadataWireLister, read from a protobuf body as it arrives; otherwise
-// decoded.
-func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions) (*metadataPage, error) {
+// metadataPage lists one page of the collection's metadata, its items'
+// identities only: through a MetadataWireLister, read from a protobuf body
+// as it arrives; otherwise decoded.
+func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions) (*wireList, error) {
 	wl, ok := r.recovery.Lister.(MetadataWireLister)
 	if !ok {
 		list, err := r.recovery.Lister.ListMetadata(ctx, opts)
@@ -618,8 +615,8 @@ func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions) (
 }
 
 // decodedMetadataPage is the page of a decoded metadata list.
-func decodedMetadataPage(list *metav1.PartialObjectMetadataList) *metadataPage {
-	page := &metadataPage{resourceVersion: list.ResourceVersion, continueToken: list.Continue, items: make([]wireItem, len(list.Items))}
+func decodedMetadataPage(list *metav1.PartialObjectMetadataList) *wireList {
+	page := &wireList{resourceVersion: list.ResourceVersion, continueToken: list.Continue, items: make([]wireItem, len(list.Items))}
 	for i := range list.Items {
 		m := &list.Items[i].ObjectMeta
 		page.items[i] = wireItem{namespace: m.Namespace, name: m.Name, uid: m.UID, resourceVersion: m.ResourceVersion}
