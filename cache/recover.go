@@ -34,7 +34,10 @@ import (
 //     objects (decoded from the file). The informer is recovering from here
 //     on: the store holds objects at different resourceVersions (changed
 //     ones not fetched yet), so it is not caught up (synced) whatever
-//     resourceVersion the store last applied.
+//     resourceVersion the store last applied. A warm start's hand-off of
+//     the stored objects goes on meanwhile: the keys deleted here are
+//     handed out first, as every later event's key is; only a resync of
+//     the unchanged objects waits for the whole hand-off.
 //  2. End: the store holds the collection at the watch's resourceVersion.
 //     It is recorded, and the must-list mark cleared, in one commit; that is
 //     a list applied (readers owed one go on, handlers that joined meanwhile
