@@ -112,15 +112,7 @@ func scanProtobufList(body []byte) (*wireList, error) {
 			if typ != wireBytes {
 				return errWireType
 			}
-			return eachField(v, func(num, typ int, v []byte) error {
-				switch num {
-				case 1:
-					return stringField(typ, v, &l.apiVersion)
-				case 2:
-					return stringField(typ, v, &l.kind)
-				}
-				return nil
-			})
+			return l.readTypeMeta(v)
 		case 2: // raw
 			if typ != wireBytes {
 				return errWireType
@@ -148,15 +140,7 @@ func scanProtobufList(body []byte) (*wireList, error) {
 			if typ != wireBytes {
 				return errWireType
 			}
-			return eachField(v, func(num, typ int, v []byte) error {
-				switch num {
-				case 2:
-					return stringField(typ, v, &l.resourceVersion)
-				case 3:
-					return stringField(typ, v, &l.continueToken)
-				}
-				return nil
-			})
+			return l.readListMeta(v)
 		case 2: // items
 			if typ != wireBytes {
 				return errWireType
@@ -173,6 +157,32 @@ func scanProtobufList(body []byte) (*wireList, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// readTypeMeta reads the list's TypeMeta message.
+func (l *wireList) readTypeMeta(msg []byte) error {
+	return eachField(msg, func(num, typ int, v []byte) error {
+		switch num {
+		case 1:
+			return stringField(typ, v, &l.apiVersion)
+		case 2:
+			return stringField(typ, v, &l.kind)
+		}
+		return nil
+	})
+}
+
+// readListMeta reads the list's ListMeta message.
+func (l *wireList) readListMeta(msg []byte) error {
+	return eachField(msg, func(num, typ int, v []byte) error {
+		switch num {
+		case 2:
+			return stringField(typ, v, &l.resourceVersion)
+		case 3:
+			return stringField(typ, v, &l.continueToken)
+		}
+		return nil
+	})
 }
 
 // scanItem reads the identity of one item.

@@ -58,15 +58,7 @@ func scanProtobufListStream(r io.Reader, item func(wireItem) error) (*wireList, 
 			if err != nil {
 				return nil, err
 			}
-			if err := eachField(v, func(num, typ int, v []byte) error {
-				switch num {
-				case 1:
-					return stringField(typ, v, &l.apiVersion)
-				case 2:
-					return stringField(typ, v, &l.kind)
-				}
-				return nil
-			}); err != nil {
+			if err := l.readTypeMeta(v); err != nil {
 				return nil, err
 			}
 		case 2: // raw: the list message
@@ -123,15 +115,7 @@ func (s *streamScanner) list(n int64, l *wireList, item func(wireItem) error) er
 			if err != nil {
 				return err
 			}
-			if err := eachField(v, func(num, typ int, v []byte) error {
-				switch num {
-				case 2:
-					return stringField(typ, v, &l.resourceVersion)
-				case 3:
-					return stringField(typ, v, &l.continueToken)
-				}
-				return nil
-			}); err != nil {
+			if err := l.readListMeta(v); err != nil {
 				return err
 			}
 		case 2: // items
