@@ -1046,9 +1046,16 @@ func TestRelistAfterExpiredResumeWithoutBackoff(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
+				listed := make(chan struct{}, 1)
 				lw := &fakeLW{
-					t:     t,
-					list:  func(int, metav1.ListOptions) (runtime.Object, error) { return podList("200"), nil },
+					t: t,
+					list: func(int, metav1.ListOptions) (runtime.Object, error) {
+						select {
+						case listed <- struct{}{}:
+						default: // a second list: the count below fails
+						}
+						return podList("200"), nil
+					},
 					watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) { return tc.watch(n) },
 				}
 				r := New(lw.listWatch(), newRecStore(), Options{
@@ -1067,7 +1074,7 @@ func TestRelistAfterExpiredResumeWithoutBackoff(t *testing.T) {
 				if listed := len(lw.ListRVs()) > 0; listed == tc.backoff {
 					t.Errorf("listed before any time passed: %v, want %v", listed, !tc.backoff)
 				}
-				time.Sleep(10 * time.Second) // past the backoffs (the first at most 1.6s)
+				<-listed // after the backoff, where there is one (virtual time)
 				synctest.Wait()
 				equal(t, "lists", len(lw.ListRVs()), 1)
 				cancel()
@@ -1114,10 +1121,9 @@ func TestRelistAfterExpiredOnceBackedOff(t *testing.T) {
 			w := watch.NewRaceFreeFake()
 			switch n {
 			case 1:
-				go func() {
-					time.Sleep(5 * time.Second) // not a very short watch, which counts as failed
-					w.Stop()                    // closed by the server: re-watched at once
-				}()
+				// Closed by the server after 5 s (not a very short watch,
+				// which counts as failed): re-watched at once.
+				time.AfterFunc(5*time.Second, w.Stop)
 			case 2:
 				w.Error(&expired.ErrStatus)
 			}
@@ -1127,15 +1133,13 @@ func TestRelistAfterExpiredOnceBackedOff(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var mu sync.Mutex
-				var listed time.Time
 				var watched []time.Time
+				relisted := make(chan time.Time, 1)
 				lw := &fakeLW{
 					t: t,
 					list: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
-						mu.Lock()
-						defer mu.Unlock()
 						if n == 1 {
-							listed = time.Now()
+							relisted <- time.Now()
 						}
 						return podList("200"), nil
 					},
@@ -1147,10 +1151,7 @@ func TestRelistAfterExpiredOnceBackedOff(t *testing.T) {
 							// The first watch, after the cold list, runs a
 							// while and is closed by the server.
 							w := watch.NewRaceFreeFake()
-							go func() {
-								time.Sleep(5 * time.Second)
-								w.Stop()
-							}()
+							time.AfterFunc(5*time.Second, w.Stop)
 							return w, nil
 						}
 						return tc.watch(n)
@@ -1167,14 +1168,13 @@ func TestRelistAfterExpiredOnceBackedOff(t *testing.T) {
 					defer close(done)
 					r.Run(ctx)
 				}()
-				time.Sleep(time.Minute) // past every backoff
-				synctest.Wait()
+				listed := <-relisted // virtual time passes the backoffs
 				cancel()
 				<-done
 				mu.Lock()
 				defer mu.Unlock()
-				if listed.IsZero() || len(watched) <= tc.expiredOn {
-					t.Fatalf("listed at %v, %d watches", listed, len(watched))
+				if len(watched) <= tc.expiredOn {
+					t.Fatalf("relisted after %d watches", len(watched))
 				}
 				if d := listed.Sub(watched[tc.expiredOn]); (d > 0) != tc.backoff {
 					t.Errorf("relisted %v after the watch that got the 410, want a backoff: %v", d, tc.backoff)
