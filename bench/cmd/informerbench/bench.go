@@ -39,14 +39,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	work, cl, cs, mach := sess.work, sess.cl, sess.cs, sess.mach
 
 	for _, n := range opts.sizes {
-		if err := populate(ctx, cl, opts.shape, n, opts.workers, out); err != nil {
-			return err
-		}
-		podBytes, err := meanPodBytes(ctx, cs, opts.shape)
-		if err != nil {
-			return err
-		}
-		stopHeartbeat, err := apiservertest.Heartbeat(ctx, cs, heartbeatLease)
+		podBytes, stopHeartbeat, err := readyPods(ctx, cl, cs, opts.shape, n, opts.workers, out)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/internal/runstats"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -60,15 +59,8 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := populate(ctx, cl, shape, *pods, *workers, out); err != nil {
-		return err
-	}
-	podBytes, err := meanPodBytes(ctx, cs, shape)
-	if err != nil {
-		return err
-	}
-	// A live cluster's background writes (heartbeat.go), for every variant.
-	stopHeartbeat, err := apiservertest.Heartbeat(ctx, cs, heartbeatLease)
+	// A live cluster's background writes (the heartbeat), for every variant.
+	podBytes, stopHeartbeat, err := readyPods(ctx, cl, cs, shape, *pods, *workers, out)
 	if err != nil {
 		return err
 	}

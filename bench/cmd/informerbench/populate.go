@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
+	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/internal/fanout"
 )
 
@@ -118,6 +119,24 @@ func progress(log io.Writer, start time.Time, done *atomic.Int64, total int) fun
 		}
 	}()
 	return func() { close(stop); <-finished }
+}
+
+// readyPods makes the cluster ready for a measurement: Pods 0..n-1 of
+// shape exist (populate), their mean protobuf size is taken (podBytes),
+// and the heartbeat runs, a live cluster's background writes
+// (apiservertest.Heartbeat), which stop ends.
+func readyPods(ctx context.Context, cl *cluster, cs kubernetes.Interface, shape podShape, n, workers int, log io.Writer) (podBytes float64, stop func() (renewed, failed int64), err error) {
+	if err := populate(ctx, cl, shape, n, workers, log); err != nil {
+		return 0, nil, err
+	}
+	if podBytes, err = meanPodBytes(ctx, cs, shape); err != nil {
+		return 0, nil, err
+	}
+	stop, err = apiservertest.Heartbeat(ctx, cs, heartbeatLease)
+	if err != nil {
+		return 0, nil, err
+	}
+	return podBytes, stop, nil
 }
 
 // meanPodBytes is the mean protobuf size of up to 500 of shape's Pods as the

@@ -12,8 +12,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
 )
 
 // The recover subcommand: restarts after a downtime longer than the
@@ -150,14 +148,7 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer sess.close()
 	cl, cs := sess.cl, sess.cs
-	if err := populate(ctx, cl, opts.shape, opts.pods, opts.workers, out); err != nil {
-		return err
-	}
-	podBytes, err := meanPodBytes(ctx, cs, opts.shape)
-	if err != nil {
-		return err
-	}
-	stopHeartbeat, err := apiservertest.Heartbeat(ctx, cs, heartbeatLease)
+	podBytes, stopHeartbeat, err := readyPods(ctx, cl, cs, opts.shape, opts.pods, opts.workers, out)
 	if err != nil {
 		return err
 	}
