@@ -47,8 +47,9 @@
 // changed (a quarter) or a rate-limited client could not make the requests
 // in about 10 s. A MetadataWireLister's metadata pages are read from their
 // protobuf bytes as they arrive, not decoded; where the first page shows
-// FullListFraction of its items newer than the stored resourceVersion, a
-// WireLister's recovery lists in full at once instead (recoverlist.go). Fetched
+// Recovery.FirstPageFraction of its items (5%) newer than the stored
+// resourceVersion, a WireLister's recovery lists in full at once instead
+// (recoverlist.go). Fetched
 // objects and watch events reach the store as they come through one filter
 // that lets each key move only forward: an object at a resourceVersion not
 // newer than the key's last one is dropped, and one with another UID

@@ -381,7 +381,7 @@ func TestRecoveryDiffClasses(t *testing.T) {
 		t.Fatalf("recovered %d times, want once", len(stats))
 	}
 	s := stats[0]
-	s.Duration = 0
+	s.Duration, s.ListDuration = 0, 0
 	equal(t, "stats", s, RecoveryStats{Listed: 4, Pages: 1, Unchanged: 1, Deleted: 2, Fetch: 3, Requests: 3, Fetched: 3, Decoded: 3})
 	noErrors(t, &harness{errs: h.errs})
 }
@@ -839,5 +839,67 @@ func TestRecoveryWithNothingToFetchThenExpired(t *testing.T) {
 	}
 	if got := len(h.obs.Stats()); got != 2 {
 		t.Errorf("recovered %d times, want twice", got)
+	}
+}
+
+// Recovery.Started is called as each recovery begins and its function once
+// that recovery has ended: after a failure (before the next one begins)
+// and after the store was told the recovery ended.
+func TestRecoveryStartedAndEnded(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "b", "ub", "2"))
+	var mu sync.Mutex
+	failing := true
+	lister := &fakeLister{
+		meta: func(n int, _ metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList(fmt.Sprint(10+n), upod("ns", "b", "ub", "5")), nil
+		},
+		objects: func(ctx context.Context, ns, name string, opts metav1.ListOptions) (runtime.Object, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if failing {
+				return nil, apierrors.NewInternalError(errors.New("etcd is unhappy"))
+			}
+			return server("20", upod("ns", "b", "ub", "5"))(ctx, ns, name, opts)
+		},
+	}
+	mark := func(c string) {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		store.record(c)
+	}
+	h := startRecovery(t, store, lister, "2", func(o *Options, _ *fakeLW) {
+		o.Recovery.Started = func() func() {
+			mark("started")
+			return func() { mark("ended") }
+		}
+	})
+	h.waitFailedThenEnded("fetching changed objects: ", func() {
+		mu.Lock()
+		failing = false
+		mu.Unlock()
+	})
+	store.waitFor(t, "ended") // the one after end@N, if the first is not it
+	poll.Until(t, 5*time.Second, "the last recovery's end", func() bool {
+		calls := store.Calls()
+		return calls[len(calls)-1] == "ended"
+	})
+	h.stop()
+	var seq []string
+	for _, c := range store.Calls() {
+		switch {
+		case c == "started", c == "ended", strings.HasPrefix(c, "end@"):
+			seq = append(seq, strings.TrimRight(c, "0123456789"))
+		}
+	}
+	// Failed recoveries (one or more), each ended before the next began,
+	// then the one that ended the recovery.
+	want := []string{}
+	for range (len(seq) - 3) / 2 {
+		want = append(want, "started", "ended")
+	}
+	want = append(want, "started", "end@", "ended")
+	equal(t, "hook calls", seq, want)
+	if len(seq) < 5 {
+		t.Errorf("hook calls %v: want a failed recovery before the one that ended", seq)
 	}
 }

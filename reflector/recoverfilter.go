@@ -132,6 +132,7 @@ func (rec *recovery) checkDoneLocked() {
 		r.errorHandler(rec.ctx, fmt.Errorf("%w: ending a recovery at resourceVersion %q: %w", ErrStore, rec.watchRV, err))
 	}
 	rec.stats.Duration = r.clock.Since(rec.began)
+	rec.ended()
 	klog.FromContext(rec.ctx).V(2).Info("Recovered", "reflector", r.name, "type", r.typeDescription,
 		"resourceVersion", rec.watchRV, "requests", rec.stats.Requests, "fetched", rec.stats.Fetched,
 		"skipped", rec.stats.Skipped, "duration", rec.stats.Duration)

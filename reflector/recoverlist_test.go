@@ -190,7 +190,7 @@ func TestRecoveryFromAFullList(t *testing.T) {
 				t.Fatalf("recovered %d times, want once", len(stats))
 			}
 			s := stats[0]
-			s.Duration = 0
+			s.Duration, s.ListDuration = 0, 0
 			// Decoded: the three to fetch, or all four of a list decoded whole.
 			decoded := map[string]int{"protobuf": 3, "json": 4}[format]
 			equal(t, "stats", s, RecoveryStats{Listed: 4, Pages: 2, Unchanged: 1, Deleted: 2, Fetch: 3, Fetched: 3, Decoded: decoded, FullList: true})
@@ -506,7 +506,7 @@ func TestRecoveryReadsTheMetadataListFromTheWire(t *testing.T) {
 	}
 }
 
-// A metadata list's first page that shows at least FullListFraction of the
+// A metadata list's first page that shows at least FirstPageFraction of the
 // collection changed since the stored resourceVersion ends the metadata
 // list there: the recovery lists in full, reading the list's bytes (the
 // rest of the metadata list, then a full list, would cost more). A first
@@ -542,7 +542,7 @@ func TestRecoveryFirstPageManyChanged(t *testing.T) {
 			}
 			h := startRecovery(t, store, nil, "4", func(o *Options, _ *fakeLW) {
 				o.Recovery.Lister = lister
-				o.Recovery.FullListFraction = 0.5
+				o.Recovery.FirstPageFraction = 0.5
 			})
 			store.waitFor(t, "end@10")
 			h.stop()

@@ -161,7 +161,7 @@ func (o *observer) recovery(start time.Time) *recoveryResult {
 	return &recoveryResult{
 		Cause: string(o.last.cause), Seconds: o.last.at.Sub(start).Seconds(), Count: o.recoveries,
 		Listed: s.Listed, Pages: s.Pages, Unchanged: s.Unchanged, Deleted: s.Deleted, ToFetch: s.Fetch, Ahead: s.Ahead,
-		Requests: s.Requests, Fetched: s.Fetched, Skipped: s.Skipped, DurationSeconds: s.Duration.Seconds(),
+		Requests: s.Requests, Fetched: s.Fetched, Skipped: s.Skipped, DurationSeconds: s.Duration.Seconds(), ListSeconds: s.ListDuration.Seconds(),
 	}
 }
 

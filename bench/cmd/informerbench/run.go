@@ -274,8 +274,8 @@ func summary(res *childResult) string {
 		s += fmt.Sprintf("  causes=%s rewritten=%d", strings.Join(res.Causes, ","), res.Rewritten)
 	}
 	if rec := res.Recovery; rec != nil {
-		s += fmt.Sprintf("  recovery (%s) consistent %.2fs: %d listed in %d pages, %d unchanged, %d deleted, %d to fetch, %d fetched in %d requests",
-			rec.Cause, rec.Seconds, rec.Listed, rec.Pages, rec.Unchanged, rec.Deleted, rec.ToFetch, rec.Fetched, rec.Requests)
+		s += fmt.Sprintf("  recovery (%s) consistent %.2fs: %d listed in %d pages (%.2fs with the diff), %d unchanged, %d deleted, %d to fetch, %d fetched in %d requests",
+			rec.Cause, rec.Seconds, rec.Listed, rec.Pages, rec.ListSeconds, rec.Unchanged, rec.Deleted, rec.ToFetch, rec.Fetched, rec.Requests)
 		if res.WatchErrorSeconds > 0 {
 			s += fmt.Sprintf(", began %.2fs after the first watch failed", rec.Seconds-rec.DurationSeconds-res.WatchErrorSeconds)
 		}

@@ -203,8 +203,10 @@ type recoveryResult struct {
 	Requests int `json:"requests"`
 	Fetched  int `json:"fetched"`
 	Skipped  int `json:"skipped"`
-	// DurationSeconds: the metadata list to the store's consistency.
+	// DurationSeconds: the metadata list to the store's consistency;
+	// ListSeconds: its part until the list's diff was applied.
 	DurationSeconds float64 `json:"durationSeconds"`
+	ListSeconds     float64 `json:"listSeconds,omitempty"`
 }
 
 // latencyResult: mean time per call on the synced indexer.

@@ -68,6 +68,7 @@ const (
 	mRecRequests  = "recovery_requests"
 	mRecFetched   = "recovery_fetched"
 	mRecDurationS = "recovery_duration_s"
+	mRecListS     = "recovery_list_s"
 	// The first watch that failed (the 410) to the recovery's metadata
 	// list: a backoff (none after a start's own 410), or the wait for the
 	// warm hand-off where the list waited for it (before 2026-11-26 19:00).
@@ -122,6 +123,9 @@ func (r *childResult) metrics() map[string]float64 {
 	}
 	if rec := r.Recovery; rec != nil {
 		m[mRecovered], m[mRecDurationS] = rec.Seconds, rec.DurationSeconds
+		if rec.ListSeconds > 0 { // results from before it was timed have none
+			m[mRecListS] = rec.ListSeconds
+		}
 		m[mRecUnchanged], m[mRecDeleted], m[mRecToFetch] = float64(rec.Unchanged), float64(rec.Deleted), float64(rec.ToFetch)
 		m[mRecRequests], m[mRecFetched] = float64(rec.Requests), float64(rec.Fetched)
 		if r.WatchErrorSeconds > 0 {
