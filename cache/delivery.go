@@ -47,6 +47,13 @@ import (
 // handlers take what it hands out (see pacer): the objects waiting in their
 // buffers are decoded objects nothing else holds.
 //
+// A walk with no start handlers (it only verifies the stored index entries
+// and, with an unbounded cache, fills the object cache) holds back while a
+// recovery is under way (walkYield): then the recovery is what the informer
+// waits for, and decoding the whole collection would take the cores the
+// recovery's reads need (and, where it shares the machine, the
+// apiserver's). Whatever waits for the walk's end makes it go on.
+//
 // Lock order: blockDeltas, then mu, then the store's locks. The walk never
 // takes blockDeltas while holding mu, and waits for the handlers holding
 // neither.
@@ -67,8 +74,10 @@ type warmDelivery struct {
 	handed   int
 
 	// done is closed when the walk ends: everything handed out, a read
-	// failure dealt with, or the informer stopped.
-	done chan struct{}
+	// failure dealt with, or the informer stopped. Wait for it through
+	// end, which makes a held-back walk go on.
+	done  chan struct{}
+	yield walkYield
 }
 
 func newWarmDelivery(s *Informer, listeners []*processor.Listener) *warmDelivery {
@@ -99,7 +108,7 @@ func (d *warmDelivery) handOutBefore(ctx context.Context, deltas []cache.Delta) 
 			continue
 		case cache.ReplacedAll, cache.SyncAll:
 			select {
-			case <-d.done:
+			case <-d.end():
 			case <-ctx.Done():
 			}
 			return
@@ -149,6 +158,9 @@ func (d *warmDelivery) distribute(obj interface{}) {
 // returns nil when it has. On a read error it returns the error having
 // handed out whole chunks only; on ctx's end it returns ctx's error.
 func (d *warmDelivery) walk(ctx context.Context) error {
+	if walkStarting != nil {
+		walkStarting()
+	}
 	var keys []string
 	var objs []runtime.Object
 	var repaired []string
@@ -192,6 +204,7 @@ func (d *warmDelivery) walk(ctx context.Context) error {
 				return err
 			}
 			d.pace.wait(ctx, d.listeners)
+			d.yield.wait(ctx)
 		}
 		return nil
 	})
@@ -251,3 +264,78 @@ func (d *warmDelivery) handedOutLocked(key string) bool {
 // deliverChunk is how many stored objects the walk verifies and hands out
 // at a time.
 const deliverChunk = 256
+
+// Test hooks (export_test.go): walkStarting is called as a walk begins,
+// walkHeld as it starts waiting for a recovery to end.
+var walkStarting, walkHeld func()
+
+// end returns the channel closed when the walk ends. Asking for it means
+// waiting for it: a walk held back for a recovery goes on from then.
+func (d *warmDelivery) end() <-chan struct{} {
+	d.yield.hurry()
+	return d.done
+}
+
+// holdForRecovery is Recovery.Started for an informer whose walk hands
+// nothing out: the walk holds back until the recovery ends.
+func (d *warmDelivery) holdForRecovery() (ended func()) { return d.yield.hold() }
+
+// walkYield holds a warm start's walk back between chunks while holds are
+// taken, until something waits for the walk's end (hurry); from then on it
+// holds the walk back no more.
+type walkYield struct {
+	mu      sync.Mutex
+	holds   int
+	hurried bool
+	// resume is closed when the walk may go on; nil while it may.
+	resume chan struct{}
+}
+
+// hold holds the walk back until release is called (once).
+func (y *walkYield) hold() (release func()) {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	y.holds++
+	if y.resume == nil && !y.hurried {
+		y.resume = make(chan struct{})
+	}
+	return sync.OnceFunc(func() {
+		y.mu.Lock()
+		defer y.mu.Unlock()
+		if y.holds--; y.holds == 0 {
+			y.goOnLocked()
+		}
+	})
+}
+
+// hurry ends every hold, now and later.
+func (y *walkYield) hurry() {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	y.hurried = true
+	y.goOnLocked()
+}
+
+func (y *walkYield) goOnLocked() {
+	if y.resume != nil {
+		close(y.resume)
+		y.resume = nil
+	}
+}
+
+// wait returns once the walk may go on, or ctx ended.
+func (y *walkYield) wait(ctx context.Context) {
+	y.mu.Lock()
+	resume := y.resume
+	y.mu.Unlock()
+	if resume == nil {
+		return
+	}
+	if walkHeld != nil {
+		walkHeld()
+	}
+	select {
+	case <-resume:
+	case <-ctx.Done():
+	}
+}

@@ -75,6 +75,11 @@
 // initial add of another. Index lookups (ByIndex, Index, IndexKeys,
 // ListIndexFuncValues) wait until the walk has verified every stored index
 // entry (see Caveats); resyncs and a relist after a 410 wait for the walk.
+// Where no handler was registered before Run, the walk only verifies the
+// index entries (and fills an unbounded cache's objects): it then holds
+// back while a recovery runs (InformerOptions.Recovery), which it would
+// otherwise compete with for the cores, and goes on when the recovery ends
+// or something waits for it (an index lookup).
 //
 // If a stored object cannot be read back during the walk, the collection
 // keeps what handlers were given, the rest is set aside, and the informer

@@ -111,7 +111,7 @@ type Indexer struct {
 	onReadError atomic.Pointer[readErrorHandler]
 	// retryWait, if set, is closed when a failed read may be retried (see
 	// retryAfter).
-	retryWait atomic.Pointer[<-chan struct{}]
+	retryWait atomic.Pointer[func() <-chan struct{}]
 	// listApplied, if set, is called after each Replace that succeeded.
 	listApplied atomic.Pointer[func()]
 }

@@ -422,6 +422,11 @@ func (s *Informer) reflectorOptions(opts reflector.Options) reflector.Options {
 		r.Listed = s.proof.take
 		opts.Recovery = &r
 	}
+	if d := s.delivery; d != nil && len(d.listeners) == 0 && opts.Recovery != nil {
+		r := *opts.Recovery
+		r.Started = d.holdForRecovery
+		opts.Recovery = &r
+	}
 	return opts
 }
 
@@ -467,7 +472,7 @@ func (s *Informer) commitFailures(ctx context.Context) func(persist.CommitStats)
 // wait; the delivery ends, at the latest, when the informer stops.)
 func (s *Informer) shouldResync() bool {
 	if d := s.delivery; d != nil {
-		<-d.done
+		<-d.end()
 	}
 	return s.processor.ShouldResync()
 }

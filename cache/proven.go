@@ -13,11 +13,12 @@ import (
 // verifying the stored index entries, and reads that could show an object
 // as absent wait while the store owes a list (see readerror.go).
 type readGate struct {
-	// verifying, while set, is closed once a warm start has checked every
-	// stored index entry against the index functions (or stopped trying,
-	// because the informer stopped). Index lookups wait for it: an entry
-	// written by an older index function must never be served.
-	verifying atomic.Pointer[chan struct{}]
+	// verifying, while set, returns a channel closed once a warm start has
+	// checked every stored index entry against the index functions (or
+	// stopped trying, because the informer stopped): warmDelivery.end.
+	// Index lookups wait for it: an entry written by an older index
+	// function must never be served.
+	verifying atomic.Pointer[func() <-chan struct{}]
 
 	// seeds serves until the provenance is checked.
 	seeds *seedStore
@@ -34,8 +35,8 @@ type readGate struct {
 
 // waitIndexes blocks until stored index entries may be served.
 func (g *readGate) waitIndexes() {
-	if ch := g.verifying.Load(); ch != nil {
-		<-*ch
+	if end := g.verifying.Load(); end != nil {
+		<-(*end)()
 	}
 }
 

@@ -35,16 +35,17 @@ type readErrorHandler func(ctx context.Context, err error)
 // its watch error handler).
 func (i *Indexer) setReadErrorHandler(h readErrorHandler) { i.onReadError.Store(&h) }
 
-// retryAfter makes reads that fail wait, before their retry, until ch is
-// closed. A warm start passes its delivery's end: listers may read the file
+// retryAfter makes reads that fail wait, before their retry, until the
+// channel end returns is closed. A warm start passes its delivery's end
+// (warmDelivery.end): listers may read the file
 // from the moment the informer syncs, and a record the delivery cannot read
 // is set aside (and relisted) when the delivery ends.
-func (i *Indexer) retryAfter(ch <-chan struct{}) { i.retryWait.Store(&ch) }
+func (i *Indexer) retryAfter(end func() <-chan struct{}) { i.retryWait.Store(&end) }
 
 // waitRetry waits as retryAfter says.
 func (i *Indexer) waitRetry() {
-	if ch := i.retryWait.Load(); ch != nil {
-		<-*ch
+	if end := i.retryWait.Load(); end != nil {
+		<-(*end)()
 	}
 }
 

@@ -360,3 +360,104 @@ func TestRecoveryOvertakesTheWarmHandOff(t *testing.T) {
 		t.Errorf("fetches %v, want the changed and the new object", got)
 	}
 }
+
+// A warm start whose walk hands nothing out (no handler was registered
+// before the start: it only verifies the stored index entries) holds the
+// walk back while a recovery runs, and goes on once the recovery has ended —
+// or at once when something waits for it, as an index lookup does.
+func TestRecoveryHoldsBackAWalkWithoutHandlers(t *testing.T) {
+	for _, lookup := range []bool{false, true} {
+		t.Run(fmt.Sprintf("index lookup=%v", lookup), func(t *testing.T) {
+			const n = 2000 // several of the walk's chunks
+			f := newTestFile(t)
+			src := fcache.NewFakeControllerSource()
+			t.Cleanup(src.Shutdown)
+			for i, name := range podNames(n) {
+				src.Add(uidPod(name, fmt.Sprint("u", i)))
+			}
+			indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+			p := bcache.Persistence{DB: f.db, Collection: "pods"}
+			populate(t, f, src, p, indexers, nil)
+			changed := uidPod("p00007", "u7")
+			changed.Labels = map[string]string{"v": "2"}
+			src.Modify(changed)
+			src.ResetWatch() // the stored resourceVersion is gone: a recovery
+
+			// The walk begins only once the recovery is fetching, so that
+			// it cannot end before it could be held.
+			lister := &sourceLister{src: src}
+			fetching, releaseFetches := lister.holdFetches()
+			held := make(chan struct{})
+			var heldOnce sync.Once
+			t.Cleanup(bcache.SetWalkHooks(func() { <-fetching }, func() { heldOnce.Do(func() { close(held) }) }))
+
+			p.DB = f.db
+			inf, err := bcache.NewSharedIndexInformerWithOptions(noFullLists{noWatchList{src}, t}, &corev1.Pod{}, bcache.InformerOptions{
+				Persistence:    p,
+				Indexers:       indexers,
+				Recovery:       &reflector.Recovery{Lister: lister, Workers: 1},
+				InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { inf.RunWithContext(ctx); close(done) }()
+			var once sync.Once
+			release := func() { once.Do(releaseFetches) }
+			t.Cleanup(func() { release(); cancel(); <-done })
+
+			select {
+			case <-held:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the walk was not held back during the recovery")
+			}
+			walked := bcache.WalkEndedForTest(inf)
+			if lookup {
+				got := make(chan int, 1)
+				go func() {
+					objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, "ns")
+					if err != nil {
+						t.Error(err)
+					}
+					got <- len(objs)
+				}()
+				select {
+				case k := <-got:
+					if k != n {
+						t.Errorf("ByIndex returned %d objects, want %d", k, n)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatal("an index lookup during the recovery still waits for the held walk")
+				}
+				select {
+				case <-walked:
+				default:
+					t.Fatal("the index lookup returned before the walk verified the index entries")
+				}
+				release()
+			} else {
+				select {
+				case <-walked:
+					t.Fatal("the walk ended while the recovery was still fetching")
+				default:
+				}
+				release()
+				select {
+				case <-walked:
+				case <-time.After(30 * time.Second):
+					t.Fatal("the walk did not go on after the recovery ended")
+				}
+			}
+			select {
+			case <-inf.HasSyncedChecker().Done():
+			case <-time.After(30 * time.Second):
+				t.Fatal("informer did not sync")
+			}
+			if got, want := storeState(inf.GetStore()), sourceState(t, src); !eq(got, want) {
+				t.Fatalf("store %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -98,9 +98,9 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.processor.SelectResyncingListeners()
 		delivery = newWarmDelivery(s, s.processor.Listeners())
 		s.delivery = delivery
-		done := delivery.done
-		s.gate.verifying.Store(&done)
-		s.persistent.retryAfter(done)
+		end := delivery.end
+		s.gate.verifying.Store(&end)
+		s.persistent.retryAfter(end)
 		listAfter = delivery.done
 	}
 	var paged reflector.PagedList
