@@ -171,6 +171,11 @@ func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *
 	if probed.Path != list.Path || mq.Get("labelSelector") != l.label || mq.Get("fieldSelector") != l.field {
 		return nil, fmt.Errorf("the metadata list would ask %s?%s, not the informer's %s?%s", probed.Path, probed.RawQuery, list.Path, list.RawQuery)
 	}
+	if key.form == formTyped && scheme.Scheme.IsGroupRegistered(key.gvk.Group) {
+		// Built-in types: client-go's scheme decodes them as the
+		// informer's own list does, and the server speaks protobuf.
+		return &reflector.Recovery{Lister: wireRecoveryLister{l}}, nil
+	}
 	return &reflector.Recovery{Lister: l}, nil
 }
 
@@ -243,6 +248,47 @@ func (l *recoveryLister) ListObjects(ctx context.Context, namespace, name string
 		ctx = context.WithValue(ctx, fetchKey{}, fetch{list: l.target, namespace: namespace, name: name})
 	}
 	return l.lw.ListWithContext(ctx, opts)
+}
+
+// wireRecoveryLister is the recoveryLister of a typed informer of a
+// built-in type: it also lists whole objects undecoded, so that a recovery
+// that lists in full (its metadata list's first page showed many changed,
+// or metadata lists are refused) reads each item's identity from the
+// protobuf and decodes only the changed ones.
+type wireRecoveryLister struct{ *recoveryLister }
+
+var (
+	_ reflector.WireLister         = wireRecoveryLister{}
+	_ reflector.RateLimitedLister  = wireRecoveryLister{}
+	_ reflector.MetadataWireLister = wireRecoveryLister{}
+)
+
+// listAccept asks for protobuf, which a recovery reads without decoding,
+// or JSON.
+const listAccept = "application/vnd.kubernetes.protobuf,application/json"
+
+// ListObjectsWire implements reflector.WireLister: the informer's list
+// request (path and selectors; narrowed to namespace, as a fetch is),
+// through the wire client, its body undecoded; decode decodes it as a list
+// of the informer's built-in type.
+func (l wireRecoveryLister) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) ([]byte, func() (runtime.Object, error), error) {
+	if l.target.namespace != "" && namespace != "" && namespace != l.target.namespace {
+		return nil, nil, fmt.Errorf("boltcr: a recovery asked for namespace %q of an informer of namespace %q", namespace, l.target.namespace)
+	}
+	u, err := fetch{list: l.target, namespace: namespace}.narrow(&url.URL{Path: l.target.path})
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.LabelSelector, opts.FieldSelector = l.label, l.field
+	body, err := l.wire.Get().AbsPath(u.Path).VersionedParams(&opts, scheme.ParameterCodec).
+		SetHeader("Accept", listAccept).Do(ctx).Raw()
+	if err != nil {
+		return nil, nil, err
+	}
+	decode := func() (runtime.Object, error) {
+		return runtime.Decode(scheme.Codecs.UniversalDeserializer(), body)
+	}
+	return body, decode, nil
 }
 
 // fetchKey marks a context whose list request fetchTransport narrows to

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // A fetch narrows the informer's own list request: the object's name is
@@ -67,7 +69,8 @@ func TestFetchNarrowsTheInformersList(t *testing.T) {
 // and of the groups named in Options.RecoverGroups, each with a metadata
 // list of exactly its list; not metadata-only informers, not custom
 // resources that were not named, and not an informer whose list carries a
-// parameter the metadata list cannot repeat.
+// parameter the metadata list cannot repeat. Typed informers of built-in
+// types can also list in full undecoded (reflector.WireLister).
 func TestWhichInformersRecover(t *testing.T) {
 	var sent []string
 	hc := &http.Client{Transport: probeTransport{base: fetchTransport{base: roundTripper(func(req *http.Request) (*http.Response, error) {
@@ -97,14 +100,15 @@ func TestWhichInformersRecover(t *testing.T) {
 		key     objectKey
 		list    string
 		recover bool
+		wire    bool
 		err     string
 	}{
-		{"typed ConfigMaps", key(formTyped, "", "ConfigMap"), "https://h/api/v1/namespaces/a/configmaps?labelSelector=app%3Dx", true, ""},
-		{"unstructured Deployments", key(formUnstructured, "apps", "Deployment"), "https://h/apis/apps/v1/deployments?fieldSelector=metadata.namespace%21%3Dkube-system", true, ""},
-		{"a named custom resource group", key(formTyped, "widgets.example.com", "Widget"), "https://h/apis/widgets.example.com/v1/widgets", true, ""},
-		{"metadata-only", key(formMetadata, "", "ConfigMap"), "https://h/api/v1/configmaps", false, ""},
-		{"a group not named (custom or aggregated)", key(formTyped, "metrics.k8s.io", "PodMetrics"), "https://h/apis/metrics.k8s.io/v1/pods", false, ""},
-		{"an unrepeatable parameter", key(formTyped, "", "Pod"), "https://h/api/v1/pods?shardSelector=1", false, "shardSelector"},
+		{"typed ConfigMaps", key(formTyped, "", "ConfigMap"), "https://h/api/v1/namespaces/a/configmaps?labelSelector=app%3Dx", true, true, ""},
+		{"unstructured Deployments", key(formUnstructured, "apps", "Deployment"), "https://h/apis/apps/v1/deployments?fieldSelector=metadata.namespace%21%3Dkube-system", true, false, ""},
+		{"a named custom resource group", key(formTyped, "widgets.example.com", "Widget"), "https://h/apis/widgets.example.com/v1/widgets", true, false, ""},
+		{"metadata-only", key(formMetadata, "", "ConfigMap"), "https://h/api/v1/configmaps", false, false, ""},
+		{"a group not named (custom or aggregated)", key(formTyped, "metrics.k8s.io", "PodMetrics"), "https://h/apis/metrics.k8s.io/v1/pods", false, false, ""},
+		{"an unrepeatable parameter", key(formTyped, "", "Pod"), "https://h/api/v1/pods?shardSelector=1", false, false, "shardSelector"},
 	} {
 		u, err := url.Parse(tc.list)
 		if err != nil {
@@ -118,6 +122,10 @@ func TestWhichInformersRecover(t *testing.T) {
 			t.Errorf("%s: %v", tc.what, err)
 		case (rec != nil) != tc.recover:
 			t.Errorf("%s: recovery %v, want %v", tc.what, rec != nil, tc.recover)
+		case rec != nil:
+			if _, wire := rec.Lister.(reflector.WireLister); wire != tc.wire {
+				t.Errorf("%s: lists in full undecoded %v, want %v", tc.what, wire, tc.wire)
+			}
 		}
 	}
 	if len(sent) != 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -40,6 +41,9 @@ type recoverOptions struct {
 	seed      uint64
 	// profileDir, if set, keeps a CPU profile of every child's start.
 	profileDir string
+	// reprint, if set, is a results JSON file to print again (as text)
+	// instead of measuring.
+	reprint string
 }
 
 const (
@@ -99,6 +103,7 @@ func (o *recoverOptions) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log here; by default they go to a temporary directory, and a failing child's log tail is printed.")
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "Pause before each child, so the apiserver's garbage (and the restart's work) does not land on it.")
 	fs.Uint64Var(&o.seed, "seed", 1, "Seed of the random choice of the Pods changed.")
+	fs.StringVar(&o.reprint, "reprint", "", "Print the report of an earlier run's recover-*.json again, as this version prints it, and measure nothing.")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "Write a CPU profile of each child's start (to synced and durable) here, as <variant>-<pods>-<point>-rep<repetition>-sync.pprof.")
 }
 
@@ -141,6 +146,18 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 	opts := &recoverOptions{}
 	if err := opts.parse(args, os.Stderr); err != nil {
 		return err
+	}
+	if opts.reprint != "" {
+		data, err := os.ReadFile(opts.reprint)
+		if err != nil {
+			return err
+		}
+		var r recoverResult
+		if err := json.Unmarshal(data, &r); err != nil {
+			return fmt.Errorf("%s: %w", opts.reprint, err)
+		}
+		r.print(out)
+		return nil
 	}
 	sess, err := openSession(ctx, "", &opts.logDir, []string{opts.out, opts.profileDir}, out)
 	if err != nil {

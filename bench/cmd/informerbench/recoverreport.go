@@ -271,11 +271,19 @@ func (r *recoverResult) printChanged(w io.Writer) {
 		}
 		tw.Flush()
 		if m, ok := p.Medians[vBoltRecover]; ok {
+			// A recovery whose first metadata page sent it to a full list
+			// took the changed objects from that list.
+			fetched, rest := "in "+opt(m, mRecRequests, f0)+" requests", "the rest (watch, consistent read)"
+			perPod := f1(m[mMetaMiB]*(1<<20)/1000/float64(r.Pods)) + " KB a Pod"
+			if m[mStartLists] > 0 {
+				fetched, rest = "from one full list (the first metadata page showed many changed)", "the full list and the rest"
+				perPod = "its first page"
+			}
 			fmt.Fprintf(w, "    recovery (medians): the 410 to its metadata list %s s (a backoff, or the wait for the warm hand-off); %s unchanged, %s deleted, %s to fetch;\n"+
-				"    %s fetched in %s requests; metadata list to consistent %s s (the list and its diff %s s);\n"+
-				"    encoded bytes: metadata list %s MiB (%s KB a Pod), fetches %s MiB, the rest (watch, consistent read) %s MiB\n",
-				opt(m, mRecAfterWatchError, f2), opt(m, mRecUnchanged, f0), opt(m, mRecDeleted, f0), opt(m, mRecToFetch, f0), opt(m, mRecFetched, f0), opt(m, mRecRequests, f0), opt(m, mRecDurationS, f2), opt(m, mRecListS, f2),
-				opt(m, mMetaMiB, f1), f1(m[mMetaMiB]*(1<<20)/1000/float64(r.Pods)), opt(m, mFetchMiB, f1), f1(m[mBodyMiB]-m[mMetaMiB]-m[mFetchMiB]))
+				"    %s fetched %s; metadata list to consistent %s s (the list and its diff %s s);\n"+
+				"    encoded bytes: metadata list %s MiB (%s), fetches %s MiB, %s %s MiB\n",
+				opt(m, mRecAfterWatchError, f2), opt(m, mRecUnchanged, f0), opt(m, mRecDeleted, f0), opt(m, mRecToFetch, f0), opt(m, mRecFetched, f0), fetched, opt(m, mRecDurationS, f2), opt(m, mRecListS, f2),
+				opt(m, mMetaMiB, f1), perPod, opt(m, mFetchMiB, f1), rest, f1(m[mBodyMiB]-m[mMetaMiB]-m[mFetchMiB]))
 		}
 		r.printCauses(w, p)
 	}
