@@ -675,27 +675,9 @@ func TestRecoveryFallsBackToAFullList(t *testing.T) {
 // did.
 func TestRecoveryRetriedAfterFailedFetches(t *testing.T) {
 	store := newRecoveryStore(upod("ns", "b", "ub", "2"))
-	var mu sync.Mutex
-	failing := true
-	lister := &fakeLister{
-		meta: func(n int, _ metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-			return metaList(fmt.Sprint(10+n), upod("ns", "b", "ub", "5")), nil
-		},
-		objects: func(ctx context.Context, ns, name string, opts metav1.ListOptions) (runtime.Object, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if failing {
-				return nil, apierrors.NewInternalError(errors.New("etcd is unhappy"))
-			}
-			return server("20", upod("ns", "b", "ub", "5"))(ctx, ns, name, opts)
-		},
-	}
+	lister, heal := failingFetches()
 	h := startRecovery(t, store, lister, "2", nil)
-	h.waitFailedThenEnded("fetching changed objects: ", func() {
-		mu.Lock()
-		failing = false
-		mu.Unlock()
-	})
+	h.waitFailedThenEnded("fetching changed objects: ", heal)
 	h.stop()
 	if n := len(lister.MetaOpts()); n < 2 {
 		t.Errorf("%d metadata lists, want a second recovery", n)
@@ -847,21 +829,7 @@ func TestRecoveryWithNothingToFetchThenExpired(t *testing.T) {
 // and after the store was told the recovery ended.
 func TestRecoveryStartedAndEnded(t *testing.T) {
 	store := newRecoveryStore(upod("ns", "b", "ub", "2"))
-	var mu sync.Mutex
-	failing := true
-	lister := &fakeLister{
-		meta: func(n int, _ metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-			return metaList(fmt.Sprint(10+n), upod("ns", "b", "ub", "5")), nil
-		},
-		objects: func(ctx context.Context, ns, name string, opts metav1.ListOptions) (runtime.Object, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if failing {
-				return nil, apierrors.NewInternalError(errors.New("etcd is unhappy"))
-			}
-			return server("20", upod("ns", "b", "ub", "5"))(ctx, ns, name, opts)
-		},
-	}
+	lister, heal := failingFetches()
 	mark := func(c string) {
 		store.mu.Lock()
 		defer store.mu.Unlock()
@@ -873,11 +841,7 @@ func TestRecoveryStartedAndEnded(t *testing.T) {
 			return func() { mark("ended") }
 		}
 	})
-	h.waitFailedThenEnded("fetching changed objects: ", func() {
-		mu.Lock()
-		failing = false
-		mu.Unlock()
-	})
+	h.waitFailedThenEnded("fetching changed objects: ", heal)
 	store.waitFor(t, "ended") // the one after end@N, if the first is not it
 	poll.Until(t, 5*time.Second, "the last recovery's end", func() bool {
 		calls := store.Calls()
@@ -901,5 +865,30 @@ func TestRecoveryStartedAndEnded(t *testing.T) {
 	equal(t, "hook calls", seq, want)
 	if len(seq) < 5 {
 		t.Errorf("hook calls %v: want a failed recovery before the one that ended", seq)
+	}
+}
+
+// failingFetches is a lister of ns/b, changed to resourceVersion 5, whose
+// fetches fail until heal is called.
+func failingFetches() (lister *fakeLister, heal func()) {
+	var mu sync.Mutex
+	failing := true
+	lister = &fakeLister{
+		meta: func(n int, _ metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList(fmt.Sprint(10+n), upod("ns", "b", "ub", "5")), nil
+		},
+		objects: func(ctx context.Context, ns, name string, opts metav1.ListOptions) (runtime.Object, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if failing {
+				return nil, apierrors.NewInternalError(errors.New("etcd is unhappy"))
+			}
+			return server("20", upod("ns", "b", "ub", "5"))(ctx, ns, name, opts)
+		},
+	}
+	return lister, func() {
+		mu.Lock()
+		failing = false
+		mu.Unlock()
 	}
 }
