@@ -43,7 +43,11 @@ import (
 //     metadata.name term added to the field selector (beside the
 //     informer's own, which controller-runtime writes over any the caller
 //     passes) and, for an informer of all namespaces, the namespace put
-//     into the path, as client-go's clients build a namespaced request.
+//     into the path, as client-go's clients build a namespaced request;
+//   - a typed informer of a built-in type also lists in full through the
+//     REST client, by its list path and selectors (wireRecoveryLister), for
+//     the recovery to read undecoded where it lists in full: client-go's
+//     scheme decodes that list as the informer's own (the same Go types).
 //
 // A recovery compares resourceVersions as integers, which holds for what
 // kube-apiserver serves from etcd: its built-in resources and custom
