@@ -101,6 +101,9 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		end := delivery.end
 		s.gate.verifying.Store(&end)
 		s.persistent.retryAfter(end)
+		// Not end: a full list's Replace comes only outside a recovery,
+		// whose hold on the walk (holdForRecovery) is released before the
+		// reflector lists.
 		listAfter = delivery.done
 	}
 	var paged reflector.PagedList

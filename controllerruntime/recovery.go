@@ -245,8 +245,8 @@ func (l *recoveryLister) ListMetadataWire(ctx context.Context, opts metav1.ListO
 // ListObjects implements reflector.MetadataLister through the informer's
 // own list, narrowed by fetchTransport.
 func (l *recoveryLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
-	if l.target.namespace != "" && namespace != "" && namespace != l.target.namespace {
-		return nil, fmt.Errorf("boltcr: a recovery asked for namespace %q of an informer of namespace %q", namespace, l.target.namespace)
+	if err := l.inNamespace(namespace); err != nil {
+		return nil, err
 	}
 	if name != "" || (namespace != "" && l.target.namespace == "") {
 		ctx = context.WithValue(ctx, fetchKey{}, fetch{list: l.target, namespace: namespace, name: name})
@@ -276,8 +276,8 @@ const listAccept = "application/vnd.kubernetes.protobuf,application/json"
 // through the wire client, its body undecoded; decode decodes it as a list
 // of the informer's built-in type.
 func (l wireRecoveryLister) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) ([]byte, func() (runtime.Object, error), error) {
-	if l.target.namespace != "" && namespace != "" && namespace != l.target.namespace {
-		return nil, nil, fmt.Errorf("boltcr: a recovery asked for namespace %q of an informer of namespace %q", namespace, l.target.namespace)
+	if err := l.inNamespace(namespace); err != nil {
+		return nil, nil, err
 	}
 	u, err := fetch{list: l.target, namespace: namespace}.narrow(&url.URL{Path: l.target.path})
 	if err != nil {
@@ -293,6 +293,15 @@ func (l wireRecoveryLister) ListObjectsWire(ctx context.Context, namespace strin
 		return runtime.Decode(scheme.Codecs.UniversalDeserializer(), body)
 	}
 	return body, decode, nil
+}
+
+// inNamespace refuses a request for another namespace than the one the
+// informer lists ("" asks for the informer's own).
+func (l *recoveryLister) inNamespace(namespace string) error {
+	if l.target.namespace != "" && namespace != "" && namespace != l.target.namespace {
+		return fmt.Errorf("boltcr: a recovery asked for namespace %q of an informer of namespace %q", namespace, l.target.namespace)
+	}
+	return nil
 }
 
 // fetchKey marks a context whose list request fetchTransport narrows to

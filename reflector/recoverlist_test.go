@@ -546,19 +546,14 @@ func TestRecoveryFirstPageManyChanged(t *testing.T) {
 			})
 			store.waitFor(t, "end@10")
 			h.stop()
+			pages, fullLists := 2, 0
+			want := []string{"begin deleted=[] unchanged=[ns/a ns/b ns/c]", "update ns/d@8", "end@10"}
 			if tc.full {
-				equal(t, "metadata pages", len(lister.MetaOpts()), 1)
-				equal(t, "full lists", len(lister.WireOpts()), 1)
-			} else {
-				equal(t, "metadata pages", len(lister.MetaOpts()), 2)
-				equal(t, "full lists", len(lister.WireOpts()), 0)
-			}
-			var want []string
-			if tc.full {
+				pages, fullLists = 1, 1
 				want = []string{"begin deleted=[] unchanged=[ns/b ns/c]", "update ns/a@7", "update ns/d@8", "end@10"}
-			} else {
-				want = []string{"begin deleted=[] unchanged=[ns/a ns/b ns/c]", "update ns/d@8", "end@10"}
 			}
+			equal(t, "metadata pages", len(lister.MetaOpts()), pages)
+			equal(t, "full lists", len(lister.WireOpts()), fullLists)
 			equal(t, "store calls", store.Calls(), want)
 			noErrors(t, &harness{errs: h.errs})
 		})
