@@ -49,7 +49,10 @@
 // protobuf bytes as they arrive, not decoded; where the first page shows
 // Recovery.FirstPageFraction of its items (5%) newer than the stored
 // resourceVersion, a WireLister's recovery lists in full at once instead
-// (recoverlist.go). Fetched
+// (recoverlist.go). While the pages after the first are read, the objects
+// they show newer than the stored resourceVersion are fetched already
+// (recoverprefetch.go), within the bounds of the plan above; what that
+// finds is applied once the diff is and the watch has opened. Fetched
 // objects and watch events reach the store as they come through one filter
 // that lets each key move only forward: an object at a resourceVersion not
 // newer than the key's last one is dropped, and one with another UID
@@ -113,7 +116,10 @@
 // goroutine, started once its diff is applied, which waits for the watch to
 // open and runs up to Recovery.Workers request goroutines of its own;
 // ListAndWatch cancels and joins it on its way out, and a fetch that fails
-// three times ends the watch, so that Run backs off and recovers again. Shutdown is a chain: cancelling the
+// three times ends the watch, so that Run backs off and recovers again.
+// Before it, a metadata list of several pages runs up to Recovery.Workers
+// prefetch goroutines, which the fetch goroutine joins, and which a list
+// or recovery that fails before it cancels and joins. Shutdown is a chain: cancelling the
 // context ends the backoff wait or makes the event loop return, which stops
 // the watcher (watch.Interface.Stop); the watch phase then cancels and joins
 // the resync goroutine; ListAndWatch returns and Run returns without another

@@ -44,7 +44,9 @@ import (
 //     selectors) at least as new as the metadata list, on a few requests at
 //     a time; a namespace where many changed is listed whole, and the whole
 //     collection where a quarter did or the client's rate limit would make
-//     the requests slow (recoverfetch.go). Watch events and fetched objects
+//     the requests slow (recoverfetch.go). (The changes the pages before
+//     the last show are fetched while the list is read, and applied here:
+//     recoverprefetch.go.) Watch events and fetched objects
 //     reach the store as they come, through one filter that lets a key move
 //     only forward (recoverfilter.go): an object older than or as old as
 //     what the store was last given for its key is dropped, so no handler
@@ -391,9 +393,13 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 		ended = sync.OnceFunc(r.recovery.Started())
 	}
 	handedOn := false // to the recovery, which calls ended when it ends
+	var l *recoveryList
 	defer func() {
 		if !handedOn {
 			ended()
+			if l != nil && l.prefetch != nil {
+				l.prefetch.stop()
+			}
 		}
 	}()
 
@@ -409,6 +415,9 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 		l, err = r.listForRecovery(ctx, cause, r.listFull)
 	case err == nil && !l.comparable():
 		logger.V(2).Info("resourceVersions are not integers; recovering from a full list", "reflector", r.name, "type", r.typeDescription, "resourceVersion", l.rv)
+		if l.prefetch != nil {
+			l.prefetch.stop()
+		}
 		what = "full list"
 		l, err = r.listForRecovery(ctx, cause, r.listFull)
 	case errors.Is(err, errManyChanged):
@@ -476,6 +485,9 @@ type recoveryList struct {
 	// objects are the listed objects by key, undecoded where the server
 	// sent protobuf; nil for a metadata list.
 	objects map[string]wireItem
+	// prefetch holds what was fetched while a metadata list was read (nil:
+	// nothing); whoever takes l stops it or hands it on.
+	prefetch *prefetch
 }
 
 // listForRecovery makes a recovery's list (list: listMetadata or listFull)
@@ -542,6 +554,14 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 	if r.recovery.Listed != nil {
 		given = r.recovery.Listed(ctx)
 	}
+	// p prefetches what the pages show changed; handed over with l, and
+	// stopped on every other way out.
+	var p *prefetch
+	defer func() {
+		if p != nil && l.prefetch != p {
+			p.stop()
+		}
+	}()
 	for {
 		var page *wireList
 		var err error
@@ -556,6 +576,11 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 			opts = first
 			opts.Limit = 0
 			l = &recoveryList{listed: map[string]listedItem{}}
+			if p != nil {
+				// Fetched against another list's resourceVersion.
+				p.stop()
+				p = nil
+			}
 			page, err = r.metadataPage(ctx, opts)
 		}
 		if err != nil {
@@ -569,10 +594,20 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 			l.listed[it.key()] = listedItem{uid: it.uid, rv: it.resourceVersion}
 		}
 		if page.continueToken == "" || opts.Limit == 0 {
+			if p != nil {
+				p.listEnded()
+				l.prefetch = p
+			}
 			return l, nil
 		}
-		if l.pages == 1 && r.manyChanged(resourceVersion, page.items) {
-			return nil, errManyChanged
+		if l.pages == 1 {
+			if r.manyChanged(resourceVersion, page.items) {
+				return nil, errManyChanged
+			}
+			p = r.newPrefetch(ctx, resourceVersion, l.rv)
+		}
+		if p != nil {
+			p.offer(page.items)
 		}
 		opts.Continue = page.continueToken
 		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
@@ -705,6 +740,9 @@ type recovery struct {
 	// ended is Recovery.Started's function, called (once) when the
 	// recovery ends, done or not.
 	ended func()
+	// prefetch, if not nil, fetched while the list was read: the fetches
+	// apply what it found first (applyPrefetched); finish stops it.
+	prefetch *prefetch
 
 	listRV   string
 	listN    uint64
@@ -759,6 +797,7 @@ func (rec *recovery) setList(l *recoveryList) {
 	rec.watchN, rec.watchRV = n, l.rv
 	rec.stats.Listed, rec.stats.Pages = len(l.listed), l.pages
 	rec.stats.FullList = l.objects != nil
+	rec.prefetch = l.prefetch
 }
 
 // diff compares the listed items with the stored Versions; the store calls
@@ -849,6 +888,9 @@ func (rec *recovery) finish() error {
 	outer := context.Cause(rec.ctx) // before cancel: was it ended from outside?
 	rec.cancel()
 	rec.fetching.Wait()
+	if rec.prefetch != nil {
+		rec.prefetch.stop()
+	}
 	rec.r.filter.deactivate(rec)
 	rec.ended()
 	rec.mu.Lock()

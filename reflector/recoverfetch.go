@@ -30,8 +30,22 @@ func (r *Reflector) fetchChanged(rec *recovery) {
 		return
 	}
 	cfg := r.recovery
+	budget, fetch := r.maxFetchRequests(), rec.stats.Fetch
+	if rec.prefetch != nil {
+		prefetched := r.applyPrefetched(rec, rec.prefetch)
+		if budget > 0 {
+			budget = max(1, budget-prefetched)
+		}
+		fetch = 0
+		for _, keys := range rec.fetchNS {
+			fetch += len(keys)
+		}
+		if fetch == 0 {
+			return
+		}
+	}
 	total := rec.stats.Unchanged + rec.stats.Fetch + rec.stats.Ahead
-	full, lists, singles := planFetches(cfg, r.maxFetchRequests(), rec.fetchNS, rec.listedNS, rec.stats.Fetch, total)
+	full, lists, singles := planFetches(cfg, budget, rec.fetchNS, rec.listedNS, fetch, total)
 	if full {
 		if err := r.fetchList(rec, ""); err != nil {
 			rec.fail(err)
@@ -156,37 +170,55 @@ func (rec *recovery) stillPending(key string) bool {
 	return ok && !rec.done
 }
 
-// fetchOptions asks for data at least as new as the metadata list.
-func (rec *recovery) fetchOptions() metav1.ListOptions {
-	return metav1.ListOptions{ResourceVersion: rec.listRV, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+// fetchOptions asks for data at least as new as the list at listRV.
+func fetchOptions(listRV string) metav1.ListOptions {
+	return metav1.ListOptions{ResourceVersion: listRV, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+}
+
+// countRequest counts one fetch request (RecoveryStats.Requests).
+func (rec *recovery) countRequest() {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.stats.Requests++
 }
 
 // fetchOne fetches one changed object.
 func (r *Reflector) fetchOne(rec *recovery, key string) error {
+	obj, fetched, decoded, err := r.fetchObject(rec.ctx, key, rec.listRV, rec.countRequest)
+	if err != nil || !fetched {
+		return err
+	}
+	rec.countDecoded(decoded)
+	return r.applyFetched(rec, []string{key}, map[string]runtime.Object{key: obj})
+}
+
+// fetchObject fetches the object at key at least as new as the list at
+// listRV: obj is nil if the server no longer has it (in the informer's
+// selection); fetched is false if ctx ended first. decoded counts the
+// objects decoded from the response; count is called for every request.
+func (r *Reflector) fetchObject(ctx context.Context, key, listRV string, count func()) (obj runtime.Object, fetched bool, decoded int, err error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return fmt.Errorf("%w: %s: key %q: %w", ErrList, r.typeDescription, key, err)
+		return nil, false, 0, fmt.Errorf("%w: %s: key %q: %w", ErrList, r.typeDescription, key, err)
 	}
 	var list runtime.Object
-	err = r.retryFetch(rec, func() (err error) {
-		list, err = r.recovery.Lister.ListObjects(rec.ctx, ns, name, rec.fetchOptions())
+	err = r.retryFetch(ctx, count, func() (err error) {
+		list, err = r.recovery.Lister.ListObjects(ctx, ns, name, fetchOptions(listRV))
 		return err
 	})
-	if err != nil || rec.ctx.Err() != nil {
-		return err
+	if err != nil || ctx.Err() != nil {
+		return nil, false, 0, err
 	}
 	items, err := r.fetchedItems(list)
 	if err != nil {
-		return err
+		return nil, false, 0, err
 	}
-	rec.countDecoded(len(items))
-	var found runtime.Object
 	for _, it := range items {
 		if k, _ := cache.MetaNamespaceKeyFunc(it); k == key {
-			found = it
+			obj = it
 		}
 	}
-	return r.applyFetched(rec, []string{key}, map[string]runtime.Object{key: found})
+	return obj, true, len(items), nil
 }
 
 // fetchList lists namespace ("" the whole collection) and applies what it
@@ -205,8 +237,8 @@ func (r *Reflector) fetchList(rec *recovery, namespace string) error {
 	var items []runtime.Object
 	if wl, ok := r.recovery.Lister.(WireLister); ok {
 		var listed []wireItem
-		err := r.retryFetch(rec, func() (err error) {
-			opts := rec.fetchOptions()
+		err := r.retryFetch(rec.ctx, rec.countRequest, func() (err error) {
+			opts := fetchOptions(rec.listRV)
 			opts.Limit = fetchPageSize
 			listed, _, _, err = r.listWire(rec.ctx, wl, namespace, opts)
 			return err
@@ -242,8 +274,8 @@ func (r *Reflector) fetchList(rec *recovery, namespace string) error {
 			return r.recovery.Lister.ListObjects(ctx, namespace, "", opts)
 		})
 		var list runtime.Object
-		err := r.retryFetch(rec, func() (err error) {
-			list, _, err = p.ListWithAlloc(rec.ctx, rec.fetchOptions())
+		err := r.retryFetch(rec.ctx, rec.countRequest, func() (err error) {
+			list, _, err = p.ListWithAlloc(rec.ctx, fetchOptions(rec.listRV))
 			return err
 		})
 		if err != nil || rec.ctx.Err() != nil {
@@ -264,20 +296,18 @@ func (r *Reflector) fetchList(rec *recovery, namespace string) error {
 }
 
 // retryFetch runs one fetch request, trying fetchAttempts times with
-// backoff, and counts it.
-func (r *Reflector) retryFetch(rec *recovery, fn func() error) error {
+// backoff, and calls count for each attempt. It returns nil if ctx ends.
+func (r *Reflector) retryFetch(ctx context.Context, count func(), fn func() error) error {
 	var err error
 	for attempt := range fetchAttempts {
-		if attempt > 0 && !r.sleep(rec.ctx) {
+		if attempt > 0 && !r.sleep(ctx) {
 			return nil
 		}
-		rec.mu.Lock()
-		rec.stats.Requests++
-		rec.mu.Unlock()
-		if err = fn(); err == nil || rec.ctx.Err() != nil {
+		count()
+		if err = fn(); err == nil || ctx.Err() != nil {
 			return nil
 		}
-		r.errorHandler(rec.ctx, fmt.Errorf("%w: %s: fetching changed objects (attempt %d of %d): %w", ErrList, r.typeDescription, attempt+1, fetchAttempts, err))
+		r.errorHandler(ctx, fmt.Errorf("%w: %s: fetching changed objects (attempt %d of %d): %w", ErrList, r.typeDescription, attempt+1, fetchAttempts, err))
 	}
 	return fmt.Errorf("%w: %s: fetching changed objects: %w", ErrList, r.typeDescription, err)
 }
