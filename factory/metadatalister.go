@@ -23,9 +23,8 @@ import (
 // namespace and selectors. The factories build one for each informer whose
 // ListerWatcher is client-go's own (its list is exactly its request) on a
 // resource kube-apiserver serves from etcd, whose resourceVersions are etcd
-// revisions: the typed factory's (every type of client-go's clientset), and
-// the metadata factory's for the groups of client-go's scheme. The metadata
-// list is a protobuf PartialObjectMetadataList (client-go's metadata client,
+// revisions: the typed factory's (every type of client-go's clientset). The
+// metadata list is a protobuf PartialObjectMetadataList (client-go's metadata client,
 // on the typed client's transport and rate limiter); the fetches are lists
 // of one object (its name as a metadata.name field selector beside the
 // informer's) or of a namespace, through the typed client, so they decode
@@ -34,10 +33,14 @@ import (
 // decodes only what changed (reflector.WireLister); with a protobuf client
 // (rest.Config.ContentType) the unchanged objects are not decoded at all.
 //
-// Dynamic informers recover given a metadata client (PersistenceOptions.MetadataClient);
-// without one, and for the metadata factory's custom resources (which it
-// cannot tell from aggregated APIs, whose server kube-apiserver only proxies
-// to), they relist in full.
+// A metadata factory's informer lists in full to recover: its objects are
+// metadata, so its list is the metadata list, and holds what changed. For
+// resources outside client-go's scheme (custom resources, which it cannot
+// tell from aggregated APIs, whose server kube-apiserver only proxies to)
+// it compares resourceVersions only for equality.
+//
+// Dynamic informers recover given a metadata client
+// (PersistenceOptions.MetadataClient); without one they relist in full.
 
 // NewMetadataLister returns the MetadataLister of the collection of
 // resource in namespace ("" for all namespaces, or a cluster-scoped
@@ -210,13 +213,21 @@ func dynamicRecovery(mc metadata.Interface, client dynamic.Interface, gvr schema
 }
 
 // metadataRecovery returns the recovery settings of a metadata factory's
-// informer of gvr: for the groups of client-go's scheme (served by
-// kube-apiserver from etcd), none for others.
+// informer of gvr. Its objects are metadata, so its own list is the
+// metadata list and holds the changed objects: a recovery lists in full
+// (reflector.Recovery.ListInFull), with no fetches. Outside the groups of
+// client-go's scheme (served by kube-apiserver from etcd) the resource may
+// be an aggregated API's, whose resourceVersions need not be etcd
+// revisions: they are only told equal or not (OpaqueVersions).
 func metadataRecovery(client metadata.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *reflector.Recovery {
-	if client == nil || !scheme.Scheme.IsGroupRegistered(gvr.Group) {
+	if client == nil {
 		return nil
 	}
-	return &reflector.Recovery{Lister: &metadataLister{client: client, gvr: gvr, namespace: namespace, tweak: tweak}}
+	return &reflector.Recovery{
+		Lister:         &metadataLister{client: client, gvr: gvr, namespace: namespace, tweak: tweak},
+		ListInFull:     true,
+		OpaqueVersions: !scheme.Scheme.IsGroupRegistered(gvr.Group),
+	}
 }
 
 // typedRecovery returns the recovery settings of a typed factory's informer

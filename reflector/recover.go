@@ -67,7 +67,10 @@ import (
 // whole collection instead, through a WireLister, and takes both the diff
 // and the changed objects from that one list, decoding only those
 // (recoverlist.go); without a WireLister the reflector lists in full as
-// client-go does.
+// client-go does. Recovery.ListInFull makes every recovery take that full
+// list (a metadata informer's list is its metadata list), and
+// Recovery.OpaqueVersions makes it tell resourceVersions only equal or not
+// (a lister that cannot vouch they are etcd revisions).
 
 // Defaults of Recovery.
 const (
@@ -264,6 +267,22 @@ type Recovery struct {
 	// It returns nil when there is none, and may wait, with ctx, for one
 	// being taken.
 	Listed func(ctx context.Context) *metav1.PartialObjectMetadataList
+	// ListInFull makes every recovery list the whole collection through
+	// the Lister instead of its metadata and then what changed: where the
+	// informer's objects are metadata (PartialObjectMetadata), its full
+	// list is no larger than the metadata list and holds the changed
+	// objects. Through a WireLister only the changed items are decoded;
+	// otherwise the pages are decoded whole (ListObjects), and only the
+	// writing and delivering of the unchanged objects is saved.
+	ListInFull bool
+	// OpaqueVersions says the Lister does not vouch that the collection's
+	// resourceVersions are etcd revisions (a MetadataLister does): an
+	// aggregated API's server may serve any string. A recovery then tells
+	// two resourceVersions only equal or not — an object listed at the
+	// stored UID and resourceVersion is unchanged, any other is applied as
+	// listed — and lists in full (as for resourceVersions that are not
+	// integers). Set it with ListInFull.
+	OpaqueVersions bool
 	// Started, if set, is called as each recovery begins, before its list;
 	// the function it returns is called once that recovery has ended: the
 	// store consistent, the recovery failed or stopped, or given way to a
@@ -404,11 +423,18 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 	}()
 
 	what := "metadata list"
-	l, err := r.listForRecovery(ctx, cause, r.listMetadata)
+	var err error
+	if r.recovery.ListInFull {
+		what = "full list"
+		l, err = r.listForRecovery(ctx, cause, r.listFull)
+	} else {
+		l, err = r.listForRecovery(ctx, cause, r.listMetadata)
+	}
 	if ctx.Err() != nil {
 		return nil, nil
 	}
 	switch {
+	case r.recovery.ListInFull:
 	case err != nil && metadataListUnsupported(err):
 		logger.V(2).Info("The server cannot list this collection's metadata; recovering from a full list", "reflector", r.name, "type", r.typeDescription, "err", err)
 		what = "full list"
@@ -789,10 +815,25 @@ func parseRV(rv string) (uint64, bool) {
 	return n, err == nil
 }
 
+// version reads a resourceVersion as an etcd revision, if the recovery
+// compares them (Recovery.OpaqueVersions).
+func (rec *recovery) version(rv string) (uint64, bool) {
+	if rec.r.recovery.OpaqueVersions {
+		return 0, false
+	}
+	return parseRV(rv)
+}
+
 // setList records the list the diff is made against.
 func (rec *recovery) setList(l *recoveryList) {
 	l.comparable() // parses every resourceVersion
-	n, _ := parseRV(l.rv)
+	if rec.r.recovery.OpaqueVersions {
+		for key, it := range l.listed {
+			it.n, it.integer = 0, false
+			l.listed[key] = it
+		}
+	}
+	n, _ := rec.version(l.rv)
 	rec.listRV, rec.listN, rec.listed = l.rv, n, l.listed
 	rec.watchN, rec.watchRV = n, l.rv
 	rec.stats.Listed, rec.stats.Pages = len(l.listed), l.pages
@@ -813,7 +854,7 @@ func (rec *recovery) diff(stored map[string]Version) (RecoveryPlan, error) {
 		ns, _, _ := cache.SplitMetaNamespaceKey(key)
 		rec.listedNS[ns]++
 		s, had := stored[key]
-		sn, parsed := parseRV(s.ResourceVersion)
+		sn, parsed := rec.version(s.ResourceVersion)
 		integers := parsed && l.integer
 		sameUID := s.UID == "" || l.uid == "" || s.UID == l.uid
 		// resourceVersions that are not integers (possible in a full

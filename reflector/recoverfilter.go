@@ -25,7 +25,7 @@ func (rec *recovery) writeLocked(key string, t watch.EventType, obj interface{},
 	if err != nil {
 		return true, rec.r.filter.next.Add(obj) // let the store report it
 	}
-	n, ok := parseRV(m.GetResourceVersion())
+	n, ok := rec.version(m.GetResourceVersion())
 	st := rec.keys[key]
 	if fromWatch {
 		delete(rec.awaitWatch, key)
@@ -82,7 +82,7 @@ func (rec *recovery) writeLocked(key string, t watch.EventType, obj interface{},
 
 // watchedLocked advances the watch's position.
 func (rec *recovery) watchedLocked(rv string) {
-	if n, ok := parseRV(rv); ok && n > rec.watchN {
+	if n, ok := rec.version(rv); ok && n > rec.watchN {
 		rec.watchN, rec.watchRV = n, rv
 	}
 }
@@ -109,7 +109,7 @@ func (rec *recovery) fetchedLocked(key string, obj runtime.Object) error {
 			rec.stats.Fetched++
 		}
 		if m, aerr := meta.Accessor(obj); aerr == nil {
-			if n, ok := parseRV(m.GetResourceVersion()); ok {
+			if n, ok := rec.version(m.GetResourceVersion()); ok {
 				rec.mark = max(rec.mark, n)
 			}
 		}

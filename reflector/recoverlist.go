@@ -41,11 +41,15 @@ const fetchPageSize = DefaultPagedListPageSize
 // resourceVersion (NotOlderThan it; "" a consistent read), for a recovery,
 // paged as the full list it replaces would be (listPageSize: at a
 // resourceVersion in one request, which the watch cache serves). It
-// returns errRecoveryFallback if the Lister is not a WireLister.
+// returns errRecoveryFallback if the Lister is not a WireLister, unless
+// Recovery.ListInFull asks for its pages decoded.
 func (r *Reflector) listFull(ctx context.Context, resourceVersion string) (*recoveryList, error) {
 	wl, ok := r.recovery.Lister.(WireLister)
 	if !ok {
-		return nil, errRecoveryFallback
+		if !r.recovery.ListInFull {
+			return nil, errRecoveryFallback
+		}
+		wl = decodingLister{r.recovery.Lister}
 	}
 	r.mu.RLock()
 	paginatedBefore := r.paginatedResult
@@ -177,4 +181,12 @@ func (r *Reflector) wirePage(ctx context.Context, lister WireLister, namespace s
 		l.items = append(l.items, wireItem{namespace: m.GetNamespace(), name: m.GetName(), uid: m.GetUID(), resourceVersion: m.GetResourceVersion(), obj: o})
 	}
 	return l, nil
+}
+
+// decodingLister is a MetadataLister's full list for Recovery.ListInFull:
+// no body to read, each page decoded whole by ListObjects.
+type decodingLister struct{ MetadataLister }
+
+func (l decodingLister) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) ([]byte, func() (runtime.Object, error), error) {
+	return nil, func() (runtime.Object, error) { return l.ListObjects(ctx, namespace, "", opts) }, nil
 }

@@ -559,3 +559,69 @@ func TestRecoveryFirstPageManyChanged(t *testing.T) {
 		})
 	}
 }
+
+// With ListInFull a recovery lists the whole collection (no metadata list,
+// no fetches), through a lister that is not a WireLister page by page,
+// decoded; the diff is a metadata list's, and the changed objects come
+// from the list.
+func TestRecoveryListsInFull(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud1", "4"))
+	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "d", "ud2", "6"), upod("ns", "e", "ue", "7")}
+	lister := &fakeLister{
+		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			t.Error("a metadata list with ListInFull")
+			return nil, errors.New("no metadata lists")
+		},
+		objects: server("10", onServer...),
+	}
+	h := startRecovery(t, store, lister, "4", func(o *Options, _ *fakeLW) {
+		o.Recovery.ListInFull = true
+	})
+	store.waitFor(t, "end@10")
+	h.stop()
+	equal(t, "lists", lister.Fetches(), []string{"*@4"})
+	equal(t, "store calls", store.Calls(), []string{
+		"begin deleted=[ns/c ns/d] unchanged=[ns/a]",
+		"delete tombstone:ns/c@3", "delete tombstone:ns/d@4",
+		"update ns/b@5", "add ns/d@6", "add ns/e@7",
+		"end@10",
+	})
+	stats := h.obs.Stats()
+	if len(stats) != 1 {
+		t.Fatalf("recovered %d times, want once", len(stats))
+	}
+	s := stats[0]
+	s.Duration, s.ListDuration = 0, 0
+	equal(t, "stats", s, RecoveryStats{Listed: 4, Pages: 1, Unchanged: 1, Deleted: 2, Fetch: 3, Fetched: 3, Decoded: 4, FullList: true})
+}
+
+// With OpaqueVersions resourceVersions are only told equal or not, even
+// where they parse as integers: a stored object at a "higher" version than
+// the listed one is not kept as newer (as an etcd revision would be) but
+// replaced by the listed state, and the watch's events pass as they come.
+func TestRecoveryOpaqueVersions(t *testing.T) {
+	for _, opaque := range []bool{true, false} {
+		t.Run(fmt.Sprintf("opaque=%t", opaque), func(t *testing.T) {
+			store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "20"))
+			lister := &fakeLister{objects: server("10", upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"))}
+			h := startRecovery(t, store, lister, "20", func(o *Options, _ *fakeLW) {
+				o.Recovery.ListInFull, o.Recovery.OpaqueVersions = true, opaque
+			})
+			var want []string
+			if opaque {
+				store.waitFor(t, "end@10")
+				h.lw.watcher(t, 0).Modify(upod("ns", "b", "ub", "3"))
+				store.waitFor(t, "update ns/b@3")
+				want = []string{"update ns/b@5", "end@10", "update ns/b@3"}
+			} else {
+				// As etcd revisions: the stored b is newer than the list,
+				// and the recovery waits for the watch to pass it.
+				h.lw.watcher(t, 0).Action(watch.Bookmark, upod("", "", "", "20"))
+				store.waitFor(t, "end@20")
+				want = []string{"bookmark@20", "end@20"}
+			}
+			h.stop()
+			equal(t, "store calls after begin", store.callsAfterBegin(), want)
+		})
+	}
+}
