@@ -52,7 +52,10 @@
 // (recoverlist.go). While the pages after the first are read, the objects
 // they show newer than the stored resourceVersion are fetched already
 // (recoverprefetch.go), within the bounds of the plan above; what that
-// finds is applied once the diff is and the watch has opened. Fetched
+// finds is applied once the diff is and the watch has opened. Each next
+// page is asked for as soon as the page before tells its continue token
+// (its ListMeta precedes its items), so the server encodes it while that
+// page is read. Fetched
 // objects and watch events reach the store as they come through one filter
 // that lets each key move only forward: an object at a resourceVersion not
 // newer than the key's last one is dropped, and one with another UID
@@ -119,7 +122,10 @@
 // three times ends the watch, so that Run backs off and recovers again.
 // Before it, a metadata list of several pages runs up to Recovery.Workers
 // prefetch goroutines, which the fetch goroutine joins, and which a list
-// or recovery that fails before it cancels and joins. Shutdown is a chain: cancelling the
+// or recovery that fails before it cancels and joins; and, read through a
+// MetadataWireLister, one goroutine at a time making the next page's
+// request while a page is read (recovermetadata.go), joined before the
+// list returns. Shutdown is a chain: cancelling the
 // context ends the backoff wait or makes the event loop return, which stops
 // the watcher (watch.Interface.Stop); the watch phase then cancels and joins
 // the resync goroutine; ListAndWatch returns and Run returns without another

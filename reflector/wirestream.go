@@ -25,6 +25,14 @@ import (
 // which the serializer never writes: the first may be a response cut short,
 // and the second cannot take back the items of the first.
 func scanProtobufListStream(r io.Reader, item func(wireItem) error) (*wireList, error) {
+	return scanProtobufListStreamMeta(r, nil, item)
+}
+
+// scanProtobufListStreamMeta is scanProtobufListStream that also calls
+// listMeta, if not nil, once the list's ListMeta is read: the serializer
+// writes it before the items, so its continue token is known while the
+// server is still writing the page.
+func scanProtobufListStreamMeta(r io.Reader, listMeta func(*wireList), item func(wireItem) error) (*wireList, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	prefix := make([]byte, len(protobufPrefix))
 	if _, err := io.ReadFull(br, prefix); err != nil || string(prefix) != string(protobufPrefix) {
@@ -33,7 +41,7 @@ func scanProtobufListStream(r io.Reader, item func(wireItem) error) (*wireList, 
 		}
 		return nil, fmt.Errorf("%w: no %q prefix", errWire, protobufPrefix)
 	}
-	s := &streamScanner{r: br}
+	s := &streamScanner{r: br, listMeta: listMeta}
 	l := &wireList{}
 	var sawRaw, encoded bool
 	for {
@@ -98,6 +106,9 @@ type streamScanner struct {
 	r    *bufio.Reader
 	read int64
 	buf  []byte // the last bytes field, reused
+	// listMeta, if not nil, is called with the list once its ListMeta is
+	// read.
+	listMeta func(*wireList)
 }
 
 // list reads the list message (n bytes): its ListMeta into l, each item's
@@ -117,6 +128,9 @@ func (s *streamScanner) list(n int64, l *wireList, item func(wireItem) error) er
 			}
 			if err := l.readListMeta(v); err != nil {
 				return err
+			}
+			if s.listMeta != nil {
+				s.listMeta(l)
 			}
 		case 2: // items
 			v, err := s.bytesField(typ)

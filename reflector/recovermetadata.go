@@ -1,0 +1,263 @@
+package reflector
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A recovery's metadata list (recover.go): paged, each page read as it
+// arrives where the lister hands over its bytes (MetadataWireLister), the
+// changes of the pages before the last fetched meanwhile
+// (recoverprefetch.go), and each page asked for while the one before is
+// still being read (pageAhead).
+
+// listMetadata lists the collection's metadata, paged, at resourceVersion
+// with NotOlderThan (or a consistent read at "").
+func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*recoveryList, error) {
+	pageSize := int64(recoveryPageSize)
+	if _, ok := r.recovery.Lister.(MetadataWireLister); ok {
+		pageSize = recoveryStreamPageSize
+	}
+	opts := listOptions(resourceVersion, pageSize)
+	first := opts
+	l := &recoveryList{listed: map[string]listedItem{}}
+	var given *metav1.PartialObjectMetadataList
+	if r.recovery.Listed != nil {
+		given = r.recovery.Listed(ctx)
+	}
+	// p prefetches what the pages show changed; handed over with l, and
+	// stopped on every other way out. ahead is the next page, asked for
+	// while this one is read; dropped on every way out.
+	var p *prefetch
+	var ahead *pageAhead
+	defer func() {
+		if p != nil && l.prefetch != p {
+			p.stop()
+		}
+		ahead.drop()
+	}()
+	// askAhead asks for the page after one whose ListMeta says it is
+	// continued by next.
+	askAhead := func(next string) {
+		if next != "" && opts.Limit != 0 {
+			o := opts
+			o.Continue = next
+			o.ResourceVersion, o.ResourceVersionMatch = "", ""
+			ahead = r.askAhead(ctx, o)
+		}
+	}
+	for {
+		var page *wireList
+		var err error
+		if given != nil {
+			page, given = decodedMetadataPage(given), nil
+			opts.Limit = 0 // the whole list, one page
+		} else {
+			this := ahead
+			ahead = nil
+			page, err = r.metadataPage(ctx, opts, this, askAhead)
+		}
+		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
+			// As the pager does: the continue token expired, list in one go.
+			opts = first
+			opts.Limit = 0
+			l = &recoveryList{listed: map[string]listedItem{}}
+			if p != nil {
+				// Fetched against another list's resourceVersion.
+				p.stop()
+				p = nil
+			}
+			ahead.drop()
+			ahead = nil
+			page, err = r.metadataPage(ctx, opts, nil, nil)
+		}
+		if err != nil {
+			return nil, err
+		}
+		l.pages++
+		if l.rv == "" || opts.Continue == "" {
+			l.rv = page.resourceVersion
+		}
+		for _, it := range page.items {
+			l.listed[it.key()] = listedItem{uid: it.uid, rv: it.resourceVersion}
+		}
+		if page.continueToken == "" || opts.Limit == 0 {
+			if p != nil {
+				p.listEnded()
+				l.prefetch = p
+			}
+			return l, nil
+		}
+		if l.pages == 1 {
+			if r.manyChanged(resourceVersion, page.items) {
+				return nil, errManyChanged
+			}
+			p = r.newPrefetch(ctx, resourceVersion, l.rv)
+		}
+		if p != nil {
+			p.offer(page.items)
+		}
+		opts.Continue = page.continueToken
+		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
+	}
+}
+
+// errManyChanged: the metadata list's first page shows that so much of the
+// collection changed that the recovery lists it in full instead.
+var errManyChanged = errors.New("much of the collection changed")
+
+// manyChanged reports whether the first page of a metadata list made at
+// resourceVersion (what the store holds the collection at, or newer) shows
+// at least FirstPageFraction of its items changed since — newer than
+// resourceVersion — and the rest of the list should not be made: one full
+// list, read from its bytes by a WireLister, takes less time than the rest
+// of the metadata list and the fetches (see DefaultFirstPageFraction). An
+// estimate from one page (pages are in key order, so one page may be a few
+// namespaces): a wrong one costs time, not correctness.
+func (r *Reflector) manyChanged(resourceVersion string, items []wireItem) bool {
+	if _, ok := r.recovery.Lister.(WireLister); !ok || len(items) == 0 {
+		return false
+	}
+	stored, ok := parseRV(resourceVersion)
+	if !ok {
+		return false // a consistent read at "": no version to compare with
+	}
+	changed := 0
+	for _, it := range items {
+		if n, ok := parseRV(it.resourceVersion); !ok || n > stored {
+			changed++
+		}
+	}
+	return float64(changed) >= r.recovery.FirstPageFraction*float64(len(items))
+}
+
+// metadataPage lists one page of the collection's metadata, its items'
+// identities only: through a MetadataWireLister, read from a protobuf body
+// as it arrives (from ahead, if not nil, the page's request already made),
+// and, once its ListMeta is read, calling continued, if not nil, with its
+// continue token; otherwise decoded.
+func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions, ahead *pageAhead, continued func(next string)) (*wireList, error) {
+	wl, ok := r.recovery.Lister.(MetadataWireLister)
+	if !ok {
+		list, err := r.recovery.Lister.ListMetadata(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		if list == nil {
+			return nil, errors.New("metadata list returned no list")
+		}
+		return decodedMetadataPage(list), nil
+	}
+	var body io.ReadCloser
+	var err error
+	if ahead != nil && ahead.opts.Continue == opts.Continue {
+		defer ahead.drop()
+		body, err = ahead.wait()
+	} else {
+		ahead.drop()
+		body, err = wl.ListMetadataWire(ctx, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = body.Close() }()
+	br := bufio.NewReaderSize(body, 64<<10)
+	if head, _ := br.Peek(len(protobufPrefix)); isProtobuf(head) {
+		var items []wireItem
+		var listMeta func(*wireList)
+		if continued != nil {
+			listMeta = func(l *wireList) { continued(l.continueToken) }
+		}
+		page, err := scanProtobufListStreamMeta(br, listMeta, func(it wireItem) error {
+			items = append(items, it)
+			return nil
+		})
+		if err == nil && (page.kind != "PartialObjectMetadataList" || page.apiVersion != metav1.SchemeGroupVersion.String()) {
+			err = fmt.Errorf("the server sent a %s %s for a metadata list", page.apiVersion, page.kind)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the metadata list: %w", err)
+		}
+		page.items = items
+		return page, nil
+	}
+	var list metav1.PartialObjectMetadataList
+	if err := json.NewDecoder(br).Decode(&list); err != nil {
+		return nil, fmt.Errorf("decoding the metadata list: %w", err)
+	}
+	if list.Kind != "PartialObjectMetadataList" {
+		return nil, fmt.Errorf("the server sent a %s %s for a metadata list", list.APIVersion, list.Kind)
+	}
+	return decodedMetadataPage(&list), nil
+}
+
+// decodedMetadataPage is the page of a decoded metadata list.
+func decodedMetadataPage(list *metav1.PartialObjectMetadataList) *wireList {
+	page := &wireList{resourceVersion: list.ResourceVersion, continueToken: list.Continue, items: make([]wireItem, len(list.Items))}
+	for i := range list.Items {
+		m := &list.Items[i].ObjectMeta
+		page.items[i] = wireItem{namespace: m.Namespace, name: m.Name, uid: m.UID, resourceVersion: m.ResourceVersion}
+	}
+	return page
+}
+
+// pageAhead is the request of a metadata list's next page, made as soon as
+// the page before it tells its continue token (its ListMeta precedes its
+// items), while that page is still being read. kube-apiserver encodes each
+// response on the goroutine that serves it, so a list read page after page
+// keeps one of its cores busy; asked ahead, the next page is encoded
+// beside the one being read. It waits in the HTTP/2 stream's flow-control
+// window (4 MB in Go's client): gzipped, as kube-apiserver sends a list to
+// a client that accepts it, a page of 10,000 realistic Pods' metadata
+// (about 44 MB, 2.5 MB on the wire) fits; uncompressed the server gets
+// that far ahead. The reflector reads one page at a time; at most one is
+// asked ahead.
+type pageAhead struct {
+	opts   metav1.ListOptions
+	cancel context.CancelFunc
+	done   chan struct{} // closed once the request returned
+	body   io.ReadCloser
+	err    error
+}
+
+// askAhead makes the request of the page opts asks for, on a goroutine.
+func (r *Reflector) askAhead(ctx context.Context, opts metav1.ListOptions) *pageAhead {
+	wl := r.recovery.Lister.(MetadataWireLister) // only its pages tell their continue token early
+	ctx, cancel := context.WithCancel(ctx)
+	a := &pageAhead{opts: opts, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		a.body, a.err = wl.ListMetadataWire(ctx, opts)
+	}()
+	return a
+}
+
+// wait returns the page's body or the request's error; the body is the
+// caller's to close, and drop must still be called.
+func (a *pageAhead) wait() (io.ReadCloser, error) {
+	<-a.done
+	body := a.body
+	a.body = nil
+	return body, a.err
+}
+
+// drop cancels the request, waits for it and closes a body not taken. A
+// nil pageAhead is nothing to drop.
+func (a *pageAhead) drop() {
+	if a == nil {
+		return
+	}
+	a.cancel()
+	<-a.done
+	if a.body != nil {
+		_ = a.body.Close()
+		a.body = nil
+	}
+}

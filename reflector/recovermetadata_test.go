@@ -1,0 +1,159 @@
+package reflector
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// aheadLister is a metaWireLister whose bodies hold back their last byte
+// until the next page has been asked for, and which counts the bodies it
+// handed out and those closed.
+type aheadLister struct {
+	*metaWireLister
+	t        *testing.T
+	mu       sync.Mutex
+	asked    map[string]chan struct{} // by continue token, closed once asked for
+	open     int
+	requests []string
+}
+
+func (l *aheadLister) askedFor(token string) chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch, ok := l.asked[token]
+	if !ok {
+		ch = make(chan struct{})
+		l.asked[token] = ch
+	}
+	return ch
+}
+
+func (l *aheadLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+	close(l.askedFor(opts.Continue))
+	l.mu.Lock()
+	l.requests = append(l.requests, opts.Continue)
+	l.mu.Unlock()
+	list, err := l.ListMetadata(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	body, err := l.body(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	var r io.Reader = bytes.NewReader(body)
+	if next := list.Continue; next != "" {
+		// The page's ListMeta comes first: the next page can be asked for
+		// before this one's last byte is read.
+		t := l.t
+		r = io.MultiReader(bytes.NewReader(body[:len(body)-1]), readerFunc(func(p []byte) (int, error) {
+			await(t, l.askedFor(next), "the request of the page after "+opts.Continue+" before its last byte")
+			return copy(p, body[len(body)-1:]), io.EOF
+		}))
+	}
+	l.mu.Lock()
+	l.open++
+	l.mu.Unlock()
+	return closer{Reader: r, close: func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.open--
+	}}, nil
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+type closer struct {
+	io.Reader
+	close func()
+}
+
+func (c closer) Close() error {
+	c.close()
+	return nil
+}
+
+// A metadata list read from the wire asks for each next page as soon as
+// the page before tells its continue token, while that page is still
+// being read, and closes every body it asked for.
+func TestRecoveryAsksForTheNextPageAhead(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"))
+	pages := map[string]*metav1.PartialObjectMetadataList{
+		"":   page("10", "p1", upod("ns", "a", "ua", "1")),
+		"p1": page("10", "p2", upod("ns", "b", "ub", "5")),
+		"p2": page("10", "", upod("ns", "c", "uc", "3")),
+	}
+	lister := &fakeLister{
+		meta: func(_ int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return pages[opts.Continue].DeepCopy(), nil
+		},
+		objects: server("10", upod("ns", "b", "ub", "5")),
+	}
+	wire := &aheadLister{metaWireLister: &metaWireLister{fakeLister: lister}, t: t, asked: map[string]chan struct{}{}}
+	h := startRecovery(t, store, lister, "3", func(o *Options, _ *fakeLW) {
+		o.Recovery.Lister = wire
+	})
+	store.waitFor(t, "end@10")
+	h.stop()
+	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/b@5", "end@10"})
+	wire.mu.Lock()
+	defer wire.mu.Unlock()
+	equal(t, "pages asked for", wire.requests, []string{"", "p1", "p2"})
+	if wire.open != 0 {
+		t.Errorf("%d bodies not closed", wire.open)
+	}
+}
+
+// A page asked for ahead and not read — the first page showed so much
+// changed that the recovery lists in full — is canceled and its body
+// closed.
+func TestRecoveryDropsThePageAhead(t *testing.T) {
+	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
+	pages := map[string]*metav1.PartialObjectMetadataList{
+		"":   page("10", "p1", upod("ns", "a", "ua", "6")),
+		"p1": page("10", "", upod("ns", "b", "ub", "2")),
+	}
+	onServer := []*v1.Pod{upod("ns", "a", "ua", "6"), upod("ns", "b", "ub", "2")}
+	lister := &fakeLister{
+		meta: func(_ int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return pages[opts.Continue].DeepCopy(), nil
+		},
+		objects: server("10", onServer...),
+	}
+	wire := &aheadLister{metaWireLister: &metaWireLister{fakeLister: lister}, t: t, asked: map[string]chan struct{}{}}
+	both := &wireMetaLister{aheadLister: wire, wire: func(int, string, metav1.ListOptions) ([]byte, error) {
+		return encodeProtobuf(t, podList("10", onServer...)), nil
+	}}
+	h := startRecovery(t, store, lister, "2", func(o *Options, _ *fakeLW) {
+		o.Recovery.Lister = both
+	})
+	store.waitFor(t, "end@10")
+	h.stop()
+	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/a@6", "end@10"})
+	wire.mu.Lock()
+	defer wire.mu.Unlock()
+	equal(t, "pages asked for", wire.requests, []string{"", "p1"})
+	if wire.open != 0 {
+		t.Errorf("%d bodies not closed", wire.open)
+	}
+}
+
+// wireMetaLister is an aheadLister that is also a WireLister.
+type wireMetaLister struct {
+	*aheadLister
+	wire func(n int, namespace string, opts metav1.ListOptions) ([]byte, error)
+}
+
+func (l *wireMetaLister) ListObjectsWire(_ context.Context, namespace string, opts metav1.ListOptions) ([]byte, func() (runtime.Object, error), error) {
+	body, err := l.wire(0, namespace, opts)
+	return body, func() (runtime.Object, error) { return decodeBody(body) }, err
+}
