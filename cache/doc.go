@@ -109,8 +109,8 @@
 //
 // # Recovery
 //
-// With InformerOptions.Recovery (a metadata lister; the typed factory, and
-// the metadata factory for built-in groups, set one) a 410, and a list the
+// With InformerOptions.Recovery (a metadata lister; the typed and metadata
+// factories set one) a 410, and a list the
 // collection owes, cost what changed (see reflector.Recovery for the
 // requests): the informer lists the collection's metadata, diffs UIDs and
 // resourceVersions against the stored ones, opens the watch from the

@@ -200,17 +200,19 @@
 // typed factory gives every informer whose ListerWatcher is client-go's own
 // a metadata lister (NewMetadataLister: client-go's metadata client, on the
 // clientset's transport and rate limiter, with the informer's namespace and
-// selectors), and the metadata factory gives one to informers of the
-// groups in client-go's scheme, which kube-apiserver serves from etcd and
-// whose resourceVersions can therefore be compared. The dynamic factory
-// recovers given a metadata client (PersistenceOptions.MetadataClient,
-// which vouches that its resources are kube-apiserver's own: built-in or
-// custom, not aggregated). A custom ListerWatcher (it may filter in Go,
-// which a metadata list would not), the dynamic factory without one and
-// the metadata factory's informers of other groups (custom resources and
-// aggregated APIs alike, which it cannot tell apart without discovery)
-// relist in full, reconciled with the stored state. The recovery's fetches
-// are planned to fit the typed clientset's rate limit.
+// selectors). The metadata factory's informers recover from their own
+// list, which is the metadata list and holds what changed
+// (reflector.Recovery.ListInFull): no fetches; outside client-go's scheme
+// (custom resources and aggregated APIs alike, which it cannot tell apart
+// without discovery) resourceVersions are only told equal or not
+// (OpaqueVersions), since an aggregated API's need not be etcd revisions.
+// The dynamic factory recovers given a metadata client
+// (PersistenceOptions.MetadataClient, which vouches that its resources are
+// kube-apiserver's own: built-in or custom, not aggregated). A custom
+// ListerWatcher (it may filter in Go, which a metadata list would not) and
+// the dynamic factory without one relist in full, reconciled with the
+// stored state. The recovery's fetches are planned to fit the typed
+// clientset's rate limit.
 //
 // # Watches keep the server's bytes
 //
