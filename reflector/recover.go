@@ -279,7 +279,9 @@ type Recovery struct {
 	// two resourceVersions only equal or not — an object listed at the
 	// stored UID and resourceVersion is unchanged, any other is applied as
 	// listed — and lists in full (as for resourceVersions that are not
-	// integers). Set it with ListInFull.
+	// integers): OpaqueVersions implies ListInFull, since without ordered
+	// versions an object fetched after the list could not be told from an
+	// older state the watch brings.
 	OpaqueVersions bool
 	// Started, if set, is called as each recovery begins, before its list;
 	// the function it returns is called once that recovery has ended: the
@@ -366,6 +368,9 @@ func (r *Reflector) setUpRecovery(cfg *Recovery) {
 	}
 	if c.FirstPageFraction == 0 {
 		c.FirstPageFraction = DefaultFirstPageFraction
+	}
+	if c.OpaqueVersions {
+		c.ListInFull = true
 	}
 	r.recovery = &c
 	r.filter = &recoveryFilter{next: rs, r: r}

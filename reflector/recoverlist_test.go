@@ -605,7 +605,7 @@ func TestRecoveryOpaqueVersions(t *testing.T) {
 			store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "20"))
 			lister := &fakeLister{objects: server("10", upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"))}
 			h := startRecovery(t, store, lister, "20", func(o *Options, _ *fakeLW) {
-				o.Recovery.ListInFull, o.Recovery.OpaqueVersions = true, opaque
+				o.Recovery.ListInFull, o.Recovery.OpaqueVersions = !opaque, opaque // OpaqueVersions implies ListInFull
 			})
 			var want []string
 			if opaque {
