@@ -87,6 +87,9 @@ type Checkpoint struct {
 	registered bool
 
 	skipped, skippedRelisted atomic.Int64
+	// walk holds a warm start's walk back until the work owed to the
+	// handler is acknowledged (checkpointhold.go); nil: no hold.
+	walk atomic.Pointer[owedHold]
 }
 
 // ErrNoCheckpoints is returned by Checkpoint for an informer without a cache
@@ -196,7 +199,7 @@ func (c *Checkpoint) skipRelisted(obj interface{}) bool {
 
 // joinList returns the store's objects for a handler joining the started
 // informer: for a checkpoint's handler (skip), only those it has not
-// acknowledged, read without decoding the acknowledged ones where the store
+// acknowledged (unacknowledged true), read without decoding the acknowledged ones where the store
 // is the file, so that a handler joining a large collection pays for what
 // changed. Where that cannot be had (the seed store still serves, the
 // collection went on in memory, a read failed) it is the whole list, which
@@ -207,20 +210,20 @@ func (c *Checkpoint) skipRelisted(obj interface{}) bool {
 // handler gets what the store holds, and the rest through the list (see
 // Informer.addEventHandler). The read is one consistent view of the
 // collection: a set-aside running beside it lands wholly before or after.
-func (s *Informer) joinList(skip *Checkpoint) []interface{} {
+func (s *Informer) joinList(skip *Checkpoint) (list []interface{}, unacknowledged bool) {
 	if skip == nil || s.persistent == nil || s.persistent.InMemory() || !s.gate.seeds.adopted.Load() {
-		return s.store.List()
+		return s.store.List(), false
 	}
 	objs, acknowledged, err := skip.cp.Unacknowledged()
 	if err != nil {
-		return s.store.List()
+		return s.store.List(), false
 	}
 	skip.skipped.Add(int64(acknowledged))
 	out := make([]interface{}, len(objs))
 	for i, o := range objs {
 		out[i] = o
 	}
-	return out
+	return out, true
 }
 
 // Acknowledged reports whether obj, at its resourceVersion, is acknowledged:
@@ -257,6 +260,7 @@ func (c *Checkpoint) Ack(obj interface{}) error {
 // AckDeleted acknowledges the deletion of the object at key: its tombstone is
 // dropped, and no later start gives the deletion again.
 func (c *Checkpoint) AckDeleted(key string) error {
+	c.walk.Load().settle(key) // the work is done, whether the write is
 	if err := c.cp.AckDeleted(key); err != nil {
 		return fmt.Errorf("boltinformer: checkpoint %q of %q: acknowledging the deletion of %s: %w", c.Name(), c.inf.name, key, err)
 	}
@@ -293,6 +297,7 @@ func tombstoneNotifications(store cache.Store, cps []*Checkpoint) []interface{} 
 // AckKey acknowledges the object at key (the informer's store key) at
 // resourceVersion rv.
 func (c *Checkpoint) AckKey(key, rv string) error {
+	c.walk.Load().settle(key) // the work is done, whether the write is
 	if err := c.cp.Ack(key, rv); err != nil {
 		return fmt.Errorf("boltinformer: checkpoint %q of %q: acknowledging %s at %s: %w", c.Name(), c.inf.name, key, rv, err)
 	}
@@ -319,6 +324,7 @@ func (c *Checkpoint) Clear() error { return c.cp.Clear() }
 
 // Close releases the name. Acknowledgements made before it are kept.
 func (c *Checkpoint) Close() {
+	c.walk.Load().end()
 	c.cp.Close()
 	c.inf.checkpointsMu.Lock()
 	defer c.inf.checkpointsMu.Unlock()

@@ -52,7 +52,9 @@ import (
 // recovery is under way (walkYield): then the recovery is what the informer
 // waits for, and decoding the whole collection would take the cores the
 // recovery's reads need (and, where it shares the machine, the
-// apiserver's). Whatever waits for the walk's end makes it go on.
+// apiserver's); and, for each checkpoint open at the start, until its
+// late-joining handler has acknowledged what it was given
+// (checkpointhold.go). Whatever waits for the walk's end makes it go on.
 //
 // Lock order: blockDeltas, then mu, then the store's locks. The walk never
 // takes blockDeltas while holding mu, and waits for the handlers holding

@@ -123,10 +123,14 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 	if owed {
 		listener.AwaitInitialAdds()
 	}
-	for _, item := range s.joinList(skip) {
+	items, unacknowledged := s.joinList(skip)
+	for _, item := range items {
 		// Queued under the lock and before the handle is returned, so its
 		// HasSynced can never be true before these adds are handled.
 		listener.Add(processor.AddNotification{Obj: item, IsInInitialList: true})
+	}
+	if skip != nil {
+		skip.walk.Load().join(owedKeys(items, tombstones), unacknowledged)
 	}
 	if !owed && s.gate.owes() {
 		// A warm start's delivery set state aside while the store was

@@ -303,6 +303,11 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		defer s.startedLock.Unlock()
 		s.stopped = true // No new listeners.
 	}()
+	defer func() {
+		for _, c := range s.openCheckpoints() {
+			c.walk.Load().end() // its timer
+		}
+	}()
 	defer s.closeCollection(logger)
 	s.report = report
 

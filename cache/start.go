@@ -98,6 +98,7 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.processor.SelectResyncingListeners()
 		delivery = newWarmDelivery(s, s.processor.Listeners())
 		s.delivery = delivery
+		holdWalk(delivery, s.openCheckpoints())
 		end := delivery.end
 		s.gate.verifying.Store(&end)
 		s.persistent.retryAfter(end)
