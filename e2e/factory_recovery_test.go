@@ -30,16 +30,7 @@ func TestFactoryDynamicRecovery(t *testing.T) {
 	srv := apiservertest.Start(t, apiservertest.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), factoryTestTimeout)
 	defer cancel()
-	admin := dynamicClient(t, srv.Config(), nil)
-	installWidgetCRD(ctx, t, admin)
-	createNamespaces(t, newClientset(t, srv.Config(), nil), "rec-a", "rec-b")
-	widgets := func(ns string) dynamic.ResourceInterface { return admin.Resource(widgetGVR).Namespace(ns) }
-	for i := range 40 {
-		ns := []string{"rec-a", "rec-b"}[i%2]
-		if _, err := widgets(ns).Create(ctx, widget(ns, fmt.Sprintf("w-%02d", i), i), metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create widget: %v", err)
-		}
-	}
+	admin, widgets := createWidgets(ctx, t, srv, "rec-a", "rec-b")
 	path := cachePath(t)
 	start := func(counter *byteCounter) (*factory.DynamicFactory, func()) {
 		cfg := srv.Config()
@@ -72,31 +63,7 @@ func TestFactoryDynamicRecovery(t *testing.T) {
 
 	// 2. While it is down: update, delete, recreate under the same name,
 	// create; then the apiserver restarts, expiring every resourceVersion.
-	for i := range 4 {
-		ns, name := []string{"rec-a", "rec-b"}[i%2], fmt.Sprintf("w-%02d", i)
-		w, err := widgets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Object["spec"].(map[string]interface{})["ratio"] = 7.5
-		if _, err := widgets(ns).Update(ctx, w, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 10; i < 14; i++ {
-		ns, name := []string{"rec-a", "rec-b"}[i%2], fmt.Sprintf("w-%02d", i)
-		if err := widgets(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if i%2 == 0 { // recreated: another UID
-			if _, err := widgets(ns).Create(ctx, widget(ns, name, 100+i), metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if _, err := widgets("rec-a").Create(ctx, widget("rec-a", "new", 99), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	changeWidgets(ctx, t, widgets, "rec-a", "rec-b")
 	srv.RestartAPIServer(t)
 
 	// 3. Warm: a 410, then the recovery.
@@ -119,24 +86,16 @@ func TestFactoryDynamicRecovery(t *testing.T) {
 // resource across an apiserver restart (410). Its objects are metadata, so
 // it recovers from its own list: a handler registered before the start
 // gets, beyond the stored objects' initial adds, exactly what changed
-// while it was down — updates of the updated widgets only (a relist would
-// update every one), deletions of the deleted ones, adds of the created —
-// and no fetch is made; the lister ends with the server's UIDs and
-// resourceVersions.
+// while it was down — updates of the updated widgets, deletions of the
+// deleted ones, recreated ones included (a relist, as client-go's, would
+// give a recreated widget as an update from the old UID to the new), adds
+// of the recreated and created — and no fetch is made; the lister ends
+// with the server's UIDs and resourceVersions.
 func TestFactoryMetadataRecovery(t *testing.T) {
 	srv := apiservertest.Start(t, apiservertest.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), factoryTestTimeout)
 	defer cancel()
-	admin := dynamicClient(t, srv.Config(), nil)
-	installWidgetCRD(ctx, t, admin)
-	createNamespaces(t, newClientset(t, srv.Config(), nil), "mdrec-a", "mdrec-b")
-	widgets := func(ns string) dynamic.ResourceInterface { return admin.Resource(widgetGVR).Namespace(ns) }
-	nsOf := func(i int) string { return []string{"mdrec-a", "mdrec-b"}[i%2] }
-	for i := range 40 {
-		if _, err := widgets(nsOf(i)).Create(ctx, widget(nsOf(i), fmt.Sprintf("w-%02d", i), i), metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create widget: %v", err)
-		}
-	}
+	admin, widgets := createWidgets(ctx, t, srv, "mdrec-a", "mdrec-b")
 	path := cachePath(t)
 	type seen struct {
 		mu                       sync.Mutex
@@ -186,36 +145,7 @@ func TestFactoryMetadataRecovery(t *testing.T) {
 	// 2. While it is down: update 4, delete 4 (2 of them recreated under the
 	// same name: another UID), create 1; then the apiserver restarts,
 	// expiring every resourceVersion.
-	var updated, deleted, added []string
-	for i := range 4 {
-		ns, name := nsOf(i), fmt.Sprintf("w-%02d", i)
-		w, err := widgets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Object["spec"].(map[string]interface{})["ratio"] = 7.5
-		if _, err := widgets(ns).Update(ctx, w, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		updated = append(updated, ns+"/"+name)
-	}
-	for i := 10; i < 14; i++ {
-		ns, name := nsOf(i), fmt.Sprintf("w-%02d", i)
-		if err := widgets(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		deleted = append(deleted, ns+"/"+name)
-		if i%2 == 0 {
-			if _, err := widgets(ns).Create(ctx, widget(ns, name, 100+i), metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			added = append(added, ns+"/"+name)
-		}
-	}
-	if _, err := widgets("mdrec-a").Create(ctx, widget("mdrec-a", "new", 99), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	added = append(added, "mdrec-a/new")
+	updated, deleted, added := changeWidgets(ctx, t, widgets, "mdrec-a", "mdrec-b")
 	srv.RestartAPIServer(t)
 
 	// 3. Warm: a 410, then the recovery.
@@ -256,8 +186,6 @@ func TestFactoryMetadataRecovery(t *testing.T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	keys := func(m map[string]int) []string { return slices.Sorted(maps.Keys(m)) }
-	slices.Sort(updated)
-	slices.Sort(deleted)
 	if got := keys(s.updates); !slices.Equal(got, updated) {
 		t.Errorf("updates of %v, want exactly the updated widgets %v", got, updated)
 	}
@@ -269,7 +197,7 @@ func TestFactoryMetadataRecovery(t *testing.T) {
 			t.Errorf("no add for %s", k)
 		}
 	}
-	if n := s.adds["mdrec-a/new"]; n != 1 {
+	if n := s.adds["mdrec-a/new"]; n != 1 { // created while down
 		t.Errorf("%d adds of the created widget, want 1", n)
 	}
 	_, requests := counter.snapshot()
@@ -277,4 +205,63 @@ func TestFactoryMetadataRecovery(t *testing.T) {
 	if requests["fetch"] != 0 {
 		t.Errorf("%d fetches, want none: the list holds the changed objects", requests["fetch"])
 	}
+}
+
+// createWidgets installs the widgets CRD and creates 40 widgets, w-00 to
+// w-39, alternately in namespaces a and b; it returns the admin client
+// and the widgets of a namespace.
+func createWidgets(ctx context.Context, t *testing.T, srv *apiservertest.Server, a, b string) (dynamic.Interface, func(ns string) dynamic.ResourceInterface) {
+	t.Helper()
+	admin := dynamicClient(t, srv.Config(), nil)
+	installWidgetCRD(ctx, t, admin)
+	createNamespaces(t, newClientset(t, srv.Config(), nil), a, b)
+	widgets := func(ns string) dynamic.ResourceInterface { return admin.Resource(widgetGVR).Namespace(ns) }
+	for i := range 40 {
+		ns := []string{a, b}[i%2]
+		if _, err := widgets(ns).Create(ctx, widget(ns, fmt.Sprintf("w-%02d", i), i), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create widget: %v", err)
+		}
+	}
+	return admin, widgets
+}
+
+// changeWidgets changes createWidgets' widgets as a downtime would: it
+// updates w-00 to w-03, deletes w-10 to w-13 and recreates w-10 and w-12
+// under the same names (another UID), and creates a/new. It returns the
+// keys updated, deleted and added, sorted.
+func changeWidgets(ctx context.Context, t *testing.T, widgets func(ns string) dynamic.ResourceInterface, a, b string) (updated, deleted, added []string) {
+	t.Helper()
+	for i := range 4 {
+		ns, name := []string{a, b}[i%2], fmt.Sprintf("w-%02d", i)
+		w, err := widgets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Object["spec"].(map[string]interface{})["ratio"] = 7.5
+		if _, err := widgets(ns).Update(ctx, w, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		updated = append(updated, ns+"/"+name)
+	}
+	for i := 10; i < 14; i++ {
+		ns, name := []string{a, b}[i%2], fmt.Sprintf("w-%02d", i)
+		if err := widgets(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deleted = append(deleted, ns+"/"+name)
+		if i%2 == 0 {
+			if _, err := widgets(ns).Create(ctx, widget(ns, name, 100+i), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			added = append(added, ns+"/"+name)
+		}
+	}
+	if _, err := widgets(a).Create(ctx, widget(a, "new", 99), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	added = append(added, a+"/new")
+	slices.Sort(updated)
+	slices.Sort(deleted)
+	slices.Sort(added)
+	return updated, deleted, added
 }
