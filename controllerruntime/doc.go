@@ -45,11 +45,13 @@
 // and changed objects, through the informer's own list narrowed to one
 // object (or a namespace). Handlers get what a relist gives them without
 // the unchanged objects, so a Checkpoint's reconciler gets exactly what
-// changed. Other informers list in full, as controller-runtime's do, and
+// changed. Metadata-only informers recover from their own list, which is
+// the metadata list (no fetches; of any group, resourceVersions outside
+// the groups vouched for told only equal or not). Other typed and
+// unstructured informers list in full, as controller-runtime's do, and
 // the list is reconciled with the stored state the same way: aggregated
 // APIs (whose resourceVersions need not be comparable, and which boltcr
-// cannot tell from custom resources), custom resources not named, and
-// metadata-only informers, whose full list is the metadata list.
+// cannot tell from custom resources) and custom resources not named.
 //
 // Each collection also records the cluster (Options.Cluster): by default
 // the kube-system namespace's UID, or, for credentials that may not read

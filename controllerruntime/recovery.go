@@ -2,6 +2,7 @@ package controllerruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -55,11 +56,15 @@ import (
 // proxies to. As the factories, boltcr vouches for the groups of client-go's
 // scheme (all built-in), and for the groups the user names in
 // Options.RecoverGroups (custom resources, which it cannot tell from
-// aggregated APIs without discovery). Metadata-only informers
-// (PartialObjectMetadata) get no recovery: their full list is the metadata
-// list a recovery would make, and the relist already leaves the unchanged
-// objects unwritten and undelivered (see the cache package), so a recovery
-// would only add the fetches.
+// aggregated APIs without discovery). A metadata-only informer
+// (PartialObjectMetadata) recovers from its own list
+// (reflector.Recovery.ListInFull): its objects are metadata, so that list
+// is the metadata list and holds what changed — no metadata client, no
+// fetches. Outside the groups vouched for, its resourceVersions are only
+// told equal or not (OpaqueVersions). A relist would cost the same
+// requests and also leave the unchanged objects alone, but would deliver
+// an object recreated under the same name as an update from the old UID to
+// the new, where a recovery delivers its deletion and an add.
 
 // recoveries builds the recoveries of a cache's informers.
 type recoveries struct {
@@ -135,13 +140,18 @@ func (r *recoveries) vouched(key objectKey) bool {
 
 // recovery returns the recovery settings of the informer of key listing
 // what lw lists, list being its list request (probeList). It returns nil
-// for an informer that relists in full after a 410 by design (metadata-only,
-// or of a group not vouched for), and nil with the reason for one whose
-// list a metadata list cannot repeat exactly.
+// for an informer that relists in full after a 410 by design (typed or
+// unstructured, of a group not vouched for), and nil with the reason for
+// one whose list a metadata list cannot repeat exactly.
 func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *url.URL) (*reflector.Recovery, error) {
 	switch {
 	case key.form == formMetadata:
-		return nil, nil // see the file's header
+		// Its own list is the metadata list: see the file's header.
+		return &reflector.Recovery{
+			Lister:         ownListLister{toolscache.ToListerWatcherWithContext(lw)},
+			ListInFull:     true,
+			OpaqueVersions: !r.vouched(key),
+		}, nil
 	case !r.vouched(key):
 		return nil, nil // custom resources without Options.RecoverGroups: documented
 	}
@@ -356,4 +366,21 @@ func (t fetchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.URL = u
 	return t.base.RoundTrip(req)
+}
+
+// ownListLister recovers a metadata-only informer from its own list
+// (reflector.Recovery.ListInFull), which is all it is asked for.
+type ownListLister struct {
+	lw toolscache.ListerWatcherWithContext
+}
+
+func (l ownListLister) ListMetadata(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	return nil, errors.New("boltcr: a metadata-only informer's recovery lists in full")
+}
+
+func (l ownListLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
+	if namespace != "" || name != "" {
+		return nil, fmt.Errorf("boltcr: a metadata-only informer's recovery lists in full, not %q %q", namespace, name)
+	}
+	return l.lw.ListWithContext(ctx, opts)
 }

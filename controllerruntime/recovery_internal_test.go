@@ -67,10 +67,12 @@ func TestFetchNarrowsTheInformersList(t *testing.T) {
 
 // Which informers recover: typed and unstructured ones of built-in groups
 // and of the groups named in Options.RecoverGroups, each with a metadata
-// list of exactly its list; not metadata-only informers, not custom
-// resources that were not named, and not an informer whose list carries a
-// parameter the metadata list cannot repeat. Typed informers of built-in
-// types can also list in full undecoded (reflector.WireLister).
+// list of exactly its list; not custom resources that were not named, and
+// not an informer whose list carries a parameter the metadata list cannot
+// repeat. Typed informers of built-in types can also list in full
+// undecoded (reflector.WireLister). Metadata-only informers recover from
+// their own list, any group's, comparing the resourceVersions of a group
+// not vouched for only for equality.
 func TestWhichInformersRecover(t *testing.T) {
 	var sent []string
 	hc := &http.Client{Transport: probeTransport{base: fetchTransport{base: roundTripper(func(req *http.Request) (*http.Response, error) {
@@ -102,13 +104,17 @@ func TestWhichInformersRecover(t *testing.T) {
 		recover bool
 		wire    bool
 		err     string
+		// own: recovers from its own list (ListInFull); opaque: with
+		// OpaqueVersions.
+		own, opaque bool
 	}{
-		{"typed ConfigMaps", key(formTyped, "", "ConfigMap"), "https://h/api/v1/namespaces/a/configmaps?labelSelector=app%3Dx", true, true, ""},
-		{"unstructured Deployments", key(formUnstructured, "apps", "Deployment"), "https://h/apis/apps/v1/deployments?fieldSelector=metadata.namespace%21%3Dkube-system", true, false, ""},
-		{"a named custom resource group", key(formTyped, "widgets.example.com", "Widget"), "https://h/apis/widgets.example.com/v1/widgets", true, false, ""},
-		{"metadata-only", key(formMetadata, "", "ConfigMap"), "https://h/api/v1/configmaps", false, false, ""},
-		{"a group not named (custom or aggregated)", key(formTyped, "metrics.k8s.io", "PodMetrics"), "https://h/apis/metrics.k8s.io/v1/pods", false, false, ""},
-		{"an unrepeatable parameter", key(formTyped, "", "Pod"), "https://h/api/v1/pods?shardSelector=1", false, false, "shardSelector"},
+		{"typed ConfigMaps", key(formTyped, "", "ConfigMap"), "https://h/api/v1/namespaces/a/configmaps?labelSelector=app%3Dx", true, true, "", false, false},
+		{"unstructured Deployments", key(formUnstructured, "apps", "Deployment"), "https://h/apis/apps/v1/deployments?fieldSelector=metadata.namespace%21%3Dkube-system", true, false, "", false, false},
+		{"a named custom resource group", key(formTyped, "widgets.example.com", "Widget"), "https://h/apis/widgets.example.com/v1/widgets", true, false, "", false, false},
+		{"metadata-only", key(formMetadata, "", "ConfigMap"), "https://h/api/v1/configmaps", true, false, "", true, false},
+		{"metadata-only, a group not named", key(formMetadata, "metrics.k8s.io", "PodMetrics"), "https://h/apis/metrics.k8s.io/v1/pods", true, false, "", true, true},
+		{"a group not named (custom or aggregated)", key(formTyped, "metrics.k8s.io", "PodMetrics"), "https://h/apis/metrics.k8s.io/v1/pods", false, false, "", false, false},
+		{"an unrepeatable parameter", key(formTyped, "", "Pod"), "https://h/api/v1/pods?shardSelector=1", false, false, "shardSelector", false, false},
 	} {
 		u, err := url.Parse(tc.list)
 		if err != nil {
@@ -125,6 +131,9 @@ func TestWhichInformersRecover(t *testing.T) {
 		case rec != nil:
 			if _, wire := rec.Lister.(reflector.WireLister); wire != tc.wire {
 				t.Errorf("%s: lists in full undecoded %v, want %v", tc.what, wire, tc.wire)
+			}
+			if rec.ListInFull != tc.own || rec.OpaqueVersions != tc.opaque {
+				t.Errorf("%s: ListInFull %v, OpaqueVersions %v, want %v, %v", tc.what, rec.ListInFull, rec.OpaqueVersions, tc.own, tc.opaque)
 			}
 		}
 	}

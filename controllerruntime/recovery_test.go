@@ -30,8 +30,8 @@ import (
 //
 //   - its typed and unstructured informers of ConfigMaps list metadata and
 //     fetch the changed objects one by one, and no informer lists the
-//     collection's objects in full (the metadata-only informer's own list is
-//     a metadata list, by design);
+//     collection's objects in full (the metadata-only informer recovers
+//     from its own list, which is a metadata list);
 //   - the fetches and the metadata list ask for exactly the informer's
 //     selection: the ConfigMaps outside it that changed too are never
 //     fetched;
