@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	fcache "k8s.io/client-go/tools/cache/testing"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/poll"
@@ -21,28 +22,7 @@ import (
 func TestCheckpointOwedWorkGoesBeforeTheWalk(t *testing.T) {
 	for _, end := range []string{"acknowledged", "closed"} {
 		t.Run(end, func(t *testing.T) {
-			const n = 1000 // several of the walk's chunks
-			f := newTestFile(t)
-			src := podSource(podNames(n)...)
-			t.Cleanup(src.Shutdown)
-			var cp *bcache.Checkpoint
-			r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, func(inf *bcache.Informer) {
-				var err error
-				if cp, err = inf.Checkpoint("owed"); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := cp.AddEventHandler(ackingHandler{recordingHandler{&events{}}, t, cp}); err != nil {
-					t.Fatal(err)
-				}
-			})
-			r.synced(t)
-			poll.Until(t, 30*time.Second, "every Pod acknowledged", func() bool { return cp.Len() == n })
-			r.stop()
-			f.reopen()
-			changed := []string{"p00003", "p00500", "p00900"} // while it is down
-			for _, name := range changed {
-				src.Modify(pod("ns", name, "", map[string]string{"changed": "yes"}))
-			}
+			f, src, changed := acknowledgedFile(t)
 
 			held := make(chan struct{})
 			var heldOnce sync.Once
@@ -53,7 +33,8 @@ func TestCheckpointOwedWorkGoesBeforeTheWalk(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cp, err = inf.Checkpoint("owed"); err != nil {
+			cp, err := inf.Checkpoint("owed")
+			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -62,11 +43,7 @@ func TestCheckpointOwedWorkGoesBeforeTheWalk(t *testing.T) {
 			t.Cleanup(func() { cancel(); <-done })
 			await := func(ch <-chan struct{}, what string) {
 				t.Helper()
-				select {
-				case <-ch:
-				case <-time.After(30 * time.Second):
-					t.Fatalf("timed out waiting for %s", what)
-				}
+				awaitChan(t, ch, what)
 			}
 			await(held, "the walk to be held back")
 			await(inf.HasSyncedChecker().Done(), "the informer to sync")
@@ -111,5 +88,73 @@ func TestCheckpointOwedWorkGoesBeforeTheWalk(t *testing.T) {
 			}
 			await(walked, fmt.Sprintf("the walk to end once the checkpoint was %s", end))
 		})
+	}
+}
+
+// A relist (a 410 without a recovery) needs the walk's end before it
+// applies its list, and the checkpoint's handler joins only once the
+// informer synced: the relist makes a walk held for the checkpoint go on,
+// and the informer syncs (in well under the hold's minute).
+func TestCheckpointHoldGivesWayToARelist(t *testing.T) {
+	f, src, _ := acknowledgedFile(t)
+	src.ResetWatch() // the stored resourceVersion is gone: a relist
+	inf, err := bcache.NewSharedIndexInformerWithOptions(noWatchList{src}, &corev1.Pod{}, bcache.InformerOptions{
+		Persistence:    bcache.Persistence{DB: f.db, Collection: "pods"},
+		InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inf.Checkpoint("owed"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { inf.RunWithContext(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	awaitChan(t, inf.HasSyncedChecker().Done(), "the informer to sync after its relist")
+	awaitChan(t, bcache.WalkEndedForTest(inf), "the walk's end")
+	if got, want := storeState(inf.GetStore()), sourceState(t, src); !eq(got, want) {
+		t.Errorf("store %v, want %v", got, want)
+	}
+}
+
+// acknowledgedFile fills a cache file with 1,000 Pods, every one
+// acknowledged by the checkpoint "owed", then changes three of them at the
+// source (as while the program is down) and returns them.
+func acknowledgedFile(t *testing.T) (*testFile, *fcache.FakeControllerSource, []string) {
+	t.Helper()
+	const n = 1000 // several of the walk's chunks
+	f := newTestFile(t)
+	src := podSource(podNames(n)...)
+	t.Cleanup(src.Shutdown)
+	var cp *bcache.Checkpoint
+	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, func(inf *bcache.Informer) {
+		var err error
+		if cp, err = inf.Checkpoint("owed"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.AddEventHandler(ackingHandler{recordingHandler{&events{}}, t, cp}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r.synced(t)
+	poll.Until(t, 30*time.Second, "every Pod acknowledged", func() bool { return cp.Len() == n })
+	r.stop()
+	f.reopen()
+	changed := []string{"p00003", "p00500", "p00900"}
+	for _, name := range changed {
+		src.Modify(pod("ns", name, "", map[string]string{"changed": "yes"}))
+	}
+	return f, src, changed
+}
+
+// awaitChan waits for ch, failing the test after 30 s.
+func awaitChan(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }

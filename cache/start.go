@@ -88,7 +88,7 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.persistent.setReadErrorHandler(s.report) // file read errors reach it too
 	}
 	var delivery *warmDelivery
-	var listAfter <-chan struct{}
+	var listAfter func() <-chan struct{}
 	if !s.warm || s.opts.SyncedAtOpen {
 		s.caught.finish()
 	}
@@ -102,10 +102,11 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		end := delivery.end
 		s.gate.verifying.Store(&end)
 		s.persistent.retryAfter(end)
-		// Not end: a full list's Replace comes only outside a recovery,
-		// whose hold on the walk (holdForRecovery) is released before the
-		// reflector lists.
-		listAfter = delivery.done
+		// end, not done: a walk held back for a checkpoint's owed work
+		// (checkpointhold.go) must go on for a relist, which the
+		// checkpoint's handler, joining once the informer synced, waits
+		// for. (A recovery's hold ends before any full list.)
+		listAfter = delivery.end
 	}
 	var paged reflector.PagedList
 	if !s.warm && s.boundedCache() && !s.gate.seeds.seeded {

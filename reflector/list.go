@@ -105,7 +105,7 @@ func (r *Reflector) list(ctx context.Context) error {
 		// Listed while the stored state went to the handlers; applied
 		// only after it (see Options.ListAfter).
 		select {
-		case <-r.listAfter:
+		case <-r.listAfter():
 		case <-ctx.Done():
 			return nil
 		}

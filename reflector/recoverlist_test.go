@@ -366,7 +366,7 @@ func TestRecoveryNotHeldByListAfter(t *testing.T) {
 			gate := make(chan struct{}) // never closed
 			h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) {
 				o.Recovery.Lister = lister
-				o.ListAfter = gate
+				o.ListAfter = func() <-chan struct{} { return gate }
 			})
 			store.waitFor(t, "end@10")
 			h.stop()

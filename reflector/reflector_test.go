@@ -962,7 +962,7 @@ func TestListAfterHoldsListResults(t *testing.T) {
 		gate := make(chan struct{})
 		h := newHarness(t, lw.listWatch(), func(o *Options) {
 			o.ResumeResourceVersion = "10"
-			o.ListAfter = gate
+			o.ListAfter = func() <-chan struct{} { return gate }
 		})
 		stop := h.run()
 		time.Sleep(time.Second) // many backoffs, in virtual time
@@ -990,7 +990,7 @@ func TestListAfterHoldsListResults(t *testing.T) {
 func TestListAfterReturnsOnCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lw := &fakeLW{t: t, list: func(int, metav1.ListOptions) (runtime.Object, error) { return podList("20"), nil }}
-		h := newHarness(t, lw.listWatch(), func(o *Options) { o.ListAfter = make(chan struct{}) })
+		h := newHarness(t, lw.listWatch(), func(o *Options) { never := make(chan struct{}); o.ListAfter = func() <-chan struct{} { return never } })
 		stop := h.run()
 		synctest.Wait() // Run is blocked on ListAfter
 		stop()          // fails if Run does not return within a second
