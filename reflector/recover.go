@@ -437,7 +437,7 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 		return nil, nil
 	}
 	switch {
-	case r.recovery.ListInFull: // the full list is made; it is compared as it is
+	case r.recovery.ListInFull: // l is the full list already: nothing else to list
 	case err != nil && metadataListUnsupported(err):
 		logger.V(2).Info("The server cannot list this collection's metadata; recovering from a full list", "reflector", r.name, "type", r.typeDescription, "err", err)
 		what = "full list"
