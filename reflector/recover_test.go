@@ -351,12 +351,7 @@ func TestRecoveryDiffClasses(t *testing.T) {
 		},
 	}
 	h := startRecovery(t, store, lister, "4", func(o *Options, lw *fakeLW) {
-		lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
-			if n == 0 {
-				close(watchOpened)
-			}
-			return watch.NewRaceFreeFake(), nil
-		}
+		lw.signalWatch(watchOpened)
 	})
 	store.waitFor(t, "end@10")
 	h.stop()

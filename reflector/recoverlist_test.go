@@ -153,12 +153,7 @@ func TestRecoveryFromAFullList(t *testing.T) {
 			h := startRecovery(t, store, nil, "4", func(o *Options, lw *fakeLW) {
 				o.Recovery.Lister = lister
 				o.PageSize = 500 // paged, as client-go's list with this PageSize
-				lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
-					if n == 0 {
-						close(watchOpened)
-					}
-					return watch.NewRaceFreeFake(), nil
-				}
+				lw.signalWatch(watchOpened)
 			})
 			store.waitFor(t, "end@10")
 			h.stop()

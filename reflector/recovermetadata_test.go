@@ -24,6 +24,30 @@ type aheadLister struct {
 	requests []string
 }
 
+// newAheadLister serves pages, by continue token, as an aheadLister, and
+// onServer's objects, at resourceVersion 10, as fetches.
+func newAheadLister(t *testing.T, pages map[string]*metav1.PartialObjectMetadataList, onServer ...*v1.Pod) (*fakeLister, *aheadLister) {
+	lister := &fakeLister{
+		meta: func(_ int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return pages[opts.Continue].DeepCopy(), nil
+		},
+		objects: server("10", onServer...),
+	}
+	return lister, &aheadLister{metaWireLister: &metaWireLister{fakeLister: lister}, t: t, asked: map[string]chan struct{}{}}
+}
+
+// check fails t unless the pages asked for were want, in order, and every
+// body handed out was closed.
+func (l *aheadLister) check(t *testing.T, want []string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	equal(t, "pages asked for", l.requests, want)
+	if l.open != 0 {
+		t.Errorf("%d bodies not closed", l.open)
+	}
+}
+
 func (l *aheadLister) askedFor(token string) chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -92,25 +116,14 @@ func TestRecoveryAsksForTheNextPageAhead(t *testing.T) {
 		"p1": page("10", "p2", upod("ns", "b", "ub", "5")),
 		"p2": page("10", "", upod("ns", "c", "uc", "3")),
 	}
-	lister := &fakeLister{
-		meta: func(_ int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-			return pages[opts.Continue].DeepCopy(), nil
-		},
-		objects: server("10", upod("ns", "b", "ub", "5")),
-	}
-	wire := &aheadLister{metaWireLister: &metaWireLister{fakeLister: lister}, t: t, asked: map[string]chan struct{}{}}
+	lister, wire := newAheadLister(t, pages, upod("ns", "b", "ub", "5"))
 	h := startRecovery(t, store, lister, "3", func(o *Options, _ *fakeLW) {
 		o.Recovery.Lister = wire
 	})
 	store.waitFor(t, "end@10")
 	h.stop()
 	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/b@5", "end@10"})
-	wire.mu.Lock()
-	defer wire.mu.Unlock()
-	equal(t, "pages asked for", wire.requests, []string{"", "p1", "p2"})
-	if wire.open != 0 {
-		t.Errorf("%d bodies not closed", wire.open)
-	}
+	wire.check(t, []string{"", "p1", "p2"})
 }
 
 // A page asked for ahead and not read — the first page showed so much
@@ -123,13 +136,7 @@ func TestRecoveryDropsThePageAhead(t *testing.T) {
 		"p1": page("10", "", upod("ns", "b", "ub", "2")),
 	}
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "6"), upod("ns", "b", "ub", "2")}
-	lister := &fakeLister{
-		meta: func(_ int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-			return pages[opts.Continue].DeepCopy(), nil
-		},
-		objects: server("10", onServer...),
-	}
-	wire := &aheadLister{metaWireLister: &metaWireLister{fakeLister: lister}, t: t, asked: map[string]chan struct{}{}}
+	lister, wire := newAheadLister(t, pages, onServer...)
 	both := &wireMetaLister{aheadLister: wire, wire: func(int, string, metav1.ListOptions) ([]byte, error) {
 		return encodeProtobuf(t, podList("10", onServer...)), nil
 	}}
@@ -139,12 +146,7 @@ func TestRecoveryDropsThePageAhead(t *testing.T) {
 	store.waitFor(t, "end@10")
 	h.stop()
 	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/a@6", "end@10"})
-	wire.mu.Lock()
-	defer wire.mu.Unlock()
-	equal(t, "pages asked for", wire.requests, []string{"", "p1"})
-	if wire.open != 0 {
-		t.Errorf("%d bodies not closed", wire.open)
-	}
+	wire.check(t, []string{"", "p1"})
 }
 
 // wireMetaLister is an aheadLister that is also a WireLister.

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // page is a metadata list page at rv of pods, continued by next ("" for
@@ -29,6 +28,22 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 	case <-ch:
 	case <-time.After(5 * time.Second):
 		t.Errorf("timed out waiting for %s", what)
+	}
+}
+
+// secondPageFails scripts metadata lists: first as the first page; err
+// for the second, once fetched (the first page's change) is closed; and
+// then, for every list after, after.
+func secondPageFails(t *testing.T, first *metav1.PartialObjectMetadataList, fetched <-chan struct{}, err error, after *metav1.PartialObjectMetadataList) func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	return func(n int, _ metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+		switch n {
+		case 0:
+			return first.DeepCopy(), nil
+		case 1:
+			await(t, fetched, "the fetch of the first page's change")
+			return nil, err
+		}
+		return after.DeepCopy(), nil
 	}
 }
 
@@ -74,12 +89,7 @@ func TestRecoveryFetchesWhileListing(t *testing.T) {
 		},
 	}
 	h := startRecovery(t, store, lister, "4", func(o *Options, lw *fakeLW) {
-		lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
-			if n == 0 {
-				close(watchOpened)
-			}
-			return watch.NewRaceFreeFake(), nil
-		}
+		lw.signalWatch(watchOpened)
 	})
 	store.waitFor(t, "end@10")
 	h.stop()
@@ -105,16 +115,8 @@ func TestRecoveryDropsPrefetchesOfAnExpiredList(t *testing.T) {
 	prefetched := make(chan struct{})
 	var once sync.Once
 	lister := &fakeLister{
-		meta: func(n int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-			switch n {
-			case 0:
-				return page("10", "p1", upod("ns", "a", "ua", "5")), nil
-			case 1:
-				await(t, prefetched, "the fetch of ns/a")
-				return nil, apierrors.NewResourceExpired("continue token expired")
-			}
-			return metaList("11", upod("ns", "a", "ua", "8"), upod("ns", "b", "ub", "2")), nil
-		},
+		meta: secondPageFails(t, page("10", "p1", upod("ns", "a", "ua", "5")), prefetched,
+			apierrors.NewResourceExpired("continue token expired"), metaList("11", upod("ns", "a", "ua", "8"), upod("ns", "b", "ub", "2"))),
 		objects: func(ctx context.Context, ns, name string, opts metav1.ListOptions) (runtime.Object, error) {
 			if opts.ResourceVersion == "10" {
 				defer once.Do(func() { close(prefetched) })
@@ -137,16 +139,8 @@ func TestRecoveryPrefetchStoppedWithTheList(t *testing.T) {
 	started, canceled := make(chan struct{}), make(chan struct{})
 	var first sync.Once
 	lister := &fakeLister{
-		meta: func(n int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-			switch n {
-			case 0:
-				return page("10", "p1", upod("ns", "a", "ua", "5")), nil
-			case 1:
-				await(t, started, "the fetch of ns/a")
-				return nil, apierrors.NewInternalError(errors.New("boom"))
-			}
-			return metaList("10", upod("ns", "a", "ua", "5")), nil
-		},
+		meta: secondPageFails(t, page("10", "p1", upod("ns", "a", "ua", "5")), started,
+			apierrors.NewInternalError(errors.New("boom")), metaList("10", upod("ns", "a", "ua", "5"))),
 		objects: func(ctx context.Context, ns, name string, opts metav1.ListOptions) (runtime.Object, error) {
 			held := false
 			first.Do(func() { held = true })
