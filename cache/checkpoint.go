@@ -267,18 +267,23 @@ func (c *Checkpoint) AckDeleted(key string) error {
 	return nil
 }
 
+// checkpointTombstones returns the tombstones of cps: each deleted key,
+// once, with the object's last stored state.
+func checkpointTombstones(cps []*Checkpoint) map[string]runtime.Object {
+	deleted := map[string]runtime.Object{}
+	for _, c := range cps {
+		maps.Copy(deleted, c.cp.Deleted())
+	}
+	return deleted
+}
+
 // tombstoneNotifications returns, for each tombstone of cps whose key the
 // store does not hold, the deletion a joining handler is given: a
 // cache.DeletedFinalStateUnknown carrying the object's last stored state, as
 // client-go gives a deletion the informer did not see happen. A key in
 // several checkpoints is given once.
 func tombstoneNotifications(store cache.Store, cps []*Checkpoint) []interface{} {
-	deleted := map[string]runtime.Object{}
-	for _, c := range cps {
-		for k, obj := range c.cp.Deleted() {
-			deleted[k] = obj
-		}
-	}
+	deleted := checkpointTombstones(cps)
 	keys := make([]string, 0, len(deleted))
 	for k := range deleted {
 		keys = append(keys, k)

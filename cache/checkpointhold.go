@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -89,20 +91,15 @@ func (h *owedHold) end() {
 }
 
 // owedKeys are the keys a checkpoint's joining handler is given: its
-// initial adds (items) and the tombstones of tombstones' checkpoints.
-func owedKeys(items []interface{}, tombstones []*Checkpoint) []string {
+// initial adds (items) and the tombstones of cps.
+func owedKeys(items []interface{}, cps []*Checkpoint) []string {
 	keys := make([]string, 0, len(items))
 	for _, it := range items {
 		if k, err := cache.DeletionHandlingMetaNamespaceKeyFunc(it); err == nil {
 			keys = append(keys, k)
 		}
 	}
-	for _, c := range tombstones {
-		for k := range c.cp.Deleted() {
-			keys = append(keys, k)
-		}
-	}
-	return keys
+	return slices.AppendSeq(keys, maps.Keys(checkpointTombstones(cps)))
 }
 
 // holdWalk has each checkpoint open at a warm start with no start handler
