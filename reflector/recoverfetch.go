@@ -32,13 +32,10 @@ func (r *Reflector) fetchChanged(rec *recovery) {
 	cfg := r.recovery
 	budget, fetch := r.maxFetchRequests(), rec.stats.Fetch
 	if rec.prefetch != nil {
-		prefetched := r.applyPrefetched(rec, rec.prefetch)
+		var prefetched int
+		prefetched, fetch = r.applyPrefetched(rec, rec.prefetch)
 		if budget > 0 {
 			budget = max(1, budget-prefetched)
-		}
-		fetch = 0
-		for _, keys := range rec.fetchNS {
-			fetch += len(keys)
 		}
 		if fetch == 0 {
 			return

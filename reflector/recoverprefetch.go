@@ -193,8 +193,9 @@ func (p *prefetch) stop() {
 
 // applyPrefetched applies what the prefetch found of the keys still to be
 // fetched, in key order, and drops the others from the fetch plan's
-// namespaces; it returns how many requests the prefetch made.
-func (r *Reflector) applyPrefetched(rec *recovery, p *prefetch) int {
+// namespaces; it returns how many requests the prefetch made and how many
+// keys are left to fetch.
+func (r *Reflector) applyPrefetched(rec *recovery, p *prefetch) (requests, left int) {
 	found, requests, decoded := p.collect()
 	f := r.filter
 	f.mu.Lock()
@@ -204,7 +205,7 @@ func (r *Reflector) applyPrefetched(rec *recovery, p *prefetch) int {
 	rec.stats.Requests += requests
 	rec.stats.Decoded += decoded
 	if f.rec != rec {
-		return requests // over: completed, or stopped
+		return requests, 0 // over: completed, or stopped
 	}
 	for _, key := range slices.Sorted(maps.Keys(found)) {
 		if err := rec.fetchedLocked(key, found[key]); err != nil {
@@ -221,6 +222,7 @@ func (r *Reflector) applyPrefetched(rec *recovery, p *prefetch) int {
 		} else {
 			rec.fetchNS[ns] = keys
 		}
+		left += len(keys)
 	}
-	return requests
+	return requests, left
 }
