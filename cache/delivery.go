@@ -47,13 +47,14 @@ import (
 // handlers take what it hands out (see pacer): the objects waiting in their
 // buffers are decoded objects nothing else holds.
 //
-// A walk with no start handlers (it only verifies the stored index entries
-// and, with an unbounded cache, fills the object cache) holds back while a
-// recovery is under way (walkYield): then the recovery is what the informer
-// waits for, and decoding the whole collection would take the cores the
-// recovery's reads need (and, where it shares the machine, the
-// apiserver's); and, for each checkpoint open at the start, until its
-// late-joining handler has acknowledged what it was given
+// The walk holds back (walkYield) while a recovery is under way, until the
+// store is consistent again (walkRecoveryHolds, recover.go): then the
+// recovery is what the informer waits for, and decoding the whole
+// collection would take the cores the recovery's reads need (and, where it
+// shares the machine, the apiserver's). A walk with no start handlers (it
+// only verifies the stored index entries and, with an unbounded cache,
+// fills the object cache) also holds back, for each checkpoint open at the
+// start, until its late-joining handler has acknowledged what it was given
 // (checkpointhold.go). Whatever waits for the walk's end makes it go on.
 //
 // Lock order: blockDeltas, then mu, then the store's locks. The walk never
@@ -278,9 +279,9 @@ func (d *warmDelivery) end() <-chan struct{} {
 	return d.done
 }
 
-// holdForRecovery is Recovery.Started for an informer whose walk hands
-// nothing out: the walk holds back until the recovery ends.
-func (d *warmDelivery) holdForRecovery() (ended func()) { return d.yield.hold() }
+// holdForRecovery holds the walk back until the returned function is
+// called.
+func (d *warmDelivery) holdForRecovery() (release func()) { return d.yield.hold() }
 
 // walkYield holds a warm start's walk back between chunks while holds are
 // taken, until something waits for the walk's end (hurry); from then on it

@@ -111,6 +111,9 @@ type Informer struct {
 	// recovering is set while a recovery is under way (recover.go): from
 	// the diff it applied until its end, or until a list is applied.
 	recovering atomic.Bool
+	// walkHolds holds a warm start's walk back until the store is
+	// consistent again (recover.go).
+	walkHolds walkRecoveryHolds
 
 	// startedLock guards the fields below it. It is never held while
 	// stored objects are delivered or the cluster is asked who it is.
@@ -427,9 +430,9 @@ func (s *Informer) reflectorOptions(opts reflector.Options) reflector.Options {
 		r.Listed = s.proof.take
 		opts.Recovery = &r
 	}
-	if d := s.delivery; d != nil && len(d.listeners) == 0 && opts.Recovery != nil {
+	if d := s.delivery; d != nil && opts.Recovery != nil {
 		r := *opts.Recovery
-		r.Started = d.holdForRecovery
+		r.Started = func() func() { return s.walkHolds.take(d, &s.recovering) }
 		opts.Recovery = &r
 	}
 	return opts

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -232,8 +234,58 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 // recovery's end): readers owed one go on, and the informer is no longer
 // recovering.
 func (s *Informer) listApplied() {
-	s.recovering.Store(false)
+	s.walkHolds.consistent(&s.recovering)
 	s.gate.paid()
+}
+
+// walkRecoveryHolds holds a warm start's walk (delivery.go) back from the
+// moment a recovery begins until the store is consistent again: until the
+// reflector is done with the recovery and the delta loop has applied
+// everything it queued, its end included. Both the walk and the recovery
+// decode objects, and on a machine with few cores (where the apiserver may
+// share them) the walk's decoding on every core slowed the recovery's list,
+// and then the delta loop applying what it fetched, by more than the walk
+// could gain: the informer, which waits for the recovery, synced later,
+// and the handlers' initial adds, spread over a longer start, ended no
+// sooner. A recovery's keys are still handed out ahead of the walk as they
+// change, and whatever waits for the walk's end makes it go on at once.
+//
+// A recovery that fails after its diff leaves the store inconsistent, and
+// the walk held, until a later recovery or list is applied; the reflector
+// retries meanwhile, and a list waits for the walk, which makes it go on.
+type walkRecoveryHolds struct {
+	mu sync.Mutex
+	// waiting are the holds of recoveries the reflector is done with,
+	// released once the store is consistent.
+	waiting []func()
+}
+
+// take is Recovery.Started: it holds d's walk back and returns what the
+// reflector calls when the recovery is over, which releases the hold now
+// if the store is consistent (recovering unset: the recovery failed before
+// its diff, or its end is applied) and otherwise once it is.
+func (h *walkRecoveryHolds) take(d *warmDelivery, recovering *atomic.Bool) (ended func()) {
+	release := d.holdForRecovery()
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if !recovering.Load() {
+			release()
+			return
+		}
+		h.waiting = append(h.waiting, release)
+	}
+}
+
+// consistent clears recovering and releases the holds waiting for it.
+func (h *walkRecoveryHolds) consistent(recovering *atomic.Bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	recovering.Store(false)
+	for _, release := range h.waiting {
+		release()
+	}
+	h.waiting = nil
 }
 
 // appliedResourceVersion is the store's resourceVersion as far as catching

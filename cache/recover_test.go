@@ -361,13 +361,23 @@ func TestRecoveryOvertakesTheWarmHandOff(t *testing.T) {
 	}
 }
 
-// A warm start whose walk hands nothing out (no handler was registered
-// before the start: it only verifies the stored index entries) holds the
-// walk back while a recovery runs, and goes on once the recovery has ended —
-// or at once when something waits for it, as an index lookup does.
-func TestRecoveryHoldsBackAWalkWithoutHandlers(t *testing.T) {
-	for _, lookup := range []bool{false, true} {
-		t.Run(fmt.Sprintf("index lookup=%v", lookup), func(t *testing.T) {
+// A warm start holds its walk back while a recovery runs, whether the walk
+// hands the stored objects to handlers registered before the start or only
+// verifies the stored index entries, and goes on once the store is
+// consistent again — or at once when something waits for it, as an index
+// lookup does. A start handler still gets every key's initial add, before
+// the key's changes.
+func TestRecoveryHoldsBackTheWalk(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		lookup, handler bool
+	}{
+		{name: "no handlers"},
+		{name: "no handlers, index lookup", lookup: true},
+		{name: "a start handler", handler: true},
+	} {
+		lookup := tc.lookup
+		t.Run(tc.name, func(t *testing.T) {
 			const n = 2000 // several of the walk's chunks
 			f := newTestFile(t)
 			src := fcache.NewFakeControllerSource()
@@ -400,6 +410,13 @@ func TestRecoveryHoldsBackAWalkWithoutHandlers(t *testing.T) {
 			})
 			if err != nil {
 				t.Fatal(err)
+			}
+			ev := &events{}
+			var reg cache.ResourceEventHandlerRegistration
+			if tc.handler {
+				if reg, err = inf.AddEventHandler(ev.handler()); err != nil {
+					t.Fatal(err)
+				}
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
@@ -443,6 +460,9 @@ func TestRecoveryHoldsBackAWalkWithoutHandlers(t *testing.T) {
 					t.Fatal("the walk ended while the recovery was still fetching")
 				default:
 				}
+				if tc.handler && reg.HasSynced() {
+					t.Fatal("the start handler synced while the recovery was still fetching")
+				}
 				release()
 				select {
 				case <-walked:
@@ -457,6 +477,19 @@ func TestRecoveryHoldsBackAWalkWithoutHandlers(t *testing.T) {
 			}
 			if got, want := storeState(inf.GetStore()), sourceState(t, src); !eq(got, want) {
 				t.Fatalf("store %v, want %v", got, want)
+			}
+			if !tc.handler {
+				return
+			}
+			select {
+			case <-reg.HasSyncedChecker().Done():
+			case <-time.After(30 * time.Second):
+				t.Fatal("the start handler did not sync")
+			}
+			got := warmOrder(t, ev.list())
+			if len(got) != n+1 || !strings.HasPrefix(got[n], "update ns/p00007@") || !strings.HasSuffix(got[n], " -> ns/p00007@"+changed.ResourceVersion) {
+				t.Errorf("the start handler got %d events, the last after the initial adds %q; want %d initial adds and the update of ns/p00007",
+					len(got), got[len(got)-1], n)
 			}
 		})
 	}
