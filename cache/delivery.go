@@ -105,6 +105,7 @@ func (d *warmDelivery) handOutBefore(ctx context.Context, deltas []cache.Delta) 
 		return
 	default:
 	}
+	keys := make([]string, 0, len(deltas))
 	for _, delta := range deltas {
 		switch delta.Type {
 		case cache.Bookmark:
@@ -120,32 +121,54 @@ func (d *warmDelivery) handOutBefore(ctx context.Context, deltas []cache.Delta) 
 		if err != nil {
 			continue // processDeltas reports it
 		}
-		d.handOut(ctx, key)
+		keys = append(keys, key)
 	}
+	d.handOut(ctx, keys)
 }
 
-// handOut hands key's stored state to the start handlers unless the walk
-// or an earlier event already did.
-func (d *warmDelivery) handOut(ctx context.Context, key string) {
+// handOut hands the stored state of each of keys to the start handlers
+// unless the walk or an earlier event already did. A batch of a recovery's
+// changes is mostly keys the walk has not reached, so their stored objects
+// are decoded together, on every core.
+func (d *warmDelivery) handOut(ctx context.Context, keys []string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.finished || key <= d.reached {
+	if d.finished {
 		return
 	}
-	if _, ok := d.ahead[key]; ok {
+	due := keys[:0:0]
+	for _, key := range keys {
+		if key <= d.reached {
+			continue
+		}
+		if _, ok := d.ahead[key]; ok {
+			continue
+		}
+		d.ahead[key] = struct{}{}
+		due = append(due, key)
+	}
+	if len(due) == 0 {
 		return
 	}
-	d.ahead[key] = struct{}{}
 	// Not GetByKey: its retry waits for the delivery to end.
-	obj, exists, err := d.s.persistent.getOnce(key)
-	if err != nil {
-		// The event that follows replaces the unreadable state; handlers
-		// see it as an add.
-		d.s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading %q to hand it to the handlers before its watch event: %w", d.s.name, key, err))
+	if objs, err := d.s.persistent.getManyOnce(due); err == nil {
+		for _, obj := range objs {
+			d.distribute(obj)
+		}
 		return
 	}
-	if exists {
-		d.distribute(obj)
+	// Tell which keys cannot be read; hand out the rest.
+	for _, key := range due {
+		obj, exists, err := d.s.persistent.getOnce(key)
+		if err != nil {
+			// The event that follows replaces the unreadable state;
+			// handlers see it as an add.
+			d.s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading %q to hand it to the handlers before its watch event: %w", d.s.name, key, err))
+			continue
+		}
+		if exists {
+			d.distribute(obj)
+		}
 	}
 }
 

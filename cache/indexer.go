@@ -600,6 +600,29 @@ func (i *Indexer) getOnce(key string) (interface{}, bool, error) {
 	return obj, true, nil
 }
 
+// getManyOnce is getOnce for many keys: their stored objects, absent keys
+// left out, decoded on every core. A read error is not reported: which key
+// it concerns, getOnce tells.
+func (i *Indexer) getManyOnce(keys []string) ([]interface{}, error) {
+	out := make([]interface{}, 0, len(keys))
+	if m := i.inMemory(); m != nil {
+		for _, key := range keys {
+			if obj, ok, _ := m.GetByKey(key); ok {
+				out = append(out, obj)
+			}
+		}
+		return out, nil
+	}
+	objs, err := i.coll.GetMany(keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range objs {
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
 // List returns every object. With every object in memory it never reads
 // the file; a file read that fails twice panics rather than return a
 // partial list (see doc.go).

@@ -662,11 +662,13 @@ func (c *Collection) ByIndex(index, value string) ([]runtime.Object, error) {
 	return objectsOf(found), err
 }
 
-// GetMany returns the objects stored under keys, skipping missing keys.
+// GetMany returns the objects stored under keys, in the order of keys,
+// skipping missing keys. Many keys are decoded on every core (readChunk),
+// each few under one hold of the read lock, so the result is not one
+// snapshot of the collection: each object is its key's newest state when
+// read.
 func (c *Collection) GetMany(keys []string) ([]runtime.Object, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	found, err := c.getManyLocked(keys, false)
+	found, err := c.readChunk(keys)
 	return objectsOf(found), err
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -84,20 +87,35 @@ func (rec *recovery) decodeListed(l *recoveryList) (map[string]runtime.Object, e
 			rec.stats.Decoded++ // a page decoded whole
 		}
 	}
-	out := make(map[string]runtime.Object, len(rec.pending))
+	keys := make([]string, 0, len(rec.pending))
 	for key := range rec.pending {
-		it, ok := l.objects[key]
-		if !ok {
-			continue // every key to fetch was listed; the diff made it so
+		if it, ok := l.objects[key]; ok { // every key to fetch was listed; the diff made it so
+			keys = append(keys, key)
+			if it.obj == nil {
+				rec.stats.Decoded++
+			}
 		}
-		obj, err := it.object()
-		if err != nil {
-			return nil, fmt.Errorf("decoding %s of the list: %w", key, err)
+	}
+	// On every core: nothing else is under way but the watch.
+	objs := make([]runtime.Object, len(keys))
+	errs := make([]error, len(keys))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(goruntime.GOMAXPROCS(0), len(keys)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(keys); i = int(next.Add(1) - 1) {
+				it := l.objects[keys[i]]
+				objs[i], errs[i] = it.object()
+			}
+		})
+	}
+	wg.Wait()
+	out := make(map[string]runtime.Object, len(keys))
+	for i, key := range keys {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("decoding %s of the list: %w", key, errs[i])
 		}
-		if it.obj == nil {
-			rec.stats.Decoded++
-		}
-		out[key] = obj
+		out[key] = objs[i]
 	}
 	return out, nil
 }
