@@ -136,7 +136,7 @@ func (d *warmDelivery) handOut(ctx context.Context, keys []string) {
 	if d.finished {
 		return
 	}
-	due := keys[:0:0]
+	var due []string
 	for _, key := range keys {
 		if key <= d.reached {
 			continue

@@ -96,7 +96,7 @@ func (rec *recovery) decodeListed(l *recoveryList) (map[string]runtime.Object, e
 			}
 		}
 	}
-	// On every core: nothing else is under way but the watch.
+	// On every core: the warm start's walk waits for the recovery.
 	objs := make([]runtime.Object, len(keys))
 	errs := make([]error, len(keys))
 	var next atomic.Int64
