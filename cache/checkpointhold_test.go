@@ -41,12 +41,8 @@ func TestCheckpointOwedWorkGoesBeforeTheWalk(t *testing.T) {
 			done := make(chan struct{})
 			go func() { inf.RunWithContext(ctx); close(done) }()
 			t.Cleanup(func() { cancel(); <-done })
-			await := func(ch <-chan struct{}, what string) {
-				t.Helper()
-				awaitChan(t, ch, what)
-			}
-			await(held, "the walk to be held back")
-			await(inf.HasSyncedChecker().Done(), "the informer to sync")
+			awaitChan(t, held, "the walk to be held back")
+			awaitChan(t, inf.HasSyncedChecker().Done(), "the informer to sync")
 			walked := bcache.WalkEndedForTest(inf)
 			ended := func() bool {
 				select {
@@ -62,7 +58,7 @@ func TestCheckpointOwedWorkGoesBeforeTheWalk(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			await(handle.HasSyncedChecker().Done(), "the checkpoint's handler to sync")
+			awaitChan(t, handle.HasSyncedChecker().Done(), "the checkpoint's handler to sync")
 			late.waitFor(t, len(changed), "the owed adds")
 			if got := late.list(); len(got) != len(changed) {
 				t.Fatalf("the late handler got %v, want the %d changed Pods", got, len(changed))
@@ -86,7 +82,7 @@ func TestCheckpointOwedWorkGoesBeforeTheWalk(t *testing.T) {
 					}
 				}
 			}
-			await(walked, fmt.Sprintf("the walk to end once the checkpoint was %s", end))
+			awaitChan(t, walked, fmt.Sprintf("the walk to end once the checkpoint was %s", end))
 		})
 	}
 }

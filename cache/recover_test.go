@@ -481,11 +481,7 @@ func TestRecoveryHoldsBackTheWalk(t *testing.T) {
 			if !tc.handler {
 				return
 			}
-			select {
-			case <-reg.HasSyncedChecker().Done():
-			case <-time.After(30 * time.Second):
-				t.Fatal("the start handler did not sync")
-			}
+			awaitChan(t, reg.HasSyncedChecker().Done(), "the start handler to sync")
 			got := warmOrder(t, ev.list())
 			if len(got) != n+1 || !strings.HasPrefix(got[n], "update ns/p00007@") || !strings.HasSuffix(got[n], " -> ns/p00007@"+changed.ResourceVersion) {
 				t.Errorf("the start handler got %d events, the last after the initial adds %q; want %d initial adds and the update of ns/p00007",
