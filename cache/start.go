@@ -102,10 +102,11 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		end := delivery.end
 		s.gate.verifying.Store(&end)
 		s.persistent.retryAfter(end)
-		// end, not done: a walk held back for a checkpoint's owed work
-		// (checkpointhold.go) must go on for a relist, which the
-		// checkpoint's handler, joining once the informer synced, waits
-		// for. (A recovery's hold ends before any full list.)
+		// end, not done: a walk held back must go on for a relist — held
+		// for a checkpoint's owed work (checkpointhold.go), whose handler
+		// joins only once the informer synced, or for a recovery that
+		// failed after its diff (walkRecoveryHolds, recover.go), whose
+		// hold lasts until a list is applied.
 		listAfter = delivery.end
 	}
 	var paged reflector.PagedList
