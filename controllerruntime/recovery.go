@@ -283,9 +283,9 @@ const listAccept = "application/vnd.kubernetes.protobuf,application/json"
 
 // ListObjectsWire implements reflector.WireLister: the informer's list
 // request (path and selectors; narrowed to namespace, as a fetch is),
-// through the wire client, its body undecoded; decode decodes it as a list
-// of the informer's built-in type.
-func (l wireRecoveryLister) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) ([]byte, func() (runtime.Object, error), error) {
+// through the wire client, its body undecoded, as it arrives; decode
+// decodes a whole body as a list of the informer's built-in type.
+func (l wireRecoveryLister) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
 	if err := l.inNamespace(namespace); err != nil {
 		return nil, nil, err
 	}
@@ -295,12 +295,12 @@ func (l wireRecoveryLister) ListObjectsWire(ctx context.Context, namespace strin
 	}
 	opts.LabelSelector, opts.FieldSelector = l.label, l.field
 	body, err := l.wire.Get().AbsPath(u.Path).VersionedParams(&opts, scheme.ParameterCodec).
-		SetHeader("Accept", listAccept).Do(ctx).Raw()
+		SetHeader("Accept", listAccept).Stream(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	decode := func() (runtime.Object, error) {
-		return runtime.Decode(scheme.Codecs.UniversalDeserializer(), body)
+	decode := func(b []byte) (runtime.Object, error) {
+		return runtime.Decode(scheme.Codecs.UniversalDeserializer(), b)
 	}
 	return body, decode, nil
 }

@@ -118,26 +118,33 @@ func (l *restLister) ListObjects(ctx context.Context, namespace, name string, op
 	return l.list(ctx, namespace, name, opts).Get()
 }
 
-// ListObjectsWire implements reflector.WireLister: the body is in the typed
-// client's wire format (protobuf where its config asks for it), and the
-// returned function decodes it with the client's decoder.
-func (l *restLister) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) ([]byte, func() (runtime.Object, error), error) {
-	res := l.list(ctx, namespace, "", opts)
-	body, err := res.Raw()
+// ListObjectsWire implements reflector.WireLister: the body, as it
+// arrives, is in the typed client's wire format (protobuf where its config
+// asks for it), and the returned function decodes a whole body as a list of
+// a type of client-go's scheme, which are the typed client's types.
+func (l *restLister) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
+	body, err := l.request(namespace, "", opts).Stream(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	return body, res.Get, nil
+	return body, func(b []byte) (runtime.Object, error) {
+		return runtime.Decode(scheme.Codecs.UniversalDeserializer(), b)
+	}, nil
 }
 
 // list makes ListObjects' request.
 func (l *restLister) list(ctx context.Context, namespace, name string, opts metav1.ListOptions) rest.Result {
+	return l.request(namespace, name, opts).Do(ctx)
+}
+
+// request is ListObjects' request.
+func (l *restLister) request(namespace, name string, opts metav1.ListOptions) *rest.Request {
 	opts.LabelSelector, opts.FieldSelector = l.label, withName(l.field, name)
 	if namespace == "" {
 		namespace = l.namespace
 	}
 	return l.objects.Get().NamespaceIfScoped(namespace, namespace != "").Resource(l.resource).
-		VersionedParams(&opts, scheme.ParameterCodec).Do(ctx)
+		VersionedParams(&opts, scheme.ParameterCodec)
 }
 
 // withName adds a metadata.name requirement to a field selector.

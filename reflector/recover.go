@@ -165,9 +165,10 @@ type MetadataLister interface {
 type WireLister interface {
 	MetadataLister
 	// ListObjectsWire is ListObjects of namespace (empty: all the lister
-	// lists) without a name, undecoded: it returns the response body, and
-	// a function that decodes that body as ListObjects would have.
-	ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (body []byte, decode func() (runtime.Object, error), err error)
+	// lists) without a name, undecoded: it returns the response body as it
+	// arrives, which the caller reads and closes, and a function that
+	// decodes a whole body as ListObjects would have.
+	ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (body io.ReadCloser, decode func([]byte) (runtime.Object, error), err error)
 }
 
 // MetadataListAccept is the Accept header of a MetadataWireLister's

@@ -233,19 +233,25 @@ func (r *Reflector) fetchList(rec *recovery, namespace string) error {
 	}
 	var items []runtime.Object
 	if wl, ok := r.recovery.Lister.(WireLister); ok {
+		wanted := make(map[string]struct{}, len(keys))
+		for _, k := range keys {
+			wanted[k] = struct{}{}
+		}
+		// The bytes of the keys to fetch only; the list's pages are read
+		// as they arrive.
+		keep := func(it *wireItem) bool {
+			_, ok := wanted[it.key()]
+			return ok
+		}
 		var listed []wireItem
 		err := r.retryFetch(rec.ctx, rec.countRequest, func() (err error) {
 			opts := fetchOptions(rec.listRV)
 			opts.Limit = fetchPageSize
-			listed, _, _, err = r.listWire(rec.ctx, wl, namespace, opts)
+			listed, _, _, err = r.listWire(rec.ctx, wl, namespace, opts, keep)
 			return err
 		})
 		if err != nil || rec.ctx.Err() != nil {
 			return err
-		}
-		wanted := make(map[string]struct{}, len(keys))
-		for _, k := range keys {
-			wanted[k] = struct{}{}
 		}
 		decoded := 0
 		for i := range listed {

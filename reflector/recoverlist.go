@@ -1,9 +1,12 @@
 package reflector
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
@@ -16,18 +19,23 @@ import (
 
 // A recovery from a full list (recover.go). Where the server cannot list
 // the collection's metadata (an aggregated API's server may not serve the
-// metadata form) or the listed resourceVersions are not integers, a
-// recovery lists the whole collection through the WireLister instead, and
-// that one list serves as both the metadata list and the fetches:
+// metadata form), the listed resourceVersions are not integers, or the
+// metadata list's first page shows much changed, a recovery lists the
+// whole collection through the WireLister instead, and that one list
+// serves as both the metadata list and the fetches:
 //
-//   - each page is read without decoding it where it is Kubernetes
-//     protobuf of the expected type's list (wirelist.go): every item's
-//     name, namespace, UID and resourceVersion, and its bytes;
+//   - each page is read as it arrives, without decoding it, where it is
+//     Kubernetes protobuf of the expected type's list (wirelist.go,
+//     wirestream.go): every item's name, namespace, UID and
+//     resourceVersion, and the bytes of those newer than the version the
+//     store holds (newerThan), which alone may have changed; so the list
+//     is never in memory whole;
 //   - the diff is the metadata list's (unchanged objects are neither
 //     decoded, nor rewritten, nor delivered but to handlers due for a
 //     resync; gone and replaced ones are deleted), except that
 //     resourceVersions that are not integers are only told equal or not;
-//   - the objects to fetch are decoded from the list, alone, and applied
+//   - the objects to fetch are decoded from the list, alone (any whose
+//     bytes were not kept are fetched), and applied
 //     through the recovery's filter before the watch opens. The list is
 //     consistent at its resourceVersion, so the recovery ends there (or,
 //     if the store holds objects newer than the list, once the watch has
@@ -58,18 +66,40 @@ func (r *Reflector) listFull(ctx context.Context, resourceVersion string) (*reco
 	paginatedBefore := r.paginatedResult
 	r.mu.RUnlock()
 	opts := listOptions(resourceVersion, r.listPageSize(resourceVersion, paginatedBefore))
-	items, rv, pages, err := r.listWire(ctx, wl, "", opts)
+	items, rv, pages, err := r.listWire(ctx, wl, "", opts, r.newerThan(resourceVersion))
 	if err != nil {
 		return nil, err
 	}
 	l := &recoveryList{rv: rv, pages: pages,
-		listed: make(map[string]listedItem, len(items)), objects: make(map[string]wireItem, len(items))}
+		listed: make(map[string]listedItem, len(items)), objects: map[string]wireItem{}}
 	for _, it := range items {
 		key := it.key()
 		l.listed[key] = listedItem{uid: it.uid, rv: it.resourceVersion}
-		l.objects[key] = it
+		if it.held() {
+			l.objects[key] = it
+		}
 	}
 	return l, nil
+}
+
+// newerThan returns which items of a full list made at resourceVersion
+// (what the store holds the collection at, or newer) a recovery keeps the
+// bytes of: those newer than it, and any whose version cannot be compared.
+// Where the store is consistent at resourceVersion, an item no newer is
+// stored at the same version (it was created and last changed before), so
+// the diff finds it unchanged; where it is not (a recovery that failed
+// after its diff left keys behind), the diff finds such an item changed
+// and the recovery fetches it, as after a metadata list. So a full list
+// holds in memory the changed items only, not every item's bytes.
+func (r *Reflector) newerThan(resourceVersion string) func(*wireItem) bool {
+	stored, ok := parseRV(resourceVersion)
+	if !ok || r.recovery.OpaqueVersions {
+		return func(*wireItem) bool { return true }
+	}
+	return func(it *wireItem) bool {
+		n, ok := parseRV(it.resourceVersion)
+		return !ok || n > stored
+	}
 }
 
 // decodeListed returns the objects a full list (l) holds of the keys the
@@ -87,9 +117,11 @@ func (rec *recovery) decodeListed(l *recoveryList) (map[string]runtime.Object, e
 			rec.stats.Decoded++ // a page decoded whole
 		}
 	}
+	// A key to fetch whose bytes the list did not keep (newerThan) stays
+	// to fetch.
 	keys := make([]string, 0, len(rec.pending))
 	for key := range rec.pending {
-		if it, ok := l.objects[key]; ok { // every key to fetch was listed; the diff made it so
+		if it, ok := l.objects[key]; ok {
 			keys = append(keys, key)
 			if it.obj == nil {
 				rec.stats.Decoded++
@@ -124,18 +156,20 @@ func (rec *recovery) decodeListed(l *recoveryList) (map[string]runtime.Object, e
 // opts, page after page as client-go's pager does (opts.Limit is the page
 // size; each page continues the first; an expired continue token lists
 // again in one request), and returns the items of every page, the list's
-// resourceVersion and the number of pages.
-func (r *Reflector) listWire(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions) ([]wireItem, string, int, error) {
+// resourceVersion and the number of pages. Of a page read from its bytes,
+// only the items keep wants hold them (wireItem.held); the others are
+// their identity alone.
+func (r *Reflector) listWire(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) ([]wireItem, string, int, error) {
 	first := opts
 	var items []wireItem
 	rv, pages := "", 0
 	for {
-		page, err := r.wirePage(ctx, lister, namespace, opts)
+		page, err := r.wirePage(ctx, lister, namespace, opts, keep)
 		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
 			opts = first
 			opts.Limit = 0
 			items, pages = nil, 0
-			page, err = r.wirePage(ctx, lister, namespace, opts)
+			page, err = r.wirePage(ctx, lister, namespace, opts, keep)
 		}
 		if err != nil {
 			return nil, "", 0, err
@@ -153,29 +187,46 @@ func (r *Reflector) listWire(ctx context.Context, lister WireLister, namespace s
 	}
 }
 
-// wirePage lists one page and reads it: scanned where it is Kubernetes
-// protobuf of the list of Options.ExpectedType, decoded whole otherwise.
-func (r *Reflector) wirePage(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions) (*wireList, error) {
+// wirePage lists one page and reads it as it arrives where it is
+// Kubernetes protobuf of the list of Options.ExpectedType (scanned: only
+// the bytes of the items keep wants are kept, to be decoded later), and
+// decodes it whole otherwise. A page that turns out not to be that list
+// once partly read (a changed layout: the scanner pins v0.37.2's) is asked
+// for again and decoded whole, whose error is then the one to report.
+func (r *Reflector) wirePage(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) (*wireList, error) {
 	body, decode, err := lister.ListObjectsWire(ctx, namespace, opts)
 	if err != nil {
 		return nil, err
 	}
-	if isProtobuf(body) {
-		// A body the scan rejects is decoded whole below, whose error is
-		// the one to report.
-		if l, err := scanProtobufList(body); err == nil {
-			if dec := itemDecoder(r.expectedType, l.kind); dec != nil {
-				for i := range l.items {
-					l.items[i].decode = dec
+	if decode == nil {
+		if body != nil {
+			_ = body.Close()
+		}
+		return nil, errors.New("the lister returned no decoder")
+	}
+	var whole []byte
+	if body != nil {
+		var l *wireList
+		l, whole, err = r.scanWirePage(body, keep)
+		_ = body.Close()
+		switch {
+		case l != nil || (err != nil && !errors.Is(err, errWire)):
+			return l, err
+		case whole == nil:
+			// Partly read: ask again, and decode that whole.
+			if body, decode, err = lister.ListObjectsWire(ctx, namespace, opts); err != nil {
+				return nil, err
+			}
+			if body != nil {
+				whole, err = io.ReadAll(body)
+				_ = body.Close()
+				if err != nil {
+					return nil, err
 				}
-				return l, nil
 			}
 		}
 	}
-	if decode == nil {
-		return nil, errors.New("the lister returned no decoder")
-	}
-	obj, err := decode()
+	obj, err := decode(whole)
 	if err != nil {
 		return nil, err
 	}
@@ -201,10 +252,50 @@ func (r *Reflector) wirePage(ctx context.Context, lister WireLister, namespace s
 	return l, nil
 }
 
+// scanWirePage reads a page's body as it arrives. Where it is Kubernetes
+// protobuf of the list of Options.ExpectedType it returns the list, whose
+// items keep wants hold their bytes (copied); where it is in another format,
+// the whole body; where it turns out, part read, not to be that list, an
+// errWire and neither.
+func (r *Reflector) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wireList, []byte, error) {
+	br := bufio.NewReaderSize(body, 64<<10)
+	if head, _ := br.Peek(len(protobufPrefix)); !isProtobuf(head) {
+		whole, err := io.ReadAll(br)
+		if err == nil && whole == nil {
+			whole = []byte{}
+		}
+		return nil, whole, err
+	}
+	var dec func([]byte) (runtime.Object, error)
+	var items []wireItem
+	l, err := scanProtobufListStreamMeta(br, func(l *wireList) {
+		dec = itemDecoder(r.expectedType, l.kind)
+	}, func(it wireItem) error {
+		if dec == nil {
+			return fmt.Errorf("%w: not a list of %v", errWire, r.expectedType)
+		}
+		if keep(&it) {
+			it.raw, it.decode = bytes.Clone(it.raw), dec
+		} else {
+			it.raw = nil
+		}
+		items = append(items, it)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if dec == nil && itemDecoder(r.expectedType, l.kind) == nil {
+		return nil, nil, fmt.Errorf("%w: not a list of %v", errWire, r.expectedType)
+	}
+	l.items = items
+	return l, nil, nil
+}
+
 // decodingLister is a MetadataLister's full list for Recovery.ListInFull:
 // no body to read, each page decoded whole by ListObjects.
 type decodingLister struct{ MetadataLister }
 
-func (l decodingLister) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) ([]byte, func() (runtime.Object, error), error) {
-	return nil, func() (runtime.Object, error) { return l.ListObjects(ctx, namespace, "", opts) }, nil
+func (l decodingLister) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
+	return nil, func([]byte) (runtime.Object, error) { return l.ListObjects(ctx, namespace, "", opts) }, nil
 }

@@ -62,7 +62,11 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 		} else {
 			this := ahead
 			ahead = nil
-			page, err = r.metadataPage(ctx, opts, this, askAhead)
+			var changes *changeCount
+			if l.pages == 0 {
+				changes = r.countChanges(resourceVersion, opts.Limit)
+			}
+			page, err = r.metadataPage(ctx, opts, this, askAhead, changes)
 		}
 		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
 			// As the pager does: the continue token expired, list in one go.
@@ -76,7 +80,7 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 			}
 			ahead.drop()
 			ahead = nil
-			page, err = r.metadataPage(ctx, opts, nil, nil)
+			page, err = r.metadataPage(ctx, opts, nil, nil, nil)
 		}
 		if err != nil {
 			return nil, err
@@ -96,7 +100,7 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 			return l, nil
 		}
 		if l.pages == 1 {
-			if r.manyChanged(resourceVersion, page.items) {
+			if c := r.countChanges(resourceVersion, int64(len(page.items))); c != nil && c.add(page.items...) {
 				return nil, errManyChanged
 			}
 			p = r.newPrefetch(ctx, resourceVersion, l.rv)
@@ -113,37 +117,56 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 // collection changed that the recovery lists it in full instead.
 var errManyChanged = errors.New("much of the collection changed")
 
-// manyChanged reports whether the first page of a metadata list made at
-// resourceVersion (what the store holds the collection at, or newer) shows
-// at least FirstPageFraction of its items changed since — newer than
-// resourceVersion — and the rest of the list should not be made: one full
-// list, read from its bytes by a WireLister, takes less time than the rest
-// of the metadata list and the fetches (see DefaultFirstPageFraction). An
+// countChanges returns the count by which a recovery decides from the
+// first page of its metadata list, of at most limit items, made at
+// resourceVersion (what the store holds the collection at, or newer),
+// whether so much changed that the rest of the list should not be made:
+// one full list, read from its bytes by a WireLister, takes less time than
+// the rest of the metadata list and the fetches (see
+// DefaultFirstPageFraction). It is nil where the recovery cannot list in
+// full, or has no version to compare with (a consistent read at ""). An
 // estimate from one page (pages are in key order, so one page may be a few
 // namespaces): a wrong one costs time, not correctness.
-func (r *Reflector) manyChanged(resourceVersion string, items []wireItem) bool {
-	if _, ok := r.recovery.Lister.(WireLister); !ok || len(items) == 0 {
-		return false
+func (r *Reflector) countChanges(resourceVersion string, limit int64) *changeCount {
+	if _, ok := r.recovery.Lister.(WireLister); !ok || limit <= 0 {
+		return nil
 	}
 	stored, ok := parseRV(resourceVersion)
 	if !ok {
-		return false // a consistent read at "": no version to compare with
+		return nil
 	}
-	changed := 0
+	return &changeCount{stored: stored, enough: r.recovery.FirstPageFraction * float64(limit)}
+}
+
+// changeCount counts the items of a page newer than stored.
+type changeCount struct {
+	stored  uint64
+	changed int
+	// enough is how many changed items make the page's changes many: its
+	// fraction of the page's limit, so that the count can tell before the
+	// page has been read to its end (a page with fewer items than its
+	// limit then takes no more).
+	enough float64
+}
+
+// add counts items and reports whether the changes are now many.
+func (c *changeCount) add(items ...wireItem) bool {
 	for _, it := range items {
-		if n, ok := parseRV(it.resourceVersion); !ok || n > stored {
-			changed++
+		if n, ok := parseRV(it.resourceVersion); !ok || n > c.stored {
+			c.changed++
 		}
 	}
-	return float64(changed) >= r.recovery.FirstPageFraction*float64(len(items))
+	return c.changed > 0 && float64(c.changed) >= c.enough
 }
 
 // metadataPage lists one page of the collection's metadata, its items'
 // identities only: through a MetadataWireLister, read from a protobuf body
 // as it arrives (from ahead, if not nil, the page's request already made),
 // and, once its ListMeta is read, calling continued, if not nil, with its
-// continue token; otherwise decoded.
-func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions, ahead *pageAhead, continued func(next string)) (*wireList, error) {
+// continue token; otherwise decoded. Where changes is not nil, a page read
+// as it arrives ends, with errManyChanged, as soon as changes says they
+// are many: at 30% changed, long before its end.
+func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
 	wl, ok := r.recovery.Lister.(MetadataWireLister)
 	if !ok {
 		list, err := r.recovery.Lister.ListMetadata(ctx, opts)
@@ -176,9 +199,16 @@ func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions, a
 			listMeta = func(l *wireList) { continued(l.continueToken) }
 		}
 		page, err := scanProtobufListStreamMeta(br, listMeta, func(it wireItem) error {
+			it.raw = nil // the scanner's buffer, reused
 			items = append(items, it)
+			if changes != nil && changes.add(it) {
+				return errManyChanged
+			}
 			return nil
 		})
+		if errors.Is(err, errManyChanged) {
+			return nil, err
+		}
 		if err == nil && (page.kind != "PartialObjectMetadataList" || page.apiVersion != metav1.SchemeGroupVersion.String()) {
 			err = fmt.Errorf("the server sent a %s %s for a metadata list", page.apiVersion, page.kind)
 		}

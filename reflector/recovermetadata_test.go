@@ -3,9 +3,11 @@ package reflector
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"sync"
 	"testing"
+	"testing/iotest"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,7 +157,73 @@ type wireMetaLister struct {
 	wire func(n int, namespace string, opts metav1.ListOptions) ([]byte, error)
 }
 
-func (l *wireMetaLister) ListObjectsWire(_ context.Context, namespace string, opts metav1.ListOptions) ([]byte, func() (runtime.Object, error), error) {
+func (l *wireMetaLister) ListObjectsWire(_ context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
 	body, err := l.wire(0, namespace, opts)
-	return body, func() (runtime.Object, error) { return decodeBody(body) }, err
+	return wireBody(body), decodeBody, err
+}
+
+// cutLister serves metadata pages and full lists from their bytes; its
+// first metadata page fails the read where the item cut begins: a
+// recovery must not read that far.
+type cutLister struct {
+	*metaWireLister
+	t    *testing.T
+	full []byte
+	cut  metav1.PartialObjectMetadata
+}
+
+func (l *cutLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+	body, err := l.body(ctx, opts)
+	if err != nil || opts.Continue != "" {
+		return io.NopCloser(bytes.NewReader(body)), err
+	}
+	item, err := l.cut.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	at := bytes.Index(body, item)
+	if at < 0 {
+		l.t.Fatalf("item %s not in the page's bytes", l.cut.Name)
+	}
+	return io.NopCloser(io.MultiReader(bytes.NewReader(body[:at]), iotest.ErrReader(errors.New("read the first page on after its changes were many")))), nil
+}
+
+func (l *cutLister) ListObjectsWire(context.Context, string, metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
+	return wireBody(l.full), decodeBody, nil
+}
+
+// A first metadata page read as it arrives stops being read once enough of
+// its items changed that, whatever the rest holds, the recovery lists in
+// full: at 30% changed, the rest of a 10,000-item page would only delay
+// the full list.
+func TestRecoveryDecidesOnTheFirstPageAsItArrives(t *testing.T) {
+	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud", "4")}
+	onServer := []*v1.Pod{upod("ns", "a", "ua", "7"), upod("ns", "b", "ub", "8"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud", "4")}
+	pages := map[string]*metav1.PartialObjectMetadataList{
+		"":   page("10", "p1", onServer[:3]...),
+		"p1": page("10", "", onServer[3:]...),
+	}
+	lister := &fakeLister{
+		meta: func(_ int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return pages[opts.Continue].DeepCopy(), nil
+		},
+		objects: server("10", onServer...),
+	}
+	cut := &cutLister{metaWireLister: &metaWireLister{fakeLister: lister}, t: t,
+		full: encodeProtobuf(t, podList("10", onServer...)),
+		cut:  metav1.PartialObjectMetadata{ObjectMeta: onServer[2].ObjectMeta},
+	}
+	store := newRecoveryStore(stored...)
+	h := startRecovery(t, store, lister, "4", func(o *Options, _ *fakeLW) {
+		o.Recovery.Lister = cut
+		// Two changed items of a page of recoveryStreamPageSize are many.
+		o.Recovery.FirstPageFraction = 2.0 / recoveryStreamPageSize
+	})
+	store.waitFor(t, "end@10")
+	h.stop()
+	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/a@7", "update ns/b@8", "end@10"})
+	noErrors(t, &harness{errs: h.errs})
+	if stats := h.obs.Stats(); len(stats) != 1 || !stats[0].FullList {
+		t.Errorf("recovery stats %+v, want one recovery, from a full list", stats)
+	}
 }

@@ -1,10 +1,10 @@
 // Reaches into k8s.io/apimachinery pkg/runtime/serializer/protobuf/protobuf.go at v0.37.2:
 // the wire layout of a protobuf list response (the serializer's prefix, the
 // runtime.Unknown envelope, ListMeta and ObjectMeta field numbers), parsed
-// without decoding. What does not parse as that layout is decoded whole, as
-// before, so a changed layout costs the skipped decodes, not correctness;
-// TestScanProtobufListOfTheSerializer and FuzzScanProtobufList pin it
-// against the serializer in use.
+// without decoding. What does not parse as that layout is decoded whole (a
+// list read as it arrives is asked for again), so a changed layout costs
+// the skipped decodes, not correctness; TestScanProtobufListOfTheSerializer
+// and FuzzScanProtobufList pin it against the serializer in use.
 
 package reflector
 
@@ -78,6 +78,11 @@ type wireItem struct {
 	obj             runtime.Object
 }
 
+// held reports whether the item holds its object: decoded, or its bytes.
+// An item of a list read from its bytes holds them only where the reader
+// kept them; otherwise it is its identity alone.
+func (it *wireItem) held() bool { return it.obj != nil || it.raw != nil }
+
 // object returns the item's object, decoding it if needed.
 func (it *wireItem) object() (runtime.Object, error) {
 	if it.obj != nil {
@@ -96,68 +101,6 @@ func (it *wireItem) key() string {
 
 // isProtobuf reports whether body is in Kubernetes protobuf.
 func isProtobuf(body []byte) bool { return bytes.HasPrefix(body, protobufPrefix) }
-
-// scanProtobufList reads body, a list in Kubernetes protobuf, without
-// decoding its items. The items' raw slices point into body.
-func scanProtobufList(body []byte) (*wireList, error) {
-	if !isProtobuf(body) {
-		return nil, fmt.Errorf("%w: no %q prefix", errWire, protobufPrefix)
-	}
-	l := &wireList{}
-	var raw []byte
-	var encoded bool
-	err := eachField(body[len(protobufPrefix):], func(num, typ int, v []byte) error {
-		switch num {
-		case 1: // typeMeta
-			if typ != wireBytes {
-				return errWireType
-			}
-			return l.readTypeMeta(v)
-		case 2: // raw
-			if typ != wireBytes {
-				return errWireType
-			}
-			raw = v
-		case 3, 4: // contentEncoding, contentType
-			if typ != wireBytes {
-				return errWireType
-			}
-			if num == 3 && len(v) > 0 {
-				encoded = true
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if encoded {
-		return nil, fmt.Errorf("%w: the list has a content encoding", errWire)
-	}
-	err = eachField(raw, func(num, typ int, v []byte) error {
-		switch num {
-		case 1: // metadata (ListMeta)
-			if typ != wireBytes {
-				return errWireType
-			}
-			return l.readListMeta(v)
-		case 2: // items
-			if typ != wireBytes {
-				return errWireType
-			}
-			it, err := scanItem(v)
-			if err != nil {
-				return err
-			}
-			l.items = append(l.items, it)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
 
 // readTypeMeta reads the list's TypeMeta message.
 func (l *wireList) readTypeMeta(msg []byte) error {

@@ -15,6 +15,70 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
+// scanProtobufList reads body, a list in Kubernetes protobuf, without
+// decoding its items; the items' raw slices point into body. It is the
+// stream scanner's reference (recoveries read lists as they arrive), which
+// the tests below pin against the serializer.
+func scanProtobufList(body []byte) (*wireList, error) {
+	if !isProtobuf(body) {
+		return nil, fmt.Errorf("%w: no %q prefix", errWire, protobufPrefix)
+	}
+	l := &wireList{}
+	var raw []byte
+	var encoded bool
+	err := eachField(body[len(protobufPrefix):], func(num, typ int, v []byte) error {
+		switch num {
+		case 1: // typeMeta
+			if typ != wireBytes {
+				return errWireType
+			}
+			return l.readTypeMeta(v)
+		case 2: // raw
+			if typ != wireBytes {
+				return errWireType
+			}
+			raw = v
+		case 3, 4: // contentEncoding, contentType
+			if typ != wireBytes {
+				return errWireType
+			}
+			if num == 3 && len(v) > 0 {
+				encoded = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if encoded {
+		return nil, fmt.Errorf("%w: the list has a content encoding", errWire)
+	}
+	err = eachField(raw, func(num, typ int, v []byte) error {
+		switch num {
+		case 1: // metadata (ListMeta)
+			if typ != wireBytes {
+				return errWireType
+			}
+			return l.readListMeta(v)
+		case 2: // items
+			if typ != wireBytes {
+				return errWireType
+			}
+			it, err := scanItem(v)
+			if err != nil {
+				return err
+			}
+			l.items = append(l.items, it)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
 // encodeProtobuf encodes obj as the apiserver does for a client that
 // accepts protobuf: its group-version's kind in the envelope.
 func encodeProtobuf(t testing.TB, obj runtime.Object) []byte {
