@@ -46,10 +46,10 @@
 // namespace, or the collection where Recovery.FullListFraction of it
 // changed (a quarter) or a rate-limited client could not make the requests
 // in about 10 s. A MetadataWireLister's metadata pages are read from their
-// protobuf bytes as they arrive, not decoded; where the first page shows
-// Recovery.FirstPageFraction of its items (5%) newer than the stored
-// resourceVersion, a WireLister's recovery lists in full at once instead
-// (recoverlist.go). While the pages after the first are read, the objects
+// protobuf bytes as they arrive, not decoded; once the first page shows
+// Recovery.FirstPageFraction of its limit (5%) newer than the stored
+// resourceVersion, a WireLister's recovery stops reading it and lists in
+// full at once instead (recoverlist.go). While the pages after the first are read, the objects
 // they show newer than the stored resourceVersion are fetched already
 // (recoverprefetch.go), within the bounds of the plan above; what that
 // finds is applied once the diff is and the watch has opened. Each next
@@ -70,8 +70,9 @@
 // makes the recovery list the collection in full through the lister if it
 // is a WireLister (recoverlist.go): that one list serves as the metadata
 // list and as the fetches, each item's UID and resourceVersion are read
-// from the bytes of a protobuf response, and only the new and changed
-// items are decoded, then applied before the watch opens; resourceVersions
+// from the bytes of a protobuf response as it arrives, only the bytes of
+// items newer than the stored resourceVersion are kept, and only the new
+// and changed items are decoded, then applied before the watch opens; resourceVersions
 // that are not integers are only told equal or not. A lister that is not a
 // WireLister, or a store that cannot recover, makes that list a full one,
 // through Store.Replace.

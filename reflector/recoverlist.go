@@ -198,33 +198,23 @@ func (r *Reflector) wirePage(ctx context.Context, lister WireLister, namespace s
 	if err != nil {
 		return nil, err
 	}
-	if decode == nil {
-		if body != nil {
-			_ = body.Close()
-		}
-		return nil, errors.New("the lister returned no decoder")
-	}
 	var whole []byte
 	if body != nil {
 		var l *wireList
 		l, whole, err = r.scanWirePage(body, keep)
 		_ = body.Close()
 		switch {
-		case l != nil || (err != nil && !errors.Is(err, errWire)):
-			return l, err
-		case whole == nil:
+		case errors.Is(err, errWire):
 			// Partly read: ask again, and decode that whole.
-			if body, decode, err = lister.ListObjectsWire(ctx, namespace, opts); err != nil {
+			if whole, decode, err = wholePage(ctx, lister, namespace, opts); err != nil {
 				return nil, err
 			}
-			if body != nil {
-				whole, err = io.ReadAll(body)
-				_ = body.Close()
-				if err != nil {
-					return nil, err
-				}
-			}
+		case l != nil || err != nil:
+			return l, err
 		}
+	}
+	if decode == nil {
+		return nil, errors.New("the lister returned no decoder")
 	}
 	obj, err := decode(whole)
 	if err != nil {
@@ -261,9 +251,6 @@ func (r *Reflector) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wi
 	br := bufio.NewReaderSize(body, 64<<10)
 	if head, _ := br.Peek(len(protobufPrefix)); !isProtobuf(head) {
 		whole, err := io.ReadAll(br)
-		if err == nil && whole == nil {
-			whole = []byte{}
-		}
 		return nil, whole, err
 	}
 	var dec func([]byte) (runtime.Object, error)
@@ -290,6 +277,17 @@ func (r *Reflector) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wi
 	}
 	l.items = items
 	return l, nil, nil
+}
+
+// wholePage lists one page again and reads its body whole.
+func wholePage(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions) ([]byte, func([]byte) (runtime.Object, error), error) {
+	body, decode, err := lister.ListObjectsWire(ctx, namespace, opts)
+	if err != nil || body == nil {
+		return nil, decode, err
+	}
+	defer func() { _ = body.Close() }()
+	whole, err := io.ReadAll(body)
+	return whole, decode, err
 }
 
 // decodingLister is a MetadataLister's full list for Recovery.ListInFull:
