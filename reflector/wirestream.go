@@ -15,16 +15,17 @@ import (
 // wirelist.go) from r as it arrives, and calls item with each item's
 // identity and raw bytes, which are valid only until item returns: they are
 // read into one buffer, reused (copy what is kept). It returns the list
-// without items. Memory stays at one item's
-// size however long the list: kube-apiserver writes a list response as it
-// encodes it (StreamingCollectionsEncodingToProtobuf), so a page of
-// thousands of items is read while the server is still writing it.
+// without items. Memory stays at one item's size however long the list:
+// kube-apiserver writes a list response as it encodes it
+// (StreamingCollectionsEncodingToProtobuf), so a page of thousands of items
+// is read while the server is still writing it.
 //
-// It accepts no more than scanProtobufList (the tests' reference) does and reads what it accepts
-// the same way (FuzzScanProtobufListStream), except that it rejects a
-// response without the raw field (the list message), or with it twice,
-// which the serializer never writes: the first may be a response cut short,
-// and the second cannot take back the items of the first.
+// It accepts no more than scanProtobufList (the tests' reference) does and
+// reads what it accepts the same way (FuzzScanProtobufListStream), except
+// that it rejects a response without the raw field (the list message), or
+// with it twice, which the serializer never writes: the first may be a
+// response cut short, and the second cannot take back the items of the
+// first.
 func scanProtobufListStream(r io.Reader, item func(wireItem) error) (*wireList, error) {
 	return scanProtobufListStreamMeta(r, nil, item)
 }
@@ -143,7 +144,6 @@ func (s *streamScanner) list(n int64, l *wireList, item func(wireItem) error) er
 				return err
 			}
 			if err := item(it); err != nil { // it.raw is v, reused
-
 				return err
 			}
 		default:
