@@ -2,14 +2,12 @@ package persist_test
 
 import (
 	"bufio"
-	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/boltinformer/boltinformer/internal/fixture"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -49,29 +47,10 @@ func mappedBytes(t *testing.T, path string) int64 {
 // gigabyte) above the file's size.
 func TestOpenMapsRoomToDouble(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	opts := persist.Options{MmapSize: 64 << 10}
-	db := openDB(t, path, opts)
-	c, err := db.Collection("pods", persist.CollectionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops := make([]persist.Op, 3000)
-	for i := range ops {
-		p := fixture.Pod(i)
-		ops[i] = persist.Op{Key: p.Namespace + "/" + p.Name, Object: p}
-	}
-	if err := c.Apply(ops, "1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writePods(t, path, 3000)
 	size := mustStat(t, path).Size()
 
-	db = openDB(t, path, opts)
+	db := openDB(t, path, persist.Options{MmapSize: 64 << 10})
 	defer db.Close()
 	if mapped := mappedBytes(t, path); mapped < 2*size {
 		t.Errorf("a file of %d bytes is mapped in %d bytes, want at least %d", size, mapped, 2*size)
