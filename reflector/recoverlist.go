@@ -272,7 +272,7 @@ func (r *Reflector) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wi
 	if err != nil {
 		return nil, nil, err
 	}
-	if dec == nil && itemDecoder(r.expectedType, l.kind) == nil {
+	if itemDecoder(r.expectedType, l.kind) == nil { // an empty list, or the kind read last
 		return nil, nil, fmt.Errorf("%w: not a list of %v", errWire, r.expectedType)
 	}
 	l.items = items

@@ -53,6 +53,8 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 			ahead = r.askAhead(ctx, o)
 		}
 	}
+	// changes counts the first page's changed items.
+	var changes *changeCount
 	for {
 		var page *wireList
 		var err error
@@ -62,9 +64,8 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 		} else {
 			this := ahead
 			ahead = nil
-			var changes *changeCount
 			if l.pages == 0 {
-				changes = r.countChanges(resourceVersion, opts.Limit)
+				changes = r.countChanges(resourceVersion)
 			}
 			page, err = r.metadataPage(ctx, opts, this, askAhead, changes)
 		}
@@ -100,7 +101,7 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 			return l, nil
 		}
 		if l.pages == 1 {
-			if c := r.countChanges(resourceVersion, int64(len(page.items))); c != nil && c.add(page.items...) {
+			if changes != nil && changes.many(int64(len(page.items))) {
 				return nil, errManyChanged
 			}
 			p = r.newPrefetch(ctx, resourceVersion, l.rv)
@@ -118,54 +119,55 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 var errManyChanged = errors.New("much of the collection changed")
 
 // countChanges returns the count by which a recovery decides from the
-// first page of its metadata list, of at most limit items, made at
-// resourceVersion (what the store holds the collection at, or newer),
-// whether so much changed that the rest of the list should not be made:
-// one full list, read from its bytes by a WireLister, takes less time than
-// the rest of the metadata list and the fetches (see
-// DefaultFirstPageFraction). It is nil where the recovery cannot list in
-// full, or has no version to compare with (a consistent read at ""). An
-// estimate from one page (pages are in key order, so one page may be a few
-// namespaces): a wrong one costs time, not correctness.
-func (r *Reflector) countChanges(resourceVersion string, limit int64) *changeCount {
-	if _, ok := r.recovery.Lister.(WireLister); !ok || limit <= 0 {
+// first page of its metadata list, made at resourceVersion (what the store
+// holds the collection at, or newer), whether so much changed that the rest
+// of the list should not be made: one full list, read from its bytes by a
+// WireLister, takes less time than the rest of the metadata list and the
+// fetches (see DefaultFirstPageFraction). It is nil where the recovery
+// cannot list in full, or has no version to compare with (a consistent
+// read at ""). An estimate from one page (pages are in key order, so one
+// page may be a few namespaces): a wrong one costs time, not correctness.
+func (r *Reflector) countChanges(resourceVersion string) *changeCount {
+	if _, ok := r.recovery.Lister.(WireLister); !ok {
 		return nil
 	}
 	stored, ok := parseRV(resourceVersion)
 	if !ok {
 		return nil
 	}
-	return &changeCount{stored: stored, enough: r.recovery.FirstPageFraction * float64(limit)}
+	return &changeCount{stored: stored, fraction: r.recovery.FirstPageFraction}
 }
 
 // changeCount counts the items of a page newer than stored.
 type changeCount struct {
-	stored  uint64
-	changed int
-	// enough is how many changed items make the page's changes many: its
-	// fraction of the page's limit, so that the count can tell before the
-	// page has been read to its end (a page with fewer items than its
-	// limit then takes no more).
-	enough float64
+	stored   uint64
+	changed  int
+	fraction float64
 }
 
-// add counts items and reports whether the changes are now many.
-func (c *changeCount) add(items ...wireItem) bool {
-	for _, it := range items {
-		if n, ok := parseRV(it.resourceVersion); !ok || n > c.stored {
-			c.changed++
-		}
+// add counts one item.
+func (c *changeCount) add(it wireItem) {
+	if n, ok := parseRV(it.resourceVersion); !ok || n > c.stored {
+		c.changed++
 	}
-	return c.changed > 0 && float64(c.changed) >= c.enough
+}
+
+// many reports whether the items counted are many changes for a page of n
+// items. Asked with the page's limit while the page is read, it tells as
+// soon as the answer for the whole page can no longer change (a page with
+// fewer items than its limit takes no more).
+func (c *changeCount) many(n int64) bool {
+	return n > 0 && c.changed > 0 && float64(c.changed) >= c.fraction*float64(n)
 }
 
 // metadataPage lists one page of the collection's metadata, its items'
 // identities only: through a MetadataWireLister, read from a protobuf body
 // as it arrives (from ahead, if not nil, the page's request already made),
 // and, once its ListMeta is read, calling continued, if not nil, with its
-// continue token; otherwise decoded. Where changes is not nil, a page read
-// as it arrives ends, with errManyChanged, as soon as changes says they
-// are many: at 30% changed, long before its end.
+// continue token; otherwise decoded. Where changes is not nil, it counts
+// the page's items, and a page read as it arrives ends, with
+// errManyChanged, as soon as they are many for its limit: at 30% changed,
+// long before its end.
 func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
 	wl, ok := r.recovery.Lister.(MetadataWireLister)
 	if !ok {
@@ -176,7 +178,7 @@ func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions, a
 		if list == nil {
 			return nil, errors.New("metadata list returned no list")
 		}
-		return decodedMetadataPage(list), nil
+		return countedPage(decodedMetadataPage(list), changes), nil
 	}
 	var body io.ReadCloser
 	var err error
@@ -201,8 +203,10 @@ func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions, a
 		page, err := scanProtobufListStreamMeta(br, listMeta, func(it wireItem) error {
 			it.raw = nil // the scanner's buffer, reused
 			items = append(items, it)
-			if changes != nil && changes.add(it) {
-				return errManyChanged
+			if changes != nil {
+				if changes.add(it); changes.many(opts.Limit) {
+					return errManyChanged
+				}
 			}
 			return nil
 		})
@@ -225,7 +229,17 @@ func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions, a
 	if list.Kind != "PartialObjectMetadataList" {
 		return nil, fmt.Errorf("the server sent a %s %s for a metadata list", list.APIVersion, list.Kind)
 	}
-	return decodedMetadataPage(&list), nil
+	return countedPage(decodedMetadataPage(&list), changes), nil
+}
+
+// countedPage counts a decoded page's items in changes, if not nil.
+func countedPage(page *wireList, changes *changeCount) *wireList {
+	if changes != nil {
+		for _, it := range page.items {
+			changes.add(it)
+		}
+	}
+	return page
 }
 
 // decodedMetadataPage is the page of a decoded metadata list.
