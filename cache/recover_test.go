@@ -14,10 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -101,6 +103,12 @@ func (l *sourceLister) holdFetches() (held <-chan struct{}, release func()) {
 	l.hold, l.held = make(chan struct{}), make(chan struct{})
 	hold := l.hold
 	return l.held, func() { close(hold) }
+}
+
+func (l *sourceLister) Metas() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.metas
 }
 
 func (l *sourceLister) Fetches() []string {
@@ -488,5 +496,62 @@ func TestRecoveryHoldsBackTheWalk(t *testing.T) {
 					len(got), got[len(got)-1], n)
 			}
 		})
+	}
+}
+
+// A warm start's proof by versions takes a consistent metadata list. A
+// recovery much later in the same run must not diff against that list:
+// objects created since would be told deleted, and objects deleted since
+// given back at their older state. Here the informer runs on after the
+// proof, the source changes, and then loses its watch history.
+func TestRecoveryLongAfterTheProofListsAgain(t *testing.T) {
+	f := newTestFile(t)
+	src := fcache.NewFakeControllerSource()
+	for _, n := range []string{"a", "b", "c", "d"} {
+		src.Add(uidPod(n, "u"+n))
+	}
+	populate(t, f, src, bcache.Persistence{}, nil, nil)
+	lister := &sourceLister{src: src}
+	rec := &tombstoneRecorder{}
+	r := startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{
+		Recovery: &reflector.Recovery{Lister: lister, Workers: 1, FullListFraction: 2},
+	}, func(inf *bcache.Informer) {
+		if _, err := inf.AddEventHandler(rec); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r.synced(t)
+	rec.waitFor(t, 4, "initial adds")
+	if got := lister.Metas(); got != 1 {
+		t.Fatalf("%d metadata lists at the start, want the proof's one", got)
+	}
+
+	// Changes after the proof, seen by the watch.
+	src.Add(uidPod("e", "ue"))    // e@5
+	src.Delete(uidPod("b", "ub")) // @6
+	a := uidPod("a", "ua")
+	a.Labels = map[string]string{"v": "2"}
+	src.Modify(a) // a@7
+	rec.waitFor(t, 7, "the watch's events")
+
+	// z@8 is made while the watch is away; then the history goes: a 410.
+	src.Change(watch.Event{Type: watch.Added, Object: uidPod("z", "uz")}, 0)
+	src.ResetWatch()
+	poll.Until(t, 30*time.Second, "the recovery", func() bool {
+		return len(r.obs.starts()) >= 2 && !r.inf.Indexer().Collection().MustList()
+	})
+	src.Add(uidPod("y", "uy")) // y@9, delivered after everything the recovery delivered
+	rec.waitFor(t, 9, "the marker")
+	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
+		t.Errorf("store %v, want %v", got, want)
+	}
+	r.stop()
+	want := []string{
+		"add ns/a@1 initial=true", "add ns/b@2 initial=true", "add ns/c@3 initial=true", "add ns/d@4 initial=true",
+		"add ns/e@5 initial=false", "delete ns/b@6", "update ns/a@1 -> ns/a@7",
+		"add ns/z@8 initial=false", "add ns/y@9 initial=false",
+	}
+	if got := rec.list(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events\n got %v\nwant %v", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -340,7 +341,8 @@ func (f fetch) narrow(u *url.URL) (*url.URL, error) {
 	}
 	if f.name != "" {
 		q := out.Query()
-		field := "metadata.name=" + f.name
+		// Escaped: RBAC objects' names may hold "," and "=".
+		field := fields.OneTermEqualSelector("metadata.name", f.name).String()
 		if s := q.Get("fieldSelector"); s != "" {
 			field = s + "," + field
 		}

@@ -40,6 +40,8 @@ func TestFetchNarrowsTheInformersList(t *testing.T) {
 			"b", "", "https://h/k8s/clusters/c1/api/v1/namespaces/b/pods?labelSelector=app%3Dx&limit=500&continue=tok"},
 		{"a cluster-scoped object", "https://h/api/v1/nodes?labelSelector=role%3Dw",
 			"", "n1", "https://h/api/v1/nodes?fieldSelector=metadata.name%3Dn1&labelSelector=role%3Dw"},
+		{"a name a selector must escape (RBAC names may hold , and =)", "https://h/apis/rbac.authorization.k8s.io/v1/namespaces/a/roles",
+			"a", "read,write=x", `https://h/apis/rbac.authorization.k8s.io/v1/namespaces/a/roles?fieldSelector=metadata.name%3Dread%5C%2Cwrite%5C%3Dx`},
 	} {
 		u := parse(tc.list)
 		target, err := parseListPath(u.Path)

@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -147,15 +148,16 @@ func (l *restLister) request(namespace, name string, opts metav1.ListOptions) *r
 		VersionedParams(&opts, scheme.ParameterCodec)
 }
 
-// withName adds a metadata.name requirement to a field selector.
+// withName adds a metadata.name requirement to a field selector. The name
+// is escaped: RBAC objects' names may hold "," and "=".
 func withName(field, name string) string {
 	switch {
 	case name == "":
 		return field
 	case field == "":
-		return "metadata.name=" + name
+		return fields.OneTermEqualSelector("metadata.name", name).String()
 	}
-	return field + ",metadata.name=" + name
+	return field + "," + fields.OneTermEqualSelector("metadata.name", name).String()
 }
 
 // metadataLister is the MetadataLister of a metadata factory's informer:

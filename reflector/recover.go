@@ -259,11 +259,11 @@ type Recovery struct {
 	// otherwise no bound. Negative: no bound.
 	MaxFetchRequests int
 	// Listed, if set, may give a recovery a consistent metadata list of
-	// the collection that the store's owner took (at "", after the
-	// reflector was built; cache.Informer takes one to prove a small warm
-	// collection caught up): the recovery uses it as its own metadata list,
-	// which it may, being at least as new as any stored resourceVersion.
-	// It returns nil when there is none, and may wait, with ctx, for one
+	// the collection that the store's owner took (cache.Informer takes one
+	// to prove a small warm collection caught up). The recovery uses it as
+	// its own metadata list only if it is at least as new as the last
+	// resourceVersion handed to the store; an older one is dropped. It
+	// returns nil when there is none, and may wait, with ctx, for one
 	// being taken.
 	Listed func(ctx context.Context) *metav1.PartialObjectMetadataList
 	// ListInFull makes every recovery list the whole collection through

@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 )
 
 // A recovery's metadata list (recover.go): paged, each page read as it
@@ -30,7 +31,7 @@ func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*
 	l := &recoveryList{listed: map[string]listedItem{}}
 	var given *metav1.PartialObjectMetadataList
 	if r.recovery.Listed != nil {
-		given = r.recovery.Listed(ctx)
+		given = r.givenList(ctx)
 	}
 	// p prefetches what the pages show changed; handed over with l, and
 	// stopped on every other way out. ahead is the next page, asked for
@@ -304,4 +305,24 @@ func (a *pageAhead) drop() {
 		_ = a.body.Close()
 		a.body = nil
 	}
+}
+
+// givenList returns Recovery.Listed's list if it is at least as new as
+// everything handed to the store, or nil. An older list would tell objects
+// created since deleted, and bring deleted ones back.
+func (r *Reflector) givenList(ctx context.Context) *metav1.PartialObjectMetadataList {
+	given := r.recovery.Listed(ctx)
+	if given == nil {
+		return nil
+	}
+	r.mu.RLock()
+	last := r.lastSyncRV
+	r.mu.RUnlock()
+	listed, ok := parseRV(given.ResourceVersion)
+	applied, ok2 := parseRV(last)
+	if !ok || !ok2 || listed < applied {
+		klog.FromContext(ctx).V(4).Info("Not recovering from the given metadata list: the store has applied newer changes", "reflector", r.name, "listResourceVersion", given.ResourceVersion, "lastSyncResourceVersion", last)
+		return nil
+	}
+	return given
 }
