@@ -111,9 +111,9 @@
 // every watch, for metrics and tests.
 //
 // Goroutines: Run, and a direct ListAndWatch, do all listing, watching, Store
-// writes (except Resync) and backoff waiting on the caller's goroutine;
-// requests carry the caller's context, so cancelling it aborts an in-flight
-// list or watch. While a watch phase runs, one helper goroutine owns the
+// writes (except Resync and a recovery's fetched objects) and backoff
+// waiting on the caller's goroutine; requests carry the caller's context, so
+// cancelling it aborts an in-flight list or watch. While a watch phase runs, one helper goroutine owns the
 // resync timer and calls Store.Resync, and during a short CatchUp watch a
 // second one takes the consistent reads. The watch phase starts them and, on
 // the way out, cancels them and waits for them. A recovery adds one fetch
@@ -134,9 +134,14 @@
 //
 // LastSyncResourceVersion is safe to call concurrently with everything.
 // Run and ListAndWatch must not run concurrently with each other or
-// themselves. Store methods are called from the reflector goroutine and,
-// for Resync, from the resync goroutine, so the Store must be safe for
-// concurrent use.
+// themselves. Store methods are called from the reflector goroutine, from
+// the resync goroutine for Resync, and during a recovery from its fetch
+// goroutine, so the Store must be safe for concurrent use. A recovery's
+// writes, watch events included, reach the store one at a time, under its
+// filter's lock (recoverfilter.go), so that they keep the order of the
+// forward rule. The recovery's callbacks (the error handler, the end of
+// Recovery.Started, RecoveryObserver.Recovered) run after that lock is
+// released.
 //
 // # Caveats
 //

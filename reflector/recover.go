@@ -639,6 +639,10 @@ type recovery struct {
 	done    bool
 	err     error // why the fetches failed
 	stats   RecoveryStats
+	// owed are the callbacks (error handler, Recovery.Started's end,
+	// the observer) due once the locks are released: recoveryFilter.unlock
+	// makes them.
+	owed []func()
 }
 
 func newRecovery(r *Reflector, cause StartCause, start time.Time) *recovery {
@@ -756,7 +760,7 @@ func (rec *recovery) start(ctx context.Context, fromList map[string]runtime.Obje
 	// In key order, as the fetches of a namespace apply theirs.
 	for _, key := range slices.Sorted(maps.Keys(fromList)) {
 		if err := rec.fetchedLocked(key, fromList[key]); err != nil {
-			rec.r.errorHandler(ctx, fmt.Errorf("%w: listed %s: %w", ErrStore, key, err))
+			rec.owErrorLocked(fmt.Errorf("%w: listed %s: %w", ErrStore, key, err))
 		}
 	}
 	rec.checkDoneLocked()

@@ -37,6 +37,8 @@ type recoveryStore struct {
 	calls []string
 	// unsupported makes BeginRecovery refuse.
 	unsupported bool
+	// failWrite, if set, is the key whose writes fail.
+	failWrite string
 }
 
 var _ RecoveryStore = (*recoveryStore)(nil)
@@ -56,6 +58,10 @@ func (s *recoveryStore) write(verb string, obj interface{}) error {
 	defer s.mu.Unlock()
 	p := obj.(*v1.Pod)
 	key := p.Namespace + "/" + p.Name
+	if key == s.failWrite {
+		s.record(verb + " " + key + " failed")
+		return errors.New("write failed")
+	}
 	if verb == "delete" {
 		delete(s.objs, key)
 	} else {

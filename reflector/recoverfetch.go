@@ -342,17 +342,14 @@ func (r *Reflector) checkedItems(items []runtime.Object) []runtime.Object {
 // applyFetched applies, for each of keys, what a fetch found (absent from
 // found: gone).
 func (r *Reflector) applyFetched(rec *recovery, keys []string, found map[string]runtime.Object) error {
-	f := r.filter
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.rec != rec {
+	cur := r.filter.lock()
+	defer r.filter.unlock(cur)
+	if cur != rec {
 		return nil // over: completed, or stopped
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	for _, key := range keys {
 		if err := rec.fetchedLocked(key, found[key]); err != nil {
-			r.errorHandler(rec.ctx, fmt.Errorf("%w: fetched %s: %w", ErrStore, key, err))
+			rec.owErrorLocked(fmt.Errorf("%w: fetched %s: %w", ErrStore, key, err))
 		}
 	}
 	return nil

@@ -120,7 +120,9 @@ func (rec *recovery) fetchedLocked(key string, obj runtime.Object) error {
 
 // checkDoneLocked ends the recovery once the store is consistent: nothing
 // left to fetch, every deletion a fetch found seen on the watch, and the
-// watch past every fetched resourceVersion.
+// watch past every fetched resourceVersion. EndRecovery is a store write,
+// ordered with the others under the locks; the callbacks are owed until
+// they are released.
 func (rec *recovery) checkDoneLocked() {
 	if rec.done || len(rec.pending) > 0 || len(rec.awaitWatch) > 0 || rec.watchN < rec.mark {
 		return
@@ -129,16 +131,26 @@ func (rec *recovery) checkDoneLocked() {
 	r := rec.r
 	r.filter.deactivateLocked(rec)
 	if err := r.filter.next.EndRecovery(rec.watchRV); err != nil {
-		r.errorHandler(rec.ctx, fmt.Errorf("%w: ending a recovery at resourceVersion %q: %w", ErrStore, rec.watchRV, err))
+		rec.owErrorLocked(fmt.Errorf("%w: ending a recovery at resourceVersion %q: %w", ErrStore, rec.watchRV, err))
 	}
 	rec.stats.Duration = r.clock.Since(rec.began)
-	rec.ended()
-	klog.FromContext(rec.ctx).V(2).Info("Recovered", "reflector", r.name, "type", r.typeDescription,
-		"resourceVersion", rec.watchRV, "requests", rec.stats.Requests, "fetched", rec.stats.Fetched,
-		"skipped", rec.stats.Skipped, "duration", rec.stats.Duration)
-	if o, ok := r.observer.(RecoveryObserver); ok {
-		o.Recovered(rec.cause, rec.watchRV, rec.stats)
-	}
+	rv, stats := rec.watchRV, rec.stats
+	rec.owed = append(rec.owed, func() {
+		rec.ended()
+		klog.FromContext(rec.ctx).V(2).Info("Recovered", "reflector", r.name, "type", r.typeDescription,
+			"resourceVersion", rv, "requests", stats.Requests, "fetched", stats.Fetched,
+			"skipped", stats.Skipped, "duration", stats.Duration)
+		if o, ok := r.observer.(RecoveryObserver); ok {
+			o.Recovered(rec.cause, rv, stats)
+		}
+	})
+}
+
+// owErrorLocked owes the error handler err, to be called once the locks
+// are released.
+func (rec *recovery) owErrorLocked(err error) {
+	ctx := rec.ctx
+	rec.owed = append(rec.owed, func() { rec.r.errorHandler(ctx, err) })
 }
 
 // recoveryFilter is the reflector's Store while recoveries are set up: it
@@ -176,7 +188,8 @@ func (f *recoveryFilter) deactivateLocked(rec *recovery) {
 }
 
 // lock takes f.mu and, if a recovery is under way, its mu; unlock releases
-// them. Lock order: f.mu, then recovery.mu.
+// them, then makes the calls the recovery owes (recovery.owed). Lock order:
+// f.mu, then recovery.mu.
 func (f *recoveryFilter) lock() *recovery {
 	f.mu.Lock()
 	rec := f.rec
@@ -187,10 +200,15 @@ func (f *recoveryFilter) lock() *recovery {
 }
 
 func (f *recoveryFilter) unlock(rec *recovery) {
+	var owed []func()
 	if rec != nil {
+		owed, rec.owed = rec.owed, nil
 		rec.mu.Unlock()
 	}
 	f.mu.Unlock()
+	for _, call := range owed {
+		call()
+	}
 }
 
 func (f *recoveryFilter) event(t watch.EventType, obj interface{}) error {

@@ -197,19 +197,20 @@ func (p *prefetch) stop() {
 // keys are left to fetch.
 func (r *Reflector) applyPrefetched(rec *recovery, p *prefetch) (requests, left int) {
 	found, requests, decoded := p.collect()
-	f := r.filter
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	rec.stats.Requests += requests
-	rec.stats.Decoded += decoded
-	if f.rec != rec {
+	cur := r.filter.lock()
+	defer r.filter.unlock(cur)
+	if cur != rec {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		rec.stats.Requests += requests
+		rec.stats.Decoded += decoded
 		return requests, 0 // over: completed, or stopped
 	}
+	rec.stats.Requests += requests
+	rec.stats.Decoded += decoded
 	for _, key := range slices.Sorted(maps.Keys(found)) {
 		if err := rec.fetchedLocked(key, found[key]); err != nil {
-			r.errorHandler(rec.ctx, fmt.Errorf("%w: fetched %s: %w", ErrStore, key, err))
+			rec.owErrorLocked(fmt.Errorf("%w: fetched %s: %w", ErrStore, key, err))
 		}
 	}
 	for ns, keys := range rec.fetchNS {
