@@ -144,7 +144,7 @@ func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%w: %q in collection %q", ErrCheckpointOpen, name, c.name)
 	}
 	acked, deleted := map[string]string{}, map[string]*tombstone{}
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.db.view(func(tx *bolt.Tx) error {
 		if err := c.checkpointEntries(tx, format.CheckpointsBucket, name, func(k, v []byte) error {
 			acked[string(k)] = string(v)
 			return nil
@@ -670,7 +670,7 @@ func (c *Collection) checkpointEntries(tx *bolt.Tx, parent []byte, name string, 
 // tombstones (for tests: export_checkpoint_test.go).
 func (c *Collection) checkpointTombstones(name string) ([]string, error) {
 	var keys []string
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.db.view(func(tx *bolt.Tx) error {
 		return c.checkpointEntries(tx, format.TombstonesBucket, name, func(k, _ []byte) error {
 			keys = append(keys, string(k))
 			return nil
@@ -682,7 +682,7 @@ func (c *Collection) checkpointTombstones(name string) ([]string, error) {
 // Checkpoints returns the names of the collection's stored checkpoints.
 func (c *Collection) Checkpoints() ([]string, error) {
 	var names []string
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.db.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -703,7 +703,7 @@ func (c *Collection) Checkpoints() ([]string, error) {
 // (key -> resourceVersion); empty if there is no such checkpoint.
 func (c *Collection) CheckpointAcks(name string) (map[string]string, error) {
 	acked := map[string]string{}
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.db.view(func(tx *bolt.Tx) error {
 		return c.checkpointEntries(tx, format.CheckpointsBucket, name, func(k, v []byte) error {
 			acked[string(k)] = string(v)
 			return nil

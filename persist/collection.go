@@ -154,7 +154,7 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 	}
 	var err error
 	if db.opts.ReadOnly {
-		err = db.bolt.View(c.load)
+		err = db.view(c.load)
 	} else {
 		// Most opens find the collection as the options describe it; they
 		// need no write transaction, hence no fsync (a component opening
@@ -165,21 +165,21 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 			unchanged, err = c.unchanged(tx, opts)
 			return err
 		}
-		err = db.bolt.View(check)
+		err = db.view(check)
 		if errors.Is(err, errJournalUnreadable) {
 			// Damage to the journal is set aside as damage to a record
 			// is: never a collection that cannot be opened.
 			c.journalSetAside = err
 			db.commitMu.Lock()
-			err = db.bolt.Update(c.setAsideJournalTx)
+			err = db.closedErr(db.bolt.Update(c.setAsideJournalTx))
 			db.commitMu.Unlock()
 			if err == nil {
-				err = db.bolt.View(check)
+				err = db.view(check)
 			}
 		}
 		if err == nil && !unchanged {
 			db.commitMu.Lock()
-			err = db.bolt.Update(func(tx *bolt.Tx) error { return c.create(tx, opts) })
+			err = db.closedErr(db.bolt.Update(func(tx *bolt.Tx) error { return c.create(tx, opts) }))
 			db.commitMu.Unlock()
 		}
 	}
@@ -610,7 +610,7 @@ func (c *Collection) ResourceVersion() string {
 // CommittedResourceVersion returns the resource version on disk.
 func (c *Collection) CommittedResourceVersion() (string, error) {
 	var rv string
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.db.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -669,7 +669,7 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 			}
 			return c.buildIndexes(tx, build, versions, fn)
 		})
-		if err != nil {
+		if err = c.db.closedErr(err); err != nil {
 			c.indexes, c.dormant = before, dormantBefore
 			return fmt.Errorf("adding indexes to %q: %w", c.name, err)
 		}
