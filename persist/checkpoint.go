@@ -81,9 +81,10 @@ type Checkpoint struct {
 // tombstone is a deletion the consumer has not acknowledged.
 type tombstone struct {
 	// obj is the deleted object's last stored state, for a deletion
-	// applied in this process (nil if it could not be read); nil for one
-	// read from the file, which Deleted decodes when asked, so that an
-	// open checkpoint keeps a key per tombstone in memory, not an object.
+	// applied in this process and not committed yet (nil if it could not
+	// be read); nil once the tombstone is in the file, which Deleted
+	// decodes when asked, so that an open checkpoint keeps a key per
+	// tombstone in memory, not an object.
 	obj runtime.Object
 	// deletedAt is the version the deletion was delivered at (Op.DeletedAt);
 	// empty if unknown.

@@ -631,6 +631,7 @@ func (c *Collection) finishCommit(plan commitPlan) []*layer {
 	l := c.committing
 	c.committing = nil
 	c.journal = plan.journal
+	c.forgetTombstoneObjectsLocked(l)
 	var done []*layer
 	switch {
 	case plan.appended:
@@ -677,6 +678,27 @@ func (c *Collection) finishCommit(plan commitPlan) []*layer {
 		c.journal.foldKeys, c.journal.folded = sortedKeys(c.folding.changes), 0
 	}
 	return done
+}
+
+// forgetTombstoneObjectsLocked drops the objects of the open checkpoints'
+// tombstones of the keys l deleted, now that the commit wrote them:
+// Deleted reads them from the file. Tombstones then cost a key each in
+// memory, not an object. A key changed again since keeps its object until
+// that change is committed. Called with mu held for writing.
+func (c *Collection) forgetTombstoneObjectsLocked(l *layer) {
+	if len(c.checkpoints) == 0 {
+		return
+	}
+	for key, ch := range l.changes {
+		if !ch.deleted || c.pending.changes[key] != nil {
+			continue
+		}
+		for _, cp := range c.checkpoints {
+			if t := cp.deleted[key]; t != nil {
+				t.obj = nil
+			}
+		}
+	}
 }
 
 // Flush commits every change applied before the call and returns once they
