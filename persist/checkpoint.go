@@ -50,7 +50,8 @@ import (
 //     provenance (another cluster, list or transform) drops every checkpoint
 //     with its objects.
 //   - A deleted key's acknowledgements become tombstones in the commit that
-//     deletes it; an acknowledgement of a key not stored when its commit
+//     deletes it, or in the set-aside of a damaged journal that held its
+//     only state; an acknowledgement of a key not stored when its commit
 //     runs is not written.
 //
 // Losing an acknowledgement is always safe (the consumer processes the

@@ -484,8 +484,9 @@ func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []str
 // unreadable, why: the journal was deleted and the must-list mark set in
 // one transaction, so the collection holds the state its trees hold —
 // every object as it was at some point, without the changes the journal
-// held — and must be listed before it is complete (see MustList). Nil
-// otherwise.
+// held — and must be listed before it is complete (see MustList). An
+// object a checkpoint acknowledged that only the journal held left a
+// tombstone. Nil otherwise.
 func (c *Collection) JournalSetAside() error { return c.journalSetAside }
 
 // DroppedCheckpoints returns the checkpoints DB.Collection dropped because

@@ -71,8 +71,9 @@
 //
 // Damage is never a state a person must repair: a journal that cannot be
 // read is set aside at open (Collection.JournalSetAside) with the must-list
-// mark, and a checkpoint's tombstone that cannot be decoded is delivered
-// with what can be read of it. A closed collection refuses reads that need
+// mark, leaving a checkpoint's tombstone for each acknowledged object only
+// the journal held, and a checkpoint's tombstone that cannot be decoded is
+// delivered with what can be read of it. A closed collection refuses reads that need
 // the file (ErrClosed): another instance may have changed it since. So do
 // the collections of a closed DB.
 //
