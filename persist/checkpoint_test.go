@@ -734,3 +734,123 @@ func TestJournalSetAsideTombstonesAcknowledgedKeys(t *testing.T) {
 		t.Errorf("Deleted() = %v, want b only", d)
 	}
 }
+
+// retentionFile is a cache file whose checkpoint retention reads a clock
+// the test moves.
+type retentionFile struct {
+	t     *testing.T
+	path  string
+	secs  atomic.Int64 // read by the commit goroutine
+	db    *persist.DB
+	c     *persist.Collection
+	names []string // checkpoints dropped at the last open
+}
+
+func newRetentionFile(t *testing.T) *retentionFile {
+	f := &retentionFile{t: t, path: filepath.Join(t.TempDir(), "cache.db")}
+	f.secs.Store(1_700_000_000)
+	f.open()
+	return f
+}
+
+func (f *retentionFile) advance(d time.Duration) { f.secs.Add(int64(d / time.Second)) }
+
+func (f *retentionFile) open() {
+	f.t.Helper()
+	if f.db != nil {
+		if err := f.db.Close(); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	clock := func() time.Time { return time.Unix(f.secs.Load(), 0) }
+	f.db = openDB(f.t, f.path, persist.WithClock(persist.Options{CheckpointRetention: 7 * 24 * time.Hour}, clock))
+	var err error
+	if f.c, err = f.db.Collection("cms", persist.CollectionOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.names = f.c.DroppedCheckpoints()
+}
+
+func (f *retentionFile) checkpoints() []string {
+	f.t.Helper()
+	names, err := f.c.Checkpoints()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (f *retentionFile) flush() {
+	f.t.Helper()
+	if err := f.c.Flush(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// Retention counts only the time the collection was in use: a process down
+// for longer than the retention (or a clock stepped forward while it was
+// down) drops no checkpoint, and neither does a quiet week in which the
+// consumer kept its checkpoint open, nor its closing after it.
+func TestCheckpointRetentionCountsTimeInUse(t *testing.T) {
+	f := newRetentionFile(t)
+	put(t, f.c, "1", cm("a", "1"), cm("b", "1"))
+	cp, err := f.c.Checkpoint("handler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack(t, cp, "ns/a", "1")
+	cp.Close()
+	f.flush()
+
+	f.advance(8 * 24 * time.Hour) // down for eight days
+	f.open()
+	if len(f.names) != 0 || !slices.Equal(f.checkpoints(), []string{"handler"}) {
+		t.Fatalf("after eight days down: dropped %v, left %v; want handler kept", f.names, f.checkpoints())
+	}
+
+	f.advance(30 * 24 * time.Hour) // a clock stepped forward before the start
+	f.open()
+	if len(f.names) != 0 {
+		t.Fatalf("after the clock stepped forward: dropped %v", f.names)
+	}
+
+	// A quiet week with the checkpoint open, no commit at all, then the
+	// consumer stops and a deletion is committed.
+	if cp, err = f.c.Checkpoint("handler"); err != nil {
+		t.Fatal(err)
+	}
+	f.advance(8 * 24 * time.Hour)
+	cp.Close()
+	if err := f.c.Apply([]persist.Op{{Key: "ns/b", Delete: true}}, "2"); err != nil {
+		t.Fatal(err)
+	}
+	f.flush()
+	f.open()
+	if len(f.names) != 0 || !slices.Equal(f.checkpoints(), []string{"handler"}) {
+		t.Fatalf("after a quiet week open: dropped %v, left %v; want handler kept", f.names, f.checkpoints())
+	}
+	if acks := f.stored(t, "handler"); acks["ns/a"] != "1" {
+		t.Errorf("handler's acknowledgements after a quiet week: %v", acks)
+	}
+
+	// Eight days in use without it: dropped.
+	for range 8 * 24 {
+		f.advance(time.Hour)
+		put(t, f.c, "3", cm("c", "3"))
+		f.flush()
+	}
+	f.open()
+	if !slices.Equal(f.names, []string{"handler"}) {
+		t.Errorf("after eight days in use without it: dropped %v, want handler", f.names)
+	}
+}
+
+func (f *retentionFile) stored(t *testing.T, name string) map[string]string {
+	t.Helper()
+	acks, err := f.c.CheckpointAcks(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return acks
+}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
@@ -123,6 +124,10 @@ type Collection struct {
 	// droppedCheckpoints names the checkpoints DB.Collection dropped as
 	// abandoned (see DroppedCheckpoints).
 	droppedCheckpoints []string
+	// clockBase is the collection's in-use clock when it was opened, and
+	// clockStart the time then, by Options.now (see inUseNow). Set by load
+	// before the collection is shared.
+	clockBase, clockStart time.Time
 
 	// checkpoints holds the open checkpoints by name; guarded by mu.
 	checkpoints map[string]*Checkpoint
@@ -214,6 +219,7 @@ func (c *Collection) load(tx *bolt.Tx) error {
 	}
 	c.rv = string(meta.Get(format.RVKey))
 	c.mustList = meta.Get(format.MustListKey) != nil
+	c.loadClock(b)
 	var err error
 	if c.provenance, err = loadProvenance(meta); err != nil {
 		return err
@@ -490,8 +496,8 @@ func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []str
 func (c *Collection) JournalSetAside() error { return c.journalSetAside }
 
 // DroppedCheckpoints returns the checkpoints DB.Collection dropped because
-// none had been opened for Options.CheckpointRetention, with their
-// acknowledgements and tombstones.
+// none had been opened for Options.CheckpointRetention of the collection's
+// in-use time, with their acknowledgements and tombstones.
 func (c *Collection) DroppedCheckpoints() []string { return slices.Clone(c.droppedCheckpoints) }
 
 // DB returns the file the collection lives in.

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -359,6 +360,9 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) (commitPlan, er
 		if err := writeMustList(meta, l.mustList); err != nil {
 			return plan, err
 		}
+	}
+	if err := meta.Put(format.ClockKey, strconv.AppendInt(nil, c.inUseNow().Unix(), 10)); err != nil {
+		return plan, err
 	}
 	return plan, meta.Put(format.CommittedKey, []byte(now.Format(time.RFC3339Nano)))
 }

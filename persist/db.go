@@ -24,11 +24,13 @@ import (
 // added the journal (internal/format/journal.go). Version 3 added each
 // collection's versions bucket (internal/format/versions.go), identities
 // in journal entries, the deletion's version in tombstones
-// (internal/format/tombstone.go) and checkpoint stamps. An older file is
-// marked 3 when opened for writing, so that an older build refuses the file
-// (ErrSchemaUnsupported) instead of misreading it; each of its collections
-// gets its versions bucket when first opened for writing. A file with a
-// higher version is refused with ErrSchemaUnsupported.
+// (internal/format/tombstone.go) and checkpoint stamps, read against the
+// collection's in-use clock (format.ClockKey, which older builds of schema
+// 3 ignore). An older file is marked 3 when opened for writing, so that an
+// older build refuses the file (ErrSchemaUnsupported) instead of misreading
+// it; each of its collections gets its versions bucket when first opened
+// for writing. A file with a higher version is refused with
+// ErrSchemaUnsupported.
 const (
 	schemaVersion = 3
 	oldestSchema  = 1
