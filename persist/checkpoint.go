@@ -797,10 +797,11 @@ func writeSeen(b *bolt.Bucket, seen map[string]time.Time) error {
 	return nil
 }
 
-// abandonedCheckpoints returns the stored checkpoints (acknowledgements or
-// tombstones) not open for Options.CheckpointRetention of the collection's
-// in-use clock, and those never stamped (written before stamps were kept,
-// which dropAbandonedCheckpointsTx stamps now).
+// abandonedCheckpoints returns the stored checkpoints (acknowledgements,
+// tombstones, or only a stamp: one never acknowledging, or cleared) not
+// open for Options.CheckpointRetention of the collection's in-use clock,
+// and those never stamped (written before stamps were kept, which
+// dropAbandonedCheckpointsTx stamps now).
 func (c *Collection) abandonedCheckpoints(b *bolt.Bucket) (abandoned, unstamped []string) {
 	names := map[string]bool{}
 	for _, parent := range [][]byte{format.CheckpointsBucket, format.TombstonesBucket} {
@@ -811,10 +812,16 @@ func (c *Collection) abandonedCheckpoints(b *bolt.Bucket) (abandoned, unstamped 
 			})
 		}
 	}
+	sb := b.Bucket(format.CheckpointSeenBucket)
+	if sb != nil {
+		_ = sb.ForEach(func(name, _ []byte) error {
+			names[string(name)] = true
+			return nil
+		})
+	}
 	if len(names) == 0 {
 		return nil, nil
 	}
-	sb := b.Bucket(format.CheckpointSeenBucket)
 	retention := c.db.opts.CheckpointRetention
 	now := c.inUseNow()
 	for _, name := range sortedKeys(names) {

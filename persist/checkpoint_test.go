@@ -854,3 +854,64 @@ func (f *retentionFile) stored(t *testing.T, name string) map[string]string {
 	}
 	return acks
 }
+
+// A checkpoint that was opened but never acknowledged anything, or was
+// cleared, has only its stamp in the file: retention drops that too, by the
+// same measure, rather than keep the stamp for as long as the file lives.
+func TestRetentionDropsStampOnlyCheckpoints(t *testing.T) {
+	f := newRetentionFile(t)
+	put(t, f.c, "1", cm("a", "1"))
+	idle, err := f.c.Checkpoint("idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle.Close()
+	cleared, err := f.c.Checkpoint("cleared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack(t, cleared, "ns/a", "1")
+	f.flush()
+	if err := cleared.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	cleared.Close()
+	active, err := f.c.Checkpoint("active")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack(t, active, "ns/a", "1")
+	for range 8 * 24 {
+		f.advance(time.Hour)
+		put(t, f.c, "2", cm("b", "2"))
+		f.flush()
+	}
+	active.Close()
+	f.open()
+	if !slices.Equal(f.names, []string{"cleared", "idle"}) {
+		t.Errorf("DroppedCheckpoints() = %v, want cleared and idle", f.names)
+	}
+	if err := f.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.db = nil
+	bdb, err := bolt.Open(f.path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	var stamped []string
+	_ = bdb.View(func(tx *bolt.Tx) error {
+		sb := tx.Bucket(format.CollectionsBucket).Bucket([]byte("cms")).Bucket(format.CheckpointSeenBucket)
+		if sb == nil {
+			return nil
+		}
+		return sb.ForEach(func(k, _ []byte) error {
+			stamped = append(stamped, string(k))
+			return nil
+		})
+	})
+	if !slices.Equal(stamped, []string{"active"}) {
+		t.Errorf("stamped checkpoints left in the file: %v, want active only", stamped)
+	}
+}
