@@ -120,9 +120,9 @@ func (c *Collection) seeOpenCheckpointsLocked() {
 	}
 }
 
-// seeLocked stamps cp in l as open now, by the in-use clock, if its last
-// stamp is seenRefresh old, and reports whether it did. Called with c.mu
-// held for writing.
+// seeLocked stamps cp in l as open now, by the in-use clock, unless its
+// last stamp is younger than seenRefresh, and reports whether it did.
+// Called with c.mu held for writing.
 func (cp *Checkpoint) seeLocked(l *layer) bool {
 	now := cp.c.inUseNow()
 	if !cp.seenAt.IsZero() && now.Sub(cp.seenAt) < cp.c.db.opts.seenRefresh() {
@@ -606,7 +606,7 @@ func (cp *Checkpoint) Clear() error {
 // as in use until now (see Options.CheckpointRetention).
 func (cp *Checkpoint) Close() {
 	if !cp.c.db.opts.ReadOnly {
-		// Open through a quiet spell, no commit renewed its stamp.
+		// A quiet spell may have left no commit to renew its stamp.
 		_ = cp.write(func(l *layer) bool { return cp.seeLocked(l) })
 	}
 	cp.c.mu.Lock()
