@@ -55,8 +55,9 @@ import (
 // dropped with a deleted object, and never shared between checkpoint names.
 //
 // What a checkpoint keeps is bounded. A checkpoint no handler has opened
-// for persist.Options.CheckpointRetention (7 days by default; an open one
-// is stamped hourly) is dropped when the file is next opened, logged and
+// for persist.Options.CheckpointRetention of the time its collection was in
+// use (7 days by default; downtime does not count, and an open one is
+// stamped hourly) is dropped when the file is next opened, logged and
 // counted (boltinformer_checkpoints_dropped_total): that is how the
 // checkpoint of a renamed or removed handler goes away. A handler that
 // leaves more than persist.Options.MaxTombstones deletions unacknowledged

@@ -1,11 +1,14 @@
 package cache_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/format"
@@ -79,5 +82,67 @@ func TestWarmStartCorruptJournalRelists(t *testing.T) {
 	r.synced(t)
 	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
 		t.Errorf("after another restart %v, want %v", got, want)
+	}
+}
+
+// A pod created and acknowledged while its collection's journal held it,
+// and deleted while the program was down, is not lost with the journal:
+// the set-aside leaves a tombstone for the checkpoint, and its handler is
+// told of the deletion after the list, which lacks the pod.
+func TestJournalSetAsideTellsACheckpointOfDeletions(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource("a", "b", "c")
+	populate(t, f, src, bcache.Persistence{}, nil, nil) // the list: into the trees
+	var cp *bcache.Checkpoint
+	withCheckpoint := func(h cache.ResourceEventHandler, reg *cache.ResourceEventHandlerRegistration) func(*bcache.Informer) {
+		return func(inf *bcache.Informer) {
+			var err error
+			if cp, err = inf.Checkpoint("h"); err != nil {
+				t.Fatal(err)
+			}
+			if h == nil {
+				h = ackingHandler{recordingHandler{&events{}}, t, cp}
+			}
+			r, err := cp.AddEventHandler(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reg != nil {
+				*reg = r
+			}
+		}
+	}
+	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, withCheckpoint(nil, nil))
+	r.synced(t)
+	poll.Until(t, 10*time.Second, "acknowledged", func() bool { return cp.Len() == 3 })
+	src.Modify(pod("ns", "a", "", map[string]string{"v": "2"})) // the journal's first entry
+	acked := func(key string, initial bool) func() bool {
+		return func() bool {
+			obj, ok, _ := r.inf.GetStore().GetByKey(key)
+			return ok && obj.(*corev1.Pod).Labels["v"] == map[bool]string{true: "", false: "2"}[initial] && cp.Acknowledged(obj)
+		}
+	}
+	poll.Until(t, 10*time.Second, "a's update acknowledged", acked("ns/a", false))
+	src.Add(pod("ns", "aa", "", nil)) // only in the journal
+	poll.Until(t, 10*time.Second, "aa acknowledged", acked("ns/aa", true))
+	r.stop()
+	if err := f.db.Close(); err != nil { // the events and acknowledgements: into the file
+		t.Fatal(err)
+	}
+	corruptJournal(t, f.path, "pods")
+	src.Delete(pod("ns", "aa", "", nil)) // while the program is down
+	f.open()
+
+	h := &events{}
+	var reg cache.ResourceEventHandlerRegistration
+	r = startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, withCheckpoint(h.handler(), &reg))
+	r.synced(t)
+	select {
+	case <-reg.HasSyncedChecker().Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the checkpoint handler did not sync")
+	}
+	if got := h.list(); !slices.Contains(got, "delete tombstone:ns/aa") {
+		t.Errorf("after the journal was set aside, the checkpoint handler got %v, want aa's deletion", got)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,5 +132,73 @@ func TestApplyPartKeepsTheVersion(t *testing.T) {
 	}
 	if keys, err := c.Keys(); err != nil || len(keys) != 3 {
 		t.Errorf("Keys() after the list's end = %v, %v", keys, err)
+	}
+}
+
+// A bounded collection's memory stays flat however many deletions a
+// checkpoint has not acknowledged: once committed, a tombstone is a key in
+// memory and its object is read from the file when asked for.
+func TestBoundedTombstonesHoldNoObjects(t *testing.T) {
+	const n, batch = 3000, 500
+	db := openDB(t, filepath.Join(t.TempDir(), "cache.db"), persist.Options{})
+	c, err := db.Collection("cms", persist.CollectionOptions{CacheObjects: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := c.Checkpoint("handler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	key := func(i int) string { return fmt.Sprintf("ns/cm-%04d", i) }
+	for start := 0; start < n; start += batch { // ~8 KiB each, never held by the test
+		var ops []persist.Op
+		for i := start; i < start+batch; i++ {
+			obj := cm(key(i)[3:], "1")
+			obj.Data = map[string]string{"blob": strings.Repeat(strconv.Itoa(i%10), 8<<10)}
+			ops = append(ops, persist.Op{Key: key(i), Object: obj})
+		}
+		if err := c.Apply(ops, "1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		ack(t, cp, key(i), "1")
+	}
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC() // the record pool is freed by the second
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	for start := 0; start < n; start += batch {
+		var ops []persist.Op
+		for i := start; i < start+batch; i++ {
+			ops = append(ops, persist.Op{Key: key(i), Delete: true})
+		}
+		if err := c.Apply(ops, "2"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after := heap()
+	if cp.Tombstones() != n {
+		t.Fatalf("%d tombstones, want %d", cp.Tombstones(), n)
+	}
+	grown := int64(after) - int64(before)
+	t.Logf("%d committed tombstones: live heap %+.1f MiB", n, float64(grown)/(1<<20))
+	if grown > 5<<20 {
+		t.Errorf("%d committed tombstones grew the live heap by %.1f MiB, want under 5 (their objects take %.0f MiB)", n, float64(grown)/(1<<20), float64(n*8<<10)/(1<<20))
+	}
+	d := cp.Deleted()
+	if obj, ok := d[key(7)].(*corev1.ConfigMap); !ok || len(obj.Data["blob"]) != 8<<10 {
+		t.Errorf("Deleted()[%s] = %v, want its last state", key(7), d[key(7)])
 	}
 }

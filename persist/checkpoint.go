@@ -50,7 +50,8 @@ import (
 //     provenance (another cluster, list or transform) drops every checkpoint
 //     with its objects.
 //   - A deleted key's acknowledgements become tombstones in the commit that
-//     deletes it; an acknowledgement of a key not stored when its commit
+//     deletes it, or in the set-aside of a damaged journal that held its
+//     only state; an acknowledgement of a key not stored when its commit
 //     runs is not written.
 //
 // Losing an acknowledgement is always safe (the consumer processes the
@@ -72,8 +73,9 @@ type Checkpoint struct {
 	acked   map[string]string
 	deleted map[string]*tombstone
 	closed  bool // guarded by c.mu
-	// seenAt is when the checkpoint was last stamped as open; overflows
-	// counts the times MaxTombstones cleared it. Guarded by c.mu.
+	// seenAt is when the checkpoint was last stamped as open, by the
+	// collection's in-use clock; overflows counts the times MaxTombstones
+	// cleared it. Guarded by c.mu.
 	seenAt    time.Time
 	overflows int
 }
@@ -81,9 +83,10 @@ type Checkpoint struct {
 // tombstone is a deletion the consumer has not acknowledged.
 type tombstone struct {
 	// obj is the deleted object's last stored state, for a deletion
-	// applied in this process (nil if it could not be read); nil for one
-	// read from the file, which Deleted decodes when asked, so that an
-	// open checkpoint keeps a key per tombstone in memory, not an object.
+	// applied in this process and not committed yet (nil if it could not
+	// be read); nil once the tombstone is in the file, which Deleted
+	// decodes when asked, so that an open checkpoint keeps a key per
+	// tombstone in memory, not an object.
 	obj runtime.Object
 	// deletedAt is the version the deletion was delivered at (Op.DeletedAt);
 	// empty if unknown.
@@ -100,35 +103,77 @@ func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 		return nil, err
 	}
 	if !c.db.opts.ReadOnly {
-		now := c.db.opts.now()
-		_ = cp.write(func(l *layer) bool {
-			l.see(name, now)
-			cp.seenAt = now
-			return true
-		})
+		_ = cp.write(func(l *layer) bool { return cp.seeLocked(l) })
 	}
 	return cp, nil
 }
 
 // seeOpenCheckpointsLocked stamps, in the pending layer, the open
-// checkpoints last stamped more than seenRefresh ago: a process that runs
-// for longer than the retention must not find its checkpoints dropped at
-// its next start. Called with c.mu held for writing, before a commit.
+// checkpoints whose stamp is due for renewal: a checkpoint open while its
+// collection is in use must never look abandoned. Every commit also
+// advances the in-use clock, so an open checkpoint's stamp is never more
+// than seenRefresh behind it. Called with c.mu held for writing, before a
+// commit.
 func (c *Collection) seeOpenCheckpointsLocked() {
-	if len(c.checkpoints) == 0 {
-		return
-	}
-	now := c.db.opts.now()
-	for name, cp := range c.checkpoints {
-		if now.Sub(cp.seenAt) >= seenRefresh {
-			c.pending.see(name, now)
-			cp.seenAt = now
-		}
+	for _, cp := range c.checkpoints {
+		cp.seeLocked(c.pending)
 	}
 }
 
-// seenRefresh is how often an open checkpoint's stamp is renewed.
-const seenRefresh = time.Hour
+// seeLocked stamps cp in l as open now, by the in-use clock, unless its
+// last stamp is younger than seenRefresh, and reports whether it did.
+// Called with c.mu held for writing.
+func (cp *Checkpoint) seeLocked(l *layer) bool {
+	now := cp.c.inUseNow()
+	if !cp.seenAt.IsZero() && now.Sub(cp.seenAt) < cp.c.db.opts.seenRefresh() {
+		return false
+	}
+	l.see(cp.name, now)
+	cp.seenAt = now
+	return true
+}
+
+// seenRefresh is how often an open checkpoint's stamp is renewed: hourly,
+// or four times per retention if that is shorter.
+func (o *Options) seenRefresh() time.Duration {
+	if r := o.CheckpointRetention / 4; r > 0 && r < time.Hour {
+		return r
+	}
+	return time.Hour
+}
+
+// inUseNow returns the collection's in-use clock now (format.ClockKey):
+// its value at open plus the time elapsed since. Options.now is read for
+// elapsed time only; time.Now's monotonic reading ignores wall clock steps.
+func (c *Collection) inUseNow() time.Time {
+	return c.clockBase.Add(max(0, c.db.opts.now().Sub(c.clockStart)))
+}
+
+// loadClock reads the in-use clock of the collection b at open. A
+// collection written before the clock was kept starts it at its newest
+// checkpoint stamp, and a new one at the current time.
+func (c *Collection) loadClock(b *bolt.Bucket) {
+	c.clockStart = c.db.opts.now()
+	c.clockBase = time.Unix(c.clockStart.Unix(), 0)
+	if secs, err := strconv.ParseInt(string(b.Bucket(format.CollMetaBucket).Get(format.ClockKey)), 10, 64); err == nil {
+		c.clockBase = time.Unix(secs, 0)
+		return
+	}
+	sb := b.Bucket(format.CheckpointSeenBucket)
+	if sb == nil {
+		return
+	}
+	newest, found := int64(0), false
+	_ = sb.ForEach(func(_, raw []byte) error {
+		if secs, err := strconv.ParseInt(string(raw), 10, 64); err == nil && (!found || secs > newest) {
+			newest, found = secs, true
+		}
+		return nil
+	})
+	if found {
+		c.clockBase = time.Unix(newest, 0)
+	}
+}
 
 // openCheckpoint is Checkpoint without the stamp.
 func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
@@ -144,7 +189,7 @@ func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%w: %q in collection %q", ErrCheckpointOpen, name, c.name)
 	}
 	acked, deleted := map[string]string{}, map[string]*tombstone{}
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.db.view(func(tx *bolt.Tx) error {
 		if err := c.checkpointEntries(tx, format.CheckpointsBucket, name, func(k, v []byte) error {
 			acked[string(k)] = string(v)
 			return nil
@@ -557,8 +602,13 @@ func (cp *Checkpoint) Clear() error {
 }
 
 // Close releases the name; acknowledgements made before it still reach the
-// file. Ack and Clear then return ErrClosed.
+// file. Ack and Clear then return ErrClosed. Closing stamps the checkpoint
+// as in use until now (see Options.CheckpointRetention).
 func (cp *Checkpoint) Close() {
+	if !cp.c.db.opts.ReadOnly {
+		// A quiet spell may have left no commit to renew its stamp.
+		_ = cp.write(func(l *layer) bool { return cp.seeLocked(l) })
+	}
 	cp.c.mu.Lock()
 	defer cp.c.mu.Unlock()
 	if !cp.closed {
@@ -670,7 +720,7 @@ func (c *Collection) checkpointEntries(tx *bolt.Tx, parent []byte, name string, 
 // tombstones (for tests: export_checkpoint_test.go).
 func (c *Collection) checkpointTombstones(name string) ([]string, error) {
 	var keys []string
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.db.view(func(tx *bolt.Tx) error {
 		return c.checkpointEntries(tx, format.TombstonesBucket, name, func(k, _ []byte) error {
 			keys = append(keys, string(k))
 			return nil
@@ -682,7 +732,7 @@ func (c *Collection) checkpointTombstones(name string) ([]string, error) {
 // Checkpoints returns the names of the collection's stored checkpoints.
 func (c *Collection) Checkpoints() ([]string, error) {
 	var names []string
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.db.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -703,7 +753,7 @@ func (c *Collection) Checkpoints() ([]string, error) {
 // (key -> resourceVersion); empty if there is no such checkpoint.
 func (c *Collection) CheckpointAcks(name string) (map[string]string, error) {
 	acked := map[string]string{}
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.db.view(func(tx *bolt.Tx) error {
 		return c.checkpointEntries(tx, format.CheckpointsBucket, name, func(k, v []byte) error {
 			acked[string(k)] = string(v)
 			return nil
@@ -747,9 +797,10 @@ func writeSeen(b *bolt.Bucket, seen map[string]time.Time) error {
 	return nil
 }
 
-// abandonedCheckpoints returns the stored checkpoints (acknowledgements or
-// tombstones) not open since Options.CheckpointRetention before now, and
-// those never stamped (written before stamps were kept, which
+// abandonedCheckpoints returns the stored checkpoints (acknowledgements,
+// tombstones, or only a stamp: one never acknowledging, or cleared) not
+// open for Options.CheckpointRetention of the collection's in-use clock,
+// and those never stamped (written before stamps were kept, which
 // dropAbandonedCheckpointsTx stamps now).
 func (c *Collection) abandonedCheckpoints(b *bolt.Bucket) (abandoned, unstamped []string) {
 	names := map[string]bool{}
@@ -761,12 +812,18 @@ func (c *Collection) abandonedCheckpoints(b *bolt.Bucket) (abandoned, unstamped 
 			})
 		}
 	}
+	sb := b.Bucket(format.CheckpointSeenBucket)
+	if sb != nil {
+		_ = sb.ForEach(func(name, _ []byte) error {
+			names[string(name)] = true
+			return nil
+		})
+	}
 	if len(names) == 0 {
 		return nil, nil
 	}
-	sb := b.Bucket(format.CheckpointSeenBucket)
 	retention := c.db.opts.CheckpointRetention
-	now := c.db.opts.now()
+	now := c.inUseNow()
 	for _, name := range sortedKeys(names) {
 		var raw []byte
 		if sb != nil {
@@ -804,7 +861,7 @@ func (c *Collection) dropAbandonedCheckpointsTx(b *bolt.Bucket) ([]string, error
 	}
 	stamps := map[string]time.Time{}
 	for _, name := range unstamped {
-		stamps[name] = c.db.opts.now()
+		stamps[name] = c.inUseNow()
 	}
 	return abandoned, writeSeen(b, stamps)
 }

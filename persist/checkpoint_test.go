@@ -671,3 +671,247 @@ func TestTombstonesAreBounded(t *testing.T) {
 		t.Errorf("stored tombstones = %v %v, want none", keys, err)
 	}
 }
+
+// damageJournal overwrites the first entry of the collection's journal with
+// bytes that are no journal entry.
+func damageJournal(t *testing.T, path, coll string) {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		jb := tx.Bucket(format.CollectionsBucket).Bucket([]byte(coll)).Bucket(format.JournalBucket)
+		if jb == nil {
+			return errors.New("the collection has no journal")
+		}
+		gen, _ := jb.Cursor().First()
+		seq, _ := jb.Bucket(gen).Cursor().First()
+		return jb.Bucket(gen).Put(seq, []byte("no journal entry"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A damaged journal set aside takes with it the objects only the journal
+// held. A checkpoint that acknowledged one of them is given its deletion
+// (a tombstone written by the set-aside): the list that follows lacks the
+// key, so no other change would tell the consumer.
+func TestJournalSetAsideTombstonesAcknowledgedKeys(t *testing.T) {
+	f := newCheckpointFile(t)
+	put(t, f.c, "1", cm("a", "1"), cm("c", "1")) // a list: into the trees
+	if err := f.c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	put(t, f.c, "2", cm("a", "2"), cm("b", "2")) // into the journal, a's entry first
+	cp := f.checkpoint("handler")
+	ack(t, cp, "ns/a", "2")
+	ack(t, cp, "ns/b", "2")
+	ack(t, cp, "ns/c", "1")
+	cp.Close()
+	if err := f.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.db = nil
+	damageJournal(t, f.path, "cms")
+	f.reopen()
+	if f.c.JournalSetAside() == nil {
+		t.Fatal("the damaged journal was not set aside")
+	}
+	if keys, err := f.c.CheckpointTombstones("handler"); err != nil || !slices.Equal(keys, []string{"ns/b"}) {
+		t.Errorf("after the set-aside the stored tombstones are %v (%v), want b's", keys, err)
+	}
+	if acks := f.stored("handler"); !maps.Equal(acks, map[string]string{"ns/a": "2", "ns/c": "1"}) {
+		t.Errorf("after the set-aside the stored acknowledgements are %v, want a's and c's", acks)
+	}
+	cp = f.checkpoint("handler")
+	d := cp.Deleted()
+	if obj, ok := d["ns/b"].(*corev1.ConfigMap); !ok || obj.Name != "b" || obj.ResourceVersion != "2" {
+		t.Errorf("Deleted() = %v, want b's last state, b@2", d)
+	}
+	if len(d) != 1 {
+		t.Errorf("Deleted() = %v, want b only", d)
+	}
+}
+
+// retentionFile is a cache file whose checkpoint retention reads a clock
+// the test moves.
+type retentionFile struct {
+	t     *testing.T
+	path  string
+	secs  atomic.Int64 // read by the commit goroutine
+	db    *persist.DB
+	c     *persist.Collection
+	names []string // checkpoints dropped at the last open
+}
+
+func newRetentionFile(t *testing.T) *retentionFile {
+	f := &retentionFile{t: t, path: filepath.Join(t.TempDir(), "cache.db")}
+	f.secs.Store(1_700_000_000)
+	f.open()
+	return f
+}
+
+func (f *retentionFile) advance(d time.Duration) { f.secs.Add(int64(d / time.Second)) }
+
+func (f *retentionFile) open() {
+	f.t.Helper()
+	if f.db != nil {
+		if err := f.db.Close(); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	clock := func() time.Time { return time.Unix(f.secs.Load(), 0) }
+	f.db = openDB(f.t, f.path, persist.WithClock(persist.Options{CheckpointRetention: 7 * 24 * time.Hour}, clock))
+	var err error
+	if f.c, err = f.db.Collection("cms", persist.CollectionOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.names = f.c.DroppedCheckpoints()
+}
+
+func (f *retentionFile) checkpoints() []string {
+	f.t.Helper()
+	names, err := f.c.Checkpoints()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (f *retentionFile) flush() {
+	f.t.Helper()
+	if err := f.c.Flush(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// Retention counts only the time the collection was in use: a process down
+// for longer than the retention (or a clock stepped forward while it was
+// down) drops no checkpoint, and neither does a quiet week in which the
+// consumer kept its checkpoint open, nor its closing after it.
+func TestCheckpointRetentionCountsTimeInUse(t *testing.T) {
+	f := newRetentionFile(t)
+	put(t, f.c, "1", cm("a", "1"), cm("b", "1"))
+	cp, err := f.c.Checkpoint("handler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack(t, cp, "ns/a", "1")
+	cp.Close()
+	f.flush()
+
+	f.advance(8 * 24 * time.Hour) // down for eight days
+	f.open()
+	if len(f.names) != 0 || !slices.Equal(f.checkpoints(), []string{"handler"}) {
+		t.Fatalf("after eight days down: dropped %v, left %v; want handler kept", f.names, f.checkpoints())
+	}
+
+	f.advance(30 * 24 * time.Hour) // a clock stepped forward before the start
+	f.open()
+	if len(f.names) != 0 {
+		t.Fatalf("after the clock stepped forward: dropped %v", f.names)
+	}
+
+	// A quiet week with the checkpoint open, no commit at all, then the
+	// consumer stops and a deletion is committed.
+	if cp, err = f.c.Checkpoint("handler"); err != nil {
+		t.Fatal(err)
+	}
+	f.advance(8 * 24 * time.Hour)
+	cp.Close()
+	if err := f.c.Apply([]persist.Op{{Key: "ns/b", Delete: true}}, "2"); err != nil {
+		t.Fatal(err)
+	}
+	f.flush()
+	f.open()
+	if len(f.names) != 0 || !slices.Equal(f.checkpoints(), []string{"handler"}) {
+		t.Fatalf("after a quiet week open: dropped %v, left %v; want handler kept", f.names, f.checkpoints())
+	}
+	if acks := f.stored(t, "handler"); acks["ns/a"] != "1" {
+		t.Errorf("handler's acknowledgements after a quiet week: %v", acks)
+	}
+
+	// Eight days in use without it: dropped.
+	for range 8 * 24 {
+		f.advance(time.Hour)
+		put(t, f.c, "3", cm("c", "3"))
+		f.flush()
+	}
+	f.open()
+	if !slices.Equal(f.names, []string{"handler"}) {
+		t.Errorf("after eight days in use without it: dropped %v, want handler", f.names)
+	}
+}
+
+func (f *retentionFile) stored(t *testing.T, name string) map[string]string {
+	t.Helper()
+	acks, err := f.c.CheckpointAcks(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return acks
+}
+
+// A checkpoint that was opened but never acknowledged anything, or was
+// cleared, has only its stamp in the file: retention drops that too, by the
+// same measure, rather than keep the stamp for as long as the file lives.
+func TestRetentionDropsStampOnlyCheckpoints(t *testing.T) {
+	f := newRetentionFile(t)
+	put(t, f.c, "1", cm("a", "1"))
+	idle, err := f.c.Checkpoint("idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle.Close()
+	cleared, err := f.c.Checkpoint("cleared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack(t, cleared, "ns/a", "1")
+	f.flush()
+	if err := cleared.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	cleared.Close()
+	active, err := f.c.Checkpoint("active")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack(t, active, "ns/a", "1")
+	for range 8 * 24 {
+		f.advance(time.Hour)
+		put(t, f.c, "2", cm("b", "2"))
+		f.flush()
+	}
+	active.Close()
+	f.open()
+	if !slices.Equal(f.names, []string{"cleared", "idle"}) {
+		t.Errorf("DroppedCheckpoints() = %v, want cleared and idle", f.names)
+	}
+	if err := f.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.db = nil
+	bdb, err := bolt.Open(f.path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	var stamped []string
+	_ = bdb.View(func(tx *bolt.Tx) error {
+		sb := tx.Bucket(format.CollectionsBucket).Bucket([]byte("cms")).Bucket(format.CheckpointSeenBucket)
+		if sb == nil {
+			return nil
+		}
+		return sb.ForEach(func(k, _ []byte) error {
+			stamped = append(stamped, string(k))
+			return nil
+		})
+	})
+	if !slices.Equal(stamped, []string{"active"}) {
+		t.Errorf("stamped checkpoints left in the file: %v, want active only", stamped)
+	}
+}

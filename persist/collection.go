@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
@@ -123,6 +124,10 @@ type Collection struct {
 	// droppedCheckpoints names the checkpoints DB.Collection dropped as
 	// abandoned (see DroppedCheckpoints).
 	droppedCheckpoints []string
+	// clockBase is the collection's in-use clock when it was opened, and
+	// clockStart the time then, by Options.now (see inUseNow). Set by load
+	// before the collection is shared.
+	clockBase, clockStart time.Time
 
 	// checkpoints holds the open checkpoints by name; guarded by mu.
 	checkpoints map[string]*Checkpoint
@@ -154,7 +159,7 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 	}
 	var err error
 	if db.opts.ReadOnly {
-		err = db.bolt.View(c.load)
+		err = db.view(c.load)
 	} else {
 		// Most opens find the collection as the options describe it; they
 		// need no write transaction, hence no fsync (a component opening
@@ -165,21 +170,21 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 			unchanged, err = c.unchanged(tx, opts)
 			return err
 		}
-		err = db.bolt.View(check)
+		err = db.view(check)
 		if errors.Is(err, errJournalUnreadable) {
 			// Damage to the journal is set aside as damage to a record
 			// is: never a collection that cannot be opened.
 			c.journalSetAside = err
 			db.commitMu.Lock()
-			err = db.bolt.Update(c.setAsideJournalTx)
+			err = db.closedErr(db.bolt.Update(c.setAsideJournalTx))
 			db.commitMu.Unlock()
 			if err == nil {
-				err = db.bolt.View(check)
+				err = db.view(check)
 			}
 		}
 		if err == nil && !unchanged {
 			db.commitMu.Lock()
-			err = db.bolt.Update(func(tx *bolt.Tx) error { return c.create(tx, opts) })
+			err = db.closedErr(db.bolt.Update(func(tx *bolt.Tx) error { return c.create(tx, opts) }))
 			db.commitMu.Unlock()
 		}
 	}
@@ -214,6 +219,7 @@ func (c *Collection) load(tx *bolt.Tx) error {
 	}
 	c.rv = string(meta.Get(format.RVKey))
 	c.mustList = meta.Get(format.MustListKey) != nil
+	c.loadClock(b)
 	var err error
 	if c.provenance, err = loadProvenance(meta); err != nil {
 		return err
@@ -484,13 +490,14 @@ func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []str
 // unreadable, why: the journal was deleted and the must-list mark set in
 // one transaction, so the collection holds the state its trees hold —
 // every object as it was at some point, without the changes the journal
-// held — and must be listed before it is complete (see MustList). Nil
-// otherwise.
+// held — and must be listed before it is complete (see MustList). An
+// object a checkpoint acknowledged that only the journal held left a
+// tombstone. Nil otherwise.
 func (c *Collection) JournalSetAside() error { return c.journalSetAside }
 
 // DroppedCheckpoints returns the checkpoints DB.Collection dropped because
-// none had been opened for Options.CheckpointRetention, with their
-// acknowledgements and tombstones.
+// none had been opened for Options.CheckpointRetention of the collection's
+// in-use time, with their acknowledgements and tombstones.
 func (c *Collection) DroppedCheckpoints() []string { return slices.Clone(c.droppedCheckpoints) }
 
 // DB returns the file the collection lives in.
@@ -610,7 +617,7 @@ func (c *Collection) ResourceVersion() string {
 // CommittedResourceVersion returns the resource version on disk.
 func (c *Collection) CommittedResourceVersion() (string, error) {
 	var rv string
-	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+	err := c.db.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -669,7 +676,7 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 			}
 			return c.buildIndexes(tx, build, versions, fn)
 		})
-		if err != nil {
+		if err = c.db.closedErr(err); err != nil {
 			c.indexes, c.dormant = before, dormantBefore
 			return fmt.Errorf("adding indexes to %q: %w", c.name, err)
 		}

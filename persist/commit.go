@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -360,6 +361,9 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) (commitPlan, er
 			return plan, err
 		}
 	}
+	if err := meta.Put(format.ClockKey, strconv.AppendInt(nil, c.inUseNow().Unix(), 10)); err != nil {
+		return plan, err
+	}
 	return plan, meta.Put(format.CommittedKey, []byte(now.Format(time.RFC3339Nano)))
 }
 
@@ -631,6 +635,7 @@ func (c *Collection) finishCommit(plan commitPlan) []*layer {
 	l := c.committing
 	c.committing = nil
 	c.journal = plan.journal
+	c.forgetTombstoneObjectsLocked(l)
 	var done []*layer
 	switch {
 	case plan.appended:
@@ -677,6 +682,27 @@ func (c *Collection) finishCommit(plan commitPlan) []*layer {
 		c.journal.foldKeys, c.journal.folded = sortedKeys(c.folding.changes), 0
 	}
 	return done
+}
+
+// forgetTombstoneObjectsLocked drops the objects of the open checkpoints'
+// tombstones of the keys l deleted, now that the commit wrote them:
+// Deleted reads them from the file. Tombstones then cost a key each in
+// memory, not an object. A key changed again since keeps its object until
+// that change is committed. Called with mu held for writing.
+func (c *Collection) forgetTombstoneObjectsLocked(l *layer) {
+	if len(c.checkpoints) == 0 {
+		return
+	}
+	for key, ch := range l.changes {
+		if !ch.deleted || c.pending.changes[key] != nil {
+			continue
+		}
+		for _, cp := range c.checkpoints {
+			if t := cp.deleted[key]; t != nil {
+				t.obj = nil
+			}
+		}
+	}
 }
 
 // Flush commits every change applied before the call and returns once they

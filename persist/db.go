@@ -24,11 +24,13 @@ import (
 // added the journal (internal/format/journal.go). Version 3 added each
 // collection's versions bucket (internal/format/versions.go), identities
 // in journal entries, the deletion's version in tombstones
-// (internal/format/tombstone.go) and checkpoint stamps. An older file is
-// marked 3 when opened for writing, so that an older build refuses the file
-// (ErrSchemaUnsupported) instead of misreading it; each of its collections
-// gets its versions bucket when first opened for writing. A file with a
-// higher version is refused with ErrSchemaUnsupported.
+// (internal/format/tombstone.go) and checkpoint stamps, read against the
+// collection's in-use clock (format.ClockKey, which older builds of schema
+// 3 ignore). An older file is marked 3 when opened for writing, so that an
+// older build refuses the file (ErrSchemaUnsupported) instead of misreading
+// it; each of its collections gets its versions bucket when first opened
+// for writing. A file with a higher version is refused with
+// ErrSchemaUnsupported.
 const (
 	schemaVersion = 3
 	oldestSchema  = 1
@@ -118,8 +120,11 @@ type Options struct {
 	// is dropped, with its acknowledgements and tombstones, when its
 	// collection is next opened for writing: a checkpoint whose consumer
 	// was renamed or removed would otherwise keep a tombstone of every
-	// object it acknowledged, for as long as the file lives. An open
-	// checkpoint counts as seen (its time is refreshed hourly). Zero means
+	// object it acknowledged, for as long as the file lives. Only time the
+	// collection spends open for writing counts, by the process's
+	// monotonic clock: a process down for a week, or a wall clock stepped
+	// forward, drops nothing. An open checkpoint counts as seen (its stamp
+	// is renewed hourly, and when it closes). Zero means
 	// DefaultCheckpointRetention; negative keeps checkpoints for ever.
 	CheckpointRetention time.Duration
 
@@ -147,7 +152,8 @@ type Options struct {
 	// export_test.go; Open gives their zero values the behaviour every
 	// other caller gets.
 
-	// now is the clock of checkpoint retention; nil means time.Now.
+	// now is the clock of checkpoint retention, read for elapsed time
+	// only (see Collection.inUseNow); nil means time.Now.
 	now func() time.Time
 	// minJournalBytes is the journal a collection gathers before a fold
 	// whatever its size (see journalLimit), so that tests see folds on a
@@ -432,7 +438,8 @@ func (db *DB) Path() string { return db.path }
 
 // Close commits what is pending, stops the commit goroutine and closes the
 // file. It returns the final commit's error, if any: those changes are lost
-// and a restarted watch re-delivers them.
+// and a restarted watch re-delivers them. Reads that need the file fail
+// with ErrClosed once Close returns.
 func (db *DB) Close() error {
 	// Setting closed under applyMu orders it against Apply: every Apply either
 	// finished before (and is in the final commit) or sees closed.
@@ -464,11 +471,26 @@ func (db *DB) Close() error {
 	return err
 }
 
+// view runs fn in a read transaction of the file. After Close it fails
+// with ErrClosed, which callers test for, instead of bbolt's error.
+func (db *DB) view(fn func(*bolt.Tx) error) error {
+	return db.closedErr(db.bolt.View(fn))
+}
+
+// closedErr returns err, or ErrClosed where err is bbolt's report of a
+// closed file.
+func (db *DB) closedErr(err error) error {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return fmt.Errorf("%w: %s", ErrClosed, db.path)
+	}
+	return err
+}
+
 // Snapshot writes a consistent copy of the committed file to w while writes
 // continue, and returns the bytes written.
 func (db *DB) Snapshot(w io.Writer) (int64, error) {
 	var n int64
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		var err error
 		n, err = tx.WriteTo(w)
 		return err

@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -463,5 +464,78 @@ func TestRecordsSurviveBufferReuse(t *testing.T) {
 		if g := got.(*corev1.ConfigMap); g.ResourceVersion != want.ResourceVersion || g.Data["v"] != want.Data["v"] {
 			t.Errorf("k%d in the file: resourceVersion %s data %q, want %s %q", k, g.ResourceVersion, g.Data["v"], want.ResourceVersion, want.Data["v"])
 		}
+	}
+}
+
+// After DB.Close, every read that needs the file fails with ErrClosed, not
+// with bbolt's own error: callers test for ErrClosed.
+func TestReadsAfterDBCloseFailWithErrClosed(t *testing.T) {
+	for _, readOnly := range []bool{false, true} {
+		t.Run(map[bool]string{false: "writer", true: "read-only"}[readOnly], func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			byName := func(_ string, obj runtime.Object) ([]string, error) {
+				return []string{obj.(*corev1.ConfigMap).Name}, nil
+			}
+			opts := persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "1"}, IndexValues: byName}
+			db := openDB(t, path, persist.Options{})
+			c, err := db.Collection("cms", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			putNamed(t, c, "1", cm("a", "1"), cm("b", "1"))
+			cp, err := c.Checkpoint("handler")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ack(t, cp, "ns/a", "1")
+			cp.Close()
+			if readOnly {
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+				db = openDB(t, path, persist.Options{ReadOnly: true})
+				if c, err = db.Collection("cms", opts); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if cp, err = c.Checkpoint("reader"); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			reads := map[string]func() error{
+				"Get":                      func() error { _, _, err := c.Get("ns/absent"); return err },
+				"GetMany":                  func() error { _, err := c.GetMany([]string{"ns/a", "ns/b"}); return err },
+				"List":                     func() error { _, err := c.List(); return err },
+				"AppendList":               func() error { _, err := c.AppendList(nil); return err },
+				"Keys":                     func() error { _, err := c.Keys(); return err },
+				"Len":                      func() error { _, err := c.Len(); return err },
+				"ForEach":                  func() error { return c.ForEach(func(string, runtime.Object) error { return nil }) },
+				"ResourceVersions":         func() error { _, err := c.ResourceVersions(); return err },
+				"Versions":                 func() error { _, err := c.Versions(); return err },
+				"IndexKeys":                func() error { _, err := c.IndexKeys("name", "a"); return err },
+				"ByIndex":                  func() error { _, err := c.ByIndex("name", "a"); return err },
+				"AppendByIndex":            func() error { _, err := c.AppendByIndex(nil, "name", "a"); return err },
+				"IndexValues":              func() error { _, err := c.IndexValues("name"); return err },
+				"StoredIndexValues":        func() error { _, err := c.StoredIndexValues([]string{"ns/a"}); return err },
+				"CommittedResourceVersion": func() error { _, err := c.CommittedResourceVersion(); return err },
+				"Checkpoints":              func() error { _, err := c.Checkpoints(); return err },
+				"CheckpointAcks":           func() error { _, err := c.CheckpointAcks("handler"); return err },
+				"Checkpoint":               func() error { _, err := c.Checkpoint("handler"); return err },
+				"Checkpoint.Unacknowledged": func() error {
+					_, _, err := cp.Unacknowledged()
+					return err
+				},
+				"DB.Collections":  func() error { _, err := db.Collections(); return err },
+				"DB.Snapshot":     func() error { _, err := db.Snapshot(io.Discard); return err },
+				"DB.SnapshotFile": func() error { return db.SnapshotFile(context.Background(), path+".snap") },
+			}
+			for name, read := range reads {
+				if err := read(); !errors.Is(err, persist.ErrClosed) {
+					t.Errorf("%s after DB.Close = %v, want ErrClosed", name, err)
+				}
+			}
+		})
 	}
 }

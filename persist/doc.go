@@ -71,9 +71,11 @@
 //
 // Damage is never a state a person must repair: a journal that cannot be
 // read is set aside at open (Collection.JournalSetAside) with the must-list
-// mark, and a checkpoint's tombstone that cannot be decoded is delivered
-// with what can be read of it. A closed collection refuses reads that need
-// the file (ErrClosed): another instance may have changed it since.
+// mark, leaving a checkpoint's tombstone for each acknowledged object only
+// the journal held, and a checkpoint's tombstone that cannot be decoded is
+// delivered with what can be read of it. A closed collection refuses reads that need
+// the file (ErrClosed): another instance may have changed it since. So do
+// the collections of a closed DB.
 //
 // Only one process may open a file for writing; Open waits at most
 // Options.LockTimeout for the lock and then fails with ErrLocked. Tools read

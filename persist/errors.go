@@ -43,7 +43,7 @@ var (
 	// ErrReadOnly means a write was attempted on a DB opened read-only.
 	ErrReadOnly = errors.New("cache file is open read-only")
 
-	// ErrClosed means the DB was closed.
+	// ErrClosed means the DB, the collection or the checkpoint was closed.
 	ErrClosed = errors.New("cache file is closed")
 
 	// ErrNoCollection means a read-only open asked for a collection the file lacks.

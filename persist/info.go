@@ -33,7 +33,7 @@ type CollectionInfo struct {
 // reads the file only, so it does not see changes not yet committed.
 func (db *DB) Collections() ([]CollectionInfo, error) {
 	var out []CollectionInfo
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		root := tx.Bucket(format.CollectionsBucket)
 		return root.ForEachBucket(func(name []byte) error {
 			info, err := readInfo(root.Bucket(name), string(name))

@@ -150,11 +150,16 @@ var errJournalUnreadable = errors.New("the collection's journal cannot be read")
 
 // setAsideJournalTx deletes the collection's journal and sets the
 // must-list mark, in one transaction: the trees stay, without the changes
-// the journal held, until a list is applied.
+// the journal held, until a list is applied. The checkpoints'
+// acknowledgements of objects only the journal held become tombstones in
+// the same transaction (tombstoneUnstoredAcksTx).
 func (c *Collection) setAsideJournalTx(tx *bolt.Tx) error {
 	b := c.bucket(tx)
 	if b == nil {
 		return ErrNoCollection
+	}
+	if err := c.tombstoneUnstoredAcksTx(b); err != nil {
+		return err
 	}
 	if err := b.DeleteBucket(format.JournalBucket); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 		return err
@@ -164,6 +169,86 @@ func (c *Collection) setAsideJournalTx(tx *bolt.Tx) error {
 		return err
 	}
 	return writeMustList(meta, true)
+}
+
+// tombstoneUnstoredAcksTx turns each checkpoint's acknowledgements of keys
+// the object tree lacks into tombstones, as a commit deleting them would:
+// the set-aside drops those objects, and the list that follows, lacking
+// them, would tell no consumer. A tombstone keeps the newest state of its
+// key the damaged journal still holds, if one can be read (see Deleted).
+func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket) error {
+	cb := b.Bucket(format.CheckpointsBucket)
+	if cb == nil {
+		return nil
+	}
+	var names [][]byte
+	if err := cb.ForEachBucket(func(name []byte) error {
+		names = append(names, bytes.Clone(name))
+		return nil
+	}); err != nil {
+		return err
+	}
+	objects := b.Bucket(format.ObjectsBucket)
+	var last map[string][]byte // read once, when first needed
+	for _, name := range names {
+		nb := cb.Bucket(name)
+		var gone [][]byte
+		if err := nb.ForEach(func(k, _ []byte) error {
+			if objects.Get(k) == nil {
+				gone = append(gone, bytes.Clone(k))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(gone) == 0 {
+			continue
+		}
+		if last == nil {
+			last = readableJournalRecords(b)
+		}
+		tb, err := b.CreateBucketIfNotExists(format.TombstonesBucket)
+		if err != nil {
+			return err
+		}
+		nt, err := tb.CreateBucketIfNotExists(name)
+		if err != nil {
+			return err
+		}
+		for _, k := range gone {
+			if err := nb.Delete(k); err != nil {
+				return err
+			}
+			if nt.Get(k) != nil {
+				continue // an earlier deletion of the key is still to be told
+			}
+			if err := nt.Put(k, c.tombstoneValue(string(k), last[string(k)], "")); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readableJournalRecords returns the record of each key's newest journal
+// entry that can still be read (nil for a deletion), skipping damaged
+// entries: what a set-aside can still say of the states it drops.
+func readableJournalRecords(b *bolt.Bucket) map[string][]byte {
+	out := map[string][]byte{}
+	jb := b.Bucket(format.JournalBucket)
+	if jb == nil {
+		return out
+	}
+	// Generations and their entries come oldest first.
+	_ = jb.ForEachBucket(func(gen []byte) error {
+		return jb.Bucket(gen).ForEach(func(_, raw []byte) error {
+			if e, err := format.DecodeJournalEntry(raw); err == nil {
+				out[e.Key] = bytes.Clone(e.Record)
+			}
+			return nil
+		})
+	})
+	return out
 }
 
 // journalChangeLocked returns key's newest change in the journal, or nil.

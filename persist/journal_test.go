@@ -1,6 +1,7 @@
 package persist_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/boltinformer/boltinformer/internal/format"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -551,5 +553,90 @@ func TestVersionsReadNoRecord(t *testing.T) {
 	want := map[string]persist.Version{"ns/a": {UID: "uid-a", ResourceVersion: "1"}, "ns/b": {UID: "uid-b", ResourceVersion: "2"}, "ns/c": {UID: "uid-c", ResourceVersion: "1"}}
 	if !maps.Equal(v, want) {
 		t.Errorf("Versions() = %v, want %v", v, want)
+	}
+}
+
+// Upgrading a schema-2 file builds the versions index from the records. A
+// record whose payload cannot be decoded still has its resourceVersion in
+// its header: it is indexed with it (and no UID), so that Versions and Len
+// agree with Keys and a recovery can delete the key. The same holds for a
+// schema-2 journal entry (which carries no identity) folded by the upgrade.
+func TestSchemaTwoUpgradeIndexesUndecodableRecords(t *testing.T) {
+	for _, journaled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("journaled=%v", journaled), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			db := openDB(t, path, persist.Options{})
+			c, err := db.Collection("cms", persist.CollectionOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			put(t, c, "1", cm("a", "1"), cm("b", "1"), cm("c", "1"))
+			if err := c.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			wantB := "1"
+			if journaled {
+				put(t, c, "2", cm("b", "2"))
+				wantB = "2"
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			bdb, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := bdb.Update(func(tx *bolt.Tx) error {
+				b := tx.Bucket(format.CollectionsBucket).Bucket([]byte("cms"))
+				if err := b.DeleteBucket(format.VersionsBucket); err != nil {
+					return err
+				}
+				if journaled { // as schema 2 wrote it: no identity
+					jb := b.Bucket(format.JournalBucket)
+					gen, _ := jb.Cursor().First()
+					seq, raw := jb.Bucket(gen).Cursor().First()
+					e, err := format.DecodeJournalEntry(raw)
+					if err != nil {
+						return err
+					}
+					e.UID, e.ResourceVersion = "", ""
+					e.Record = bytes.Clone(e.Record)
+					out, err := format.AppendJournalEntry(nil, e)
+					if err != nil {
+						return err
+					}
+					if err := jb.Bucket(gen).Put(bytes.Clone(seq), out); err != nil {
+						return err
+					}
+				}
+				return tx.Bucket(format.MetaBucket).Put(format.SchemaKey, []byte("2"))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := bdb.Close(); err != nil {
+				t.Fatal(err)
+			}
+			corruptPayload(t, path, "cms", "ns/b", journaled)
+
+			db = openDB(t, path, persist.Options{})
+			if c, err = db.Collection("cms", persist.CollectionOptions{CacheObjects: 1}); err != nil {
+				t.Fatalf("opening the schema-2 collection for writing: %v", err)
+			}
+			keys, err := c.Keys()
+			if err != nil || len(keys) != 3 {
+				t.Fatalf("Keys() = %v, %v", keys, err)
+			}
+			v, err := c.Versions()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]persist.Version{"ns/a": {UID: "uid-a", ResourceVersion: "1"}, "ns/b": {ResourceVersion: wantB}, "ns/c": {UID: "uid-c", ResourceVersion: "1"}}
+			if !maps.Equal(v, want) {
+				t.Errorf("Versions() = %v, want %v", v, want)
+			}
+			if n, err := c.Len(); err != nil || n != 3 {
+				t.Errorf("Len() = %d, %v, want 3 as Keys", n, err)
+			}
+		})
 	}
 }

@@ -77,8 +77,8 @@ type layer struct {
 	// ackedDeletions marks acknowledgements of deletions this layer holds
 	// (checkpoint -> key), made after the deletion was applied.
 	ackedDeletions map[string]map[string]bool
-	// seen stamps checkpoints as open at a time (see
-	// Options.CheckpointRetention).
+	// seen stamps checkpoints as open at a time of the collection's in-use
+	// clock (see Options.CheckpointRetention).
 	seen map[string]time.Time
 	// writtenAhead, in a committing layer, is the last key written into
 	// the trees ahead of the commit's transaction (see writeahead.go);

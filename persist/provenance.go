@@ -257,7 +257,7 @@ func (c *Collection) reset(ctx context.Context, want map[string]string, force, m
 		c.mustList = true
 		return writeMustList(b.Bucket(format.CollMetaBucket), true)
 	})
-	if err != nil {
+	if err = c.db.closedErr(err); err != nil {
 		c.provenance, c.rv, c.mustList = before, rv, marked
 		return nil, fmt.Errorf("resetting collection %q in %s: %w", c.name, c.db.path, err)
 	}

@@ -30,7 +30,7 @@ func (c *Collection) view(fn func(*bolt.Tx) error) error {
 	if err := c.releasedErrLocked(); err != nil {
 		return err
 	}
-	return c.db.bolt.View(fn)
+	return c.db.view(fn)
 }
 
 // releasedErrLocked returns the error of a read after Close, or nil.
@@ -306,6 +306,7 @@ func (c *Collection) walkKeys() ([]string, error) {
 	if err == nil {
 		if err = c.releasedErrLocked(); err == nil {
 			tx, err = c.db.bolt.Begin(false)
+			err = c.db.closedErr(err)
 		}
 	}
 	c.mu.RUnlock()

@@ -34,7 +34,7 @@ import (
 // Safe while other goroutines read: the read transaction it holds keeps
 // bbolt from remapping, and a dropped page is simply faulted in again.
 func (db *DB) ReleaseMappedPages() error {
-	return db.bolt.View(func(tx *bolt.Tx) error {
+	return db.view(func(tx *bolt.Tx) error {
 		// bbolt reports its read-only mapping by address; tx.Size is the
 		// file's high-water mark, within the mapping.
 		mapped := unsafe.Slice((*byte)(unsafe.Add(nil, db.bolt.Info().Data)), tx.Size())

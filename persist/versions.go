@@ -24,7 +24,8 @@ type Version struct {
 // change's identity, and the versions bucket (format.VersionsBucket),
 // which every write of the object tree keeps beside it. Only a file
 // written by schema 2, open read-only, lacks the bucket; its records are
-// decoded instead.
+// decoded instead. A record that cannot be decoded has the resourceVersion
+// of its header and no UID.
 func (c *Collection) Versions() (map[string]Version, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -41,9 +42,8 @@ func (c *Collection) Versions() (map[string]Version, error) {
 				if err != nil {
 					return err
 				}
-				v, err := c.versionOfRecord(key, rec)
-				out[key] = v
-				return err
+				out[key] = versionOfRecord(c.db.codec, rec)
+				return nil
 			}
 			out[key] = Version{UID: types.UID(ch.uid), ResourceVersion: ch.rv}
 			return nil
@@ -70,25 +70,26 @@ func (c *Collection) Versions() (map[string]Version, error) {
 			if c.inLayersLocked(key) {
 				return nil
 			}
-			v, err := c.versionOfRecord(key, rec)
-			out[key] = v
-			return err
+			out[key] = versionOfRecord(c.db.codec, rec)
+			return nil
 		})
 	})
 	return out, err
 }
 
-// versionOfRecord decodes a record for its identity.
-func (c *Collection) versionOfRecord(key string, rec []byte) (Version, error) {
-	obj, err := c.db.codec.Decode(rec)
-	if err != nil {
-		return Version{}, fmt.Errorf("collection %q key %q: %w", c.name, key, err)
+// versionOfRecord decodes a record for its identity. A record whose
+// payload cannot be decoded still has its resourceVersion in its header
+// (none if that is damaged too), and no UID, which a recovery reads as
+// unknown: every stored key has a Version, so that Versions and Len agree
+// with Keys and a recovery can delete any key.
+func versionOfRecord(codec *Codec, rec []byte) Version {
+	if obj, err := codec.Decode(rec); err == nil {
+		if m, err := meta.Accessor(obj); err == nil {
+			return Version{UID: m.GetUID(), ResourceVersion: m.GetResourceVersion()}
+		}
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return Version{}, fmt.Errorf("collection %q key %q: %w", c.name, key, err)
-	}
-	return Version{UID: m.GetUID(), ResourceVersion: m.GetResourceVersion()}, nil
+	rv, _ := format.ReadResourceVersion(rec)
+	return Version{ResourceVersion: rv}
 }
 
 // putVersion writes key's identity into the versions bucket: the change's,
@@ -96,10 +97,7 @@ func (c *Collection) versionOfRecord(key string, rec []byte) (Version, error) {
 func (c *Collection) putVersion(versions *bolt.Bucket, key string, ch *change, rec []byte) error {
 	uid, rv := ch.uid, ch.rv
 	if uid == "" && rv == "" {
-		v, err := c.versionOfRecord(key, rec)
-		if err != nil {
-			return err
-		}
+		v := versionOfRecord(c.db.codec, rec)
 		uid, rv = string(v.UID), v.ResourceVersion
 	}
 	return versions.Put([]byte(key), format.AppendVersion(nil, uid, rv))
@@ -120,13 +118,7 @@ func (c *Collection) buildVersionsTx(b *bolt.Bucket) error {
 	}
 	vb.FillPercent = 1.0 // key order: appends only
 	return b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
-		v, err := c.versionOfRecord(string(k), rec)
-		if err != nil {
-			// Left out: a record that cannot be read is the reader's to
-			// set aside, and a recovery that finds the key listed but
-			// without a version fetches it.
-			return nil
-		}
+		v := versionOfRecord(c.db.codec, rec)
 		return vb.Put(k, format.AppendVersion(nil, string(v.UID), v.ResourceVersion))
 	})
 }

@@ -12,7 +12,7 @@ var (
 
 // Buckets and keys of one collection, below CollectionsBucket/<name>.
 var (
-	// CollMetaBucket holds RVKey, CommittedKey, DescriptionKey,
+	// CollMetaBucket holds RVKey, CommittedKey, ClockKey, DescriptionKey,
 	// IndexVersionsKey and, while set, MustListKey.
 	CollMetaBucket = []byte("meta")
 	// ObjectsBucket maps each object key to its record.
@@ -29,12 +29,18 @@ var (
 	// deletion is acknowledged.
 	TombstonesBucket = []byte("tombstones")
 	// CheckpointSeenBucket maps each checkpoint's name to when it was last
-	// open (Unix seconds, decimal): a checkpoint not opened for
-	// persist.Options.CheckpointRetention is dropped.
+	// open, by the collection's in-use clock (ClockKey): a checkpoint not
+	// opened for persist.Options.CheckpointRetention of it is dropped.
 	CheckpointSeenBucket = []byte("checkpointSeen")
 
-	RVKey            = []byte("rv")
-	CommittedKey     = []byte("committed")
+	RVKey        = []byte("rv")
+	CommittedKey = []byte("committed")
+	// ClockKey holds the collection's in-use clock (seconds, decimal),
+	// written by every commit. It runs only while a process has the
+	// collection open for writing: checkpoint retention counts neither
+	// downtime nor a stepped wall clock. A collection written before it
+	// was kept starts it at its newest checkpoint stamp (Unix time).
+	ClockKey         = []byte("clock")
 	DescriptionKey   = []byte("description")
 	IndexVersionsKey = []byte("indexes")
 	// MustListKey, when present, says the collection holds only part of
