@@ -139,8 +139,8 @@ func changeFallbackPods(t *testing.T, cs kubernetes.Interface, base state) fallb
 // changed ones.
 func (ch fallbackChanges) fetched() int { return len(ch.updated) + len(ch.recreated) + len(ch.created) }
 
-// TestRecoveryFromAFullList proves the recovery from a full list (issue 30,
-// item 2d) against the real apiserver, for a server that does not serve the
+// TestRecoveryFromAFullList proves the recovery from a full list against
+// the real apiserver, for a server that does not serve the
 // metadata form (as an aggregated API's may not), with realistic Pods in
 // protobuf and a label selector:
 //

@@ -54,8 +54,8 @@ const (
 	childFetchedLine = "recovering"
 )
 
-// TestRecoveryAfterChurn proves the recovery after a 410 (issue 30, items
-// 2 and 5) against the real apiserver, with realistic Pods:
+// TestRecoveryAfterChurn proves the recovery after a 410 against the real
+// apiserver, with realistic Pods:
 //
 //  1. An informer with a metadata lister syncs cold; a checkpointed handler
 //     acknowledges every Pod. It stops.

@@ -156,7 +156,7 @@
 //     metadata-list and fetch requests; per point, the headline ratios:
 //     synced over client-go's faster start (the lower median of its two
 //     modes), bytes over a full list (client-go's LIST), the fallback over
-//     client-go, checked against issue 30's targets (at 1% changed of
+//     client-go, checked against the recovery's targets (at 1% changed of
 //     100k: ≤ 0.4×, ≤ 0.65×, ≤ 1.0×). Saved as
 //     recover-changed-<N>.{json,txt} in --out.
 //   - --downtimes 0,20s,60s,2m,5m,10m,30m: the time to synced against

@@ -16,7 +16,7 @@ import (
 )
 
 // The recover subcommand: restarts after a downtime longer than the
-// apiserver's watch history (issue 30, item 6), boltinformer recovering by
+// apiserver's watch history, boltinformer recovering by
 // what changed beside its full-list fallback and client-go's cold starts.
 
 // recoverVariants are the starts the subcommand measures, in the report's

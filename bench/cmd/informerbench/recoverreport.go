@@ -139,8 +139,8 @@ func headline(med map[string]map[string]float64) map[string]float64 {
 	return out
 }
 
-// recoverTargets checks issue 30's goals at every point: in the changed
-// mode (the issue sets them at 1% changed of 100,000 Pods) synced ≤ 0.4×
+// recoverTargets checks the recovery's targets at every point: in the
+// changed mode (set at 1% changed of 100,000 Pods) synced ≤ 0.4×
 // client-go's faster start, bytes ≤ 0.65× a full list, the fallback ≤
 // 1.0× client-go; in the downtime mode, a restart never slower than
 // client-go's cold start.
