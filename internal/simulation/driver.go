@@ -76,7 +76,11 @@ type driver struct {
 	regs    map[*recorder]interface{ HasSynced() bool }
 	errs    chan error
 	trace   []string
-	damaged bool // the file was damaged; verified again once a start has settled
+	// damaged: the file was damaged on purpose, and verify would find it;
+	// settled: a start has settled since (and set the damage aside), so the
+	// next clean stop, which commits that, verifies the file again. A crash
+	// may drop the set-aside, so it does not.
+	damaged, settled bool
 
 	// The checkpoint's committed state when the file was last closed.
 	acks       map[string]string
@@ -216,7 +220,7 @@ func (d *driver) step(st Step) error {
 			}
 			if what != "" {
 				d.logf("    %s", what)
-				d.damaged = true
+				d.damaged, d.settled = true, false
 			}
 		}
 	case OpDamageR:
@@ -227,7 +231,7 @@ func (d *driver) step(st Step) error {
 			}
 			if what != "" {
 				d.logf("    %s", what)
-				d.damaged = true
+				d.damaged, d.settled = true, false
 			}
 		}
 	default:
@@ -392,6 +396,9 @@ func (d *driver) stop(crash bool) error {
 	d.acks, d.tombstones, err = readCheckpoint(d.path, collection, "sim")
 	if err != nil {
 		return err
+	}
+	if d.damaged && d.settled && !crash {
+		d.damaged = false
 	}
 	if d.env.Verify != nil && !d.damaged {
 		if err := d.env.Verify(d.path); err != nil {

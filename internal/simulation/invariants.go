@@ -39,9 +39,7 @@ func (d *driver) check() error {
 	if err := d.violations(); err != nil {
 		return err
 	}
-	if d.damaged {
-		d.damaged = false // the start set the damage aside; the next stop verifies the file
-	}
+	d.settled = true
 	if d.cfg.CacheObjects > 0 {
 		if n := d.inf.Indexer().Collection().CacheStats().Objects; n > d.cfg.CacheObjects {
 			return fmt.Errorf("bounded cache holds %d decoded objects, bound %d", n, d.cfg.CacheObjects)
