@@ -165,7 +165,11 @@ func (r *recorder) OnDelete(obj interface{}) {
 		}
 	}
 	if _, ok := r.view[key]; !ok && !r.checkpoint {
-		r.violate("%s %s of a key it does not hold", what, key)
+		desc := "no object"
+		if p != nil {
+			desc = fmt.Sprintf("uid %q rv %q", p.UID, p.ResourceVersion)
+		}
+		r.violate("%s %s (%s) of a key it does not hold", what, key, desc)
 	}
 	delete(r.view, key)
 	if r.checkpoint {

@@ -13,13 +13,13 @@ import (
 )
 
 var (
-	flagSeeds    = flag.Int("simulation.seeds", 24, "number of seeds TestSimulation runs (seeds first..first+n-1)")
+	flagSeeds    = flag.Int("simulation.seeds", 60, "number of seeds TestSimulation runs (seeds first..first+n-1)")
 	flagFirst    = flag.Int64("simulation.first", 0, "first seed")
 	flagSeed     = flag.Int64("simulation.seed", -1, "run only this seed (reproduces a failure)")
 	flagSteps    = flag.Int("simulation.steps", 60, "steps per schedule")
 	flagParallel = flag.Int("simulation.parallel", 3, "seeds run at once")
 	flagShrink   = flag.Duration("simulation.shrink", 45*time.Second, "time to spend shrinking the failing schedules, in all")
-	flagTimeout  = flag.Duration("simulation.timeout", 15*time.Second, "longest wait for the informer to sync or settle")
+	flagTimeout  = flag.Duration("simulation.timeout", 10*time.Second, "longest wait for the informer to sync or settle")
 	flagVerbose  = flag.Bool("simulation.verbose", false, "log every step of every seed")
 )
 
