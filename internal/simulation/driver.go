@@ -66,16 +66,16 @@ type driver struct {
 	rng  *rand.Rand // acknowledgement choices only; the schedule is fixed
 	gen  int
 
-	db      *persist.DB
-	inf     *bcache.Informer
-	cancel  context.CancelFunc
-	done    chan struct{}
-	cp      *bcache.Checkpoint
-	cpRec   *recorder
-	plain   []*recorder
-	regs    map[*recorder]interface{ HasSynced() bool }
-	errs    chan error
-	trace   []string
+	db     *persist.DB
+	inf    *bcache.Informer
+	cancel context.CancelFunc
+	done   chan struct{}
+	cp     *bcache.Checkpoint
+	cpRec  *recorder
+	plain  []*recorder
+	regs   map[*recorder]interface{ HasSynced() bool }
+	errs   chan error
+	trace  []string
 	// damaged: the file was damaged on purpose, and verify would find it;
 	// settled: a start has settled since (and set the damage aside), so the
 	// next clean stop, which commits that, verifies the file again. A crash
