@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -266,12 +265,4 @@ func slicesSorted(seq func(func(string) bool)) []string {
 	seq(func(k string) bool { out = append(out, k); return true })
 	sort.Strings(out)
 	return out
-}
-
-// uidOf returns obj's UID, or "".
-func uidOf(obj interface{}) types.UID {
-	if p, ok := obj.(*corev1.Pod); ok {
-		return p.UID
-	}
-	return ""
 }

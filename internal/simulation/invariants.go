@@ -1,9 +1,7 @@
 package simulation
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -92,12 +90,4 @@ func storeState(inf *bcache.Informer) (out map[string]Version, err error) {
 		out[p.Namespace+"/"+p.Name] = Version{UID: p.UID, RV: p.ResourceVersion}
 	}
 	return out, nil
-}
-
-// joinErrs joins non-empty messages.
-func joinErrs(msgs []string) error {
-	if len(msgs) == 0 {
-		return nil
-	}
-	return errors.New(strings.Join(msgs, "\n"))
 }
