@@ -83,6 +83,20 @@ test-components: test-binaries
 test-crsuite: test-binaries
 	cd controllerruntime && $(GO) test -race -count=1 -timeout 60m -v -run '^TestControllerRuntimeSuites$$' ./internal/crsuite
 
+# make simulate: the seeded simulation of the whole informer
+# (internal/simulation, docs/simulation.md) on SEEDS seeds from FIRST, under
+# the race detector; make test runs its default 60. SEED=n reruns one seed
+# (a failure prints the command); SHRINK is the time spent shrinking the
+# failing schedules.
+SEEDS  ?= 500
+FIRST  ?= 0
+SHRINK ?= 2m
+.PHONY: simulate
+simulate:
+	$(GO) test -race -count=1 -timeout 120m ./internal/simulation -run '^TestSimulation$$' \
+		-simulation.seeds=$(SEEDS) -simulation.first=$(FIRST) -simulation.shrink=$(SHRINK) \
+		$(if $(SEED),-simulation.seed=$(SEED) -v)
+
 # make fuzz: each fuzz target for FUZZTIME (their seed corpora already run in
 # make test): record decoding never panics; random indexer operations agree
 # with client-go's indexer.

@@ -1,0 +1,453 @@
+package simulation
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// Env is what a run needs from its caller.
+type Env struct {
+	// Dir is a directory of the run's own, for its cache file.
+	Dir string
+	// Verify checks a closed cache file (inspect verify); nil skips it.
+	Verify func(path string) error
+	// Timeout bounds each wait for the informer to sync or settle.
+	Timeout time.Duration
+	// Logf, if set, receives each step as it runs.
+	Logf func(format string, args ...any)
+}
+
+// Failure is a run's first failed invariant, with the step it followed.
+type Failure struct {
+	Step  int // index in the schedule; -1: after the last step
+	What  string
+	Trace []string // the steps run, and what they did
+}
+
+func (f *Failure) Error() string {
+	return fmt.Sprintf("after step %d: %s", f.Step, f.What)
+}
+
+// Category is the failure's first line up to the first detail, used by
+// shrinking to keep to the same defect.
+func (f *Failure) Category() string {
+	s := f.What
+	for _, cut := range []string{":", "("} {
+		if i := strings.Index(s, cut); i > 0 {
+			s = s[:i]
+		}
+	}
+	return s
+}
+
+const collection = "pods"
+
+// driver runs one schedule against a Server and the real informer and file.
+type driver struct {
+	cfg  Config
+	env  Env
+	srv  *Server
+	lw   *ListerWatcher
+	path string
+	rng  *rand.Rand // acknowledgement choices only; the schedule is fixed
+	gen  int
+
+	db     *persist.DB
+	inf    *bcache.Informer
+	cancel context.CancelFunc
+	done   chan struct{}
+	cp     *bcache.Checkpoint
+	cpRec  *recorder
+	plain  []*recorder
+	regs   map[*recorder]interface{ HasSynced() bool }
+	errs   chan error
+	trace  []string
+	// damaged: the file was damaged on purpose, and verify would find it;
+	// settled: a start has settled since (and set the damage aside), so the
+	// next clean stop, which commits that, verifies the file again. A crash
+	// may drop the set-aside, so it does not.
+	damaged, settled bool
+
+	// The checkpoint's committed state when the file was last closed.
+	acks       map[string]string
+	tombstones []string
+}
+
+// Run runs sched and returns its first failure, or nil.
+func Run(sched Schedule, env Env) (fail *Failure) {
+	d := &driver{
+		cfg:  sched.Config,
+		env:  env,
+		srv:  NewServer(ServerOptions{Window: sched.Config.Window, ExpireInStream: sched.Config.ExpireInStream}),
+		path: filepath.Join(env.Dir, "cache.db"),
+		rng:  rand.New(rand.NewSource(sched.Seed)),
+		regs: map[*recorder]interface{ HasSynced() bool }{},
+	}
+	d.lw = d.srv.ListerWatcher()
+	d.logf("config %s", sched.Config)
+	defer func() {
+		d.shutdown()
+		d.srv.Close()
+		if fail != nil {
+			fail.Trace = d.trace
+		}
+	}()
+	for i, st := range sched.Steps {
+		d.logf("%3d %s", i, st)
+		if err := d.step(st); err != nil {
+			return &Failure{Step: i, What: err.Error()}
+		}
+		if err := d.check(); err != nil {
+			return &Failure{Step: i, What: err.Error()}
+		}
+	}
+	// The end: the informer runs once more, settles, and stops cleanly.
+	if err := d.step(Step{Op: OpStart}); err != nil {
+		return &Failure{Step: -1, What: err.Error()}
+	}
+	if err := d.check(); err != nil {
+		return &Failure{Step: -1, What: err.Error()}
+	}
+	if err := d.step(Step{Op: OpStop}); err != nil {
+		return &Failure{Step: -1, What: err.Error()}
+	}
+	return nil
+}
+
+func (d *driver) logf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	d.trace = append(d.trace, line)
+	if d.env.Logf != nil {
+		d.env.Logf("%s", line)
+	}
+}
+
+func (d *driver) up() bool { return d.inf != nil }
+
+func (d *driver) step(st Step) error {
+	d.gen++
+	switch st.Op {
+	case OpCreate:
+		d.srv.Create(st.Key, d.gen)
+	case OpUpdate:
+		d.srv.Update(st.Key, d.gen)
+	case OpDelete:
+		d.srv.Delete(st.Key)
+	case OpRecreate:
+		if d.srv.Delete(st.Key) {
+			d.srv.Create(st.Key, d.gen)
+		}
+	case OpOtherWrites:
+		d.srv.OtherWrites(st.N)
+	case OpBookmark:
+		d.srv.Bookmark()
+	case OpEndWatches:
+		d.srv.EndWatches()
+	case OpRestart:
+		d.srv.Restart(st.N)
+	case OpCompact:
+		d.srv.Compact()
+	case OpInject:
+		d.srv.Inject(st.Kind, st.Code, st.N)
+	case OpStart:
+		if !d.up() {
+			return d.start()
+		}
+	case OpStop:
+		if d.up() {
+			return d.stop(false)
+		}
+	case OpCrash:
+		if d.up() {
+			return d.stop(true)
+		}
+	case OpFlush:
+		if d.up() {
+			ctx, cancel := context.WithTimeout(context.Background(), d.env.Timeout)
+			defer cancel()
+			if err := d.db.Flush(ctx); err != nil {
+				return fmt.Errorf("flush: %w", err)
+			}
+		}
+	case OpAck:
+		if d.up() && d.cp != nil {
+			return d.ack(st.P)
+		}
+	case OpStaleAck:
+		if d.up() && d.cp != nil {
+			if p := d.cpRec.older(st.Key); p != nil {
+				d.logf("    stale ack %s@%s", st.Key, p.ResourceVersion)
+				if err := d.cp.Ack(p); err != nil {
+					return fmt.Errorf("stale ack: %w", err)
+				}
+			}
+		}
+	case OpClear:
+		if d.up() && d.cp != nil {
+			if err := d.cp.Clear(); err != nil {
+				return fmt.Errorf("clear: %w", err)
+			}
+		}
+	case OpLateHandler:
+		if d.up() {
+			r := newRecorder(fmt.Sprintf("late%d", d.gen), d.srv)
+			reg, err := d.inf.AddEventHandler(r)
+			if err != nil {
+				return fmt.Errorf("late handler: %w", err)
+			}
+			d.plain = append(d.plain, r)
+			d.regs[r] = reg
+		}
+	case OpDamageJ:
+		if !d.up() {
+			what, err := damageJournal(d.path)
+			if err != nil {
+				return err
+			}
+			if what != "" {
+				d.logf("    %s", what)
+				d.damaged, d.settled = true, false
+			}
+		}
+	case OpDamageR:
+		if !d.up() {
+			what, err := damageRecord(d.path, st.N)
+			if err != nil {
+				return err
+			}
+			if what != "" {
+				d.logf("    %s", what)
+				d.damaged, d.settled = true, false
+			}
+		}
+	default:
+		return fmt.Errorf("unknown step %q", st.Op)
+	}
+	return nil
+}
+
+// start opens the file and starts an informer on it with the run's
+// options, and waits until it is synced. Unless it may be synced at open,
+// the store must then equal the server: nothing changed since the start.
+func (d *driver) start() error {
+	_, statErr := os.Stat(d.path)
+	warm := statErr == nil
+	db, err := persist.Open(d.path, persist.Options{
+		Scheme:        scheme.Scheme,
+		NoSync:        true,
+		BatchInterval: time.Hour, // commits at BatchLimit, Flush and Close: the crash points are the schedule's
+		BatchLimit:    d.cfg.BatchLimit,
+		LockTimeout:   time.Second,
+	})
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	d.db = db
+	opts := bcache.InformerOptions{
+		Persistence:    bcache.Persistence{DB: db, Collection: collection, CacheObjects: d.cfg.CacheObjects},
+		WarmListBelow:  d.cfg.WarmListBelow,
+		SyncedAtOpen:   d.cfg.SyncedAtOpen,
+		PageSize:       d.cfg.PageSize,
+		InitialBackoff: time.Millisecond,
+		MaxBackoff:     10 * time.Millisecond,
+	}
+	if d.cfg.Recovery {
+		opts.Recovery = &reflector.Recovery{Lister: d.lw, Workers: d.cfg.Workers, FullListFraction: d.cfg.FullListAt}
+	}
+	inf, err := bcache.NewSharedIndexInformerWithOptions(d.lw, &corev1.Pod{}, opts)
+	if err != nil {
+		db.Close()
+		d.db = nil
+		return fmt.Errorf("informer: %w", err)
+	}
+	d.inf = inf
+	d.errs = make(chan error, 1000)
+	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cacheReflector, err error) {
+		select {
+		case d.errs <- err:
+		default:
+		}
+	})
+	d.plain, d.cpRec, d.cp = nil, nil, nil
+	d.regs = map[*recorder]interface{ HasSynced() bool }{}
+	r := newRecorder("plain", d.srv)
+	reg, err := inf.AddEventHandler(r)
+	if err != nil {
+		return fmt.Errorf("handler: %w", err)
+	}
+	d.plain = append(d.plain, r)
+	d.regs[r] = reg
+	if d.cfg.Checkpoint && !d.cfg.CheckpointLate {
+		if err := d.addCheckpoint(); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cancel, d.done = cancel, make(chan struct{})
+	go func() { defer close(d.done); inf.RunWithContext(ctx) }()
+	if d.cfg.Checkpoint && d.cfg.CheckpointLate {
+		if err := d.addCheckpoint(); err != nil {
+			return err
+		}
+	}
+	if err := d.wait(func() bool { return inf.HasSynced() }); err != nil {
+		return fmt.Errorf("the informer did not sync within %v (warm=%v): %s", d.env.Timeout, warm, d.errorsSeen())
+	}
+	if !d.cfg.SyncedAtOpen {
+		got, err := storeState(inf)
+		if err != nil {
+			return err
+		}
+		if diff := diffViews(got, d.srv.Objects()); diff != "" {
+			return fmt.Errorf("synced with a store that is not the server's (warm=%v): %s", warm, diff)
+		}
+	}
+	d.logf("    synced (warm=%v) %v %s", warm, d.srv.Counts(), d.errorsSeen())
+	return nil
+}
+
+// wait polls cond until it holds or the timeout passes. While it waits,
+// the server sends bookmarks, and every 100 ms the short (catch-up)
+// watches time out, as they would on their own after 3 seconds.
+func (d *driver) wait(cond func() bool) error {
+	deadline := time.Now().Add(d.env.Timeout)
+	lastEnd := time.Now()
+	interval := time.Millisecond
+	for {
+		d.srv.Bookmark()
+		if cond() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("timed out")
+		}
+		if time.Since(lastEnd) > 100*time.Millisecond {
+			d.srv.EndShortWatches(5)
+			lastEnd = time.Now()
+		}
+		time.Sleep(interval)
+		interval = min(2*interval, 20*time.Millisecond)
+	}
+}
+
+func (d *driver) addCheckpoint() error {
+	cp, err := d.inf.Checkpoint("sim")
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	r := newCheckpointRecorder("checkpoint", d.srv, d.acks, d.tombstones)
+	reg, err := cp.AddEventHandler(r)
+	if err != nil {
+		return fmt.Errorf("checkpoint handler: %w", err)
+	}
+	d.cp, d.cpRec = cp, r
+	d.regs[r] = reg
+	return nil
+}
+
+func (d *driver) errorsSeen() string {
+	var out []string
+	for {
+		select {
+		case err := <-d.errs:
+			if len(out) < 5 {
+				out = append(out, err.Error())
+			}
+		default:
+			return "watch errors: [" + strings.Join(out, "; ") + "]"
+		}
+	}
+}
+
+// stop stops the informer and closes the file; crash keeps only what the
+// file had committed when it was called, as a kill would.
+func (d *driver) stop(crash bool) error {
+	var committed bytes.Buffer
+	if crash {
+		if _, err := d.db.Snapshot(&committed); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+	}
+	// Violations of the deliveries up to the stop still count.
+	if err := d.violations(); err != nil {
+		return err
+	}
+	d.shutdown()
+	if crash {
+		if err := os.WriteFile(d.path, committed.Bytes(), 0o600); err != nil {
+			return err
+		}
+	}
+	var err error
+	d.acks, d.tombstones, err = readCheckpoint(d.path, collection, "sim")
+	if err != nil {
+		return err
+	}
+	if d.damaged && d.settled && !crash {
+		d.damaged = false
+	}
+	if d.env.Verify != nil && !d.damaged {
+		if err := d.env.Verify(d.path); err != nil {
+			return fmt.Errorf("inspect verify after %s: %w", map[bool]string{true: "a crash", false: "a clean stop"}[crash], err)
+		}
+	}
+	return nil
+}
+
+// shutdown stops whatever runs and closes the file.
+func (d *driver) shutdown() {
+	if d.inf == nil {
+		return
+	}
+	d.cancel()
+	<-d.done
+	if d.cp != nil {
+		d.cp.Close()
+	}
+	if err := d.db.Close(); err != nil {
+		d.logf("    close: %v", err)
+	}
+	d.inf, d.db, d.cp = nil, nil, nil
+}
+
+func (d *driver) ack(p float64) error {
+	for _, obj := range d.cpRec.takeToAck(func() bool { return d.rng.Float64() < p }) {
+		if err := d.cp.Ack(obj); err != nil {
+			return fmt.Errorf("ack: %w", err)
+		}
+	}
+	return nil
+}
+
+func (d *driver) violations() error {
+	var all []string
+	for _, r := range d.recorders() {
+		all = append(all, r.takeViolations()...)
+	}
+	if len(all) > 0 {
+		return errors.New(strings.Join(all, "\n"))
+	}
+	return nil
+}
+
+func (d *driver) recorders() []*recorder {
+	rs := append([]*recorder(nil), d.plain...)
+	if d.cpRec != nil {
+		rs = append(rs, d.cpRec)
+	}
+	return rs
+}

@@ -1,0 +1,93 @@
+package simulation
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	bcache "github.com/boltinformer/boltinformer/cache"
+)
+
+type cacheReflector = cache.Reflector
+
+// check runs after every step. While the informer runs, it waits until the
+// system is quiescent — the informer synced, its store equal to the server,
+// every handler whose registration has synced holding the server's state —
+// and fails if that does not happen within the timeout; the server does not
+// change meanwhile, so each of these is final once reached. Bookmarks are
+// sent while it waits, as the watch cache sends them. Every handler's
+// violations (checked as notifications arrive) fail it, and so does a
+// bounded cache above its bound.
+func (d *driver) check() error {
+	if err := d.violations(); err != nil {
+		return err
+	}
+	if !d.up() {
+		return nil
+	}
+	want := d.srv.Objects()
+	var pending string
+	if err := d.wait(func() bool { pending = d.pending(want); return pending == "" }); err != nil {
+		if err := d.violations(); err != nil {
+			return err
+		}
+		return fmt.Errorf("not settled within %v: %s; %s", d.env.Timeout, pending, d.errorsSeen())
+	}
+	if err := d.violations(); err != nil {
+		return err
+	}
+	d.settled = true
+	if d.cfg.CacheObjects > 0 {
+		if n := d.inf.Indexer().Collection().CacheStats().Objects; n > d.cfg.CacheObjects {
+			return fmt.Errorf("bounded cache holds %d decoded objects, bound %d", n, d.cfg.CacheObjects)
+		}
+	}
+	return nil
+}
+
+// pending says what is not settled yet; "" once everything is.
+func (d *driver) pending(want map[string]Version) string {
+	if !d.inf.HasSynced() {
+		return "informer not synced"
+	}
+	got, err := storeState(d.inf)
+	if err != nil {
+		return err.Error()
+	}
+	if diff := diffViews(got, want); diff != "" {
+		return "store differs from the server: " + diff
+	}
+	for _, r := range d.recorders() {
+		if reg := d.regs[r]; reg != nil && !reg.HasSynced() {
+			return fmt.Sprintf("handler %s not synced", r.name)
+		}
+		if diff := r.diff(want); diff != "" {
+			what := "handler"
+			if r.checkpoint {
+				what = "checkpoint handler"
+			}
+			return fmt.Sprintf("%s %s was not told: %s", what, r.name, diff)
+		}
+	}
+	return ""
+}
+
+// storeState reads the informer's store: key → UID and resourceVersion. A
+// store read that panics (a read error, as documented) is an error.
+func storeState(inf *bcache.Informer) (out map[string]Version, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("store List panicked: %v", p)
+		}
+	}()
+	out = map[string]Version{}
+	for _, o := range inf.GetStore().List() {
+		p, ok := o.(*corev1.Pod)
+		if !ok {
+			return nil, fmt.Errorf("store holds a %T", o)
+		}
+		out[p.Namespace+"/"+p.Name] = Version{UID: p.UID, RV: p.ResourceVersion}
+	}
+	return out, nil
+}

@@ -1,0 +1,256 @@
+package simulation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// The requests the informer makes, as kube-apiserver answers them: lists
+// (full, paged, limit=1 consistent reads), watches, metadata lists and
+// one-object fetches, each of which may be answered with an injected error.
+
+// Request kinds, for injected errors and counts.
+const (
+	KindList  = "list"  // ListerWatcher.List
+	KindWatch = "watch" // ListerWatcher.Watch
+	KindMeta  = "meta"  // MetadataLister.ListMetadata
+	KindFetch = "fetch" // MetadataLister.ListObjects
+	KindAny   = "any"
+)
+
+var podsResource = schema.GroupResource{Resource: "pods"}
+
+type fault struct {
+	kind string
+	code int
+}
+
+// Inject makes the next n requests of kind (or of any kind, KindAny) fail
+// with the HTTP status code: 403, 404, 429 or 500.
+func (s *Server) Inject(kind string, code, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.faults = append(s.faults, fault{kind: kind, code: code})
+	}
+}
+
+// ClearFaults drops the injected errors not yet served.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
+// faultLocked returns the error the next request of kind gets, or nil.
+func (s *Server) faultLocked(kind string) error {
+	s.counts[kind]++
+	for i, f := range s.faults {
+		if f.kind != kind && f.kind != KindAny {
+			continue
+		}
+		s.faults = append(s.faults[:i], s.faults[i+1:]...)
+		s.counts["fault"]++
+		cause := errors.New("injected by the simulation")
+		switch f.code {
+		case 403:
+			return apierrors.NewForbidden(podsResource, "", cause)
+		case 404:
+			return apierrors.NewNotFound(podsResource, "")
+		case 429:
+			return apierrors.NewTooManyRequests("injected by the simulation", 0)
+		default:
+			return apierrors.NewInternalError(cause)
+		}
+	}
+	return nil
+}
+
+// readRevisionLocked returns the revision a list with opts is served at.
+func (s *Server) readRevisionLocked(opts metav1.ListOptions) (int64, error) {
+	if opts.Continue != "" {
+		rv, _, err := parseContinue(opts.Continue)
+		if err != nil {
+			return 0, apierrors.NewBadRequest(err.Error())
+		}
+		if rv < s.compacted {
+			return 0, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result.")
+		}
+		return rv, nil
+	}
+	switch opts.ResourceVersion {
+	case "", "0":
+		return s.rev, nil
+	}
+	rv, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+	if err != nil {
+		return 0, apierrors.NewBadRequest("invalid resourceVersion " + opts.ResourceVersion)
+	}
+	if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
+		if rv < s.compacted {
+			return 0, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, s.compacted))
+		}
+		if rv > s.rev {
+			return 0, apierrors.NewTimeoutError("Too large resource version", 1)
+		}
+		return rv, nil
+	}
+	// NotOlderThan (or unset): the newest the server has.
+	return s.rev, nil
+}
+
+func continueToken(rv int64, key string) string { return fmt.Sprintf("%d/%s", rv, key) }
+
+func parseContinue(tok string) (int64, string, error) {
+	i := strings.IndexByte(tok, '/')
+	if i < 0 {
+		return 0, "", fmt.Errorf("invalid continue token %q", tok)
+	}
+	rv, err := strconv.ParseInt(tok[:i], 10, 64)
+	return rv, tok[i+1:], err
+}
+
+// listLocked returns one page of the objects keep accepts, as a list with
+// opts is answered: its items, revision and continue token.
+func (s *Server) listLocked(opts metav1.ListOptions, keep func(*corev1.Pod) bool) ([]*corev1.Pod, int64, string, error) {
+	rv, err := s.readRevisionLocked(opts)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	after := ""
+	if opts.Continue != "" {
+		_, after, _ = parseContinue(opts.Continue)
+	}
+	var items []*corev1.Pod
+	for _, p := range s.stateAtLocked(rv) {
+		key := p.Namespace + "/" + p.Name
+		if (after != "" && key <= after) || !keep(p) {
+			continue
+		}
+		if opts.Limit > 0 && int64(len(items)) == opts.Limit {
+			last := items[len(items)-1]
+			return items, rv, continueToken(rv, last.Namespace+"/"+last.Name), nil
+		}
+		items = append(items, p)
+	}
+	return items, rv, "", nil
+}
+
+func podList(items []*corev1.Pod, rv int64, cont string) *corev1.PodList {
+	out := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10), Continue: cont}}
+	for _, p := range items {
+		out.Items = append(out.Items, *p.DeepCopy())
+	}
+	return out
+}
+
+// ListerWatcher is the informer's view of the server: a
+// cache.ListerWatcherWithContext and a reflector.MetadataLister over Pods.
+// It reports watch-list semantics unsupported, as a server without
+// streaming lists does.
+type ListerWatcher struct{ s *Server }
+
+// ListerWatcher returns the server's ListerWatcher and MetadataLister.
+func (s *Server) ListerWatcher() *ListerWatcher { return &ListerWatcher{s: s} }
+
+var (
+	_ cache.ListerWatcher            = (*ListerWatcher)(nil)
+	_ cache.ListerWatcherWithContext = (*ListerWatcher)(nil)
+	_ reflector.MetadataLister       = (*ListerWatcher)(nil)
+)
+
+func (l *ListerWatcher) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (l *ListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return l.ListWithContext(context.Background(), opts)
+}
+
+func (l *ListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return l.WatchWithContext(context.Background(), opts)
+}
+
+func (l *ListerWatcher) ListWithContext(_ context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	s := l.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.faultLocked(KindList); err != nil {
+		return nil, err
+	}
+	items, rv, cont, err := s.listLocked(opts, func(*corev1.Pod) bool { return true })
+	if err != nil {
+		return nil, err
+	}
+	if opts.Limit == 1 && opts.ResourceVersion == "" && opts.Continue == "" {
+		// A consistent read brings the watch cache up to date; its next
+		// bookmark (kube-apiserver sends one before each watch's timeout)
+		// carries the read's revision. Sent now rather than a second later.
+		s.bookmarkLocked()
+	}
+	return podList(items, rv, cont), nil
+}
+
+func (l *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	s := l.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.faultLocked(KindWatch); err != nil {
+		return nil, err
+	}
+	return s.watchLocked(ctx, opts)
+}
+
+// ListMetadata lists one page of the Pods' metadata.
+func (l *ListerWatcher) ListMetadata(_ context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	s := l.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.faultLocked(KindMeta); err != nil {
+		return nil, err
+	}
+	if opts.ResourceVersion == "0" {
+		return nil, apierrors.NewBadRequest("the simulation refuses metadata lists at resourceVersion 0 (a lagging cache may serve them)")
+	}
+	items, rv, cont, err := s.listLocked(opts, func(*corev1.Pod) bool { return true })
+	if err != nil {
+		return nil, err
+	}
+	out := &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10), Continue: cont}}
+	for _, p := range items {
+		out.Items = append(out.Items, metav1.PartialObjectMetadata{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: *p.ObjectMeta.DeepCopy(),
+		})
+	}
+	return out, nil
+}
+
+// ListObjects lists the Pods of namespace named name (either may be empty:
+// all).
+func (l *ListerWatcher) ListObjects(_ context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
+	s := l.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.faultLocked(KindFetch); err != nil {
+		return nil, err
+	}
+	items, rv, cont, err := s.listLocked(opts, func(p *corev1.Pod) bool {
+		return (namespace == "" || p.Namespace == namespace) && (name == "" || p.Name == name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return podList(items, rv, cont), nil
+}

@@ -1,0 +1,205 @@
+package simulation
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+)
+
+// Config is what one run fixes for its whole schedule: the informer's
+// options and the server's behaviour.
+type Config struct {
+	Recovery       bool    // InformerOptions.Recovery with the server's MetadataLister
+	Workers        int     // Recovery.Workers
+	FullListAt     float64 // Recovery.FullListFraction (above 1: fetch one by one)
+	WarmListBelow  int     // 0: the default (every simulated collection is below it); -1: off
+	SyncedAtOpen   bool
+	CacheObjects   int   // 0: unbounded
+	PageSize       int64 // 0: client-go's choice
+	BatchLimit     int   // persist.Options.BatchLimit: commits every few changes
+	Checkpoint     bool  // a checkpoint handler besides the plain one
+	CheckpointLate bool  // registered after Run, as controller-runtime does
+	Window         int   // the watch cache's length
+	ExpireInStream bool  // 410 as an ERROR event rather than a status
+}
+
+func (c Config) String() string {
+	return fmt.Sprintf("%+v", struct {
+		Recovery                                   bool
+		Workers                                    int
+		FullListAt                                 float64
+		WarmListBelow                              int
+		SyncedAtOpen                               bool
+		CacheObjects                               int
+		PageSize                                   int64
+		BatchLimit                                 int
+		Checkpoint, CheckpointLate, ExpireInStream bool
+		Window                                     int
+	}{c.Recovery, c.Workers, c.FullListAt, c.WarmListBelow, c.SyncedAtOpen, c.CacheObjects, c.PageSize, c.BatchLimit, c.Checkpoint, c.CheckpointLate, c.ExpireInStream, c.Window})
+}
+
+// Op is a kind of step.
+type Op string
+
+// The steps. Server changes apply whether or not the informer runs; the
+// informer's steps are no-ops where they do not apply (a Start of a running
+// informer, damage to an open file), so that any subsequence of a schedule
+// is a schedule (shrinking removes steps).
+const (
+	OpCreate      Op = "create"       // create Key (new UID) if absent
+	OpUpdate      Op = "update"       // update Key if present
+	OpDelete      Op = "delete"       // delete Key if present
+	OpRecreate    Op = "recreate"     // delete Key and create it again with a new UID
+	OpOtherWrites Op = "other-writes" // N writes to other resources: the revision moves on
+	OpBookmark    Op = "bookmark"     // bookmarks to every watch
+	OpEndWatches  Op = "end-watches"  // every watch times out
+	OpRestart     Op = "restart"      // apiserver restart: watch cache afresh, every older revision expires
+	OpCompact     Op = "compact"      // etcd compaction: continue tokens and exact reads before now expire
+	OpInject      Op = "inject"       // the next N requests of Kind fail with Code
+	OpStart       Op = "start"        // open the file, start the informer, wait for synced
+	OpStop        Op = "stop"         // stop the informer and close the file cleanly
+	OpCrash       Op = "crash"        // kill: the file keeps only what was committed
+	OpFlush       Op = "flush"        // a group commit now
+	OpAck         Op = "ack"          // the checkpoint's handler acknowledges some of what it got (P)
+	OpStaleAck    Op = "stale-ack"    // ... acknowledges an older state of Key
+	OpClear       Op = "clear"        // Checkpoint.Clear
+	OpLateHandler Op = "late-handler" // a handler joins the running informer
+	OpDamageJ     Op = "damage-journal"
+	OpDamageR     Op = "damage-record" // the payload of the N-th stored record
+)
+
+// Step is one step of a schedule.
+type Step struct {
+	Op   Op
+	Key  string
+	N    int
+	Kind string
+	Code int
+	P    float64
+}
+
+func (s Step) String() string {
+	var b strings.Builder
+	b.WriteString(string(s.Op))
+	if s.Key != "" {
+		b.WriteString(" " + s.Key)
+	}
+	switch s.Op {
+	case OpOtherWrites, OpRestart, OpDamageR:
+		fmt.Fprintf(&b, " n=%d", s.N)
+	case OpInject:
+		fmt.Fprintf(&b, " %s %d x%d", s.Kind, s.Code, s.N)
+	case OpAck:
+		fmt.Fprintf(&b, " p=%.1f", s.P)
+	}
+	return b.String()
+}
+
+// Schedule is one run: a seed's configuration and steps.
+type Schedule struct {
+	Seed   int64
+	Config Config
+	Steps  []Step
+}
+
+var keys = []string{"a/p0", "a/p1", "a/p2", "a/p3", "a/p4", "b/p0", "b/p1", "b/p2", "b/p3", "b/p4"}
+
+type weighted struct {
+	op Op
+	w  int
+}
+
+// Generate returns seed's schedule of about n steps.
+func Generate(seed int64, n int) Schedule {
+	rng := rand.New(rand.NewSource(seed))
+	cfg := Config{
+		Recovery:       rng.Intn(4) != 0,
+		Workers:        1 + rng.Intn(4),
+		FullListAt:     []float64{0.25, 2}[rng.Intn(2)],
+		WarmListBelow:  []int{0, 0, -1}[rng.Intn(3)],
+		SyncedAtOpen:   rng.Intn(6) == 0,
+		CacheObjects:   []int{0, 0, 2, 4}[rng.Intn(4)],
+		PageSize:       []int64{0, 2, 3, 5}[rng.Intn(4)],
+		BatchLimit:     2 + rng.Intn(12),
+		Checkpoint:     rng.Intn(3) != 0,
+		CheckpointLate: rng.Intn(4) == 0,
+		Window:         2 + rng.Intn(20),
+		ExpireInStream: rng.Intn(2) == 0,
+	}
+	existing := map[string]bool{}
+	up := false
+	var steps []Step
+	key := func() string { return keys[rng.Intn(len(keys))] }
+	for range 2 + rng.Intn(5) {
+		k := key()
+		steps = append(steps, Step{Op: OpCreate, Key: k})
+		existing[k] = true
+	}
+	upOps := []weighted{
+		{OpCreate, 16}, {OpUpdate, 18}, {OpDelete, 9}, {OpRecreate, 5}, {OpOtherWrites, 3},
+		{OpBookmark, 2}, {OpEndWatches, 3}, {OpRestart, 5}, {OpCompact, 3}, {OpInject, 6},
+		{OpFlush, 4}, {OpAck, 8}, {OpStaleAck, 2}, {OpClear, 1}, {OpLateHandler, 2},
+		{OpStop, 4}, {OpCrash, 4},
+	}
+	downOps := []weighted{
+		{OpCreate, 8}, {OpUpdate, 10}, {OpDelete, 6}, {OpRecreate, 3}, {OpOtherWrites, 3},
+		{OpRestart, 5}, {OpCompact, 2}, {OpInject, 3}, {OpDamageJ, 4}, {OpDamageR, 2},
+		{OpStart, 22},
+	}
+	pick := func(ws []weighted) Op {
+		total := 0
+		for _, w := range ws {
+			total += w.w
+		}
+		x := rng.Intn(total)
+		for _, w := range ws {
+			if x < w.w {
+				return w.op
+			}
+			x -= w.w
+		}
+		panic("unreachable")
+	}
+	steps = append(steps, Step{Op: OpStart})
+	up = true
+	for len(steps) < n {
+		ops := downOps
+		if up {
+			ops = upOps
+		}
+		s := Step{Op: pick(ops)}
+		switch s.Op {
+		case OpCreate:
+			s.Key = key()
+			if existing[s.Key] { // prefer a key that does not exist
+				s.Key = key()
+			}
+			existing[s.Key] = true
+		case OpUpdate, OpRecreate:
+			s.Key = key()
+		case OpDelete:
+			s.Key = key()
+			delete(existing, s.Key)
+		case OpOtherWrites:
+			s.N = 1 + rng.Intn(5)
+		case OpRestart:
+			s.N = 1 + rng.Intn(20)
+		case OpInject:
+			s.Kind = []string{KindList, KindWatch, KindMeta, KindFetch, KindAny}[rng.Intn(5)]
+			s.Code = []int{403, 404, 429, 500}[rng.Intn(4)]
+			s.N = 1 + rng.Intn(3)
+		case OpAck:
+			s.P = []float64{0.3, 0.7, 1}[rng.Intn(3)]
+		case OpStaleAck:
+			s.Key = key()
+		case OpDamageR:
+			s.N = rng.Intn(10)
+		case OpStart:
+			up = true
+		case OpStop, OpCrash:
+			up = false
+		}
+		steps = append(steps, s)
+	}
+	return Schedule{Seed: seed, Config: cfg, Steps: steps}
+}

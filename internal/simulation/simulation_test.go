@@ -1,0 +1,136 @@
+package simulation
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	flagSeeds    = flag.Int("simulation.seeds", 60, "number of seeds TestSimulation runs (seeds first..first+n-1)")
+	flagFirst    = flag.Int64("simulation.first", 0, "first seed")
+	flagSeed     = flag.Int64("simulation.seed", -1, "run only this seed (reproduces a failure)")
+	flagSteps    = flag.Int("simulation.steps", 60, "steps per schedule")
+	flagParallel = flag.Int("simulation.parallel", 3, "seeds run at once")
+	flagShrink   = flag.Duration("simulation.shrink", 45*time.Second, "time to spend shrinking the failing schedules, in all")
+	flagTimeout  = flag.Duration("simulation.timeout", 10*time.Second, "longest wait for the informer to sync or settle")
+	flagVerbose  = flag.Bool("simulation.verbose", false, "log every step of every seed")
+)
+
+var (
+	inspectOnce sync.Once
+	inspectBin  string
+	inspectErr  error
+)
+
+// verifyFile runs `inspect verify` on a closed cache file, building inspect
+// once per test binary.
+func verifyFile(path string) error {
+	inspectOnce.Do(func() {
+		inspectBin = filepath.Join(binDir, "inspect")
+		out, err := exec.Command("go", "build", "-o", inspectBin, "github.com/boltinformer/boltinformer/cmd/inspect").CombinedOutput()
+		if err != nil {
+			inspectErr = fmt.Errorf("building inspect: %v\n%s", err, out)
+		}
+	})
+	if inspectErr != nil {
+		return inspectErr
+	}
+	out, err := exec.Command(inspectBin, "verify", path).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+type seedResult struct {
+	sched Schedule
+	fail  *Failure
+	took  time.Duration
+}
+
+// TestSimulation runs seeded schedules of the whole informer (see doc.go)
+// and reports each failing seed with its failure and the shortest schedule
+// found that still fails.
+func TestSimulation(t *testing.T) {
+	var seeds []int64
+	if *flagSeed >= 0 {
+		seeds = []int64{*flagSeed}
+	} else {
+		for i := range *flagSeeds {
+			seeds = append(seeds, *flagFirst+int64(i))
+		}
+	}
+	base := t.TempDir()
+	runOne := func(sched Schedule, logf func(string, ...any)) *Failure {
+		dir, err := os.MkdirTemp(base, fmt.Sprintf("seed%d-", sched.Seed))
+		if err != nil {
+			return &Failure{Step: -1, What: err.Error()}
+		}
+		defer os.RemoveAll(dir)
+		return Run(sched, Env{Dir: dir, Verify: verifyFile, Timeout: *flagTimeout, Logf: logf})
+	}
+	results := make([]seedResult, len(seeds))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range max(*flagParallel, 1) {
+		wg.Go(func() {
+			for i := range work {
+				sched := Generate(seeds[i], *flagSteps)
+				var logf func(string, ...any)
+				if *flagVerbose {
+					t0 := time.Now()
+					logf = func(f string, a ...any) {
+						t.Logf("seed %d +%5dms: %s", sched.Seed, time.Since(t0).Milliseconds(), fmt.Sprintf(f, a...))
+					}
+				}
+				t0 := time.Now()
+				results[i] = seedResult{sched: sched, fail: runOne(sched, logf), took: time.Since(t0)}
+			}
+		})
+	}
+	for i := range seeds {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	elapsed := time.Since(start)
+
+	failed := 0
+	shrinkLeft := *flagShrink
+	for _, r := range results {
+		if r.fail == nil {
+			continue
+		}
+		failed++
+		msg := fmt.Sprintf("seed %d (%v): %v\nconfig %s", r.sched.Seed, r.took.Round(time.Millisecond), r.fail, r.sched.Config)
+		if shrinkLeft > 0 {
+			t0 := time.Now()
+			small, sf, runs := Shrink(r.sched, r.fail, shrinkLeft, func(s Schedule) *Failure { return runOne(s, nil) })
+			shrinkLeft -= time.Since(t0)
+			msg += fmt.Sprintf("\nshrunk from %d to %d steps in %d runs (%v); it fails with: %v\nsteps:\n  %s\ntrace:\n  %s",
+				len(r.sched.Steps), len(small.Steps), runs, time.Since(t0).Round(time.Millisecond), sf,
+				stepList(small.Steps), strings.Join(sf.Trace, "\n  "))
+		} else {
+			msg += fmt.Sprintf("\ntrace:\n  %s", strings.Join(r.fail.Trace, "\n  "))
+		}
+		msg += fmt.Sprintf("\nreproduce: go test ./internal/simulation -run '^TestSimulation$' -simulation.seed=%d -simulation.steps=%d -v", r.sched.Seed, *flagSteps)
+		t.Error(msg)
+	}
+	t.Logf("%d seeds (%d failed) of %d steps in %v, %d at a time", len(seeds), failed, *flagSteps, elapsed.Round(time.Millisecond), *flagParallel)
+}
+
+func stepList(steps []Step) string {
+	out := make([]string, len(steps))
+	for i, s := range steps {
+		out[i] = fmt.Sprintf("%3d %s", i, s)
+	}
+	return strings.Join(out, "\n  ")
+}

@@ -1,0 +1,194 @@
+package simulation
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// simWatch is one watch request's stream. The server queues events under
+// its mu (so a watch sees every change after its start, in revision order,
+// with no gap); one goroutine, run, hands them to the client and ends when
+// the server ends the stream and it is drained, when the client calls Stop,
+// or when the request's context is cancelled. done is closed when it has
+// exited.
+type simWatch struct {
+	s         *Server
+	ctx       context.Context
+	bookmarks bool
+	timeout   int64 // the request's timeoutSeconds; 0: none
+
+	// Guarded by s.mu.
+	queue []watch.Event
+	pos   int64 // revision of the latest event queued
+	ended bool
+
+	notify   chan struct{} // capacity 1: something was queued or ended
+	out      chan watch.Event
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+var _ watch.Interface = (*simWatch)(nil)
+
+func newSimWatch(s *Server, ctx context.Context, bookmarks bool, pos int64) *simWatch {
+	return &simWatch{
+		s: s, ctx: ctx, bookmarks: bookmarks, pos: pos,
+		notify: make(chan struct{}, 1),
+		out:    make(chan watch.Event),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+}
+
+func (w *simWatch) ResultChan() <-chan watch.Event { return w.out }
+
+func (w *simWatch) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
+
+func (w *simWatch) poke() {
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+// sendLocked queues an event at revision rev. Called with s.mu held.
+func (w *simWatch) sendLocked(e watch.Event, rev int64) {
+	if w.ended {
+		return
+	}
+	w.queue = append(w.queue, e)
+	w.pos = rev
+	w.poke()
+}
+
+// bookmarkLocked queues a bookmark at rev if the client asked for them and
+// rev is past the watch's position, as the watch cache sends them.
+func (w *simWatch) bookmarkLocked(rev int64) {
+	if !w.bookmarks || rev <= w.pos {
+		return
+	}
+	w.sendLocked(watch.Event{Type: watch.Bookmark, Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		ResourceVersion: strconv.FormatInt(rev, 10),
+	}}}, rev)
+}
+
+// endLocked ends the stream once what is queued has been delivered, and
+// detaches the watch from the server.
+func (w *simWatch) endLocked(final *watch.Event) {
+	if w.ended {
+		return
+	}
+	if final != nil {
+		w.queue = append(w.queue, *final)
+	}
+	w.ended = true
+	delete(w.s.watches, w)
+	w.poke()
+}
+
+func (w *simWatch) run() {
+	defer close(w.done)
+	defer close(w.out)
+	defer func() {
+		w.s.mu.Lock()
+		delete(w.s.watches, w)
+		w.s.mu.Unlock()
+	}()
+	for {
+		w.s.mu.Lock()
+		if len(w.queue) > 0 {
+			e := w.queue[0]
+			w.queue = w.queue[1:]
+			w.s.mu.Unlock()
+			select {
+			case w.out <- e:
+				continue
+			case <-w.stop:
+				return
+			case <-w.ctx.Done():
+				return
+			}
+		}
+		ended := w.ended
+		w.s.mu.Unlock()
+		if ended {
+			return
+		}
+		select {
+		case <-w.notify:
+		case <-w.stop:
+			return
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// expiredStatus is what kube-apiserver says of a revision older than its
+// watch cache.
+func expiredStatus(rv string) *metav1.Status {
+	return &metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusGone,
+		Reason:  metav1.StatusReasonExpired,
+		Message: "too old resource version: " + rv,
+	}
+}
+
+// watchLocked opens a watch from opts.ResourceVersion. Called with s.mu
+// held.
+func (s *Server) watchLocked(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	from := s.rev
+	initial := false
+	switch opts.ResourceVersion {
+	case "", "0":
+		initial = true // start at the latest, with the current objects as adds
+	default:
+		rv, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest("invalid resourceVersion " + opts.ResourceVersion)
+		}
+		if rv < s.windowStart {
+			if !s.expireInStream {
+				return nil, apierrors.NewResourceExpired("too old resource version: " + opts.ResourceVersion)
+			}
+			w := newSimWatch(s, ctx, false, rv)
+			s.counts["watch-expired"]++
+			w.endLocked(&watch.Event{Type: watch.Error, Object: expiredStatus(opts.ResourceVersion)})
+			go w.run()
+			return w, nil
+		}
+		from = rv
+	}
+	w := newSimWatch(s, ctx, opts.AllowWatchBookmarks, from)
+	if opts.TimeoutSeconds != nil {
+		w.timeout = *opts.TimeoutSeconds
+	}
+	if initial {
+		for _, p := range s.stateAtLocked(s.rev) {
+			w.queue = append(w.queue, watch.Event{Type: watch.Added, Object: p.DeepCopy()})
+		}
+	} else {
+		for _, c := range s.history {
+			if c.rev > from {
+				w.queue = append(w.queue, watch.Event{Type: c.typ, Object: c.obj.DeepCopy()})
+			}
+		}
+	}
+	w.pos = max(from, w.pos)
+	if n := len(s.history); n > 0 && s.history[n-1].rev > w.pos {
+		w.pos = s.history[n-1].rev
+	}
+	s.watches[w] = struct{}{}
+	w.poke()
+	go w.run()
+	return w, nil
+}
