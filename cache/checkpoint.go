@@ -282,7 +282,9 @@ func checkpointTombstones(cps []*Checkpoint) map[string]runtime.Object {
 // store does not hold, the deletion a joining handler is given: a
 // cache.DeletedFinalStateUnknown carrying the object's last stored state, as
 // client-go gives a deletion the informer did not see happen. A key in
-// several checkpoints is given once.
+// several checkpoints is given once. A key whose stored record cannot be
+// read is held: the read does not wait for a warm start's walk, which may
+// not have begun.
 func tombstoneNotifications(store cache.Store, cps []*Checkpoint) []interface{} {
 	deleted := checkpointTombstones(cps)
 	keys := make([]string, 0, len(deleted))
@@ -292,7 +294,11 @@ func tombstoneNotifications(store cache.Store, cps []*Checkpoint) []interface{} 
 	sort.Strings(keys)
 	var out []interface{}
 	for _, key := range keys {
-		if _, exists, _ := store.GetByKey(key); exists {
+		get := store.GetByKey
+		if i, ok := store.(*Indexer); ok {
+			get = i.getOnce
+		}
+		if _, exists, err := get(key); exists || err != nil {
 			continue // recreated: its initial add (or skip) stands for it
 		}
 		out = append(out, processor.DeleteNotification{Obj: cache.DeletedFinalStateUnknown{Key: key, Obj: deleted[key]}})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -75,6 +76,12 @@ type warmDelivery struct {
 	// any more.
 	finished bool
 	handed   int
+	// notGiven are stored keys the start handlers were never given: an
+	// event's key whose stored state could not be read, or a key set aside
+	// after the walk failed. notGivenCount mirrors its size, read without
+	// mu.
+	notGiven      map[string]struct{}
+	notGivenCount atomic.Int32
 
 	// done is closed when the walk ends: everything handed out, a read
 	// failure dealt with, or the informer stopped. Wait for it through
@@ -161,15 +168,63 @@ func (d *warmDelivery) handOut(ctx context.Context, keys []string) {
 	for _, key := range due {
 		obj, exists, err := d.s.persistent.getOnce(key)
 		if err != nil {
-			// The event that follows replaces the unreadable state;
-			// handlers see it as an add.
+			// An add or update that follows replaces the unreadable
+			// state, and handlers see it as an add; a deletion is kept
+			// from the start handlers (lacking).
 			d.s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading %q to hand it to the handlers before its watch event: %w", d.s.name, key, err))
+			d.notGivenLocked(key)
 			continue
 		}
 		if exists {
 			d.distribute(obj)
 		}
 	}
+}
+
+// given records that every handler has now been given key (an add or an
+// update was distributed). Called under blockDeltas.
+func (d *warmDelivery) given(key string) {
+	if d.notGivenCount.Load() == 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.notGiven, key)
+	d.notGivenCount.Store(int32(len(d.notGiven)))
+}
+
+// notGivenLocked records that the start handlers were not given key.
+// Called with mu held.
+func (d *warmDelivery) notGivenLocked(key string) {
+	if d.notGiven == nil {
+		d.notGiven = map[string]struct{}{}
+	}
+	d.notGiven[key] = struct{}{}
+	d.notGivenCount.Store(int32(len(d.notGiven)))
+}
+
+// lacking returns the start handlers that were never given key and must
+// not be told of its deletion, and forgets the key. A checkpoint's
+// handler is told anyway: it may hold the key from an earlier run. Called
+// under blockDeltas.
+func (d *warmDelivery) lacking(key string) []*processor.Listener {
+	if d.notGivenCount.Load() == 0 {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.notGiven[key]; !ok {
+		return nil
+	}
+	delete(d.notGiven, key)
+	d.notGivenCount.Store(int32(len(d.notGiven)))
+	var out []*processor.Listener
+	for _, l := range d.listeners {
+		if !l.SkipsInitialAdds() {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // distribute hands one stored object to the start handlers. Called with mu
@@ -268,7 +323,16 @@ func (d *warmDelivery) run(ctx context.Context, setAside func(ctx context.Contex
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
-		if serr := setAside(ctx, d.handedOutLocked); serr != nil {
+		// The keys set aside were not given; a deletion of one is kept
+		// from the start handlers (lacking).
+		handedOut := func(key string) bool {
+			if d.handedOutLocked(key) {
+				return true
+			}
+			d.notGivenLocked(key)
+			return false
+		}
+		if serr := setAside(ctx, handedOut); serr != nil {
 			utilruntime.HandleErrorWithContext(ctx, serr, "Setting the unreadable part of the collection aside failed", "collection", d.s.name)
 		}
 	}

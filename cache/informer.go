@@ -111,6 +111,10 @@ type Informer struct {
 	// recovering is set while a recovery is under way (recover.go): from
 	// the diff it applied until its end, or until a list is applied.
 	recovering atomic.Bool
+	// recoveryGen is the read gate's generation when the last recovery
+	// took its diff; guarded by blockDeltas. A set-aside since then
+	// (another generation) leaves the store short of what that diff saw.
+	recoveryGen uint64
 	// walkHolds holds a warm start's walk back until the store is
 	// consistent again (recover.go).
 	walkHolds walkRecoveryHolds
@@ -642,6 +646,7 @@ func (s *Informer) closeCollection(logger klog.Logger) {
 
 // OnAdd distributes an add; called under blockDeltas.
 func (s *Informer) OnAdd(obj interface{}, isInInitialList bool) {
+	s.givenToAll(obj)
 	s.cacheMutationDetector.AddObject(obj)
 	s.processor.Distribute(processor.AddNotification{Obj: obj, IsInInitialList: isInInitialList}, false)
 }
@@ -668,13 +673,36 @@ func (s *Informer) distributeUpdate(old, new interface{}, relisted bool) {
 			isSync = accessor.GetResourceVersion() == oldAccessor.GetResourceVersion()
 		}
 	}
+	if !isSync {
+		s.givenToAll(new)
+	}
 	s.cacheMutationDetector.AddObject(new)
 	s.processor.Distribute(processor.UpdateNotification{Old: old, New: new, RelistedUnchanged: relisted && isSync}, isSync)
 }
 
-// OnDelete distributes a delete; called under blockDeltas.
+// OnDelete distributes a delete; called under blockDeltas. The start
+// handlers of a warm start that could not be given the key's stored state
+// are not told: client-go never deletes what it did not deliver.
 func (s *Informer) OnDelete(old interface{}) {
+	if s.delivery != nil {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(old); err == nil {
+			if lacking := s.delivery.lacking(key); len(lacking) > 0 {
+				s.processor.DistributeExcept(lacking, processor.DeleteNotification{Obj: old})
+				return
+			}
+		}
+	}
 	s.processor.Distribute(processor.DeleteNotification{Obj: old}, false)
+}
+
+// givenToAll notes that every handler is being given obj's key.
+func (s *Informer) givenToAll(obj interface{}) {
+	if s.delivery == nil || s.delivery.notGivenCount.Load() == 0 {
+		return
+	}
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		s.delivery.given(key)
+	}
 }
 
 // HasStarted reports whether Run was called.

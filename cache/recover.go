@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -156,6 +157,12 @@ func (s *Informer) withRecoverySteps(logger klog.Logger, deltas []cache.Delta, a
 // applyRecoveryStepLocked applies one step. Called under blockDeltas.
 func (s *Informer) applyRecoveryStepLocked(logger klog.Logger, step *recoveryStep) {
 	if step.diff == nil {
+		if s.gate.owedGen.Load() != s.recoveryGen {
+			// Keys were set aside after the diff: the store is not the
+			// collection at step.rv. The relist owed since is.
+			logger.V(2).Info("A recovery ended after part of the store was set aside; waiting for the relist", "collection", s.name, "resourceVersion", step.rv)
+			return
+		}
 		if err := s.persistent.endList(step.rv); err != nil {
 			s.report(klog.NewContext(context.Background(), logger), fmt.Errorf("boltinformer: collection %q: recording the recovery at resourceVersion %q: %w", s.name, step.rv, err))
 		}
@@ -185,6 +192,7 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 		// on meanwhile.
 		s.delivery.handOutBefore(ctx, []cache.Delta{{Type: cache.ReplacedAll}})
 	}
+	s.recoveryGen = s.gate.owedGen.Load() // before the versions: see recoveryGen
 	versions, err := idx.coll.Versions()
 	if err != nil {
 		s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading the stored versions to recover: %w; listing in full", s.name, err))
@@ -214,6 +222,12 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 		}
 		if s.delivery != nil {
 			s.delivery.handOutBefore(ctx, deltas)
+			// A walk that failed may have set keys aside since the diff:
+			// no handler was given those, so none is told of them.
+			deltas = slices.DeleteFunc(deltas, func(d cache.Delta) bool {
+				_, exists, err := idx.getOnce(d.Object.(cache.DeletedFinalStateUnknown).Key)
+				return err == nil && !exists
+			})
 		}
 		if err := processDeltasInBatch(logger, s, s.store, deltas, false, cache.DeletionHandlingMetaNamespaceKeyFunc); err != nil {
 			return err

@@ -158,6 +158,11 @@ func NewListener(handler cache.ResourceEventHandler, opts ListenerOptions) *List
 // handled every initial-list add it was given.
 func (l *Listener) HasSynced() bool { return l.syncTracker.HasSynced() }
 
+// SkipsInitialAdds reports whether the listener's initial adds are
+// filtered (ListenerOptions.SkipInitialAdd): its handler keeps its own
+// record, a checkpoint, of what it was given.
+func (l *Listener) SkipsInitialAdds() bool { return l.skipInitialAdd != nil }
+
 // HasSyncedChecker is the DoneChecker form of HasSynced.
 func (l *Listener) HasSyncedChecker() cache.DoneChecker { return l.syncTracker }
 

@@ -22,6 +22,7 @@ package processor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -212,6 +213,22 @@ func (p *Processor) SelectResyncingListeners() {
 	p.selective = true
 	for l := range p.listeners {
 		p.listeners[l] = l.hasResyncPeriod()
+	}
+}
+
+// DistributeExcept is Distribute (not a resync) to every listener but
+// those of except: a warm start's handlers that were never given a key
+// are not told of its deletion.
+func (p *Processor) DistributeExcept(except []*Listener, notification interface{}) {
+	p.listenersLock.RLock()
+	defer p.listenersLock.RUnlock()
+	for !p.listenersStarted && len(p.listeners) > 0 {
+		p.listenersRCond.Wait()
+	}
+	for l := range p.listeners {
+		if !slices.Contains(except, l) {
+			l.Add(notification)
+		}
 	}
 }
 
