@@ -44,15 +44,19 @@ func TestRecoveryFetchesNamesASelectorMustEscape(t *testing.T) {
 		db := openDB(t, path)
 		f := factory.NewSharedInformerFactoryWithOptions(typedClient(t, srv.Config(), nil), 0, db, factory.WithNamespace(ns))
 		f.Rbac().V1().Roles().Informer()
-		syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
+		runCtx, stopRun := context.WithCancel(ctx)
+		syncCtx, cancelSync := context.WithTimeout(runCtx, time.Minute)
 		defer cancelSync()
-		f.Start(ctx.Done())
+		f.Start(runCtx.Done())
 		for typ, ok := range f.WaitForCacheSync(syncCtx.Done()) {
 			if !ok {
+				stopRun()
+				f.Shutdown()
 				t.Fatalf("%v did not sync", typ)
 			}
 		}
 		return f, func() {
+			stopRun()
 			f.Shutdown()
 			if err := db.Close(); err != nil {
 				t.Fatal(err)
