@@ -95,6 +95,11 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 		}
 	}
 	listener := processor.NewListener(handler, processor.ListenerOptions{Logger: logger, RequestedResyncPeriod: resyncPeriod, ResyncPeriod: processor.DetermineResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod), Now: s.clock.Now(), UpstreamHasSynced: s.HasSyncedChecker(), SkipInitialAdd: skipInitialAdd, SkipRelistedUnchanged: skipRelisted})
+	if len(tombstones) > 0 {
+		s.tombstoneMu.Lock()
+		s.tombstoneJoins = append(s.tombstoneJoins, pendingJoin{listener, tombstones})
+		s.tombstoneMu.Unlock()
+	}
 	if !s.started {
 		// The processor may already run (RunWithContext starts it before it
 		// marks the informer started); then it will not start this

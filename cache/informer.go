@@ -153,6 +153,15 @@ type Informer struct {
 	// are completed once it is applied (settleJoinsLocked). Guarded by
 	// blockDeltas.
 	owedJoins []pendingJoin
+
+	// tombstoneMu guards tombstoneJoins, every handler given tombstones,
+	// and retell, the keys set aside whose tombstones those handlers are
+	// owed once the list that follows is applied (retellLocked). Lock
+	// order: blockDeltas, then tombstoneMu.
+	tombstoneMu    sync.Mutex
+	tombstoneJoins []pendingJoin
+	retell         map[string]struct{}
+	retellAll      bool // everything was set aside
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)

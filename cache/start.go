@@ -22,6 +22,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgofeatures "k8s.io/client-go/features"
@@ -178,6 +179,7 @@ func (s *Informer) joinCheckpoints() {
 // InitialAddsDone, after which its registration may report synced. Called
 // under blockDeltas, after each applied delta.
 func (s *Informer) settleJoinsLocked() {
+	s.retellLocked()
 	if len(s.owedJoins) == 0 || s.gate.owes() {
 		return
 	}
@@ -189,6 +191,33 @@ func (s *Informer) settleJoinsLocked() {
 			s.processor.DistributeTo(only, n)
 		}
 		s.processor.DistributeTo(only, processor.InitialAddsDone{})
+	}
+}
+
+// retellLocked gives every handler of tombstones, once the list a
+// set-aside owed is applied, the tombstones of the keys set aside that the
+// list did not bring back. A checkpoint may have acknowledged such a key
+// before the set-aside made it a tombstone: its deletion reaches the
+// handler no other way. Called under blockDeltas.
+func (s *Informer) retellLocked() {
+	if s.gate.owes() {
+		return
+	}
+	s.tombstoneMu.Lock()
+	keys, all, joins := s.retell, s.retellAll, s.tombstoneJoins
+	s.retell, s.retellAll = nil, false
+	s.tombstoneMu.Unlock()
+	if len(keys) == 0 && !all {
+		return
+	}
+	for _, j := range joins {
+		only := []*processor.Listener{j.l} // not if it was removed meanwhile
+		for _, n := range tombstoneNotifications(s.store, j.cps) {
+			key := n.(processor.DeleteNotification).Obj.(cache.DeletedFinalStateUnknown).Key
+			if _, ok := keys[key]; ok || all {
+				s.processor.DistributeTo(only, n)
+			}
+		}
 	}
 }
 
@@ -228,15 +257,33 @@ func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) er
 	if err != nil {
 		// Not even the keys can be read: drop everything; handlers then see
 		// the relist as adds and updates of what they got.
-		return s.persistent.coll.SetAsideAll(ctx)
+		if err := s.persistent.coll.SetAsideAll(ctx); err != nil {
+			return err
+		}
+		s.tombstoneMu.Lock()
+		s.retellAll = true
+		s.tombstoneMu.Unlock()
+		return nil
 	}
 	var ops []persist.Op
+	retell := map[string]struct{}{}
 	for _, k := range keys {
 		if !handedOut(k) {
 			ops = append(ops, persist.Op{Key: k, Delete: true})
+			retell[k] = struct{}{}
 		}
 	}
-	return s.persistent.coll.SetAside(ops)
+	if err := s.persistent.coll.SetAside(ops); err != nil {
+		return err
+	}
+	s.tombstoneMu.Lock()
+	defer s.tombstoneMu.Unlock()
+	if s.retell == nil {
+		s.retell = retell
+	} else {
+		maps.Copy(s.retell, retell)
+	}
+	return nil
 }
 
 // releaseFilePages takes the file's pages, which a sync has just walked,
