@@ -112,14 +112,16 @@ type owedList struct {
 
 // owe records that the store lacks part of its state until a list is
 // applied. Called before the state is dropped, so that a read that ran
-// across the drop sees the generation change and waits.
+// across the drop sees the generation change and waits. Every drop is a
+// new generation, even while a list is owed already: a recovery that
+// took its diff before it cannot pay for it (applyRecoveryStepLocked).
 func (g *readGate) owe() {
 	g.owedMu.Lock()
 	defer g.owedMu.Unlock()
+	g.owedGen.Add(1)
 	if g.owed.Load() != nil {
 		return
 	}
-	g.owedGen.Add(1)
 	o := &owedList{done: make(chan struct{})}
 	if g.stopped {
 		// A set-aside racing the informer's stop: no list will come.
