@@ -49,6 +49,18 @@ func verifyFile(path string) error {
 	return nil
 }
 
+// regressionSeeds are seeds outside the default range that found a
+// defect once; the default run includes them. Each fails on the code
+// before its fix one run in one to three.
+var regressionSeeds = []int64{
+	99,  // a recovery's end paid the list a later set-aside owed
+	105, // a checkpoint not told of a key set aside after a read error
+	141, // a checkpoint join waited for a walk not yet begun
+	221, // as 105
+	332, // as 105
+	392, // a set-aside while a list was owed left the gate's generation
+}
+
 type seedResult struct {
 	sched Schedule
 	fail  *Failure
@@ -65,6 +77,9 @@ func TestSimulation(t *testing.T) {
 	} else {
 		for i := range *flagSeeds {
 			seeds = append(seeds, *flagFirst+int64(i))
+		}
+		if !flagGiven("simulation.seeds") && !flagGiven("simulation.first") {
+			seeds = append(seeds, regressionSeeds...)
 		}
 	}
 	base := t.TempDir()
@@ -125,6 +140,13 @@ func TestSimulation(t *testing.T) {
 		t.Error(msg)
 	}
 	t.Logf("%d seeds (%d failed) of %d steps in %v, %d at a time", len(seeds), failed, *flagSteps, elapsed.Round(time.Millisecond), *flagParallel)
+}
+
+// flagGiven reports whether the named flag was set on the command line.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 func stepList(steps []Step) string {
