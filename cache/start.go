@@ -260,6 +260,7 @@ func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) er
 		if err := s.persistent.coll.SetAsideAll(ctx); err != nil {
 			return err
 		}
+		s.gate.owe() // see below
 		s.tombstoneMu.Lock()
 		s.retellAll = true
 		s.tombstoneMu.Unlock()
@@ -276,6 +277,10 @@ func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) er
 	if err := s.persistent.coll.SetAside(ops); err != nil {
 		return err
 	}
+	// A new generation after the drop too: a recovery that took its diff
+	// between the first owe and the drop saw the keys set aside, and its
+	// end must not pay the list (applyRecoveryStepLocked).
+	s.gate.owe()
 	s.tombstoneMu.Lock()
 	defer s.tombstoneMu.Unlock()
 	if s.retell == nil {

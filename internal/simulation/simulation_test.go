@@ -58,6 +58,7 @@ var regressionSeeds = []int64{
 	141, // a checkpoint join waited for a walk not yet begun
 	221, // as 105
 	332, // as 105
+	388, // a recovery diffed between the gate's owe and the set-aside
 	392, // a set-aside while a list was owed left the gate's generation
 }
 
