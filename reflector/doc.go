@@ -113,7 +113,8 @@
 // Goroutines: Run, and a direct ListAndWatch, do all listing, watching, Store
 // writes (except Resync and a recovery's fetched objects) and backoff
 // waiting on the caller's goroutine; requests carry the caller's context, so
-// cancelling it aborts an in-flight list or watch. While a watch phase runs, one helper goroutine owns the
+// cancelling it aborts an in-flight list or watch. While a watch phase
+// runs, one helper goroutine owns the
 // resync timer and calls Store.Resync, and during a short CatchUp watch a
 // second one takes the consistent reads. The watch phase starts them and, on
 // the way out, cancels them and waits for them. A recovery adds one fetch

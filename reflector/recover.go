@@ -760,7 +760,7 @@ func (rec *recovery) start(ctx context.Context, fromList map[string]runtime.Obje
 	// In key order, as the fetches of a namespace apply theirs.
 	for _, key := range slices.Sorted(maps.Keys(fromList)) {
 		if err := rec.fetchedLocked(key, fromList[key]); err != nil {
-			rec.owErrorLocked(fmt.Errorf("%w: listed %s: %w", ErrStore, key, err))
+			rec.oweErrorLocked(fmt.Errorf("%w: listed %s: %w", ErrStore, key, err))
 		}
 	}
 	rec.checkDoneLocked()

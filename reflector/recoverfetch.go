@@ -349,7 +349,7 @@ func (r *Reflector) applyFetched(rec *recovery, keys []string, found map[string]
 	}
 	for _, key := range keys {
 		if err := rec.fetchedLocked(key, found[key]); err != nil {
-			rec.owErrorLocked(fmt.Errorf("%w: fetched %s: %w", ErrStore, key, err))
+			rec.oweErrorLocked(fmt.Errorf("%w: fetched %s: %w", ErrStore, key, err))
 		}
 	}
 	return nil

@@ -131,7 +131,7 @@ func (rec *recovery) checkDoneLocked() {
 	r := rec.r
 	r.filter.deactivateLocked(rec)
 	if err := r.filter.next.EndRecovery(rec.watchRV); err != nil {
-		rec.owErrorLocked(fmt.Errorf("%w: ending a recovery at resourceVersion %q: %w", ErrStore, rec.watchRV, err))
+		rec.oweErrorLocked(fmt.Errorf("%w: ending a recovery at resourceVersion %q: %w", ErrStore, rec.watchRV, err))
 	}
 	rec.stats.Duration = r.clock.Since(rec.began)
 	rv, stats := rec.watchRV, rec.stats
@@ -146,9 +146,9 @@ func (rec *recovery) checkDoneLocked() {
 	})
 }
 
-// owErrorLocked owes the error handler err, to be called once the locks
+// oweErrorLocked owes the error handler err, to be called once the locks
 // are released.
-func (rec *recovery) owErrorLocked(err error) {
+func (rec *recovery) oweErrorLocked(err error) {
 	ctx := rec.ctx
 	rec.owed = append(rec.owed, func() { rec.r.errorHandler(ctx, err) })
 }

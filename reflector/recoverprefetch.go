@@ -210,7 +210,7 @@ func (r *Reflector) applyPrefetched(rec *recovery, p *prefetch) (requests, left 
 	rec.stats.Decoded += decoded
 	for _, key := range slices.Sorted(maps.Keys(found)) {
 		if err := rec.fetchedLocked(key, found[key]); err != nil {
-			rec.owErrorLocked(fmt.Errorf("%w: fetched %s: %w", ErrStore, key, err))
+			rec.oweErrorLocked(fmt.Errorf("%w: fetched %s: %w", ErrStore, key, err))
 		}
 	}
 	for ns, keys := range rec.fetchNS {
