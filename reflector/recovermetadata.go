@@ -315,9 +315,7 @@ func (r *Reflector) givenList(ctx context.Context) *metav1.PartialObjectMetadata
 	if given == nil {
 		return nil
 	}
-	r.mu.RLock()
-	last := r.lastSyncRV
-	r.mu.RUnlock()
+	last := r.LastSyncResourceVersion()
 	listed, ok := parseRV(given.ResourceVersion)
 	applied, ok2 := parseRV(last)
 	if !ok || !ok2 || listed < applied {
