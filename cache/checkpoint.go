@@ -292,12 +292,12 @@ func tombstoneNotifications(store cache.Store, cps []*Checkpoint) []interface{} 
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	get := store.GetByKey
+	if i, ok := store.(*Indexer); ok {
+		get = i.getOnce
+	}
 	var out []interface{}
 	for _, key := range keys {
-		get := store.GetByKey
-		if i, ok := store.(*Indexer); ok {
-			get = i.getOnce
-		}
 		if _, exists, err := get(key); exists || err != nil {
 			continue // recreated: its initial add (or skip) stands for it
 		}

@@ -162,6 +162,9 @@ type Informer struct {
 	tombstoneJoins []pendingJoin
 	retell         map[string]struct{}
 	retellAll      bool // everything was set aside
+	// retellDue says retell or retellAll is set, read without tombstoneMu
+	// after every applied delta.
+	retellDue atomic.Bool
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
@@ -693,12 +696,10 @@ func (s *Informer) distributeUpdate(old, new interface{}, relisted bool) {
 // handlers of a warm start that could not be given the key's stored state
 // are not told: client-go never deletes what it did not deliver.
 func (s *Informer) OnDelete(old interface{}) {
-	if s.delivery != nil {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(old); err == nil {
-			if lacking := s.delivery.lacking(key); len(lacking) > 0 {
-				s.processor.DistributeExcept(lacking, processor.DeleteNotification{Obj: old})
-				return
-			}
+	if key, ok := s.notGivenKey(old); ok {
+		if lacking := s.delivery.lacking(key); len(lacking) > 0 {
+			s.processor.DistributeExcept(lacking, processor.DeleteNotification{Obj: old})
+			return
 		}
 	}
 	s.processor.Distribute(processor.DeleteNotification{Obj: old}, false)
@@ -706,12 +707,19 @@ func (s *Informer) OnDelete(old interface{}) {
 
 // givenToAll notes that every handler is being given obj's key.
 func (s *Informer) givenToAll(obj interface{}) {
-	if s.delivery == nil || s.delivery.notGivenCount.Load() == 0 {
-		return
-	}
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+	if key, ok := s.notGivenKey(obj); ok {
 		s.delivery.given(key)
 	}
+}
+
+// notGivenKey returns obj's key if a warm start's delivery has keys its
+// start handlers were not given; the common case costs one atomic load.
+func (s *Informer) notGivenKey(obj interface{}) (string, bool) {
+	if s.delivery == nil || s.delivery.notGivenCount.Load() == 0 {
+		return "", false
+	}
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	return key, err == nil
 }
 
 // HasStarted reports whether Run was called.

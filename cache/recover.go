@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -214,21 +213,29 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 	if len(plan.Deleted) > 0 {
 		deltas := make([]cache.Delta, 0, len(plan.Deleted))
 		for _, key := range plan.Deleted {
-			obj, exists, err := idx.getOnce(key)
-			if err != nil || !exists {
-				obj = nil // reported by getOnce; as client-go's reconcile does
-			}
-			deltas = append(deltas, cache.Delta{Type: cache.Deleted, Object: cache.DeletedFinalStateUnknown{Key: key, Obj: obj}})
+			deltas = append(deltas, cache.Delta{Type: cache.Deleted, Object: cache.DeletedFinalStateUnknown{Key: key}})
 		}
 		if s.delivery != nil {
 			s.delivery.handOutBefore(ctx, deltas)
-			// A walk that failed may have set keys aside since the diff:
-			// no handler was given those, so none is told of them.
-			deltas = slices.DeleteFunc(deltas, func(d cache.Delta) bool {
-				_, exists, err := idx.getOnce(d.Object.(cache.DeletedFinalStateUnknown).Key)
-				return err == nil && !exists
-			})
 		}
+		// Each tombstone carries the stored object, read after the hand-out.
+		// A walk that failed may have set keys aside since the diff: no
+		// handler was given those, so none is told of them.
+		kept := deltas[:0]
+		for _, d := range deltas {
+			t := d.Object.(cache.DeletedFinalStateUnknown)
+			obj, exists, err := idx.getOnce(t.Key)
+			switch {
+			case err != nil:
+				// Reported by getOnce; no object, as client-go's reconcile does.
+			case !exists && s.delivery != nil:
+				continue
+			default:
+				t.Obj = obj
+			}
+			kept = append(kept, cache.Delta{Type: cache.Deleted, Object: t})
+		}
+		deltas = kept
 		if err := processDeltasInBatch(logger, s, s.store, deltas, false, cache.DeletionHandlingMetaNamespaceKeyFunc); err != nil {
 			return err
 		}

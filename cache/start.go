@@ -200,12 +200,13 @@ func (s *Informer) settleJoinsLocked() {
 // before the set-aside made it a tombstone: its deletion reaches the
 // handler no other way. Called under blockDeltas.
 func (s *Informer) retellLocked() {
-	if s.gate.owes() {
+	if !s.retellDue.Load() || s.gate.owes() {
 		return
 	}
 	s.tombstoneMu.Lock()
 	keys, all, joins := s.retell, s.retellAll, s.tombstoneJoins
 	s.retell, s.retellAll = nil, false
+	s.retellDue.Store(false)
 	s.tombstoneMu.Unlock()
 	if len(keys) == 0 && !all {
 		return
@@ -263,6 +264,7 @@ func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) er
 		s.gate.owe() // see below
 		s.tombstoneMu.Lock()
 		s.retellAll = true
+		s.retellDue.Store(true)
 		s.tombstoneMu.Unlock()
 		return nil
 	}
@@ -288,6 +290,7 @@ func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) er
 	} else {
 		maps.Copy(s.retell, retell)
 	}
+	s.retellDue.Store(true)
 	return nil
 }
 
