@@ -2,6 +2,7 @@ package simulation
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"sync"
@@ -310,11 +311,7 @@ func (s *Server) Live(uid types.UID) (key string, ok bool) {
 func (s *Server) Counts() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.counts))
-	for k, v := range s.counts {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.counts)
 }
 
 // Version is an object's identity and resourceVersion.

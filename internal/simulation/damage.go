@@ -25,20 +25,10 @@ func collBucket(tx *bolt.Tx) *bolt.Bucket {
 // damageJournal overwrites the collection's oldest journal entry with bytes
 // that are no entry. It returns what it did ("" if there is no journal).
 func damageJournal(path string) (string, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		return "", fmt.Errorf("damage: %w", err)
-	}
-	defer db.Close()
-	what := ""
-	err = db.Update(func(tx *bolt.Tx) error {
-		b := collBucket(tx)
-		if b == nil {
-			return nil
-		}
+	return damage(path, func(b *bolt.Bucket) (string, error) {
 		jb := b.Bucket(format.JournalBucket)
 		if jb == nil {
-			return nil
+			return "", nil
 		}
 		c := jb.Cursor()
 		for gen, v := c.First(); gen != nil; gen, v = c.Next() {
@@ -50,17 +40,46 @@ func damageJournal(path string) (string, error) {
 			if seq == nil {
 				continue
 			}
-			what = fmt.Sprintf("journal entry %x/%x damaged", gen, seq)
-			return gb.Put(bytes.Clone(seq), []byte{0xff, 0xff, 0xff})
+			what := fmt.Sprintf("journal entry %x/%x damaged", gen, seq)
+			return what, gb.Put(bytes.Clone(seq), []byte{0xff, 0xff, 0xff})
 		}
-		return nil
+		return "", nil
 	})
-	return what, err
 }
 
 // damageRecord damages the payload of the n-th stored record (modulo their
 // number) of the object tree, keeping its header.
 func damageRecord(path string, n int) (string, error) {
+	return damage(path, func(b *bolt.Bucket) (string, error) {
+		ob := b.Bucket(format.ObjectsBucket)
+		if ob == nil {
+			return "", nil
+		}
+		var keys [][]byte
+		if err := ob.ForEach(func(k, v []byte) error {
+			if v != nil {
+				keys = append(keys, bytes.Clone(k))
+			}
+			return nil
+		}); err != nil {
+			return "", err
+		}
+		if len(keys) == 0 {
+			return "", nil
+		}
+		k := keys[n%len(keys)]
+		rec := bytes.Clone(ob.Get(k))
+		for i := max(len(rec)-8, 0); i < len(rec); i++ {
+			rec[i] = 0xff
+		}
+		return fmt.Sprintf("record %s damaged", k), ob.Put(k, rec)
+	})
+}
+
+// damage opens the closed file at path and runs fn on the collection's
+// bucket in one write transaction; fn says what it damaged ("" if
+// nothing). A file without the collection is left as it is.
+func damage(path string, fn func(b *bolt.Bucket) (string, error)) (string, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		return "", fmt.Errorf("damage: %w", err)
@@ -69,29 +88,12 @@ func damageRecord(path string, n int) (string, error) {
 	what := ""
 	err = db.Update(func(tx *bolt.Tx) error {
 		b := collBucket(tx)
-		if b == nil || b.Bucket(format.ObjectsBucket) == nil {
+		if b == nil {
 			return nil
 		}
-		ob := b.Bucket(format.ObjectsBucket)
-		var keys [][]byte
-		if err := ob.ForEach(func(k, v []byte) error {
-			if v != nil {
-				keys = append(keys, bytes.Clone(k))
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		if len(keys) == 0 {
-			return nil
-		}
-		k := keys[n%len(keys)]
-		rec := bytes.Clone(ob.Get(k))
-		for i := max(len(rec)-8, 0); i < len(rec); i++ {
-			rec[i] = 0xff
-		}
-		what = fmt.Sprintf("record %s damaged", k)
-		return ob.Put(k, rec)
+		var err error
+		what, err = fn(b)
+		return err
 	})
 	return what, err
 }
