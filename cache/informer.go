@@ -156,12 +156,15 @@ type Informer struct {
 
 	// tombstoneMu guards tombstoneJoins, every handler given tombstones,
 	// and retell, the keys set aside whose tombstones those handlers are
-	// owed once the list that follows is applied (retellLocked). Lock
-	// order: blockDeltas, then tombstoneMu.
+	// owed once the list that follows is applied (retellLocked). A key
+	// the handlers are told of meanwhile is owed nothing: the notification
+	// supersedes the tombstone (supersede). Lock order: blockDeltas, then
+	// tombstoneMu.
 	tombstoneMu    sync.Mutex
 	tombstoneJoins []pendingJoin
 	retell         map[string]struct{}
-	retellAll      bool // everything was set aside
+	retellAll      bool                // everything was set aside,
+	retellExcept   map[string]struct{} // except these keys, told of since
 	// retellDue says retell or retellAll is set, read without tombstoneMu
 	// after every applied delta.
 	retellDue atomic.Bool
@@ -659,6 +662,7 @@ func (s *Informer) closeCollection(logger klog.Logger) {
 // OnAdd distributes an add; called under blockDeltas.
 func (s *Informer) OnAdd(obj interface{}, isInInitialList bool) {
 	s.givenToAll(obj)
+	s.supersede(obj)
 	s.cacheMutationDetector.AddObject(obj)
 	s.processor.Distribute(processor.AddNotification{Obj: obj, IsInInitialList: isInInitialList}, false)
 }
@@ -687,6 +691,7 @@ func (s *Informer) distributeUpdate(old, new interface{}, relisted bool) {
 	}
 	if !isSync {
 		s.givenToAll(new)
+		s.supersede(new)
 	}
 	s.cacheMutationDetector.AddObject(new)
 	s.processor.Distribute(processor.UpdateNotification{Old: old, New: new, RelistedUnchanged: relisted && isSync}, isSync)
@@ -696,6 +701,7 @@ func (s *Informer) distributeUpdate(old, new interface{}, relisted bool) {
 // handlers of a warm start that could not be given the key's stored state
 // are not told: client-go never deletes what it did not deliver.
 func (s *Informer) OnDelete(old interface{}) {
+	s.supersede(old)
 	if key, ok := s.notGivenKey(old); ok {
 		if lacking := s.delivery.lacking(key); len(lacking) > 0 {
 			s.processor.DistributeExcept(lacking, processor.DeleteNotification{Obj: old})
@@ -709,6 +715,29 @@ func (s *Informer) OnDelete(old interface{}) {
 func (s *Informer) givenToAll(obj interface{}) {
 	if key, ok := s.notGivenKey(obj); ok {
 		s.delivery.given(key)
+	}
+}
+
+// supersede notes that the handlers are being told of obj's key, so a
+// tombstone a set-aside owes them for it is stale: the handler holds this
+// newer state, or this deletion. The common case costs one atomic load.
+// Called under blockDeltas.
+func (s *Informer) supersede(obj interface{}) {
+	if !s.retellDue.Load() {
+		return
+	}
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	s.tombstoneMu.Lock()
+	defer s.tombstoneMu.Unlock()
+	delete(s.retell, key)
+	if s.retellAll {
+		if s.retellExcept == nil {
+			s.retellExcept = map[string]struct{}{}
+		}
+		s.retellExcept[key] = struct{}{}
 	}
 }
 

@@ -146,3 +146,62 @@ func TestJournalSetAsideTellsACheckpointOfDeletions(t *testing.T) {
 		t.Errorf("after the journal was set aside, the checkpoint handler got %v, want aa's deletion", got)
 	}
 }
+
+// A key set aside after a read error is owed to a checkpoint's handler as a
+// tombstone, unless the handler hears of the key again before the relist is
+// applied. Here c is set aside, then recreated and deleted through the first
+// watch: the handler was told of c's deletion at its newest state, and the
+// set-aside's tombstone, with c's older state, is not given after it.
+func TestSetAsideTombstoneIsNotRetoldAfterANewerDeletion(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource("a", "b", "c")
+	var cp *bcache.Checkpoint
+	withCheckpoint := func(h cache.ResourceEventHandler) func(*bcache.Informer) {
+		return func(inf *bcache.Informer) {
+			var err error
+			if cp, err = inf.Checkpoint("h"); err != nil {
+				t.Fatal(err)
+			}
+			if h == nil {
+				h = ackingHandler{recordingHandler{&events{}}, t, cp}
+			}
+			if _, err := cp.AddEventHandler(h); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, withCheckpoint(nil))
+	r.synced(t)
+	poll.Until(t, 10*time.Second, "acknowledged", func() bool { return cp.Len() == 3 })
+	r.stop()
+	if err := f.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	corruptRecord(t, f.path, "pods", "ns/b") // the walk stops at b: c is set aside
+	f.open()
+
+	h := &events{}
+	deleted := func() bool {
+		return slices.ContainsFunc(h.list(), func(e string) bool { return strings.HasPrefix(e, "delete ns/c@") })
+	}
+	setup := func(inf *bcache.Informer) {
+		withCheckpoint(h.handler())(inf)
+		onSetAside(func(*bcache.Informer) {
+			src.Modify(pod("ns", "c", "", map[string]string{"v": "2"}))
+			src.Delete(pod("ns", "c", "", nil))
+			poll.Until(t, 10*time.Second, "c's deletion through the first watch", deleted)
+		})(inf)
+	}
+	r = startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, setup)
+	r.synced(t)
+	poll.Until(t, 30*time.Second, "the relist applied", func() bool { return eq(storeState(r.inf.GetStore()), sourceState(t, src)) })
+	src.Add(pod("ns", "d", "", nil)) // applied after any retelling
+	poll.Until(t, 10*time.Second, "d's add", func() bool {
+		return slices.ContainsFunc(h.list(), func(e string) bool { return strings.HasPrefix(e, "add ns/d@") })
+	})
+	got := h.list()
+	i := slices.IndexFunc(got, func(e string) bool { return strings.HasPrefix(e, "delete ns/c@") })
+	if slices.Contains(got[i+1:], "delete tombstone:ns/c") {
+		t.Errorf("the checkpoint handler got %v: c's set-aside tombstone after its newer deletion", got)
+	}
+}

@@ -204,8 +204,8 @@ func (s *Informer) retellLocked() {
 		return
 	}
 	s.tombstoneMu.Lock()
-	keys, all, joins := s.retell, s.retellAll, s.tombstoneJoins
-	s.retell, s.retellAll = nil, false
+	keys, all, except, joins := s.retell, s.retellAll, s.retellExcept, s.tombstoneJoins
+	s.retell, s.retellAll, s.retellExcept = nil, false, nil
 	s.retellDue.Store(false)
 	s.tombstoneMu.Unlock()
 	if len(keys) == 0 && !all {
@@ -215,7 +215,9 @@ func (s *Informer) retellLocked() {
 		only := []*processor.Listener{j.l} // not if it was removed meanwhile
 		for _, n := range tombstoneNotifications(s.store, j.cps) {
 			key := n.(processor.DeleteNotification).Obj.(cache.DeletedFinalStateUnknown).Key
-			if _, ok := keys[key]; ok || all {
+			_, owed := keys[key]
+			_, told := except[key]
+			if owed || (all && !told) {
 				s.processor.DistributeTo(only, n)
 			}
 		}
@@ -263,7 +265,7 @@ func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) er
 		}
 		s.gate.owe() // see below
 		s.tombstoneMu.Lock()
-		s.retellAll = true
+		s.retellAll, s.retellExcept = true, nil
 		s.retellDue.Store(true)
 		s.tombstoneMu.Unlock()
 		return nil
@@ -289,6 +291,9 @@ func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) er
 		s.retell = retell
 	} else {
 		maps.Copy(s.retell, retell)
+	}
+	for k := range retell {
+		delete(s.retellExcept, k) // set aside again: owed again
 	}
 	s.retellDue.Store(true)
 	return nil
