@@ -99,8 +99,10 @@ func damage(path string, fn func(b *bolt.Bucket) (string, error)) (string, error
 }
 
 // readCheckpoint returns the named checkpoint's committed acknowledgements
-// (key → resourceVersion) and tombstones' keys from a closed file.
-func readCheckpoint(path, coll, name string) (map[string]string, []string, error) {
+// (key → resourceVersion) and tombstones' keys from a closed file. With
+// journalSetAside it returns them as a set-aside of the journal leaves
+// them: an acknowledgement of a key the object tree lacks is a tombstone.
+func readCheckpoint(path, coll, name string, journalSetAside bool) (map[string]string, []string, error) {
 	acks := map[string]string{}
 	var tombstones []string
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
@@ -116,6 +118,14 @@ func readCheckpoint(path, coll, name string) (map[string]string, []string, error
 		if cb := b.Bucket(format.CheckpointsBucket); cb != nil {
 			if nb := cb.Bucket([]byte(name)); nb != nil {
 				_ = nb.ForEach(func(k, v []byte) error { acks[string(k)] = string(v); return nil })
+			}
+		}
+		if ob := b.Bucket(format.ObjectsBucket); journalSetAside {
+			for k := range acks {
+				if ob == nil || ob.Get([]byte(k)) == nil {
+					delete(acks, k)
+					tombstones = append(tombstones, k)
+				}
 			}
 		}
 		if tb := b.Bucket(format.TombstonesBucket); tb != nil {

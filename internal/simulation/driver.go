@@ -221,6 +221,12 @@ func (d *driver) step(st Step) error {
 			if what != "" {
 				d.logf("    %s", what)
 				d.damaged, d.settled = true, false
+				// The set-aside at the next open turns acknowledgements of
+				// keys only the journal held into tombstones (persist's
+				// checkpoint rules): the handler may be given them again.
+				if d.acks, d.tombstones, err = readCheckpoint(d.path, collection, "sim", true); err != nil {
+					return err
+				}
 			}
 		}
 	case OpDamageR:
@@ -393,7 +399,7 @@ func (d *driver) stop(crash bool) error {
 		}
 	}
 	var err error
-	d.acks, d.tombstones, err = readCheckpoint(d.path, collection, "sim")
+	d.acks, d.tombstones, err = readCheckpoint(d.path, collection, "sim", false)
 	if err != nil {
 		return err
 	}
