@@ -283,8 +283,7 @@ func checkpointTombstones(cps []*Checkpoint) map[string]runtime.Object {
 // cache.DeletedFinalStateUnknown carrying the object's last stored state, as
 // client-go gives a deletion the informer did not see happen. A key in
 // several checkpoints is given once. A key whose stored record cannot be
-// read is held: the read does not wait for a warm start's walk, which may
-// not have begun.
+// read is held (storeLacks).
 func tombstoneNotifications(store cache.Store, cps []*Checkpoint) []interface{} {
 	deleted := checkpointTombstones(cps)
 	keys := make([]string, 0, len(deleted))
@@ -292,18 +291,26 @@ func tombstoneNotifications(store cache.Store, cps []*Checkpoint) []interface{} 
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	get := store.GetByKey
-	if i, ok := store.(*Indexer); ok {
-		get = i.getOnce
-	}
 	var out []interface{}
 	for _, key := range keys {
-		if _, exists, err := get(key); exists || err != nil {
+		if !storeLacks(store, key) {
 			continue // recreated: its initial add (or skip) stands for it
 		}
 		out = append(out, processor.DeleteNotification{Obj: cache.DeletedFinalStateUnknown{Key: key, Obj: deleted[key]}})
 	}
 	return out
+}
+
+// storeLacks reports whether store surely lacks key: a key whose stored
+// record cannot be read is held. The read does not wait for a warm start's
+// walk, which may not have begun.
+func storeLacks(store cache.Store, key string) bool {
+	get := store.GetByKey
+	if i, ok := store.(*Indexer); ok {
+		get = i.getOnce
+	}
+	_, exists, err := get(key)
+	return !exists && err == nil
 }
 
 // AckKey acknowledges the object at key (the informer's store key) at

@@ -136,6 +136,9 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 	}
 	if skip != nil {
 		skip.walk.Load().join(owedKeys(items, tombstones), unacknowledged)
+		if unacknowledged {
+			s.noteWalkJoin(listener, items)
+		}
 	}
 	if !owed && s.gate.owes() {
 		// A warm start's delivery set state aside while the store was

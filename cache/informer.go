@@ -158,13 +158,15 @@ type Informer struct {
 	// and retell, the keys set aside whose tombstones those handlers are
 	// owed once the list that follows is applied (retellLocked). A key
 	// the handlers are told of meanwhile is owed nothing: the notification
-	// supersedes the tombstone (supersede). Lock order: blockDeltas, then
-	// tombstoneMu.
+	// supersedes the tombstone (supersede). It also guards walkJoins, the
+	// checkpoint handlers given stored objects during the walk. Lock order:
+	// blockDeltas, then tombstoneMu.
 	tombstoneMu    sync.Mutex
 	tombstoneJoins []pendingJoin
 	retell         map[string]struct{}
 	retellAll      bool                // everything was set aside,
 	retellExcept   map[string]struct{} // except these keys, told of since
+	walkJoins      []walkJoin
 	// retellDue says retell or retellAll is set, read without tombstoneMu
 	// after every applied delta.
 	retellDue atomic.Bool
@@ -392,7 +394,9 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		wg.Start(func() {
 			err := delivery.run(ctx, s.keepOnly)
 			s.gate.verifying.Store(nil)
-			if err != nil {
+			if err == nil {
+				s.forgetWalkJoins()
+			} else {
 				s.relistAfterReadError(ctx, err, stopFirst, launch, fifo)
 			}
 			s.releaseFilePages(logger)

@@ -3,11 +3,15 @@ package cache_test
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
@@ -204,4 +208,86 @@ func TestSetAsideTombstoneIsNotRetoldAfterANewerDeletion(t *testing.T) {
 	if slices.Contains(got[i+1:], "delete tombstone:ns/c") {
 		t.Errorf("the checkpoint handler got %v: c's set-aside tombstone after its newer deletion", got)
 	}
+}
+
+// A checkpoint's handler that joins while a warm start's walk runs is
+// given the unacknowledged stored objects, read without waiting for the
+// walk. If the walk then fails and sets keys aside, a key the handler was
+// given and the relist lacks must still reach it as a deletion. Here c,
+// never acknowledged, is deleted while the program is down and set aside
+// after b's record cannot be read.
+func TestCheckpointJoiningDuringAFailingWalkIsToldOfSetAsideDeletions(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource("a", "b", "c")
+	var cp *bcache.Checkpoint
+	openCheckpoint := func(inf *bcache.Informer) {
+		var err error
+		if cp, err = inf.Checkpoint("h"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notC := func(obj interface{}) {
+		if k, _ := cache.MetaNamespaceKeyFunc(obj); k != "ns/c" {
+			if err := cp.Ack(obj); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, func(inf *bcache.Informer) {
+		openCheckpoint(inf)
+		if _, err := cp.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: notC}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r.synced(t)
+	poll.Until(t, 10*time.Second, "a and b acknowledged", func() bool { return cp.Len() == 2 })
+	r.stop()
+	if err := f.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	corruptRecord(t, f.path, "pods", "ns/b")
+	f.open()
+	src.Delete(pod("ns", "c", "", nil)) // while the program is down, beyond the watch window
+
+	h := &events{}
+	t.Cleanup(bcache.SetWalkHooks(func() {
+		joined := make(chan struct{})
+		go func() { // the walk's own goroutine must not join
+			defer close(joined)
+			if _, err := cp.AddEventHandler(h.handler()); err != nil {
+				t.Error(err)
+			}
+		}()
+		<-joined
+	}, nil))
+	r = startInformer(t, f, &goneOnce{noWatchList: noWatchList{src}}, bcache.Persistence{}, nil, openCheckpoint)
+	r.synced(t)
+	poll.Until(t, 30*time.Second, "the relist applied", func() bool { return eq(storeState(r.inf.GetStore()), sourceState(t, src)) })
+	src.Add(pod("ns", "d", "", nil)) // applied after any retelling
+	poll.Until(t, 10*time.Second, "d's add", func() bool {
+		return slices.ContainsFunc(h.list(), func(e string) bool { return strings.HasPrefix(e, "add ns/d@") })
+	})
+	got := h.list()
+	if !slices.ContainsFunc(got, func(e string) bool { return strings.HasPrefix(e, "add ns/c@") }) {
+		t.Fatalf("the checkpoint handler got %v, not c: the join did not come before the set-aside", got)
+	}
+	if !slices.Contains(got, "delete tombstone:ns/c") {
+		t.Errorf("the checkpoint handler got %v: given c, never told of its deletion", got)
+	}
+}
+
+// goneOnce answers the first watch with 410 Gone, as an apiserver does
+// once the resumed resourceVersion left its watch window.
+type goneOnce struct {
+	noWatchList
+	once sync.Once
+}
+
+func (g *goneOnce) Watch(options metav1.ListOptions) (watch.Interface, error) {
+	gone := false
+	g.once.Do(func() { gone = true })
+	if gone {
+		return nil, apierrors.NewResourceExpired("too old resource version")
+	}
+	return g.noWatchList.Watch(options)
 }

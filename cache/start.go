@@ -194,34 +194,86 @@ func (s *Informer) settleJoinsLocked() {
 	}
 }
 
-// retellLocked gives every handler of tombstones, once the list a
-// set-aside owed is applied, the tombstones of the keys set aside that the
-// list did not bring back. A checkpoint may have acknowledged such a key
-// before the set-aside made it a tombstone: its deletion reaches the
-// handler no other way. Called under blockDeltas.
+// retellLocked tells handlers, once the list a set-aside owed is applied,
+// of the keys set aside that the list did not bring back. Every handler of
+// tombstones gets their tombstones: a checkpoint may have acknowledged such
+// a key before the set-aside made it a tombstone. A checkpoint's handler
+// that joined during the walk gets the deletion of each such key it was
+// given. Its deletion reaches these handlers no other way. Called under
+// blockDeltas.
 func (s *Informer) retellLocked() {
 	if !s.retellDue.Load() || s.gate.owes() {
 		return
 	}
 	s.tombstoneMu.Lock()
-	keys, all, except, joins := s.retell, s.retellAll, s.retellExcept, s.tombstoneJoins
-	s.retell, s.retellAll, s.retellExcept = nil, false, nil
+	keys, all, except, joins, walkJoins := s.retell, s.retellAll, s.retellExcept, s.tombstoneJoins, s.walkJoins
+	s.retell, s.retellAll, s.retellExcept, s.walkJoins = nil, false, nil, nil
 	s.retellDue.Store(false)
 	s.tombstoneMu.Unlock()
 	if len(keys) == 0 && !all {
 		return
 	}
+	owed := func(key string) bool {
+		_, set := keys[key]
+		_, told := except[key]
+		return set || (all && !told)
+	}
+	told := map[*processor.Listener]map[string]bool{}
 	for _, j := range joins {
 		only := []*processor.Listener{j.l} // not if it was removed meanwhile
 		for _, n := range tombstoneNotifications(s.store, j.cps) {
 			key := n.(processor.DeleteNotification).Obj.(cache.DeletedFinalStateUnknown).Key
-			_, owed := keys[key]
-			_, told := except[key]
-			if owed || (all && !told) {
+			if owed(key) {
 				s.processor.DistributeTo(only, n)
+				if told[j.l] == nil {
+					told[j.l] = map[string]bool{}
+				}
+				told[j.l][key] = true
 			}
 		}
 	}
+	for _, j := range walkJoins {
+		only := []*processor.Listener{j.l}
+		for _, obj := range j.given {
+			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+			if err != nil || !owed(key) || told[j.l][key] || !storeLacks(s.store, key) {
+				continue
+			}
+			s.processor.DistributeTo(only, processor.DeleteNotification{Obj: cache.DeletedFinalStateUnknown{Key: key, Obj: obj}})
+		}
+	}
+}
+
+// walkJoin is a checkpoint's handler that joined during a warm start's
+// walk, with the objects it was given: read from the file without waiting
+// for the walk, they may include keys the walk then sets aside.
+type walkJoin struct {
+	l     *processor.Listener
+	given []interface{}
+}
+
+// noteWalkJoin records a join's given objects while the warm start's walk
+// has not ended; the walk's end forgets them (forgetWalkJoins) unless it
+// set keys aside. Called under blockDeltas.
+func (s *Informer) noteWalkJoin(l *processor.Listener, given []interface{}) {
+	if s.delivery == nil || len(given) == 0 {
+		return
+	}
+	s.tombstoneMu.Lock()
+	defer s.tombstoneMu.Unlock()
+	select {
+	case <-s.delivery.done:
+	default:
+		s.walkJoins = append(s.walkJoins, walkJoin{l, given})
+	}
+}
+
+// forgetWalkJoins drops the joins noted during a walk that set nothing
+// aside. Called after the walk ended.
+func (s *Informer) forgetWalkJoins() {
+	s.tombstoneMu.Lock()
+	defer s.tombstoneMu.Unlock()
+	s.walkJoins = nil
 }
 
 // relistAfterReadError deals with stored state that could not be read
