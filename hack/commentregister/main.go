@@ -13,8 +13,9 @@
 // position.
 //
 // A sentence ends at '.', '!' or '?' before a space or the end of a
-// paragraph. Code blocks (indented lines), directives such as //go:build and
-// headings count as nothing. A colon counts only before a space or the end of
+// paragraph. Code blocks (indented lines), directives such as //go:build,
+// headings and comments above the package clause other than its doc (license
+// headers) count as nothing. A colon counts only before a space or the end of
 // a line, so URLs and times do not.
 package main
 
@@ -114,6 +115,9 @@ func measureDir(dir string, tests, docOnly bool, long int) (tally, error) {
 			return t, err
 		}
 		for _, group := range f.Comments {
+			if group.End() < f.Package && group != f.Doc {
+				continue // a license header or build constraint
+			}
 			for _, s := range sentences(commentLines(group.List)) {
 				n := len(strings.Fields(s.text))
 				t.sentences++
