@@ -37,34 +37,35 @@ import (
 //     then called once the same way. The recorded URLs give the resource,
 //     namespace and list options exactly as the server would receive them.
 //
-// The request names the collection; the informer lists through the
-// ListerWatcher newFunc builds with the factory's client, so whatever that
-// ListerWatcher does in Go (filter, rewrite) it still does. Anything not
-// understood, or a List and Watch that do not both reach the capture
-// clientset for the example object's resource with the same filters, is
-// reported as an error: InformerFor then returns newFunc's own informer,
-// as client-go's factory does.
+// The request names the collection. The informer lists through the
+// ListerWatcher that newFunc builds with the factory's client. So whatever
+// that ListerWatcher does in Go, such as filtering or rewriting, it still
+// does. Anything not understood is reported as an error. So is a List and
+// Watch that do not both reach the capture clientset for the example
+// object's resource with the same filters. InformerFor then returns
+// newFunc's own informer, as client-go's factory does.
 
-// listRequest is what newFunc's informer lists: the request its
-// ListerWatcher sends, and whether anything else than that request decides
+// listRequest is what newFunc's informer lists. It holds the request its
+// ListerWatcher sends, and whether anything besides that request decides
 // what it lists.
 type listRequest struct {
-	// namespace is the namespace in the request path; "" for all
+	// namespace is the namespace in the request path. It is "" for all
 	// namespaces or a cluster-scoped resource.
 	namespace string
-	// options are the list options newFunc's informer adds to the
-	// reflector's: its selectors. Paging, resume, timeout and watch fields
-	// are the reflector's, and do not change what a list holds.
+	// options are the list options that newFunc's informer adds to the
+	// reflector's, which are its selectors. Paging, resume, timeout and
+	// watch fields are the reflector's, and do not change what a list holds.
 	options metav1.ListOptions
-	// code identifies the Go code of the ListerWatcher (listerWatcherCode);
+	// code identifies the Go code of the ListerWatcher (listerWatcherCode).
 	// requestOnly reports that it is client-go's own, whose list is exactly
 	// the request. Otherwise it may filter or rewrite objects in Go.
 	code        string
 	requestOnly bool
 	// identifier is the metrics name the captured informer took. A newFunc
-	// that closes over an InformerName (rather than reading the factory's
-	// InformerName, nil during the capture) registers it here first, so
-	// this one is reserved and the real informer's is a duplicate.
+	// may close over an InformerName instead of reading the factory's, which
+	// is nil during the capture. Such a newFunc registers the name here
+	// first. So this one is reserved, and the real informer's is a
+	// duplicate.
 	identifier cache.InformerNameAndResource
 }
 

@@ -8,14 +8,14 @@ import (
 )
 
 // The factories identify the cluster by the UID of its kube-system
-// namespace, recorded as the bare UID; a client that may not read it
-// (Forbidden: namespaced RBAC) by the UID of the ServiceAccount it
-// authenticates as, recorded as "serviceaccount/<ns>/<name>/<uid>" (see
-// internal/clusterid for why these and nothing else). A client that can
-// read neither declares the cluster (PersistenceOptions.ClusterIdentity; a
-// metadata client cannot review itself, so a metadata factory that may not
-// read kube-system must declare it). The identity is learned once per factory,
-// when its first informer starts.
+// namespace, recorded as the bare UID. A client that may not read it, under
+// namespaced RBAC, uses the UID of the ServiceAccount it authenticates as.
+// That is recorded as "serviceaccount/<ns>/<name>/<uid>". internal/clusterid
+// says why these and nothing else. A client that can read neither declares
+// the cluster (PersistenceOptions.ClusterIdentity). A metadata client cannot
+// review itself. So a metadata factory that may not read kube-system must
+// declare it. The identity is learned once per factory, when its first
+// informer starts.
 
 // declareCluster names, in errors, how to declare the cluster's identity.
 const declareCluster = "factory.PersistenceOptions.ClusterIdentity"

@@ -17,9 +17,9 @@ import (
 )
 
 // MetadataFactory is a metadatainformer.SharedInformerFactory whose
-// informers persist *metav1.PartialObjectMetadata — the metadata of any
-// resource, as kube-controller-manager's garbage collector, resource quota
-// and namespace controllers watch it — to one cache file.
+// informers persist *metav1.PartialObjectMetadata to one cache file. That is
+// the metadata of any resource, as kube-controller-manager's garbage
+// collector, resource quota and namespace controllers watch it.
 type MetadataFactory struct {
 	client           metadata.Interface
 	db               *persist.DB
@@ -71,8 +71,8 @@ func newMetadataFactory(client metadata.Interface, defaultResync time.Duration, 
 	return f
 }
 
-// ForResource returns the informer for gvr, building it on first use, with
-// client-go's default namespace index and the factory's transform; its
+// ForResource returns the informer for gvr, building it on first use. It has
+// client-go's default namespace index and the factory's transform. Its
 // lister is client-go's metadatalister. A cache file error yields an
 // informer that never syncs and reports the error when run.
 func (f *MetadataFactory) ForResource(gvr schema.GroupVersionResource) informers.GenericInformer {
