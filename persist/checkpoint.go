@@ -17,45 +17,49 @@ import (
 	"github.com/boltinformer/boltinformer/internal/format"
 )
 
-// A checkpoint records, for one consumer of a collection (a handler, a
-// reconciler), the resourceVersion at which it last finished processing each
-// key. A consumer that restarts on the same file can then skip the stored
+// A checkpoint serves one consumer of a collection, such as a handler or a
+// reconciler. It records the resourceVersion at which the consumer last
+// finished processing each key. A consumer that restarts on the same file can then skip the stored
 // objects it has already processed at exactly their stored version.
 //
 // Acknowledgements are written with the group commit, in the same
-// transaction as the collection's changes, below the collection:
+// transaction as the collection's changes. They live below the collection:
 //
 //	checkpoints/<name>/  key -> resourceVersion
 //	tombstones/<name>/   key -> the deleted object's last record, and the
 //	                     version its deletion was delivered at (format.Tombstone)
 //
-// A deleted object whose key was acknowledged leaves a tombstone: its last
-// stored state, kept until the consumer acknowledges the deletion itself
-// (AckDeleted, or Ack at the version the deletion was delivered at) or a
-// state of the key stored after it. An acknowledgement of any other
-// version — one of an earlier state, arriving after the deletion was
-// applied (a reconcile that began before it) — settles nothing: an
-// acknowledgement never settles a state newer than the one it names. A consumer that registers after the deletion was
-// applied (a late handler, or after a restart) is given the tombstone as a
-// deletion; one that was registered got the deletion as an event, and gets
-// it again after a restart until it acknowledges it (at least once, as for
-// every other change).
+// A deleted object whose key was acknowledged leaves a tombstone, its last
+// stored state. The tombstone is kept until the consumer acknowledges the
+// deletion itself, with AckDeleted or with Ack at the version the deletion
+// was delivered at. An acknowledgement of a state of the key stored after
+// it also settles it. An acknowledgement of any other version settles
+// nothing. Such a version is of an earlier state, and arrives after the
+// deletion was applied, from a reconcile that began before it. An
+// acknowledgement never settles a state newer than the one it names.
+//
+// A consumer that registers after the deletion was applied is given the
+// tombstone as a deletion. That is a late handler, or one after a restart.
+// A consumer that was registered got the deletion as an event. It gets the
+// deletion again after a restart until it acknowledges it. This is at least
+// once delivery, as for every other change.
 //
 // The invariants that make skipping safe:
-//   - An acknowledgement is never on disk without the object state it names:
-//     the state was applied before the consumer saw it, so it is committed
-//     in the same transaction as the acknowledgement or an earlier one.
-//   - An acknowledgement names one exact state: resourceVersions are unique
-//     per change in a cluster, and a collection stored under another
-//     provenance (another cluster, list or transform) drops every checkpoint
-//     with its objects.
+//   - An acknowledgement is never on disk without the object state it
+//     names. The state was applied before the consumer saw it. So it is
+//     committed in the same transaction as the acknowledgement, or in an
+//     earlier one.
+//   - An acknowledgement names one exact state. resourceVersions are unique
+//     per change in a cluster. A collection stored under another
+//     provenance (another cluster, list or transform) drops every
+//     checkpoint with its objects.
 //   - A deleted key's acknowledgements become tombstones in the commit that
-//     deletes it, or in the set-aside of a damaged journal that held its
-//     only state; an acknowledgement of a key not stored when its commit
-//     runs is not written.
+//     deletes it. They also do in the set-aside of a damaged journal that
+//     held the key's only state. An acknowledgement of a key not stored
+//     when its commit runs is not written.
 //
-// Losing an acknowledgement is always safe (the consumer processes the
-// object again); the rules above only ever drop them.
+// Losing an acknowledgement is always safe, because the consumer processes
+// the object again. The rules above only ever drop acknowledgements.
 
 // ErrCheckpointOpen is returned by Collection.Checkpoint for a name that is
 // already open: two consumers sharing one checkpoint would skip each
@@ -83,9 +87,9 @@ type Checkpoint struct {
 // tombstone is a deletion the consumer has not acknowledged.
 type tombstone struct {
 	// obj is the deleted object's last stored state, for a deletion
-	// applied in this process and not committed yet (nil if it could not
-	// be read); nil once the tombstone is in the file, which Deleted
-	// decodes when asked, so that an open checkpoint keeps a key per
+	// applied in this process and not committed yet. It is nil if it could
+	// not be read. It is nil once the tombstone is in the file, which
+	// Deleted decodes when asked. So an open checkpoint keeps a key per
 	// tombstone in memory, not an object.
 	obj runtime.Object
 	// deletedAt is the version the deletion was delivered at (Op.DeletedAt);
@@ -181,8 +185,8 @@ func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 		return nil, errors.New("checkpoint name must not be empty")
 	}
 	// Under mu, so that no commit drops a layer between the read and the
-	// layers folded in below (a commit writes the file before it drops the
-	// layer, and folding a written layer in again changes nothing).
+	// layers folded in below. A commit writes the file before it drops the
+	// layer. Folding a written layer in again changes nothing.
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.checkpoints[name]; ok {
@@ -209,10 +213,10 @@ func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading checkpoint %q of collection %q: %w", name, c.name, err)
 	}
-	// Fold in the layers not committed yet (committing, then pending): a
-	// checkpoint closed and opened again finds its acknowledgements there,
-	// and a deletion applied but not committed turns the acknowledgement of
-	// its key into a tombstone here as the commit will on disk.
+	// Fold in the layers not committed yet, committing then pending. A
+	// checkpoint closed and opened again finds its acknowledgements there.
+	// A deletion applied but not committed turns the acknowledgement of its
+	// key into a tombstone here, as the commit will on disk.
 	var earlier *layer
 	for _, l := range []*layer{c.committing, c.pending} {
 		if l == nil {
@@ -264,15 +268,15 @@ func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 func (cp *Checkpoint) Name() string { return cp.name }
 
 // Ack records that the consumer has finished processing key at resourceVersion
-// rv. It is visible to Acked at once and reaches the file with the next
-// group commit; a crash before then loses it, and the object is processed
+// rv. It is visible to Acked at once, and reaches the file with the next
+// group commit. A crash before then loses it, and the object is processed
 // again.
 //
-// If key has a tombstone (its deletion is not acknowledged), Ack settles it
-// only if rv is the version the deletion was delivered at (Op.DeletedAt) or
-// the version of the key's state stored now (created again after the
-// deletion); any other version is of a state before the deletion, and the
-// acknowledgement is dropped.
+// key may have a tombstone, because its deletion is not acknowledged. Ack
+// then settles it only if rv is the version the deletion was delivered at
+// (Op.DeletedAt). The version of the key's state stored now also settles
+// it, when the key was created again after the deletion. Any other version
+// is of a state before the deletion, and the acknowledgement is dropped.
 func (cp *Checkpoint) Ack(key, rv string) error {
 	if rv == "" {
 		return fmt.Errorf("checkpoint %q: acknowledging %q without a resourceVersion", cp.name, key)
@@ -393,11 +397,12 @@ func (cp *Checkpoint) Acked(key string) (rv string, ok bool) {
 }
 
 // Unacknowledged returns every stored object that is not acknowledged at its
-// stored resourceVersion (what the consumer still has to process), and how
-// many stored objects are. An acknowledged object is neither decoded nor
-// read: its resourceVersion comes from the versions bucket (or, in a file
-// without one, its record's header), so a consumer that joins a large
-// collection pays for what changed, not for what it has seen.
+// stored resourceVersion, which the consumer still has to process. It also
+// returns how many stored objects there are. An acknowledged object is
+// neither decoded nor read. Its resourceVersion comes from the versions
+// bucket, or from its record's header in a file without one. So a consumer
+// that joins a large collection pays for what changed, not for what it has
+// seen.
 func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int, err error) {
 	c := cp.c
 	c.mu.RLock()
@@ -520,12 +525,13 @@ func resourceVersionOf(obj runtime.Object) (string, error) {
 	return m.GetResourceVersion(), nil
 }
 
-// Deleted returns the checkpoint's tombstones: key -> the deleted object's
-// last stored state, for each deletion of an acknowledged object that is not
-// acknowledged itself. The objects are shared: read-only. Where the last
-// state cannot be read back, the object is an empty one of its type
-// carrying only its namespace, name and resourceVersion, or nil if not
-// even its type can be read: the deletion is delivered all the same.
+// Deleted returns the checkpoint's tombstones, mapping key to the deleted
+// object's last stored state. There is one for each deletion of an
+// acknowledged object that is not acknowledged itself. The objects are
+// shared, so treat them as read-only. Where the last state cannot be read
+// back, the object is an empty one of its type. It carries only its
+// namespace, name and resourceVersion. It is nil if not even its type can
+// be read. The deletion is delivered all the same.
 func (cp *Checkpoint) Deleted() map[string]runtime.Object {
 	c := cp.c
 	c.mu.RLock()
@@ -797,11 +803,12 @@ func writeSeen(b *bolt.Bucket, seen map[string]time.Time) error {
 	return nil
 }
 
-// abandonedCheckpoints returns the stored checkpoints (acknowledgements,
-// tombstones, or only a stamp: one never acknowledging, or cleared) not
-// open for Options.CheckpointRetention of the collection's in-use clock,
-// and those never stamped (written before stamps were kept, which
-// dropAbandonedCheckpointsTx stamps now).
+// abandonedCheckpoints returns the stored checkpoints not open for
+// Options.CheckpointRetention of the collection's in-use clock. A stored
+// checkpoint has acknowledgements, tombstones, or only a stamp, if it never
+// acknowledged or was cleared. It also returns those never stamped, which
+// were written before stamps were kept. dropAbandonedCheckpointsTx stamps
+// them now.
 func (c *Collection) abandonedCheckpoints(b *bolt.Bucket) (abandoned, unstamped []string) {
 	names := map[string]bool{}
 	for _, parent := range [][]byte{format.CheckpointsBucket, format.TombstonesBucket} {

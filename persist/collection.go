@@ -32,15 +32,15 @@ type CollectionOptions struct {
 	Description map[string]string
 
 	// Indexes names the collection's secondary indexes with a version each.
-	// An index stored under the same name and version is trusted as is; one
-	// whose version differs, or that is new, is rebuilt from the stored
-	// objects with IndexValues before the collection is returned. A stored
-	// index not named here is kept dormant, unread, for AddIndexes to adopt
-	// at the same version without a rebuild (client-go's informers get most
-	// of their indexes from AddIndexers, after construction); the first
-	// change applied drops the dormant indexes, which it would not keep up
-	// to date. Change the version whenever an index function's behaviour
-	// changes.
+	// An index stored under the same name and version is trusted as is. An
+	// index whose version differs, or that is new, is rebuilt from the
+	// stored objects with IndexValues before the collection is returned.
+	// A stored index not named here is kept dormant and unread. AddIndexes
+	// may adopt it at the same version without a rebuild. client-go's
+	// informers get most of their indexes from AddIndexers, after
+	// construction. The first change applied drops the dormant indexes,
+	// because it would not keep them up to date. Change the version
+	// whenever an index function's behaviour changes.
 	Indexes map[string]string
 
 	// IndexValues computes index values when an index has to be (re)built.
@@ -56,13 +56,13 @@ type CollectionOptions struct {
 	CacheBytes   int64
 
 	// Provenance, if not nil, is what the owner records about where the
-	// collection's contents come from (for an informer: the cluster, the
-	// list, the transform). It is compared with the recorded provenance when
-	// the collection opens: if any pair differs, is missing or is extra,
-	// every stored object, index entry and the resourceVersion are dropped
-	// before the collection is returned, and ResetAtOpen says why. Nil
-	// neither checks nor records anything (an owner that checks later, with
-	// CheckProvenance).
+	// collection's contents come from. For an informer, that is the
+	// cluster, the list and the transform. It is compared with the recorded
+	// provenance when the collection opens. If any pair differs, is missing
+	// or is extra, every stored object, index entry and the resourceVersion
+	// are dropped before the collection is returned. ResetAtOpen then says
+	// why. Nil neither checks nor records anything, for an owner that
+	// checks later with CheckProvenance.
 	Provenance map[string]string
 }
 
@@ -423,12 +423,12 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[stri
 	return c.writeIndexVersions(b)
 }
 
-// dropUnusedIndexes deletes the stored indexes not in use — dormant ones
-// after a change, which they do not reflect — and records the versions left.
-// Called in every transaction that changes the stored objects, so a stored
-// index is never behind its objects (and only then: a tool that opens a
-// collection without naming its indexes to clear a checkpoint must not
-// lose them).
+// dropUnusedIndexes deletes the stored indexes not in use, and records the
+// versions left. Dormant indexes are not in use after a change, which they
+// do not reflect. It is called in every transaction that changes the stored
+// objects, so a stored index is never behind its objects. It is called only
+// then. A tool may open a collection without naming its indexes, to clear a
+// checkpoint, and must not lose them.
 func (c *Collection) dropUnusedIndexes(b *bolt.Bucket) error {
 	idx := b.Bucket(format.IndexesBucket)
 	var unused [][]byte
@@ -486,13 +486,13 @@ func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []str
 	return byKey.Put([]byte(key), raw)
 }
 
-// JournalSetAside returns, if DB.Collection found the collection's journal
-// unreadable, why: the journal was deleted and the must-list mark set in
-// one transaction, so the collection holds the state its trees hold —
-// every object as it was at some point, without the changes the journal
-// held — and must be listed before it is complete (see MustList). An
-// object a checkpoint acknowledged that only the journal held left a
-// tombstone. Nil otherwise.
+// JournalSetAside returns why DB.Collection found the collection's journal
+// unreadable, or nil. The journal was deleted and the must-list mark set in
+// one transaction. So the collection holds the state its trees hold, which
+// is every object as it was at some point. It lacks the changes the journal
+// held, and must be listed before it is complete (see MustList). An object
+// that a checkpoint acknowledged and only the journal held left a
+// tombstone.
 func (c *Collection) JournalSetAside() error { return c.journalSetAside }
 
 // DroppedCheckpoints returns the checkpoints DB.Collection dropped because
@@ -531,9 +531,9 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 	if c.db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	// One allocation for the batch: the layers point into it. A bounded
-	// cache's layers keep records, not objects (reads decode them, as for
-	// the journal's), so that a large Apply — a list — holds no more
+	// One allocation for the batch, and the layers point into it. A bounded
+	// cache's layers keep records, not objects, and reads decode them as
+	// for the journal's. So a large Apply, such as a list, holds no more
 	// decoded objects than the cache's bound until it is committed.
 	keepObjects := !c.cache.bounded()
 	changes := make([]change, len(ops))
@@ -698,13 +698,14 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 // collection's and the others'); see DB.Flush.
 func (c *Collection) Flush(ctx context.Context) error { return c.db.Flush(ctx) }
 
-// Close flushes the collection's changes and releases its name, so that the
-// collection can be opened again on the same DB (for example by a restarted
-// informer). Apply fails with ErrClosed from the start of Close; once it
-// returns, so do reads that need the file (a reopened instance may have
-// changed it under this one's view), while those an unbounded cache holding
-// every object answers from memory still work. If the flush fails the name
-// stays taken and the changes stay pending, retried by the commit loop.
+// Close flushes the collection's changes and releases its name. The
+// collection can then be opened again on the same DB, for example by a
+// restarted informer. Apply fails with ErrClosed from the start of Close.
+// Once Close returns, so do reads that need the file, because a reopened
+// instance may have changed it under this one's view. Reads that an
+// unbounded cache holding every object answers from memory still work. If
+// the flush fails, the name stays taken and the changes stay pending. The
+// commit loop retries them.
 func (c *Collection) Close(ctx context.Context) error {
 	c.db.applyMu.Lock()
 	c.closed.Store(true)

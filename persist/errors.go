@@ -10,9 +10,10 @@ import (
 // Errors returned by this package. Callers test them with errors.Is; the
 // returned errors wrap them with the file, collection or key at fault.
 var (
-	// ErrLocked means the file's lock is held: by another process, which did
-	// not release it within Options.LockTimeout, or by another DB of this
-	// process, which Open reports at once, with ErrOpenInProcess too.
+	// ErrLocked means the file's lock is held. Either another process did
+	// not release it within Options.LockTimeout, or another DB of this
+	// process holds it. Open reports the latter at once, with
+	// ErrOpenInProcess too.
 	ErrLocked = errors.New("cache file is locked")
 
 	// ErrOpenInProcess means another DB of this process holds the file (for
