@@ -14,29 +14,29 @@ import (
 	"github.com/boltinformer/boltinformer/internal/format"
 )
 
-// The journal: a group commit appends its changes to the collection's
-// journal bucket (sequential keys: the appends fill pages) instead of
-// writing them into the object and index trees, where each scattered
-// change rewrites a whole leaf. The journal is folded into the trees in
-// bulk, each leaf rewritten once for all the changes it gathered. See
-// internal/format/journal.go for the layout and docs/write-path.md for the
-// arithmetic.
+// A group commit appends its changes to the collection's journal bucket
+// instead of writing them into the object and index trees. The journal's
+// keys are sequential, so the appends fill pages. In the trees, each
+// scattered change would rewrite a whole leaf. The journal is folded into
+// the trees in bulk, and each leaf is rewritten once for all the changes it
+// gathered. internal/format/journal.go gives the layout, and
+// docs/write-path.md the arithmetic.
 //
-// In memory, each generation in the file is a layer: journaled and folding,
-// two of the five states of commit.go's table, which says who changes them
-// under which locks.
+// In memory, each generation in the file is a layer, journaled or folding.
+// These are two of the five states of commit.go's table. The table says who
+// changes them under which locks.
 //
 // The journal's layers hold each change's key, index values and place in
-// the file, not its record: reads take the record from the journal
-// (changeRecordTx) as they take a tree record from the tree, so the
+// the file, not its record. Reads take the record from the journal
+// (changeRecordTx), as they take a tree record from the tree. So the
 // journal adds a few hundred bytes of memory per key, not the records'
 // bytes.
 //
-// A fold moves a sealed generation into the trees a chunk of keys (in key
-// order) per commit, recording the last key folded in the same
-// transaction, so that each commit rewrites a bounded part of the trees
-// and the pages it frees are reused by the next: the file grows by a chunk,
-// not by the trees' size. The generation is deleted with its last chunk.
+// A fold moves a sealed generation into the trees a chunk of keys per
+// commit, in key order. It records the last key folded in the same
+// transaction. So each commit rewrites a bounded part of the trees, and the
+// next commit reuses the pages it frees. The file grows by a chunk, not by
+// the trees' size. The generation is deleted with its last chunk.
 
 // DefaultJournalShare is the share of a collection's record bytes its
 // journal generation may hold before it is folded; see Options.JournalShare.
@@ -47,9 +47,9 @@ const DefaultJournalShare = 0.25
 // (Tests set less: Options.minJournalBytes.)
 const defaultMinJournalBytes = 1 << 20
 
-// foldCommits is how many commits a fold is spread over at most; each
-// commit also folds at least foldPerAppended keys per key it appends, so
-// that the new generation stays small while the old one is folded.
+// foldCommits is how many commits a fold is spread over at most. Each
+// commit also folds at least foldPerAppended keys per key it appends. So
+// the new generation stays small while the old one is folded.
 const (
 	foldCommits     = 16
 	foldPerAppended = 4
@@ -78,9 +78,9 @@ func (j *journalState) active() (uint64, bool) {
 	return j.gens[len(j.gens)-1], true
 }
 
-// loadJournal reads the journal into the journaled and folding layers:
-// keys, index values and where each record is; records are read from the
-// file when needed, objects decoded when first read.
+// loadJournal reads the journal into the journaled and folding layers. It
+// loads keys, index values and where each record is. Records are read from
+// the file when needed, and objects are decoded when first read.
 func (c *Collection) loadJournal(b *bolt.Bucket) error {
 	c.journaled, c.folding = nil, nil
 	c.journal = journalState{treeBytes: -1}
@@ -142,9 +142,9 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 }
 
 // errJournalUnreadable marks a journal that cannot be read at open. The
-// collection's state cannot be told without it, but the trees still hold
-// a state every object really had: DB.Collection sets the journal aside
-// (setAsideJournalTx) and the owner lists, as for any record that cannot
+// collection's state cannot be told without it. But the trees still hold a
+// state every object really had. So DB.Collection sets the journal aside
+// (setAsideJournalTx), and the owner lists, as for any record that cannot
 // be read back.
 var errJournalUnreadable = errors.New("the collection's journal cannot be read")
 
@@ -172,10 +172,11 @@ func (c *Collection) setAsideJournalTx(tx *bolt.Tx) error {
 }
 
 // tombstoneUnstoredAcksTx turns each checkpoint's acknowledgements of keys
-// the object tree lacks into tombstones, as a commit deleting them would:
-// the set-aside drops those objects, and the list that follows, lacking
-// them, would tell no consumer. A tombstone keeps the newest state of its
-// key the damaged journal still holds, if one can be read (see Deleted).
+// the object tree lacks into tombstones, as a commit deleting them would.
+// The set-aside drops those objects. The list that follows lacks them, and
+// so would tell no consumer of them. A tombstone keeps the newest state of
+// its key that the damaged journal still holds, if one can be read (see
+// Deleted).
 func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket) error {
 	cb := b.Bucket(format.CheckpointsBucket)
 	if cb == nil {
@@ -231,8 +232,9 @@ func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket) error {
 }
 
 // readableJournalRecords returns the record of each key's newest journal
-// entry that can still be read (nil for a deletion), skipping damaged
-// entries: what a set-aside can still say of the states it drops.
+// entry that can still be read, and nil for a deletion. It skips damaged
+// entries. The result is what a set-aside can still say of the states it
+// drops.
 func readableJournalRecords(b *bolt.Bucket) map[string][]byte {
 	out := map[string][]byte{}
 	jb := b.Bucket(format.JournalBucket)
@@ -292,9 +294,10 @@ func (c *Collection) foldJournalForBuild(b *bolt.Bucket) (int64, error) {
 func (c *Collection) hasJournal() bool { return c.journaled != nil || c.folding != nil }
 
 // changeRecordTx returns the record of ch, a change to key that is not a
-// deletion: its own, or, for a change in the journal, the journal entry's
-// in b's transaction (aliasing the transaction's memory). An entry whose
-// generation a commit ahead of the layers folded away is in the trees.
+// deletion. That is ch's own record. For a change in the journal, it is the
+// journal entry's record in b's transaction, aliasing the transaction's
+// memory. A commit ahead of the layers may have folded an entry's
+// generation away. The entry is then in the trees.
 func (c *Collection) changeRecordTx(b *bolt.Bucket, key string, ch *change) ([]byte, error) {
 	if ch.record != nil || ch.seq == 0 {
 		return ch.record, nil
@@ -481,10 +484,10 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 		indexes = append(indexes, ibuckets{name, ib.Bucket(format.ByValueBucket), ib.Bucket(format.ByKeyBucket)})
 	}
 	if appending(objects, keys) {
-		// Every key goes after the stored ones, as when a list (which comes
-		// in key order) is loaded: fill the pages instead of leaving them
-		// half empty for inserts that will not come. byKey has the same
-		// keys; byValue's entries may sort anywhere (checked per index).
+		// Every key goes after the stored ones, as when a list is loaded
+		// in key order. So fill the pages instead of leaving them half
+		// empty for inserts that will not come. byKey has the same keys.
+		// byValue's entries may sort anywhere, so each index is checked.
 		objects.FillPercent = 1.0
 		for _, ib := range indexes {
 			ib.byKey.FillPercent = 1.0

@@ -24,10 +24,10 @@ type Op struct {
 	// does not store as protobuf.
 	Payload []byte
 	// DeletedAt, for a Delete, is the resourceVersion of the object as
-	// deleted (a watch's DELETED event carries it), if known: the version
-	// a consumer's OnDelete is given, at which a checkpoint's
-	// acknowledgement settles the deletion (see Checkpoint.Ack). Empty for
-	// a deletion found by a relist.
+	// deleted, if known. A watch's DELETED event carries it. A consumer's
+	// OnDelete is given this version. A checkpoint's acknowledgement at it
+	// settles the deletion (see Checkpoint.Ack). It is empty for a deletion
+	// found by a relist.
 	DeletedAt string
 }
 
@@ -36,10 +36,10 @@ type change struct {
 	// obj is nil when deleted, and may be nil in the journal's layers
 	// (decoded when read).
 	obj runtime.Object
-	// record is nil when deleted, and once the change is in the journal:
-	// gen and seq (seq > 0) then say where the file holds it, and reads
-	// take it from there as they take the trees' records (changeRecordTx),
-	// so that the journal costs memory per key, not per record byte.
+	// record is nil when deleted, and once the change is in the journal.
+	// gen and seq (seq > 0) then say where the file holds it. Reads take it
+	// from there as they take the trees' records (changeRecordTx). So the
+	// journal costs memory per key, not per record byte.
 	record   []byte
 	gen, seq uint64
 	// uid and rv identify the object (see Versions); empty when deleted,
@@ -50,17 +50,18 @@ type change struct {
 	// deletedAt is Op.DeletedAt of a deletion.
 	deletedAt string
 	// replaced, for a deletion, is the record of the object it deleted
-	// within the same layer: an object created and deleted between two
-	// commits has no committed state, and a checkpoint that acknowledged
-	// it needs one for its tombstone.
+	// within the same layer. An object created and deleted between two
+	// commits has no committed state. A checkpoint that acknowledged it
+	// needs one for its tombstone.
 	replaced []byte
 }
 
-// layer is a set of applied changes not in the trees: the latest change per
-// key, an index of those changes, and the resource version, must-list mark
-// and acknowledgements that came with them. A collection has up to four,
-// one per state a change passes through before the trees (pending,
-// committing, journaled, folding): see the table in commit.go.
+// layer is a set of applied changes not in the trees. It holds the latest
+// change per key and an index of those changes. It also holds the resource
+// version, must-list mark and acknowledgements that came with them. A
+// collection has up to four layers, one per state a change passes through
+// before the trees. The states are pending, committing, journaled and
+// folding (see the table in commit.go).
 type layer struct {
 	changes map[string]*change
 	// byValue indexes the non-deleted changes: index name -> value -> keys.
@@ -244,8 +245,8 @@ func (l *layer) absorbAcks(newer *layer) {
 }
 
 // recordPool holds record buffers of committed layers (*[]byte) for Apply
-// to encode into: on a busy collection a record lives for one group commit,
-// and recycling it spares the garbage collector most of the bytes a write
+// to encode into. On a busy collection, a record lives for one group commit.
+// Recycling it spares the garbage collector most of the bytes a write
 // allocates besides the object itself.
 var recordPool sync.Pool
 
@@ -257,15 +258,15 @@ func recycledRecord() []byte {
 	return nil
 }
 
-// recycleRecords gives l's record buffers to the pool. Called only once l is
-// committed and unreachable: its records are copied into the file's pages
-// and no reader holds the layer any more. Buffers far larger than a typical
-// record are left to the garbage collector rather than pinned by the pool,
-// and so are all but maxRecycledPerCommit of a commit's: a watch stream
-// commits a few hundred records at a time, while a cold start's list
-// commits the whole collection at once, whose buffers the pool would
-// otherwise keep (a sync.Pool frees only after two collections) beside the
-// decoded objects — 570 MiB more private memory at 100,000 Pods.
+// recycleRecords gives l's record buffers to the pool. It is called only
+// once l is committed and unreachable. Its records are then copied into the
+// file's pages, and no reader holds the layer any more. Buffers far larger
+// than a typical record are left to the garbage collector, not pinned by
+// the pool. So are all but maxRecycledPerCommit of a commit's buffers. A
+// watch stream commits a few hundred records at a time. A cold start's list
+// commits the whole collection at once. The pool would otherwise keep those
+// buffers beside the decoded objects, because a sync.Pool frees only after
+// two collections. That cost 570 MiB more private memory at 100,000 Pods.
 func (l *layer) recycleRecords() {
 	if l == nil {
 		return

@@ -36,9 +36,9 @@ func (c *Collection) MustList() bool {
 	return c.mustList
 }
 
-// SetAside applies ops (typically deletions of state that could not be read
-// back), keeps the resourceVersion, and sets the must-list mark; the mark
-// and the ops reach the file in the same commit.
+// SetAside applies ops, keeps the resourceVersion, and sets the must-list
+// mark. The ops are typically deletions of state that could not be read
+// back. The mark and the ops reach the file in the same commit.
 func (c *Collection) SetAside(ops []Op) error {
 	mark := true
 	return c.apply(ops, "", false, &mark)
@@ -60,14 +60,14 @@ func (c *Collection) ApplyList(ops []Op, rv string) error {
 	return c.apply(ops, rv, true, &mark)
 }
 
-// ApplyPart is Apply for part of a list received in pages: it applies ops
+// ApplyPart is Apply for part of a list received in pages. It applies ops,
 // and leaves the resourceVersion and the must-list mark as they are. Group
-// commits write the parts as they come, so the file holds the objects of a
-// list whose resourceVersion it does not have yet; the owner sets that
-// with ApplyList once the last page is applied (an ApplyList of no ops
-// changes nothing else). Until then the collection must not be resumed:
-// the owner lists into a collection without a resourceVersion, which a
-// crash leaves without one.
+// commits write the parts as they come. So the file holds the objects of a
+// list whose resourceVersion it does not have yet. The owner sets that with
+// ApplyList once the last page is applied. An ApplyList of no ops changes
+// nothing else. Until then the collection must not be resumed. So the owner
+// lists into a collection without a resourceVersion, and a crash leaves it
+// without one.
 func (c *Collection) ApplyPart(ops []Op) error {
 	return c.apply(ops, "", false, nil)
 }

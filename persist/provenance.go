@@ -18,10 +18,11 @@ import (
 )
 
 // A collection's provenance is a set of name/value pairs its owner records
-// with it (where the objects came from, in which shape) and compares on
-// every open: stored objects, index entries and resourceVersion are only
-// ever handed out under the provenance they were written under. This
-// package gives the pairs no meaning; see CollectionOptions.Provenance.
+// with it. The pairs say where the objects came from, and in which shape.
+// The owner compares them on every open. So stored objects, index entries
+// and resourceVersion are only ever handed out under the provenance they
+// were written under. This package gives the pairs no meaning (see
+// CollectionOptions.Provenance).
 
 var keyProvenance = []byte("provenance")
 
@@ -202,12 +203,12 @@ func (c *Collection) ResetAtOpen() *ProvenanceMismatch { return c.resetAtOpen }
 
 // CheckProvenance compares want with the recorded provenance. If they
 // differ, it drops every object, index entry and the resourceVersion of the
-// collection — on disk and not yet committed — records want, and returns the
-// mismatch: the collection is then empty, as if new. A collection that held
-// nothing records want and returns nil. An error leaves the collection as it
-// was.
+// collection, on disk and not yet committed. It then records want and
+// returns the mismatch. The collection is then empty, as if new. A
+// collection that held nothing records want and returns nil. An error
+// leaves the collection as it was.
 //
-// The caller must not Apply concurrently: a change applied during the reset
+// The caller must not Apply concurrently. A change applied during the reset
 // would be dropped with the rest.
 func (c *Collection) CheckProvenance(ctx context.Context, want map[string]string) (*ProvenanceMismatch, error) {
 	return c.reset(ctx, want, false, false)

@@ -22,10 +22,10 @@ import (
 
 // view runs fn in a read transaction of the file, for a read that merges
 // the file with the layers. It fails once Close has released the
-// collection: another instance may have opened it since and folded its
-// journal into the trees, and this instance's layers no longer say what
-// the trees lack, so the merge could return states that never were.
-// Called with mu held (Close releases under mu).
+// collection. Another instance may have opened it since and folded its
+// journal into the trees. This instance's layers then no longer say what
+// the trees lack, so the merge could return states that never were. It is
+// called with mu held, and Close releases under mu.
 func (c *Collection) view(fn func(*bolt.Tx) error) error {
 	if err := c.releasedErrLocked(); err != nil {
 		return err
@@ -214,15 +214,16 @@ func (c *Collection) decodeCachedLocked(key string, rec []byte) (runtime.Object,
 const parallelDecodeMin = 32
 
 // ForEach calls fn for every object, in key order, until fn returns an
-// error, which ForEach returns. It holds no lock while fn runs, so fn may use
-// the collection; the walk is then not a snapshot: a key changed or deleted
-// during it may be seen in its old or its new state, and a key deleted
+// error, which ForEach returns. It holds no lock while fn runs, so fn may
+// use the collection. The walk is then not a snapshot. A key changed or
+// deleted during it may be seen in its old or its new state. A key deleted
 // before the walk reaches its chunk is skipped.
 //
-// A goroutine decodes the next chunks (on every core) while fn runs on the
-// current one; with a bounded cache, memory stays bounded by the read-ahead.
-// The walk holds the collection's read lock for a few records at a time
-// (readChunk), so a write waits for a few decodes rather than a chunk's.
+// A goroutine decodes the next chunks on every core while fn runs on the
+// current one. With a bounded cache, memory stays bounded by the
+// read-ahead. The walk holds the collection's read lock for a few records
+// at a time (readChunk). So a write waits for a few decodes rather than a
+// chunk's.
 func (c *Collection) ForEach(fn func(key string, obj runtime.Object) error) error {
 	keys, err := c.walkKeys()
 	if err != nil {
@@ -268,15 +269,15 @@ func (c *Collection) ForEach(fn func(key string, obj runtime.Object) error) erro
 }
 
 // walkKeys returns every key, sorted, for ForEach. Keys would first decode
-// every object an unbounded cache lacks, and the walk is what should decode
-// them, a chunk at a time. The file's keys are read outside the
-// collection's lock, from a read transaction begun under it together with
-// a copy of the layers' keys: the layers and that transaction are then one
-// state (a commit drops its layer only under the lock, after the file has
-// it). Reading 100,000 keys from the file touches every leaf page, tenths
-// of a second on a warm start's first pass over the mapped file; under the
-// lock, watch events and acknowledgements, and the reads queued behind
-// them, would wait that long.
+// every object an unbounded cache lacks. The walk should decode them
+// instead, a chunk at a time. The file's keys are read outside the
+// collection's lock. They come from a read transaction begun under the
+// lock, together with a copy of the layers' keys. The layers and that
+// transaction are then one state, because a commit drops its layer only
+// under the lock, after the file has it. Reading 100,000 keys from the file
+// touches every leaf page. That takes tenths of a second on a warm start's
+// first pass over the mapped file. Under the lock, watch events,
+// acknowledgements and the reads queued behind them would wait that long.
 func (c *Collection) walkKeys() ([]string, error) {
 	var keys []string
 	c.mu.RLock()
@@ -328,12 +329,12 @@ func (c *Collection) walkKeys() ([]string, error) {
 	return keys, nil
 }
 
-// readChunk returns the newest state of keys, in their order, absent keys
-// left out, decoded on every core. Each goroutine takes the read lock for
-// lockedKeys keys at a time: a warm start's walk decodes the whole
+// readChunk returns the newest state of keys, in their order, decoded on
+// every core. Absent keys are left out. Each goroutine takes the read lock
+// for lockedKeys keys at a time. A warm start's walk decodes the whole
 // collection while watch events are applied, acknowledgements written and
-// commits swap layers, each of which needs the lock for writing — and while
-// one waits, Go's RWMutex holds back new readers too (a lister's Get). A
+// commits swap layers. Each of those needs the lock for writing. While one
+// waits, Go's RWMutex holds back new readers too, such as a lister's Get. A
 // long hold would stall them all for as long as a chunk takes to decode.
 func (c *Collection) readChunk(keys []string) ([]keyed, error) {
 	parts := (len(keys) + lockedKeys - 1) / lockedKeys
@@ -372,9 +373,9 @@ func (c *Collection) readChunk(keys []string) ([]keyed, error) {
 }
 
 // lockedKeys is how many keys readChunk reads and decodes per hold of the
-// read lock: about half a millisecond of decoding for 6 KB Pods, and few
-// enough that getManyLocked decodes them on one goroutine (readChunk runs
-// the holds in parallel instead).
+// read lock. That is about half a millisecond of decoding for 6 KB Pods. It
+// is few enough that getManyLocked decodes them on one goroutine. readChunk
+// runs the holds in parallel instead.
 const lockedKeys = 16
 
 // forEachLocked walks the newest state of every key; with decode false it
@@ -664,10 +665,9 @@ func (c *Collection) ByIndex(index, value string) ([]runtime.Object, error) {
 }
 
 // GetMany returns the objects stored under keys, in the order of keys,
-// skipping missing keys. Many keys are decoded on every core (readChunk),
-// each few under one hold of the read lock, so the result is not one
-// snapshot of the collection: each object is its key's newest state when
-// read.
+// skipping missing keys. Many keys are decoded on every core (readChunk), a
+// few under each hold of the read lock. So the result is not one snapshot
+// of the collection. Each object is its key's newest state when read.
 func (c *Collection) GetMany(keys []string) ([]runtime.Object, error) {
 	found, err := c.readChunk(keys)
 	return objectsOf(found), err
