@@ -19,8 +19,9 @@ import (
 
 // A checkpoint serves one consumer of a collection, such as a handler or a
 // reconciler. It records the resourceVersion at which the consumer last
-// finished processing each key. A consumer that restarts on the same file can then skip the stored
-// objects it has already processed at exactly their stored version.
+// finished processing each key. A consumer that restarts on the same file
+// can then skip the stored objects it has already processed at exactly
+// their stored version.
 //
 // Acknowledgements are written with the group commit, in the same
 // transaction as the collection's changes. They live below the collection:
@@ -62,7 +63,7 @@ import (
 // the object again. The rules above only ever drop acknowledgements.
 
 // ErrCheckpointOpen is returned by Collection.Checkpoint for a name that is
-// already open: two consumers sharing one checkpoint would skip each
+// already open. Two consumers sharing one checkpoint would skip each
 // other's work.
 var ErrCheckpointOpen = errors.New("checkpoint is already open")
 
@@ -71,14 +72,15 @@ var ErrCheckpointOpen = errors.New("checkpoint is already open")
 type Checkpoint struct {
 	c    *Collection
 	name string
-	// acked holds every acknowledgement, committed or not: what Acked
-	// answers from; deleted the tombstones, committed or not (the deleted
-	// objects whose deletion is not acknowledged). Guarded by c.mu.
+	// acked holds every acknowledgement, committed or not, and Acked
+	// answers from it. deleted holds the tombstones, committed or not. They
+	// are the deleted objects whose deletion is not acknowledged. Guarded by
+	// c.mu.
 	acked   map[string]string
 	deleted map[string]*tombstone
 	closed  bool // guarded by c.mu
 	// seenAt is when the checkpoint was last stamped as open, by the
-	// collection's in-use clock; overflows counts the times MaxTombstones
+	// collection's in-use clock. overflows counts the times MaxTombstones
 	// cleared it. Guarded by c.mu.
 	seenAt    time.Time
 	overflows int
@@ -92,14 +94,14 @@ type tombstone struct {
 	// Deleted decodes when asked. So an open checkpoint keeps a key per
 	// tombstone in memory, not an object.
 	obj runtime.Object
-	// deletedAt is the version the deletion was delivered at (Op.DeletedAt);
-	// empty if unknown.
+	// deletedAt is the version the deletion was delivered at (Op.DeletedAt).
+	// It is empty if unknown.
 	deletedAt string
 }
 
 // Checkpoint opens the named checkpoint of the collection, loading its
 // acknowledgements (about 100 bytes of memory each) and the keys of its
-// tombstones. A name is open at most once at a time; Close releases it.
+// tombstones. A name is open at most once at a time, and Close releases it.
 // Opening stamps the checkpoint as in use (see Options.CheckpointRetention).
 func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 	cp, err := c.openCheckpoint(name)
@@ -113,9 +115,9 @@ func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 }
 
 // seeOpenCheckpointsLocked stamps, in the pending layer, the open
-// checkpoints whose stamp is due for renewal: a checkpoint open while its
+// checkpoints whose stamp is due for renewal. A checkpoint open while its
 // collection is in use must never look abandoned. Every commit also
-// advances the in-use clock, so an open checkpoint's stamp is never more
+// advances the in-use clock. So an open checkpoint's stamp is never more
 // than seenRefresh behind it. Called with c.mu held for writing, before a
 // commit.
 func (c *Collection) seeOpenCheckpointsLocked() {
@@ -137,8 +139,8 @@ func (cp *Checkpoint) seeLocked(l *layer) bool {
 	return true
 }
 
-// seenRefresh is how often an open checkpoint's stamp is renewed: hourly,
-// or four times per retention if that is shorter.
+// seenRefresh is how often an open checkpoint's stamp is renewed. That is
+// hourly, or four times per retention if that is shorter.
 func (o *Options) seenRefresh() time.Duration {
 	if r := o.CheckpointRetention / 4; r > 0 && r < time.Hour {
 		return r
@@ -146,9 +148,9 @@ func (o *Options) seenRefresh() time.Duration {
 	return time.Hour
 }
 
-// inUseNow returns the collection's in-use clock now (format.ClockKey):
-// its value at open plus the time elapsed since. Options.now is read for
-// elapsed time only; time.Now's monotonic reading ignores wall clock steps.
+// inUseNow returns the collection's in-use clock now (format.ClockKey). That
+// is its value at open plus the time elapsed since. Options.now is read for
+// elapsed time only. time.Now's monotonic reading ignores wall clock steps.
 func (c *Collection) inUseNow() time.Time {
 	return c.clockBase.Add(max(0, c.db.opts.now().Sub(c.clockStart)))
 }
@@ -200,10 +202,10 @@ func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 		}); err != nil {
 			return err
 		}
-		// Keys only: Deleted decodes the objects when a consumer joins.
-		// A tombstone that cannot be read is still a deletion to deliver
-		// (with whatever of its state can be read): it never fails the
-		// open.
+		// Load keys only. Deleted decodes the objects when a consumer
+		// joins. A tombstone that cannot be read is still a deletion to
+		// deliver, with whatever of its state can be read. It never fails
+		// the open.
 		return c.checkpointEntries(tx, format.TombstonesBucket, name, func(k, raw []byte) error {
 			t, _ := format.DecodeTombstone(raw)
 			deleted[string(k)] = &tombstone{deletedAt: t.DeletedAt}
@@ -285,7 +287,7 @@ func (cp *Checkpoint) Ack(key, rv string) error {
 }
 
 // AckDeleted records that the consumer has finished processing the deletion
-// of key: its tombstone is dropped.
+// of key. Its tombstone is dropped.
 func (cp *Checkpoint) AckDeleted(key string) error { return cp.ack(key, "") }
 
 // ack records an acknowledgement of key at rv, or of its deletion ("").
@@ -296,14 +298,15 @@ func (cp *Checkpoint) ack(key, rv string) error {
 		t, tombstoned := cp.deleted[key]
 		if !tombstoned {
 			if rv == "" || cp.acked[key] == rv {
-				// Already acknowledged (a resync, a repeated reconcile), or
-				// a deletion without a tombstone: nothing to write.
+				// Nothing to write. The key is already acknowledged, after
+				// a resync or a repeated reconcile, or it is a deletion
+				// without a tombstone.
 				return false
 			}
 			if ch := c.layerChangeLocked(key); ch != nil && ch.deleted {
 				// Deleted since the consumer saw it, and never
-				// acknowledged before: nothing to skip, no deletion to
-				// settle.
+				// acknowledged before. There is nothing to skip and no
+				// deletion to settle.
 				return false
 			}
 			cp.acked[key] = rv
@@ -314,8 +317,8 @@ func (cp *Checkpoint) ack(key, rv string) error {
 		if !settlesDeletion {
 			cur, stored, err := c.currentVersionLocked(key)
 			if err != nil || !stored || cur != rv {
-				// A state before the deletion (or one that cannot be
-				// told apart from it): the tombstone stays.
+				// A state before the deletion, or one that cannot be told
+				// apart from it. The tombstone stays.
 				return false
 			}
 			cp.acked[key] = rv
@@ -412,7 +415,7 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		return ok && a == rv
 	}
 	if c.memory() != nil {
-		// Every object is decoded and cached: read versions from them.
+		// Every object is decoded and cached, so read versions from them.
 		err = c.cache.forEach(func(key string, obj runtime.Object) error {
 			rv, err := resourceVersionOf(obj)
 			if err != nil {
@@ -472,8 +475,8 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		}
 		objects := b.Bucket(format.ObjectsBucket)
 		if vb := b.Bucket(format.VersionsBucket); vb != nil {
-			// The versions say what is acknowledged: only the records
-			// of the rest are read.
+			// The versions say what is acknowledged. Only the records of
+			// the rest are read.
 			err = vb.ForEach(func(k, raw []byte) error {
 				key := string(k)
 				if c.inLayersLocked(key) {
@@ -549,7 +552,7 @@ func (cp *Checkpoint) Deleted() map[string]runtime.Object {
 	if len(onFile) == 0 {
 		return out
 	}
-	// The file's tombstones are read once per join; they are not cached.
+	// The file's tombstones are read once per join. They are not cached.
 	_ = c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
@@ -597,7 +600,7 @@ func (cp *Checkpoint) Len() int {
 }
 
 // Clear drops every acknowledgement of the checkpoint, on disk with the next
-// group commit: its consumer processes every object again on its next start.
+// group commit. Its consumer processes every object again on its next start.
 func (cp *Checkpoint) Clear() error {
 	return cp.write(func(l *layer) bool {
 		clear(cp.acked)
@@ -607,7 +610,7 @@ func (cp *Checkpoint) Clear() error {
 	})
 }
 
-// Close releases the name; acknowledgements made before it still reach the
+// Close releases the name. Acknowledgements made before it still reach the
 // file. Ack and Clear then return ErrClosed. Closing stamps the checkpoint
 // as in use until now (see Options.CheckpointRetention).
 func (cp *Checkpoint) Close() {
@@ -623,8 +626,9 @@ func (cp *Checkpoint) Close() {
 	}
 }
 
-// stateBefore returns key's state before the layer after earlier: earlier's
-// change to it, else the committed state, and whether there is one. An
+// stateBefore returns key's state before the layer after earlier, and
+// whether there is one. That is earlier's change to key, else the committed
+// state. An
 // unreadable state is found, with a nil object and the error. Called with
 // c.mu held.
 func (c *Collection) stateBefore(earlier *layer, key string) (runtime.Object, bool, error) {
@@ -658,7 +662,7 @@ func (c *Collection) stateBefore(earlier *layer, key string) (runtime.Object, bo
 	err := c.viewRecord(key, func(rec []byte) error {
 		found = true
 		var err error
-		// Not decodeLocked: the object is being deleted, and must not
+		// Not decodeLocked. The object is being deleted, and must not
 		// enter the cache.
 		obj, err = c.db.codec.Decode(rec)
 		return err
@@ -667,9 +671,9 @@ func (c *Collection) stateBefore(earlier *layer, key string) (runtime.Object, bo
 }
 
 // tombstoneAcksLocked turns key's acknowledgements in the open checkpoints
-// into tombstones carrying its last state (the key is being deleted, at
-// deletedAt if known). last returns that state and whether the key is
-// stored; an unreadable state is stored with a nil object, and the
+// into tombstones carrying its last state. The key is being deleted, at
+// deletedAt if known. last returns that state and whether the key is
+// stored. An unreadable state is stored with a nil object, and the
 // deletion is delivered all the same (see Deleted). A checkpoint this
 // would take past Options.MaxTombstones is cleared instead, in the pending
 // layer. Called with c.mu held for writing.
@@ -723,7 +727,7 @@ func (c *Collection) checkpointEntries(tx *bolt.Tx, parent []byte, name string, 
 }
 
 // checkpointTombstones returns the keys of the named checkpoint's committed
-// tombstones (for tests: export_checkpoint_test.go).
+// tombstones, for tests (export_checkpoint_test.go).
 func (c *Collection) checkpointTombstones(name string) ([]string, error) {
 	var keys []string
 	err := c.db.view(func(tx *bolt.Tx) error {
@@ -755,8 +759,9 @@ func (c *Collection) Checkpoints() ([]string, error) {
 	return names, err
 }
 
-// CheckpointAcks returns the named checkpoint's committed acknowledgements
-// (key -> resourceVersion); empty if there is no such checkpoint.
+// CheckpointAcks returns the named checkpoint's committed acknowledgements,
+// mapping key to resourceVersion. It is empty if there is no such
+// checkpoint.
 func (c *Collection) CheckpointAcks(name string) (map[string]string, error) {
 	acked := map[string]string{}
 	err := c.db.view(func(tx *bolt.Tx) error {
@@ -771,8 +776,8 @@ func (c *Collection) CheckpointAcks(name string) (map[string]string, error) {
 	return acked, nil
 }
 
-// dropCheckpointsTx deletes every checkpoint of the collection, on disk and in
-// the open checkpoints: the stored objects they acknowledge were dropped.
+// dropCheckpointsTx deletes every checkpoint of the collection, on disk and
+// in the open checkpoints. The stored objects they acknowledge were dropped.
 func (c *Collection) dropCheckpointsTx(b *bolt.Bucket) error {
 	for _, cp := range c.checkpoints {
 		clear(cp.acked)

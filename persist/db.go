@@ -40,8 +40,9 @@ const (
 const (
 	DefaultLockTimeout = 10 * time.Second
 	// DefaultBatchInterval is a second. A commit rewrites every page it
-	// touches: a leaf per changed key, branches, freelist and meta. So at a
-	// steady trickle of watch events, a short interval pays that per event.
+	// touches, which is a leaf per changed key, branches, freelist and meta.
+	// So at a steady trickle of watch events, a short interval pays that per
+	// event.
 	// At 100 events/s, 20 ms wrote 169 KiB per event and 1 s wrote 60 KiB
 	// (see docs/benchmarks.md). Reads are served from the layers meanwhile,
 	// so events reach handlers no later. A crash loses up to the interval's
@@ -50,18 +51,18 @@ const (
 	DefaultBatchInterval = time.Second
 	DefaultBatchLimit    = 10000
 	DefaultMmapSize      = 1 << 30
-	// DefaultPageSize is the page size of new files; see Options.PageSize.
+	// DefaultPageSize is the page size of new files (see Options.PageSize).
 	DefaultPageSize = 32 << 10
-	// DefaultCheckpointRetention: see Options.CheckpointRetention.
+	// DefaultCheckpointRetention is explained at Options.CheckpointRetention.
 	DefaultCheckpointRetention = 7 * 24 * time.Hour
-	// DefaultMaxTombstones: see Options.MaxTombstones.
+	// DefaultMaxTombstones is explained at Options.MaxTombstones.
 	DefaultMaxTombstones = 10000
 )
 
 // Options configures Open. Every field's zero value is a usable default.
 type Options struct {
 	// LockTimeout bounds the wait for the file lock held by another process.
-	// Zero means DefaultLockTimeout; the wait is never unbounded.
+	// Zero means DefaultLockTimeout. The wait is never unbounded.
 	LockTimeout time.Duration
 
 	// ReadOnly opens the file with a shared lock for tools such as inspect. It
@@ -79,8 +80,8 @@ type Options struct {
 	BatchLimit int
 
 	// NoSync skips fsync on commit. A process crash still loses at most the
-	// last group (the data is in the OS page cache); a machine crash may lose
-	// more or corrupt the file. For tests and benchmarks.
+	// last group, because the data is in the OS page cache. A machine crash
+	// may lose more or corrupt the file. For tests and benchmarks.
 	NoSync bool
 
 	// MmapSize is the initial size of the file's memory map. While the file
@@ -149,22 +150,22 @@ type Options struct {
 	PageSize int
 
 	// The fields below are set only by this package's tests, through
-	// export_test.go; Open gives their zero values the behaviour every
+	// export_test.go. Open gives their zero values the behaviour every
 	// other caller gets.
 
 	// now is the clock of checkpoint retention, read for elapsed time
-	// only (see Collection.inUseNow); nil means time.Now.
+	// only (see Collection.inUseNow). Nil means time.Now.
 	now func() time.Time
 	// minJournalBytes is the journal a collection gathers before a fold
-	// whatever its size (see journalLimit), so that tests see folds on a
-	// few objects; zero means defaultMinJournalBytes.
+	// whatever its size (see journalLimit). It lets tests see folds on a
+	// few objects. Zero means defaultMinJournalBytes.
 	minJournalBytes int64
 	// foldChunk, if positive, is how many keys every fold moves per commit
 	// instead of the computed chunk (see foldChunk), for folds that span
 	// commits on a few objects.
 	foldChunk int
 	// writeAheadChunk is how many keys each write-ahead transaction writes
-	// (see writeahead.go); zero means defaultWriteAheadChunk.
+	// (see writeahead.go). Zero means defaultWriteAheadChunk.
 	writeAheadChunk int
 	// writtenAhead, if set, is called after each write-ahead transaction
 	// with the chunk's last key.
@@ -194,7 +195,7 @@ type DB struct {
 	applySeq atomic.Uint64
 	pending  atomic.Int64 // changes applied since the last swap
 
-	// commitMu allows one commit, index build or reset at a time: every
+	// commitMu allows one commit, index build or reset at a time. Every
 	// write transaction after Open runs under it (see commit.go).
 	commitMu sync.Mutex
 
@@ -388,8 +389,8 @@ func (db *DB) checkSchema() error {
 		}
 		return nil
 	}
-	// A file with its schema needs no write transaction (and no fsync) to
-	// open; only an empty one is initialized.
+	// A file with its schema needs no write transaction, and no fsync, to
+	// open. Only an empty one is initialized.
 	fresh := false
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		if tx.Bucket(format.MetaBucket) == nil && !db.opts.ReadOnly {
@@ -437,12 +438,12 @@ func (db *DB) MovedAside() string { return db.movedAside }
 func (db *DB) Path() string { return db.path }
 
 // Close commits what is pending, stops the commit goroutine and closes the
-// file. It returns the final commit's error, if any: those changes are lost
+// file. It returns the final commit's error, if any. Those changes are lost,
 // and a restarted watch re-delivers them. Reads that need the file fail
 // with ErrClosed once Close returns.
 func (db *DB) Close() error {
-	// Setting closed under applyMu orders it against Apply: every Apply either
-	// finished before (and is in the final commit) or sees closed.
+	// Setting closed under applyMu orders it against Apply. Every Apply
+	// either finished before, and is in the final commit, or sees closed.
 	db.applyMu.Lock()
 	db.mu.Lock()
 	wasClosed := db.closed
@@ -543,6 +544,6 @@ func mmapRoom(size int64) int {
 	return int(2 * size)
 }
 
-// maxMmapRoom bounds mmapRoom: bbolt's own limit on a map (maxMapSize on
-// 64-bit platforms is 256 TiB) is far above it.
+// maxMmapRoom bounds mmapRoom. bbolt's own limit on a map is far above it.
+// maxMapSize on 64-bit platforms is 256 TiB.
 const maxMmapRoom = 1 << 40
