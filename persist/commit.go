@@ -193,7 +193,7 @@ func (db *DB) run() {
 		}
 		retry = nil
 		if err := db.commit(); err != nil {
-			// Keep the changes in memory and try again; readers keep seeing
+			// Keep the changes in memory and try again. Readers keep seeing
 			// them through the layers, and the RV on disk stays behind.
 			retry = time.After(backoff)
 			backoff = min(backoff*2, 5*time.Second)
@@ -204,7 +204,7 @@ func (db *DB) run() {
 }
 
 // commit writes every collection's pending changes, and their resource
-// versions, in one bbolt transaction: steps 1 to 4 above.
+// versions, in one bbolt transaction. It takes steps 1 to 4 above.
 func (db *DB) commit() error {
 	db.commitMu.Lock()
 	defer db.commitMu.Unlock()
@@ -264,10 +264,10 @@ func (db *DB) commit() error {
 			err = fmt.Errorf("committing %d changes to %s: %w", changes, db.path, err)
 		}
 	}
-	// 3. Drop the committed layers, or move them below to the journal's;
-	// reads now go to the file for what was written into the trees. Those
-	// records are in the file now, and bbolt copied them there: reuse the
-	// buffers.
+	// 3. Drop the committed layers, or move them below to the journal's.
+	// Reads now go to the file for what was written into the trees. Those
+	// records are in the file now, and bbolt copied them there. So reuse
+	// the buffers.
 	if err == nil {
 		for i, c := range dirty {
 			for _, l := range c.finishCommit(plans[i]) {
@@ -377,7 +377,7 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) (commitPlan, er
 type commitPlan struct {
 	journal  journalState
 	appended bool // the committing layer went to the journal
-	// appendedGen and appendedSeqs say where: appendedSeqs[i] is the
+	// appendedGen and appendedSeqs say where. appendedSeqs[i] is the
 	// sequence number of the layer's i-th key in key order.
 	appendedGen  uint64
 	appendedKeys []string
@@ -582,8 +582,8 @@ func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]by
 				}
 			}
 			if rv == "" || !stored {
-				// Not stored (deleted in an earlier commit, or never):
-				// nothing to skip.
+				// Not stored, because deleted in an earlier commit or
+				// never stored. There is nothing to skip.
 				continue
 			}
 			if err := nb.Put(kb, []byte(rv)); err != nil {
@@ -633,8 +633,8 @@ func (c *Collection) tombstoneValue(key string, rec []byte, deletedAt string) []
 	return format.AppendTombstone(nil, format.Tombstone{DeletedAt: deletedAt, Record: rec})
 }
 
-// finishCommit mirrors a committed plan in memory (step 3): the committing layer
-// joins the journal or is dropped, and the journal's layers follow the
+// finishCommit mirrors a committed plan in memory (step 3). The committing
+// layer joins the journal or is dropped. The journal's layers follow the
 // fold. It returns the layers whose records may be recycled.
 func (c *Collection) finishCommit(plan commitPlan) []*layer {
 	c.mu.Lock()
@@ -647,9 +647,9 @@ func (c *Collection) finishCommit(plan commitPlan) []*layer {
 	switch {
 	case plan.appended:
 		l.acks, l.clearedAcks, l.ackedDeletions = nil, nil, nil // written
-		// The file holds the records now: the layer keeps where, and
-		// reads take them from there. Under mu: readers may be reading
-		// the committing layer's records until now.
+		// The file holds the records now. The layer keeps where, and
+		// reads take them from there. This runs under mu, because readers
+		// may be reading the committing layer's records until now.
 		recycled := 0
 		bounded := c.cache.bounded()
 		for i, key := range plan.appendedKeys {
@@ -663,7 +663,7 @@ func (c *Collection) finishCommit(plan commitPlan) []*layer {
 			ch.record, ch.replaced = nil, nil
 			if bounded {
 				// A bounded cache's memory must not grow with the
-				// journal: reads decode the records again.
+				// journal. Reads decode the records again.
 				ch.obj = nil
 			}
 		}
@@ -692,7 +692,7 @@ func (c *Collection) finishCommit(plan commitPlan) []*layer {
 }
 
 // forgetTombstoneObjectsLocked drops the objects of the open checkpoints'
-// tombstones of the keys l deleted, now that the commit wrote them:
+// tombstones of the keys l deleted, now that the commit wrote them.
 // Deleted reads them from the file. Tombstones then cost a key each in
 // memory, not an object. A key changed again since keeps its object until
 // that change is committed. Called with mu held for writing.
@@ -761,7 +761,7 @@ type CommitStats struct {
 
 // AddCommitObserver calls fn after every commit attempt that wrote changes
 // or failed, until the returned function is called. fn runs on the commit
-// goroutine before Flush callers are released: it must not block or call
+// goroutine before Flush callers are released. It must not block or call
 // back into the DB.
 func (db *DB) AddCommitObserver(fn func(CommitStats)) (remove func()) {
 	db.mu.Lock()

@@ -39,12 +39,12 @@ import (
 // the trees' size. The generation is deleted with its last chunk.
 
 // DefaultJournalShare is the share of a collection's record bytes its
-// journal generation may hold before it is folded; see Options.JournalShare.
+// journal generation may hold before it is folded (see Options.JournalShare).
 const DefaultJournalShare = 0.25
 
 // defaultMinJournalBytes is the journal a small collection may gather
-// anyway: a fold of fewer bytes saves nothing worth the bookkeeping.
-// (Tests set less: Options.minJournalBytes.)
+// anyway. A fold of fewer bytes saves nothing worth the bookkeeping. Tests
+// set less, through Options.minJournalBytes.
 const defaultMinJournalBytes = 1 << 20
 
 // foldCommits is how many commits a fold is spread over at most. Each
@@ -69,8 +69,8 @@ type journalState struct {
 	treeBytes int64
 }
 
-// active reports the generation commits append to, if any: the newest,
-// unless it is the one being folded.
+// active reports the generation commits append to, if any. That is the
+// newest, unless it is the one being folded.
 func (j *journalState) active() (uint64, bool) {
 	if len(j.gens) == 0 || (len(j.gens) == 1 && j.foldKeys != nil) {
 		return 0, false
@@ -149,7 +149,7 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 var errJournalUnreadable = errors.New("the collection's journal cannot be read")
 
 // setAsideJournalTx deletes the collection's journal and sets the
-// must-list mark, in one transaction: the trees stay, without the changes
+// must-list mark, in one transaction. The trees stay, without the changes
 // the journal held, until a list is applied. The checkpoints'
 // acknowledgements of objects only the journal held become tombstones in
 // the same transaction (tombstoneUnstoredAcksTx).
@@ -276,10 +276,10 @@ func (c *Collection) dropJournalLayers(treeBytes int64) {
 }
 
 // foldJournalForBuild folds the whole journal into the trees before an
-// index is built from the object tree: the journal's entries carry no
-// values for the new index. The dormant indexes go (the trees change under
-// them). It returns the tree's record bytes after the fold; the caller
-// drops the journal's layers once tx commits.
+// index is built from the object tree. The journal's entries carry no
+// values for the new index. The dormant indexes go, because the trees
+// change under them. It returns the tree's record bytes after the fold. The
+// caller drops the journal's layers once tx commits.
 func (c *Collection) foldJournalForBuild(b *bolt.Bucket) (int64, error) {
 	j := c.journal
 	if !c.hasJournal() {
@@ -314,8 +314,8 @@ func (c *Collection) changeRecordTx(b *bolt.Bucket, key string, ch *change) ([]b
 	return rec, nil
 }
 
-// changeRecordLocked is changeRecordTx in a read transaction of its own;
-// the record is copied out of it. Called with mu held.
+// changeRecordLocked is changeRecordTx in a read transaction of its own.
+// The record is copied out of it. Called with mu held.
 func (c *Collection) changeRecordLocked(key string, ch *change) ([]byte, error) {
 	if ch.record != nil || ch.seq == 0 {
 		return ch.record, nil
@@ -333,8 +333,9 @@ func (c *Collection) changeRecordLocked(key string, ch *change) ([]byte, error) 
 	return out, err
 }
 
-// changeAfter returns key's newest change not in the trees once l (nil
-// for none) is committed: l's, else the journal's, else nil.
+// changeAfter returns key's newest change not in the trees once l is
+// committed. l may be nil for none. The change is l's, else the journal's,
+// else nil.
 func (c *Collection) changeAfter(l *layer, key string) *change {
 	if l != nil {
 		if ch := l.changes[key]; ch != nil {
@@ -365,12 +366,13 @@ func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []strin
 	if err != nil {
 		return 0, nil, err
 	}
-	// Appends only: fill the pages.
+	// The journal only appends, so fill the pages.
 	gb.FillPercent = 1.0
 	seqs := make([]uint64, len(keys))
 	for i, key := range keys {
 		ch := l.changes[key]
-		// A new buffer each: bbolt keeps the slice until the commit.
+		// Use a new buffer each time, because bbolt keeps the slice until
+		// the commit.
 		buf, err := format.AppendJournalEntry(make([]byte, 0, len(key)+len(ch.record)+128), format.JournalEntry{Key: key, Deleted: ch.deleted, Indexes: ch.indexes, Record: ch.record, UID: ch.uid, ResourceVersion: ch.rv})
 		if err != nil {
 			return 0, nil, err
@@ -405,7 +407,7 @@ func (c *Collection) journalLimit(b *bolt.Bucket, j *journalState) (int64, error
 	return max(c.db.opts.minJournalBytes, int64(share*float64(j.treeBytes))), nil
 }
 
-// foldChunk folds the next chunk of the folding generation into the trees;
+// foldChunk folds the next chunk of the folding generation into the trees.
 // appended is the number of keys this commit appended. It reports whether
 // that was the last chunk, which deletes the generation.
 func (c *Collection) foldChunk(b *bolt.Bucket, j *journalState, appended int) (bool, error) {
@@ -432,8 +434,8 @@ func (c *Collection) foldChunk(b *bolt.Bucket, j *journalState, appended int) (b
 }
 
 // foldAllTx writes the whole journal, then l (if not nil), into the trees
-// and deletes the journal. It changes only the file and j: the caller
-// drops the journal's layers once tx commits.
+// and deletes the journal. It changes only the file and j. The caller drops
+// the journal's layers once tx commits.
 func (c *Collection) foldAllTx(b *bolt.Bucket, j *journalState, l *layer) error {
 	newest := func(key string) *change { return c.changeAfter(l, key) }
 	all := map[string]struct{}{}
@@ -511,8 +513,9 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 				return err
 			}
 			if ch.record == nil {
-				// From the journal, which this transaction may delete:
-				// bbolt keeps what Put is given until the commit.
+				// The record comes from the journal, which this
+				// transaction may delete. bbolt keeps what Put is given
+				// until the commit.
 				rec = bytes.Clone(rec)
 			}
 			err = objects.Put(kb, rec)
@@ -555,8 +558,8 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 
 // appending reports whether every key of sorted keys sorts after b's last
 // key, so that writing them only appends. bbolt splits a page it overfills
-// at FillPercent of a page (half, by default, which suits random inserts);
-// pages that only receive appends are better filled completely.
+// at FillPercent of a page. That is half by default, which suits random
+// inserts. Pages that only receive appends are better filled completely.
 func appending(b *bolt.Bucket, keys []string) bool {
 	if len(keys) == 0 {
 		return false

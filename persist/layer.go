@@ -11,7 +11,7 @@ import (
 type Op struct {
 	// Key is the store key (namespace/name).
 	Key string
-	// Object is the new state; nil with Delete.
+	// Object is the new state. It is nil with Delete.
 	Object runtime.Object
 	// Indexes holds the object's values for every index of the collection.
 	// An index missing from the map has no values for this object.
@@ -19,8 +19,8 @@ type Op struct {
 	// Delete removes Key.
 	Delete bool
 	// Payload, if set, is Object's protobuf message as the server encoded
-	// it (what Object was decoded from, unchanged since): the record stores
-	// it instead of marshalling Object. Ignored for an object the codec
+	// it. Object was decoded from it, and is unchanged since. The record
+	// stores it instead of marshalling Object. Ignored for an object the codec
 	// does not store as protobuf.
 	Payload []byte
 	// DeletedAt, for a Delete, is the resourceVersion of the object as
@@ -42,8 +42,8 @@ type change struct {
 	// journal costs memory per key, not per record byte.
 	record   []byte
 	gen, seq uint64
-	// uid and rv identify the object (see Versions); empty when deleted,
-	// and in a journal entry written before schema 3.
+	// uid and rv identify the object (see Versions). They are empty when
+	// deleted, and in a journal entry written before schema 3.
 	uid, rv string
 	indexes map[string][]string
 	deleted bool
@@ -64,14 +64,15 @@ type change struct {
 // folding (see the table in commit.go).
 type layer struct {
 	changes map[string]*change
-	// byValue indexes the non-deleted changes: index name -> value -> keys.
+	// byValue indexes the non-deleted changes, from index name to value to
+	// keys.
 	byValue map[string]map[string]map[string]struct{}
 	rv      string
 	rvSet   bool
 	// mustList, if mustListSet, is written as the collection's must-list
 	// mark with the layer (see mustlist.go).
 	mustList, mustListSet bool
-	// acks holds checkpoint acknowledgements: checkpoint -> key -> rv.
+	// acks holds checkpoint acknowledgements, from checkpoint to key to rv.
 	// clearedAcks names checkpoints cleared before those acks.
 	acks        map[string]map[string]string
 	clearedAcks map[string]bool
@@ -82,8 +83,8 @@ type layer struct {
 	// clock (see Options.CheckpointRetention).
 	seen map[string]time.Time
 	// writtenAhead, in a committing layer, is the last key written into
-	// the trees ahead of the commit's transaction (see writeahead.go);
-	// empty if none.
+	// the trees ahead of the commit's transaction (see writeahead.go). It
+	// is empty if none.
 	writtenAhead string
 }
 
@@ -164,9 +165,9 @@ func (l *layer) absorb(newer *layer) {
 	l.absorbAcks(newer)
 }
 
-// A layer's checkpoint stamps and acknowledgements: Checkpoint records
-// them in the pending layer, and writeAcks (commit.go) writes them with the
-// layer's changes.
+// A layer carries checkpoint stamps and acknowledgements. Checkpoint
+// records them in the pending layer. writeAcks (commit.go) writes them with
+// the layer's changes.
 
 // see stamps the named checkpoint as open at t.
 func (l *layer) see(name string, t time.Time) {
@@ -176,8 +177,8 @@ func (l *layer) see(name string, t time.Time) {
 	l.seen[name] = t
 }
 
-// ack records an acknowledgement in the layer; rv "" acknowledges the key's
-// deletion (drops its tombstone).
+// ack records an acknowledgement in the layer. rv "" acknowledges the key's
+// deletion, which drops its tombstone.
 func (l *layer) ack(name, key, rv string) {
 	if l.acks == nil {
 		l.acks = map[string]map[string]string{}
@@ -189,8 +190,8 @@ func (l *layer) ack(name, key, rv string) {
 	}
 	m[key] = rv
 	if ch := l.changes[key]; ch != nil && ch.deleted && (rv == "" || rv == ch.deletedAt) {
-		// This acknowledges the deletion this layer holds: its tombstone
-		// need not be written. A later change to the key undoes this
+		// This acknowledges the deletion this layer holds, so its
+		// tombstone need not be written. A later change to the key undoes this
 		// (forgetAckedDeletions).
 		if l.ackedDeletions == nil {
 			l.ackedDeletions = map[string]map[string]bool{}
@@ -202,7 +203,7 @@ func (l *layer) ack(name, key, rv string) {
 	}
 }
 
-// forgetAckedDeletions is called when the layer gets a new change to key: an
+// forgetAckedDeletions is called when the layer gets a new change to key. An
 // acknowledgement of an earlier deletion does not cover what follows.
 func (l *layer) forgetAckedDeletions(key string) {
 	for _, m := range l.ackedDeletions {

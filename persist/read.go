@@ -17,7 +17,7 @@ import (
 )
 
 // This file holds the collection's reads. Each merges, newest first, the
-// five states of commit.go's table (overlaysLocked, then the trees); the
+// five states of commit.go's table (overlaysLocked, then the trees). The
 // table's invariants say why that order always finds the newest state.
 
 // view runs fn in a read transaction of the file, for a read that merges
@@ -57,7 +57,7 @@ func (c *Collection) getLocked(key string) (runtime.Object, bool, error) {
 		return obj, true, nil
 	}
 	if c.memory() != nil {
-		// The cache holds every object: a miss is an absent key.
+		// The cache holds every object, so a miss is an absent key.
 		if obj, ok := c.cache.get(key); ok { // applied since the first look
 			return obj, true, nil
 		}
@@ -111,7 +111,7 @@ func (c *Collection) layerChangeLocked(key string) *change {
 	return c.journalChangeLocked(key)
 }
 
-// overlaysLocked returns the layers over the trees, newest first; absent
+// overlaysLocked returns the layers over the trees, newest first. Absent
 // ones are nil.
 func (c *Collection) overlaysLocked() [4]*layer {
 	return [4]*layer{c.pending, c.committing, c.journaled, c.folding}
@@ -128,8 +128,8 @@ func shadowed(layers [4]*layer, i int, key string) bool {
 }
 
 // changeObjectLocked returns the object of a change that is not a deletion.
-// A change in the journal may hold only where its record is: read and
-// decode it then, and cache it.
+// A change in the journal may hold only where its record is. The record is
+// then read, decoded and cached.
 func (c *Collection) changeObjectLocked(key string, ch *change) (runtime.Object, error) {
 	if ch.obj != nil {
 		return ch.obj, nil
@@ -163,10 +163,10 @@ func (c *Collection) decodeLocked(key string, rec []byte) (runtime.Object, error
 }
 
 // decodeAllLocked decodes records[i] into found[i].obj, on every core when
-// there are enough of them: decoding is what a warm start and a cold List
-// spend their time on. A record another reader has decoded and cached
-// meanwhile (a warm start's delivery and a first List run at once) is not
-// decoded again. The records are bbolt memory, valid for the calling
+// there are enough of them. Decoding is what a warm start and a cold List
+// spend their time on. Another reader may have decoded and cached a record
+// meanwhile, as when a warm start's delivery and a first List run at once.
+// Such a record is not decoded again. The records are bbolt memory, valid for the calling
 // transaction, which outlives this call; bbolt is not touched here.
 func (c *Collection) decodeAllLocked(found []keyed, records [][]byte) error {
 	workers := min(goruntime.GOMAXPROCS(0), len(found)/parallelDecodeMin)
@@ -378,10 +378,11 @@ func (c *Collection) readChunk(keys []string) ([]keyed, error) {
 // runs the holds in parallel instead.
 const lockedKeys = 16
 
-// forEachLocked walks the newest state of every key; with decode false it
+// forEachLocked walks the newest state of every key. With decode false, it
 // passes nil objects for keys on disk that are not cached. fn runs under the
-// collection's and possibly the cache's read locks: it must not call back
-// into either (a nested read lock deadlocks against a waiting writer).
+// collection's and possibly the cache's read locks. It must not call back
+// into either, because a nested read lock deadlocks against a waiting
+// writer.
 func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.Object) error) error {
 	if c.memory() != nil {
 		return c.cache.forEach(fn)
@@ -411,8 +412,8 @@ func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.
 	})
 	if err == nil && decode && !c.cache.bounded() {
 		// Every object on disk and in the layers is now cached, and Apply
-		// keeps an unbounded cache current: load the indexes too, and later
-		// reads skip the file.
+		// keeps an unbounded cache current. So load the indexes too, and
+		// later reads skip the file.
 		err = c.completeLocked()
 	}
 	return err
@@ -495,13 +496,13 @@ func (c *Collection) Len() (int, error) {
 	n := 0
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	// Counting needs no object: a metrics scrape must not make an
+	// Counting needs no object. A metrics scrape must not make an
 	// unbounded cache decode what it lacks.
 	if c.memory() != nil {
 		return c.cache.len(), nil
 	}
 	// The versions bucket has a key per object in the trees, and far
-	// fewer pages than the records: count it, and correct for the keys
+	// fewer pages than the records. So count it, and correct for the keys
 	// the layers change.
 	counted := false
 	err := c.view(func(tx *bolt.Tx) error {
@@ -715,7 +716,7 @@ func (c *Collection) getManyLocked(keys []string, ordered bool) ([]keyed, error)
 	}
 	if c.memory() != nil {
 		// Every object is in memory, but perhaps only since the lookups
-		// above: another reader, holding mu for reading too, may have
+		// above. Another reader, holding mu for reading too, may have
 		// completed the cache meanwhile. A key that missed is cached now
 		// or absent.
 		filled := out[:0]
@@ -816,8 +817,8 @@ func (c *Collection) IndexValues(index string) ([]string, error) {
 				return err
 			}
 			if _, ok := seen[value]; ok || c.inLayersLocked(key) {
-				// Either known already, or this key's disk entry is overridden:
-				// look at the value's next key.
+				// The key is known already, or its disk entry is
+				// overridden. Look at the value's next key.
 				k, _ = cur.Next()
 				continue
 			}
