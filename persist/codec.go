@@ -71,7 +71,7 @@ var metaTypes = func() *runtime.Scheme {
 // Encode returns the record for obj. The record does not alias obj.
 func (c *Codec) Encode(obj runtime.Object) ([]byte, error) { return c.encode(obj, nil, nil) }
 
-// encode is Encode writing the record over buf if it has the capacity; a
+// encode is Encode writing the record over buf if it has the capacity. A
 // protobuf-encoded object's payload is wire if given (see Op.Payload).
 func (c *Codec) encode(obj runtime.Object, wire, buf []byte) ([]byte, error) {
 	if obj == nil {
@@ -160,8 +160,8 @@ func (c *Codec) encodeProto(buf []byte, h format.Header, pm protoMessage) ([]byt
 	})
 }
 
-// minProtoScratch is the smallest scratch buffer of encodeProto: most
-// objects are far smaller (a Pod is 2–6 KB).
+// minProtoScratch is the smallest scratch buffer of encodeProto. Most
+// objects are far smaller, and a Pod is 2–6 KB.
 const minProtoScratch = 64 << 10
 
 // protoScratch holds encodeProto's scratch buffers (*[]byte).

@@ -16,7 +16,7 @@ type CompactOptions struct {
 	// LockTimeout bounds the wait for src's lock, as Options.LockTimeout.
 	LockTimeout time.Duration
 
-	// PageSize of the new file; zero means DefaultPageSize.
+	// PageSize is the page size of the new file. Zero means DefaultPageSize.
 	PageSize int
 }
 
@@ -25,8 +25,9 @@ type CompactStats struct {
 	SrcBytes, DstBytes int64
 }
 
-// Compact writes a compacted copy of the cache file src to dst: every
-// bucket rewritten in key order with its pages filled, free pages dropped.
+// Compact writes a compacted copy of the cache file src to dst. Every
+// bucket is rewritten in key order with its pages filled. Free pages are
+// dropped.
 // A file that grew with churn or mass deletions shrinks to about what a
 // fresh bulk load of the same objects takes.
 //

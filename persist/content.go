@@ -72,9 +72,9 @@ func decodeContent(payload []byte) (map[string]interface{}, error) {
 	return content, nil
 }
 
-// normalizeContent makes decoded content JSON-shaped in place: uint64 that
-// fits becomes int64; any other type is an error (runtime.DeepCopyJSON would
-// panic on it later).
+// normalizeContent makes decoded content JSON-shaped in place. A uint64
+// that fits becomes int64. Any other type is an error, because
+// runtime.DeepCopyJSON would panic on it later.
 func normalizeContent(v interface{}) error {
 	switch t := v.(type) {
 	case map[string]interface{}:

@@ -101,7 +101,7 @@ func (h *holder) opened(path string) {
 	holders.mu.Unlock()
 }
 
-// close records that h's DB is closing: its file's lock is about to be
+// close records that h's DB is closing. Its file's lock is about to be
 // released, so a claim waits for it instead of failing.
 func (h *holder) close() {
 	holders.mu.Lock()

@@ -23,7 +23,7 @@ import (
 //   - Both change only under c.mu held for writing (Apply, AddIndexes).
 //     They are read under c.mu held for reading.
 type memIndex struct {
-	// byValue: index name -> value -> keys.
+	// byValue maps index name to value to keys.
 	byValue map[string]map[string]map[string]struct{}
 	// values maps key to index name to values, as given to Apply in
 	// Op.Indexes. They are retained rather than copied. So a change can
@@ -154,11 +154,11 @@ func (c *Collection) decodeAhead() {
 // the cache has become complete.
 const decodeStretch = 1024
 
-// completeLocked makes an unbounded cache complete: it decodes every object
-// not cached yet (on every core) and loads every index from the file into a
-// memIndex, then publishes it. Called with mu held for reading, so no Apply
-// runs meanwhile; concurrent callers build identical views and the first
-// publishes. A no-op for a bounded cache or one already complete.
+// completeLocked makes an unbounded cache complete. It decodes every object
+// not cached yet, on every core. It loads every index from the file into a
+// memIndex, then publishes it. It is called with mu held for reading, so no
+// Apply runs meanwhile. Concurrent callers build identical views, and the
+// first publishes. A no-op for a bounded cache or one already complete.
 func (c *Collection) completeLocked() error {
 	if c.cache.bounded() || c.memory() != nil {
 		return nil
@@ -207,7 +207,7 @@ func (c *Collection) completeLocked() error {
 		if err != nil {
 			return err
 		}
-		// Records are bbolt memory: decode within the transaction.
+		// Records are bbolt memory, so decode within the transaction.
 		return c.decodeAllLocked(found, records)
 	})
 	if err != nil {
@@ -285,7 +285,7 @@ func (c *Collection) loadMemIndexLocked() (*memIndex, error) {
 }
 
 // completeIfEmpty publishes an empty in-memory view for an unbounded cache
-// over an empty collection: every object it will hold then arrives through
+// over an empty collection. Every object it will hold then arrives through
 // Apply, which keeps the view current. Called once the collection is open.
 func (c *Collection) completeIfEmpty() error {
 	if c.cache.bounded() {
@@ -333,7 +333,7 @@ func (c *Collection) memKeys() []string {
 }
 
 // appendMemByIndex appends the objects under one index value, from memory,
-// to dst; ByIndex and AppendByIndex differ only in dst's element type.
+// to dst. ByIndex and AppendByIndex differ only in dst's element type.
 // Called with c.mu held for reading.
 func appendMemByIndex[T any](c *Collection, m *memIndex, dst []T, index, value string) ([]T, error) {
 	if _, ok := c.indexes[index]; !ok {
@@ -410,7 +410,7 @@ func (c *Collection) AppendList(dst []interface{}) ([]interface{}, error) {
 	return dst, nil
 }
 
-// AppendByIndex is ByIndex appending to dst; see AppendList.
+// AppendByIndex is ByIndex appending to dst (see AppendList).
 func (c *Collection) AppendByIndex(dst []interface{}, index, value string) ([]interface{}, error) {
 	c.decodeAhead()
 	c.mu.RLock()

@@ -32,8 +32,8 @@ type objectCache struct {
 	mu      sync.RWMutex
 	entries map[string]cacheEntry
 	// ring is the CLOCK ring of a bounded cache, one slot per entry, in no
-	// particular order (removal moves the last slot into the gap); nil when
-	// unbounded. Invariant: entries[ring[i].key].slot == i.
+	// particular order. Removal moves the last slot into the gap. It is nil
+	// when unbounded. The invariant is entries[ring[i].key].slot == i.
 	ring  []clockSlot
 	hand  int
 	bytes int64
@@ -41,7 +41,7 @@ type objectCache struct {
 
 type cacheEntry struct {
 	obj runtime.Object
-	// size and slot are 32 bits so that an entry is three words: a smaller
+	// size and slot are 32 bits, so that an entry is three words. A smaller
 	// map iterates (List) and misses the CPU cache (Get) less. Records are
 	// far below 2 GiB (etcd's limit is 1.5 MiB), rings far below 2^31.
 	size int32
@@ -162,7 +162,7 @@ func (c *objectCache) overLocked() bool {
 }
 
 // evictLocked sweeps the ring until the cache is within its bounds. A swept
-// entry with its reference bit set gets a second chance; the entry under
+// entry with its reference bit set gets a second chance. The entry under
 // keep, just put, is evicted only if it alone exceeds the byte bound.
 func (c *objectCache) evictLocked(keep string) {
 	for c.overLocked() && len(c.ring) > 0 {
@@ -174,7 +174,8 @@ func (c *objectCache) evictLocked(keep string) {
 			c.hand++
 			continue
 		}
-		// The hand stays: the slot now holds the ring's former last entry.
+		// The hand stays, because the slot now holds the ring's former last
+		// entry.
 		c.removeLocked(c.ring[c.hand].key)
 	}
 }

@@ -36,7 +36,7 @@ import (
 // again.
 func (db *DB) ReleaseMappedPages() error {
 	return db.view(func(tx *bolt.Tx) error {
-		// bbolt reports its read-only mapping by address; tx.Size is the
+		// bbolt reports its read-only mapping by address. tx.Size is the
 		// file's high-water mark, within the mapping.
 		mapped := unsafe.Slice((*byte)(unsafe.Add(nil, db.bolt.Info().Data)), tx.Size())
 		if err := unix.Madvise(mapped, unix.MADV_DONTNEED); err != nil {

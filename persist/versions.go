@@ -37,7 +37,7 @@ func (c *Collection) Versions() (map[string]Version, error) {
 		}
 		err := c.forEachUnwrittenLocked(func(key string, ch *change) error {
 			if ch.uid == "" && ch.rv == "" {
-				// Journaled by schema 2: the record has it.
+				// Journaled by schema 2, so the record has it.
 				rec, err := c.changeRecordTx(b, key, ch)
 				if err != nil {
 					return err
@@ -92,8 +92,8 @@ func versionOfRecord(codec *Codec, rec []byte) Version {
 	return Version{ResourceVersion: rv}
 }
 
-// putVersion writes key's identity into the versions bucket: the change's,
-// or, for a change journaled by schema 2, its record's.
+// putVersion writes key's identity into the versions bucket. That is the
+// change's identity, or its record's for a change journaled by schema 2.
 func (c *Collection) putVersion(versions *bolt.Bucket, key string, ch *change, rec []byte) error {
 	uid, rv := ch.uid, ch.rv
 	if uid == "" && rv == "" {

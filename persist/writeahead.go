@@ -34,8 +34,8 @@ import (
 // layer stays whole in memory until the commit's transaction is done.
 
 // defaultWriteAheadChunk is how many keys each write-ahead transaction
-// writes: about 24 MB of records for 6 KB Pods. (Tests set fewer:
-// Options.writeAheadChunk.)
+// writes. That is about 24 MB of records for 6 KB Pods. Tests set fewer,
+// through Options.writeAheadChunk.
 const defaultWriteAheadChunk = 4096
 
 // errNoWriteAhead ends a write-ahead that finds, in the file, that the
