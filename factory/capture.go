@@ -23,17 +23,17 @@ import (
 )
 
 // InformerFor receives a constructor, newFunc, that hides what its informer
-// lists. This file learns it without reaching the server:
+// lists. This file learns it in three steps, without reaching the server.
 //
-//  1. newFunc is called with a capture clientset: a real clientset whose
-//     transport records each request and answers it with an error, so no
-//     request leaves the process.
+//  1. newFunc is called with a capture clientset. That is a real clientset
+//     whose transport records each request and answers it with an error.
+//     So no request leaves the process.
 //  2. Its informer's ListerWatcher is read from client-go's
 //     sharedIndexInformer (see clientgo.go).
 //  3. The ListerWatcher's List is called once, asking for one object, with
-//     a short deadline: through the capture clientset it reaches the
+//     a short deadline. Through the capture clientset, it reaches the
 //     recording transport at once. A List that records nothing used another
-//     client (that one request, limit=1, may reach its server). Watch is
+//     client. That one request, limit=1, may reach its server. Watch is
 //     then called once the same way. The recorded URLs give the resource,
 //     namespace and list options exactly as the server would receive them.
 //
@@ -77,8 +77,8 @@ const captureTimeout = 5 * time.Second
 var errCaptured = errors.New("boltinformer factory: request captured, not sent")
 
 // captureClient is a clientset whose requests are recorded and never sent.
-// Its methods are safe for concurrent use; a factory captures one newFunc
-// at a time (under its lock), so requests() belong to that call.
+// Its methods are safe for concurrent use. A factory captures one newFunc
+// at a time, under its lock, so requests() belong to that call.
 type captureClient struct {
 	client kubernetes.Interface
 
@@ -89,7 +89,8 @@ type captureClient struct {
 func newCaptureClient() (*captureClient, error) {
 	c := &captureClient{}
 	cfg := &rest.Config{
-		// .invalid never resolves (RFC 2606); the transport never dials anyway.
+		// .invalid never resolves (RFC 2606). The transport never dials
+		// anyway.
 		Host:        "http://boltinformer-capture.invalid",
 		Transport:   c,
 		RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter(),

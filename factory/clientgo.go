@@ -10,15 +10,15 @@
 // the ListWatch embedded in the unexported
 // listWatcherWithWatchListSemanticsWrapper, read.
 //
-// There is no public hook to use instead: client-go v0.37.2's informers have
+// There is no public hook to use instead. client-go v0.37.2's informers have
 // getters for none of these but the indexers (GetIndexer().GetIndexers(),
-// used), and its SharedIndexInformerOptions only go in. When an informer of
-// client-go's tools/cache does not have these fields (client-go's layout
-// changed), InformerFor runs newFunc's informer in memory and reports it as
-// an error and in boltinformer_factory_fallbacks_total with reason
+// used). Its SharedIndexInformerOptions only go in. An informer of
+// client-go's tools/cache may lack these fields, when client-go's layout
+// changed. InformerFor then runs newFunc's informer in memory. It reports
+// that as an error, and in boltinformer_factory_fallbacks_total with reason
 // client-go-layout (fallback.go). TestCaptureReadsClientGoInformer pins the
-// fields of the client-go in use; TestInformerForReportsClientGoLayout the
-// report.
+// fields of the client-go in use. TestInformerForReportsClientGoLayout pins
+// the report.
 
 package factory
 
@@ -61,7 +61,7 @@ const clientGoVersion = "v0.37.2"
 
 var (
 	// errClientGoLayout marks an informer of client-go's tools/cache whose
-	// private state is not client-go v0.37.2's: client-go's layout changed.
+	// private state is not client-go v0.37.2's. client-go's layout changed.
 	errClientGoLayout = errors.New("not client-go " + clientGoVersion + "'s informer layout")
 	// errNotClientGo marks an informer that is not client-go's.
 	errNotClientGo = errors.New("not client-go's shared informer")
@@ -324,7 +324,7 @@ func unexportedField[T any](v reflect.Value, name string) (T, bool) {
 }
 
 // unexportedValue returns the field name of the addressable struct v,
-// readable although unexported; invalid if there is none.
+// readable although unexported. The value is invalid if there is none.
 func unexportedValue(v reflect.Value, name string) reflect.Value {
 	f := v.FieldByName(name)
 	if !f.IsValid() || !f.CanAddr() {

@@ -21,15 +21,15 @@ import (
 const declareCluster = "factory.PersistenceOptions.ClusterIdentity"
 
 // clusterSource learns a factory's cluster identity once for all of its
-// informers; the zero value is ready, the Source is built on first use.
+// informers. The zero value is ready. The Source is built on first use.
 type clusterSource struct {
 	once   sync.Once
 	source *clusterid.Source
 }
 
 // identity returns the identity a factory records with each of its
-// collections: declared if set, else read through the reader newReader
-// builds. The kube-system UID is recorded bare, as before other kinds
+// collections. It is the declared one if set. Otherwise it is read through
+// the reader newReader builds. The kube-system UID is recorded bare, as before other kinds
 // existed.
 func (c *clusterSource) identity(declared string, newReader func() clusterid.Reader) bcache.ClusterIdentity {
 	if declared != "" {

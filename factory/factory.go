@@ -63,20 +63,21 @@ type Factory struct {
 	persistence      PersistenceOptions
 
 	// identity learns the cluster's identity through client, once for
-	// every informer of the factory; built on first use.
+	// every informer of the factory. It is built on first use.
 	identity clusterSource
 
 	// lock guards the fields below.
 	lock sync.Mutex
-	// capture records what newFunc's informers list; built on first use.
+	// capture records what newFunc's informers list. It is built on first
+	// use.
 	capture *captureClient
 	// capturing is set while newFunc runs against capture (InformerName
 	// reads it without the lock).
 	capturing        atomic.Bool
 	informers        map[reflect.Type]cache.SharedIndexInformer
 	startedInformers map[reflect.Type]bool
-	// wireClients are the watch clients by group-version (wirewatch.go);
-	// nil for a clientset without REST clients.
+	// wireClients are the watch clients by group-version (wirewatch.go).
+	// It is nil for a clientset without REST clients.
 	wireClients map[schema.GroupVersion]*rest.RESTClient
 	// wg tracks the goroutines Start started.
 	wg           sync.WaitGroup
@@ -86,8 +87,8 @@ type Factory struct {
 var _ informers.SharedInformerFactory = (*Factory)(nil)
 
 // NewSharedInformerFactory is client-go's informers.NewSharedInformerFactory
-// with a cache file: every informer of the factory keeps its state in db.
-// The factory does not close db; close it after Shutdown.
+// with a cache file. Every informer of the factory keeps its state in db.
+// The factory does not close db, so close it after Shutdown.
 func NewSharedInformerFactory(client kubernetes.Interface, defaultResync time.Duration, db *persist.DB) *Factory {
 	return NewSharedInformerFactoryWithOptions(client, defaultResync, db)
 }
@@ -162,7 +163,7 @@ func (f *Factory) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
 }
 
 // WaitForCacheSyncWithContext waits for every started informer to sync. An
-// informer the factory could not build never syncs; its error is joined
+// informer the factory could not build never syncs. Its error is joined
 // into the result's Err.
 func (f *Factory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncResult {
 	started := map[reflect.Type]cache.SharedIndexInformer{}

@@ -21,17 +21,19 @@ import (
 // a generated accessor given a newFunc falls back. That is reported as an
 // error (utilruntime.HandleError).
 const (
-	// fallbackClientGoLayout: newFunc's informer is client-go's, but its
-	// private state is not v0.37.2's (errClientGoLayout).
+	// fallbackClientGoLayout means newFunc's informer is client-go's, but
+	// its private state is not v0.37.2's (errClientGoLayout).
 	fallbackClientGoLayout = "client-go-layout"
-	// fallbackNotClientGo: newFunc's informer is another implementation
-	// (errNotClientGo).
+	// fallbackNotClientGo means newFunc's informer is another
+	// implementation (errNotClientGo).
 	fallbackNotClientGo = "not-client-go"
-	// fallbackCustomListerWatcher: its ListerWatcher is not client-go's own
-	// and no ListerWatcherVersion is declared (errCustomListerWatcher).
+	// fallbackCustomListerWatcher means its ListerWatcher is not
+	// client-go's own, and no ListerWatcherVersion is declared
+	// (errCustomListerWatcher).
 	fallbackCustomListerWatcher = "custom-lister-watcher"
-	// fallbackUnknownList: what it lists could not be determined (another
-	// client, a type no typed client lists, a started informer, ...).
+	// fallbackUnknownList means what it lists could not be determined. It
+	// may use another client, list a type no typed client lists, or be
+	// started already.
 	fallbackUnknownList = "unknown-list"
 )
 

@@ -17,8 +17,8 @@ import (
 )
 
 // The options of the three factories are client-go's, under client-go's
-// names: WithNamespace, WithTweakListOptions, WithCustomResyncConfig,
-// WithTransform and WithInformerName. The metadata factory's WithTransform
+// names. They are WithNamespace, WithTweakListOptions,
+// WithCustomResyncConfig, WithTransform and WithInformerName. The metadata factory's WithTransform
 // is WithMetadataTransform. One struct, PersistenceOptions, adds what
 // client-go has no counterpart for, which is how the informers persist.
 
@@ -175,7 +175,7 @@ func (o PersistenceOptions) frozen() PersistenceOptions {
 	return o
 }
 
-// persistence returns the cache.Persistence of an informer of gvr: the
+// persistence returns the cache.Persistence of an informer of gvr. The
 // collection's names are left to the caller.
 func (o PersistenceOptions) persistence(db *persist.DB, cluster bcache.ClusterIdentity, gvr schema.GroupVersionResource) bcache.Persistence {
 	return bcache.Persistence{
@@ -186,7 +186,8 @@ func (o PersistenceOptions) persistence(db *persist.DB, cluster bcache.ClusterId
 		CacheObjects:     o.CacheObjects,
 		CacheBytes:       o.CacheBytes,
 		// The core recognises a typed Secret by its example object, not an
-		// unstructured or metadata-only one: the resource decides for all.
+		// unstructured or metadata-only one. So the resource decides for
+		// all.
 		MemoryOnly:     slices.Contains(o.MemoryOnly, gvr) || (gvr == secretsResource && !o.PersistSecrets),
 		PersistSecrets: o.PersistSecrets,
 	}
@@ -235,7 +236,7 @@ func WithInformerName(name *cache.InformerName) Option {
 	return func(f *Factory) { f.informerName = name }
 }
 
-// WithPersistence sets how the factory's informers persist; a later
+// WithPersistence sets how the factory's informers persist. A later
 // WithPersistence replaces an earlier one.
 func WithPersistence(o PersistenceOptions) Option {
 	o = o.frozen()
@@ -257,8 +258,8 @@ func WithDynamicPersistence(o PersistenceOptions) DynamicOption {
 // metadatainformer.SharedInformerOption does.
 type MetadataOption func(*MetadataFactory)
 
-// WithMetadataTransform is client-go's metadatainformer.WithTransform: a
-// transform applied to every object before it is stored. The file holds
+// WithMetadataTransform is client-go's metadatainformer.WithTransform. It
+// sets a transform applied to every object before it is stored. The file holds
 // transformed objects, so declare the transform's version
 // (PersistenceOptions.TransformVersion) and change it whenever its output
 // changes.

@@ -58,8 +58,9 @@ func (r *resourceInformers) get(gvr schema.GroupVersionResource, build func() (c
 	return g
 }
 
-// start starts every informer requested so far that has not been started,
-// each in its own goroutine until ctx is done; nothing after shutdown.
+// start starts every informer requested so far that has not been started.
+// Each runs in its own goroutine until ctx is done. After shutdown, start
+// starts nothing.
 func (r *resourceInformers) start(ctx context.Context) {
 	r.lock.Lock()
 	defer r.lock.Unlock()
