@@ -20,9 +20,10 @@
 //
 // Synced keeps client-go's meaning. The store reflects a consistent read
 // taken after the informer started. A warm start is synced once its watch
-// has passed a limit=1 read taken after the watch opened. It makes no full
-// list for that (see reflector.CatchUp). InformerOptions.SyncedAtOpen trades
-// that guarantee for a start synced on the stored state.
+// has passed a limit=1 read taken after the watch opened. The apiserver's
+// bookmarks carry it there without a full list. A server without bookmarks
+// costs one relist (see reflector.CatchUp). InformerOptions.SyncedAtOpen
+// trades that guarantee for a start synced on the stored state.
 //
 // A 410 Gone costs what changed when InformerOptions.Recovery is set. The
 // informer diffs a metadata list against the stored versions. It then fetches

@@ -49,10 +49,10 @@
 //
 // A synced informer's store reflects a read made after it started, as in
 // client-go. PersistenceOptions.SyncedAtOpen makes warm informers synced on
-// the stored state instead. After a 410, informers whose ListerWatcher is
-// client-go's own recover by what changed, through NewMetadataLister. The
-// metadata factory recovers from its own list. The dynamic factory recovers
-// only given PersistenceOptions.MetadataClient.
+// the stored state instead. After a 410, the typed factory's informers
+// whose ListerWatcher is client-go's own recover by what changed, through
+// NewMetadataLister. The metadata factory recovers from its own list. The
+// dynamic factory recovers only given PersistenceOptions.MetadataClient.
 //
 // # Caveats
 //
