@@ -9,11 +9,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// brokenInformer stands in for an informer the factory could not build (a
-// type no typed client lists, a cache file error). InformerFor and
-// ForResource cannot return errors in client-go's interfaces, so the error
-// travels with this value: it never syncs, its Run reports the error, and
-// the factory's WaitForCacheSyncWithContext returns it.
+// brokenInformer stands in for an informer the factory could not build,
+// such as one for a type no typed client lists, or after a cache file error.
+// InformerFor and ForResource cannot return errors in client-go's
+// interfaces, so the error travels with this value. It never syncs. Its Run
+// reports the error, and the factory's WaitForCacheSyncWithContext returns
+// it.
 type brokenInformer struct {
 	err     error
 	indexer cache.Indexer

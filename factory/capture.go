@@ -23,48 +23,49 @@ import (
 )
 
 // InformerFor receives a constructor, newFunc, that hides what its informer
-// lists. This file learns it without reaching the server:
+// lists. This file learns it in three steps, without reaching the server.
 //
-//  1. newFunc is called with a capture clientset: a real clientset whose
-//     transport records each request and answers it with an error, so no
-//     request leaves the process.
+//  1. newFunc is called with a capture clientset. That is a real clientset
+//     whose transport records each request and answers it with an error.
+//     So no request leaves the process.
 //  2. Its informer's ListerWatcher is read from client-go's
 //     sharedIndexInformer (see clientgo.go).
 //  3. The ListerWatcher's List is called once, asking for one object, with
-//     a short deadline: through the capture clientset it reaches the
+//     a short deadline. Through the capture clientset, it reaches the
 //     recording transport at once. A List that records nothing used another
-//     client (that one request, limit=1, may reach its server). Watch is
+//     client. That one request, limit=1, may reach its server. Watch is
 //     then called once the same way. The recorded URLs give the resource,
 //     namespace and list options exactly as the server would receive them.
 //
-// The request names the collection; the informer lists through the
-// ListerWatcher newFunc builds with the factory's client, so whatever that
-// ListerWatcher does in Go (filter, rewrite) it still does. Anything not
-// understood, or a List and Watch that do not both reach the capture
-// clientset for the example object's resource with the same filters, is
-// reported as an error: InformerFor then returns newFunc's own informer,
-// as client-go's factory does.
+// The request names the collection. The informer lists through the
+// ListerWatcher that newFunc builds with the factory's client. So whatever
+// that ListerWatcher does in Go, such as filtering or rewriting, it still
+// does. Anything not understood is reported as an error. So is a List and
+// Watch that do not both reach the capture clientset for the example
+// object's resource with the same filters. InformerFor then returns
+// newFunc's own informer, as client-go's factory does.
 
-// listRequest is what newFunc's informer lists: the request its
-// ListerWatcher sends, and whether anything else than that request decides
+// listRequest is what newFunc's informer lists. It holds the request its
+// ListerWatcher sends, and whether anything besides that request decides
 // what it lists.
 type listRequest struct {
-	// namespace is the namespace in the request path; "" for all
+	// namespace is the namespace in the request path. It is "" for all
 	// namespaces or a cluster-scoped resource.
 	namespace string
-	// options are the list options newFunc's informer adds to the
-	// reflector's: its selectors. Paging, resume, timeout and watch fields
-	// are the reflector's, and do not change what a list holds.
+	// options are the list options that newFunc's informer adds to the
+	// reflector's, which are its selectors. Paging, resume, timeout and
+	// watch fields are the reflector's, and do not change what a list holds.
 	options metav1.ListOptions
-	// code identifies the Go code of the ListerWatcher (listerWatcherCode);
+	// code identifies the Go code of the ListerWatcher (listerWatcherCode).
 	// requestOnly reports that it is client-go's own, whose list is exactly
 	// the request. Otherwise it may filter or rewrite objects in Go.
 	code        string
 	requestOnly bool
 	// identifier is the metrics name the captured informer took. A newFunc
-	// that closes over an InformerName (rather than reading the factory's
-	// InformerName, nil during the capture) registers it here first, so
-	// this one is reserved and the real informer's is a duplicate.
+	// may close over an InformerName instead of reading the factory's, which
+	// is nil during the capture. Such a newFunc registers the name here
+	// first. So this one is reserved, and the real informer's is a
+	// duplicate.
 	identifier cache.InformerNameAndResource
 }
 
@@ -76,8 +77,8 @@ const captureTimeout = 5 * time.Second
 var errCaptured = errors.New("boltinformer factory: request captured, not sent")
 
 // captureClient is a clientset whose requests are recorded and never sent.
-// Its methods are safe for concurrent use; a factory captures one newFunc
-// at a time (under its lock), so requests() belong to that call.
+// Its methods are safe for concurrent use. A factory captures one newFunc
+// at a time, under its lock, so requests() belong to that call.
 type captureClient struct {
 	client kubernetes.Interface
 
@@ -88,7 +89,8 @@ type captureClient struct {
 func newCaptureClient() (*captureClient, error) {
 	c := &captureClient{}
 	cfg := &rest.Config{
-		// .invalid never resolves (RFC 2606); the transport never dials anyway.
+		// .invalid never resolves (RFC 2606). The transport never dials
+		// anyway.
 		Host:        "http://boltinformer-capture.invalid",
 		Transport:   c,
 		RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter(),

@@ -146,8 +146,8 @@ func TestListIdentity(t *testing.T) {
 	}
 
 	// A custom ListerWatcher's code and declared version are part of the
-	// identity; its collection is named apart from the plain list's, but
-	// not after the version, so a new version reuses it cold.
+	// identity. Its collection is named apart from the plain list's, but
+	// not after the version. So a new version reuses it cold.
 	custom := base.WithListerWatcher("*cache.ListWatch{ListWithContextFunc=main.f.func1}", "v1")
 	for i, other := range []listidentity.List{
 		custom,

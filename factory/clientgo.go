@@ -10,15 +10,15 @@
 // the ListWatch embedded in the unexported
 // listWatcherWithWatchListSemanticsWrapper, read.
 //
-// There is no public hook to use instead: client-go v0.37.2's informers have
+// There is no public hook to use instead. client-go v0.37.2's informers have
 // getters for none of these but the indexers (GetIndexer().GetIndexers(),
-// used), and its SharedIndexInformerOptions only go in. When an informer of
-// client-go's tools/cache does not have these fields (client-go's layout
-// changed), InformerFor runs newFunc's informer in memory and reports it as
-// an error and in boltinformer_factory_fallbacks_total with reason
+// used). Its SharedIndexInformerOptions only go in. An informer of
+// client-go's tools/cache may lack these fields, when client-go's layout
+// changed. InformerFor then runs newFunc's informer in memory. It reports
+// that as an error, and in boltinformer_factory_fallbacks_total with reason
 // client-go-layout (fallback.go). TestCaptureReadsClientGoInformer pins the
-// fields of the client-go in use; TestInformerForReportsClientGoLayout the
-// report.
+// fields of the client-go in use. TestInformerForReportsClientGoLayout pins
+// the report.
 
 package factory
 
@@ -39,17 +39,19 @@ import (
 	"github.com/boltinformer/boltinformer/internal/codeid"
 )
 
-// InformerFor is handed a newFunc that builds a client-go informer, and
+// InformerFor is handed a newFunc that builds a client-go informer. It
 // serves, persistently, what that informer would. client-go has no getters
-// for most of what newFunc sets on it (its ListerWatcher, transform, resync
-// period, watch error handler, the handlers it registered), so this file
-// reads them from client-go v0.37.2's sharedIndexInformer; a test pins the
-// fields. Any other informer implementation, or another layout, is not
-// understood: InformerFor then returns newFunc's informer itself, in
-// memory, as client-go's factory does; another layout of client-go's own
-// informer is errClientGoLayout, which InformerFor reports as an error. The
-// persistent informer is returned inside the same client-go typed wrappers
-// as newFunc's (rewrap).
+// for most of what newFunc sets on the informer. That covers its
+// ListerWatcher, transform, resync period, watch error handler and the
+// handlers it registered. So this file reads them from client-go v0.37.2's
+// sharedIndexInformer, and a test pins the fields.
+//
+// Any other informer implementation, or another layout, is not understood.
+// InformerFor then returns newFunc's informer itself, in memory, as
+// client-go's factory does. Another layout of client-go's own informer is
+// errClientGoLayout, which InformerFor reports as an error. The persistent
+// informer is returned inside the same client-go typed wrappers as
+// newFunc's (rewrap).
 
 const clientGoCachePkg = "k8s.io/client-go/tools/cache"
 
@@ -59,7 +61,7 @@ const clientGoVersion = "v0.37.2"
 
 var (
 	// errClientGoLayout marks an informer of client-go's tools/cache whose
-	// private state is not client-go v0.37.2's: client-go's layout changed.
+	// private state is not client-go v0.37.2's. client-go's layout changed.
 	errClientGoLayout = errors.New("not client-go " + clientGoVersion + "'s informer layout")
 	// errNotClientGo marks an informer that is not client-go's.
 	errNotClientGo = errors.New("not client-go's shared informer")
@@ -143,7 +145,7 @@ func readSharedIndexInformer(v reflect.Value) (clientGoParts, error) {
 
 // registeredHandlers returns the handlers registered on the client-go
 // sharedIndexInformer v (and not removed). client-go keeps them in a map,
-// so they come in no particular order; client-go hands each its own
+// so they come in no particular order. client-go hands each its own
 // goroutine and buffer, so their order was never observable.
 func registeredHandlers(v reflect.Value) ([]registeredHandler, error) {
 	proc := unexportedValue(v, "processor")
@@ -189,13 +191,13 @@ func (p clientGoParts) register(informer cache.SharedIndexInformer) error {
 	return nil
 }
 
-// clientGoInformer returns the client-go sharedIndexInformer informer is, or
-// wraps in client-go's typed wrappers (typedSharedIndexInformer, which
-// embeds the informer it wraps and only adds typed variants of its
-// methods), at any depth. Other wrappers may change behaviour, so they are
-// not looked through: they are errNotClientGo. A type of client-go's
-// tools/cache that is neither, or a typed wrapper without its embedded
-// informer, is errClientGoLayout (v0.37.2 has no other SharedIndexInformer).
+// clientGoInformer returns the client-go sharedIndexInformer that informer
+// is, or wraps in client-go's typed wrappers at any depth. A
+// typedSharedIndexInformer embeds the informer it wraps and only adds typed
+// variants of its methods. Other wrappers may change behaviour, so they are
+// not looked through and are errNotClientGo. A type of client-go's
+// tools/cache that is neither is errClientGoLayout. So is a typed wrapper
+// without its embedded informer. v0.37.2 has no other SharedIndexInformer.
 func clientGoInformer(informer cache.SharedIndexInformer) (reflect.Value, error) {
 	v := reflect.ValueOf(informer)
 	seen := map[uintptr]bool{}
@@ -222,10 +224,10 @@ func clientGoInformer(informer cache.SharedIndexInformer) (reflect.Value, error)
 }
 
 // rewrap returns informer inside the same chain of client-go typed
-// wrappers as like (what newFunc returned), so a caller's type assertion on
-// what InformerFor returns (cache.TypedSharedIndexInformer[T]) succeeds as
-// it does on client-go's factory, which returns newFunc's informer.
-// clientGoInformer has accepted like: every layer above the
+// wrappers as like, which is what newFunc returned. So a caller's type
+// assertion to cache.TypedSharedIndexInformer[T] on what InformerFor returns
+// succeeds. It succeeds on client-go's factory too, which returns newFunc's
+// informer. clientGoInformer has accepted like, so every layer above the
 // sharedIndexInformer is a *typedSharedIndexInformer[T].
 func rewrap(informer, like cache.SharedIndexInformer) cache.SharedIndexInformer {
 	var layers []reflect.Type
@@ -242,23 +244,25 @@ func rewrap(informer, like cache.SharedIndexInformer) cache.SharedIndexInformer 
 }
 
 // requestOnlyCode is the client-go code whose ListerWatchers only set list
-// options (the tweak, or the options modifier, they are given) and send
-// the request: what they list is exactly the request. It is the generated
-// typed informers' package tree, and cache.NewFilteredListWatchFromClient
-// (which cache.NewListWatchFromClient calls).
+// options and send the request. The options come from the tweak, or the
+// options modifier, they are given. What they list is exactly the request.
+// The code is the generated typed informers' package tree, and
+// cache.NewFilteredListWatchFromClient, which cache.NewListWatchFromClient
+// calls.
 var requestOnlyCode = []string{
 	"k8s.io/client-go/informers/",
 	"k8s.io/client-go/tools/cache.NewFilteredListWatchFromClient.",
 }
 
-// listerWatcherCode identifies the Go code of lw: for a cache.ListWatch
-// (alone or in the wrapper client-go's generated informers put it in) the
-// names of its functions, otherwise its type. requestOnly reports that
-// every one of its functions is requestOnlyCode, so what it lists is
-// exactly the request it sends; otherwise it may filter or rewrite objects
-// in Go. A function written elsewhere, or inlined into other code, is named
-// after that code, so requestOnly is never true of code outside client-go:
-// at worst client-go's own code is taken for custom code.
+// listerWatcherCode identifies the Go code of lw. For a cache.ListWatch,
+// alone or in the wrapper client-go's generated informers put it in, that is
+// the names of its functions. For anything else it is lw's type.
+// requestOnly reports that every one of its functions is requestOnlyCode.
+// What lw lists is then exactly the request it sends. Otherwise it may
+// filter or rewrite objects in Go. A function written elsewhere, or inlined
+// into other code, is named after that code. So requestOnly is never true
+// of code outside client-go. At worst, client-go's own code is taken for
+// custom code.
 func listerWatcherCode(lw cache.ListerWatcher) (code string, requestOnly bool) {
 	v := reflect.ValueOf(lw)
 	outer := fmt.Sprintf("%T", lw)
@@ -320,7 +324,7 @@ func unexportedField[T any](v reflect.Value, name string) (T, bool) {
 }
 
 // unexportedValue returns the field name of the addressable struct v,
-// readable although unexported; invalid if there is none.
+// readable although unexported. The value is invalid if there is none.
 func unexportedValue(v reflect.Value, name string) reflect.Value {
 	f := v.FieldByName(name)
 	if !f.IsValid() || !f.CanAddr() {
@@ -330,12 +334,13 @@ func unexportedValue(v reflect.Value, name string) reflect.Value {
 }
 
 // PersistentIndexer returns the persistent indexer behind an informer a
-// factory built, looking through client-go's typed wrappers at any depth
-// (the generated accessors' Informer() returns one; InformerFor returns the
-// persistent informer in the wrappers newFunc's informer was in). It
-// returns nil for an informer kept in memory: a MemoryOnly resource,
-// Secrets without PersistSecrets, or a client-go informer InformerFor could
-// not take over (see boltinformer_factory_fallbacks_total).
+// factory built. It looks through client-go's typed wrappers at any depth.
+// The generated accessors' Informer() returns such a wrapper. InformerFor
+// returns the persistent informer in the wrappers newFunc's informer was in.
+// It returns nil for an informer kept in memory. Informers of MemoryOnly
+// resources, and of Secrets without PersistSecrets, are kept in memory. So
+// are client-go informers that InformerFor could not take over (see
+// boltinformer_factory_fallbacks_total).
 func PersistentIndexer(informer cache.SharedIndexInformer) *bcache.Indexer {
 	for informer != nil {
 		if bi, ok := informer.(*bcache.Informer); ok {

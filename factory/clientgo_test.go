@@ -14,10 +14,10 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// lookalike has client-go v0.37.2's sharedIndexInformer fields that
-// readSharedIndexInformer reads, with a sharedProcessor and a listener of
-// the same shape; renamedTransform has one of them renamed, as a client-go
-// that changed its layout would.
+// lookalike has the fields of client-go v0.37.2's sharedIndexInformer that
+// readSharedIndexInformer reads. Its sharedProcessor and listener have the
+// same shape as client-go's. renamedTransform has one of them renamed, as a
+// client-go that changed its layout would.
 type lookalike struct {
 	listerWatcher                   cache.ListerWatcher
 	transform                       cache.TransformFunc

@@ -8,28 +8,28 @@ import (
 )
 
 // The factories identify the cluster by the UID of its kube-system
-// namespace, recorded as the bare UID; a client that may not read it
-// (Forbidden: namespaced RBAC) by the UID of the ServiceAccount it
-// authenticates as, recorded as "serviceaccount/<ns>/<name>/<uid>" (see
-// internal/clusterid for why these and nothing else). A client that can
-// read neither declares the cluster (PersistenceOptions.ClusterIdentity; a
-// metadata client cannot review itself, so a metadata factory that may not
-// read kube-system must declare it). The identity is learned once per factory,
-// when its first informer starts.
+// namespace, recorded as the bare UID. A client that may not read it, under
+// namespaced RBAC, uses the UID of the ServiceAccount it authenticates as.
+// That is recorded as "serviceaccount/<ns>/<name>/<uid>". internal/clusterid
+// says why these and nothing else. A client that can read neither declares
+// the cluster (PersistenceOptions.ClusterIdentity). A metadata client cannot
+// review itself. So a metadata factory that may not read kube-system must
+// declare it. The identity is learned once per factory, when its first
+// informer starts.
 
 // declareCluster names, in errors, how to declare the cluster's identity.
 const declareCluster = "factory.PersistenceOptions.ClusterIdentity"
 
 // clusterSource learns a factory's cluster identity once for all of its
-// informers; the zero value is ready, the Source is built on first use.
+// informers. The zero value is ready. The Source is built on first use.
 type clusterSource struct {
 	once   sync.Once
 	source *clusterid.Source
 }
 
 // identity returns the identity a factory records with each of its
-// collections: declared if set, else read through the reader newReader
-// builds. The kube-system UID is recorded bare, as before other kinds
+// collections. It is the declared one if set. Otherwise it is read through
+// the reader newReader builds. The kube-system UID is recorded bare, as before other kinds
 // existed.
 func (c *clusterSource) identity(declared string, newReader func() clusterid.Reader) bcache.ClusterIdentity {
 	if declared != "" {

@@ -46,10 +46,10 @@ func forbidKubeSystem(t *testing.T, c *k8stesting.Fake, user authenticationv1.Us
 
 var ctrlSA = authenticationv1.UserInfo{Username: "system:serviceaccount:team:ctrl", UID: "sa-uid"}
 
-// Both factories record kube-system's UID bare (as they always have), fall
-// back to the ServiceAccount's UID when that read is Forbidden, and fail,
-// naming the option to declare one, for a user that is not a
-// ServiceAccount. The fakes stand in for the RBAC the e2e tests set up.
+// Both factories record kube-system's UID bare, as they always have. They
+// fall back to the ServiceAccount's UID when that read is Forbidden. For a
+// user that is not a ServiceAccount, they fail and name the option to
+// declare one. The fakes stand in for the RBAC the e2e tests set up.
 func TestClusterIdentity(t *testing.T) {
 	ctx := context.Background()
 	f := NewSharedInformerFactory(fake.NewSimpleClientset(kubeSystem("uid-1")), 0, nil)

@@ -26,7 +26,7 @@ type DynamicFactory struct {
 	tweakListOptions dynamicinformer.TweakListOptionsFunc
 	persistence      PersistenceOptions
 	// identity learns the cluster's identity through client, once for
-	// every informer of the factory; built on first use.
+	// every informer of the factory. It is built on first use.
 	identity clusterSource
 
 	informers resourceInformers

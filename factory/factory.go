@@ -63,20 +63,21 @@ type Factory struct {
 	persistence      PersistenceOptions
 
 	// identity learns the cluster's identity through client, once for
-	// every informer of the factory; built on first use.
+	// every informer of the factory. It is built on first use.
 	identity clusterSource
 
 	// lock guards the fields below.
 	lock sync.Mutex
-	// capture records what newFunc's informers list; built on first use.
+	// capture records what newFunc's informers list. It is built on first
+	// use.
 	capture *captureClient
 	// capturing is set while newFunc runs against capture (InformerName
 	// reads it without the lock).
 	capturing        atomic.Bool
 	informers        map[reflect.Type]cache.SharedIndexInformer
 	startedInformers map[reflect.Type]bool
-	// wireClients are the watch clients by group-version (wirewatch.go);
-	// nil for a clientset without REST clients.
+	// wireClients are the watch clients by group-version (wirewatch.go).
+	// It is nil for a clientset without REST clients.
 	wireClients map[schema.GroupVersion]*rest.RESTClient
 	// wg tracks the goroutines Start started.
 	wg           sync.WaitGroup
@@ -86,8 +87,8 @@ type Factory struct {
 var _ informers.SharedInformerFactory = (*Factory)(nil)
 
 // NewSharedInformerFactory is client-go's informers.NewSharedInformerFactory
-// with a cache file: every informer of the factory keeps its state in db.
-// The factory does not close db; close it after Shutdown.
+// with a cache file. Every informer of the factory keeps its state in db.
+// The factory does not close db, so close it after Shutdown.
 func NewSharedInformerFactory(client kubernetes.Interface, defaultResync time.Duration, db *persist.DB) *Factory {
 	return NewSharedInformerFactoryWithOptions(client, defaultResync, db)
 }
@@ -162,7 +163,7 @@ func (f *Factory) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
 }
 
 // WaitForCacheSyncWithContext waits for every started informer to sync. An
-// informer the factory could not build never syncs; its error is joined
+// informer the factory could not build never syncs. Its error is joined
 // into the result's Err.
 func (f *Factory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncResult {
 	started := map[reflect.Type]cache.SharedIndexInformer{}
@@ -200,33 +201,36 @@ func (f *Factory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncRes
 }
 
 // InformerFor returns the informer for obj's type, building it on first
-// use. The informer lists and watches through the ListerWatcher newFunc's
-// informer has when newFunc is given the factory's client, so it holds
-// exactly what client-go's would, Go-side filters and rewrites included;
-// it keeps newFunc's resync period, indexers, transform, watch error
-// handler and the handlers newFunc registered. The factory's transform, if
-// set, replaces newFunc's, as in client-go.
+// use. The informer lists and watches through the ListerWatcher that
+// newFunc's informer has when newFunc is given the factory's client. So it
+// holds exactly what client-go's would, Go-side filters and rewrites
+// included. It keeps newFunc's resync period, indexers, transform, watch
+// error handler and the handlers newFunc registered. The factory's
+// transform, if set, replaces newFunc's, as in client-go.
 //
-// To name the informer's collection the factory also runs newFunc against
-// a clientset that records requests without sending them (see capture.go)
-// and reads the namespace and selectors its ListerWatcher asks for. So
-// newFunc is called twice, once with each client. A ListerWatcher that is
-// not client-go's own (a generated informer's, cache.NewListWatchFromClient's)
-// may filter or rewrite objects in Go, which no request shows: its informer
-// persists only when the factory declares
-// PersistenceOptions.ListerWatcherVersion, and otherwise runs in memory.
+// To name the informer's collection, the factory also runs newFunc against
+// a clientset that records requests without sending them (see capture.go).
+// It reads the namespace and selectors its ListerWatcher asks for. So
+// newFunc is called twice, once with each client. client-go's own
+// ListerWatchers are a generated informer's and
+// cache.NewListWatchFromClient's. Any other may filter or rewrite objects in
+// Go, which no request shows. Its informer persists only when the factory
+// declares PersistenceOptions.ListerWatcherVersion, and otherwise runs in
+// memory.
 //
-// Where the list cannot be determined — newFunc's informer uses another
+// The list cannot be determined when newFunc's informer uses another
 // client, lists a type no typed client serves, or is not client-go's
-// informer — or its ListerWatcher is custom without a declared version, it
-// returns newFunc's own informer (built with the factory's client)
-// unchanged, in memory, as client-go's factory does, logs why once and
-// counts it (PersistenceOptions.Metrics). If newFunc's informer is
-// client-go's but does not have the private fields of the client-go version
-// the factory reads (clientgo.go), the same fallback is reported as an
-// error. A nil newFunc builds the informer the generated accessors would. A
-// cache file error yields an informer that never syncs and reports the
-// error (see WaitForCacheSyncWithContext).
+// informer. Then, and for a custom ListerWatcher without a declared
+// version, InformerFor returns newFunc's own informer unchanged, in memory,
+// as client-go's factory does. That informer is built with the factory's
+// client. InformerFor logs why once and counts it
+// (PersistenceOptions.Metrics). newFunc's informer may be client-go's but
+// lack the private fields of the client-go version the factory reads
+// (clientgo.go). The same fallback is then reported as an error.
+//
+// A nil newFunc builds the informer the generated accessors would. A cache
+// file error yields an informer that never syncs and reports the error (see
+// WaitForCacheSyncWithContext).
 func (f *Factory) InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
 	f.lock.Lock()
 	defer f.lock.Unlock()
@@ -290,9 +294,9 @@ func (f *Factory) informerForLocked(obj runtime.Object, newFunc internalinterfac
 		}
 		return informer, nil
 	}
-	// The capture took the metrics name a newFunc that closes over an
-	// InformerName registers; the informer that runs keeps it (client-go
-	// logs the second registration as a duplicate, once).
+	// The capture took the metrics name that a newFunc closing over an
+	// InformerName registers. The informer that runs keeps it. client-go
+	// logs the second registration as a duplicate, once.
 	if !parts.identifier.Reserved() && req.identifier.Reserved() &&
 		req.identifier.Name() == parts.identifier.Name() && req.identifier.GroupVersionResource() == parts.identifier.GroupVersionResource() {
 		parts.identifier = req.identifier
@@ -315,7 +319,7 @@ func (f *Factory) captureLocked(obj runtime.Object, gvr schema.GroupVersionResou
 		f.capture = c
 	}
 	// A generated newFunc reserves its informer's metrics name through
-	// InformerName; the informer built for the capture never runs, so it
+	// InformerName. The informer built for the capture never runs, so it
 	// must not take the name from the one that does.
 	f.capturing.Store(true)
 	defer f.capturing.Store(false)
@@ -323,8 +327,8 @@ func (f *Factory) captureLocked(obj runtime.Object, gvr schema.GroupVersionResou
 }
 
 // newDefaultInformer builds, for a nil newFunc, the informer the generated
-// accessors would: the typed client's list and watch with the factory's
-// namespace and tweak, and the namespace index.
+// accessors would. It lists and watches through the typed client with the
+// factory's namespace and tweak, and has the namespace index.
 func (f *Factory) newDefaultInformer(obj runtime.Object, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource, resync time.Duration) (cache.SharedIndexInformer, error) {
 	req := listRequest{namespace: f.namespace, options: listidentity.FilterOptions(tweakedOptions(f.tweakListOptions)), requestOnly: true}
 	lw, err := typedListWatch(f.client, obj, f.namespace, f.tweakListOptions)
@@ -347,7 +351,7 @@ func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, g
 		return nil, errors.New("boltinformer factory: no cache file (pass a *persist.DB to the constructor)")
 	}
 	// A cluster-scoped list ignores the namespace, but the collection is
-	// still named with the factory's: each factory on a file owns its
+	// still named with the factory's. Each factory on a file owns its
 	// collections, and two informers cannot write one collection.
 	namespace := req.namespace
 	if acc, _ := accessorFor(obj); !acc.namespaced {

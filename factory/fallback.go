@@ -10,27 +10,30 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// When InformerFor cannot persist newFunc's informer it returns that
+// When InformerFor cannot persist newFunc's informer, it returns that
 // informer, in memory, as client-go's factory does (see InformerFor). Each
 // such fallback is counted in boltinformer_factory_fallbacks_total (with
-// PersistenceOptions.Metrics) under one of the reasons below. Most are the
-// documented behaviour for an informer the factory cannot understand, and are logged
-// at Info; client-go-layout is not: the factory was built for the private
-// fields of client-go clientGoVersion (clientgo.go) and the client-go in use
-// has others, so every informer of a generated accessor given a newFunc falls
-// back. That is reported as an error (utilruntime.HandleError).
+// PersistenceOptions.Metrics) under one of the reasons below. Most reasons
+// are the documented behaviour for an informer the factory cannot
+// understand, and are logged at Info. client-go-layout is different. The
+// factory was built for the private fields of client-go clientGoVersion
+// (clientgo.go), and the client-go in use has others. So every informer of
+// a generated accessor given a newFunc falls back. That is reported as an
+// error (utilruntime.HandleError).
 const (
-	// fallbackClientGoLayout: newFunc's informer is client-go's, but its
-	// private state is not v0.37.2's (errClientGoLayout).
+	// fallbackClientGoLayout means newFunc's informer is client-go's, but
+	// its private state is not v0.37.2's (errClientGoLayout).
 	fallbackClientGoLayout = "client-go-layout"
-	// fallbackNotClientGo: newFunc's informer is another implementation
-	// (errNotClientGo).
+	// fallbackNotClientGo means newFunc's informer is another
+	// implementation (errNotClientGo).
 	fallbackNotClientGo = "not-client-go"
-	// fallbackCustomListerWatcher: its ListerWatcher is not client-go's own
-	// and no ListerWatcherVersion is declared (errCustomListerWatcher).
+	// fallbackCustomListerWatcher means its ListerWatcher is not
+	// client-go's own, and no ListerWatcherVersion is declared
+	// (errCustomListerWatcher).
 	fallbackCustomListerWatcher = "custom-lister-watcher"
-	// fallbackUnknownList: what it lists could not be determined (another
-	// client, a type no typed client lists, a started informer, ...).
+	// fallbackUnknownList means what it lists could not be determined. It
+	// may use another client, list a type no typed client lists, or be
+	// started already.
 	fallbackUnknownList = "unknown-list"
 )
 

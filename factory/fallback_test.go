@@ -50,9 +50,9 @@ func newMetrics(t *testing.T) (*bcache.Metrics, *prometheus.Registry) {
 }
 
 // setUnexportedZero sets the unexported field name of client-go's
-// sharedIndexInformer, in informer or in the typed wrappers it is in, to
-// its zero value, as a client-go whose informers are laid out otherwise
-// would present it.
+// sharedIndexInformer to its zero value. The informer may sit in typed
+// wrappers. A client-go whose informers are laid out otherwise would
+// present the field so.
 func setUnexportedZero(informer cache.SharedIndexInformer, name string) {
 	v := reflect.ValueOf(informer).Elem()
 	for v.Type().Name() != "sharedIndexInformer" {
@@ -62,12 +62,13 @@ func setUnexportedZero(informer cache.SharedIndexInformer, name string) {
 	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().SetZero()
 }
 
-// When newFunc's informer is client-go's but its private state is not the
-// client-go version the factory reads (here: its processor is gone, as if
-// client-go had moved its handlers elsewhere), InformerFor falls back to
-// newFunc's informer in memory and says so loudly: an error through
-// utilruntime.HandleError saying what happened, what it costs and what to
-// do, and boltinformer_factory_fallbacks_total{reason="client-go-layout"}.
+// newFunc's informer may be client-go's while its private state is not the
+// client-go version the factory reads. Here its processor is gone, as if
+// client-go had moved its handlers elsewhere. InformerFor then falls back
+// to newFunc's informer in memory and says so loudly. An error through
+// utilruntime.HandleError says what happened, what it costs and what to do.
+// boltinformer_factory_fallbacks_total{reason="client-go-layout"} counts
+// it.
 func TestInformerForReportsClientGoLayout(t *testing.T) {
 	errs := recordErrors(t)
 	metrics, reg := newMetrics(t)

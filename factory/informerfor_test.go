@@ -134,9 +134,9 @@ func startAndSync(t *testing.T, ctx context.Context, f *factory.Factory) {
 }
 
 // A constructor passed to InformerFor decides what its informer lists, as
-// in client-go: kube-scheduler's field-selected, transformed Pod informer
-// holds exactly what client-go's would, persistently, in its own collection
-// beside a plain Pods informer on the same file.
+// in client-go. kube-scheduler's field-selected, transformed Pod informer
+// holds exactly what client-go's would, persistently. It has its own
+// collection beside a plain Pods informer on the same file.
 func TestInformerForListsWhatNewFuncLists(t *testing.T) {
 	db := openDB(t)
 	client := newSelectorClient(phasePod("running", corev1.PodRunning), phasePod("done", corev1.PodSucceeded), phasePod("failed", corev1.PodFailed))
@@ -222,10 +222,10 @@ func requirePersistentIndexer(t *testing.T, informer cache.SharedIndexInformer) 
 	return idx
 }
 
-// A constructor that lists through another client than the one it is
-// given: the factory cannot tell what it lists, so it returns the
-// constructor's own informer, in memory, listing from that client, as
-// client-go's factory does.
+// A constructor may list through another client than the one it is given.
+// The factory cannot tell what it lists. So it returns the constructor's
+// own informer, in memory, listing from that client, as client-go's factory
+// does.
 func TestInformerForOtherClientRunsInMemory(t *testing.T) {
 	db := openDB(t)
 	here := fake.NewSimpleClientset(phasePod("here", corev1.PodRunning))
@@ -249,10 +249,10 @@ func TestInformerForOtherClientRunsInMemory(t *testing.T) {
 	}
 }
 
-// A constructor for a type no typed client serves (here metadata-only
-// objects from the metadata client; a CRD type of another generated
-// clientset is the same case) yields its own informer, which syncs, as in
-// client-go.
+// A constructor for a type no typed client serves yields its own informer,
+// which syncs, as in client-go. Here the type is metadata-only objects from
+// the metadata client. A CRD type of another generated clientset is the
+// same case.
 func TestInformerForUntypedClientRunsInMemory(t *testing.T) {
 	db := openDB(t)
 	sch := runtime.NewScheme()
@@ -410,10 +410,11 @@ func waitArrival(t *testing.T, ctx context.Context, key string, recs ...*keyReco
 	}
 }
 
-// A constructor whose ListerWatcher filters and rewrites objects in Go:
+// A constructor's ListerWatcher may filter and rewrite objects in Go.
 // client-go's informer never holds nor hands out a filtered object, and
-// holds only rewritten ones; neither does ours, persistent with a declared
-// ListerWatcher version, in memory (newFunc's own informer) without one.
+// holds only rewritten ones. Neither does ours. It persists with a declared
+// ListerWatcher version. Without one, it is newFunc's own informer, in
+// memory.
 func TestInformerForKeepsGoSideFilter(t *testing.T) {
 	for _, declared := range []bool{true, false} {
 		t.Run(map[bool]string{true: "declared version", false: "no declared version"}[declared], func(t *testing.T) {
@@ -492,8 +493,8 @@ func TestInformerForKeepsGoSideFilter(t *testing.T) {
 }
 
 // Handlers and a watch error handler newFunc registers on its informer act
-// as they do on client-go's: the handler gets the objects and its resyncs
-// (at the period it asked for), the watch error handler the list error.
+// as they do on client-go's. The handler gets the objects, and its resyncs
+// at the period it asked for. The watch error handler gets the list error.
 func TestInformerForKeepsNewFuncHandlers(t *testing.T) {
 	injected := errors.New("injected list failure")
 	// failFirstList makes the first List of Pods through client fail.

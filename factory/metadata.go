@@ -17,9 +17,9 @@ import (
 )
 
 // MetadataFactory is a metadatainformer.SharedInformerFactory whose
-// informers persist *metav1.PartialObjectMetadata — the metadata of any
-// resource, as kube-controller-manager's garbage collector, resource quota
-// and namespace controllers watch it — to one cache file.
+// informers persist *metav1.PartialObjectMetadata to one cache file. That is
+// the metadata of any resource, as kube-controller-manager's garbage
+// collector, resource quota and namespace controllers watch it.
 type MetadataFactory struct {
 	client           metadata.Interface
 	db               *persist.DB
@@ -29,7 +29,7 @@ type MetadataFactory struct {
 	transform        cache.TransformFunc
 	persistence      PersistenceOptions
 	// identity learns the cluster's identity through client, once for
-	// every informer of the factory; built on first use.
+	// every informer of the factory. It is built on first use.
 	identity clusterSource
 
 	informers resourceInformers
@@ -38,9 +38,9 @@ type MetadataFactory struct {
 var _ metadatainformer.SharedInformerFactory = (*MetadataFactory)(nil)
 
 // NewMetadataSharedInformerFactory is client-go's
-// metadatainformer.NewSharedInformerFactory with a cache file: every
+// metadatainformer.NewSharedInformerFactory with a cache file. Every
 // informer of the factory keeps its state in db. The factory does not close
-// db; close it after Shutdown.
+// db, so close it after Shutdown.
 func NewMetadataSharedInformerFactory(client metadata.Interface, defaultResync time.Duration, db *persist.DB, options ...MetadataOption) *MetadataFactory {
 	return newMetadataFactory(client, defaultResync, db, metav1.NamespaceAll, nil, options)
 }
@@ -71,8 +71,8 @@ func newMetadataFactory(client metadata.Interface, defaultResync time.Duration, 
 	return f
 }
 
-// ForResource returns the informer for gvr, building it on first use, with
-// client-go's default namespace index and the factory's transform; its
+// ForResource returns the informer for gvr, building it on first use. It has
+// client-go's default namespace index and the factory's transform. Its
 // lister is client-go's metadatalister. A cache file error yields an
 // informer that never syncs and reports the error when run.
 func (f *MetadataFactory) ForResource(gvr schema.GroupVersionResource) informers.GenericInformer {
@@ -86,7 +86,7 @@ func (f *MetadataFactory) newInformer(gvr schema.GroupVersionResource) (cache.Sh
 	client, namespace := f.client, f.namespace
 	list := resourceListOf[*metav1.PartialObjectMetadataList]("metadata", gvr, namespace, f.tweakListOptions,
 		func() metadata.ResourceInterface { return client.Resource(gvr).Namespace(namespace) })
-	// A Secret's metadata holds no data field, but its annotations may:
+	// A Secret's metadata holds no data field, but its annotations may.
 	// kubectl apply records the whole object, data included, in
 	// kubectl.kubernetes.io/last-applied-configuration. So metadata Secrets
 	// stay off the disk unless the program opts in, as controller-runtime's
@@ -125,7 +125,7 @@ func (f *MetadataFactory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.Gr
 func (f *MetadataFactory) Shutdown() { f.informers.shutdown() }
 
 // metadataInformer is client-go's metadatainformer informer over a
-// persistent informer: its lister is client-go's metadatalister.
+// persistent informer. Its lister is client-go's metadatalister.
 type metadataInformer struct {
 	informer cache.SharedIndexInformer
 	gvr      schema.GroupVersionResource

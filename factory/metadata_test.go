@@ -28,7 +28,7 @@ var (
 )
 
 // partial returns the metadata of an object of kind (core/v1) as the fake
-// metadata client holds it: its TypeMeta names the object's kind, which is
+// metadata client holds it. Its TypeMeta names the object's kind. That is
 // how the fake's tracker finds its resource.
 func partial(kind, ns, name string, lbls, annotations map[string]string) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{
@@ -78,10 +78,10 @@ func listNames(t *testing.T, lister cache.GenericLister) []string {
 	return out
 }
 
-// A filtered and an unfiltered metadata factory on one file: each persists
-// exactly its share in its own collection, named by its filters, and hands
-// out the objects as the client gave them (TypeMeta included) through
-// client-go's metadata lister.
+// A filtered and an unfiltered metadata factory share one file. Each
+// persists exactly its share in its own collection, named by its filters.
+// Each hands out the objects as the client gave them, TypeMeta included,
+// through client-go's metadata lister.
 func TestMetadataFactory(t *testing.T) {
 	db := openDB(t)
 	web := map[string]string{"app": "web"}
@@ -212,8 +212,8 @@ func TestMetadataFactoryWithoutCacheFile(t *testing.T) {
 }
 
 // The default cluster identity is the kube-system namespace's UID, read
-// through the metadata client: a client that cannot read it syncs nothing
-// and reports why; a declared identity needs no read.
+// through the metadata client. A client that cannot read it syncs nothing
+// and reports why. A declared identity needs no read.
 func TestMetadataFactoryClusterIdentity(t *testing.T) {
 	s := metadatafake.NewTestScheme()
 	_ = metav1.AddMetaToScheme(s)

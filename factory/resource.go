@@ -20,9 +20,10 @@ import (
 )
 
 // The dynamic and metadata factories key their informers by resource, as
-// client-go's dynamicinformer and metadatainformer do; this file holds what
-// they share: the informer set with its Start/WaitForCacheSync/Shutdown, and
-// the construction of a persistent informer from a resource client.
+// client-go's dynamicinformer and metadatainformer do. This file holds what
+// they share. That is the informer set with its Start, WaitForCacheSync and
+// Shutdown, and the construction of a persistent informer from a resource
+// client.
 
 // resourceInformers is the informer set of a resource-keyed factory. Its zero
 // value is ready to use.
@@ -36,9 +37,9 @@ type resourceInformers struct {
 	shuttingDown bool
 }
 
-// get returns the informer for gvr, building it on first use: build makes
-// the shared informer (an error yields one that never syncs and reports the
-// error when run), generic wraps it with its lister.
+// get returns the informer for gvr, building it on first use. build makes
+// the shared informer, and generic wraps it with its lister. An error from
+// build yields an informer that never syncs and reports the error when run.
 func (r *resourceInformers) get(gvr schema.GroupVersionResource, build func() (cache.SharedIndexInformer, error), generic func(cache.SharedIndexInformer) informers.GenericInformer) informers.GenericInformer {
 	r.lock.Lock()
 	defer r.lock.Unlock()
@@ -57,8 +58,9 @@ func (r *resourceInformers) get(gvr schema.GroupVersionResource, build func() (c
 	return g
 }
 
-// start starts every informer requested so far that has not been started,
-// each in its own goroutine until ctx is done; nothing after shutdown.
+// start starts every informer requested so far that has not been started.
+// Each runs in its own goroutine until ctx is done. After shutdown, start
+// starts nothing.
 func (r *resourceInformers) start(ctx context.Context) {
 	r.lock.Lock()
 	defer r.lock.Unlock()
@@ -126,8 +128,8 @@ type resourceClient[L runtime.Object] interface {
 }
 
 // resourceListOf returns the resourceList of a dynamic or metadata factory's
-// informer, whose requests go through resource (looked up on each call, as
-// client-go's informers do).
+// informer. Its requests go through resource, looked up on each call as
+// client-go's informers do.
 func resourceListOf[L runtime.Object, R resourceClient[L]](source string, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions), resource func() R) resourceList {
 	return resourceList{
 		source:    source,
@@ -143,11 +145,11 @@ func resourceListOf[L runtime.Object, R resourceClient[L]](source string, gvr sc
 	}
 }
 
-// newResourceInformer builds the persistent informer for l with client-go's
-// namespace index, as dynamicinformer and metadatainformer build theirs,
-// in db as the factory's persistence options o say, recording cluster; the
-// collection, its description and the list identity are l's; recovery, if
-// not nil, is how it recovers after a 410 (see InformerOptions.Recovery).
+// newResourceInformer builds the persistent informer for l in db. It has
+// client-go's namespace index, as dynamicinformer and metadatainformer build
+// theirs. It persists as the factory's options o say, and records cluster.
+// The collection, its description and the list identity are l's. recovery,
+// if not nil, is how it recovers after a 410 (see InformerOptions.Recovery).
 //
 // The client cannot tell a cluster-scoped resource from a namespaced one
 // without discovery, so the factory's namespace always names the

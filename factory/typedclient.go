@@ -14,14 +14,15 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// InformerFor receives a newFunc that hides its ListerWatcher, so the
-// factory rebuilds the one the generated informer would use: the same typed
-// client calls, client.<GroupVersion>().<Resources>(namespace).List/Watch,
-// with the factory's namespace and tweak options. This file finds those
-// calls for every type by reflecting over kubernetes.Interface once:
-// every group-version method returns a client whose resource methods return
-// an interface with List(ctx, ListOptions) (*<Kind>List, error); the list's
-// Items element type is the object type.
+// InformerFor receives a newFunc that hides its ListerWatcher. So the
+// factory rebuilds the one the generated informer would use. It makes the
+// same typed client calls, client.<GroupVersion>().<Resources>(namespace)
+// .List and .Watch, with the factory's namespace and tweak options. This
+// file finds those calls for every type by reflecting over
+// kubernetes.Interface once. Every group-version method returns a client.
+// That client's resource methods return an interface with
+// List(ctx, ListOptions) (*<Kind>List, error). The list's Items element type
+// is the object type.
 
 // accessor names the typed-client calls that list and watch one type.
 type accessor struct {

@@ -19,25 +19,26 @@ import (
 
 // A persistent informer stores every object a watch delivers. Marshalling
 // the decoded object again for the record is the largest part of what it
-// costs beyond client-go's informer, though the record's payload is what
-// the server sent: the object's own protobuf message. So the factory makes
-// the watches of built-in types through a REST client of its own, built
-// from the clientset's (same transport, credentials, user agent, URL and
-// rate limiter), whose decoder remembers each object's message
-// (internal/wire); the informer stores that message when no transform
+// costs beyond client-go's informer. Yet the record's payload is what the
+// server sent, the object's own protobuf message. So the factory makes the
+// watches of built-in types through a REST client of its own. It is built
+// from the clientset's, with the same transport, credentials, user agent,
+// URL and rate limiter. Its decoder remembers each object's message
+// (internal/wire). The informer stores that message when no transform
 // changed the object. The list still goes through the clientset.
 //
-// That client asks for protobuf, with JSON as the fallback, as client-go's
-// typed clients do for built-in types unless their config sets a content
-// type. One configured for JSON lists in JSON and watches in protobuf here:
-// the objects are the same. Warnings on watch responses go to client-go's
-// default warning handler. A clientset that is not a real one (a fake)
-// watches through its own calls.
+// That client asks for protobuf, with JSON as the fallback. client-go's
+// typed clients do the same for built-in types unless their config sets a
+// content type. A clientset configured for JSON thus lists in JSON and
+// watches in protobuf here, and the objects are the same. Warnings on watch
+// responses go to client-go's default warning handler. A clientset that is
+// not a real one, such as a fake, watches through its own calls.
 
 // wireListerWatcher returns lw with its Watch made through the group's
-// payload-keeping REST client, with req's filters, if lw is client-go's own
-// ListerWatcher for req (requestOnly: what it watches is the request) and
-// the factory's clientset is a real one; otherwise lw. f.lock is held.
+// payload-keeping REST client, with req's filters. It does so only if lw is
+// client-go's own ListerWatcher for req (requestOnly), so that what it
+// watches is the request. The factory's clientset must also be a real one.
+// Otherwise it returns lw. f.lock is held.
 func (f *Factory) wireListerWatcher(lw cache.ListerWatcher, gvr schema.GroupVersionResource, req listRequest) cache.ListerWatcher {
 	if !req.requestOnly {
 		return lw
@@ -100,8 +101,8 @@ func (f *Factory) restClientFor(gv schema.GroupVersion) rest.Interface {
 }
 
 // newWireClient returns a REST client for the same URL, transport and rate
-// limiter as rc whose response decoders keep each object's protobuf
-// message; nil if rc is not a *rest.RESTClient.
+// limiter as rc. Its response decoders keep each object's protobuf message.
+// It returns nil if rc is not a *rest.RESTClient.
 func newWireClient(rc rest.Interface) *rest.RESTClient {
 	r, ok := rc.(*rest.RESTClient)
 	if !ok || r == nil {

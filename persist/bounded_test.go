@@ -15,10 +15,10 @@ import (
 	"github.com/boltinformer/boltinformer/persist"
 )
 
-// A bounded collection's memory must not grow with what one Apply holds: a
+// A bounded collection's memory must not grow with what one Apply holds. A
 // list of N objects leaves no decoded object in the layers waiting for the
-// commit, only records, which reads decode (and the cache keeps within its
-// bound). An unbounded collection's layers share the cache's objects. A
+// commit, only records. Reads decode them, and the cache keeps within its
+// bound. An unbounded collection's layers share the cache's objects. A
 // checkpoint opened while a deletion waits behind a layer being committed
 // finds the deleted object's state in that layer's record.
 func TestBoundedLayersHoldRecordsOnly(t *testing.T) {
@@ -136,8 +136,8 @@ func TestApplyPartKeepsTheVersion(t *testing.T) {
 }
 
 // A bounded collection's memory stays flat however many deletions a
-// checkpoint has not acknowledged: once committed, a tombstone is a key in
-// memory and its object is read from the file when asked for.
+// checkpoint has not acknowledged. Once committed, a tombstone is a key in
+// memory, and its object is read from the file when asked for.
 func TestBoundedTombstonesHoldNoObjects(t *testing.T) {
 	const n, batch = 3000, 500
 	db := openDB(t, filepath.Join(t.TempDir(), "cache.db"), persist.Options{})

@@ -17,48 +17,53 @@ import (
 	"github.com/boltinformer/boltinformer/internal/format"
 )
 
-// A checkpoint records, for one consumer of a collection (a handler, a
-// reconciler), the resourceVersion at which it last finished processing each
-// key. A consumer that restarts on the same file can then skip the stored
-// objects it has already processed at exactly their stored version.
+// A checkpoint serves one consumer of a collection, such as a handler or a
+// reconciler. It records the resourceVersion at which the consumer last
+// finished processing each key. A consumer that restarts on the same file
+// can then skip the stored objects it has already processed at exactly
+// their stored version.
 //
 // Acknowledgements are written with the group commit, in the same
-// transaction as the collection's changes, below the collection:
+// transaction as the collection's changes. They live below the collection:
 //
 //	checkpoints/<name>/  key -> resourceVersion
 //	tombstones/<name>/   key -> the deleted object's last record, and the
 //	                     version its deletion was delivered at (format.Tombstone)
 //
-// A deleted object whose key was acknowledged leaves a tombstone: its last
-// stored state, kept until the consumer acknowledges the deletion itself
-// (AckDeleted, or Ack at the version the deletion was delivered at) or a
-// state of the key stored after it. An acknowledgement of any other
-// version — one of an earlier state, arriving after the deletion was
-// applied (a reconcile that began before it) — settles nothing: an
-// acknowledgement never settles a state newer than the one it names. A consumer that registers after the deletion was
-// applied (a late handler, or after a restart) is given the tombstone as a
-// deletion; one that was registered got the deletion as an event, and gets
-// it again after a restart until it acknowledges it (at least once, as for
-// every other change).
+// A deleted object whose key was acknowledged leaves a tombstone, its last
+// stored state. The tombstone is kept until the consumer acknowledges the
+// deletion itself, with AckDeleted or with Ack at the version the deletion
+// was delivered at. An acknowledgement of a state of the key stored after
+// it also settles it. An acknowledgement of any other version settles
+// nothing. Such a version is of an earlier state, and arrives after the
+// deletion was applied, from a reconcile that began before it. An
+// acknowledgement never settles a state newer than the one it names.
+//
+// A consumer that registers after the deletion was applied is given the
+// tombstone as a deletion. That is a late handler, or one after a restart.
+// A consumer that was registered got the deletion as an event. It gets the
+// deletion again after a restart until it acknowledges it. This is at least
+// once delivery, as for every other change.
 //
 // The invariants that make skipping safe:
-//   - An acknowledgement is never on disk without the object state it names:
-//     the state was applied before the consumer saw it, so it is committed
-//     in the same transaction as the acknowledgement or an earlier one.
-//   - An acknowledgement names one exact state: resourceVersions are unique
-//     per change in a cluster, and a collection stored under another
-//     provenance (another cluster, list or transform) drops every checkpoint
-//     with its objects.
+//   - An acknowledgement is never on disk without the object state it
+//     names. The state was applied before the consumer saw it. So it is
+//     committed in the same transaction as the acknowledgement, or in an
+//     earlier one.
+//   - An acknowledgement names one exact state. resourceVersions are unique
+//     per change in a cluster. A collection stored under another
+//     provenance (another cluster, list or transform) drops every
+//     checkpoint with its objects.
 //   - A deleted key's acknowledgements become tombstones in the commit that
-//     deletes it, or in the set-aside of a damaged journal that held its
-//     only state; an acknowledgement of a key not stored when its commit
-//     runs is not written.
+//     deletes it. They also do in the set-aside of a damaged journal that
+//     held the key's only state. An acknowledgement of a key not stored
+//     when its commit runs is not written.
 //
-// Losing an acknowledgement is always safe (the consumer processes the
-// object again); the rules above only ever drop them.
+// Losing an acknowledgement is always safe, because the consumer processes
+// the object again. The rules above only ever drop acknowledgements.
 
 // ErrCheckpointOpen is returned by Collection.Checkpoint for a name that is
-// already open: two consumers sharing one checkpoint would skip each
+// already open. Two consumers sharing one checkpoint would skip each
 // other's work.
 var ErrCheckpointOpen = errors.New("checkpoint is already open")
 
@@ -67,14 +72,15 @@ var ErrCheckpointOpen = errors.New("checkpoint is already open")
 type Checkpoint struct {
 	c    *Collection
 	name string
-	// acked holds every acknowledgement, committed or not: what Acked
-	// answers from; deleted the tombstones, committed or not (the deleted
-	// objects whose deletion is not acknowledged). Guarded by c.mu.
+	// acked holds every acknowledgement, committed or not, and Acked
+	// answers from it. deleted holds the tombstones, committed or not. They
+	// are the deleted objects whose deletion is not acknowledged. Guarded by
+	// c.mu.
 	acked   map[string]string
 	deleted map[string]*tombstone
 	closed  bool // guarded by c.mu
 	// seenAt is when the checkpoint was last stamped as open, by the
-	// collection's in-use clock; overflows counts the times MaxTombstones
+	// collection's in-use clock. overflows counts the times MaxTombstones
 	// cleared it. Guarded by c.mu.
 	seenAt    time.Time
 	overflows int
@@ -83,19 +89,19 @@ type Checkpoint struct {
 // tombstone is a deletion the consumer has not acknowledged.
 type tombstone struct {
 	// obj is the deleted object's last stored state, for a deletion
-	// applied in this process and not committed yet (nil if it could not
-	// be read); nil once the tombstone is in the file, which Deleted
-	// decodes when asked, so that an open checkpoint keeps a key per
+	// applied in this process and not committed yet. It is nil if it could
+	// not be read. It is nil once the tombstone is in the file, which
+	// Deleted decodes when asked. So an open checkpoint keeps a key per
 	// tombstone in memory, not an object.
 	obj runtime.Object
-	// deletedAt is the version the deletion was delivered at (Op.DeletedAt);
-	// empty if unknown.
+	// deletedAt is the version the deletion was delivered at (Op.DeletedAt).
+	// It is empty if unknown.
 	deletedAt string
 }
 
 // Checkpoint opens the named checkpoint of the collection, loading its
 // acknowledgements (about 100 bytes of memory each) and the keys of its
-// tombstones. A name is open at most once at a time; Close releases it.
+// tombstones. A name is open at most once at a time, and Close releases it.
 // Opening stamps the checkpoint as in use (see Options.CheckpointRetention).
 func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 	cp, err := c.openCheckpoint(name)
@@ -109,9 +115,9 @@ func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 }
 
 // seeOpenCheckpointsLocked stamps, in the pending layer, the open
-// checkpoints whose stamp is due for renewal: a checkpoint open while its
+// checkpoints whose stamp is due for renewal. A checkpoint open while its
 // collection is in use must never look abandoned. Every commit also
-// advances the in-use clock, so an open checkpoint's stamp is never more
+// advances the in-use clock. So an open checkpoint's stamp is never more
 // than seenRefresh behind it. Called with c.mu held for writing, before a
 // commit.
 func (c *Collection) seeOpenCheckpointsLocked() {
@@ -133,8 +139,8 @@ func (cp *Checkpoint) seeLocked(l *layer) bool {
 	return true
 }
 
-// seenRefresh is how often an open checkpoint's stamp is renewed: hourly,
-// or four times per retention if that is shorter.
+// seenRefresh is how often an open checkpoint's stamp is renewed. That is
+// hourly, or four times per retention if that is shorter.
 func (o *Options) seenRefresh() time.Duration {
 	if r := o.CheckpointRetention / 4; r > 0 && r < time.Hour {
 		return r
@@ -142,9 +148,9 @@ func (o *Options) seenRefresh() time.Duration {
 	return time.Hour
 }
 
-// inUseNow returns the collection's in-use clock now (format.ClockKey):
-// its value at open plus the time elapsed since. Options.now is read for
-// elapsed time only; time.Now's monotonic reading ignores wall clock steps.
+// inUseNow returns the collection's in-use clock now (format.ClockKey). That
+// is its value at open plus the time elapsed since. Options.now is read for
+// elapsed time only. time.Now's monotonic reading ignores wall clock steps.
 func (c *Collection) inUseNow() time.Time {
 	return c.clockBase.Add(max(0, c.db.opts.now().Sub(c.clockStart)))
 }
@@ -181,8 +187,8 @@ func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 		return nil, errors.New("checkpoint name must not be empty")
 	}
 	// Under mu, so that no commit drops a layer between the read and the
-	// layers folded in below (a commit writes the file before it drops the
-	// layer, and folding a written layer in again changes nothing).
+	// layers folded in below. A commit writes the file before it drops the
+	// layer. Folding a written layer in again changes nothing.
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.checkpoints[name]; ok {
@@ -196,10 +202,10 @@ func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 		}); err != nil {
 			return err
 		}
-		// Keys only: Deleted decodes the objects when a consumer joins.
-		// A tombstone that cannot be read is still a deletion to deliver
-		// (with whatever of its state can be read): it never fails the
-		// open.
+		// Load keys only. Deleted decodes the objects when a consumer
+		// joins. A tombstone that cannot be read is still a deletion to
+		// deliver, with whatever of its state can be read. It never fails
+		// the open.
 		return c.checkpointEntries(tx, format.TombstonesBucket, name, func(k, raw []byte) error {
 			t, _ := format.DecodeTombstone(raw)
 			deleted[string(k)] = &tombstone{deletedAt: t.DeletedAt}
@@ -209,10 +215,10 @@ func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading checkpoint %q of collection %q: %w", name, c.name, err)
 	}
-	// Fold in the layers not committed yet (committing, then pending): a
-	// checkpoint closed and opened again finds its acknowledgements there,
-	// and a deletion applied but not committed turns the acknowledgement of
-	// its key into a tombstone here as the commit will on disk.
+	// Fold in the layers not committed yet, committing then pending. A
+	// checkpoint closed and opened again finds its acknowledgements there.
+	// A deletion applied but not committed turns the acknowledgement of its
+	// key into a tombstone here, as the commit will on disk.
 	var earlier *layer
 	for _, l := range []*layer{c.committing, c.pending} {
 		if l == nil {
@@ -264,15 +270,15 @@ func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
 func (cp *Checkpoint) Name() string { return cp.name }
 
 // Ack records that the consumer has finished processing key at resourceVersion
-// rv. It is visible to Acked at once and reaches the file with the next
-// group commit; a crash before then loses it, and the object is processed
+// rv. It is visible to Acked at once, and reaches the file with the next
+// group commit. A crash before then loses it, and the object is processed
 // again.
 //
-// If key has a tombstone (its deletion is not acknowledged), Ack settles it
-// only if rv is the version the deletion was delivered at (Op.DeletedAt) or
-// the version of the key's state stored now (created again after the
-// deletion); any other version is of a state before the deletion, and the
-// acknowledgement is dropped.
+// key may have a tombstone, because its deletion is not acknowledged. Ack
+// then settles it only if rv is the version the deletion was delivered at
+// (Op.DeletedAt). The version of the key's state stored now also settles
+// it, when the key was created again after the deletion. Any other version
+// is of a state before the deletion, and the acknowledgement is dropped.
 func (cp *Checkpoint) Ack(key, rv string) error {
 	if rv == "" {
 		return fmt.Errorf("checkpoint %q: acknowledging %q without a resourceVersion", cp.name, key)
@@ -281,7 +287,7 @@ func (cp *Checkpoint) Ack(key, rv string) error {
 }
 
 // AckDeleted records that the consumer has finished processing the deletion
-// of key: its tombstone is dropped.
+// of key. Its tombstone is dropped.
 func (cp *Checkpoint) AckDeleted(key string) error { return cp.ack(key, "") }
 
 // ack records an acknowledgement of key at rv, or of its deletion ("").
@@ -292,14 +298,15 @@ func (cp *Checkpoint) ack(key, rv string) error {
 		t, tombstoned := cp.deleted[key]
 		if !tombstoned {
 			if rv == "" || cp.acked[key] == rv {
-				// Already acknowledged (a resync, a repeated reconcile), or
-				// a deletion without a tombstone: nothing to write.
+				// Nothing to write. The key is already acknowledged, after
+				// a resync or a repeated reconcile, or it is a deletion
+				// without a tombstone.
 				return false
 			}
 			if ch := c.layerChangeLocked(key); ch != nil && ch.deleted {
 				// Deleted since the consumer saw it, and never
-				// acknowledged before: nothing to skip, no deletion to
-				// settle.
+				// acknowledged before. There is nothing to skip and no
+				// deletion to settle.
 				return false
 			}
 			cp.acked[key] = rv
@@ -310,8 +317,8 @@ func (cp *Checkpoint) ack(key, rv string) error {
 		if !settlesDeletion {
 			cur, stored, err := c.currentVersionLocked(key)
 			if err != nil || !stored || cur != rv {
-				// A state before the deletion (or one that cannot be
-				// told apart from it): the tombstone stays.
+				// A state before the deletion, or one that cannot be told
+				// apart from it. The tombstone stays.
 				return false
 			}
 			cp.acked[key] = rv
@@ -393,11 +400,12 @@ func (cp *Checkpoint) Acked(key string) (rv string, ok bool) {
 }
 
 // Unacknowledged returns every stored object that is not acknowledged at its
-// stored resourceVersion (what the consumer still has to process), and how
-// many stored objects are. An acknowledged object is neither decoded nor
-// read: its resourceVersion comes from the versions bucket (or, in a file
-// without one, its record's header), so a consumer that joins a large
-// collection pays for what changed, not for what it has seen.
+// stored resourceVersion, which the consumer still has to process. It also
+// returns how many stored objects there are. An acknowledged object is
+// neither decoded nor read. Its resourceVersion comes from the versions
+// bucket, or from its record's header in a file without one. So a consumer
+// that joins a large collection pays for what changed, not for what it has
+// seen.
 func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int, err error) {
 	c := cp.c
 	c.mu.RLock()
@@ -407,7 +415,7 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		return ok && a == rv
 	}
 	if c.memory() != nil {
-		// Every object is decoded and cached: read versions from them.
+		// Every object is decoded and cached, so read versions from them.
 		err = c.cache.forEach(func(key string, obj runtime.Object) error {
 			rv, err := resourceVersionOf(obj)
 			if err != nil {
@@ -467,8 +475,8 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		}
 		objects := b.Bucket(format.ObjectsBucket)
 		if vb := b.Bucket(format.VersionsBucket); vb != nil {
-			// The versions say what is acknowledged: only the records
-			// of the rest are read.
+			// The versions say what is acknowledged. Only the records of
+			// the rest are read.
 			err = vb.ForEach(func(k, raw []byte) error {
 				key := string(k)
 				if c.inLayersLocked(key) {
@@ -520,12 +528,13 @@ func resourceVersionOf(obj runtime.Object) (string, error) {
 	return m.GetResourceVersion(), nil
 }
 
-// Deleted returns the checkpoint's tombstones: key -> the deleted object's
-// last stored state, for each deletion of an acknowledged object that is not
-// acknowledged itself. The objects are shared: read-only. Where the last
-// state cannot be read back, the object is an empty one of its type
-// carrying only its namespace, name and resourceVersion, or nil if not
-// even its type can be read: the deletion is delivered all the same.
+// Deleted returns the checkpoint's tombstones, mapping key to the deleted
+// object's last stored state. There is one for each deletion of an
+// acknowledged object that is not acknowledged itself. The objects are
+// shared, so treat them as read-only. Where the last state cannot be read
+// back, the object is an empty one of its type. It carries only its
+// namespace, name and resourceVersion. It is nil if not even its type can
+// be read. The deletion is delivered all the same.
 func (cp *Checkpoint) Deleted() map[string]runtime.Object {
 	c := cp.c
 	c.mu.RLock()
@@ -543,7 +552,7 @@ func (cp *Checkpoint) Deleted() map[string]runtime.Object {
 	if len(onFile) == 0 {
 		return out
 	}
-	// The file's tombstones are read once per join; they are not cached.
+	// The file's tombstones are read once per join. They are not cached.
 	_ = c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
@@ -591,7 +600,7 @@ func (cp *Checkpoint) Len() int {
 }
 
 // Clear drops every acknowledgement of the checkpoint, on disk with the next
-// group commit: its consumer processes every object again on its next start.
+// group commit. Its consumer processes every object again on its next start.
 func (cp *Checkpoint) Clear() error {
 	return cp.write(func(l *layer) bool {
 		clear(cp.acked)
@@ -601,7 +610,7 @@ func (cp *Checkpoint) Clear() error {
 	})
 }
 
-// Close releases the name; acknowledgements made before it still reach the
+// Close releases the name. Acknowledgements made before it still reach the
 // file. Ack and Clear then return ErrClosed. Closing stamps the checkpoint
 // as in use until now (see Options.CheckpointRetention).
 func (cp *Checkpoint) Close() {
@@ -617,8 +626,9 @@ func (cp *Checkpoint) Close() {
 	}
 }
 
-// stateBefore returns key's state before the layer after earlier: earlier's
-// change to it, else the committed state, and whether there is one. An
+// stateBefore returns key's state before the layer after earlier, and
+// whether there is one. That is earlier's change to key, else the committed
+// state. An
 // unreadable state is found, with a nil object and the error. Called with
 // c.mu held.
 func (c *Collection) stateBefore(earlier *layer, key string) (runtime.Object, bool, error) {
@@ -652,7 +662,7 @@ func (c *Collection) stateBefore(earlier *layer, key string) (runtime.Object, bo
 	err := c.viewRecord(key, func(rec []byte) error {
 		found = true
 		var err error
-		// Not decodeLocked: the object is being deleted, and must not
+		// Not decodeLocked. The object is being deleted, and must not
 		// enter the cache.
 		obj, err = c.db.codec.Decode(rec)
 		return err
@@ -661,9 +671,9 @@ func (c *Collection) stateBefore(earlier *layer, key string) (runtime.Object, bo
 }
 
 // tombstoneAcksLocked turns key's acknowledgements in the open checkpoints
-// into tombstones carrying its last state (the key is being deleted, at
-// deletedAt if known). last returns that state and whether the key is
-// stored; an unreadable state is stored with a nil object, and the
+// into tombstones carrying its last state. The key is being deleted, at
+// deletedAt if known. last returns that state and whether the key is
+// stored. An unreadable state is stored with a nil object, and the
 // deletion is delivered all the same (see Deleted). A checkpoint this
 // would take past Options.MaxTombstones is cleared instead, in the pending
 // layer. Called with c.mu held for writing.
@@ -717,7 +727,7 @@ func (c *Collection) checkpointEntries(tx *bolt.Tx, parent []byte, name string, 
 }
 
 // checkpointTombstones returns the keys of the named checkpoint's committed
-// tombstones (for tests: export_checkpoint_test.go).
+// tombstones, for tests (export_checkpoint_test.go).
 func (c *Collection) checkpointTombstones(name string) ([]string, error) {
 	var keys []string
 	err := c.db.view(func(tx *bolt.Tx) error {
@@ -749,8 +759,9 @@ func (c *Collection) Checkpoints() ([]string, error) {
 	return names, err
 }
 
-// CheckpointAcks returns the named checkpoint's committed acknowledgements
-// (key -> resourceVersion); empty if there is no such checkpoint.
+// CheckpointAcks returns the named checkpoint's committed acknowledgements,
+// mapping key to resourceVersion. It is empty if there is no such
+// checkpoint.
 func (c *Collection) CheckpointAcks(name string) (map[string]string, error) {
 	acked := map[string]string{}
 	err := c.db.view(func(tx *bolt.Tx) error {
@@ -765,8 +776,8 @@ func (c *Collection) CheckpointAcks(name string) (map[string]string, error) {
 	return acked, nil
 }
 
-// dropCheckpointsTx deletes every checkpoint of the collection, on disk and in
-// the open checkpoints: the stored objects they acknowledge were dropped.
+// dropCheckpointsTx deletes every checkpoint of the collection, on disk and
+// in the open checkpoints. The stored objects they acknowledge were dropped.
 func (c *Collection) dropCheckpointsTx(b *bolt.Bucket) error {
 	for _, cp := range c.checkpoints {
 		clear(cp.acked)
@@ -797,11 +808,12 @@ func writeSeen(b *bolt.Bucket, seen map[string]time.Time) error {
 	return nil
 }
 
-// abandonedCheckpoints returns the stored checkpoints (acknowledgements,
-// tombstones, or only a stamp: one never acknowledging, or cleared) not
-// open for Options.CheckpointRetention of the collection's in-use clock,
-// and those never stamped (written before stamps were kept, which
-// dropAbandonedCheckpointsTx stamps now).
+// abandonedCheckpoints returns the stored checkpoints not open for
+// Options.CheckpointRetention of the collection's in-use clock. A stored
+// checkpoint has acknowledgements, tombstones, or only a stamp, if it never
+// acknowledged or was cleared. It also returns those never stamped, which
+// were written before stamps were kept. dropAbandonedCheckpointsTx stamps
+// them now.
 func (c *Collection) abandonedCheckpoints(b *bolt.Bucket) (abandoned, unstamped []string) {
 	names := map[string]bool{}
 	for _, parent := range [][]byte{format.CheckpointsBucket, format.TombstonesBucket} {

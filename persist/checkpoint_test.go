@@ -74,8 +74,8 @@ func ack(t *testing.T, cp *persist.Checkpoint, key, rv string) {
 	}
 }
 
-// Acknowledgements reach the file with the group commit and are read back
-// by the next process; only those of stored keys are kept, and a deletion
+// Acknowledgements reach the file with the group commit, and the next
+// process reads them back. Only those of stored keys are kept. A deletion
 // drops the key's acknowledgements in every checkpoint.
 func TestCheckpointAcksPersistForStoredKeysOnly(t *testing.T) {
 	f := newCheckpointFile(t)
@@ -266,9 +266,9 @@ func TestCheckpointClearAndClose(t *testing.T) {
 	}
 }
 
-// A checkpoint opened while a deletion of a key it acknowledged is applied
-// but not committed holds the tombstone (with the last state), as it will
-// be on disk after the commit.
+// A checkpoint may open while a deletion of a key it acknowledged is
+// applied but not committed. It then holds the tombstone with the last
+// state, as it will be on disk after the commit.
 func TestCheckpointOpenedBeforeADeletionIsCommitted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	db := openDB(t, path, persist.Options{BatchInterval: time.Hour, BatchLimit: 1 << 20})
@@ -352,12 +352,12 @@ func TestCheckpointUnacknowledgedDecodesOnlyThem(t *testing.T) {
 	}
 }
 
-// An acknowledgement never settles a state newer than the one it names: a
-// consumer still finishing an update when the object was deleted
-// acknowledges that update after the deletion was applied (in the same
-// group commit or a later one), and the deletion must still be delivered
-// after a restart — until the deletion itself is acknowledged: AckDeleted,
-// or Ack at the version the deletion was delivered at.
+// An acknowledgement never settles a state newer than the one it names. A
+// consumer may still be finishing an update when the object is deleted. It
+// acknowledges that update after the deletion was applied, in the same
+// group commit or a later one. The deletion must still be delivered after a
+// restart, until the deletion itself is acknowledged. AckDeleted does that,
+// and so does Ack at the version the deletion was delivered at.
 func TestLateAckDoesNotSettleADeletion(t *testing.T) {
 	del := func(t *testing.T, f *checkpointFile, deletedAt string) {
 		t.Helper()
@@ -449,9 +449,9 @@ func TestTombstoneOfAnObjectNeverCommitted(t *testing.T) {
 	}
 }
 
-// Setting aside an acknowledged record that cannot be decoded (what an
-// informer does when a warm start cannot read it back) leaves a tombstone
-// the next start can open: an empty object of the record's type with its
+// An informer sets aside a record that a warm start cannot read back. If
+// the record was acknowledged, that leaves a tombstone the next start can
+// open. The tombstone is an empty object of the record's type with its
 // name, not the unreadable bytes. The same holds for a record in the
 // journal.
 func TestSetAsideUnreadableAcknowledgedRecord(t *testing.T) {
@@ -541,8 +541,9 @@ func corruptPayload(t *testing.T, path, coll, key string, journaled bool) {
 }
 
 // A checkpoint nobody has opened for Options.CheckpointRetention is dropped,
-// with its acknowledgements and tombstones, when its collection is next
-// opened for writing; one in use is not, however long its process runs.
+// with its acknowledgements and tombstones. That happens when its
+// collection is next opened for writing. A checkpoint in use is not
+// dropped, however long its process runs.
 func TestAbandonedCheckpointIsDropped(t *testing.T) {
 	var nowSecs atomic.Int64 // read by the commit goroutine
 	nowSecs.Store(1_700_000_000)
@@ -617,10 +618,10 @@ func TestAbandonedCheckpointIsDropped(t *testing.T) {
 }
 
 // A consumer that never acknowledges deletions gathers a tombstone per
-// deleted object it acknowledged; past Options.MaxTombstones its
-// checkpoint is cleared (as after a cold start: everything is processed
-// again, no deletion is told) rather than grow for as long as the file
-// lives.
+// deleted object it acknowledged. Past Options.MaxTombstones, its
+// checkpoint is cleared rather than grow for as long as the file lives.
+// As after a cold start, everything is processed again and no deletion is
+// told.
 func TestTombstonesAreBounded(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	db := openDB(t, path, persist.Options{MaxTombstones: 3})
@@ -695,8 +696,8 @@ func damageJournal(t *testing.T, path, coll string) {
 }
 
 // A damaged journal set aside takes with it the objects only the journal
-// held. A checkpoint that acknowledged one of them is given its deletion
-// (a tombstone written by the set-aside): the list that follows lacks the
+// held. A checkpoint that acknowledged one of them is given its deletion,
+// as a tombstone written by the set-aside. The list that follows lacks the
 // key, so no other change would tell the consumer.
 func TestJournalSetAsideTombstonesAcknowledgedKeys(t *testing.T) {
 	f := newCheckpointFile(t)
@@ -788,9 +789,9 @@ func (f *retentionFile) flush() {
 	}
 }
 
-// Retention counts only the time the collection was in use: a process down
-// for longer than the retention (or a clock stepped forward while it was
-// down) drops no checkpoint, and neither does a quiet week in which the
+// Retention counts only the time the collection was in use. A process down
+// for longer than the retention drops no checkpoint. Neither does a clock
+// stepped forward while it was down. Neither does a quiet week in which the
 // consumer kept its checkpoint open, nor its closing after it.
 func TestCheckpointRetentionCountsTimeInUse(t *testing.T) {
 	f := newRetentionFile(t)
@@ -856,7 +857,7 @@ func (f *retentionFile) stored(t *testing.T, name string) map[string]string {
 }
 
 // A checkpoint that was opened but never acknowledged anything, or was
-// cleared, has only its stamp in the file: retention drops that too, by the
+// cleared, has only its stamp in the file. Retention drops that too, by the
 // same measure, rather than keep the stamp for as long as the file lives.
 func TestRetentionDropsStampOnlyCheckpoints(t *testing.T) {
 	f := newRetentionFile(t)

@@ -28,10 +28,11 @@ type protoMessage interface {
 }
 
 // Codec turns objects into records and back, losslessly. Typed objects are
-// encoded with their generated protobuf methods when they have them and with
-// JSON otherwise; the content of an *unstructured.Unstructured is encoded as
-// msgpack, which, unlike JSON, keeps int64 and float64 apart (2.0 stays a
-// float64), and decodes faster. The TypeMeta of the object is kept exactly as it was.
+// encoded with their generated protobuf methods when they have them, and
+// with JSON otherwise. The content of an *unstructured.Unstructured is
+// encoded as msgpack. Unlike JSON, msgpack keeps int64 and float64 apart
+// (2.0 stays a float64), and it decodes faster. The TypeMeta of the object
+// is kept exactly as it was.
 //
 // A Codec is safe for concurrent use.
 type Codec struct {
@@ -52,14 +53,14 @@ func NewCodec(scheme *runtime.Scheme) *Codec {
 	return &Codec{scheme: scheme}
 }
 
-// metaTypes are the types every Codec can encode and decode whether or not
-// its scheme registers them: meta.k8s.io/v1 PartialObjectMetadata (and its
-// list), what metadata-only informers store. client-go's scheme.Scheme,
-// which most programs pass to Open, does not register them, and a metadata
-// informer on such a file would otherwise find at its first write that it
-// cannot persist anything. The caller's scheme is asked first, so a scheme
-// that registers them (controller-runtime's adapter does, see its
-// CodecScheme) names them as before; both name them
+// metaTypes are the types every Codec can encode and decode, whether or not
+// its scheme registers them. They are meta.k8s.io/v1 PartialObjectMetadata
+// and its list, which metadata-only informers store. client-go's
+// scheme.Scheme, which most programs pass to Open, does not register them.
+// A metadata informer on such a file would otherwise find at its first
+// write that it cannot persist anything. The caller's scheme is asked
+// first. So a scheme that registers them names them as before, and
+// controller-runtime's adapter does (see its CodecScheme). Both name them
 // "meta.k8s.io/v1, Kind=PartialObjectMetadata".
 var metaTypes = func() *runtime.Scheme {
 	s := runtime.NewScheme()
@@ -70,7 +71,7 @@ var metaTypes = func() *runtime.Scheme {
 // Encode returns the record for obj. The record does not alias obj.
 func (c *Codec) Encode(obj runtime.Object) ([]byte, error) { return c.encode(obj, nil, nil) }
 
-// encode is Encode writing the record over buf if it has the capacity; a
+// encode is Encode writing the record over buf if it has the capacity. A
 // protobuf-encoded object's payload is wire if given (see Op.Payload).
 func (c *Codec) encode(obj runtime.Object, wire, buf []byte) ([]byte, error) {
 	if obj == nil {
@@ -126,14 +127,14 @@ func (c *Codec) encode(obj runtime.Object, wire, buf []byte) ([]byte, error) {
 // over buf if it has the capacity.
 //
 // The generated MarshalToSizedBuffer writes backwards from the end of the
-// buffer it is given and returns the bytes written; it needs no exact size,
-// only enough room. Size walks the whole object as the marshalling does (for
-// a Pod, about half of what Size plus marshalling cost), so marshalling into
-// a scratch buffer with room to spare and copying the tail out costs one
-// pass instead of two. Room is at least minProtoScratch and twice the largest
-// payload seen; an object that does not fit makes the generated code index
-// out of range, which marshalTail reports, and the object is encoded the
-// exact way, with Size.
+// buffer it is given, and returns the bytes written. It needs no exact size,
+// only enough room. Size walks the whole object as the marshalling does. For
+// a Pod, that is about half of what Size plus marshalling cost. So
+// marshalling into a scratch buffer with room to spare, and copying the tail
+// out, costs one pass instead of two. Room is at least minProtoScratch and
+// twice the largest payload seen. An object that does not fit makes the
+// generated code index out of range, which marshalTail reports. The object
+// is then encoded the exact way, with Size.
 func (c *Codec) encodeProto(buf []byte, h format.Header, pm protoMessage) ([]byte, error) {
 	want := max(minProtoScratch, 2*int(c.largestProto.Load()))
 	sp := protoScratch.Get().(*[]byte)
@@ -159,8 +160,8 @@ func (c *Codec) encodeProto(buf []byte, h format.Header, pm protoMessage) ([]byt
 	})
 }
 
-// minProtoScratch is the smallest scratch buffer of encodeProto: most
-// objects are far smaller (a Pod is 2–6 KB).
+// minProtoScratch is the smallest scratch buffer of encodeProto. Most
+// objects are far smaller, and a Pod is 2–6 KB.
 const minProtoScratch = 64 << 10
 
 // protoScratch holds encodeProto's scratch buffers (*[]byte).
@@ -173,9 +174,9 @@ func (c *Codec) noteProtoSize(n int) {
 }
 
 // marshalTail marshals pm into the end of buf and returns the length
-// written, or ok false if pm does not fit: generated protobuf code does not
-// check bounds, it indexes out of range, and that runtime error is what is
-// recovered here. Any other panic propagates.
+// written. It returns ok false if pm does not fit. Generated protobuf code
+// does not check bounds, so it indexes out of range. That runtime error is
+// what is recovered here. Any other panic propagates.
 func marshalTail(pm protoMessage, buf []byte) (n int, ok bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -315,10 +316,10 @@ func parseGVKString(s string) (schema.GroupVersionKind, error) {
 }
 
 // placeholder returns, for a record whose payload cannot be decoded, an
-// empty object of the type its header names, carrying only key's namespace
-// and name and the header's resourceVersion: what a consumer is told of a
-// deleted object whose last state is unreadable. It returns nil if not even
-// the header can be read.
+// empty object of the type its header names. The object carries only key's
+// namespace and name and the header's resourceVersion. A consumer is told
+// of a deleted object with an unreadable last state this way. It returns
+// nil if not even the header can be read.
 func (c *Codec) placeholder(key string, record []byte) runtime.Object {
 	h, _, err := format.ReadHeader(record)
 	if err != nil {

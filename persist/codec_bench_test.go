@@ -22,15 +22,16 @@ import (
 //
 //	go test ./persist -run '^$' -bench . -benchmem -count 3
 //
-// BenchmarkDecode/<kind>/<codec> and BenchmarkEncode/<kind>/<codec> compare,
-// per object, the persist codec ("boltinformer": the whole record, envelope
-// included) with the generated protobuf methods alone ("protobuf": the lower
-// bound the codec builds on) and encoding/json of the typed struct ("json").
-// For the unstructured kind the payload alternatives that decided the
-// codec's choice are compared: "msgpack" (vmihailenco msgpack v5, loose
-// interface decoding: what the codec stores, envelope aside), "json"
-// (encoding/json + utiljson: loses float64 2.0 to int64) and "cbor"
-// (apimachinery's CBOR, as the apiserver speaks it). Each reports its size as bytes/obj.
+// BenchmarkDecode/<kind>/<codec> and BenchmarkEncode/<kind>/<codec> compare
+// codecs per object. "boltinformer" is the persist codec, the whole record
+// with its envelope. "protobuf" is the generated protobuf methods alone,
+// the lower bound the codec builds on. "json" is encoding/json of the typed
+// struct. For the unstructured kind, the payload alternatives that decided
+// the codec's choice are compared. "msgpack" is vmihailenco msgpack v5 with
+// loose interface decoding, which the codec stores, envelope aside. "json"
+// is encoding/json with utiljson, which loses float64 2.0 to int64. "cbor"
+// is apimachinery's CBOR, as the apiserver speaks it. Each reports its size
+// as bytes/obj.
 
 // protoObject is what the generated protobuf code gives every k8s.io/api type.
 type protoObject interface {

@@ -115,19 +115,20 @@ func roundTripKinds() []schema.GroupVersionKind {
 	return kinds
 }
 
-// newFuzzers returns the fuzzer the apimachinery round-trip tests use
-// (k8s.io/api's TestRoundTripExternalTypes uses metafuzzer.Funcs alone:
-// half the pointers nil, zero or one element per slice and map), and a
-// denser one (a fifth of the pointers nil, exactly one element per slice and
-// map; two elements make some kinds explode to minutes) that reaches deeper fields.
+// newFuzzers returns two fuzzers. The first is the one the apimachinery
+// round-trip tests use. k8s.io/api's TestRoundTripExternalTypes uses
+// metafuzzer.Funcs alone, with half the pointers nil and zero or one
+// element per slice and map. The second is denser and reaches deeper
+// fields. It leaves a fifth of the pointers nil and puts exactly one element
+// in each slice and map. Two elements make some kinds explode to minutes.
 //
-// No protobuf-specific exception was needed: every external type in the
-// scheme round-trips through its generated protobuf methods with the generic
-// meta fuzz funcs. (The funcs themselves already encode the limits every k8s
-// serialization shares — Time without sub-second precision, MicroTime without
-// sub-microsecond precision, canonical Quantities, blank TypeMeta on nested
-// objects, RawExtension holding valid JSON, FieldsV1 left nil — and upstream
-// uses the same funcs for its protobuf round trip.)
+// No protobuf-specific exception was needed. Every external type in the
+// scheme round-trips through its generated protobuf methods with the
+// generic meta fuzz funcs. The funcs already encode the limits every k8s
+// serialization shares. Time has no sub-second precision, and MicroTime no
+// sub-microsecond precision. Quantities are canonical. Nested objects have
+// blank TypeMeta. RawExtension holds valid JSON, and FieldsV1 is left nil.
+// Upstream uses the same funcs for its protobuf round trip.
 func newFuzzers(seed int64, codecs runtimeserializer.CodecFactory) (sparse, dense *randfill.Filler) {
 	funcs := fuzzer.MergeFuzzerFuncs(metafuzzer.Funcs)
 	sparse = fuzzer.FuzzerFor(funcs, rand.NewSource(seed), codecs)
@@ -135,11 +136,11 @@ func newFuzzers(seed int64, codecs runtimeserializer.CodecFactory) (sparse, dens
 	return sparse, dense
 }
 
-// TestCodecRoundTripAllKinds fuzzes objects of every kind in client-go's scheme
-// and checks that Decode(Encode(obj)) is semantically equal to obj, TypeMeta
-// included, whether TypeMeta is empty (what typed informers deliver), set to
-// the object's kind, or set to something else entirely (the codec must keep
-// it "exactly as it was").
+// TestCodecRoundTripAllKinds fuzzes objects of every kind in client-go's
+// scheme. It checks that Decode(Encode(obj)) is semantically equal to obj,
+// TypeMeta included. TypeMeta may be empty, as typed informers deliver it.
+// It may be set to the object's kind, or to something else entirely. The
+// codec must keep it "exactly as it was".
 func TestCodecRoundTripAllKinds(t *testing.T) {
 	n := *roundTripN
 	if n < 20 {
@@ -529,9 +530,10 @@ func anySlice[T any](s []T) []any {
 	return out
 }
 
-// TestCodecUnstructuredFloatsStayFloats: a float64 holding an integral value
-// (2.0, 1e6, -0.0) must come back as that float64, not as int64 — JSON cannot
-// tell them apart, which is why the unstructured payload is msgpack. Such
+// TestCodecUnstructuredFloatsStayFloats checks that a float64 holding an
+// integral value (2.0, 1e6, -0.0) comes back as that float64, not as int64.
+// JSON cannot tell them apart, which is why the unstructured payload is
+// msgpack. Such
 // floats occur in objects decoded from CBOR and in objects built by
 // runtime.DefaultUnstructuredConverter from structs with float64 fields. NaN
 // and infinities, which JSON cannot carry at all, are kept too.
@@ -759,9 +761,10 @@ func FuzzCodecDecode(f *testing.F) {
 }
 
 // TestCodecEncodesObjectsLargerThanAnySeen encodes, with one codec, objects
-// that grow past the room the codec keeps for marshalling (64 KiB and twice
-// the largest object it has seen): each record must be what the protobuf
-// marshalling gives and decode to the object, whatever the codec saw before.
+// that grow past the room the codec keeps for marshalling. That room is
+// 64 KiB and twice the largest object it has seen. Each record must be what
+// the protobuf marshalling gives, and must decode to the object, whatever
+// the codec saw before.
 func TestCodecEncodesObjectsLargerThanAnySeen(t *testing.T) {
 	c := persist.NewCodec(scheme.Scheme)
 	for _, size := range []int{100, 50 << 10, 300 << 10, 100, 1 << 20, 3 << 20} {
@@ -794,13 +797,14 @@ func TestCodecEncodesObjectsLargerThanAnySeen(t *testing.T) {
 	}
 }
 
-// TestCodecPartialObjectMetadataWithAnyScheme: metadata-only informers store
-// metav1.PartialObjectMetadata, which client-go's scheme.Scheme (what most
-// programs pass to Open) does not register. Every codec must still encode
-// and decode it — with client-go's scheme, without a scheme, and with a
-// scheme that registers it (controller-runtime's adapter) — under one type
-// name, so a record written by one decodes with the others; fuzzed
-// metadata and every TypeMeta round-trip exactly.
+// TestCodecPartialObjectMetadataWithAnyScheme covers metadata-only
+// informers, which store metav1.PartialObjectMetadata. client-go's
+// scheme.Scheme, which most programs pass to Open, does not register it.
+// Every codec must still encode and decode it under one type name. That
+// holds with client-go's scheme, without a scheme, and with a scheme that
+// registers it (controller-runtime's adapter). So a record written by one
+// decodes with the others. Fuzzed metadata and every TypeMeta round-trip
+// exactly.
 func TestCodecPartialObjectMetadataWithAnyScheme(t *testing.T) {
 	withMeta := runtime.NewScheme()
 	if err := metav1.AddMetaToScheme(withMeta); err != nil {
@@ -849,9 +853,9 @@ func TestCodecPartialObjectMetadataWithAnyScheme(t *testing.T) {
 	}
 }
 
-// An Op's Payload, the object's protobuf message as the server encoded it,
-// is what its record stores; the record is the one the codec would make of
-// the object when the payload is the object's message, and an object the
+// An Op's Payload is the object's protobuf message as the server encoded
+// it, and its record stores it. When the payload is the object's message,
+// the record is the one the codec would make of the object. An object the
 // codec does not store as protobuf ignores it.
 func TestApplyStoresThePayload(t *testing.T) {
 	path := t.TempDir() + "/cache.db"

@@ -32,15 +32,15 @@ type CollectionOptions struct {
 	Description map[string]string
 
 	// Indexes names the collection's secondary indexes with a version each.
-	// An index stored under the same name and version is trusted as is; one
-	// whose version differs, or that is new, is rebuilt from the stored
-	// objects with IndexValues before the collection is returned. A stored
-	// index not named here is kept dormant, unread, for AddIndexes to adopt
-	// at the same version without a rebuild (client-go's informers get most
-	// of their indexes from AddIndexers, after construction); the first
-	// change applied drops the dormant indexes, which it would not keep up
-	// to date. Change the version whenever an index function's behaviour
-	// changes.
+	// An index stored under the same name and version is trusted as is. An
+	// index whose version differs, or that is new, is rebuilt from the
+	// stored objects with IndexValues before the collection is returned.
+	// A stored index not named here is kept dormant and unread. AddIndexes
+	// may adopt it at the same version without a rebuild. client-go's
+	// informers get most of their indexes from AddIndexers, after
+	// construction. The first change applied drops the dormant indexes,
+	// because it would not keep them up to date. Change the version
+	// whenever an index function's behaviour changes.
 	Indexes map[string]string
 
 	// IndexValues computes index values when an index has to be (re)built.
@@ -50,19 +50,19 @@ type CollectionOptions struct {
 
 	// CacheObjects and CacheBytes bound the cache of decoded objects (bytes are
 	// counted as encoded record bytes). Zero for both keeps every object
-	// decoded in memory, as client-go does; with a bound, memory stays flat
+	// decoded in memory, as client-go does. With a bound, memory stays flat
 	// however many objects are stored, and cold reads decode from the file.
 	CacheObjects int
 	CacheBytes   int64
 
 	// Provenance, if not nil, is what the owner records about where the
-	// collection's contents come from (for an informer: the cluster, the
-	// list, the transform). It is compared with the recorded provenance when
-	// the collection opens: if any pair differs, is missing or is extra,
-	// every stored object, index entry and the resourceVersion are dropped
-	// before the collection is returned, and ResetAtOpen says why. Nil
-	// neither checks nor records anything (an owner that checks later, with
-	// CheckProvenance).
+	// collection's contents come from. For an informer, that is the
+	// cluster, the list and the transform. It is compared with the recorded
+	// provenance when the collection opens. If any pair differs, is missing
+	// or is extra, every stored object, index entry and the resourceVersion
+	// are dropped before the collection is returned. ResetAtOpen then says
+	// why. Nil neither checks nor records anything, for an owner that
+	// checks later with CheckProvenance.
 	Provenance map[string]string
 }
 
@@ -71,7 +71,7 @@ type CollectionOptions struct {
 //
 // Applied changes are visible to every read at once and reach the file with
 // the next group commit. Reads return objects shared with other readers and
-// with the cache: treat them as read-only, as with client-go's stores.
+// with the cache. Treat them as read-only, as with client-go's stores.
 //
 // Methods are safe for concurrent use, except that AddIndexes must not run
 // concurrently with Apply.
@@ -82,38 +82,39 @@ type Collection struct {
 
 	cache *objectCache
 	// mem is set once an unbounded cache is known to hold every object, with
-	// every index in memory (see memindex.go); Apply keeps both current.
-	// Published by readers holding mu only for reading, hence atomic; memMu
+	// every index in memory (see memindex.go). Apply keeps both current.
+	// Readers holding mu only for reading publish it, hence atomic. memMu
 	// serializes those publishers.
 	mem   atomic.Pointer[memIndex]
 	memMu sync.Mutex
-	// aheadMu lets one decodeAhead run at a time; the others wait for it
+	// aheadMu lets one decodeAhead run at a time. The others wait for it
 	// and find its objects cached.
 	aheadMu sync.Mutex
 
 	closed atomic.Bool // set by Close: no more Applies
 	// released is set, under mu, once Close has flushed and given up the
-	// collection's name: reads that need the file fail from then on (see
+	// collection's name. Reads that need the file fail from then on (see
 	// view).
 	released bool
 
-	// mu guards the fields below. Apply takes it for writing; reads that
-	// consult the layers or the file take it for reading, which keeps them
+	// mu guards the fields below. Apply takes it for writing. Reads that
+	// consult the layers or the file take it for reading. That keeps them
 	// from caching a decoded object older than a concurrent Apply. The
-	// layers and journal are the write path's states: commit.go's table
+	// layers and journal are the write path's states. commit.go's table
 	// says who writes each, under which locks.
 	mu         sync.RWMutex
 	pending    *layer
 	committing *layer // nil unless a commit of it is in flight or failed
 	// journaled and folding hold the changes in the file's journal, not yet
-	// in the trees; nil when there are none.
+	// in the trees. They are nil when there are none.
 	journaled, folding *layer
 	journal            journalState // guarded by db.commitMu, not mu
 	rv                 string
 	mustList           bool              // see MustList
 	indexes            map[string]string // name -> version
-	// dormant holds stored indexes the options did not name: kept for
-	// AddIndexes to adopt until the first Apply drops them (name -> version).
+	// dormant maps the names of stored indexes the options did not name to
+	// their versions. They are kept for AddIndexes to adopt until the first
+	// Apply drops them.
 	dormant    map[string]string
 	provenance map[string]string // as recorded in the file
 
@@ -129,7 +130,7 @@ type Collection struct {
 	// before the collection is shared.
 	clockBase, clockStart time.Time
 
-	// checkpoints holds the open checkpoints by name; guarded by mu.
+	// checkpoints holds the open checkpoints by name. Guarded by mu.
 	checkpoints map[string]*Checkpoint
 }
 
@@ -161,9 +162,9 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 	if db.opts.ReadOnly {
 		err = db.view(c.load)
 	} else {
-		// Most opens find the collection as the options describe it; they
-		// need no write transaction, hence no fsync (a component opening
-		// sixty informers would otherwise wait for sixty).
+		// Most opens find the collection as the options describe it. They
+		// need no write transaction, hence no fsync. A component opening
+		// sixty informers would otherwise wait for sixty.
 		unchanged := false
 		check := func(tx *bolt.Tx) error {
 			var err error
@@ -173,7 +174,7 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 		err = db.view(check)
 		if errors.Is(err, errJournalUnreadable) {
 			// Damage to the journal is set aside as damage to a record
-			// is: never a collection that cannot be opened.
+			// is. It never makes a collection that cannot be opened.
 			c.journalSetAside = err
 			db.commitMu.Lock()
 			err = db.closedErr(db.bolt.Update(c.setAsideJournalTx))
@@ -233,8 +234,8 @@ func (c *Collection) load(tx *bolt.Tx) error {
 }
 
 // unchanged loads the stored collection and reports whether create would
-// write nothing: the collection exists with the provenance, description and
-// index versions opts gives. Errors are those of a corrupt collection.
+// write nothing. That is so when the collection exists with the provenance,
+// description and index versions opts gives. Errors are those of a corrupt collection.
 func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error) {
 	b := c.bucket(tx)
 	if b == nil {
@@ -288,8 +289,8 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 		return err
 	}
 	if opts.Provenance != nil {
-		// Before the indexes are brought up to date: a reset leaves nothing
-		// to index.
+		// Reset before the indexes are brought up to date, because a reset
+		// leaves nothing to index.
 		var err error
 		if c.resetAtOpen, err = c.checkProvenanceTx(tx, opts.Provenance, false); err != nil {
 			return err
@@ -321,7 +322,7 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 	idx := b.Bucket(format.IndexesBucket)
 	for name, v := range opts.Indexes {
 		if stored, ok := c.dormant[name]; ok && stored != v {
-			// Stored at another version: rebuilt below.
+			// Stored at another version, so it is rebuilt below.
 			if err := idx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 				return err
 			}
@@ -351,8 +352,8 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 }
 
 // splitIndexes divides the stored indexes into those named at the same
-// version (in use) and the others (dormant; a name with another version is
-// among them until create rebuilds it).
+// version, which are in use, and the dormant others. A name with another
+// version is among the dormant until create rebuilds it.
 func splitIndexes(stored, named map[string]string) (use, dormant map[string]string) {
 	use = map[string]string{}
 	for name, v := range stored {
@@ -423,12 +424,12 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[stri
 	return c.writeIndexVersions(b)
 }
 
-// dropUnusedIndexes deletes the stored indexes not in use — dormant ones
-// after a change, which they do not reflect — and records the versions left.
-// Called in every transaction that changes the stored objects, so a stored
-// index is never behind its objects (and only then: a tool that opens a
-// collection without naming its indexes to clear a checkpoint must not
-// lose them).
+// dropUnusedIndexes deletes the stored indexes not in use, and records the
+// versions left. Dormant indexes are not in use after a change, which they
+// do not reflect. It is called in every transaction that changes the stored
+// objects, so a stored index is never behind its objects. It is called only
+// then. A tool may open a collection without naming its indexes, to clear a
+// checkpoint, and must not lose them.
 func (c *Collection) dropUnusedIndexes(b *bolt.Bucket) error {
 	idx := b.Bucket(format.IndexesBucket)
 	var unused [][]byte
@@ -486,13 +487,13 @@ func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []str
 	return byKey.Put([]byte(key), raw)
 }
 
-// JournalSetAside returns, if DB.Collection found the collection's journal
-// unreadable, why: the journal was deleted and the must-list mark set in
-// one transaction, so the collection holds the state its trees hold —
-// every object as it was at some point, without the changes the journal
-// held — and must be listed before it is complete (see MustList). An
-// object a checkpoint acknowledged that only the journal held left a
-// tombstone. Nil otherwise.
+// JournalSetAside returns why DB.Collection found the collection's journal
+// unreadable, or nil. The journal was deleted and the must-list mark set in
+// one transaction. So the collection holds the state its trees hold, which
+// is every object as it was at some point. It lacks the changes the journal
+// held, and must be listed before it is complete (see MustList). An object
+// that a checkpoint acknowledged and only the journal held left a
+// tombstone.
 func (c *Collection) JournalSetAside() error { return c.journalSetAside }
 
 // DroppedCheckpoints returns the checkpoints DB.Collection dropped because
@@ -518,22 +519,22 @@ func (c *Collection) Indexes() map[string]string {
 }
 
 // Apply applies ops and sets the collection's resource version to rv. All ops
-// are encoded first: if one cannot be, Apply returns the error and nothing is
-// applied. Applied ops are visible to reads when Apply returns, and reach the
+// are encoded first. If one cannot be, Apply returns the error and nothing
+// is applied. Applied ops are visible to reads when Apply returns, and reach the
 // file, together with rv, in the next group commit.
 func (c *Collection) Apply(ops []Op, rv string) error {
 	return c.apply(ops, rv, true, nil)
 }
 
-// apply applies ops; it sets the resource version to rv if setRV, and the
-// must-list mark to *mustList if mustList is not nil, in the same layer.
+// apply applies ops. In the same layer, it sets the resource version to rv
+// if setRV, and the must-list mark to *mustList if mustList is not nil.
 func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) error {
 	if c.db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	// One allocation for the batch: the layers point into it. A bounded
-	// cache's layers keep records, not objects (reads decode them, as for
-	// the journal's), so that a large Apply — a list — holds no more
+	// One allocation for the batch, and the layers point into it. A bounded
+	// cache's layers keep records, not objects, and reads decode them as
+	// for the journal's. So a large Apply, such as a list, holds no more
 	// decoded objects than the cache's bound until it is committed.
 	keepObjects := !c.cache.bounded()
 	changes := make([]change, len(ops))
@@ -566,7 +567,7 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 		return ErrClosed
 	}
 	if c.dormant != nil {
-		// The dormant indexes would not reflect this change: the commit
+		// The dormant indexes would not reflect this change. The commit
 		// that writes it drops them (dropUnusedIndexes).
 		c.dormant = nil
 	}
@@ -574,8 +575,8 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 	for i, op := range ops {
 		ch := &changes[i]
 		if ch.deleted && len(c.checkpoints) > 0 {
-			// Before the deletion is in the layer: the lookup finds the
-			// object's last state.
+			// Look up before the deletion is in the layer, so the lookup
+			// finds the object's last state.
 			c.tombstoneAcksLocked(op.Key, op.DeletedAt, func() (runtime.Object, bool) {
 				obj, exists, err := c.getLocked(op.Key)
 				return obj, exists || err != nil // unreadable: stored
@@ -630,7 +631,7 @@ func (c *Collection) CommittedResourceVersion() (string, error) {
 
 // AddIndexes builds new indexes over the stored objects and adds them to the
 // collection. It first flushes pending changes, then builds every index in
-// one transaction: if fn fails for any object, no index is added and the
+// one transaction. If fn fails for any object, no index is added and the
 // error names the object. The caller must not Apply concurrently (Apply would
 // compute values without the new indexes).
 func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string, fn IndexValuesFunc) error {
@@ -653,8 +654,8 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 	}
 	before, dormantBefore := c.indexes, c.dormant
 	c.indexes, c.dormant = maps.Clone(before), maps.Clone(dormantBefore)
-	// A dormant index at the same version is what building it would write
-	// (nothing was applied since the collection opened): adopt it.
+	// Adopt a dormant index at the same version. Nothing was applied since
+	// the collection opened, so it is what building it would write.
 	var build []string
 	for _, name := range names {
 		if v, ok := c.dormant[name]; ok && v == versions[name] {
@@ -683,7 +684,8 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 		c.dropJournalLayers(treeBytes)
 	}
 	if c.memory() != nil {
-		// Every object is still cached: load the new indexes beside the old.
+		// Every object is still cached, so load the new indexes beside the
+		// old.
 		m, err := c.loadMemIndexLocked()
 		if err != nil {
 			c.mem.Store(nil) // reads fall back to the file, which is correct
@@ -694,23 +696,24 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 	return nil
 }
 
-// Flush commits every change applied to the file before the call (this
-// collection's and the others'); see DB.Flush.
+// Flush commits every change applied to the file before the call, this
+// collection's and the others' (see DB.Flush).
 func (c *Collection) Flush(ctx context.Context) error { return c.db.Flush(ctx) }
 
-// Close flushes the collection's changes and releases its name, so that the
-// collection can be opened again on the same DB (for example by a restarted
-// informer). Apply fails with ErrClosed from the start of Close; once it
-// returns, so do reads that need the file (a reopened instance may have
-// changed it under this one's view), while those an unbounded cache holding
-// every object answers from memory still work. If the flush fails the name
-// stays taken and the changes stay pending, retried by the commit loop.
+// Close flushes the collection's changes and releases its name. The
+// collection can then be opened again on the same DB, for example by a
+// restarted informer. Apply fails with ErrClosed from the start of Close.
+// Once Close returns, so do reads that need the file, because a reopened
+// instance may have changed it under this one's view. Reads that an
+// unbounded cache holding every object answers from memory still work. If
+// the flush fails, the name stays taken and the changes stay pending. The
+// commit loop retries them.
 func (c *Collection) Close(ctx context.Context) error {
 	c.db.applyMu.Lock()
 	c.closed.Store(true)
 	c.db.applyMu.Unlock()
 	if err := c.db.Flush(ctx); err != nil {
-		// Stay registered: the commit loop keeps retrying what is pending.
+		// Stay registered. The commit loop keeps retrying what is pending.
 		return fmt.Errorf("closing collection %q: %w", c.name, err)
 	}
 	c.mu.Lock()

@@ -18,21 +18,23 @@ import (
 	"github.com/boltinformer/boltinformer/internal/format"
 )
 
-// The write path, in one place: where a change lives from Apply until it is
-// in the trees, which lock guards it in each place, the one order in which
-// the package's locks are taken, and the group commit that moves changes
-// down, in the order it runs (DB.commit and what it calls, top to bottom).
-// The journal's own mechanics (append, seal, fold) are in journal.go, the
-// chunked write of a large list in writeahead.go, and the reads, which look
-// through the states in the table's order, in read.go.
+// This comment describes the write path in one place. It says where a
+// change lives from Apply until it is in the trees, and which lock guards it
+// in each place. It gives the one order in which the package's locks are
+// taken. It follows the group commit that moves changes down, in the order
+// it runs (DB.commit and what it calls, top to bottom). The journal's own
+// mechanics (append, seal, fold) are in journal.go. The chunked write of a
+// large list is in writeahead.go. The reads are in read.go, and they look
+// through the states in the table's order.
 //
 // # Where a change lives
 //
 // A change passes through five states, top to bottom. The first four are a
-// Collection's layers (layer.go: the latest change per key, with its index
-// values); the fifth is the file's trees. Every field below belongs to the
-// Collection, every lock is the Collection's mu or its DB's commitMu and
-// applyMu, and "on disk" is below collections/<name>/ (internal/format).
+// Collection's layers. A layer holds the latest change per key, with its
+// index values (layer.go). The fifth state is the file's trees. Every field
+// below belongs to the Collection. Every lock is the Collection's mu, or its
+// DB's commitMu and applyMu. "On disk" is below collections/<name>/
+// (internal/format).
 //
 //	state       field         written by               held to write     held to read  on disk
 //	----------  ------------  -----------------------  ----------------  ------------  ---------------------
@@ -56,97 +58,101 @@ import (
 //	                          index builds, reset                        begun under   checkpoints/,
 //	                                                                     mu (R) (6)    tombstones/
 //
-// Where the journal stands (journal, a journalState: its generations, the
-// fold's progress, the trees' record bytes) is guarded by commitMu alone:
-// only the commit, writeAhead, loadJournal (4) and dropJournalLayers write
-// it, and only they and the fold read it.
+// commitMu alone guards where the journal stands. That is the field
+// journal, a journalState of its generations, the fold's progress and the
+// trees' record bytes. Only the commit, writeAhead, loadJournal (4) and
+// dropJournalLayers write it. Only they and the fold read it.
 //
-//  1. A crash loses it; the watch, resumed from the stored resourceVersion,
+//  1. A crash loses it. The watch, resumed from the stored resourceVersion,
 //     delivers it again.
-//  2. Every writer of the committing and journal layers holds commitMu, so
+//  2. Every writer of the committing and journal layers holds commitMu. So
 //     the commit's transaction reads them without mu, and no reader holds
 //     it up.
-//  3. For a large list loading into an empty collection, most of it is
-//     written into the trees by writeAhead's transactions before, without
-//     a resourceVersion (writeahead.go); the layer's writtenAhead records
-//     how far, under commitMu alone, since only the commit reads it.
+//  3. A large list may load into an empty collection. writeAhead's
+//     transactions then write most of it into the trees first, without a
+//     resourceVersion (writeahead.go). The layer's writtenAhead records how
+//     far. commitMu alone guards it, since only the commit reads it.
 //  4. At open, before the collection is shared.
-//  5. Every bbolt write transaction after Open runs under commitMu: the
-//     commit's, writeAhead's, AddIndexes', reset's and DB.Collection's.
-//  6. A read that merges the file with the layers (Collection.view); reads
+//  5. Every bbolt write transaction after Open runs under commitMu. That is
+//     the commit's, writeAhead's, AddIndexes', reset's and DB.Collection's.
+//  6. A read that merges the file with the layers (Collection.view). Reads
 //     of the file alone (CommittedResourceVersion, CheckpointAcks) take no
 //     lock of ours.
 //
 // Invariants:
-//   - A change leaves a state only once the next one holds it: a committing
-//     layer is dropped, or moved below into the journal's, by finishCommit
-//     after the transaction that wrote it committed. So a reader, who takes
-//     the first state that has the key, always finds the key's newest state.
-//   - A reader holding mu sees the layers of the last finished commit and a
-//     file at most one commit ahead of them (the transaction commits before
-//     finishCommit takes mu). Where that commit folded a journal generation
-//     away, the trees hold what its entries held, and changeRecordTx reads
-//     it there.
-//   - A failed commit changes nothing in memory: its committing layer stays,
-//     reads keep finding it, and the next commit writes it again together
+//   - A change leaves a state only once the next one holds it. finishCommit
+//     drops a committing layer, or moves it below into the journal's, only
+//     after the transaction that wrote it committed. A reader takes the
+//     first state that has the key. So it always finds the key's newest
+//     state.
+//   - A reader holding mu sees the layers of the last finished commit. It
+//     sees a file at most one commit ahead of them, because the transaction
+//     commits before finishCommit takes mu. That commit may have folded a
+//     journal generation away. The trees then hold what its entries held,
+//     and changeRecordTx reads it there.
+//   - A failed commit changes nothing in memory. Its committing layer stays,
+//     and reads keep finding it. The next commit writes it again, together
 //     with what was applied since (swapForCommit absorbs the pending layer).
 //   - A collection's resourceVersion and must-list mark are written in the
-//     transaction that writes the changes they cover: the file always holds
-//     a prefix of the applied stream.
+//     transaction that writes the changes they cover. So the file always
+//     holds a prefix of the applied stream.
 //
 // # Lock order
 //
-// The package's locks, in the one order in which they are taken: a
-// goroutine holding one takes only locks after it.
+// The package's locks are listed in the one order in which they are taken.
+// A goroutine holding one takes only locks after it.
 //
 //	DB.commitMu → DB.applyMu → Collection.aheadMu → Collection.mu →
 //	    Collection.memMu → a bbolt transaction
 //
-//   - DB.commitMu: one commit, index build, reset or journal set-aside at a
-//     time.
-//   - DB.applyMu: for reading by apply and Checkpoint.write while they add
-//     to a pending layer and count applySeq; for writing by the commit's
-//     swap, Collection.Close and DB.Close, so that the commit's barrier
-//     (the applySeq it covers) counts exactly the changes it swapped and no
-//     change is applied after a Close.
-//   - Collection.aheadMu: one decodeAhead at a time.
-//   - Collection.mu: the layers, the collection's state mirrored from the
-//     file (rv, mustList, indexes, provenance) and its open checkpoints. Its
-//     read lock is not reentrant: a goroutine holding it must not take it
-//     again, since Go's RWMutex holds new readers back once a writer waits.
-//   - Collection.memMu: publishing the in-memory index (completeLocked).
-//   - A bbolt transaction: nothing that runs inside one takes a lock above.
+//   - DB.commitMu allows one commit, index build, reset or journal
+//     set-aside at a time.
+//   - DB.applyMu is held for reading by apply and Checkpoint.write while
+//     they add to a pending layer and count applySeq. The commit's swap,
+//     Collection.Close and DB.Close hold it for writing. So the commit's
+//     barrier, the applySeq it covers, counts exactly the changes it
+//     swapped. And no change is applied after a Close.
+//   - Collection.aheadMu allows one decodeAhead at a time.
+//   - Collection.mu guards the layers and the open checkpoints. It also
+//     guards the collection's state mirrored from the file (rv, mustList,
+//     indexes, provenance). Its read lock is not reentrant. A goroutine
+//     holding it must not take it again, since Go's RWMutex holds new
+//     readers back once a writer waits.
+//   - Collection.memMu guards publishing the in-memory index
+//     (completeLocked).
+//   - Nothing that runs inside a bbolt transaction takes a lock above.
 //     The commit's transaction reads the layers under commitMu alone (note
-//     2), so a reader holding mu never waits for a commit that waits for it
-//     (a commit that grows the file's map waits for open read
-//     transactions).
+//     2). So a reader holding mu never waits for a commit that waits for
+//     it. A commit that grows the file's map waits for open read
+//     transactions.
 //
-// DB.mu, objectCache.mu and holders.mu are leaves: nothing is taken while
+// DB.mu, objectCache.mu and holders.mu are leaves. Nothing is taken while
 // one is held.
 //
 // # The commit
 //
-// Apply adds to the pending layer and calls noteApplied, which arms the
-// batch timer or, past Options.BatchLimit, kicks run at once; Flush kicks
-// it too, and DB.Close commits once more after stopping it. run calls
-// DB.commit, which holds commitMu throughout and
+// Apply adds to the pending layer and calls noteApplied. noteApplied arms
+// the batch timer, or kicks run at once past Options.BatchLimit. Flush kicks
+// run too. DB.Close commits once more after stopping it. run calls
+// DB.commit, which holds commitMu throughout. DB.commit takes four steps.
 //
-//  1. swaps, holding applyMu for writing: swapForCommit moves each
-//     collection's pending layer to committing (or absorbs it into the
-//     committing layer a failed commit left), and the barrier is the last
-//     applySeq;
-//  2. writes, holding no Collection.mu: writeAhead writes most of a large
-//     list into an empty collection a chunk per transaction, then one bbolt
-//     transaction writes every committing layer (writeCommitting): its
-//     objects to the journal or into the trees, moving a fold along
-//     (writeObjects), its acknowledgements and tombstones (writeAcks), its
-//     resourceVersion and must-list mark;
-//  3. if the transaction committed, mirrors it in memory, under each
-//     collection's mu (finishCommit): the committing layer joins the
-//     journal's or is dropped, and the journal's layers follow the fold;
-//  4. reports the attempt to the commit observers, and in the log once when
-//     commits start failing and once when they recover, then releases the
-//     Flush callers whose changes the barrier covers.
+//  1. It swaps, holding applyMu for writing. swapForCommit moves each
+//     collection's pending layer to committing. It absorbs the layer into
+//     the committing layer a failed commit left, if there is one. The
+//     barrier is the last applySeq.
+//  2. It writes, holding no Collection.mu. writeAhead writes most of a
+//     large list into an empty collection, a chunk per transaction. Then
+//     one bbolt transaction writes every committing layer
+//     (writeCommitting). It writes the layer's objects to the journal or
+//     into the trees, and moves a fold along (writeObjects). It writes the
+//     acknowledgements and tombstones (writeAcks). It writes the
+//     resourceVersion and must-list mark.
+//  3. If the transaction committed, it mirrors it in memory under each
+//     collection's mu (finishCommit). The committing layer joins the
+//     journal's or is dropped. The journal's layers follow the fold.
+//  4. It reports the attempt to the commit observers. It logs once when
+//     commits start failing and once when they recover. Then it releases
+//     the Flush callers whose changes the barrier covers.
 
 // noteApplied arms the batch timer or kicks an early commit. Called after
 // every Apply with the number of changes it made.
@@ -171,10 +177,9 @@ func (db *DB) trigger() {
 	}
 }
 
-// run is the group-commit goroutine. It commits when kicked (by the batch
-// timer, the batch limit or Flush), and retries a failed commit with
-// backoff, until stopped; then it closes donec, and DB.Close commits what
-// is left.
+// run is the group-commit goroutine. It commits when kicked by the batch
+// timer, the batch limit or Flush. It retries a failed commit with backoff,
+// until stopped. Then it closes donec, and DB.Close commits what is left.
 func (db *DB) run() {
 	defer close(db.donec)
 	var retry <-chan time.Time
@@ -188,7 +193,7 @@ func (db *DB) run() {
 		}
 		retry = nil
 		if err := db.commit(); err != nil {
-			// Keep the changes in memory and try again; readers keep seeing
+			// Keep the changes in memory and try again. Readers keep seeing
 			// them through the layers, and the RV on disk stays behind.
 			retry = time.After(backoff)
 			backoff = min(backoff*2, 5*time.Second)
@@ -199,7 +204,7 @@ func (db *DB) run() {
 }
 
 // commit writes every collection's pending changes, and their resource
-// versions, in one bbolt transaction: steps 1 to 4 above.
+// versions, in one bbolt transaction. It takes steps 1 to 4 above.
 func (db *DB) commit() error {
 	db.commitMu.Lock()
 	defer db.commitMu.Unlock()
@@ -259,10 +264,10 @@ func (db *DB) commit() error {
 			err = fmt.Errorf("committing %d changes to %s: %w", changes, db.path, err)
 		}
 	}
-	// 3. Drop the committed layers, or move them below to the journal's;
-	// reads now go to the file for what was written into the trees. Those
-	// records are in the file now, and bbolt copied them there: reuse the
-	// buffers.
+	// 3. Drop the committed layers, or move them below to the journal's.
+	// Reads now go to the file for what was written into the trees. Those
+	// records are in the file now, and bbolt copied them there. So reuse
+	// the buffers.
 	if err == nil {
 		for i, c := range dirty {
 			for _, l := range c.finishCommit(plans[i]) {
@@ -332,10 +337,10 @@ func (c *Collection) swapForCommit() (int, bool) {
 	return len(c.committing.changes), true
 }
 
-// writeCommitting writes the committing layer in tx (step 2): its object
-// changes (writeObjects), acknowledgements (writeAcks), resource version
-// and must-list mark. Called with commitMu held and not mu: commitMu is
-// also what guards c.indexes against AddIndexes here, and every writer of
+// writeCommitting writes the committing layer in tx (step 2). It writes the
+// object changes (writeObjects), acknowledgements (writeAcks), resource
+// version and must-list mark. It is called with commitMu held and not mu.
+// commitMu also guards c.indexes against AddIndexes here. Every writer of
 // the committing and journal layers holds it (see the table above).
 func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) (commitPlan, error) {
 	l := c.committing
@@ -372,7 +377,7 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) (commitPlan, er
 type commitPlan struct {
 	journal  journalState
 	appended bool // the committing layer went to the journal
-	// appendedGen and appendedSeqs say where: appendedSeqs[i] is the
+	// appendedGen and appendedSeqs say where. appendedSeqs[i] is the
 	// sequence number of the layer's i-th key in key order.
 	appendedGen  uint64
 	appendedKeys []string
@@ -416,9 +421,10 @@ func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, 
 	share := c.db.opts.JournalShare
 	bulk := len(l.changes) >= c.db.opts.BatchLimit
 	if share < 0 || bulk || (!c.hasJournal() && appending(objects, keys)) {
-		// Straight into the trees: the journal is off, the commit is large
-		// enough that the trees' leaves are rewritten for many keys each,
-		// or it appends (a list loading into an empty collection).
+		// Write straight into the trees when the journal is off, or when
+		// the commit is large enough that each rewritten leaf holds many of
+		// its keys. So does a commit that appends, such as a list loading
+		// into an empty collection.
 		plan.foldAll = c.hasJournal()
 		if err := c.foldAllTx(b, &plan.journal, l); err != nil {
 			return nil, plan, err
@@ -470,17 +476,18 @@ func (c *Collection) lastRecord(b *bolt.Bucket, key string) ([]byte, error) {
 	return bytes.Clone(b.Bucket(format.ObjectsBucket).Get([]byte(key))), nil
 }
 
-// writeAcks writes the layer's acknowledgements after its object changes;
-// deleted holds the last stored record of each key the layer deleted. Called
-// from writeCommitting.
+// writeAcks writes the layer's acknowledgements after its object changes.
+// deleted holds the last stored record of each key the layer deleted. It is
+// called from writeCommitting.
 //
-// A deleted key acknowledged in a checkpoint (on disk or in this layer)
-// becomes a tombstone, unless the layer also holds the acknowledgement of
-// that deletion (ackedDeletions). Then the layer's acknowledgements are
-// written (a key not stored is not acknowledged); each drops its key's
-// tombstone only if it settles the deletion (see Checkpoint.Ack: the
-// deletion itself, or a state stored after it), except for the keys this
-// layer deleted (settled above).
+// A deleted key acknowledged in a checkpoint, on disk or in this layer,
+// becomes a tombstone. It does not if the layer also holds the
+// acknowledgement of that deletion (ackedDeletions). Then the layer's
+// acknowledgements are written, and a key not stored is not acknowledged.
+// Each drops its key's tombstone only if it settles the deletion (see
+// Checkpoint.Ack). The deletion itself settles it, and so does a state
+// stored after it. The keys this layer deleted were settled above and are
+// left alone.
 func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]byte) error {
 	if err := writeSeen(b, l.seen); err != nil {
 		return err
@@ -575,8 +582,8 @@ func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]by
 				}
 			}
 			if rv == "" || !stored {
-				// Not stored (deleted in an earlier commit, or never):
-				// nothing to skip.
+				// Not stored, because deleted in an earlier commit or
+				// never stored. There is nothing to skip.
 				continue
 			}
 			if err := nb.Put(kb, []byte(rv)); err != nil {
@@ -611,10 +618,10 @@ func (c *Collection) storedVersionTx(b *bolt.Bucket, l *layer, key string) (stri
 }
 
 // tombstoneValue encodes the tombstone of key, deleted at deletedAt (if
-// known) with rec its last record. A record that cannot be decoded is
-// replaced by an empty object of its type (Codec.placeholder), or by none:
-// a tombstone must open on every later start, and a deletion must be
-// delivered even where its last state is lost.
+// known), with rec its last record. A record that cannot be decoded is
+// replaced by an empty object of its type (Codec.placeholder), or by none.
+// A tombstone must open on every later start. A deletion must be delivered
+// even where its last state is lost.
 func (c *Collection) tombstoneValue(key string, rec []byte, deletedAt string) []byte {
 	if _, err := c.db.codec.Decode(rec); err != nil {
 		p := c.db.codec.placeholder(key, rec)
@@ -626,8 +633,8 @@ func (c *Collection) tombstoneValue(key string, rec []byte, deletedAt string) []
 	return format.AppendTombstone(nil, format.Tombstone{DeletedAt: deletedAt, Record: rec})
 }
 
-// finishCommit mirrors a committed plan in memory (step 3): the committing layer
-// joins the journal or is dropped, and the journal's layers follow the
+// finishCommit mirrors a committed plan in memory (step 3). The committing
+// layer joins the journal or is dropped. The journal's layers follow the
 // fold. It returns the layers whose records may be recycled.
 func (c *Collection) finishCommit(plan commitPlan) []*layer {
 	c.mu.Lock()
@@ -640,9 +647,9 @@ func (c *Collection) finishCommit(plan commitPlan) []*layer {
 	switch {
 	case plan.appended:
 		l.acks, l.clearedAcks, l.ackedDeletions = nil, nil, nil // written
-		// The file holds the records now: the layer keeps where, and
-		// reads take them from there. Under mu: readers may be reading
-		// the committing layer's records until now.
+		// The file holds the records now. The layer keeps where, and
+		// reads take them from there. This runs under mu, because readers
+		// may be reading the committing layer's records until now.
 		recycled := 0
 		bounded := c.cache.bounded()
 		for i, key := range plan.appendedKeys {
@@ -656,7 +663,7 @@ func (c *Collection) finishCommit(plan commitPlan) []*layer {
 			ch.record, ch.replaced = nil, nil
 			if bounded {
 				// A bounded cache's memory must not grow with the
-				// journal: reads decode the records again.
+				// journal. Reads decode the records again.
 				ch.obj = nil
 			}
 		}
@@ -685,7 +692,7 @@ func (c *Collection) finishCommit(plan commitPlan) []*layer {
 }
 
 // forgetTombstoneObjectsLocked drops the objects of the open checkpoints'
-// tombstones of the keys l deleted, now that the commit wrote them:
+// tombstones of the keys l deleted, now that the commit wrote them.
 // Deleted reads them from the file. Tombstones then cost a key each in
 // memory, not an object. A key changed again since keeps its object until
 // that change is committed. Called with mu held for writing.
@@ -754,7 +761,7 @@ type CommitStats struct {
 
 // AddCommitObserver calls fn after every commit attempt that wrote changes
 // or failed, until the returned function is called. fn runs on the commit
-// goroutine before Flush callers are released: it must not block or call
+// goroutine before Flush callers are released. It must not block or call
 // back into the DB.
 func (db *DB) AddCommitObserver(fn func(CommitStats)) (remove func()) {
 	db.mu.Lock()

@@ -16,7 +16,7 @@ type CompactOptions struct {
 	// LockTimeout bounds the wait for src's lock, as Options.LockTimeout.
 	LockTimeout time.Duration
 
-	// PageSize of the new file; zero means DefaultPageSize.
+	// PageSize is the page size of the new file. Zero means DefaultPageSize.
 	PageSize int
 }
 
@@ -25,18 +25,19 @@ type CompactStats struct {
 	SrcBytes, DstBytes int64
 }
 
-// Compact writes a compacted copy of the cache file src to dst: every
-// bucket rewritten in key order with its pages filled, free pages dropped.
+// Compact writes a compacted copy of the cache file src to dst. Every
+// bucket is rewritten in key order with its pages filled. Free pages are
+// dropped.
 // A file that grew with churn or mass deletions shrinks to about what a
 // fresh bulk load of the same objects takes.
 //
-// src must be a cache file no process is writing (its lock is taken shared,
-// waiting up to LockTimeout; a running informer holds it exclusively): stop
-// the controller, or compact a snapshot (DB.SnapshotFile). dst must not
-// exist; it is written through a temporary file in its directory and
-// renamed into place once complete and synced, so it never holds a partial
-// copy. src is never changed. ctx is checked before the copy and before the
-// rename; the copy itself runs to its end.
+// src must be a cache file no process is writing. Its lock is taken
+// shared, waiting up to LockTimeout, and a running informer holds it
+// exclusively. So stop the controller, or compact a snapshot
+// (DB.SnapshotFile). dst must not exist. It is written through a temporary
+// file in its directory, and renamed into place once complete and synced.
+// So it never holds a partial copy. src is never changed. ctx is checked
+// before the copy and before the rename. The copy itself runs to its end.
 func Compact(ctx context.Context, src, dst string, opts CompactOptions) (CompactStats, error) {
 	var stats CompactStats
 	if opts.LockTimeout <= 0 {

@@ -12,12 +12,14 @@ import (
 // keys, slices, strings, bools, nil, int64 and float64. msgpack keeps int64
 // and float64 apart where JSON cannot (2.0 would come back as int64(2)).
 //
-// Encoding: int64 values are written as msgpack int64 and never compacted to
-// unsigned formats (the encoder's default), so loose decoding returns int64;
-// maps are written with sorted keys, so equal content gives equal records.
-// Decoding: loose interface decoding returns int64, uint64 (never written),
-// float64 and map[string]interface{}; uint64 is folded back to int64 when it
-// fits, for content written by other encoders.
+// Encoding writes int64 values as msgpack int64. It never compacts them to
+// unsigned formats, which is the encoder's default. So loose decoding
+// returns int64. Maps are written with sorted keys, so equal content gives
+// equal records.
+//
+// Loose interface decoding returns int64, uint64, float64 and
+// map[string]interface{}. This package never writes uint64. Other encoders
+// may, so uint64 is folded back to int64 when it fits.
 
 var contentEncoders = sync.Pool{New: func() any {
 	buf := new(bytes.Buffer)
@@ -70,9 +72,9 @@ func decodeContent(payload []byte) (map[string]interface{}, error) {
 	return content, nil
 }
 
-// normalizeContent makes decoded content JSON-shaped in place: uint64 that
-// fits becomes int64; any other type is an error (runtime.DeepCopyJSON would
-// panic on it later).
+// normalizeContent makes decoded content JSON-shaped in place. A uint64
+// that fits becomes int64. Any other type is an error, because
+// runtime.DeepCopyJSON would panic on it later.
 func normalizeContent(v interface{}) error {
 	switch t := v.(type) {
 	case map[string]interface{}:

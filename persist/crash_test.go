@@ -31,12 +31,13 @@ import (
 
 // Crash-consistency test at the storage level.
 //
-// TestCrashConsistency (the parent) re-executes this test binary as a child
-// running TestCrashChild, which applies an endless deterministic stream of
-// batches to one collection of a cache file. The parent SIGKILLs the child at
-// a random moment, opens the file itself and checks that what is on disk is
-// exactly the state after some prefix 1..r of the stream, r being the stored
-// resourceVersion: objects, index entries and RV are committed together.
+// TestCrashConsistency, the parent, re-executes this test binary as a child
+// running TestCrashChild. The child applies an endless deterministic stream
+// of batches to one collection of a cache file. The parent SIGKILLs the
+// child at a random moment and opens the file itself. It checks that what
+// is on disk is exactly the state after some prefix 1..r of the stream,
+// with r the stored resourceVersion. So objects, index entries and RV are
+// committed together.
 // The next round's child continues the stream from step r+1 on the same file.
 
 var crashRounds = flag.Int("crash.rounds", 20, "number of kill/verify rounds of TestCrashConsistency")
@@ -375,8 +376,8 @@ func TestCrashConsistency(t *testing.T) {
 		sync := rng.IntN(5) == 0
 		delay := time.Duration(20+rng.IntN(281)) * time.Millisecond
 		// Most rounds fold the journal every few dozen changes, so that
-		// kills land in folds; some write straight into the trees, some
-		// keep the default journal (which these few objects never fill).
+		// kills land in folds. Some write straight into the trees. Some
+		// keep the default journal, which these few objects never fill.
 		journal := []string{"off", "2048", "8192", "8192", "1048576"}[rng.IntN(5)]
 
 		ch := startCrashChild(t, path, interval, limit, sync, journal)
@@ -427,10 +428,11 @@ func TestCrashConsistency(t *testing.T) {
 	}
 }
 
-// verifyCrashFile opens the file read-only (so nothing is rebuilt or written),
-// checks it holds exactly the model state after steps 1..r where r is its
-// stored RV, advances model from prevR to r, and returns r with the
-// journal's generations and whether one was being folded.
+// verifyCrashFile opens the file read-only, so nothing is rebuilt or
+// written. It checks that the file holds exactly the model state after
+// steps 1..r, where r is its stored RV. It advances model from prevR to r.
+// It returns r with the journal's generations and whether one was being
+// folded.
 func verifyCrashFile(t *testing.T, path string, round, prevR int, model crashModel) (r, generations int, folding bool) {
 	t.Helper()
 	fatal := func(format string, args ...any) {

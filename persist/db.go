@@ -24,13 +24,13 @@ import (
 // added the journal (internal/format/journal.go). Version 3 added each
 // collection's versions bucket (internal/format/versions.go), identities
 // in journal entries, the deletion's version in tombstones
-// (internal/format/tombstone.go) and checkpoint stamps, read against the
-// collection's in-use clock (format.ClockKey, which older builds of schema
-// 3 ignore). An older file is marked 3 when opened for writing, so that an
-// older build refuses the file (ErrSchemaUnsupported) instead of misreading
-// it; each of its collections gets its versions bucket when first opened
-// for writing. A file with a higher version is refused with
-// ErrSchemaUnsupported.
+// (internal/format/tombstone.go) and checkpoint stamps. The stamps are read
+// against the collection's in-use clock (format.ClockKey), which older
+// builds of schema 3 ignore. An older file is marked 3 when opened for
+// writing. An older build then refuses the file (ErrSchemaUnsupported)
+// instead of misreading it. Each of its collections gets its versions
+// bucket when first opened for writing. A file with a higher version is
+// refused with ErrSchemaUnsupported.
 const (
 	schemaVersion = 3
 	oldestSchema  = 1
@@ -39,29 +39,30 @@ const (
 // Defaults applied to zero Options fields.
 const (
 	DefaultLockTimeout = 10 * time.Second
-	// DefaultBatchInterval is a second: a commit rewrites every page it
-	// touches (a leaf per changed key, branches, freelist, meta), so at a
-	// steady trickle of watch events a short interval pays that per event
-	// (at 100 events/s, 20 ms wrote 169 KiB per event and 1 s 60 KiB; see
-	// docs/benchmarks.md). Reads are served from the layers meanwhile, so
-	// events reach handlers no later; a crash loses up to the interval's
-	// changes, which the watch resumed from the stored resourceVersion
-	// delivers again.
+	// DefaultBatchInterval is a second. A commit rewrites every page it
+	// touches, which is a leaf per changed key, branches, freelist and meta.
+	// So at a steady trickle of watch events, a short interval pays that per
+	// event.
+	// At 100 events/s, 20 ms wrote 169 KiB per event and 1 s wrote 60 KiB
+	// (see docs/benchmarks.md). Reads are served from the layers meanwhile,
+	// so events reach handlers no later. A crash loses up to the interval's
+	// changes. The watch resumed from the stored resourceVersion delivers
+	// them again.
 	DefaultBatchInterval = time.Second
 	DefaultBatchLimit    = 10000
 	DefaultMmapSize      = 1 << 30
-	// DefaultPageSize is the page size of new files; see Options.PageSize.
+	// DefaultPageSize is the page size of new files (see Options.PageSize).
 	DefaultPageSize = 32 << 10
-	// DefaultCheckpointRetention: see Options.CheckpointRetention.
+	// DefaultCheckpointRetention is explained at Options.CheckpointRetention.
 	DefaultCheckpointRetention = 7 * 24 * time.Hour
-	// DefaultMaxTombstones: see Options.MaxTombstones.
+	// DefaultMaxTombstones is explained at Options.MaxTombstones.
 	DefaultMaxTombstones = 10000
 )
 
 // Options configures Open. Every field's zero value is a usable default.
 type Options struct {
 	// LockTimeout bounds the wait for the file lock held by another process.
-	// Zero means DefaultLockTimeout; the wait is never unbounded.
+	// Zero means DefaultLockTimeout. The wait is never unbounded.
 	LockTimeout time.Duration
 
 	// ReadOnly opens the file with a shared lock for tools such as inspect. It
@@ -79,8 +80,8 @@ type Options struct {
 	BatchLimit int
 
 	// NoSync skips fsync on commit. A process crash still loses at most the
-	// last group (the data is in the OS page cache); a machine crash may lose
-	// more or corrupt the file. For tests and benchmarks.
+	// last group, because the data is in the OS page cache. A machine crash
+	// may lose more or corrupt the file. For tests and benchmarks.
 	NoSync bool
 
 	// MmapSize is the initial size of the file's memory map. While the file
@@ -91,10 +92,10 @@ type Options struct {
 	MmapSize int
 
 	// MoveAsideCorrupt makes Open rename a corrupt or truncated file to
-	// <path>.corrupt-<unix seconds>, say so in the log, and start over with
-	// an empty file, so that a controller starts (cold) instead of failing.
-	// The renamed file is kept for inspection; MovedAside returns its path.
-	// Never applies to ErrLocked, ErrSchemaUnsupported or ErrNotCacheFile.
+	// <path>.corrupt-<unix seconds>, log it, and start over with an empty
+	// file. A controller then starts cold instead of failing. The renamed
+	// file is kept for inspection, and MovedAside returns its path. It never
+	// applies to ErrLocked, ErrSchemaUnsupported or ErrNotCacheFile.
 	MoveAsideCorrupt bool
 
 	// Scheme resolves typed objects for the record codec. Nil allows only
@@ -106,65 +107,65 @@ type Options struct {
 	// JournalShare is how large a collection's journal may grow, as a share
 	// of its records' bytes, before it is folded into the object and index
 	// trees (see internal/format/journal.go). A commit appends its changes
-	// to the journal, which fills pages, where writing them into the trees
-	// rewrites a leaf per scattered change; a fold rewrites each leaf once
-	// for every change the journal gathered in it. A larger share writes
-	// fewer bytes per change and makes the file larger by up to that share;
-	// reads take a journaled record from the journal as they take one from
+	// to the journal, which fills pages. Writing them into the trees would
+	// rewrite a leaf per scattered change. A fold rewrites each leaf once
+	// for all the changes the journal gathered in it. A larger share writes
+	// fewer bytes per change, and makes the file larger by up to that share.
+	// Reads take a journaled record from the journal as they take one from
 	// the trees.
-	// Zero means DefaultJournalShare; negative writes every commit into the
+	// Zero means DefaultJournalShare. Negative writes every commit into the
 	// trees.
 	JournalShare float64
 
-	// CheckpointRetention is how long a checkpoint may go unopened before it
-	// is dropped, with its acknowledgements and tombstones, when its
-	// collection is next opened for writing: a checkpoint whose consumer
-	// was renamed or removed would otherwise keep a tombstone of every
-	// object it acknowledged, for as long as the file lives. Only time the
-	// collection spends open for writing counts, by the process's
-	// monotonic clock: a process down for a week, or a wall clock stepped
-	// forward, drops nothing. An open checkpoint counts as seen (its stamp
-	// is renewed hourly, and when it closes). Zero means
-	// DefaultCheckpointRetention; negative keeps checkpoints for ever.
+	// CheckpointRetention is how long a checkpoint may go unopened. After
+	// that, it is dropped with its acknowledgements and tombstones when its
+	// collection is next opened for writing. Otherwise a checkpoint whose
+	// consumer was renamed or removed would keep a tombstone of every object
+	// it acknowledged, for as long as the file lives. Only time the
+	// collection spends open for writing counts, by the process's monotonic
+	// clock. A process down for a week, or a wall clock stepped forward,
+	// drops nothing. An open checkpoint counts as seen. Its stamp is renewed
+	// hourly, and when it closes. Zero means DefaultCheckpointRetention.
+	// Negative keeps checkpoints for ever.
 	CheckpointRetention time.Duration
 
 	// MaxTombstones bounds the tombstones one open checkpoint keeps (see
-	// Checkpoint): a consumer that acknowledges adds and updates but never
-	// deletions gathers one per deleted object. A deletion that would take
-	// a checkpoint past it clears the checkpoint instead — its consumer
-	// then processes every stored object again on its next start, and
-	// learns of no deletion from it, as after a cold start — and the
+	// Checkpoint). A consumer that acknowledges adds and updates but never
+	// deletions gathers one per deleted object. A deletion that would take a
+	// checkpoint past the bound clears the checkpoint instead. Its consumer
+	// then processes every stored object again on its next start. It learns
+	// of no deletion from the checkpoint, as after a cold start. The
 	// clearing is reported (utilruntime.HandleError) and counted
-	// (Checkpoint.Overflows). Zero means DefaultMaxTombstones; negative
-	// sets no bound.
+	// (Checkpoint.Overflows). Zero means DefaultMaxTombstones. Negative sets
+	// no bound.
 	MaxTombstones int
 
-	// PageSize is the page size of a file this Open creates; an existing
+	// PageSize is the page size of a file this Open creates. An existing
 	// file keeps the one it was created with. bbolt puts at least two
-	// records on a page, spilling onto further whole pages, so pages a few
-	// times larger than the records keep the file close to their size; the
+	// records on a page, spilling onto further whole pages. So pages a few
+	// times larger than the records keep the file close to their size. The
 	// price is more bytes written per scattered update, since a commit
 	// rewrites every page it touches (figures in docs/benchmarks.md, "File
 	// size"). Zero means DefaultPageSize.
 	PageSize int
 
 	// The fields below are set only by this package's tests, through
-	// export_test.go; Open gives their zero values the behaviour every
+	// export_test.go. Open gives their zero values the behaviour every
 	// other caller gets.
 
 	// now is the clock of checkpoint retention, read for elapsed time
-	// only (see Collection.inUseNow); nil means time.Now.
+	// only (see Collection.inUseNow). Nil means time.Now.
 	now func() time.Time
 	// minJournalBytes is the journal a collection gathers before a fold
-	// whatever its size (see journalLimit), so that tests see folds on a
-	// few objects; zero means defaultMinJournalBytes.
+	// whatever its size (see journalLimit). It lets tests see folds on a
+	// few objects. Zero means defaultMinJournalBytes.
 	minJournalBytes int64
 	// foldChunk, if positive, is how many keys every fold moves per commit
 	// instead of the computed chunk (see foldChunk), for folds that span
 	// commits on a few objects.
 	foldChunk int
 	// writeAheadChunk is how many keys each write-ahead transaction writes
-	// (see writeahead.go); zero means defaultWriteAheadChunk.
+	// (see writeahead.go). Zero means defaultWriteAheadChunk.
 	writeAheadChunk int
 	// writtenAhead, if set, is called after each write-ahead transaction
 	// with the chunk's last key.
@@ -186,15 +187,15 @@ type DB struct {
 	codec  *Codec
 
 	// applyMu is held for reading by every Apply while it assigns a sequence
-	// number and inserts into a collection's pending layer, and for writing by
-	// a commit while it swaps the pending layers out, so that a commit's
+	// number and inserts into a collection's pending layer. A commit holds it
+	// for writing while it swaps the pending layers out. So a commit's
 	// barrier sequence covers exactly the layers it swapped. The package's
 	// lock order is stated once, in commit.go.
 	applyMu  sync.RWMutex
 	applySeq atomic.Uint64
 	pending  atomic.Int64 // changes applied since the last swap
 
-	// commitMu allows one commit, index build or reset at a time: every
+	// commitMu allows one commit, index build or reset at a time. Every
 	// write transaction after Open runs under it (see commit.go).
 	commitMu sync.Mutex
 
@@ -221,12 +222,12 @@ type DB struct {
 	nextObserver    int                       // guarded by mu
 }
 
-// Open opens or creates the cache file at path. A file another process
-// holds (for writing, or read-only when opening for writing) is waited for
-// at most opts.LockTimeout, then refused with ErrLocked. A file another DB
-// of this process holds is refused at once with ErrOpenInProcess (and
-// ErrLocked), since waiting would not release it; if that DB is closing,
-// Open waits for it instead, at most opts.LockTimeout.
+// Open opens or creates the cache file at path. Another process may hold
+// the file for writing, or read-only when this Open is for writing. Open
+// then waits at most opts.LockTimeout, and refuses with ErrLocked. A file
+// another DB of this process holds is refused at once with
+// ErrOpenInProcess (and ErrLocked), since waiting would not release it. If
+// that DB is closing, Open waits for it instead, at most opts.LockTimeout.
 func Open(path string, opts Options) (*DB, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = DefaultLockTimeout
@@ -299,9 +300,9 @@ func open(path string, opts Options) (_ *DB, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// The page size matters only to a file bbolt creates; an existing file's
-	// own is read from its meta pages (and a damaged one keeps being reported
-	// as before, against the OS page size).
+	// The page size matters only to a file bbolt creates. An existing file's
+	// own is read from its meta pages. A damaged one keeps being reported as
+	// before, against the OS page size.
 	pageSize, mmapSize := 0, opts.MmapSize
 	if st, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || (err == nil && st.Size() == 0) {
 		pageSize = opts.PageSize
@@ -388,8 +389,8 @@ func (db *DB) checkSchema() error {
 		}
 		return nil
 	}
-	// A file with its schema needs no write transaction (and no fsync) to
-	// open; only an empty one is initialized.
+	// A file with its schema needs no write transaction, and no fsync, to
+	// open. Only an empty one is initialized.
 	fresh := false
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		if tx.Bucket(format.MetaBucket) == nil && !db.opts.ReadOnly {
@@ -437,12 +438,12 @@ func (db *DB) MovedAside() string { return db.movedAside }
 func (db *DB) Path() string { return db.path }
 
 // Close commits what is pending, stops the commit goroutine and closes the
-// file. It returns the final commit's error, if any: those changes are lost
+// file. It returns the final commit's error, if any. Those changes are lost,
 // and a restarted watch re-delivers them. Reads that need the file fail
 // with ErrClosed once Close returns.
 func (db *DB) Close() error {
-	// Setting closed under applyMu orders it against Apply: every Apply either
-	// finished before (and is in the final commit) or sees closed.
+	// Setting closed under applyMu orders it against Apply. Every Apply
+	// either finished before, and is in the final commit, or sees closed.
 	db.applyMu.Lock()
 	db.mu.Lock()
 	wasClosed := db.closed
@@ -528,13 +529,14 @@ func (db *DB) SnapshotFile(ctx context.Context, path string) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// mmapRoom is the memory map Open gives an existing file of size bytes:
-// room for it to double. A restart that recovers what changed while the
-// process was down rewrites a share of the collection at once, and bbolt
-// grows its map past a gigabyte a gigabyte at a time: a recovery of 10% of
-// 100,000 Pods crossed that step and remapped mid-recovery (0.4 CPU-s of
-// copying every in-memory node out of the old map, with every reader
-// waited for). Address space only; on a 32-bit platform, none.
+// mmapRoom is the memory map Open gives an existing file of size bytes.
+// It leaves room for the file to double. A restart that recovers what
+// changed while the process was down rewrites a share of the collection at
+// once. bbolt grows its map past a gigabyte a gigabyte at a time. A recovery
+// of 10% of 100,000 Pods crossed that step and remapped mid-recovery. That
+// cost 0.4 CPU-s of copying every in-memory node out of the old map, with
+// every reader waited for. The room is address space only, and none on a
+// 32-bit platform.
 func mmapRoom(size int64) int {
 	if strconv.IntSize < 64 || size <= 0 || size > maxMmapRoom/2 {
 		return 0
@@ -542,6 +544,6 @@ func mmapRoom(size int64) int {
 	return int(2 * size)
 }
 
-// maxMmapRoom bounds mmapRoom: bbolt's own limit on a map (maxMapSize on
-// 64-bit platforms is 256 TiB) is far above it.
+// maxMmapRoom bounds mmapRoom. bbolt's own limit on a map is far above it.
+// maxMapSize on 64-bit platforms is 256 TiB.
 const maxMmapRoom = 1 << 40

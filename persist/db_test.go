@@ -400,9 +400,9 @@ func TestTruncatedFileIsDetectedAndCanBeMovedAside(t *testing.T) {
 }
 
 // TestRecordsSurviveBufferReuse writes successive versions of a few keys
-// while commits run and readers read: record buffers of committed changes
-// are reused for later writes, so a reuse too early would show up as a
-// reader seeing another version's record, or the file holding one.
+// while commits run and readers read. Record buffers of committed changes
+// are reused for later writes. A reuse too early would show up as a reader
+// seeing another version's record, or the file holding one.
 func TestRecordsSurviveBufferReuse(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	db := openDB(t, path, persist.Options{BatchInterval: time.Millisecond, BatchLimit: 7, NoSync: true})

@@ -1,89 +1,74 @@
-// Package persist owns boltinformer's cache file: a bbolt database holding
-// collections of Kubernetes objects, their secondary indexes and the
-// resourceVersion they were last synced at.
+// Package persist owns boltinformer's cache file. The file is a bbolt
+// database of collections. A collection holds Kubernetes objects, their
+// secondary indexes and the resourceVersion they were last synced at.
+// docs/persist.md gives every rule below in full.
 //
 // # Basics
 //
 // Open a file with Open, then a Collection per informer with DB.Collection.
-// Collection.Apply applies a batch of Ops (objects with their precomputed
-// index values) and sets the collection's resourceVersion. Applied changes
-// are visible to every read when Apply returns; a background goroutine writes
-// them in group commits: after Options.BatchInterval, or sooner once
-// Options.BatchLimit changes are pending, or on DB.Flush and DB.Close. Each
-// commit writes the changes of every collection of the file, their index
-// entries and their resourceVersions in one bbolt transaction, so the file
-// always holds a prefix of the applied stream and its stored resourceVersion
-// is exactly that prefix's. A crash loses at most the changes applied since
-// the last commit, which a watch resumed from the stored resourceVersion
-// delivers again.
+// Collection.Apply applies a batch of Ops and sets the resourceVersion. Each
+// Op carries an object with its precomputed index values.
 //
-// A commit appends each collection's changes to the collection's journal,
-// which fills pages, rather than rewriting a leaf of the object and index
-// trees per scattered change; the journal is folded into the trees in bulk
-// once it holds Options.JournalShare of the records' bytes, a chunk of keys
-// per commit (see journal.go). Every read, and Open, sees trees and journal
-// as one state; in memory the journal keeps where each record is, not the
-// record. Each collection also keeps every object's UID and
-// resourceVersion (Collection.Versions), beside the objects and in the
-// same commits, readable without touching a record. A large list loaded
-// into an empty collection is written a chunk of keys per transaction, the
-// resourceVersion with the last (see writeahead.go): a bbolt transaction
-// holds a buffer per page it writes.
+// Applied changes are visible to every read when Apply returns. A background
+// goroutine writes them in group commits. A commit starts after
+// Options.BatchInterval, or once Options.BatchLimit changes are pending, or
+// on DB.Flush and DB.Close. One bbolt transaction writes every collection's
+// changes, index entries and resourceVersion. So the file always holds a
+// prefix of the applied stream, and its resourceVersion is that prefix's. A
+// crash loses at most the changes since the last commit. A watch resumed
+// from the stored resourceVersion delivers them again.
 //
-// Records are msgpack envelopes (internal/format) around a payload encoded by
-// Codec: the generated protobuf of typed objects (JSON for the rare typed
-// object without one), msgpack for unstructured ones, which, unlike JSON,
-// keeps int64 and float64 apart.
-// Secondary indexes are stored per index as value→key and key→values
-// buckets, so index lookups never decode objects.
+// A commit appends each collection's changes to its journal, which fills
+// pages. Scattered changes would otherwise rewrite a tree leaf each. The
+// journal is folded into the trees once it holds Options.JournalShare of the
+// records' bytes (journal.go). Reads and Open see trees and journal as one
+// state. A large list into an empty collection is written a chunk of keys
+// per transaction, because bbolt holds a buffer per page it writes
+// (writeahead.go).
 //
-// Decoded objects are cached in memory: all of them by default, as client-go
-// does, or a bounded number (CollectionOptions.CacheObjects/CacheBytes), in
-// which case memory stays flat however many objects the file holds and cold
-// reads decode from the file; changes waiting for a commit are then held as
-// records, not objects, and a list received in pages can be applied as it
-// comes (ApplyPart, then ApplyList).
+// Records are msgpack envelopes around a payload that Codec encodes. Typed
+// objects use their generated protobuf, or JSON without one. Unstructured
+// objects use msgpack, which keeps int64 and float64 apart. Indexes are
+// stored as value→key and key→values buckets, so an index lookup decodes no
+// object. Collection.Versions reads every object's UID and resourceVersion
+// without reading a record.
+//
+// Decoded objects are cached in memory. By default the cache holds all of
+// them, as client-go does. CollectionOptions.CacheObjects or CacheBytes bound
+// it, and memory then stays flat however large the file grows.
 //
 // # Caveats
 //
-// Objects returned by reads are shared with the cache and other readers:
-// treat them as read-only, as with client-go's stores.
+// Objects returned by reads are shared. Treat them as read-only.
 //
 // Index functions are code, and the file cannot see code change. An index is
-// reused on open only if its name and version (CollectionOptions.Indexes)
-// are those it was built with; callers must change the version whenever an
-// index function's behaviour changes.
+// reused on open only if its name and version match
+// (CollectionOptions.Indexes). Change the version whenever an index
+// function's behaviour changes.
 //
-// Nor can the file see where its objects came from. An owner records that
-// as a collection's provenance (CollectionOptions.Provenance,
-// Collection.CheckProvenance): opaque name/value pairs compared on open; a
-// difference empties the collection — objects, index entries and
-// resourceVersion — so nothing is served under another provenance.
+// Nor can the file see where its objects came from. The owner records that
+// as provenance (CollectionOptions.Provenance). A difference on open empties
+// the collection, so nothing is served under another provenance.
 //
-// An owner that drops part of a collection it could not read back records
-// that the collection must be listed again (Collection.SetAside,
-// SetAsideAll): the mark is written in the same commit as the drop, kept by
-// every later Apply and by Close, and cleared only by ApplyList or by
-// emptying the collection. Collection.MustList reports it.
+// An owner that drops part of a collection it could not read records that
+// the collection must be listed again (Collection.SetAside). The mark is
+// written in the same commit as the drop. Only ApplyList or emptying the
+// collection clears it. Collection.MustList reports it.
 //
-// Files are created with mode 0600 and missing parent directories with 0700:
-// they hold whatever the cached objects hold.
+// Damage never needs a person to repair it. A journal that cannot be read is
+// set aside at open, with the must-list mark.
 //
-// Damage is never a state a person must repair: a journal that cannot be
-// read is set aside at open (Collection.JournalSetAside) with the must-list
-// mark, leaving a checkpoint's tombstone for each acknowledged object only
-// the journal held, and a checkpoint's tombstone that cannot be decoded is
-// delivered with what can be read of it. A closed collection refuses reads that need
-// the file (ErrClosed): another instance may have changed it since. So do
-// the collections of a closed DB.
+// A closed collection refuses reads that need the file (ErrClosed), because
+// another instance may have changed the file since.
 //
-// Only one process may open a file for writing; Open waits at most
-// Options.LockTimeout for the lock and then fails with ErrLocked. Tools read
-// a live cache through a hot snapshot (DB.SnapshotFile) instead. Within a
-// process, likewise, only one DB may have a file open for writing: Open of a
-// file another DB of the process holds fails at once with ErrOpenInProcess
-// (and ErrLocked), naming the cause, unless that DB is closing, which Open
-// waits for (at most LockTimeout).
+// Files are created with mode 0600, and missing directories with 0700. They
+// hold whatever the cached objects hold.
+//
+// Only one process may open a file for writing. Open waits at most
+// Options.LockTimeout for the lock, then fails with ErrLocked. Tools read a
+// live cache through a hot snapshot (DB.SnapshotFile). Within a process,
+// only one DB may hold a file. A second Open fails at once with
+// ErrOpenInProcess, unless the first DB is closing.
 //
 // All exported methods are safe for concurrent use unless documented
 // otherwise.

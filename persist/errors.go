@@ -7,21 +7,23 @@ import (
 	"github.com/boltinformer/boltinformer/internal/format"
 )
 
-// Errors returned by this package. Callers test them with errors.Is; the
+// Errors returned by this package. Callers test them with errors.Is. The
 // returned errors wrap them with the file, collection or key at fault.
 var (
-	// ErrLocked means the file's lock is held: by another process, which did
-	// not release it within Options.LockTimeout, or by another DB of this
-	// process, which Open reports at once, with ErrOpenInProcess too.
+	// ErrLocked means the file's lock is held. Either another process did
+	// not release it within Options.LockTimeout, or another DB of this
+	// process holds it. Open reports the latter at once, with
+	// ErrOpenInProcess too.
 	ErrLocked = errors.New("cache file is locked")
 
-	// ErrOpenInProcess means another DB of this process holds the file (for
-	// writing, or read-only when opening for writing); it comes with
-	// ErrLocked. Waiting would not help: that DB must be closed first.
+	// ErrOpenInProcess means another DB of this process holds the file, for
+	// writing, or read-only when opening for writing. It comes with
+	// ErrLocked. Waiting would not help, because that DB must be closed
+	// first.
 	ErrOpenInProcess = errors.New("already open in this process")
 
 	// ErrSchemaUnsupported means the file was written by a newer (or unknown)
-	// version of boltinformer; this build cannot read it safely.
+	// version of boltinformer. This build cannot read it safely.
 	ErrSchemaUnsupported = errors.New("unsupported cache file schema")
 
 	// ErrNotCacheFile means the file is a bbolt file but not a boltinformer cache.
@@ -34,7 +36,8 @@ var (
 	// decoded.
 	ErrCorruptRecord = format.ErrCorruptRecord
 
-	// ErrUnencodable means an object could not be encoded; nothing was applied.
+	// ErrUnencodable means an object could not be encoded. Nothing was
+	// applied.
 	ErrUnencodable = errors.New("object cannot be encoded")
 
 	// ErrUnknownType means a record names a type the codec's scheme does not know.
@@ -51,7 +54,7 @@ var (
 )
 
 // noIndexError is client-go's error for an index that does not exist,
-// verbatim: callers may match its text.
+// verbatim. Callers may match its text.
 func noIndexError(name string) error {
 	//lint:ignore ST1005 client-go's message, verbatim (callers may match it)
 	return fmt.Errorf("Index with name %s does not exist", name)

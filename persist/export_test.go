@@ -83,7 +83,7 @@ func LayerObjects(c *Collection) (objects, changes int) {
 }
 
 // HoldForCommit moves the collection's pending layer to committing, as a
-// commit's first step does, without writing it: reads find its changes
+// commit's first step does, without writing it. Reads find its changes
 // there until the next commit writes them, with what was applied since.
 func HoldForCommit(c *Collection) {
 	c.db.commitMu.Lock()

@@ -23,15 +23,15 @@ import (
 )
 
 // checkFile guards bbolt.Open against a truncated file. bbolt maps the file
-// and reads pages its metadata points to; when the file is shorter than
-// that, the read faults (SIGBUS) and kills the process, which no recover can
-// catch. So before opening, read bbolt's two meta pages the way bbolt does
-// (go.etcd.io/bbolt internal/common/meta.go, native byte order) and check
-// that the file holds every page the newest valid meta claims.
+// and reads pages its metadata points to. When the file is shorter than
+// that, the read faults (SIGBUS) and kills the process. No recover can catch
+// that. So before opening, checkFile reads bbolt's two meta pages the way
+// bbolt does (go.etcd.io/bbolt internal/common/meta.go, native byte order).
+// It checks that the file holds every page the newest valid meta claims.
 //
-// A file with no valid meta is left to bbolt, which reports it as invalid;
-// unread reports that case (a file bbolt then opens means that this check
-// no longer understands bbolt's layout).
+// A file with no valid meta is left to bbolt, which reports it as invalid.
+// unread reports that case. If bbolt then opens the file, this check no
+// longer understands bbolt's layout.
 func checkFile(path string) (unread bool, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {

@@ -13,11 +13,11 @@ import (
 	"github.com/boltinformer/boltinformer/persist"
 )
 
-// ForEach over an unbounded cache decodes as it walks: its first callback
-// comes after a few chunks are decoded, not after the whole collection (a
-// warm start hands objects to its handlers from this walk), and it visits
-// every key once, in order. A List afterwards is served from the objects
-// the walk cached.
+// ForEach over an unbounded cache decodes as it walks. Its first callback
+// comes after a few chunks are decoded, not after the whole collection. A
+// warm start hands objects to its handlers from this walk. It visits every
+// key once, in order. A List afterwards is served from the objects the walk
+// cached.
 func TestForEachDecodesAsItWalks(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	const n = 3000
@@ -57,10 +57,10 @@ func TestForEachDecodesAsItWalks(t *testing.T) {
 	}
 }
 
-// A walk that runs while a List completes the unbounded cache (both read
-// under the collection's read lock) still visits every key: a key the walk
-// looked up before the List cached it is read from the cache, not dropped
-// as absent.
+// A walk may run while a List completes the unbounded cache, both under the
+// collection's read lock. It still visits every key. A key the walk looked
+// up before the List cached it is read from the cache, not dropped as
+// absent.
 func TestForEachBesideFirstList(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	const n = 2000
@@ -118,10 +118,11 @@ func writePods(t *testing.T, path string, n int) []string {
 	return keys
 }
 
-// The walk's keys are the file's merged with the unwritten layers (the file
-// pass reads a transaction begun with a copy of the layers' keys): keys
-// deleted in a layer are not visited, keys created or changed in one are,
-// each once and in order, and a change applied while the walk runs does not break it.
+// The walk's keys are the file's merged with the unwritten layers. The file
+// pass reads a transaction begun with a copy of the layers' keys. Keys
+// deleted in a layer are not visited. Keys created or changed in one are,
+// each once and in order. A change applied while the walk runs does not
+// break it.
 func TestForEachMergesUnwrittenChanges(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	const n = 1000

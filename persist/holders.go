@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-// holders are the cache files the DBs of this process hold, so that Open
-// can tell a file held in this process from one held by another. bbolt's
-// lock (flock) belongs to an open file, not to a process: without this a
-// second Open of a file this process holds would wait Options.LockTimeout
-// and then report the file locked by another process.
+// holders are the cache files the DBs of this process hold. Open uses them
+// to tell a file held in this process from one held by another. bbolt's
+// lock (flock) belongs to an open file, not to a process. Without holders,
+// a second Open of a file this process holds would wait Options.LockTimeout.
+// It would then report the file locked by another process.
 var holders struct {
 	mu   sync.Mutex
 	held []*holder // guarded by mu
@@ -31,15 +31,16 @@ type holder struct {
 	closing bool        // Close has begun: the lock is about to be released
 }
 
-// claim records that a DB of this process is about to open path. If one
-// already holds it in a conflicting mode (a writer excludes every other DB,
-// a reader only writers, as the file's lock does), claim fails at once with
-// ErrOpenInProcess (and ErrLocked), unless that DB is closing: then it waits
-// for the release, at most opts.LockTimeout, as bbolt would for the lock
-// (calling opts.claimWaiting, if set, as it starts to wait). The file is
-// recognised by its absolute path or, once it exists, as the same file (a
-// link, another spelling). Call opened once the file exists and unclaim
-// after its lock was released.
+// claim records that a DB of this process is about to open path. Another DB
+// may already hold it in a conflicting mode. A writer excludes every other
+// DB, and a reader excludes only writers, as the file's lock does. claim
+// then fails at once with ErrOpenInProcess (and ErrLocked). If that DB is
+// closing, claim waits for the release instead, at most opts.LockTimeout,
+// as bbolt would for the lock. It calls opts.claimWaiting, if set, as it
+// starts to wait. The file is recognised by its absolute path. Once it
+// exists, it is also recognised as the same file, through a link or another
+// spelling. Call opened once the file exists, and unclaim after its lock was
+// released.
 func claim(path string, opts Options) (*holder, error) {
 	readOnly := opts.ReadOnly
 	abs, err := filepath.Abs(path)
@@ -100,7 +101,7 @@ func (h *holder) opened(path string) {
 	holders.mu.Unlock()
 }
 
-// close records that h's DB is closing: its file's lock is about to be
+// close records that h's DB is closing. Its file's lock is about to be
 // released, so a claim waits for it instead of failing.
 func (h *holder) close() {
 	holders.mu.Lock()

@@ -14,10 +14,11 @@ import (
 	"github.com/boltinformer/boltinformer/persist"
 )
 
-// TestOpenOfAFileThisProcessHolds: a second Open of a file another DB of
-// this process holds fails at once, saying so, instead of waiting
-// LockTimeout and blaming another process; through another spelling of the
-// path (a symlink) too. Closing the holder makes the file openable again.
+// TestOpenOfAFileThisProcessHolds checks that a second Open of a file
+// another DB of this process holds fails at once, saying so. It does not
+// wait LockTimeout and blame another process. The same holds through
+// another spelling of the path, a symlink. Closing the holder makes the
+// file openable again.
 func TestOpenOfAFileThisProcessHolds(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cache.db")

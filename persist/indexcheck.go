@@ -11,8 +11,9 @@ import (
 )
 
 // StoredIndexValues returns, for each key, the values every index of the
-// collection holds for it (an index without values for a key is absent from
-// its map), newest state first as every read: the layers, then the file.
+// collection holds for it. An index without values for a key is absent from
+// the key's map. Like every read, it takes the newest state first, so the
+// layers come before the file.
 // It reads only the indexes, never an object. Owners use it to verify
 // stored index entries against their index functions.
 func (c *Collection) StoredIndexValues(keys []string) (map[string]map[string][]string, error) {

@@ -11,12 +11,12 @@ import (
 	"github.com/boltinformer/boltinformer/persist"
 )
 
-// An index stored but not named when the collection opens stays dormant:
-// AddIndexes at the same version adopts it without reading an object
-// (client-go's informers add most indexes with AddIndexers, after the
-// collection is open; rebuilding them on every warm start decoded every
-// object). Once a change is applied, the dormant index would be behind it,
-// so it is dropped and AddIndexes builds it again.
+// An index stored but not named when the collection opens stays dormant.
+// AddIndexes at the same version adopts it without reading an object.
+// client-go's informers add most indexes with AddIndexers, after the
+// collection is open. Rebuilding them on every warm start decoded every
+// object. Once a change is applied, the dormant index would be behind it.
+// So it is dropped, and AddIndexes builds it again.
 func TestDormantIndexIsAdoptedUntilAChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	var calls atomic.Int64

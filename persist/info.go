@@ -21,10 +21,10 @@ type CollectionInfo struct {
 	Bytes int64
 	// Indexes maps index names to their versions.
 	Indexes map[string]string
-	// Committed is the time of the collection's last commit; zero if none.
+	// Committed is the time of the collection's last commit, or zero.
 	Committed time.Time
-	// MustList says part of the stored state was set aside and no list has
-	// been applied since: the collection is not resumed from
+	// MustList says part of the stored state was set aside, and no list has
+	// been applied since. The collection is then not resumed from
 	// ResourceVersion (see Collection.MustList).
 	MustList bool
 }

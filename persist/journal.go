@@ -14,42 +14,42 @@ import (
 	"github.com/boltinformer/boltinformer/internal/format"
 )
 
-// The journal: a group commit appends its changes to the collection's
-// journal bucket (sequential keys: the appends fill pages) instead of
-// writing them into the object and index trees, where each scattered
-// change rewrites a whole leaf. The journal is folded into the trees in
-// bulk, each leaf rewritten once for all the changes it gathered. See
-// internal/format/journal.go for the layout and docs/write-path.md for the
-// arithmetic.
+// A group commit appends its changes to the collection's journal bucket
+// instead of writing them into the object and index trees. The journal's
+// keys are sequential, so the appends fill pages. In the trees, each
+// scattered change would rewrite a whole leaf. The journal is folded into
+// the trees in bulk, and each leaf is rewritten once for all the changes it
+// gathered. internal/format/journal.go gives the layout, and
+// docs/write-path.md the arithmetic.
 //
-// In memory, each generation in the file is a layer: journaled and folding,
-// two of the five states of commit.go's table, which says who changes them
-// under which locks.
+// In memory, each generation in the file is a layer, journaled or folding.
+// These are two of the five states of commit.go's table. The table says who
+// changes them under which locks.
 //
 // The journal's layers hold each change's key, index values and place in
-// the file, not its record: reads take the record from the journal
-// (changeRecordTx) as they take a tree record from the tree, so the
+// the file, not its record. Reads take the record from the journal
+// (changeRecordTx), as they take a tree record from the tree. So the
 // journal adds a few hundred bytes of memory per key, not the records'
 // bytes.
 //
-// A fold moves a sealed generation into the trees a chunk of keys (in key
-// order) per commit, recording the last key folded in the same
-// transaction, so that each commit rewrites a bounded part of the trees
-// and the pages it frees are reused by the next: the file grows by a chunk,
-// not by the trees' size. The generation is deleted with its last chunk.
+// A fold moves a sealed generation into the trees a chunk of keys per
+// commit, in key order. It records the last key folded in the same
+// transaction. So each commit rewrites a bounded part of the trees, and the
+// next commit reuses the pages it frees. The file grows by a chunk, not by
+// the trees' size. The generation is deleted with its last chunk.
 
 // DefaultJournalShare is the share of a collection's record bytes its
-// journal generation may hold before it is folded; see Options.JournalShare.
+// journal generation may hold before it is folded (see Options.JournalShare).
 const DefaultJournalShare = 0.25
 
 // defaultMinJournalBytes is the journal a small collection may gather
-// anyway: a fold of fewer bytes saves nothing worth the bookkeeping.
-// (Tests set less: Options.minJournalBytes.)
+// anyway. A fold of fewer bytes saves nothing worth the bookkeeping. Tests
+// set less, through Options.minJournalBytes.
 const defaultMinJournalBytes = 1 << 20
 
-// foldCommits is how many commits a fold is spread over at most; each
-// commit also folds at least foldPerAppended keys per key it appends, so
-// that the new generation stays small while the old one is folded.
+// foldCommits is how many commits a fold is spread over at most. Each
+// commit also folds at least foldPerAppended keys per key it appends. So
+// the new generation stays small while the old one is folded.
 const (
 	foldCommits     = 16
 	foldPerAppended = 4
@@ -69,8 +69,8 @@ type journalState struct {
 	treeBytes int64
 }
 
-// active reports the generation commits append to, if any: the newest,
-// unless it is the one being folded.
+// active reports the generation commits append to, if any. That is the
+// newest, unless it is the one being folded.
 func (j *journalState) active() (uint64, bool) {
 	if len(j.gens) == 0 || (len(j.gens) == 1 && j.foldKeys != nil) {
 		return 0, false
@@ -78,9 +78,9 @@ func (j *journalState) active() (uint64, bool) {
 	return j.gens[len(j.gens)-1], true
 }
 
-// loadJournal reads the journal into the journaled and folding layers:
-// keys, index values and where each record is; records are read from the
-// file when needed, objects decoded when first read.
+// loadJournal reads the journal into the journaled and folding layers. It
+// loads keys, index values and where each record is. Records are read from
+// the file when needed, and objects are decoded when first read.
 func (c *Collection) loadJournal(b *bolt.Bucket) error {
 	c.journaled, c.folding = nil, nil
 	c.journal = journalState{treeBytes: -1}
@@ -142,14 +142,14 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 }
 
 // errJournalUnreadable marks a journal that cannot be read at open. The
-// collection's state cannot be told without it, but the trees still hold
-// a state every object really had: DB.Collection sets the journal aside
-// (setAsideJournalTx) and the owner lists, as for any record that cannot
+// collection's state cannot be told without it. But the trees still hold a
+// state every object really had. So DB.Collection sets the journal aside
+// (setAsideJournalTx), and the owner lists, as for any record that cannot
 // be read back.
 var errJournalUnreadable = errors.New("the collection's journal cannot be read")
 
 // setAsideJournalTx deletes the collection's journal and sets the
-// must-list mark, in one transaction: the trees stay, without the changes
+// must-list mark, in one transaction. The trees stay, without the changes
 // the journal held, until a list is applied. The checkpoints'
 // acknowledgements of objects only the journal held become tombstones in
 // the same transaction (tombstoneUnstoredAcksTx).
@@ -172,10 +172,11 @@ func (c *Collection) setAsideJournalTx(tx *bolt.Tx) error {
 }
 
 // tombstoneUnstoredAcksTx turns each checkpoint's acknowledgements of keys
-// the object tree lacks into tombstones, as a commit deleting them would:
-// the set-aside drops those objects, and the list that follows, lacking
-// them, would tell no consumer. A tombstone keeps the newest state of its
-// key the damaged journal still holds, if one can be read (see Deleted).
+// the object tree lacks into tombstones, as a commit deleting them would.
+// The set-aside drops those objects. The list that follows lacks them, and
+// so would tell no consumer of them. A tombstone keeps the newest state of
+// its key that the damaged journal still holds, if one can be read (see
+// Deleted).
 func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket) error {
 	cb := b.Bucket(format.CheckpointsBucket)
 	if cb == nil {
@@ -231,8 +232,9 @@ func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket) error {
 }
 
 // readableJournalRecords returns the record of each key's newest journal
-// entry that can still be read (nil for a deletion), skipping damaged
-// entries: what a set-aside can still say of the states it drops.
+// entry that can still be read, and nil for a deletion. It skips damaged
+// entries. The result is what a set-aside can still say of the states it
+// drops.
 func readableJournalRecords(b *bolt.Bucket) map[string][]byte {
 	out := map[string][]byte{}
 	jb := b.Bucket(format.JournalBucket)
@@ -274,10 +276,10 @@ func (c *Collection) dropJournalLayers(treeBytes int64) {
 }
 
 // foldJournalForBuild folds the whole journal into the trees before an
-// index is built from the object tree: the journal's entries carry no
-// values for the new index. The dormant indexes go (the trees change under
-// them). It returns the tree's record bytes after the fold; the caller
-// drops the journal's layers once tx commits.
+// index is built from the object tree. The journal's entries carry no
+// values for the new index. The dormant indexes go, because the trees
+// change under them. It returns the tree's record bytes after the fold. The
+// caller drops the journal's layers once tx commits.
 func (c *Collection) foldJournalForBuild(b *bolt.Bucket) (int64, error) {
 	j := c.journal
 	if !c.hasJournal() {
@@ -292,9 +294,10 @@ func (c *Collection) foldJournalForBuild(b *bolt.Bucket) (int64, error) {
 func (c *Collection) hasJournal() bool { return c.journaled != nil || c.folding != nil }
 
 // changeRecordTx returns the record of ch, a change to key that is not a
-// deletion: its own, or, for a change in the journal, the journal entry's
-// in b's transaction (aliasing the transaction's memory). An entry whose
-// generation a commit ahead of the layers folded away is in the trees.
+// deletion. That is ch's own record. For a change in the journal, it is the
+// journal entry's record in b's transaction, aliasing the transaction's
+// memory. A commit ahead of the layers may have folded an entry's
+// generation away. The entry is then in the trees.
 func (c *Collection) changeRecordTx(b *bolt.Bucket, key string, ch *change) ([]byte, error) {
 	if ch.record != nil || ch.seq == 0 {
 		return ch.record, nil
@@ -311,8 +314,8 @@ func (c *Collection) changeRecordTx(b *bolt.Bucket, key string, ch *change) ([]b
 	return rec, nil
 }
 
-// changeRecordLocked is changeRecordTx in a read transaction of its own;
-// the record is copied out of it. Called with mu held.
+// changeRecordLocked is changeRecordTx in a read transaction of its own.
+// The record is copied out of it. Called with mu held.
 func (c *Collection) changeRecordLocked(key string, ch *change) ([]byte, error) {
 	if ch.record != nil || ch.seq == 0 {
 		return ch.record, nil
@@ -330,8 +333,9 @@ func (c *Collection) changeRecordLocked(key string, ch *change) ([]byte, error) 
 	return out, err
 }
 
-// changeAfter returns key's newest change not in the trees once l (nil
-// for none) is committed: l's, else the journal's, else nil.
+// changeAfter returns key's newest change not in the trees once l is
+// committed. l may be nil for none. The change is l's, else the journal's,
+// else nil.
 func (c *Collection) changeAfter(l *layer, key string) *change {
 	if l != nil {
 		if ch := l.changes[key]; ch != nil {
@@ -362,12 +366,13 @@ func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []strin
 	if err != nil {
 		return 0, nil, err
 	}
-	// Appends only: fill the pages.
+	// The journal only appends, so fill the pages.
 	gb.FillPercent = 1.0
 	seqs := make([]uint64, len(keys))
 	for i, key := range keys {
 		ch := l.changes[key]
-		// A new buffer each: bbolt keeps the slice until the commit.
+		// Use a new buffer each time, because bbolt keeps the slice until
+		// the commit.
 		buf, err := format.AppendJournalEntry(make([]byte, 0, len(key)+len(ch.record)+128), format.JournalEntry{Key: key, Deleted: ch.deleted, Indexes: ch.indexes, Record: ch.record, UID: ch.uid, ResourceVersion: ch.rv})
 		if err != nil {
 			return 0, nil, err
@@ -402,7 +407,7 @@ func (c *Collection) journalLimit(b *bolt.Bucket, j *journalState) (int64, error
 	return max(c.db.opts.minJournalBytes, int64(share*float64(j.treeBytes))), nil
 }
 
-// foldChunk folds the next chunk of the folding generation into the trees;
+// foldChunk folds the next chunk of the folding generation into the trees.
 // appended is the number of keys this commit appended. It reports whether
 // that was the last chunk, which deletes the generation.
 func (c *Collection) foldChunk(b *bolt.Bucket, j *journalState, appended int) (bool, error) {
@@ -429,8 +434,8 @@ func (c *Collection) foldChunk(b *bolt.Bucket, j *journalState, appended int) (b
 }
 
 // foldAllTx writes the whole journal, then l (if not nil), into the trees
-// and deletes the journal. It changes only the file and j: the caller
-// drops the journal's layers once tx commits.
+// and deletes the journal. It changes only the file and j. The caller drops
+// the journal's layers once tx commits.
 func (c *Collection) foldAllTx(b *bolt.Bucket, j *journalState, l *layer) error {
 	newest := func(key string) *change { return c.changeAfter(l, key) }
 	all := map[string]struct{}{}
@@ -481,10 +486,10 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 		indexes = append(indexes, ibuckets{name, ib.Bucket(format.ByValueBucket), ib.Bucket(format.ByKeyBucket)})
 	}
 	if appending(objects, keys) {
-		// Every key goes after the stored ones, as when a list (which comes
-		// in key order) is loaded: fill the pages instead of leaving them
-		// half empty for inserts that will not come. byKey has the same
-		// keys; byValue's entries may sort anywhere (checked per index).
+		// Every key goes after the stored ones, as when a list is loaded
+		// in key order. So fill the pages instead of leaving them half
+		// empty for inserts that will not come. byKey has the same keys.
+		// byValue's entries may sort anywhere, so each index is checked.
 		objects.FillPercent = 1.0
 		for _, ib := range indexes {
 			ib.byKey.FillPercent = 1.0
@@ -508,8 +513,9 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 				return err
 			}
 			if ch.record == nil {
-				// From the journal, which this transaction may delete:
-				// bbolt keeps what Put is given until the commit.
+				// The record comes from the journal, which this
+				// transaction may delete. bbolt keeps what Put is given
+				// until the commit.
 				rec = bytes.Clone(rec)
 			}
 			err = objects.Put(kb, rec)
@@ -552,8 +558,8 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 
 // appending reports whether every key of sorted keys sorts after b's last
 // key, so that writing them only appends. bbolt splits a page it overfills
-// at FillPercent of a page (half, by default, which suits random inserts);
-// pages that only receive appends are better filled completely.
+// at FillPercent of a page. That is half by default, which suits random
+// inserts. Pages that only receive appends are better filled completely.
 func appending(b *bolt.Bucket, keys []string) bool {
 	if len(keys) == 0 {
 		return false

@@ -161,10 +161,10 @@ func checkJournalModel(t *testing.T, what string, c *persist.Collection, m journ
 	}
 }
 
-// TestJournalReadsAndReopens drives a collection through many commits with
-// folds spanning several of them, comparing every read with a model after
-// each commit, through a bounded and an unbounded cache, and after each
-// reopen of the file (which reads the journal back).
+// TestJournalReadsAndReopens drives a collection through many commits, with
+// folds spanning several of them. It compares every read with a model after
+// each commit, through a bounded and an unbounded cache. It compares again
+// after each reopen of the file, which reads the journal back.
 func TestJournalReadsAndReopens(t *testing.T) {
 	dbOpts := persist.WithFoldChunk(persist.WithMinJournalBytes(persist.Options{BatchInterval: 1 << 40}, 4<<10), 9)
 	for _, bounded := range []bool{false, true} {
@@ -228,9 +228,9 @@ func boolInt(b bool) int {
 }
 
 // TestSchemaOneFileIsUpgraded opens a file as the previous release wrote
-// it (schema 1, no journal): its objects read as before, and opening it
-// for writing marks it schema 2, which an older build refuses rather than
-// ignoring a journal.
+// it, with schema 1 and no journal. Its objects read as before. Opening it
+// for writing marks it schema 2. An older build then refuses it rather than
+// ignore a journal.
 func TestSchemaOneFileIsUpgraded(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	db := openDB(t, path, persist.Options{})
@@ -311,10 +311,10 @@ func TestSchemaOneFileIsUpgraded(t *testing.T) {
 	_ = bdb.Close()
 }
 
-// TestTreeBytesCountedThroughResets: the journal's limit rests on the
-// object tree's record bytes, which every write keeps (so no commit walks
-// the tree to count them), including after the collection is emptied and
-// after an index build folds the journal.
+// TestTreeBytesCountedThroughResets checks the object tree's record bytes,
+// on which the journal's limit rests. Every write keeps them, so no commit
+// walks the tree to count them. They stay right after the collection is
+// emptied, and after an index build folds the journal.
 func TestTreeBytesCountedThroughResets(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	db := openDB(t, path, persist.Options{BatchInterval: 1 << 40})
@@ -349,9 +349,9 @@ func TestTreeBytesCountedThroughResets(t *testing.T) {
 }
 
 // The journal's layers keep where each record is in the file, not the
-// record: after a commit appends to the journal and after a reopen loads
-// it, in bounded and unbounded mode, they hold no record bytes, and every
-// read still finds the journaled state.
+// record. After a commit appends to the journal, and after a reopen loads
+// it, they hold no record bytes, in bounded and unbounded mode. Every read
+// still finds the journaled state.
 func TestJournalRecordsStayInTheFile(t *testing.T) {
 	for _, bound := range []int{0, 10} {
 		t.Run(fmt.Sprintf("CacheObjects=%d", bound), func(t *testing.T) {
@@ -414,8 +414,8 @@ func TestJournalRecordsStayInTheFile(t *testing.T) {
 }
 
 // A journal that cannot be read is set aside at open, as an unreadable
-// record is: the collection opens with the state its trees hold, marked as
-// owing a list, and says why; the next open finds no journal and the mark.
+// record is. The collection opens with the state its trees hold, marked as
+// owing a list, and says why. The next open finds no journal and the mark.
 func TestUnreadableJournalIsSetAside(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	db := openDB(t, path, persist.Options{})
@@ -470,10 +470,10 @@ func TestUnreadableJournalIsSetAside(t *testing.T) {
 	}
 }
 
-// Reads of a closed collection that need the file fail with ErrClosed: the
-// instance that reopened the collection may have folded the journal that
-// the closed one still holds layers of, and merging the two would return
-// states that never were.
+// Reads of a closed collection that need the file fail with ErrClosed. The
+// instance that reopened the collection may have folded the journal. The
+// closed one still holds layers of it. Merging the two would return states
+// that never were.
 func TestReadsOfAClosedCollectionFail(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	db := openDB(t, path, persist.WithMinJournalBytes(persist.Options{}, 1))
@@ -558,9 +558,10 @@ func TestVersionsReadNoRecord(t *testing.T) {
 
 // Upgrading a schema-2 file builds the versions index from the records. A
 // record whose payload cannot be decoded still has its resourceVersion in
-// its header: it is indexed with it (and no UID), so that Versions and Len
-// agree with Keys and a recovery can delete the key. The same holds for a
-// schema-2 journal entry (which carries no identity) folded by the upgrade.
+// its header. It is indexed with it, and no UID. So Versions and Len agree
+// with Keys, and a recovery can delete the key. The same holds for a
+// schema-2 journal entry, which carries no identity, folded by the
+// upgrade.
 func TestSchemaTwoUpgradeIndexesUndecodableRecords(t *testing.T) {
 	for _, journaled := range []bool{false, true} {
 		t.Run(fmt.Sprintf("journaled=%v", journaled), func(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 type Op struct {
 	// Key is the store key (namespace/name).
 	Key string
-	// Object is the new state; nil with Delete.
+	// Object is the new state. It is nil with Delete.
 	Object runtime.Object
 	// Indexes holds the object's values for every index of the collection.
 	// An index missing from the map has no values for this object.
@@ -19,15 +19,15 @@ type Op struct {
 	// Delete removes Key.
 	Delete bool
 	// Payload, if set, is Object's protobuf message as the server encoded
-	// it (what Object was decoded from, unchanged since): the record stores
-	// it instead of marshalling Object. Ignored for an object the codec
+	// it. Object was decoded from it, and is unchanged since. The record
+	// stores it instead of marshalling Object. Ignored for an object the codec
 	// does not store as protobuf.
 	Payload []byte
 	// DeletedAt, for a Delete, is the resourceVersion of the object as
-	// deleted (a watch's DELETED event carries it), if known: the version
-	// a consumer's OnDelete is given, at which a checkpoint's
-	// acknowledgement settles the deletion (see Checkpoint.Ack). Empty for
-	// a deletion found by a relist.
+	// deleted, if known. A watch's DELETED event carries it. A consumer's
+	// OnDelete is given this version. A checkpoint's acknowledgement at it
+	// settles the deletion (see Checkpoint.Ack). It is empty for a deletion
+	// found by a relist.
 	DeletedAt string
 }
 
@@ -36,41 +36,43 @@ type change struct {
 	// obj is nil when deleted, and may be nil in the journal's layers
 	// (decoded when read).
 	obj runtime.Object
-	// record is nil when deleted, and once the change is in the journal:
-	// gen and seq (seq > 0) then say where the file holds it, and reads
-	// take it from there as they take the trees' records (changeRecordTx),
-	// so that the journal costs memory per key, not per record byte.
+	// record is nil when deleted, and once the change is in the journal.
+	// gen and seq (seq > 0) then say where the file holds it. Reads take it
+	// from there as they take the trees' records (changeRecordTx). So the
+	// journal costs memory per key, not per record byte.
 	record   []byte
 	gen, seq uint64
-	// uid and rv identify the object (see Versions); empty when deleted,
-	// and in a journal entry written before schema 3.
+	// uid and rv identify the object (see Versions). They are empty when
+	// deleted, and in a journal entry written before schema 3.
 	uid, rv string
 	indexes map[string][]string
 	deleted bool
 	// deletedAt is Op.DeletedAt of a deletion.
 	deletedAt string
 	// replaced, for a deletion, is the record of the object it deleted
-	// within the same layer: an object created and deleted between two
-	// commits has no committed state, and a checkpoint that acknowledged
-	// it needs one for its tombstone.
+	// within the same layer. An object created and deleted between two
+	// commits has no committed state. A checkpoint that acknowledged it
+	// needs one for its tombstone.
 	replaced []byte
 }
 
-// layer is a set of applied changes not in the trees: the latest change per
-// key, an index of those changes, and the resource version, must-list mark
-// and acknowledgements that came with them. A collection has up to four,
-// one per state a change passes through before the trees (pending,
-// committing, journaled, folding): see the table in commit.go.
+// layer is a set of applied changes not in the trees. It holds the latest
+// change per key and an index of those changes. It also holds the resource
+// version, must-list mark and acknowledgements that came with them. A
+// collection has up to four layers, one per state a change passes through
+// before the trees. The states are pending, committing, journaled and
+// folding (see the table in commit.go).
 type layer struct {
 	changes map[string]*change
-	// byValue indexes the non-deleted changes: index name -> value -> keys.
+	// byValue indexes the non-deleted changes, from index name to value to
+	// keys.
 	byValue map[string]map[string]map[string]struct{}
 	rv      string
 	rvSet   bool
 	// mustList, if mustListSet, is written as the collection's must-list
 	// mark with the layer (see mustlist.go).
 	mustList, mustListSet bool
-	// acks holds checkpoint acknowledgements: checkpoint -> key -> rv.
+	// acks holds checkpoint acknowledgements, from checkpoint to key to rv.
 	// clearedAcks names checkpoints cleared before those acks.
 	acks        map[string]map[string]string
 	clearedAcks map[string]bool
@@ -81,8 +83,8 @@ type layer struct {
 	// clock (see Options.CheckpointRetention).
 	seen map[string]time.Time
 	// writtenAhead, in a committing layer, is the last key written into
-	// the trees ahead of the commit's transaction (see writeahead.go);
-	// empty if none.
+	// the trees ahead of the commit's transaction (see writeahead.go). It
+	// is empty if none.
 	writtenAhead string
 }
 
@@ -163,9 +165,9 @@ func (l *layer) absorb(newer *layer) {
 	l.absorbAcks(newer)
 }
 
-// A layer's checkpoint stamps and acknowledgements: Checkpoint records
-// them in the pending layer, and writeAcks (commit.go) writes them with the
-// layer's changes.
+// A layer carries checkpoint stamps and acknowledgements. Checkpoint
+// records them in the pending layer. writeAcks (commit.go) writes them with
+// the layer's changes.
 
 // see stamps the named checkpoint as open at t.
 func (l *layer) see(name string, t time.Time) {
@@ -175,8 +177,8 @@ func (l *layer) see(name string, t time.Time) {
 	l.seen[name] = t
 }
 
-// ack records an acknowledgement in the layer; rv "" acknowledges the key's
-// deletion (drops its tombstone).
+// ack records an acknowledgement in the layer. rv "" acknowledges the key's
+// deletion, which drops its tombstone.
 func (l *layer) ack(name, key, rv string) {
 	if l.acks == nil {
 		l.acks = map[string]map[string]string{}
@@ -188,8 +190,8 @@ func (l *layer) ack(name, key, rv string) {
 	}
 	m[key] = rv
 	if ch := l.changes[key]; ch != nil && ch.deleted && (rv == "" || rv == ch.deletedAt) {
-		// This acknowledges the deletion this layer holds: its tombstone
-		// need not be written. A later change to the key undoes this
+		// This acknowledges the deletion this layer holds, so its
+		// tombstone need not be written. A later change to the key undoes this
 		// (forgetAckedDeletions).
 		if l.ackedDeletions == nil {
 			l.ackedDeletions = map[string]map[string]bool{}
@@ -201,7 +203,7 @@ func (l *layer) ack(name, key, rv string) {
 	}
 }
 
-// forgetAckedDeletions is called when the layer gets a new change to key: an
+// forgetAckedDeletions is called when the layer gets a new change to key. An
 // acknowledgement of an earlier deletion does not cover what follows.
 func (l *layer) forgetAckedDeletions(key string) {
 	for _, m := range l.ackedDeletions {
@@ -244,8 +246,8 @@ func (l *layer) absorbAcks(newer *layer) {
 }
 
 // recordPool holds record buffers of committed layers (*[]byte) for Apply
-// to encode into: on a busy collection a record lives for one group commit,
-// and recycling it spares the garbage collector most of the bytes a write
+// to encode into. On a busy collection, a record lives for one group commit.
+// Recycling it spares the garbage collector most of the bytes a write
 // allocates besides the object itself.
 var recordPool sync.Pool
 
@@ -257,15 +259,15 @@ func recycledRecord() []byte {
 	return nil
 }
 
-// recycleRecords gives l's record buffers to the pool. Called only once l is
-// committed and unreachable: its records are copied into the file's pages
-// and no reader holds the layer any more. Buffers far larger than a typical
-// record are left to the garbage collector rather than pinned by the pool,
-// and so are all but maxRecycledPerCommit of a commit's: a watch stream
-// commits a few hundred records at a time, while a cold start's list
-// commits the whole collection at once, whose buffers the pool would
-// otherwise keep (a sync.Pool frees only after two collections) beside the
-// decoded objects — 570 MiB more private memory at 100,000 Pods.
+// recycleRecords gives l's record buffers to the pool. It is called only
+// once l is committed and unreachable. Its records are then copied into the
+// file's pages, and no reader holds the layer any more. Buffers far larger
+// than a typical record are left to the garbage collector, not pinned by
+// the pool. So are all but maxRecycledPerCommit of a commit's buffers. A
+// watch stream commits a few hundred records at a time. A cold start's list
+// commits the whole collection at once. The pool would otherwise keep those
+// buffers beside the decoded objects, because a sync.Pool frees only after
+// two collections. That cost 570 MiB more private memory at 100,000 Pods.
 func (l *layer) recycleRecords() {
 	if l == nil {
 		return

@@ -12,22 +12,23 @@ import (
 )
 
 // memIndex is every secondary index of a collection held in memory. A
-// collection has one exactly while its cache is unbounded and complete (it
-// holds every object): reads are then served from memory alone, as
+// collection has one exactly while its cache is unbounded and complete,
+// holding every object. Reads are then served from memory alone, as
 // client-go's threadSafeMap serves them, and never touch the file.
 //
 // Invariants, for a collection c with c.mem set:
-//   - c.cache holds exactly the collection's objects (layers and file
-//     merged, newest state);
-//   - byValue and values hold exactly the index values of those objects;
-//   - both change only under c.mu held for writing (Apply, AddIndexes), and
-//     are read under c.mu held for reading.
+//   - c.cache holds exactly the collection's objects, at their newest state
+//     with layers and file merged.
+//   - byValue and values hold exactly the index values of those objects.
+//   - Both change only under c.mu held for writing (Apply, AddIndexes).
+//     They are read under c.mu held for reading.
 type memIndex struct {
-	// byValue: index name -> value -> keys.
+	// byValue maps index name to value to keys.
 	byValue map[string]map[string]map[string]struct{}
-	// values: key -> index name -> values, as given to Apply (Op.Indexes,
-	// retained rather than copied), so that a change can unindex the old
-	// values without decoding or re-running an index function.
+	// values maps key to index name to values, as given to Apply in
+	// Op.Indexes. They are retained rather than copied. So a change can
+	// unindex the old values without decoding or re-running an index
+	// function.
 	values map[string]map[string][]string
 }
 
@@ -42,9 +43,10 @@ func newMemIndex(indexes map[string]string) *memIndex {
 	return m
 }
 
-// set replaces key's index values (nil: the key is gone). Values that did
-// not change stay where they are: most updates change no index value, and
-// moving the key out of and back into the same sets is most of the cost.
+// set replaces key's index values. Nil means the key is gone. Values that
+// did not change stay where they are. Most updates change no index value,
+// and moving the key out of and back into the same sets is most of the
+// cost.
 func (m *memIndex) set(key string, indexes map[string][]string) {
 	old := m.values[key]
 	for name, values := range old {
@@ -89,15 +91,15 @@ func (m *memIndex) set(key string, indexes map[string][]string) {
 // file (bounded cache, or not every object decoded yet).
 func (c *Collection) memory() *memIndex { return c.mem.Load() }
 
-// memoryLocked returns the in-memory view, first building it if the cache
-// is unbounded and the view is not built yet: the first read that can be
-// served from memory pays for decoding what is missing (a warm start's
-// delivery, or decodeAhead before the caller took the lock, has usually
-// decoded everything already) and loading the indexes, once; later reads
-// never touch the file. Doing it there rather
-// than at the end of the warm start keeps it off the path to HasSynced.
-// A failure leaves the caller on the file, which reports the error. Called
-// with mu held for reading.
+// memoryLocked returns the in-memory view. It first builds the view if the
+// cache is unbounded and the view is not built yet. The first read that can
+// be served from memory pays for that, once. It decodes what is missing and
+// loads the indexes. A warm start's delivery, or decodeAhead before the
+// caller took the lock, has usually decoded everything already. Later
+// reads never touch the file. Building the view here, rather than at the
+// end of the warm start, keeps it off the path to HasSynced. A failure
+// leaves the caller on the file, which reports the error. It is called with
+// mu held for reading.
 func (c *Collection) memoryLocked() *memIndex {
 	if m := c.memory(); m != nil || c.cache.bounded() {
 		return m
@@ -108,16 +110,17 @@ func (c *Collection) memoryLocked() *memIndex {
 	return c.memory()
 }
 
-// decodeAhead decodes, a stretch at a time, the objects an unbounded cache
-// does not hold yet, so that completeLocked, which runs under mu held for
-// reading without a break, finds them cached and has only the index
-// entries left to load. It holds mu for reading only for a few records at
-// a time (readChunk): a write (a watch event, an acknowledgement) waits for
-// those, not for the whole collection, and so do readers that queue behind
-// that write — a warm start's delivery among them. The stretches go
-// from the last key backwards: the delivery walks forwards, and the two
-// meet in the middle. Called, with mu not held, by the reads that use
-// memoryLocked; errors are left to them (they read again and report).
+// decodeAhead decodes the objects an unbounded cache does not hold yet, a
+// stretch at a time. completeLocked runs under mu held for reading without
+// a break. Thanks to decodeAhead, it finds the objects cached and has only
+// the index entries left to load. decodeAhead holds mu for reading only for
+// a few records at a time (readChunk). So a write, such as a watch event or
+// an acknowledgement, waits for those records, not for the whole
+// collection. So do readers that queue behind that write, a warm start's
+// delivery among them. The stretches go from the last key backwards. The
+// delivery walks forwards, and the two meet in the middle. The reads that
+// use memoryLocked call it, with mu not held. Errors are left to them, and
+// they read again and report.
 func (c *Collection) decodeAhead() {
 	if c.cache.bounded() || c.memory() != nil {
 		return
@@ -151,11 +154,11 @@ func (c *Collection) decodeAhead() {
 // the cache has become complete.
 const decodeStretch = 1024
 
-// completeLocked makes an unbounded cache complete: it decodes every object
-// not cached yet (on every core) and loads every index from the file into a
-// memIndex, then publishes it. Called with mu held for reading, so no Apply
-// runs meanwhile; concurrent callers build identical views and the first
-// publishes. A no-op for a bounded cache or one already complete.
+// completeLocked makes an unbounded cache complete. It decodes every object
+// not cached yet, on every core. It loads every index from the file into a
+// memIndex, then publishes it. It is called with mu held for reading, so no
+// Apply runs meanwhile. Concurrent callers build identical views, and the
+// first publishes. A no-op for a bounded cache or one already complete.
 func (c *Collection) completeLocked() error {
 	if c.cache.bounded() || c.memory() != nil {
 		return nil
@@ -183,10 +186,10 @@ func (c *Collection) completeLocked() error {
 		if err != nil {
 			return err
 		}
-		// From the last key backwards: a warm start's delivery walks
-		// forwards, decoding as it goes, so the two meet in the middle
-		// rather than race over the same records (decodeAllLocked skips
-		// what the other has cached).
+		// Go from the last key backwards. A warm start's delivery walks
+		// forwards, decoding as it goes. So the two meet in the middle
+		// rather than race over the same records. decodeAllLocked skips
+		// what the other has cached.
 		slices.Reverse(found)
 		slices.Reverse(records)
 		// And the journal's objects not decoded yet.
@@ -204,7 +207,7 @@ func (c *Collection) completeLocked() error {
 		if err != nil {
 			return err
 		}
-		// Records are bbolt memory: decode within the transaction.
+		// Records are bbolt memory, so decode within the transaction.
 		return c.decodeAllLocked(found, records)
 	})
 	if err != nil {
@@ -282,7 +285,7 @@ func (c *Collection) loadMemIndexLocked() (*memIndex, error) {
 }
 
 // completeIfEmpty publishes an empty in-memory view for an unbounded cache
-// over an empty collection: every object it will hold then arrives through
+// over an empty collection. Every object it will hold then arrives through
 // Apply, which keeps the view current. Called once the collection is open.
 func (c *Collection) completeIfEmpty() error {
 	if c.cache.bounded() {
@@ -330,7 +333,7 @@ func (c *Collection) memKeys() []string {
 }
 
 // appendMemByIndex appends the objects under one index value, from memory,
-// to dst; ByIndex and AppendByIndex differ only in dst's element type.
+// to dst. ByIndex and AppendByIndex differ only in dst's element type.
 // Called with c.mu held for reading.
 func appendMemByIndex[T any](c *Collection, m *memIndex, dst []T, index, value string) ([]T, error) {
 	if _, ok := c.indexes[index]; !ok {
@@ -379,9 +382,9 @@ func (c *Collection) memIndexValues(m *memIndex, index string) ([]string, error)
 
 // AppendList appends every object to dst and returns it. It is List for
 // callers that hold objects as interface{} values, as client-go's stores
-// do: served from memory, it allocates only what dst needs (a List plus a
-// conversion would allocate twice, and on a large heap every allocation
-// brings the next garbage collection closer).
+// do. Served from memory, it allocates only what dst needs. A List plus a
+// conversion would allocate twice. On a large heap, every allocation brings
+// the next garbage collection closer.
 func (c *Collection) AppendList(dst []interface{}) ([]interface{}, error) {
 	c.decodeAhead()
 	c.mu.RLock()
@@ -407,7 +410,7 @@ func (c *Collection) AppendList(dst []interface{}) ([]interface{}, error) {
 	return dst, nil
 }
 
-// AppendByIndex is ByIndex appending to dst; see AppendList.
+// AppendByIndex is ByIndex appending to dst (see AppendList).
 func (c *Collection) AppendByIndex(dst []interface{}, index, value string) ([]interface{}, error) {
 	c.decodeAhead()
 	c.mu.RLock()

@@ -41,10 +41,10 @@ func mappedBytes(t *testing.T, path string) int64 {
 	return total
 }
 
-// A file that holds a collection is mapped, when opened again, with room
-// to double, so that a restart rewriting much of it (a recovery) does not
-// remap in the middle: bbolt would otherwise map the next power of two (or
-// gigabyte) above the file's size.
+// A file that holds a collection is mapped with room to double when opened
+// again. So a restart rewriting much of it, such as a recovery, does not
+// remap in the middle. bbolt would otherwise map the next power of two, or
+// gigabyte, above the file's size.
 func TestOpenMapsRoomToDouble(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	writePods(t, path, 3000)

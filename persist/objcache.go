@@ -7,20 +7,21 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// objectCache holds decoded objects by key so that hot reads skip the file
-// and the codec. With no bound it keeps every object it is given (client-go's
-// memory profile, plus the file); with a bound it evicts by the CLOCK
-// algorithm, so memory stays flat however many objects the collection holds.
+// objectCache holds decoded objects by key, so that hot reads skip the file
+// and the codec. With no bound, it keeps every object it is given. That is
+// client-go's memory profile, plus the file. With a bound, it evicts by the
+// CLOCK algorithm. So memory stays flat however many objects the collection
+// holds.
 //
-// Lookups take mu for reading and, in a bounded cache, set the entry's
-// reference bit atomically; inserts and removals take mu for writing. (A
+// Lookups take mu for reading. In a bounded cache, they set the entry's
+// reference bit atomically. Inserts and removals take mu for writing. A
 // plain map under an RWMutex, as in client-go's threadSafeMap, iterates
-// several times faster than a sync.Map, which List needs.) Entries are map
-// values, not pointers, so a hit costs the same memory accesses as a
-// client-go Get. The owner guarantees freshness: every Apply stores or
-// removes the key under the collection's write lock, and reads that decode
-// from the file insert under its read lock, so a cached object is never
-// older than the collection's newest state for that key.
+// several times faster than a sync.Map, and List needs that. Entries are
+// map values, not pointers. So a hit costs the same memory accesses as a
+// client-go Get. The owner guarantees freshness. Every Apply stores or
+// removes the key under the collection's write lock. Reads that decode from
+// the file insert under its read lock. So a cached object is never older
+// than the collection's newest state for that key.
 type objectCache struct {
 	maxObjects int   // 0: unbounded
 	maxBytes   int64 // 0: unbounded
@@ -31,8 +32,8 @@ type objectCache struct {
 	mu      sync.RWMutex
 	entries map[string]cacheEntry
 	// ring is the CLOCK ring of a bounded cache, one slot per entry, in no
-	// particular order (removal moves the last slot into the gap); nil when
-	// unbounded. Invariant: entries[ring[i].key].slot == i.
+	// particular order. Removal moves the last slot into the gap. It is nil
+	// when unbounded. The invariant is entries[ring[i].key].slot == i.
 	ring  []clockSlot
 	hand  int
 	bytes int64
@@ -40,7 +41,7 @@ type objectCache struct {
 
 type cacheEntry struct {
 	obj runtime.Object
-	// size and slot are 32 bits so that an entry is three words: a smaller
+	// size and slot are 32 bits, so that an entry is three words. A smaller
 	// map iterates (List) and misses the CPU cache (Get) less. Records are
 	// far below 2 GiB (etcd's limit is 1.5 MiB), rings far below 2^31.
 	size int32
@@ -102,10 +103,10 @@ func (c *objectCache) put(key string, obj runtime.Object, size int) {
 }
 
 // add caches obj under key unless key is cached already, and returns the
-// object cached under key. Two readers that decoded the same record at once
-// (a warm start's delivery and a lister, say) then hand out one object, as
-// client-go's store holds one object per key: a handler's OnAdd and a
-// lister's Get show the same pointer.
+// object cached under key. Two readers may decode the same record at once,
+// such as a warm start's delivery and a lister. They then hand out one
+// object, as client-go's store holds one object per key. A handler's OnAdd
+// and a lister's Get show the same pointer.
 func (c *objectCache) add(key string, obj runtime.Object, size int) runtime.Object {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -161,7 +162,7 @@ func (c *objectCache) overLocked() bool {
 }
 
 // evictLocked sweeps the ring until the cache is within its bounds. A swept
-// entry with its reference bit set gets a second chance; the entry under
+// entry with its reference bit set gets a second chance. The entry under
 // keep, just put, is evicted only if it alone exceeds the byte bound.
 func (c *objectCache) evictLocked(keep string) {
 	for c.overLocked() && len(c.ring) > 0 {
@@ -173,7 +174,8 @@ func (c *objectCache) evictLocked(keep string) {
 			c.hand++
 			continue
 		}
-		// The hand stays: the slot now holds the ring's former last entry.
+		// The hand stays, because the slot now holds the ring's former last
+		// entry.
 		c.removeLocked(c.ring[c.hand].key)
 	}
 }

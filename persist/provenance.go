@@ -18,21 +18,22 @@ import (
 )
 
 // A collection's provenance is a set of name/value pairs its owner records
-// with it (where the objects came from, in which shape) and compares on
-// every open: stored objects, index entries and resourceVersion are only
-// ever handed out under the provenance they were written under. This
-// package gives the pairs no meaning; see CollectionOptions.Provenance.
+// with it. The pairs say where the objects came from, and in which shape.
+// The owner compares them on every open. So stored objects, index entries
+// and resourceVersion are only ever handed out under the provenance they
+// were written under. This package gives the pairs no meaning (see
+// CollectionOptions.Provenance).
 
 var keyProvenance = []byte("provenance")
 
-// ProvenanceMismatch says why a collection was reset: its recorded
+// ProvenanceMismatch says why a collection was reset. Its recorded
 // provenance differs from the one its owner gave.
 type ProvenanceMismatch struct {
 	// Keys are the names whose values differ (or are present on one side
 	// only), sorted.
 	Keys []string
-	// Stored is the provenance the collection had recorded; empty for a
-	// collection written before provenance was recorded.
+	// Stored is the provenance the collection had recorded. It is empty for
+	// a collection written before provenance was recorded.
 	Stored map[string]string
 	// Want is the provenance given now, recorded instead.
 	Want map[string]string
@@ -127,8 +128,8 @@ func (c *Collection) checkProvenanceTx(tx *bolt.Tx, want map[string]string, forc
 			return nil, err
 		}
 	}
-	// Nothing is left to be incomplete (what was not on disk the caller
-	// drops): an empty collection without a resourceVersion is listed
+	// Nothing is left to be incomplete, and the caller drops what was not
+	// on disk. An empty collection without a resourceVersion is listed
 	// anyway.
 	if err := writeMustList(meta, false); err != nil {
 		return nil, err
@@ -181,7 +182,7 @@ func (c *Collection) emptyTx(b *bolt.Bucket) error {
 	if len(names) == 0 {
 		return nil
 	}
-	// No objects: the index function is never called.
+	// There are no objects, so the index function is never called.
 	none := func(string, runtime.Object) ([]string, error) {
 		return nil, errors.New("no objects to index")
 	}
@@ -202,28 +203,28 @@ func (c *Collection) ResetAtOpen() *ProvenanceMismatch { return c.resetAtOpen }
 
 // CheckProvenance compares want with the recorded provenance. If they
 // differ, it drops every object, index entry and the resourceVersion of the
-// collection — on disk and not yet committed — records want, and returns the
-// mismatch: the collection is then empty, as if new. A collection that held
-// nothing records want and returns nil. An error leaves the collection as it
-// was.
+// collection, on disk and not yet committed. It then records want and
+// returns the mismatch. The collection is then empty, as if new. A
+// collection that held nothing records want and returns nil. An error
+// leaves the collection as it was.
 //
-// The caller must not Apply concurrently: a change applied during the reset
+// The caller must not Apply concurrently. A change applied during the reset
 // would be dropped with the rest.
 func (c *Collection) CheckProvenance(ctx context.Context, want map[string]string) (*ProvenanceMismatch, error) {
 	return c.reset(ctx, want, false, false)
 }
 
 // Reset empties the collection as CheckProvenance does on a mismatch, and
-// records provenance; for an owner that finds the stored state unusable (it
-// cannot be read back, say). The same caveat on concurrent Apply holds.
+// records provenance. It serves an owner that finds the stored state
+// unusable, for example because it cannot be read back. The same caveat on concurrent Apply holds.
 func (c *Collection) Reset(ctx context.Context, provenance map[string]string) error {
 	_, err := c.reset(ctx, provenance, true, false)
 	return err
 }
 
 // reset empties the collection if want differs from the recorded
-// provenance, or always if force; with mustList it also sets the must-list
-// mark, in the same transaction.
+// provenance, or always if force. With mustList, it also sets the must-list
+// mark in the same transaction.
 func (c *Collection) reset(ctx context.Context, want map[string]string, force, mustList bool) (*ProvenanceMismatch, error) {
 	if c.db.opts.ReadOnly {
 		return nil, ErrReadOnly
@@ -235,7 +236,7 @@ func (c *Collection) reset(ctx context.Context, want map[string]string, force, m
 		return nil, err
 	}
 	// commitMu keeps a commit from writing this collection's layers while
-	// they are dropped; mu keeps Applies and reads out.
+	// they are dropped. mu keeps Applies and reads out.
 	c.db.commitMu.Lock()
 	defer c.db.commitMu.Unlock()
 	c.mu.Lock()

@@ -17,15 +17,15 @@ import (
 )
 
 // This file holds the collection's reads. Each merges, newest first, the
-// five states of commit.go's table (overlaysLocked, then the trees); the
+// five states of commit.go's table (overlaysLocked, then the trees). The
 // table's invariants say why that order always finds the newest state.
 
 // view runs fn in a read transaction of the file, for a read that merges
 // the file with the layers. It fails once Close has released the
-// collection: another instance may have opened it since and folded its
-// journal into the trees, and this instance's layers no longer say what
-// the trees lack, so the merge could return states that never were.
-// Called with mu held (Close releases under mu).
+// collection. Another instance may have opened it since and folded its
+// journal into the trees. This instance's layers then no longer say what
+// the trees lack, so the merge could return states that never were. It is
+// called with mu held, and Close releases under mu.
 func (c *Collection) view(fn func(*bolt.Tx) error) error {
 	if err := c.releasedErrLocked(); err != nil {
 		return err
@@ -57,7 +57,7 @@ func (c *Collection) getLocked(key string) (runtime.Object, bool, error) {
 		return obj, true, nil
 	}
 	if c.memory() != nil {
-		// The cache holds every object: a miss is an absent key.
+		// The cache holds every object, so a miss is an absent key.
 		if obj, ok := c.cache.get(key); ok { // applied since the first look
 			return obj, true, nil
 		}
@@ -111,7 +111,7 @@ func (c *Collection) layerChangeLocked(key string) *change {
 	return c.journalChangeLocked(key)
 }
 
-// overlaysLocked returns the layers over the trees, newest first; absent
+// overlaysLocked returns the layers over the trees, newest first. Absent
 // ones are nil.
 func (c *Collection) overlaysLocked() [4]*layer {
 	return [4]*layer{c.pending, c.committing, c.journaled, c.folding}
@@ -128,8 +128,8 @@ func shadowed(layers [4]*layer, i int, key string) bool {
 }
 
 // changeObjectLocked returns the object of a change that is not a deletion.
-// A change in the journal may hold only where its record is: read and
-// decode it then, and cache it.
+// A change in the journal may hold only where its record is. The record is
+// then read, decoded and cached.
 func (c *Collection) changeObjectLocked(key string, ch *change) (runtime.Object, error) {
 	if ch.obj != nil {
 		return ch.obj, nil
@@ -163,10 +163,10 @@ func (c *Collection) decodeLocked(key string, rec []byte) (runtime.Object, error
 }
 
 // decodeAllLocked decodes records[i] into found[i].obj, on every core when
-// there are enough of them: decoding is what a warm start and a cold List
-// spend their time on. A record another reader has decoded and cached
-// meanwhile (a warm start's delivery and a first List run at once) is not
-// decoded again. The records are bbolt memory, valid for the calling
+// there are enough of them. Decoding is what a warm start and a cold List
+// spend their time on. Another reader may have decoded and cached a record
+// meanwhile, as when a warm start's delivery and a first List run at once.
+// Such a record is not decoded again. The records are bbolt memory, valid for the calling
 // transaction, which outlives this call; bbolt is not touched here.
 func (c *Collection) decodeAllLocked(found []keyed, records [][]byte) error {
 	workers := min(goruntime.GOMAXPROCS(0), len(found)/parallelDecodeMin)
@@ -214,15 +214,16 @@ func (c *Collection) decodeCachedLocked(key string, rec []byte) (runtime.Object,
 const parallelDecodeMin = 32
 
 // ForEach calls fn for every object, in key order, until fn returns an
-// error, which ForEach returns. It holds no lock while fn runs, so fn may use
-// the collection; the walk is then not a snapshot: a key changed or deleted
-// during it may be seen in its old or its new state, and a key deleted
+// error, which ForEach returns. It holds no lock while fn runs, so fn may
+// use the collection. The walk is then not a snapshot. A key changed or
+// deleted during it may be seen in its old or its new state. A key deleted
 // before the walk reaches its chunk is skipped.
 //
-// A goroutine decodes the next chunks (on every core) while fn runs on the
-// current one; with a bounded cache, memory stays bounded by the read-ahead.
-// The walk holds the collection's read lock for a few records at a time
-// (readChunk), so a write waits for a few decodes rather than a chunk's.
+// A goroutine decodes the next chunks on every core while fn runs on the
+// current one. With a bounded cache, memory stays bounded by the
+// read-ahead. The walk holds the collection's read lock for a few records
+// at a time (readChunk). So a write waits for a few decodes rather than a
+// chunk's.
 func (c *Collection) ForEach(fn func(key string, obj runtime.Object) error) error {
 	keys, err := c.walkKeys()
 	if err != nil {
@@ -268,15 +269,15 @@ func (c *Collection) ForEach(fn func(key string, obj runtime.Object) error) erro
 }
 
 // walkKeys returns every key, sorted, for ForEach. Keys would first decode
-// every object an unbounded cache lacks, and the walk is what should decode
-// them, a chunk at a time. The file's keys are read outside the
-// collection's lock, from a read transaction begun under it together with
-// a copy of the layers' keys: the layers and that transaction are then one
-// state (a commit drops its layer only under the lock, after the file has
-// it). Reading 100,000 keys from the file touches every leaf page, tenths
-// of a second on a warm start's first pass over the mapped file; under the
-// lock, watch events and acknowledgements, and the reads queued behind
-// them, would wait that long.
+// every object an unbounded cache lacks. The walk should decode them
+// instead, a chunk at a time. The file's keys are read outside the
+// collection's lock. They come from a read transaction begun under the
+// lock, together with a copy of the layers' keys. The layers and that
+// transaction are then one state, because a commit drops its layer only
+// under the lock, after the file has it. Reading 100,000 keys from the file
+// touches every leaf page. That takes tenths of a second on a warm start's
+// first pass over the mapped file. Under the lock, watch events,
+// acknowledgements and the reads queued behind them would wait that long.
 func (c *Collection) walkKeys() ([]string, error) {
 	var keys []string
 	c.mu.RLock()
@@ -328,12 +329,12 @@ func (c *Collection) walkKeys() ([]string, error) {
 	return keys, nil
 }
 
-// readChunk returns the newest state of keys, in their order, absent keys
-// left out, decoded on every core. Each goroutine takes the read lock for
-// lockedKeys keys at a time: a warm start's walk decodes the whole
+// readChunk returns the newest state of keys, in their order, decoded on
+// every core. Absent keys are left out. Each goroutine takes the read lock
+// for lockedKeys keys at a time. A warm start's walk decodes the whole
 // collection while watch events are applied, acknowledgements written and
-// commits swap layers, each of which needs the lock for writing — and while
-// one waits, Go's RWMutex holds back new readers too (a lister's Get). A
+// commits swap layers. Each of those needs the lock for writing. While one
+// waits, Go's RWMutex holds back new readers too, such as a lister's Get. A
 // long hold would stall them all for as long as a chunk takes to decode.
 func (c *Collection) readChunk(keys []string) ([]keyed, error) {
 	parts := (len(keys) + lockedKeys - 1) / lockedKeys
@@ -372,15 +373,16 @@ func (c *Collection) readChunk(keys []string) ([]keyed, error) {
 }
 
 // lockedKeys is how many keys readChunk reads and decodes per hold of the
-// read lock: about half a millisecond of decoding for 6 KB Pods, and few
-// enough that getManyLocked decodes them on one goroutine (readChunk runs
-// the holds in parallel instead).
+// read lock. That is about half a millisecond of decoding for 6 KB Pods. It
+// is few enough that getManyLocked decodes them on one goroutine. readChunk
+// runs the holds in parallel instead.
 const lockedKeys = 16
 
-// forEachLocked walks the newest state of every key; with decode false it
+// forEachLocked walks the newest state of every key. With decode false, it
 // passes nil objects for keys on disk that are not cached. fn runs under the
-// collection's and possibly the cache's read locks: it must not call back
-// into either (a nested read lock deadlocks against a waiting writer).
+// collection's and possibly the cache's read locks. It must not call back
+// into either, because a nested read lock deadlocks against a waiting
+// writer.
 func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.Object) error) error {
 	if c.memory() != nil {
 		return c.cache.forEach(fn)
@@ -410,8 +412,8 @@ func (c *Collection) forEachLocked(decode bool, fn func(key string, obj runtime.
 	})
 	if err == nil && decode && !c.cache.bounded() {
 		// Every object on disk and in the layers is now cached, and Apply
-		// keeps an unbounded cache current: load the indexes too, and later
-		// reads skip the file.
+		// keeps an unbounded cache current. So load the indexes too, and
+		// later reads skip the file.
 		err = c.completeLocked()
 	}
 	return err
@@ -494,13 +496,13 @@ func (c *Collection) Len() (int, error) {
 	n := 0
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	// Counting needs no object: a metrics scrape must not make an
+	// Counting needs no object. A metrics scrape must not make an
 	// unbounded cache decode what it lacks.
 	if c.memory() != nil {
 		return c.cache.len(), nil
 	}
 	// The versions bucket has a key per object in the trees, and far
-	// fewer pages than the records: count it, and correct for the keys
+	// fewer pages than the records. So count it, and correct for the keys
 	// the layers change.
 	counted := false
 	err := c.view(func(tx *bolt.Tx) error {
@@ -664,10 +666,9 @@ func (c *Collection) ByIndex(index, value string) ([]runtime.Object, error) {
 }
 
 // GetMany returns the objects stored under keys, in the order of keys,
-// skipping missing keys. Many keys are decoded on every core (readChunk),
-// each few under one hold of the read lock, so the result is not one
-// snapshot of the collection: each object is its key's newest state when
-// read.
+// skipping missing keys. Many keys are decoded on every core (readChunk), a
+// few under each hold of the read lock. So the result is not one snapshot
+// of the collection. Each object is its key's newest state when read.
 func (c *Collection) GetMany(keys []string) ([]runtime.Object, error) {
 	found, err := c.readChunk(keys)
 	return objectsOf(found), err
@@ -715,7 +716,7 @@ func (c *Collection) getManyLocked(keys []string, ordered bool) ([]keyed, error)
 	}
 	if c.memory() != nil {
 		// Every object is in memory, but perhaps only since the lookups
-		// above: another reader, holding mu for reading too, may have
+		// above. Another reader, holding mu for reading too, may have
 		// completed the cache meanwhile. A key that missed is cached now
 		// or absent.
 		filled := out[:0]
@@ -816,8 +817,8 @@ func (c *Collection) IndexValues(index string) ([]string, error) {
 				return err
 			}
 			if _, ok := seen[value]; ok || c.inLayersLocked(key) {
-				// Either known already, or this key's disk entry is overridden:
-				// look at the value's next key.
+				// The key is known already, or its disk entry is
+				// overridden. Look at the value's next key.
 				k, _ = cur.Next()
 				continue
 			}

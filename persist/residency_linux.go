@@ -23,19 +23,20 @@ import (
 )
 
 // ReleaseMappedPages drops the file's pages from this process's resident
-// set. They stay in the kernel's page cache — they are clean, since bbolt
-// writes through the file and maps it read-only — so a later read faults
-// its page back in without I/O while the node has memory to spare, and the
-// kernel may reclaim them under pressure instead of counting them against
+// set. They stay in the kernel's page cache. They are clean, since bbolt
+// writes through the file and maps it read-only. So a later read faults its
+// page back in without I/O while the node has memory to spare. Under
+// pressure, the kernel may reclaim them instead of counting them against
 // this process. An informer with a bounded object cache calls it after a
-// warm start has walked every record once: its RSS then shows the objects
+// warm start has walked every record once. Its RSS then shows the objects
 // it keeps, not the file it walked.
 //
-// Safe while other goroutines read: the read transaction it holds keeps
-// bbolt from remapping, and a dropped page is simply faulted in again.
+// It is safe while other goroutines read. The read transaction it holds
+// keeps bbolt from remapping, and a dropped page is simply faulted in
+// again.
 func (db *DB) ReleaseMappedPages() error {
 	return db.view(func(tx *bolt.Tx) error {
-		// bbolt reports its read-only mapping by address; tx.Size is the
+		// bbolt reports its read-only mapping by address. tx.Size is the
 		// file's high-water mark, within the mapping.
 		mapped := unsafe.Slice((*byte)(unsafe.Add(nil, db.bolt.Info().Data)), tx.Size())
 		if err := unix.Madvise(mapped, unix.MADV_DONTNEED); err != nil {

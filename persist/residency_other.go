@@ -3,5 +3,5 @@
 package persist
 
 // ReleaseMappedPages drops the file's pages from this process's resident
-// set on Linux; elsewhere it does nothing.
+// set on Linux. Elsewhere it does nothing.
 func (db *DB) ReleaseMappedPages() error { return nil }

@@ -10,22 +10,22 @@ import (
 	"github.com/boltinformer/boltinformer/internal/format"
 )
 
-// Version is what a collection keeps of a stored object's identity: enough
-// to tell, against a list of the objects' metadata, which stored objects
-// are unchanged, changed, gone, or replaced by another object of the same
-// name.
+// Version is what a collection keeps of a stored object's identity. It is
+// enough to tell, against a list of the objects' metadata, which stored
+// objects are unchanged, changed or gone. It also tells which were replaced
+// by another object of the same name.
 type Version struct {
 	UID             types.UID
 	ResourceVersion string
 }
 
 // Versions returns the Version of every stored object, by key, without
-// decoding or reading their records: from the layers, which keep each
-// change's identity, and the versions bucket (format.VersionsBucket),
-// which every write of the object tree keeps beside it. Only a file
-// written by schema 2, open read-only, lacks the bucket; its records are
-// decoded instead. A record that cannot be decoded has the resourceVersion
-// of its header and no UID.
+// decoding or reading their records. It reads the layers, which keep each
+// change's identity. It also reads the versions bucket
+// (format.VersionsBucket), which every write of the object tree keeps
+// beside the tree. Only a file written by schema 2, open read-only, lacks
+// the bucket. Its records are decoded instead. A record that cannot be
+// decoded has the resourceVersion of its header and no UID.
 func (c *Collection) Versions() (map[string]Version, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -37,7 +37,7 @@ func (c *Collection) Versions() (map[string]Version, error) {
 		}
 		err := c.forEachUnwrittenLocked(func(key string, ch *change) error {
 			if ch.uid == "" && ch.rv == "" {
-				// Journaled by schema 2: the record has it.
+				// Journaled by schema 2, so the record has it.
 				rec, err := c.changeRecordTx(b, key, ch)
 				if err != nil {
 					return err
@@ -78,10 +78,10 @@ func (c *Collection) Versions() (map[string]Version, error) {
 }
 
 // versionOfRecord decodes a record for its identity. A record whose
-// payload cannot be decoded still has its resourceVersion in its header
-// (none if that is damaged too), and no UID, which a recovery reads as
-// unknown: every stored key has a Version, so that Versions and Len agree
-// with Keys and a recovery can delete any key.
+// payload cannot be decoded still has its resourceVersion in its header,
+// unless that is damaged too. It has no UID, which a recovery reads as
+// unknown. Every stored key has a Version. So Versions and Len agree with
+// Keys, and a recovery can delete any key.
 func versionOfRecord(codec *Codec, rec []byte) Version {
 	if obj, err := codec.Decode(rec); err == nil {
 		if m, err := meta.Accessor(obj); err == nil {
@@ -92,8 +92,8 @@ func versionOfRecord(codec *Codec, rec []byte) Version {
 	return Version{ResourceVersion: rv}
 }
 
-// putVersion writes key's identity into the versions bucket: the change's,
-// or, for a change journaled by schema 2, its record's.
+// putVersion writes key's identity into the versions bucket. That is the
+// change's identity, or its record's for a change journaled by schema 2.
 func (c *Collection) putVersion(versions *bolt.Bucket, key string, ch *change, rec []byte) error {
 	uid, rv := ch.uid, ch.rv
 	if uid == "" && rv == "" {

@@ -9,43 +9,45 @@ import (
 	"github.com/boltinformer/boltinformer/internal/format"
 )
 
-// Writing ahead: a group commit writes a layer in one bbolt transaction,
-// and a transaction holds a buffer for every page it dirties until it
-// commits, then gives the single-page ones to bbolt's page pool, a
-// sync.Pool, where they stay live until two garbage collections have
-// passed. A process with a large live heap collects rarely, so the pages
-// of one large commit are held for minutes: loading a list of 100,000 6 KB
-// Pods dirties 20,000 pages, 650 MiB, most of what such a process held
-// beyond client-go's informer for the first minutes after its cold start.
+// A group commit writes a layer in one bbolt transaction. A transaction
+// holds a buffer for every page it dirties until it commits. It then gives
+// the single-page ones to bbolt's page pool, a sync.Pool. There they stay
+// live until two garbage collections have passed. A process with a large
+// live heap collects rarely. So the pages of one large commit are held for
+// minutes. Loading a list of 100,000 6 KB Pods dirties 20,000 pages, 650
+// MiB. That was most of what such a process held beyond client-go's
+// informer for the first minutes after its cold start.
 //
-// So a committing layer of a collection that is being filled — no stored
-// resourceVersion, no journal, every change an object whose key sorts
-// after the stored ones (a list loading into an empty collection) — is
-// written into the trees a chunk of keys (defaultWriteAheadChunk) per
-// transaction before the commit's own transaction, which writes the rest
-// with the resourceVersion, the must-list mark and the acknowledgements as
-// always. A transaction then dirties a chunk's pages, which the next chunk
-// takes back from the pool.
-// The file never holds a state that could be resumed from: until the
-// commit's transaction it has no resourceVersion, and a start without one
-// lists. Readers see the layer, which stays whole in memory until the
-// commit's transaction is done, over the trees, as for every commit.
+// So a collection that is being filled is written ahead. Such a collection
+// has no stored resourceVersion and no journal. Every change in its
+// committing layer is an object whose key sorts after the stored ones, as
+// when a list loads into an empty collection. The layer is written into the
+// trees a chunk of keys (defaultWriteAheadChunk) per transaction. This
+// happens before the commit's own transaction. That transaction writes the
+// rest with the resourceVersion, the must-list mark and the
+// acknowledgements, as always. A transaction then dirties a chunk's pages,
+// which the next chunk takes back from the pool.
+//
+// The file never holds a state that could be resumed from. Until the
+// commit's transaction, it has no resourceVersion, and a start without one
+// lists. Readers see the layer over the trees, as for every commit. The
+// layer stays whole in memory until the commit's transaction is done.
 
 // defaultWriteAheadChunk is how many keys each write-ahead transaction
-// writes: about 24 MB of records for 6 KB Pods. (Tests set fewer:
-// Options.writeAheadChunk.)
+// writes. That is about 24 MB of records for 6 KB Pods. Tests set fewer,
+// through Options.writeAheadChunk.
 const defaultWriteAheadChunk = 4096
 
 // errNoWriteAhead ends a write-ahead that finds, in the file, that the
 // layer must be written in one transaction after all.
 var errNoWriteAhead = errors.New("the layer is written in one transaction")
 
-// writeAhead writes all but the last chunk of a large committing layer of
-// a collection being filled (see above) into the trees, a chunk per
-// transaction, and records how far it got in the layer (writtenAhead),
-// which writeObjects then leaves out. A failed transaction ends it; the
-// commit's transaction writes what is left. Called by commit with commitMu
-// held, before the commit's transaction.
+// writeAhead writes all but the last chunk of a large committing layer
+// into the trees, a chunk per transaction. The layer is of a collection
+// being filled (see above). writeAhead records how far it got in the layer
+// (writtenAhead), and writeObjects then leaves that part out. A failed
+// transaction ends it, and the commit's transaction writes what is left.
+// commit calls it with commitMu held, before the commit's transaction.
 func (c *Collection) writeAhead() error {
 	l := c.committing
 	chunkKeys := c.db.opts.writeAheadChunk

@@ -15,12 +15,11 @@ import (
 )
 
 // A list loaded into an empty collection is committed a chunk per
-// transaction, so that no transaction dirties the pages of the whole list;
-// none of them stores a resourceVersion, which the commit's own
-// transaction writes with the rest; readers see the whole list throughout;
-// index entries come with their objects. A collection that has a
-// resourceVersion, and a layer with deletions, are written in one
-// transaction.
+// transaction. So no transaction dirties the pages of the whole list. None
+// of them stores a resourceVersion. The commit's own transaction writes it
+// with the rest. Readers see the whole list throughout. Index entries come
+// with their objects. A collection that has a resourceVersion is written in
+// one transaction, and so is a layer with deletions.
 func TestLargeListIsWrittenAheadInChunks(t *testing.T) {
 	const chunk, n = 50, 175
 	var seen []string

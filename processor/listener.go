@@ -37,14 +37,14 @@ import (
 // the backlog above which slow handler calls are traced (client-go's value).
 const InitialBufferSize = 1024
 
-// Listener relays notifications from a Processor to one handler, using three
-// goroutines, two unbuffered channels and an unbounded ring buffer: Add
-// sends to addCh; pop pumps addCh into nextCh through the buffer while
-// nextCh is not keeping up; run receives from nextCh and calls the handler;
+// Listener relays notifications from a Processor to one handler. It uses
+// three goroutines, two unbuffered channels and an unbounded ring buffer.
+// Add sends to addCh. pop pumps addCh into nextCh through the buffer while
+// nextCh is not keeping up. run receives from nextCh and calls the handler.
 // watchSynced waits for the upstream to sync and tells the sync tracker.
 //
-// A *Listener is the registration returned to callers of
-// AddEventHandler: it implements cache.ResourceEventHandlerRegistration.
+// A *Listener is the registration that AddEventHandler returns. It
+// implements cache.ResourceEventHandlerRegistration.
 type Listener struct {
 	logger      klog.Logger
 	nextCh      chan interface{}
@@ -60,14 +60,14 @@ type Listener struct {
 	skipInitialAdd    func(obj interface{}) bool
 	skipRelisted      func(obj interface{}) bool
 
-	// pending holds notifications not yet handed to run; only pop touches it.
+	// pending holds notifications not yet handed to run. Only pop touches it.
 	pending buffer.TypedRingGrowing[any]
 	// pendingLen mirrors pending's length for readers outside pop.
 	pendingLen atomic.Int64
 
-	// requestedResyncPeriod is what the handler asked for (after the
-	// minimumResyncPeriod bound); resyncPeriod is what applies (zero when the
-	// informer does not resync).
+	// requestedResyncPeriod is what the handler asked for, after the
+	// minimumResyncPeriod bound. resyncPeriod is what applies. It is zero
+	// when the informer does not resync.
 	requestedResyncPeriod time.Duration
 
 	// resyncLock guards resyncPeriod and nextResync.
@@ -84,10 +84,10 @@ type ListenerOptions struct {
 	// klog.Background().
 	Logger klog.Logger
 
-	// RequestedResyncPeriod is the resync period the handler asked for
-	// (after the informer's minimum is applied); ResyncPeriod is the one that
-	// applies: zero when the informer does not resync. See
-	// DetermineResyncPeriod. Zero means no resyncs.
+	// RequestedResyncPeriod is the resync period the handler asked for,
+	// after the informer's minimum is applied. ResyncPeriod is the one that
+	// applies. It is zero when the informer does not resync (see
+	// DetermineResyncPeriod). Zero means no resyncs.
 	RequestedResyncPeriod time.Duration
 	ResyncPeriod          time.Duration
 
@@ -99,22 +99,21 @@ type ListenerOptions struct {
 	// grows without bound. Zero means InitialBufferSize.
 	BufferSize int
 
-	// UpstreamHasSynced is the informer's own sync signal: the listener has
-	// synced once it has and the handler has handled every initial-list add.
-	// Required.
+	// UpstreamHasSynced is the informer's own sync signal. The listener has
+	// synced once the informer has and the handler has handled every
+	// initial-list add. Required.
 	UpstreamHasSynced cache.DoneChecker
 
 	// SkipInitialAdd, if set, is asked about every initial-list add as it
-	// is queued; true drops the add: the handler never gets it and HasSynced
-	// does not wait for it. Add runs it synchronously, while the informer's
-	// store still holds the object's state (before any later change to it
-	// is applied), so it may consult state that a change would clear (a
-	// checkpoint's acknowledgements).
+	// is queued. True drops the add, so the handler never gets it and
+	// HasSynced does not wait for it. Add runs it synchronously, before any
+	// later change to the object is applied. So it may consult state that
+	// such a change would clear, such as a checkpoint's acknowledgements.
 	SkipInitialAdd func(obj interface{}) bool
 
-	// SkipRelistedUnchanged, if set, is asked, as SkipInitialAdd is, about
-	// the new object of every update marked RelistedUnchanged; true drops
-	// the update. Resyncs are not asked about.
+	// SkipRelistedUnchanged, if set, is asked about the new object of every
+	// update marked RelistedUnchanged, as SkipInitialAdd is. True drops the
+	// update. Resyncs are not asked about.
 	SkipRelistedUnchanged func(obj interface{}) bool
 }
 
@@ -159,8 +158,8 @@ func NewListener(handler cache.ResourceEventHandler, opts ListenerOptions) *List
 func (l *Listener) HasSynced() bool { return l.syncTracker.HasSynced() }
 
 // SkipsInitialAdds reports whether the listener's initial adds are
-// filtered (ListenerOptions.SkipInitialAdd): its handler keeps its own
-// record, a checkpoint, of what it was given.
+// filtered (ListenerOptions.SkipInitialAdd). Such a handler keeps its own
+// record of what it was given, a checkpoint.
 func (l *Listener) SkipsInitialAdds() bool { return l.skipInitialAdd != nil }
 
 // HasSyncedChecker is the DoneChecker form of HasSynced.
@@ -177,8 +176,8 @@ func (l *Listener) HandlerName() string { return l.handlerName }
 func (l *Listener) Pending() int64 { return l.pendingLen.Load() }
 
 // AwaitInitialAdds tells the listener that initial adds will be queued
-// after the informer has synced (a warm start hands out its stored state in
-// the background), followed by InitialAddsDone. Until the handler has
+// after the informer has synced, followed by InitialAddsDone. A warm start
+// hands out its stored state that way, in the background. Until the handler has
 // reached that InitialAddsDone, HasSynced is false. It must be called before
 // the informer syncs.
 func (l *Listener) AwaitInitialAdds() { l.syncTracker.Start() }
@@ -233,9 +232,9 @@ func (l *Listener) pop() {
 
 func (l *Listener) run() {
 	defer close(l.runFinished)
-	// A panic in a handler is caught by HandleCrash, which re-panics unless
-	// utilruntime is configured not to; then the notification is skipped and
-	// the next one is attempted after a second.
+	// HandleCrash catches a panic in a handler and re-panics by default. If
+	// utilruntime is configured not to crash, the notification is skipped.
+	// The next one is attempted after a second.
 	sleepAfterCrash := false
 	for next := range l.nextCh {
 		if sleepAfterCrash {

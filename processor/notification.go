@@ -1,8 +1,9 @@
 package processor
 
 // AddNotification tells a handler that Obj was added. IsInInitialList is true
-// for objects of the initial list (or, for a warm-started informer, of the
-// state loaded from disk) and for synthetic adds to a handler that joins late.
+// for objects of the initial list. For a warm-started informer, the state
+// loaded from disk is the initial list. Synthetic adds to a handler that
+// joins late are initial too.
 type AddNotification struct {
 	Obj             interface{}
 	IsInInitialList bool
@@ -13,7 +14,7 @@ type UpdateNotification struct {
 	Old, New interface{}
 	// RelistedUnchanged marks a relist's update of an object whose
 	// resourceVersion the relist did not change. client-go gives these,
-	// like resyncs, to the handlers due for a resync; a listener with
+	// like resyncs, to the handlers due for a resync. A listener with
 	// ListenerOptions.SkipRelistedUnchanged may drop them.
 	RelistedUnchanged bool
 }
@@ -24,8 +25,8 @@ type DeleteNotification struct {
 	Obj interface{}
 }
 
-// InitialAddsDone follows the last initial add that was announced with
-// Listener.AwaitInitialAdds: once the handler has handled every
+// InitialAddsDone follows the last initial add announced with
+// Listener.AwaitInitialAdds. Once the handler has handled every
 // notification queued before it, the listener may report synced. It is not
 // passed to the handler.
 type InitialAddsDone struct{}

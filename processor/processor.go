@@ -49,7 +49,7 @@ type Processor struct {
 	listenersStarted bool
 	// listeners maps each listener to whether it is due for the current resync.
 	listeners map[*Listener]bool
-	// selective is set by SelectResyncingListeners: from then on a new
+	// selective is set by SelectResyncingListeners. From then on, a new
 	// listener is due only if it has a resync period.
 	selective bool
 }
@@ -61,8 +61,8 @@ func New(clk clock.Clock) *Processor {
 	return p
 }
 
-// AddListener registers l and, if the processor runs, starts its pop and run
-// goroutines, reporting true. It does not start l's watchSynced: the caller
+// AddListener registers l. If the processor runs, it starts l's pop and run
+// goroutines and reports true. It does not start l's watchSynced. The caller
 // first hands l its initial adds, then calls StartWatchSynced.
 func (p *Processor) AddListener(l *Listener) (started bool) {
 	p.listenersLock.Lock()
@@ -148,8 +148,8 @@ func (p *Processor) Run(ctx context.Context) {
 			p.wg.Start(l.pop)
 		}
 		p.listenersStarted = true
-		// Every waiter: a warm start's delivery and the queue may both be
-		// distributing already.
+		// Wake every waiter. A warm start's delivery and the queue may both
+		// be distributing already.
 		p.listenersRCond.Broadcast()
 	}()
 	<-ctx.Done()
@@ -197,16 +197,15 @@ func (p *Processor) ShouldResync() bool {
 	return resyncNeeded
 }
 
-// SelectResyncingListeners marks as due for resync notifications exactly
-// the listeners that have a resync period, until the next ShouldResync; a
-// listener added later is likewise due only if it has one.
+// SelectResyncingListeners marks exactly the listeners with a resync period
+// as due for resync notifications, until the next ShouldResync. A listener
+// added later is due only if it has a resync period too.
 //
 // client-go marks every new listener due, and only its periodic resync
-// check narrows that down, so a relist before the first check sends
+// check narrows that down. So a relist before the first check sends
 // unchanged objects to every handler. A warm-started informer calls this
-// before it resumes: the relist that follows a 410 is then reconciled as the
-// design promises, unchanged objects reaching only handlers that asked for
-// resyncs.
+// before it resumes. The relist that follows a 410 then sends unchanged
+// objects only to handlers that asked for resyncs.
 func (p *Processor) SelectResyncingListeners() {
 	p.listenersLock.Lock()
 	defer p.listenersLock.Unlock()
@@ -216,9 +215,9 @@ func (p *Processor) SelectResyncingListeners() {
 	}
 }
 
-// DistributeExcept is Distribute (not a resync) to every listener but
-// those of except: a warm start's handlers that were never given a key
-// are not told of its deletion.
+// DistributeExcept is Distribute (not a resync) to every listener except
+// those in except. It lets a warm start keep a key's deletion from handlers
+// that were never given the key.
 func (p *Processor) DistributeExcept(except []*Listener, notification interface{}) {
 	p.listenersLock.RLock()
 	defer p.listenersLock.RUnlock()
@@ -232,10 +231,10 @@ func (p *Processor) DistributeExcept(except []*Listener, notification interface{
 	}
 }
 
-// DistributeTo is Distribute (not a resync) restricted to those of
-// listeners that are still registered: a warm start hands the stored state
-// to the listeners registered before it began, while listeners that join
-// meanwhile get it through their own synthetic initial adds.
+// DistributeTo is Distribute (not a resync) to those of listeners that are
+// still registered. A warm start hands the stored state to the listeners
+// registered before it began. Listeners that join meanwhile get that state
+// through their own synthetic initial adds.
 func (p *Processor) DistributeTo(listeners []*Listener, notification interface{}) {
 	p.listenersLock.RLock()
 	defer p.listenersLock.RUnlock()
@@ -260,8 +259,8 @@ func (p *Processor) ResyncCheckPeriodChanged(logger klog.Logger, resyncCheckPeri
 }
 
 // DetermineResyncPeriod returns the resync period that applies to a handler
-// asking for desired on an informer checking every check: zero if either is
-// zero, otherwise at least check.
+// asking for desired on an informer that checks every check. It is zero if
+// either is zero, and otherwise at least check.
 func DetermineResyncPeriod(logger klog.Logger, desired, check time.Duration) time.Duration {
 	if desired == 0 {
 		return desired

@@ -109,7 +109,7 @@ func start(p *Processor) (stop func()) {
 
 func TestListenerSyncedAfterUpstreamAndInitialAdds(t *testing.T) {
 	// In a bubble, synctest.Wait returns once the listener's goroutines are
-	// blocked (on the gated handler), so "not synced yet" is checked after
+	// blocked on the gated handler. So "not synced yet" is checked after
 	// everything that could make it sync has run, without sleeping.
 	synctest.Test(t, func(t *testing.T) {
 		p := New(testingclock.NewFakeClock(time.Now()))
@@ -148,8 +148,9 @@ func TestListenerSyncedAfterUpstreamAndInitialAdds(t *testing.T) {
 }
 
 // A listener told to await initial adds stays unsynced after the upstream
-// synced, whatever it handles, until it has handled InitialAddsDone — which
-// the handler itself never sees — and every add queued before it.
+// synced, whatever it handles. It syncs once it has handled InitialAddsDone
+// and every add queued before it. The handler itself never sees
+// InitialAddsDone.
 func TestListenerAwaitingInitialAddsSyncsAfterInitialAddsDone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(testingclock.NewFakeClock(time.Now()))
@@ -250,9 +251,9 @@ func TestRemoveListenerStopsIt(t *testing.T) {
 		defer cancel()
 		go p.Run(ctx)
 		p.Distribute(DeleteNotification{Obj: 1}, false)
-		// A removed listener drops what it has buffered but not handed out
-		// (client-go does the same), so wait for the first delivery before
-		// removing: what this test checks is that nothing arrives afterwards.
+		// A removed listener drops what it has buffered but not handed out,
+		// as client-go's does. So wait for the first delivery before
+		// removing. This test checks that nothing arrives afterwards.
 		poll.Until(t, 10*time.Second, "first delivery", func() bool { return len(r.got()) == 1 })
 		if err := p.RemoveListener(l); err != nil {
 			t.Fatal(err)
