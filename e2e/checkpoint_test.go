@@ -24,7 +24,7 @@ const (
 	checkpointTest       = "checkpoint"
 	checkpointCollection = "configmaps-checkpoint"
 	checkpointName       = "reconciler"
-	// Changes made while the informer is down, as the issue states them.
+	// Changes made while the informer is down, as a user meets them.
 	checkpointCreates, checkpointUpdates, checkpointDeletes = 30, 40, 30
 	// childExpectEnv tells TestCheckpointChild how many handler calls to
 	// wait for before it flushes and acknowledges.
