@@ -1,0 +1,189 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// Run implements cache.SharedInformer.
+func (s *Informer) Run(stopCh <-chan struct{}) {
+	s.RunWithContext(wait.ContextForChannel(stopCh))
+}
+
+// RunWithContext implements cache.SharedInformer. It returns once the
+// reflectors, the queue consumer and every handler goroutine have stopped.
+// The applied changes are then flushed and the collection released, so a
+// new informer may open it.
+//
+// Before anything stored is handed out, a persistent informer asks
+// Persistence.Cluster for the cluster's identity, retrying with backoff.
+// It then checks the collection's provenance (cluster, ListIdentity,
+// transform, queue mode) against what was recorded with it. On any
+// difference it drops the stored state and starts cold.
+func (s *Informer) RunWithContext(ctx context.Context) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	logger := klog.FromContext(ctx)
+	s.startedLock.Lock()
+	if s.running {
+		s.startedLock.Unlock()
+		logger.Info("Warning: the sharedIndexInformer has started, run more than once is not allowed")
+		return
+	}
+	s.running = true
+	report := s.reportWatchErrorLocked()
+	s.startedLock.Unlock()
+
+	// The processor stops strictly after the controller, as in client-go.
+	processorStopCtx, stopProcessor := context.WithCancelCause(context.WithoutCancel(ctx))
+	var wg wait.Group
+	defer wg.Wait()
+	defer stopProcessor(errors.New("informer is stopping"))
+	wg.StartWithChannel(processorStopCtx.Done(), s.cacheMutationDetector.Run)
+	wg.StartWithContext(processorStopCtx, s.processor.Run)
+
+	defer func() {
+		s.startedLock.Lock()
+		defer s.startedLock.Unlock()
+		s.stopped = true // No new listeners.
+	}()
+	defer func() {
+		for _, c := range s.openCheckpoints() {
+			c.walk.Load().end() // its timer
+		}
+	}()
+	defer s.closeCollection(logger)
+	s.report = report
+
+	if s.persistent != nil {
+		if !s.checkProvenance(ctx) {
+			return // stopped before the cluster's identity was known
+		}
+		// Listers may read the collection from now on (seed.go).
+		s.openStore(ctx)
+	}
+	if s.persistent != nil {
+		defer s.persistent.coll.DB().AddCommitObserver(s.commitFailures(ctx))()
+	}
+	if m := s.opts.Metrics; m != nil {
+		m.addInformer(s)
+		defer m.removeInformer(s)
+	}
+
+	refls := newReflectors(ctx)
+	defer refls.stopAll()
+	fifo, refl, delivery := s.begin(logger)
+	s.joinCheckpoints()
+	stopFirst := refls.launch(refl)
+	if s.proof != nil {
+		wg.Start(func() { s.proveByVersions(ctx) })
+	}
+	if delivery != nil {
+		s.runWarm(ctx, &wg, delivery, stopFirst, refls.launch, fifo)
+	} else {
+		s.runCold(ctx, &wg, fifo)
+	}
+	wg.Start(func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.loaded:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.caught.done:
+		}
+		close(s.synced)
+	})
+	s.runController(ctx, fifo)
+}
+
+// runWarm loads a warm start's store. It is complete as soon as it begins
+// (the file), and synced once the resumed watch has caught up with a
+// consistent read, or at once with SyncedAtOpen. The stored objects reach
+// the handlers in the background (warmDelivery). Each handler's
+// registration syncs after its own initial adds. Watch events are applied
+// meanwhile, and a relist after a 410 waits for the delivery.
+func (s *Informer) runWarm(ctx context.Context, wg *wait.Group, delivery *warmDelivery, stopFirst func(), launch func(*reflector.Reflector) func(), fifo *cache.RealFIFO) {
+	logger := klog.FromContext(ctx)
+	s.loadedOnceListed(ctx, wg)
+	wg.Start(func() {
+		err := delivery.run(ctx, s.keepOnly)
+		s.gate.verifying.Store(nil)
+		if err == nil {
+			s.forgetWalkJoins()
+		} else {
+			s.relistAfterReadError(ctx, err, stopFirst, launch, fifo)
+		}
+		s.releaseFilePages(logger)
+	})
+}
+
+// runCold loads a cold start's store: it is loaded once the first list is
+// applied, or once a paged list into the file ends.
+func (s *Informer) runCold(ctx context.Context, wg *wait.Group, fifo *cache.RealFIFO) {
+	logger := klog.FromContext(ctx)
+	var paged <-chan struct{} // a paged list's end; nil: none
+	if s.paged != nil {
+		paged = s.paged.done
+	}
+	wg.Start(func() {
+		select {
+		case <-ctx.Done():
+		case <-fifo.HasSyncedChecker().Done():
+			close(s.loaded)
+			s.releaseFilePages(logger)
+		case <-paged:
+			close(s.loaded)
+			s.releaseFilePages(logger)
+		}
+	})
+}
+
+// reflectors runs an informer's reflectors, each under its own context
+// below a shared one. relistAfterReadError may launch one while the
+// informer stops, so mu keeps a launch from running beside stopAll's wait.
+type reflectors struct {
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   wait.Group
+	mu   sync.Mutex
+	done bool // guarded by mu
+}
+
+func newReflectors(ctx context.Context) *reflectors {
+	r := &reflectors{}
+	r.ctx, r.stop = context.WithCancel(ctx)
+	return r
+}
+
+// launch runs refl and returns a function that stops it and waits for it.
+// After stopAll it runs nothing.
+func (r *reflectors) launch(refl *reflector.Reflector) (stop func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	done := make(chan struct{})
+	r.wg.Start(func() { defer close(done); refl.Run(ctx) })
+	return func() { cancel(); <-done }
+}
+
+// stopAll stops every reflector and waits for the last one to return.
+func (r *reflectors) stopAll() {
+	r.stop()
+	r.mu.Lock() // a launch under way has started its reflector
+	r.done = true
+	r.mu.Unlock()
+	r.wg.Wait()
+}
