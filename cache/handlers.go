@@ -128,6 +128,7 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 	if owed {
 		listener.AwaitInitialAdds()
 	}
+	walking := s.walking() // before the read: the walk may end during it
 	items, unacknowledged := s.joinList(skip)
 	for _, item := range items {
 		// Queued under the lock and before the handle is returned, so its
@@ -136,7 +137,7 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 	}
 	if skip != nil {
 		skip.walk.Load().join(owedKeys(items, tombstones), unacknowledged)
-		if unacknowledged {
+		if unacknowledged && walking {
 			s.noteWalkJoin(listener, items)
 		}
 	}

@@ -167,6 +167,7 @@ type Informer struct {
 	retellAll      bool                // everything was set aside,
 	retellExcept   map[string]struct{} // except these keys, told of since
 	walkJoins      []walkJoin
+	walkSucceeded  bool // the walk set nothing aside: walkJoins are not kept
 	// retellDue says retell or retellAll is set, read without tombstoneMu
 	// after every applied delta.
 	retellDue atomic.Bool

@@ -252,18 +252,30 @@ type walkJoin struct {
 	given []interface{}
 }
 
-// noteWalkJoin records a join's given objects while the warm start's walk
-// has not ended; the walk's end forgets them (forgetWalkJoins) unless it
-// set keys aside. Called under blockDeltas.
+// walking reports whether a warm start's walk has not ended.
+func (s *Informer) walking() bool {
+	if s.delivery == nil {
+		return false
+	}
+	select {
+	case <-s.delivery.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// noteWalkJoin records the objects given to a handler whose join read
+// began during the walk. The read may include keys the walk then sets
+// aside, though the walk has ended by now. A walk that set nothing aside
+// forgets them (forgetWalkJoins). Called under blockDeltas.
 func (s *Informer) noteWalkJoin(l *processor.Listener, given []interface{}) {
-	if s.delivery == nil || len(given) == 0 {
+	if len(given) == 0 {
 		return
 	}
 	s.tombstoneMu.Lock()
 	defer s.tombstoneMu.Unlock()
-	select {
-	case <-s.delivery.done:
-	default:
+	if !s.walkSucceeded {
 		s.walkJoins = append(s.walkJoins, walkJoin{l, given})
 	}
 }
@@ -273,7 +285,7 @@ func (s *Informer) noteWalkJoin(l *processor.Listener, given []interface{}) {
 func (s *Informer) forgetWalkJoins() {
 	s.tombstoneMu.Lock()
 	defer s.tombstoneMu.Unlock()
-	s.walkJoins = nil
+	s.walkJoins, s.walkSucceeded = nil, true
 }
 
 // relistAfterReadError deals with stored state that could not be read
