@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -135,7 +136,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	}
 	// Every Pod of the shape, including those an earlier churn created
 	// (they are beyond --pods and are updated and deleted like the rest).
-	have, err := existingPods(ctx, cl, o.shape)
+	have, err := benchkit.ExistingPods(ctx, benchkit.Protobuf(cl.cfg), o.shape.selector())
 	if err != nil {
 		return err
 	}
@@ -222,8 +223,8 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	cpu := startCPUMeter(cl.pids())
-	loadStart := loadAverage()
+	cpu := benchkit.StartCPUMeter(cl.pids())
+	loadStart := benchkit.LoadAverage()
 	lastPrint := time.Now()
 	sampler := startSampler(procs, phaseChurn, o.sample, func(round []churnSample) {
 		if time.Since(lastPrint) < progressEvery || len(round) == 0 {
@@ -241,8 +242,8 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(out, line)
 	})
 	drive := d.run(ctx, o.rate, o.duration, o.inflight)
-	used := cpu.used()
-	loadEnd := loadAverage()
+	used := cpu.Used()
+	loadEnd := benchkit.LoadAverage()
 	if err := ctx.Err(); err != nil {
 		_, _ = sampler.stop()
 		return err
@@ -269,7 +270,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	samples, sampleErr := sampler.stop()
 	for _, p := range procs {
 		if err := p.close(); err != nil {
-			return fmt.Errorf("%s child: %w; end of %s:\n%s", p.informer, err, p.logPath, tail(p.logPath, 15))
+			return fmt.Errorf("%s child: %w; end of %s:\n%s", p.informer, err, p.LogPath, benchkit.Tail(p.LogPath, 15))
 		}
 	}
 	if sampleErr != nil {
@@ -301,14 +302,14 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	}
 	res.Ratios = res.Informers[1].Ratios
 
-	if err := res.save(o.out); err != nil {
+	rep := churnReport(res)
+	if err := rep.WriteText(out); err != nil {
 		return err
 	}
-	plots, err := writeChurnPlots(o.out, res)
+	paths, err := benchkit.Save(o.out, "churn", res, rep)
 	if err != nil {
 		return err
 	}
-	printChurn(out, res)
 	for _, in := range res.Informers {
 		if !in.Child.Drained {
 			fmt.Fprintf(out, "WARNING: %s had not seen every change (%d events for %d changes) %v after the churn's end.\n", in.Informer, in.Child.Events, drive.Succeeded, churnDrainTimeout)
@@ -317,7 +318,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintf(out, "WARNING: %s synced with %d Pods, %d existed.\n", in.Informer, in.Child.InitialAdds, len(live))
 		}
 	}
-	fmt.Fprintf(out, "results: %s, %s; plots: %s\n", filepath.Join(o.out, "churn.json"), filepath.Join(o.out, "churn-samples.csv"), strings.Join(plots, ", "))
+	fmt.Fprintf(out, "results: %s\n", strings.Join(paths, ", "))
 	return nil
 }
 
@@ -351,7 +352,7 @@ func restartChurnChild(ctx context.Context, spec churnSpec, o *churnOptions, pro
 		return nil, nil, err
 	}
 	if err := p.close(); err != nil {
-		return nil, nil, fmt.Errorf("%s restart child: %w; end of %s:\n%s", p.informer, err, p.logPath, tail(p.logPath, 15))
+		return nil, nil, fmt.Errorf("%s restart child: %w; end of %s:\n%s", p.informer, err, p.LogPath, benchkit.Tail(p.LogPath, 15))
 	}
 	st := startOf(got, p.informer, phaseRestart, ready, child)
 	return got, &st, nil

@@ -22,14 +22,6 @@ func TestParseCount(t *testing.T) {
 	}
 }
 
-func TestNiceCeil(t *testing.T) {
-	for in, want := range map[float64]float64{0.7: 1, 3: 5, 7.2: 10, 12: 20, 100000: 100000, 100001: 200000} {
-		if got := niceCeil(in); got != want {
-			t.Errorf("niceCeil(%v) = %v, want %v", in, got, want)
-		}
-	}
-}
-
 func TestVariantSelection(t *testing.T) {
 	o := &benchOptions{clientGoList: false}
 	if !o.runs(vBoltWarm) || !o.runs(vFloor) || o.runs(vClientGoProtoList) {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 )
 
 // sizeRun measures every variant at one number of Pods.
@@ -244,7 +246,7 @@ func (r *sizeRun) spawnChild(ctx context.Context, rep int, spec childSpec, recor
 	note := ""
 	if record {
 		r.runs[spec.Variant] = append(r.runs[spec.Variant], res)
-		r.load = append(r.load, loadAverage())
+		r.load = append(r.load, benchkit.LoadAverage())
 	} else {
 		note = " (not reported: it fills the file for the others)"
 	}
