@@ -70,13 +70,17 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "results: %s\n", strings.Join(paths, ", "))
 	}
+	if opts.plot == "" {
+		return nil
+	}
 	// The sync-time plot covers every size saved in --out.
 	all, err := loadResults(opts.out)
 	if err != nil {
 		return err
 	}
-	plot := &benchkit.Report{Plots: []benchkit.Plot{syncTimePlot(all)}}
-	paths, err := benchkit.Save(opts.out, "sync-time", all, plot)
+	plot := syncTimePlot(all)
+	plot.Name = opts.plot
+	paths, err := benchkit.Save(opts.out, opts.plot, all, &benchkit.Report{Plots: []benchkit.Plot{plot}})
 	fmt.Fprintf(out, "plot: %s\n", strings.Join(paths, ", "))
 	return err
 }

@@ -72,7 +72,7 @@ func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.inflight, "inflight", 32, "Most change requests in flight at once.")
 	fs.DurationVar(&o.sample, "sample", 5*time.Second, "Interval between samples of each child's /proc counters.")
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating the Pods.")
-	fs.StringVar(&o.out, "out", "", "Directory for churn.json, churn-samples.csv and the plots (default bench/results/churn-<pods>).")
+	fs.StringVar(&o.out, "out", "", "Directory for churn.{json,txt} and the plots (default _output/bench/churn-<pods>).")
 	fs.DurationVar(&o.batchInterval, "batch-interval", 0, "boltinformer's group commit interval (persist.Options.BatchInterval); 0 is persist's default. A commit rewrites every page it touches, so fewer, larger commits write fewer bytes per event.")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Have each child write a CPU profile of the churn, from both synced to every change seen (not the initial list), to `DIR`/churn-<informer>.pprof.")
 	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log here; by default they go to a temporary directory, and a failing child's log tail is printed.")
@@ -94,7 +94,7 @@ func (o *churnOptions) complete() error {
 		return errors.New("--start-sample must be positive")
 	}
 	if o.out == "" {
-		o.out = filepath.Join("bench", "results", "churn-"+sizeLabel(o.pods))
+		o.out = benchkit.OutDir("churn-" + sizeLabel(o.pods))
 	}
 	return nil
 }

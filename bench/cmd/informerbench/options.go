@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"slices"
 	"sort"
 	"strconv"
@@ -45,8 +46,8 @@ func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.clientGoList, "client-go-list", true, "Also run client-go with its WatchListClient gate off (a LIST instead of a watch-list stream); ignored with --variants.")
 	fs.Func("variants", "Comma-separated variants to run, default all: "+strings.Join(allVariants, ",")+
 		". The boltinformer ones run in the order cold, warm, bounded, recover and 410, decode-floor on one file; without bolt-cold, a cold start that is not reported fills the file first.", o.setVariants)
-	fs.StringVar(&o.out, "out", "bench/results", "Directory for the CSV and JSON results.")
-	fs.StringVar(&o.plot, "plot", "docs/sync-time.svg", "Where to render the sync-time plot (from every result file in --out); empty: no plot.")
+	fs.StringVar(&o.out, "out", benchkit.OutDir("informerbench"), "Directory for the results (informerbench-<N>.{json,txt}).")
+	fs.StringVar(&o.plot, "plot", "sync-time", "Name in --out of the sync-time plot of every result there; empty: no plot.")
 	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log (informer and client-go messages) here; by default they go to a temporary directory, and a failing child's log tail is printed.")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "If set, every child writes CPU profiles of its phases here (<variant>-<N>-rep<r>-<phase>.pprof).")
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "Pause between children, so the apiserver's garbage does not land on the next one.")

@@ -96,7 +96,7 @@ func (o *recoverOptions) AddFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating and changing Pods.")
-	fs.StringVar(&o.out, "out", "bench/results", "Directory for recover-changed-<N>.{json,txt} and recover-downtime-<N>.{json,txt,svg}.")
+	fs.StringVar(&o.out, "out", benchkit.OutDir("informerbench"), "Directory for recover-changed-<N>.{json,txt} and recover-downtime-<N>.{json,txt,svg}.")
 	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log here; by default they go to a temporary directory, and a failing child's log tail is printed.")
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "Pause before each child, so the apiserver's garbage (and the restart's work) does not land on it.")
 	fs.Uint64Var(&o.seed, "seed", 1, "Seed of the random choice of the Pods changed.")
