@@ -59,7 +59,7 @@ func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this cluster instead of starting a local etcd + kube-apiserver (then the apiserver's and etcd's CPU is not reported).")
 	o.pods = 100000
 	fs.Func("pods", "Pods to create unless they exist, e.g. 5000 or 100k (default 100k).", func(v string) (err error) {
-		o.pods, err = parseCount(v)
+		o.pods, err = benchkit.ParseCount(v)
 		return err
 	})
 	o.shape = shapeRealistic

@@ -56,7 +56,7 @@ func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
 func (o *benchOptions) setSizes(v string) error {
 	o.sizes = nil
 	for _, s := range strings.Split(v, ",") {
-		n, err := parseCount(strings.TrimSpace(s))
+		n, err := benchkit.ParseCount(strings.TrimSpace(s))
 		if err != nil {
 			return err
 		}
@@ -107,22 +107,6 @@ func (o *benchOptions) churnFor(n int) int {
 		return min(o.churn, n)
 	}
 	return min(max(n/100, 10), n)
-}
-
-// parseCount reads 5000, 10k or 1.5m.
-func parseCount(s string) (int, error) {
-	mult := 1.0
-	switch {
-	case strings.HasSuffix(s, "k"):
-		mult, s = 1e3, strings.TrimSuffix(s, "k")
-	case strings.HasSuffix(s, "m"):
-		mult, s = 1e6, strings.TrimSuffix(s, "m")
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f <= 0 {
-		return 0, fmt.Errorf("bad count %q: want e.g. 5000, 10k or 100k", s)
-	}
-	return int(f * mult), nil
 }
 
 // sizeLabel prints a count the way the flags take it.

@@ -3,17 +3,19 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 )
 
 func TestParseCount(t *testing.T) {
 	for in, want := range map[string]int{"5000": 5000, "10k": 10000, "1.5k": 1500, "100k": 100000, "1m": 1000000} {
-		if got, err := parseCount(in); err != nil || got != want {
-			t.Errorf("parseCount(%q) = %d, %v; want %d", in, got, err, want)
+		if got, err := benchkit.ParseCount(in); err != nil || got != want {
+			t.Errorf("benchkit.ParseCount(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "k", "-3", "ten"} {
-		if _, err := parseCount(in); err == nil {
-			t.Errorf("parseCount(%q) succeeded, want an error", in)
+		if _, err := benchkit.ParseCount(in); err == nil {
+			t.Errorf("benchkit.ParseCount(%q) succeeded, want an error", in)
 		}
 	}
 	o := &benchOptions{}

@@ -51,7 +51,7 @@ const (
 func (o *recoverOptions) AddFlags(fs *flag.FlagSet) {
 	o.pods = 100000
 	fs.Func("pods", "Pods to create, e.g. 3000, 10k or 100k (default 100k).", func(v string) (err error) {
-		o.pods, err = parseCount(v)
+		o.pods, err = benchkit.ParseCount(v)
 		return err
 	})
 	o.shape = shapeRealistic

@@ -52,18 +52,19 @@ import (
 )
 
 func main() {
-	pods := flag.Int("pods", 10000, "Pods per component: bound Pods for the scheduler, Deployment replicas in all for the controller manager")
-	nodes := flag.Int("nodes", 100, "Nodes")
-	reps := flag.Int("reps", 3, "restarts of each variant")
-	logs := flag.String("logs", "", "directory to keep each start's component log in (default: a temporary directory, removed at the end)")
-	scenario := flag.String("scenario", "component-restart", "component-restart: restart each component; apiserver-restart: restart kube-apiserver under both components at once (fleet.go)")
-	window := flag.Duration("window", 45*time.Second, "apiserver-restart: read the apiserver's figures this long after the restart (later if a component has not relisted by then)")
-	out := flag.String("out", benchkit.OutDir("restartbench"), "directory for the results")
+	f := benchkit.NewFlags(flag.CommandLine, 10000, 3, "restartbench")
+	var nodes int
+	var logs, scenario string
+	var window time.Duration
+	flag.IntVar(&nodes, "nodes", 100, "Nodes")
+	flag.StringVar(&logs, "logs", "", "directory to keep each start's component log in (default: a temporary directory, removed at the end)")
+	flag.StringVar(&scenario, "scenario", "component-restart", "component-restart: restart each component; apiserver-restart: restart kube-apiserver under both components at once (fleet.go)")
+	flag.DurationVar(&window, "window", 45*time.Second, "apiserver-restart: read the apiserver's figures this long after the restart (later if a component has not relisted by then)")
 	flag.Parse()
-	if *scenario != "component-restart" && *scenario != "apiserver-restart" {
-		log.Fatalf("unknown --scenario %q", *scenario)
+	if scenario != "component-restart" && scenario != "apiserver-restart" {
+		log.Fatalf("unknown --scenario %q", scenario)
 	}
-	if err := run(*scenario, *pods, *nodes, *reps, *logs, *window, *out); err != nil {
+	if err := run(scenario, f.Pods, nodes, f.Reps, logs, window, f.Out); err != nil {
 		log.Fatal(err)
 	}
 }

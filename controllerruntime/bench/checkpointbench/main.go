@@ -43,56 +43,45 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
+	"github.com/boltinformer/boltinformer/controllerruntime/bench/internal/manager"
 	"github.com/boltinformer/boltinformer/controllerruntime/internal/benchpods"
 	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/internal/runstats"
-	"github.com/boltinformer/boltinformer/persist"
 )
 
 func main() {
-	pods := flag.Int("pods", 10000, "Pods to create and watch")
+	f := benchkit.NewFlags(flag.CommandLine, 10000, 3, "checkpointbench")
 	changed := flag.String("changed", "0,100,1000", "comma-separated counts of Pods changed while the manager is down, or percentages of --pods (1%)")
 	expire := flag.Bool("expire", false, "restart kube-apiserver after each round's changes, so every stored resourceVersion is expired (a downtime longer than the watch window)")
-	reps := flag.Int("reps", 3, "repetitions of each count")
 	workers := flag.Int("workers", 16, "concurrent creates while populating")
 	window := flag.Duration("window", 2*time.Second, "how long to keep counting reconciles after the last one owed")
 	profile := flag.String("cpuprofile", "", "directory to write a CPU profile of each checkpoint start to")
 	traceDir := flag.String("trace", "", "directory to write an execution trace (runtime/trace) of each checkpoint start to")
-	out := flag.String("out", benchkit.OutDir("checkpointbench"), "directory for the results")
 	only := flag.String("variants", "default,checkpoint", "comma-separated variants to run: default, checkpoint, checkpoint-at-open (boltcr.Options.SyncedAtOpen)")
 	flag.Parse()
-	log.SetLogger(logr.Discard())
 	var counts []int
 	for _, c := range strings.Split(*changed, ",") {
-		n, err := parseCount(strings.TrimSpace(c), *pods)
-		if err != nil || n < 0 || n > *pods {
+		n, err := benchkit.ParseAmount(strings.TrimSpace(c), f.Pods)
+		if err != nil || n > f.Pods {
 			fmt.Fprintf(os.Stderr, "checkpointbench: --changed %q: counts between 0 and --pods, or percentages of --pods\n", c)
 			os.Exit(2)
 		}
@@ -105,22 +94,10 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := run(*pods, counts, variants, *reps, *workers, *window, *expire, *profile, *traceDir, *out); err != nil {
+	if err := run(f.Pods, counts, variants, f.Reps, *workers, *window, *expire, *profile, *traceDir, f.Out); err != nil {
 		fmt.Fprintln(os.Stderr, "checkpointbench:", err)
 		os.Exit(1)
 	}
-}
-
-// parseCount reads a count of Pods, or a percentage of pods ("1%").
-func parseCount(s string, pods int) (int, error) {
-	if p, ok := strings.CutSuffix(s, "%"); ok {
-		f, err := strconv.ParseFloat(p, 64)
-		if err != nil {
-			return 0, err
-		}
-		return int(math.Round(f / 100 * float64(pods))), nil
-	}
-	return strconv.Atoi(s)
 }
 
 // allVariants are the caches a restart can run on: controller-runtime's
@@ -329,19 +306,10 @@ func start1(base *rest.Config, path string, atOpen bool, owed map[types.Namespac
 	// No client-side rate limit, as ctrl.GetConfig sets up a manager's
 	// config (controller-runtime relies on API Priority and Fairness).
 	cfg.QPS, cfg.Burst = -1, 0
-	counter := &benchkit.Requests{Resource: "pods"}
-	cfg.Wrap(counter.Wrap)
 	runtime.GC() // the previous start's garbage is not this one's CPU
 	cpuBegin := runstats.SelfCPU()
 	begin := time.Now()
-	opts := ctrl.Options{
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	}
-	if path != "" {
-		opts.NewCache = boltcr.NewCache(boltcr.Options{Path: path, File: persist.Options{NoSync: true}, SyncedAtOpen: atOpen})
-	}
-	mgr, err := ctrl.NewManager(cfg, opts)
+	mgr, counter, err := manager.New(cfg, path, atOpen)
 	if err != nil {
 		return result{}, err
 	}
@@ -349,7 +317,7 @@ func start1(base *rest.Config, path string, atOpen bool, owed map[types.Namespac
 		mu         sync.Mutex
 		remaining  = len(owed)
 		seen       = map[types.NamespacedName]bool{}
-		reconciles atomic.Int64
+		reconciles int64 // guarded by mu
 		idle       = make(chan time.Duration, 1)
 	)
 	if remaining == 0 {
@@ -357,7 +325,9 @@ func start1(base *rest.Config, path string, atOpen bool, owed map[types.Namespac
 	}
 	c := mgr.GetClient()
 	var r reconcile.Reconciler = reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		reconciles.Add(1)
+		mu.Lock()
+		reconciles++
+		mu.Unlock()
 		var p corev1.Pod
 		if err := c.Get(ctx, req.NamespacedName, &p); err != nil && !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, err
@@ -421,7 +391,9 @@ func start1(base *rest.Config, path string, atOpen bool, owed map[types.Namespac
 		CPU: (runstats.SelfCPU() - cpuBegin).Seconds(), Bytes: counter.TotalBytes()}
 	// The observation window: what a restart does beyond what it owes.
 	time.Sleep(window)
-	res.Reconciles = reconciles.Load()
+	mu.Lock()
+	res.Reconciles = reconciles
+	mu.Unlock()
 	res.Lists = counter.Count(benchkit.List) + counter.Count(benchkit.WatchList)
 	res.Metadata, res.Fetches = counter.Count(benchkit.MetaList), counter.Count(benchkit.Fetch)
 	cancel()

@@ -22,32 +22,23 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
+	"github.com/boltinformer/boltinformer/controllerruntime/bench/internal/manager"
 	"github.com/boltinformer/boltinformer/controllerruntime/internal/benchpods"
 	"github.com/boltinformer/boltinformer/internal/benchkit"
-	"github.com/boltinformer/boltinformer/persist"
 )
 
 func main() {
-	pods := flag.Int("pods", 10000, "Pods to create and watch")
-	reps := flag.Int("reps", 3, "starts per mode")
+	f := benchkit.NewFlags(flag.CommandLine, 10000, 3, "crbench")
 	workers := flag.Int("workers", 16, "concurrent creates while populating")
-	out := flag.String("out", benchkit.OutDir("crbench"), "directory for the results")
 	flag.Parse()
-	log.SetLogger(logr.Discard()) // controller-runtime logs every start and stop
-	if err := run(*pods, *reps, *workers, *out); err != nil {
+	if err := run(f.Pods, f.Reps, *workers, f.Out); err != nil {
 		fmt.Fprintln(os.Stderr, "crbench:", err)
 		os.Exit(1)
 	}
@@ -125,27 +116,17 @@ func f3(x float64) string { return fmt.Sprintf("%.3f", x) }
 // closes the file). A LIST, or a watch that starts with the whole list
 // (the default cache's watch-list), counts as a list.
 func startManager(base *rest.Config, path string, pods int) (result, error) {
-	requests := &benchkit.Requests{Resource: "pods"}
-	cfg := rest.CopyConfig(base)
-	cfg.Wrap(requests.Wrap)
-	begin := time.Now()
-	opts := ctrl.Options{
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	}
-	if path != "" {
-		opts.NewCache = boltcr.NewCache(boltcr.Options{Path: path, File: persist.Options{NoSync: true}})
-	}
-	mgr, err := ctrl.NewManager(cfg, opts)
-	if err != nil {
-		return result{}, err
-	}
 	var (
 		firstOnce  sync.Once
 		first      time.Duration
 		reconciled atomic.Int64
 		allDone    = make(chan time.Duration, 1)
 	)
+	begin := time.Now()
+	mgr, requests, err := manager.New(base, path, false)
+	if err != nil {
+		return result{}, err
+	}
 	c := mgr.GetClient()
 	err = ctrl.NewControllerManagedBy(mgr).For(&corev1.Pod{}).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
