@@ -57,7 +57,8 @@ type churnOptions struct {
 
 func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this cluster instead of starting a local etcd + kube-apiserver (then the apiserver's and etcd's CPU is not reported).")
-	o.pods = 100000
+	o.pods, o.inflight, o.sample = 100000, 32, 5*time.Second
+	o.startSample, o.restartSettle = 250*time.Millisecond, 15*time.Second
 	fs.Func("pods", "Pods to create unless they exist, e.g. 5000 or 100k (default 100k).", func(v string) (err error) {
 		o.pods, err = benchkit.ParseCount(v)
 		return err
@@ -69,29 +70,21 @@ func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
 	o.mix = churnMix{80, 10, 10}
 	fs.Var(&o.mix, "mix", "Weights of updates (merge patch of an annotation), creates and deletes: the default keeps the Pod count about constant.")
 	fs.Var(&o.skew, "skew", "Which Pods updates pick: uniform (default), or zipf:S (S > 1, e.g. zipf:1.1), a Zipf law over the Pods ranked in a random order, so that a few Pods scattered over the key space take most updates, as in a real cluster. Deletes pick uniformly either way, and creates make new Pods (under zipf a new Pod takes a random rank).")
-	fs.IntVar(&o.inflight, "inflight", 32, "Most change requests in flight at once.")
-	fs.DurationVar(&o.sample, "sample", 5*time.Second, "Interval between samples of each child's /proc counters.")
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating the Pods.")
 	fs.StringVar(&o.out, "out", "", "Directory for churn.{json,txt} and the plots (default _output/bench/churn-<pods>).")
 	fs.DurationVar(&o.batchInterval, "batch-interval", 0, "boltinformer's group commit interval (persist.Options.BatchInterval); 0 is persist's default. A commit rewrites every page it touches, so fewer, larger commits write fewer bytes per event.")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Have each child write a CPU profile of the churn, from both synced to every change seen (not the initial list), to `DIR`/churn-<informer>.pprof.")
-	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log here; by default they go to a temporary directory, and a failing child's log tail is printed.")
 	fs.IntVar(&o.bounded, "bounded", 0, "Also run boltinformer with a decoded-object cache of this many objects (factory.PersistenceOptions.CacheObjects), on a file of its own, as a third child; 0: not.")
-	fs.DurationVar(&o.startSample, "start-sample", 250*time.Millisecond, "Interval between samples of a child's /proc counters during its cold start and its restart.")
-	fs.DurationVar(&o.restartSettle, "restart-settle", 15*time.Second, "After the churn, restart each child in turn (client-go cold, boltinformer warm on its file) and sample it until this long after it synced; 0: no restarts.")
 	fs.StringVar(&o.heapProfile, "heapprofile", "", "Have each child write, per phase (cold, churn, restart), a heap profile at the highest live heap it reached, to `DIR`/heap-<phase>-<informer>.pprof, and report those peaks.")
 }
 
 // complete fills in defaults that depend on other flags, and checks them.
 func (o *churnOptions) complete() error {
-	if o.pods < 1 || o.rate <= 0 || o.duration <= 0 || o.inflight < 1 || o.sample <= 0 || o.workers < 1 {
-		return errors.New("--pods, --rate, --duration, --inflight, --sample and --workers must be positive")
+	if o.pods < 1 || o.rate <= 0 || o.duration <= 0 || o.workers < 1 {
+		return errors.New("--pods, --rate, --duration and --workers must be positive")
 	}
-	if o.batchInterval < 0 || o.bounded < 0 || o.restartSettle < 0 {
-		return errors.New("--batch-interval, --bounded and --restart-settle must not be negative")
-	}
-	if o.startSample <= 0 {
-		return errors.New("--start-sample must be positive")
+	if o.batchInterval < 0 || o.bounded < 0 {
+		return errors.New("--batch-interval and --bounded must not be negative")
 	}
 	if o.out == "" {
 		o.out = benchkit.OutDir("churn-" + sizeLabel(o.pods))

@@ -18,10 +18,10 @@ type churnResult struct {
 	// plus any an earlier churn created).
 	PodsAtStart     int     `json:"podsAtStart"`
 	DurationSeconds float64 `json:"durationSeconds"` // --duration
-	SampleSeconds   float64 `json:"sampleSeconds"`   // --sample
-	Mix             string  `json:"mix"`             // update,create,delete weights
-	Skew            string  `json:"skew"`            // --skew: uniform or zipf:S
-	ContentType     string  `json:"contentType"`     // both informers'
+	SampleSeconds   float64 `json:"sampleSeconds"`
+	Mix             string  `json:"mix"`         // update,create,delete weights
+	Skew            string  `json:"skew"`        // --skew: uniform or zipf:S
+	ContentType     string  `json:"contentType"` // both informers'
 	// BatchInterval is boltinformer's group commit interval: --batch-interval,
 	// or persist's default.
 	BatchInterval string          `json:"batchInterval"`
@@ -34,9 +34,9 @@ type churnResult struct {
 	// unknown (--kubeconfig).
 	APIServerCPUs float64 `json:"apiserverCpuS"`
 	EtcdCPUs      float64 `json:"etcdCpuS"`
-	// StartSampleSeconds (--start-sample) is the sampling interval of the
+	// StartSampleSeconds is the sampling interval of the
 	// cold starts and the restarts; RestartSettleSeconds
-	// (--restart-settle) how long a restart was sampled after it synced,
+	// how long a restart was sampled after it synced,
 	// 0 if there were no restarts.
 	StartSampleSeconds   float64 `json:"startSampleSeconds,omitempty"`
 	RestartSettleSeconds float64 `json:"restartSettleSeconds,omitempty"`
@@ -84,7 +84,7 @@ type churnStart struct {
 	ReadySeconds float64 `json:"readySeconds"`
 	// RssAnonPeak: the highest sample from spawn to READY (and, for a
 	// restart, to the end of the settle); RssAnonEnd: the last sample (a
-	// restart's, --restart-settle after READY).
+	// restart's, restartSettle after READY).
 	RssAnonPeak uint64 `json:"rssAnonPeak"`
 	RssAnonEnd  uint64 `json:"rssAnonEnd"`
 	// InitialAdds the handler got.

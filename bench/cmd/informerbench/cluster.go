@@ -87,7 +87,7 @@ func (c *cluster) expire(ctx context.Context) error {
 }
 
 // session is what a measuring subcommand sets up: a work directory (cache
-// files, the kubeconfig, logs unless --log-dir), the cluster, a clientset
+// files, the kubeconfig, logs), the cluster, a clientset
 // and the machine's description. close undoes it.
 type session struct {
 	work string

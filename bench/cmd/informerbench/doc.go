@@ -19,7 +19,7 @@
 // Each measurement runs in a child: the binary re-executes itself with the
 // hidden "child" (or "churn-child") subcommand, reads a JSON spec on stdin
 // and answers with JSON lines on stdout. A child's stderr goes to a log
-// file (--log-dir, temporary by default).
+// file in the work directory; a failing child's log tail is printed.
 //
 // Results go to --out (default _output/bench/…): one JSON file per run with
 // its raw measurements and its report, rendered beside it as text and SVG.

@@ -32,6 +32,7 @@ type benchOptions struct {
 }
 
 func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
+	o.contentType, o.settle = protobufContentType, 2*time.Second
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this cluster instead of starting a local etcd + kube-apiserver (the 410 variants are then skipped).")
 	fs.Func("size", "Preset: 10k, 50k or 100k Pods (same as --sizes with one value).", o.setSizes)
 	fs.Func("sizes", "Comma-separated Pod counts to run in sequence, e.g. 10k,50k,100k; the server is reused and Pods are added.", o.setSizes)
@@ -42,15 +43,12 @@ func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.updates, "updates", 10000, "Pod patches per throughput run (fewer make the drain too short to time on a busy machine); 0: no throughput runs.")
 	fs.IntVar(&o.churn, "churn", 0, "Pods patched while boltinformer is down, before the warm and the 410 restarts (0: 1% of N, at least 10).")
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating and patching Pods.")
-	fs.StringVar(&o.contentType, "bolt-content-type", protobufContentType, "Wire format of the boltinformer variants; client-go runs with both.")
 	fs.BoolVar(&o.clientGoList, "client-go-list", true, "Also run client-go with its WatchListClient gate off (a LIST instead of a watch-list stream); ignored with --variants.")
 	fs.Func("variants", "Comma-separated variants to run, default all: "+strings.Join(allVariants, ",")+
 		". The boltinformer ones run in the order cold, warm, bounded, recover and 410, decode-floor on one file; without bolt-cold, a cold start that is not reported fills the file first.", o.setVariants)
 	fs.StringVar(&o.out, "out", benchkit.OutDir("informerbench"), "Directory for the results (informerbench-<N>.{json,txt}).")
 	fs.StringVar(&o.plot, "plot", "sync-time", "Name in --out of the sync-time plot of every result there; empty: no plot.")
-	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log (informer and client-go messages) here; by default they go to a temporary directory, and a failing child's log tail is printed.")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "If set, every child writes CPU profiles of its phases here (<variant>-<N>-rep<r>-<phase>.pprof).")
-	fs.DurationVar(&o.settle, "settle", 2*time.Second, "Pause between children, so the apiserver's garbage does not land on the next one.")
 }
 
 func (o *benchOptions) setSizes(v string) error {

@@ -49,7 +49,7 @@ const (
 )
 
 func (o *recoverOptions) AddFlags(fs *flag.FlagSet) {
-	o.pods = 100000
+	o.pods, o.settle, o.seed = 100000, 2*time.Second, 1
 	fs.Func("pods", "Pods to create, e.g. 3000, 10k or 100k (default 100k).", func(v string) (err error) {
 		o.pods, err = benchkit.ParseCount(v)
 		return err
@@ -97,9 +97,6 @@ func (o *recoverOptions) AddFlags(fs *flag.FlagSet) {
 	})
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating and changing Pods.")
 	fs.StringVar(&o.out, "out", benchkit.OutDir("informerbench"), "Directory for recover-changed-<N>.{json,txt} and recover-downtime-<N>.{json,txt,svg}.")
-	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log here; by default they go to a temporary directory, and a failing child's log tail is printed.")
-	fs.DurationVar(&o.settle, "settle", 2*time.Second, "Pause before each child, so the apiserver's garbage (and the restart's work) does not land on it.")
-	fs.Uint64Var(&o.seed, "seed", 1, "Seed of the random choice of the Pods changed.")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "Write a CPU profile of each child's start (to synced and durable) here, as <variant>-<pods>-<point>-rep<repetition>-sync.pprof.")
 }
 

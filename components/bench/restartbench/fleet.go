@@ -1,59 +1,24 @@
 package main
 
-// The apiserver-restart scenario (--scenario apiserver-restart): a fleet
-// restart. kube-scheduler and kube-controller-manager run together (both
-// stock, or both on boltinformer) against the populated cluster; once both
-// work, kube-apiserver is restarted with etcd kept, so every informer of
-// both finds its resourceVersion expired (410) at once. Measured:
+// The apiserver-restart scenario: kube-scheduler and kube-controller-manager
+// run together (both stock, or both on boltinformer, or none: the
+// baseline); once both work, kube-apiserver restarts with etcd kept, so
+// every informer finds its resourceVersion expired (410) at once.
 //
-//   - restart: from the restart (SIGTERM to the old kube-apiserver) until
-//     the new one's /readyz is OK; stopping: until the new one started.
-//     With the components' watches open the old one stops listening at once
-//     but does not exit within apiservertest's 10 s grace, and is killed.
-//     The apiserver's own start varies with the machine's load far more
-//     than the components' recovery does, so the components' times are
-//     taken from /readyz OK;
-//   - working: from /readyz OK until the scheduler bound a Pod created then
-//     / the controller manager made the ReplicaSet and Pod of a Deployment
-//     created then;
-//   - relisted: from /readyz OK (negative if earlier: the apiserver serves
-//     before /readyz answers OK) until the last of each component's
-//     reflectors logged "Caches populated" again (client-go's and
-//     boltinformer's reflectors log it, at V(2), when a list has been
-//     handed to the store; the components run with --vmodule=reflector=3,
-//     so the reflectors' "Starting reflector" lines count them and nothing
-//     else is verbose). boltinformer's reflectors recover from the 410
-//     instead (reflector/recover.go): they log "Recovering" and then
-//     "Caches populated" once the metadata list's diff is applied, but the
-//     store is consistent only when they log "Recovered" (recoverfilter.go;
-//     the fetches of what changed done, the watch past them), so a
-//     reflector's list is counted at a plain "Caches populated" or at a
-//     "Recovered" (--vmodule adds recover=2,recoverfilter=2 for these two
-//     lines), and the report says how many recovered. A reflector whose
-//     resourceVersion the new watch cache still serves (its last event or
-//     bookmark carried etcd's latest revision: here, most often, the
-//     controller manager's Lease informer, Leases being written several
-//     times a second) resumes its watch without a 410 and does not relist:
-//     the report gives how many of all relisted, and the wait ends once
-//     every reflector has or, after the window, none has for 10 s;
-//   - the new kube-apiserver's peak RSS (the kernel's VmHWM, over its whole
-//     life, start-up included) and its peak private memory (RssAnon,
-//     sampled every 100 ms), its CPU-seconds, its LIST requests and the
-//     bytes it encoded for LIST responses and watch events (its metrics,
-//     which start at zero with the process), all read --window after the
-//     restart, or when the last reflector relisted if that is later.
+// Measured from /readyz OK, since the apiserver's own start varies with the
+// machine's load far more than the components' recovery does:
+//   - working: each component acts on an object created then;
+//   - relisted: each component's last reflector logged "Caches populated",
+//     or "Recovered" where it recovered instead (--vmodule makes them log
+//     it). A reflector whose resourceVersion the new watch cache still
+//     serves resumes without a 410 and never relists, so the wait ends
+//     once all have, or none has for 10 s after the window;
+//   - the new apiserver's peak RSS, peak sampled RssAnon, CPU-seconds, LIST
+//     requests and encoded bytes, read --window after the restart or at the
+//     last relist.
 //
-// The stock controller manager first makes the Deployments' ReplicaSets and
-// Pods, alone. A baseline variant ("none": the restart with no component
-// running) gives what the apiserver spends on itself: its watch caches, its
-// own loopback informers, the bench's heartbeats and probes. The variants
-// rotate order between repetitions; the boltinformer pair keeps its cache
-// files from one repetition to the next (the first start is cold, on new
-// files; the informers are all running, caught up, when the apiserver
-// restarts).
-//
-// The Nodes get kubelet-like Lease renewals (nodeLeases), since the
-// controller manager runs for minutes here.
+// The Nodes get kubelet-like Lease renewals (nodeLeases): without them the
+// node lifecycle controller would taint every Node within minutes.
 
 import (
 	"bufio"

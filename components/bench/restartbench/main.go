@@ -1,36 +1,21 @@
 // Command restartbench times restarts of kube-scheduler and
-// kube-controller-manager v1.37.2 on boltinformer (this module's binaries,
-// warm on their cache files) beside the stock binaries built from the same
-// Kubernetes module, against a kube-apiserver and etcd it starts on
-// loopback (internal/apiservertest) and fills itself:
+// kube-controller-manager v1.37.2 on boltinformer (warm on their cache
+// files) beside the stock binaries, against a kube-apiserver it starts and
+// fills: --nodes Nodes, --pods bound Pods for the scheduler, and Deployments
+// of --pods Pods for the controller manager (made by a priming run).
 //
-//   - --nodes Nodes (API objects, no kubelets);
-//   - for the scheduler, --pods Pods already bound to them;
-//   - for the controller manager, Deployments of --pods Pods in all (their
-//     ReplicaSets and Pods made by a first, priming controller manager run;
-//     the Pods name a scheduler that does not exist, so they stay pending).
-//
-// Each start is measured from the process's start until the component does
-// the work it exists for: the scheduler binds a new pending Pod; the
-// controller manager makes the ReplicaSet and Pod of a new Deployment. Over
-// that time it also reads, from the apiserver's metrics, the LIST requests
-// and the bytes encoded for LIST responses and watch events (client-go's
-// informers list through watch-list streams), the apiserver's CPU-seconds
-// (/proc), and the
-// component's private memory (RssAnon) at the end. The variants alternate
-// order between repetitions; every start but the first boltinformer one
-// (cold, on a new file) is a restart.
+// A start is timed from the process's start until the component does its
+// work: the scheduler binds a new Pod; the controller manager makes a new
+// Deployment's ReplicaSet and Pod. Meanwhile it reads the apiserver's LIST
+// requests and encoded bytes (its metrics) and CPU-seconds (/proc), and at
+// the end the component's RssAnon. Variants alternate order; the first
+// boltinformer start is cold.
 //
 //	cd components && go run ./bench/restartbench --pods 10000 --nodes 100 --reps 3
 //
-// With --scenario apiserver-restart it instead restarts kube-apiserver
-// (etcd kept) under both components running together, stock or both on
-// boltinformer, and measures their recovery and the apiserver's cost
-// (fleet.go).
-//
-// Both components run with --kube-api-qps=1000 --kube-api-burst=2000 (the
-// same for stock and boltinformer), so the priming run does not take an hour
-// at the controller manager's default of 20 requests a second.
+// --scenario apiserver-restart restarts kube-apiserver under both
+// components instead (fleet.go). Both run with --kube-api-qps=1000 so the
+// priming run does not take an hour.
 package main
 
 import (

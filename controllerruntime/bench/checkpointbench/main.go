@@ -1,39 +1,17 @@
-// Command checkpointbench measures what a controller-runtime manager does
-// after a restart when some of its objects changed while it was down: with
-// controller-runtime's default cache (every Pod is reconciled again), and
-// with boltinformer's persistent cache and a reconciler checkpoint
-// (boltcr.Checkpoint: only the changed Pods are). It starts a kube-apiserver
-// on loopback, creates --pods Pods, and for each count in --changed and each
-// repetition changes that many Pods (a label) while no manager runs, then
-// starts each variant in turn (order alternating between repetitions). It
-// reports idle, from ctrl.NewManager to the last Reconcile the restart owes
-// (every Pod for the default cache, the changed ones for the checkpoint) or
-// to the cache synced, whichever is later (both are reported: a warm cache
-// syncs once caught up with the server, which waits for a watch bookmark when
-// other resources were written after the last Pod change), and reconciles,
-// every Reconcile call in that time and in the observation window (--window)
-// after it, when nothing more is owed. The variant checkpoint-at-open
-// (--variants) runs the checkpoint with boltcr.Options.SyncedAtOpen: the
-// cache reports synced on the stored state rather than once caught up with
-// the server, and what changed while the manager was down arrives as
-// updates.
+// Command checkpointbench measures a controller-runtime manager's restart
+// when some Pods changed while it was down: on controller-runtime's default
+// cache every Pod is reconciled again; on boltcr's persistent cache with a
+// reconciler checkpoint (boltcr.Checkpoint) only the changed ones are.
 //
-// With --expire, each round restarts kube-apiserver (etcd kept) after the
-// changes, before the variants start: every stored resourceVersion is then
-// gone from the apiserver's watch history, as after a downtime longer than
-// its window (about 75 s on a resource that changes), and a warm informer's
-// watch is answered 410. boltcr recovers by what changed (a metadata list,
-// fetches of the changed Pods); the default cache lists, as always. The
-// bench waits for the restarted apiserver's watch cache of Pods before
-// starting a variant, so that neither pays for its initialization.
-//
-// Besides the times and reconciles, each start reports the bytes the
-// manager read from the apiserver until idle (response bodies as the client
-// reads them, every request), its requests for Pods by kind (lists or
-// watch-lists of whole Pods, metadata lists, fetches of one Pod), and the
-// process's CPU time until idle (the manager is all this process runs
-// then). The manager's client has no client-side rate limit, as
-// ctrl.GetConfig sets it up.
+// For each count in --changed and each repetition it labels that many Pods
+// while no manager runs, then starts each variant in rotated order. A start
+// is idle at the later of its last owed Reconcile and its cache synced;
+// reconciles counts every call until then and for --window after.
+// checkpoint-at-open (--variants) syncs on the stored state
+// (boltcr.Options.SyncedAtOpen). With --expire, kube-apiserver restarts
+// after the changes, so every stored resourceVersion is expired and boltcr
+// recovers by what changed. Each start also reports the bytes it read, its
+// Pod requests by kind and its CPU time.
 //
 //	go run ./bench/checkpointbench --pods 10000 --changed 0,100,1000 --reps 3
 //	go run ./bench/checkpointbench --pods 100000 --changed 0.1%,1%,10% --expire --reps 3
