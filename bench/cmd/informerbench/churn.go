@@ -25,7 +25,6 @@ import (
 
 // churnOptions are the churn subcommand's flags.
 type churnOptions struct {
-	kubeconfig string
 	pods       int
 	shape      podShape
 	rate       float64
@@ -56,7 +55,6 @@ type churnOptions struct {
 }
 
 func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this cluster instead of starting a local etcd + kube-apiserver (then the apiserver's and etcd's CPU is not reported).")
 	o.pods, o.inflight, o.sample = 100000, 32, 5*time.Second
 	o.startSample, o.restartSettle = 250*time.Millisecond, 15*time.Second
 	fs.Func("pods", "Pods to create unless they exist, e.g. 5000 or 100k (default 100k).", func(v string) (err error) {
@@ -114,7 +112,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 			}
 		}
 	}
-	sess, err := openSession(ctx, o.kubeconfig, &o.logDir, []string{o.out}, out)
+	sess, err := openSession(ctx, &o.logDir, []string{o.out}, out)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ type churnResult struct {
 	LoadAvgStart float64 `json:"loadAvgStart"`
 	LoadAvgEnd   float64 `json:"loadAvgEnd"`
 	// CPU seconds kube-apiserver and etcd used during the churn; -1 if
-	// unknown (--kubeconfig).
+	// unknown.
 	APIServerCPUs float64 `json:"apiserverCpuS"`
 	EtcdCPUs      float64 `json:"etcdCpuS"`
 	// StartSampleSeconds is the sampling interval of the

@@ -24,20 +24,15 @@ const protobufContentType = benchkit.ProtobufContentType
 // synced when caught up needs etcd to move after its watch opens.
 const heartbeatLease = "informerbench-heartbeat"
 
-// cluster is the apiserver under test: a local one this process started, or
-// the one a kubeconfig names.
+// cluster is the local apiserver under test.
 type cluster struct {
-	kubeconfig string                // what children connect with
-	server     *apiservertest.Server // nil with --kubeconfig
+	kubeconfig string // what children connect with
+	server     *apiservertest.Server
 	cfg        *rest.Config
 }
 
-// connect starts a local apiserver, or loads kubeconfig if given.
-func connect(ctx context.Context, kubeconfig, workDir string, log io.Writer) (*cluster, error) {
-	if kubeconfig != "" {
-		cfg, err := loadConfig(kubeconfig)
-		return &cluster{kubeconfig: kubeconfig, cfg: cfg}, err
-	}
+// connect starts a local apiserver.
+func connect(ctx context.Context, workDir string, log io.Writer) (*cluster, error) {
 	srv, err := benchkit.Launch(ctx, log)
 	if err != nil {
 		return nil, err
@@ -65,17 +60,8 @@ func (c *cluster) clientset() (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(benchkit.Protobuf(c.cfg))
 }
 
-// pids returns the process IDs of a local kube-apiserver and etcd; zeros
-// with --kubeconfig, where their cost cannot be measured from here.
-func (c *cluster) pids() (apiserver, etcd int) {
-	if c.server == nil {
-		return 0, 0
-	}
-	return c.server.PIDs()
-}
-
-// canExpire reports whether expire can force 410s.
-func (c *cluster) canExpire() bool { return c.server != nil }
+// pids returns the process IDs of kube-apiserver and etcd.
+func (c *cluster) pids() (apiserver, etcd int) { return c.server.PIDs() }
 
 // expire restarts kube-apiserver, which expires every older resourceVersion.
 func (c *cluster) expire(ctx context.Context) error {
@@ -96,7 +82,7 @@ type session struct {
 	mach benchkit.Machine
 }
 
-func openSession(ctx context.Context, kubeconfig string, logDir *string, dirs []string, out io.Writer) (_ *session, err error) {
+func openSession(ctx context.Context, logDir *string, dirs []string, out io.Writer) (_ *session, err error) {
 	work, err := os.MkdirTemp("", "informerbench-")
 	if err != nil {
 		return nil, err
@@ -114,7 +100,7 @@ func openSession(ctx context.Context, kubeconfig string, logDir *string, dirs []
 			return nil, err
 		}
 	}
-	cl, err := connect(ctx, kubeconfig, work, out)
+	cl, err := connect(ctx, work, out)
 	if err != nil {
 		return nil, err
 	}
@@ -130,11 +116,7 @@ func openSession(ctx context.Context, kubeconfig string, logDir *string, dirs []
 	return &session{work: work, cl: cl, cs: cs, mach: benchkit.DescribeMachine(server)}, nil
 }
 
-func (c *cluster) close() {
-	if c.server != nil {
-		c.server.Stop()
-	}
-}
+func (c *cluster) close() { c.server.Stop() }
 
 func (s *session) close() {
 	s.cl.close()

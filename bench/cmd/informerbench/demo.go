@@ -48,7 +48,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	cl, err := connect(ctx, "", work, out)
+	cl, err := connect(ctx, work, out)
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,8 @@
 //	informerbench churn [flags]    steady state under a churn of changes, both informers side by side
 //	informerbench recover [flags]  restarts after a downtime longer than the watch history
 //
-// Without --kubeconfig it starts etcd and kube-apiserver itself
-// (internal/apiservertest; make test-binaries builds them). It creates the
+// It starts etcd and kube-apiserver on loopback (internal/apiservertest;
+// make test-binaries builds them). It creates the
 // Pods unless they exist, warms the watch cache up in each wire format, and
 // runs every variant --reps times in rotated order, reporting medians.
 // A heartbeat renews one Lease every 200 ms throughout, as a live cluster's
@@ -29,7 +29,6 @@
 //
 // The apiserver, etcd, the update driver and the informer under test share
 // the machine: compare ratios from one run, not absolute numbers across
-// machines. With --kubeconfig the 410 variants are skipped, since the
-// apiserver cannot be restarted from here. Memory is private memory
+// machines. Memory is private memory
 // (RssAnon), then VmRSS, which also counts mapped pages of the cache file.
 package main

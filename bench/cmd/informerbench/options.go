@@ -14,7 +14,6 @@ import (
 
 // benchOptions are the benchmark's flags.
 type benchOptions struct {
-	kubeconfig   string
 	sizes        []int
 	shape        podShape
 	reps         int
@@ -33,7 +32,6 @@ type benchOptions struct {
 
 func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
 	o.contentType, o.settle = protobufContentType, 2*time.Second
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this cluster instead of starting a local etcd + kube-apiserver (the 410 variants are then skipped).")
 	fs.Func("size", "Preset: 10k, 50k or 100k Pods (same as --sizes with one value).", o.setSizes)
 	fs.Func("sizes", "Comma-separated Pod counts to run in sequence, e.g. 10k,50k,100k; the server is reused and Pods are added.", o.setSizes)
 	fs.Func("pods", "Pod count (any number).", o.setSizes)

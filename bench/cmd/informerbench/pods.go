@@ -12,7 +12,7 @@ import (
 )
 
 // The bench's Pods: fixture.Pod spread over 50 namespaces and 500 node
-// names, labelled so that informers (and a --kubeconfig cluster's other
+// names, labelled so that informers (and a cluster's other
 // Pods) can be told apart with a selector.
 const (
 	setLabel      = "bench.boltinformer.io/set"

@@ -140,7 +140,7 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 	if err := opts.parse(args, os.Stderr); err != nil {
 		return err
 	}
-	sess, err := openSession(ctx, "", &opts.logDir, []string{opts.out, opts.profileDir}, out)
+	sess, err := openSession(ctx, &opts.logDir, []string{opts.out, opts.profileDir}, out)
 	if err != nil {
 		return err
 	}
