@@ -25,17 +25,17 @@ import (
 
 // churnOptions are the churn subcommand's flags.
 type churnOptions struct {
-	pods       int
-	shape      podShape
-	rate       float64
-	duration   time.Duration
-	mix        churnMix
-	skew       churnSkew
-	inflight   int
-	sample     time.Duration
-	workers    int
-	out        string
-	logDir     string
+	pods     int
+	shape    podShape
+	rate     float64
+	duration time.Duration
+	mix      churnMix
+	skew     churnSkew
+	inflight int
+	sample   time.Duration
+	workers  int
+	out      string
+	logDir   string
 	// batchInterval is boltinformer's group commit interval
 	// (persist.Options.BatchInterval); zero is persist's default.
 	batchInterval time.Duration
