@@ -1,5 +1,3 @@
-// Package manager builds the controller-runtime managers the benches start:
-// one per start, on controller-runtime's default cache or on boltcr's.
 package manager
 
 import (
