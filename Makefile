@@ -159,8 +159,13 @@ CHECKPOINT_CHANGED ?= 0,100,1000
 bench-checkpoints: test-binaries
 	cd controllerruntime && $(GO) run ./bench/checkpointbench --pods $(CHECKPOINT_PODS) --changed $(CHECKPOINT_CHANGED) --reps $(BENCH_REPS)
 
+# Every bench harness writes its results (JSON, with the text and plots it
+# renders from them) under _output/bench/, which git ignores; commit the
+# .txt and .svg summaries worth keeping under bench/results/. To render a
+# result again: go run ./bench/cmd/benchreport _output/bench/…/NAME.json
+
 # make bench-informer: the full side-by-side benchmark (bench/cmd/informerbench)
-# at $(BENCH_SIZES) Pods; results in bench/results/, plot in docs/sync-time.svg.
+# at $(BENCH_SIZES) Pods; results and the sync-time plot in _output/bench/informerbench/.
 # About 30 minutes at 100k on 2 cores. BENCH_SIZES=10k,50k,100k plots a curve.
 bench-informer: test-binaries
 	$(GO) run ./bench/cmd/informerbench --sizes $(BENCH_SIZES) --reps $(BENCH_REPS) $(BENCH_FLAGS)
@@ -169,10 +174,10 @@ bench-informer: test-binaries
 # history (informerbench recover) at $(RECOVER_PODS) Pods: boltinformer
 # recovering by what changed, its full-relist fallback and client-go's cold
 # starts, with $(RECOVER_CHANGED) of the Pods changed while down, each start
-# after an apiserver restart; results in bench/results/recover-changed-*.
+# after an apiserver restart; results in _output/bench/informerbench/recover-changed-*.
 # make bench-recover-downtime: time to synced against downtime
 # ($(RECOVER_DOWNTIMES), emulated at $(RECOVER_RATE) Pod writes/s), both
-# informers; bench/results/recover-downtime-*.{txt,svg}.
+# informers; _output/bench/informerbench/recover-downtime-*.{txt,svg}.
 RECOVER_PODS      ?= 100000
 RECOVER_CHANGED   ?= 0.1%,1%,10%
 RECOVER_DOWNTIMES ?= 0,20s,60s,2m,5m,10m,30m
@@ -188,7 +193,7 @@ bench-recover-downtime: test-binaries
 # informers side by side on $(CHURN_PODS) Pods while they change at 100/s
 # (80% updates, 10% creates, 10% deletes) for $(CHURN_DURATION); CPU, bytes
 # written, private memory over time and event-to-handler latency. Results
-# and plots in bench/results/churn-<pods>/. CHURN_FLAGS="--rate 200" etc.;
+# and plots in _output/bench/churn-<pods>/. CHURN_FLAGS="--rate 200" etc.;
 # CHURN_FLAGS="--skew zipf:1.1" makes a few Pods take most updates.
 CHURN_PODS     ?= 100000
 CHURN_DURATION ?= 10m

@@ -6,18 +6,12 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 )
-
-// heartbeatLease is the bench's cluster heartbeat (apiservertest.Heartbeat):
-// it runs through every measurement, for every variant alike, so the
-// apiserver and etcd CPU of every start include the same background (and so
-// does the idle rate measured before the run). It is not a Pod: the
-// measured resource stays quiet between the churn made while boltinformer
-// is down and the end of its start.
-const heartbeatLease = "informerbench-heartbeat"
 
 // runBench is the default command: for each size, populate, measure every
 // variant, save and print the results; then redraw the plot.
@@ -31,7 +25,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
-	sess, err := openSession(ctx, opts.kubeconfig, &opts.logDir, []string{opts.out, opts.profileDir}, out)
+	sess, err := openSession(ctx, &opts.logDir, []string{opts.out, opts.profileDir}, out)
 	if err != nil {
 		return err
 	}
@@ -66,14 +60,27 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		}
 		res.Ratios = res.computeRatios()
 		res.Targets = evaluateTargets(res.Medians, opts.contentType, res.Churn)
-		if err := res.save(opts.out); err != nil {
+		rep := sizeReport(res)
+		if err := rep.WriteText(out); err != nil {
 			return err
 		}
-		printReport(out, res)
-		fmt.Fprintf(out, "results: %s, %s\n", res.path(opts.out, "json"), res.path(opts.out, "csv"))
+		paths, err := benchkit.Save(opts.out, res.name(), res, rep)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "results: %s\n", strings.Join(paths, ", "))
 	}
 	if opts.plot == "" {
 		return nil
 	}
-	return plotResults(opts.out, opts.plot, out)
+	// The sync-time plot covers every size saved in --out.
+	all, err := loadResults(opts.out)
+	if err != nil {
+		return err
+	}
+	plot := syncTimePlot(all)
+	plot.Name = opts.plot
+	paths, err := benchkit.Save(opts.out, opts.plot, nil, &benchkit.Report{Plots: []benchkit.Plot{plot}})
+	fmt.Fprintf(out, "plot: %s\n", strings.Join(paths, ", "))
+	return err
 }

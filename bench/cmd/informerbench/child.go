@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -51,7 +52,8 @@ func runChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 // from disturbing each other: sync (timed), memory (before anything else
 // allocates), file size, latency, throughput.
 func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io.Writer) (*childResult, error) {
-	counter := &podRequests{gate: newWatchGate()}
+	gate := newWatchGate()
+	counter := &benchkit.Requests{Resource: "pods", OnWatch: gate.wrap}
 	cfg, err := loadConfig(spec.Kubeconfig)
 	if err != nil {
 		return nil, err
@@ -60,7 +62,7 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	if spec.ContentType == protobufContentType {
 		cfg.AcceptContentTypes = protobufContentType + ",application/json"
 	}
-	cfg.WrapTransport = counter.wrap
+	cfg.WrapTransport = counter.Wrap
 	wire := &wireCounter{}
 	cfg.Dial = wire.dial
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -71,7 +73,7 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	res := &childResult{Variant: spec.Variant}
 
 	stopProfile := profilePhase(spec.ProfilePrefix, "sync")
-	cpu := startCPUMeter(spec.APIServerPID, spec.EtcdPID, os.Getpid())
+	cpu := benchkit.StartCPUMeter(spec.APIServerPID, spec.EtcdPID, os.Getpid())
 	start := time.Now()
 	var inf cache.SharedIndexInformer
 	var bolt *boltRun
@@ -130,16 +132,15 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	}
 	// The start's cost to the control plane: up to synced for client-go;
 	// for boltinformer up to caught up or reconciled and durable.
-	used := cpu.used()
-	res.Cost = startCost{WireBytes: wire.read.Load(), BodyBytes: counter.body.Load(), APIServerCPUs: used[0], EtcdCPUs: used[1],
-		Lists: counter.lists.Load(), Probes: counter.probes.Load(), MetaLists: counter.metaLists.Load(), Fetches: counter.fetches.Load(),
-		MetaBodyBytes: counter.metaBody.Load(), FetchBodyBytes: counter.fetchBody.Load(),
-		ClientCPUs: used[2]}
+	used := cpu.Used()
+	res.Cost = startCost{WireBytes: wire.read.Load(), BodyBytes: counter.ResourceBytes(), APIServerCPUs: used[0], EtcdCPUs: used[1],
+		Lists: counter.Count(benchkit.List), Probes: counter.Count(benchkit.Probe), MetaLists: counter.Count(benchkit.MetaList), Fetches: counter.Count(benchkit.Fetch),
+		MetaBodyBytes: counter.Bytes(benchkit.MetaList), FetchBodyBytes: counter.Bytes(benchkit.Fetch), ClientCPUs: used[2]}
 	stopProfile() // the "sync" profile covers catching up, a relist and the flush too
 
-	mem := readMemory()
-	res.RSSBytes, res.PeakRSSBytes, res.HeapBytes = mem.rss, mem.peakRSS, mem.heap
-	res.AnonBytes, res.FileRSSBytes = mem.rssAnon, mem.rssFile
+	mem := benchkit.SelfMemory()
+	res.RSSBytes, res.PeakRSSBytes, res.HeapBytes = mem.RSS, mem.PeakRSS, mem.Heap
+	res.AnonBytes, res.FileRSSBytes = mem.RssAnon, mem.RssFile
 
 	if spec.FileSize && bolt != nil {
 		if err := measureFile(bolt, spec, inf.GetIndexer(), res); err != nil {
@@ -164,14 +165,14 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 		if bolt != nil {
 			coll = bolt.informer.Indexer().Collection()
 		}
-		res.Throughput, err = measureThroughput(h, counter.gate, stdin, coll, stdout, spec.ProfilePrefix)
+		res.Throughput, err = measureThroughput(h, gate, stdin, coll, stdout, spec.ProfilePrefix)
 		if err != nil {
 			return nil, err
 		}
 	}
-	res.Lists, res.Probes = counter.lists.Load(), counter.probes.Load()
-	res.Watches, res.WatchLists = counter.watches.Load(), counter.watchLists.Load()
-	res.MetaLists, res.Fetches = counter.metaLists.Load(), counter.fetches.Load()
+	res.Lists, res.Probes = counter.Count(benchkit.List), counter.Count(benchkit.Probe)
+	res.Watches, res.WatchLists = counter.Count(benchkit.Watch)+counter.Count(benchkit.WatchList), counter.Count(benchkit.WatchList)
+	res.MetaLists, res.Fetches = counter.Count(benchkit.MetaList), counter.Count(benchkit.Fetch)
 	if bolt != nil {
 		res.StartCause, res.Causes = bolt.observer.startCause(), bolt.observer.allCauses()
 		res.Recovery = bolt.observer.recovery(start)
@@ -264,4 +265,15 @@ func watchApplied(ctx context.Context, coll *persist.Collection, rv string, star
 		out <- caughtUpAt{at: time.Since(start)}
 	}()
 	return out
+}
+
+// profilePhase starts a CPU profile into <prefix>-<phase>.pprof and returns
+// what stops it; with an empty prefix, or on error, it does nothing.
+func profilePhase(prefix, phase string) (stop func()) {
+	if prefix != "" {
+		if stop, err := benchkit.StartProfile(prefix+"-"+phase+".pprof", ""); err == nil {
+			return stop
+		}
+	}
+	return func() {}
 }

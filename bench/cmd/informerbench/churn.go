@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -24,18 +25,17 @@ import (
 
 // churnOptions are the churn subcommand's flags.
 type churnOptions struct {
-	kubeconfig string
-	pods       int
-	shape      podShape
-	rate       float64
-	duration   time.Duration
-	mix        churnMix
-	skew       churnSkew
-	inflight   int
-	sample     time.Duration
-	workers    int
-	out        string
-	logDir     string
+	pods     int
+	shape    podShape
+	rate     float64
+	duration time.Duration
+	mix      churnMix
+	skew     churnSkew
+	inflight int
+	sample   time.Duration
+	workers  int
+	out      string
+	logDir   string
 	// batchInterval is boltinformer's group commit interval
 	// (persist.Options.BatchInterval); zero is persist's default.
 	batchInterval time.Duration
@@ -55,10 +55,10 @@ type churnOptions struct {
 }
 
 func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this cluster instead of starting a local etcd + kube-apiserver (then the apiserver's and etcd's CPU is not reported).")
-	o.pods = 100000
+	o.pods, o.inflight, o.sample = 100000, 32, 5*time.Second
+	o.startSample, o.restartSettle = 250*time.Millisecond, 15*time.Second
 	fs.Func("pods", "Pods to create unless they exist, e.g. 5000 or 100k (default 100k).", func(v string) (err error) {
-		o.pods, err = parseCount(v)
+		o.pods, err = benchkit.ParseCount(v)
 		return err
 	})
 	o.shape = shapeRealistic
@@ -68,32 +68,24 @@ func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
 	o.mix = churnMix{80, 10, 10}
 	fs.Var(&o.mix, "mix", "Weights of updates (merge patch of an annotation), creates and deletes: the default keeps the Pod count about constant.")
 	fs.Var(&o.skew, "skew", "Which Pods updates pick: uniform (default), or zipf:S (S > 1, e.g. zipf:1.1), a Zipf law over the Pods ranked in a random order, so that a few Pods scattered over the key space take most updates, as in a real cluster. Deletes pick uniformly either way, and creates make new Pods (under zipf a new Pod takes a random rank).")
-	fs.IntVar(&o.inflight, "inflight", 32, "Most change requests in flight at once.")
-	fs.DurationVar(&o.sample, "sample", 5*time.Second, "Interval between samples of each child's /proc counters.")
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating the Pods.")
-	fs.StringVar(&o.out, "out", "", "Directory for churn.json, churn-samples.csv and the plots (default bench/results/churn-<pods>).")
+	fs.StringVar(&o.out, "out", "", "Directory for churn.{json,txt} and the plots (default _output/bench/churn-<pods>).")
 	fs.DurationVar(&o.batchInterval, "batch-interval", 0, "boltinformer's group commit interval (persist.Options.BatchInterval); 0 is persist's default. A commit rewrites every page it touches, so fewer, larger commits write fewer bytes per event.")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Have each child write a CPU profile of the churn, from both synced to every change seen (not the initial list), to `DIR`/churn-<informer>.pprof.")
-	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log here; by default they go to a temporary directory, and a failing child's log tail is printed.")
 	fs.IntVar(&o.bounded, "bounded", 0, "Also run boltinformer with a decoded-object cache of this many objects (factory.PersistenceOptions.CacheObjects), on a file of its own, as a third child; 0: not.")
-	fs.DurationVar(&o.startSample, "start-sample", 250*time.Millisecond, "Interval between samples of a child's /proc counters during its cold start and its restart.")
-	fs.DurationVar(&o.restartSettle, "restart-settle", 15*time.Second, "After the churn, restart each child in turn (client-go cold, boltinformer warm on its file) and sample it until this long after it synced; 0: no restarts.")
 	fs.StringVar(&o.heapProfile, "heapprofile", "", "Have each child write, per phase (cold, churn, restart), a heap profile at the highest live heap it reached, to `DIR`/heap-<phase>-<informer>.pprof, and report those peaks.")
 }
 
 // complete fills in defaults that depend on other flags, and checks them.
 func (o *churnOptions) complete() error {
-	if o.pods < 1 || o.rate <= 0 || o.duration <= 0 || o.inflight < 1 || o.sample <= 0 || o.workers < 1 {
-		return errors.New("--pods, --rate, --duration, --inflight, --sample and --workers must be positive")
+	if o.pods < 1 || o.rate <= 0 || o.duration <= 0 || o.workers < 1 {
+		return errors.New("--pods, --rate, --duration and --workers must be positive")
 	}
-	if o.batchInterval < 0 || o.bounded < 0 || o.restartSettle < 0 {
-		return errors.New("--batch-interval, --bounded and --restart-settle must not be negative")
-	}
-	if o.startSample <= 0 {
-		return errors.New("--start-sample must be positive")
+	if o.batchInterval < 0 || o.bounded < 0 {
+		return errors.New("--batch-interval and --bounded must not be negative")
 	}
 	if o.out == "" {
-		o.out = filepath.Join("bench", "results", "churn-"+sizeLabel(o.pods))
+		o.out = benchkit.OutDir("churn-" + sizeLabel(o.pods))
 	}
 	return nil
 }
@@ -120,7 +112,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 			}
 		}
 	}
-	sess, err := openSession(ctx, o.kubeconfig, &o.logDir, []string{o.out}, out)
+	sess, err := openSession(ctx, &o.logDir, []string{o.out}, out)
 	if err != nil {
 		return err
 	}
@@ -135,7 +127,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	}
 	// Every Pod of the shape, including those an earlier churn created
 	// (they are beyond --pods and are updated and deleted like the rest).
-	have, err := existingPods(ctx, cl, o.shape)
+	have, err := benchkit.ExistingPods(ctx, benchkit.Protobuf(cl.cfg), o.shape.selector())
 	if err != nil {
 		return err
 	}
@@ -222,8 +214,8 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	cpu := startCPUMeter(cl.pids())
-	loadStart := loadAverage()
+	cpu := benchkit.StartCPUMeter(cl.pids())
+	loadStart := benchkit.LoadAverage()
 	lastPrint := time.Now()
 	sampler := startSampler(procs, phaseChurn, o.sample, func(round []churnSample) {
 		if time.Since(lastPrint) < progressEvery || len(round) == 0 {
@@ -241,8 +233,8 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(out, line)
 	})
 	drive := d.run(ctx, o.rate, o.duration, o.inflight)
-	used := cpu.used()
-	loadEnd := loadAverage()
+	used := cpu.Used()
+	loadEnd := benchkit.LoadAverage()
 	if err := ctx.Err(); err != nil {
 		_, _ = sampler.stop()
 		return err
@@ -269,7 +261,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	samples, sampleErr := sampler.stop()
 	for _, p := range procs {
 		if err := p.close(); err != nil {
-			return fmt.Errorf("%s child: %w; end of %s:\n%s", p.informer, err, p.logPath, tail(p.logPath, 15))
+			return fmt.Errorf("%s child: %w; end of %s:\n%s", p.informer, err, p.LogPath, benchkit.Tail(p.LogPath, 15))
 		}
 	}
 	if sampleErr != nil {
@@ -301,14 +293,14 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	}
 	res.Ratios = res.Informers[1].Ratios
 
-	if err := res.save(o.out); err != nil {
+	rep := churnReport(res)
+	if err := rep.WriteText(out); err != nil {
 		return err
 	}
-	plots, err := writeChurnPlots(o.out, res)
+	paths, err := benchkit.Save(o.out, "churn", res, rep)
 	if err != nil {
 		return err
 	}
-	printChurn(out, res)
 	for _, in := range res.Informers {
 		if !in.Child.Drained {
 			fmt.Fprintf(out, "WARNING: %s had not seen every change (%d events for %d changes) %v after the churn's end.\n", in.Informer, in.Child.Events, drive.Succeeded, churnDrainTimeout)
@@ -317,7 +309,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintf(out, "WARNING: %s synced with %d Pods, %d existed.\n", in.Informer, in.Child.InitialAdds, len(live))
 		}
 	}
-	fmt.Fprintf(out, "results: %s, %s; plots: %s\n", filepath.Join(o.out, "churn.json"), filepath.Join(o.out, "churn-samples.csv"), strings.Join(plots, ", "))
+	fmt.Fprintf(out, "results: %s\n", strings.Join(paths, ", "))
 	return nil
 }
 
@@ -351,7 +343,7 @@ func restartChurnChild(ctx context.Context, spec churnSpec, o *churnOptions, pro
 		return nil, nil, err
 	}
 	if err := p.close(); err != nil {
-		return nil, nil, fmt.Errorf("%s restart child: %w; end of %s:\n%s", p.informer, err, p.logPath, tail(p.logPath, 15))
+		return nil, nil, fmt.Errorf("%s restart child: %w; end of %s:\n%s", p.informer, err, p.LogPath, benchkit.Tail(p.LogPath, 15))
 	}
 	st := startOf(got, p.informer, phaseRestart, ready, child)
 	return got, &st, nil

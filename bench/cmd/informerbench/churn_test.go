@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
@@ -243,29 +244,6 @@ func TestSkewMeter(t *testing.T) {
 	}
 }
 
-func TestParseProcFiles(t *testing.T) {
-	io := []byte("rchar: 6976\nwchar: 1234\nsyscr: 10\nsyscw: 3\nread_bytes: 4096\nwrite_bytes: 81920\ncancelled_write_bytes: 0\n")
-	if w, wb, err := parseProcIO(io); err != nil || w != 1234 || wb != 81920 {
-		t.Errorf("parseProcIO = %d, %d, %v; want 1234, 81920", w, wb, err)
-	}
-	if _, _, err := parseProcIO([]byte("rchar: 1\n")); err == nil {
-		t.Error("parseProcIO accepted a file without wchar")
-	}
-}
-
-func TestReadProcSampleOfThisProcess(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads /proc")
-	}
-	s, err := readProcSample(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.RssAnon == 0 {
-		t.Errorf("RssAnon of this process is 0")
-	}
-}
-
 func TestChurnHandlerTimesOnlyThisRunsChanges(t *testing.T) {
 	since := time.Now().Add(-time.Second).UnixNano()
 	h := newChurnHandler(since, 0)
@@ -325,12 +303,12 @@ func TestStopLine(t *testing.T) {
 func TestChurnSummaryRatiosAndTable(t *testing.T) {
 	const mb = 1 << 20
 	samples := []churnSample{
-		{T: 0, Informer: informerClientGo, procSample: procSample{CPUSeconds: 10, Wchar: 1000, WriteBytes: 0, RssAnon: 400 * mb}},
-		{T: 0, Informer: informerBolt, procSample: procSample{CPUSeconds: 30, Wchar: 5000, WriteBytes: 4096, RssAnon: 200 * mb}},
-		{T: 5, Informer: informerClientGo, procSample: procSample{CPUSeconds: 11, Wchar: 1100, WriteBytes: 0, RssAnon: 450 * mb}},
-		{T: 5, Informer: informerBolt, procSample: procSample{CPUSeconds: 32, Wchar: 100 * mb, WriteBytes: 40 * mb, RssAnon: 260 * mb}},
-		{T: 10, Informer: informerClientGo, procSample: procSample{CPUSeconds: 12, Wchar: 1200, WriteBytes: 0, RssAnon: 420 * mb}},
-		{T: 10, Informer: informerBolt, procSample: procSample{CPUSeconds: 33, Wchar: 200*mb + 5000, WriteBytes: 80*mb + 4096, RssAnon: 210 * mb}},
+		{T: 0, Informer: informerClientGo, ProcSample: benchkit.ProcSample{CPUSeconds: 10, Wchar: 1000, WriteBytes: 0, RssAnon: 400 * mb}},
+		{T: 0, Informer: informerBolt, ProcSample: benchkit.ProcSample{CPUSeconds: 30, Wchar: 5000, WriteBytes: 4096, RssAnon: 200 * mb}},
+		{T: 5, Informer: informerClientGo, ProcSample: benchkit.ProcSample{CPUSeconds: 11, Wchar: 1100, WriteBytes: 0, RssAnon: 450 * mb}},
+		{T: 5, Informer: informerBolt, ProcSample: benchkit.ProcSample{CPUSeconds: 32, Wchar: 100 * mb, WriteBytes: 40 * mb, RssAnon: 260 * mb}},
+		{T: 10, Informer: informerClientGo, ProcSample: benchkit.ProcSample{CPUSeconds: 12, Wchar: 1200, WriteBytes: 0, RssAnon: 420 * mb}},
+		{T: 10, Informer: informerBolt, ProcSample: benchkit.ProcSample{CPUSeconds: 33, Wchar: 200*mb + 5000, WriteBytes: 80*mb + 4096, RssAnon: 210 * mb}},
 	}
 	cg := churnInformer{Informer: informerClientGo, Child: &churnChildResult{Events: 1000, Adds: 100, Updates: 800, Deletes: 100, Drained: true, LatencyP99Ms: 4},
 		Summary: summarize(samples, informerClientGo, 1000)}
@@ -348,15 +326,15 @@ func TestChurnSummaryRatiosAndTable(t *testing.T) {
 	// The starts: sampled from spawn, before and after the churn (whose
 	// samples they must not change).
 	starts := []churnSample{
-		{T: 0, Informer: informerClientGo, Phase: phaseCold, procSample: procSample{RssAnon: 10 * mb}},
-		{T: 1, Informer: informerClientGo, Phase: phaseCold, procSample: procSample{RssAnon: 900 * mb}},
-		{T: 2, Informer: informerClientGo, Phase: phaseCold, procSample: procSample{RssAnon: 500 * mb}},
-		{T: 0, Informer: informerBolt, Phase: phaseCold, procSample: procSample{RssAnon: 10 * mb}},
-		{T: 1, Informer: informerBolt, Phase: phaseCold, procSample: procSample{RssAnon: 450 * mb}},
-		{T: 0, Informer: informerClientGo, Phase: phaseRestart, procSample: procSample{RssAnon: 800 * mb}},
-		{T: 1, Informer: informerClientGo, Phase: phaseRestart, procSample: procSample{RssAnon: 600 * mb}},
-		{T: 0, Informer: informerBolt, Phase: phaseRestart, procSample: procSample{RssAnon: 100 * mb}},
-		{T: 1, Informer: informerBolt, Phase: phaseRestart, procSample: procSample{RssAnon: 60 * mb}},
+		{T: 0, Informer: informerClientGo, Phase: phaseCold, ProcSample: benchkit.ProcSample{RssAnon: 10 * mb}},
+		{T: 1, Informer: informerClientGo, Phase: phaseCold, ProcSample: benchkit.ProcSample{RssAnon: 900 * mb}},
+		{T: 2, Informer: informerClientGo, Phase: phaseCold, ProcSample: benchkit.ProcSample{RssAnon: 500 * mb}},
+		{T: 0, Informer: informerBolt, Phase: phaseCold, ProcSample: benchkit.ProcSample{RssAnon: 10 * mb}},
+		{T: 1, Informer: informerBolt, Phase: phaseCold, ProcSample: benchkit.ProcSample{RssAnon: 450 * mb}},
+		{T: 0, Informer: informerClientGo, Phase: phaseRestart, ProcSample: benchkit.ProcSample{RssAnon: 800 * mb}},
+		{T: 1, Informer: informerClientGo, Phase: phaseRestart, ProcSample: benchkit.ProcSample{RssAnon: 600 * mb}},
+		{T: 0, Informer: informerBolt, Phase: phaseRestart, ProcSample: benchkit.ProcSample{RssAnon: 100 * mb}},
+		{T: 1, Informer: informerBolt, Phase: phaseRestart, ProcSample: benchkit.ProcSample{RssAnon: 60 * mb}},
 	}
 	if got := summarize(append(slices.Clone(starts), samples...), informerBolt, 1000); got != bolt.Summary {
 		t.Errorf("start samples changed the churn's summary: %+v", got)
@@ -409,9 +387,6 @@ func TestChurnSummaryRatiosAndTable(t *testing.T) {
 	cg.Child.LatencyP99Ms = 0
 	if _, ok := churnRatios(cg, bolt)[rLatencyP99]; ok {
 		t.Error("ratio over a zero client-go latency")
-	}
-	if s := timeSeriesSVG("t", "s", "MiB", "seconds", []timeSeries{{title: informerBolt, color: "#1f77b4", t: []float64{0, 5}, v: []float64{1, 2}}}); !strings.Contains(s, "<polyline") {
-		t.Error("no line in the SVG")
 	}
 }
 
@@ -478,13 +453,13 @@ func TestPrintChurnNamesProfiles(t *testing.T) {
 		{Informer: informerBolt, Child: &churnChildResult{CPUProfile: "p/churn-boltinformer.pprof"}},
 	}}
 	var b strings.Builder
-	printChurn(&b, r)
+	_ = churnReport(r).WriteText(&b)
 	if !strings.Contains(b.String(), "p/churn-client-go.pprof, p/churn-boltinformer.pprof") {
 		t.Errorf("report does not name the profiles:\n%s", b.String())
 	}
 	r.Informers[0].Child.CPUProfile, r.Informers[1].Child.CPUProfile = "", ""
 	b.Reset()
-	printChurn(&b, r)
+	_ = churnReport(r).WriteText(&b)
 	if strings.Contains(b.String(), "profile") {
 		t.Errorf("report names profiles without --cpuprofile:\n%s", b.String())
 	}

@@ -2,33 +2,26 @@ package main
 
 import (
 	"cmp"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strconv"
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"strings"
-	"text/tabwriter"
 )
 
 // churnResult is everything one churn run produced; it is saved as
-// churn.json in the results directory, its samples also as
-// churn-samples.csv.
+// churn.json in the results directory.
 type churnResult struct {
-	Date          string  `json:"date"`
-	Machine       machine `json:"machine"`
-	PodSize       string  `json:"podSize"`
-	PodProtoBytes float64 `json:"podProtoBytes"` // mean, as the apiserver serves them
+	Date          string           `json:"date"`
+	Machine       benchkit.Machine `json:"machine"`
+	PodSize       string           `json:"podSize"`
+	PodProtoBytes float64          `json:"podProtoBytes"` // mean, as the apiserver serves them
 	// PodsAtStart: the bench's Pods when the children started (--pods,
 	// plus any an earlier churn created).
 	PodsAtStart     int     `json:"podsAtStart"`
 	DurationSeconds float64 `json:"durationSeconds"` // --duration
-	SampleSeconds   float64 `json:"sampleSeconds"`   // --sample
-	Mix             string  `json:"mix"`             // update,create,delete weights
-	Skew            string  `json:"skew"`            // --skew: uniform or zipf:S
-	ContentType     string  `json:"contentType"`     // both informers'
+	SampleSeconds   float64 `json:"sampleSeconds"`
+	Mix             string  `json:"mix"`         // update,create,delete weights
+	Skew            string  `json:"skew"`        // --skew: uniform or zipf:S
+	ContentType     string  `json:"contentType"` // both informers'
 	// BatchInterval is boltinformer's group commit interval: --batch-interval,
 	// or persist's default.
 	BatchInterval string          `json:"batchInterval"`
@@ -38,12 +31,12 @@ type churnResult struct {
 	LoadAvgStart float64 `json:"loadAvgStart"`
 	LoadAvgEnd   float64 `json:"loadAvgEnd"`
 	// CPU seconds kube-apiserver and etcd used during the churn; -1 if
-	// unknown (--kubeconfig).
+	// unknown.
 	APIServerCPUs float64 `json:"apiserverCpuS"`
 	EtcdCPUs      float64 `json:"etcdCpuS"`
-	// StartSampleSeconds (--start-sample) is the sampling interval of the
+	// StartSampleSeconds is the sampling interval of the
 	// cold starts and the restarts; RestartSettleSeconds
-	// (--restart-settle) how long a restart was sampled after it synced,
+	// how long a restart was sampled after it synced,
 	// 0 if there were no restarts.
 	StartSampleSeconds   float64 `json:"startSampleSeconds,omitempty"`
 	RestartSettleSeconds float64 `json:"restartSettleSeconds,omitempty"`
@@ -78,7 +71,7 @@ type churnSample struct {
 	T        float64 `json:"t"`
 	Informer string  `json:"informer"`
 	Phase    string  `json:"phase,omitempty"` // "" in results from before phases: the churn
-	procSample
+	benchkit.ProcSample
 }
 
 // churnStart is what the parent saw of one child's start: a cold start
@@ -91,7 +84,7 @@ type churnStart struct {
 	ReadySeconds float64 `json:"readySeconds"`
 	// RssAnonPeak: the highest sample from spawn to READY (and, for a
 	// restart, to the end of the settle); RssAnonEnd: the last sample (a
-	// restart's, --restart-settle after READY).
+	// restart's, restartSettle after READY).
 	RssAnonPeak uint64 `json:"rssAnonPeak"`
 	RssAnonEnd  uint64 `json:"rssAnonEnd"`
 	// InitialAdds the handler got.
@@ -292,48 +285,47 @@ func churnTable(r *churnResult) [][]string {
 	return rows
 }
 
-// printChurn prints what the churn did and the table.
-func printChurn(w io.Writer, r *churnResult) {
+// churnReport is what the churn did, the table and the plots.
+func churnReport(r *churnResult) *benchkit.Report {
+	w := &benchkit.Report{Plots: churnPlots(r)}
 	d := r.Drive
 	names := make([]string, len(r.Informers))
 	for i, in := range r.Informers {
 		names[i] = in.Informer
 	}
-	fmt.Fprintf(w, "\n%d %s Pods (%.1f KB of protobuf each); %s in %s, side by side in their own processes; boltinformer's group commit every %s.\n",
+	w.Printf("\n%d %s Pods (%.1f KB of protobuf each); %s in %s, side by side in their own processes; boltinformer's group commit every %s.\n",
 		r.PodsAtStart, r.PodSize, r.PodProtoBytes/1000, strings.Join(names, ", "), r.ContentType, r.BatchInterval)
-	fmt.Fprintf(w, "Churn: %d changes in %v, %.1f/s achieved of %.0f/s (mix update,create,delete %s; ok %d/%d/%d, failed %d/%d/%d,\n"+
+	w.Printf("Churn: %d changes in %v, %.1f/s achieved of %.0f/s (mix update,create,delete %s; ok %d/%d/%d, failed %d/%d/%d,\n"+
 		"skipped %d, dropped %.0f, %d ticks at the bound of %d requests in flight); request latency p50 %.1f ms, p99 %.1f ms.\n",
 		d.Succeeded, seconds(d.Seconds), d.AchievedPerSec, d.TargetPerSec, r.Mix,
 		d.OK["update"], d.OK["create"], d.OK["delete"], d.Failed["update"], d.Failed["create"], d.Failed["delete"],
 		d.Skipped, d.Dropped, d.BoundTicks, d.MaxInFlight, d.RequestP50Ms, d.RequestP99Ms)
-	fmt.Fprintf(w, "Skew %s: %d distinct Pods updated; %.2f updates per Pod updated within %s\n", cmp.Or(r.Skew, "uniform"), d.DistinctUpdated, d.UpdatesPerPodPerWindow, skewWindows(d))
+	w.Printf("Skew %s: %d distinct Pods updated; %.2f updates per Pod updated within %s\n", cmp.Or(r.Skew, "uniform"), d.DistinctUpdated, d.UpdatesPerPodPerWindow, skewWindows(d))
 	for _, e := range d.Errors {
-		fmt.Fprintf(w, "  error: %s\n", e)
+		w.Printf("  error: %s\n", e)
 	}
 	load := fmt.Sprintf("load average %s → %s", f1(r.LoadAvgStart), f1(r.LoadAvgEnd))
 	if r.APIServerCPUs >= 0 && r.EtcdCPUs >= 0 {
 		load += fmt.Sprintf("; kube-apiserver used %.1f CPU-s, etcd %.1f", r.APIServerCPUs, r.EtcdCPUs)
 	}
-	fmt.Fprintf(w, "Sampled every %v from every child synced to every change seen (%s).\n", seconds(r.SampleSeconds), load)
+	w.Printf("Sampled every %v from every child synced to every change seen (%s).\n", seconds(r.SampleSeconds), load)
 	starts := fmt.Sprintf("Cold starts one child at a time, before the churn, sampled every %v from spawn to synced", seconds(r.StartSampleSeconds))
 	if r.RestartSettleSeconds > 0 {
 		starts += fmt.Sprintf("; restarts after it (client-go cold, boltinformer warm on its file), one at a time, from spawn to %v after synced, the start's garbage not returned", seconds(r.RestartSettleSeconds))
 	}
-	fmt.Fprintf(w, "%s.\n\n", starts)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, cells := range churnTable(r) {
-		for _, c := range cells {
-			fmt.Fprintf(tw, "%s\t", c)
-		}
-		fmt.Fprintln(tw)
+	w.Printf("%s.\n\n", starts)
+	rows := churnTable(r)
+	t := w.Table(rows[0]...)
+	for _, cells := range rows[1:] {
+		t.Row(cells...)
 	}
-	tw.Flush()
-	fmt.Fprintln(w, "A delete is two events (deletionTimestamp set, then removed). wchar: bytes handed to write syscalls (sockets and logs\n"+
+	w.Printf("%s\n", "A delete is two events (deletionTimestamp set, then removed). wchar: bytes handed to write syscalls (sockets and logs\n"+
 		"too); write_bytes: bytes sent to the block layer. Latency: handler call minus the writer's clock just before the request,\n"+
 		"for each create's add and each patch's update.")
 	if profiles := churnProfiles(r); len(profiles) > 0 {
-		fmt.Fprintf(w, "CPU profiles of the churn, from both synced to every change seen (go tool pprof): %s\n", strings.Join(profiles, ", "))
+		w.Printf("CPU profiles of the churn, from both synced to every change seen (go tool pprof): %s\n", strings.Join(profiles, ", "))
 	}
+	return w
 }
 
 // skewWindows says what the updates per Pod were measured over.
@@ -356,32 +348,4 @@ func churnProfiles(r *churnResult) []string {
 		}
 	}
 	return out
-}
-
-// save writes churn.json and churn-samples.csv into dir.
-func (r *churnResult) save(dir string) error {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "churn.json"), append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, "churn-samples.csv"))
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	_ = w.Write([]string{"phase", "t_s", "informer", "cpu_s", "wchar_bytes", "write_bytes", "rss_anon_bytes"})
-	u := func(x uint64) string { return strconv.FormatUint(x, 10) }
-	for _, s := range r.Samples {
-		_ = w.Write([]string{cmp.Or(s.Phase, phaseChurn), strconv.FormatFloat(s.T, 'f', 3, 64), s.Informer, strconv.FormatFloat(s.CPUSeconds, 'f', 2, 64),
-			u(s.Wchar), u(s.WriteBytes), u(s.RssAnon)})
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,32 +14,26 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 )
 
-const protobufContentType = "application/vnd.kubernetes.protobuf"
+const protobufContentType = benchkit.ProtobufContentType
 
-// cluster is the apiserver under test: a local one this process started, or
-// the one a kubeconfig names.
+// heartbeatLease renews through every measurement, for every variant
+// alike, standing for the Leases every live cluster writes: a warm start
+// synced when caught up needs etcd to move after its watch opens.
+const heartbeatLease = "informerbench-heartbeat"
+
+// cluster is the local apiserver under test.
 type cluster struct {
-	kubeconfig string                // what children connect with
-	server     *apiservertest.Server // nil with --kubeconfig
+	kubeconfig string // what children connect with
+	server     *apiservertest.Server
 	cfg        *rest.Config
 }
 
-// connect starts a local apiserver, or loads kubeconfig if given. The local
-// one gets a large etcd quota: 100k Pods with status and the bench's update
-// history outgrow etcd's default 2 GiB between two compactions.
-func connect(ctx context.Context, kubeconfig, workDir string, log io.Writer) (*cluster, error) {
-	if kubeconfig != "" {
-		cfg, err := loadConfig(kubeconfig)
-		if err != nil {
-			return nil, err
-		}
-		return &cluster{kubeconfig: kubeconfig, cfg: cfg}, nil
-	}
-	fmt.Fprintln(log, "starting etcd and kube-apiserver on 127.0.0.1…")
-	start := time.Now()
-	srv, err := apiservertest.Launch(ctx, apiservertest.Options{EtcdQuotaBackendBytes: 8 << 30, ReadyTimeout: 5 * time.Minute})
+// connect starts a local apiserver.
+func connect(ctx context.Context, workDir string, log io.Writer) (*cluster, error) {
+	srv, err := benchkit.Launch(ctx, log)
 	if err != nil {
 		return nil, err
 	}
@@ -49,12 +42,10 @@ func connect(ctx context.Context, kubeconfig, workDir string, log io.Writer) (*c
 		srv.Stop()
 		return nil, err
 	}
-	fmt.Fprintf(log, "apiserver ready in %v (state and logs in %s)\n", time.Since(start).Round(time.Millisecond), srv.Dir())
 	return c, nil
 }
 
-// loadConfig reads a kubeconfig with client-side throttling far above
-// client-go's defaults, so that it never distorts the measurements.
+// loadConfig reads a kubeconfig without client-side throttling to speak of.
 func loadConfig(path string) (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
@@ -66,77 +57,33 @@ func loadConfig(path string) (*rest.Config, error) {
 
 // clientset returns a protobuf clientset for the parent's own requests.
 func (c *cluster) clientset() (kubernetes.Interface, error) {
-	cfg := rest.CopyConfig(c.cfg)
-	cfg.QPS, cfg.Burst = 5000, 10000
-	cfg.ContentType = protobufContentType
-	cfg.AcceptContentTypes = protobufContentType + ",application/json"
-	return kubernetes.NewForConfig(cfg)
+	return kubernetes.NewForConfig(benchkit.Protobuf(c.cfg))
 }
 
-// pids returns the process IDs of a local kube-apiserver and etcd; zeros
-// with --kubeconfig, where their cost cannot be measured from here.
-func (c *cluster) pids() (apiserver, etcd int) {
-	if c.server == nil {
-		return 0, 0
-	}
-	return c.server.PIDs()
-}
+// pids returns the process IDs of kube-apiserver and etcd.
+func (c *cluster) pids() (apiserver, etcd int) { return c.server.PIDs() }
 
-// canExpire reports whether expire can force 410s.
-func (c *cluster) canExpire() bool { return c.server != nil }
-
-// expire restarts kube-apiserver, which expires every older resourceVersion,
-// and waits until its Pod watch cache is rebuilt, so that the relist the
-// restart forces is compared with client-go cold starts on a ready server.
+// expire restarts kube-apiserver, which expires every older resourceVersion.
 func (c *cluster) expire(ctx context.Context) error {
-	if c.server == nil {
-		return errors.New("cannot restart an apiserver given by --kubeconfig")
-	}
-	if err := c.server.Restart(ctx); err != nil {
-		return err
-	}
 	cs, err := c.clientset()
 	if err != nil {
 		return err
 	}
-	// readyz does not wait for watch caches, and while one initializes, the
-	// apiserver sends lists to etcd but refuses watches (429). A watch that
-	// matches nothing is accepted once the cache is ready.
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		w, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: "0", LabelSelector: "bench.boltinformer.io/none=none"})
-		if err == nil {
-			w.Stop()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("pod watch cache not ready %v after the restart: %w", 3*time.Minute, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return benchkit.RestartAPIServer(ctx, c.server, cs)
 }
 
-func (c *cluster) close() {
-	if c.server != nil {
-		c.server.Stop()
-	}
-}
-
-// session is what a measuring subcommand sets up before it measures: a
-// work directory (cache files, the kubeconfig, logs unless --log-dir), the
-// cluster, a clientset and the machine's description.
+// session is what a measuring subcommand sets up: a work directory (cache
+// files, the kubeconfig, logs), the cluster, a clientset
+// and the machine's description. close undoes it.
 type session struct {
 	work string
 	cl   *cluster
 	cs   kubernetes.Interface
-	mach machine
+	mach benchkit.Machine
 }
 
-// openSession makes the work directory, defaults *logDir to its logs
-// subdirectory, creates *logDir and every non-empty dir, and connects to the
-// cluster (starting one unless kubeconfig is given). close undoes it.
-func openSession(ctx context.Context, kubeconfig string, logDir *string, dirs []string, out io.Writer) (_ *session, err error) {
-	work, err := mkWorkDir()
+func openSession(ctx context.Context, logDir *string, dirs []string, out io.Writer) (_ *session, err error) {
+	work, err := os.MkdirTemp("", "informerbench-")
 	if err != nil {
 		return nil, err
 	}
@@ -149,14 +96,11 @@ func openSession(ctx context.Context, kubeconfig string, logDir *string, dirs []
 		*logDir = filepath.Join(work, "logs")
 	}
 	for _, dir := range append([]string{*logDir}, dirs...) {
-		if dir == "" {
-			continue
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o755); dir != "" && err != nil {
 			return nil, err
 		}
 	}
-	cl, err := connect(ctx, kubeconfig, work, out)
+	cl, err := connect(ctx, work, out)
 	if err != nil {
 		return nil, err
 	}
@@ -165,15 +109,69 @@ func openSession(ctx context.Context, kubeconfig string, logDir *string, dirs []
 		cl.close()
 		return nil, err
 	}
-	return &session{work: work, cl: cl, cs: cs, mach: describeMachine(cs)}, nil
+	server := ""
+	if v, err := cs.Discovery().ServerVersion(); err == nil {
+		server = "kube-apiserver " + v.GitVersion
+	}
+	return &session{work: work, cl: cl, cs: cs, mach: benchkit.DescribeMachine(server)}, nil
 }
 
-// close stops the cluster (if this process started it) and removes the
-// work directory.
+func (c *cluster) close() { c.server.Stop() }
+
 func (s *session) close() {
 	s.cl.close()
 	os.RemoveAll(s.work)
 }
 
-// mkWorkDir makes a temporary directory for cache files and the kubeconfig.
-func mkWorkDir() (string, error) { return os.MkdirTemp("", "informerbench-") }
+// populate makes sure Pods 0..n-1 of shape exist.
+func populate(ctx context.Context, cl *cluster, shape podShape, n, workers int, log io.Writer) error {
+	return benchkit.Populate(ctx, benchkit.Protobuf(cl.cfg), shape.podSet(n, workers, log))
+}
+
+// readyPods makes the cluster ready for a measurement: Pods 0..n-1 of
+// shape exist, their mean protobuf size is taken, and the heartbeat runs
+// until stop.
+func readyPods(ctx context.Context, cl *cluster, cs kubernetes.Interface, shape podShape, n, workers int, log io.Writer) (podBytes float64, stop func() (renewed, failed int64), err error) {
+	if err := populate(ctx, cl, shape, n, workers, log); err != nil {
+		return 0, nil, err
+	}
+	if podBytes, err = meanPodBytes(ctx, cs, shape); err != nil {
+		return 0, nil, err
+	}
+	stop, err = apiservertest.Heartbeat(ctx, cs, heartbeatLease)
+	return podBytes, stop, err
+}
+
+// meanPodBytes is the mean protobuf size of up to 500 of shape's Pods as the
+// apiserver serves them (managedFields included).
+func meanPodBytes(ctx context.Context, cs kubernetes.Interface, shape podShape) (float64, error) {
+	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: shape.selector(), Limit: 500})
+	if err != nil || len(list.Items) == 0 {
+		return 0, err
+	}
+	var total int
+	for i := range list.Items {
+		total += list.Items[i].Size()
+	}
+	return float64(total) / float64(len(list.Items)), nil
+}
+
+// idleCPU is the CPU seconds per second kube-apiserver and etcd use with no
+// informer running, over d: the background every start's cost includes.
+// -1 where a process cannot be read.
+func idleCPU(ctx context.Context, cl *cluster, d time.Duration) (apiserver, etcd float64) {
+	m := benchkit.StartCPUMeter(cl.pids())
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return -1, -1
+	}
+	used := m.Used()
+	rate := func(x float64) float64 {
+		if x < 0 {
+			return -1
+		}
+		return x / d.Seconds()
+	}
+	return rate(used[0]), rate(used[1])
+}

@@ -3,50 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"sync/atomic"
-
-	"github.com/boltinformer/boltinformer/internal/runstats"
 )
 
 // What an informer start costs the control plane, measured from the child:
 // the bytes it read from the apiserver and the CPU time kube-apiserver and
 // etcd spent meanwhile. A fleet of controllers restarting at once pays this
 // once per informer.
-
-// cpuMeter measures the CPU seconds a set of processes use between start
-// and stop.
-type cpuMeter struct {
-	pids  []int
-	start []float64
-}
-
-func startCPUMeter(pids ...int) *cpuMeter {
-	m := &cpuMeter{pids: pids, start: make([]float64, len(pids))}
-	for i, pid := range pids {
-		var ok bool
-		if m.start[i], ok = runstats.CPU(pid); !ok {
-			m.start[i] = -1
-		}
-	}
-	return m
-}
-
-// used returns the CPU seconds each process used since start, -1 for one
-// that could not be read (or was restarted: its counter went down).
-func (m *cpuMeter) used() []float64 {
-	out := make([]float64, len(m.pids))
-	for i, pid := range m.pids {
-		now, ok := runstats.CPU(pid)
-		if !ok || m.start[i] < 0 || now < m.start[i] {
-			out[i] = -1
-			continue
-		}
-		out[i] = now - m.start[i]
-	}
-	return out
-}
 
 // wireCounter counts the bytes a client reads from its connections to the
 // apiserver: TLS records as they arrive, compressed where the apiserver
@@ -74,24 +38,6 @@ type countingConn struct {
 func (c *countingConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	c.n.Add(int64(n))
-	return n, err
-}
-
-// countingBody counts the bytes read from a response body (after the
-// transport has undone any gzip): what the apiserver encoded for the
-// client.
-type countingBody struct {
-	io.ReadCloser
-	n    *atomic.Int64
-	part *atomic.Int64 // if set, also counts here
-}
-
-func (b *countingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.n.Add(int64(n))
-	if b.part != nil {
-		b.part.Add(int64(n))
-	}
 	return n, err
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/internal/runstats"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -42,12 +43,12 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	if *pods < 1 || *reps < 1 {
 		return fmt.Errorf("--pods and --reps must be positive")
 	}
-	work, err := mkWorkDir()
+	work, err := os.MkdirTemp("", "informerbench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	cl, err := connect(ctx, "", work, out)
+	cl, err := connect(ctx, work, out)
 	if err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return nil, err
 		}
-		loads = append(loads, loadAverage())
+		loads = append(loads, benchkit.LoadAverage())
 		fmt.Fprintf(out, "  %-44s informer synced %v, every handler synced %v\n", title, seconds(res.InformerSyncedSeconds), seconds(res.SyncSeconds))
 		return res, nil
 	}

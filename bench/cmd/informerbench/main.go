@@ -32,10 +32,6 @@ func run(ctx context.Context, args []string) error {
 			return runDemo(ctx, args[1:], os.Stdout)
 		case "recover":
 			return runRecover(ctx, args[1:], os.Stdout)
-		case "plot":
-			return runPlot(args[1:], os.Stdout)
-		case "report":
-			return runReport(args[1:], os.Stdout)
 		}
 	}
 	return runBench(ctx, args, os.Stdout)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"slices"
 	"sort"
 	"strconv"
@@ -13,7 +14,6 @@ import (
 
 // benchOptions are the benchmark's flags.
 type benchOptions struct {
-	kubeconfig   string
 	sizes        []int
 	shape        podShape
 	reps         int
@@ -31,7 +31,7 @@ type benchOptions struct {
 }
 
 func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Use this cluster instead of starting a local etcd + kube-apiserver (the 410 variants are then skipped).")
+	o.contentType, o.settle = protobufContentType, 2*time.Second
 	fs.Func("size", "Preset: 10k, 50k or 100k Pods (same as --sizes with one value).", o.setSizes)
 	fs.Func("sizes", "Comma-separated Pod counts to run in sequence, e.g. 10k,50k,100k; the server is reused and Pods are added.", o.setSizes)
 	fs.Func("pods", "Pod count (any number).", o.setSizes)
@@ -41,21 +41,18 @@ func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.updates, "updates", 10000, "Pod patches per throughput run (fewer make the drain too short to time on a busy machine); 0: no throughput runs.")
 	fs.IntVar(&o.churn, "churn", 0, "Pods patched while boltinformer is down, before the warm and the 410 restarts (0: 1% of N, at least 10).")
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating and patching Pods.")
-	fs.StringVar(&o.contentType, "bolt-content-type", protobufContentType, "Wire format of the boltinformer variants; client-go runs with both.")
 	fs.BoolVar(&o.clientGoList, "client-go-list", true, "Also run client-go with its WatchListClient gate off (a LIST instead of a watch-list stream); ignored with --variants.")
 	fs.Func("variants", "Comma-separated variants to run, default all: "+strings.Join(allVariants, ",")+
 		". The boltinformer ones run in the order cold, warm, bounded, recover and 410, decode-floor on one file; without bolt-cold, a cold start that is not reported fills the file first.", o.setVariants)
-	fs.StringVar(&o.out, "out", "bench/results", "Directory for the CSV and JSON results.")
-	fs.StringVar(&o.plot, "plot", "docs/sync-time.svg", "Where to render the sync-time plot (from every result file in --out); empty: no plot.")
-	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log (informer and client-go messages) here; by default they go to a temporary directory, and a failing child's log tail is printed.")
+	fs.StringVar(&o.out, "out", benchkit.OutDir("informerbench"), "Directory for the results (informerbench-<N>.{json,txt}).")
+	fs.StringVar(&o.plot, "plot", "sync-time", "Name in --out of the sync-time plot of every result there; empty: no plot.")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "If set, every child writes CPU profiles of its phases here (<variant>-<N>-rep<r>-<phase>.pprof).")
-	fs.DurationVar(&o.settle, "settle", 2*time.Second, "Pause between children, so the apiserver's garbage does not land on the next one.")
 }
 
 func (o *benchOptions) setSizes(v string) error {
 	o.sizes = nil
 	for _, s := range strings.Split(v, ",") {
-		n, err := parseCount(strings.TrimSpace(s))
+		n, err := benchkit.ParseCount(strings.TrimSpace(s))
 		if err != nil {
 			return err
 		}
@@ -106,22 +103,6 @@ func (o *benchOptions) churnFor(n int) int {
 		return min(o.churn, n)
 	}
 	return min(max(n/100, 10), n)
-}
-
-// parseCount reads 5000, 10k or 1.5m.
-func parseCount(s string) (int, error) {
-	mult := 1.0
-	switch {
-	case strings.HasSuffix(s, "k"):
-		mult, s = 1e3, strings.TrimSuffix(s, "k")
-	case strings.HasSuffix(s, "m"):
-		mult, s = 1e6, strings.TrimSuffix(s, "m")
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f <= 0 {
-		return 0, fmt.Errorf("bad count %q: want e.g. 5000, 10k or 100k", s)
-	}
-	return int(f * mult), nil
 }
 
 // sizeLabel prints a count the way the flags take it.

@@ -3,30 +3,24 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 )
 
 func TestParseCount(t *testing.T) {
 	for in, want := range map[string]int{"5000": 5000, "10k": 10000, "1.5k": 1500, "100k": 100000, "1m": 1000000} {
-		if got, err := parseCount(in); err != nil || got != want {
-			t.Errorf("parseCount(%q) = %d, %v; want %d", in, got, err, want)
+		if got, err := benchkit.ParseCount(in); err != nil || got != want {
+			t.Errorf("benchkit.ParseCount(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "k", "-3", "ten"} {
-		if _, err := parseCount(in); err == nil {
-			t.Errorf("parseCount(%q) succeeded, want an error", in)
+		if _, err := benchkit.ParseCount(in); err == nil {
+			t.Errorf("benchkit.ParseCount(%q) succeeded, want an error", in)
 		}
 	}
 	o := &benchOptions{}
 	if err := o.setSizes("100k, 10k,50k"); err != nil || len(o.sizes) != 3 || o.sizes[0] != 10000 || o.sizes[2] != 100000 {
 		t.Errorf("setSizes = %v, %v; want [10000 50000 100000]", o.sizes, err)
-	}
-}
-
-func TestNiceCeil(t *testing.T) {
-	for in, want := range map[float64]float64{0.7: 1, 3: 5, 7.2: 10, 12: 20, 100000: 100000, 100001: 200000} {
-		if got := niceCeil(in); got != want {
-			t.Errorf("niceCeil(%v) = %v, want %v", in, got, want)
-		}
 	}
 }
 

@@ -2,15 +2,17 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/internal/fixture"
 )
 
 // The bench's Pods: fixture.Pod spread over 50 namespaces and 500 node
-// names, labelled so that informers (and a --kubeconfig cluster's other
+// names, labelled so that informers (and a cluster's other
 // Pods) can be told apart with a selector.
 const (
 	setLabel      = "bench.boltinformer.io/set"
@@ -80,20 +82,25 @@ func (s podShape) podName(i int) string {
 	return fixture.Pod(i).Name
 }
 
-// pod is Pod i as created: server-owned metadata and status cleared.
+// pod is Pod i as created.
 func (s podShape) pod(i int) *corev1.Pod {
-	p := fixture.Pod(i)
+	p := benchkit.FixturePod(i, namespaceOf(i))
 	if s == shapeSmall {
 		p = smallPod(p)
+		p.Namespace = namespaceOf(i)
 	}
-	p.Name = s.podName(i)
-	p.Status = corev1.PodStatus{}
-	p.Namespace = namespaceOf(i)
-	p.Spec.NodeName = nodeOf(i)
-	p.UID, p.ResourceVersion = "", ""
-	p.CreationTimestamp = metav1.Time{}
+	p.Name, p.Spec.NodeName = s.podName(i), nodeOf(i)
 	p.Labels[setLabel] = s.setValue()
 	return p
+}
+
+// podSet is Pods 0..n-1 of s.
+func (s podShape) podSet(n, workers int, log io.Writer) benchkit.PodSet {
+	ns := make([]string, podNamespaces)
+	for i := range ns {
+		ns[i] = namespaceOf(i)
+	}
+	return benchkit.PodSet{N: n, Workers: workers, Namespaces: ns, Pod: s.pod, Selector: s.selector(), Log: log}
 }
 
 // smallPod keeps of a realistic Pod its metadata (labels, owner), its first

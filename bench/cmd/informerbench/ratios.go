@@ -74,19 +74,3 @@ func (r *sizeResult) computeRatios() map[string]map[string]float64 {
 	}
 	return out
 }
-
-// repRatios returns d's ratio in each repetition that measured both sides
-// (the i-th run of the variant over the i-th of the reference: the same
-// repetition of the rotation).
-func (r *sizeResult) repRatios(variant string, d ratioDef) []float64 {
-	runs, refs := r.Runs[variant], r.Runs[d.refVariant]
-	var out []float64
-	for i := range min(len(runs), len(refs)) {
-		a, okA := runs[i].metrics()[d.metric]
-		b, okB := refs[i].metrics()[d.refMetric]
-		if x, ok := ratioOf(a, b, okA, okB); ok {
-			out = append(out, x)
-		}
-	}
-	return out
-}

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -41,9 +41,6 @@ type recoverOptions struct {
 	seed      uint64
 	// profileDir, if set, keeps a CPU profile of every child's start.
 	profileDir string
-	// reprint, if set, is a results JSON file to print again (as text)
-	// instead of measuring.
-	reprint string
 }
 
 const (
@@ -52,9 +49,9 @@ const (
 )
 
 func (o *recoverOptions) AddFlags(fs *flag.FlagSet) {
-	o.pods = 100000
+	o.pods, o.settle, o.seed = 100000, 2*time.Second, 1
 	fs.Func("pods", "Pods to create, e.g. 3000, 10k or 100k (default 100k).", func(v string) (err error) {
-		o.pods, err = parseCount(v)
+		o.pods, err = benchkit.ParseCount(v)
 		return err
 	})
 	o.shape = shapeRealistic
@@ -99,11 +96,7 @@ func (o *recoverOptions) AddFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating and changing Pods.")
-	fs.StringVar(&o.out, "out", "bench/results", "Directory for recover-changed-<N>.{json,txt} and recover-downtime-<N>.{json,txt,svg}.")
-	fs.StringVar(&o.logDir, "log-dir", "", "Keep each child's log here; by default they go to a temporary directory, and a failing child's log tail is printed.")
-	fs.DurationVar(&o.settle, "settle", 2*time.Second, "Pause before each child, so the apiserver's garbage (and the restart's work) does not land on it.")
-	fs.Uint64Var(&o.seed, "seed", 1, "Seed of the random choice of the Pods changed.")
-	fs.StringVar(&o.reprint, "reprint", "", "Print the report of an earlier run's recover-*.json again, as this version prints it, and measure nothing.")
+	fs.StringVar(&o.out, "out", benchkit.OutDir("informerbench"), "Directory for recover-changed-<N>.{json,txt} and recover-downtime-<N>.{json,txt,svg}.")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "Write a CPU profile of each child's start (to synced and durable) here, as <variant>-<pods>-<point>-rep<repetition>-sync.pprof.")
 }
 
@@ -147,19 +140,7 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 	if err := opts.parse(args, os.Stderr); err != nil {
 		return err
 	}
-	if opts.reprint != "" {
-		data, err := os.ReadFile(opts.reprint)
-		if err != nil {
-			return err
-		}
-		var r recoverResult
-		if err := json.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("%s: %w", opts.reprint, err)
-		}
-		r.print(out)
-		return nil
-	}
-	sess, err := openSession(ctx, "", &opts.logDir, []string{opts.out, opts.profileDir}, out)
+	sess, err := openSession(ctx, &opts.logDir, []string{opts.out, opts.profileDir}, out)
 	if err != nil {
 		return err
 	}
@@ -326,7 +307,7 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 				return err
 			}
 			p.Runs[v] = append(p.Runs[v], res)
-			r.load = append(r.load, loadAverage())
+			r.load = append(r.load, benchkit.LoadAverage())
 			fmt.Fprintf(r.log, "  [%s rep %d/%d] %s%s\n", p.Label, rep+1, r.opts.reps, summary(res), restarted)
 		}
 	}
@@ -345,7 +326,11 @@ func (r *recoverRun) finish(res *recoverResult) error {
 	if err := os.MkdirAll(r.opts.out, 0o755); err != nil {
 		return err
 	}
-	paths, err := res.save(r.opts.out, r.log)
+	rep := res.report()
+	if err := rep.WriteText(r.log); err != nil {
+		return err
+	}
+	paths, err := benchkit.Save(r.opts.out, res.name(), res, rep)
 	if err != nil {
 		return err
 	}

@@ -264,10 +264,10 @@ func TestRecoverOptions(t *testing.T) {
 	}
 }
 
-// TestDowntimeSVG: one marker per measured value, and the end of the watch
+// TestDowntimePlot: one marker per measured value, and the end of the watch
 // history marked once, between the last point that resumed and the first
 // that did not.
-func TestDowntimeSVG(t *testing.T) {
+func TestDowntimePlot(t *testing.T) {
 	point := func(label string, expired bool, synced float64) *recoverPoint {
 		return &recoverPoint{Label: label, Expired: expired, Medians: map[string]map[string]float64{
 			vBoltRecover:       {mInformerSynced: synced, mSync: synced + 1},
@@ -276,7 +276,8 @@ func TestDowntimeSVG(t *testing.T) {
 	}
 	r := &recoverResult{Mode: modeDowntime, Pods: 100000, Rate: 20, WindowSeconds: 75, Reps: 1, Date: "2026-11-26T00:00:00Z",
 		Points: []*recoverPoint{point("0", false, 1), point("1m", false, 1.2), point("2m", true, 2), point("30m", true, 3)}}
-	svg := r.downtimeSVG()
+	p := r.downtimePlot()
+	svg := p.SVG()
 	if n := strings.Count(svg, "<circle"); n != 12 {
 		t.Errorf("%d markers, want 12 (3 series with values at 4 points)", n)
 	}

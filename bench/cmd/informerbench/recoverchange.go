@@ -90,3 +90,13 @@ func wrapChange(err error, what string, shape podShape, i int) error {
 	}
 	return fmt.Errorf("%s pod %s/%s: %w", what, namespaceOf(i), shape.podName(i), err)
 }
+
+// createPod creates Pod i; one that exists already is left as it is.
+func createPod(ctx context.Context, cs kubernetes.Interface, shape podShape, i int) error {
+	p := shape.pod(i)
+	_, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}

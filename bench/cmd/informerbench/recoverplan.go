@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 )
 
 // What the recover subcommand changes while no informer runs (recover.go):
@@ -34,7 +36,7 @@ func parseChanged(v string) ([]changeAmount, error) {
 			}
 			out = append(out, changeAmount{label: s, fraction: f / 100})
 		default:
-			n, err := parseCount(s)
+			n, err := benchkit.ParseCount(s)
 			if err != nil {
 				return nil, fmt.Errorf("--changed %q: want a percentage (1%%) or a count (1000, 1k)", s)
 			}

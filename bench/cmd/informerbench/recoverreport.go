@@ -1,15 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"math"
-	"os"
-	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/internal/runstats"
 )
 
@@ -24,13 +19,13 @@ const (
 
 // recoverResult is one recover run of one mode.
 type recoverResult struct {
-	Mode          string  `json:"mode"` // modeChanged or modeDowntime
-	Pods          int     `json:"pods"`
-	Reps          int     `json:"reps"`
-	Date          string  `json:"date"`
-	Machine       machine `json:"machine"`
-	PodSize       string  `json:"podSize"`
-	PodProtoBytes float64 `json:"podProtoBytes"`
+	Mode          string           `json:"mode"` // modeChanged or modeDowntime
+	Pods          int              `json:"pods"`
+	Reps          int              `json:"reps"`
+	Date          string           `json:"date"`
+	Machine       benchkit.Machine `json:"machine"`
+	PodSize       string           `json:"podSize"`
+	PodProtoBytes float64          `json:"podProtoBytes"`
 	// Mix is --mix: weights of updated, deleted, recreated, created Pods.
 	Mix string `json:"mix"`
 	// Rate and WindowSeconds (downtime mode): Pod writes a second while
@@ -175,68 +170,38 @@ func recoverTargets(res *recoverResult) []target {
 	return ts
 }
 
-// base is the results' file name without extension:
+// name is the results' file name without extension:
 // recover-<mode>-<N>[-small].
-func (r *recoverResult) base(dir string) string {
-	return filepath.Join(dir, fmt.Sprintf("recover-%s-%s%s", r.Mode, sizeLabel(r.Pods), podShape(r.PodSize).label()))
+func (r *recoverResult) name() string {
+	return fmt.Sprintf("recover-%s-%s%s", r.Mode, sizeLabel(r.Pods), podShape(r.PodSize).label())
 }
 
-// save prints the report to log and writes it as text, the result as JSON,
-// and (downtime mode) the plot, returning the paths written.
-func (r *recoverResult) save(dir string, log io.Writer) ([]string, error) {
-	var text strings.Builder
-	r.print(&text)
-	fmt.Fprint(log, text.String())
-	base := r.base(dir)
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	files := map[string]string{base + ".json": string(data) + "\n", base + ".txt": text.String()}
-	if r.Mode == modeDowntime {
-		files[base+".svg"] = r.downtimeSVG()
-	}
-	var paths []string
-	for _, ext := range []string{".json", ".txt", ".svg"} {
-		content, ok := files[base+ext]
-		if !ok {
-			continue
-		}
-		if err := os.WriteFile(base+ext, []byte(content), 0o644); err != nil {
-			return nil, err
-		}
-		paths = append(paths, base+ext)
-	}
-	return paths, nil
-}
-
-// print writes the run's tables and targets.
-func (r *recoverResult) print(w io.Writer) {
+// report is the run's tables, targets and, for downtimes, the plot.
+func (r *recoverResult) report() *benchkit.Report {
+	w := &benchkit.Report{}
 	shape := shapeRealistic
 	if r.PodSize != "" {
 		shape = podShape(r.PodSize)
 	}
-	fmt.Fprintf(w, "\n=== restarts after a downtime (%s), %d %s Pods (%.1f KB of protobuf each), medians of %d — %s\n",
+	w.Printf("\n=== restarts after a downtime (%s), %d %s Pods (%.1f KB of protobuf each), medians of %d — %s\n",
 		r.Mode, r.Pods, shape, r.PodProtoBytes/1000, r.Reps, r.Date)
-	fmt.Fprintf(w, "    %s × %d, %d GiB, Linux %s, %s, %s; idle kube-apiserver %.3f CPU-s/s, etcd %.3f\n",
-		r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.Go, r.Machine.Server, r.IdleAPIServerCPU, r.IdleEtcdCPU)
+	w.Printf("    %s; idle kube-apiserver %.3f CPU-s/s, etcd %.3f\n", r.Machine, r.IdleAPIServerCPU, r.IdleEtcdCPU)
 	if len(r.LoadAvg) > 0 {
-		fmt.Fprintf(w, "    1-minute load average after each child: %s (median %.1f)\n", loadList(r.LoadAvg), runstats.Median(r.LoadAvg))
+		w.Printf("    1-minute load average after each child: %s (median %.1f)\n", loadList(r.LoadAvg), runstats.Median(r.LoadAvg))
 	}
-	fmt.Fprintf(w, "    Changed Pods are, by weight %s, label updates, deletes, deletes and re-creates under the same name (a new UID) and creates,\n"+
+	w.Printf("    Changed Pods are, by weight %s, label updates, deletes, deletes and re-creates under the same name (a new UID) and creates,\n"+
 		"    made while no informer runs, before each boltinformer start only (its file is then exactly as old as the changes; a cold start\n"+
 		"    lists whatever is there). \"Beyond the watch history\" is forced: kube-apiserver is restarted (etcd kept) before every start\n"+
 		"    of such a point, boltinformer's and client-go's alike, so no history reaches back to a stored resourceVersion (the watch\n"+
 		"    answers 410) and every start meets an apiserver that has just rebuilt its watch cache.\n", r.Mix)
 	if r.Mode == modeDowntime {
 		r.printDowntimes(w)
+		w.Plots = []benchkit.Plot{r.downtimePlot()}
 	} else {
 		r.printChanged(w)
 	}
-	fmt.Fprintln(w, "\ntargets:")
-	for _, t := range r.Targets {
-		fmt.Fprintf(w, "  %-14s %s\n  %14s %s\n", "["+t.Status+"]", t.Goal, "", t.Detail)
-	}
+	printTargets(w, r.Targets)
+	return w
 }
 
 // recoverTitles are the report's names of the starts.
@@ -250,12 +215,10 @@ var recoverTitles = map[string]string{
 
 // printChanged prints one table per amount changed, then the headline
 // ratios side by side.
-func (r *recoverResult) printChanged(w io.Writer) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
+func (r *recoverResult) printChanged(w *benchkit.Report) {
 	for _, p := range r.Points {
-		fmt.Fprintf(w, "\n%s changed: %d of %d Pods before each boltinformer start (%s)\n", p.Label, p.Changes.Total(), r.Pods, p.Changes)
-		row("start", "synced s", "× cg", "handlers done s", "× cg", "consistent s", "durable s", "MiB encoded", "× full list", "MiB wire", "× full list",
+		w.Printf("\n%s changed: %d of %d Pods before each boltinformer start (%s)\n", p.Label, p.Changes.Total(), r.Pods, p.Changes)
+		t := w.Table("start", "synced s", "× cg", "handlers done s", "× cg", "consistent s", "durable s", "MiB encoded", "× full list", "MiB wire", "× full list",
 			"apiserver CPU-s", "etcd CPU-s", "client CPU-s", "LIST", "metadata pages", "fetches", "watch-lists")
 		full := p.Medians[fullListVariant(p.Medians)]
 		for _, v := range recoverVariants {
@@ -263,13 +226,12 @@ func (r *recoverResult) printChanged(w io.Writer) {
 			if !ok {
 				continue
 			}
-			row(recoverTitles[v], opt(m, mInformerSynced, f2), ratio(m[mInformerSynced], p.Headline[hBestSynced]),
+			t.Row(recoverTitles[v], opt(m, mInformerSynced, f2), ratio(m[mInformerSynced], p.Headline[hBestSynced]),
 				f2(m[mSync]), ratio(m[mSync], p.Headline[hBestHandlers]), opt(m, mReconcile, f2), opt(m, mDurable, f2),
 				opt(m, mBodyMiB, f1), ratio(m[mBodyMiB], full[mBodyMiB]), opt(m, mWireMiB, f1), ratio(m[mWireMiB], full[mWireMiB]),
 				opt(m, mAPICPU, f2), opt(m, mEtcdCPU, f2), opt(m, mClientCPU, f2),
 				opt(m, mStartLists, f0), opt(m, mStartMetaLists, f0), opt(m, mStartFetches, f0), opt(m, mWatchLists, f0))
 		}
-		tw.Flush()
 		if m, ok := p.Medians[vBoltRecover]; ok {
 			// A recovery whose first metadata page sent it to a full list
 			// took the changed objects from that list.
@@ -279,7 +241,7 @@ func (r *recoverResult) printChanged(w io.Writer) {
 				fetched, rest = "from one full list (the first metadata page showed many changed)", "the full list and the rest"
 				perPod = "its first page"
 			}
-			fmt.Fprintf(w, "    recovery (medians): the 410 to its metadata list %s s (a backoff, or the wait for the warm hand-off); %s unchanged, %s deleted, %s to fetch;\n"+
+			w.Printf("    recovery (medians): the 410 to its metadata list %s s (a backoff, or the wait for the warm hand-off); %s unchanged, %s deleted, %s to fetch;\n"+
 				"    %s fetched %s; metadata list to consistent %s s (the list and its diff %s s);\n"+
 				"    encoded bytes: metadata list %s MiB (%s), fetches %s MiB, %s %s MiB\n",
 				opt(m, mRecAfterWatchError, f2), opt(m, mRecUnchanged, f0), opt(m, mRecDeleted, f0), opt(m, mRecToFetch, f0), opt(m, mRecFetched, f0), fetched, opt(m, mRecDurationS, f2), opt(m, mRecListS, f2),
@@ -287,18 +249,18 @@ func (r *recoverResult) printChanged(w io.Writer) {
 		}
 		r.printCauses(w, p)
 	}
-	fmt.Fprintln(w, "\n    synced: informer HasSynced (for boltinformer, only once its store is consistent with a read taken at start); handlers done: every\n"+
+	w.Printf("%s\n", "\n    synced: informer HasSynced (for boltinformer, only once its store is consistent with a read taken at start); handlers done: every\n"+
 		"    registration's HasSynced; consistent: the recovery's (or relist's) end; durable: that state committed to the file. × cg: over\n"+
 		"    client-go's faster start (the lower median of its two modes). Bytes: read from the apiserver, as encoded (before gzip) and on the\n"+
 		"    wire (TLS, gzip where the apiserver compressed: these generated Pods compress far better than real ones); × full list: over\n"+
 		"    client-go protobuf LIST's. CPU: from start to synced (boltinformer: to durable). LIST: full-list requests (pages); metadata\n"+
 		"    pages and fetches (lists of one object or one namespace) are a recovery's.")
-	fmt.Fprintln(w)
+	w.Printf("\n")
 	cells := []string{"headline"}
 	for _, p := range r.Points {
 		cells = append(cells, p.Label)
 	}
-	row(cells...)
+	t := w.Table(cells...)
 	for _, h := range []struct{ title, name string }{
 		{"recovery synced × client-go's faster start (target ≤ 0.4 at 1%)", hRecoverSynced},
 		{"recovery every handler done × client-go's faster", hRecoverHandlers},
@@ -313,35 +275,32 @@ func (r *recoverResult) printChanged(w io.Writer) {
 		for _, p := range r.Points {
 			cells = append(cells, opt(p.Headline, h.name, f2))
 		}
-		row(cells...)
+		t.Row(cells...)
 	}
-	tw.Flush()
 }
 
 // printCauses says how the boltinformer starts began, where any did not
 // as the point expects (resumed within the history, a recovery or a relist
 // after a 410 beyond it).
-func (r *recoverResult) printCauses(w io.Writer, p *recoverPoint) {
+func (r *recoverResult) printCauses(w *benchkit.Report, p *recoverPoint) {
 	for _, v := range []string{vBoltRecover, vBoltRecoverFull, vBolt410} {
 		var causes []string
 		for _, run := range p.Runs[v] {
 			causes = append(causes, strings.Join(run.Causes, ">"))
 		}
 		if len(causes) > 0 {
-			fmt.Fprintf(w, "    %s starts, per repetition: %s\n", v, strings.Join(causes, "  "))
+			w.Printf("    %s starts, per repetition: %s\n", v, strings.Join(causes, "  "))
 		}
 	}
 }
 
 // printDowntimes prints one row per downtime.
-func (r *recoverResult) printDowntimes(w io.Writer) {
-	fmt.Fprintf(w, "    Downtime is emulated, not waited out: a downtime d at %.0f Pod writes/s is %.0f·d writes, made at once before the start, on\n"+
+func (r *recoverResult) printDowntimes(w *benchkit.Report) {
+	w.Printf("    Downtime is emulated, not waited out: a downtime d at %.0f Pod writes/s is %.0f·d writes, made at once before the start, on\n"+
 		"    n·(1 − e^(−writes/n)) distinct Pods (what uniformly random writes touch; a Pod written twice is one change to an informer\n"+
 		"    that was not watching). Up to %v (the watch history) the start resumes; beyond it kube-apiserver is restarted first.\n\n",
 		r.Rate, r.Rate, secondsDuration(r.WindowSeconds))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
-	row("down", "writes", "Pods changed", "history", "bolt synced s", "handlers done s", "bolt start", "client-go LIST s", "client-go watch-list s",
+	t := w.Table("down", "writes", "Pods changed", "history", "bolt synced s", "handlers done s", "bolt start", "client-go LIST s", "client-go watch-list s",
 		"bolt × faster cg", "bolt MiB encoded", "client-go LIST MiB", "bolt apiserver CPU-s", "client-go LIST apiserver CPU-s")
 	for _, p := range r.Points {
 		bolt, list, wl := p.Medians[vBoltRecover], p.Medians[vClientGoProtoList], p.Medians[vClientGoProto]
@@ -353,12 +312,11 @@ func (r *recoverResult) printDowntimes(w io.Writer) {
 		if runs := p.Runs[vBoltRecover]; len(runs) > 0 {
 			start = strings.Join(runs[0].Causes, ">")
 		}
-		row(p.Label, fmt.Sprint(p.Writes), fmt.Sprint(p.Changes.Total()), history, opt(bolt, mInformerSynced, f2), opt(bolt, mSync, f2), start,
+		t.Row(p.Label, fmt.Sprint(p.Writes), fmt.Sprint(p.Changes.Total()), history, opt(bolt, mInformerSynced, f2), opt(bolt, mSync, f2), start,
 			opt(list, mInformerSynced, f2), opt(wl, mInformerSynced, f2), opt(p.Headline, hRecoverSynced, f2),
 			opt(bolt, mBodyMiB, f1), opt(list, mBodyMiB, f1), opt(bolt, mAPICPU, f2), opt(list, mAPICPU, f2))
 	}
-	tw.Flush()
-	fmt.Fprintln(w, "    synced: informer HasSynced (boltinformer: its store consistent with a read taken at start); bolt start: how the first\n"+
+	w.Printf("%s\n", "    synced: informer HasSynced (boltinformer: its store consistent with a read taken at start); bolt start: how the first\n"+
 		"    repetition's start began (resumed, or relist-expired for a recovery after the 410); bytes as encoded by the apiserver.")
 }
 
@@ -375,81 +333,31 @@ var downtimeSeries = []struct {
 	{"client-go LIST: synced", vClientGoProtoList, mInformerSynced, "#ff7f0e", "6 4"},
 }
 
-// downtimeSVG draws time to synced against downtime: the downtimes evenly
-// spaced (labelled with their values: 0 s to 30 min on a linear axis would
-// crowd every point within the history into its first pixels), a dashed
-// vertical line where the watch history ends.
-func (r *recoverResult) downtimeSVG() string {
-	maxY := 0.0
-	for _, p := range r.Points {
-		for _, s := range downtimeSeries {
-			maxY = math.Max(maxY, p.Medians[s.variant][s.metric])
+// downtimePlot draws time to synced against downtime: the downtimes evenly
+// spaced (0 s to 30 min on a linear axis would crowd every point within
+// the history into its first pixels), a mark where the watch history ends.
+func (r *recoverResult) downtimePlot() benchkit.Plot {
+	window := secondsDuration(r.WindowSeconds)
+	p := benchkit.Plot{Name: r.name(), Title: "Time to synced after a restart, against downtime",
+		Subtitle: fmt.Sprintf("%s Pods · %.0f writes/s while down (emulated) · medians of %d · %s × %d · %s",
+			sizeLabel(r.Pods), r.Rate, r.Reps, r.Machine.CPU, r.Machine.Cores, r.Date[:min(10, len(r.Date))]),
+		XLabel: "downtime (points evenly spaced)", YLabel: "seconds from start",
+		Notes: []string{fmt.Sprintf("Downtime d: %.0f·d Pod writes made at once", r.Rate), "before the start (not waited out);",
+			fmt.Sprintf("beyond %s the apiserver is", window), "restarted first, so the watch history", "is gone and boltinformer recovers."}}
+	for i, pt := range r.Points {
+		p.Categories = append(p.Categories, pt.Label)
+		if i > 0 && pt.Expired && !r.Points[i-1].Expired {
+			p.Marks = append(p.Marks, benchkit.Mark{X: float64(i) - 0.5, Lines: []string{"← watch history " + window, "apiserver restarted →"}})
 		}
 	}
-	maxY = niceCeil(maxY)
-	n := len(r.Points)
-	plotW, plotH := float64(svgW-padL-padR), float64(svgH-padTop-padBottom)
-	x := func(i float64) float64 { return padL + (i+0.5)/float64(max(n, 1))*plotW }
-	y := func(s float64) float64 { return padTop + plotH - s/maxY*plotH }
-
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", svgW, svgH, svgW, svgH)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="16" font-weight="bold">Time to synced after a restart, against downtime</text>`+"\n", padL)
-	date := r.Date
-	if len(date) >= 10 {
-		date = date[:10]
-	}
-	fmt.Fprintf(&b, `<text x="%d" y="42" fill="#555">%s Pods · %.0f writes/s while down (emulated) · medians of %d · %s × %d · %s</text>`+"\n",
-		padL, sizeLabel(r.Pods), r.Rate, r.Reps, xmlEscape(r.Machine.CPU), r.Machine.Cores, date)
-	left, right := x(-0.5), x(float64(n)-0.5)
-	for i := 0; i <= 5; i++ {
-		s := maxY * float64(i) / 5
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, y(s), right, y(s))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`+"\n", left-6, y(s), trimFloat(s))
-	}
-	for i, p := range r.Points {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(float64(i)), y(0)+18, xmlEscape(p.Label))
-		if i > 0 && p.Expired && !r.Points[i-1].Expired {
-			wx := x(float64(i) - 0.5)
-			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999" stroke-dasharray="3 3"/>`+"\n", wx, y(0), wx, y(maxY))
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">← watch history %s</text>`+"\n", wx+4, y(maxY)+14, secondsDuration(r.WindowSeconds))
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555">apiserver restarted →</text>`+"\n", wx+4, y(maxY)+30)
-		}
-	}
-	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", left, y(0), right, y(0))
-	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", left, y(0), left, y(maxY))
-	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">downtime (points evenly spaced)</text>`+"\n", (left+right)/2, svgH-16)
-	fmt.Fprintf(&b, `<text transform="translate(18 %.1f) rotate(-90)" text-anchor="middle">seconds from start</text>`+"\n", y(maxY/2))
-
-	for k, s := range downtimeSeries {
-		var pts []string
-		for i, p := range r.Points {
-			v, ok := p.Medians[s.variant][s.metric]
-			if !ok {
-				continue
+	for _, s := range downtimeSeries {
+		line := benchkit.Series{Name: s.title, Color: s.color, Dash: s.dash, Dots: true}
+		for i, pt := range r.Points {
+			if v, ok := pt.Medians[s.variant][s.metric]; ok {
+				line.Points = append(line.Points, [2]float64{float64(i), v})
 			}
-			px, py := x(float64(i)), y(v)
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px, py))
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s, down %s: %.2f s</title></circle>`+"\n", px, py, s.color, xmlEscape(s.title), xmlEscape(p.Label), v)
 		}
-		if len(pts) > 1 {
-			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2" stroke-dasharray="%s"/>`+"\n", strings.Join(pts, " "), s.color, s.dash)
-		}
-		ly, lx := float64(padTop+10+22*k), float64(svgW-padR+20)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2" stroke-dasharray="%s"/>`+"\n", lx, ly, lx+22, ly, s.color, s.dash)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" dominant-baseline="middle">%s</text>`+"\n", lx+28, ly, xmlEscape(s.title))
+		p.Series = append(p.Series, line)
 	}
-	note := []string{
-		fmt.Sprintf("Downtime d: %.0f·d Pod writes made at once", r.Rate),
-		"before the start (not waited out);",
-		fmt.Sprintf("beyond %s the apiserver is", secondsDuration(r.WindowSeconds)),
-		"restarted first, so the watch history",
-		"is gone and boltinformer recovers.",
-	}
-	for i, line := range note {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555">%s</text>`+"\n", svgW-padR+20, padTop+10+22*len(downtimeSeries)+16*(i+1), xmlEscape(line))
-	}
-	b.WriteString("</svg>\n")
-	return b.String()
+	return p
 }

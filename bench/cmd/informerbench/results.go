@@ -1,13 +1,11 @@
 package main
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"os"
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"path/filepath"
 	"slices"
-	"strconv"
 )
 
 // sizeResult is everything one size's measurement produced; it is saved as
@@ -16,7 +14,7 @@ type sizeResult struct {
 	Pods            int                           `json:"pods"`
 	Reps            int                           `json:"reps"`
 	Date            string                        `json:"date"`
-	Machine         machine                       `json:"machine"`
+	Machine         benchkit.Machine              `json:"machine"`
 	BoltContentType string                        `json:"boltContentType"`
 	Churn           int                           `json:"churn"`   // Pods changed while boltinformer was down
 	Updates         int                           `json:"updates"` // patches per throughput run
@@ -53,73 +51,16 @@ type heartbeatStats struct {
 	Failed          int64   `json:"failed"`
 }
 
-// path is where the result is saved: informerbench-<N>[-small].<ext>.
-func (r *sizeResult) path(dir, ext string) string {
-	return filepath.Join(dir, fmt.Sprintf("informerbench-%s%s.%s", sizeLabel(r.Pods), podShape(r.PodSize).label(), ext))
+// name is the result's file name without extension:
+// informerbench-<N>[-small].
+func (r *sizeResult) name() string {
+	return fmt.Sprintf("informerbench-%s%s", sizeLabel(r.Pods), podShape(r.PodSize).label())
 }
 
 // realistic reports whether the result is of realistic Pods (the plot's).
 func (r *sizeResult) realistic() bool {
 	return r.PodSize == "" || podShape(r.PodSize) == shapeRealistic
 }
-
-// save writes the JSON and the CSV (one row per variant and metric: the
-// median, then each repetition's value; then one row per ratio: the ratio
-// of the medians, then each repetition's ratio).
-func (r *sizeResult) save(dir string) error {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(r.path(dir, "json"), append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	f, err := os.Create(r.path(dir, "csv"))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	w := csv.NewWriter(f)
-	header := []string{"pods", "variant", "metric", "median"}
-	for i := range r.Reps {
-		header = append(header, "rep"+strconv.Itoa(i+1))
-	}
-	_ = w.Write(header)
-	for _, v := range allVariants {
-		metrics := make([]string, 0, len(r.Medians[v]))
-		for k := range r.Medians[v] {
-			metrics = append(metrics, k)
-		}
-		slices.Sort(metrics)
-		for _, k := range metrics {
-			row := []string{strconv.Itoa(r.Pods), v, k, formatFloat(r.Medians[v][k])}
-			for _, run := range r.Runs[v] {
-				if x, ok := run.metrics()[k]; ok {
-					row = append(row, formatFloat(x))
-				}
-			}
-			_ = w.Write(row)
-		}
-		for _, d := range r.ratioDefs(v) {
-			x, ok := r.Ratios[v][d.name]
-			if !ok {
-				continue
-			}
-			row := []string{strconv.Itoa(r.Pods), v, d.name, formatFloat(x)}
-			for _, y := range r.repRatios(v, d) {
-				row = append(row, formatFloat(y))
-			}
-			_ = w.Write(row)
-		}
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		return err
-	}
-	return f.Close()
-}
-
-func formatFloat(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
 
 // loadResults reads every informerbench-*.json in dir, sorted by size.
 func loadResults(dir string) ([]*sizeResult, error) {
@@ -129,16 +70,59 @@ func loadResults(dir string) ([]*sizeResult, error) {
 	}
 	var out []*sizeResult
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		saved, err := benchkit.Load(p)
 		if err != nil {
 			return nil, err
 		}
 		r := &sizeResult{}
-		if err := json.Unmarshal(data, r); err != nil {
+		if err := json.Unmarshal(saved.Raw, r); err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		out = append(out, r)
 	}
 	slices.SortFunc(out, func(a, b *sizeResult) int { return a.Pods - b.Pods })
 	return out, nil
+}
+
+// plotSeries are the sync-time plot's lines: time to HasSynced against N.
+var plotSeries = []struct {
+	title, variant, color, dash string
+}{
+	{"client-go JSON, watch-list", vClientGoJSON, "#d62728", ""},
+	{"client-go JSON, LIST", vClientGoJSONList, "#d62728", "6 4"},
+	{"client-go protobuf, watch-list", vClientGoProto, "#ff7f0e", ""},
+	{"client-go protobuf, LIST", vClientGoProtoList, "#ff7f0e", "6 4"},
+	{"boltinformer cold", vBoltCold, "#1f77b4", ""},
+	{"boltinformer warm restart", vBoltWarm, "#2ca02c", ""},
+}
+
+// syncTimePlot draws sync time (median seconds) against the number of
+// realistic Pods over results; each legend gives the largest size's value.
+func syncTimePlot(results []*sizeResult) benchkit.Plot {
+	var rs []*sizeResult
+	for _, r := range results {
+		if r.realistic() {
+			rs = append(rs, r)
+		}
+	}
+	p := benchkit.Plot{Name: "sync-time", Title: "Time to HasSynced, every initial add delivered", XLabel: "Pods", YLabel: "seconds", CountTicks: true}
+	if len(rs) == 0 {
+		return p
+	}
+	last := rs[len(rs)-1]
+	p.Subtitle = fmt.Sprintf("medians of %d runs · %s × %d · %s · %s", last.Reps, last.Machine.CPU, last.Machine.Cores, last.Machine.Server, last.Date[:10])
+	for _, s := range plotSeries {
+		line := benchkit.Series{Name: s.title, Color: s.color, Dash: s.dash, Dots: true}
+		for _, r := range rs {
+			if v, ok := r.Medians[s.variant][mSync]; ok {
+				line.Points = append(line.Points, [2]float64{float64(r.Pods), v})
+			}
+		}
+		if v, ok := last.Medians[s.variant][mSync]; ok {
+			line.Name += fmt.Sprintf(" (%.2f s)", v)
+		}
+		p.Series = append(p.Series, line)
+	}
+	p.Notes = []string{fmt.Sprintf("(seconds at %s Pods)", sizeLabel(last.Pods))}
+	return p
 }

@@ -1,59 +1,24 @@
 package main
 
-// The apiserver-restart scenario (--scenario apiserver-restart): a fleet
-// restart. kube-scheduler and kube-controller-manager run together (both
-// stock, or both on boltinformer) against the populated cluster; once both
-// work, kube-apiserver is restarted with etcd kept, so every informer of
-// both finds its resourceVersion expired (410) at once. Measured:
+// The apiserver-restart scenario: kube-scheduler and kube-controller-manager
+// run together (both stock, or both on boltinformer, or none: the
+// baseline); once both work, kube-apiserver restarts with etcd kept, so
+// every informer finds its resourceVersion expired (410) at once.
 //
-//   - restart: from the restart (SIGTERM to the old kube-apiserver) until
-//     the new one's /readyz is OK; stopping: until the new one started.
-//     With the components' watches open the old one stops listening at once
-//     but does not exit within apiservertest's 10 s grace, and is killed.
-//     The apiserver's own start varies with the machine's load far more
-//     than the components' recovery does, so the components' times are
-//     taken from /readyz OK;
-//   - working: from /readyz OK until the scheduler bound a Pod created then
-//     / the controller manager made the ReplicaSet and Pod of a Deployment
-//     created then;
-//   - relisted: from /readyz OK (negative if earlier: the apiserver serves
-//     before /readyz answers OK) until the last of each component's
-//     reflectors logged "Caches populated" again (client-go's and
-//     boltinformer's reflectors log it, at V(2), when a list has been
-//     handed to the store; the components run with --vmodule=reflector=3,
-//     so the reflectors' "Starting reflector" lines count them and nothing
-//     else is verbose). boltinformer's reflectors recover from the 410
-//     instead (reflector/recover.go): they log "Recovering" and then
-//     "Caches populated" once the metadata list's diff is applied, but the
-//     store is consistent only when they log "Recovered" (recoverfilter.go;
-//     the fetches of what changed done, the watch past them), so a
-//     reflector's list is counted at a plain "Caches populated" or at a
-//     "Recovered" (--vmodule adds recover=2,recoverfilter=2 for these two
-//     lines), and the report says how many recovered. A reflector whose
-//     resourceVersion the new watch cache still serves (its last event or
-//     bookmark carried etcd's latest revision: here, most often, the
-//     controller manager's Lease informer, Leases being written several
-//     times a second) resumes its watch without a 410 and does not relist:
-//     the report gives how many of all relisted, and the wait ends once
-//     every reflector has or, after the window, none has for 10 s;
-//   - the new kube-apiserver's peak RSS (the kernel's VmHWM, over its whole
-//     life, start-up included) and its peak private memory (RssAnon,
-//     sampled every 100 ms), its CPU-seconds, its LIST requests and the
-//     bytes it encoded for LIST responses and watch events (its metrics,
-//     which start at zero with the process), all read --window after the
-//     restart, or when the last reflector relisted if that is later.
+// Measured from /readyz OK, since the apiserver's own start varies with the
+// machine's load far more than the components' recovery does:
+//   - working: each component acts on an object created then;
+//   - relisted: each component's last reflector logged "Caches populated",
+//     or "Recovered" where it recovered instead (--vmodule makes them log
+//     it). A reflector whose resourceVersion the new watch cache still
+//     serves resumes without a 410 and never relists, so the wait ends
+//     once all have, or none has for 10 s after the window;
+//   - the new apiserver's peak RSS, peak sampled RssAnon, CPU-seconds, LIST
+//     requests and encoded bytes, read --window after the restart or at the
+//     last relist.
 //
-// The stock controller manager first makes the Deployments' ReplicaSets and
-// Pods, alone. A baseline variant ("none": the restart with no component
-// running) gives what the apiserver spends on itself: its watch caches, its
-// own loopback informers, the bench's heartbeats and probes. The variants
-// rotate order between repetitions; the boltinformer pair keeps its cache
-// files from one repetition to the next (the first start is cold, on new
-// files; the informers are all running, caught up, when the apiserver
-// restarts).
-//
-// The Nodes get kubelet-like Lease renewals (nodeLeases), since the
-// controller manager runs for minutes here.
+// The Nodes get kubelet-like Lease renewals (nodeLeases): without them the
+// node lifecycle controller would taint every Node within minutes.
 
 import (
 	"bufio"
@@ -64,10 +29,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -76,26 +39,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/internal/fanout"
 	"github.com/boltinformer/boltinformer/internal/runstats"
 )
 
 // fleetResult is one apiserver restart under one variant.
 type fleetResult struct {
-	variant      string
-	rep          int
-	stopping     time.Duration                  // stop → the new kube-apiserver started
-	restart      time.Duration                  // stop → /readyz OK
-	working      [2]time.Duration               // /readyz OK → scheduler, controller manager working
-	relisted     [2]time.Duration               // /readyz OK → each component's last reflector relisted (may be < 0)
-	reflectors   [2]struct{ relisted, all int } // per component
-	recovered    [2]int                         // of reflectors' relisted, how many recovered instead
-	window       time.Duration                  // stop → the readings below
-	peakRSS      uint64                         // the new apiserver's VmHWM
-	peakAnon     uint64                         // its largest sampled RssAnon
-	apiserverCPU float64                        // its CPU-seconds
-	lists        float64                        // its LIST requests
-	bytes        float64                        // its LIST response and watch event bytes
+	Variant      string
+	Rep          int
+	Stopping     time.Duration                  // stop → the new kube-apiserver started
+	Restart      time.Duration                  // stop → /readyz OK
+	Working      [2]time.Duration               // /readyz OK → scheduler, controller manager working
+	Relisted     [2]time.Duration               // /readyz OK → each component's last reflector relisted (may be < 0)
+	Reflectors   [2]struct{ Relisted, All int } // per component
+	Recovered    [2]int                         // of reflectors' relisted, how many recovered instead
+	Window       time.Duration                  // stop → the readings below
+	PeakRSS      uint64                         // the new apiserver's VmHWM
+	PeakAnon     uint64                         // its largest sampled RssAnon
+	APIServerCPU float64                        // its CPU-seconds
+	Lists        float64                        // its LIST requests
+	Bytes        float64                        // its LIST response and watch event bytes
 }
 
 // fleetComponents are the pair, in the order of fleetResult's arrays.
@@ -107,12 +71,12 @@ var fleetArgs = []string{"--vmodule=reflector=3,recover=2,recoverfilter=2"}
 
 // runFleet populates the cluster for both components, then restarts the
 // apiserver reps times under each variant, rotating the order.
-func (b *bench) runFleet(ctx context.Context, bins map[string]component, pods, deployments, reps int, window time.Duration, baseline bool) ([]fleetResult, error) {
+func (b *bench) runFleet(ctx context.Context, bins map[string]component, pods, reps int, window time.Duration) ([]fleetResult, error) {
 	start := time.Now()
 	var pair [2]component
 	for i, c := range fleetComponents {
 		pair[i] = bins[c.name]
-		if err := c.populate(ctx, b, pods, deployments); err != nil {
+		if err := c.populate(ctx, b, pods); err != nil {
 			return nil, fmt.Errorf("%s: %w", c.name, err)
 		}
 	}
@@ -131,19 +95,14 @@ func (b *bench) runFleet(ctx context.Context, bins map[string]component, pods, d
 		return nil, err
 	}
 	err = b.settled(ctx, pods)
-	p.stop()
+	p.Stop(stopGrace)
 	if err != nil {
 		return nil, err
 	}
 	log.Printf("%s made the Deployments' Pods in %v", kcm.name, time.Since(start).Round(time.Second))
-	variants := []string{"stock", "boltinformer"}
-	if baseline {
-		variants = append([]string{"none"}, variants...)
-	}
 	var results []fleetResult
 	for rep := 1; rep <= reps; rep++ {
-		for i := range variants {
-			v := variants[(i+rep-1)%len(variants)]
+		for _, v := range benchkit.Rotate([]string{"none", "stock", "boltinformer"}, rep-1) {
 			r, err := b.fleetRestart(ctx, pair, v, rep, window)
 			if err != nil {
 				return nil, fmt.Errorf("%s #%d: %w", v, rep, err)
@@ -157,9 +116,9 @@ func (b *bench) runFleet(ctx context.Context, bins map[string]component, pods, d
 // fleetRestart starts the pair of variant (none for "none"), waits until both
 // work, restarts the apiserver and measures the recovery.
 func (b *bench) fleetRestart(ctx context.Context, pair [2]component, variant string, rep int, window time.Duration) (fleetResult, error) {
-	r := fleetResult{variant: variant, rep: rep}
+	r := fleetResult{Variant: variant, Rep: rep}
 	id := fmt.Sprintf("fleet-%s-%d", variant, rep)
-	var procs [2]*process
+	var procs [2]*benchkit.Child
 	var logs [2]string
 	if variant != "none" {
 		for i, c := range pair {
@@ -173,7 +132,7 @@ func (b *bench) fleetRestart(ctx context.Context, pair [2]component, variant str
 			if err != nil {
 				return r, err
 			}
-			defer p.stop()
+			defer p.Stop(stopGrace)
 			procs[i] = p
 		}
 		if err := b.fleetProbes(ctx, pair, procs, logs, id+"-before", nil); err != nil {
@@ -204,9 +163,9 @@ func (b *bench) fleetRestart(ctx context.Context, pair [2]component, variant str
 		return r, err
 	}
 	ready := time.Now()
-	r.restart = ready.Sub(stopped)
+	r.Restart = ready.Sub(stopped)
 	if t := sampler.started(); !t.IsZero() {
-		r.stopping = t.Sub(stopped)
+		r.Stopping = t.Sub(stopped)
 	}
 	newPID, _ := b.srv.PIDs()
 
@@ -217,7 +176,7 @@ func (b *bench) fleetRestart(ctx context.Context, pair [2]component, variant str
 			return r, err
 		}
 		for i := range working {
-			r.working[i] = working[i].Sub(ready)
+			r.Working[i] = working[i].Sub(ready)
 		}
 	}
 	// The apiserver's figures are read at the end of the window, and again
@@ -237,9 +196,9 @@ func (b *bench) fleetRestart(ctx context.Context, pair [2]component, variant str
 				return r, err
 			}
 			if !last.IsZero() {
-				r.relisted[i] = last.Sub(ready)
+				r.Relisted[i] = last.Sub(ready)
 			}
-			r.reflectors[i].relisted, r.reflectors[i].all, r.recovered[i] = relisted, all, recovered
+			r.Reflectors[i].Relisted, r.Reflectors[i].All, r.Recovered[i] = relisted, all, recovered
 			done = done && relisted >= all
 			if last.After(lastAny) {
 				lastAny = last
@@ -248,12 +207,12 @@ func (b *bench) fleetRestart(ctx context.Context, pair [2]component, variant str
 		now := time.Now()
 		if now.After(windowEnd) && (readAt.IsZero() || lastAny.After(readAt)) {
 			readAt = now
-			r.window = now.Sub(stopped)
-			r.apiserverCPU, _ = runstats.CPU(newPID)
-			r.peakRSS, _ = runstats.Status(newPID, "VmHWM")
-			r.peakAnon = sampler.peakSoFar()
+			r.Window = now.Sub(stopped)
+			r.APIServerCPU, _ = runstats.CPU(newPID)
+			r.PeakRSS, _ = runstats.Status(newPID, "VmHWM")
+			r.PeakAnon = sampler.peakSoFar()
 			var err error
-			if r.lists, r.bytes, err = b.listMetrics(ctx); err != nil {
+			if r.Lists, r.Bytes, err = benchkit.ServerLists(ctx, b.cs); err != nil {
 				return r, err
 			}
 		}
@@ -270,8 +229,8 @@ func (b *bench) fleetRestart(ctx context.Context, pair [2]component, variant str
 		}
 	}
 	log.Printf("apiserver restart under %s #%d: stopping %.2f s, restart %.2f s, working %.2f / %.2f s, relisted %.2f / %.2f s, peak RSS %.0f MiB, RssAnon %.0f MiB, %.2f CPU-s, %.1f MiB listed+watched",
-		variant, rep, r.stopping.Seconds(), r.restart.Seconds(), r.working[0].Seconds(), r.working[1].Seconds(), r.relisted[0].Seconds(), r.relisted[1].Seconds(),
-		float64(r.peakRSS)/(1<<20), float64(r.peakAnon)/(1<<20), r.apiserverCPU, r.bytes/(1<<20))
+		variant, rep, r.Stopping.Seconds(), r.Restart.Seconds(), r.Working[0].Seconds(), r.Working[1].Seconds(), r.Relisted[0].Seconds(), r.Relisted[1].Seconds(),
+		float64(r.PeakRSS)/(1<<20), float64(r.PeakAnon)/(1<<20), r.APIServerCPU, r.Bytes/(1<<20))
 	return r, nil
 }
 
@@ -330,13 +289,13 @@ func (b *bench) nodeLeases(ctx context.Context) (stop func(), err error) {
 
 // fleetProbes runs both components' probes at once (see component.probe)
 // and, if done is not nil, records when each finished.
-func (b *bench) fleetProbes(ctx context.Context, pair [2]component, procs [2]*process, logs [2]string, id string, done *[2]time.Time) error {
+func (b *bench) fleetProbes(ctx context.Context, pair [2]component, procs [2]*benchkit.Child, logs [2]string, id string, done *[2]time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	for _, p := range procs {
 		go func() {
 			select {
-			case <-p.exited:
+			case <-p.Exited():
 				cancel()
 			case <-ctx.Done():
 			}
@@ -525,7 +484,7 @@ func sampleChild(comm string, not int) *childSampler {
 		for {
 			wait := 100 * time.Millisecond
 			if pid == 0 {
-				if pid = childPID(comm, not); pid != 0 {
+				if pid = benchkit.ChildPID(comm, not); pid != 0 {
 					s.mu.Lock()
 					s.found = time.Now()
 					s.mu.Unlock()
@@ -569,83 +528,50 @@ func (s *childSampler) stop() {
 	<-s.stopped
 }
 
-// childPID is the ID of a child of this process named comm, other than not;
-// 0 if there is none.
-func childPID(comm string, not int) int {
-	entries, _ := os.ReadDir("/proc")
-	self := os.Getpid()
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == not {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		open, end := strings.IndexByte(string(data), '('), strings.LastIndexByte(string(data), ')')
-		if open < 0 || end < open || string(data[open+1:end]) != comm {
-			continue
-		}
-		f := strings.Fields(string(data[end+2:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(self) { // state, ppid
-			return pid
-		}
-	}
-	return 0
-}
-
-func reportFleet(w io.Writer, results []fleetResult, pods, nodes, deployments, reps int, window time.Duration) {
-	fmt.Fprintf(w, "\nkube-apiserver restarted (etcd kept) under kube-scheduler + kube-controller-manager; %d Nodes, %d bound Pods for the scheduler, %d Pods of %d Deployments for the controller manager; medians of %d restarts; readings %v after the restart\n\n",
+func reportFleet(results []fleetResult, pods, nodes, reps int, window time.Duration) *benchkit.Report {
+	rep := &benchkit.Report{}
+	rep.Printf("\nkube-apiserver restarted (etcd kept) under kube-scheduler + kube-controller-manager; %d Nodes, %d bound Pods for the scheduler, %d Pods of %d Deployments for the controller manager; medians of %d restarts; readings %v after the restart\n\n",
 		nodes, pods, pods, deployments, reps, window)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "components\tstopping s\trestart s\tscheduler working s\tKCM working s\tscheduler relisted s\tKCM relisted s\tapiserver peak RSS MiB\tpeak RssAnon MiB\tCPU-s\t× stock\tLIST requests\tMiB listed+watched\t× stock\t")
+	t := rep.Table("components", "stopping s", "restart s", "scheduler working s", "KCM working s", "scheduler relisted s", "KCM relisted s",
+		"apiserver peak RSS MiB", "peak RssAnon MiB", "CPU-s", "× stock", "LIST requests", "MiB listed+watched", "× stock")
 	by := map[string][]fleetResult{}
 	var order []string
 	for _, r := range results {
-		if _, ok := by[r.variant]; !ok {
-			order = append(order, r.variant)
+		if _, ok := by[r.Variant]; !ok {
+			order = append(order, r.Variant)
 		}
-		by[r.variant] = append(by[r.variant], r)
+		by[r.Variant] = append(by[r.Variant], r)
 	}
-	med := func(v string, f func(fleetResult) float64) float64 {
-		var xs []float64
-		for _, r := range by[v] {
-			xs = append(xs, f(r))
-		}
-		return runstats.Median(xs)
+	cpu := func(r fleetResult) float64 { return r.APIServerCPU }
+	bytes := func(r fleetResult) float64 { return r.Bytes }
+	secs := func(f func(fleetResult) time.Duration) func(fleetResult) float64 {
+		return func(r fleetResult) float64 { return f(r).Seconds() }
 	}
-	cpu := func(r fleetResult) float64 { return r.apiserverCPU }
-	bytes := func(r fleetResult) float64 { return r.bytes }
 	for _, v := range order {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\t%.2f\t%.2f×\t%.0f\t%.1f\t%.2f×\t\n", v,
-			med(v, func(r fleetResult) float64 { return r.stopping.Seconds() }),
-			med(v, func(r fleetResult) float64 { return r.restart.Seconds() }),
-			med(v, func(r fleetResult) float64 { return r.working[0].Seconds() }),
-			med(v, func(r fleetResult) float64 { return r.working[1].Seconds() }),
-			med(v, func(r fleetResult) float64 { return r.relisted[0].Seconds() }),
-			med(v, func(r fleetResult) float64 { return r.relisted[1].Seconds() }),
-			med(v, func(r fleetResult) float64 { return float64(r.peakRSS) })/(1<<20),
-			med(v, func(r fleetResult) float64 { return float64(r.peakAnon) })/(1<<20),
-			med(v, cpu), med(v, cpu)/med("stock", cpu),
-			med(v, func(r fleetResult) float64 { return r.lists }),
-			med(v, bytes)/(1<<20), med(v, bytes)/med("stock", bytes))
+		med := func(f func(fleetResult) float64) float64 { return benchkit.MedianOf(by[v], f) }
+		stock := func(f func(fleetResult) float64) string { return f2(med(f)/benchkit.MedianOf(by["stock"], f)) + "×" }
+		t.Row(v, f2(med(secs(func(r fleetResult) time.Duration { return r.Stopping }))), f2(med(secs(func(r fleetResult) time.Duration { return r.Restart }))),
+			f2(med(secs(func(r fleetResult) time.Duration { return r.Working[0] }))), f2(med(secs(func(r fleetResult) time.Duration { return r.Working[1] }))),
+			f2(med(secs(func(r fleetResult) time.Duration { return r.Relisted[0] }))), f2(med(secs(func(r fleetResult) time.Duration { return r.Relisted[1] }))),
+			fmt.Sprintf("%.0f", med(func(r fleetResult) float64 { return float64(r.PeakRSS) })/(1<<20)),
+			fmt.Sprintf("%.0f", med(func(r fleetResult) float64 { return float64(r.PeakAnon) })/(1<<20)),
+			f2(med(cpu)), stock(cpu), fmt.Sprintf("%.0f", med(func(r fleetResult) float64 { return r.Lists })),
+			fmt.Sprintf("%.1f", med(bytes)/(1<<20)), stock(bytes))
 	}
-	tw.Flush()
-	fmt.Fprintln(w, "\nstopping, restart: from SIGTERM to the old kube-apiserver until the new one started / answered /readyz OK. From /readyz OK:")
-	fmt.Fprintln(w, "working: the scheduler bound a Pod / the controller manager made the ReplicaSet and Pod of a Deployment, both created at /readyz OK;")
-	fmt.Fprintln(w, "relisted: the last reflector of the component logged \"Caches populated\" (its list handed to the store) or, if it recovered instead,")
-	fmt.Fprintln(w, "\"Recovered\" (its store consistent: the fetches of what changed done) after the restart (< 0: before /readyz OK).")
-	fmt.Fprintln(w, "The apiserver's figures are the new process's whole life up to the end of the window: peak RSS is the kernel's VmHWM,")
-	fmt.Fprintln(w, "peak RssAnon the largest 100 ms sample, MiB listed+watched what it encoded for LIST responses and watch events to every client.")
-	fmt.Fprintln(w, "none: the same restart with no component running (the apiserver's own start, its loopback informers, the bench's probes).")
-	fmt.Fprintln(w, "\nEach restart:")
+	rep.Printf("\nstopping, restart: from SIGTERM to the old kube-apiserver until the new one started / answered /readyz OK. From /readyz OK:\n" +
+		"working: the scheduler bound a Pod / the controller manager made the ReplicaSet and Pod of a Deployment, both created at /readyz OK;\n" +
+		"relisted: the last reflector of the component logged \"Caches populated\" (its list handed to the store) or, if it recovered instead,\n" +
+		"\"Recovered\" (its store consistent: the fetches of what changed done) after the restart (< 0: before /readyz OK).\n" +
+		"The apiserver's figures are the new process's whole life up to the end of the window: peak RSS is the kernel's VmHWM,\n" +
+		"peak RssAnon the largest 100 ms sample, MiB listed+watched what it encoded for LIST responses and watch events to every client.\n" +
+		"none: the same restart with no component running (the apiserver's own start, its loopback informers, the bench's probes).\n\nEach restart:\n")
 	for _, r := range results {
-		fmt.Fprintf(w, "  %s #%d: stopping %.2f s, restart %.2f s, working %.2f / %.2f s, relisted %.2f / %.2f s (%d/%d, %d/%d reflectors; %d, %d of them recovered), window %.0f s, peak RSS %.0f MiB, RssAnon %.0f MiB, %.2f CPU-s, %.0f LISTs, %.1f MiB listed+watched\n",
-			r.variant, r.rep, r.stopping.Seconds(), r.restart.Seconds(), r.working[0].Seconds(), r.working[1].Seconds(),
-			r.relisted[0].Seconds(), r.relisted[1].Seconds(),
-			r.reflectors[0].relisted, r.reflectors[0].all, r.reflectors[1].relisted, r.reflectors[1].all,
-			r.recovered[0], r.recovered[1],
-			r.window.Seconds(), float64(r.peakRSS)/(1<<20), float64(r.peakAnon)/(1<<20), r.apiserverCPU, r.lists, r.bytes/(1<<20))
+		rep.Printf("  %s #%d: stopping %.2f s, restart %.2f s, working %.2f / %.2f s, relisted %.2f / %.2f s (%d/%d, %d/%d reflectors; %d, %d of them recovered), window %.0f s, peak RSS %.0f MiB, RssAnon %.0f MiB, %.2f CPU-s, %.0f LISTs, %.1f MiB listed+watched\n",
+			r.Variant, r.Rep, r.Stopping.Seconds(), r.Restart.Seconds(), r.Working[0].Seconds(), r.Working[1].Seconds(),
+			r.Relisted[0].Seconds(), r.Relisted[1].Seconds(),
+			r.Reflectors[0].Relisted, r.Reflectors[0].All, r.Reflectors[1].Relisted, r.Reflectors[1].All,
+			r.Recovered[0], r.Recovered[1],
+			r.Window.Seconds(), float64(r.PeakRSS)/(1<<20), float64(r.PeakAnon)/(1<<20), r.APIServerCPU, r.Lists, r.Bytes/(1<<20))
 	}
+	return rep
 }

@@ -1,36 +1,21 @@
 // Command restartbench times restarts of kube-scheduler and
-// kube-controller-manager v1.37.2 on boltinformer (this module's binaries,
-// warm on their cache files) beside the stock binaries built from the same
-// Kubernetes module, against a kube-apiserver and etcd it starts on
-// loopback (internal/apiservertest) and fills itself:
+// kube-controller-manager v1.37.2 on boltinformer (warm on their cache
+// files) beside the stock binaries, against a kube-apiserver it starts and
+// fills: --nodes Nodes, --pods bound Pods for the scheduler, and Deployments
+// of --pods Pods for the controller manager (made by a priming run).
 //
-//   - --nodes Nodes (API objects, no kubelets);
-//   - for the scheduler, --pods Pods already bound to them;
-//   - for the controller manager, Deployments of --pods Pods in all (their
-//     ReplicaSets and Pods made by a first, priming controller manager run;
-//     the Pods name a scheduler that does not exist, so they stay pending).
-//
-// Each start is measured from the process's start until the component does
-// the work it exists for: the scheduler binds a new pending Pod; the
-// controller manager makes the ReplicaSet and Pod of a new Deployment. Over
-// that time it also reads, from the apiserver's metrics, the LIST requests
-// and the bytes encoded for LIST responses and watch events (client-go's
-// informers list through watch-list streams), the apiserver's CPU-seconds
-// (/proc), and the
-// component's private memory (RssAnon) at the end. The variants alternate
-// order between repetitions; every start but the first boltinformer one
-// (cold, on a new file) is a restart.
+// A start is timed from the process's start until the component does its
+// work: the scheduler binds a new Pod; the controller manager makes a new
+// Deployment's ReplicaSet and Pod. Meanwhile it reads the apiserver's LIST
+// requests and encoded bytes (its metrics) and CPU-seconds (/proc), and at
+// the end the component's RssAnon. Variants alternate order; the first
+// boltinformer start is cold.
 //
 //	cd components && go run ./bench/restartbench --pods 10000 --nodes 100 --reps 3
 //
-// With --scenario apiserver-restart it instead restarts kube-apiserver
-// (etcd kept) under both components running together, stock or both on
-// boltinformer, and measures their recovery and the apiserver's cost
-// (fleet.go).
-//
-// Both components run with --kube-api-qps=1000 --kube-api-burst=2000 (the
-// same for stock and boltinformer), so the priming run does not take an hour
-// at the controller manager's default of 20 requests a second.
+// --scenario apiserver-restart restarts kube-apiserver under both
+// components instead (fleet.go). Both run with --kube-api-qps=1000 so the
+// priming run does not take an hour.
 package main
 
 import (
@@ -39,41 +24,41 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
-	"github.com/boltinformer/boltinformer/internal/runstats"
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 
 	"github.com/boltinformer/boltinformer/components/internal/gobuild"
 )
 
 func main() {
-	pods := flag.Int("pods", 10000, "Pods per component: bound Pods for the scheduler, Deployment replicas in all for the controller manager")
-	nodes := flag.Int("nodes", 100, "Nodes")
-	deployments := flag.Int("deployments", 100, "Deployments the controller manager's Pods are spread over")
-	reps := flag.Int("reps", 3, "restarts of each variant")
-	which := flag.String("components", "kube-scheduler,kube-controller-manager", "components to measure")
-	logs := flag.String("logs", "", "directory to keep each start's component log in (default: a temporary directory, removed at the end)")
-	scenario := flag.String("scenario", "component-restart", "component-restart: restart each component; apiserver-restart: restart kube-apiserver under both components at once (fleet.go)")
-	window := flag.Duration("window", 45*time.Second, "apiserver-restart: read the apiserver's figures this long after the restart (later if a component has not relisted by then)")
-	baseline := flag.Bool("baseline", true, "apiserver-restart: also restart the apiserver with no component running")
+	f := benchkit.NewFlags(flag.CommandLine, 10000, 3, "restartbench")
+	var nodes int
+	var logs, scenario string
+	var window time.Duration
+	flag.IntVar(&nodes, "nodes", 100, "Nodes")
+	flag.StringVar(&logs, "logs", "", "directory to keep each start's component log in (default: a temporary directory, removed at the end)")
+	flag.StringVar(&scenario, "scenario", "component-restart", "component-restart: restart each component; apiserver-restart: restart kube-apiserver under both components at once (fleet.go)")
+	flag.DurationVar(&window, "window", 45*time.Second, "apiserver-restart: read the apiserver's figures this long after the restart (later if a component has not relisted by then)")
 	flag.Parse()
-	if *scenario != "component-restart" && *scenario != "apiserver-restart" {
-		log.Fatalf("unknown --scenario %q", *scenario)
+	if scenario != "component-restart" && scenario != "apiserver-restart" {
+		log.Fatalf("unknown --scenario %q", scenario)
 	}
-	if err := run(*scenario, *pods, *nodes, *deployments, *reps, strings.Split(*which, ","), *logs, *window, *baseline); err != nil {
+	if err := run(scenario, f.Pods, nodes, f.Reps, logs, window, f.Out); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(scenario string, pods, nodes, deployments, reps int, which []string, logs string, window time.Duration, baseline bool) error {
+// deployments is how many Deployments the controller manager's Pods are
+// spread over.
+const deployments = 100
+
+func run(scenario string, pods, nodes, reps int, logs string, window time.Duration, out string) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "restartbench-")
 	if err != nil {
@@ -86,7 +71,7 @@ func run(scenario string, pods, nodes, deployments, reps int, which []string, lo
 	}
 
 	start := time.Now()
-	srv, err := apiservertest.Launch(ctx, apiservertest.Options{EtcdQuotaBackendBytes: 8 << 30})
+	srv, err := benchkit.Launch(ctx, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -106,7 +91,7 @@ func run(scenario string, pods, nodes, deployments, reps int, which []string, lo
 		return err
 	}
 	defer stopHeartbeat()
-	b := &bench{cs: cs, srv: srv, dir: dir, logs: dir, kubeconfig: kubeconfig}
+	b := &bench{cs: cs, cfg: cfg, srv: srv, dir: dir, logs: dir, kubeconfig: kubeconfig}
 	if logs != "" {
 		if err := os.MkdirAll(logs, 0o755); err != nil {
 			return err
@@ -118,29 +103,31 @@ func run(scenario string, pods, nodes, deployments, reps int, which []string, lo
 	}
 	log.Printf("apiserver up and %d Nodes created in %v", nodes, time.Since(start).Round(time.Second))
 
+	var rep *benchkit.Report
+	var raw any
+	name := fmt.Sprintf("%s-%s", scenario, benchkit.CountLabel(pods))
 	if scenario == "apiserver-restart" {
-		results, err := b.runFleet(ctx, bins, pods, deployments, reps, window, baseline)
+		results, err := b.runFleet(ctx, bins, pods, reps, window)
 		if err != nil {
 			return err
 		}
-		reportFleet(os.Stdout, results, pods, nodes, deployments, reps, window)
-		return nil
-	}
-
-	var results []result
-	for _, name := range which {
-		c, ok := bins[name]
-		if !ok {
-			return fmt.Errorf("unknown component %q", name)
+		rep, raw = reportFleet(results, pods, nodes, reps, window), results
+	} else {
+		var results []result
+		for _, c := range []component{schedulerComponent, controllerManagerComponent} {
+			rs, err := b.measure(ctx, bins[c.name], pods, reps)
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			results = append(results, rs...)
 		}
-		rs, err := b.measure(ctx, c, pods, deployments, reps)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		results = append(results, rs...)
+		rep, raw = report(results, pods, nodes, reps), results
 	}
-	report(os.Stdout, results, pods, nodes, deployments, reps)
-	return nil
+	if err := rep.WriteText(os.Stdout); err != nil {
+		return err
+	}
+	_, err = benchkit.Save(out, name, raw, rep)
+	return err
 }
 
 // component is one component's two binaries and how to measure it.
@@ -148,7 +135,7 @@ type component struct {
 	name        string
 	bolt, stock string
 	// populate fills the cluster with what the component works on.
-	populate func(ctx context.Context, b *bench, pods, deployments int) error
+	populate func(ctx context.Context, b *bench, pods int) error
 	// probe does, once the component has started, what it must act on,
 	// and returns once it has.
 	probe func(ctx context.Context, b *bench, id string) error
@@ -178,98 +165,60 @@ func buildBinaries(dir string) (map[string]component, error) {
 	return out, nil
 }
 
-// process is a running component.
-type process struct {
-	cmd     *exec.Cmd
-	started time.Time
-	exited  chan struct{}
+// startProcess starts a component with its output in logPath; it dies
+// with this process.
+func startProcess(bin, logPath string, args []string) (*benchkit.Child, error) {
+	return benchkit.StartChild(context.Background(), benchkit.ChildOptions{Path: bin, Args: args, LogPath: logPath,
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}})
 }
 
-func startProcess(bin, logPath string, args []string) (*process, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	p.started = time.Now()
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, err
-	}
-	go func() {
-		_ = cmd.Wait()
-		logFile.Close()
-		close(p.exited)
-	}()
-	return p, nil
-}
-
-// stop asks the process to stop (SIGTERM: a boltinformer component closes
-// its file) and waits; SIGKILL after 30 s.
-func (p *process) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
+// stopGrace is how long a component has to stop on SIGTERM (a boltinformer
+// component closes its file) before it is killed.
+const stopGrace = 30 * time.Second
 
 // result is one start of one variant.
 type result struct {
-	component, variant string
-	rep                int
-	ready              time.Duration // process start → the probe's work done
-	apiserverCPU       float64       // apiserver CPU-seconds meanwhile
-	lists              float64       // LIST requests meanwhile
-	listBytes          float64       // bytes of LIST responses meanwhile
-	privateBytes       uint64        // the component's RssAnon at the end
+	Component, Variant string
+	Rep                int
+	Ready              float64 // seconds from process start to the probe's work done
+	APIServerCPU       float64 // apiserver CPU-seconds meanwhile
+	Lists              float64 // LIST requests meanwhile
+	ListBytes          float64 // bytes of LIST responses and watch events meanwhile
+	PrivateBytes       uint64  // the component's RssAnon at the end
 }
 
-func report(w *os.File, results []result, pods, nodes, deployments, reps int) {
-	fmt.Fprintf(w, "\n%d Nodes; %d Pods per component (controller manager: over %d Deployments); medians of %d restarts (cold: one start on a new file)\n\n", nodes, pods, deployments, reps)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "component\tvariant\tready s\t× stock\tLIST requests\tMiB listed+watched\tapiserver CPU-s\t× stock\tprivate MiB\t")
+func report(results []result, pods, nodes, reps int) *benchkit.Report {
+	rep := &benchkit.Report{}
+	rep.Printf("\n%d Nodes; %d Pods per component (controller manager: over %d Deployments); medians of %d restarts (cold: one start on a new file)\n\n", nodes, pods, deployments, reps)
+	t := rep.Table("component", "variant", "ready s", "× stock", "LIST requests", "MiB listed+watched", "apiserver CPU-s", "× stock", "private MiB")
 	type key struct{ c, v string }
 	by := map[key][]result{}
 	var order []key
 	for _, r := range results {
-		k := key{r.component, r.variant}
+		k := key{r.Component, r.Variant}
 		if _, ok := by[k]; !ok {
 			order = append(order, k)
 		}
 		by[k] = append(by[k], r)
 	}
-	med := func(rs []result, f func(result) float64) float64 {
-		var xs []float64
-		for _, r := range rs {
-			xs = append(xs, f(r))
-		}
-		return runstats.Median(xs)
-	}
+	ready := func(r result) float64 { return r.Ready }
+	cpu := func(r result) float64 { return r.APIServerCPU }
 	for _, k := range order {
-		rs := by[k]
-		stock := by[key{k.c, "stock"}]
-		ready := med(rs, func(r result) float64 { return r.ready.Seconds() })
-		cpu := med(rs, func(r result) float64 { return r.apiserverCPU })
-		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f×\t%.0f\t%.1f\t%.2f\t%.2f×\t%.0f\t\n", k.c, k.v,
-			ready, ready/med(stock, func(r result) float64 { return r.ready.Seconds() }),
-			med(rs, func(r result) float64 { return r.lists }),
-			med(rs, func(r result) float64 { return r.listBytes })/(1<<20),
-			cpu, cpu/med(stock, func(r result) float64 { return r.apiserverCPU }),
-			med(rs, func(r result) float64 { return float64(r.privateBytes) })/(1<<20))
+		rs, stock := by[k], by[key{k.c, "stock"}]
+		t.Row(k.c, k.v, f2(benchkit.MedianOf(rs, ready)), f2(benchkit.MedianOf(rs, ready)/benchkit.MedianOf(stock, ready))+"×",
+			fmt.Sprintf("%.0f", benchkit.MedianOf(rs, func(r result) float64 { return r.Lists })),
+			fmt.Sprintf("%.1f", benchkit.MedianOf(rs, func(r result) float64 { return r.ListBytes })/(1<<20)),
+			f2(benchkit.MedianOf(rs, cpu)), f2(benchkit.MedianOf(rs, cpu)/benchkit.MedianOf(stock, cpu))+"×",
+			fmt.Sprintf("%.0f", benchkit.MedianOf(rs, func(r result) float64 { return float64(r.PrivateBytes) })/(1<<20)))
 	}
-	tw.Flush()
-	fmt.Fprintln(w, "\nready: process start → the scheduler bound a new Pod / the controller manager made a new Deployment's ReplicaSet and Pod.")
-	fmt.Fprintln(w, "LIST requests include a warm informer's limit=1 consistent reads (client-go's informers list through watch-list streams, not LISTs);")
-	fmt.Fprintln(w, "MiB listed+watched: what the apiserver encoded for LIST responses and watch events meanwhile, to every client.")
-	fmt.Fprintln(w, "\nEach start:")
+	rep.Printf("\nready: process start → the scheduler bound a new Pod / the controller manager made a new Deployment's ReplicaSet and Pod.\n" +
+		"LIST requests include a warm informer's limit=1 consistent reads (client-go's informers list through watch-list streams, not LISTs);\n" +
+		"MiB listed+watched: what the apiserver encoded for LIST responses and watch events meanwhile, to every client.\n\nEach start:\n")
 	for _, r := range results {
-		fmt.Fprintf(w, "  %s %s #%d: ready %.2f s, %.0f LISTs, %.1f MiB listed+watched, apiserver %.2f CPU-s, private %.0f MiB\n",
-			r.component, r.variant, r.rep, r.ready.Seconds(), r.lists, r.listBytes/(1<<20), r.apiserverCPU, float64(r.privateBytes)/(1<<20))
+		rep.Printf("  %s %s #%d: ready %.2f s, %.0f LISTs, %.1f MiB listed+watched, apiserver %.2f CPU-s, private %.0f MiB\n",
+			r.Component, r.Variant, r.Rep, r.Ready, r.Lists, r.ListBytes/(1<<20), r.APIServerCPU, float64(r.PrivateBytes)/(1<<20))
 	}
+	return rep
 }
+
+func f2(x float64) string { return fmt.Sprintf("%.2f", x) }

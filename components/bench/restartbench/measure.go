@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,9 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/boltinformer/boltinformer/components/internal/workload"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/internal/fanout"
 	"github.com/boltinformer/boltinformer/internal/runstats"
 )
@@ -26,6 +27,7 @@ import (
 // bench is the cluster the components run against.
 type bench struct {
 	cs         kubernetes.Interface
+	cfg        *rest.Config
 	srv        *apiservertest.Server
 	dir        string
 	logs       string // where each start's log goes
@@ -49,20 +51,17 @@ var commonArgs = []string{"--leader-elect=false", "--secure-port=0", "--kube-api
 var schedulerComponent = component{
 	name: "kube-scheduler",
 	args: func(b *bench) []string { return append([]string{"--kubeconfig=" + b.kubeconfig}, commonArgs...) },
-	populate: func(ctx context.Context, b *bench, pods, _ int) error {
-		if err := b.createNamespace(ctx, schedulerNamespace); err != nil {
-			return err
-		}
+	populate: func(ctx context.Context, b *bench, pods int) error {
 		nodes, err := b.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
-		return fanout.Each(ctx, pods, createWorkers, func(ctx context.Context, i int) error {
-			pod := benchPod(fmt.Sprintf("pod-%06d", i), nil)
-			pod.Spec.NodeName = nodes.Items[i%len(nodes.Items)].Name
-			_, err := b.cs.CoreV1().Pods(schedulerNamespace).Create(ctx, pod, metav1.CreateOptions{})
-			return err
-		})
+		return benchkit.Populate(ctx, b.cfg, benchkit.PodSet{N: pods, Workers: createWorkers, Namespaces: []string{schedulerNamespace},
+			Pod: func(i int) *corev1.Pod {
+				pod := benchPod(fmt.Sprintf("pod-%06d", i), nil)
+				pod.Namespace, pod.Spec.NodeName = schedulerNamespace, nodes.Items[i%len(nodes.Items)].Name
+				return pod
+			}})
 	},
 	probe: func(ctx context.Context, b *bench, id string) error {
 		name := "probe-" + id
@@ -76,7 +75,7 @@ var schedulerComponent = component{
 var controllerManagerComponent = component{
 	name: "kube-controller-manager",
 	args: func(b *bench) []string { return append([]string{"--kubeconfig=" + b.kubeconfig}, commonArgs...) },
-	populate: func(ctx context.Context, b *bench, pods, deployments int) error {
+	populate: func(ctx context.Context, b *bench, pods int) error {
 		if err := b.createNamespace(ctx, kcmNamespace); err != nil {
 			return err
 		}
@@ -125,9 +124,9 @@ func (b *bench) settled(ctx context.Context, pods int) error {
 // once on a new file (cold; for the controller manager it also makes the
 // Deployments' ReplicaSets and Pods), then each variant reps times,
 // alternating which goes first.
-func (b *bench) measure(ctx context.Context, c component, pods, deployments, reps int) ([]result, error) {
+func (b *bench) measure(ctx context.Context, c component, pods, reps int) ([]result, error) {
 	start := time.Now()
-	if err := c.populate(ctx, b, pods, deployments); err != nil {
+	if err := c.populate(ctx, b, pods); err != nil {
 		return nil, err
 	}
 	log.Printf("%s: populated in %v", c.name, time.Since(start).Round(time.Second))
@@ -143,11 +142,7 @@ func (b *bench) measure(ctx context.Context, c component, pods, deployments, rep
 	}
 	results := []result{cold}
 	for rep := 1; rep <= reps; rep++ {
-		variants := []struct{ name, bin string }{{"stock", c.stock}, {"boltinformer", c.bolt}}
-		if rep%2 == 0 {
-			variants[0], variants[1] = variants[1], variants[0]
-		}
-		for _, v := range variants {
+		for _, v := range benchkit.Rotate([]struct{ name, bin string }{{"stock", c.stock}, {"boltinformer", c.bolt}}, rep-1) {
 			args := c.args(b)
 			if v.name == "boltinformer" {
 				args = boltArgs
@@ -167,39 +162,36 @@ func (b *bench) measure(ctx context.Context, c component, pods, deployments, rep
 func (b *bench) start(ctx context.Context, c component, variant, bin string, args []string, rep int, settle func(context.Context) error) (result, error) {
 	id := fmt.Sprintf("%s-%d", strings.ReplaceAll(variant, " ", "-"), rep)
 	apiserverPID, _ := b.srv.PIDs()
-	listsBefore, bytesBefore, err := b.listMetrics(ctx)
+	listsBefore, bytesBefore, err := benchkit.ServerLists(ctx, b.cs)
 	if err != nil {
 		return result{}, err
 	}
-	// An unreadable counter reads 0, as does a process that is gone.
-	cpuBefore, _ := runstats.CPU(apiserverPID)
+	cpu := benchkit.StartCPUMeter(apiserverPID)
 	p, err := startProcess(bin, filepath.Join(b.logs, c.name+"-"+id+".log"), args)
 	if err != nil {
 		return result{}, err
 	}
-	defer p.stop()
+	defer p.Stop(stopGrace)
 	probeCtx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	go func() {
 		select {
-		case <-p.exited:
+		case <-p.Exited():
 			cancel()
 		case <-probeCtx.Done():
 		}
 	}()
 	if err := c.probe(probeCtx, b, id); err != nil {
-		return result{}, fmt.Errorf("%s %s: %w (log %s)", c.name, variant, err, filepath.Join(b.logs, c.name+"-"+id+".log"))
+		return result{}, fmt.Errorf("%s %s: %w (log %s)", c.name, variant, err, p.LogPath)
 	}
-	r := result{component: c.name, variant: variant, rep: rep, ready: time.Since(p.started)}
-	cpuAfter, _ := runstats.CPU(apiserverPID)
-	r.apiserverCPU = cpuAfter - cpuBefore
-	r.privateBytes, _ = runstats.Status(p.cmd.Process.Pid, "RssAnon")
-	listsAfter, bytesAfter, err := b.listMetrics(ctx)
+	r := result{Component: c.name, Variant: variant, Rep: rep, Ready: time.Since(p.Started).Seconds(), APIServerCPU: cpu.Used()[0]}
+	r.PrivateBytes, _ = runstats.Status(p.Pid(), "RssAnon")
+	listsAfter, bytesAfter, err := benchkit.ServerLists(ctx, b.cs)
 	if err != nil {
 		return result{}, err
 	}
-	r.lists, r.listBytes = listsAfter-listsBefore, bytesAfter-bytesBefore
-	log.Printf("%s %s #%d: ready in %.2f s, %.0f LISTs, apiserver %.2f CPU-s", c.name, variant, rep, r.ready.Seconds(), r.lists, r.apiserverCPU)
+	r.Lists, r.ListBytes = listsAfter-listsBefore, bytesAfter-bytesBefore
+	log.Printf("%s %s #%d: ready in %.2f s, %.0f LISTs, apiserver %.2f CPU-s", c.name, variant, rep, r.Ready, r.Lists, r.APIServerCPU)
 	if settle != nil {
 		start := time.Now()
 		if err := settle(ctx); err != nil {
@@ -230,36 +222,6 @@ func (b *bench) waitPod(ctx context.Context, ns, fieldSelector, labelSelector st
 			return ctx.Err()
 		}
 	}
-}
-
-// listMetrics reads from the apiserver's metrics its LIST requests so far,
-// and the bytes it encoded for LIST responses and watch events (client-go
-// lists through a watch by default: a watch-list streams the initial state
-// as watch events), over every resource.
-func (b *bench) listMetrics(ctx context.Context) (lists, bytes float64, err error) {
-	raw, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		name, rest, ok := strings.Cut(line, "{")
-		if !ok {
-			continue
-		}
-		i := strings.LastIndexByte(rest, ' ')
-		v, err := strconv.ParseFloat(rest[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		list := strings.Contains(rest, `verb="LIST"`)
-		switch {
-		case name == "apiserver_request_total" && list:
-			lists += v
-		case name == "apiserver_response_sizes_sum" && list, name == "apiserver_watch_events_sizes_sum":
-			bytes += v
-		}
-	}
-	return lists, bytes, nil
 }
 
 func (b *bench) createNamespace(ctx context.Context, name string) error {

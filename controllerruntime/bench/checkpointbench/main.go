@@ -1,39 +1,17 @@
-// Command checkpointbench measures what a controller-runtime manager does
-// after a restart when some of its objects changed while it was down: with
-// controller-runtime's default cache (every Pod is reconciled again), and
-// with boltinformer's persistent cache and a reconciler checkpoint
-// (boltcr.Checkpoint: only the changed Pods are). It starts a kube-apiserver
-// on loopback, creates --pods Pods, and for each count in --changed and each
-// repetition changes that many Pods (a label) while no manager runs, then
-// starts each variant in turn (order alternating between repetitions). It
-// reports idle, from ctrl.NewManager to the last Reconcile the restart owes
-// (every Pod for the default cache, the changed ones for the checkpoint) or
-// to the cache synced, whichever is later (both are reported: a warm cache
-// syncs once caught up with the server, which waits for a watch bookmark when
-// other resources were written after the last Pod change), and reconciles,
-// every Reconcile call in that time and in the observation window (--window)
-// after it, when nothing more is owed. The variant checkpoint-at-open
-// (--variants) runs the checkpoint with boltcr.Options.SyncedAtOpen: the
-// cache reports synced on the stored state rather than once caught up with
-// the server, and what changed while the manager was down arrives as
-// updates.
+// Command checkpointbench measures a controller-runtime manager's restart
+// when some Pods changed while it was down: on controller-runtime's default
+// cache every Pod is reconciled again; on boltcr's persistent cache with a
+// reconciler checkpoint (boltcr.Checkpoint) only the changed ones are.
 //
-// With --expire, each round restarts kube-apiserver (etcd kept) after the
-// changes, before the variants start: every stored resourceVersion is then
-// gone from the apiserver's watch history, as after a downtime longer than
-// its window (about 75 s on a resource that changes), and a warm informer's
-// watch is answered 410. boltcr recovers by what changed (a metadata list,
-// fetches of the changed Pods); the default cache lists, as always. The
-// bench waits for the restarted apiserver's watch cache of Pods before
-// starting a variant, so that neither pays for its initialization.
-//
-// Besides the times and reconciles, each start reports the bytes the
-// manager read from the apiserver until idle (response bodies as the client
-// reads them, every request), its requests for Pods by kind (lists or
-// watch-lists of whole Pods, metadata lists, fetches of one Pod), and the
-// process's CPU time until idle (the manager is all this process runs
-// then). The manager's client has no client-side rate limit, as
-// ctrl.GetConfig sets it up.
+// For each count in --changed and each repetition it labels that many Pods
+// while no manager runs, then starts each variant in rotated order. A start
+// is idle at the later of its last owed Reconcile and its cache synced;
+// reconciles counts every call until then and for --window after.
+// checkpoint-at-open (--variants) syncs on the stored state
+// (boltcr.Options.SyncedAtOpen). With --expire, kube-apiserver restarts
+// after the changes, so every stored resourceVersion is expired and boltcr
+// recovers by what changed. Each start also reports the bytes it read, its
+// Pod requests by kind and its CPU time.
 //
 //	go run ./bench/checkpointbench --pods 10000 --changed 0,100,1000 --reps 3
 //	go run ./bench/checkpointbench --pods 100000 --changed 0.1%,1%,10% --expire --reps 3
@@ -43,58 +21,45 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
-	"runtime/trace"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
-	"github.com/boltinformer/boltinformer/controllerruntime/internal/apicount"
+	"github.com/boltinformer/boltinformer/controllerruntime/bench/internal/manager"
 	"github.com/boltinformer/boltinformer/controllerruntime/internal/benchpods"
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/internal/runstats"
-	"github.com/boltinformer/boltinformer/persist"
 )
 
 func main() {
-	pods := flag.Int("pods", 10000, "Pods to create and watch")
+	f := benchkit.NewFlags(flag.CommandLine, 10000, 3, "checkpointbench")
 	changed := flag.String("changed", "0,100,1000", "comma-separated counts of Pods changed while the manager is down, or percentages of --pods (1%)")
 	expire := flag.Bool("expire", false, "restart kube-apiserver after each round's changes, so every stored resourceVersion is expired (a downtime longer than the watch window)")
-	reps := flag.Int("reps", 3, "repetitions of each count")
 	workers := flag.Int("workers", 16, "concurrent creates while populating")
 	window := flag.Duration("window", 2*time.Second, "how long to keep counting reconciles after the last one owed")
 	profile := flag.String("cpuprofile", "", "directory to write a CPU profile of each checkpoint start to")
 	traceDir := flag.String("trace", "", "directory to write an execution trace (runtime/trace) of each checkpoint start to")
 	only := flag.String("variants", "default,checkpoint", "comma-separated variants to run: default, checkpoint, checkpoint-at-open (boltcr.Options.SyncedAtOpen)")
 	flag.Parse()
-	log.SetLogger(logr.Discard())
 	var counts []int
 	for _, c := range strings.Split(*changed, ",") {
-		n, err := parseCount(strings.TrimSpace(c), *pods)
-		if err != nil || n < 0 || n > *pods {
+		n, err := benchkit.ParseAmount(strings.TrimSpace(c), f.Pods)
+		if err != nil || n > f.Pods {
 			fmt.Fprintf(os.Stderr, "checkpointbench: --changed %q: counts between 0 and --pods, or percentages of --pods\n", c)
 			os.Exit(2)
 		}
@@ -107,22 +72,10 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := run(*pods, counts, variants, *reps, *workers, *window, *expire, *profile, *traceDir); err != nil {
+	if err := run(f.Pods, counts, variants, f.Reps, *workers, *window, *expire, *profile, *traceDir, f.Out); err != nil {
 		fmt.Fprintln(os.Stderr, "checkpointbench:", err)
 		os.Exit(1)
 	}
-}
-
-// parseCount reads a count of Pods, or a percentage of pods ("1%").
-func parseCount(s string, pods int) (int, error) {
-	if p, ok := strings.CutSuffix(s, "%"); ok {
-		f, err := strconv.ParseFloat(p, 64)
-		if err != nil {
-			return 0, err
-		}
-		return int(math.Round(f / 100 * float64(pods))), nil
-	}
-	return strconv.Atoi(s)
 }
 
 // allVariants are the caches a restart can run on: controller-runtime's
@@ -130,26 +83,26 @@ func parseCount(s string, pods int) (int, error) {
 // (SyncedAtOpen) instead of once caught up with the server.
 var allVariants = []string{"default", "checkpoint", "checkpoint-at-open"}
 
+// result is one start; durations in seconds.
 type result struct {
-	idle time.Duration
-	// owed is when the last reconcile owed was done, synced when the
-	// cache reported synced; idle is the later of the two.
-	owed, synced time.Duration
-	reconciles   int64
-	// lists counts the lists of whole Pods the start made (a relist after a
-	// 410 shows here), watch-list streams included (the default cache's);
-	// metadata and fetches a recovery's metadata lists and fetches of one
-	// Pod.
-	lists, metadata, fetches int64
-	// bytes is what the manager read from the apiserver until idle; cpu the
-	// process's CPU time until idle.
-	bytes int64
-	cpu   time.Duration
+	Variant string
+	Changed int
+	// Idle is the later of Owed, when the last reconcile owed was done,
+	// and Synced, when the cache reported synced.
+	Idle, Owed, Synced float64
+	Reconciles         int64
+	// Lists counts lists and watch-lists of whole Pods (a relist after a
+	// 410 shows here); Metadata and Fetches a recovery's requests.
+	Lists, Metadata, Fetches int64
+	// Bytes is what the manager read until idle; CPU the process's CPU
+	// seconds until idle.
+	Bytes int64
+	CPU   float64
 }
 
-func run(pods int, counts []int, only []string, reps, workers int, window time.Duration, expire bool, profile, traceDir string) error {
+func run(pods int, counts []int, only []string, reps, workers int, window time.Duration, expire bool, profile, traceDir, out string) error {
 	ctx := context.Background()
-	srv, cfg, err := benchpods.Start(ctx, pods, workers)
+	srv, cfg, err := benchkit.LaunchWithPods(ctx, benchkit.FixturePods(pods, workers, benchpods.Namespaces, os.Stdout))
 	if err != nil {
 		return err
 	}
@@ -177,13 +130,9 @@ func run(pods int, counts []int, only []string, reps, workers int, window time.D
 		if err != nil {
 			return fmt.Errorf("priming %s: %w", v, err)
 		}
-		fmt.Printf("prime (%s, cold): idle %v, %d reconciles\n", v, r.idle.Round(time.Millisecond), r.reconciles)
+		fmt.Printf("prime (%s, cold): idle %.3fs, %d reconciles\n", v, r.Idle, r.Reconciles)
 	}
-	if expire {
-		fmt.Println("--expire: kube-apiserver restarts after each round's changes: every stored resourceVersion is expired, as after a downtime longer than the watch window")
-	}
-
-	results := map[string][]result{}
+	var results []result
 	round := 0
 	for _, k := range counts {
 		for rep := range reps {
@@ -193,20 +142,17 @@ func run(pods int, counts []int, only []string, reps, workers int, window time.D
 				return err
 			}
 			if expire {
-				if err := expireHistory(ctx, srv, cs); err != nil {
+				if err := benchkit.RestartAPIServer(ctx, srv, cs); err != nil {
 					return err
 				}
 			}
-			variants := slices.Clone(only)
-			if rep%2 == 1 {
-				slices.Reverse(variants)
-			}
-			for _, v := range variants {
+			for _, v := range benchkit.Rotate(only, rep) {
 				var r result
 				if v == "default" {
 					r, err = start1(cfg, "", false, allPods(pods), window)
 				} else {
-					stop, perr := startProfile(profile, traceDir, fmt.Sprintf("%s-%d-%d", v, k, rep))
+					name := fmt.Sprintf("%s-%d-%d", v, k, rep)
+					stop, perr := benchkit.StartProfile(inDir(profile, name+".pprof"), inDir(traceDir, name+".trace"))
 					if perr != nil {
 						return perr
 					}
@@ -216,123 +162,73 @@ func run(pods int, counts []int, only []string, reps, workers int, window time.D
 				if err != nil {
 					return fmt.Errorf("%s, %d changed: %w", v, k, err)
 				}
-				key := fmt.Sprintf("%s/%d", v, k)
-				results[key] = append(results[key], r)
-				fmt.Printf("changed %6d rep %d %-10s idle %9v (owed done %9v, synced %9v)  reconciles %7d  Pod lists %d, metadata lists %d, fetches %d  read %s  CPU %v\n", k, rep, v,
-					r.idle.Round(time.Millisecond), r.owed.Round(time.Millisecond), r.synced.Round(time.Millisecond), r.reconciles,
-					r.lists, r.metadata, r.fetches, mib(r.bytes), r.cpu.Round(10*time.Millisecond))
-				if v != "default" && r.reconciles != int64(len(changed)) {
-					fmt.Printf("  ^ %s reconciled %d Pods, not the %d changed\n", v, r.reconciles, len(changed))
+				r.Variant, r.Changed = v, k
+				results = append(results, r)
+				fmt.Printf("changed %6d rep %d %-10s idle %7.3fs (owed done %7.3fs, synced %7.3fs)  reconciles %7d  Pod lists %d, metadata lists %d, fetches %d  read %.1f MiB  CPU %.2fs\n",
+					k, rep, v, r.Idle, r.Owed, r.Synced, r.Reconciles, r.Lists, r.Metadata, r.Fetches, mib(r.Bytes), r.CPU)
+				if v != "default" && r.Reconciles != int64(len(changed)) {
+					fmt.Printf("  ^ %s reconciled %d Pods, not the %d changed\n", v, r.Reconciles, len(changed))
 				}
 			}
 		}
 	}
+	rep := report(results, pods, counts, only, reps, window, expire)
+	if err := rep.WriteText(os.Stdout); err != nil {
+		return err
+	}
+	name := "checkpoints-" + benchkit.CountLabel(pods)
+	if expire {
+		name += "-expire"
+	}
+	_, err = benchkit.Save(out, name, results, rep)
+	return err
+}
+
+// report is the medians of every variant and count.
+func report(results []result, pods int, counts []int, only []string, reps int, window time.Duration, expire bool) *benchkit.Report {
 	restarts := "restarts"
 	if expire {
 		restarts = "restarts, each after an apiserver restart (stored resourceVersions expired)"
 	}
-	fmt.Printf("\n%d Pods, medians of %d %s; idle: ctrl.NewManager → the last reconcile owed, or synced if later; reconciles: all, in that time and %v after; read: bytes from the apiserver until idle; CPU: client CPU until idle\n", pods, reps, restarts, window)
-	fmt.Printf("%-15s %-11s %10s %10s %10s %11s %10s %8s %9s %10s\n", "changed", "cache", "idle", "owed done", "synced", "reconciles", "read", "CPU", "Pod lists", "× default")
+	rep := &benchkit.Report{}
+	rep.Printf("\n%d Pods, medians of %d %s; idle: ctrl.NewManager → the last reconcile owed, or synced if later; reconciles: all, in that time and %v after; read: bytes from the apiserver until idle; CPU: client CPU until idle\n", pods, reps, restarts, window)
+	t := rep.Table("changed", "cache", "idle s", "owed done s", "synced s", "reconciles", "read MiB", "CPU s", "Pod lists", "× default")
 	for _, k := range counts {
+		med := func(v string, f func(result) float64) float64 {
+			var rs []result
+			for _, r := range results {
+				if r.Variant == v && r.Changed == k {
+					rs = append(rs, r)
+				}
+			}
+			return benchkit.MedianOf(rs, f)
+		}
+		idle := func(r result) float64 { return r.Idle }
 		for _, v := range allVariants {
 			if !slices.Contains(only, v) {
 				continue
 			}
-			m := median(results[fmt.Sprintf("%s/%d", v, k)])
 			ratio := "-"
 			if slices.Contains(only, "default") {
-				ratio = fmt.Sprintf("%.2f×", float64(m.idle)/float64(median(results[fmt.Sprintf("default/%d", k)]).idle))
+				ratio = fmt.Sprintf("%.2f×", med(v, idle)/med("default", idle))
 			}
-			changed := fmt.Sprintf("%d (%.3g%%)", k, 100*float64(k)/float64(pods))
-			fmt.Printf("%-15s %-11s %10v %10v %10v %11d %10s %8v %9d %10s\n", changed, v, m.idle.Round(time.Millisecond), m.owed.Round(time.Millisecond),
-				m.synced.Round(time.Millisecond), m.reconciles, mib(m.bytes), m.cpu.Round(10*time.Millisecond), m.lists, ratio)
+			t.Row(fmt.Sprintf("%d (%.3g%%)", k, 100*float64(k)/float64(pods)), v, fmt.Sprintf("%.3f", med(v, idle)),
+				fmt.Sprintf("%.3f", med(v, func(r result) float64 { return r.Owed })), fmt.Sprintf("%.3f", med(v, func(r result) float64 { return r.Synced })),
+				fmt.Sprint(med(v, func(r result) float64 { return float64(r.Reconciles) })), fmt.Sprintf("%.1f", mib(int64(med(v, func(r result) float64 { return float64(r.Bytes) })))),
+				fmt.Sprintf("%.2f", med(v, func(r result) float64 { return r.CPU })), fmt.Sprint(med(v, func(r result) float64 { return float64(r.Lists) })), ratio)
 		}
 	}
-	return nil
+	return rep
 }
 
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
-// expireHistory restarts kube-apiserver, so that no resourceVersion from
-// before is in its watch history, and waits until its watch cache of Pods
-// serves watches again.
-func expireHistory(ctx context.Context, srv *apiservertest.Server, cs kubernetes.Interface) error {
-	start := time.Now()
-	restartCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	if err := srv.Restart(restartCtx); err != nil {
-		return err
+// inDir is dir/name, or "" without a dir.
+func inDir(dir, name string) string {
+	if dir == "" {
+		return ""
 	}
-	ready := time.Now()
-	// A watch from "0" is served from the watch cache only: it opens once
-	// the cache is initialized. Its selector matches no Pod, so it sends
-	// nothing.
-	for {
-		w, err := cs.CoreV1().Pods("").Watch(restartCtx, metav1.ListOptions{ResourceVersion: "0", LabelSelector: "checkpointbench-warmup=none", TimeoutSeconds: ptr.To[int64](1)})
-		if err == nil {
-			w.Stop()
-			break
-		}
-		if restartCtx.Err() != nil {
-			return fmt.Errorf("the restarted apiserver's watch cache of Pods: %w", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	fmt.Printf("apiserver restarted (ready in %v, Pods' watch cache %v later)\n", ready.Sub(start).Round(time.Millisecond), time.Since(ready).Round(time.Millisecond))
-	return nil
-}
-
-// startProfile starts a CPU profile written to profileDir/name.pprof and an
-// execution trace written to traceDir/name.trace (each only if its
-// directory is given) and returns what stops them.
-func startProfile(profileDir, traceDir, name string) (stop func(), err error) {
-	var stops []func()
-	stop = func() {
-		for _, s := range stops {
-			s()
-		}
-	}
-	if profileDir != "" {
-		f, err := os.Create(filepath.Join(profileDir, name+".pprof"))
-		if err != nil {
-			return nil, err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return nil, err
-		}
-		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
-	}
-	if traceDir != "" {
-		f, err := os.Create(filepath.Join(traceDir, name+".trace"))
-		if err != nil {
-			stop()
-			return nil, err
-		}
-		if err := trace.Start(f); err != nil {
-			f.Close()
-			stop()
-			return nil, err
-		}
-		stops = append(stops, func() { trace.Stop(); f.Close() })
-	}
-	return stop, nil
-}
-
-// median returns each measure's median over rs (taken separately).
-func median(rs []result) result {
-	var idle, owed, synced, cpu []time.Duration
-	var rec, lists, bytes []int64
-	for _, r := range rs {
-		idle, owed, synced, rec = append(idle, r.idle), append(owed, r.owed), append(synced, r.synced), append(rec, r.reconciles)
-		cpu, lists, bytes = append(cpu, r.cpu), append(lists, r.lists), append(bytes, r.bytes)
-	}
-	return result{idle: mid(idle), owed: mid(owed), synced: mid(synced), reconciles: mid(rec), cpu: mid(cpu), lists: mid(lists), bytes: mid(bytes)}
-}
-
-func mid[T int64 | time.Duration](xs []T) T {
-	slices.Sort(xs)
-	return xs[len(xs)/2]
+	return filepath.Join(dir, name)
 }
 
 func allPods(n int) map[types.NamespacedName]bool {
@@ -388,19 +284,10 @@ func start1(base *rest.Config, path string, atOpen bool, owed map[types.Namespac
 	// No client-side rate limit, as ctrl.GetConfig sets up a manager's
 	// config (controller-runtime relies on API Priority and Fairness).
 	cfg.QPS, cfg.Burst = -1, 0
-	counter := &apicount.Counter{}
-	cfg.Wrap(counter.Wrap)
 	runtime.GC() // the previous start's garbage is not this one's CPU
 	cpuBegin := runstats.SelfCPU()
 	begin := time.Now()
-	opts := ctrl.Options{
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	}
-	if path != "" {
-		opts.NewCache = boltcr.NewCache(boltcr.Options{Path: path, File: persist.Options{NoSync: true}, SyncedAtOpen: atOpen})
-	}
-	mgr, err := ctrl.NewManager(cfg, opts)
+	mgr, counter, err := manager.New(cfg, path, atOpen)
 	if err != nil {
 		return result{}, err
 	}
@@ -408,7 +295,7 @@ func start1(base *rest.Config, path string, atOpen bool, owed map[types.Namespac
 		mu         sync.Mutex
 		remaining  = len(owed)
 		seen       = map[types.NamespacedName]bool{}
-		reconciles atomic.Int64
+		reconciles int64 // guarded by mu
 		idle       = make(chan time.Duration, 1)
 	)
 	if remaining == 0 {
@@ -416,7 +303,9 @@ func start1(base *rest.Config, path string, atOpen bool, owed map[types.Namespac
 	}
 	c := mgr.GetClient()
 	var r reconcile.Reconciler = reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		reconciles.Add(1)
+		mu.Lock()
+		reconciles++
+		mu.Unlock()
 		var p corev1.Pod
 		if err := c.Get(ctx, req.NamespacedName, &p); err != nil && !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, err
@@ -457,9 +346,9 @@ func start1(base *rest.Config, path string, atOpen bool, owed map[types.Namespac
 		}
 		close(synced)
 	}()
-	var res result
+	var owedAt, syncedAt time.Duration
 	select {
-	case res.owed = <-idle:
+	case owedAt = <-idle:
 	case err := <-done:
 		return result{}, fmt.Errorf("manager stopped: %v", err)
 	case <-time.After(10 * time.Minute):
@@ -469,20 +358,22 @@ func start1(base *rest.Config, path string, atOpen bool, owed map[types.Namespac
 	// cache has synced (a warm informer syncs once caught up with the
 	// server; see the cache package), and with nothing owed that is all.
 	var ok bool
-	if res.synced, ok = <-synced; !ok {
+	if syncedAt, ok = <-synced; !ok {
 		return result{}, fmt.Errorf("cache did not sync")
 	}
-	if res.owed == 0 {
+	if owedAt == 0 {
 		// Nothing owed: it was done before the cache synced.
-		res.owed = res.synced
+		owedAt = syncedAt
 	}
-	res.idle = max(res.owed, res.synced)
-	res.cpu, res.bytes = runstats.SelfCPU()-cpuBegin, counter.TotalBytes()
+	res := result{Idle: max(owedAt, syncedAt).Seconds(), Owed: owedAt.Seconds(), Synced: syncedAt.Seconds(),
+		CPU: (runstats.SelfCPU() - cpuBegin).Seconds(), Bytes: counter.TotalBytes()}
 	// The observation window: what a restart does beyond what it owes.
 	time.Sleep(window)
-	res.reconciles = reconciles.Load()
-	res.lists = counter.Requests("pods", apicount.List) + counter.Requests("pods", apicount.WatchList)
-	res.metadata, res.fetches = counter.Requests("pods", apicount.Metadata), counter.Requests("pods", apicount.Fetch)
+	mu.Lock()
+	res.Reconciles = reconciles
+	mu.Unlock()
+	res.Lists = counter.Count(benchkit.List) + counter.Count(benchkit.WatchList)
+	res.Metadata, res.Fetches = counter.Count(benchkit.MetaList), counter.Count(benchkit.Fetch)
 	cancel()
 	if err := <-done; err != nil {
 		return result{}, err

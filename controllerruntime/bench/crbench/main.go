@@ -8,66 +8,62 @@
 //	go run ./bench/crbench --pods 10000 --reps 3
 //
 // Each start runs in this process, one after another, after a GC; LISTs of
-// pods are counted on the wire.
+// pods are counted on the wire. Results go to --out as crbench-<N>.{json,txt}.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
+	"github.com/boltinformer/boltinformer/controllerruntime/bench/internal/manager"
 	"github.com/boltinformer/boltinformer/controllerruntime/internal/benchpods"
-	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 )
 
 func main() {
-	pods := flag.Int("pods", 10000, "Pods to create and watch")
-	reps := flag.Int("reps", 3, "starts per mode")
+	f := benchkit.NewFlags(flag.CommandLine, 10000, 3, "crbench")
 	workers := flag.Int("workers", 16, "concurrent creates while populating")
 	flag.Parse()
-	log.SetLogger(logr.Discard()) // controller-runtime logs every start and stop
-	if err := run(*pods, *reps, *workers); err != nil {
+	if err := run(f.Pods, f.Reps, *workers, f.Out); err != nil {
 		fmt.Fprintln(os.Stderr, "crbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(pods, reps, workers int) error {
+// result is one start; durations in seconds.
+type result struct {
+	Mode               string
+	Synced, First, All float64
+	Lists              int64
+}
+
+func run(pods, reps, workers int, out string) error {
 	ctx := context.Background()
-	srv, cfg, err := benchpods.Start(ctx, pods, workers)
+	srv, cfg, err := benchkit.LaunchWithPods(ctx, benchkit.FixturePods(pods, workers, benchpods.Namespaces, os.Stdout))
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-
 	dir, err := os.MkdirTemp("", "crbench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	results := map[string][]result{}
+	var results []result
 	modes := []string{"default", "persistent-cold", "persistent-warm"}
 	for rep := range reps {
 		path := filepath.Join(dir, fmt.Sprintf("cache-%d.db", rep))
@@ -81,87 +77,63 @@ func run(pods, reps, workers int) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", mode, err)
 			}
-			fmt.Printf("rep %d %-16s synced %8v  first reconcile %8v  all reconciled %8v  LISTs %d\n", rep, mode,
-				r.synced.Round(time.Millisecond), r.first.Round(time.Millisecond), r.all.Round(time.Millisecond), r.lists)
-			results[mode] = append(results[mode], r)
+			r.Mode = mode
+			fmt.Printf("rep %d %-16s synced %6.3fs  first reconcile %6.3fs  all reconciled %6.3fs  LISTs %d\n", rep, mode, r.Synced, r.First, r.All, r.Lists)
+			results = append(results, r)
 		}
 	}
-	fmt.Printf("\n%d Pods, %d reps, GOMAXPROCS=%d, NumCPU=%d; medians:\n", pods, reps, runtime.GOMAXPROCS(0), runtime.NumCPU())
-	fmt.Printf("%-16s %10s %16s %15s %6s\n", "mode", "synced", "first reconcile", "all reconciled", "LISTs")
-	def := median(results["default"])
+	rep := &benchkit.Report{}
+	rep.Printf("\n%d Pods, %d reps, GOMAXPROCS=%d, NumCPU=%d; medians:\n", pods, reps, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	t := rep.Table("mode", "synced s", "first reconcile s", "all reconciled s", "LISTs", "synced × default", "first reconcile × default")
+	med := func(mode string, f func(result) float64) float64 {
+		var rs []result
+		for _, r := range results {
+			if r.Mode == mode {
+				rs = append(rs, r)
+			}
+		}
+		return benchkit.MedianOf(rs, f)
+	}
+	synced := func(r result) float64 { return r.Synced }
+	first := func(r result) float64 { return r.First }
 	for _, mode := range modes {
-		m := median(results[mode])
-		fmt.Printf("%-16s %10v %16v %15v %6d   (synced %.2fx, first reconcile %.2fx of default)\n", mode,
-			m.synced.Round(time.Millisecond), m.first.Round(time.Millisecond), m.all.Round(time.Millisecond), m.lists,
-			float64(m.synced)/float64(def.synced), float64(m.first)/float64(def.first))
+		t.Row(mode, f3(med(mode, synced)), f3(med(mode, first)), f3(med(mode, func(r result) float64 { return r.All })),
+			fmt.Sprint(med(mode, func(r result) float64 { return float64(r.Lists) })),
+			f2(med(mode, synced)/med("default", synced)), f2(med(mode, first)/med("default", first)))
 	}
-	return nil
+	if err := rep.WriteText(os.Stdout); err != nil {
+		return err
+	}
+	_, err = benchkit.Save(out, "crbench-"+benchkit.CountLabel(pods), results, rep)
+	return err
 }
 
-type result struct {
-	synced, first, all time.Duration
-	lists              int64
-}
-
-func median(rs []result) result {
-	pick := func(f func(result) time.Duration) time.Duration {
-		ds := make([]time.Duration, len(rs))
-		for i, r := range rs {
-			ds[i] = f(r)
-		}
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		return ds[len(ds)/2]
-	}
-	return result{
-		synced: pick(func(r result) time.Duration { return r.synced }),
-		first:  pick(func(r result) time.Duration { return r.first }),
-		all:    pick(func(r result) time.Duration { return r.all }),
-		lists:  rs[len(rs)/2].lists,
-	}
-}
+func f2(x float64) string { return fmt.Sprintf("%.2f", x) }
+func f3(x float64) string { return fmt.Sprintf("%.3f", x) }
 
 // startManager builds and starts a manager with one controller over Pods,
 // measures, and stops it (which, for the persistent cache, flushes and
-// closes the file).
+// closes the file). A LIST, or a watch that starts with the whole list
+// (the default cache's watch-list), counts as a list.
 func startManager(base *rest.Config, path string, pods int) (result, error) {
-	var lists atomic.Int64
-	cfg := rest.CopyConfig(base)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			// A LIST, or a watch that starts with the whole list (client-go's
-			// WatchListClient, which the default cache uses).
-			q := req.URL.Query()
-			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/pods") && (q.Get("watch") == "" || q.Get("sendInitialEvents") == "true") {
-				lists.Add(1)
-			}
-			return rt.RoundTrip(req)
-		})
-	})
-	begin := time.Now()
-	opts := ctrl.Options{
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	}
-	if path != "" {
-		opts.NewCache = boltcr.NewCache(boltcr.Options{Path: path, File: persist.Options{NoSync: true}})
-	}
-	mgr, err := ctrl.NewManager(cfg, opts)
-	if err != nil {
-		return result{}, err
-	}
 	var (
 		firstOnce  sync.Once
 		first      time.Duration
 		reconciled atomic.Int64
 		allDone    = make(chan time.Duration, 1)
 	)
+	begin := time.Now()
+	mgr, requests, err := manager.New(base, path, false)
+	if err != nil {
+		return result{}, err
+	}
 	c := mgr.GetClient()
 	err = ctrl.NewControllerManagedBy(mgr).For(&corev1.Pod{}).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			firstOnce.Do(func() { first = time.Since(begin) })
 			var p corev1.Pod
-			if err := c.Get(ctx, req.NamespacedName, &p); err != nil {
-				return reconcile.Result{}, client404(err)
+			if err := c.Get(ctx, req.NamespacedName, &p); err != nil && !apierrors.IsNotFound(err) {
+				return reconcile.Result{}, err
 			}
 			if reconciled.Add(1) == int64(pods) {
 				allDone <- time.Since(begin)
@@ -172,14 +144,13 @@ func startManager(base *rest.Config, path string, pods int) (result, error) {
 		return result{}, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{}, cache.BlockUntilSynced(false)); err != nil {
-		cancel()
 		return result{}, err
 	}
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		cancel()
 		return result{}, fmt.Errorf("cache did not sync")
 	}
 	synced := time.Since(begin)
@@ -187,23 +158,12 @@ func startManager(base *rest.Config, path string, pods int) (result, error) {
 	select {
 	case all = <-allDone:
 	case <-time.After(10 * time.Minute):
-		cancel()
 		return result{}, fmt.Errorf("not every Pod reconciled in 10m (%d)", reconciled.Load())
 	}
 	cancel()
 	if err := <-done; err != nil {
 		return result{}, err
 	}
-	return result{synced: synced, first: first, all: all, lists: lists.Load()}, nil
+	return result{Synced: synced.Seconds(), First: first.Seconds(), All: all.Seconds(),
+		Lists: requests.Count(benchkit.List) + requests.Count(benchkit.WatchList)}, nil
 }
-
-func client404(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
