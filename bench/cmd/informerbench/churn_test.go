@@ -480,11 +480,13 @@ func TestHeapPeaksProfilesEachPhase(t *testing.T) {
 	keep := make([]byte, 8<<20)
 	runtime.GC()
 	poll.Until(t, 10*time.Second, "the poller sees the cold phase's heap", func() bool { return peak(phaseCold) >= 8<<20 })
-	h.begin(phaseChurn)
-	h.snapshot(phaseChurn + "-start")
+	// Freed before the churn phase begins: a sample taken between the
+	// phase's start and the collection would count the 8 MiB in it.
 	runtime.KeepAlive(keep)
 	keep = nil
 	runtime.GC()
+	h.begin(phaseChurn)
+	h.snapshot(phaseChurn + "-start")
 	poll.Until(t, 10*time.Second, "the poller sees the churn phase", func() bool { return peak(phaseChurn) != 0 })
 	peaks, err := h.stop()
 	if err != nil {
