@@ -26,7 +26,8 @@ build:
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) build $(PKGS)); done
 
 vet:
-	@set -e; for m in $(MODULES); do echo "go vet ($$m)"; (cd $$m && $(GO) vet $(PKGS)); done
+	@set -e; for m in $(MODULES); do start=$$(date +%s); (cd $$m && $(GO) vet $(PKGS)); \
+		echo "go vet ($$m): $$(( $$(date +%s) - start )) s"; done
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -46,7 +47,8 @@ $(STATICCHECK): tools/staticcheck/go.mod tools/staticcheck/go.sum
 # default checks, on every module. Silence a finding only with a
 # //lint:ignore CHECK reason comment on the line.
 staticcheck: $(STATICCHECK)
-	@set -e; for m in $(MODULES); do echo "staticcheck ($$m)"; (cd $$m && $(STATICCHECK) $(PKGS)); done
+	@set -e; for m in $(MODULES); do start=$$(date +%s); (cd $$m && $(STATICCHECK) $(PKGS)); \
+		echo "staticcheck ($$m): $$(( $$(date +%s) - start )) s"; done
 
 # check-tracked-files: no built binaries or files over 1 MB in git.
 check-tracked-files:
@@ -66,9 +68,10 @@ check-upstream-versions:
 # kube-controller-manager, all of Kubernetes) again with -race, which vet
 # has already type-checked and no test runs.
 test: check-tracked-files check-upstream-versions fmt-check tidy-check vet staticcheck test-binaries
-	@set -e; for m in $(MODULES); do echo "go test ($$m)"; (cd $$m && \
+	@set -e; for m in $(MODULES); do echo "go test ($$m)"; start=$$(date +%s); (cd $$m && \
 		pkgs=$$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $(PKGS)) && \
-		if [ -n "$$pkgs" ]; then $(GO) test -race -count=1 -timeout 60m $$pkgs; fi); done
+		if [ -n "$$pkgs" ]; then $(GO) test -race -count=1 -timeout 60m $$pkgs; fi); \
+		echo "go test ($$m): $$(( $$(date +%s) - start )) s"; done
 
 # make test-components: the end-to-end tests of kube-scheduler and
 # kube-controller-manager on boltinformer (components/e2e); make test runs
