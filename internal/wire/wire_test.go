@@ -16,7 +16,7 @@ import (
 )
 
 // encodeAsServer encodes obj as the apiserver does in a protobuf response.
-func encodeAsServer(t *testing.T, obj runtime.Object) []byte {
+func encodeAsServer(t testing.TB, obj runtime.Object) []byte {
 	t.Helper()
 	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	if !ok {
@@ -29,7 +29,7 @@ func encodeAsServer(t *testing.T, obj runtime.Object) []byte {
 	return buf.Bytes()
 }
 
-func decoder(t *testing.T) runtime.Decoder {
+func decoder(t testing.TB) runtime.Decoder {
 	t.Helper()
 	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	return NegotiatedSerializer{scheme.Codecs.WithoutConversion()}.DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion)
