@@ -26,3 +26,15 @@ func BenchmarkDecoder(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkObjectMessage reads a Pod's envelope, the Decoder's own share of
+// a watch event's cost.
+func BenchmarkObjectMessage(b *testing.B) {
+	body := encodeAsServer(b, pod("bench"))[len(Prefix):]
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := objectMessage(body); !ok {
+			b.Fatal("no object message")
+		}
+	}
+}

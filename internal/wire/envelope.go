@@ -85,17 +85,25 @@ func (e *envelope) field(num protowire.Number, typ protowire.Type, v []byte) err
 
 // objectMessage returns the raw field of msg, a runtime.Unknown, if it
 // parses and its content is not further encoded. raw is a slice of msg.
+// It loops without eachField: it runs once per watch event.
 func objectMessage(msg []byte) (raw []byte, ok bool) {
 	e := envelope{skipTypeMeta: true}
-	err := eachField(msg, func(num protowire.Number, typ protowire.Type, v []byte) error {
-		if num != unknownRaw {
-			return e.field(num, typ, v)
+	for len(msg) > 0 {
+		num, typ, v, n, err := consumeField(msg)
+		if err != nil {
+			return nil, false
 		}
-		if typ != protowire.BytesType {
-			return errWireType
+		msg = msg[n:]
+		switch {
+		case num != unknownRaw:
+			if e.field(num, typ, v) != nil {
+				return nil, false
+			}
+		case typ != protowire.BytesType:
+			return nil, false
+		default:
+			raw = v
 		}
-		raw = v
-		return nil
-	})
-	return raw, err == nil && !e.encoded && len(raw) > 0
+	}
+	return raw, !e.encoded && len(raw) > 0
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/types"
@@ -189,8 +190,7 @@ func readListMeta(l *List, msg []byte) error {
 
 // readItem reads the identity of the item whose message is msg.
 func readItem(msg []byte) (Item, error) {
-	it := Item{Raw: msg}
-	var uid string
+	var name, namespace, uid, rv []byte
 	err := eachField(msg, func(num protowire.Number, typ protowire.Type, v []byte) error {
 		if num != itemMeta {
 			return nil
@@ -201,17 +201,31 @@ func readItem(msg []byte) (Item, error) {
 		return eachField(v, func(num protowire.Number, typ protowire.Type, v []byte) error {
 			switch num {
 			case 1:
-				return stringField(typ, v, &it.Name)
+				return bytesField(typ, v, &name)
 			case 3:
-				return stringField(typ, v, &it.Namespace)
+				return bytesField(typ, v, &namespace)
 			case 5:
-				return stringField(typ, v, &uid)
+				return bytesField(typ, v, &uid)
 			case 6:
-				return stringField(typ, v, &it.ResourceVersion)
+				return bytesField(typ, v, &rv)
 			}
 			return nil
 		})
 	})
-	it.UID = types.UID(uid)
-	return it, err
+	if err != nil {
+		return Item{}, err
+	}
+	// One allocation holds the four strings: an item's identity is kept or
+	// dropped whole, and allocating is most of what reading it costs.
+	var b strings.Builder
+	b.Grow(len(name) + len(namespace) + len(uid) + len(rv))
+	for _, f := range [][]byte{name, namespace, uid, rv} {
+		b.Write(f)
+	}
+	all := b.String()
+	it := Item{Raw: msg}
+	it.Name, all = all[:len(name)], all[len(name):]
+	it.Namespace, all = all[:len(namespace)], all[len(namespace):]
+	it.UID, it.ResourceVersion = types.UID(all[:len(uid)]), all[len(uid):]
+	return it, nil
 }

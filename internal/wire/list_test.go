@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 	"testing/iotest"
 
@@ -46,12 +47,15 @@ func podList() *corev1.PodList {
 // as the serializer decodes it, however its bytes arrive; the ListMeta is
 // told before the first item.
 func TestReadListOfTheSerializer(t *testing.T) {
+	list := podList()
+	// Larger than the reader's buffer: read into a buffer of its own.
+	list.Items[2].Annotations = map[string]string{"big": strings.Repeat("x", 100<<10)}
 	streaming := protobuf.NewSerializerWithOptions(scheme.Scheme, scheme.Scheme, protobuf.SerializerOptions{StreamingCollectionsEncoding: true})
 	var streamed bytes.Buffer
-	if err := scheme.Codecs.EncoderForVersion(streaming, corev1.SchemeGroupVersion).Encode(podList(), &streamed); err != nil {
+	if err := scheme.Codecs.EncoderForVersion(streaming, corev1.SchemeGroupVersion).Encode(list, &streamed); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string][]byte{"whole": encodeAsServer(t, podList()), "streaming": streamed.Bytes()} {
+	for name, body := range map[string][]byte{"whole": encodeAsServer(t, list), "streaming": streamed.Bytes()} {
 		for how, r := range map[string]io.Reader{"at once": bytes.NewReader(body), "a byte at a time": iotest.OneByteReader(bytes.NewReader(body))} {
 			t.Run(name+" "+how, func(t *testing.T) {
 				var metaFirst bool

@@ -18,7 +18,7 @@ type stream struct {
 	// in the stream; -1 while reading the outermost, which ends with the
 	// stream. No field read crosses it.
 	limit int64
-	buf   []byte // the last length-delimited value read, reused
+	buf   []byte // the last length-delimited value too long to peek, reused
 }
 
 // maxField bounds one field read whole: an item, a ListMeta, a TypeMeta.
@@ -44,7 +44,7 @@ func (s *stream) tag() (num protowire.Number, typ protowire.Type, done bool, err
 	}
 	num, typ = protowire.DecodeTag(v)
 	if num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
-		return 0, 0, false, badNumber(num)
+		return 0, 0, false, tagError(num, 0)
 	}
 	return num, typ, false, nil
 }
@@ -95,12 +95,24 @@ func (s *stream) length(typ protowire.Type) (int64, error) {
 	return int64(v), nil
 }
 
-// bytes reads a length-delimited field's payload into s.buf, which the
-// next call reuses.
+// bytes reads a length-delimited field's payload. The payload is valid
+// until the next read: a slice of the reader's buffer where it fits there,
+// else s.buf, which the next call reuses.
 func (s *stream) bytes(typ protowire.Type) ([]byte, error) {
 	n, err := s.length(typ)
 	if err != nil {
 		return nil, err
+	}
+	if n <= int64(s.r.Size()) {
+		// Peeked, the payload is copied once, from the connection into the
+		// reader's buffer.
+		b, err := s.r.Peek(int(n))
+		if err != nil {
+			return nil, truncated(err)
+		}
+		_, _ = s.r.Discard(int(n)) // peeked: cannot fail
+		s.read += n
+		return b, nil
 	}
 	if n > int64(cap(s.buf)) {
 		if n > maxField {
