@@ -1,9 +1,13 @@
 package wire
 
 import (
+	"fmt"
+	"sync"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
 
 // Decoder decodes as its inner decoder does and remembers, for each object
@@ -26,9 +30,17 @@ func (d Decoder) Decode(data []byte, defaults *schema.GroupVersionKind, into run
 	}
 	if raw, ok := objectMessage(data[len(Prefix):]); ok {
 		remember(obj, raw)
+	} else {
+		unreadEnvelope.Do(func() {
+			utilruntime.HandleError(fmt.Errorf("%w: a %T decoded from protobuf has an envelope internal/wire cannot read; its objects are marshalled again for the store", ErrMalformed, obj))
+		})
 	}
 	return obj, gvk, err
 }
+
+// unreadEnvelope reports, once per process, an object the serializer
+// decoded whose envelope objectMessage rejects: the layout it pins changed.
+var unreadEnvelope sync.Once
 
 // NegotiatedSerializer wraps a client's serializer so that the decoders it
 // makes for responses are Decoders.

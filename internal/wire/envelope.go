@@ -4,9 +4,10 @@
 // Reaches into k8s.io/apimachinery pkg/runtime/generated.proto at v0.37.2:
 // runtime.Unknown's and runtime.TypeMeta's field numbers and wire types.
 //
-// Where the bytes do not read as this layout, the Decoder keeps no payload
-// and the store marshals the object again (slower, counted by Stats as not
-// found), and a list is decoded whole. TestDecoderRemembersTheObjectsMessage
+// Where an object does not read as this layout, the Decoder keeps no
+// payload and reports it once (utilruntime.HandleError). The store then
+// marshals the object again: slower, and counted by Stats as not found.
+// A list that does not read as it is decoded whole. TestDecoderRemembersTheObjectsMessage
 // and FuzzDecoder pin the layout against the serializer in use.
 
 package wire
