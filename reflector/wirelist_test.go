@@ -1,11 +1,13 @@
 package reflector
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,67 +17,19 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
-// scanProtobufList reads body, a list in Kubernetes protobuf, without
-// decoding its items; the items' raw slices point into body. It is the
-// stream scanner's reference (recoveries read lists as they arrive), which
-// the tests below pin against the serializer.
+// scanProtobufList reads body, a list in Kubernetes protobuf, as the
+// stream scanner does, and collects its items with their bytes.
 func scanProtobufList(body []byte) (*wireList, error) {
-	if !isProtobuf(body) {
-		return nil, fmt.Errorf("%w: no %q prefix", errWire, protobufPrefix)
-	}
-	l := &wireList{}
-	var raw []byte
-	var encoded bool
-	err := eachField(body[len(protobufPrefix):], func(num, typ int, v []byte) error {
-		switch num {
-		case 1: // typeMeta
-			if typ != wireBytes {
-				return errWireType
-			}
-			return l.readTypeMeta(v)
-		case 2: // raw
-			if typ != wireBytes {
-				return errWireType
-			}
-			raw = v
-		case 3, 4: // contentEncoding, contentType
-			if typ != wireBytes {
-				return errWireType
-			}
-			if num == 3 && len(v) > 0 {
-				encoded = true
-			}
-		}
+	var items []wireItem
+	l, err := scanProtobufListStream(bytes.NewReader(body), func(it wireItem) error {
+		it.raw = bytes.Clone(it.raw) // the scanner's buffer, reused
+		items = append(items, it)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if encoded {
-		return nil, fmt.Errorf("%w: the list has a content encoding", errWire)
-	}
-	err = eachField(raw, func(num, typ int, v []byte) error {
-		switch num {
-		case 1: // metadata (ListMeta)
-			if typ != wireBytes {
-				return errWireType
-			}
-			return l.readListMeta(v)
-		case 2: // items
-			if typ != wireBytes {
-				return errWireType
-			}
-			it, err := scanItem(v)
-			if err != nil {
-				return err
-			}
-			l.items = append(l.items, it)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
+	l.items = items
 	return l, nil
 }
 
@@ -185,23 +139,19 @@ func checkScanMatchesDecode(t *testing.T, body []byte, got *wireList) {
 // decoder accepts.
 type pbuf []byte
 
-func (b pbuf) tag(num, typ int) pbuf { return appendVarint(b, uint64(num<<3|typ)) }
+func (b pbuf) tag(num int, typ protowire.Type) pbuf {
+	return protowire.AppendTag(b, protowire.Number(num), typ)
+}
 func (b pbuf) str(num int, s string) pbuf {
-	return appendVarint(b.tag(num, wireBytes), uint64(len(s))).raw([]byte(s))
+	return protowire.AppendString(b.tag(num, protowire.BytesType), s)
 }
 func (b pbuf) msg(num int, m pbuf) pbuf {
-	return appendVarint(b.tag(num, wireBytes), uint64(len(m))).raw(m)
+	return protowire.AppendBytes(b.tag(num, protowire.BytesType), m)
 }
-func (b pbuf) varint(num int, v uint64) pbuf { return appendVarint(b.tag(num, wireVarint), v) }
-func (b pbuf) raw(p []byte) pbuf             { return append(b, p...) }
-
-func appendVarint(b pbuf, v uint64) pbuf {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
+func (b pbuf) varint(num int, v uint64) pbuf {
+	return protowire.AppendVarint(b.tag(num, protowire.VarintType), v)
 }
+func (b pbuf) raw(p []byte) pbuf { return append(b, p...) }
 
 // envelope wraps a list message as the serializer does.
 func envelope(list pbuf) []byte {
@@ -231,8 +181,8 @@ func TestScanProtobufListUnusualLayouts(t *testing.T) {
 		{"no metadata", pbuf{}.msg(2, pbuf{}.msg(2, pbuf{}.str(10, "node"))),
 			[]string{"  "}},
 		{"spec before metadata, unknown fields of every wire type",
-			pbuf{}.msg(2, pbuf{}.msg(2, pbuf{}.str(9, "node")).varint(99, 1<<40).raw(pbuf{}.tag(98, wireFixed32)).raw([]byte{1, 2, 3, 4}).
-				raw(pbuf{}.tag(97, wireFixed64)).raw(make([]byte, 8)).
+			pbuf{}.msg(2, pbuf{}.msg(2, pbuf{}.str(9, "node")).varint(99, 1<<40).raw(pbuf{}.tag(98, protowire.Fixed32Type)).raw([]byte{1, 2, 3, 4}).
+				raw(pbuf{}.tag(97, protowire.Fixed64Type)).raw(make([]byte, 8)).
 				msg(1, pbuf{}.varint(7, 3).str(1, "a").str(4, "self").str(6, "9").str(3, "ns").str(5, "u"))),
 			[]string{"ns/a u 9"}},
 		{"metadata twice: merged, the last value wins", pbuf{}.msg(2, pod(pbuf{}.str(1, "a").str(6, "1").str(5, "u"), pbuf{}.str(6, "2").str(3, "ns"))),

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +18,7 @@ import (
 )
 
 // encodeAsServer encodes obj as the apiserver does in a protobuf response.
-func encodeAsServer(t *testing.T, obj runtime.Object) []byte {
+func encodeAsServer(t testing.TB, obj runtime.Object) []byte {
 	t.Helper()
 	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	if !ok {
@@ -29,7 +31,7 @@ func encodeAsServer(t *testing.T, obj runtime.Object) []byte {
 	return buf.Bytes()
 }
 
-func decoder(t *testing.T) runtime.Decoder {
+func decoder(t testing.TB) runtime.Decoder {
 	t.Helper()
 	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	return NegotiatedSerializer{scheme.Codecs.WithoutConversion()}.DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion)
@@ -139,20 +141,59 @@ func TestPayloadsOutliveTheNextEvent(t *testing.T) {
 	}
 }
 
-func TestUnknownRawRejectsWhatIsNotTheObject(t *testing.T) {
+// objectMessage takes raw only where it is the object's own message.
+func TestObjectMessageRejectsWhatIsNotTheObject(t *testing.T) {
 	u := runtime.Unknown{Raw: []byte{1, 2, 3}, ContentEncoding: "gzip"}
 	b, _ := u.Marshal()
-	if _, ok := unknownRaw(b); ok {
+	if _, ok := objectMessage(b); ok {
 		t.Error("an encoded (gzip) content was taken as the object's message")
 	}
 	u.ContentEncoding = ""
 	b, _ = u.Marshal()
-	if raw, ok := unknownRaw(b); !ok || !bytes.Equal(raw, u.Raw) {
-		t.Errorf("unknownRaw = %v, %v; want %v", raw, ok, u.Raw)
+	if raw, ok := objectMessage(b); !ok || !bytes.Equal(raw, u.Raw) {
+		t.Errorf("objectMessage = %v, %v; want %v", raw, ok, u.Raw)
 	}
 	for _, bad := range [][]byte{{0x12, 0x05, 1}, {0x08, 0x01}, {0xff}} {
-		if _, ok := unknownRaw(bad); ok {
-			t.Errorf("unknownRaw(%x) parsed", bad)
+		if _, ok := objectMessage(bad); ok {
+			t.Errorf("objectMessage(%x) parsed", bad)
 		}
 	}
+}
+
+// FuzzDecoder: wherever the serializer decodes an event's object as a Pod
+// and the Decoder keeps a payload, the payload decodes to that Pod.
+func FuzzDecoder(f *testing.F) {
+	d := decoder(f)
+	body := encodeAsServer(f, pod("a"))
+	f.Add(body)
+	raw, _ := pod("b").Marshal()
+	for _, u := range []runtime.Unknown{
+		{Raw: raw, ContentEncoding: "gzip"},
+		{Raw: raw, ContentType: runtime.ContentTypeProtobuf},
+		{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "Pod"}, Raw: raw},
+	} {
+		b, _ := u.Marshal()
+		f.Add(append([]byte(Prefix), b...))
+	}
+	// Raw twice, then the TypeMeta: the last raw is the object.
+	f.Add(append(slices.Clone(body), 0x12, 0x02, 0x0a, 0x00))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		obj, _, err := d.Decode(data, nil, nil)
+		if err != nil {
+			return
+		}
+		payload, ok := Take(obj)
+		got, isPod := obj.(*corev1.Pod)
+		if !ok || !isPod {
+			return
+		}
+		want := &corev1.Pod{}
+		if err := want.Unmarshal(payload); err != nil {
+			t.Fatalf("the payload of a decoded Pod does not decode: %v", err)
+		}
+		want.TypeMeta = got.TypeMeta
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("the payload decodes to another Pod than the event's")
+		}
+	})
 }
