@@ -23,7 +23,7 @@ package main
 //     handed to the store; the components run with --vmodule=reflector=3,
 //     so the reflectors' "Starting reflector" lines count them and nothing
 //     else is verbose). boltinformer's reflectors recover from the 410
-//     instead (reflector/recover.go): they log "Recovering" and then
+//     instead (recovery/recover.go): they log "Recovering" and then
 //     "Caches populated" once the metadata list's diff is applied, but the
 //     store is consistent only when they log "Recovered" (recoverfilter.go;
 //     the fetches of what changed done, the watch past them), so a

@@ -1,4 +1,4 @@
-package reflector
+package recovery
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // Fetching while the metadata list is read (recover.go). A metadata list of
@@ -42,7 +44,7 @@ import (
 // the list's goroutine only; the workers' results are read once they are
 // joined (collect).
 type prefetch struct {
-	r      *Reflector
+	r      *Recoverer
 	ctx    context.Context
 	cancel context.CancelFunc
 	// storedN is the resourceVersion the store holds the collection at
@@ -69,7 +71,7 @@ type prefetch struct {
 // newPrefetch starts prefetching the changes since storedRV of a list at
 // listRV, or returns nil where it cannot: storedRV is not an integer (a
 // consistent read at "", which has no version to compare with).
-func (r *Reflector) newPrefetch(ctx context.Context, storedRV, listRV string) *prefetch {
+func (r *Recoverer) newPrefetch(ctx context.Context, storedRV, listRV string) *prefetch {
 	storedN, ok := parseRV(storedRV)
 	if !ok {
 		return nil
@@ -84,7 +86,7 @@ func (r *Reflector) newPrefetch(ctx context.Context, storedRV, listRV string) *p
 	}
 	p.ctx, p.cancel = context.WithCancel(ctx)
 	p.closeWork = sync.OnceFunc(func() { close(p.work) })
-	for range r.recovery.Workers {
+	for range r.cfg.Workers {
 		p.workers.Go(p.fetch)
 	}
 	return p
@@ -124,8 +126,8 @@ func (p *prefetch) admit(items []wireItem) []string {
 	}
 	p.listed += len(items)
 	p.changed += len(changed)
-	cfg := p.r.recovery
-	if float64(p.changed) >= cfg.FullListFraction*float64(p.listed) {
+	cfg := p.r.cfg
+	if float64(p.changed) >= cfg.fullListFraction*float64(p.listed) {
 		p.off = true
 		return nil
 	}
@@ -135,7 +137,7 @@ func (p *prefetch) admit(items []wireItem) []string {
 			p.off = true
 			break
 		}
-		if it.namespace != "" && cfg.NamespaceListAt > 0 && p.byNS[it.namespace]+1 >= cfg.NamespaceListAt {
+		if it.namespace != "" && cfg.namespaceListAt > 0 && p.byNS[it.namespace]+1 >= cfg.namespaceListAt {
 			continue
 		}
 		p.byNS[it.namespace]++
@@ -195,7 +197,7 @@ func (p *prefetch) stop() {
 // fetched, in key order, and drops the others from the fetch plan's
 // namespaces; it returns how many requests the prefetch made and how many
 // keys are left to fetch.
-func (r *Reflector) applyPrefetched(rec *recovery, p *prefetch) (requests, left int) {
+func (r *Recoverer) applyPrefetched(rec *recovery, p *prefetch) (requests, left int) {
 	found, requests, decoded := p.collect()
 	cur := r.filter.lock()
 	defer r.filter.unlock(cur)
@@ -210,7 +212,7 @@ func (r *Reflector) applyPrefetched(rec *recovery, p *prefetch) (requests, left 
 	rec.stats.Decoded += decoded
 	for _, key := range slices.Sorted(maps.Keys(found)) {
 		if err := rec.fetchedLocked(key, found[key]); err != nil {
-			rec.oweErrorLocked(fmt.Errorf("%w: fetched %s: %w", ErrStore, key, err))
+			rec.oweErrorLocked(fmt.Errorf("%w: fetched %s: %w", reflector.ErrStore, key, err))
 		}
 	}
 	for ns, keys := range rec.fetchNS {

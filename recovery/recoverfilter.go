@@ -1,16 +1,16 @@
-package reflector
+package recovery
 
 import (
-	"context"
 	"fmt"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // The forward rule of a recovery (recover.go): every write that reaches the
@@ -23,7 +23,7 @@ import (
 func (rec *recovery) writeLocked(key string, t watch.EventType, obj interface{}, fromWatch bool) (bool, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return true, rec.r.filter.next.Add(obj) // let the store report it
+		return true, rec.r.store.Add(obj) // let the store report it
 	}
 	n, ok := rec.version(m.GetResourceVersion())
 	st := rec.keys[key]
@@ -31,7 +31,7 @@ func (rec *recovery) writeLocked(key string, t watch.EventType, obj interface{},
 		delete(rec.awaitWatch, key)
 		delete(rec.pending, key) // the event is newer than the list
 	}
-	next := rec.r.filter.next
+	next := rec.r.store
 	if !ok {
 		// Not an integer: nothing to compare. Pass it on as it is.
 		switch t {
@@ -68,7 +68,7 @@ func (rec *recovery) writeLocked(key string, t watch.EventType, obj interface{},
 		old := st.obj
 		if old == nil {
 			var exists bool
-			if old, exists, err = rec.r.filter.next.Stored(key); err != nil || !exists {
+			if old, exists, err = rec.r.store.Stored(key); err != nil || !exists {
 				old = nil
 			}
 		}
@@ -130,17 +130,17 @@ func (rec *recovery) checkDoneLocked() {
 	rec.done = true
 	r := rec.r
 	r.filter.deactivateLocked(rec)
-	if err := r.filter.next.EndRecovery(rec.watchRV); err != nil {
-		rec.oweErrorLocked(fmt.Errorf("%w: ending a recovery at resourceVersion %q: %w", ErrStore, rec.watchRV, err))
+	if err := r.store.EndRecovery(rec.watchRV); err != nil {
+		rec.oweErrorLocked(fmt.Errorf("%w: ending a recovery at resourceVersion %q: %w", reflector.ErrStore, rec.watchRV, err))
 	}
-	rec.stats.Duration = r.clock.Since(rec.began)
+	rec.stats.Duration = r.l.Clock().Since(rec.began)
 	rv, stats := rec.watchRV, rec.stats
 	rec.owed = append(rec.owed, func() {
 		rec.ended()
-		klog.FromContext(rec.ctx).V(2).Info("Recovered", "reflector", r.name, "type", r.typeDescription,
+		klog.FromContext(rec.ctx).V(2).Info("Recovered", "reflector", r.l.Name(), "type", r.l.TypeDescription(),
 			"resourceVersion", rv, "requests", stats.Requests, "fetched", stats.Fetched,
 			"skipped", stats.Skipped, "duration", stats.Duration)
-		if o, ok := r.observer.(RecoveryObserver); ok {
+		if o, ok := r.l.Observer().(RecoveryObserver); ok {
 			o.Recovered(rec.cause, rv, stats)
 		}
 	})
@@ -150,7 +150,7 @@ func (rec *recovery) checkDoneLocked() {
 // are released.
 func (rec *recovery) oweErrorLocked(err error) {
 	ctx := rec.ctx
-	rec.owed = append(rec.owed, func() { rec.r.errorHandler(ctx, err) })
+	rec.owed = append(rec.owed, func() { rec.r.l.Report(ctx, err) })
 }
 
 // recoveryFilter is the reflector's Store while recoveries are set up: it
@@ -158,7 +158,7 @@ func (rec *recovery) oweErrorLocked(err error) {
 // go through the recovery's forward rule.
 type recoveryFilter struct {
 	next RecoveryStore
-	r    *Reflector
+	r    *Recoverer
 
 	// mu guards rec and is held while a write passes: recovery writes and
 	// watch events reach next in the order they took it.
@@ -166,7 +166,7 @@ type recoveryFilter struct {
 	rec *recovery // nil: no recovery under way
 }
 
-var _ Store = (*recoveryFilter)(nil)
+var _ reflector.Store = (*recoveryFilter)(nil)
 
 func (f *recoveryFilter) activate(rec *recovery) {
 	f.mu.Lock()
@@ -272,19 +272,4 @@ func (f *recoveryFilter) watchOpened() {
 	if rec != nil {
 		rec.watchOpened()
 	}
-}
-
-// recoveryWatches tells the filter when a watch was accepted.
-type recoveryWatches struct {
-	cache.ListerWatcherWithContext
-	f *recoveryFilter
-}
-
-func (l recoveryWatches) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	w, err := l.ListerWatcherWithContext.WatchWithContext(ctx, opts)
-	if err == nil && w != nil {
-		l.f.r.listInFull = false // called on the reflector's goroutine
-		l.f.watchOpened()
-	}
-	return w, err
 }

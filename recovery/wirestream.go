@@ -2,7 +2,7 @@
 // the layout wirelist.go reads (protobuf.go), as the streaming list encoder
 // writes it, read as it arrives.
 
-package reflector
+package recovery
 
 import (
 	"bufio"

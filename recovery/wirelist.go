@@ -6,7 +6,7 @@
 // the skipped decodes, not correctness; TestScanProtobufListOfTheSerializer
 // and FuzzScanProtobufList pin it against the serializer in use.
 
-package reflector
+package recovery
 
 import (
 	"bytes"

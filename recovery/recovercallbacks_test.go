@@ -1,4 +1,4 @@
-package reflector
+package recovery
 
 import (
 	"context"
@@ -10,13 +10,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/boltinformer/boltinformer/internal/poll"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // lockProbe tells whether a callback of the recovery runs while the
 // recovery's filter, or the recovery itself, is locked: it tries to take
 // both locks from another goroutine.
 type lockProbe struct {
-	r    chan *Reflector // the reflector once built, to every reader
+	r    chan *Recoverer // the recoverer once built, to every reader
 	mu   sync.Mutex
 	held []string
 }
@@ -52,7 +54,7 @@ type probingObserver struct {
 	probe *lockProbe
 }
 
-func (o *probingObserver) Recovered(c StartCause, rv string, stats RecoveryStats) {
+func (o *probingObserver) Recovered(c reflector.StartCause, rv string, stats RecoveryStats) {
 	o.probe.check("Observer.Recovered")
 	o.recoveryObserver.Recovered(c, rv, stats)
 }
@@ -71,7 +73,7 @@ func TestRecoveryCallbacksRunWithoutItsLocks(t *testing.T) {
 		},
 		objects: server("10", onServer...),
 	}
-	probe := &lockProbe{r: make(chan *Reflector, 1)}
+	probe := &lockProbe{r: make(chan *Recoverer, 1)}
 	obs := &probingObserver{probe: probe}
 	var errs errRecorder
 	h := startRecovery(t, store, lister, "4", func(o *Options, lw *fakeLW) {
@@ -83,8 +85,8 @@ func TestRecoveryCallbacksRunWithoutItsLocks(t *testing.T) {
 		o.Recovery.Started = func() func() {
 			return func() { probe.check("the end of Recovery.Started") }
 		}
+		o.built = func(r *Recoverer) { probe.r <- r }
 	})
-	probe.r <- h.r
 	poll.Until(t, 30*time.Second, "the recovery's callbacks", func() bool {
 		return len(obs.Stats()) == 1 && len(errs.Errors()) > 0
 	})
