@@ -47,7 +47,7 @@ import (
 //     complete their joins), and the informer is no longer recovering.
 //
 // Between the two, the fetched objects and the watch events arrive as
-// ordinary adds, updates and deletes, filtered by the reflector so that
+// ordinary adds, updates and deletes, filtered by the recovery so that
 // each key moves only forward.
 
 // recoveryKey is the queue key of a recovery step.

@@ -25,9 +25,10 @@
 //     store holds the collection at the watch's resourceVersion. The
 //     recovery ends with RecoveryStore.EndRecovery there.
 //
-// Watch events and fetched objects reach the store through one filter that
-// lets each key move only forward (recoverfilter.go). An object not newer
-// than the key's last state is dropped. One with another UID follows a
+// Every write a recovery makes reaches the store on the reflector's
+// goroutine, under one forward rule (recoverforward.go). An object not newer
+// than its key's last state is dropped, so no handler sees a
+// resourceVersion go backwards. One with another UID follows a
 // cache.DeletedFinalStateUnknown of the key's last state.
 //
 // resourceVersions are compared as integers: a MetadataLister vouches that
@@ -39,22 +40,30 @@
 // Recovery.OpaqueVersions tells versions only equal or not.
 //
 // The tuning (when to list a namespace or the collection, page sizes, the
-// request budget of a rate-limited client) is constants, each named after
-// the measurement that set it.
+// request budget of a rate-limited client) is constants, each naming the
+// measurement that set it. Tests set it through internal/recoverytune.
 //
 // # Goroutines and locks
 //
-// The reflector's goroutine makes the list and the diff, and then hands the
-// watch's events to the filter. One fetch goroutine per recovery starts
-// once the diff is applied, waits for the watch to open, and runs up to
-// Recovery.Workers request goroutines. A metadata list of several pages runs
-// up to Recovery.Workers prefetch goroutines, which the fetch goroutine
-// joins. Relisted.Finish cancels and joins them all.
+// The reflector's goroutine makes every store write, as client-go's watch
+// loop does. It lists, has the store apply the diff, and starts the
+// recovery. Then the recovery is the watch's Store (reflector.Relisted), so
+// watch events reach the forward rule on that goroutine. Fetch goroutines
+// send their results over the Relisted's Writes channel, which the watch
+// loop selects on beside the watch. The rule's per-key map is therefore
+// owned by one goroutine and needs no lock.
 //
-// The filter's lock is held while a write passes, so the store sees writes
-// in the order they passed. The recovery's lock, taken after it, guards its
-// per-key state. Callbacks (the error handler, Hooks.Started's end,
-// RecoveryObserver.Recovered) run after both are released.
+// One fetch goroutine per recovery waits for the watch to open and runs up
+// to Recovery.Workers request goroutines. A metadata list of several pages
+// runs up to Recovery.Workers prefetch goroutines, each writing only its own
+// results, which the fetch goroutine reads after joining them. Fetch
+// goroutines share only atomics with the reflector's goroutine: the keys
+// resolved, the counts, the first error. Relisted.Finish cancels and joins
+// them all, so nothing outlives ListAndWatch.
+//
+// Callbacks (the error handler, Hooks.Started's end,
+// RecoveryObserver.Recovered) run on the reflector's goroutine with no lock
+// held. Like the reflector's Observer, they must return quickly.
 //
 // # Caveats
 //

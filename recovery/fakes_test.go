@@ -393,8 +393,6 @@ func noErrors(t *testing.T, h *harness) {
 type Options struct {
 	reflector.Options
 	Recovery *testRecovery
-	// built, if set, is given the Recoverer.
-	built func(*Recoverer)
 }
 
 // testRecovery is a Recovery with its tuning and hooks, as tests set them.
@@ -411,7 +409,7 @@ type testRecovery struct {
 
 // config completes c as New does.
 func (c testRecovery) config() config {
-	cfg := config{Recovery: Recovery{Workers: cmp.Or(c.Workers, DefaultRecoveryWorkers)},
+	cfg := config{Recovery: Recovery{Workers: cmp.Or(c.Workers, defaultWorkers)},
 		namespaceListAt: namespaceListAt, fullListFraction: fullListFraction, firstPageFraction: firstPageFraction}
 	if c.Lister != nil { // New wants one; a plan does not
 		cfg = New(&Recovery{Lister: c.Lister, Workers: c.Workers, ListInFull: c.ListInFull, OpaqueVersions: c.OpaqueVersions}, nil, Hooks{}).cfg
@@ -432,9 +430,6 @@ func newReflector(lw cache.ListerWatcher, store reflector.Store, o Options) *ref
 		r := New(&Recovery{Lister: c.Lister}, rs, Hooks{Listed: c.Listed, Started: c.Started})
 		r.cfg = c.config()
 		opts.Relister = r
-		if o.built != nil {
-			o.built(r)
-		}
 	}
 	return reflector.New(lw, store, opts)
 }

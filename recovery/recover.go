@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,9 +22,9 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// DefaultRecoveryWorkers is how many fetch requests run at once, each
-// through the client's rate limiter (Recovery.Workers).
-const DefaultRecoveryWorkers = 4
+// defaultWorkers is Recovery.Workers' default: four requests at a time,
+// each through the client's rate limiter.
+const defaultWorkers = 4
 
 // The tuning of a recovery: what the measurements chose, not the user.
 const (
@@ -156,8 +157,7 @@ type RecoveryStore interface {
 type Recovery struct {
 	// Lister lists metadata and fetches objects. Required.
 	Lister MetadataLister
-	// Workers bounds the fetch requests in flight. Zero:
-	// DefaultRecoveryWorkers.
+	// Workers bounds the fetch requests in flight. Zero: 4.
 	Workers int
 	// ListInFull makes every recovery list the whole collection through
 	// the Lister instead of its metadata and then what changed: where the
@@ -220,19 +220,13 @@ type RecoveryStats struct {
 	Duration, ListDuration time.Duration
 }
 
-// ErrRecoveryUnsupported is returned by a RecoveryStore that cannot
-// recover now (its objects are not where it can compare them). The
-// reflector then lists in full.
-var ErrRecoveryUnsupported = errors.New("recovery: store cannot recover")
-
 // RecoveryObserver is a reflector.Observer that also hears of recoveries. A
 // recovery's metadata list is reported through Listed (items and pages of
 // the metadata list) once the store has applied its diff.
 type RecoveryObserver interface {
 	reflector.Observer
 	// Recovered is called once a recovery has made the store consistent at
-	// resourceVersion. It may be called from a goroutine of the recovery,
-	// concurrently with the other callbacks.
+	// resourceVersion, on the reflector's goroutine.
 	Recovered(cause reflector.StartCause, resourceVersion string, stats RecoveryStats)
 }
 
@@ -271,21 +265,11 @@ func (r *Recoverer) recover(ctx context.Context) (*recovery, error) {
 	if ctx.Err() != nil {
 		return nil, nil
 	}
-	switch {
-	case r.cfg.ListInFull: // l is the full list already: nothing else to list
-	case err != nil && metadataListUnsupported(err):
-		logger.V(2).Info("The server cannot list this collection's metadata; recovering from a full list", "reflector", r.l.Name(), "type", r.l.TypeDescription(), "err", err)
-		what = "full list"
-		l, err = r.listForRecovery(ctx, cause, r.listFull)
-	case err == nil && !l.comparable():
-		logger.V(2).Info("resourceVersions are not integers; recovering from a full list", "reflector", r.l.Name(), "type", r.l.TypeDescription(), "resourceVersion", l.rv)
-		if l.prefetch != nil {
+	if why := fullListReason(l, err); why != "" && !r.cfg.ListInFull {
+		logger.V(2).Info("Recovering from a full list", "reflector", r.l.Name(), "type", r.l.TypeDescription(), "why", why, "err", err)
+		if l != nil && l.prefetch != nil {
 			l.prefetch.stop()
 		}
-		what = "full list"
-		l, err = r.listForRecovery(ctx, cause, r.listFull)
-	case errors.Is(err, errManyChanged):
-		logger.V(2).Info("The metadata list's first page shows much of the collection changed; recovering from a full list", "reflector", r.l.Name(), "type", r.l.TypeDescription())
 		what = "full list"
 		l, err = r.listForRecovery(ctx, cause, r.listFull)
 	}
@@ -375,6 +359,20 @@ func (l *recoveryList) comparable() bool {
 	return ok
 }
 
+// fullListReason says why a metadata list (l, or the error that ended it)
+// cannot serve a recovery, which a full list then serves; "" if it can.
+func fullListReason(l *recoveryList, err error) string {
+	switch {
+	case err != nil && metadataListUnsupported(err):
+		return "the server cannot list this collection's metadata"
+	case errors.Is(err, errManyChanged):
+		return "the metadata list's first page shows much of the collection changed"
+	case err == nil && !l.comparable():
+		return "resourceVersions are not integers"
+	}
+	return ""
+}
+
 // metadataListUnsupported reports whether err says the server cannot serve
 // the metadata list at all (as opposed to failing this time).
 func metadataListUnsupported(err error) bool {
@@ -443,9 +441,16 @@ type recovery struct {
 	fetchNS  map[string][]string // keys to fetch, by namespace; set by diff
 	listedNS map[string]int      // listed objects by namespace; set by diff
 
-	// mu guards the fields below, and is held while they are handed to the
-	// store: the store sees writes in the order they pass the filter.
-	mu sync.Mutex
+	// toFetch and listedAll are the plan's sizes, set by diff: the keys to
+	// fetch, and every key listed or stored ahead of the list.
+	toFetch, listedAll int
+	// writes carries the fetch goroutines' writes to the reflector's
+	// goroutine, which runs them between watch events (reflector.Relisted).
+	writes chan func() error
+
+	// Owned by the reflector's goroutine: the list, the watch loop and the
+	// writes it runs.
+	//
 	// keys holds the keys the forward rule must know: those whose stored
 	// state is not the listed one, and every key written since.
 	keys map[string]*keyState
@@ -458,13 +463,20 @@ type recovery struct {
 	watchN  uint64
 	watchRV string
 	mark    uint64
-	done    bool
-	err     error // why the fetches failed
-	stats   RecoveryStats
-	// owed are the callbacks (error handler, Recovery.Started's end,
-	// the observer) due once the locks are released: recoveryFilter.unlock
-	// makes them.
-	owed []func()
+	// done: the store is consistent, and writes pass straight through.
+	done  bool
+	stats RecoveryStats
+
+	// Shared with the fetch goroutines, without a lock.
+	//
+	// over is set once the recovery is done: fetches stop.
+	over atomic.Bool
+	// resolved are the keys no longer pending, which fetches skip.
+	resolved sync.Map
+	// requests and decoded count into stats.Requests and stats.Decoded.
+	requests, decoded atomic.Int64
+	// err is why the fetches failed; the first failure wins.
+	err atomic.Pointer[error]
 }
 
 func newRecovery(r *Recoverer, cause reflector.StartCause, start time.Time) *recovery {
@@ -472,6 +484,7 @@ func newRecovery(r *Recoverer, cause reflector.StartCause, start time.Time) *rec
 		r: r, cause: cause, began: start,
 		ended:      func() {},
 		opened:     make(chan struct{}),
+		writes:     make(chan func() error),
 		keys:       map[string]*keyState{},
 		pending:    map[string]struct{}{},
 		awaitWatch: map[string]struct{}{},
@@ -570,32 +583,28 @@ func (rec *recovery) diff(stored map[string]Version) (RecoveryPlan, error) {
 	return plan, nil
 }
 
-// start puts the recovery in the store's way (recoveryFilter), applies
-// what the list brought of the keys to fetch (fromList: a full list's
-// changed objects, by key) and starts fetching the rest, which waits for
-// the watch to open.
+// start applies what the list brought of the keys to fetch (fromList: a
+// full list's changed objects, by key) and starts fetching the rest, which
+// waits for the watch to open. It runs on the reflector's goroutine.
 func (rec *recovery) start(ctx context.Context, fromList map[string]runtime.Object) {
 	rec.ctx, rec.cancel = context.WithCancel(ctx)
-	f := rec.r.filter
-	f.activate(rec)
-	f.lock()
+	rec.toFetch = rec.stats.Fetch
+	rec.listedAll = rec.stats.Unchanged + rec.stats.Fetch + rec.stats.Ahead
 	// In key order, as the fetches of a namespace apply theirs.
 	for _, key := range slices.Sorted(maps.Keys(fromList)) {
-		if err := rec.fetchedLocked(key, fromList[key]); err != nil {
-			rec.oweErrorLocked(fmt.Errorf("%w: listed %s: %w", reflector.ErrStore, key, err))
+		if err := rec.fetched(key, fromList[key]); err != nil {
+			rec.r.l.Report(rec.ctx, fmt.Errorf("%w: listed %s: %w", reflector.ErrStore, key, err))
 		}
 	}
-	rec.checkDoneLocked()
-	nothing := len(rec.pending) == 0
-	f.unlock(rec)
-	if nothing {
+	rec.checkDone()
+	if len(rec.pending) == 0 {
 		return
 	}
 	rec.fetching.Go(func() { rec.r.fetchChanged(rec) })
 }
 
-// finish stops the fetches, waits for them, takes the recovery out of the
-// store's way if it did not complete, and returns why the fetches failed.
+// finish stops the fetches, waits for them, and returns why they failed.
+// It runs on the reflector's goroutine, as ListAndWatch returns.
 func (rec *recovery) finish() error {
 	outer := context.Cause(rec.ctx) // before cancel: was it ended from outside?
 	rec.cancel()
@@ -603,39 +612,49 @@ func (rec *recovery) finish() error {
 	if rec.prefetch != nil {
 		rec.prefetch.stop()
 	}
-	rec.r.filter.deactivate(rec)
+	rec.over.Store(true)
 	rec.ended()
-	rec.mu.Lock()
-	done := rec.done
-	rec.mu.Unlock()
+	var err error
+	if p := rec.err.Load(); p != nil {
+		err = *p
+	}
 	select {
 	case <-rec.opened:
 	default:
 		// A recovery that ended (nothing to fetch ends it before its
-		// watch opens, and the filter then no longer tells it of the
-		// watch) needed no watch.
-		if !done && (outer == nil || rec.err != nil) {
+		// watch opens) needed no watch.
+		if !rec.done && (outer == nil || err != nil) {
 			// The watch never opened (refused, failing): without it no
 			// recovery can end. List in full until a watch opens, as
 			// client-go lists while its watches fail.
 			rec.r.l.ListInFullUntilWatch()
 		}
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	return rec.err
+	return err
 }
 
 // fail records err and ends the watch, so that ListAndWatch returns it and
 // Run starts over after backoff.
 func (rec *recovery) fail(err error) {
-	rec.mu.Lock()
-	if rec.err == nil && !rec.done {
-		rec.err = err
+	if !rec.over.Load() {
+		rec.err.CompareAndSwap(nil, &err)
 	}
-	rec.mu.Unlock()
 	rec.cancel()
 }
 
 // watchOpened is called whenever a watch was accepted.
 func (rec *recovery) watchOpened() { rec.openedOnce.Do(func() { close(rec.opened) }) }
+
+// run hands fn to the reflector's goroutine, which runs it between watch
+// events, and waits for it to have run. It reports false if the recovery
+// ended first.
+func (rec *recovery) run(fn func()) bool {
+	ran := make(chan struct{})
+	select {
+	case rec.writes <- func() error { fn(); close(ran); return nil }:
+	case <-rec.ctx.Done():
+		return false
+	}
+	<-ran // the watch loop runs it as soon as it takes it
+	return true
+}

@@ -45,7 +45,6 @@ type Recoverer struct {
 	store   RecoveryStore
 	listed  func(ctx context.Context) *metav1.PartialObjectMetadataList
 	started func() (ended func())
-	filter  *recoveryFilter
 	// l is the reflector's side of the relist under way, set by Relist on
 	// the reflector's goroutine before anything of the recovery starts.
 	l *reflector.Relist
@@ -61,7 +60,7 @@ func New(cfg *Recovery, store RecoveryStore, hooks Hooks) *Recoverer {
 	c := config{Recovery: *cfg, namespaceListAt: namespaceListAt,
 		fullListFraction: fullListFraction, firstPageFraction: firstPageFraction}
 	if c.Workers <= 0 {
-		c.Workers = DefaultRecoveryWorkers
+		c.Workers = defaultWorkers
 	}
 	if c.OpaqueVersions {
 		c.ListInFull = true
@@ -74,7 +73,6 @@ func New(cfg *Recovery, store RecoveryStore, hooks Hooks) *Recoverer {
 		c.maxFetchRequests = tune.MaxFetchRequests
 	}
 	r := &Recoverer{cfg: c, store: store, listed: hooks.Listed, started: hooks.Started}
-	r.filter = &recoveryFilter{next: store, r: r}
 	return r
 }
 
@@ -88,8 +86,9 @@ func (r *Recoverer) Relist(ctx context.Context, l *reflector.Relist) (*reflector
 	}
 	return &reflector.Relisted{
 		Ctx:          rec.ctx,
-		Store:        r.filter,
-		WatchStarted: r.filter.watchOpened,
+		Store:        rec,
+		Writes:       rec.writes,
+		WatchStarted: rec.watchOpened,
 		Finish:       rec.finish,
 	}, nil
 }

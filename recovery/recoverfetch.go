@@ -32,7 +32,7 @@ func (r *Recoverer) fetchChanged(rec *recovery) {
 		return
 	}
 	cfg := r.cfg
-	budget, fetch := r.maxFetchRequests(), rec.stats.Fetch
+	budget, fetch := r.maxFetchRequests(), rec.toFetch
 	if rec.prefetch != nil {
 		var prefetched int
 		prefetched, fetch = r.applyPrefetched(rec, rec.prefetch)
@@ -43,8 +43,7 @@ func (r *Recoverer) fetchChanged(rec *recovery) {
 			return
 		}
 	}
-	total := rec.stats.Unchanged + rec.stats.Fetch + rec.stats.Ahead
-	full, lists, singles := planFetches(&cfg, budget, rec.fetchNS, rec.listedNS, fetch, total)
+	full, lists, singles := planFetches(&cfg, budget, rec.fetchNS, rec.listedNS, fetch, rec.listedAll)
 	if full {
 		if err := r.fetchList(rec, ""); err != nil {
 			rec.fail(err)
@@ -155,18 +154,12 @@ func (r *Recoverer) maxFetchRequests() int {
 }
 
 // countDecoded adds n to the objects decoded (RecoveryStats.Decoded).
-func (rec *recovery) countDecoded(n int) {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	rec.stats.Decoded += n
-}
+func (rec *recovery) countDecoded(n int) { rec.decoded.Add(int64(n)) }
 
 // stillPending reports whether key is still to be fetched.
 func (rec *recovery) stillPending(key string) bool {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	_, ok := rec.pending[key]
-	return ok && !rec.done
+	_, resolved := rec.resolved.Load(key)
+	return !resolved && !rec.over.Load()
 }
 
 // fetchOptions asks for data at least as new as the list at listRV.
@@ -175,11 +168,7 @@ func fetchOptions(listRV string) metav1.ListOptions {
 }
 
 // countRequest counts one fetch request (RecoveryStats.Requests).
-func (rec *recovery) countRequest() {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	rec.stats.Requests++
-}
+func (rec *recovery) countRequest() { rec.requests.Add(1) }
 
 // fetchOne fetches one changed object.
 func (r *Recoverer) fetchOne(rec *recovery, key string) error {
@@ -342,17 +331,14 @@ func (r *Recoverer) checkedItems(items []runtime.Object) []runtime.Object {
 }
 
 // applyFetched applies, for each of keys, what a fetch found (absent from
-// found: gone).
+// found: gone), on the reflector's goroutine.
 func (r *Recoverer) applyFetched(rec *recovery, keys []string, found map[string]runtime.Object) error {
-	cur := r.filter.lock()
-	defer r.filter.unlock(cur)
-	if cur != rec {
-		return nil // over: completed, or stopped
-	}
-	for _, key := range keys {
-		if err := rec.fetchedLocked(key, found[key]); err != nil {
-			rec.oweErrorLocked(fmt.Errorf("%w: fetched %s: %w", reflector.ErrStore, key, err))
+	rec.run(func() {
+		for _, key := range keys {
+			if err := rec.fetched(key, found[key]); err != nil {
+				r.l.Report(rec.ctx, fmt.Errorf("%w: fetched %s: %w", reflector.ErrStore, key, err))
+			}
 		}
-	}
+	})
 	return nil
 }

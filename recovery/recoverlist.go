@@ -40,7 +40,7 @@ import (
 //     resourceVersions that are not integers are only told equal or not;
 //   - the objects to fetch are decoded from the list, alone (any whose
 //     bytes were not kept are fetched), and applied
-//     through the recovery's filter before the watch opens. The list is
+//     through the forward rule before the watch opens. The list is
 //     consistent at its resourceVersion, so the recovery ends there (or,
 //     if the store holds objects newer than the list, once the watch has
 //     passed them).
@@ -111,8 +111,6 @@ func (rec *recovery) decodeListed(l *recoveryList) (map[string]runtime.Object, e
 		return nil, nil
 	}
 	defer func() { l.objects = nil }()
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	for _, it := range l.objects {
 		if it.obj != nil {
 			rec.stats.Decoded++ // a page decoded whole

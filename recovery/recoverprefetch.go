@@ -24,7 +24,7 @@ import (
 // resourceVersion, so whatever changes after the fetched state reaches the
 // store through the watch, and the forward rule drops what the watch brings
 // that is not newer. A prefetched object is applied only once the diff has
-// found its key to fetch (fetchedLocked ignores other keys), the watch has
+// found its key to fetch (fetched ignores other keys), the watch has
 // opened (as every fetch), and only if the diff was made from the list it
 // was fetched against: a list started again (an expired continue token)
 // has another resourceVersion, and its prefetches are dropped.
@@ -63,8 +63,14 @@ type prefetch struct {
 	budget                  int // 0: none
 	off                     bool
 
-	mu                sync.Mutex
-	found             map[string]runtime.Object // fetched: the object, nil if gone
+	// results has one slot per worker, written by it alone and read once
+	// the workers are joined (collect): no lock.
+	results []prefetched
+}
+
+// prefetched is what one prefetch worker found.
+type prefetched struct {
+	found             map[string]runtime.Object // the object, nil if gone
 	requests, decoded int
 }
 
@@ -79,15 +85,15 @@ func (r *Recoverer) newPrefetch(ctx context.Context, storedRV, listRV string) *p
 	p := &prefetch{
 		r: r, storedN: storedN, listRV: listRV,
 		// Room for a whole page: admit never waits for the workers.
-		work:   make(chan string, recoveryStreamPageSize),
-		byNS:   map[string]int{},
-		budget: r.maxFetchRequests(),
-		found:  map[string]runtime.Object{},
+		work:    make(chan string, recoveryStreamPageSize),
+		byNS:    map[string]int{},
+		budget:  r.maxFetchRequests(),
+		results: make([]prefetched, r.cfg.Workers),
 	}
 	p.ctx, p.cancel = context.WithCancel(ctx)
 	p.closeWork = sync.OnceFunc(func() { close(p.work) })
-	for range r.cfg.Workers {
-		p.workers.Go(p.fetch)
+	for i := range p.results {
+		p.workers.Go(func() { p.fetch(&p.results[i]) })
 	}
 	return p
 }
@@ -147,28 +153,21 @@ func (p *prefetch) admit(items []wireItem) []string {
 	return keys
 }
 
-// fetch is a worker: it fetches queued keys until the queue is closed and
-// drained, or the prefetch is stopped.
-func (p *prefetch) fetch() {
+// fetch is a worker: it fetches queued keys into res until the queue is
+// closed and drained, or the prefetch is stopped.
+func (p *prefetch) fetch(res *prefetched) {
+	res.found = map[string]runtime.Object{}
 	for key := range p.work {
 		if p.ctx.Err() != nil {
 			continue
 		}
-		obj, fetched, decoded, err := p.r.fetchObject(p.ctx, key, p.listRV, p.countRequest)
+		obj, fetched, decoded, err := p.r.fetchObject(p.ctx, key, p.listRV, func() { res.requests++ })
 		if err != nil || !fetched {
 			continue // fetched after the diff; the error was reported
 		}
-		p.mu.Lock()
-		p.found[key] = obj
-		p.decoded += decoded
-		p.mu.Unlock()
+		res.found[key] = obj
+		res.decoded += decoded
 	}
-}
-
-func (p *prefetch) countRequest() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.requests++
 }
 
 // listEnded is called once the list is complete: what is queued is fetched,
@@ -180,9 +179,13 @@ func (p *prefetch) listEnded() { p.closeWork() }
 func (p *prefetch) collect() (found map[string]runtime.Object, requests, decoded int) {
 	p.closeWork()
 	p.workers.Wait()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.found, p.requests, p.decoded
+	found = map[string]runtime.Object{}
+	for _, res := range p.results {
+		maps.Copy(found, res.found)
+		requests += res.requests
+		decoded += res.decoded
+	}
+	return found, requests, decoded
 }
 
 // stop ends the fetches and waits for the workers. It may be called more
@@ -199,33 +202,26 @@ func (p *prefetch) stop() {
 // keys are left to fetch.
 func (r *Recoverer) applyPrefetched(rec *recovery, p *prefetch) (requests, left int) {
 	found, requests, decoded := p.collect()
-	cur := r.filter.lock()
-	defer r.filter.unlock(cur)
-	if cur != rec {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		rec.stats.Requests += requests
-		rec.stats.Decoded += decoded
-		return requests, 0 // over: completed, or stopped
-	}
-	rec.stats.Requests += requests
-	rec.stats.Decoded += decoded
-	for _, key := range slices.Sorted(maps.Keys(found)) {
-		if err := rec.fetchedLocked(key, found[key]); err != nil {
-			rec.oweErrorLocked(fmt.Errorf("%w: fetched %s: %w", reflector.ErrStore, key, err))
+	rec.requests.Add(int64(requests))
+	rec.decoded.Add(int64(decoded))
+	rec.run(func() {
+		for _, key := range slices.Sorted(maps.Keys(found)) {
+			if err := rec.fetched(key, found[key]); err != nil {
+				r.l.Report(rec.ctx, fmt.Errorf("%w: fetched %s: %w", reflector.ErrStore, key, err))
+			}
 		}
-	}
-	for ns, keys := range rec.fetchNS {
-		keys = slices.DeleteFunc(keys, func(k string) bool {
-			_, pending := rec.pending[k]
-			return !pending
-		})
-		if len(keys) == 0 {
-			delete(rec.fetchNS, ns)
-		} else {
-			rec.fetchNS[ns] = keys
+		for ns, keys := range rec.fetchNS {
+			keys = slices.DeleteFunc(keys, func(k string) bool {
+				_, pending := rec.pending[k]
+				return !pending
+			})
+			if len(keys) == 0 {
+				delete(rec.fetchNS, ns)
+			} else {
+				rec.fetchNS[ns] = keys
+			}
+			left += len(keys)
 		}
-		left += len(keys)
-	}
+	})
 	return requests, left
 }

@@ -25,10 +25,10 @@ package main
 //     else is verbose). boltinformer's reflectors recover from the 410
 //     instead (recovery/recover.go): they log "Recovering" and then
 //     "Caches populated" once the metadata list's diff is applied, but the
-//     store is consistent only when they log "Recovered" (recoverfilter.go;
+//     store is consistent only when they log "Recovered" (recoverforward.go;
 //     the fetches of what changed done, the watch past them), so a
 //     reflector's list is counted at a plain "Caches populated" or at a
-//     "Recovered" (--vmodule adds recover=2,recoverfilter=2 for these two
+//     "Recovered" (--vmodule adds recover=2,recoverforward=2 for these two
 //     lines), and the report says how many recovered. A reflector whose
 //     resourceVersion the new watch cache still serves (its last event or
 //     bookmark carried etcd's latest revision: here, most often, the
@@ -103,7 +103,7 @@ var fleetComponents = [2]component{schedulerComponent, controllerManagerComponen
 
 // fleetArgs: the components' own flags plus the reflectors' lines (see the
 // file comment).
-var fleetArgs = []string{"--vmodule=reflector=3,recover=2,recoverfilter=2"}
+var fleetArgs = []string{"--vmodule=reflector=3,recover=2,recoverforward=2"}
 
 // runFleet populates the cluster for both components, then restarts the
 // apiserver reps times under each variant, rotating the order.
