@@ -296,7 +296,7 @@ type walkRecoveryHolds struct {
 	waiting []func()
 }
 
-// take is Recovery.Started: it holds d's walk back and returns what the
+// take is recovery.Hooks.Started: it holds d's walk back and returns what the
 // reflector calls when the recovery is over, which releases the hold now
 // if the store is consistent (recovering unset: the recovery failed before
 // its diff, or its end is applied) and otherwise once it is.

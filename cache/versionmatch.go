@@ -37,7 +37,7 @@ import (
 //
 // A small collection whose stored resourceVersion has expired (410) also
 // recovers (recover.go); its recovery takes the proof's list as its own
-// metadata list (recovery.Recovery.Listed), so the collection is listed
+// metadata list (recovery.Hooks.Listed), so the collection is listed
 // once, not twice.
 //
 // Anything the deltas do not describe one key at a time — a recovery, a
@@ -144,7 +144,7 @@ func (s *Informer) matchesVersions(resume string) bool {
 }
 
 // proofList is the proof's consistent metadata list, handed once to a
-// recovery that wants one (recovery.Recovery.Listed).
+// recovery that wants one (recovery.Hooks.Listed).
 type proofList struct {
 	done  chan struct{} // closed once list is set, or the list failed
 	list  *metav1.PartialObjectMetadataList

@@ -127,12 +127,11 @@ type RecoveryPlan struct {
 	Unchanged []string
 }
 
-// RecoveryStore is a Store that can take part in a recovery. The reflector
-// recovers only if Options.Recovery is set and its Store is one.
-// Options.ListAfter does not hold a recovery back: unlike a Replace, which
-// is about every key, a recovery's diff and writes are each about a few
-// keys, and the store orders them after whatever it owes those keys (a
-// warm start's delivery of their stored state).
+// RecoveryStore is the reflector's Store as a recovery needs it (New).
+// reflector.Options.ListAfter does not hold a recovery back. Unlike a
+// Replace, a recovery's diff and writes are each about a few keys. The
+// store orders them after whatever it owes those keys, such as a warm
+// start's delivery of their stored state.
 type RecoveryStore interface {
 	reflector.Store
 	// BeginRecovery is applied in order with every write made before it:
@@ -141,9 +140,9 @@ type RecoveryStore interface {
 	// list (durably, before anything of the plan is applied: a crash until
 	// EndRecovery must lead to another recovery), and applies the plan. It
 	// returns once that is done, or with ctx's error. ErrRecoveryUnsupported
-	// makes the reflector list in full instead.
+	// makes the reflector list in full instead (reflector.ErrFullList).
 	BeginRecovery(ctx context.Context, diff func(stored map[string]Version) (RecoveryPlan, error)) error
-	// Stored returns the stored object at key. The reflector calls it only
+	// Stored returns the stored object at key. A recovery calls it only
 	// for a key that nothing written since BeginRecovery touched.
 	Stored(key string) (interface{}, bool, error)
 	// EndRecovery is applied in order with every write made before it: the
@@ -181,7 +180,7 @@ type Recovery struct {
 
 // RateLimitedLister is a MetadataLister whose requests go through a client
 // rate limiter (client-go's default is 5 a second); a recovery plans its
-// fetches to fit it (see Recovery.MaxFetchRequests).
+// fetches to fit it (see fetchBudgetTime).
 type RateLimitedLister interface {
 	MetadataLister
 	// QPS is the sustained rate of requests the limiter allows; zero or
@@ -428,7 +427,7 @@ type recovery struct {
 	opened     chan struct{}
 	openedOnce sync.Once
 	fetching   sync.WaitGroup
-	// ended is Recovery.Started's function, called (once) when the
+	// ended is Hooks.Started's function, called (once) when the
 	// recovery ends, done or not.
 	ended func()
 	// prefetch, if not nil, fetched while the list was read: the fetches

@@ -87,8 +87,8 @@ feed:
 
 // planFetches decides how to fetch the keys of fetchNS (by namespace; fetch
 // in all, of total listed objects, listedNS by namespace): the whole
-// collection (full) once FullListFraction of it changed; otherwise the
-// namespaces where NamespaceListAt and FullListFraction of their objects
+// collection (full) once fullListFraction of it changed; otherwise the
+// namespaces where namespaceListAt and fullListFraction of their objects
 // changed (lists), and the rest one by one (singles). With a request
 // budget (maxRequests > 0), namespaces with the most changes are listed
 // instead until the requests fit, and the whole collection if they still
@@ -135,7 +135,7 @@ func planFetches(cfg *config, maxRequests int, fetchNS map[string][]string, list
 	return false, lists, singles
 }
 
-// maxFetchRequests is Recovery.MaxFetchRequests, or derived from the
+// maxFetchRequests is the tuned bound (recoverytune), or derived from the
 // lister's rate limit: at least minFetchBudget requests, and no more than
 // the limit allows in fetchBudgetTime; 0 for no limit.
 func (r *Recoverer) maxFetchRequests() int {

@@ -124,7 +124,7 @@ var errManyChanged = errors.New("much of the collection changed")
 // holds the collection at, or newer), whether so much changed that the rest
 // of the list should not be made: one full list, read from its bytes by a
 // WireLister, takes less time than the rest of the metadata list and the
-// fetches (see DefaultFirstPageFraction). It is nil where the recovery
+// fetches (see firstPageFraction). It is nil where the recovery
 // cannot list in full, or has no version to compare with (a consistent
 // read at ""). An estimate from one page (pages are in key order, so one
 // page may be a few namespaces): a wrong one costs time, not correctness.
@@ -307,7 +307,7 @@ func (a *pageAhead) drop() {
 	}
 }
 
-// givenList returns Recovery.Listed's list if it is at least as new as
+// givenList returns Hooks.Listed's list if it is at least as new as
 // everything handed to the store, or nil. An older list would tell objects
 // created since deleted, and bring deleted ones back.
 func (r *Recoverer) givenList(ctx context.Context) *metav1.PartialObjectMetadataList {

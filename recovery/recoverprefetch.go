@@ -32,9 +32,9 @@ import (
 // It is bounded so that it does no request the fetches after the diff
 // would not make (planFetches): keys of the pages followed by more (a list
 // of one page has nothing to overlap; the last page's keys are fetched
-// after the diff, with the rest), only while fewer than FullListFraction of
+// after the diff, with the rest), only while fewer than fullListFraction of
 // the items listed so far are changed (from there the plan may list the
-// whole collection), fewer than NamespaceListAt keys of one namespace (from
+// whole collection), fewer than namespaceListAt keys of one namespace (from
 // there it may list the namespace), and within the request budget of a
 // rate-limited lister. A prefetch that fails leaves its key to the fetches
 // after the diff.
