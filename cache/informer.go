@@ -286,8 +286,9 @@ func (s *Informer) SetTransform(handler cache.TransformFunc) error {
 	return nil
 }
 
-// reflectorOptions completes opts with the informer's settings.
-func (s *Informer) reflectorOptions(opts reflector.Options) reflector.Options {
+// reflectorOptions completes opts with the informer's settings, for a
+// reflector writing to store.
+func (s *Informer) reflectorOptions(store reflector.Store, opts reflector.Options) reflector.Options {
 	opts.Name = s.opts.ObjectDescription
 	opts.ExpectedType = s.objectType
 	opts.PageSize = s.opts.PageSize
@@ -299,16 +300,8 @@ func (s *Informer) reflectorOptions(opts reflector.Options) reflector.Options {
 	opts.Clock = s.clock
 	opts.WatchErrorHandler = s.report
 	opts.Observer = s.opts.Observer
-	opts.Recovery = s.opts.Recovery
-	if s.proof != nil {
-		r := *s.opts.Recovery
-		r.Listed = s.proof.take
-		opts.Recovery = &r
-	}
-	if d := s.delivery; d != nil && opts.Recovery != nil {
-		r := *opts.Recovery
-		r.Started = func() func() { return s.walkHolds.take(d, &s.recovering) }
-		opts.Recovery = &r
+	if q, ok := store.(recoveryQueue); ok {
+		opts.Relister = s.recoverer(q)
 	}
 	return opts
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/recovery"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -246,8 +247,8 @@ func (o metricsObserver) Listed(cause reflector.StartCause, rv string, items, pa
 
 // Recovered passes a recovery's end on to the next observer, if it listens
 // for it (its start was counted by Listed).
-func (o metricsObserver) Recovered(cause reflector.StartCause, rv string, stats reflector.RecoveryStats) {
-	if next, ok := o.next.(reflector.RecoveryObserver); ok {
+func (o metricsObserver) Recovered(cause reflector.StartCause, rv string, stats recovery.RecoveryStats) {
+	if next, ok := o.next.(recovery.RecoveryObserver); ok {
 		next.Recovered(cause, rv, stats)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/recovery"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -140,10 +141,10 @@ type InformerOptions struct {
 	// for a list the collection owes, by what changed instead of relisting
 	// everything: a metadata-only list, a diff against the stored objects'
 	// UIDs and resourceVersions, and fetches of what changed with the watch
-	// already open (see reflector.Recovery and the package documentation).
+	// already open (see recovery.Recovery and the package documentation).
 	// The factories set it for the resources they can list metadata of.
 	// Nil: such lists are full lists, reconciled with the stored state.
-	Recovery *reflector.Recovery
+	Recovery *recovery.Recovery
 
 	// WarmListBelow: a warm start of a collection holding fewer objects
 	// than this, with Recovery set, also takes a consistent metadata list,

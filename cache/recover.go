@@ -10,14 +10,15 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/boltinformer/boltinformer/recovery"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// A recovery (reflector/recover.go) replaces the full list after a 410, or
+// A recovery (recovery/recover.go) replaces the full list after a 410, or
 // for a list the store owes, by a metadata list, a diff against the stored
 // objects' UIDs and resourceVersions, and fetches of what changed; where
 // the server cannot list metadata, by one full list that serves as both,
-// of which only the changed objects are decoded (reflector/recoverlist.go).
+// of which only the changed objects are decoded (recovery/recoverlist.go).
 // The store sees the same steps either way. Its two
 // steps that need the store as the handlers know it are applied by the
 // delta loop, in order with the watch events queued before and after them:
@@ -46,7 +47,7 @@ import (
 //     complete their joins), and the informer is no longer recovering.
 //
 // Between the two, the fetched objects and the watch events arrive as
-// ordinary adds, updates and deletes, filtered by the reflector so that
+// ordinary adds, updates and deletes, filtered by the recovery so that
 // each key moves only forward.
 
 // recoveryKey is the queue key of a recovery step.
@@ -57,7 +58,7 @@ type recoveryStep struct {
 	// Begin: ctx is the reflector's, diff computes the plan, done receives
 	// the outcome (buffered).
 	ctx  context.Context
-	diff func(map[string]reflector.Version) (reflector.RecoveryPlan, error)
+	diff func(map[string]recovery.Version) (recovery.RecoveryPlan, error)
 	done chan error
 	// End (diff nil): the resourceVersion the store is consistent at.
 	rv string
@@ -70,7 +71,7 @@ type recoveryQueue struct {
 	s *Informer
 }
 
-var _ reflector.RecoveryStore = recoveryQueue{}
+var _ recovery.RecoveryStore = recoveryQueue{}
 
 // reflectorStore returns what the informer's reflectors write to: the
 // queue, able to recover if the informer persists and recoveries are set
@@ -82,8 +83,20 @@ func (s *Informer) reflectorStore(fifo *cache.RealFIFO) reflector.Store {
 	return recoveryQueue{RealFIFO: fifo, s: s}
 }
 
-// BeginRecovery implements reflector.RecoveryStore.
-func (q recoveryQueue) BeginRecovery(ctx context.Context, diff func(map[string]reflector.Version) (reflector.RecoveryPlan, error)) error {
+// recoverer returns what makes q's reflector recover.
+func (s *Informer) recoverer(q recoveryQueue) *recovery.Recoverer {
+	var hooks recovery.Hooks
+	if s.proof != nil {
+		hooks.Listed = s.proof.take
+	}
+	if d := s.delivery; d != nil {
+		hooks.Started = func() func() { return s.walkHolds.take(d, &s.recovering) }
+	}
+	return recovery.New(s.opts.Recovery, q, hooks)
+}
+
+// BeginRecovery implements recovery.RecoveryStore.
+func (q recoveryQueue) BeginRecovery(ctx context.Context, diff func(map[string]recovery.Version) (recovery.RecoveryPlan, error)) error {
 	step := &recoveryStep{ctx: ctx, diff: diff, done: make(chan error, 1)}
 	if err := q.RealFIFO.Delete(cache.DeletedFinalStateUnknown{Key: recoveryKey, Obj: step}); err != nil {
 		return err
@@ -96,13 +109,13 @@ func (q recoveryQueue) BeginRecovery(ctx context.Context, diff func(map[string]r
 	}
 }
 
-// Stored implements reflector.RecoveryStore. It does not retry a failed
+// Stored implements recovery.RecoveryStore. It does not retry a failed
 // read: the caller only needs the object for a tombstone.
 func (q recoveryQueue) Stored(key string) (interface{}, bool, error) {
 	return q.s.persistent.getOnce(key)
 }
 
-// EndRecovery implements reflector.RecoveryStore.
+// EndRecovery implements recovery.RecoveryStore.
 func (q recoveryQueue) EndRecovery(resourceVersion string) error {
 	return q.RealFIFO.Delete(cache.DeletedFinalStateUnknown{Key: recoveryKey, Obj: &recoveryStep{rv: resourceVersion}})
 }
@@ -179,7 +192,7 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 	}
 	idx := s.persistent
 	if idx.InMemory() {
-		return reflector.ErrRecoveryUnsupported
+		return recovery.ErrRecoveryUnsupported
 	}
 	resyncing := s.processor.AnySyncing()
 	if s.delivery != nil && resyncing {
@@ -195,11 +208,11 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 	versions, err := idx.coll.Versions()
 	if err != nil {
 		s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading the stored versions to recover: %w; listing in full", s.name, err))
-		return reflector.ErrRecoveryUnsupported
+		return recovery.ErrRecoveryUnsupported
 	}
-	stored := make(map[string]reflector.Version, len(versions))
+	stored := make(map[string]recovery.Version, len(versions))
 	for k, v := range versions {
-		stored[k] = reflector.Version{UID: v.UID, ResourceVersion: v.ResourceVersion}
+		stored[k] = recovery.Version{UID: v.UID, ResourceVersion: v.ResourceVersion}
 	}
 	plan, err := step.diff(stored)
 	if err != nil {
@@ -283,7 +296,7 @@ type walkRecoveryHolds struct {
 	waiting []func()
 }
 
-// take is Recovery.Started: it holds d's walk back and returns what the
+// take is recovery.Hooks.Started: it holds d's walk back and returns what the
 // reflector calls when the recovery is over, which releases the hold now
 // if the store is consistent (recovering unset: the recovery failed before
 // its diff, or its end is applied) and otherwise once it is.

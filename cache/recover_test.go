@@ -20,19 +20,30 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/poll"
-	"github.com/boltinformer/boltinformer/reflector"
+	"github.com/boltinformer/boltinformer/internal/recoverytune"
+	"github.com/boltinformer/boltinformer/recovery"
 )
 
-// sourceLister is a reflector.MetadataLister over a FakeControllerSource.
+// sourceLister is a recovery.MetadataLister over a FakeControllerSource.
 // Its fetches wait while held.
 type sourceLister struct {
-	src *fcache.FakeControllerSource
+	src    *fcache.FakeControllerSource
+	tuning recoverytune.Tuning
 
 	mu      sync.Mutex
 	metas   int
 	fetches []string
 	hold    chan struct{} // non-nil: fetches wait until it is closed
 	held    chan struct{} // closed when a fetch first waits
+}
+
+// RecoveryTuning implements recoverytune.Tuned.
+func (l *sourceLister) RecoveryTuning() recoverytune.Tuning { return l.tuning }
+
+// oneByOne makes recoveries through l fetch each changed object alone.
+func (l *sourceLister) oneByOne() *sourceLister {
+	l.tuning.FullListFraction = 2
+	return l
 }
 
 func (l *sourceLister) list() ([]*corev1.Pod, string, error) {
@@ -191,7 +202,7 @@ func TestRecoveryAfterExpiry(t *testing.T) {
 	lister := &sourceLister{src: src}
 	plain, resyncing := &tombstoneRecorder{}, &tombstoneRecorder{}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery:     &reflector.Recovery{Lister: lister, Workers: 1, FullListFraction: 2},
+		Recovery:     &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
 		ResyncPeriod: time.Hour,
 	}, func(inf *bcache.Informer) {
 		if _, err := inf.AddEventHandlerWithResyncPeriod(plain, 0); err != nil {
@@ -251,7 +262,7 @@ func TestRecoveryInterruptedIsRedone(t *testing.T) {
 	lister := &sourceLister{src: src}
 	held, release := lister.holdFetches()
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &reflector.Recovery{Lister: lister, Workers: 1, FullListFraction: 2},
+		Recovery: &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
 	}, nil)
 	select {
 	case <-held:
@@ -272,7 +283,7 @@ func TestRecoveryInterruptedIsRedone(t *testing.T) {
 	f.reopen()
 
 	r = startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &reflector.Recovery{Lister: lister, Workers: 1, FullListFraction: 2},
+		Recovery: &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
 	}, nil)
 	r.synced(t)
 	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
@@ -330,7 +341,7 @@ func TestRecoveryOvertakesTheWarmHandOff(t *testing.T) {
 	lister := &sourceLister{src: src}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
 		Persistence: p,
-		Recovery:    &reflector.Recovery{Lister: lister},
+		Recovery:    &recovery.Recovery{Lister: lister},
 	}, func(inf *bcache.Informer) {
 		var err error
 		if heldReg, err = inf.AddEventHandler(held); err != nil {
@@ -413,7 +424,7 @@ func TestRecoveryHoldsBackTheWalk(t *testing.T) {
 			inf, err := bcache.NewSharedIndexInformerWithOptions(noFullLists{noWatchList{src}, t}, &corev1.Pod{}, bcache.InformerOptions{
 				Persistence:    p,
 				Indexers:       indexers,
-				Recovery:       &reflector.Recovery{Lister: lister, Workers: 1},
+				Recovery:       &recovery.Recovery{Lister: lister, Workers: 1},
 				InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond,
 			})
 			if err != nil {
@@ -514,7 +525,7 @@ func TestRecoveryLongAfterTheProofListsAgain(t *testing.T) {
 	lister := &sourceLister{src: src}
 	rec := &tombstoneRecorder{}
 	r := startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{
-		Recovery: &reflector.Recovery{Lister: lister, Workers: 1, FullListFraction: 2},
+		Recovery: &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
 	}, func(inf *bcache.Informer) {
 		if _, err := inf.AddEventHandler(rec); err != nil {
 			t.Fatal(err)

@@ -125,7 +125,8 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 	if opts.CatchUp != nil && s.matchesVersions(opts.ResumeResourceVersion) {
 		s.proof = newProofList()
 	}
-	s.reflector = reflector.New(s.listerWatcher, s.reflectorStore(fifo), s.reflectorOptions(opts))
+	store := s.reflectorStore(fifo)
+	s.reflector = reflector.New(s.listerWatcher, store, s.reflectorOptions(store, opts))
 	s.started = true
 	return fifo, s.reflector, delivery
 }
@@ -307,7 +308,8 @@ func (s *Informer) relistAfterReadError(ctx context.Context, err error, stopFirs
 	applied := s.reflector.LastSyncResourceVersion()
 	// If the informer has not caught up yet, the short watches after the
 	// relist do (the list may be older than the start's consistent read).
-	s.reflector = reflector.New(s.listerWatcher, s.reflectorStore(fifo), s.reflectorOptions(reflector.Options{ListFrom: applied, CatchUp: s.catchUp()}))
+	store := s.reflectorStore(fifo)
+	s.reflector = reflector.New(s.listerWatcher, store, s.reflectorOptions(store, reflector.Options{ListFrom: applied, CatchUp: s.catchUp()}))
 	refl := s.reflector
 	s.startedLock.Unlock()
 	launch(refl)

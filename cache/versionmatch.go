@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/boltinformer/boltinformer/reflector"
+	"github.com/boltinformer/boltinformer/recovery"
 )
 
 // A warm start is synced once its store has caught up with a consistent
@@ -37,7 +37,7 @@ import (
 //
 // A small collection whose stored resourceVersion has expired (410) also
 // recovers (recover.go); its recovery takes the proof's list as its own
-// metadata list (reflector.Recovery.Listed), so the collection is listed
+// metadata list (recovery.Hooks.Listed), so the collection is listed
 // once, not twice.
 //
 // Anything the deltas do not describe one key at a time — a recovery, a
@@ -47,14 +47,14 @@ import (
 
 // versionMatch is the proof in progress, guarded by caughtUp.mu.
 type versionMatch struct {
-	want   map[string]reflector.Version // the consistent list's, by key
-	differ map[string]struct{}          // keys where the store differs from want
+	want   map[string]recovery.Version // the consistent list's, by key
+	differ map[string]struct{}         // keys where the store differs from want
 }
 
 // startMatch begins the proof with the listed versions and the store's
 // (taken under blockDeltas, so that every delta applied later reaches
 // appliedDeltas). Done at once if they are equal.
-func (c *caughtUp) startMatch(want, stored map[string]reflector.Version) {
+func (c *caughtUp) startMatch(want, stored map[string]recovery.Version) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -97,7 +97,7 @@ func (c *caughtUp) appliedDeltas(deltas []cache.Delta) {
 			c.match = nil
 			return
 		}
-		var now reflector.Version
+		var now recovery.Version
 		has := d.Type != cache.Deleted
 		if has {
 			acc, err := meta.Accessor(d.Object)
@@ -105,7 +105,7 @@ func (c *caughtUp) appliedDeltas(deltas []cache.Delta) {
 				c.match = nil
 				return
 			}
-			now = reflector.Version{UID: acc.GetUID(), ResourceVersion: acc.GetResourceVersion()}
+			now = recovery.Version{UID: acc.GetUID(), ResourceVersion: acc.GetResourceVersion()}
 		}
 		if want, listed := m.want[key]; listed == has && want == now {
 			delete(m.differ, key)
@@ -144,7 +144,7 @@ func (s *Informer) matchesVersions(resume string) bool {
 }
 
 // proofList is the proof's consistent metadata list, handed once to a
-// recovery that wants one (reflector.Recovery.Listed).
+// recovery that wants one (recovery.Hooks.Listed).
 type proofList struct {
 	done  chan struct{} // closed once list is set, or the list failed
 	list  *metav1.PartialObjectMetadataList
@@ -190,9 +190,9 @@ func (s *Informer) proveByVersions(ctx context.Context) {
 		logger.V(2).Info("Warm start: reading the stored versions failed; catching up by the watch alone", "collection", s.name, "err", err)
 		return
 	}
-	stored := make(map[string]reflector.Version, len(versions))
+	stored := make(map[string]recovery.Version, len(versions))
 	for k, v := range versions {
-		stored[k] = reflector.Version{UID: v.UID, ResourceVersion: v.ResourceVersion}
+		stored[k] = recovery.Version{UID: v.UID, ResourceVersion: v.ResourceVersion}
 	}
 	s.caught.startMatch(want, stored)
 }
@@ -200,9 +200,9 @@ func (s *Informer) proveByVersions(ctx context.Context) {
 // listVersions lists the collection's metadata at a consistent read, in
 // pages of one snapshot, and returns it as one list (at the first page's
 // resourceVersion) and each object's Version by key.
-func listVersions(ctx context.Context, lister reflector.MetadataLister) (*metav1.PartialObjectMetadataList, map[string]reflector.Version, error) {
+func listVersions(ctx context.Context, lister recovery.MetadataLister) (*metav1.PartialObjectMetadataList, map[string]recovery.Version, error) {
 	var all *metav1.PartialObjectMetadataList
-	want := map[string]reflector.Version{}
+	want := map[string]recovery.Version{}
 	opts := metav1.ListOptions{Limit: versionMatchPageSize}
 	for {
 		page, err := lister.ListMetadata(ctx, opts)
@@ -218,7 +218,7 @@ func listVersions(ctx context.Context, lister reflector.MetadataLister) (*metav1
 			if err != nil {
 				return nil, nil, fmt.Errorf("key of a listed object: %w", err)
 			}
-			want[key] = reflector.Version{UID: item.UID, ResourceVersion: item.ResourceVersion}
+			want[key] = recovery.Version{UID: item.UID, ResourceVersion: item.ResourceVersion}
 		}
 		if all == nil {
 			all = page

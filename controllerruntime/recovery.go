@@ -19,10 +19,10 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/internal/listidentity"
-	"github.com/boltinformer/boltinformer/reflector"
+	"github.com/boltinformer/boltinformer/recovery"
 )
 
-// A recovery (reflector.Recovery) replaces the full list an informer makes
+// A recovery (recovery.Recovery) replaces the full list an informer makes
 // after a 410 — its stored resourceVersion left the apiserver's watch
 // history, after a downtime longer than about 75 s or any apiserver
 // restart — by a metadata list, a diff against the stored objects, and
@@ -37,7 +37,7 @@ import (
 //     request, probed the same way, has the same path and selectors: the
 //     diff then sees exactly the collection the informer stores. Its pages
 //     are requested by that path through a REST client on the same HTTP
-//     client and read as they arrive (reflector.MetadataWireLister);
+//     client and read as they arrive (recovery.MetadataWireLister);
 //   - a fetch is the informer's own list (its ListerWatcher), so it decodes
 //     as the informer's list does (typed through the cache's scheme,
 //     unstructured, the GroupVersionKind set). Its request is narrowed on
@@ -59,7 +59,7 @@ import (
 // Options.RecoverGroups (custom resources, which it cannot tell from
 // aggregated APIs without discovery). A metadata-only informer
 // (PartialObjectMetadata) recovers from its own list
-// (reflector.Recovery.ListInFull): its objects are metadata, so that list
+// (recovery.Recovery.ListInFull): its objects are metadata, so that list
 // is the metadata list and holds what changed — no metadata client, no
 // fetches. Outside the groups vouched for, its resourceVersions are only
 // told equal or not (OpaqueVersions). A relist would cost the same
@@ -77,7 +77,7 @@ type recoveries struct {
 	// (Options.RecoverGroups).
 	groups map[string]bool
 	// qps is the rate the informers' REST clients allow (0: no limit), so
-	// the recovery plans fetches that fit it (reflector.RateLimitedLister).
+	// the recovery plans fetches that fit it (recovery.RateLimitedLister).
 	qps float32
 }
 
@@ -144,11 +144,11 @@ func (r *recoveries) vouched(key objectKey) bool {
 // for an informer that relists in full after a 410 by design (typed or
 // unstructured, of a group not vouched for), and nil with the reason for
 // one whose list a metadata list cannot repeat exactly.
-func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *url.URL) (*reflector.Recovery, error) {
+func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *url.URL) (*recovery.Recovery, error) {
 	switch {
 	case key.form == formMetadata:
 		// Its own list is the metadata list: see the file's header.
-		return &reflector.Recovery{
+		return &recovery.Recovery{
 			Lister:         ownListLister{toolscache.ToListerWatcherWithContext(lw)},
 			ListInFull:     true,
 			OpaqueVersions: !r.vouched(key),
@@ -189,9 +189,9 @@ func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *
 	if key.form == formTyped && scheme.Scheme.IsGroupRegistered(key.gvk.Group) {
 		// Built-in types: client-go's scheme decodes them as the
 		// informer's own list does, and the server speaks protobuf.
-		return &reflector.Recovery{Lister: wireRecoveryLister{l}}, nil
+		return &recovery.Recovery{Lister: wireRecoveryLister{l}}, nil
 	}
-	return &reflector.Recovery{Lister: l}, nil
+	return &recovery.Recovery{Lister: l}, nil
 }
 
 // listPath is an informer's list request path, taken apart.
@@ -218,7 +218,7 @@ func parseListPath(path string) (listPath, error) {
 	return p, nil
 }
 
-// recoveryLister is the reflector.MetadataLister of one informer (see the
+// recoveryLister is the recovery.MetadataLister of one informer (see the
 // file's header).
 type recoveryLister struct {
 	meta   metadata.ResourceInterface
@@ -231,29 +231,29 @@ type recoveryLister struct {
 }
 
 var (
-	_ reflector.RateLimitedLister  = (*recoveryLister)(nil)
-	_ reflector.MetadataWireLister = (*recoveryLister)(nil)
+	_ recovery.RateLimitedLister  = (*recoveryLister)(nil)
+	_ recovery.MetadataWireLister = (*recoveryLister)(nil)
 )
 
-// QPS implements reflector.RateLimitedLister.
+// QPS implements recovery.RateLimitedLister.
 func (l *recoveryLister) QPS() float32 { return l.qps }
 
-// ListMetadata implements reflector.MetadataLister.
+// ListMetadata implements recovery.MetadataLister.
 func (l *recoveryLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 	opts.LabelSelector, opts.FieldSelector = l.label, l.field
 	return l.meta.List(ctx, opts)
 }
 
-// ListMetadataWire implements reflector.MetadataWireLister: ListMetadata's
+// ListMetadataWire implements recovery.MetadataWireLister: ListMetadata's
 // request (the informer's list path and selectors; probed in recovery), its
 // body as it arrives.
 func (l *recoveryLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	opts.LabelSelector, opts.FieldSelector = l.label, l.field
 	return l.wire.Get().AbsPath(l.target.path).VersionedParams(&opts, scheme.ParameterCodec).
-		SetHeader("Accept", reflector.MetadataListAccept).Stream(ctx)
+		SetHeader("Accept", recovery.MetadataListAccept).Stream(ctx)
 }
 
-// ListObjects implements reflector.MetadataLister through the informer's
+// ListObjects implements recovery.MetadataLister through the informer's
 // own list, narrowed by fetchTransport.
 func (l *recoveryLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
 	if err := l.inNamespace(namespace); err != nil {
@@ -273,16 +273,16 @@ func (l *recoveryLister) ListObjects(ctx context.Context, namespace, name string
 type wireRecoveryLister struct{ *recoveryLister }
 
 var (
-	_ reflector.WireLister         = wireRecoveryLister{}
-	_ reflector.RateLimitedLister  = wireRecoveryLister{}
-	_ reflector.MetadataWireLister = wireRecoveryLister{}
+	_ recovery.WireLister         = wireRecoveryLister{}
+	_ recovery.RateLimitedLister  = wireRecoveryLister{}
+	_ recovery.MetadataWireLister = wireRecoveryLister{}
 )
 
 // listAccept asks for protobuf, which a recovery reads without decoding,
 // or JSON.
 const listAccept = "application/vnd.kubernetes.protobuf,application/json"
 
-// ListObjectsWire implements reflector.WireLister: the informer's list
+// ListObjectsWire implements recovery.WireLister: the informer's list
 // request (path and selectors; narrowed to namespace, as a fetch is),
 // through the wire client, its body undecoded, as it arrives; decode
 // decodes a whole body as a list of the informer's built-in type.
@@ -371,7 +371,7 @@ func (t fetchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // ownListLister recovers a metadata-only informer from its own list
-// (reflector.Recovery.ListInFull), which is all it is asked for.
+// (recovery.Recovery.ListInFull), which is all it is asked for.
 type ownListLister struct {
 	lw toolscache.ListerWatcherWithContext
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/reflector"
+	"github.com/boltinformer/boltinformer/recovery"
 )
 
 // A fetch narrows the informer's own list request: the object's name is
@@ -72,7 +72,7 @@ func TestFetchNarrowsTheInformersList(t *testing.T) {
 // list of exactly its list; not custom resources that were not named, and
 // not an informer whose list carries a parameter the metadata list cannot
 // repeat. Typed informers of built-in types can also list in full
-// undecoded (reflector.WireLister). Metadata-only informers recover from
+// undecoded (recovery.WireLister). Metadata-only informers recover from
 // their own list, any group's, comparing the resourceVersions of a group
 // not vouched for only for equality.
 func TestWhichInformersRecover(t *testing.T) {
@@ -131,7 +131,7 @@ func TestWhichInformersRecover(t *testing.T) {
 		case (rec != nil) != tc.recover:
 			t.Errorf("%s: recovery %v, want %v", tc.what, rec != nil, tc.recover)
 		case rec != nil:
-			if _, wire := rec.Lister.(reflector.WireLister); wire != tc.wire {
+			if _, wire := rec.Lister.(recovery.WireLister); wire != tc.wire {
 				t.Errorf("%s: lists in full undecoded %v, want %v", tc.what, wire, tc.wire)
 			}
 			if rec.ListInFull != tc.own || rec.OpaqueVersions != tc.opaque {

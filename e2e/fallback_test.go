@@ -26,6 +26,7 @@ import (
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/internal/runstats"
+	"github.com/boltinformer/boltinformer/recovery"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -44,7 +45,7 @@ const (
 // meta.k8s.io does not serve), which kube-apiserver answers 406 Not
 // Acceptable. Everything else is the typed client's lister.
 type noMetadataLister struct {
-	reflector.WireLister
+	recovery.WireLister
 	rc       rest.Interface
 	resource string
 	selector string
@@ -57,9 +58,9 @@ type noMetadataLister struct {
 func newNoMetadataLister(t testing.TB, cs kubernetes.Interface, selector string) noMetadataLister {
 	t.Helper()
 	rc := cs.CoreV1().RESTClient()
-	wl, ok := factory.NewMetadataLister(rc, "pods", "", metav1.ListOptions{LabelSelector: selector}).(reflector.WireLister)
+	wl, ok := factory.NewMetadataLister(rc, "pods", "", metav1.ListOptions{LabelSelector: selector}).(recovery.WireLister)
 	if !ok {
-		t.Fatal("the typed client's lister is not a reflector.WireLister")
+		t.Fatal("the typed client's lister is not a recovery.WireLister")
 	}
 	return noMetadataLister{WireLister: wl, rc: rc, resource: "pods", selector: selector, notAcceptable: &atomic.Int64{}}
 }
@@ -263,7 +264,7 @@ func TestRecoveryFromAFullList(t *testing.T) {
 		t.Errorf("start causes %v, want resumed, then one recovery after the 410", causes)
 	}
 	wantPages := (len(server) + 499) / 500
-	want := reflector.RecoveryStats{Listed: len(server), Pages: wantPages, FullList: true,
+	want := recovery.RecoveryStats{Listed: len(server), Pages: wantPages, FullList: true,
 		Unchanged: len(server) - changes.fetched(), Deleted: len(changes.deleted) + len(changes.recreated),
 		Fetch: changes.fetched(), Fetched: changes.fetched(), Decoded: changes.fetched()}
 	got := *stats
@@ -418,7 +419,7 @@ func TestFallbackCost(t *testing.T) {
 	// and the CPU time this process used until then.
 	type sample struct{ synced, handler, cpu time.Duration }
 
-	bolt := func(fallback bool) (s sample, stats *reflector.RecoveryStats) {
+	bolt := func(fallback bool) (s sample, stats *recovery.RecoveryStats) {
 		db := openDB(t, path)
 		defer db.Close()
 		cs := newClientset(t, srv.Config(), nil)
@@ -429,7 +430,7 @@ func TestFallbackCost(t *testing.T) {
 			Observer:    obs,
 		}
 		if fallback {
-			opts.Recovery = &reflector.Recovery{Lister: newNoMetadataLister(t, cs, selector)}
+			opts.Recovery = &recovery.Recovery{Lister: newNoMetadataLister(t, cs, selector)}
 		}
 		lw := cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", func(o *metav1.ListOptions) { o.LabelSelector = selector })
 		start, cpu := time.Now(), runstats.SelfCPU()

@@ -27,7 +27,9 @@ import (
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/fanout"
+	"github.com/boltinformer/boltinformer/internal/recoverytune"
 	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/recovery"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -153,7 +155,7 @@ type informerSpec struct {
 	fetchOneByOne bool
 	// lister, with recovery, is the recovery's lister instead of
 	// factory.NewMetadataLister's.
-	lister reflector.MetadataLister
+	lister recovery.MetadataLister
 	// pageSize is InformerOptions.PageSize; zero chooses as client-go.
 	pageSize int64
 	// warmListBelow is InformerOptions.WarmListBelow.
@@ -200,10 +202,10 @@ func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
 		if lister == nil {
 			lister = factory.NewMetadataLister(s.cs.CoreV1().RESTClient(), s.resource, s.namespace, metav1.ListOptions{LabelSelector: s.selector})
 		}
-		opts.Recovery = &reflector.Recovery{Lister: lister}
 		if s.fetchOneByOne {
-			opts.Recovery.NamespaceListAt, opts.Recovery.FullListFraction, opts.Recovery.MaxFetchRequests = -1, 2, -1
+			lister = oneByOne(t, lister)
 		}
+		opts.Recovery = &recovery.Recovery{Lister: lister}
 	}
 	inf, err := bcache.NewSharedIndexInformerWithOptions(lw, s.example(), opts)
 	if err != nil {
@@ -711,4 +713,27 @@ func mutateConfigMapsCounts(t testing.TB, cs kubernetes.Interface, test string, 
 		}
 	}
 	return m
+}
+
+// restLister is what factory.NewMetadataLister returns.
+type restLister interface {
+	recovery.WireLister
+	recovery.MetadataWireLister
+	recovery.RateLimitedLister
+}
+
+// tunedLister makes a recovery fetch every changed object on its own.
+type tunedLister struct{ restLister }
+
+func (tunedLister) RecoveryTuning() recoverytune.Tuning {
+	return recoverytune.Tuning{NamespaceListAt: -1, FullListFraction: 2, MaxFetchRequests: -1}
+}
+
+// oneByOne tunes l's recoveries to fetch every changed object on its own.
+func oneByOne(t testing.TB, l recovery.MetadataLister) recovery.MetadataLister {
+	rl, ok := l.(restLister)
+	if !ok {
+		t.Fatalf("%T cannot be tuned", l)
+	}
+	return tunedLister{rl}
 }

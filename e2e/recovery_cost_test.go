@@ -15,7 +15,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
-	"github.com/boltinformer/boltinformer/reflector"
+	"github.com/boltinformer/boltinformer/recovery"
 )
 
 var (
@@ -104,7 +104,7 @@ func TestRecoveryFetchCost(t *testing.T) {
 			opts = metav1.ListOptions{Limit: 500, Continue: m.GetContinue()}
 		}
 	})
-	wl := lister.(reflector.WireLister)
+	wl := lister.(recovery.WireLister)
 	// A recovery's full list, as its fallback and fetches make it: at a
 	// resourceVersion in one response, only the changed items decoded.
 	measure(fmt.Sprintf("full list undecoded (%d %s, one response)", n, resource), 3, func() error {

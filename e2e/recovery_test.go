@@ -25,6 +25,7 @@ import (
 	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/recovery"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -514,13 +515,13 @@ func checkExactlyTheChanges(t *testing.T, events []event, acked, final state) {
 // recoveryObserver is an observer that also records the recovery's stats.
 type recoveryObserver struct {
 	observer
-	stats atomic.Pointer[reflector.RecoveryStats]
+	stats atomic.Pointer[recovery.RecoveryStats]
 }
 
-var _ reflector.RecoveryObserver = (*recoveryObserver)(nil)
+var _ recovery.RecoveryObserver = (*recoveryObserver)(nil)
 
-func (o *recoveryObserver) Recovered(_ reflector.StartCause, _ string, stats reflector.RecoveryStats) {
+func (o *recoveryObserver) Recovered(_ reflector.StartCause, _ string, stats recovery.RecoveryStats) {
 	o.stats.Store(&stats)
 }
 
-func (o *recoveryObserver) recovered() *reflector.RecoveryStats { return o.stats.Load() }
+func (o *recoveryObserver) recovered() *recovery.RecoveryStats { return o.stats.Load() }

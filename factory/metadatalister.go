@@ -15,11 +15,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
-	"github.com/boltinformer/boltinformer/reflector"
+	"github.com/boltinformer/boltinformer/recovery"
 )
 
-// A recovery (reflector.Recovery) lists the collection's metadata and
-// fetches what changed, through a reflector.MetadataLister that lists
+// A recovery (recovery.Recovery) lists the collection's metadata and
+// fetches what changed, through a recovery.MetadataLister that lists
 // exactly what the informer's ListerWatcher lists: the same resource,
 // namespace and selectors. The factories build one for each informer whose
 // ListerWatcher is client-go's own (its list is exactly its request) on a
@@ -31,7 +31,7 @@ import (
 // informer's) or of a namespace, through the typed client, so they decode
 // as the informer's list does. Where the metadata list cannot be made, a
 // recovery lists the collection in full through the typed client and
-// decodes only what changed (reflector.WireLister); with a protobuf client
+// decodes only what changed (recovery.WireLister); with a protobuf client
 // (rest.Config.ContentType) the unchanged objects are not decoded at all.
 //
 // A metadata factory's informer lists in full to recover: its objects are
@@ -51,7 +51,7 @@ import (
 // vouches that the resource is served from etcd (any resource of
 // kube-apiserver that is not aggregated). It returns nil if rc is not a
 // *rest.RESTClient (a fake clientset).
-func NewMetadataLister(rc rest.Interface, resource, namespace string, selectors metav1.ListOptions) reflector.MetadataLister {
+func NewMetadataLister(rc rest.Interface, resource, namespace string, selectors metav1.ListOptions) recovery.MetadataLister {
 	r, ok := rc.(*rest.RESTClient)
 	if !ok || r == nil {
 		return nil
@@ -89,9 +89,9 @@ type restLister struct {
 	field     string
 }
 
-var _ reflector.RateLimitedLister = (*restLister)(nil)
+var _ recovery.RateLimitedLister = (*restLister)(nil)
 
-// QPS implements reflector.RateLimitedLister.
+// QPS implements recovery.RateLimitedLister.
 func (l *restLister) QPS() float32 {
 	if l.limiter == nil {
 		return 0
@@ -104,22 +104,22 @@ func (l *restLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) 
 	return l.meta.Namespace(l.namespace).List(ctx, opts)
 }
 
-var _ reflector.WireLister = (*restLister)(nil)
-var _ reflector.MetadataWireLister = (*restLister)(nil)
+var _ recovery.WireLister = (*restLister)(nil)
+var _ recovery.MetadataWireLister = (*restLister)(nil)
 
-// ListMetadataWire implements reflector.MetadataWireLister: ListMetadata's
+// ListMetadataWire implements recovery.MetadataWireLister: ListMetadata's
 // request through the typed REST client, its body as it arrives.
 func (l *restLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	opts.LabelSelector, opts.FieldSelector = l.label, l.field
 	return l.objects.Get().NamespaceIfScoped(l.namespace, l.namespace != "").Resource(l.resource).
-		VersionedParams(&opts, scheme.ParameterCodec).SetHeader("Accept", reflector.MetadataListAccept).Stream(ctx)
+		VersionedParams(&opts, scheme.ParameterCodec).SetHeader("Accept", recovery.MetadataListAccept).Stream(ctx)
 }
 
 func (l *restLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
 	return l.list(ctx, namespace, name, opts).Get()
 }
 
-// ListObjectsWire implements reflector.WireLister: the body, as it
+// ListObjectsWire implements recovery.WireLister: the body, as it
 // arrives, is in the typed client's wire format (protobuf where its config
 // asks for it), and the returned function decodes a whole body as a list of
 // a type of client-go's scheme, which are the typed client's types.
@@ -211,11 +211,11 @@ func (l *dynamicLister) ListObjects(ctx context.Context, namespace, name string,
 
 // dynamicRecovery returns the recovery settings of a dynamic factory's
 // informer of gvr: none without a metadata client (PersistenceOptions.MetadataClient).
-func dynamicRecovery(mc metadata.Interface, client dynamic.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *reflector.Recovery {
+func dynamicRecovery(mc metadata.Interface, client dynamic.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *recovery.Recovery {
 	if mc == nil {
 		return nil
 	}
-	return &reflector.Recovery{Lister: &dynamicLister{
+	return &recovery.Recovery{Lister: &dynamicLister{
 		metadataLister: metadataLister{client: mc, gvr: gvr, namespace: namespace, tweak: tweak},
 		client:         client,
 	}}
@@ -224,15 +224,15 @@ func dynamicRecovery(mc metadata.Interface, client dynamic.Interface, gvr schema
 // metadataRecovery returns the recovery settings of a metadata factory's
 // informer of gvr. Its objects are metadata, so its own list is the
 // metadata list and holds the changed objects: a recovery lists in full
-// (reflector.Recovery.ListInFull), with no fetches. Outside the groups of
+// (recovery.Recovery.ListInFull), with no fetches. Outside the groups of
 // client-go's scheme (served by kube-apiserver from etcd) the resource may
 // be an aggregated API's, whose resourceVersions need not be etcd
 // revisions: they are only told equal or not (OpaqueVersions).
-func metadataRecovery(client metadata.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *reflector.Recovery {
+func metadataRecovery(client metadata.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *recovery.Recovery {
 	if client == nil {
 		return nil
 	}
-	return &reflector.Recovery{
+	return &recovery.Recovery{
 		Lister:         &metadataLister{client: client, gvr: gvr, namespace: namespace, tweak: tweak},
 		ListInFull:     true,
 		OpaqueVersions: !scheme.Scheme.IsGroupRegistered(gvr.Group),
@@ -243,7 +243,7 @@ func metadataRecovery(client metadata.Interface, gvr schema.GroupVersionResource
 // listing req of gvr: none for a ListerWatcher that is not client-go's own
 // (it may filter in Go, which a metadata list would not) or a clientset
 // without REST clients. f.lock is held.
-func (f *Factory) typedRecovery(gvr schema.GroupVersionResource, req listRequest) *reflector.Recovery {
+func (f *Factory) typedRecovery(gvr schema.GroupVersionResource, req listRequest) *recovery.Recovery {
 	if !req.requestOnly {
 		return nil
 	}
@@ -251,5 +251,5 @@ func (f *Factory) typedRecovery(gvr schema.GroupVersionResource, req listRequest
 	if lister == nil {
 		return nil
 	}
-	return &reflector.Recovery{Lister: lister}
+	return &recovery.Recovery{Lister: lister}
 }

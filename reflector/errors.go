@@ -58,10 +58,9 @@ var (
 	// the watch and forces a relist (as client-go does).
 	ErrStore = errors.New("reflector: store rejected write")
 
-	// ErrRecoveryUnsupported is returned by a RecoveryStore that cannot
-	// recover now (its objects are not where it can compare them); the
-	// reflector then lists in full.
-	ErrRecoveryUnsupported = errors.New("reflector: store cannot recover")
+	// ErrFullList is returned by a Relister that cannot make this list:
+	// the reflector then lists in full, as client-go's does.
+	ErrFullList = errors.New("reflector: relist not possible, listing in full")
 )
 
 // errStopRequested is internal: the context was cancelled while watching.

@@ -258,17 +258,6 @@ func (f *fakeLW) watcher(t *testing.T, n int) *watch.RaceFreeFakeWatcher {
 	return w
 }
 
-// signalWatch makes f's watches quiet fakes and closes opened as the
-// first is made.
-func (f *fakeLW) signalWatch(opened chan struct{}) {
-	f.watch = func(n int, _ metav1.ListOptions) (watch.Interface, error) {
-		if n == 0 {
-			close(opened)
-		}
-		return watch.NewRaceFreeFake(), nil
-	}
-}
-
 // recObserver records Observer calls as strings.
 type recObserver struct {
 	mu     sync.Mutex

@@ -177,7 +177,7 @@ type Options struct {
 	// ListAfter, when non-nil, is called once a full list has been made,
 	// and its Store.Replace waits until the channel it returns is closed or
 	// the context ends; the list request is made at once, and watches and
-	// recoveries are not held (a RecoveryStore orders a recovery's writes
+	// a Relister's lists are not held (a recovery's store orders its writes
 	// per key itself). A warm-starting informer returns the end of its
 	// delivery of the stored state to its handlers, which a relist after a
 	// 410 must not overtake (and which, asked for, goes on if it was held
@@ -192,12 +192,11 @@ type Options struct {
 	// MinWatchTimeout as usual.
 	CatchUp *CatchUp
 
-	// Recovery, when set (with a Lister) and the Store is a RecoveryStore,
-	// replaces every list after the first — after an expired or too large
-	// resourceVersion, for ListFrom, after a failed catch-up — by a
-	// recovery that transfers and decodes only what changed (see
-	// RecoveryStore). Nil: such lists are full lists, as client-go's.
-	Recovery *Recovery
+	// Relister, when set, makes every list after the first — after an
+	// expired or too large resourceVersion, for ListFrom, after a failed
+	// catch-up — in place of a full list (package recovery's recovers what
+	// changed). Nil: such lists are full lists, as client-go's.
+	Relister Relister
 	// PagedList, when set, takes the first list of a cold start (no
 	// ResumeResourceVersion, no ListFrom) a page at a time instead of
 	// Store.Replace: the list is a consistent read (resourceVersion "") in
@@ -283,10 +282,7 @@ type Reflector struct {
 	observer     Observer
 	listAfter    func() <-chan struct{}
 	catchUp      *CatchUp // nil: none
-	// recovery is Options.Recovery completed, nil if the reflector does not
-	// recover; filter is then the Store (wrapping the one given to New).
-	recovery  *Recovery
-	filter    *recoveryFilter
+	relister  Relister // nil: none
 	pagedList PagedList
 	// catchUpTimeout and catchUpWatches are catchUp's completed values.
 	catchUpTimeout time.Duration
@@ -305,10 +301,13 @@ type Reflector struct {
 	// ended with an error without delivering an event; see
 	// watchFailuresBeforeRelist.
 	watchFailures int
-	// listInFull is set when a recovery ended without its watch ever
-	// opening, and cleared when a watch opens: lists are full lists
-	// meanwhile (recover.go).
+	// listInFull is set when a Relister asks for it (a relist ended
+	// without its watch ever opening), and cleared when a watch opens:
+	// lists are full lists meanwhile.
 	listInFull bool
+	// relisted is the Relister's list going on while the watch runs; nil:
+	// none.
+	relisted *Relisted
 	// pagedListTried is set once the PagedList has been given a list.
 	pagedListTried bool
 	// resumedWatch is set while the watch from ResumeResourceVersion is
@@ -419,7 +418,7 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 	if opts.ExpectedType != nil {
 		r.expectedType = reflect.TypeOf(opts.ExpectedType)
 	}
-	r.setUpRecovery(opts.Recovery)
+	r.relister = opts.Relister
 	if r.errorHandler == nil {
 		r.errorHandler = r.defaultErrorHandler
 	}
@@ -494,8 +493,8 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 	} else {
 		logger.V(3).Info("Listing and watching", "reflector", r.name, "type", r.typeDescription)
 		var err error
-		// A recovery (recover.go) goes on fetching while the watch runs.
-		if ctx, finish, err = r.listOrRecover(ctx); err != nil {
+		// A Relister's list (relist.go) may go on while the watch runs.
+		if ctx, finish, err = r.listOrRelist(ctx); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {

@@ -20,6 +20,7 @@
 package reflector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -162,6 +163,10 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 			continue
 		}
 
+		r.listInFull = false
+		if r.relisted != nil && r.relisted.WatchStarted != nil {
+			r.relisted.WatchStarted()
+		}
 		r.observer.WatchStarted(rv)
 		var deadline <-chan time.Time
 		stopDeadline := func() bool { return false }
@@ -266,6 +271,12 @@ func (r *Reflector) watchFailed(ctx context.Context, err error, short, delivered
 func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.Interface, resyncErrC <-chan error, propagateRVFromStart bool, deadline <-chan time.Time) (events int, err error) {
 	defer w.Stop()
 	eventReceivedBesidesAdded := false
+	store := r.store
+	var writes <-chan func() error
+	if r.relisted != nil {
+		store = cmp.Or[Store](r.relisted.Store, store)
+		writes = r.relisted.Writes
+	}
 	for {
 		var event watch.Event
 		var ok bool
@@ -277,6 +288,12 @@ func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.In
 		case <-deadline:
 			klog.FromContext(ctx).V(4).Info("Short watch outlived its timeout, stopping it", "reflector", r.name, "type", r.typeDescription, "totalItems", events)
 			return events, nil
+		case write := <-writes:
+			// A Relister's write, ordered with the events (relist.go).
+			if err := write(); err != nil {
+				r.errorHandler(ctx, fmt.Errorf("%w: %w", ErrStore, err))
+			}
+			continue
 		case event, ok = <-w.ResultChan():
 		}
 		if !ok {
@@ -297,17 +314,17 @@ func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.In
 		resourceVersion := accessor.GetResourceVersion()
 		switch event.Type {
 		case watch.Added:
-			err = r.store.Add(event.Object)
+			err = store.Add(event.Object)
 		case watch.Modified:
 			eventReceivedBesidesAdded = true
-			err = r.store.Update(event.Object)
+			err = store.Update(event.Object)
 		case watch.Deleted:
 			eventReceivedBesidesAdded = true
-			err = r.store.Delete(event.Object)
+			err = store.Delete(event.Object)
 		case watch.Bookmark:
 			// The watch has synced to resourceVersion; nothing changed.
 			eventReceivedBesidesAdded = true
-			err = r.store.Bookmark(resourceVersion)
+			err = store.Bookmark(resourceVersion)
 		default:
 			r.errorHandler(ctx, fmt.Errorf("%w: %s: unknown watch event type %q", ErrUnexpectedObject, r.name, event.Type))
 		}

@@ -16,7 +16,7 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/persist"
-	"github.com/boltinformer/boltinformer/reflector"
+	"github.com/boltinformer/boltinformer/recovery"
 )
 
 // Env is what a run needs from its caller.
@@ -272,7 +272,8 @@ func (d *driver) start() error {
 		MaxBackoff:     10 * time.Millisecond,
 	}
 	if d.cfg.Recovery {
-		opts.Recovery = &reflector.Recovery{Lister: d.lw, Workers: d.cfg.Workers, FullListFraction: d.cfg.FullListAt}
+		d.lw.tuning.FullListFraction = d.cfg.FullListAt
+		opts.Recovery = &recovery.Recovery{Lister: d.lw, Workers: d.cfg.Workers}
 	}
 	inf, err := bcache.NewSharedIndexInformerWithOptions(d.lw, &corev1.Pod{}, opts)
 	if err != nil {

@@ -15,7 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/reflector"
+	"github.com/boltinformer/boltinformer/internal/recoverytune"
+	"github.com/boltinformer/boltinformer/recovery"
 )
 
 // The requests the informer makes, as kube-apiserver answers them: lists
@@ -158,10 +159,16 @@ func podList(items []*corev1.Pod, rv int64, cont string) *corev1.PodList {
 }
 
 // ListerWatcher is the informer's view of the server: a
-// cache.ListerWatcherWithContext and a reflector.MetadataLister over Pods.
+// cache.ListerWatcherWithContext and a recovery.MetadataLister over Pods.
 // It reports watch-list semantics unsupported, as a server without
 // streaming lists does.
-type ListerWatcher struct{ s *Server }
+type ListerWatcher struct {
+	s      *Server
+	tuning recoverytune.Tuning
+}
+
+// RecoveryTuning implements recoverytune.Tuned.
+func (l *ListerWatcher) RecoveryTuning() recoverytune.Tuning { return l.tuning }
 
 // ListerWatcher returns the server's ListerWatcher and MetadataLister.
 func (s *Server) ListerWatcher() *ListerWatcher { return &ListerWatcher{s: s} }
@@ -169,7 +176,7 @@ func (s *Server) ListerWatcher() *ListerWatcher { return &ListerWatcher{s: s} }
 var (
 	_ cache.ListerWatcher            = (*ListerWatcher)(nil)
 	_ cache.ListerWatcherWithContext = (*ListerWatcher)(nil)
-	_ reflector.MetadataLister       = (*ListerWatcher)(nil)
+	_ recovery.MetadataLister        = (*ListerWatcher)(nil)
 )
 
 func (l *ListerWatcher) IsWatchListSemanticsUnSupported() bool { return true }

@@ -22,6 +22,7 @@ import (
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/recovery"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -62,7 +63,7 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 	})
 	lw := cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", metav1.NamespaceAll,
 		func(o *metav1.ListOptions) { o.LabelSelector = spec.Selector })
-	var recovery *reflector.Recovery
+	var rec *recovery.Recovery
 	if spec.Recovery {
 		// What the typed factory gives its Pod informer (factory's
 		// typedRecovery): the same Pods, namespace and selector, through
@@ -73,14 +74,14 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 			db.Close()
 			return nil, errors.New("no metadata lister for Pods: the clientset has no REST client")
 		}
-		recovery = &reflector.Recovery{Lister: lister}
+		rec = &recovery.Recovery{Lister: lister}
 		if spec.RecoveryFullList {
-			wl, ok := lister.(reflector.WireLister)
+			wl, ok := lister.(recovery.WireLister)
 			if !ok {
 				db.Close()
 				return nil, errors.New("the Pods' metadata lister cannot list in full undecoded")
 			}
-			recovery.Lister = noMetadataLists{wl}
+			rec.Lister = noMetadataLists{wl}
 		}
 	}
 	r.informer, err = bcache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, bcache.InformerOptions{
@@ -93,7 +94,7 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 		Indexers:      podIndexers,
 		Observer:      r.observer,
 		SyncedAtOpen:  spec.SyncedAtOpen,
-		Recovery:      recovery,
+		Recovery:      rec,
 		WarmListBelow: spec.WarmListBelow,
 	})
 	if err != nil {
@@ -127,18 +128,18 @@ type observer struct {
 type recoveryEnd struct {
 	at    time.Time
 	cause reflector.StartCause
-	stats reflector.RecoveryStats
+	stats recovery.RecoveryStats
 }
 
-var _ reflector.RecoveryObserver = (*observer)(nil)
+var _ recovery.RecoveryObserver = (*observer)(nil)
 
 func newObserver() *observer {
 	return &observer{relisted: make(chan string, 1), recovered: make(chan struct{}, 1)}
 }
 
-// Recovered implements reflector.RecoveryObserver; it may be called from a
+// Recovered implements recovery.RecoveryObserver; it may be called from a
 // recovery's goroutine.
-func (o *observer) Recovered(cause reflector.StartCause, _ string, stats reflector.RecoveryStats) {
+func (o *observer) Recovered(cause reflector.StartCause, _ string, stats recovery.RecoveryStats) {
 	now := time.Now()
 	o.mu.Lock()
 	o.recoveries++
@@ -264,7 +265,7 @@ func runInformer(ctx context.Context, inf cache.SharedIndexInformer) (stop func(
 
 // noMetadataLists is a WireLister whose server cannot list metadata: it
 // answers 406 Not Acceptable, as an aggregated API may.
-type noMetadataLists struct{ reflector.WireLister }
+type noMetadataLists struct{ recovery.WireLister }
 
 func (noMetadataLists) ListMetadata(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 	return nil, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "GET", schema.GroupResource{Resource: "pods"}, "", "", 0, false)

@@ -178,7 +178,7 @@ type childResult struct {
 }
 
 // recoveryResult is one recovery as the reflector reported it
-// (reflector.RecoveryStats), and when.
+// (recovery.RecoveryStats), and when.
 type recoveryResult struct {
 	// Cause is why it recovered: relist-expired after a 410, relist-error
 	// for a list the collection owed.

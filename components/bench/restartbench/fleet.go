@@ -67,7 +67,7 @@ var fleetComponents = [2]component{schedulerComponent, controllerManagerComponen
 
 // fleetArgs: the components' own flags plus the reflectors' lines (see the
 // file comment).
-var fleetArgs = []string{"--vmodule=reflector=3,recover=2,recoverfilter=2"}
+var fleetArgs = []string{"--vmodule=reflector=3,recover=2,recoverforward=2"}
 
 // runFleet populates the cluster for both components, then restarts the
 // apiserver reps times under each variant, rotating the order.

@@ -1,4 +1,4 @@
-package reflector
+package recovery
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // Fetching while the metadata list is read (recover.go). A metadata list of
@@ -22,7 +24,7 @@ import (
 // resourceVersion, so whatever changes after the fetched state reaches the
 // store through the watch, and the forward rule drops what the watch brings
 // that is not newer. A prefetched object is applied only once the diff has
-// found its key to fetch (fetchedLocked ignores other keys), the watch has
+// found its key to fetch (fetched ignores other keys), the watch has
 // opened (as every fetch), and only if the diff was made from the list it
 // was fetched against: a list started again (an expired continue token)
 // has another resourceVersion, and its prefetches are dropped.
@@ -30,9 +32,9 @@ import (
 // It is bounded so that it does no request the fetches after the diff
 // would not make (planFetches): keys of the pages followed by more (a list
 // of one page has nothing to overlap; the last page's keys are fetched
-// after the diff, with the rest), only while fewer than FullListFraction of
+// after the diff, with the rest), only while fewer than fullListFraction of
 // the items listed so far are changed (from there the plan may list the
-// whole collection), fewer than NamespaceListAt keys of one namespace (from
+// whole collection), fewer than namespaceListAt keys of one namespace (from
 // there it may list the namespace), and within the request budget of a
 // rate-limited lister. A prefetch that fails leaves its key to the fetches
 // after the diff.
@@ -42,7 +44,7 @@ import (
 // the list's goroutine only; the workers' results are read once they are
 // joined (collect).
 type prefetch struct {
-	r      *Reflector
+	r      *Recoverer
 	ctx    context.Context
 	cancel context.CancelFunc
 	// storedN is the resourceVersion the store holds the collection at
@@ -61,15 +63,21 @@ type prefetch struct {
 	budget                  int // 0: none
 	off                     bool
 
-	mu                sync.Mutex
-	found             map[string]runtime.Object // fetched: the object, nil if gone
+	// results has one slot per worker, written by it alone and read once
+	// the workers are joined (collect): no lock.
+	results []prefetched
+}
+
+// prefetched is what one prefetch worker found.
+type prefetched struct {
+	found             map[string]runtime.Object // the object, nil if gone
 	requests, decoded int
 }
 
 // newPrefetch starts prefetching the changes since storedRV of a list at
 // listRV, or returns nil where it cannot: storedRV is not an integer (a
 // consistent read at "", which has no version to compare with).
-func (r *Reflector) newPrefetch(ctx context.Context, storedRV, listRV string) *prefetch {
+func (r *Recoverer) newPrefetch(ctx context.Context, storedRV, listRV string) *prefetch {
 	storedN, ok := parseRV(storedRV)
 	if !ok {
 		return nil
@@ -77,15 +85,15 @@ func (r *Reflector) newPrefetch(ctx context.Context, storedRV, listRV string) *p
 	p := &prefetch{
 		r: r, storedN: storedN, listRV: listRV,
 		// Room for a whole page: admit never waits for the workers.
-		work:   make(chan string, recoveryStreamPageSize),
-		byNS:   map[string]int{},
-		budget: r.maxFetchRequests(),
-		found:  map[string]runtime.Object{},
+		work:    make(chan string, recoveryStreamPageSize),
+		byNS:    map[string]int{},
+		budget:  r.maxFetchRequests(),
+		results: make([]prefetched, r.cfg.Workers),
 	}
 	p.ctx, p.cancel = context.WithCancel(ctx)
 	p.closeWork = sync.OnceFunc(func() { close(p.work) })
-	for range r.recovery.Workers {
-		p.workers.Go(p.fetch)
+	for i := range p.results {
+		p.workers.Go(func() { p.fetch(&p.results[i]) })
 	}
 	return p
 }
@@ -124,8 +132,8 @@ func (p *prefetch) admit(items []wireItem) []string {
 	}
 	p.listed += len(items)
 	p.changed += len(changed)
-	cfg := p.r.recovery
-	if float64(p.changed) >= cfg.FullListFraction*float64(p.listed) {
+	cfg := p.r.cfg
+	if float64(p.changed) >= cfg.fullListFraction*float64(p.listed) {
 		p.off = true
 		return nil
 	}
@@ -135,7 +143,7 @@ func (p *prefetch) admit(items []wireItem) []string {
 			p.off = true
 			break
 		}
-		if it.namespace != "" && cfg.NamespaceListAt > 0 && p.byNS[it.namespace]+1 >= cfg.NamespaceListAt {
+		if it.namespace != "" && cfg.namespaceListAt > 0 && p.byNS[it.namespace]+1 >= cfg.namespaceListAt {
 			continue
 		}
 		p.byNS[it.namespace]++
@@ -145,28 +153,21 @@ func (p *prefetch) admit(items []wireItem) []string {
 	return keys
 }
 
-// fetch is a worker: it fetches queued keys until the queue is closed and
-// drained, or the prefetch is stopped.
-func (p *prefetch) fetch() {
+// fetch is a worker: it fetches queued keys into res until the queue is
+// closed and drained, or the prefetch is stopped.
+func (p *prefetch) fetch(res *prefetched) {
+	res.found = map[string]runtime.Object{}
 	for key := range p.work {
 		if p.ctx.Err() != nil {
 			continue
 		}
-		obj, fetched, decoded, err := p.r.fetchObject(p.ctx, key, p.listRV, p.countRequest)
+		obj, fetched, decoded, err := p.r.fetchObject(p.ctx, key, p.listRV, func() { res.requests++ })
 		if err != nil || !fetched {
 			continue // fetched after the diff; the error was reported
 		}
-		p.mu.Lock()
-		p.found[key] = obj
-		p.decoded += decoded
-		p.mu.Unlock()
+		res.found[key] = obj
+		res.decoded += decoded
 	}
-}
-
-func (p *prefetch) countRequest() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.requests++
 }
 
 // listEnded is called once the list is complete: what is queued is fetched,
@@ -178,9 +179,13 @@ func (p *prefetch) listEnded() { p.closeWork() }
 func (p *prefetch) collect() (found map[string]runtime.Object, requests, decoded int) {
 	p.closeWork()
 	p.workers.Wait()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.found, p.requests, p.decoded
+	found = map[string]runtime.Object{}
+	for _, res := range p.results {
+		maps.Copy(found, res.found)
+		requests += res.requests
+		decoded += res.decoded
+	}
+	return found, requests, decoded
 }
 
 // stop ends the fetches and waits for the workers. It may be called more
@@ -195,35 +200,28 @@ func (p *prefetch) stop() {
 // fetched, in key order, and drops the others from the fetch plan's
 // namespaces; it returns how many requests the prefetch made and how many
 // keys are left to fetch.
-func (r *Reflector) applyPrefetched(rec *recovery, p *prefetch) (requests, left int) {
+func (r *Recoverer) applyPrefetched(rec *recovery, p *prefetch) (requests, left int) {
 	found, requests, decoded := p.collect()
-	cur := r.filter.lock()
-	defer r.filter.unlock(cur)
-	if cur != rec {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		rec.stats.Requests += requests
-		rec.stats.Decoded += decoded
-		return requests, 0 // over: completed, or stopped
-	}
-	rec.stats.Requests += requests
-	rec.stats.Decoded += decoded
-	for _, key := range slices.Sorted(maps.Keys(found)) {
-		if err := rec.fetchedLocked(key, found[key]); err != nil {
-			rec.oweErrorLocked(fmt.Errorf("%w: fetched %s: %w", ErrStore, key, err))
+	rec.requests.Add(int64(requests))
+	rec.decoded.Add(int64(decoded))
+	rec.run(func() {
+		for _, key := range slices.Sorted(maps.Keys(found)) {
+			if err := rec.fetched(key, found[key]); err != nil {
+				r.l.Report(rec.ctx, fmt.Errorf("%w: fetched %s: %w", reflector.ErrStore, key, err))
+			}
 		}
-	}
-	for ns, keys := range rec.fetchNS {
-		keys = slices.DeleteFunc(keys, func(k string) bool {
-			_, pending := rec.pending[k]
-			return !pending
-		})
-		if len(keys) == 0 {
-			delete(rec.fetchNS, ns)
-		} else {
-			rec.fetchNS[ns] = keys
+		for ns, keys := range rec.fetchNS {
+			keys = slices.DeleteFunc(keys, func(k string) bool {
+				_, pending := rec.pending[k]
+				return !pending
+			})
+			if len(keys) == 0 {
+				delete(rec.fetchNS, ns)
+			} else {
+				rec.fetchNS[ns] = keys
+			}
+			left += len(keys)
 		}
-		left += len(keys)
-	}
+	})
 	return requests, left
 }

@@ -1,4 +1,4 @@
-package reflector
+package recovery
 
 import (
 	"context"
@@ -168,30 +168,29 @@ func TestPrefetchAdmits(t *testing.T) {
 	item := func(ns, name, rv string) wireItem { return wireItem{namespace: ns, name: name, resourceVersion: rv} }
 	for _, tc := range []struct {
 		name   string
-		cfg    Recovery
+		cfg    testRecovery
 		budget int
 		pages  [][]wireItem
 		want   [][]string
 	}{
-		{"changed only", Recovery{FullListFraction: 2}, 0,
+		{"changed only", testRecovery{FullListFraction: 2}, 0,
 			[][]wireItem{{item("x", "a", "11"), item("x", "b", "10"), item("y", "c", "3")}, {item("y", "d", "12")}},
 			[][]string{{"x/a"}, {"y/d"}}},
-		{"until a fraction changed", Recovery{FullListFraction: 0.5}, 0,
+		{"until a fraction changed", testRecovery{FullListFraction: 0.5}, 0,
 			[][]wireItem{{item("x", "a", "11"), item("x", "b", "5"), item("x", "c", "5")}, {item("x", "d", "12"), item("x", "e", "13")}, {item("x", "f", "14"), item("x", "g", "1"), item("x", "h", "1"), item("x", "i", "1")}},
 			[][]string{{"x/a"}, nil, nil}},
-		{"fewer than NamespaceListAt of a namespace", Recovery{FullListFraction: 2, NamespaceListAt: 3}, 0,
+		{"fewer than NamespaceListAt of a namespace", testRecovery{FullListFraction: 2, NamespaceListAt: 3}, 0,
 			[][]wireItem{{item("x", "a", "11"), item("x", "b", "12"), item("x", "c", "13"), item("y", "d", "14")}, {item("", "e", "15"), item("", "f", "16"), item("", "g", "17")}},
 			[][]string{{"x/a", "x/b", "y/d"}, {"e", "f", "g"}}},
-		{"within the budget", Recovery{FullListFraction: 2}, 2,
+		{"within the budget", testRecovery{FullListFraction: 2}, 2,
 			[][]wireItem{{item("x", "a", "11"), item("x", "b", "12"), item("x", "c", "13")}, {item("x", "d", "14")}},
 			[][]string{{"x/a", "x/b"}, nil}},
-		{"resourceVersions that are not integers", Recovery{FullListFraction: 2}, 0,
+		{"resourceVersions that are not integers", testRecovery{FullListFraction: 2}, 0,
 			[][]wireItem{{item("x", "a", "11"), item("x", "b", "b1")}, {item("x", "c", "12")}},
 			[][]string{nil, nil}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			p := &prefetch{r: &Reflector{recovery: &cfg}, storedN: 10, byNS: map[string]int{}, budget: tc.budget}
+			p := &prefetch{r: &Recoverer{cfg: tc.cfg.config()}, storedN: 10, byNS: map[string]int{}, budget: tc.budget}
 			for i, items := range tc.pages {
 				equal(t, "page "+string(rune('0'+i)), p.admit(items), tc.want[i])
 			}

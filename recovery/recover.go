@@ -1,4 +1,4 @@
-package reflector
+package recovery
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,114 +18,35 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// A recovery replaces the full list a reflector makes when it cannot
-// resume (the watched resourceVersion expired, the store owes a list) by
-// one that transfers and decodes only what changed. The store already holds
-// the previous state, and every stored object's UID and resourceVersion:
-//
-//  1. List the collection's metadata only (PartialObjectMetadataList, paged,
-//     the informer's own selectors) at the last resourceVersion with
-//     resourceVersionMatch=NotOlderThan (or, where that is unavailable, a
-//     consistent read at ""); never at "0", which may be served by a lagging
-//     watch cache behind a load balancer.
-//  2. Diff (UID, resourceVersion) against the store, in order with every
-//     write handed to it before (RecoveryStore.BeginRecovery). Unchanged
-//     objects are left alone; objects gone, or replaced by another UID
-//     under the same name, are deleted (the store delivers
-//     DeletedFinalStateUnknown with the stored object); new and changed
-//     objects are to be fetched. The store marks itself must-list first, so
-//     a crash from here on redoes the recovery.
-//  3. Watch from the metadata list's resourceVersion, and only once the
-//     server has accepted that watch fetch the changed objects: a list of
-//     one object (its name as a field selector, with the informer's
-//     selectors) at least as new as the metadata list, on a few requests at
-//     a time; a namespace where many changed is listed whole, and the whole
-//     collection where a quarter did or the client's rate limit would make
-//     the requests slow (recoverfetch.go). (The changes the pages before
-//     the last show are fetched while the list is read, and applied here:
-//     recoverprefetch.go.) Watch events and fetched objects
-//     reach the store as they come, through one filter that lets a key move
-//     only forward (recoverfilter.go): an object older than or as old as
-//     what the store was last given for its key is dropped, so no handler
-//     ever sees a resourceVersion go backwards; an object with another UID
-//     than the key's current one is preceded by a deletion of that one.
-//  4. Once every changed object has been fetched (or found gone, and its
-//     deletion seen on the watch) and the watch has passed every fetched
-//     resourceVersion, the store holds exactly the collection at the
-//     watch's resourceVersion: the filter hands the store
-//     RecoveryStore.EndRecovery with it, which records it and clears the
-//     must-list mark, and steps aside.
-//
-// resourceVersions are compared as unsigned integers. That is valid where
-// they are etcd revisions (the resources kube-apiserver serves from etcd,
-// built-in and custom); a MetadataLister vouches for it. Where a metadata
-// list cannot be made (the server does not serve the metadata form) or a
-// resourceVersion does not parse as an integer, the recovery lists the
-// whole collection instead, through a WireLister, and takes both the diff
-// and the changed objects from that one list, decoding only those
-// (recoverlist.go); without a WireLister the reflector lists in full as
-// client-go does. Recovery.ListInFull makes every recovery take that full
-// list (a metadata informer's list is its metadata list), and
-// Recovery.OpaqueVersions makes it tell resourceVersions only equal or not
-// (a lister that cannot vouch they are etcd revisions).
+// defaultWorkers is Recovery.Workers' default: four requests at a time,
+// each through the client's rate limiter.
+const defaultWorkers = 4
 
-// Defaults of Recovery.
+// The tuning of a recovery: what the measurements chose, not the user.
 const (
-	// DefaultRecoveryWorkers is how many fetch requests run at once. Each
-	// also goes through the client's rate limiter.
-	DefaultRecoveryWorkers = 4
-	// DefaultNamespaceListAt is how many changed objects of one namespace
-	// (and at least FullListFraction of its objects) make the recovery list
-	// the namespace rather than fetch them one by one.
-	DefaultNamespaceListAt = 64
-	// DefaultFullListFraction is the fraction of the collection (or of a
-	// namespace) that, once changed, makes the recovery list the whole
-	// collection (the namespace). Measured against kube-apiserver v1.37 on
-	// loopback (e2e.TestRecoveryFetchCost, 20,000 realistic Pods of 5.8 KB,
-	// a 2-core machine): a one-object fetch costs 370 µs of wall time with
-	// four in flight, an object of a full list 88 µs decoded and 55 µs
-	// undecoded (one response, as a WireLister's recovery lists), of a
-	// namespace list 84 and 61 µs; a metadata list 37 µs an object.
-	// Fetching one by one is as fast as a decoded full list at about a
-	// quarter of the objects changed (an undecoded one at about 15%), and
-	// always transfers fewer bytes: after the metadata list (73% of a full
-	// list's bytes for such Pods), a full list would make the recovery read
-	// more than client-go's start. So the recovery lists above a quarter.
-	DefaultFullListFraction = 0.25
-	// DefaultFirstPageFraction is the fraction of a metadata list's first
-	// page that, once newer than the stored resourceVersion, makes a
-	// WireLister's recovery stop listing metadata and list the whole
-	// collection, read from its bytes, instead. There the choice is
-	// between the rest of the metadata list and the fetches on one side
-	// and a full list on the other: with the measurements above, the full
-	// list is sooner from (55-37)/370 µs = 5% changed; measured at 100,000
-	// Pods after an apiserver restart (informerbench recover, where a
-	// fetch costs 0.7 ms beside a warm start's hand-off) from 4%. Above
-	// it the recovery reads a little more than a full list (the first page
-	// of metadata: 7% of a full list at 100,000 Pods) but is done sooner,
-	// and a full list's bytes compress on the wire where single objects
-	// do not.
-	DefaultFirstPageFraction = 0.05
+	// namespaceListAt changed objects of one namespace, if also
+	// fullListFraction of it, make the recovery list the namespace.
+	namespaceListAt = 64
+	// fullListFraction changed lists the collection: e2e.TestRecoveryFetchCost, one-object fetches match a decoded list at a quarter.
+	fullListFraction = 0.25
+	// firstPageFraction changed on a metadata list's first page lists in full: informerbench recover at 100,000 Pods, the full list wins from 4%.
+	firstPageFraction = 0.05
 
-	// recoveryPageSize is the Limit of each metadata list page, as
-	// client-go's pager's; recoveryStreamPageSize where the pages are read
-	// as they arrive (MetadataWireLister): about 44 MB of realistic Pods'
-	// metadata, which kube-apiserver writes as it encodes it, and 20
-	// requests for 100,000 objects instead of 200.
-	recoveryPageSize       = 500
+	// recoveryPageSize is a metadata page's Limit, as client-go's pager's.
+	recoveryPageSize = 500
+	// recoveryStreamPageSize is a streamed metadata page's Limit: about 44 MB of realistic Pods' metadata, 20 requests for 100,000.
 	recoveryStreamPageSize = 10000
 	// fetchAttempts is how often one fetch request is tried before the
 	// recovery gives up (and is started again after backoff).
 	fetchAttempts = 3
-
-	// A rate-limited lister's fetches are planned to take at most
-	// fetchBudgetTime of its rate, or minFetchBudget requests: with
-	// client-go's default of 5 requests a second, a thousand one-object
-	// fetches would take over three minutes, far longer than a list.
+	// fetchBudgetTime of a rate-limited lister's rate bounds the fetches: at client-go's 5 QPS, 1,000 fetches would outlast a list.
 	fetchBudgetTime = 10 * time.Second
-	minFetchBudget  = 64
+	// minFetchBudget is the least request budget a rate limit leaves.
+	minFetchBudget = 64
 )
 
 // Version is what a recovery compares of a stored object: its UID and its
@@ -205,23 +127,22 @@ type RecoveryPlan struct {
 	Unchanged []string
 }
 
-// RecoveryStore is a Store that can take part in a recovery. The reflector
-// recovers only if Options.Recovery is set and its Store is one.
-// Options.ListAfter does not hold a recovery back: unlike a Replace, which
-// is about every key, a recovery's diff and writes are each about a few
-// keys, and the store orders them after whatever it owes those keys (a
-// warm start's delivery of their stored state).
+// RecoveryStore is the reflector's Store as a recovery needs it (New).
+// reflector.Options.ListAfter does not hold a recovery back. Unlike a
+// Replace, a recovery's diff and writes are each about a few keys. The
+// store orders them after whatever it owes those keys, such as a warm
+// start's delivery of their stored state.
 type RecoveryStore interface {
-	Store
+	reflector.Store
 	// BeginRecovery is applied in order with every write made before it:
 	// it calls diff with the Version of every stored object (by key, as
 	// cache.MetaNamespaceKeyFunc makes them), marks the store as owing a
 	// list (durably, before anything of the plan is applied: a crash until
 	// EndRecovery must lead to another recovery), and applies the plan. It
 	// returns once that is done, or with ctx's error. ErrRecoveryUnsupported
-	// makes the reflector list in full instead.
+	// makes the reflector list in full instead (reflector.ErrFullList).
 	BeginRecovery(ctx context.Context, diff func(stored map[string]Version) (RecoveryPlan, error)) error
-	// Stored returns the stored object at key. The reflector calls it only
+	// Stored returns the stored object at key. A recovery calls it only
 	// for a key that nothing written since BeginRecovery touched.
 	Stored(key string) (interface{}, bool, error)
 	// EndRecovery is applied in order with every write made before it: the
@@ -230,42 +151,13 @@ type RecoveryStore interface {
 	EndRecovery(resourceVersion string) error
 }
 
-// Recovery configures recoveries (see Options.Recovery). Zero values are
-// the defaults.
+// Recovery is what a user chooses of recoveries (cache.InformerOptions
+// and the factories take it). Zero values are the defaults.
 type Recovery struct {
 	// Lister lists metadata and fetches objects. Required.
 	Lister MetadataLister
-	// Workers bounds the fetch requests in flight. Zero:
-	// DefaultRecoveryWorkers.
+	// Workers bounds the fetch requests in flight. Zero: 4.
 	Workers int
-	// NamespaceListAt is the number of changed objects of one namespace at
-	// which, if they are also at least FullListFraction of its objects, the
-	// namespace is listed whole instead. Zero: DefaultNamespaceListAt;
-	// negative: never.
-	NamespaceListAt int
-	// FullListFraction is the fraction of the collection changed at which
-	// the whole collection is listed instead. Zero:
-	// DefaultFullListFraction; above 1: never.
-	FullListFraction float64
-	// FirstPageFraction is the fraction of a metadata list's first page
-	// (of several) changed at which a WireLister's recovery lists the
-	// whole collection instead of the rest of the metadata. Zero:
-	// DefaultFirstPageFraction; above 1: never.
-	FirstPageFraction float64
-	// MaxFetchRequests bounds the fetch requests of one recovery: above
-	// it, the namespaces with the most changes are listed instead, and the
-	// whole collection if that is not enough. Zero: if the Lister is a
-	// RateLimitedLister, what its rate allows in 10 seconds (at least 64);
-	// otherwise no bound. Negative: no bound.
-	MaxFetchRequests int
-	// Listed, if set, may give a recovery a consistent metadata list of
-	// the collection that the store's owner took (cache.Informer takes one
-	// to prove a small warm collection caught up). The recovery uses it as
-	// its own metadata list only if it is at least as new as the last
-	// resourceVersion handed to the store; an older one is dropped. It
-	// returns nil when there is none, and may wait, with ctx, for one
-	// being taken.
-	Listed func(ctx context.Context) *metav1.PartialObjectMetadataList
 	// ListInFull makes every recovery list the whole collection through
 	// the Lister instead of its metadata and then what changed: where the
 	// informer's objects are metadata (PartialObjectMetadata), its full
@@ -284,17 +176,11 @@ type Recovery struct {
 	// versions an object fetched after the list could not be told from an
 	// older state the watch brings.
 	OpaqueVersions bool
-	// Started, if set, is called as each recovery begins, before its list;
-	// the function it returns is called once that recovery has ended: the
-	// store consistent, the recovery failed or stopped, or given way to a
-	// full list. (cache.Informer holds back work that would compete with
-	// the recovery for the cores meanwhile.)
-	Started func() (ended func())
 }
 
 // RateLimitedLister is a MetadataLister whose requests go through a client
 // rate limiter (client-go's default is 5 a second); a recovery plans its
-// fetches to fit it (see Recovery.MaxFetchRequests).
+// fetches to fit it (see fetchBudgetTime).
 type RateLimitedLister interface {
 	MetadataLister
 	// QPS is the sustained rate of requests the limiter allows; zero or
@@ -333,87 +219,28 @@ type RecoveryStats struct {
 	Duration, ListDuration time.Duration
 }
 
-// RecoveryObserver is an Observer that also hears of recoveries. A
+// RecoveryObserver is a reflector.Observer that also hears of recoveries. A
 // recovery's metadata list is reported through Listed (items and pages of
 // the metadata list) once the store has applied its diff.
 type RecoveryObserver interface {
-	Observer
+	reflector.Observer
 	// Recovered is called once a recovery has made the store consistent at
-	// resourceVersion. It may be called from a goroutine of the recovery,
-	// concurrently with the other callbacks.
-	Recovered(cause StartCause, resourceVersion string, stats RecoveryStats)
-}
-
-// errRecoveryFallback: the recovery cannot be made; list in full.
-var errRecoveryFallback = errors.New("recovery not possible")
-
-// setUpRecovery makes the reflector recover instead of relisting, if cfg
-// asks for it and the store can.
-func (r *Reflector) setUpRecovery(cfg *Recovery) {
-	if cfg == nil || cfg.Lister == nil {
-		return
-	}
-	rs, ok := r.store.(RecoveryStore)
-	if !ok {
-		return
-	}
-	c := *cfg // Options are frozen at New
-	if c.Workers <= 0 {
-		c.Workers = DefaultRecoveryWorkers
-	}
-	if c.NamespaceListAt == 0 {
-		c.NamespaceListAt = DefaultNamespaceListAt
-	}
-	if c.FullListFraction == 0 {
-		c.FullListFraction = DefaultFullListFraction
-	}
-	if c.FirstPageFraction == 0 {
-		c.FirstPageFraction = DefaultFirstPageFraction
-	}
-	if c.OpaqueVersions {
-		c.ListInFull = true
-	}
-	r.recovery = &c
-	r.filter = &recoveryFilter{next: rs, r: r}
-	r.store = r.filter
-	r.lw = recoveryWatches{ListerWatcherWithContext: r.lw, f: r.filter}
-}
-
-// listOrRecover makes the list ListAndWatch is due: a recovery where one
-// is set up and the reflector has seen a resourceVersion, a full list
-// otherwise or where the recovery cannot be made. It returns the context
-// the watch must run under (a recovery cancels it if its fetches fail) and
-// finish, which ListAndWatch calls on its way out: it stops the recovery's
-// fetches, waits for them, and returns the error that made them fail.
-func (r *Reflector) listOrRecover(ctx context.Context) (context.Context, func() error, error) {
-	none := func() error { return nil }
-	if r.recovery == nil || r.relistResourceVersion() == "0" || r.listInFull {
-		return ctx, none, r.list(ctx)
-	}
-	rec, err := r.recover(ctx)
-	switch {
-	case errors.Is(err, errRecoveryFallback):
-		return ctx, none, r.list(ctx)
-	case err != nil || rec == nil:
-		return ctx, none, err
-	}
-	return rec.ctx, rec.finish, nil
+	// resourceVersion, on the reflector's goroutine.
+	Recovered(cause reflector.StartCause, resourceVersion string, stats RecoveryStats)
 }
 
 // recover lists the collection's metadata (or, where that cannot be made
 // or compared, the whole collection: recoverlist.go), has the store apply
 // the diff and starts fetching what changed once the watch is open. It
-// returns nil, nil if ctx ended, and errRecoveryFallback if the reflector
+// returns nil, nil if ctx ended, and reflector.ErrFullList if the reflector
 // must list in full.
-func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
+func (r *Recoverer) recover(ctx context.Context) (*recovery, error) {
 	logger := klog.FromContext(ctx)
-	r.mu.RLock()
-	cause := r.nextListCause
-	r.mu.RUnlock()
-	start := r.clock.Now()
+	cause := r.l.Cause()
+	start := r.l.Clock().Now()
 	ended := func() {}
-	if r.recovery.Started != nil {
-		ended = sync.OnceFunc(r.recovery.Started())
+	if r.started != nil {
+		ended = sync.OnceFunc(r.started())
 	}
 	handedOn := false // to the recovery, which calls ended when it ends
 	var l *recoveryList
@@ -428,7 +255,7 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 
 	what := "metadata list"
 	var err error
-	if r.recovery.ListInFull {
+	if r.cfg.ListInFull {
 		what = "full list"
 		l, err = r.listForRecovery(ctx, cause, r.listFull)
 	} else {
@@ -437,68 +264,47 @@ func (r *Reflector) recover(ctx context.Context) (*recovery, error) {
 	if ctx.Err() != nil {
 		return nil, nil
 	}
-	switch {
-	case r.recovery.ListInFull: // l is the full list already: nothing else to list
-	case err != nil && metadataListUnsupported(err):
-		logger.V(2).Info("The server cannot list this collection's metadata; recovering from a full list", "reflector", r.name, "type", r.typeDescription, "err", err)
-		what = "full list"
-		l, err = r.listForRecovery(ctx, cause, r.listFull)
-	case err == nil && !l.comparable():
-		logger.V(2).Info("resourceVersions are not integers; recovering from a full list", "reflector", r.name, "type", r.typeDescription, "resourceVersion", l.rv)
-		if l.prefetch != nil {
+	if why := fullListReason(l, err); why != "" && !r.cfg.ListInFull {
+		logger.V(2).Info("Recovering from a full list", "reflector", r.l.Name(), "type", r.l.TypeDescription(), "why", why, "err", err)
+		if l != nil && l.prefetch != nil {
 			l.prefetch.stop()
 		}
 		what = "full list"
 		l, err = r.listForRecovery(ctx, cause, r.listFull)
-	case errors.Is(err, errManyChanged):
-		logger.V(2).Info("The metadata list's first page shows much of the collection changed; recovering from a full list", "reflector", r.name, "type", r.typeDescription)
-		what = "full list"
-		l, err = r.listForRecovery(ctx, cause, r.listFull)
 	}
 	switch {
 	case ctx.Err() != nil:
 		return nil, nil
-	case errors.Is(err, errRecoveryFallback):
-		logger.V(2).Info("The lister cannot list in full without decoding; listing through the ListerWatcher", "reflector", r.name, "type", r.typeDescription)
+	case errors.Is(err, reflector.ErrFullList):
+		logger.V(2).Info("The lister cannot list in full without decoding; listing through the ListerWatcher", "reflector", r.l.Name(), "type", r.l.TypeDescription())
 		return nil, err
 	case err != nil:
-		return nil, fmt.Errorf("%w: %s: %s: %w", ErrList, r.typeDescription, what, err)
+		return nil, fmt.Errorf("%w: %s: %s: %w", reflector.ErrList, r.l.TypeDescription(), what, err)
 	}
 	rec := newRecovery(r, cause, start)
 	rec.setList(l)
-	err = r.filter.next.BeginRecovery(ctx, rec.diff)
+	err = r.store.BeginRecovery(ctx, rec.diff)
 	switch {
 	case ctx.Err() != nil:
 		return nil, nil
 	case errors.Is(err, ErrRecoveryUnsupported):
-		return nil, errRecoveryFallback
+		return nil, reflector.ErrFullList
 	case err != nil:
-		return nil, fmt.Errorf("%w: beginning a recovery at resourceVersion %q: %w", ErrStore, l.rv, err)
+		return nil, fmt.Errorf("%w: beginning a recovery at resourceVersion %q: %w", reflector.ErrStore, l.rv, err)
 	}
 	// A full list holds the changed objects: decode them (only them).
 	fromList, err := rec.decodeListed(l)
 	if err != nil {
 		// The store applied the diff and owes a list: the next attempt
 		// recovers again.
-		return nil, fmt.Errorf("%w: %s: %w", ErrList, r.typeDescription, err)
+		return nil, fmt.Errorf("%w: %s: %w", reflector.ErrList, r.l.TypeDescription(), err)
 	}
 
-	if r.catchingUp() {
-		// A read made after the start, as a list's (see catchUpListed); the
-		// store does not count as caught up before the recovery ends.
-		r.catchUpListed(l.listedAt, l.rv)
-	}
-	r.mu.Lock()
-	r.lastSyncRVUnavailable = false
-	r.lastSyncRV = l.rv
-	r.nextListCause = CauseRelistError
-	r.mu.Unlock()
-	r.watchFailures = 0 // watches failing in a row since this list
-	logger.V(2).Info("Recovering", "reflector", r.name, "type", r.typeDescription, "cause", cause,
+	logger.V(2).Info("Recovering", "reflector", r.l.Name(), "type", r.l.TypeDescription(), "cause", cause,
 		"resourceVersion", l.rv, "fullList", l.objects != nil, "listed", len(l.listed), "unchanged", rec.stats.Unchanged,
 		"deleted", rec.stats.Deleted, "fetch", rec.stats.Fetch, "ahead", rec.stats.Ahead)
-	r.observer.Listed(cause, l.rv, len(l.listed), l.pages)
-	rec.stats.ListDuration = r.clock.Since(start) // before start: its fetches read stats
+	r.l.Listed(l.listedAt, l.rv, len(l.listed), l.pages)
+	rec.stats.ListDuration = r.l.Clock().Since(start) // before start: its fetches read stats
 	rec.ended, handedOn = ended, true
 	rec.start(ctx, fromList)
 	return rec, nil
@@ -523,12 +329,11 @@ type recoveryList struct {
 // listForRecovery makes a recovery's list (list: listMetadata or listFull)
 // at the relist resourceVersion, with NotOlderThan, and, if the server says
 // that version is unavailable, once more as a consistent read at "".
-func (r *Reflector) listForRecovery(ctx context.Context, cause StartCause, list func(context.Context, string) (*recoveryList, error)) (*recoveryList, error) {
-	from := r.relistResourceVersion()
+func (r *Recoverer) listForRecovery(ctx context.Context, cause reflector.StartCause, list func(context.Context, string) (*recoveryList, error)) (*recoveryList, error) {
+	from := r.l.ResourceVersion()
 	l, err := list(ctx, from)
-	if isResourceVersionUnavailable(err) {
-		r.markResourceVersionUnavailable(cause)
-		from = r.relistResourceVersion()
+	if r.l.Unavailable(err) {
+		from = r.l.ResourceVersion()
 		l, err = list(ctx, from)
 	}
 	if err != nil {
@@ -551,6 +356,20 @@ func (l *recoveryList) comparable() bool {
 		l.listed[key] = it
 	}
 	return ok
+}
+
+// fullListReason says why a metadata list (l, or the error that ended it)
+// cannot serve a recovery, which a full list then serves; "" if it can.
+func fullListReason(l *recoveryList, err error) string {
+	switch {
+	case err != nil && metadataListUnsupported(err):
+		return "the server cannot list this collection's metadata"
+	case errors.Is(err, errManyChanged):
+		return "the metadata list's first page shows much of the collection changed"
+	case err == nil && !l.comparable():
+		return "resourceVersions are not integers"
+	}
+	return ""
 }
 
 // metadataListUnsupported reports whether err says the server cannot serve
@@ -596,8 +415,8 @@ type keyState struct {
 // started by start and joined by finish, which runs the fetch requests on
 // up to Recovery.Workers goroutines of its own and joins them.
 type recovery struct {
-	r     *Reflector
-	cause StartCause
+	r     *Recoverer
+	cause reflector.StartCause
 	began time.Time
 	// ctx is the watch's context; cancel ends it (a failed fetch) and the
 	// fetches with it.
@@ -608,7 +427,7 @@ type recovery struct {
 	opened     chan struct{}
 	openedOnce sync.Once
 	fetching   sync.WaitGroup
-	// ended is Recovery.Started's function, called (once) when the
+	// ended is Hooks.Started's function, called (once) when the
 	// recovery ends, done or not.
 	ended func()
 	// prefetch, if not nil, fetched while the list was read: the fetches
@@ -621,9 +440,16 @@ type recovery struct {
 	fetchNS  map[string][]string // keys to fetch, by namespace; set by diff
 	listedNS map[string]int      // listed objects by namespace; set by diff
 
-	// mu guards the fields below, and is held while they are handed to the
-	// store: the store sees writes in the order they pass the filter.
-	mu sync.Mutex
+	// toFetch and listedAll are the plan's sizes, set by diff: the keys to
+	// fetch, and every key listed or stored ahead of the list.
+	toFetch, listedAll int
+	// writes carries the fetch goroutines' writes to the reflector's
+	// goroutine, which runs them between watch events (reflector.Relisted).
+	writes chan func() error
+
+	// Owned by the reflector's goroutine: the list, the watch loop and the
+	// writes it runs.
+	//
 	// keys holds the keys the forward rule must know: those whose stored
 	// state is not the listed one, and every key written since.
 	keys map[string]*keyState
@@ -636,20 +462,28 @@ type recovery struct {
 	watchN  uint64
 	watchRV string
 	mark    uint64
-	done    bool
-	err     error // why the fetches failed
-	stats   RecoveryStats
-	// owed are the callbacks (error handler, Recovery.Started's end,
-	// the observer) due once the locks are released: recoveryFilter.unlock
-	// makes them.
-	owed []func()
+	// done: the store is consistent, and writes pass straight through.
+	done  bool
+	stats RecoveryStats
+
+	// Shared with the fetch goroutines, without a lock.
+	//
+	// over is set once the recovery is done: fetches stop.
+	over atomic.Bool
+	// resolved are the keys no longer pending, which fetches skip.
+	resolved sync.Map
+	// requests and decoded count into stats.Requests and stats.Decoded.
+	requests, decoded atomic.Int64
+	// err is why the fetches failed; the first failure wins.
+	err atomic.Pointer[error]
 }
 
-func newRecovery(r *Reflector, cause StartCause, start time.Time) *recovery {
+func newRecovery(r *Recoverer, cause reflector.StartCause, start time.Time) *recovery {
 	return &recovery{
 		r: r, cause: cause, began: start,
 		ended:      func() {},
 		opened:     make(chan struct{}),
+		writes:     make(chan func() error),
 		keys:       map[string]*keyState{},
 		pending:    map[string]struct{}{},
 		awaitWatch: map[string]struct{}{},
@@ -667,7 +501,7 @@ func parseRV(rv string) (uint64, bool) {
 // version reads a resourceVersion as an etcd revision, if the recovery
 // compares them (Recovery.OpaqueVersions).
 func (rec *recovery) version(rv string) (uint64, bool) {
-	if rec.r.recovery.OpaqueVersions {
+	if rec.r.cfg.OpaqueVersions {
 		return 0, false
 	}
 	return parseRV(rv)
@@ -676,7 +510,7 @@ func (rec *recovery) version(rv string) (uint64, bool) {
 // setList records the list the diff is made against.
 func (rec *recovery) setList(l *recoveryList) {
 	l.comparable() // parses every resourceVersion
-	if rec.r.recovery.OpaqueVersions {
+	if rec.r.cfg.OpaqueVersions {
 		for key, it := range l.listed {
 			it.n, it.integer = 0, false
 			l.listed[key] = it
@@ -748,32 +582,28 @@ func (rec *recovery) diff(stored map[string]Version) (RecoveryPlan, error) {
 	return plan, nil
 }
 
-// start puts the recovery in the store's way (recoveryFilter), applies
-// what the list brought of the keys to fetch (fromList: a full list's
-// changed objects, by key) and starts fetching the rest, which waits for
-// the watch to open.
+// start applies what the list brought of the keys to fetch (fromList: a
+// full list's changed objects, by key) and starts fetching the rest, which
+// waits for the watch to open. It runs on the reflector's goroutine.
 func (rec *recovery) start(ctx context.Context, fromList map[string]runtime.Object) {
 	rec.ctx, rec.cancel = context.WithCancel(ctx)
-	f := rec.r.filter
-	f.activate(rec)
-	f.lock()
+	rec.toFetch = rec.stats.Fetch
+	rec.listedAll = rec.stats.Unchanged + rec.stats.Fetch + rec.stats.Ahead
 	// In key order, as the fetches of a namespace apply theirs.
 	for _, key := range slices.Sorted(maps.Keys(fromList)) {
-		if err := rec.fetchedLocked(key, fromList[key]); err != nil {
-			rec.oweErrorLocked(fmt.Errorf("%w: listed %s: %w", ErrStore, key, err))
+		if err := rec.fetched(key, fromList[key]); err != nil {
+			rec.r.l.Report(rec.ctx, fmt.Errorf("%w: listed %s: %w", reflector.ErrStore, key, err))
 		}
 	}
-	rec.checkDoneLocked()
-	nothing := len(rec.pending) == 0
-	f.unlock(rec)
-	if nothing {
+	rec.checkDone()
+	if len(rec.pending) == 0 {
 		return
 	}
 	rec.fetching.Go(func() { rec.r.fetchChanged(rec) })
 }
 
-// finish stops the fetches, waits for them, takes the recovery out of the
-// store's way if it did not complete, and returns why the fetches failed.
+// finish stops the fetches, waits for them, and returns why they failed.
+// It runs on the reflector's goroutine, as ListAndWatch returns.
 func (rec *recovery) finish() error {
 	outer := context.Cause(rec.ctx) // before cancel: was it ended from outside?
 	rec.cancel()
@@ -781,39 +611,49 @@ func (rec *recovery) finish() error {
 	if rec.prefetch != nil {
 		rec.prefetch.stop()
 	}
-	rec.r.filter.deactivate(rec)
+	rec.over.Store(true)
 	rec.ended()
-	rec.mu.Lock()
-	done := rec.done
-	rec.mu.Unlock()
+	var err error
+	if p := rec.err.Load(); p != nil {
+		err = *p
+	}
 	select {
 	case <-rec.opened:
 	default:
 		// A recovery that ended (nothing to fetch ends it before its
-		// watch opens, and the filter then no longer tells it of the
-		// watch) needed no watch.
-		if !done && (outer == nil || rec.err != nil) {
+		// watch opens) needed no watch.
+		if !rec.done && (outer == nil || err != nil) {
 			// The watch never opened (refused, failing): without it no
 			// recovery can end. List in full until a watch opens, as
 			// client-go lists while its watches fail.
-			rec.r.listInFull = true
+			rec.r.l.ListInFullUntilWatch()
 		}
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	return rec.err
+	return err
 }
 
 // fail records err and ends the watch, so that ListAndWatch returns it and
 // Run starts over after backoff.
 func (rec *recovery) fail(err error) {
-	rec.mu.Lock()
-	if rec.err == nil && !rec.done {
-		rec.err = err
+	if !rec.over.Load() {
+		rec.err.CompareAndSwap(nil, &err)
 	}
-	rec.mu.Unlock()
 	rec.cancel()
 }
 
 // watchOpened is called whenever a watch was accepted.
 func (rec *recovery) watchOpened() { rec.openedOnce.Do(func() { close(rec.opened) }) }
+
+// run hands fn to the reflector's goroutine, which runs it between watch
+// events, and waits for it to have run. It reports false if the recovery
+// ended first.
+func (rec *recovery) run(fn func()) bool {
+	ran := make(chan struct{})
+	select {
+	case rec.writes <- func() error { fn(); close(ran); return nil }:
+	case <-rec.ctx.Done():
+		return false
+	}
+	<-ran // the watch loop runs it as soon as it takes it
+	return true
+}

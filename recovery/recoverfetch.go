@@ -1,4 +1,4 @@
-package reflector
+package recovery
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // The fetches of a recovery (recover.go): what changed, once the watch is
@@ -22,15 +24,15 @@ import (
 // where many changed, and one object per request otherwise, up to
 // Recovery.Workers requests at a time. A request that fails fetchAttempts
 // times fails the recovery.
-func (r *Reflector) fetchChanged(rec *recovery) {
+func (r *Recoverer) fetchChanged(rec *recovery) {
 	ctx := rec.ctx
 	select {
 	case <-rec.opened:
 	case <-ctx.Done():
 		return
 	}
-	cfg := r.recovery
-	budget, fetch := r.maxFetchRequests(), rec.stats.Fetch
+	cfg := r.cfg
+	budget, fetch := r.maxFetchRequests(), rec.toFetch
 	if rec.prefetch != nil {
 		var prefetched int
 		prefetched, fetch = r.applyPrefetched(rec, rec.prefetch)
@@ -41,8 +43,7 @@ func (r *Reflector) fetchChanged(rec *recovery) {
 			return
 		}
 	}
-	total := rec.stats.Unchanged + rec.stats.Fetch + rec.stats.Ahead
-	full, lists, singles := planFetches(cfg, budget, rec.fetchNS, rec.listedNS, fetch, total)
+	full, lists, singles := planFetches(&cfg, budget, rec.fetchNS, rec.listedNS, fetch, rec.listedAll)
 	if full {
 		if err := r.fetchList(rec, ""); err != nil {
 			rec.fail(err)
@@ -86,20 +87,20 @@ feed:
 
 // planFetches decides how to fetch the keys of fetchNS (by namespace; fetch
 // in all, of total listed objects, listedNS by namespace): the whole
-// collection (full) once FullListFraction of it changed; otherwise the
-// namespaces where NamespaceListAt and FullListFraction of their objects
+// collection (full) once fullListFraction of it changed; otherwise the
+// namespaces where namespaceListAt and fullListFraction of their objects
 // changed (lists), and the rest one by one (singles). With a request
 // budget (maxRequests > 0), namespaces with the most changes are listed
 // instead until the requests fit, and the whole collection if they still
 // do not.
-func planFetches(cfg *Recovery, maxRequests int, fetchNS map[string][]string, listedNS map[string]int, fetch, total int) (full bool, lists, singles []string) {
-	if float64(fetch) >= cfg.FullListFraction*float64(total) {
+func planFetches(cfg *config, maxRequests int, fetchNS map[string][]string, listedNS map[string]int, fetch, total int) (full bool, lists, singles []string) {
+	if float64(fetch) >= cfg.fullListFraction*float64(total) {
 		return true, nil, nil
 	}
 	var rest []string // namespaces fetched one by one
 	for ns, keys := range fetchNS {
-		if ns != "" && cfg.NamespaceListAt > 0 && len(keys) >= cfg.NamespaceListAt &&
-			float64(len(keys)) >= cfg.FullListFraction*float64(listedNS[ns]) {
+		if ns != "" && cfg.namespaceListAt > 0 && len(keys) >= cfg.namespaceListAt &&
+			float64(len(keys)) >= cfg.fullListFraction*float64(listedNS[ns]) {
 			lists = append(lists, ns)
 		} else {
 			rest = append(rest, ns)
@@ -134,14 +135,14 @@ func planFetches(cfg *Recovery, maxRequests int, fetchNS map[string][]string, li
 	return false, lists, singles
 }
 
-// maxFetchRequests is Recovery.MaxFetchRequests, or derived from the
+// maxFetchRequests is the tuned bound (recoverytune), or derived from the
 // lister's rate limit: at least minFetchBudget requests, and no more than
 // the limit allows in fetchBudgetTime; 0 for no limit.
-func (r *Reflector) maxFetchRequests() int {
-	if n := r.recovery.MaxFetchRequests; n != 0 {
+func (r *Recoverer) maxFetchRequests() int {
+	if n := r.cfg.maxFetchRequests; n != 0 {
 		return max(n, 0)
 	}
-	rl, ok := r.recovery.Lister.(RateLimitedLister)
+	rl, ok := r.cfg.Lister.(RateLimitedLister)
 	if !ok {
 		return 0
 	}
@@ -153,18 +154,12 @@ func (r *Reflector) maxFetchRequests() int {
 }
 
 // countDecoded adds n to the objects decoded (RecoveryStats.Decoded).
-func (rec *recovery) countDecoded(n int) {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	rec.stats.Decoded += n
-}
+func (rec *recovery) countDecoded(n int) { rec.decoded.Add(int64(n)) }
 
 // stillPending reports whether key is still to be fetched.
 func (rec *recovery) stillPending(key string) bool {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	_, ok := rec.pending[key]
-	return ok && !rec.done
+	_, resolved := rec.resolved.Load(key)
+	return !resolved && !rec.over.Load()
 }
 
 // fetchOptions asks for data at least as new as the list at listRV.
@@ -173,14 +168,10 @@ func fetchOptions(listRV string) metav1.ListOptions {
 }
 
 // countRequest counts one fetch request (RecoveryStats.Requests).
-func (rec *recovery) countRequest() {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	rec.stats.Requests++
-}
+func (rec *recovery) countRequest() { rec.requests.Add(1) }
 
 // fetchOne fetches one changed object.
-func (r *Reflector) fetchOne(rec *recovery, key string) error {
+func (r *Recoverer) fetchOne(rec *recovery, key string) error {
 	obj, fetched, decoded, err := r.fetchObject(rec.ctx, key, rec.listRV, rec.countRequest)
 	if err != nil || !fetched {
 		return err
@@ -193,14 +184,14 @@ func (r *Reflector) fetchOne(rec *recovery, key string) error {
 // listRV: obj is nil if the server no longer has it (in the informer's
 // selection); fetched is false if ctx ended first. decoded counts the
 // objects decoded from the response; count is called for every request.
-func (r *Reflector) fetchObject(ctx context.Context, key, listRV string, count func()) (obj runtime.Object, fetched bool, decoded int, err error) {
+func (r *Recoverer) fetchObject(ctx context.Context, key, listRV string, count func()) (obj runtime.Object, fetched bool, decoded int, err error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return nil, false, 0, fmt.Errorf("%w: %s: key %q: %w", ErrList, r.typeDescription, key, err)
+		return nil, false, 0, fmt.Errorf("%w: %s: key %q: %w", reflector.ErrList, r.l.TypeDescription(), key, err)
 	}
 	var list runtime.Object
 	err = r.retryFetch(ctx, count, func() (err error) {
-		list, err = r.recovery.Lister.ListObjects(ctx, ns, name, fetchOptions(listRV))
+		list, err = r.cfg.Lister.ListObjects(ctx, ns, name, fetchOptions(listRV))
 		return err
 	})
 	if err != nil || ctx.Err() != nil {
@@ -221,7 +212,7 @@ func (r *Reflector) fetchObject(ctx context.Context, key, listRV string, count f
 // fetchList lists namespace ("" the whole collection) and applies what it
 // returns for the keys still to be fetched there. Through a WireLister,
 // only those objects are decoded.
-func (r *Reflector) fetchList(rec *recovery, namespace string) error {
+func (r *Recoverer) fetchList(rec *recovery, namespace string) error {
 	var keys []string
 	if namespace == "" {
 		for _, ks := range rec.fetchNS {
@@ -232,7 +223,7 @@ func (r *Reflector) fetchList(rec *recovery, namespace string) error {
 		keys = rec.fetchNS[namespace]
 	}
 	var items []runtime.Object
-	if wl, ok := r.recovery.Lister.(WireLister); ok {
+	if wl, ok := r.cfg.Lister.(WireLister); ok {
 		wanted := make(map[string]struct{}, len(keys))
 		for _, k := range keys {
 			wanted[k] = struct{}{}
@@ -264,7 +255,7 @@ func (r *Reflector) fetchList(rec *recovery, namespace string) error {
 			}
 			obj, err := listed[i].object()
 			if err != nil {
-				return fmt.Errorf("%w: %s: decoding %s of a fetched list: %w", ErrList, r.typeDescription, key, err)
+				return fmt.Errorf("%w: %s: decoding %s of a fetched list: %w", reflector.ErrList, r.l.TypeDescription(), key, err)
 			}
 			if listed[i].obj == nil {
 				decoded++
@@ -274,7 +265,7 @@ func (r *Reflector) fetchList(rec *recovery, namespace string) error {
 		rec.countDecoded(decoded)
 	} else {
 		p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return r.recovery.Lister.ListObjects(ctx, namespace, "", opts)
+			return r.cfg.Lister.ListObjects(ctx, namespace, "", opts)
 		})
 		var list runtime.Object
 		err := r.retryFetch(rec.ctx, rec.countRequest, func() (err error) {
@@ -285,7 +276,7 @@ func (r *Reflector) fetchList(rec *recovery, namespace string) error {
 			return err
 		}
 		if items, err = meta.ExtractListWithAlloc(list); err != nil {
-			return fmt.Errorf("%w: %s: unable to extract items of %T: %w", ErrList, r.typeDescription, list, err)
+			return fmt.Errorf("%w: %s: unable to extract items of %T: %w", reflector.ErrList, r.l.TypeDescription(), list, err)
 		}
 		rec.countDecoded(len(items))
 	}
@@ -300,38 +291,38 @@ func (r *Reflector) fetchList(rec *recovery, namespace string) error {
 
 // retryFetch runs one fetch request, trying fetchAttempts times with
 // backoff, and calls count for each attempt. It returns nil if ctx ends.
-func (r *Reflector) retryFetch(ctx context.Context, count func(), fn func() error) error {
+func (r *Recoverer) retryFetch(ctx context.Context, count func(), fn func() error) error {
 	var err error
 	for attempt := range fetchAttempts {
-		if attempt > 0 && !r.sleep(ctx) {
+		if attempt > 0 && !r.l.Backoff(ctx) {
 			return nil
 		}
 		count()
 		if err = fn(); err == nil || ctx.Err() != nil {
 			return nil
 		}
-		r.errorHandler(ctx, fmt.Errorf("%w: %s: fetching changed objects (attempt %d of %d): %w", ErrList, r.typeDescription, attempt+1, fetchAttempts, err))
+		r.l.Report(ctx, fmt.Errorf("%w: %s: fetching changed objects (attempt %d of %d): %w", reflector.ErrList, r.l.TypeDescription(), attempt+1, fetchAttempts, err))
 	}
-	return fmt.Errorf("%w: %s: fetching changed objects: %w", ErrList, r.typeDescription, err)
+	return fmt.Errorf("%w: %s: fetching changed objects: %w", reflector.ErrList, r.l.TypeDescription(), err)
 }
 
 // fetchedItems extracts a fetch's items, checking each as a watch event's
 // object is checked.
-func (r *Reflector) fetchedItems(list runtime.Object) ([]runtime.Object, error) {
+func (r *Recoverer) fetchedItems(list runtime.Object) ([]runtime.Object, error) {
 	items, err := meta.ExtractListWithAlloc(list)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: unable to extract items of %T: %w", ErrList, r.typeDescription, list, err)
+		return nil, fmt.Errorf("%w: %s: unable to extract items of %T: %w", reflector.ErrList, r.l.TypeDescription(), list, err)
 	}
 	return r.checkedItems(items), nil
 }
 
 // checkedItems drops, and reports, the fetched objects a watch event's
 // check would reject.
-func (r *Reflector) checkedItems(items []runtime.Object) []runtime.Object {
+func (r *Recoverer) checkedItems(items []runtime.Object) []runtime.Object {
 	out := items[:0]
 	for _, it := range items {
-		if err := r.checkObject(it); err != nil {
-			r.errorHandler(context.Background(), err)
+		if err := r.l.Check(it); err != nil {
+			r.l.Report(context.Background(), err)
 			continue
 		}
 		out = append(out, it)
@@ -340,17 +331,14 @@ func (r *Reflector) checkedItems(items []runtime.Object) []runtime.Object {
 }
 
 // applyFetched applies, for each of keys, what a fetch found (absent from
-// found: gone).
-func (r *Reflector) applyFetched(rec *recovery, keys []string, found map[string]runtime.Object) error {
-	cur := r.filter.lock()
-	defer r.filter.unlock(cur)
-	if cur != rec {
-		return nil // over: completed, or stopped
-	}
-	for _, key := range keys {
-		if err := rec.fetchedLocked(key, found[key]); err != nil {
-			rec.oweErrorLocked(fmt.Errorf("%w: fetched %s: %w", ErrStore, key, err))
+// found: gone), on the reflector's goroutine.
+func (r *Recoverer) applyFetched(rec *recovery, keys []string, found map[string]runtime.Object) error {
+	rec.run(func() {
+		for _, key := range keys {
+			if err := rec.fetched(key, found[key]); err != nil {
+				r.l.Report(rec.ctx, fmt.Errorf("%w: fetched %s: %w", reflector.ErrStore, key, err))
+			}
 		}
-	}
+	})
 	return nil
 }

@@ -1,4 +1,4 @@
-package reflector
+package recovery
 
 import (
 	"bufio"
@@ -14,7 +14,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // A recovery from a full list (recover.go). Where the server cannot list
@@ -36,7 +40,7 @@ import (
 //     resourceVersions that are not integers are only told equal or not;
 //   - the objects to fetch are decoded from the list, alone (any whose
 //     bytes were not kept are fetched), and applied
-//     through the recovery's filter before the watch opens. The list is
+//     through the forward rule before the watch opens. The list is
 //     consistent at its resourceVersion, so the recovery ends there (or,
 //     if the store holds objects newer than the list, once the watch has
 //     passed them).
@@ -46,26 +50,23 @@ import (
 
 // fetchPageSize is the Limit of each page of a recovery's fetch of a
 // namespace or the collection, as the pager's.
-const fetchPageSize = DefaultPagedListPageSize
+const fetchPageSize = reflector.DefaultPagedListPageSize
 
 // listFull lists the whole collection through the WireLister at
 // resourceVersion (NotOlderThan it; "" a consistent read), for a recovery,
 // paged as the full list it replaces would be (listPageSize: at a
 // resourceVersion in one request, which the watch cache serves). It
-// returns errRecoveryFallback if the Lister is not a WireLister, unless
+// returns reflector.ErrFullList if the Lister is not a WireLister, unless
 // Recovery.ListInFull asks for its pages decoded.
-func (r *Reflector) listFull(ctx context.Context, resourceVersion string) (*recoveryList, error) {
-	wl, ok := r.recovery.Lister.(WireLister)
+func (r *Recoverer) listFull(ctx context.Context, resourceVersion string) (*recoveryList, error) {
+	wl, ok := r.cfg.Lister.(WireLister)
 	if !ok {
-		if !r.recovery.ListInFull {
-			return nil, errRecoveryFallback
+		if !r.cfg.ListInFull {
+			return nil, reflector.ErrFullList
 		}
-		wl = decodingLister{r.recovery.Lister}
+		wl = decodingLister{r.cfg.Lister}
 	}
-	r.mu.RLock()
-	paginatedBefore := r.paginatedResult
-	r.mu.RUnlock()
-	opts := listOptions(resourceVersion, r.listPageSize(resourceVersion, paginatedBefore))
+	opts := listOptions(resourceVersion, r.l.PageSize(resourceVersion))
 	items, rv, pages, err := r.listWire(ctx, wl, "", opts, r.newerThan(resourceVersion))
 	if err != nil {
 		return nil, err
@@ -91,9 +92,9 @@ func (r *Reflector) listFull(ctx context.Context, resourceVersion string) (*reco
 // after its diff left keys behind), the diff finds such an item changed
 // and the recovery fetches it, as after a metadata list. So a full list
 // holds in memory the changed items only, not every item's bytes.
-func (r *Reflector) newerThan(resourceVersion string) func(*wireItem) bool {
+func (r *Recoverer) newerThan(resourceVersion string) func(*wireItem) bool {
 	stored, ok := parseRV(resourceVersion)
-	if !ok || r.recovery.OpaqueVersions {
+	if !ok || r.cfg.OpaqueVersions {
 		return func(*wireItem) bool { return true }
 	}
 	return func(it *wireItem) bool {
@@ -110,8 +111,6 @@ func (rec *recovery) decodeListed(l *recoveryList) (map[string]runtime.Object, e
 		return nil, nil
 	}
 	defer func() { l.objects = nil }()
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	for _, it := range l.objects {
 		if it.obj != nil {
 			rec.stats.Decoded++ // a page decoded whole
@@ -159,7 +158,7 @@ func (rec *recovery) decodeListed(l *recoveryList) (map[string]runtime.Object, e
 // resourceVersion and the number of pages. Of a page read from its bytes,
 // only the items keep wants hold them (wireItem.held); the others are
 // their identity alone.
-func (r *Reflector) listWire(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) ([]wireItem, string, int, error) {
+func (r *Recoverer) listWire(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) ([]wireItem, string, int, error) {
 	first := opts
 	var items []wireItem
 	rv, pages := "", 0
@@ -193,7 +192,7 @@ func (r *Reflector) listWire(ctx context.Context, lister WireLister, namespace s
 // decodes it whole otherwise. A page that turns out not to be that list
 // once partly read (a changed layout: the scanner pins v0.37.2's) is asked
 // for again and decoded whole, whose error is then the one to report.
-func (r *Reflector) wirePage(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) (*wireList, error) {
+func (r *Recoverer) wirePage(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) (*wireList, error) {
 	body, decode, err := lister.ListObjectsWire(ctx, namespace, opts)
 	if err != nil {
 		return nil, err
@@ -220,8 +219,8 @@ func (r *Reflector) wirePage(ctx context.Context, lister WireLister, namespace s
 	if err != nil {
 		return nil, err
 	}
-	if unsupported, gvk := isUnsupportedTableListObject(obj); unsupported {
-		return nil, fmt.Errorf("unsupported list gvk: %v, type: %v", gvk, r.typeDescription)
+	if gvk := obj.GetObjectKind().GroupVersionKind(); isTableList(obj) {
+		return nil, fmt.Errorf("unsupported list gvk: %v, type: %v", gvk, r.l.TypeDescription())
 	}
 	listMeta, err := meta.ListAccessor(obj)
 	if err != nil {
@@ -247,7 +246,7 @@ func (r *Reflector) wirePage(ctx context.Context, lister WireLister, namespace s
 // items keep wants hold their bytes (copied); where it is in another format,
 // the whole body; where it turns out, part read, not to be that list, an
 // errWire and neither.
-func (r *Reflector) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wireList, []byte, error) {
+func (r *Recoverer) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wireList, []byte, error) {
 	br := bufio.NewReaderSize(body, 64<<10)
 	if head, _ := br.Peek(len(protobufPrefix)); !isProtobuf(head) {
 		whole, err := io.ReadAll(br)
@@ -256,10 +255,10 @@ func (r *Reflector) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wi
 	var dec func([]byte) (runtime.Object, error)
 	var items []wireItem
 	l, err := scanProtobufListStreamMeta(br, func(l *wireList) {
-		dec = itemDecoder(r.expectedType, l.kind)
+		dec = itemDecoder(r.l.ExpectedType(), l.kind)
 	}, func(it wireItem) error {
 		if dec == nil {
-			return fmt.Errorf("%w: not a list of %v", errWire, r.expectedType)
+			return fmt.Errorf("%w: not a list of %v", errWire, r.l.ExpectedType())
 		}
 		if keep(&it) {
 			it.raw, it.decode = bytes.Clone(it.raw), dec
@@ -272,8 +271,8 @@ func (r *Reflector) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wi
 	if err != nil {
 		return nil, nil, err
 	}
-	if itemDecoder(r.expectedType, l.kind) == nil { // an empty list, or the kind read last
-		return nil, nil, fmt.Errorf("%w: not a list of %v", errWire, r.expectedType)
+	if itemDecoder(r.l.ExpectedType(), l.kind) == nil { // an empty list, or the kind read last
+		return nil, nil, fmt.Errorf("%w: not a list of %v", errWire, r.l.ExpectedType())
 	}
 	l.items = items
 	return l, nil, nil
@@ -296,4 +295,15 @@ type decodingLister struct{ MetadataLister }
 
 func (l decodingLister) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
 	return nil, func([]byte) (runtime.Object, error) { return l.ListObjects(ctx, namespace, "", opts) }, nil
+}
+
+// isTableList reports a Table response, which cannot feed a cache, as
+// client-go's reflector does for a list.
+func isTableList(obj runtime.Object) bool {
+	u, ok := obj.(*unstructured.UnstructuredList)
+	if !ok {
+		return false
+	}
+	gvk := u.GetObjectKind().GroupVersionKind()
+	return gvk == metav1.SchemeGroupVersion.WithKind("Table") || gvk == metav1beta1.SchemeGroupVersion.WithKind("Table")
 }

@@ -1,4 +1,4 @@
-package reflector
+package recovery
 
 import (
 	"bufio"
@@ -21,16 +21,16 @@ import (
 
 // listMetadata lists the collection's metadata, paged, at resourceVersion
 // with NotOlderThan (or a consistent read at "").
-func (r *Reflector) listMetadata(ctx context.Context, resourceVersion string) (*recoveryList, error) {
+func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*recoveryList, error) {
 	pageSize := int64(recoveryPageSize)
-	if _, ok := r.recovery.Lister.(MetadataWireLister); ok {
+	if _, ok := r.cfg.Lister.(MetadataWireLister); ok {
 		pageSize = recoveryStreamPageSize
 	}
 	opts := listOptions(resourceVersion, pageSize)
 	first := opts
 	l := &recoveryList{listed: map[string]listedItem{}}
 	var given *metav1.PartialObjectMetadataList
-	if r.recovery.Listed != nil {
+	if r.listed != nil {
 		given = r.givenList(ctx)
 	}
 	// p prefetches what the pages show changed; handed over with l, and
@@ -124,19 +124,19 @@ var errManyChanged = errors.New("much of the collection changed")
 // holds the collection at, or newer), whether so much changed that the rest
 // of the list should not be made: one full list, read from its bytes by a
 // WireLister, takes less time than the rest of the metadata list and the
-// fetches (see DefaultFirstPageFraction). It is nil where the recovery
+// fetches (see firstPageFraction). It is nil where the recovery
 // cannot list in full, or has no version to compare with (a consistent
 // read at ""). An estimate from one page (pages are in key order, so one
 // page may be a few namespaces): a wrong one costs time, not correctness.
-func (r *Reflector) countChanges(resourceVersion string) *changeCount {
-	if _, ok := r.recovery.Lister.(WireLister); !ok {
+func (r *Recoverer) countChanges(resourceVersion string) *changeCount {
+	if _, ok := r.cfg.Lister.(WireLister); !ok {
 		return nil
 	}
 	stored, ok := parseRV(resourceVersion)
 	if !ok {
 		return nil
 	}
-	return &changeCount{stored: stored, fraction: r.recovery.FirstPageFraction}
+	return &changeCount{stored: stored, fraction: r.cfg.firstPageFraction}
 }
 
 // changeCount counts the items of a page newer than stored.
@@ -169,10 +169,10 @@ func (c *changeCount) many(n int64) bool {
 // the page's items, and a page read as it arrives ends, with
 // errManyChanged, as soon as they are many for its limit: at 30% changed,
 // long before its end.
-func (r *Reflector) metadataPage(ctx context.Context, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
-	wl, ok := r.recovery.Lister.(MetadataWireLister)
+func (r *Recoverer) metadataPage(ctx context.Context, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
+	wl, ok := r.cfg.Lister.(MetadataWireLister)
 	if !ok {
-		list, err := r.recovery.Lister.ListMetadata(ctx, opts)
+		list, err := r.cfg.Lister.ListMetadata(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -273,8 +273,8 @@ type pageAhead struct {
 }
 
 // askAhead makes the request of the page opts asks for, on a goroutine.
-func (r *Reflector) askAhead(ctx context.Context, opts metav1.ListOptions) *pageAhead {
-	wl := r.recovery.Lister.(MetadataWireLister) // only its pages tell their continue token early
+func (r *Recoverer) askAhead(ctx context.Context, opts metav1.ListOptions) *pageAhead {
+	wl := r.cfg.Lister.(MetadataWireLister) // only its pages tell their continue token early
 	ctx, cancel := context.WithCancel(ctx)
 	a := &pageAhead{opts: opts, cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -307,19 +307,19 @@ func (a *pageAhead) drop() {
 	}
 }
 
-// givenList returns Recovery.Listed's list if it is at least as new as
+// givenList returns Hooks.Listed's list if it is at least as new as
 // everything handed to the store, or nil. An older list would tell objects
 // created since deleted, and bring deleted ones back.
-func (r *Reflector) givenList(ctx context.Context) *metav1.PartialObjectMetadataList {
-	given := r.recovery.Listed(ctx)
+func (r *Recoverer) givenList(ctx context.Context) *metav1.PartialObjectMetadataList {
+	given := r.listed(ctx)
 	if given == nil {
 		return nil
 	}
-	last := r.LastSyncResourceVersion()
+	last := r.l.LastSyncResourceVersion()
 	listed, ok := parseRV(given.ResourceVersion)
 	applied, ok2 := parseRV(last)
 	if !ok || !ok2 || listed < applied {
-		klog.FromContext(ctx).V(4).Info("Not recovering from the given metadata list: the store has applied newer changes", "reflector", r.name, "listResourceVersion", given.ResourceVersion, "lastSyncResourceVersion", last)
+		klog.FromContext(ctx).V(4).Info("Not recovering from the given metadata list: the store has applied newer changes", "reflector", r.l.Name(), "listResourceVersion", given.ResourceVersion, "lastSyncResourceVersion", last)
 		return nil
 	}
 	return given

@@ -1,4 +1,4 @@
-package reflector
+package recovery
 
 import (
 	"bytes"
@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/boltinformer/boltinformer/internal/poll"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // wireLister is a fakeLister that is also a WireLister: wire answers
@@ -293,7 +295,7 @@ func TestRecoveryFromAFullListUndecodable(t *testing.T) {
 }
 
 // Without a WireLister the recovery that cannot list metadata is a full
-// list through Store.Replace (TestRecoveryFallsBackToAFullList); with one,
+// list through reflector.Store.Replace (TestRecoveryFallsBackToAFullList); with one,
 // a recovery's fetch of the whole collection or of a namespace goes
 // through it too and decodes only the objects it is for: here the
 // unchanged z/d and the new-since x/new are spoiled.
@@ -302,11 +304,11 @@ func TestRecoveryFetchesThroughAWireLister(t *testing.T) {
 	listed := []*v1.Pod{upod("x", "a", "uxa", "5"), upod("x", "b", "uxb", "6"), upod("y", "c", "uyc", "7"), upod("z", "d", "uzd", "4")}
 	for _, tc := range []struct {
 		name string
-		cfg  Recovery
+		cfg  testRecovery
 		want []string
 	}{
-		{"namespace", Recovery{NamespaceListAt: 2, FullListFraction: 0.9}, []string{`"x" rv="10" match="NotOlderThan" limit=500 continue=""`}},
-		{"collection", Recovery{FullListFraction: 0.75}, []string{`"" rv="10" match="NotOlderThan" limit=500 continue=""`}},
+		{"namespace", testRecovery{NamespaceListAt: 2, FullListFraction: 0.9}, []string{`"x" rv="10" match="NotOlderThan" limit=500 continue=""`}},
+		{"collection", testRecovery{FullListFraction: 0.75}, []string{`"" rv="10" match="NotOlderThan" limit=500 continue=""`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newRecoveryStore(stored...)
@@ -376,7 +378,7 @@ func TestRecoveryNotHeldByListAfter(t *testing.T) {
 	}
 }
 
-// A full list that fails is reported (ErrList) and the recovery is tried
+// A full list that fails is reported (reflector.ErrList) and the recovery is tried
 // again after backoff, from the metadata list on.
 func TestRecoveryFromAFullListRetried(t *testing.T) {
 	store := newRecoveryStore(upod("ns", "a", "ua", "1"))
@@ -393,7 +395,7 @@ func TestRecoveryFromAFullListRetried(t *testing.T) {
 	store.waitFor(t, "end@10")
 	h.stop()
 	if !slices.ContainsFunc(h.errs.Errors(), func(err error) bool {
-		return errors.Is(err, ErrList) && strings.Contains(err.Error(), "full list: ") && strings.Contains(err.Error(), "etcd is unhappy")
+		return errors.Is(err, reflector.ErrList) && strings.Contains(err.Error(), "full list: ") && strings.Contains(err.Error(), "etcd is unhappy")
 	}) {
 		t.Errorf("errors %v, want the failed full list", h.errs.Errors())
 	}

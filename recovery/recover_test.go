@@ -1,4 +1,4 @@
-package reflector
+package recovery
 
 import (
 	"context"
@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/internal/poll"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // upod is a Pod of namespace ns with a UID.
@@ -246,7 +248,7 @@ type recoveryObserver struct {
 	recovered []RecoveryStats
 }
 
-func (o *recoveryObserver) Recovered(c StartCause, rv string, stats RecoveryStats) {
+func (o *recoveryObserver) Recovered(c reflector.StartCause, rv string, stats RecoveryStats) {
 	o.add(fmt.Sprintf("recovered %s %s", c, rv))
 	o.mu.Lock()
 	o.recovered = append(o.recovered, stats)
@@ -266,17 +268,17 @@ type recoveryHarness struct {
 	lw     *fakeLW
 	obs    *recoveryObserver
 	errs   *errRecorder
-	r      *Reflector
+	r      *reflector.Reflector
 	stop   func()
 }
 
-// waitFailedThenEnded waits for a recovery to fail with an ErrList naming
+// waitFailedThenEnded waits for a recovery to fail with an reflector.ErrList naming
 // what, calls heal, and waits for a later recovery to reach its end.
 func (h *recoveryHarness) waitFailedThenEnded(what string, heal func()) {
 	h.t.Helper()
 	poll.Until(h.t, 5*time.Second, "a failed recovery", func() bool {
 		return slices.ContainsFunc(h.errs.Errors(), func(err error) bool {
-			return errors.Is(err, ErrList) && strings.Contains(err.Error(), what)
+			return errors.Is(err, reflector.ErrList) && strings.Contains(err.Error(), what)
 		})
 	})
 	heal()
@@ -291,20 +293,21 @@ func (h *recoveryHarness) waitFailedThenEnded(what string, heal func()) {
 // scripts lw.list.
 func startRecovery(t *testing.T, store *recoveryStore, lister *fakeLister, listFrom string, mutate func(*Options, *fakeLW)) *recoveryHarness {
 	h := &recoveryHarness{t: t, store: store, lister: lister, lw: &fakeLW{t: t}, obs: &recoveryObserver{}, errs: &errRecorder{}}
-	opts := Options{
+	opts := Options{Options: reflector.Options{
 		ExpectedType:      &v1.Pod{},
 		InitialBackoff:    time.Millisecond,
 		MaxBackoff:        4 * time.Millisecond,
 		Observer:          h.obs,
 		WatchErrorHandler: h.errs.handle,
 		ListFrom:          listFrom,
+	},
 		// One request at a time, one object per request: deterministic.
-		Recovery: &Recovery{Lister: lister, Workers: 1, FullListFraction: 2},
+		Recovery: &testRecovery{Lister: lister, Workers: 1, FullListFraction: 2},
 	}
 	if mutate != nil {
 		mutate(&opts, h.lw)
 	}
-	h.r = New(h.lw.listWatch(), store, opts)
+	h.r = newReflector(h.lw.listWatch(), store, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -604,12 +607,12 @@ func TestRecoveryListsNamespacesAndCollections(t *testing.T) {
 	onServer := []*v1.Pod{upod("x", "a", "uxa", "5"), upod("x", "b", "uxb", "6"), upod("x", "new", "uxn", "9"), upod("y", "c", "uyc", "7"), upod("z", "d", "uzd", "4")}
 	for _, tc := range []struct {
 		name    string
-		cfg     Recovery
+		cfg     testRecovery
 		fetches []string
 	}{
-		{"namespace", Recovery{NamespaceListAt: 2, FullListFraction: 0.9}, []string{"x/*@10", "y/c@10"}},
-		{"collection", Recovery{FullListFraction: 0.75}, []string{"*@10"}},
-		{"objects", Recovery{NamespaceListAt: -1, FullListFraction: 2}, []string{"x/a@10", "x/b@10", "y/c@10"}},
+		{"namespace", testRecovery{NamespaceListAt: 2, FullListFraction: 0.9}, []string{"x/*@10", "y/c@10"}},
+		{"collection", testRecovery{FullListFraction: 0.75}, []string{"*@10"}},
+		{"objects", testRecovery{NamespaceListAt: -1, FullListFraction: 2}, []string{"x/a@10", "x/b@10", "y/c@10"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newRecoveryStore(stored...)
@@ -701,7 +704,7 @@ func TestRecoveryNeedsStoreAndLister(t *testing.T) {
 	}}
 	h := newHarness(t, lw.listWatch(), func(o *Options) {
 		o.ListFrom = "3"
-		o.Recovery = &Recovery{Lister: lister}
+		o.Recovery = &testRecovery{Lister: lister}
 	})
 	stop := h.run()
 	poll.Until(t, 5*time.Second, "full list", func() bool { return slices.Contains(h.store.Calls(), "replace 1@10") })
@@ -722,24 +725,24 @@ func TestRecoveryPlanFetches(t *testing.T) {
 	}
 	fetchNS := map[string][]string{"a": keys("a", 10), "b": keys("b", 3), "c": keys("c", 1)}
 	listedNS := map[string]int{"a": 20, "b": 100, "c": 100}
-	cfg := &Recovery{NamespaceListAt: 5, FullListFraction: 0.25}
+	cfg := &testRecovery{NamespaceListAt: 5, FullListFraction: 0.25}
 	for _, tc := range []struct {
 		name        string
-		cfg         Recovery
+		cfg         testRecovery
 		budget      int
 		full        bool
 		lists       []string
 		singleCount int
 	}{
 		{"namespace over its fraction", *cfg, 0, false, []string{"a"}, 4},
-		{"no namespace lists", Recovery{NamespaceListAt: -1, FullListFraction: 0.25}, 0, false, nil, 14},
-		{"collection", Recovery{NamespaceListAt: 5, FullListFraction: 0.05}, 0, true, nil, 0},
-		{"budget fits", Recovery{NamespaceListAt: -1, FullListFraction: 0.25}, 14, false, nil, 14},
-		{"budget: list the busiest namespaces", Recovery{NamespaceListAt: -1, FullListFraction: 0.25}, 4, false, []string{"a", "b"}, 1},
-		{"budget: the collection", Recovery{NamespaceListAt: -1, FullListFraction: 0.25}, 2, true, nil, 0},
+		{"no namespace lists", testRecovery{NamespaceListAt: -1, FullListFraction: 0.25}, 0, false, nil, 14},
+		{"collection", testRecovery{NamespaceListAt: 5, FullListFraction: 0.05}, 0, true, nil, 0},
+		{"budget fits", testRecovery{NamespaceListAt: -1, FullListFraction: 0.25}, 14, false, nil, 14},
+		{"budget: list the busiest namespaces", testRecovery{NamespaceListAt: -1, FullListFraction: 0.25}, 4, false, []string{"a", "b"}, 1},
+		{"budget: the collection", testRecovery{NamespaceListAt: -1, FullListFraction: 0.25}, 2, true, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			full, lists, singles := planFetches(&tc.cfg, tc.budget, fetchNS, listedNS, 14, 220)
+			full, lists, singles := planFetches(ptr(tc.cfg.config()), tc.budget, fetchNS, listedNS, 14, 220)
 			if full != tc.full || fmt.Sprint(lists) != fmt.Sprint(tc.lists) || len(singles) != tc.singleCount {
 				t.Errorf("plan: full=%v lists=%v singles=%v, want full=%v lists=%v and %d singles", full, lists, singles, tc.full, tc.lists, tc.singleCount)
 			}

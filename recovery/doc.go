@@ -1,0 +1,75 @@
+// Package recovery replaces a reflector's relist, after a 410 or for a list
+// the store owes, by one that transfers and decodes only what changed. The
+// store already holds the previous state, and every object's UID and
+// resourceVersion.
+//
+// # Basics
+//
+// New returns a Recoverer, a reflector.Relister, for a RecoveryStore and the
+// user's Recovery. Each relist is a recovery:
+//
+//  1. List the collection's metadata only (PartialObjectMetadataList,
+//     paged) at the last resourceVersion with NotOlderThan, or at "" where
+//     that is unavailable. Never at "0", which a lagging watch cache serves.
+//  2. Diff UIDs and resourceVersions against the store, in order with every
+//     write before it (RecoveryStore.BeginRecovery). The store marks itself
+//     must-list first, so a crash from here on recovers again. It deletes
+//     objects gone or replaced by another UID, and leaves unchanged ones.
+//  3. Watch from the list's resourceVersion. Once the watch is open, fetch
+//     the new and changed objects: one per request, a namespace where many
+//     changed, the collection where a quarter did (recoverfetch.go). Changes
+//     on the metadata pages before the last are fetched while the list is
+//     read (recoverprefetch.go).
+//  4. Once every changed object is fetched (or its deletion seen on the
+//     watch) and the watch has passed every fetched resourceVersion, the
+//     store holds the collection at the watch's resourceVersion. The
+//     recovery ends with RecoveryStore.EndRecovery there.
+//
+// Every write a recovery makes reaches the store on the reflector's
+// goroutine, under one forward rule (recoverforward.go). An object not newer
+// than its key's last state is dropped, so no handler sees a
+// resourceVersion go backwards. One with another UID follows a
+// cache.DeletedFinalStateUnknown of the key's last state.
+//
+// resourceVersions are compared as integers: a MetadataLister vouches that
+// they are etcd revisions. Where the metadata list cannot be made, or its
+// versions are not integers, a WireLister's full list serves as the list
+// and the fetches, and only its changed items are decoded (recoverlist.go).
+// Without one, the reflector lists in full (reflector.ErrFullList).
+// Recovery.ListInFull makes every recovery such a full list.
+// Recovery.OpaqueVersions tells versions only equal or not.
+//
+// The tuning (when to list a namespace or the collection, page sizes, the
+// request budget of a rate-limited client) is constants, each naming the
+// measurement that set it. Tests set it through internal/recoverytune.
+//
+// # Goroutines and locks
+//
+// The reflector's goroutine makes every store write, as client-go's watch
+// loop does. It lists, has the store apply the diff, and starts the
+// recovery. Then the recovery is the watch's Store (reflector.Relisted), so
+// watch events reach the forward rule on that goroutine. Fetch goroutines
+// send their results over the Relisted's Writes channel, which the watch
+// loop selects on beside the watch. The rule's per-key map is therefore
+// owned by one goroutine and needs no lock.
+//
+// One fetch goroutine per recovery waits for the watch to open and runs up
+// to Recovery.Workers request goroutines. A metadata list of several pages
+// runs up to Recovery.Workers prefetch goroutines, each writing only its own
+// results, which the fetch goroutine reads after joining them. Fetch
+// goroutines share only atomics with the reflector's goroutine: the keys
+// resolved, the counts, the first error. Relisted.Finish cancels and joins
+// them all, so nothing outlives ListAndWatch.
+//
+// Callbacks (the error handler, Hooks.Started's end,
+// RecoveryObserver.Recovered) run on the reflector's goroutine with no lock
+// held. Like the reflector's Observer, they must return quickly.
+//
+// # Caveats
+//
+// A metadata list is not free: every object's metadata includes its
+// managedFields, so it reads 57% (ConfigMaps) to 71% (Pods) of a full
+// list's bytes. What it saves is decoding, storing and delivering the
+// unchanged objects. Fetches go through the lister's client and its rate
+// limiter.
+package recovery

@@ -1,0 +1,8 @@
+package recovery
+
+import "errors"
+
+// ErrRecoveryUnsupported is returned by a RecoveryStore that cannot
+// recover now (its objects are not where it can compare them). The
+// reflector then lists in full.
+var ErrRecoveryUnsupported = errors.New("recovery: store cannot recover")

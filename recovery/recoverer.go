@@ -1,0 +1,94 @@
+package recovery
+
+import (
+	"cmp"
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/boltinformer/boltinformer/internal/recoverytune"
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// Hooks are what the store's owner (cache.Informer) adds to a user's
+// Recovery. Nil fields are none.
+type Hooks struct {
+	// Listed may give a recovery a consistent metadata list of the
+	// collection that the store's owner took (cache.Informer takes one to
+	// prove a small warm collection caught up). The recovery uses it only
+	// if it is at least as new as the last resourceVersion handed to the
+	// store. It returns nil when there is none, and may wait, with ctx, for
+	// one being taken.
+	Listed func(ctx context.Context) *metav1.PartialObjectMetadataList
+	// Started is called as each recovery begins, before its list. The
+	// function it returns is called once that recovery has ended: the
+	// store consistent, the recovery failed or stopped, or given way to a
+	// full list.
+	Started func() (ended func())
+}
+
+// config is a Recovery completed with its defaults and tuning.
+type config struct {
+	Recovery
+	namespaceListAt   int
+	fullListFraction  float64
+	firstPageFraction float64
+	// maxFetchRequests: 0 derives it from a RateLimitedLister, negative
+	// is no bound.
+	maxFetchRequests int
+}
+
+// Recoverer makes a reflector's lists after the first as recoveries. It
+// implements reflector.Relister, and is used by one reflector at a time.
+type Recoverer struct {
+	cfg     config
+	store   RecoveryStore
+	listed  func(ctx context.Context) *metav1.PartialObjectMetadataList
+	started func() (ended func())
+	// l is the reflector's side of the relist under way, set by Relist on
+	// the reflector's goroutine before anything of the recovery starts.
+	l *reflector.Relist
+}
+
+var _ reflector.Relister = (*Recoverer)(nil)
+
+// New returns a Recoverer for store. It returns nil if cfg has no Lister.
+func New(cfg *Recovery, store RecoveryStore, hooks Hooks) *Recoverer {
+	if cfg == nil || cfg.Lister == nil {
+		return nil
+	}
+	c := config{Recovery: *cfg, namespaceListAt: namespaceListAt,
+		fullListFraction: fullListFraction, firstPageFraction: firstPageFraction}
+	if c.Workers <= 0 {
+		c.Workers = defaultWorkers
+	}
+	if c.OpaqueVersions {
+		c.ListInFull = true
+	}
+	if t, ok := cfg.Lister.(recoverytune.Tuned); ok {
+		tune := t.RecoveryTuning()
+		c.namespaceListAt = cmp.Or(tune.NamespaceListAt, c.namespaceListAt)
+		c.fullListFraction = cmp.Or(tune.FullListFraction, c.fullListFraction)
+		c.firstPageFraction = cmp.Or(tune.FirstPageFraction, c.firstPageFraction)
+		c.maxFetchRequests = tune.MaxFetchRequests
+	}
+	r := &Recoverer{cfg: c, store: store, listed: hooks.Listed, started: hooks.Started}
+	return r
+}
+
+// Relist implements reflector.Relister: it makes a recovery, whose
+// fetches go on while the watch runs.
+func (r *Recoverer) Relist(ctx context.Context, l *reflector.Relist) (*reflector.Relisted, error) {
+	r.l = l
+	rec, err := r.recover(ctx)
+	if err != nil || rec == nil {
+		return nil, err
+	}
+	return &reflector.Relisted{
+		Ctx:          rec.ctx,
+		Store:        rec,
+		Writes:       rec.writes,
+		WatchStarted: rec.watchOpened,
+		Finish:       rec.finish,
+	}, nil
+}
