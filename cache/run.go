@@ -13,6 +13,59 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
+// This comment lists the informer's goroutines and locks in one place. It
+// gives the one order in which locks are taken across packages. persist's
+// own locks and their order are in persist/commit.go.
+//
+// # Goroutines
+//
+//	goroutine          started by          what it does                          writes to
+//	-----------------  ------------------  ------------------------------------  ------------------------
+//	reflector          reflectors.launch   list, watch, recovery (one per        the RealFIFO, and
+//	                                       attempt; a relist after a read        recovery steps through
+//	                                       error starts a second one)            it (recover.go)
+//	fetch, prefetch    the recovery        fetch changed objects; results reach  nothing: results go over
+//	                                       the reflector's goroutine (package    a channel
+//	                                       recovery, "Goroutines and locks")
+//	controller         runController       pops the RealFIFO, applies deltas     the store (Indexer, and
+//	                                       under blockDeltas, distributes them   persist below it)
+//	warm walk          runWarm             hands stored objects to the start     persist, on a read error
+//	                                       handlers; after a read error, sets    (SetAside)
+//	                                       aside (keepOnly) and relists
+//	listeners          processor.Run       one pair per handler (run, pop), as   nothing of the informer's
+//	                                       in client-go; call the handlers
+//	sync and proof     RunWithContext      wait for loaded and caught up, then   s.loaded, s.synced
+//	                                       close synced; prove by versions
+//	paged flush        pagedList           flush a paged list's chunks           persist
+//
+// # Locks
+//
+// Outermost first. A goroutine holding one may take only those below it.
+// No lock is held while a handler runs, or while anything waits for the
+// server or for the delta loop.
+//
+//	lock                     guards                                  taken by
+//	-----------------------  --------------------------------------  ----------------------------------
+//	Checkpoint.mu            one handler per checkpoint              Checkpoint.AddEventHandler
+//	startedLock              started, stopped, the reflector         handler joins, RunWithContext,
+//	                                                                 relistAfterReadError
+//	RealFIFO's lock          the queue (client-go); held while a     the reflector's Add and Replace,
+//	                         popped item is processed                the controller's Pop
+//	blockDeltas              the store against joins and removals;   the controller, handler joins and
+//	                         owedJoins                               removals, joinCheckpoints
+//	warmDelivery.mu          the walk's progress, notGiven           the walk, handOutBefore, keepOnly
+//	tombstoneMu              tombstoneJoins, retell, walkJoins       joins, supersede, keepOnly,
+//	                                                                 retellLocked
+//	gate.owedMu              the owed list                           owe, paid, stopOwing
+//	seedStore.mu             the store served before Run adopts it   lister calls, adopt
+//	Indexer.writeMu          the order of store writes               the controller, the walk's repairs
+//	Indexer.indexMu          the index functions                     writes and reads
+//	persist's locks          see persist/commit.go                   the store, checkpoints, the walk
+//
+// startedLock and the RealFIFO's lock are never held together. Leaf locks,
+// under which nothing else is taken: checkpointsMu, owedHold.mu,
+// walkYield.mu, walkRecoveryHolds.mu, caughtUp.mu, Metrics.mu.
+
 // Run implements cache.SharedInformer.
 func (s *Informer) Run(stopCh <-chan struct{}) {
 	s.RunWithContext(wait.ContextForChannel(stopCh))
