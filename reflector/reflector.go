@@ -282,8 +282,8 @@ type Reflector struct {
 	observer     Observer
 	listAfter    func() <-chan struct{}
 	catchUp      *CatchUp // nil: none
-	relister  Relister // nil: none
-	pagedList PagedList
+	relister     Relister // nil: none
+	pagedList    PagedList
 	// catchUpTimeout and catchUpWatches are catchUp's completed values.
 	catchUpTimeout time.Duration
 	catchUpWatches int
