@@ -58,8 +58,8 @@ import (
 // cold again, boltinformer warm on the file the churn left) does steps 1
 // and 2 without the flush and without returning the start's garbage (what
 // the parent samples then is what a user's process holds after a
-// restart), then waits for END, prints its churnChildResult (the sync and,
-// with a HeapProfile, the live heap's peaks) and idles as in step 5.
+// restart), then waits for END, prints its churnChildResult (the sync)
+// and idles as in step 5.
 //
 // Stdin closing before STOP or END (the parent died) ends the child with
 // an error.
@@ -112,10 +112,6 @@ type churnSpec struct {
 	CacheObjects int `json:"cacheObjects,omitempty"`
 	// Restart makes a restart child (see the protocol above).
 	Restart bool `json:"restart,omitempty"`
-	// HeapProfile, if set, is a directory where the child writes, per
-	// phase, a heap profile taken at the highest live heap it reached
-	// (heappeak.go).
-	HeapProfile string `json:"heapProfile,omitempty"`
 }
 
 // churnChildResult is what a churn child reports.
@@ -148,9 +144,6 @@ type churnChildResult struct {
 	FileBytesEnd   int64 `json:"fileBytesEnd,omitempty"`
 	// CPUProfile is the spec's CPUProfile, written and closed.
 	CPUProfile string `json:"cpuProfile,omitempty"`
-	// LiveHeapPeaks (with a HeapProfile): the highest live heap of each
-	// phase, by phase name.
-	LiveHeapPeaks map[string]uint64 `json:"liveHeapPeaks,omitempty"`
 }
 
 // runChurnChild is the hidden churn-child subcommand.
@@ -194,12 +187,6 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	// Each informer as its users build it: a generated factory's Pod
 	// informer, client-go's or boltinformer's (one changed constructor, a
 	// cache file with persist's defaults: group commit, fsync on).
-	phase := phaseCold
-	if spec.Restart {
-		phase = phaseRestart
-	}
-	heap := startHeapPeaks(spec.HeapProfile, spec.Informer, phase)
-	defer heap.stop() // for the error paths; idempotent
 	var f informers.SharedInformerFactory
 	var db *persist.DB
 	switch spec.Informer {
@@ -239,7 +226,7 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	}
 	res := &churnChildResult{Informer: spec.Informer, SyncSeconds: time.Since(start).Seconds(), InitialAdds: h.initialAdds.Load()}
 	if spec.Restart {
-		return restartChild(heap, res, in, stdout)
+		return restartChild(res, in, stdout)
 	}
 	if db != nil {
 		if res.FileBytesStart, err = flushAndSize(ctx, db, spec.File); err != nil {
@@ -258,8 +245,6 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	if strings.TrimSpace(line) != churnStartLine {
 		return fmt.Errorf("waiting for %s: got %q (%v)", churnStartLine, line, err)
 	}
-	heap.begin(phaseChurn)
-	heap.snapshot(phaseChurn + "-start")
 	if err := prof.start(); err != nil {
 		return err
 	}
@@ -269,7 +254,6 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 		return fmt.Errorf("waiting for %s: got %q (%v): %w", churnStopLine, line, err, perr)
 	}
 	res.Drained = h.waitChanges(ctx, want, churnDrainTimeout)
-	heap.snapshot(phaseChurn + "-end")
 	if db != nil {
 		if res.FileBytesEnd, err = flushAndSize(ctx, db, spec.File); err != nil {
 			return err
@@ -280,9 +264,6 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	}
 	res.CPUProfile = spec.CPUProfile
 	h.fill(res)
-	if res.LiveHeapPeaks, err = heap.stop(); err != nil {
-		return err
-	}
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return err
 	}
@@ -293,16 +274,13 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 
 // restartChild is the rest of a restart child once its handler synced:
 // READY, then, at END, its result; then idle until stdin closes.
-func restartChild(heap *heapPeaks, res *churnChildResult, in *bufio.Reader, stdout io.Writer) error {
+func restartChild(res *churnChildResult, in *bufio.Reader, stdout io.Writer) error {
 	if _, err := fmt.Fprintln(stdout, readyLine); err != nil {
 		return err
 	}
 	line, err := in.ReadString('\n')
 	if strings.TrimSpace(line) != churnEndLine {
 		return fmt.Errorf("waiting for %s: got %q (%v)", churnEndLine, line, err)
-	}
-	if res.LiveHeapPeaks, err = heap.stop(); err != nil {
-		return err
 	}
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return err

@@ -24,8 +24,7 @@ type sizeResult struct {
 	Notes           []string                      `json:"notes,omitempty"`
 
 	// Ratios are derived from Medians (ratios.go): per variant, each
-	// start stage over client-go like for like, and delivery over the
-	// decode floor.
+	// start stage over client-go like for like.
 	Ratios map[string]map[string]float64 `json:"ratios,omitempty"`
 
 	// PodSize is the --pod-size (empty in older results: realistic);

@@ -31,8 +31,7 @@ type sizeRun struct {
 
 // measure runs opts.reps repetitions of the selected variants. Each
 // repetition runs every client-go variant and the boltinformer group (cold,
-// warm, bounded, after 410 and the decode floor, which must run in that
-// order on one file), rotating the order between repetitions so that no
+// warm, bounded and after 410, which must run in that order on one file), rotating the order between repetitions so that no
 // variant always runs first after a quiet apiserver or right after a
 // restart.
 func (r *sizeRun) measure(ctx context.Context) error {
@@ -111,8 +110,7 @@ func (r *sizeRun) clientGo(variant, contentType string, list bool) func(context.
 // SyncedAtOpen, in alternating order; warm with a bounded cache; then,
 // each after more changes and an apiserver restart that expires the stored
 // resourceVersion, in alternating order, warm with Recovery (it recovers
-// by what changed) and without (a full relist, the fallback); last the
-// decode floor of the file's records. The cold
+// by what changed) and without (a full relist, the fallback). The cold
 // start runs if selected, or, unreported, to fill the file the first time
 // another one needs it.
 func (r *sizeRun) bolt(ctx context.Context, rep int) error {
@@ -180,9 +178,6 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 		if err := r.child(ctx, rep, expired); err != nil {
 			return err
 		}
-	}
-	if r.opts.runs(vFloor) {
-		return r.child(ctx, rep, childSpec{Variant: vFloor, Informer: informerNone, File: r.file})
 	}
 	return nil
 }
@@ -253,10 +248,6 @@ func (r *sizeRun) spawnChild(ctx context.Context, rep int, spec childSpec, recor
 
 // summary is a one-line account of a child's result.
 func summary(res *childResult) string {
-	if f := res.Floor; f != nil {
-		return fmt.Sprintf("%-23s %d objects on %d goroutines: codec %.2fs fresh, %.2fs grown (%s), protobuf %.2fs (%s)",
-			res.Variant, f.Objects, f.Workers, f.CodecFreshSeconds, f.CodecSeconds, secondsList(f.CodecRuns), f.ProtobufSeconds, secondsList(f.ProtobufRuns))
-	}
 	s := fmt.Sprintf("%-23s informer synced %7.3fs  first List %7.3fs  all handlers synced %6.2fs (%s)  LIST %d  limit=1 %d  watch-list %d  private %4.0f MiB (RSS %4.0f)  %s",
 		res.Variant, res.InformerSyncedSeconds, res.FirstListSeconds, res.SyncSeconds, secondsList(res.HandlerSyncedSeconds),
 		res.Lists, res.Probes, res.WatchLists, mib(res.AnonBytes), mib(res.RSSBytes), res.Cost)
