@@ -25,8 +25,13 @@ type sizeRun struct {
 	runs  map[string][]*childResult
 	notes []string
 	load  []float64 // 1-minute load average after each child
-	// filled: a cold start has filled file with this size's Pods.
-	filled bool
+	// filled: a cold start has filled file with this size's Pods;
+	// warmedUp: the watch cache holds their encodings (warmUp).
+	filled, warmedUp bool
+	// tweak, if set, changes each child's spec before it is spawned.
+	tweak func(rep int, spec *childSpec)
+	// brief prints one short line per child instead of its summary.
+	brief bool
 }
 
 // measure runs opts.reps repetitions of the selected variants. Each
@@ -76,6 +81,10 @@ func (r *sizeRun) measure(ctx context.Context) error {
 // serialization per format, so the first informer to ask for one would pay
 // for the encoding and the next ones not.
 func (r *sizeRun) warmUp(ctx context.Context, formats map[string]bool) error {
+	if r.warmedUp {
+		return nil
+	}
+	r.warmedUp = true
 	for _, ct := range []string{protobufContentType, "application/json"} {
 		if !formats[ct] {
 			continue
@@ -220,6 +229,9 @@ func (r *sizeRun) spawnChild(ctx context.Context, rep int, spec childSpec, recor
 	if r.opts.profileDir != "" {
 		spec.ProfilePrefix = filepath.Join(r.opts.profileDir, name)
 	}
+	if r.tweak != nil {
+		r.tweak(rep, &spec)
+	}
 	var driveRate float64
 	var onReady func() error
 	if spec.Updates > 0 {
@@ -236,13 +248,18 @@ func (r *sizeRun) spawnChild(ctx context.Context, rep int, spec childSpec, recor
 		res.Throughput.DriveRate = driveRate
 	}
 	note := ""
+	if r.brief {
+		fmt.Fprintf(r.log, "  %-56s informer synced %v, every handler synced %v\n", variantTitles[spec.Variant], seconds(res.InformerSyncedSeconds), seconds(res.SyncSeconds))
+	}
 	if record {
 		r.runs[spec.Variant] = append(r.runs[spec.Variant], res)
 		r.load = append(r.load, benchkit.LoadAverage())
 	} else {
 		note = " (not reported: it fills the file for the others)"
 	}
-	fmt.Fprintf(r.log, "  [%s rep %d/%d] %s%s\n", sizeLabel(r.n), rep+1, r.opts.reps, summary(res), note)
+	if !r.brief {
+		fmt.Fprintf(r.log, "  [%s rep %d/%d] %s%s\n", sizeLabel(r.n), rep+1, r.opts.reps, summary(res), note)
+	}
 	return nil
 }
 
