@@ -81,7 +81,7 @@ func (o *churnOptions) complete() error {
 		return errors.New("--batch-interval and --bounded must not be negative")
 	}
 	if o.out == "" {
-		o.out = benchkit.OutDir("churn-" + sizeLabel(o.pods))
+		o.out = benchkit.OutDir("churn-" + benchkit.CountLabel(o.pods))
 	}
 	return nil
 }

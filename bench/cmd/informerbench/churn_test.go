@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -385,46 +384,6 @@ func TestChurnSummaryRatiosAndTable(t *testing.T) {
 	cg.Child.LatencyP99Ms = 0
 	if _, ok := churnRatios(cg, bolt)[rLatencyP99]; ok {
 		t.Error("ratio over a zero client-go latency")
-	}
-}
-
-func TestChurnProfileWritesAWholeProfile(t *testing.T) {
-	var none *churnProfile // without --cpuprofile
-	if err := none.start(); err != nil {
-		t.Errorf("nil profile start: %v", err)
-	}
-	if err := none.stop(); err != nil {
-		t.Errorf("nil profile stop: %v", err)
-	}
-	if p, err := createChurnProfile(""); p != nil || err != nil {
-		t.Errorf("createChurnProfile(\"\") = %v, %v; want nil, nil", p, err)
-	}
-
-	path := filepath.Join(t.TempDir(), "churn-"+informerBolt+".pprof")
-	p, err := createChurnProfile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.stop(); err != nil {
-		t.Errorf("second stop: %v", err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) { // pprof's gzipped protobuf
-		t.Errorf("profile of %d bytes does not start as gzip", len(data))
-	}
-
-	missing := filepath.Join(t.TempDir(), "no-such-dir", "churn.pprof")
-	if _, err := createChurnProfile(missing); err == nil || !strings.Contains(err.Error(), missing) {
-		t.Errorf("createChurnProfile(%s) = %v, want an error naming the path", missing, err)
 	}
 }
 

@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/factory"
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -164,11 +163,6 @@ func runChurnChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error
 }
 
 func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io.Writer) error {
-	prof, err := createChurnProfile(spec.CPUProfile)
-	if err != nil {
-		return err
-	}
-	defer prof.stop() // for the error paths; a no-op once stopped
 	cfg, err := loadConfig(spec.Kubeconfig)
 	if err != nil {
 		return err
@@ -245,9 +239,11 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	if strings.TrimSpace(line) != churnStartLine {
 		return fmt.Errorf("waiting for %s: got %q (%v)", churnStartLine, line, err)
 	}
-	if err := prof.start(); err != nil {
-		return err
+	stopProfile, err := benchkit.StartProfile(spec.CPUProfile, "")
+	if err != nil {
+		return fmt.Errorf("CPU profile: %w", err)
 	}
+	defer stopProfile() // for the error paths; a no-op once stopped
 	line, err = in.ReadString('\n')
 	want, perr := parseStopLine(line)
 	if perr != nil {
@@ -259,9 +255,7 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 			return err
 		}
 	}
-	if err := prof.stop(); err != nil {
-		return err
-	}
+	stopProfile()
 	res.CPUProfile = spec.CPUProfile
 	h.fill(res)
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
@@ -306,66 +300,6 @@ func parseStopLine(line string) (ok [numOps]int64, err error) {
 		}
 	}
 	return ok, nil
-}
-
-// churnProfile is a churn child's CPU profile; nil (whose methods do
-// nothing) without one. Its file is created before the sync, so that a path
-// the child cannot write fails the start rather than the end of the churn.
-type churnProfile struct {
-	path string
-	f    *os.File // nil once stopped
-	w    errWriter
-}
-
-func createChurnProfile(path string) (*churnProfile, error) {
-	if path == "" {
-		return nil, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("CPU profile: %w", err)
-	}
-	return &churnProfile{path: path, f: f, w: errWriter{w: f}}, nil
-}
-
-func (p *churnProfile) start() error {
-	if p == nil {
-		return nil
-	}
-	if err := pprof.StartCPUProfile(&p.w); err != nil {
-		return fmt.Errorf("CPU profile %s: %w", p.path, err)
-	}
-	return nil
-}
-
-// stop ends the profile and closes its file: once it returns nil, the
-// file holds the whole profile. Later calls do nothing.
-func (p *churnProfile) stop() error {
-	if p == nil || p.f == nil {
-		return nil
-	}
-	pprof.StopCPUProfile() // returns once the profile is written
-	err := errors.Join(p.w.err, p.f.Close())
-	p.f = nil
-	if err != nil {
-		return fmt.Errorf("CPU profile %s: %w", p.path, err)
-	}
-	return nil
-}
-
-// errWriter keeps the first error of w, which pprof's writer drops.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(b []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(b)
-	e.err = err
-	return n, err
 }
 
 // flushAndSize commits every applied change of db and returns the file's

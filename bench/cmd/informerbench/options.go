@@ -7,7 +7,6 @@ import (
 	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -94,12 +93,4 @@ func (o *benchOptions) churnFor(n int) int {
 		return min(o.churn, n)
 	}
 	return min(max(n/100, 10), n)
-}
-
-// sizeLabel prints a count the way the flags take it.
-func sizeLabel(n int) string {
-	if n >= 1000 && n%1000 == 0 {
-		return strconv.Itoa(n/1000) + "k"
-	}
-	return strconv.Itoa(n)
 }

@@ -291,7 +291,7 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 				restarted = fmt.Sprintf(" (after an apiserver restart of %.1fs)", time.Since(began).Seconds())
 			}
 			time.Sleep(r.opts.settle)
-			name := fmt.Sprintf("%s-%s-%s-rep%d", v, sizeLabel(r.opts.Pods), strings.NewReplacer("%", "pct", ".", "_").Replace(p.Label), rep+1)
+			name := fmt.Sprintf("%s-%s-%s-rep%d", v, benchkit.CountLabel(r.opts.Pods), strings.NewReplacer("%", "pct", ".", "_").Replace(p.Label), rep+1)
 			if r.opts.profileDir != "" {
 				spec.ProfilePrefix = filepath.Join(r.opts.profileDir, name)
 			}

@@ -173,7 +173,7 @@ func recoverTargets(res *recoverResult) []target {
 // name is the results' file name without extension:
 // recover-<mode>-<N>[-small].
 func (r *recoverResult) name() string {
-	return fmt.Sprintf("recover-%s-%s%s", r.Mode, sizeLabel(r.Pods), podShape(r.PodSize).label())
+	return fmt.Sprintf("recover-%s-%s%s", r.Mode, benchkit.CountLabel(r.Pods), podShape(r.PodSize).label())
 }
 
 // report is the run's tables, targets and, for downtimes, the plot.
@@ -340,7 +340,7 @@ func (r *recoverResult) downtimePlot() benchkit.Plot {
 	window := secondsDuration(r.WindowSeconds)
 	p := benchkit.Plot{Name: r.name(), Title: "Time to synced after a restart, against downtime",
 		Subtitle: fmt.Sprintf("%s Pods · %.0f writes/s while down (emulated) · medians of %d · %s × %d · %s",
-			sizeLabel(r.Pods), r.Rate, r.Reps, r.Machine.CPU, r.Machine.Cores, r.Date[:min(10, len(r.Date))]),
+			benchkit.CountLabel(r.Pods), r.Rate, r.Reps, r.Machine.CPU, r.Machine.Cores, r.Date[:min(10, len(r.Date))]),
 		XLabel: "downtime (points evenly spaced)", YLabel: "seconds from start",
 		Notes: []string{fmt.Sprintf("Downtime d: %.0f·d Pod writes made at once", r.Rate), "before the start (not waited out);",
 			fmt.Sprintf("beyond %s the apiserver is", window), "restarted first, so the watch history", "is gone and boltinformer recovers."}}

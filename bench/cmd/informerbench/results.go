@@ -53,7 +53,7 @@ type heartbeatStats struct {
 // name is the result's file name without extension:
 // informerbench-<N>[-small].
 func (r *sizeResult) name() string {
-	return fmt.Sprintf("informerbench-%s%s", sizeLabel(r.Pods), podShape(r.PodSize).label())
+	return fmt.Sprintf("informerbench-%s%s", benchkit.CountLabel(r.Pods), podShape(r.PodSize).label())
 }
 
 // realistic reports whether the result is of realistic Pods (the plot's).
@@ -122,6 +122,6 @@ func syncTimePlot(results []*sizeResult) benchkit.Plot {
 		}
 		p.Series = append(p.Series, line)
 	}
-	p.Notes = []string{fmt.Sprintf("(seconds at %s Pods)", sizeLabel(last.Pods))}
+	p.Notes = []string{fmt.Sprintf("(seconds at %s Pods)", benchkit.CountLabel(last.Pods))}
 	return p
 }

@@ -109,7 +109,7 @@ func (r *sizeRun) clientGo(variant, contentType string, list bool) func(context.
 			spec.Latency = true
 			spec = r.withUpdates(spec)
 		}
-		return r.child(ctx, rep, spec)
+		return r.spawnChild(ctx, rep, spec, true)
 	}
 }
 
@@ -153,14 +153,14 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 		if v == vBoltWarm {
 			warm = r.withUpdates(warm)
 		}
-		if err := r.child(ctx, rep, warm); err != nil {
+		if err := r.spawnChild(ctx, rep, warm, true); err != nil {
 			return err
 		}
 	}
 	if r.opts.runs(vBoltBounded) {
 		bounded := spec(vBoltBounded)
 		bounded.CacheObjects, bounded.Latency = boundedCacheObjects, true
-		if err := r.child(ctx, rep, bounded); err != nil {
+		if err := r.spawnChild(ctx, rep, bounded, true); err != nil {
 			return err
 		}
 	}
@@ -184,7 +184,7 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 		}
 		expired := spec(v)
 		expired.WaitRelist, expired.Recovery = true, v == vBoltRecover
-		if err := r.child(ctx, rep, expired); err != nil {
+		if err := r.spawnChild(ctx, rep, expired, true); err != nil {
 			return err
 		}
 	}
@@ -214,16 +214,11 @@ func (r *sizeRun) churn(ctx context.Context, what string) (string, error) {
 	return rv, err
 }
 
-// child runs one variant in its own process and records the result.
-func (r *sizeRun) child(ctx context.Context, rep int, spec childSpec) error {
-	return r.spawnChild(ctx, rep, spec, true)
-}
-
 // spawnChild runs one variant in its own process and prints its summary;
 // with record, it also keeps the result for the report.
 func (r *sizeRun) spawnChild(ctx context.Context, rep int, spec childSpec, record bool) error {
 	time.Sleep(r.opts.settle)
-	name := fmt.Sprintf("%s-%s-rep%d", spec.Variant, sizeLabel(r.n), rep+1)
+	name := fmt.Sprintf("%s-%s-rep%d", spec.Variant, benchkit.CountLabel(r.n), rep+1)
 	spec.Kubeconfig, spec.Selector, spec.Expect = r.cl.kubeconfig, r.opts.shape.selector(), r.n
 	spec.APIServerPID, spec.EtcdPID = r.cl.pids()
 	if r.opts.profileDir != "" {
@@ -258,7 +253,7 @@ func (r *sizeRun) spawnChild(ctx context.Context, rep int, spec childSpec, recor
 		note = " (not reported: it fills the file for the others)"
 	}
 	if !r.brief {
-		fmt.Fprintf(r.log, "  [%s rep %d/%d] %s%s\n", sizeLabel(r.n), rep+1, r.opts.reps, summary(res), note)
+		fmt.Fprintf(r.log, "  [%s rep %d/%d] %s%s\n", benchkit.CountLabel(r.n), rep+1, r.opts.reps, summary(res), note)
 	}
 	return nil
 }
