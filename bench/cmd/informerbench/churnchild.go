@@ -31,15 +31,14 @@ import (
 // bench's Pods while the parent changes them.
 //
 // Protocol (one line each, on stdin and stdout):
-//  1. the parent writes a churnSpec as JSON; a child with a CPUProfile
-//     creates its file;
+//  1. the parent writes a churnSpec as JSON;
 //  2. the child builds its factory's Pod informer, registers one
 //     churnHandler, starts the factory and waits for the registration's
 //     HasSynced; a boltinformer child then flushes the file, so that the
 //     cold start's bulk write is not counted as churn; both return the
 //     start's garbage to the OS; the child prints READY;
 //  3. the parent writes START as the churn begins (a child with a
-//     CPUProfile starts it), churns, then writes
+//     CPUProfile creates and starts it), churns, then writes
 //     "STOP <creates> <patches> <deletes>": the changes of each kind that
 //     succeeded;
 //  4. the child waits until its handler has seen that many adds, updates

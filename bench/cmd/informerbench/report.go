@@ -92,9 +92,6 @@ func sizeReport(r *sizeResult) *benchkit.Report {
 		printFile(rep, cold)
 	}
 	printTargets(rep, r.Targets)
-	for _, n := range r.Notes {
-		rep.Printf("note: %s\n", n)
-	}
 	return rep
 }
 

@@ -21,7 +21,6 @@ type sizeResult struct {
 	Runs            map[string][]*childResult     `json:"runs"`
 	Medians         map[string]map[string]float64 `json:"medians"`
 	Targets         []target                      `json:"targets"`
-	Notes           []string                      `json:"notes,omitempty"`
 
 	// Ratios are derived from Medians (ratios.go): per variant, each
 	// start stage over client-go like for like.

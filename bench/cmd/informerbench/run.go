@@ -16,15 +16,14 @@ import (
 
 // sizeRun measures every variant at one number of Pods.
 type sizeRun struct {
-	cl    *cluster
-	cs    kubernetes.Interface // the parent's client: churn and updates
-	opts  *benchOptions
-	n     int
-	file  string // boltinformer's cache file
-	log   io.Writer
-	runs  map[string][]*childResult
-	notes []string
-	load  []float64 // 1-minute load average after each child
+	cl   *cluster
+	cs   kubernetes.Interface // the parent's client: churn and updates
+	opts *benchOptions
+	n    int
+	file string // boltinformer's cache file
+	log  io.Writer
+	runs map[string][]*childResult
+	load []float64 // 1-minute load average after each child
 	// filled: a cold start has filled file with this size's Pods;
 	// warmedUp: the watch cache holds their encodings (warmUp).
 	filled, warmedUp bool

@@ -24,6 +24,19 @@ func bestClientGo(med map[string]map[string]float64, contentType, metric string)
 	return best, from, found
 }
 
+// checkTarget is a goal's status: "not measured" unless ok, else "holds"
+// or "missed", with detail formatted from args.
+func checkTarget(goal string, ok, holds bool, detail string, args ...any) target {
+	t := target{Goal: goal, Status: "not measured"}
+	if ok {
+		t.Status, t.Detail = "missed", fmt.Sprintf(detail, args...)
+		if holds {
+			t.Status = "holds"
+		}
+	}
+	return t
+}
+
 // evaluateTargets checks the goals; a goal whose inputs are missing is
 // "not measured". Sync time is compared with client-go JSON, everything
 // else with client-go in boltinformer's wire format (contentType).
@@ -32,16 +45,7 @@ func evaluateTargets(med map[string]map[string]float64, contentType string, chur
 		v, ok := med[variant][metric]
 		return v, ok
 	}
-	check := func(goal string, ok, holds bool, detail string, args ...any) target {
-		t := target{Goal: goal, Status: "not measured"}
-		if ok {
-			t.Status, t.Detail = "missed", fmt.Sprintf(detail, args...)
-			if holds {
-				t.Status = "holds"
-			}
-		}
-		return t
-	}
+	check := checkTarget
 	var ts []target
 
 	warm, okWarm := get(vBoltWarm, mSync)
