@@ -129,8 +129,8 @@ BENCH_FLAGS ?=
 # cache up, and runs client-go's cold start in protobuf (the headline) and
 # JSON beside boltinformer's cold start and warm restart (with Recovery and
 # WarmListBelow, as the typed factory's informer with that option), each in
-# its own process, $(DEMO_REPS) times with the order reversed every other
-# time; then one restart after a 410 that recovers by what changed and one
+# its own process, $(DEMO_REPS) times with the order rotated between
+# repetitions; then one restart after a 410 that recovers by what changed and one
 # without Recovery (the full relist), and inspect reads a hot snapshot of
 # the cache file. Leaves nothing running. A few minutes on 2 cores.
 demo: test-binaries

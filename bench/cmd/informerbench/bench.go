@@ -50,7 +50,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		res := &sizeResult{
 			Pods: n, Reps: opts.reps, Date: time.Now().UTC().Format(time.RFC3339), Machine: mach,
 			BoltContentType: opts.contentType, Churn: opts.churnFor(n), Updates: opts.updates,
-			Runs: r.runs, Medians: map[string]map[string]float64{}, Notes: r.notes,
+			Runs: r.runs, Medians: map[string]map[string]float64{},
 			PodSize: string(opts.shape), PodProtoBytes: podBytes, LoadAvg: r.load,
 			IdleAPIServerCPU: idleAS, IdleEtcdCPU: idleEtcd,
 			Heartbeat: &heartbeatStats{IntervalSeconds: apiservertest.HeartbeatInterval.Seconds(), Lease: apiservertest.HeartbeatNamespace + "/" + heartbeatLease, Renewed: renewed, Failed: failed},

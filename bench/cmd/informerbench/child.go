@@ -36,12 +36,7 @@ func runChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	if err := json.Unmarshal(line, &spec); err != nil {
 		return fmt.Errorf("child: reading spec: %w", err)
 	}
-	var res *childResult
-	if spec.Informer == informerNone {
-		res, err = measureFloor(spec)
-	} else {
-		res, err = measure(ctx, spec, in, stdout)
-	}
+	res, err := measure(ctx, spec, in, stdout)
 	if err != nil {
 		return fmt.Errorf("%s: %w", spec.Variant, err)
 	}

@@ -49,9 +49,6 @@ type churnOptions struct {
 	// restarts; restartSettle how long a restart is sampled after it
 	// synced (0: no restarts).
 	startSample, restartSettle time.Duration
-	// heapProfile is a directory for each child's heap profiles at its
-	// peak live heap per phase (heap-<phase>-<informer>.pprof); empty: none.
-	heapProfile string
 }
 
 func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
@@ -73,7 +70,6 @@ func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.batchInterval, "batch-interval", 0, "boltinformer's group commit interval (persist.Options.BatchInterval); 0 is persist's default. A commit rewrites every page it touches, so fewer, larger commits write fewer bytes per event.")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Have each child write a CPU profile of the churn, from both synced to every change seen (not the initial list), to `DIR`/churn-<informer>.pprof.")
 	fs.IntVar(&o.bounded, "bounded", 0, "Also run boltinformer with a decoded-object cache of this many objects (factory.PersistenceOptions.CacheObjects), on a file of its own, as a third child; 0: not.")
-	fs.StringVar(&o.heapProfile, "heapprofile", "", "Have each child write, per phase (cold, churn, restart), a heap profile at the highest live heap it reached, to `DIR`/heap-<phase>-<informer>.pprof, and report those peaks.")
 }
 
 // complete fills in defaults that depend on other flags, and checks them.
@@ -85,7 +81,7 @@ func (o *churnOptions) complete() error {
 		return errors.New("--batch-interval and --bounded must not be negative")
 	}
 	if o.out == "" {
-		o.out = benchkit.OutDir("churn-" + sizeLabel(o.pods))
+		o.out = benchkit.OutDir("churn-" + benchkit.CountLabel(o.pods))
 	}
 	return nil
 }
@@ -105,11 +101,9 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	if err := o.complete(); err != nil {
 		return err
 	}
-	for _, dir := range []struct{ flag, dir string }{{"--cpuprofile", o.cpuProfile}, {"--heapprofile", o.heapProfile}} {
-		if dir.dir != "" {
-			if err := checkProfileDir(dir.flag, dir.dir); err != nil {
-				return err
-			}
+	if o.cpuProfile != "" {
+		if err := checkProfileDir("--cpuprofile", o.cpuProfile); err != nil {
+			return err
 		}
 	}
 	sess, err := openSession(ctx, &o.logDir, []string{o.out}, out)
@@ -154,7 +148,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	// sentAnnot at or after since is this run's.
 	since := time.Now().UnixNano()
 	base := churnSpec{Kubeconfig: cl.kubeconfig, Selector: o.shape.selector(), ContentType: protobufContentType,
-		Since: since, ExpectEvents: int(o.rate * o.duration.Seconds()), HeapProfile: o.heapProfile}
+		Since: since, ExpectEvents: int(o.rate * o.duration.Seconds())}
 	informers := []string{informerClientGo, informerBolt}
 	if o.bounded > 0 {
 		informers = append(informers, informerBoltBounded)

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/boltinformer/boltinformer/internal/benchkit"
-	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
 func TestChurnMixKeepsExactShares(t *testing.T) {
@@ -339,9 +336,9 @@ func TestChurnSummaryRatiosAndTable(t *testing.T) {
 	if got := summarize(append(slices.Clone(starts), samples...), informerBolt, 1000); got != bolt.Summary {
 		t.Errorf("start samples changed the churn's summary: %+v", got)
 	}
-	cg.Cold = startOf(starts, informerClientGo, phaseCold, 2.5, &churnChildResult{SyncSeconds: 2, InitialAdds: 7, LiveHeapPeaks: map[string]uint64{phaseCold: 300 * mb}})
+	cg.Cold = startOf(starts, informerClientGo, phaseCold, 2.5, &churnChildResult{SyncSeconds: 2, InitialAdds: 7})
 	bolt.Cold = startOf(starts, informerBolt, phaseCold, 1.5, &churnChildResult{SyncSeconds: 1, InitialAdds: 7})
-	if want := (churnStart{SyncSeconds: 2, ReadySeconds: 2.5, RssAnonPeak: 900 * mb, RssAnonEnd: 500 * mb, InitialAdds: 7, LiveHeapPeak: 300 * mb}); cg.Cold != want {
+	if want := (churnStart{SyncSeconds: 2, ReadySeconds: 2.5, RssAnonPeak: 900 * mb, RssAnonEnd: 500 * mb, InitialAdds: 7}); cg.Cold != want {
 		t.Errorf("cold start\n got %+v\nwant %+v", cg.Cold, want)
 	}
 	cgRestart := startOf(starts, informerClientGo, phaseRestart, 1, nil)
@@ -390,46 +387,6 @@ func TestChurnSummaryRatiosAndTable(t *testing.T) {
 	}
 }
 
-func TestChurnProfileWritesAWholeProfile(t *testing.T) {
-	var none *churnProfile // without --cpuprofile
-	if err := none.start(); err != nil {
-		t.Errorf("nil profile start: %v", err)
-	}
-	if err := none.stop(); err != nil {
-		t.Errorf("nil profile stop: %v", err)
-	}
-	if p, err := createChurnProfile(""); p != nil || err != nil {
-		t.Errorf("createChurnProfile(\"\") = %v, %v; want nil, nil", p, err)
-	}
-
-	path := filepath.Join(t.TempDir(), "churn-"+informerBolt+".pprof")
-	p, err := createChurnProfile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.stop(); err != nil {
-		t.Errorf("second stop: %v", err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) { // pprof's gzipped protobuf
-		t.Errorf("profile of %d bytes does not start as gzip", len(data))
-	}
-
-	missing := filepath.Join(t.TempDir(), "no-such-dir", "churn.pprof")
-	if _, err := createChurnProfile(missing); err == nil || !strings.Contains(err.Error(), missing) {
-		t.Errorf("createChurnProfile(%s) = %v, want an error naming the path", missing, err)
-	}
-}
-
 func TestCheckProfileDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a", "b")
 	if err := checkProfileDir("--cpuprofile", dir); err != nil {
@@ -462,46 +419,5 @@ func TestPrintChurnNamesProfiles(t *testing.T) {
 	_ = churnReport(r).WriteText(&b)
 	if strings.Contains(b.String(), "profile") {
 		t.Errorf("report names profiles without --cpuprofile:\n%s", b.String())
-	}
-}
-
-func TestHeapPeaksProfilesEachPhase(t *testing.T) {
-	if h := startHeapPeaks("", informerBolt, phaseCold); h != nil {
-		t.Fatal("a heapPeaks without a directory")
-	}
-	dir := t.TempDir()
-	h := startHeapPeaks(dir, informerBolt, phaseCold)
-	// peak is what the poller has recorded of phase so far.
-	peak := func(phase string) uint64 {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.peaks[phase]
-	}
-	keep := make([]byte, 8<<20)
-	runtime.GC()
-	poll.Until(t, 10*time.Second, "the poller sees the cold phase's heap", func() bool { return peak(phaseCold) >= 8<<20 })
-	// Freed before the churn phase begins: a sample taken between the
-	// phase's start and the collection would count the 8 MiB in it.
-	runtime.KeepAlive(keep)
-	keep = nil
-	runtime.GC()
-	h.begin(phaseChurn)
-	h.snapshot(phaseChurn + "-start")
-	poll.Until(t, 10*time.Second, "the poller sees the churn phase", func() bool { return peak(phaseChurn) != 0 })
-	peaks, err := h.stop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if peaks[phaseCold] < 8<<20 || peaks[phaseChurn] == 0 || peaks[phaseChurn] >= peaks[phaseCold] {
-		t.Errorf("peaks %v: want the cold phase's above 8 MiB and the churn's, which is not 0", peaks)
-	}
-	for _, phase := range []string{phaseCold, phaseChurn, phaseChurn + "-start"} {
-		data, err := os.ReadFile(filepath.Join(dir, "heap-"+phase+"-"+informerBolt+".pprof"))
-		if err != nil || !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
-			t.Errorf("%s profile: %d bytes, %v", phase, len(data), err)
-		}
-	}
-	if again, err := h.stop(); err != nil || again[phaseCold] != peaks[phaseCold] {
-		t.Errorf("second stop: %v, %v", again, err)
 	}
 }

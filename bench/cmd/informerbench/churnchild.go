@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/factory"
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -32,15 +31,14 @@ import (
 // bench's Pods while the parent changes them.
 //
 // Protocol (one line each, on stdin and stdout):
-//  1. the parent writes a churnSpec as JSON; a child with a CPUProfile
-//     creates its file;
+//  1. the parent writes a churnSpec as JSON;
 //  2. the child builds its factory's Pod informer, registers one
 //     churnHandler, starts the factory and waits for the registration's
 //     HasSynced; a boltinformer child then flushes the file, so that the
 //     cold start's bulk write is not counted as churn; both return the
 //     start's garbage to the OS; the child prints READY;
 //  3. the parent writes START as the churn begins (a child with a
-//     CPUProfile starts it), churns, then writes
+//     CPUProfile creates and starts it), churns, then writes
 //     "STOP <creates> <patches> <deletes>": the changes of each kind that
 //     succeeded;
 //  4. the child waits until its handler has seen that many adds, updates
@@ -58,8 +56,8 @@ import (
 // cold again, boltinformer warm on the file the churn left) does steps 1
 // and 2 without the flush and without returning the start's garbage (what
 // the parent samples then is what a user's process holds after a
-// restart), then waits for END, prints its churnChildResult (the sync and,
-// with a HeapProfile, the live heap's peaks) and idles as in step 5.
+// restart), then waits for END, prints its churnChildResult (the sync)
+// and idles as in step 5.
 //
 // Stdin closing before STOP or END (the parent died) ends the child with
 // an error.
@@ -112,10 +110,6 @@ type churnSpec struct {
 	CacheObjects int `json:"cacheObjects,omitempty"`
 	// Restart makes a restart child (see the protocol above).
 	Restart bool `json:"restart,omitempty"`
-	// HeapProfile, if set, is a directory where the child writes, per
-	// phase, a heap profile taken at the highest live heap it reached
-	// (heappeak.go).
-	HeapProfile string `json:"heapProfile,omitempty"`
 }
 
 // churnChildResult is what a churn child reports.
@@ -148,9 +142,6 @@ type churnChildResult struct {
 	FileBytesEnd   int64 `json:"fileBytesEnd,omitempty"`
 	// CPUProfile is the spec's CPUProfile, written and closed.
 	CPUProfile string `json:"cpuProfile,omitempty"`
-	// LiveHeapPeaks (with a HeapProfile): the highest live heap of each
-	// phase, by phase name.
-	LiveHeapPeaks map[string]uint64 `json:"liveHeapPeaks,omitempty"`
 }
 
 // runChurnChild is the hidden churn-child subcommand.
@@ -171,11 +162,6 @@ func runChurnChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error
 }
 
 func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io.Writer) error {
-	prof, err := createChurnProfile(spec.CPUProfile)
-	if err != nil {
-		return err
-	}
-	defer prof.stop() // for the error paths; a no-op once stopped
 	cfg, err := loadConfig(spec.Kubeconfig)
 	if err != nil {
 		return err
@@ -194,12 +180,6 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	// Each informer as its users build it: a generated factory's Pod
 	// informer, client-go's or boltinformer's (one changed constructor, a
 	// cache file with persist's defaults: group commit, fsync on).
-	phase := phaseCold
-	if spec.Restart {
-		phase = phaseRestart
-	}
-	heap := startHeapPeaks(spec.HeapProfile, spec.Informer, phase)
-	defer heap.stop() // for the error paths; idempotent
 	var f informers.SharedInformerFactory
 	var db *persist.DB
 	switch spec.Informer {
@@ -239,7 +219,7 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	}
 	res := &churnChildResult{Informer: spec.Informer, SyncSeconds: time.Since(start).Seconds(), InitialAdds: h.initialAdds.Load()}
 	if spec.Restart {
-		return restartChild(heap, res, in, stdout)
+		return restartChild(res, in, stdout)
 	}
 	if db != nil {
 		if res.FileBytesStart, err = flushAndSize(ctx, db, spec.File); err != nil {
@@ -258,31 +238,25 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	if strings.TrimSpace(line) != churnStartLine {
 		return fmt.Errorf("waiting for %s: got %q (%v)", churnStartLine, line, err)
 	}
-	heap.begin(phaseChurn)
-	heap.snapshot(phaseChurn + "-start")
-	if err := prof.start(); err != nil {
-		return err
+	stopProfile, err := benchkit.StartProfile(spec.CPUProfile, "")
+	if err != nil {
+		return fmt.Errorf("CPU profile: %w", err)
 	}
+	defer stopProfile() // for the error paths; a no-op once stopped
 	line, err = in.ReadString('\n')
 	want, perr := parseStopLine(line)
 	if perr != nil {
 		return fmt.Errorf("waiting for %s: got %q (%v): %w", churnStopLine, line, err, perr)
 	}
 	res.Drained = h.waitChanges(ctx, want, churnDrainTimeout)
-	heap.snapshot(phaseChurn + "-end")
 	if db != nil {
 		if res.FileBytesEnd, err = flushAndSize(ctx, db, spec.File); err != nil {
 			return err
 		}
 	}
-	if err := prof.stop(); err != nil {
-		return err
-	}
+	stopProfile()
 	res.CPUProfile = spec.CPUProfile
 	h.fill(res)
-	if res.LiveHeapPeaks, err = heap.stop(); err != nil {
-		return err
-	}
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return err
 	}
@@ -293,16 +267,13 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 
 // restartChild is the rest of a restart child once its handler synced:
 // READY, then, at END, its result; then idle until stdin closes.
-func restartChild(heap *heapPeaks, res *churnChildResult, in *bufio.Reader, stdout io.Writer) error {
+func restartChild(res *churnChildResult, in *bufio.Reader, stdout io.Writer) error {
 	if _, err := fmt.Fprintln(stdout, readyLine); err != nil {
 		return err
 	}
 	line, err := in.ReadString('\n')
 	if strings.TrimSpace(line) != churnEndLine {
 		return fmt.Errorf("waiting for %s: got %q (%v)", churnEndLine, line, err)
-	}
-	if res.LiveHeapPeaks, err = heap.stop(); err != nil {
-		return err
 	}
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return err
@@ -328,66 +299,6 @@ func parseStopLine(line string) (ok [numOps]int64, err error) {
 		}
 	}
 	return ok, nil
-}
-
-// churnProfile is a churn child's CPU profile; nil (whose methods do
-// nothing) without one. Its file is created before the sync, so that a path
-// the child cannot write fails the start rather than the end of the churn.
-type churnProfile struct {
-	path string
-	f    *os.File // nil once stopped
-	w    errWriter
-}
-
-func createChurnProfile(path string) (*churnProfile, error) {
-	if path == "" {
-		return nil, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("CPU profile: %w", err)
-	}
-	return &churnProfile{path: path, f: f, w: errWriter{w: f}}, nil
-}
-
-func (p *churnProfile) start() error {
-	if p == nil {
-		return nil
-	}
-	if err := pprof.StartCPUProfile(&p.w); err != nil {
-		return fmt.Errorf("CPU profile %s: %w", p.path, err)
-	}
-	return nil
-}
-
-// stop ends the profile and closes its file: once it returns nil, the
-// file holds the whole profile. Later calls do nothing.
-func (p *churnProfile) stop() error {
-	if p == nil || p.f == nil {
-		return nil
-	}
-	pprof.StopCPUProfile() // returns once the profile is written
-	err := errors.Join(p.w.err, p.f.Close())
-	p.f = nil
-	if err != nil {
-		return fmt.Errorf("CPU profile %s: %w", p.path, err)
-	}
-	return nil
-}
-
-// errWriter keeps the first error of w, which pprof's writer drops.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(b []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(b)
-	e.err = err
-	return n, err
 }
 
 // flushAndSize commits every applied change of db and returns the file's

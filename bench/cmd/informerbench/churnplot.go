@@ -25,7 +25,7 @@ var churnColors = map[string]string{informerClientGo: "#ff7f0e", informerBolt: "
 // and its RssAnon during the starts, cold (solid) and restarted (dashed).
 func churnPlots(r *churnResult) []benchkit.Plot {
 	subtitle := fmt.Sprintf("%s Pods · %.0f changes/s (update,create,delete %s) · %s × %d · %s",
-		sizeLabel(r.PodsAtStart), r.Drive.TargetPerSec, r.Mix, r.Machine.CPU, r.Machine.Cores, r.Date[:min(10, len(r.Date))])
+		benchkit.CountLabel(r.PodsAtStart), r.Drive.TargetPerSec, r.Mix, r.Machine.CPU, r.Machine.Cores, r.Date[:min(10, len(r.Date))])
 	var plots []benchkit.Plot
 	for _, p := range churnCharts {
 		plot := benchkit.Plot{Name: p.file, Title: p.title, Subtitle: subtitle, XLabel: "seconds since the churn began", YLabel: p.unit}

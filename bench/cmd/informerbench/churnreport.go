@@ -89,9 +89,6 @@ type churnStart struct {
 	RssAnonEnd  uint64 `json:"rssAnonEnd"`
 	// InitialAdds the handler got.
 	InitialAdds int64 `json:"initialAdds"`
-	// LiveHeapPeak (with --heapprofile): the child's highest live heap in
-	// the phase.
-	LiveHeapPeak uint64 `json:"liveHeapPeak,omitempty"`
 }
 
 // startOf summarizes a start phase of informer from its samples (T from
@@ -107,7 +104,6 @@ func startOf(samples []churnSample, informer, phase string, ready float64, child
 	}
 	if child != nil {
 		st.SyncSeconds, st.InitialAdds = child.SyncSeconds, child.InitialAdds
-		st.LiveHeapPeak = child.LiveHeapPeaks[phase]
 	}
 	return st
 }
@@ -268,19 +264,6 @@ func churnTable(r *churnResult) [][]string {
 		row("RssAnon MiB peak, restart", rRestartPeak, restart(func(st *churnStart) string { return f0(mib(st.RssAnonPeak)) }))
 		row(fmt.Sprintf("RssAnon MiB %v after the restart synced", seconds(r.RestartSettleSeconds)), rRestartSettled,
 			restart(func(st *churnStart) string { return f0(mib(st.RssAnonEnd)) }))
-	}
-	heaps := false
-	for _, in := range r.Informers {
-		heaps = heaps || in.Cold.LiveHeapPeak > 0
-	}
-	if heaps {
-		row("live heap MiB peak: cold / churn / restart", "", func(in churnInformer) string {
-			restart := "-"
-			if in.Restart != nil {
-				restart = f0(mib(in.Restart.LiveHeapPeak))
-			}
-			return fmt.Sprintf("%s / %s / %s", f0(mib(in.Cold.LiveHeapPeak)), f0(mib(in.Child.LiveHeapPeaks[phaseChurn])), restart)
-		})
 	}
 	return rows
 }

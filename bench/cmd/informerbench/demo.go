@@ -5,22 +5,21 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"text/tabwriter"
 	"time"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
-	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/internal/runstats"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// runDemo is `make demo`: a local apiserver with a few thousand Pods;
-// client-go's cold start in protobuf (boltinformer's wire format, the
-// headline) and in JSON, a boltinformer cold start and warm restart, each in
-// its own process, repeated with the order reversed every other time; then
+// runDemo is `make demo`, on the main bench's sizeRun: a local apiserver
+// with a few thousand Pods; client-go's cold start in protobuf
+// (boltinformer's wire format, the headline) and in JSON, a boltinformer
+// cold start and warm restart, each in its own process, repeated with the
+// order rotated between repetitions; then
 // one restart after a forced 410 that recovers by what changed, and one
 // without Recovery (the full-relist fallback); and a hot snapshot of the
 // cache file for inspect. boltinformer's informer is set up as the typed
@@ -28,157 +27,72 @@ import (
 // same Pods), with WarmListBelow's default: the demo's collection is below
 // it, so the warm restart, which resumes its watch, also takes a
 // consistent metadata list and is synced once its store holds the listed
-// versions, instead of waiting for the apiserver's bookmark. Everything it starts is torn down before it returns.
+// versions, instead of waiting for the apiserver's bookmark. Everything it
+// starts is torn down before it returns.
 func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	opts := &benchOptions{contentType: protobufContentType, shape: shapeRealistic}
 	pods := fs.Int("pods", 3000, "Pods to create.")
-	reps := fs.Int("reps", 3, "Repetitions of each variant (medians are shown); every other one runs in reverse order.")
-	shape := shapeRealistic
-	fs.Var(&shape, "pod-size", "Pods to create: realistic (about 6 KB of protobuf) or small (about 2.7 KB).")
+	fs.IntVar(&opts.reps, "reps", 3, "Repetitions of each variant (medians are shown); the order rotates between them.")
+	fs.Var(&opts.shape, "pod-size", "Pods to create: realistic (about 6 KB of protobuf) or small (about 2.7 KB).")
 	snapshot := fs.String("snapshot", "", "Write a hot snapshot of the cache file here (for inspect).")
-	workers := fs.Int("workers", 48, "Concurrent requests when creating Pods.")
+	fs.IntVar(&opts.workers, "workers", 48, "Concurrent requests when creating Pods.")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *pods < 1 || *reps < 1 {
-		return fmt.Errorf("--pods and --reps must be positive")
-	}
-	work, err := os.MkdirTemp("", "informerbench-")
-	if err != nil {
+	opts.sizes = []int{*pods}
+	if err := opts.validate(); err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
-	cl, err := connect(ctx, work, out)
+	sess, err := openSession(ctx, &opts.logDir, nil, out)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		fmt.Fprintln(out, "\nstopping kube-apiserver and etcd, removing their data…")
-		cl.close()
+		sess.close()
 	}()
-	cs, err := cl.clientset()
-	if err != nil {
-		return err
-	}
 	// A live cluster's background writes (the heartbeat), for every variant.
-	podBytes, stopHeartbeat, err := readyPods(ctx, cl, cs, shape, *pods, *workers, out)
+	podBytes, stopHeartbeat, err := readyPods(ctx, sess.cl, sess.cs, opts.shape, *pods, opts.workers, out)
 	if err != nil {
 		return err
 	}
 	defer stopHeartbeat()
 
-	file := filepath.Join(work, "cache.db")
-	spec := func(variant, informer, contentType string) childSpec {
-		s := childSpec{
-			Variant: variant, Informer: informer, ContentType: contentType,
-			Kubeconfig: cl.kubeconfig, Selector: shape.selector(), Expect: *pods,
-		}
-		s.APIServerPID, s.EtcdPID = cl.pids()
-		if informer == informerBolt {
-			s.File = file
-		}
-		return s
-	}
-	results := map[string][]*childResult{}
-	var loads []float64
-	run := func(s childSpec, title string) (*childResult, error) {
-		res, err := spawn(ctx, s, filepath.Join(work, s.Variant+".log"), nil)
-		if err != nil {
-			return nil, err
-		}
-		loads = append(loads, benchkit.LoadAverage())
-		fmt.Fprintf(out, "  %-44s informer synced %v, every handler synced %v\n", title, seconds(res.InformerSyncedSeconds), seconds(res.SyncSeconds))
-		return res, nil
-	}
-
-	// The apiserver's watch cache memoizes each object's serialization per
-	// wire format: the first informer to ask for a format pays the encoding
-	// and the next ones do not. Warm both formats up, unmeasured, so that
-	// no variant pays for the others.
-	fmt.Fprintln(out, "warming up the apiserver's watch cache in both wire formats (not measured)…")
-	for _, ct := range []string{protobufContentType, "application/json"} {
-		if _, err := run(spec("warm-up", informerClientGo, ct), "client-go "+ct); err != nil {
-			return err
-		}
-	}
-
-	churn := min(max(*pods/100, 10), *pods)
-	clientGo := func(variant, contentType, title string) func(rep int) error {
-		return func(int) error {
-			res, err := run(spec(variant, informerClientGo, contentType), title)
-			if err == nil {
-				results[variant] = append(results[variant], res)
+	reps := opts.reps
+	r := &sizeRun{cl: sess.cl, cs: sess.cs, opts: opts, n: *pods, file: filepath.Join(sess.work, "cache.db"), log: out,
+		runs: map[string][]*childResult{}, brief: true}
+	// The warm restart is the typed factory's informer (with Recovery);
+	// its last one writes the snapshot, and none times the indexer.
+	r.tweak = func(rep int, s *childSpec) {
+		if s.Variant == vBoltWarm {
+			s.Recovery, s.Latency = true, false
+			if rep == reps-1 {
+				s.Snapshot = *snapshot
 			}
-			return err
 		}
 	}
-	bolt := func(rep int) error {
-		cold := spec(vBoltCold, informerBolt, protobufContentType)
-		cold.Fresh = true
-		res, err := run(cold, variantTitles[vBoltCold])
-		if err != nil {
-			return err
-		}
-		results[vBoltCold] = append(results[vBoltCold], res)
-		warm := spec(vBoltWarm, informerBolt, protobufContentType)
-		warm.Recovery = true
-		if _, warm.CatchUpRV, err = patchPods(ctx, cs, shape, *pods, churn, *workers, newTag("demo")); err != nil {
-			return err
-		}
-		if rep == *reps-1 {
-			warm.Snapshot = *snapshot
-		}
-		if res, err = run(warm, fmt.Sprintf("%s (%d Pods changed first)", demoTitles[vBoltWarm], churn)); err != nil {
-			return err
-		}
+	fmt.Fprintln(out, "warming up the apiserver's watch cache in both wire formats (not measured), then each informer in its own process:")
+	opts.variants = map[string]bool{vClientGoProto: true, vClientGoJSON: true, vBoltCold: true, vBoltWarm: true}
+	if err := r.measure(ctx); err != nil {
+		return err
+	}
+	for _, res := range r.runs[vBoltWarm] {
 		if res.Lists != 0 || res.StartCause != string(reflector.CauseResumed) {
 			return fmt.Errorf("the warm restart listed in full (%d LIST requests, start %q), which it should not", res.Lists, res.StartCause)
 		}
-		results[vBoltWarm] = append(results[vBoltWarm], res)
-		return nil
 	}
-	steps := []func(int) error{
-		clientGo(vClientGoProto, protobufContentType, variantTitles[vClientGoProto]),
-		clientGo(vClientGoJSON, "application/json", variantTitles[vClientGoJSON]),
-		bolt,
-	}
-	for rep := range *reps {
-		fmt.Fprintf(out, "repetition %d/%d, each informer in its own process:\n", rep+1, *reps)
-		order := slices.Clone(steps)
-		if rep%2 == 1 {
-			slices.Reverse(order)
-		}
-		for _, step := range order {
-			if err := step(rep); err != nil {
-				return err
-			}
-		}
-	}
-
 	// Once each: a restart after a 410 (the apiserver restarted: its watch
 	// history is gone), recovering by what changed; and, for comparison,
 	// the same without Recovery, which relists in full. The recovering one
 	// has WarmListBelow's default, as a user's informer would: its
 	// consistent metadata list for the proof by versions is made beside the
 	// recovery's, and dropped when the 410 arrives.
-	for _, v := range []string{vBoltRecover, vBolt410} {
-		if _, _, err := patchPods(ctx, cs, shape, *pods, churn, *workers, newTag("demo-expired")); err != nil {
-			return err
-		}
-		fmt.Fprintln(out, "restarting kube-apiserver (expires the stored resourceVersion)…")
-		if err := cl.expire(ctx); err != nil {
-			return err
-		}
-		expired := spec(v, informerBolt, protobufContentType)
-		expired.WaitRelist, expired.Recovery = true, v == vBoltRecover
-		res, err := run(expired, fmt.Sprintf("%s (%d Pods changed first)", demoTitles[v], churn))
-		if err != nil {
-			return err
-		}
-		results[v] = []*childResult{res}
+	opts.variants, opts.reps = map[string]bool{vBoltRecover: true, vBolt410: true}, 1
+	if err := r.measure(ctx); err != nil {
+		return err
 	}
-
-	printDemo(out, *pods, *reps, shape, podBytes, churn, loads, results)
+	printDemo(out, *pods, reps, opts.shape, podBytes, opts.churnFor(*pods), r.load, r.runs)
 	if *snapshot != "" {
 		fmt.Fprintf(out, "A hot snapshot of the cache file, taken during the last warm restart, is at %s.\n", *snapshot)
 	}
@@ -198,7 +112,7 @@ var demoTitles = map[string]string{
 // printDemo prints the demo's table and its headline: boltinformer's warm
 // restart against client-go in the same wire format.
 func printDemo(out io.Writer, pods, reps int, shape podShape, podBytes float64, churn int, loads []float64, results map[string][]*childResult) {
-	fmt.Fprintf(out, "\n%d %s Pods (%.1f KB of protobuf each) on a local kube-apiserver; medians of %d runs, order reversed every other run;\n"+
+	fmt.Fprintf(out, "\n%d %s Pods (%.1f KB of protobuf each) on a local kube-apiserver; medians of %d runs, order rotated between runs;\n"+
 		"1-minute load average during the runs %s–%s. Control-plane cost: from start to synced (boltinformer: caught up, durable).\n\n",
 		pods, shape, podBytes/1000, reps, f1(slices.Min(loads)), f1(slices.Max(loads)))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)

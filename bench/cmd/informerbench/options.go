@@ -7,27 +7,25 @@ import (
 	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
 
 // benchOptions are the benchmark's flags.
 type benchOptions struct {
-	sizes        []int
-	shape        podShape
-	reps         int
-	updates      int // patches driven per throughput run
-	churn        int // pods changed while a boltinformer is down; 0: 1% of N
-	workers      int // concurrent writers when populating and driving
-	contentType  string
-	clientGoList bool            // also run client-go with WatchListClient off
-	variants     map[string]bool // --variants; nil: all (see runs)
-	out          string
-	plot         string
-	profileDir   string
-	logDir       string
-	settle       time.Duration
+	sizes       []int
+	shape       podShape
+	reps        int
+	updates     int // patches driven per throughput run
+	churn       int // pods changed while a boltinformer is down; 0: 1% of N
+	workers     int // concurrent writers when populating and driving
+	contentType string
+	variants    map[string]bool // --variants; nil: all (see runs)
+	out         string
+	plot        string
+	profileDir  string
+	logDir      string
+	settle      time.Duration
 }
 
 func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
@@ -41,9 +39,8 @@ func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.updates, "updates", 10000, "Pod patches per throughput run (fewer make the drain too short to time on a busy machine); 0: no throughput runs.")
 	fs.IntVar(&o.churn, "churn", 0, "Pods patched while boltinformer is down, before the warm and the 410 restarts (0: 1% of N, at least 10).")
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating and patching Pods.")
-	fs.BoolVar(&o.clientGoList, "client-go-list", true, "Also run client-go with its WatchListClient gate off (a LIST instead of a watch-list stream); ignored with --variants.")
 	fs.Func("variants", "Comma-separated variants to run, default all: "+strings.Join(allVariants, ",")+
-		". The boltinformer ones run in the order cold, warm, bounded, recover and 410, decode-floor on one file; without bolt-cold, a cold start that is not reported fills the file first.", o.setVariants)
+		". The boltinformer ones run in the order cold, warm, bounded, recover and 410 on one file; without bolt-cold, a cold start that is not reported fills the file first.", o.setVariants)
 	fs.StringVar(&o.out, "out", benchkit.OutDir("informerbench"), "Directory for the results (informerbench-<N>.{json,txt}).")
 	fs.StringVar(&o.plot, "plot", "sync-time", "Name in --out of the sync-time plot of every result there; empty: no plot.")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "If set, every child writes CPU profiles of its phases here (<variant>-<N>-rep<r>-<phase>.pprof).")
@@ -75,16 +72,9 @@ func (o *benchOptions) setVariants(v string) error {
 }
 
 // runs reports whether variant v is to be measured: every variant by
-// default (client-go's LIST modes only with --client-go-list), else those
-// --variants names.
+// default, else those --variants names.
 func (o *benchOptions) runs(v string) bool {
-	if o.variants != nil {
-		return o.variants[v]
-	}
-	if v == vClientGoJSONList || v == vClientGoProtoList {
-		return o.clientGoList
-	}
-	return true
+	return o.variants == nil || o.variants[v]
 }
 
 func (o *benchOptions) validate() error {
@@ -103,12 +93,4 @@ func (o *benchOptions) churnFor(n int) int {
 		return min(o.churn, n)
 	}
 	return min(max(n/100, 10), n)
-}
-
-// sizeLabel prints a count the way the flags take it.
-func sizeLabel(n int) string {
-	if n >= 1000 && n%1000 == 0 {
-		return strconv.Itoa(n/1000) + "k"
-	}
-	return strconv.Itoa(n)
 }

@@ -25,14 +25,14 @@ func TestParseCount(t *testing.T) {
 }
 
 func TestVariantSelection(t *testing.T) {
-	o := &benchOptions{clientGoList: false}
-	if !o.runs(vBoltWarm) || !o.runs(vFloor) || o.runs(vClientGoProtoList) {
-		t.Error("by default every variant runs but client-go's LIST modes, which follow --client-go-list")
+	o := &benchOptions{}
+	if !o.runs(vBoltWarm) || !o.runs(vClientGoProtoList) {
+		t.Error("by default every variant runs")
 	}
-	if err := o.setVariants("bolt-warm, client-go-protobuf-list,decode-floor"); err != nil {
+	if err := o.setVariants("bolt-warm, client-go-protobuf-list"); err != nil {
 		t.Fatal(err)
 	}
-	for v, want := range map[string]bool{vBoltWarm: true, vClientGoProtoList: true, vFloor: true, vBoltCold: false, vClientGoProto: false} {
+	for v, want := range map[string]bool{vBoltWarm: true, vClientGoProtoList: true, vBoltCold: false, vClientGoProto: false} {
 		if o.runs(v) != want {
 			t.Errorf("with --variants, runs(%s) = %v, want %v", v, !want, want)
 		}

@@ -1,10 +1,7 @@
 package main
 
-import "strings"
-
 // Ratios derived from one run: each informer start's stages over client-go
-// in boltinformer's wire format (like for like), and the time until every
-// handler had its initial adds over the decode floor of the same objects.
+// in boltinformer's wire format (like for like).
 // They are saved with the results (JSON: ratios; CSV: rows whose metric
 // ends in _x_<reference>), beside the medians they come from.
 
@@ -22,19 +19,6 @@ func (r *sizeResult) likeForLike() string {
 	return from
 }
 
-// floorMetric is the decode floor a variant's delivery is compared with:
-// the file's records for boltinformer, bare protobuf for client-go in
-// protobuf, none for client-go in JSON (its decoding is JSON's).
-func floorMetric(variant string) string {
-	switch {
-	case strings.HasPrefix(variant, "bolt-"):
-		return mFloorCodecFresh
-	case variant == vClientGoProto || variant == vClientGoProtoList:
-		return mFloorProto
-	}
-	return ""
-}
-
 // ratioDefs returns the ratios reported for variant.
 func (r *sizeResult) ratioDefs(variant string) []ratioDef {
 	var defs []ratioDef
@@ -42,9 +26,6 @@ func (r *sizeResult) ratioDefs(variant string) []ratioDef {
 		for _, m := range []string{mInformerSynced, mFirstList, mSync} {
 			defs = append(defs, ratioDef{m + "_x_" + ref, m, ref, m})
 		}
-	}
-	if fm := floorMetric(variant); fm != "" {
-		defs = append(defs, ratioDef{mSync + "_x_" + fm, mSync, vFloor, fm})
 	}
 	return defs
 }

@@ -25,20 +25,18 @@ var recoverVariants = []string{vBoltRecover, vBoltRecoverFull, vBolt410, vClient
 
 // recoverOptions are the recover subcommand's flags.
 type recoverOptions struct {
-	pods      int
-	shape     podShape
-	reps      int
-	changed   []changeAmount  // --changed; nil: not in this run
-	downtimes []time.Duration // --downtimes; nil: not in this run
-	rate      float64         // writes a second emulated during a downtime
-	window    time.Duration   // the apiserver's watch history
-	mix       changeMix
-	variants  []string // --variants; nil: the mode's default
-	workers   int
-	out       string
-	logDir    string
-	settle    time.Duration
-	seed      uint64
+	*benchkit.Flags // --pods, --reps and --out
+	shape           podShape
+	changed         []changeAmount  // --changed; nil: not in this run
+	downtimes       []time.Duration // --downtimes; nil: not in this run
+	rate            float64         // writes a second emulated during a downtime
+	window          time.Duration   // the apiserver's watch history
+	mix             changeMix
+	variants        []string // --variants; nil: the mode's default
+	workers         int
+	logDir          string
+	settle          time.Duration
+	seed            uint64
 	// profileDir, if set, keeps a CPU profile of every child's start.
 	profileDir string
 }
@@ -49,14 +47,10 @@ const (
 )
 
 func (o *recoverOptions) AddFlags(fs *flag.FlagSet) {
-	o.pods, o.settle, o.seed = 100000, 2*time.Second, 1
-	fs.Func("pods", "Pods to create, e.g. 3000, 10k or 100k (default 100k).", func(v string) (err error) {
-		o.pods, err = benchkit.ParseCount(v)
-		return err
-	})
+	o.settle, o.seed = 2*time.Second, 1
+	o.Flags = benchkit.NewFlags(fs, 100000, 3, "informerbench")
 	o.shape = shapeRealistic
 	fs.Var(&o.shape, "pod-size", "Pods to create: realistic (about 6 KB of protobuf each) or small (about 2.7 KB).")
-	fs.IntVar(&o.reps, "reps", 3, "Repetitions of every start at every point; the report shows medians.")
 	fs.Func("changed", "Comma-separated amounts changed while no informer runs, each a point of the table: percentages of the Pods or counts, e.g. "+
 		defaultChanged+" (the default, unless only --downtimes is given) or 100,1000,10k.", func(v string) (err error) {
 		o.changed, err = parseChanged(v)
@@ -96,7 +90,6 @@ func (o *recoverOptions) AddFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating and changing Pods.")
-	fs.StringVar(&o.out, "out", benchkit.OutDir("informerbench"), "Directory for recover-changed-<N>.{json,txt} and recover-downtime-<N>.{json,txt,svg}.")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "Write a CPU profile of each child's start (to synced and durable) here, as <variant>-<pods>-<point>-rep<repetition>-sync.pprof.")
 }
 
@@ -115,7 +108,7 @@ func (o *recoverOptions) parse(args []string, usage io.Writer) error {
 	if o.changed == nil && o.downtimes == nil {
 		o.changed, _ = parseChanged(defaultChanged)
 	}
-	if o.pods < 1 || o.reps < 1 || o.workers < 1 || o.rate < 0 || o.window <= 0 {
+	if o.Pods < 1 || o.Reps < 1 || o.workers < 1 || o.rate < 0 || o.window <= 0 {
 		return errors.New("recover: --pods, --reps, --workers and --window must be positive, --rate not negative")
 	}
 	return nil
@@ -140,13 +133,13 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 	if err := opts.parse(args, os.Stderr); err != nil {
 		return err
 	}
-	sess, err := openSession(ctx, &opts.logDir, []string{opts.out, opts.profileDir}, out)
+	sess, err := openSession(ctx, &opts.logDir, []string{opts.Out, opts.profileDir}, out)
 	if err != nil {
 		return err
 	}
 	defer sess.close()
 	cl, cs := sess.cl, sess.cs
-	podBytes, stopHeartbeat, err := readyPods(ctx, cl, cs, opts.shape, opts.pods, opts.workers, out)
+	podBytes, stopHeartbeat, err := readyPods(ctx, cl, cs, opts.shape, opts.Pods, opts.workers, out)
 	if err != nil {
 		return err
 	}
@@ -154,14 +147,14 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 	idleAS, idleEtcd := idleCPU(ctx, cl, 5*time.Second)
 	r := &recoverRun{
 		sess: sess, opts: opts, log: out, file: filepath.Join(sess.work, "cache.db"),
-		pods: newPodSet(opts.pods), rng: rand.New(rand.NewPCG(opts.seed, opts.seed^0x9e3779b97f4a7c15)),
+		pods: newPodSet(opts.Pods), rng: rand.New(rand.NewPCG(opts.seed, opts.seed^0x9e3779b97f4a7c15)),
 	}
 	if err := r.prepare(ctx); err != nil {
 		return err
 	}
 	newResult := func(mode string) *recoverResult {
 		return &recoverResult{
-			Mode: mode, Pods: opts.pods, Reps: opts.reps, Date: time.Now().UTC().Format(time.RFC3339), Machine: sess.mach,
+			Mode: mode, Pods: opts.Pods, Reps: opts.Reps, Date: time.Now().UTC().Format(time.RFC3339), Machine: sess.mach,
 			PodSize: string(opts.shape), PodProtoBytes: podBytes, Mix: opts.mix.String(),
 			IdleAPIServerCPU: idleAS, IdleEtcdCPU: idleEtcd, SettleSeconds: opts.settle.Seconds(),
 		}
@@ -175,9 +168,9 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 		res.Rate, res.WindowSeconds = opts.rate, opts.window.Seconds()
 		vs := opts.variantsFor(true)
 		fmt.Fprintf(out, "measuring restarts against downtime at %d %s Pods, %.0f Pod writes/s while down, watch history %v, %d repetitions of %s…\n",
-			opts.pods, opts.shape, opts.rate, opts.window, opts.reps, strings.Join(vs, ", "))
+			opts.Pods, opts.shape, opts.rate, opts.window, opts.Reps, strings.Join(vs, ", "))
 		for i, d := range opts.downtimes {
-			writes, changed, expired := downtimeChanges(d, opts.rate, opts.window, opts.pods)
+			writes, changed, expired := downtimeChanges(d, opts.rate, opts.window, opts.Pods)
 			p := &recoverPoint{Label: downtimeLabel(d), DowntimeSeconds: d.Seconds(), Writes: writes, Changes: opts.mix.counts(changed), Expired: expired}
 			if err := r.measure(ctx, p, i, vs); err != nil {
 				return err
@@ -192,9 +185,9 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 		res := newResult(modeChanged)
 		vs := opts.variantsFor(false)
 		fmt.Fprintf(out, "measuring restarts after a downtime beyond the watch history at %d %s Pods (%.1f KB of protobuf each), %d changed amounts, %d repetitions of %s…\n",
-			opts.pods, opts.shape, podBytes/1000, len(opts.changed), opts.reps, strings.Join(vs, ", "))
+			opts.Pods, opts.shape, podBytes/1000, len(opts.changed), opts.Reps, strings.Join(vs, ", "))
 		for i, a := range opts.changed {
-			c := a.of(opts.pods)
+			c := a.of(opts.Pods)
 			p := &recoverPoint{Label: a.label, Changes: opts.mix.counts(c), Expired: true}
 			if err := r.measure(ctx, p, i, vs); err != nil {
 				return err
@@ -269,7 +262,7 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 		history = "history expired by an apiserver restart"
 	}
 	fmt.Fprintf(r.log, "point %s: %d Pods changed before each boltinformer start (%s); %s\n", p.Label, p.Changes.Total(), p.Changes, history)
-	for rep := range r.opts.reps {
+	for rep := range r.opts.Reps {
 		k := (rep + point) % len(variants)
 		for _, v := range slices.Concat(variants[k:], variants[:k]) {
 			if (v == vBolt410 || v == vBoltRecoverFull) && !p.Expired {
@@ -298,7 +291,7 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 				restarted = fmt.Sprintf(" (after an apiserver restart of %.1fs)", time.Since(began).Seconds())
 			}
 			time.Sleep(r.opts.settle)
-			name := fmt.Sprintf("%s-%s-%s-rep%d", v, sizeLabel(r.opts.pods), strings.NewReplacer("%", "pct", ".", "_").Replace(p.Label), rep+1)
+			name := fmt.Sprintf("%s-%s-%s-rep%d", v, benchkit.CountLabel(r.opts.Pods), strings.NewReplacer("%", "pct", ".", "_").Replace(p.Label), rep+1)
 			if r.opts.profileDir != "" {
 				spec.ProfilePrefix = filepath.Join(r.opts.profileDir, name)
 			}
@@ -308,7 +301,7 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 			}
 			p.Runs[v] = append(p.Runs[v], res)
 			r.load = append(r.load, benchkit.LoadAverage())
-			fmt.Fprintf(r.log, "  [%s rep %d/%d] %s%s\n", p.Label, rep+1, r.opts.reps, summary(res), restarted)
+			fmt.Fprintf(r.log, "  [%s rep %d/%d] %s%s\n", p.Label, rep+1, r.opts.Reps, summary(res), restarted)
 		}
 	}
 	p.Medians = map[string]map[string]float64{}
@@ -323,14 +316,14 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 func (r *recoverRun) finish(res *recoverResult) error {
 	res.LoadAvg, r.load = r.load, nil
 	res.Targets = recoverTargets(res)
-	if err := os.MkdirAll(r.opts.out, 0o755); err != nil {
+	if err := os.MkdirAll(r.opts.Out, 0o755); err != nil {
 		return err
 	}
 	rep := res.report()
 	if err := rep.WriteText(r.log); err != nil {
 		return err
 	}
-	paths, err := benchkit.Save(r.opts.out, res.name(), res, rep)
+	paths, err := benchkit.Save(r.opts.Out, res.name(), res, rep)
 	if err != nil {
 		return err
 	}

@@ -241,8 +241,8 @@ func TestRecoverOptions(t *testing.T) {
 		return o
 	}
 	o := parse("--pods", "3k")
-	if o.pods != 3000 || len(o.changed) != 3 || o.downtimes != nil {
-		t.Errorf("defaults: %d Pods, %d amounts, downtimes %v; want 3000, the three of %s, none", o.pods, len(o.changed), o.downtimes, defaultChanged)
+	if o.Pods != 3000 || len(o.changed) != 3 || o.downtimes != nil {
+		t.Errorf("defaults: %d Pods, %d amounts, downtimes %v; want 3000, the three of %s, none", o.Pods, len(o.changed), o.downtimes, defaultChanged)
 	}
 	if !slices.Equal(o.variantsFor(false), recoverVariants) {
 		t.Errorf("changed-mode variants %v, want all", o.variantsFor(false))

@@ -80,13 +80,6 @@ const (
 	hRelistSynced   = "relist_synced_x_client_go"
 )
 
-// fasterClientGo is the lower median of metric over client-go's two
-// protobuf modes.
-func fasterClientGo(med map[string]map[string]float64, metric string) (float64, bool) {
-	x, _, ok := bestClientGo(med, protobufContentType, metric)
-	return x, ok && x > 0
-}
-
 // fullListVariant is the start whose transfer is a full list of the
 // collection: client-go's protobuf LIST, or else the fallback's relist.
 func fullListVariant(med map[string]map[string]float64) string {
@@ -107,8 +100,10 @@ func headline(med map[string]map[string]float64) map[string]float64 {
 			out[name] = x
 		}
 	}
-	synced, okS := fasterClientGo(med, mInformerSynced)
-	handlers, okH := fasterClientGo(med, mSync)
+	// client-go's faster start: the lower median of its two protobuf modes.
+	synced, _, okS := bestClientGo(med, protobufContentType, mInformerSynced)
+	handlers, _, okH := bestClientGo(med, protobufContentType, mSync)
+	okS, okH = okS && synced > 0, okH && handlers > 0
 	if okS {
 		out[hBestSynced] = synced
 	}
@@ -142,14 +137,7 @@ func headline(med map[string]map[string]float64) map[string]float64 {
 func recoverTargets(res *recoverResult) []target {
 	var ts []target
 	check := func(goal string, x float64, ok bool, limit float64, detail string) {
-		t := target{Goal: goal, Status: "not measured"}
-		if ok {
-			t.Status, t.Detail = "missed", fmt.Sprintf(detail, x)
-			if x <= limit {
-				t.Status = "holds"
-			}
-		}
-		ts = append(ts, t)
+		ts = append(ts, checkTarget(goal, ok, x <= limit, detail, x))
 	}
 	for _, p := range res.Points {
 		h := p.Headline
@@ -173,7 +161,7 @@ func recoverTargets(res *recoverResult) []target {
 // name is the results' file name without extension:
 // recover-<mode>-<N>[-small].
 func (r *recoverResult) name() string {
-	return fmt.Sprintf("recover-%s-%s%s", r.Mode, sizeLabel(r.Pods), podShape(r.PodSize).label())
+	return fmt.Sprintf("recover-%s-%s%s", r.Mode, benchkit.CountLabel(r.Pods), podShape(r.PodSize).label())
 }
 
 // report is the run's tables, targets and, for downtimes, the plot.
@@ -340,7 +328,7 @@ func (r *recoverResult) downtimePlot() benchkit.Plot {
 	window := secondsDuration(r.WindowSeconds)
 	p := benchkit.Plot{Name: r.name(), Title: "Time to synced after a restart, against downtime",
 		Subtitle: fmt.Sprintf("%s Pods · %.0f writes/s while down (emulated) · medians of %d · %s × %d · %s",
-			sizeLabel(r.Pods), r.Rate, r.Reps, r.Machine.CPU, r.Machine.Cores, r.Date[:min(10, len(r.Date))]),
+			benchkit.CountLabel(r.Pods), r.Rate, r.Reps, r.Machine.CPU, r.Machine.Cores, r.Date[:min(10, len(r.Date))]),
 		XLabel: "downtime (points evenly spaced)", YLabel: "seconds from start",
 		Notes: []string{fmt.Sprintf("Downtime d: %.0f·d Pod writes made at once", r.Rate), "before the start (not waited out);",
 			fmt.Sprintf("beyond %s the apiserver is", window), "restarted first, so the watch history", "is gone and boltinformer recovers."}}

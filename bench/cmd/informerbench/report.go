@@ -92,9 +92,6 @@ func sizeReport(r *sizeResult) *benchkit.Report {
 		printFile(rep, cold)
 	}
 	printTargets(rep, r.Targets)
-	for _, n := range r.Notes {
-		rep.Printf("note: %s\n", n)
-	}
 	return rep
 }
 
@@ -121,7 +118,7 @@ func printFile(rep *benchkit.Report, cold map[string]float64) {
 }
 
 // printStages prints each start's stages beside client-go like for like
-// and the decode floor (ratios.go).
+// (ratios.go).
 func printStages(rep *benchkit.Report, r *sizeResult) {
 	ratios, ref := r.computeRatios(), r.likeForLike()
 	rat := func(v, metric, refName string) string {
@@ -137,7 +134,7 @@ func printStages(rep *benchkit.Report, r *sizeResult) {
 	rep.Printf("\n")
 	var t benchkit.Table
 	rows := [][]string{{"start stages (from construction)", "Run called ms", "first watch ms", "informer synced ms", "after watch ms", "× client-go", "first List done ms", "× client-go",
-		"every handler synced s", "× client-go", "handler 1 · 2 s", "× decode floor"}}
+		"every handler synced s", "× client-go", "handler 1 · 2 s"}}
 	shown := false
 	for _, v := range variantOrder {
 		m, ok := r.Medians[v]
@@ -148,8 +145,7 @@ func printStages(rep *benchkit.Report, r *sizeResult) {
 		rows = append(rows, []string{variantTitles[v], opt(m, mConstruct, ms), opt(m, mFirstWatch, ms), opt(m, mInformerSynced, ms), opt(m, mSyncedAfterWatch, ms), rat(v, mInformerSynced, ref),
 			opt(m, mFirstList, ms), rat(v, mFirstList, ref),
 			f2(m[mSync]), rat(v, mSync, ref),
-			opt(m, fmt.Sprintf(mHandlerSynced, 1), f2) + " · " + opt(m, fmt.Sprintf(mHandlerSynced, 2), f2),
-			rat(v, mSync, floorMetric(v))})
+			opt(m, fmt.Sprintf(mHandlerSynced, 1), f2) + " · " + opt(m, fmt.Sprintf(mHandlerSynced, 2), f2)})
 	}
 	if !shown {
 		return
@@ -160,17 +156,7 @@ func printStages(rep *benchkit.Report, r *sizeResult) {
 	}
 	rep.Printf("    \"Run called\": informer built (boltinformer: file opened) and handlers added; \"first watch\": the apiserver accepted\n"+
 		"    boltinformer's first watch; \"after watch\": informer synced minus first watch (negative: synced before the watch opened);\n"+
-		"    \"× client-go\" is over %s (like for like);\n", orDash(ref))
-	rep.Printf("%s\n", "    \"× decode floor\" is every handler synced over decoding the same objects alone on all cores")
-	if fl, ok := r.Medians[vFloor]; ok {
-		workers := 0
-		if runs := r.Runs[vFloor]; len(runs) > 0 && runs[0].Floor != nil {
-			workers = runs[0].Floor.Workers
-		}
-		rep.Printf("    decode floor (%d goroutines, no informer): the file's records with boltinformer's codec %.2f s as a fresh process's first work\n"+
-			"    (the floor a warm start is divided by), %.2f s once the heap has grown; the same Pods' bare protobuf %.2f s once grown\n",
-			workers, fl[mFloorCodecFresh], fl[mFloorCodec], fl[mFloorProto])
-	}
+		"    \"× client-go\" is over %s (like for like)\n", orDash(ref))
 }
 
 func orDash(s string) string {

@@ -21,11 +21,9 @@ type sizeResult struct {
 	Runs            map[string][]*childResult     `json:"runs"`
 	Medians         map[string]map[string]float64 `json:"medians"`
 	Targets         []target                      `json:"targets"`
-	Notes           []string                      `json:"notes,omitempty"`
 
 	// Ratios are derived from Medians (ratios.go): per variant, each
-	// start stage over client-go like for like, and delivery over the
-	// decode floor.
+	// start stage over client-go like for like.
 	Ratios map[string]map[string]float64 `json:"ratios,omitempty"`
 
 	// PodSize is the --pod-size (empty in older results: realistic);
@@ -54,7 +52,7 @@ type heartbeatStats struct {
 // name is the result's file name without extension:
 // informerbench-<N>[-small].
 func (r *sizeResult) name() string {
-	return fmt.Sprintf("informerbench-%s%s", sizeLabel(r.Pods), podShape(r.PodSize).label())
+	return fmt.Sprintf("informerbench-%s%s", benchkit.CountLabel(r.Pods), podShape(r.PodSize).label())
 }
 
 // realistic reports whether the result is of realistic Pods (the plot's).
@@ -123,6 +121,6 @@ func syncTimePlot(results []*sizeResult) benchkit.Plot {
 		}
 		p.Series = append(p.Series, line)
 	}
-	p.Notes = []string{fmt.Sprintf("(seconds at %s Pods)", sizeLabel(last.Pods))}
+	p.Notes = []string{fmt.Sprintf("(seconds at %s Pods)", benchkit.CountLabel(last.Pods))}
 	return p
 }

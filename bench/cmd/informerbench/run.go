@@ -16,23 +16,26 @@ import (
 
 // sizeRun measures every variant at one number of Pods.
 type sizeRun struct {
-	cl    *cluster
-	cs    kubernetes.Interface // the parent's client: churn and updates
-	opts  *benchOptions
-	n     int
-	file  string // boltinformer's cache file
-	log   io.Writer
-	runs  map[string][]*childResult
-	notes []string
-	load  []float64 // 1-minute load average after each child
-	// filled: a cold start has filled file with this size's Pods.
-	filled bool
+	cl   *cluster
+	cs   kubernetes.Interface // the parent's client: churn and updates
+	opts *benchOptions
+	n    int
+	file string // boltinformer's cache file
+	log  io.Writer
+	runs map[string][]*childResult
+	load []float64 // 1-minute load average after each child
+	// filled: a cold start has filled file with this size's Pods;
+	// warmedUp: the watch cache holds their encodings (warmUp).
+	filled, warmedUp bool
+	// tweak, if set, changes each child's spec before it is spawned.
+	tweak func(rep int, spec *childSpec)
+	// brief prints one short line per child instead of its summary.
+	brief bool
 }
 
 // measure runs opts.reps repetitions of the selected variants. Each
 // repetition runs every client-go variant and the boltinformer group (cold,
-// warm, bounded, after 410 and the decode floor, which must run in that
-// order on one file), rotating the order between repetitions so that no
+// warm, bounded and after 410, which must run in that order on one file), rotating the order between repetitions so that no
 // variant always runs first after a quiet apiserver or right after a
 // restart.
 func (r *sizeRun) measure(ctx context.Context) error {
@@ -77,6 +80,10 @@ func (r *sizeRun) measure(ctx context.Context) error {
 // serialization per format, so the first informer to ask for one would pay
 // for the encoding and the next ones not.
 func (r *sizeRun) warmUp(ctx context.Context, formats map[string]bool) error {
+	if r.warmedUp {
+		return nil
+	}
+	r.warmedUp = true
 	for _, ct := range []string{protobufContentType, "application/json"} {
 		if !formats[ct] {
 			continue
@@ -101,7 +108,7 @@ func (r *sizeRun) clientGo(variant, contentType string, list bool) func(context.
 			spec.Latency = true
 			spec = r.withUpdates(spec)
 		}
-		return r.child(ctx, rep, spec)
+		return r.spawnChild(ctx, rep, spec, true)
 	}
 }
 
@@ -111,8 +118,7 @@ func (r *sizeRun) clientGo(variant, contentType string, list bool) func(context.
 // SyncedAtOpen, in alternating order; warm with a bounded cache; then,
 // each after more changes and an apiserver restart that expires the stored
 // resourceVersion, in alternating order, warm with Recovery (it recovers
-// by what changed) and without (a full relist, the fallback); last the
-// decode floor of the file's records. The cold
+// by what changed) and without (a full relist, the fallback). The cold
 // start runs if selected, or, unreported, to fill the file the first time
 // another one needs it.
 func (r *sizeRun) bolt(ctx context.Context, rep int) error {
@@ -146,14 +152,14 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 		if v == vBoltWarm {
 			warm = r.withUpdates(warm)
 		}
-		if err := r.child(ctx, rep, warm); err != nil {
+		if err := r.spawnChild(ctx, rep, warm, true); err != nil {
 			return err
 		}
 	}
 	if r.opts.runs(vBoltBounded) {
 		bounded := spec(vBoltBounded)
 		bounded.CacheObjects, bounded.Latency = boundedCacheObjects, true
-		if err := r.child(ctx, rep, bounded); err != nil {
+		if err := r.spawnChild(ctx, rep, bounded, true); err != nil {
 			return err
 		}
 	}
@@ -177,12 +183,9 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 		}
 		expired := spec(v)
 		expired.WaitRelist, expired.Recovery = true, v == vBoltRecover
-		if err := r.child(ctx, rep, expired); err != nil {
+		if err := r.spawnChild(ctx, rep, expired, true); err != nil {
 			return err
 		}
-	}
-	if r.opts.runs(vFloor) {
-		return r.child(ctx, rep, childSpec{Variant: vFloor, Informer: informerNone, File: r.file})
 	}
 	return nil
 }
@@ -210,20 +213,18 @@ func (r *sizeRun) churn(ctx context.Context, what string) (string, error) {
 	return rv, err
 }
 
-// child runs one variant in its own process and records the result.
-func (r *sizeRun) child(ctx context.Context, rep int, spec childSpec) error {
-	return r.spawnChild(ctx, rep, spec, true)
-}
-
 // spawnChild runs one variant in its own process and prints its summary;
 // with record, it also keeps the result for the report.
 func (r *sizeRun) spawnChild(ctx context.Context, rep int, spec childSpec, record bool) error {
 	time.Sleep(r.opts.settle)
-	name := fmt.Sprintf("%s-%s-rep%d", spec.Variant, sizeLabel(r.n), rep+1)
+	name := fmt.Sprintf("%s-%s-rep%d", spec.Variant, benchkit.CountLabel(r.n), rep+1)
 	spec.Kubeconfig, spec.Selector, spec.Expect = r.cl.kubeconfig, r.opts.shape.selector(), r.n
 	spec.APIServerPID, spec.EtcdPID = r.cl.pids()
 	if r.opts.profileDir != "" {
 		spec.ProfilePrefix = filepath.Join(r.opts.profileDir, name)
+	}
+	if r.tweak != nil {
+		r.tweak(rep, &spec)
 	}
 	var driveRate float64
 	var onReady func() error
@@ -241,22 +242,23 @@ func (r *sizeRun) spawnChild(ctx context.Context, rep int, spec childSpec, recor
 		res.Throughput.DriveRate = driveRate
 	}
 	note := ""
+	if r.brief {
+		fmt.Fprintf(r.log, "  %-56s informer synced %v, every handler synced %v\n", variantTitles[spec.Variant], seconds(res.InformerSyncedSeconds), seconds(res.SyncSeconds))
+	}
 	if record {
 		r.runs[spec.Variant] = append(r.runs[spec.Variant], res)
 		r.load = append(r.load, benchkit.LoadAverage())
 	} else {
 		note = " (not reported: it fills the file for the others)"
 	}
-	fmt.Fprintf(r.log, "  [%s rep %d/%d] %s%s\n", sizeLabel(r.n), rep+1, r.opts.reps, summary(res), note)
+	if !r.brief {
+		fmt.Fprintf(r.log, "  [%s rep %d/%d] %s%s\n", benchkit.CountLabel(r.n), rep+1, r.opts.reps, summary(res), note)
+	}
 	return nil
 }
 
 // summary is a one-line account of a child's result.
 func summary(res *childResult) string {
-	if f := res.Floor; f != nil {
-		return fmt.Sprintf("%-23s %d objects on %d goroutines: codec %.2fs fresh, %.2fs grown (%s), protobuf %.2fs (%s)",
-			res.Variant, f.Objects, f.Workers, f.CodecFreshSeconds, f.CodecSeconds, secondsList(f.CodecRuns), f.ProtobufSeconds, secondsList(f.ProtobufRuns))
-	}
 	s := fmt.Sprintf("%-23s informer synced %7.3fs  first List %7.3fs  all handlers synced %6.2fs (%s)  LIST %d  limit=1 %d  watch-list %d  private %4.0f MiB (RSS %4.0f)  %s",
 		res.Variant, res.InformerSyncedSeconds, res.FirstListSeconds, res.SyncSeconds, secondsList(res.HandlerSyncedSeconds),
 		res.Lists, res.Probes, res.WatchLists, mib(res.AnonBytes), mib(res.RSSBytes), res.Cost)

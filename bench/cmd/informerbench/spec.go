@@ -17,9 +17,6 @@ const (
 
 	informerClientGo = "client-go"
 	informerBolt     = "boltinformer"
-	// informerNone: no informer; the child measures the decode floor of
-	// the cache file's records (floor.go).
-	informerNone = "none"
 )
 
 // childSpec says what one child process measures.
@@ -173,8 +170,6 @@ type childResult struct {
 
 	Latency    *latencyResult    `json:"latency,omitempty"`
 	Throughput *throughputResult `json:"throughput,omitempty"`
-	// Floor is set, and nothing else is, by a decode-floor child.
-	Floor *floorResult `json:"floor,omitempty"`
 }
 
 // recoveryResult is one recovery as the reflector reported it

@@ -86,20 +86,11 @@ const (
 	mFirstWatch       = "first_watch_s"
 	mSyncedAfterWatch = "synced_after_watch_s"
 	mWatchesAtSync    = "watches_at_sync"
-
-	// The decode floor (floor.go), on the decode-floor variant only.
-	mFloorCodec = "floor_codec_s"
-	// mFloorCodecFresh is the codec floor in a fresh process.
-	mFloorCodecFresh = "floor_codec_fresh_s"
-	mFloorProto      = "floor_protobuf_s"
 )
 
 // metrics flattens a result into named numbers; optional parts contribute
 // only when measured.
 func (r *childResult) metrics() map[string]float64 {
-	if f := r.Floor; f != nil {
-		return map[string]float64{mFloorCodec: f.CodecSeconds, mFloorProto: f.ProtobufSeconds, mFloorCodecFresh: f.CodecFreshSeconds}
-	}
 	m := map[string]float64{
 		mSync:       r.SyncSeconds,
 		mLists:      float64(r.Lists),

@@ -1,7 +1,5 @@
 package main
 
-import "slices"
-
 // The measured variants, by the names results use. client-go runs with its
 // default WatchListClient gate (on in v0.37: the initial state streams over
 // a watch) and with the gate off (a LIST), in both wire formats.
@@ -28,9 +26,6 @@ const (
 	// list, taking every item's identity from its bytes, and decodes only
 	// what changed — the full-list fallback.
 	vBoltRecoverFull = "bolt-recover-full"
-	// vFloor is no informer: a bare parallel decode of the cache file's
-	// records and of the same Pods' protobuf (floor.go).
-	vFloor = "decode-floor"
 )
 
 // boundedCacheObjects is the decoded-object cache of the bounded variant.
@@ -43,11 +38,11 @@ var variantOrder = []string{
 }
 
 // allVariants is every name --variants takes, in the results' order.
-var allVariants = append(slices.Clone(variantOrder), vFloor)
+var allVariants = variantOrder
 
 // boltFileVariants need a cache file that a cold start filled: when
 // bolt-cold is not selected, an unrecorded cold start makes it.
-var boltFileVariants = []string{vBoltWarm, vBoltWarmAtOpen, vBoltBounded, vBoltRecover, vBolt410, vFloor}
+var boltFileVariants = []string{vBoltWarm, vBoltWarmAtOpen, vBoltBounded, vBoltRecover, vBolt410}
 
 var variantTitles = map[string]string{
 	vClientGoJSON:      "client-go JSON cold, watch-list (default)",
@@ -60,7 +55,6 @@ var variantTitles = map[string]string{
 	vBoltBounded:       "boltinformer warm, 1,000-object cache",
 	vBoltRecover:       "boltinformer restart after 410, recovering what changed",
 	vBolt410:           "boltinformer restart after 410, full relist (fallback)",
-	vFloor:             "decode alone, all cores (no informer)",
 }
 
 // clientGoVariants returns the two client-go variants of a wire format.
