@@ -42,6 +42,29 @@ func corruptJournal(t *testing.T, path, collection string) {
 	}
 }
 
+// withCheckpoint opens checkpoint "h" into *cp and registers h as its
+// handler, or a handler acknowledging everything if h is nil; reg, if set,
+// receives the registration.
+func withCheckpoint(t *testing.T, cp **bcache.Checkpoint, h cache.ResourceEventHandler, reg *cache.ResourceEventHandlerRegistration) func(*bcache.Informer) {
+	return func(inf *bcache.Informer) {
+		c, err := inf.Checkpoint("h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		*cp = c
+		if h == nil {
+			h = ackingHandler{recordingHandler{&events{}}, t, c}
+		}
+		r, err := c.AddEventHandler(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reg != nil {
+			*reg = r
+		}
+	}
+}
+
 // A journal entry that cannot be read does not make the collection
 // impossible to open (an informer constructor failing on every restart
 // until a person deletes the file): the journal is set aside, the
@@ -98,25 +121,7 @@ func TestJournalSetAsideTellsACheckpointOfDeletions(t *testing.T) {
 	src := podSource("a", "b", "c")
 	populate(t, f, src, bcache.Persistence{}, nil, nil) // the list: into the trees
 	var cp *bcache.Checkpoint
-	withCheckpoint := func(h cache.ResourceEventHandler, reg *cache.ResourceEventHandlerRegistration) func(*bcache.Informer) {
-		return func(inf *bcache.Informer) {
-			var err error
-			if cp, err = inf.Checkpoint("h"); err != nil {
-				t.Fatal(err)
-			}
-			if h == nil {
-				h = ackingHandler{recordingHandler{&events{}}, t, cp}
-			}
-			r, err := cp.AddEventHandler(h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if reg != nil {
-				*reg = r
-			}
-		}
-	}
-	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, withCheckpoint(nil, nil))
+	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, withCheckpoint(t, &cp, nil, nil))
 	r.synced(t)
 	poll.Until(t, 10*time.Second, "acknowledged", func() bool { return cp.Len() == 3 })
 	src.Modify(pod("ns", "a", "", map[string]string{"v": "2"})) // the journal's first entry
@@ -139,7 +144,7 @@ func TestJournalSetAsideTellsACheckpointOfDeletions(t *testing.T) {
 
 	h := &events{}
 	var reg cache.ResourceEventHandlerRegistration
-	r = startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, withCheckpoint(h.handler(), &reg))
+	r = startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, withCheckpoint(t, &cp, h.handler(), &reg))
 	r.synced(t)
 	select {
 	case <-reg.HasSyncedChecker().Done():
@@ -160,21 +165,7 @@ func TestSetAsideTombstoneIsNotRetoldAfterANewerDeletion(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c")
 	var cp *bcache.Checkpoint
-	withCheckpoint := func(h cache.ResourceEventHandler) func(*bcache.Informer) {
-		return func(inf *bcache.Informer) {
-			var err error
-			if cp, err = inf.Checkpoint("h"); err != nil {
-				t.Fatal(err)
-			}
-			if h == nil {
-				h = ackingHandler{recordingHandler{&events{}}, t, cp}
-			}
-			if _, err := cp.AddEventHandler(h); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, withCheckpoint(nil))
+	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, withCheckpoint(t, &cp, nil, nil))
 	r.synced(t)
 	poll.Until(t, 10*time.Second, "acknowledged", func() bool { return cp.Len() == 3 })
 	r.stop()
@@ -189,7 +180,7 @@ func TestSetAsideTombstoneIsNotRetoldAfterANewerDeletion(t *testing.T) {
 		return slices.ContainsFunc(h.list(), func(e string) bool { return strings.HasPrefix(e, "delete ns/c@") })
 	}
 	setup := func(inf *bcache.Informer) {
-		withCheckpoint(h.handler())(inf)
+		withCheckpoint(t, &cp, h.handler(), nil)(inf)
 		onSetAside(func(*bcache.Informer) {
 			src.Modify(pod("ns", "c", "", map[string]string{"v": "2"}))
 			src.Delete(pod("ns", "c", "", nil))
@@ -233,12 +224,7 @@ func TestCheckpointJoiningDuringAFailingWalkIsToldOfSetAsideDeletions(t *testing
 			}
 		}
 	}
-	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, func(inf *bcache.Informer) {
-		openCheckpoint(inf)
-		if _, err := cp.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: notC}); err != nil {
-			t.Fatal(err)
-		}
-	})
+	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, withCheckpoint(t, &cp, cache.ResourceEventHandlerFuncs{AddFunc: notC}, nil))
 	r.synced(t)
 	poll.Until(t, 10*time.Second, "a and b acknowledged", func() bool { return cp.Len() == 2 })
 	r.stop()
