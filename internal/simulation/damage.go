@@ -102,7 +102,7 @@ func damage(path string, fn func(b *bolt.Bucket) (string, error)) (string, error
 // (key → resourceVersion) and tombstones' keys from a closed file. With
 // journalSetAside it returns them as a set-aside of the journal leaves
 // them: an acknowledgement of a key the object tree lacks is a tombstone.
-func readCheckpoint(path, coll, name string, journalSetAside bool) (map[string]string, []string, error) {
+func readCheckpoint(path, name string, journalSetAside bool) (map[string]string, []string, error) {
 	acks := map[string]string{}
 	var tombstones []string
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
@@ -120,7 +120,8 @@ func readCheckpoint(path, coll, name string, journalSetAside bool) (map[string]s
 				_ = nb.ForEach(func(k, v []byte) error { acks[string(k)] = string(v); return nil })
 			}
 		}
-		if ob := b.Bucket(format.ObjectsBucket); journalSetAside {
+		if journalSetAside {
+			ob := b.Bucket(format.ObjectsBucket)
 			for k := range acks {
 				if ob == nil || ob.Get([]byte(k)) == nil {
 					delete(acks, k)

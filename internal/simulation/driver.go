@@ -224,7 +224,7 @@ func (d *driver) step(st Step) error {
 				// The set-aside at the next open turns acknowledgements of
 				// keys only the journal held into tombstones (persist's
 				// checkpoint rules): the handler may be given them again.
-				if d.acks, d.tombstones, err = readCheckpoint(d.path, collection, "sim", true); err != nil {
+				if d.acks, d.tombstones, err = readCheckpoint(d.path, "sim", true); err != nil {
 					return err
 				}
 			}
@@ -400,7 +400,7 @@ func (d *driver) stop(crash bool) error {
 		}
 	}
 	var err error
-	d.acks, d.tombstones, err = readCheckpoint(d.path, collection, "sim", false)
+	d.acks, d.tombstones, err = readCheckpoint(d.path, "sim", false)
 	if err != nil {
 		return err
 	}
