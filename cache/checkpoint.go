@@ -291,9 +291,10 @@ func tombstoneNotifications(store cache.Store, cps []*Checkpoint) []interface{} 
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	lacks := storeLacks(store)
 	var out []interface{}
 	for _, key := range keys {
-		if !storeLacks(store, key) {
+		if !lacks(key) {
 			continue // recreated: its initial add (or skip) stands for it
 		}
 		out = append(out, processor.DeleteNotification{Obj: cache.DeletedFinalStateUnknown{Key: key, Obj: deleted[key]}})
@@ -301,16 +302,18 @@ func tombstoneNotifications(store cache.Store, cps []*Checkpoint) []interface{} 
 	return out
 }
 
-// storeLacks reports whether store surely lacks key: a key whose stored
-// record cannot be read is held. The read does not wait for a warm start's
-// walk, which may not have begun.
-func storeLacks(store cache.Store, key string) bool {
+// storeLacks returns a test of whether store surely lacks a key: a key
+// whose stored record cannot be read is held. Its reads do not wait for a
+// warm start's walk, which may not have begun. The read is picked once.
+func storeLacks(store cache.Store) func(key string) bool {
 	get := store.GetByKey
 	if i, ok := store.(*Indexer); ok {
 		get = i.getOnce
 	}
-	_, exists, err := get(key)
-	return !exists && err == nil
+	return func(key string) bool {
+		_, exists, err := get(key)
+		return !exists && err == nil
+	}
 }
 
 // AckKey acknowledges the object at key (the informer's store key) at

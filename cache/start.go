@@ -233,11 +233,12 @@ func (s *Informer) retellLocked() {
 			}
 		}
 	}
+	lacks := storeLacks(s.store)
 	for _, j := range walkJoins {
 		only := []*processor.Listener{j.l}
 		for _, obj := range j.given {
 			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-			if err != nil || !owed(key) || told[j.l][key] || !storeLacks(s.store, key) {
+			if err != nil || !owed(key) || told[j.l][key] || !lacks(key) {
 				continue
 			}
 			s.processor.DistributeTo(only, processor.DeleteNotification{Obj: cache.DeletedFinalStateUnknown{Key: key, Obj: obj}})
