@@ -47,7 +47,7 @@ func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*
 	// askAhead asks for the page after one whose ListMeta says it is
 	// continued by next.
 	askAhead := func(next string) {
-		if next != "" && opts.Limit != 0 {
+		if next != "" && opts.Limit != 0 && !r.cfg.noPageAhead {
 			o := opts
 			o.Continue = next
 			o.ResourceVersion, o.ResourceVersionMatch = "", ""
@@ -105,7 +105,9 @@ func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*
 			if changes != nil && changes.many(int64(len(page.items))) {
 				return nil, errManyChanged
 			}
-			p = r.newPrefetch(ctx, resourceVersion, l.rv)
+			if !r.cfg.noPrefetch {
+				p = r.newPrefetch(ctx, resourceVersion, l.rv)
+			}
 		}
 		if p != nil {
 			p.offer(page.items)

@@ -13,6 +13,10 @@ type Tuning struct {
 	// MaxFetchRequests bounds a recovery's fetch requests; negative: no
 	// bound; zero: derived from the lister's rate limit.
 	MaxFetchRequests int
+	// NoPrefetch fetches nothing while the metadata list is read.
+	NoPrefetch bool
+	// NoPageAhead asks for no metadata page before the one read ends.
+	NoPageAhead bool
 }
 
 // Tuned is a recovery's Lister that sets its tuning.

@@ -83,6 +83,13 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 			}
 			rec.Lister = noMetadataLists{wl}
 		}
+		if spec.RecoveryWithout != "" {
+			var ok bool
+			if rec.Lister, ok = withoutLayer(lister, spec.RecoveryWithout); !ok {
+				db.Close()
+				return nil, fmt.Errorf("the Pods' metadata lister cannot run without %s", spec.RecoveryWithout)
+			}
+		}
 	}
 	r.informer, err = bcache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, bcache.InformerOptions{
 		Persistence: bcache.Persistence{

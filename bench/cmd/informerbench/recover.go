@@ -23,6 +23,10 @@ import (
 // order.
 var recoverVariants = []string{vBoltRecover, vBoltRecoverFull, vBolt410, vClientGoProto, vClientGoProtoList}
 
+// recoverNames are the starts --variants takes: recoverVariants and
+// bolt-recover without each of its fast paths (recoverLayerVariants).
+var recoverNames = slices.Concat(recoverVariants[:1], recoverLayerVariants, recoverVariants[1:])
+
 // recoverOptions are the recover subcommand's flags.
 type recoverOptions struct {
 	*benchkit.Flags // --pods, --reps and --out
@@ -77,13 +81,13 @@ func (o *recoverOptions) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.window, "window", 75*time.Second, "The apiserver's watch history (kube-apiserver v1.37: max(75 s, --request-timeout + 15 s)): a longer downtime is emulated with an apiserver restart, a shorter one resumes.")
 	o.mix = changeMix{80, 5, 10, 5}
 	fs.Var(&o.mix, "mix", "Weights of the changed Pods' kinds: update (a label), delete, recreate (deleted and created again under the same name: a new UID), create; deletes and creates must weigh the same.")
-	fs.Func("variants", "Comma-separated starts to measure, of "+strings.Join(recoverVariants, ",")+
-		" (default: all with --changed; all but bolt-410 with --downtimes).", func(v string) error {
+	fs.Func("variants", "Comma-separated starts to measure, of "+strings.Join(recoverNames, ",")+
+		" (default: "+strings.Join(recoverVariants, ",")+" with --changed; all but bolt-410 with --downtimes).", func(v string) error {
 		o.variants = nil
 		for _, name := range strings.Split(v, ",") {
 			name = strings.TrimSpace(name)
-			if !slices.Contains(recoverVariants, name) {
-				return fmt.Errorf("unknown variant %q: want some of %s", name, strings.Join(recoverVariants, ","))
+			if !slices.Contains(recoverNames, name) {
+				return fmt.Errorf("unknown variant %q: want some of %s", name, strings.Join(recoverNames, ","))
 			}
 			o.variants = append(o.variants, name)
 		}
@@ -278,7 +282,8 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 					return err
 				}
 				spec.Expect, spec.NewKeys = r.pods.len(), len(plan.create)
-				spec.Recovery, spec.WaitRelist = v == vBoltRecover || v == vBoltRecoverFull, p.Expired
+				spec.RecoveryWithout = recoverLayers[v]
+				spec.Recovery, spec.WaitRelist = v == vBoltRecover || v == vBoltRecoverFull || spec.RecoveryWithout != "", p.Expired
 				spec.RecoveryFullList = v == vBoltRecoverFull
 			}
 			restarted := ""

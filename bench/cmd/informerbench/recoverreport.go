@@ -194,11 +194,17 @@ func (r *recoverResult) report() *benchkit.Report {
 
 // recoverTitles are the report's names of the starts.
 var recoverTitles = map[string]string{
-	vBoltRecover:       "boltinformer, recovering what changed",
-	vBoltRecoverFull:   "boltinformer, recovering from a full list (fallback)",
-	vBolt410:           "boltinformer without Recovery (relist)",
-	vClientGoProto:     "client-go protobuf, watch-list (default)",
-	vClientGoProtoList: "client-go protobuf, LIST",
+	vBoltRecover:                      "boltinformer, recovering what changed",
+	vBoltRecoverFull:                  "boltinformer, recovering from a full list (fallback)",
+	"bolt-recover-no-prefetch":        "… without prefetch while listing",
+	"bolt-recover-no-page-ahead":      "… without the page asked ahead",
+	"bolt-recover-no-first-page":      "… without the first page's decision",
+	"bolt-recover-no-namespace-lists": "… without namespace lists",
+	"bolt-recover-decoded-metadata":   "… with metadata pages decoded",
+	"bolt-recover-decoded-lists":      "… with full lists decoded",
+	vBolt410:                          "boltinformer without Recovery (relist)",
+	vClientGoProto:                    "client-go protobuf, watch-list (default)",
+	vClientGoProtoList:                "client-go protobuf, LIST",
 }
 
 // printChanged prints one table per amount changed, then the headline
@@ -209,7 +215,7 @@ func (r *recoverResult) printChanged(w *benchkit.Report) {
 		t := w.Table("start", "synced s", "× cg", "handlers done s", "× cg", "consistent s", "durable s", "MiB encoded", "× full list", "MiB wire", "× full list",
 			"apiserver CPU-s", "etcd CPU-s", "client CPU-s", "LIST", "metadata pages", "fetches", "watch-lists")
 		full := p.Medians[fullListVariant(p.Medians)]
-		for _, v := range recoverVariants {
+		for _, v := range recoverNames {
 			m, ok := p.Medians[v]
 			if !ok {
 				continue

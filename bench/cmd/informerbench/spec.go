@@ -56,6 +56,9 @@ type childSpec struct {
 	// RecoveryFullList (with Recovery) makes that lister refuse metadata
 	// lists, so that recoveries take the full-list fallback.
 	RecoveryFullList bool `json:"recoveryFullList,omitempty"`
+	// RecoveryWithout (with Recovery) names a fast path the recovery runs
+	// without (recoverLayers).
+	RecoveryWithout string `json:"recoveryWithout,omitempty"`
 	// WarmListBelow is InformerOptions.WarmListBelow (with Recovery).
 	WarmListBelow int `json:"warmListBelow,omitempty"`
 	// NewKeys is how many Pods were created while a boltinformer was down:

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/boltinformer/boltinformer/internal/recoverytune"
+	"github.com/boltinformer/boltinformer/recovery"
+)
+
+// A recovery's fast paths, each turned off in its own variant, to measure
+// what it buys beside bolt-recover in the same run. Without a named layer
+// the recovery is otherwise bolt-recover's.
+
+// recoverLayers names each ablation variant's missing layer.
+var recoverLayers = map[string]string{
+	"bolt-recover-no-prefetch":        "prefetch",
+	"bolt-recover-no-page-ahead":      "page-ahead",
+	"bolt-recover-no-first-page":      "first-page",
+	"bolt-recover-no-namespace-lists": "namespace-lists",
+	"bolt-recover-decoded-metadata":   "metadata-stream",
+	"bolt-recover-decoded-lists":      "wire-lists",
+}
+
+// recoverLayerVariants are recoverLayers' names in the report's order.
+var recoverLayerVariants = []string{
+	"bolt-recover-no-prefetch", "bolt-recover-no-page-ahead", "bolt-recover-no-first-page",
+	"bolt-recover-no-namespace-lists", "bolt-recover-decoded-metadata", "bolt-recover-decoded-lists",
+}
+
+// withoutLayer returns lister without the layer named: a tuning, or a
+// lister that hides the interface the layer reads through.
+func withoutLayer(lister recovery.MetadataLister, layer string) (recovery.MetadataLister, bool) {
+	l, ok := lister.(restLister)
+	if !ok {
+		return nil, false
+	}
+	switch layer {
+	case "prefetch":
+		return tunedLister{l, recoverytune.Tuning{NoPrefetch: true}}, true
+	case "page-ahead":
+		return tunedLister{l, recoverytune.Tuning{NoPageAhead: true}}, true
+	case "first-page":
+		return tunedLister{l, recoverytune.Tuning{FirstPageFraction: 2}}, true
+	case "namespace-lists":
+		return tunedLister{l, recoverytune.Tuning{NamespaceListAt: -1}}, true
+	case "metadata-stream":
+		// No MetadataWireLister: metadata pages of 500, decoded.
+		return wireOnly{l}, true
+	case "wire-lists":
+		// No WireLister: full lists decoded whole.
+		return metadataWireOnly{l}, true
+	}
+	return nil, false
+}
+
+// restLister is what factory.NewMetadataLister returns for a REST client.
+type restLister interface {
+	recovery.WireLister
+	recovery.MetadataWireLister
+	recovery.RateLimitedLister
+}
+
+// tunedLister is a restLister that sets a recovery's tuning.
+type tunedLister struct {
+	restLister
+	tuning recoverytune.Tuning
+}
+
+func (l tunedLister) RecoveryTuning() recoverytune.Tuning { return l.tuning }
+
+// wireOnly is a restLister that is no MetadataWireLister.
+type wireOnly struct{ l restLister }
+
+func (w wireOnly) QPS() float32 { return w.l.QPS() }
+func (w wireOnly) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	return w.l.ListMetadata(ctx, opts)
+}
+func (w wireOnly) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
+	return w.l.ListObjects(ctx, namespace, name, opts)
+}
+func (w wireOnly) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
+	return w.l.ListObjectsWire(ctx, namespace, opts)
+}
+
+// metadataWireOnly is a restLister that is no WireLister.
+type metadataWireOnly struct{ l restLister }
+
+func (w metadataWireOnly) QPS() float32 { return w.l.QPS() }
+func (w metadataWireOnly) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	return w.l.ListMetadata(ctx, opts)
+}
+func (w metadataWireOnly) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
+	return w.l.ListObjects(ctx, namespace, name, opts)
+}
+func (w metadataWireOnly) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+	return w.l.ListMetadataWire(ctx, opts)
+}
