@@ -197,7 +197,7 @@ bench-recover-downtime: test-binaries
 # (80% updates, 10% creates, 10% deletes) for $(CHURN_DURATION); CPU, bytes
 # written, private memory over time and event-to-handler latency. Results
 # and plots in _output/bench/churn-<pods>/. CHURN_FLAGS="--rate 200" etc.;
-# CHURN_FLAGS="--skew zipf:1.1" makes a few Pods take most updates.
+# CHURN_FLAGS="--bounded 1000" adds a boltinformer with a 1,000-object cache.
 CHURN_PODS     ?= 100000
 CHURN_DURATION ?= 10m
 CHURN_FLAGS    ?=
