@@ -36,7 +36,7 @@ func runChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	if err := json.Unmarshal(line, &spec); err != nil {
 		return fmt.Errorf("child: reading spec: %w", err)
 	}
-	res, err := measure(ctx, spec, in, stdout)
+	res, err := measure(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("%s: %w", spec.Variant, err)
 	}
@@ -45,10 +45,9 @@ func runChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 
 // measure runs the phases the spec asks for, in an order that keeps them
 // from disturbing each other: sync (timed), memory (before anything else
-// allocates), file size, latency, throughput.
-func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io.Writer) (*childResult, error) {
-	gate := newWatchGate()
-	counter := &benchkit.Requests{Resource: "pods", OnWatch: gate.wrap}
+// allocates), file size, latency.
+func measure(ctx context.Context, spec childSpec) (*childResult, error) {
+	counter := &benchkit.Requests{Resource: "pods"}
 	cfg, err := loadConfig(spec.Kubeconfig)
 	if err != nil {
 		return nil, err
@@ -64,7 +63,7 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	if err != nil {
 		return nil, err
 	}
-	h := newHandler(spec.Run, spec.Updates)
+	h := &handler{}
 	res := &childResult{Variant: spec.Variant}
 
 	stopProfile := profilePhase(spec.ProfilePrefix, "sync")
@@ -151,16 +150,6 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 		stopProfile := profilePhase(spec.ProfilePrefix, "latency")
 		res.Latency, err = measureLatency(inf.GetIndexer())
 		stopProfile()
-		if err != nil {
-			return nil, err
-		}
-	}
-	if spec.Updates > 0 {
-		var coll *persist.Collection
-		if bolt != nil {
-			coll = bolt.informer.Indexer().Collection()
-		}
-		res.Throughput, err = measureThroughput(h, gate, stdin, coll, stdout, spec.ProfilePrefix)
 		if err != nil {
 			return nil, err
 		}

@@ -16,7 +16,6 @@ type benchOptions struct {
 	sizes       []int
 	shape       podShape
 	reps        int
-	updates     int // patches driven per throughput run
 	churn       int // pods changed while a boltinformer is down; 0: 1% of N
 	workers     int // concurrent writers when populating and driving
 	contentType string
@@ -36,7 +35,6 @@ func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
 	o.shape = shapeRealistic
 	fs.Var(&o.shape, "pod-size", "Pods to create: realistic (about 6 KB of protobuf each) or small (about 2.7 KB); results of small runs are saved as informerbench-<N>-small.*.")
 	fs.IntVar(&o.reps, "reps", 3, "Repetitions per variant; the report shows medians.")
-	fs.IntVar(&o.updates, "updates", 10000, "Pod patches per throughput run (fewer make the drain too short to time on a busy machine); 0: no throughput runs.")
 	fs.IntVar(&o.churn, "churn", 0, "Pods patched while boltinformer is down, before the warm and the 410 restarts (0: 1% of N, at least 10).")
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating and patching Pods.")
 	fs.Func("variants", "Comma-separated variants to run, default all: "+strings.Join(allVariants, ",")+
@@ -81,8 +79,8 @@ func (o *benchOptions) validate() error {
 	if len(o.sizes) == 0 {
 		return errors.New("give --size, --sizes or --pods")
 	}
-	if o.reps < 1 || o.workers < 1 || o.updates < 0 {
-		return errors.New("--reps and --workers must be positive, --updates not negative")
+	if o.reps < 1 || o.workers < 1 {
+		return errors.New("--reps and --workers must be positive")
 	}
 	return nil
 }

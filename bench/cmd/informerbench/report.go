@@ -69,19 +69,6 @@ func sizeReport(r *sizeResult) *benchkit.Report {
 
 	rep.Printf("\n")
 	refM, warm := med[ref], med[vBoltWarm]
-	_, refTP := refM[mEventsPerS]
-	if _, warmTP := warm[mEventsPerS]; refTP || warmTP { // not with --updates 0
-		t := rep.Table("watch throughput (backlog drain)", ref, "boltinformer warm", "ratio")
-		t.Row("updates/s delivered to the handler", opt(refM, mEventsPerS, f0), opt(warm, mEventsPerS, f0), ratio(warm[mEventsPerS], refM[mEventsPerS]))
-		t.Row("updates/s delivered and committed", "-", opt(warm, mDurablePerS, f0), ratio(warm[mDurablePerS], refM[mEventsPerS]))
-		t.Row("CPU µs per update (whole process)", opt(refM, mCPUPerEvent, f1), opt(warm, mCPUPerEvent, f1), ratio(warm[mCPUPerEvent], refM[mCPUPerEvent]))
-		t.Row("backlog MiB (watch bytes held)", opt(refM, mBacklog, f1), opt(warm, mBacklog, f1), "")
-		t.Row("parent's patch rate /s (apiserver-bound)", opt(refM, mDriveRate, f0), opt(warm, mDriveRate, f0), "")
-		t.Row("committed RV behind applied, p50 / max revisions", "-", opt(warm, mLagP50, f0)+" / "+opt(warm, mLagMax, f0), "")
-		t.Row("last update committed after ms", "-", opt(warm, mDurableMs, f1), "")
-		rep.Printf("\n")
-	}
-
 	bounded := med[vBoltBounded]
 	t = rep.Table("indexer latency", ref, "boltinformer hot", "ratio", "bolt 1,000-obj cache", "ratio")
 	for _, l := range []struct{ name, metric string }{{"Get ns", mGet}, {"ByIndex(namespace) µs", mByIndex}, {"List ms", mList}} {

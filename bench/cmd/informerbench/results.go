@@ -16,8 +16,7 @@ type sizeResult struct {
 	Date            string                        `json:"date"`
 	Machine         benchkit.Machine              `json:"machine"`
 	BoltContentType string                        `json:"boltContentType"`
-	Churn           int                           `json:"churn"`   // Pods changed while boltinformer was down
-	Updates         int                           `json:"updates"` // patches per throughput run
+	Churn           int                           `json:"churn"` // Pods changed while boltinformer was down
 	Runs            map[string][]*childResult     `json:"runs"`
 	Medians         map[string]map[string]float64 `json:"medians"`
 	Targets         []target                      `json:"targets"`

@@ -17,7 +17,7 @@ import (
 // sizeRun measures every variant at one number of Pods.
 type sizeRun struct {
 	cl   *cluster
-	cs   kubernetes.Interface // the parent's client: churn and updates
+	cs   kubernetes.Interface // the parent's client: churn
 	opts *benchOptions
 	n    int
 	file string // boltinformer's cache file
@@ -106,7 +106,6 @@ func (r *sizeRun) clientGo(variant, contentType string, list bool) func(context.
 		spec := childSpec{Variant: variant, Informer: informerClientGo, ContentType: contentType, NoWatchList: list}
 		if ref, _ := clientGoVariants(r.opts.contentType); variant == ref {
 			spec.Latency = true
-			spec = r.withUpdates(spec)
 		}
 		return r.spawnChild(ctx, rep, spec, true)
 	}
@@ -149,9 +148,6 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 		if warm.CatchUpRV, err = r.churn(ctx, v); err != nil {
 			return err
 		}
-		if v == vBoltWarm {
-			warm = r.withUpdates(warm)
-		}
 		if err := r.spawnChild(ctx, rep, warm, true); err != nil {
 			return err
 		}
@@ -190,23 +186,11 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 	return nil
 }
 
-// withUpdates makes spec a throughput run, unless --updates is 0: once
-// synced, the child waits for opts.updates patches that the parent then
-// makes.
-func (r *sizeRun) withUpdates(spec childSpec) childSpec {
-	if r.opts.updates == 0 {
-		return spec
-	}
-	spec.Updates = r.opts.updates
-	spec.Run = newTag(spec.Variant)
-	return spec
-}
-
 // churn changes 1% of the Pods while no informer runs, and returns the
 // last resourceVersion written.
 func (r *sizeRun) churn(ctx context.Context, what string) (string, error) {
 	m := r.opts.churnFor(r.n)
-	_, rv, err := patchPods(ctx, r.cs, r.opts.shape, r.n, m, r.opts.workers, newTag("churn-"+what))
+	rv, err := patchPods(ctx, r.cs, r.opts.shape, r.n, m, r.opts.workers, newTag("churn-"+what))
 	if err == nil {
 		fmt.Fprintf(r.log, "    patched %d Pods while boltinformer is down\n", m)
 	}
@@ -226,20 +210,9 @@ func (r *sizeRun) spawnChild(ctx context.Context, rep int, spec childSpec, recor
 	if r.tweak != nil {
 		r.tweak(rep, &spec)
 	}
-	var driveRate float64
-	var onReady func() error
-	if spec.Updates > 0 {
-		onReady = func() (err error) {
-			driveRate, _, err = patchPods(ctx, r.cs, r.opts.shape, r.n, spec.Updates, r.opts.workers, spec.Run)
-			return err
-		}
-	}
-	res, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, name+".log"), onReady)
+	res, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, name+".log"), nil)
 	if err != nil {
 		return err
-	}
-	if res.Throughput != nil {
-		res.Throughput.DriveRate = driveRate
 	}
 	note := ""
 	if r.brief {
@@ -283,9 +256,6 @@ func summary(res *childResult) string {
 		if rec.Count > 1 {
 			s += fmt.Sprintf(" (the last of %d recoveries)", rec.Count)
 		}
-	}
-	if t := res.Throughput; t != nil {
-		s += fmt.Sprintf("  drained %d updates at %.0f/s (driven at %.0f/s)", t.Events, t.EventsPerSec, t.DriveRate)
 	}
 	return s
 }

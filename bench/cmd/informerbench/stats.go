@@ -33,14 +33,6 @@ const (
 	mGet         = "get_ns"
 	mList        = "list_ms"
 	mByIndex     = "byindex_us"
-	mEventsPerS  = "updates_per_s"
-	mCPUPerEvent = "cpu_us_per_update"
-	mDriveRate   = "patches_per_s"
-	mDurablePerS = "durable_updates_per_s"
-	mBacklog     = "backlog_mib"
-	mDurableMs   = "last_update_durable_ms"
-	mLagP50      = "commit_lag_p50_revisions"
-	mLagMax      = "commit_lag_max_revisions"
 	mWireMiB     = "start_wire_mib"
 	mBodyMiB     = "start_body_mib"
 	mAPICPU      = "start_apiserver_cpu_s"
@@ -154,13 +146,6 @@ func (r *childResult) metrics() map[string]float64 {
 	}
 	if l := r.Latency; l != nil {
 		m[mGet], m[mList], m[mByIndex] = l.GetNs, l.ListMs, l.ByIndexUs
-	}
-	if t := r.Throughput; t != nil {
-		m[mEventsPerS], m[mCPUPerEvent], m[mDriveRate] = t.EventsPerSec, t.CPUPerEvent, t.DriveRate
-		m[mBacklog] = mib(t.BacklogBytes)
-		if t.DurablePerSec > 0 {
-			m[mDurablePerS], m[mDurableMs], m[mLagP50], m[mLagMax] = t.DurablePerSec, t.DurableMs, t.LagP50, t.LagMax
-		}
 	}
 	return m
 }
