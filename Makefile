@@ -126,8 +126,8 @@ BENCH_FLAGS ?=
 
 # make demo: starts etcd + kube-apiserver on loopback (built on first use),
 # creates $(DEMO_PODS) Pods ($(DEMO_POD_SIZE): or small), warms the watch
-# cache up, and runs client-go's cold start in protobuf (the headline) and
-# JSON beside boltinformer's cold start and warm restart (with Recovery and
+# cache up, and runs client-go's cold start in protobuf beside
+# boltinformer's cold start and warm restart (with Recovery and
 # WarmListBelow, as the typed factory's informer with that option), each in
 # its own process, $(DEMO_REPS) times with the order rotated between
 # repetitions; then one restart after a 410 that recovers by what changed and one

@@ -15,7 +15,6 @@ func sizeReport(r *sizeResult) *benchkit.Report {
 	rep := &benchkit.Report{}
 	med := r.Medians
 	ref, _ := clientGoVariants(r.BoltContentType)
-	jsonSync, jsonFrom, _ := bestClientGo(med, "application/json", mSync)
 	likeSync, likeFrom, _ := bestClientGo(med, r.BoltContentType, mSync)
 	shape, size := shapeRealistic, ""
 	if !r.realistic() {
@@ -32,17 +31,16 @@ func sizeReport(r *sizeResult) *benchkit.Report {
 		rep.Printf("    cluster heartbeat: Lease %s renewed every %.0f ms throughout (%d renewals, %d failed)\n", hb.Lease, 1000*hb.IntervalSeconds, hb.Renewed, hb.Failed)
 	}
 	rep.Printf("    %s\n", r.Machine)
-	rep.Printf("    boltinformer talks %s. \"× client-go\" is sync time over the faster client-go mode in that format (%s),\n", r.BoltContentType, likeFrom)
-	rep.Printf("    the like-for-like ratio; \"× JSON\" over the faster client-go JSON mode (%s);\n", orDash(jsonFrom))
-	rep.Printf("    other ratios are to %s. %d Pods changed before each warm and 410 restart.\n\n", ref, r.Churn)
+	rep.Printf("    Both informers talk %s. \"× client-go\" is sync time over the faster client-go mode (%s), the like-for-like\n", r.BoltContentType, orDash(likeFrom))
+	rep.Printf("    ratio; other ratios are to %s. %d Pods changed before each warm and 410 restart.\n\n", ref, r.Churn)
 
-	t := rep.Table("sync and memory", "synced s", "× client-go", "× JSON", "churn applied s", "reconciled s", "durable s", "LIST", "limit=1", "watch", "watch-list", "rewritten", "private MiB", "RSS MiB", "file", "peak MiB", "heap MiB")
+	t := rep.Table("sync and memory", "synced s", "× client-go", "churn applied s", "reconciled s", "durable s", "LIST", "limit=1", "watch", "watch-list", "rewritten", "private MiB", "RSS MiB", "file", "peak MiB", "heap MiB")
 	for _, v := range variantOrder {
 		m, ok := med[v]
 		if !ok {
 			continue
 		}
-		t.Row(variantTitles[v], f2(m[mSync]), ratio(m[mSync], likeSync), ratio(m[mSync], jsonSync),
+		t.Row(variantTitles[v], f2(m[mSync]), ratio(m[mSync], likeSync),
 			opt(m, mCaughtUp, f2), opt(m, mReconcile, f2), opt(m, mDurable, f2),
 			f0(m[mLists]), f0(m[mProbes]), f0(m[mWatches]), f0(m[mWatchLists]), opt(m, mRewritten, f0),
 			f0(m[mAnon]), f0(m[mRSS]), f0(m[mFileRSS]), f0(m[mPeakRSS]), f0(m[mHeap]))

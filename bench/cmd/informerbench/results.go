@@ -85,8 +85,6 @@ func loadResults(dir string) ([]*sizeResult, error) {
 var plotSeries = []struct {
 	title, variant, color, dash string
 }{
-	{"client-go JSON, watch-list", vClientGoJSON, "#d62728", ""},
-	{"client-go JSON, LIST", vClientGoJSONList, "#d62728", "6 4"},
 	{"client-go protobuf, watch-list", vClientGoProto, "#ff7f0e", ""},
 	{"client-go protobuf, LIST", vClientGoProtoList, "#ff7f0e", "6 4"},
 	{"boltinformer cold", vBoltCold, "#1f77b4", ""},

@@ -40,29 +40,18 @@ type sizeRun struct {
 // restart.
 func (r *sizeRun) measure(ctx context.Context) error {
 	var groups []func(context.Context, int) error
-	formats := map[string]bool{}
-	for _, c := range []struct {
-		variant, contentType string
-		list                 bool
-	}{
-		{vClientGoJSON, "application/json", false},
-		{vClientGoProto, protobufContentType, false},
-		{vClientGoJSONList, "application/json", true},
-		{vClientGoProtoList, protobufContentType, true},
-	} {
-		if r.opts.runs(c.variant) {
-			groups = append(groups, r.clientGo(c.variant, c.contentType, c.list))
-			formats[c.contentType] = true
+	for _, v := range []string{vClientGoProto, vClientGoProtoList} {
+		if r.opts.runs(v) {
+			groups = append(groups, r.clientGo(v, v == vClientGoProtoList))
 		}
 	}
 	if r.opts.runs(vBoltCold) || slices.ContainsFunc(boltFileVariants, r.opts.runs) {
 		groups = append(groups, r.bolt)
-		formats[r.opts.contentType] = true
 	}
 	if len(groups) == 0 {
 		return fmt.Errorf("no variant selected")
 	}
-	if err := r.warmUp(ctx, formats); err != nil {
+	if err := r.warmUp(ctx); err != nil {
 		return err
 	}
 	for rep := range r.opts.reps {
@@ -75,36 +64,26 @@ func (r *sizeRun) measure(ctx context.Context) error {
 	return nil
 }
 
-// warmUp runs client-go once in each wire format the selected variants
-// use, unmeasured: the apiserver's watch cache memoizes each object's
-// serialization per format, so the first informer to ask for one would pay
-// for the encoding and the next ones not.
-func (r *sizeRun) warmUp(ctx context.Context, formats map[string]bool) error {
+// warmUp runs client-go once, unmeasured: the apiserver's watch cache
+// memoizes each object's serialization, so the first informer to ask for
+// the Pods would pay for the encoding and the next ones not.
+func (r *sizeRun) warmUp(ctx context.Context) error {
 	if r.warmedUp {
 		return nil
 	}
 	r.warmedUp = true
-	for _, ct := range []string{protobufContentType, "application/json"} {
-		if !formats[ct] {
-			continue
-		}
-		spec := childSpec{Variant: "warm-up", Informer: informerClientGo, ContentType: ct,
-			Kubeconfig: r.cl.kubeconfig, Selector: r.opts.shape.selector(), Expect: r.n}
-		if _, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, "warm-up.log"), nil); err != nil {
-			return err
-		}
-		fmt.Fprintf(r.log, "  warmed the watch cache up in %s\n", ct)
-	}
-	return nil
+	spec := childSpec{Variant: "warm-up", Informer: informerClientGo, ContentType: protobufContentType,
+		Kubeconfig: r.cl.kubeconfig, Selector: r.opts.shape.selector(), Expect: r.n}
+	_, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, "warm-up.log"), nil)
+	return err
 }
 
-// clientGo returns the step for a client-go variant. The one with
-// boltinformer's wire format and client-go's default mode also measures
-// indexer latency and watch throughput, as the reference for those.
-func (r *sizeRun) clientGo(variant, contentType string, list bool) func(context.Context, int) error {
+// clientGo returns the step for a client-go variant. The one in client-go's
+// default mode (watch-list) also measures indexer latency, as the reference.
+func (r *sizeRun) clientGo(variant string, list bool) func(context.Context, int) error {
 	return func(ctx context.Context, rep int) error {
-		spec := childSpec{Variant: variant, Informer: informerClientGo, ContentType: contentType, NoWatchList: list}
-		if ref, _ := clientGoVariants(r.opts.contentType); variant == ref {
+		spec := childSpec{Variant: variant, Informer: informerClientGo, ContentType: protobufContentType, NoWatchList: list}
+		if ref, _ := clientGoVariants(protobufContentType); variant == ref {
 			spec.Latency = true
 		}
 		return r.spawnChild(ctx, rep, spec, true)
