@@ -25,7 +25,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
-	sess, err := openSession(ctx, &opts.logDir, []string{opts.out, opts.profileDir}, out)
+	sess, err := openSession(ctx, &opts.logDir, []string{opts.out}, out)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func runChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 
 // measure runs the phases the spec asks for, in an order that keeps them
 // from disturbing each other: sync (timed), memory (before anything else
-// allocates), file size, latency.
+// allocates), file size.
 func measure(ctx context.Context, spec childSpec) (*childResult, error) {
 	counter := &benchkit.Requests{Resource: "pods"}
 	cfg, err := loadConfig(spec.Kubeconfig)
@@ -143,14 +143,6 @@ func measure(ctx context.Context, spec childSpec) (*childResult, error) {
 	}
 	if spec.Snapshot != "" && bolt != nil {
 		if err := bolt.db.SnapshotFile(ctx, spec.Snapshot); err != nil {
-			return nil, err
-		}
-	}
-	if spec.Latency {
-		stopProfile := profilePhase(spec.ProfilePrefix, "latency")
-		res.Latency, err = measureLatency(inf.GetIndexer())
-		stopProfile()
-		if err != nil {
 			return nil, err
 		}
 	}

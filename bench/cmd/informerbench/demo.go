@@ -61,10 +61,10 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	r := &sizeRun{cl: sess.cl, cs: sess.cs, opts: opts, n: *pods, file: filepath.Join(sess.work, "cache.db"), log: out,
 		runs: map[string][]*childResult{}, brief: true}
 	// The warm restart is the typed factory's informer (with Recovery);
-	// its last one writes the snapshot, and none times the indexer.
+	// its last one writes the snapshot.
 	r.tweak = func(rep int, s *childSpec) {
 		if s.Variant == vBoltWarm {
-			s.Recovery, s.Latency = true, false
+			s.Recovery = true
 			if rep == reps-1 {
 				s.Snapshot = *snapshot
 			}

@@ -22,7 +22,6 @@ type benchOptions struct {
 	variants    map[string]bool // --variants; nil: all (see runs)
 	out         string
 	plot        string
-	profileDir  string
 	logDir      string
 	settle      time.Duration
 }
@@ -41,7 +40,6 @@ func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
 		". The boltinformer ones run in the order cold, warm, bounded, recover and 410 on one file; without bolt-cold, a cold start that is not reported fills the file first.", o.setVariants)
 	fs.StringVar(&o.out, "out", benchkit.OutDir("informerbench"), "Directory for the results (informerbench-<N>.{json,txt}).")
 	fs.StringVar(&o.plot, "plot", "sync-time", "Name in --out of the sync-time plot of every result there; empty: no plot.")
-	fs.StringVar(&o.profileDir, "profile-dir", "", "If set, every child writes CPU profiles of its phases here (<variant>-<N>-rep<r>-<phase>.pprof).")
 }
 
 func (o *benchOptions) setSizes(v string) error {

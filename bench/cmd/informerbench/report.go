@@ -9,7 +9,7 @@ import (
 )
 
 // sizeReport is one size's medians as tables (sync and memory, stages,
-// control plane, watch throughput, indexer latency, cache file) and the
+// control plane, cache file) and the
 // targets.
 func sizeReport(r *sizeResult) *benchkit.Report {
 	rep := &benchkit.Report{}
@@ -65,14 +65,6 @@ func sizeReport(r *sizeResult) *benchkit.Report {
 		"    metadata-list pages and fetches (lists of one object or one namespace) are a recovery's requests\n",
 		r.IdleAPIServerCPU, r.IdleEtcdCPU)
 
-	rep.Printf("\n")
-	refM, warm := med[ref], med[vBoltWarm]
-	bounded := med[vBoltBounded]
-	t = rep.Table("indexer latency", ref, "boltinformer hot", "ratio", "bolt 1,000-obj cache", "ratio")
-	for _, l := range []struct{ name, metric string }{{"Get ns", mGet}, {"ByIndex(namespace) µs", mByIndex}, {"List ms", mList}} {
-		t.Row(l.name, opt(refM, l.metric, f1), opt(warm, l.metric, f1), ratio(warm[l.metric], refM[l.metric]),
-			opt(bounded, l.metric, f1), ratio(bounded[l.metric], refM[l.metric]))
-	}
 	if cold, ok := med[vBoltCold]; ok {
 		printFile(rep, cold)
 	}

@@ -78,14 +78,10 @@ func (r *sizeRun) warmUp(ctx context.Context) error {
 	return err
 }
 
-// clientGo returns the step for a client-go variant. The one in client-go's
-// default mode (watch-list) also measures indexer latency, as the reference.
+// clientGo returns the step for a client-go variant.
 func (r *sizeRun) clientGo(variant string, list bool) func(context.Context, int) error {
 	return func(ctx context.Context, rep int) error {
 		spec := childSpec{Variant: variant, Informer: informerClientGo, ContentType: protobufContentType, NoWatchList: list}
-		if ref, _ := clientGoVariants(protobufContentType); variant == ref {
-			spec.Latency = true
-		}
 		return r.spawnChild(ctx, rep, spec, true)
 	}
 }
@@ -122,7 +118,7 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 			continue
 		}
 		warm := spec(v)
-		warm.Latency, warm.SyncedAtOpen = true, v == vBoltWarmAtOpen
+		warm.SyncedAtOpen = v == vBoltWarmAtOpen
 		var err error
 		if warm.CatchUpRV, err = r.churn(ctx, v); err != nil {
 			return err
@@ -133,7 +129,7 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 	}
 	if r.opts.runs(vBoltBounded) {
 		bounded := spec(vBoltBounded)
-		bounded.CacheObjects, bounded.Latency = boundedCacheObjects, true
+		bounded.CacheObjects = boundedCacheObjects
 		if err := r.spawnChild(ctx, rep, bounded, true); err != nil {
 			return err
 		}
@@ -183,9 +179,6 @@ func (r *sizeRun) spawnChild(ctx context.Context, rep int, spec childSpec, recor
 	name := fmt.Sprintf("%s-%s-rep%d", spec.Variant, benchkit.CountLabel(r.n), rep+1)
 	spec.Kubeconfig, spec.Selector, spec.Expect = r.cl.kubeconfig, r.opts.shape.selector(), r.n
 	spec.APIServerPID, spec.EtcdPID = r.cl.pids()
-	if r.opts.profileDir != "" {
-		spec.ProfilePrefix = filepath.Join(r.opts.profileDir, name)
-	}
 	if r.tweak != nil {
 		r.tweak(rep, &spec)
 	}

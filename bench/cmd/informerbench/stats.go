@@ -30,9 +30,6 @@ const (
 	mObjAlloc    = "objects_pages_mib"
 	mObjInuse    = "objects_inuse_mib"
 	mIdxAlloc    = "indexes_pages_mib"
-	mGet         = "get_ns"
-	mList        = "list_ms"
-	mByIndex     = "byindex_us"
 	mWireMiB     = "start_wire_mib"
 	mBodyMiB     = "start_body_mib"
 	mAPICPU      = "start_apiserver_cpu_s"
@@ -143,9 +140,6 @@ func (r *childResult) metrics() map[string]float64 {
 		m[mFile], m[mRecords], m[mProto] = mib(r.FileBytes), mib(r.RecordBytes), mib(r.ProtoBytes)
 		m[mData], m[mFree] = mib(r.DataBytes), mib(r.FreeBytes)
 		m[mObjAlloc], m[mObjInuse], m[mIdxAlloc] = mib(r.ObjectsAlloc), mib(r.ObjectsInuse), mib(r.IndexesAlloc)
-	}
-	if l := r.Latency; l != nil {
-		m[mGet], m[mList], m[mByIndex] = l.GetNs, l.ListMs, l.ByIndexUs
 	}
 	return m
 }

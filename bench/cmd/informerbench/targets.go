@@ -3,7 +3,7 @@ package main
 import "fmt"
 
 // target is one of the project's performance goals (warm restart, 410
-// fallback, bounded RSS, reads, file size), checked against a run's medians.
+// fallback, bounded RSS, file size), checked against a run's medians.
 type target struct {
 	Goal   string `json:"goal"`
 	Status string `json:"status"` // "holds", "missed" or "not measured"
@@ -83,13 +83,6 @@ func evaluateTargets(med map[string]map[string]float64, contentType string, chur
 		ok1 && ok2, bounded <= refRSS/5,
 		"VmRSS %.0f MiB (of which %.0f MiB private, the rest mapped cache-file pages) vs %s %.0f MiB = 1/%.1f (private: 1/%.1f)",
 		bounded, anon, rssFrom, refRSS, refRSS/bounded, refRSS/anon))
-
-	ref, _ := clientGoVariants(contentType)
-	g, ok1 := get(vBoltWarm, mGet)
-	refG, ok2 := get(ref, mGet)
-	ts = append(ts, check("hot Get ≤ 2× client-go",
-		ok1 && ok2, g <= 2*refG,
-		"%.0f ns vs %s %.0f ns = %.2f×", g, ref, refG, g/refG))
 
 	file, ok1 := get(vBoltCold, mFile)
 	proto, ok2 := get(vBoltCold, mProto)
