@@ -247,7 +247,7 @@ func watchApplied(ctx context.Context, coll *persist.Collection, rv string, star
 // what stops it; with an empty prefix, or on error, it does nothing.
 func profilePhase(prefix, phase string) (stop func()) {
 	if prefix != "" {
-		if stop, err := benchkit.StartProfile(prefix+"-"+phase+".pprof", ""); err == nil {
+		if stop, err := benchkit.StartProfile(prefix + "-" + phase + ".pprof"); err == nil {
 			return stop
 		}
 	}
