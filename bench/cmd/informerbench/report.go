@@ -85,11 +85,6 @@ func printFile(rep *benchkit.Report, cold map[string]float64) {
 	rep.Printf("\n")
 	t := rep.Table("cache file (after cold sync)", "MiB", "× protobuf")
 	t.Row("file size", opt(cold, mFile, f1), ratio(cold[mFile], cold[mProto]))
-	t.Row("  below bbolt's high-water mark", opt(cold, mData, f1), ratio(cold[mData], cold[mProto]))
-	t.Row("  free pages", opt(cold, mFree, f1), ratio(cold[mFree], cold[mProto]))
-	t.Row("  objects bucket pages", opt(cold, mObjAlloc, f1), ratio(cold[mObjAlloc], cold[mProto]))
-	t.Row("  objects bucket bytes in use", opt(cold, mObjInuse, f1), ratio(cold[mObjInuse], cold[mProto]))
-	t.Row("  index bucket pages", opt(cold, mIdxAlloc, f1), ratio(cold[mIdxAlloc], cold[mProto]))
 	t.Row("stored records", opt(cold, mRecords, f1), ratio(cold[mRecords], cold[mProto]))
 	t.Row("objects as protobuf", opt(cold, mProto, f1), "1.00")
 }

@@ -25,11 +25,6 @@ const (
 	mFile        = "file_mib"
 	mRecords     = "records_mib"
 	mProto       = "protobuf_mib"
-	mData        = "data_mib"
-	mFree        = "free_mib"
-	mObjAlloc    = "objects_pages_mib"
-	mObjInuse    = "objects_inuse_mib"
-	mIdxAlloc    = "indexes_pages_mib"
 	mWireMiB     = "start_wire_mib"
 	mBodyMiB     = "start_body_mib"
 	mAPICPU      = "start_apiserver_cpu_s"
@@ -138,8 +133,6 @@ func (r *childResult) metrics() map[string]float64 {
 	}
 	if r.FileBytes > 0 {
 		m[mFile], m[mRecords], m[mProto] = mib(r.FileBytes), mib(r.RecordBytes), mib(r.ProtoBytes)
-		m[mData], m[mFree] = mib(r.DataBytes), mib(r.FreeBytes)
-		m[mObjAlloc], m[mObjInuse], m[mIdxAlloc] = mib(r.ObjectsAlloc), mib(r.ObjectsInuse), mib(r.IndexesAlloc)
 	}
 	return m
 }
