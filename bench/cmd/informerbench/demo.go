@@ -29,7 +29,7 @@ import (
 // starts is torn down before it returns.
 func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	opts := &benchOptions{contentType: protobufContentType, shape: shapeRealistic}
+	opts := &benchOptions{shape: shapeRealistic}
 	pods := fs.Int("pods", 3000, "Pods to create.")
 	fs.IntVar(&opts.reps, "reps", 3, "Repetitions of each variant (medians are shown); the order rotates between them.")
 	fs.Var(&opts.shape, "pod-size", "Pods to create: realistic (about 6 KB of protobuf) or small (about 2.7 KB).")

@@ -13,24 +13,21 @@ import (
 
 // benchOptions are the benchmark's flags.
 type benchOptions struct {
-	sizes       []int
-	shape       podShape
-	reps        int
-	churn       int // pods changed while a boltinformer is down; 0: 1% of N
-	workers     int // concurrent writers when populating and driving
-	contentType string
-	variants    map[string]bool // --variants; nil: all (see runs)
-	out         string
-	plot        string
-	logDir      string
-	settle      time.Duration
+	sizes    []int
+	shape    podShape
+	reps     int
+	churn    int             // pods changed while a boltinformer is down; 0: 1% of N
+	workers  int             // concurrent writers when populating and driving
+	variants map[string]bool // --variants; nil: all (see runs)
+	out      string
+	plot     string
+	logDir   string
+	settle   time.Duration
 }
 
 func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
-	o.contentType, o.settle = protobufContentType, 2*time.Second
-	fs.Func("size", "Preset: 10k, 50k or 100k Pods (same as --sizes with one value).", o.setSizes)
+	o.settle = 2 * time.Second
 	fs.Func("sizes", "Comma-separated Pod counts to run in sequence, e.g. 10k,50k,100k; the server is reused and Pods are added.", o.setSizes)
-	fs.Func("pods", "Pod count (any number).", o.setSizes)
 	o.shape = shapeRealistic
 	fs.Var(&o.shape, "pod-size", "Pods to create: realistic (about 6 KB of protobuf each) or small (about 2.7 KB); results of small runs are saved as informerbench-<N>-small.*.")
 	fs.IntVar(&o.reps, "reps", 3, "Repetitions per variant; the report shows medians.")
@@ -78,7 +75,7 @@ func (o *benchOptions) runs(v string) bool {
 
 func (o *benchOptions) validate() error {
 	if len(o.sizes) == 0 {
-		return errors.New("give --size, --sizes or --pods")
+		return errors.New("give --sizes")
 	}
 	if o.reps < 1 || o.workers < 1 {
 		return errors.New("--reps and --workers must be positive")

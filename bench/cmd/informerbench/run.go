@@ -97,7 +97,7 @@ func (r *sizeRun) clientGo(variant string, list bool) func(context.Context, int)
 // another one needs it.
 func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 	spec := func(v string) childSpec {
-		return childSpec{Variant: v, Informer: informerBolt, ContentType: r.opts.contentType, File: r.file}
+		return childSpec{Variant: v, Informer: informerBolt, ContentType: protobufContentType, File: r.file}
 	}
 	if report := r.opts.runs(vBoltCold); report || !r.filled {
 		cold := spec(vBoltCold)

@@ -38,9 +38,10 @@ func checkTarget(goal string, ok, holds bool, detail string, args ...any) target
 }
 
 // evaluateTargets checks the goals; a goal whose inputs are missing is
-// "not measured". Each is compared with client-go in boltinformer's wire
-// format (contentType).
-func evaluateTargets(med map[string]map[string]float64, contentType string, churn int) []target {
+// "not measured". Each is compared with client-go in protobuf, as
+// boltinformer talks.
+func evaluateTargets(med map[string]map[string]float64, churn int) []target {
+	const contentType = protobufContentType
 	get := func(variant, metric string) (float64, bool) {
 		v, ok := med[variant][metric]
 		return v, ok
