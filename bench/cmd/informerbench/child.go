@@ -27,20 +27,27 @@ const (
 // runChild is the hidden subcommand: read a childSpec on stdin, measure one
 // informer, write the childResult on stdout.
 func runChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
-	in := bufio.NewReader(stdin)
-	line, err := in.ReadBytes('\n')
-	if err != nil && len(line) == 0 {
-		return fmt.Errorf("child: reading spec: %w", err)
-	}
 	var spec childSpec
-	if err := json.Unmarshal(line, &spec); err != nil {
-		return fmt.Errorf("child: reading spec: %w", err)
+	if err := readSpec(bufio.NewReader(stdin), &spec); err != nil {
+		return fmt.Errorf("child: %w", err)
 	}
 	res, err := measure(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("%s: %w", spec.Variant, err)
 	}
 	return json.NewEncoder(stdout).Encode(res)
+}
+
+// readSpec reads the JSON line a child is started with into spec.
+func readSpec(in *bufio.Reader, spec any) error {
+	line, err := in.ReadBytes('\n')
+	if err != nil && len(line) == 0 {
+		return fmt.Errorf("reading spec: %w", err)
+	}
+	if err := json.Unmarshal(line, spec); err != nil {
+		return fmt.Errorf("reading spec: %w", err)
+	}
+	return nil
 }
 
 // measure runs the phases the spec asks for, in an order that keeps them

@@ -283,7 +283,7 @@ func restartChurnChild(ctx context.Context, spec churnSpec, o *churnOptions, pro
 	}
 	*procs = append(*procs, p)
 	smp := startSampler([]*churnProc{p}, phaseRestart, o.startSample, nil)
-	err = p.waitReady(ctx, syncTimeout)
+	child, err := p.result(ctx, syncTimeout)
 	ready := smp.elapsed()
 	if err == nil {
 		select {
@@ -291,10 +291,6 @@ func restartChurnChild(ctx context.Context, spec churnSpec, o *churnOptions, pro
 			err = ctx.Err()
 		case <-time.After(o.restartSettle):
 		}
-	}
-	var child *churnChildResult
-	if err == nil {
-		child, err = p.end(ctx)
 	}
 	got, serr := smp.stop()
 	if err := errors.Join(err, serr); err != nil {

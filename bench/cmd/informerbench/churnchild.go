@@ -47,19 +47,18 @@ import (
 //     stops the factory and exits.
 //
 // A restart child (churnSpec.Restart, after the churn: client-go starts
-// cold again, boltinformer warm on the file the churn left) does steps 1
-// and 2 without the flush and without returning the start's garbage (what
-// the parent samples then is what a user's process holds after a
-// restart), then waits for END, prints its churnChildResult (the sync)
+// cold again, boltinformer warm on the file the churn left) does step 1,
+// then step 2 without the flush, without returning the start's garbage
+// (what the parent samples then is what a user's process holds after a
+// restart) and with its churnChildResult (the sync) in place of READY,
 // and idles as in step 5.
 //
-// Stdin closing before STOP or END (the parent died) ends the child with
-// an error.
+// Stdin closing before STOP (the parent died) ends the child with an
+// error.
 
 const (
 	churnChildCommand = "churn-child"
 	churnStopLine     = "STOP"
-	churnEndLine      = "END"
 
 	// informerBoltBounded is boltinformer's typed factory with a bounded
 	// decoded-object cache (churnSpec.CacheObjects).
@@ -68,7 +67,7 @@ const (
 	// Phases of a churn run, as samples and heap profiles name them.
 	phaseCold    = "cold"    // spawn to synced, on an empty file
 	phaseChurn   = "churn"   // START to every change seen
-	phaseRestart = "restart" // a restart child's spawn to END
+	phaseRestart = "restart" // a restart child's spawn to the end of its settle
 
 	// sentAnnot carries, on every Pod the churn creates or patches, the
 	// wall-clock time (Unix nanoseconds) just before the request was made.
@@ -133,13 +132,9 @@ type churnChildResult struct {
 // runChurnChild is the hidden churn-child subcommand.
 func runChurnChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	in := bufio.NewReader(stdin)
-	line, err := in.ReadBytes('\n')
-	if err != nil && len(line) == 0 {
-		return fmt.Errorf("churn child: reading spec: %w", err)
-	}
 	var spec churnSpec
-	if err := json.Unmarshal(line, &spec); err != nil {
-		return fmt.Errorf("churn child: reading spec: %w", err)
+	if err := readSpec(in, &spec); err != nil {
+		return fmt.Errorf("churn child: %w", err)
 	}
 	if err := churnChild(ctx, spec, in, stdout); err != nil {
 		return fmt.Errorf("churn child %s: %w", spec.Informer, err)
@@ -204,8 +199,12 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 		return fmt.Errorf("handler not synced after %v", syncTimeout)
 	}
 	res := &churnChildResult{Informer: spec.Informer, SyncSeconds: time.Since(start).Seconds(), InitialAdds: h.initialAdds.Load()}
-	if spec.Restart {
-		return restartChild(res, in, stdout)
+	if spec.Restart { // its result at once; then idle until stdin closes
+		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, in)
+		return nil
 	}
 	if db != nil {
 		if res.FileBytesStart, err = flushAndSize(ctx, db, spec.File); err != nil {
@@ -236,23 +235,6 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 		return err
 	}
 	// Idle until the parent has taken its last /proc sample and closes stdin.
-	_, _ = io.Copy(io.Discard, in)
-	return nil
-}
-
-// restartChild is the rest of a restart child once its handler synced:
-// READY, then, at END, its result; then idle until stdin closes.
-func restartChild(res *churnChildResult, in *bufio.Reader, stdout io.Writer) error {
-	if _, err := fmt.Fprintln(stdout, readyLine); err != nil {
-		return err
-	}
-	line, err := in.ReadString('\n')
-	if strings.TrimSpace(line) != churnEndLine {
-		return fmt.Errorf("waiting for %s: got %q (%v)", churnEndLine, line, err)
-	}
-	if err := json.NewEncoder(stdout).Encode(res); err != nil {
-		return err
-	}
 	_, _ = io.Copy(io.Discard, in)
 	return nil
 }

@@ -67,24 +67,23 @@ func (p *churnProc) stop(ctx context.Context, ok [numOps]int64) (*churnChildResu
 	return p.ask(ctx, stopLine(ok), churnDrainTimeout+persistTimeout+time.Minute)
 }
 
-// end tells a restart child to report and returns its result; the child
-// stays alive until close.
-func (p *churnProc) end(ctx context.Context) (*churnChildResult, error) {
-	return p.ask(ctx, churnEndLine+"\n", time.Minute)
-}
-
 // ask writes line to the child and reads its result, waiting up to timeout.
 func (p *churnProc) ask(ctx context.Context, line string, timeout time.Duration) (*churnChildResult, error) {
 	if _, err := io.WriteString(p.Stdin, line); err != nil {
 		return nil, fmt.Errorf("%s child: writing %s: %w", p.informer, strings.TrimSpace(line), err)
 	}
-	answer, err := p.next(ctx, timeout)
+	return p.result(ctx, timeout)
+}
+
+// result reads the child's result, waiting up to timeout.
+func (p *churnProc) result(ctx context.Context, timeout time.Duration) (*churnChildResult, error) {
+	line, err := p.next(ctx, timeout)
 	if err != nil {
 		return nil, err
 	}
 	res := &churnChildResult{}
-	if err := json.Unmarshal([]byte(answer), res); err != nil {
-		return nil, fmt.Errorf("%s child result %q: %w", p.informer, answer, err)
+	if err := json.Unmarshal([]byte(line), res); err != nil {
+		return nil, fmt.Errorf("%s child result %q: %w", p.informer, line, err)
 	}
 	return res, nil
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // sizeResult is everything one size's measurement produced; it is saved as
-// informerbench-<N>.json (and, flattened, .csv) in the results directory.
+// informerbench-<N>.json in the results directory.
 type sizeResult struct {
 	Pods            int                           `json:"pods"`
 	Reps            int                           `json:"reps"`
