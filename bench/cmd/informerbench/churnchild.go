@@ -64,7 +64,7 @@ const (
 	// decoded-object cache (churnSpec.CacheObjects).
 	informerBoltBounded = "boltinformer-bounded"
 
-	// Phases of a churn run, as samples and heap profiles name them.
+	// Phases of a churn run, as samples name them.
 	phaseCold    = "cold"    // spawn to synced, on an empty file
 	phaseChurn   = "churn"   // START to every change seen
 	phaseRestart = "restart" // a restart child's spawn to the end of its settle
