@@ -126,8 +126,8 @@ BENCH_FLAGS ?=
 
 # make demo: starts etcd + kube-apiserver on loopback (built on first use),
 # creates $(DEMO_PODS) Pods ($(DEMO_POD_SIZE): or small), warms the watch
-# cache up, and runs client-go's cold start in protobuf (the headline) and
-# JSON beside boltinformer's cold start and warm restart (with Recovery and
+# cache up, and runs client-go's cold start in protobuf beside
+# boltinformer's cold start and warm restart (with Recovery and
 # WarmListBelow, as the typed factory's informer with that option), each in
 # its own process, $(DEMO_REPS) times with the order rotated between
 # repetitions; then one restart after a 410 that recovers by what changed and one
@@ -197,7 +197,7 @@ bench-recover-downtime: test-binaries
 # (80% updates, 10% creates, 10% deletes) for $(CHURN_DURATION); CPU, bytes
 # written, private memory over time and event-to-handler latency. Results
 # and plots in _output/bench/churn-<pods>/. CHURN_FLAGS="--rate 200" etc.;
-# CHURN_FLAGS="--skew zipf:1.1" makes a few Pods take most updates.
+# CHURN_FLAGS="--bounded 1000" adds a boltinformer with a 1,000-object cache.
 CHURN_PODS     ?= 100000
 CHURN_DURATION ?= 10m
 CHURN_FLAGS    ?=

@@ -19,12 +19,11 @@
 // bench/cmd/informerbench compares whole informers (make bench-informer;
 // make demo is its short form). It runs each informer in its own process
 // against a real kube-apiserver with 10k–100k Pods. It measures client-go's
-// cold sync in JSON and protobuf, with watch-list and LIST. Beside it, it
-// measures boltinformer's cold start, warm restart, bounded-memory restart
-// and restart after a 410. It also measures watch throughput, indexer
-// latency and file size, and checks them against the project's targets.
-// Results go to bench/results/, the sync-time plot to docs/sync-time.svg,
-// and the write-up to docs/benchmarks.md.
+// cold sync in protobuf, with watch-list and LIST. Beside it, it measures
+// boltinformer's cold start, warm restart, bounded-memory restart and
+// restart after a 410, and the file's size, and checks them against the
+// project's targets. Results go to _output/bench/ (summaries worth keeping
+// to bench/results/), and the write-up to docs/benchmarks.md.
 //
 // # Caveats
 //

@@ -6,7 +6,7 @@
 // One concept per file. requests.go counts an informer's requests by kind
 // on the wire; apiserver.go restarts kube-apiserver and waits for its watch
 // cache; pods.go creates the Pods a bench measures; proc.go reads /proc;
-// profile.go writes CPU profiles and traces; child.go runs child processes
+// profile.go writes CPU profiles; child.go runs child processes
 // with their logs; order.go rotates variants between repetitions;
 // flags.go has the flags every harness takes; report.go and plot.go turn
 // a harness's JSON into text tables and SVG; stats.go takes medians of runs

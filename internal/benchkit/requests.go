@@ -39,8 +39,6 @@ const metadataAccept = "as=PartialObjectMetadataList"
 type Requests struct {
 	// Resource is the collection counted, e.g. "pods".
 	Resource string
-	// OnWatch, if set, wraps every watch response body of Resource.
-	OnWatch func(io.ReadCloser) io.ReadCloser
 
 	n, body [numKinds]atomic.Int64
 	total   atomic.Int64 // every response's bytes, any resource
@@ -62,9 +60,6 @@ func (c *Requests) Wrap(rt http.RoundTripper) http.RoundTripper {
 			part = &c.body[kind]
 		}
 		resp.Body = &countingBody{ReadCloser: resp.Body, total: &c.total, part: part}
-		if counted && (kind == Watch || kind == WatchList) && c.OnWatch != nil {
-			resp.Body = c.OnWatch(resp.Body)
-		}
 		return resp, err
 	})
 }

@@ -25,7 +25,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
-	sess, err := openSession(ctx, &opts.logDir, []string{opts.out, opts.profileDir}, out)
+	sess, err := openSession(ctx, &opts.logDir, []string{opts.out}, out)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "  cluster heartbeat: %d Lease renewals (%d failed) while measuring\n", renewed, failed)
 		res := &sizeResult{
 			Pods: n, Reps: opts.reps, Date: time.Now().UTC().Format(time.RFC3339), Machine: mach,
-			BoltContentType: opts.contentType, Churn: opts.churnFor(n), Updates: opts.updates,
+			BoltContentType: protobufContentType, Churn: opts.churnFor(n),
 			Runs: r.runs, Medians: map[string]map[string]float64{},
 			PodSize: string(opts.shape), PodProtoBytes: podBytes, LoadAvg: r.load,
 			IdleAPIServerCPU: idleAS, IdleEtcdCPU: idleEtcd,
@@ -59,7 +59,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 			res.Medians[v] = medians(runs)
 		}
 		res.Ratios = res.computeRatios()
-		res.Targets = evaluateTargets(res.Medians, opts.contentType, res.Churn)
+		res.Targets = evaluateTargets(res.Medians, res.Churn)
 		rep := sizeReport(res)
 		if err := rep.WriteText(out); err != nil {
 			return err

@@ -27,28 +27,34 @@ const (
 // runChild is the hidden subcommand: read a childSpec on stdin, measure one
 // informer, write the childResult on stdout.
 func runChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
-	in := bufio.NewReader(stdin)
-	line, err := in.ReadBytes('\n')
-	if err != nil && len(line) == 0 {
-		return fmt.Errorf("child: reading spec: %w", err)
-	}
 	var spec childSpec
-	if err := json.Unmarshal(line, &spec); err != nil {
-		return fmt.Errorf("child: reading spec: %w", err)
+	if err := readSpec(bufio.NewReader(stdin), &spec); err != nil {
+		return fmt.Errorf("child: %w", err)
 	}
-	res, err := measure(ctx, spec, in, stdout)
+	res, err := measure(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("%s: %w", spec.Variant, err)
 	}
 	return json.NewEncoder(stdout).Encode(res)
 }
 
+// readSpec reads the JSON line a child is started with into spec.
+func readSpec(in *bufio.Reader, spec any) error {
+	line, err := in.ReadBytes('\n')
+	if err != nil && len(line) == 0 {
+		return fmt.Errorf("reading spec: %w", err)
+	}
+	if err := json.Unmarshal(line, spec); err != nil {
+		return fmt.Errorf("reading spec: %w", err)
+	}
+	return nil
+}
+
 // measure runs the phases the spec asks for, in an order that keeps them
 // from disturbing each other: sync (timed), memory (before anything else
-// allocates), file size, latency, throughput.
-func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io.Writer) (*childResult, error) {
-	gate := newWatchGate()
-	counter := &benchkit.Requests{Resource: "pods", OnWatch: gate.wrap}
+// allocates), file size.
+func measure(ctx context.Context, spec childSpec) (*childResult, error) {
+	counter := &benchkit.Requests{Resource: "pods"}
 	cfg, err := loadConfig(spec.Kubeconfig)
 	if err != nil {
 		return nil, err
@@ -64,7 +70,7 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	if err != nil {
 		return nil, err
 	}
-	h := newHandler(spec.Run, spec.Updates)
+	h := &handler{}
 	res := &childResult{Variant: spec.Variant}
 
 	stopProfile := profilePhase(spec.ProfilePrefix, "sync")
@@ -144,24 +150,6 @@ func measure(ctx context.Context, spec childSpec, stdin *bufio.Reader, stdout io
 	}
 	if spec.Snapshot != "" && bolt != nil {
 		if err := bolt.db.SnapshotFile(ctx, spec.Snapshot); err != nil {
-			return nil, err
-		}
-	}
-	if spec.Latency {
-		stopProfile := profilePhase(spec.ProfilePrefix, "latency")
-		res.Latency, err = measureLatency(inf.GetIndexer())
-		stopProfile()
-		if err != nil {
-			return nil, err
-		}
-	}
-	if spec.Updates > 0 {
-		var coll *persist.Collection
-		if bolt != nil {
-			coll = bolt.informer.Indexer().Collection()
-		}
-		res.Throughput, err = measureThroughput(h, gate, stdin, coll, stdout, spec.ProfilePrefix)
-		if err != nil {
 			return nil, err
 		}
 	}
@@ -266,7 +254,7 @@ func watchApplied(ctx context.Context, coll *persist.Collection, rv string, star
 // what stops it; with an empty prefix, or on error, it does nothing.
 func profilePhase(prefix, phase string) (stop func()) {
 	if prefix != "" {
-		if stop, err := benchkit.StartProfile(prefix+"-"+phase+".pprof", ""); err == nil {
+		if stop, err := benchkit.StartProfile(prefix + "-" + phase + ".pprof"); err == nil {
 			return stop
 		}
 	}

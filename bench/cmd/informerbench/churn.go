@@ -1,13 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,25 +21,18 @@ import (
 // watches for days pays between restarts: CPU seconds, bytes written to
 // disk and private memory over time, and event-to-handler latency.
 
-// churnOptions are the churn subcommand's flags.
+// churnOptions are the churn subcommand's flags. The Pods are realistic,
+// and the changes 80% updates (merge patch of an annotation), 10% creates
+// and 10% deletes, picked uniformly: the Pod count stays about constant.
 type churnOptions struct {
 	pods     int
-	shape    podShape
 	rate     float64
 	duration time.Duration
-	mix      churnMix
-	skew     churnSkew
 	inflight int
 	sample   time.Duration
 	workers  int
 	out      string
 	logDir   string
-	// batchInterval is boltinformer's group commit interval
-	// (persist.Options.BatchInterval); zero is persist's default.
-	batchInterval time.Duration
-	// cpuProfile is a directory for each child's CPU profile of the churn
-	// (churn-<informer>.pprof); empty: none.
-	cpuProfile string
 	// bounded, if positive, adds a third child: boltinformer with a
 	// decoded-object cache of this many objects.
 	bounded int
@@ -58,27 +49,17 @@ func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
 		o.pods, err = benchkit.ParseCount(v)
 		return err
 	})
-	o.shape = shapeRealistic
-	fs.Var(&o.shape, "pod-size", "Pods to create: realistic (about 6 KB of protobuf each) or small (about 2.7 KB).")
 	fs.Float64Var(&o.rate, "rate", 100, "Changes per second.")
 	fs.DurationVar(&o.duration, "duration", 10*time.Minute, "How long to churn.")
-	o.mix = churnMix{80, 10, 10}
-	fs.Var(&o.mix, "mix", "Weights of updates (merge patch of an annotation), creates and deletes: the default keeps the Pod count about constant.")
-	fs.Var(&o.skew, "skew", "Which Pods updates pick: uniform (default), or zipf:S (S > 1, e.g. zipf:1.1), a Zipf law over the Pods ranked in a random order, so that a few Pods scattered over the key space take most updates, as in a real cluster. Deletes pick uniformly either way, and creates make new Pods (under zipf a new Pod takes a random rank).")
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating the Pods.")
 	fs.StringVar(&o.out, "out", "", "Directory for churn.{json,txt} and the plots (default _output/bench/churn-<pods>).")
-	fs.DurationVar(&o.batchInterval, "batch-interval", 0, "boltinformer's group commit interval (persist.Options.BatchInterval); 0 is persist's default. A commit rewrites every page it touches, so fewer, larger commits write fewer bytes per event.")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Have each child write a CPU profile of the churn, from both synced to every change seen (not the initial list), to `DIR`/churn-<informer>.pprof.")
 	fs.IntVar(&o.bounded, "bounded", 0, "Also run boltinformer with a decoded-object cache of this many objects (factory.PersistenceOptions.CacheObjects), on a file of its own, as a third child; 0: not.")
 }
 
 // complete fills in defaults that depend on other flags, and checks them.
 func (o *churnOptions) complete() error {
-	if o.pods < 1 || o.rate <= 0 || o.duration <= 0 || o.workers < 1 {
-		return errors.New("--pods, --rate, --duration and --workers must be positive")
-	}
-	if o.batchInterval < 0 || o.bounded < 0 {
-		return errors.New("--batch-interval and --bounded must not be negative")
+	if o.pods < 1 || o.rate <= 0 || o.duration <= 0 || o.workers < 1 || o.bounded < 0 {
+		return errors.New("--pods, --rate, --duration and --workers must be positive, --bounded not negative")
 	}
 	if o.out == "" {
 		o.out = benchkit.OutDir("churn-" + benchkit.CountLabel(o.pods))
@@ -101,27 +82,23 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	if err := o.complete(); err != nil {
 		return err
 	}
-	if o.cpuProfile != "" {
-		if err := checkProfileDir("--cpuprofile", o.cpuProfile); err != nil {
-			return err
-		}
-	}
 	sess, err := openSession(ctx, &o.logDir, []string{o.out}, out)
 	if err != nil {
 		return err
 	}
 	defer sess.close()
 	work, cl, cs, mach := sess.work, sess.cl, sess.cs, sess.mach
-	if err := populate(ctx, cl, o.shape, o.pods, o.workers, out); err != nil {
+	const shape = shapeRealistic
+	if err := populate(ctx, cl, shape, o.pods, o.workers, out); err != nil {
 		return err
 	}
-	podBytes, err := meanPodBytes(ctx, cs, o.shape)
+	podBytes, err := meanPodBytes(ctx, cs, shape)
 	if err != nil {
 		return err
 	}
 	// Every Pod of the shape, including those an earlier churn created
 	// (they are beyond --pods and are updated and deleted like the rest).
-	have, err := benchkit.ExistingPods(ctx, benchkit.Protobuf(cl.cfg), o.shape.selector())
+	have, err := benchkit.ExistingPods(ctx, benchkit.Protobuf(cl.cfg), shape.selector())
 	if err != nil {
 		return err
 	}
@@ -138,7 +115,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	newIndex := func() int {
 		for {
 			i := int(nextIndex.Add(1) - 1)
-			if !have[namespaceOf(i)+"/"+o.shape.podName(i)] {
+			if !have[namespaceOf(i)+"/"+shape.podName(i)] {
 				return i
 			}
 		}
@@ -147,7 +124,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	// No change is made from here until every child is synced, so a
 	// sentAnnot at or after since is this run's.
 	since := time.Now().UnixNano()
-	base := churnSpec{Kubeconfig: cl.kubeconfig, Selector: o.shape.selector(), ContentType: protobufContentType,
+	base := churnSpec{Kubeconfig: cl.kubeconfig, Selector: shape.selector(), ContentType: protobufContentType,
 		Since: since, ExpectEvents: int(o.rate * o.duration.Seconds())}
 	informers := []string{informerClientGo, informerBolt}
 	if o.bounded > 0 {
@@ -163,9 +140,6 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 			spec.File = filepath.Join(work, "cache-bounded.db")
 			spec.CacheObjects = o.bounded
 		}
-		if spec.File != "" {
-			spec.BatchInterval = o.batchInterval
-		}
 		return spec
 	}
 	var procs []*churnProc
@@ -175,14 +149,11 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}()
 	fmt.Fprintf(out, "starting %s one at a time on %d %s Pods (%.1f KB of protobuf each), sampling each every %v until synced…\n",
-		strings.Join(informers, ", "), len(live), o.shape, podBytes/1000, o.startSample)
+		strings.Join(informers, ", "), len(live), shape, podBytes/1000, o.startSample)
 	var startSamples []churnSample
 	readyAt := map[string]float64{} // informer -> cold start's READY, seconds from spawn
 	for _, informer := range informers {
 		spec := specOf(informer)
-		if o.cpuProfile != "" {
-			spec.CPUProfile = filepath.Join(o.cpuProfile, "churn-"+informer+".pprof")
-		}
 		p, err := startChurnChild(ctx, spec, filepath.Join(o.logDir, "churn-"+informer+".log"))
 		if err != nil {
 			return err
@@ -199,15 +170,8 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "  %s synced and flushed in %v\n", informer, seconds(readyAt[informer]))
 	}
 
-	fmt.Fprintf(out, "all synced; churning %.0f changes/s (update,create,delete %s; skew %s) for %v, sampling every %v…\n", o.rate, &o.mix, &o.skew, o.duration, o.sample)
-	d := &churnDriver{cs: cs, shape: o.shape, mix: o.mix, pool: newPodPool(live, uint64(since), o.skew), newIndex: newIndex,
-		meter: newSkewMeter(skewWindow)}
-	// The children profile (--cpuprofile) from here to their results.
-	for _, p := range procs {
-		if err := p.start(); err != nil {
-			return err
-		}
-	}
+	fmt.Fprintf(out, "all synced; churning %.0f changes/s (update,create,delete %s) for %v, sampling every %v…\n", o.rate, churnMix, o.duration, o.sample)
+	d := &churnDriver{cs: cs, shape: shape, pool: newPodPool(live, uint64(since)), newIndex: newIndex}
 	cpu := benchkit.StartCPUMeter(cl.pids())
 	loadStart := benchkit.LoadAverage()
 	lastPrint := time.Now()
@@ -235,10 +199,10 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	res := &churnResult{
-		Date: time.Now().UTC().Format(time.RFC3339), Machine: mach, PodSize: string(o.shape), PodProtoBytes: podBytes,
-		PodsAtStart: len(live), DurationSeconds: o.duration.Seconds(), SampleSeconds: o.sample.Seconds(), Mix: o.mix.String(),
-		Skew: o.skew.String(), ContentType: protobufContentType, Drive: drive, LoadAvgStart: loadStart, LoadAvgEnd: loadEnd,
-		APIServerCPUs: used[0], EtcdCPUs: used[1], BatchInterval: cmp.Or(o.batchInterval, persist.DefaultBatchInterval).String(),
+		Date: time.Now().UTC().Format(time.RFC3339), Machine: mach, PodSize: string(shape), PodProtoBytes: podBytes,
+		PodsAtStart: len(live), DurationSeconds: o.duration.Seconds(), SampleSeconds: o.sample.Seconds(), Mix: churnMix.String(),
+		ContentType: protobufContentType, Drive: drive, LoadAvgStart: loadStart, LoadAvgEnd: loadEnd,
+		APIServerCPUs: used[0], EtcdCPUs: used[1], BatchInterval: persist.DefaultBatchInterval.String(),
 		StartSampleSeconds: o.startSample.Seconds(), RestartSettleSeconds: o.restartSettle.Seconds(),
 	}
 	// Every child first drains (its result says whether it saw every
@@ -319,7 +283,7 @@ func restartChurnChild(ctx context.Context, spec churnSpec, o *churnOptions, pro
 	}
 	*procs = append(*procs, p)
 	smp := startSampler([]*churnProc{p}, phaseRestart, o.startSample, nil)
-	err = p.waitReady(ctx, syncTimeout)
+	child, err := p.result(ctx, syncTimeout)
 	ready := smp.elapsed()
 	if err == nil {
 		select {
@@ -327,10 +291,6 @@ func restartChurnChild(ctx context.Context, spec churnSpec, o *churnOptions, pro
 			err = ctx.Err()
 		case <-time.After(o.restartSettle):
 		}
-	}
-	var child *churnChildResult
-	if err == nil {
-		child, err = p.end(ctx)
 	}
 	got, serr := smp.stop()
 	if err := errors.Join(err, serr); err != nil {
@@ -341,19 +301,4 @@ func restartChurnChild(ctx context.Context, spec churnSpec, o *churnOptions, pro
 	}
 	st := startOf(got, p.informer, phaseRestart, ready, child)
 	return got, &st, nil
-}
-
-// checkProfileDir makes dir and checks that a file can be created in it, so
-// that a profile directory (flag) the children cannot write fails now
-// rather than once the Pods are created and the children have synced.
-func checkProfileDir(flag, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("%s: %w", flag, err)
-	}
-	f, err := os.CreateTemp(dir, ".churn-*.pprof")
-	if err != nil {
-		return fmt.Errorf("%s: cannot write profiles in %s: %w", flag, dir, err)
-	}
-	f.Close()
-	return os.Remove(f.Name())
 }

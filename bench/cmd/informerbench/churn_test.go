@@ -1,10 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +14,7 @@ import (
 )
 
 func TestChurnMixKeepsExactShares(t *testing.T) {
-	m := churnMix{80, 10, 10}
+	m := churnMix
 	var done [numOps]int
 	for n := 1; n <= 1000; n++ {
 		done[m.next(done)]++
@@ -33,28 +29,13 @@ func TestChurnMixKeepsExactShares(t *testing.T) {
 			t.Fatalf("after %d changes counts %v, want 8:1:1 in every 10", n, done)
 		}
 	}
-	zero := churnMix{1, 0, 1}
+	zero := opMix{1, 0, 1}
 	done = [numOps]int{}
 	for range 100 {
 		done[zero.next(done)]++
 	}
 	if done != [numOps]int{50, 0, 50} {
 		t.Errorf("mix 1,0,1: counts %v, want [50 0 50]", done)
-	}
-}
-
-func TestChurnMixFlag(t *testing.T) {
-	var m churnMix
-	if err := m.Set("70, 20,10"); err != nil || m != (churnMix{70, 20, 10}) || m.String() != "70,20,10" {
-		t.Errorf("Set(70, 20,10) = %v, %v", m, err)
-	}
-	for _, bad := range []string{"80,20", "0,0,0", "80,-10,30", "a,b,c"} {
-		if err := m.Set(bad); err == nil {
-			t.Errorf("Set(%q) accepted", bad)
-		}
-	}
-	if m != (churnMix{70, 20, 10}) {
-		t.Errorf("a rejected Set changed the mix to %v", m)
 	}
 }
 
@@ -80,7 +61,7 @@ func TestTokenBucketPaces(t *testing.T) {
 }
 
 func TestPodPoolNeverHandsOutABusyPod(t *testing.T) {
-	p := newPodPool([]podRef{{"a", "1"}, {"a", "2"}}, 1, churnSkew{})
+	p := newPodPool([]podRef{{"a", "1"}, {"a", "2"}}, 1)
 	r1, ok1 := p.checkout(false)
 	r2, ok2 := p.checkout(true)
 	if !ok1 || !ok2 || r1 == r2 {
@@ -95,149 +76,6 @@ func TestPodPoolNeverHandsOutABusyPod(t *testing.T) {
 	p.release(r1)
 	if r, ok := p.checkout(false); !ok || r != r1 {
 		t.Errorf("after release: %v %v, want %v", r, ok, r1)
-	}
-}
-
-func TestChurnSkewFlag(t *testing.T) {
-	var s churnSkew
-	if s.String() != "uniform" {
-		t.Errorf("zero value %q, want uniform", s.String())
-	}
-	if err := s.Set("zipf:1.1"); err != nil || s.zipfS != 1.1 || s.String() != "zipf:1.1" {
-		t.Errorf("Set(zipf:1.1) = %v, %v", s, err)
-	}
-	for _, bad := range []string{"", "zipf", "zipf:", "zipf:1", "zipf:0.9", "zipf:-2", "zipf:x", "zipf:inf", "zipf:NaN", "Zipf:1.1", "normal"} {
-		if err := s.Set(bad); err == nil {
-			t.Errorf("Set(%q) accepted", bad)
-		}
-	}
-	if s.zipfS != 1.1 {
-		t.Errorf("a rejected Set changed the skew to %v", &s)
-	}
-	if err := s.Set("uniform"); err != nil || s != (churnSkew{}) {
-		t.Errorf("Set(uniform) = %v, %v", s, err)
-	}
-}
-
-// TestPodPoolSkewedPicks checks the law by which updates pick their Pod:
-// uniform makes the same picks as before --skew existed; zipf:1.1 gives the
-// top 1% of ranks most picks, and those Pods lie all over the key order.
-func TestPodPoolSkewedPicks(t *testing.T) {
-	const n, picks, seed = 10_000, 200_000, 42
-	keys := make([]podRef, n) // in key order
-	for i := range keys {
-		keys[i] = podRef{"bench-00", fmt.Sprintf("pod-%05d", i)}
-	}
-	position := make(map[podRef]int, n)
-	for i, r := range keys {
-		position[r] = i
-	}
-	// run makes the picks and returns, per key position, how often each was
-	// picked, and the pool.
-	run := func(skew churnSkew) ([]int, *podPool) {
-		p := newPodPool(slices.Clone(keys), seed, skew)
-		counts := make([]int, n)
-		for range picks {
-			r, ok := p.checkout(false)
-			if !ok {
-				t.Fatalf("%v: no Pod to update", &skew)
-			}
-			counts[position[r]]++
-			p.release(r)
-		}
-		return counts, p
-	}
-	// topShare is the share of the picks that went to the top 1% of ranks.
-	topShare := func(counts []int, p *podPool) float64 {
-		top := 0
-		for _, r := range p.live[:n/100] {
-			top += counts[position[r]]
-		}
-		return float64(top) / picks
-	}
-
-	uniform, p := run(churnSkew{})
-	if !slices.Equal(p.live, keys) {
-		t.Error("uniform skew reordered the pool")
-	}
-	ref := rand.New(rand.NewPCG(seed, 1)) // the pool's picks before --skew
-	want := make([]int, n)
-	for range picks {
-		want[ref.IntN(n)]++
-	}
-	if !slices.Equal(uniform, want) {
-		t.Error("uniform skew picks differ from rng.IntN's for the same seed")
-	}
-	if s := topShare(uniform, p); s < 0.008 || s > 0.012 {
-		t.Errorf("uniform: top 1%% of ranks got %.2f%% of picks, want about 1%%", 100*s)
-	}
-
-	zipf, p := run(churnSkew{zipfS: 1.1})
-	// (k+1)^-1.1 over 10,000 ranks: the top 100 have about 65%.
-	if s := topShare(zipf, p); s < 0.5 || s > 0.8 {
-		t.Errorf("zipf:1.1: top 1%% of ranks got %.1f%% of picks, want about 65%%", 100*s)
-	}
-	// The 100 most picked Pods spread over every tenth of the key order
-	// (about 10 in each for a random permutation).
-	byPicks := make([]int, n)
-	for i := range byPicks {
-		byPicks[i] = i
-	}
-	slices.SortStableFunc(byPicks, func(a, b int) int { return zipf[b] - zipf[a] })
-	var tenths [10]int
-	for _, i := range byPicks[:n/100] {
-		tenths[i*10/n]++
-	}
-	t.Logf("zipf:1.1: top 1%% of ranks got %.1f%% of picks; the 100 hottest Pods by tenth of the key order: %v", 100*topShare(zipf, p), tenths)
-	for tenth, c := range tenths {
-		if c < 2 || c > 25 {
-			t.Errorf("zipf:1.1: %d of the 100 hottest Pods in tenth %d of the key order (all tenths: %v), want about 10", c, tenth, tenths)
-			break
-		}
-	}
-
-	// Deletes and creates keep the pool a set of the live Pods.
-	for i := range n / 2 {
-		if _, ok := p.checkout(true); !ok {
-			t.Fatal("zipf: no Pod to delete")
-		}
-		p.add(podRef{"bench-01", fmt.Sprintf("new-%05d", i)})
-	}
-	seen := map[podRef]bool{}
-	for _, r := range p.live {
-		if seen[r] {
-			t.Fatalf("zipf: %v twice in the pool", r)
-		}
-		seen[r] = true
-	}
-	if len(p.live) != n {
-		t.Errorf("zipf: pool holds %d Pods, want %d", len(p.live), n)
-	}
-}
-
-func TestSkewMeter(t *testing.T) {
-	a, b, c, d := podRef{"x", "a"}, podRef{"x", "b"}, podRef{"x", "c"}, podRef{"x", "d"}
-	m := newSkewMeter(4)
-	var s churnDriveStats
-	m.note(opUpdate, a)
-	m.note(opUpdate, a)
-	m.fill(&s)
-	// Fewer changes than a window: the partial window is reported.
-	if s.DistinctUpdated != 1 || s.SkewWindows != 0 || s.UpdatesPerPodPerWindow != 2 || s.SkewWindow != 4 {
-		t.Errorf("partial window: %+v", s)
-	}
-	m.note(opUpdate, b)
-	m.note(opCreate, podRef{})
-	// window 1: a a b + a create: 3 updates of 2 Pods.
-	m.note(opUpdate, a)
-	m.note(opDelete, b)
-	m.note(opUpdate, c)
-	m.note(opUpdate, c)
-	// window 2: a, c c + a delete: 3 updates of 2 Pods.
-	m.note(opUpdate, d) // partial: not in the mean
-	m.fill(&s)
-	if s.DistinctUpdated != 4 || s.SkewWindows != 2 || s.UpdatesPerPodPerWindow != 1.5 {
-		t.Errorf("two windows: %+v", s)
 	}
 }
 
@@ -384,40 +222,5 @@ func TestChurnSummaryRatiosAndTable(t *testing.T) {
 	cg.Child.LatencyP99Ms = 0
 	if _, ok := churnRatios(cg, bolt)[rLatencyP99]; ok {
 		t.Error("ratio over a zero client-go latency")
-	}
-}
-
-func TestCheckProfileDir(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "a", "b")
-	if err := checkProfileDir("--cpuprofile", dir); err != nil {
-		t.Fatal(err)
-	}
-	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
-		t.Errorf("checkProfileDir left %v (%v)", ents, err)
-	}
-	file := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkProfileDir("--cpuprofile", file); err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
-		t.Errorf("checkProfileDir(a file) = %v, want a --cpuprofile error", err)
-	}
-}
-
-func TestPrintChurnNamesProfiles(t *testing.T) {
-	r := &churnResult{Informers: []churnInformer{
-		{Informer: informerClientGo, Child: &churnChildResult{CPUProfile: "p/churn-client-go.pprof"}},
-		{Informer: informerBolt, Child: &churnChildResult{CPUProfile: "p/churn-boltinformer.pprof"}},
-	}}
-	var b strings.Builder
-	_ = churnReport(r).WriteText(&b)
-	if !strings.Contains(b.String(), "p/churn-client-go.pprof, p/churn-boltinformer.pprof") {
-		t.Errorf("report does not name the profiles:\n%s", b.String())
-	}
-	r.Informers[0].Child.CPUProfile, r.Informers[1].Child.CPUProfile = "", ""
-	b.Reset()
-	_ = churnReport(r).WriteText(&b)
-	if strings.Contains(b.String(), "profile") {
-		t.Errorf("report names profiles without --cpuprofile:\n%s", b.String())
 	}
 }

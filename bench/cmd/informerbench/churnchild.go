@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/factory"
-	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -37,45 +36,38 @@ import (
 //     HasSynced; a boltinformer child then flushes the file, so that the
 //     cold start's bulk write is not counted as churn; both return the
 //     start's garbage to the OS; the child prints READY;
-//  3. the parent writes START as the churn begins (a child with a
-//     CPUProfile creates and starts it), churns, then writes
-//     "STOP <creates> <patches> <deletes>": the changes of each kind that
-//     succeeded;
+//  3. the parent churns, then writes "STOP <creates> <patches> <deletes>":
+//     the changes of each kind that succeeded;
 //  4. the child waits until its handler has seen that many adds, updates
 //     carrying a new sentAnnot of this run, and deletes (or
-//     churnDrainTimeout passes), flushes the file (boltinformer), stops its
-//     CPU profile and closes the profile's file, and prints a
-//     churnChildResult as JSON: the profile covers what the parent's
-//     samples do, the churn and its drain, and is complete once the parent
-//     has the result;
+//     churnDrainTimeout passes), flushes the file (boltinformer) and
+//     prints a churnChildResult as JSON;
 //  5. the child keeps running, idle, until stdin is closed, so that the
 //     parent can read its /proc counters after the last event; then it
 //     stops the factory and exits.
 //
 // A restart child (churnSpec.Restart, after the churn: client-go starts
-// cold again, boltinformer warm on the file the churn left) does steps 1
-// and 2 without the flush and without returning the start's garbage (what
-// the parent samples then is what a user's process holds after a
-// restart), then waits for END, prints its churnChildResult (the sync)
+// cold again, boltinformer warm on the file the churn left) does step 1,
+// then step 2 without the flush, without returning the start's garbage
+// (what the parent samples then is what a user's process holds after a
+// restart) and with its churnChildResult (the sync) in place of READY,
 // and idles as in step 5.
 //
-// Stdin closing before STOP or END (the parent died) ends the child with
-// an error.
+// Stdin closing before STOP (the parent died) ends the child with an
+// error.
 
 const (
 	churnChildCommand = "churn-child"
-	churnStartLine    = "START"
 	churnStopLine     = "STOP"
-	churnEndLine      = "END"
 
 	// informerBoltBounded is boltinformer's typed factory with a bounded
 	// decoded-object cache (churnSpec.CacheObjects).
 	informerBoltBounded = "boltinformer-bounded"
 
-	// Phases of a churn run, as samples and heap profiles name them.
+	// Phases of a churn run, as samples name them.
 	phaseCold    = "cold"    // spawn to synced, on an empty file
 	phaseChurn   = "churn"   // START to every change seen
-	phaseRestart = "restart" // a restart child's spawn to END
+	phaseRestart = "restart" // a restart child's spawn to the end of its settle
 
 	// sentAnnot carries, on every Pod the churn creates or patches, the
 	// wall-clock time (Unix nanoseconds) just before the request was made.
@@ -91,10 +83,8 @@ type churnSpec struct {
 	Kubeconfig  string `json:"kubeconfig"`
 	Selector    string `json:"selector"`
 	ContentType string `json:"contentType"`
-	// File is boltinformer's cache file (created by the child), and
-	// BatchInterval its group commit interval (zero: persist's default).
-	File          string        `json:"file,omitempty"`
-	BatchInterval time.Duration `json:"batchInterval,omitempty"`
+	// File is boltinformer's cache file (created by the child).
+	File string `json:"file,omitempty"`
 	// Since (Unix nanoseconds): a sentAnnot older than this was written
 	// by an earlier run and is not timed. The parent takes it before it
 	// starts the children and writes nothing until both are synced.
@@ -102,9 +92,6 @@ type churnSpec struct {
 	// ExpectEvents sizes the latency buffer (a hint; it grows if needed),
 	// so that its growth does not show in the memory samples.
 	ExpectEvents int `json:"expectEvents"`
-	// CPUProfile, if set, is where the child writes a CPU profile
-	// (runtime/pprof) from START to its result.
-	CPUProfile string `json:"cpuProfile,omitempty"`
 	// CacheObjects bounds boltinformer's decoded-object cache
 	// (factory.PersistenceOptions.CacheObjects); informerBoltBounded only.
 	CacheObjects int `json:"cacheObjects,omitempty"`
@@ -140,20 +127,14 @@ type churnChildResult struct {
 	// start was flushed, and after the churn was.
 	FileBytesStart int64 `json:"fileBytesStart,omitempty"`
 	FileBytesEnd   int64 `json:"fileBytesEnd,omitempty"`
-	// CPUProfile is the spec's CPUProfile, written and closed.
-	CPUProfile string `json:"cpuProfile,omitempty"`
 }
 
 // runChurnChild is the hidden churn-child subcommand.
 func runChurnChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	in := bufio.NewReader(stdin)
-	line, err := in.ReadBytes('\n')
-	if err != nil && len(line) == 0 {
-		return fmt.Errorf("churn child: reading spec: %w", err)
-	}
 	var spec churnSpec
-	if err := json.Unmarshal(line, &spec); err != nil {
-		return fmt.Errorf("churn child: reading spec: %w", err)
+	if err := readSpec(in, &spec); err != nil {
+		return fmt.Errorf("churn child: %w", err)
 	}
 	if err := churnChild(ctx, spec, in, stdout); err != nil {
 		return fmt.Errorf("churn child %s: %w", spec.Informer, err)
@@ -186,7 +167,7 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	case informerClientGo:
 		f = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(tweak))
 	case informerBolt, informerBoltBounded:
-		if db, err = persist.Open(spec.File, persist.Options{Scheme: scheme.Scheme, BatchInterval: spec.BatchInterval}); err != nil {
+		if db, err = persist.Open(spec.File, persist.Options{Scheme: scheme.Scheme}); err != nil {
 			return err
 		}
 		defer db.Close() // deferred first, so it runs after the factory's Shutdown below
@@ -218,8 +199,12 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 		return fmt.Errorf("handler not synced after %v", syncTimeout)
 	}
 	res := &churnChildResult{Informer: spec.Informer, SyncSeconds: time.Since(start).Seconds(), InitialAdds: h.initialAdds.Load()}
-	if spec.Restart {
-		return restartChild(res, in, stdout)
+	if spec.Restart { // its result at once; then idle until stdin closes
+		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, in)
+		return nil
 	}
 	if db != nil {
 		if res.FileBytesStart, err = flushAndSize(ctx, db, spec.File); err != nil {
@@ -235,15 +220,6 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	}
 
 	line, err := in.ReadString('\n')
-	if strings.TrimSpace(line) != churnStartLine {
-		return fmt.Errorf("waiting for %s: got %q (%v)", churnStartLine, line, err)
-	}
-	stopProfile, err := benchkit.StartProfile(spec.CPUProfile, "")
-	if err != nil {
-		return fmt.Errorf("CPU profile: %w", err)
-	}
-	defer stopProfile() // for the error paths; a no-op once stopped
-	line, err = in.ReadString('\n')
 	want, perr := parseStopLine(line)
 	if perr != nil {
 		return fmt.Errorf("waiting for %s: got %q (%v): %w", churnStopLine, line, err, perr)
@@ -254,30 +230,11 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 			return err
 		}
 	}
-	stopProfile()
-	res.CPUProfile = spec.CPUProfile
 	h.fill(res)
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return err
 	}
 	// Idle until the parent has taken its last /proc sample and closes stdin.
-	_, _ = io.Copy(io.Discard, in)
-	return nil
-}
-
-// restartChild is the rest of a restart child once its handler synced:
-// READY, then, at END, its result; then idle until stdin closes.
-func restartChild(res *churnChildResult, in *bufio.Reader, stdout io.Writer) error {
-	if _, err := fmt.Fprintln(stdout, readyLine); err != nil {
-		return err
-	}
-	line, err := in.ReadString('\n')
-	if strings.TrimSpace(line) != churnEndLine {
-		return fmt.Errorf("waiting for %s: got %q (%v)", churnEndLine, line, err)
-	}
-	if err := json.NewEncoder(stdout).Encode(res); err != nil {
-		return err
-	}
 	_, _ = io.Copy(io.Discard, in)
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,35 +32,17 @@ const (
 
 var opNames = [numOps]string{"update", "create", "delete"}
 
-// churnMix is the share of each opKind, in any unit (the flag takes
-// percentages). The zero value is invalid; see validate.
-type churnMix [numOps]int
+// opMix is the share of each opKind, in any unit.
+type opMix [numOps]int
 
-func (m *churnMix) Set(v string) error {
-	parts := strings.Split(v, ",")
-	if len(parts) != int(numOps) {
-		return fmt.Errorf("mix %q: want three weights update,create,delete, e.g. 80,10,10", v)
-	}
-	var next churnMix
-	for i, p := range parts {
-		w, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || w < 0 {
-			return fmt.Errorf("mix %q: weights must be whole numbers ≥ 0", v)
-		}
-		next[i] = w
-	}
-	if next.total() == 0 {
-		return fmt.Errorf("mix %q: some weight must be positive", v)
-	}
-	*m = next
-	return nil
-}
+// churnMix is the churn's mix: it keeps the Pod count about constant.
+var churnMix = opMix{80, 10, 10}
 
-func (m *churnMix) String() string {
+func (m opMix) String() string {
 	return fmt.Sprintf("%d,%d,%d", m[opUpdate], m[opCreate], m[opDelete])
 }
 
-func (m churnMix) total() int { return m[opUpdate] + m[opCreate] + m[opDelete] }
+func (m opMix) total() int { return m[opUpdate] + m[opCreate] + m[opDelete] }
 
 // next returns the kind of the change after done (the counts so far): the
 // one furthest behind its share of the changes made so far plus this one,
@@ -69,7 +50,7 @@ func (m churnMix) total() int { return m[opUpdate] + m[opCreate] + m[opDelete] }
 // within one of its exact share n·w/W, and the kinds interleave evenly
 // (80,10,10 gives 8 updates, a create and a delete in every 10) rather
 // than in random runs. A kind of weight 0 is never chosen.
-func (m churnMix) next(done [numOps]int) opKind {
+func (m opMix) next(done [numOps]int) opKind {
 	n := done[opUpdate] + done[opCreate] + done[opDelete] + 1
 	w := m.total()
 	best, bestDeficit := opUpdate, 0
@@ -113,42 +94,23 @@ func (b *tokenBucket) take() bool {
 type podRef struct{ ns, name string }
 
 // podPool is the set of the bench's Pods that exist, from which updates and
-// deletes pick at random. A Pod with a request in flight is busy and is not
-// picked again until released, so no update races the delete of its Pod.
-//
-// Under a Zipf skew live is in rank order: updates pick live[k] with
-// probability ∝ (k+1)^-s. The ranks are a random permutation of the Pods,
-// not their key order, so the hot Pods are scattered over the key space
-// and the namespaces, as a cluster's are. Deletes pick uniformly (rollouts
-// and scale-downs do not favour the Pods that change most) and move the
-// last Pod into the rank they free; a created Pod takes a uniformly random
-// rank, whose Pod moves to the end. Both keep the ranks a random
-// permutation in O(1), and a hot rank changes hands now and then, as hot
-// workloads do. Under uniform skew nothing is reordered: the picks are
-// those the pool made before --skew existed, for the same seed.
+// deletes pick uniformly at random. A Pod with a request in flight is busy
+// and is not picked again until released, so no update races the delete
+// of its Pod.
 type podPool struct {
-	mu    sync.Mutex
-	live  []podRef        // guarded by mu
-	busy  map[podRef]bool // guarded by mu
-	rng   *rand.Rand      // guarded by mu
-	skew  churnSkew
-	zipf  *rand.Zipf // over ranks [0, zipfN); nil until the first update under Zipf skew. Guarded by mu.
-	zipfN int        // guarded by mu
+	mu   sync.Mutex
+	live []podRef        // guarded by mu
+	busy map[podRef]bool // guarded by mu
+	rng  *rand.Rand      // guarded by mu
 }
 
-func newPodPool(live []podRef, seed uint64, skew churnSkew) *podPool {
-	p := &podPool{live: live, busy: map[podRef]bool{}, rng: rand.New(rand.NewPCG(seed, 1)), skew: skew}
-	if skew.zipfS != 0 {
-		p.rng.Shuffle(len(live), func(i, j int) { live[i], live[j] = live[j], live[i] })
-	}
-	return p
+func newPodPool(live []podRef, seed uint64) *podPool {
+	return &podPool{live: live, busy: map[podRef]bool{}, rng: rand.New(rand.NewPCG(seed, 1))}
 }
 
 // checkout picks an idle Pod at random and marks it busy; remove also takes
 // it out of the pool (it is being deleted). False if a few picks found only
-// busy Pods (or none at all). An update whose pick is busy picks again by
-// the same law, so under Zipf skew a Pod with a request in flight passes
-// its turn to another.
+// busy Pods (or none at all).
 func (p *podPool) checkout(remove bool) (podRef, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -156,7 +118,7 @@ func (p *podPool) checkout(remove bool) (podRef, bool) {
 		if len(p.live) == 0 {
 			break
 		}
-		i := p.pickLocked(remove)
+		i := p.rng.IntN(len(p.live))
 		r := p.live[i]
 		if p.busy[r] {
 			continue
@@ -172,20 +134,6 @@ func (p *podPool) checkout(remove bool) (podRef, bool) {
 	return podRef{}, false
 }
 
-// pickLocked returns the index in live of a Pod to update (or, if remove,
-// to delete); live is not empty.
-func (p *podPool) pickLocked(remove bool) int {
-	n := len(p.live)
-	if remove || p.skew.zipfS == 0 {
-		return p.rng.IntN(n)
-	}
-	if p.zipf == nil || p.zipfN != n {
-		// O(1): rand.NewZipf precomputes a few constants, no table.
-		p.zipf, p.zipfN = rand.NewZipf(p.rng, p.skew.zipfS, 1, uint64(n-1)), n
-	}
-	return int(p.zipf.Uint64())
-}
-
 // release marks r idle again.
 func (p *podPool) release(r podRef) {
 	p.mu.Lock()
@@ -193,17 +141,11 @@ func (p *podPool) release(r podRef) {
 	delete(p.busy, r)
 }
 
-// add puts r (created, or not deleted after all) into the pool; under
-// Zipf skew at a uniformly random rank.
+// add puts r (created, or not deleted after all) into the pool.
 func (p *podPool) add(r podRef) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.live = append(p.live, r)
-	if p.skew.zipfS != 0 {
-		last := len(p.live) - 1
-		j := p.rng.IntN(len(p.live))
-		p.live[j], p.live[last] = p.live[last], p.live[j]
-	}
 }
 
 func (p *podPool) len() int {
@@ -216,7 +158,6 @@ func (p *podPool) len() int {
 type churnDriver struct {
 	cs    kubernetes.Interface
 	shape podShape
-	mix   churnMix
 	pool  *podPool
 	// newIndex returns the fixture index of the next Pod to create: one
 	// whose name no existing Pod has.
@@ -226,9 +167,8 @@ type churnDriver struct {
 	skipped    atomic.Int64 // an update or delete found no idle Pod
 
 	mu       sync.Mutex
-	errs     []string   // the first few distinct errors, guarded by mu
-	requests []float64  // milliseconds each successful request took, guarded by mu
-	meter    *skewMeter // the successful changes, guarded by mu
+	errs     []string  // the first few distinct errors, guarded by mu
+	requests []float64 // milliseconds each successful request took, guarded by mu
 }
 
 // okCounts returns the changes of each kind that succeeded so far.
@@ -266,15 +206,6 @@ type churnDriveStats struct {
 	RequestP50Ms float64  `json:"requestP50Ms"`
 	RequestP99Ms float64  `json:"requestP99Ms"`
 	Errors       []string `json:"errors,omitempty"`
-	// How skewed the successful updates were (see skewMeter): the Pods
-	// updated at least once, and the mean updates per Pod updated within a
-	// window of SkewWindow successful changes (of any kind), over the
-	// SkewWindows full windows, or over the whole run if it had fewer
-	// changes than a window (SkewWindows 0).
-	DistinctUpdated        int     `json:"distinctUpdated"`
-	SkewWindow             int     `json:"skewWindow"`
-	SkewWindows            int     `json:"skewWindows"`
-	UpdatesPerPodPerWindow float64 `json:"updatesPerPodPerWindow"`
 }
 
 // paceTick is how often the pacer credits time and starts changes.
@@ -316,7 +247,7 @@ pace:
 				break start
 			}
 			bucket.take()
-			kind := d.mix.next(done)
+			kind := churnMix.next(done)
 			done[kind]++
 			wg.Go(func() {
 				defer func() { <-slots }()
@@ -339,7 +270,6 @@ pace:
 	d.mu.Lock()
 	s.Errors = d.errs
 	s.RequestP50Ms, s.RequestP99Ms = percentile(d.requests, 0.5), percentile(d.requests, 0.99)
-	d.meter.fill(&s)
 	d.mu.Unlock()
 	return s
 }
@@ -399,7 +329,6 @@ func (d *churnDriver) do(ctx context.Context, k opKind) {
 	d.ok[k].Add(1)
 	d.mu.Lock()
 	d.requests = append(d.requests, took)
-	d.meter.note(k, r)
 	d.mu.Unlock()
 }
 

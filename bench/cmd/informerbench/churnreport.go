@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"strings"
@@ -20,10 +19,9 @@ type churnResult struct {
 	DurationSeconds float64 `json:"durationSeconds"` // --duration
 	SampleSeconds   float64 `json:"sampleSeconds"`
 	Mix             string  `json:"mix"`         // update,create,delete weights
-	Skew            string  `json:"skew"`        // --skew: uniform or zipf:S
 	ContentType     string  `json:"contentType"` // both informers'
-	// BatchInterval is boltinformer's group commit interval: --batch-interval,
-	// or persist's default.
+	// BatchInterval is boltinformer's group commit interval (persist's
+	// default).
 	BatchInterval string          `json:"batchInterval"`
 	Drive         churnDriveStats `json:"drive"`
 	// 1-minute load average when the churn began and ended: the machine is
@@ -283,7 +281,6 @@ func churnReport(r *churnResult) *benchkit.Report {
 		d.Succeeded, seconds(d.Seconds), d.AchievedPerSec, d.TargetPerSec, r.Mix,
 		d.OK["update"], d.OK["create"], d.OK["delete"], d.Failed["update"], d.Failed["create"], d.Failed["delete"],
 		d.Skipped, d.Dropped, d.BoundTicks, d.MaxInFlight, d.RequestP50Ms, d.RequestP99Ms)
-	w.Printf("Skew %s: %d distinct Pods updated; %.2f updates per Pod updated within %s\n", cmp.Or(r.Skew, "uniform"), d.DistinctUpdated, d.UpdatesPerPodPerWindow, skewWindows(d))
 	for _, e := range d.Errors {
 		w.Printf("  error: %s\n", e)
 	}
@@ -305,30 +302,5 @@ func churnReport(r *churnResult) *benchkit.Report {
 	w.Printf("%s\n", "A delete is two events (deletionTimestamp set, then removed). wchar: bytes handed to write syscalls (sockets and logs\n"+
 		"too); write_bytes: bytes sent to the block layer. Latency: handler call minus the writer's clock just before the request,\n"+
 		"for each create's add and each patch's update.")
-	if profiles := churnProfiles(r); len(profiles) > 0 {
-		w.Printf("CPU profiles of the churn, from both synced to every change seen (go tool pprof): %s\n", strings.Join(profiles, ", "))
-	}
 	return w
-}
-
-// skewWindows says what the updates per Pod were measured over.
-func skewWindows(d churnDriveStats) string {
-	switch d.SkewWindows {
-	case 0:
-		return fmt.Sprintf("the run's %d changes (fewer than a window of %d)", d.Succeeded, d.SkewWindow)
-	case 1:
-		return fmt.Sprintf("one window of %d changes", d.SkewWindow)
-	}
-	return fmt.Sprintf("windows of %d changes (over %d windows)", d.SkewWindow, d.SkewWindows)
-}
-
-// churnProfiles are the CPU profiles the children wrote (--cpuprofile).
-func churnProfiles(r *churnResult) []string {
-	var out []string
-	for _, in := range r.Informers {
-		if in.Child != nil && in.Child.CPUProfile != "" {
-			out = append(out, in.Child.CPUProfile)
-		}
-	}
-	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -59,40 +60,24 @@ func (p *churnProc) waitReady(ctx context.Context, timeout time.Duration) error 
 	return nil
 }
 
-// start tells the child that the churn begins: it starts its CPU profile,
-// if it has one.
-func (p *churnProc) start() error {
-	if _, err := io.WriteString(p.Stdin, churnStartLine+"\n"); err != nil {
-		return fmt.Errorf("%s child: writing %s: %w", p.informer, churnStartLine, err)
-	}
-	return nil
-}
-
 // stop tells the child how many changes of each kind succeeded and
 // returns its result once it has seen them; the child stays alive (for a
 // last /proc sample) until close.
 func (p *churnProc) stop(ctx context.Context, ok [numOps]int64) (*churnChildResult, error) {
-	if _, err := io.WriteString(p.Stdin, stopLine(ok)); err != nil {
-		return nil, fmt.Errorf("%s child: writing %s: %w", p.informer, churnStopLine, err)
-	}
-	line, err := p.next(ctx, churnDrainTimeout+persistTimeout+time.Minute)
-	if err != nil {
-		return nil, err
-	}
-	res := &churnChildResult{}
-	if err := json.Unmarshal([]byte(line), res); err != nil {
-		return nil, fmt.Errorf("%s child result %q: %w", p.informer, line, err)
-	}
-	return res, nil
+	return p.ask(ctx, stopLine(ok), churnDrainTimeout+persistTimeout+time.Minute)
 }
 
-// end tells a restart child to report and returns its result; the child
-// stays alive until close.
-func (p *churnProc) end(ctx context.Context) (*churnChildResult, error) {
-	if _, err := io.WriteString(p.Stdin, churnEndLine+"\n"); err != nil {
-		return nil, fmt.Errorf("%s child: writing %s: %w", p.informer, churnEndLine, err)
+// ask writes line to the child and reads its result, waiting up to timeout.
+func (p *churnProc) ask(ctx context.Context, line string, timeout time.Duration) (*churnChildResult, error) {
+	if _, err := io.WriteString(p.Stdin, line); err != nil {
+		return nil, fmt.Errorf("%s child: writing %s: %w", p.informer, strings.TrimSpace(line), err)
 	}
-	line, err := p.next(ctx, time.Minute)
+	return p.result(ctx, timeout)
+}
+
+// result reads the child's result, waiting up to timeout.
+func (p *churnProc) result(ctx context.Context, timeout time.Duration) (*churnChildResult, error) {
+	line, err := p.next(ctx, timeout)
 	if err != nil {
 		return nil, err
 	}

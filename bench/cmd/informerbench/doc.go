@@ -11,7 +11,7 @@
 //
 // It starts etcd and kube-apiserver on loopback (internal/apiservertest;
 // make test-binaries builds them). It creates the
-// Pods unless they exist, warms the watch cache up in each wire format, and
+// Pods unless they exist, warms the watch cache up (unmeasured), and
 // runs every variant --reps times in rotated order, reporting medians.
 // A heartbeat renews one Lease every 200 ms throughout, as a live cluster's
 // Leases do: a warm start synced when caught up needs etcd to move.

@@ -1,33 +1,17 @@
 package main
 
 import (
-	"strconv"
-	"strings"
 	"sync/atomic"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
 
-// handler is the event handler under test: it counts what it is given and
-// keeps nothing, so memory measures the informer alone. The informer calls
-// it from one goroutine; the counters are atomic because main reads them.
+// handler is the event handler under test: it counts the initial adds it
+// is given and keeps nothing, so memory measures the informer alone. The
+// counter is atomic because main reads it.
 type handler struct {
 	initialAdds atomic.Int64
-
-	// Tagged updates: those whose tick annotation starts with tag.
-	tag    string
-	want   int64
-	tagged atomic.Int64
-	last   atomic.Int64 // unix nanos of the want-th
-	lastRV atomic.Uint64
-	done   chan struct{} // closed at the want-th tagged update
-}
-
-func newHandler(run string, want int) *handler {
-	return &handler{tag: run + "-", want: int64(want), done: make(chan struct{})}
 }
 
 func (h *handler) OnAdd(_ interface{}, isInInitialList bool) {
@@ -36,24 +20,8 @@ func (h *handler) OnAdd(_ interface{}, isInInitialList bool) {
 	}
 }
 
-func (h *handler) OnUpdate(_, newObj interface{}) {
-	if h.want == 0 {
-		return
-	}
-	pod, ok := newObj.(*corev1.Pod)
-	if !ok || !strings.HasPrefix(pod.Annotations[tickAnnot], h.tag) {
-		return
-	}
-	now := time.Now().UnixNano()
-	if h.tagged.Add(1) == h.want {
-		rv, _ := strconv.ParseUint(pod.ResourceVersion, 10, 64)
-		h.lastRV.Store(rv)
-		h.last.Store(now)
-		close(h.done)
-	}
-}
-
-func (h *handler) OnDelete(interface{}) {}
+func (h *handler) OnUpdate(_, _ interface{}) {}
+func (h *handler) OnDelete(interface{})      {}
 
 // queueHandler is the second handler of every child, doing what a
 // controller's handler typically does: compute the object's key and add it

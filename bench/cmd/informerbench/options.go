@@ -13,37 +13,30 @@ import (
 
 // benchOptions are the benchmark's flags.
 type benchOptions struct {
-	sizes       []int
-	shape       podShape
-	reps        int
-	updates     int // patches driven per throughput run
-	churn       int // pods changed while a boltinformer is down; 0: 1% of N
-	workers     int // concurrent writers when populating and driving
-	contentType string
-	variants    map[string]bool // --variants; nil: all (see runs)
-	out         string
-	plot        string
-	profileDir  string
-	logDir      string
-	settle      time.Duration
+	sizes    []int
+	shape    podShape
+	reps     int
+	churn    int             // pods changed while a boltinformer is down; 0: 1% of N
+	workers  int             // concurrent writers when populating and driving
+	variants map[string]bool // --variants; nil: all (see runs)
+	out      string
+	plot     string
+	logDir   string
+	settle   time.Duration
 }
 
 func (o *benchOptions) AddFlags(fs *flag.FlagSet) {
-	o.contentType, o.settle = protobufContentType, 2*time.Second
-	fs.Func("size", "Preset: 10k, 50k or 100k Pods (same as --sizes with one value).", o.setSizes)
+	o.settle = 2 * time.Second
 	fs.Func("sizes", "Comma-separated Pod counts to run in sequence, e.g. 10k,50k,100k; the server is reused and Pods are added.", o.setSizes)
-	fs.Func("pods", "Pod count (any number).", o.setSizes)
 	o.shape = shapeRealistic
 	fs.Var(&o.shape, "pod-size", "Pods to create: realistic (about 6 KB of protobuf each) or small (about 2.7 KB); results of small runs are saved as informerbench-<N>-small.*.")
 	fs.IntVar(&o.reps, "reps", 3, "Repetitions per variant; the report shows medians.")
-	fs.IntVar(&o.updates, "updates", 10000, "Pod patches per throughput run (fewer make the drain too short to time on a busy machine); 0: no throughput runs.")
 	fs.IntVar(&o.churn, "churn", 0, "Pods patched while boltinformer is down, before the warm and the 410 restarts (0: 1% of N, at least 10).")
 	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating and patching Pods.")
 	fs.Func("variants", "Comma-separated variants to run, default all: "+strings.Join(allVariants, ",")+
 		". The boltinformer ones run in the order cold, warm, bounded, recover and 410 on one file; without bolt-cold, a cold start that is not reported fills the file first.", o.setVariants)
 	fs.StringVar(&o.out, "out", benchkit.OutDir("informerbench"), "Directory for the results (informerbench-<N>.{json,txt}).")
 	fs.StringVar(&o.plot, "plot", "sync-time", "Name in --out of the sync-time plot of every result there; empty: no plot.")
-	fs.StringVar(&o.profileDir, "profile-dir", "", "If set, every child writes CPU profiles of its phases here (<variant>-<N>-rep<r>-<phase>.pprof).")
 }
 
 func (o *benchOptions) setSizes(v string) error {
@@ -63,6 +56,9 @@ func (o *benchOptions) setVariants(v string) error {
 	o.variants = map[string]bool{}
 	for _, name := range strings.Split(v, ",") {
 		name = strings.TrimSpace(name)
+		if name == vClientGoJSON || name == vClientGoJSONList {
+			return fmt.Errorf("variant %q: the client-go JSON variants were removed; client-go runs in protobuf", name)
+		}
 		if !slices.Contains(allVariants, name) {
 			return fmt.Errorf("unknown variant %q: want some of %s", name, strings.Join(allVariants, ","))
 		}
@@ -79,10 +75,10 @@ func (o *benchOptions) runs(v string) bool {
 
 func (o *benchOptions) validate() error {
 	if len(o.sizes) == 0 {
-		return errors.New("give --size, --sizes or --pods")
+		return errors.New("give --sizes")
 	}
-	if o.reps < 1 || o.workers < 1 || o.updates < 0 {
-		return errors.New("--reps and --workers must be positive, --updates not negative")
+	if o.reps < 1 || o.workers < 1 {
+		return errors.New("--reps and --workers must be positive")
 	}
 	return nil
 }

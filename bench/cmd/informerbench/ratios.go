@@ -2,14 +2,8 @@ package main
 
 // Ratios derived from one run: each informer start's stages over client-go
 // in boltinformer's wire format (like for like).
-// They are saved with the results (JSON: ratios; CSV: rows whose metric
-// ends in _x_<reference>), beside the medians they come from.
-
-// ratioDef is one derived ratio of a variant: metric over refMetric of
-// refVariant.
-type ratioDef struct {
-	name, metric, refVariant, refMetric string
-}
+// They are saved with the results (JSON: ratios), beside the medians they
+// come from.
 
 // likeForLike returns client-go's mode in boltinformer's wire format with
 // the lower median sync time (the reference of every "× client-go"), or ""
@@ -17,17 +11,6 @@ type ratioDef struct {
 func (r *sizeResult) likeForLike() string {
 	_, from, _ := bestClientGo(r.Medians, r.BoltContentType, mSync)
 	return from
-}
-
-// ratioDefs returns the ratios reported for variant.
-func (r *sizeResult) ratioDefs(variant string) []ratioDef {
-	var defs []ratioDef
-	if ref := r.likeForLike(); ref != "" && variant != ref {
-		for _, m := range []string{mInformerSynced, mFirstList, mSync} {
-			defs = append(defs, ratioDef{m + "_x_" + ref, m, ref, m})
-		}
-	}
-	return defs
 }
 
 // ratioOf is a/b, and whether both were measured.
@@ -38,18 +21,23 @@ func ratioOf(a, b float64, okA, okB bool) (float64, bool) {
 	return a / b, true
 }
 
-// computeRatios returns every variant's ratios of medians.
+// computeRatios returns every variant's ratios of medians: each start
+// stage over the like-for-like reference's, named <metric>_x_<reference>.
 func (r *sizeResult) computeRatios() map[string]map[string]float64 {
 	out := map[string]map[string]float64{}
+	ref := r.likeForLike()
 	for v, m := range r.Medians {
-		for _, d := range r.ratioDefs(v) {
-			a, okA := m[d.metric]
-			b, okB := r.Medians[d.refVariant][d.refMetric]
+		if ref == "" || v == ref {
+			continue
+		}
+		for _, metric := range []string{mInformerSynced, mFirstList, mSync} {
+			a, okA := m[metric]
+			b, okB := r.Medians[ref][metric]
 			if x, ok := ratioOf(a, b, okA, okB); ok {
 				if out[v] == nil {
 					out[v] = map[string]float64{}
 				}
-				out[v][d.name] = x
+				out[v][metric+"_x_"+ref] = x
 			}
 		}
 	}

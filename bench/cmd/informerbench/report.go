@@ -9,13 +9,12 @@ import (
 )
 
 // sizeReport is one size's medians as tables (sync and memory, stages,
-// control plane, watch throughput, indexer latency, cache file) and the
+// control plane, cache file) and the
 // targets.
 func sizeReport(r *sizeResult) *benchkit.Report {
 	rep := &benchkit.Report{}
 	med := r.Medians
 	ref, _ := clientGoVariants(r.BoltContentType)
-	jsonSync, jsonFrom, _ := bestClientGo(med, "application/json", mSync)
 	likeSync, likeFrom, _ := bestClientGo(med, r.BoltContentType, mSync)
 	shape, size := shapeRealistic, ""
 	if !r.realistic() {
@@ -32,17 +31,16 @@ func sizeReport(r *sizeResult) *benchkit.Report {
 		rep.Printf("    cluster heartbeat: Lease %s renewed every %.0f ms throughout (%d renewals, %d failed)\n", hb.Lease, 1000*hb.IntervalSeconds, hb.Renewed, hb.Failed)
 	}
 	rep.Printf("    %s\n", r.Machine)
-	rep.Printf("    boltinformer talks %s. \"× client-go\" is sync time over the faster client-go mode in that format (%s),\n", r.BoltContentType, likeFrom)
-	rep.Printf("    the like-for-like ratio; \"× JSON\" over the faster client-go JSON mode (%s);\n", orDash(jsonFrom))
-	rep.Printf("    other ratios are to %s. %d Pods changed before each warm and 410 restart.\n\n", ref, r.Churn)
+	rep.Printf("    Both informers talk %s. \"× client-go\" is sync time over the faster client-go mode (%s), the like-for-like\n", r.BoltContentType, orDash(likeFrom))
+	rep.Printf("    ratio; other ratios are to %s. %d Pods changed before each warm and 410 restart.\n\n", ref, r.Churn)
 
-	t := rep.Table("sync and memory", "synced s", "× client-go", "× JSON", "churn applied s", "reconciled s", "durable s", "LIST", "limit=1", "watch", "watch-list", "rewritten", "private MiB", "RSS MiB", "file", "peak MiB", "heap MiB")
+	t := rep.Table("sync and memory", "synced s", "× client-go", "churn applied s", "reconciled s", "durable s", "LIST", "limit=1", "watch", "watch-list", "rewritten", "private MiB", "RSS MiB", "file", "peak MiB", "heap MiB")
 	for _, v := range variantOrder {
 		m, ok := med[v]
 		if !ok {
 			continue
 		}
-		t.Row(variantTitles[v], f2(m[mSync]), ratio(m[mSync], likeSync), ratio(m[mSync], jsonSync),
+		t.Row(variantTitles[v], f2(m[mSync]), ratio(m[mSync], likeSync),
 			opt(m, mCaughtUp, f2), opt(m, mReconcile, f2), opt(m, mDurable, f2),
 			f0(m[mLists]), f0(m[mProbes]), f0(m[mWatches]), f0(m[mWatchLists]), opt(m, mRewritten, f0),
 			f0(m[mAnon]), f0(m[mRSS]), f0(m[mFileRSS]), f0(m[mPeakRSS]), f0(m[mHeap]))
@@ -67,27 +65,6 @@ func sizeReport(r *sizeResult) *benchkit.Report {
 		"    metadata-list pages and fetches (lists of one object or one namespace) are a recovery's requests\n",
 		r.IdleAPIServerCPU, r.IdleEtcdCPU)
 
-	rep.Printf("\n")
-	refM, warm := med[ref], med[vBoltWarm]
-	_, refTP := refM[mEventsPerS]
-	if _, warmTP := warm[mEventsPerS]; refTP || warmTP { // not with --updates 0
-		t := rep.Table("watch throughput (backlog drain)", ref, "boltinformer warm", "ratio")
-		t.Row("updates/s delivered to the handler", opt(refM, mEventsPerS, f0), opt(warm, mEventsPerS, f0), ratio(warm[mEventsPerS], refM[mEventsPerS]))
-		t.Row("updates/s delivered and committed", "-", opt(warm, mDurablePerS, f0), ratio(warm[mDurablePerS], refM[mEventsPerS]))
-		t.Row("CPU µs per update (whole process)", opt(refM, mCPUPerEvent, f1), opt(warm, mCPUPerEvent, f1), ratio(warm[mCPUPerEvent], refM[mCPUPerEvent]))
-		t.Row("backlog MiB (watch bytes held)", opt(refM, mBacklog, f1), opt(warm, mBacklog, f1), "")
-		t.Row("parent's patch rate /s (apiserver-bound)", opt(refM, mDriveRate, f0), opt(warm, mDriveRate, f0), "")
-		t.Row("committed RV behind applied, p50 / max revisions", "-", opt(warm, mLagP50, f0)+" / "+opt(warm, mLagMax, f0), "")
-		t.Row("last update committed after ms", "-", opt(warm, mDurableMs, f1), "")
-		rep.Printf("\n")
-	}
-
-	bounded := med[vBoltBounded]
-	t = rep.Table("indexer latency", ref, "boltinformer hot", "ratio", "bolt 1,000-obj cache", "ratio")
-	for _, l := range []struct{ name, metric string }{{"Get ns", mGet}, {"ByIndex(namespace) µs", mByIndex}, {"List ms", mList}} {
-		t.Row(l.name, opt(refM, l.metric, f1), opt(warm, l.metric, f1), ratio(warm[l.metric], refM[l.metric]),
-			opt(bounded, l.metric, f1), ratio(bounded[l.metric], refM[l.metric]))
-	}
 	if cold, ok := med[vBoltCold]; ok {
 		printFile(rep, cold)
 	}
@@ -108,11 +85,6 @@ func printFile(rep *benchkit.Report, cold map[string]float64) {
 	rep.Printf("\n")
 	t := rep.Table("cache file (after cold sync)", "MiB", "× protobuf")
 	t.Row("file size", opt(cold, mFile, f1), ratio(cold[mFile], cold[mProto]))
-	t.Row("  below bbolt's high-water mark", opt(cold, mData, f1), ratio(cold[mData], cold[mProto]))
-	t.Row("  free pages", opt(cold, mFree, f1), ratio(cold[mFree], cold[mProto]))
-	t.Row("  objects bucket pages", opt(cold, mObjAlloc, f1), ratio(cold[mObjAlloc], cold[mProto]))
-	t.Row("  objects bucket bytes in use", opt(cold, mObjInuse, f1), ratio(cold[mObjInuse], cold[mProto]))
-	t.Row("  index bucket pages", opt(cold, mIdxAlloc, f1), ratio(cold[mIdxAlloc], cold[mProto]))
 	t.Row("stored records", opt(cold, mRecords, f1), ratio(cold[mRecords], cold[mProto]))
 	t.Row("objects as protobuf", opt(cold, mProto, f1), "1.00")
 }

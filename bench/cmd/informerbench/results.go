@@ -9,15 +9,14 @@ import (
 )
 
 // sizeResult is everything one size's measurement produced; it is saved as
-// informerbench-<N>.json (and, flattened, .csv) in the results directory.
+// informerbench-<N>.json in the results directory.
 type sizeResult struct {
 	Pods            int                           `json:"pods"`
 	Reps            int                           `json:"reps"`
 	Date            string                        `json:"date"`
 	Machine         benchkit.Machine              `json:"machine"`
 	BoltContentType string                        `json:"boltContentType"`
-	Churn           int                           `json:"churn"`   // Pods changed while boltinformer was down
-	Updates         int                           `json:"updates"` // patches per throughput run
+	Churn           int                           `json:"churn"` // Pods changed while boltinformer was down
 	Runs            map[string][]*childResult     `json:"runs"`
 	Medians         map[string]map[string]float64 `json:"medians"`
 	Targets         []target                      `json:"targets"`
@@ -86,8 +85,6 @@ func loadResults(dir string) ([]*sizeResult, error) {
 var plotSeries = []struct {
 	title, variant, color, dash string
 }{
-	{"client-go JSON, watch-list", vClientGoJSON, "#d62728", ""},
-	{"client-go JSON, LIST", vClientGoJSONList, "#d62728", "6 4"},
 	{"client-go protobuf, watch-list", vClientGoProto, "#ff7f0e", ""},
 	{"client-go protobuf, LIST", vClientGoProtoList, "#ff7f0e", "6 4"},
 	{"boltinformer cold", vBoltCold, "#1f77b4", ""},

@@ -17,7 +17,7 @@ import (
 // sizeRun measures every variant at one number of Pods.
 type sizeRun struct {
 	cl   *cluster
-	cs   kubernetes.Interface // the parent's client: churn and updates
+	cs   kubernetes.Interface // the parent's client: churn
 	opts *benchOptions
 	n    int
 	file string // boltinformer's cache file
@@ -40,29 +40,18 @@ type sizeRun struct {
 // restart.
 func (r *sizeRun) measure(ctx context.Context) error {
 	var groups []func(context.Context, int) error
-	formats := map[string]bool{}
-	for _, c := range []struct {
-		variant, contentType string
-		list                 bool
-	}{
-		{vClientGoJSON, "application/json", false},
-		{vClientGoProto, protobufContentType, false},
-		{vClientGoJSONList, "application/json", true},
-		{vClientGoProtoList, protobufContentType, true},
-	} {
-		if r.opts.runs(c.variant) {
-			groups = append(groups, r.clientGo(c.variant, c.contentType, c.list))
-			formats[c.contentType] = true
+	for _, v := range []string{vClientGoProto, vClientGoProtoList} {
+		if r.opts.runs(v) {
+			groups = append(groups, r.clientGo(v, v == vClientGoProtoList))
 		}
 	}
 	if r.opts.runs(vBoltCold) || slices.ContainsFunc(boltFileVariants, r.opts.runs) {
 		groups = append(groups, r.bolt)
-		formats[r.opts.contentType] = true
 	}
 	if len(groups) == 0 {
 		return fmt.Errorf("no variant selected")
 	}
-	if err := r.warmUp(ctx, formats); err != nil {
+	if err := r.warmUp(ctx); err != nil {
 		return err
 	}
 	for rep := range r.opts.reps {
@@ -75,39 +64,24 @@ func (r *sizeRun) measure(ctx context.Context) error {
 	return nil
 }
 
-// warmUp runs client-go once in each wire format the selected variants
-// use, unmeasured: the apiserver's watch cache memoizes each object's
-// serialization per format, so the first informer to ask for one would pay
-// for the encoding and the next ones not.
-func (r *sizeRun) warmUp(ctx context.Context, formats map[string]bool) error {
+// warmUp runs client-go once, unmeasured: the apiserver's watch cache
+// memoizes each object's serialization, so the first informer to ask for
+// the Pods would pay for the encoding and the next ones not.
+func (r *sizeRun) warmUp(ctx context.Context) error {
 	if r.warmedUp {
 		return nil
 	}
 	r.warmedUp = true
-	for _, ct := range []string{protobufContentType, "application/json"} {
-		if !formats[ct] {
-			continue
-		}
-		spec := childSpec{Variant: "warm-up", Informer: informerClientGo, ContentType: ct,
-			Kubeconfig: r.cl.kubeconfig, Selector: r.opts.shape.selector(), Expect: r.n}
-		if _, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, "warm-up.log"), nil); err != nil {
-			return err
-		}
-		fmt.Fprintf(r.log, "  warmed the watch cache up in %s\n", ct)
-	}
-	return nil
+	spec := childSpec{Variant: "warm-up", Informer: informerClientGo, ContentType: protobufContentType,
+		Kubeconfig: r.cl.kubeconfig, Selector: r.opts.shape.selector(), Expect: r.n}
+	_, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, "warm-up.log"), nil)
+	return err
 }
 
-// clientGo returns the step for a client-go variant. The one with
-// boltinformer's wire format and client-go's default mode also measures
-// indexer latency and watch throughput, as the reference for those.
-func (r *sizeRun) clientGo(variant, contentType string, list bool) func(context.Context, int) error {
+// clientGo returns the step for a client-go variant.
+func (r *sizeRun) clientGo(variant string, list bool) func(context.Context, int) error {
 	return func(ctx context.Context, rep int) error {
-		spec := childSpec{Variant: variant, Informer: informerClientGo, ContentType: contentType, NoWatchList: list}
-		if ref, _ := clientGoVariants(r.opts.contentType); variant == ref {
-			spec.Latency = true
-			spec = r.withUpdates(spec)
-		}
+		spec := childSpec{Variant: variant, Informer: informerClientGo, ContentType: protobufContentType, NoWatchList: list}
 		return r.spawnChild(ctx, rep, spec, true)
 	}
 }
@@ -123,7 +97,7 @@ func (r *sizeRun) clientGo(variant, contentType string, list bool) func(context.
 // another one needs it.
 func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 	spec := func(v string) childSpec {
-		return childSpec{Variant: v, Informer: informerBolt, ContentType: r.opts.contentType, File: r.file}
+		return childSpec{Variant: v, Informer: informerBolt, ContentType: protobufContentType, File: r.file}
 	}
 	if report := r.opts.runs(vBoltCold); report || !r.filled {
 		cold := spec(vBoltCold)
@@ -144,13 +118,10 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 			continue
 		}
 		warm := spec(v)
-		warm.Latency, warm.SyncedAtOpen = true, v == vBoltWarmAtOpen
+		warm.SyncedAtOpen = v == vBoltWarmAtOpen
 		var err error
 		if warm.CatchUpRV, err = r.churn(ctx, v); err != nil {
 			return err
-		}
-		if v == vBoltWarm {
-			warm = r.withUpdates(warm)
 		}
 		if err := r.spawnChild(ctx, rep, warm, true); err != nil {
 			return err
@@ -158,7 +129,7 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 	}
 	if r.opts.runs(vBoltBounded) {
 		bounded := spec(vBoltBounded)
-		bounded.CacheObjects, bounded.Latency = boundedCacheObjects, true
+		bounded.CacheObjects = boundedCacheObjects
 		if err := r.spawnChild(ctx, rep, bounded, true); err != nil {
 			return err
 		}
@@ -190,23 +161,11 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 	return nil
 }
 
-// withUpdates makes spec a throughput run, unless --updates is 0: once
-// synced, the child waits for opts.updates patches that the parent then
-// makes.
-func (r *sizeRun) withUpdates(spec childSpec) childSpec {
-	if r.opts.updates == 0 {
-		return spec
-	}
-	spec.Updates = r.opts.updates
-	spec.Run = newTag(spec.Variant)
-	return spec
-}
-
 // churn changes 1% of the Pods while no informer runs, and returns the
 // last resourceVersion written.
 func (r *sizeRun) churn(ctx context.Context, what string) (string, error) {
 	m := r.opts.churnFor(r.n)
-	_, rv, err := patchPods(ctx, r.cs, r.opts.shape, r.n, m, r.opts.workers, newTag("churn-"+what))
+	rv, err := patchPods(ctx, r.cs, r.opts.shape, r.n, m, r.opts.workers, newTag("churn-"+what))
 	if err == nil {
 		fmt.Fprintf(r.log, "    patched %d Pods while boltinformer is down\n", m)
 	}
@@ -220,26 +179,12 @@ func (r *sizeRun) spawnChild(ctx context.Context, rep int, spec childSpec, recor
 	name := fmt.Sprintf("%s-%s-rep%d", spec.Variant, benchkit.CountLabel(r.n), rep+1)
 	spec.Kubeconfig, spec.Selector, spec.Expect = r.cl.kubeconfig, r.opts.shape.selector(), r.n
 	spec.APIServerPID, spec.EtcdPID = r.cl.pids()
-	if r.opts.profileDir != "" {
-		spec.ProfilePrefix = filepath.Join(r.opts.profileDir, name)
-	}
 	if r.tweak != nil {
 		r.tweak(rep, &spec)
 	}
-	var driveRate float64
-	var onReady func() error
-	if spec.Updates > 0 {
-		onReady = func() (err error) {
-			driveRate, _, err = patchPods(ctx, r.cs, r.opts.shape, r.n, spec.Updates, r.opts.workers, spec.Run)
-			return err
-		}
-	}
-	res, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, name+".log"), onReady)
+	res, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, name+".log"), nil)
 	if err != nil {
 		return err
-	}
-	if res.Throughput != nil {
-		res.Throughput.DriveRate = driveRate
 	}
 	note := ""
 	if r.brief {
@@ -283,9 +228,6 @@ func summary(res *childResult) string {
 		if rec.Count > 1 {
 			s += fmt.Sprintf(" (the last of %d recoveries)", rec.Count)
 		}
-	}
-	if t := res.Throughput; t != nil {
-		s += fmt.Sprintf("  drained %d updates at %.0f/s (driven at %.0f/s)", t.Events, t.EventsPerSec, t.DriveRate)
 	}
 	return s
 }

@@ -44,7 +44,7 @@ func fixturePods(n int) []corev1.Pod {
 func TestTimeStartClientGo(t *testing.T) {
 	const n = 500
 	inf := cache.NewSharedIndexInformer(&listWatch{pods: fixturePods(n)}, &corev1.Pod{}, 0, podIndexers)
-	h, q := newHandler("", 0), newQueueHandler()
+	h, q := &handler{}, newQueueHandler()
 	defer q.queue.ShutDown()
 	var regs []cache.ResourceEventHandlerRegistration
 	for _, handler := range []cache.ResourceEventHandler{h, q} {
@@ -96,7 +96,7 @@ func TestTimeStartStuckHandler(t *testing.T) {
 	inf := cache.NewSharedIndexInformer(&listWatch{pods: fixturePods(10)}, &corev1.Pod{}, 0, podIndexers)
 	stuck := &blockingHandler{release: make(chan struct{})}
 	var regs []cache.ResourceEventHandlerRegistration
-	for _, handler := range []cache.ResourceEventHandler{newHandler("", 0), stuck} {
+	for _, handler := range []cache.ResourceEventHandler{&handler{}, stuck} {
 		reg, err := inf.AddEventHandler(handler)
 		if err != nil {
 			t.Fatal(err)

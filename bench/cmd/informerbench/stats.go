@@ -25,22 +25,6 @@ const (
 	mFile        = "file_mib"
 	mRecords     = "records_mib"
 	mProto       = "protobuf_mib"
-	mData        = "data_mib"
-	mFree        = "free_mib"
-	mObjAlloc    = "objects_pages_mib"
-	mObjInuse    = "objects_inuse_mib"
-	mIdxAlloc    = "indexes_pages_mib"
-	mGet         = "get_ns"
-	mList        = "list_ms"
-	mByIndex     = "byindex_us"
-	mEventsPerS  = "updates_per_s"
-	mCPUPerEvent = "cpu_us_per_update"
-	mDriveRate   = "patches_per_s"
-	mDurablePerS = "durable_updates_per_s"
-	mBacklog     = "backlog_mib"
-	mDurableMs   = "last_update_durable_ms"
-	mLagP50      = "commit_lag_p50_revisions"
-	mLagMax      = "commit_lag_max_revisions"
 	mWireMiB     = "start_wire_mib"
 	mBodyMiB     = "start_body_mib"
 	mAPICPU      = "start_apiserver_cpu_s"
@@ -149,18 +133,6 @@ func (r *childResult) metrics() map[string]float64 {
 	}
 	if r.FileBytes > 0 {
 		m[mFile], m[mRecords], m[mProto] = mib(r.FileBytes), mib(r.RecordBytes), mib(r.ProtoBytes)
-		m[mData], m[mFree] = mib(r.DataBytes), mib(r.FreeBytes)
-		m[mObjAlloc], m[mObjInuse], m[mIdxAlloc] = mib(r.ObjectsAlloc), mib(r.ObjectsInuse), mib(r.IndexesAlloc)
-	}
-	if l := r.Latency; l != nil {
-		m[mGet], m[mList], m[mByIndex] = l.GetNs, l.ListMs, l.ByIndexUs
-	}
-	if t := r.Throughput; t != nil {
-		m[mEventsPerS], m[mCPUPerEvent], m[mDriveRate] = t.EventsPerSec, t.CPUPerEvent, t.DriveRate
-		m[mBacklog] = mib(t.BacklogBytes)
-		if t.DurablePerSec > 0 {
-			m[mDurablePerS], m[mDurableMs], m[mLagP50], m[mLagMax] = t.DurablePerSec, t.DurableMs, t.LagP50, t.LagMax
-		}
 	}
 	return m
 }

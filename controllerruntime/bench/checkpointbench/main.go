@@ -52,8 +52,6 @@ func main() {
 	expire := flag.Bool("expire", false, "restart kube-apiserver after each round's changes, so every stored resourceVersion is expired (a downtime longer than the watch window)")
 	workers := flag.Int("workers", 16, "concurrent creates while populating")
 	window := flag.Duration("window", 2*time.Second, "how long to keep counting reconciles after the last one owed")
-	profile := flag.String("cpuprofile", "", "directory to write a CPU profile of each checkpoint start to")
-	traceDir := flag.String("trace", "", "directory to write an execution trace (runtime/trace) of each checkpoint start to")
 	only := flag.String("variants", "default,checkpoint", "comma-separated variants to run: default, checkpoint, checkpoint-at-open (boltcr.Options.SyncedAtOpen)")
 	flag.Parse()
 	var counts []int
@@ -72,7 +70,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := run(f.Pods, counts, variants, f.Reps, *workers, *window, *expire, *profile, *traceDir, f.Out); err != nil {
+	if err := run(f.Pods, counts, variants, f.Reps, *workers, *window, *expire, f.Out); err != nil {
 		fmt.Fprintln(os.Stderr, "checkpointbench:", err)
 		os.Exit(1)
 	}
@@ -100,7 +98,7 @@ type result struct {
 	CPU   float64
 }
 
-func run(pods int, counts []int, only []string, reps, workers int, window time.Duration, expire bool, profile, traceDir, out string) error {
+func run(pods int, counts []int, only []string, reps, workers int, window time.Duration, expire bool, out string) error {
 	ctx := context.Background()
 	srv, cfg, err := benchkit.LaunchWithPods(ctx, benchkit.FixturePods(pods, workers, benchpods.Namespaces, os.Stdout))
 	if err != nil {
@@ -147,18 +145,11 @@ func run(pods int, counts []int, only []string, reps, workers int, window time.D
 				}
 			}
 			for _, v := range benchkit.Rotate(only, rep) {
-				var r result
+				owed := changed
 				if v == "default" {
-					r, err = start1(cfg, "", false, allPods(pods), window)
-				} else {
-					name := fmt.Sprintf("%s-%d-%d", v, k, rep)
-					stop, perr := benchkit.StartProfile(inDir(profile, name+".pprof"), inDir(traceDir, name+".trace"))
-					if perr != nil {
-						return perr
-					}
-					r, err = start1(cfg, paths[v], v == "checkpoint-at-open", changed, window)
-					stop()
+					owed = allPods(pods)
 				}
+				r, err := start1(cfg, paths[v], v == "checkpoint-at-open", owed, window)
 				if err != nil {
 					return fmt.Errorf("%s, %d changed: %w", v, k, err)
 				}
@@ -222,14 +213,6 @@ func report(results []result, pods int, counts []int, only []string, reps int, w
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
-
-// inDir is dir/name, or "" without a dir.
-func inDir(dir, name string) string {
-	if dir == "" {
-		return ""
-	}
-	return filepath.Join(dir, name)
-}
 
 func allPods(n int) map[types.NamespacedName]bool {
 	out := make(map[types.NamespacedName]bool, n)
