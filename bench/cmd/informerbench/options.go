@@ -56,9 +56,6 @@ func (o *benchOptions) setVariants(v string) error {
 	o.variants = map[string]bool{}
 	for _, name := range strings.Split(v, ",") {
 		name = strings.TrimSpace(name)
-		if name == vClientGoJSON || name == vClientGoJSONList {
-			return fmt.Errorf("variant %q: the client-go JSON variants were removed; client-go runs in protobuf", name)
-		}
 		if !slices.Contains(allVariants, name) {
 			return fmt.Errorf("unknown variant %q: want some of %s", name, strings.Join(allVariants, ","))
 		}

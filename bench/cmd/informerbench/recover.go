@@ -223,12 +223,12 @@ type recoverRun struct {
 func (r *recoverRun) prepare(ctx context.Context) error {
 	warm := r.spec(vClientGoProto)
 	warm.Variant = "warm-up"
-	if _, err := spawn(ctx, warm, filepath.Join(r.opts.logDir, "warm-up.log"), nil); err != nil {
+	if _, err := spawn(ctx, warm, filepath.Join(r.opts.logDir, "warm-up.log")); err != nil {
 		return err
 	}
 	cold := r.spec(vBoltCold)
 	cold.Fresh = true
-	res, err := spawn(ctx, cold, filepath.Join(r.opts.logDir, "fill.log"), nil)
+	res, err := spawn(ctx, cold, filepath.Join(r.opts.logDir, "fill.log"))
 	if err != nil {
 		return err
 	}
@@ -300,7 +300,7 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 			if r.opts.profileDir != "" {
 				spec.ProfilePrefix = filepath.Join(r.opts.profileDir, name)
 			}
-			res, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, name+".log"), nil)
+			res, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, name+".log"))
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,7 @@ import (
 func sizeReport(r *sizeResult) *benchkit.Report {
 	rep := &benchkit.Report{}
 	med := r.Medians
-	ref, _ := clientGoVariants(r.BoltContentType)
+	ref := vClientGoProto
 	likeSync, likeFrom, _ := bestClientGo(med, r.BoltContentType, mSync)
 	shape, size := shapeRealistic, ""
 	if !r.realistic() {

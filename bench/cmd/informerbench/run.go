@@ -74,7 +74,7 @@ func (r *sizeRun) warmUp(ctx context.Context) error {
 	r.warmedUp = true
 	spec := childSpec{Variant: "warm-up", Informer: informerClientGo, ContentType: protobufContentType,
 		Kubeconfig: r.cl.kubeconfig, Selector: r.opts.shape.selector(), Expect: r.n}
-	_, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, "warm-up.log"), nil)
+	_, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, "warm-up.log"))
 	return err
 }
 
@@ -182,7 +182,7 @@ func (r *sizeRun) spawnChild(ctx context.Context, rep int, spec childSpec, recor
 	if r.tweak != nil {
 		r.tweak(rep, &spec)
 	}
-	res, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, name+".log"), nil)
+	res, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, name+".log"))
 	if err != nil {
 		return err
 	}

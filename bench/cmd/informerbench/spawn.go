@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -12,10 +11,8 @@ import (
 )
 
 // spawn runs spec in a new child process (this binary, child subcommand)
-// and returns its result. onReady, if set, runs when the child prints READY
-// and makes the updates the child then waits for; GO follows. The child's
-// stderr goes to logPath.
-func spawn(ctx context.Context, spec childSpec, logPath string, onReady func() error) (*childResult, error) {
+// and returns its result. The child's stderr goes to logPath.
+func spawn(ctx context.Context, spec childSpec, logPath string) (*childResult, error) {
 	var env []string
 	if spec.NoWatchList {
 		env = append(os.Environ(), watchListEnv+"=false")
@@ -30,13 +27,6 @@ func spawn(ctx context.Context, spec childSpec, logPath string, onReady func() e
 	for line := range c.Lines {
 		switch {
 		case protoErr != nil:
-		case line == readyLine && onReady != nil:
-			if protoErr = onReady(); protoErr == nil {
-				_, protoErr = io.WriteString(c.Stdin, goLine+"\n")
-			}
-			if protoErr != nil {
-				_ = c.Cmd.Process.Kill()
-			}
 		case strings.HasPrefix(line, "{"):
 			res = &childResult{}
 			if err := json.Unmarshal([]byte(line), res); err != nil {

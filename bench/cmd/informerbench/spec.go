@@ -1,15 +1,13 @@
 package main
 
 // The parent–child protocol. The parent starts `informerbench child` and
-// writes one childSpec as a line of JSON to its stdin. For a throughput run
-// (Updates > 0) the child, once synced, holds its watch streams and prints
-// READY; the parent makes the updates and writes GO; the child releases the
-// streams and counts. The child ends by printing one childResult as JSON.
+// writes one childSpec as a line of JSON to its stdin. The child ends by
+// printing one childResult as JSON. (A churn child prints READY once
+// synced: churnspawn.go.)
 
 const (
 	childCommand = "child"
 	readyLine    = "READY"
-	goLine       = "GO"
 
 	// watchListEnv is client-go's environment override of its
 	// WatchListClient feature gate (on by default in v0.37).
@@ -69,13 +67,6 @@ type childSpec struct {
 	FileSize bool `json:"fileSize,omitempty"`
 	// Snapshot, if set, is where a hot snapshot of the file is written.
 	Snapshot string `json:"snapshot,omitempty"`
-
-	// Latency measures Get, List and ByIndex on the synced indexer.
-	Latency bool `json:"latency,omitempty"`
-	// Updates > 0: hold the watch, print READY, wait for GO, release and
-	// count this many updates tagged Run.
-	Updates int    `json:"updates,omitempty"`
-	Run     string `json:"run,omitempty"`
 
 	// ProfilePrefix, if set, makes the child write <prefix>-<phase>.pprof.
 	ProfilePrefix string `json:"profilePrefix,omitempty"`
@@ -162,17 +153,6 @@ type childResult struct {
 	FileBytes   int64 `json:"fileBytes,omitempty"`
 	RecordBytes int64 `json:"recordBytes,omitempty"`
 	ProtoBytes  int64 `json:"protoBytes,omitempty"`
-	// Where the file's bytes go (bbolt's statistics): pages in use below
-	// the high-water mark, free pages, and the objects bucket's pages
-	// against the bytes its records use.
-	DataBytes    int64 `json:"dataBytes,omitempty"`
-	FreeBytes    int64 `json:"freeBytes,omitempty"`
-	ObjectsAlloc int64 `json:"objectsAlloc,omitempty"`
-	ObjectsInuse int64 `json:"objectsInuse,omitempty"`
-	IndexesAlloc int64 `json:"indexesAlloc,omitempty"`
-
-	Latency    *latencyResult    `json:"latency,omitempty"`
-	Throughput *throughputResult `json:"throughput,omitempty"`
 }
 
 // recoveryResult is one recovery as the reflector reported it
@@ -205,30 +185,4 @@ type recoveryResult struct {
 	// ListSeconds: its part until the list's diff was applied.
 	DurationSeconds float64 `json:"durationSeconds"`
 	ListSeconds     float64 `json:"listSeconds,omitempty"`
-}
-
-// latencyResult: mean time per call on the synced indexer.
-type latencyResult struct {
-	GetNs     float64 `json:"getNs"`
-	ListMs    float64 `json:"listMs"`
-	ByIndexUs float64 `json:"byIndexUs"` // ByIndex(namespace): N/50 objects
-}
-
-// throughputResult: how fast the informer drained a backlog of watch
-// events (the updates the parent made while the stream was held).
-type throughputResult struct {
-	Events       int     `json:"events"`       // tagged updates delivered after release
-	BacklogBytes int64   `json:"backlogBytes"` // watch bytes buffered while held
-	EventsPerSec float64 `json:"eventsPerSec"` // release to the last tagged update
-	CPUPerEvent  float64 `json:"cpuMicrosPerEvent"`
-	// DurablePerSec: release to the last update's resourceVersion committed.
-	DurablePerSec float64 `json:"durablePerSec,omitempty"`
-	// DurableMs: last update delivered to its resourceVersion committed.
-	DurableMs float64 `json:"durableMs,omitempty"`
-	// Lag between the applied and the committed resourceVersion, in
-	// revisions, sampled every 10ms while the backlog drained.
-	LagP50 float64 `json:"lagP50,omitempty"`
-	LagMax float64 `json:"lagMax,omitempty"`
-	// DriveRate is the parent's patch rate (filled in by the parent).
-	DriveRate float64 `json:"driveRate"`
 }

@@ -15,7 +15,7 @@ type target struct {
 // from: targets are checked against client-go at its best.
 func bestClientGo(med map[string]map[string]float64, contentType, metric string) (float64, string, bool) {
 	best, from, found := 0.0, "", false
-	wl, list := clientGoVariants(contentType)
+	wl, list := vClientGoProto, vClientGoProtoList
 	for _, v := range []string{wl, list} {
 		if x, ok := med[v][metric]; ok && (!found || x < best) {
 			best, from, found = x, v, true

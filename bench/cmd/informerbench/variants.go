@@ -4,8 +4,6 @@ package main
 // default WatchListClient gate (on in v0.37: the initial state streams over
 // a watch) and with the gate off (a LIST), in both wire formats.
 const (
-	vClientGoJSON      = "client-go-json"
-	vClientGoJSONList  = "client-go-json-list"
 	vClientGoProto     = "client-go-protobuf"
 	vClientGoProtoList = "client-go-protobuf-list"
 	vBoltCold          = "bolt-cold"
@@ -33,7 +31,7 @@ const boundedCacheObjects = 1000
 
 // variantOrder is the order of the report's rows of informer starts.
 var variantOrder = []string{
-	vClientGoJSON, vClientGoJSONList, vClientGoProto, vClientGoProtoList,
+	vClientGoProto, vClientGoProtoList,
 	vBoltCold, vBoltWarm, vBoltWarmAtOpen, vBoltBounded, vBoltRecover, vBolt410,
 }
 
@@ -45,8 +43,6 @@ var allVariants = variantOrder
 var boltFileVariants = []string{vBoltWarm, vBoltWarmAtOpen, vBoltBounded, vBoltRecover, vBolt410}
 
 var variantTitles = map[string]string{
-	vClientGoJSON:      "client-go JSON cold, watch-list (default)",
-	vClientGoJSONList:  "client-go JSON cold, LIST",
 	vClientGoProto:     "client-go protobuf cold, watch-list (default)",
 	vClientGoProtoList: "client-go protobuf cold, LIST",
 	vBoltCold:          "boltinformer cold (empty file)",
@@ -55,12 +51,4 @@ var variantTitles = map[string]string{
 	vBoltBounded:       "boltinformer warm, 1,000-object cache",
 	vBoltRecover:       "boltinformer restart after 410, recovering what changed",
 	vBolt410:           "boltinformer restart after 410, full relist (fallback)",
-}
-
-// clientGoVariants returns the two client-go variants of a wire format.
-func clientGoVariants(contentType string) (watchList, list string) {
-	if contentType == protobufContentType {
-		return vClientGoProto, vClientGoProtoList
-	}
-	return vClientGoJSON, vClientGoJSONList
 }
