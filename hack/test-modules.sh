@@ -29,14 +29,14 @@
 # the others (components/' kube-scheduler and kube-controller-manager, all
 # of Kubernetes) again with -race, which vet has already type-checked and no
 # test runs.
-set -uo pipefail
+set -o pipefail
 
 GO=${GO:-go}
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/boltinformer-test.XXXXXX") || exit 1
-declare -A module_of started
+modules=("$@")
 pids=()
 
 # stop SIGNAL: on SIGINT or SIGTERM, pass it on to each module's process
@@ -99,36 +99,49 @@ test_module() {
 	fi
 }
 
+# Module i's output goes to $logs/i.log, and its exit status, once it has
+# ended, to $logs/i.status, which the loop below waits for (bash 3 has no
+# wait -n).
 set -m # each background job in its own process group (see stop)
-for m in "$@"; do
-	log="$logs/$(echo "$m" | tr / _).log"
-	test_module "$m" </dev/null >"$log" 2>&1 &
-	module_of[$!]=$m
-	started[$!]=$(date +%s)
-	pids+=("$!")
-	echo "go test ($m): started"
+for i in "${!modules[@]}"; do
+	(
+		test_module "${modules[$i]}" </dev/null >"$logs/$i.log" 2>&1
+		echo $? >"$logs/$i.tmp" && mv "$logs/$i.tmp" "$logs/$i.status"
+	) &
+	pids[$i]=$!
+	started[$i]=$(date +%s)
+	echo "go test (${modules[$i]}): started"
 done
 set +m
 
 failed=()
-running=("${pids[@]}")
-while [ "${#running[@]}" -gt 0 ]; do
-	pid=
-	wait -n -p pid "${running[@]}"
-	rc=$?
-	[ -n "$pid" ] || break
-	rest=()
-	for r in "${running[@]}"; do
-		[ "$r" = "$pid" ] || rest+=("$r")
+left=${#modules[@]}
+while [ "$left" -gt 0 ]; do
+	for i in "${!modules[@]}"; do
+		if [ -n "${reported[$i]}" ]; then
+			continue
+		fi
+		if [ ! -e "$logs/$i.status" ]; then
+			if kill -0 "${pids[$i]}" 2>/dev/null; then
+				continue # still running
+			fi
+			# Ended without writing its status: killed.
+			[ -e "$logs/$i.status" ] || echo "none (killed)" >"$logs/$i.status"
+		fi
+		reported[$i]=1
+		left=$((left - 1))
+		rc=$(cat "$logs/$i.status")
+		echo
+		echo "=== go test (${modules[$i]}) ==="
+		cat "$logs/$i.log"
+		echo "go test (${modules[$i]}): $(($(date +%s) - started[i])) s, exit status $rc"
+		[ "$rc" = 0 ] || failed+=("${modules[$i]}")
 	done
-	running=("${rest[@]}")
-	m=${module_of[$pid]}
-	echo
-	echo "=== go test ($m) ==="
-	cat "$logs/$(echo "$m" | tr / _).log"
-	echo "go test ($m): $(($(date +%s) - ${started[$pid]})) s, exit status $rc"
-	[ "$rc" -eq 0 ] || failed+=("$m")
+	if [ "$left" -gt 0 ]; then
+		sleep 1
+	fi
 done
+wait
 rm -rf "$logs"
 if [ "${#failed[@]}" -gt 0 ]; then
 	echo "go test failed in: ${failed[*]}" >&2
