@@ -63,15 +63,16 @@ check-upstream-versions:
 # make test: what CI runs. Repository checks, formatting, tidiness, vet,
 # staticcheck, then every test of every module — unit, differential, crash
 # and end-to-end against a real kube-apiserver (built on first use) — under
-# the race detector. Only packages with tests are handed to go test: it
-# would otherwise build the others (components/' kube-scheduler and
-# kube-controller-manager, all of Kubernetes) again with -race, which vet
-# has already type-checked and no test runs.
+# the race detector (hack/test-modules.sh). The modules' go test run side by
+# side, each module's slowest packages first; each module's output is
+# printed whole when that module ends, with its time, and any module
+# failing fails make test. go test's own vet checks are off: go vet has run
+# them, and more, on every package. Only packages with tests are handed to
+# go test: it would otherwise build the others (components/' kube-scheduler
+# and kube-controller-manager, all of Kubernetes) again with -race, which
+# vet has already type-checked and no test runs.
 test: check-tracked-files check-upstream-versions fmt-check tidy-check vet staticcheck test-binaries
-	@set -e; for m in $(MODULES); do echo "go test ($$m)"; start=$$(date +%s); (cd $$m && \
-		pkgs=$$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $(PKGS)) && \
-		if [ -n "$$pkgs" ]; then $(GO) test -race -count=1 -timeout 60m $$pkgs; fi); \
-		echo "go test ($$m): $$(( $$(date +%s) - start )) s"; done
+	@GO='$(GO)' PKGS='$(PKGS)' bash hack/test-modules.sh $(MODULES)
 
 # make test-components: the end-to-end tests of kube-scheduler and
 # kube-controller-manager on boltinformer (components/e2e); make test runs

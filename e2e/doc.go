@@ -33,10 +33,12 @@
 //
 // Each test starts its own etcd and kube-apiserver, one test after another.
 // TestFactoryForeignCluster starts two pairs. The suite writes about 16,000
-// objects. On 2 cores it takes three to four minutes, with or without -race.
-// Most of that is server start-up and populating. TestRecoveryAfterChurn
-// adds about two minutes. It waits for churn to expire a resourceVersion,
-// and the watch cache keeps at least 75 s of history.
+// objects. On 2 cores, under -race, it takes about ten minutes (597 s in
+// one run): about four are server start-ups (33, about 5 s each) and
+// kube-apiserver restarts (13, about 6 s each), one is creating objects,
+// and over two are TestRecoveryAfterChurn waiting for churn to expire a
+// resourceVersion (the watch cache keeps at least 75 s of history); that
+// test takes almost three minutes in all.
 //
 // TestInformerChild, TestMetadataFactoryChild and TestRecoveryChild are the
 // child halves of other tests. Without the environment those tests set,

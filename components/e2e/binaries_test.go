@@ -17,14 +17,16 @@ var (
 	stockControllerManager string // k8s.io/kubernetes/cmd/kube-controller-manager
 )
 
+// TestMain builds them into <repository>/_output/components-e2e, where they
+// stay: a run whose binaries are already up to date there links none of
+// them (see gobuild.OutputDir).
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "components-e2e-")
+	dir, err := gobuild.OutputDir("components-e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := func() int {
-		defer os.RemoveAll(dir)
 		var err error
 		for _, b := range []struct {
 			out *string

@@ -6,6 +6,8 @@
 // from its audit log, and each component is compared with the stock
 // binary built from the same Kubernetes module in the same run.
 //
-// The tests build the binaries (go build, into a temporary directory) once
-// per run; the Go build cache makes that a link step after the first time.
+// The tests build the binaries (go build) once per run, into
+// <repository>/_output/components-e2e: the Go build cache makes that a
+// link step after the first time, and a binary already up to date there
+// is not linked again.
 package e2e
