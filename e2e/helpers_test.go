@@ -726,7 +726,7 @@ type restLister interface {
 type tunedLister struct{ restLister }
 
 func (tunedLister) RecoveryTuning() recoverytune.Tuning {
-	return recoverytune.Tuning{NamespaceListAt: -1, FullListFraction: 2, MaxFetchRequests: -1}
+	return recoverytune.Tuning{FullListFraction: 2, MaxFetchRequests: -1}
 }
 
 // oneByOne tunes l's recoveries to fetch every changed object on its own.

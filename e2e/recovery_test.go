@@ -224,7 +224,7 @@ func TestRecoveryAfterChurn(t *testing.T) {
 		mib(total), mib(recoveryBytes["metadata"]), recoveryRequests["metadata"], mib(objects), recoveryRequests["fetch"], recoveryRequests["list"],
 		mib(full), len(server), 100*float64(total)/float64(full), 100*float64(objects)/float64(full))
 	if recoveryRequests["list"] != 0 {
-		t.Errorf("%d full or namespace lists, want none (%d of %d Pods changed)", recoveryRequests["list"], stats.Fetch, len(server))
+		t.Errorf("%d full lists, want none (%d of %d Pods changed)", recoveryRequests["list"], stats.Fetch, len(server))
 	}
 	if objects*5 > full {
 		t.Errorf("the recovery read %s of objects, over a fifth of a full list (%s)", mib(objects), mib(full))

@@ -16,10 +16,10 @@
 //     must-list first, so a crash from here on recovers again. It deletes
 //     objects gone or replaced by another UID, and leaves unchanged ones.
 //  3. Watch from the list's resourceVersion. Once the watch is open, fetch
-//     the new and changed objects: one per request, a namespace where many
-//     changed, the collection where a quarter did (recoverfetch.go). Changes
-//     on the metadata pages before the last are fetched while the list is
-//     read (recoverprefetch.go).
+//     the new and changed objects: one per request, or the collection
+//     where a quarter changed (recoverfetch.go). Changes on the metadata
+//     pages before the last are fetched while the list is read
+//     (recoverprefetch.go).
 //  4. Once every changed object is fetched (or its deletion seen on the
 //     watch) and the watch has passed every fetched resourceVersion, the
 //     store holds the collection at the watch's resourceVersion. The

@@ -399,7 +399,6 @@ type Options struct {
 type testRecovery struct {
 	Lister                              MetadataLister
 	Workers                             int
-	NamespaceListAt                     int
 	FullListFraction, FirstPageFraction float64
 	MaxFetchRequests                    int
 	Listed                              func(ctx context.Context) *metav1.PartialObjectMetadataList
@@ -410,11 +409,10 @@ type testRecovery struct {
 // config completes c as New does.
 func (c testRecovery) config() config {
 	cfg := config{Recovery: Recovery{Workers: cmp.Or(c.Workers, defaultWorkers)},
-		namespaceListAt: namespaceListAt, fullListFraction: fullListFraction, firstPageFraction: firstPageFraction}
+		fullListFraction: fullListFraction, firstPageFraction: firstPageFraction}
 	if c.Lister != nil { // New wants one; a plan does not
 		cfg = New(&Recovery{Lister: c.Lister, Workers: c.Workers, ListInFull: c.ListInFull, OpaqueVersions: c.OpaqueVersions}, nil, Hooks{}).cfg
 	}
-	cfg.namespaceListAt = cmp.Or(c.NamespaceListAt, cfg.namespaceListAt)
 	cfg.fullListFraction = cmp.Or(c.FullListFraction, cfg.fullListFraction)
 	cfg.firstPageFraction = cmp.Or(c.FirstPageFraction, cfg.firstPageFraction)
 	cfg.maxFetchRequests = c.MaxFetchRequests

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer/reflector"
@@ -28,9 +27,6 @@ const defaultWorkers = 4
 
 // The tuning of a recovery: what the measurements chose, not the user.
 const (
-	// namespaceListAt changed objects of one namespace, if also
-	// fullListFraction of it, make the recovery list the namespace.
-	namespaceListAt = 64
 	// fullListFraction changed lists the collection: e2e.TestRecoveryFetchCost, one-object fetches match a decoded list at a quarter.
 	fullListFraction = 0.25
 	// firstPageFraction changed on a metadata list's first page lists in full: informerbench recover at 100,000 Pods, the full list wins from 4%.
@@ -79,8 +75,8 @@ type MetadataLister interface {
 // compare the listed resourceVersions (they are not integers) lists the
 // whole collection through it instead, reads each item's UID and
 // resourceVersion from the bytes of a Kubernetes protobuf response and
-// decodes only the items that changed; its fetches of a namespace or the
-// whole collection likewise decode only the objects they are for. A body
+// decodes only the items that changed; its fetch of the whole collection
+// likewise decodes only the objects it is for. A body
 // in another format (JSON) is decoded whole. Without a WireLister those
 // lists are decoded whole, and a recovery whose metadata list cannot be
 // made or compared is a full list through Store.Replace, as client-go's.
@@ -197,7 +193,7 @@ type RecoveryStats struct {
 	// Ahead are stored objects newer than the list (left by an earlier
 	// recovery that did not finish).
 	Unchanged, Deleted, Fetch, Ahead int
-	// Requests is the number of fetch requests (one object, a namespace, or
+	// Requests is the number of fetch requests (one object, or
 	// the whole collection); Fetched the objects they returned that were
 	// applied; Skipped the fetched objects and watch events dropped because
 	// the store already held their key at that resourceVersion or a newer
@@ -434,11 +430,10 @@ type recovery struct {
 	// apply what it found first (applyPrefetched); finish stops it.
 	prefetch *prefetch
 
-	listRV   string
-	listN    uint64
-	listed   map[string]listedItem
-	fetchNS  map[string][]string // keys to fetch, by namespace; set by diff
-	listedNS map[string]int      // listed objects by namespace; set by diff
+	listRV    string
+	listN     uint64
+	listed    map[string]listedItem
+	fetchKeys []string // the keys to fetch, sorted; set by diff
 
 	// toFetch and listedAll are the plan's sizes, set by diff: the keys to
 	// fetch, and every key listed or stored ahead of the list.
@@ -487,8 +482,6 @@ func newRecovery(r *Recoverer, cause reflector.StartCause, start time.Time) *rec
 		keys:       map[string]*keyState{},
 		pending:    map[string]struct{}{},
 		awaitWatch: map[string]struct{}{},
-		fetchNS:    map[string][]string{},
-		listedNS:   map[string]int{},
 	}
 }
 
@@ -530,12 +523,9 @@ func (rec *recovery) diff(stored map[string]Version) (RecoveryPlan, error) {
 	var plan RecoveryPlan
 	fetch := func(key string) {
 		rec.pending[key] = struct{}{}
-		ns, _, _ := cache.SplitMetaNamespaceKey(key)
-		rec.fetchNS[ns] = append(rec.fetchNS[ns], key)
+		rec.fetchKeys = append(rec.fetchKeys, key)
 	}
 	for key, l := range rec.listed {
-		ns, _, _ := cache.SplitMetaNamespaceKey(key)
-		rec.listedNS[ns]++
 		s, had := stored[key]
 		sn, parsed := rec.version(s.ResourceVersion)
 		integers := parsed && l.integer
@@ -574,9 +564,7 @@ func (rec *recovery) diff(stored map[string]Version) (RecoveryPlan, error) {
 	}
 	slices.Sort(plan.Deleted)
 	slices.Sort(plan.Unchanged)
-	for ns := range rec.fetchNS {
-		slices.Sort(rec.fetchNS[ns])
-	}
+	slices.Sort(rec.fetchKeys)
 	rec.stats.Unchanged, rec.stats.Deleted, rec.stats.Fetch = len(plan.Unchanged), len(plan.Deleted), len(rec.pending)
 	rec.listed = nil // not needed any more
 	return plan, nil
@@ -589,7 +577,7 @@ func (rec *recovery) start(ctx context.Context, fromList map[string]runtime.Obje
 	rec.ctx, rec.cancel = context.WithCancel(ctx)
 	rec.toFetch = rec.stats.Fetch
 	rec.listedAll = rec.stats.Unchanged + rec.stats.Fetch + rec.stats.Ahead
-	// In key order, as the fetches of a namespace apply theirs.
+	// In key order, as the fetch of the collection applies its objects.
 	for _, key := range slices.Sorted(maps.Keys(fromList)) {
 		if err := rec.fetched(key, fromList[key]); err != nil {
 			rec.r.l.Report(rec.ctx, fmt.Errorf("%w: listed %s: %w", reflector.ErrStore, key, err))

@@ -597,11 +597,10 @@ func TestRecoveryStoredAheadOfList(t *testing.T) {
 	equal(t, "fetches", lister.Fetches(), []string(nil))
 }
 
-// Where many objects of a namespace changed the namespace is listed, and
-// where most of the collection changed, the collection: one request each.
-// Objects the list returns that were not to be fetched are left to the
-// watch.
-func TestRecoveryListsNamespacesAndCollections(t *testing.T) {
+// Where most of the collection changed, the collection is listed in one
+// request; otherwise each object is fetched alone. Objects the list returns
+// that were not to be fetched are left to the watch.
+func TestRecoveryListsTheCollectionOrObjects(t *testing.T) {
 	stored := []*v1.Pod{upod("x", "a", "uxa", "1"), upod("x", "b", "uxb", "2"), upod("y", "c", "uyc", "3"), upod("z", "d", "uzd", "4")}
 	listed := []*v1.Pod{upod("x", "a", "uxa", "5"), upod("x", "b", "uxb", "6"), upod("y", "c", "uyc", "7"), upod("z", "d", "uzd", "4")}
 	onServer := []*v1.Pod{upod("x", "a", "uxa", "5"), upod("x", "b", "uxb", "6"), upod("x", "new", "uxn", "9"), upod("y", "c", "uyc", "7"), upod("z", "d", "uzd", "4")}
@@ -610,9 +609,8 @@ func TestRecoveryListsNamespacesAndCollections(t *testing.T) {
 		cfg     testRecovery
 		fetches []string
 	}{
-		{"namespace", testRecovery{NamespaceListAt: 2, FullListFraction: 0.9}, []string{"x/*@10", "y/c@10"}},
 		{"collection", testRecovery{FullListFraction: 0.75}, []string{"*@10"}},
-		{"objects", testRecovery{NamespaceListAt: -1, FullListFraction: 2}, []string{"x/a@10", "x/b@10", "y/c@10"}},
+		{"objects", testRecovery{FullListFraction: 2}, []string{"x/a@10", "x/b@10", "y/c@10"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newRecoveryStore(stored...)
@@ -711,42 +709,24 @@ func TestRecoveryNeedsStoreAndLister(t *testing.T) {
 	stop()
 }
 
-// planFetches: one-object fetches while few changed; a namespace where many
-// of its objects did; the collection where most did; and, under a request
-// budget, namespaces with the most changes listed until the rest fits, or
+// One object per request, unless most of the collection changed or the
+// requests would not fit a rate-limited lister's budget: then one list of
 // the collection.
-func TestRecoveryPlanFetches(t *testing.T) {
-	keys := func(ns string, n int) []string {
-		var out []string
-		for i := range n {
-			out = append(out, fmt.Sprintf("%s/k%02d", ns, i))
-		}
-		return out
-	}
-	fetchNS := map[string][]string{"a": keys("a", 10), "b": keys("b", 3), "c": keys("c", 1)}
-	listedNS := map[string]int{"a": 20, "b": 100, "c": 100}
-	cfg := &testRecovery{NamespaceListAt: 5, FullListFraction: 0.25}
+func TestRecoveryFetchesOrListsTheCollection(t *testing.T) {
+	cfg := testRecovery{FullListFraction: 0.25}.config()
 	for _, tc := range []struct {
-		name        string
-		cfg         testRecovery
-		budget      int
-		full        bool
-		lists       []string
-		singleCount int
+		name          string
+		budget, fetch int
+		full          bool
 	}{
-		{"namespace over its fraction", *cfg, 0, false, []string{"a"}, 4},
-		{"no namespace lists", testRecovery{NamespaceListAt: -1, FullListFraction: 0.25}, 0, false, nil, 14},
-		{"collection", testRecovery{NamespaceListAt: 5, FullListFraction: 0.05}, 0, true, nil, 0},
-		{"budget fits", testRecovery{NamespaceListAt: -1, FullListFraction: 0.25}, 14, false, nil, 14},
-		{"budget: list the busiest namespaces", testRecovery{NamespaceListAt: -1, FullListFraction: 0.25}, 4, false, []string{"a", "b"}, 1},
-		{"budget: the collection", testRecovery{NamespaceListAt: -1, FullListFraction: 0.25}, 2, true, nil, 0},
+		{"a few changed", 0, 14, false},
+		{"a quarter changed", 0, 55, true},
+		{"within the budget", 14, 14, false},
+		{"over the budget", 13, 14, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			full, lists, singles := planFetches(ptr(tc.cfg.config()), tc.budget, fetchNS, listedNS, 14, 220)
-			if full != tc.full || fmt.Sprint(lists) != fmt.Sprint(tc.lists) || len(singles) != tc.singleCount {
-				t.Errorf("plan: full=%v lists=%v singles=%v, want full=%v lists=%v and %d singles", full, lists, singles, tc.full, tc.lists, tc.singleCount)
-			}
-		})
+		if got := listsInFull(&cfg, tc.budget, tc.fetch, 220); got != tc.full {
+			t.Errorf("%s: listsInFull = %v, want %v", tc.name, got, tc.full)
+		}
 	}
 }
 

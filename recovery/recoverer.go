@@ -30,7 +30,6 @@ type Hooks struct {
 // config is a Recovery completed with its defaults and tuning.
 type config struct {
 	Recovery
-	namespaceListAt   int
 	fullListFraction  float64
 	firstPageFraction float64
 	// maxFetchRequests: 0 derives it from a RateLimitedLister, negative
@@ -60,7 +59,7 @@ func New(cfg *Recovery, store RecoveryStore, hooks Hooks) *Recoverer {
 	if cfg == nil || cfg.Lister == nil {
 		return nil
 	}
-	c := config{Recovery: *cfg, namespaceListAt: namespaceListAt,
+	c := config{Recovery: *cfg,
 		fullListFraction: fullListFraction, firstPageFraction: firstPageFraction}
 	if c.Workers <= 0 {
 		c.Workers = defaultWorkers
@@ -70,7 +69,6 @@ func New(cfg *Recovery, store RecoveryStore, hooks Hooks) *Recoverer {
 	}
 	if t, ok := cfg.Lister.(recoverytune.Tuned); ok {
 		tune := t.RecoveryTuning()
-		c.namespaceListAt = cmp.Or(tune.NamespaceListAt, c.namespaceListAt)
 		c.fullListFraction = cmp.Or(tune.FullListFraction, c.fullListFraction)
 		c.firstPageFraction = cmp.Or(tune.FirstPageFraction, c.firstPageFraction)
 		c.maxFetchRequests = tune.MaxFetchRequests

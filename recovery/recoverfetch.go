@@ -3,8 +3,6 @@ package recovery
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,13 +15,12 @@ import (
 )
 
 // The fetches of a recovery (recover.go): what changed, once the watch is
-// open, one object, a namespace or the whole collection per request.
+// open, one object per request, or the whole collection in one list.
 
 // fetchChanged fetches the keys a recovery found new or changed, once the
-// watch is open: the whole collection if most of it changed, namespaces
-// where many changed, and one object per request otherwise, up to
-// Recovery.Workers requests at a time. A request that fails fetchAttempts
-// times fails the recovery.
+// watch is open: one object per request, up to Recovery.Workers at a time,
+// or the whole collection once listsInFull says so. A request that fails
+// fetchAttempts times fails the recovery.
 func (r *Recoverer) fetchChanged(rec *recovery) {
 	ctx := rec.ctx
 	select {
@@ -31,7 +28,6 @@ func (r *Recoverer) fetchChanged(rec *recovery) {
 	case <-ctx.Done():
 		return
 	}
-	cfg := r.cfg
 	budget, fetch := r.maxFetchRequests(), rec.toFetch
 	if rec.prefetch != nil {
 		var prefetched int
@@ -43,96 +39,45 @@ func (r *Recoverer) fetchChanged(rec *recovery) {
 			return
 		}
 	}
-	full, lists, singles := planFetches(&cfg, budget, rec.fetchNS, rec.listedNS, fetch, rec.listedAll)
-	if full {
-		if err := r.fetchList(rec, ""); err != nil {
+	if listsInFull(&r.cfg, budget, fetch, rec.listedAll) {
+		if err := r.fetchCollection(rec); err != nil {
 			rec.fail(err)
 		}
 		return
 	}
-	work := make(chan func() error)
+	work := make(chan string)
 	var workers sync.WaitGroup
-	for range min(cfg.Workers, len(lists)+len(singles)) {
+	for range min(r.cfg.Workers, fetch) {
 		workers.Go(func() {
-			for fn := range work {
-				if err := fn(); err != nil {
+			for key := range work {
+				if err := r.fetchOne(rec, key); err != nil {
 					rec.fail(err)
 				}
 			}
 		})
 	}
-feed:
-	for _, ns := range lists {
-		select {
-		case work <- func() error { return r.fetchList(rec, ns) }:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	for _, key := range singles {
-		if ctx.Err() != nil {
-			break
-		}
+	for _, key := range rec.fetchKeys {
 		if !rec.stillPending(key) {
 			continue
 		}
 		select {
-		case work <- func() error { return r.fetchOne(rec, key) }:
+		case work <- key:
 		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
 		}
 	}
 	close(work)
 	workers.Wait()
 }
 
-// planFetches decides how to fetch the keys of fetchNS (by namespace; fetch
-// in all, of total listed objects, listedNS by namespace): the whole
-// collection (full) once fullListFraction of it changed; otherwise the
-// namespaces where namespaceListAt and fullListFraction of their objects
-// changed (lists), and the rest one by one (singles). With a request
-// budget (maxRequests > 0), namespaces with the most changes are listed
-// instead until the requests fit, and the whole collection if they still
-// do not.
-func planFetches(cfg *config, maxRequests int, fetchNS map[string][]string, listedNS map[string]int, fetch, total int) (full bool, lists, singles []string) {
-	if float64(fetch) >= cfg.fullListFraction*float64(total) {
-		return true, nil, nil
-	}
-	var rest []string // namespaces fetched one by one
-	for ns, keys := range fetchNS {
-		if ns != "" && cfg.namespaceListAt > 0 && len(keys) >= cfg.namespaceListAt &&
-			float64(len(keys)) >= cfg.fullListFraction*float64(listedNS[ns]) {
-			lists = append(lists, ns)
-		} else {
-			rest = append(rest, ns)
-		}
-	}
-	n := 0
-	for _, ns := range rest {
-		n += len(fetchNS[ns])
-	}
-	if maxRequests > 0 && len(lists)+n > maxRequests {
-		// Most changes first; ties by name, for a stable plan.
-		slices.SortFunc(rest, func(a, b string) int {
-			if d := len(fetchNS[b]) - len(fetchNS[a]); d != 0 {
-				return d
-			}
-			return strings.Compare(a, b)
-		})
-		for len(rest) > 0 && rest[0] != "" && len(lists)+n > maxRequests {
-			n -= len(fetchNS[rest[0]])
-			lists = append(lists, rest[0])
-			rest = rest[1:]
-		}
-		if len(lists)+n > maxRequests {
-			return true, nil, nil
-		}
-	}
-	for _, ns := range rest {
-		singles = append(singles, fetchNS[ns]...)
-	}
-	slices.Sort(lists)
-	slices.Sort(singles)
-	return false, lists, singles
+// listsInFull reports whether fetching fetch keys of total listed objects
+// takes one list of the collection: once fullListFraction of it changed,
+// or once the one-object requests would exceed a request budget
+// (maxRequests > 0).
+func listsInFull(cfg *config, maxRequests, fetch, total int) bool {
+	return float64(fetch) >= cfg.fullListFraction*float64(total) || (maxRequests > 0 && fetch > maxRequests)
 }
 
 // maxFetchRequests is the tuned bound (recoverytune), or derived from the
@@ -209,19 +154,11 @@ func (r *Recoverer) fetchObject(ctx context.Context, key, listRV string, count f
 	return obj, true, len(items), nil
 }
 
-// fetchList lists namespace ("" the whole collection) and applies what it
-// returns for the keys still to be fetched there. Through a WireLister,
-// only those objects are decoded.
-func (r *Recoverer) fetchList(rec *recovery, namespace string) error {
-	var keys []string
-	if namespace == "" {
-		for _, ks := range rec.fetchNS {
-			keys = append(keys, ks...)
-		}
-		slices.Sort(keys)
-	} else {
-		keys = rec.fetchNS[namespace]
-	}
+// fetchCollection lists the collection and applies what it returns for
+// the keys still to be fetched. Through a WireLister, only those objects
+// are decoded.
+func (r *Recoverer) fetchCollection(rec *recovery) error {
+	keys := rec.fetchKeys
 	var items []runtime.Object
 	if wl, ok := r.cfg.Lister.(WireLister); ok {
 		wanted := make(map[string]struct{}, len(keys))
@@ -238,7 +175,7 @@ func (r *Recoverer) fetchList(rec *recovery, namespace string) error {
 		err := r.retryFetch(rec.ctx, rec.countRequest, func() (err error) {
 			opts := fetchOptions(rec.listRV)
 			opts.Limit = fetchPageSize
-			listed, _, _, err = r.listWire(rec.ctx, wl, namespace, opts, keep)
+			listed, _, _, err = r.listWire(rec.ctx, wl, "", opts, keep)
 			return err
 		})
 		if err != nil || rec.ctx.Err() != nil {
@@ -265,7 +202,7 @@ func (r *Recoverer) fetchList(rec *recovery, namespace string) error {
 		rec.countDecoded(decoded)
 	} else {
 		p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return r.cfg.Lister.ListObjects(ctx, namespace, "", opts)
+			return r.cfg.Lister.ListObjects(ctx, "", "", opts)
 		})
 		var list runtime.Object
 		err := r.retryFetch(rec.ctx, rec.countRequest, func() (err error) {

@@ -296,8 +296,7 @@ func TestRecoveryFromAFullListUndecodable(t *testing.T) {
 
 // Without a WireLister the recovery that cannot list metadata is a full
 // list through reflector.Store.Replace (TestRecoveryFallsBackToAFullList); with one,
-// a recovery's fetch of the whole collection or of a namespace goes
-// through it too and decodes only the objects it is for: here the
+// a recovery's fetch of the whole collection goes through it too and decodes only the objects it is for: here the
 // unchanged z/d and the new-since x/new are spoiled.
 func TestRecoveryFetchesThroughAWireLister(t *testing.T) {
 	stored := []*v1.Pod{upod("x", "a", "uxa", "1"), upod("x", "b", "uxb", "2"), upod("y", "c", "uyc", "3"), upod("z", "d", "uzd", "4")}
@@ -307,7 +306,6 @@ func TestRecoveryFetchesThroughAWireLister(t *testing.T) {
 		cfg  testRecovery
 		want []string
 	}{
-		{"namespace", testRecovery{NamespaceListAt: 2, FullListFraction: 0.9}, []string{`"x" rv="10" match="NotOlderThan" limit=500 continue=""`}},
 		{"collection", testRecovery{FullListFraction: 0.75}, []string{`"" rv="10" match="NotOlderThan" limit=500 continue=""`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -54,7 +54,8 @@ func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*
 			ahead = r.askAhead(ctx, o)
 		}
 	}
-	// changes counts the first page's changed items.
+	// changes counts the first page's changed items; nil after it, since
+	// only the first page decides.
 	var changes *changeCount
 	for {
 		var page *wireList
@@ -65,6 +66,7 @@ func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*
 		} else {
 			this := ahead
 			ahead = nil
+			changes = nil
 			if l.pages == 0 {
 				changes = r.countChanges(resourceVersion)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"testing"
@@ -226,4 +227,55 @@ func TestRecoveryDecidesOnTheFirstPageAsItArrives(t *testing.T) {
 	if stats := h.obs.Stats(); len(stats) != 1 || !stats[0].FullList {
 		t.Errorf("recovery stats %+v, want one recovery, from a full list", stats)
 	}
+}
+
+// Only the first page decides: changes counted over several pages are not
+// many for one page. Here the first page of 30 holds one change (under
+// firstPageFraction), and the next two pages 250 each, which would be many
+// for the first page's limit; the recovery still fetches them after its
+// metadata list.
+func TestRecoveryDecidesOnTheFirstPageOnly(t *testing.T) {
+	var stored, onServer []*v1.Pod
+	for i := range 530 {
+		name := fmt.Sprintf("p%03d", i)
+		stored = append(stored, upod("ns", name, "u"+name, "5"))
+		rv := "5"
+		if i == 0 || i >= 30 {
+			rv = "7"
+		}
+		onServer = append(onServer, upod("ns", name, "u"+name, rv))
+	}
+	pages := map[string]*metav1.PartialObjectMetadataList{
+		"":   page("10", "p1", onServer[:30]...),
+		"p1": page("10", "p2", onServer[30:280]...),
+		"p2": page("10", "", onServer[280:]...),
+	}
+	lister := &fakeLister{
+		meta: func(_ int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return pages[opts.Continue].DeepCopy(), nil
+		},
+		objects: server("10", onServer...),
+	}
+	store := newRecoveryStore(stored...)
+	h := startRecovery(t, store, lister, "5", func(o *Options, _ *fakeLW) {
+		// Both wire forms: a full list is the recovery's to choose.
+		o.Recovery.Lister = &bothWireLister{&metaWireLister{fakeLister: lister}, encodeProtobuf(t, podList("10", onServer...))}
+		o.Recovery.FullListFraction = 2
+	})
+	store.waitFor(t, "end@10")
+	h.stop()
+	noErrors(t, &harness{errs: h.errs})
+	if stats := h.obs.Stats(); len(stats) != 1 || stats[0].FullList || stats[0].Pages != 3 || stats[0].Fetched != 501 {
+		t.Errorf("recovery stats %+v, want one recovery from a metadata list of 3 pages, 501 fetched", stats)
+	}
+}
+
+// bothWireLister hands over both lists' bytes: full is every full list's.
+type bothWireLister struct {
+	*metaWireLister
+	full []byte
+}
+
+func (l *bothWireLister) ListObjectsWire(context.Context, string, metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
+	return wireBody(l.full), decodeBody, nil
 }

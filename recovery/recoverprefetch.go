@@ -34,9 +34,8 @@ import (
 // of one page has nothing to overlap; the last page's keys are fetched
 // after the diff, with the rest), only while fewer than fullListFraction of
 // the items listed so far are changed (from there the plan may list the
-// whole collection), fewer than namespaceListAt keys of one namespace (from
-// there it may list the namespace), and within the request budget of a
-// rate-limited lister. A prefetch that fails leaves its key to the fetches
+// whole collection), and within the request budget of a rate-limited
+// lister. A prefetch that fails leaves its key to the fetches
 // after the diff.
 
 // prefetch fetches, on Recovery.Workers goroutines, the changed keys a
@@ -57,9 +56,8 @@ type prefetch struct {
 	workers   sync.WaitGroup
 
 	// The list goroutine's tally for the bounds: items listed, changed,
-	// keys queued (in all and by namespace); off once a bound was passed.
+	// keys queued; off once a bound was passed.
 	listed, changed, queued int
-	byNS                    map[string]int
 	budget                  int // 0: none
 	off                     bool
 
@@ -86,7 +84,6 @@ func (r *Recoverer) newPrefetch(ctx context.Context, storedRV, listRV string) *p
 		r: r, storedN: storedN, listRV: listRV,
 		// Room for a whole page: admit never waits for the workers.
 		work:    make(chan string, recoveryStreamPageSize),
-		byNS:    map[string]int{},
 		budget:  r.maxFetchRequests(),
 		results: make([]prefetched, r.cfg.Workers),
 	}
@@ -143,10 +140,6 @@ func (p *prefetch) admit(items []wireItem) []string {
 			p.off = true
 			break
 		}
-		if it.namespace != "" && cfg.namespaceListAt > 0 && p.byNS[it.namespace]+1 >= cfg.namespaceListAt {
-			continue
-		}
-		p.byNS[it.namespace]++
 		p.queued++
 		keys = append(keys, it.key())
 	}
@@ -197,8 +190,8 @@ func (p *prefetch) stop() {
 }
 
 // applyPrefetched applies what the prefetch found of the keys still to be
-// fetched, in key order, and drops the others from the fetch plan's
-// namespaces; it returns how many requests the prefetch made and how many
+// fetched, in key order, and drops the others from the keys to fetch; it
+// returns how many requests the prefetch made and how many
 // keys are left to fetch.
 func (r *Recoverer) applyPrefetched(rec *recovery, p *prefetch) (requests, left int) {
 	found, requests, decoded := p.collect()
@@ -210,18 +203,11 @@ func (r *Recoverer) applyPrefetched(rec *recovery, p *prefetch) (requests, left 
 				r.l.Report(rec.ctx, fmt.Errorf("%w: fetched %s: %w", reflector.ErrStore, key, err))
 			}
 		}
-		for ns, keys := range rec.fetchNS {
-			keys = slices.DeleteFunc(keys, func(k string) bool {
-				_, pending := rec.pending[k]
-				return !pending
-			})
-			if len(keys) == 0 {
-				delete(rec.fetchNS, ns)
-			} else {
-				rec.fetchNS[ns] = keys
-			}
-			left += len(keys)
-		}
+		rec.fetchKeys = slices.DeleteFunc(rec.fetchKeys, func(k string) bool {
+			_, pending := rec.pending[k]
+			return !pending
+		})
+		left = len(rec.fetchKeys)
 	})
 	return requests, left
 }

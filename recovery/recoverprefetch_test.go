@@ -161,8 +161,8 @@ func TestRecoveryPrefetchStoppedWithTheList(t *testing.T) {
 }
 
 // admit lets through a page's changed keys while the bounds hold: fewer
-// than FullListFraction of what was listed changed, fewer than
-// NamespaceListAt keys of a namespace, within the request budget, and
+// than FullListFraction of what was listed changed, within the request
+// budget, and
 // every resourceVersion an integer; once one is passed, nothing more.
 func TestPrefetchAdmits(t *testing.T) {
 	item := func(ns, name, rv string) wireItem { return wireItem{namespace: ns, name: name, resourceVersion: rv} }
@@ -179,9 +179,6 @@ func TestPrefetchAdmits(t *testing.T) {
 		{"until a fraction changed", testRecovery{FullListFraction: 0.5}, 0,
 			[][]wireItem{{item("x", "a", "11"), item("x", "b", "5"), item("x", "c", "5")}, {item("x", "d", "12"), item("x", "e", "13")}, {item("x", "f", "14"), item("x", "g", "1"), item("x", "h", "1"), item("x", "i", "1")}},
 			[][]string{{"x/a"}, nil, nil}},
-		{"fewer than NamespaceListAt of a namespace", testRecovery{FullListFraction: 2, NamespaceListAt: 3}, 0,
-			[][]wireItem{{item("x", "a", "11"), item("x", "b", "12"), item("x", "c", "13"), item("y", "d", "14")}, {item("", "e", "15"), item("", "f", "16"), item("", "g", "17")}},
-			[][]string{{"x/a", "x/b", "y/d"}, {"e", "f", "g"}}},
 		{"within the budget", testRecovery{FullListFraction: 2}, 2,
 			[][]wireItem{{item("x", "a", "11"), item("x", "b", "12"), item("x", "c", "13")}, {item("x", "d", "14")}},
 			[][]string{{"x/a", "x/b"}, nil}},
@@ -190,7 +187,7 @@ func TestPrefetchAdmits(t *testing.T) {
 			[][]string{nil, nil}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &prefetch{r: &Recoverer{cfg: tc.cfg.config()}, storedN: 10, byNS: map[string]int{}, budget: tc.budget}
+			p := &prefetch{r: &Recoverer{cfg: tc.cfg.config()}, storedN: 10, budget: tc.budget}
 			for i, items := range tc.pages {
 				equal(t, "page "+string(rune('0'+i)), p.admit(items), tc.want[i])
 			}

@@ -2,9 +2,6 @@ package recoverytune
 
 // Tuning overrides a recovery's tuning constants. Zero fields keep them.
 type Tuning struct {
-	// NamespaceListAt changed objects of a namespace list it; negative:
-	// never.
-	NamespaceListAt int
 	// FullListFraction changed lists the collection; above 1: never.
 	FullListFraction float64
 	// FirstPageFraction of a metadata list's first page changed lists in

@@ -17,18 +17,17 @@ import (
 
 // recoverLayers names each ablation variant's missing layer.
 var recoverLayers = map[string]string{
-	"bolt-recover-no-prefetch":        "prefetch",
-	"bolt-recover-no-page-ahead":      "page-ahead",
-	"bolt-recover-no-first-page":      "first-page",
-	"bolt-recover-no-namespace-lists": "namespace-lists",
-	"bolt-recover-decoded-metadata":   "metadata-stream",
-	"bolt-recover-decoded-lists":      "wire-lists",
+	"bolt-recover-no-prefetch":      "prefetch",
+	"bolt-recover-no-page-ahead":    "page-ahead",
+	"bolt-recover-no-first-page":    "first-page",
+	"bolt-recover-decoded-metadata": "metadata-stream",
+	"bolt-recover-decoded-lists":    "wire-lists",
 }
 
 // recoverLayerVariants are recoverLayers' names in the report's order.
 var recoverLayerVariants = []string{
 	"bolt-recover-no-prefetch", "bolt-recover-no-page-ahead", "bolt-recover-no-first-page",
-	"bolt-recover-no-namespace-lists", "bolt-recover-decoded-metadata", "bolt-recover-decoded-lists",
+	"bolt-recover-decoded-metadata", "bolt-recover-decoded-lists",
 }
 
 // withoutLayer returns lister without the layer named: a tuning, or a
@@ -45,8 +44,6 @@ func withoutLayer(lister recovery.MetadataLister, layer string) (recovery.Metada
 		return tunedLister{l, recoverytune.Tuning{NoPageAhead: true}}, true
 	case "first-page":
 		return tunedLister{l, recoverytune.Tuning{FirstPageFraction: 2}}, true
-	case "namespace-lists":
-		return tunedLister{l, recoverytune.Tuning{NamespaceListAt: -1}}, true
 	case "metadata-stream":
 		// No MetadataWireLister: metadata pages of 500, decoded.
 		return wireOnly{l}, true

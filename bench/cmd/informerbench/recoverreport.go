@@ -194,17 +194,16 @@ func (r *recoverResult) report() *benchkit.Report {
 
 // recoverTitles are the report's names of the starts.
 var recoverTitles = map[string]string{
-	vBoltRecover:                      "boltinformer, recovering what changed",
-	vBoltRecoverFull:                  "boltinformer, recovering from a full list (fallback)",
-	"bolt-recover-no-prefetch":        "… without prefetch while listing",
-	"bolt-recover-no-page-ahead":      "… without the page asked ahead",
-	"bolt-recover-no-first-page":      "… without the first page's decision",
-	"bolt-recover-no-namespace-lists": "… without namespace lists",
-	"bolt-recover-decoded-metadata":   "… with metadata pages decoded",
-	"bolt-recover-decoded-lists":      "… with full lists decoded",
-	vBolt410:                          "boltinformer without Recovery (relist)",
-	vClientGoProto:                    "client-go protobuf, watch-list (default)",
-	vClientGoProtoList:                "client-go protobuf, LIST",
+	vBoltRecover:                    "boltinformer, recovering what changed",
+	vBoltRecoverFull:                "boltinformer, recovering from a full list (fallback)",
+	"bolt-recover-no-prefetch":      "… without prefetch while listing",
+	"bolt-recover-no-page-ahead":    "… without the page asked ahead",
+	"bolt-recover-no-first-page":    "… without the first page's decision",
+	"bolt-recover-decoded-metadata": "… with metadata pages decoded",
+	"bolt-recover-decoded-lists":    "… with full lists decoded",
+	vBolt410:                        "boltinformer without Recovery (relist)",
+	vClientGoProto:                  "client-go protobuf, watch-list (default)",
+	vClientGoProtoList:              "client-go protobuf, LIST",
 }
 
 // printChanged prints one table per amount changed, then the headline
