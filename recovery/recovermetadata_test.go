@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"testing/iotest"
@@ -278,4 +279,69 @@ type bothWireLister struct {
 
 func (l *bothWireLister) ListObjectsWire(context.Context, string, metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
 	return wireBody(l.full), decodeBody, nil
+}
+
+// Seeded page layouts: whatever the later pages hold, only the first page
+// decides whether the recovery lists in full. The fraction makes 3 changed
+// items many for the page's limit while it is read, and any changed item
+// many for a whole first page followed by more.
+func TestRecoveryFirstPageDecidesAlone(t *testing.T) {
+	const fraction = 3.0 / recoveryStreamPageSize
+	for seed := range int64(40) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 0))
+		pageCount := 1 + rng.IntN(4)
+		pages := map[string]*metav1.PartialObjectMetadataList{}
+		var stored, onServer []*v1.Pod
+		firstChanged, changed := 0, 0
+		for p := range pageCount {
+			var items []*v1.Pod
+			odds := rng.Float64()
+			for range 1 + rng.IntN(8) {
+				name := fmt.Sprintf("p%03d", len(onServer))
+				rv := "5"
+				if rng.Float64() < odds {
+					rv = "7"
+					changed++
+					if p == 0 {
+						firstChanged++
+					}
+				}
+				stored = append(stored, upod("ns", name, "u"+name, "5"))
+				pod := upod("ns", name, "u"+name, rv)
+				onServer, items = append(onServer, pod), append(items, pod)
+			}
+			next := ""
+			if p < pageCount-1 {
+				next = fmt.Sprintf("c%d", p+1)
+			}
+			token := ""
+			if p > 0 {
+				token = fmt.Sprintf("c%d", p)
+			}
+			pages[token] = page("10", next, items...)
+		}
+		wantFull := firstChanged >= 3 || (pageCount > 1 && firstChanged > 0)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			lister := &fakeLister{
+				meta: func(_ int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+					return pages[opts.Continue].DeepCopy(), nil
+				},
+				objects: server("10", onServer...),
+			}
+			store := newRecoveryStore(stored...)
+			h := startRecovery(t, store, lister, "5", func(o *Options, _ *fakeLW) {
+				o.Recovery.Lister = &bothWireLister{&metaWireLister{fakeLister: lister}, encodeProtobuf(t, podList("10", onServer...))}
+				o.Recovery.FirstPageFraction = fraction
+				o.Recovery.FullListFraction = 2
+			})
+			store.waitFor(t, "end@10")
+			h.stop()
+			noErrors(t, &harness{errs: h.errs})
+			stats := h.obs.Stats()
+			if len(stats) != 1 || stats[0].FullList != wantFull || stats[0].Fetched != changed {
+				t.Errorf("%d pages, %d of %d changed on the first: stats %+v, want a full list %v and %d fetched",
+					pageCount, firstChanged, len(pages[""].Items), stats, wantFull, changed)
+			}
+		})
+	}
 }
