@@ -149,24 +149,55 @@ func (m changeMix) counts(c int) changeCounts {
 	return out
 }
 
-// podSet is the bench's Pods that exist, by index (podShape.podName and
-// namespaceOf name Pod i). It starts as Pods 0..n-1; created Pods take new
-// indices from n on.
-type podSet struct {
-	live []int       // in no particular order
-	pos  map[int]int // index in live of each live Pod
-	next int         // the next new index
+// livePods is a set to pick from uniformly at random: the recover plan's
+// Pod indices, the churn pool's Pods. Add and remove take O(1).
+type livePods[T comparable] struct {
+	live []T       // in no particular order
+	pos  map[T]int // index in live of each member
 }
 
-func newPodSet(n int) *podSet {
-	s := &podSet{live: make([]int, n), pos: make(map[int]int, n), next: n}
-	for i := range n {
-		s.live[i], s.pos[i] = i, i
+func newLivePods[T comparable](live []T) livePods[T] {
+	s := livePods[T]{live: live, pos: make(map[T]int, len(live))}
+	for i, x := range live {
+		s.pos[x] = i
 	}
 	return s
 }
 
-func (s *podSet) len() int { return len(s.live) }
+func (s *livePods[T]) len() int { return len(s.live) }
+
+func (s *livePods[T]) swap(i, j int) {
+	s.live[i], s.live[j] = s.live[j], s.live[i]
+	s.pos[s.live[i]], s.pos[s.live[j]] = i, j
+}
+
+func (s *livePods[T]) remove(x T) {
+	last := len(s.live) - 1
+	s.swap(s.pos[x], last)
+	s.live = s.live[:last]
+	delete(s.pos, x)
+}
+
+func (s *livePods[T]) add(x T) {
+	s.pos[x] = len(s.live)
+	s.live = append(s.live, x)
+}
+
+// podSet is the bench's Pods that exist, by index (podShape.podName and
+// namespaceOf name Pod i). It starts as Pods 0..n-1; created Pods take new
+// indices from n on.
+type podSet struct {
+	livePods[int]
+	next int // the next new index
+}
+
+func newPodSet(n int) *podSet {
+	live := make([]int, n)
+	for i := range n {
+		live[i] = i
+	}
+	return &podSet{livePods: newLivePods(live), next: n}
+}
 
 // changePlan is one batch of changes, each Pod in at most one list.
 type changePlan struct {
@@ -207,22 +238,4 @@ func (s *podSet) plan(c changeCounts, rng *rand.Rand) (changePlan, error) {
 		s.next++
 	}
 	return p, nil
-}
-
-func (s *podSet) swap(i, j int) {
-	s.live[i], s.live[j] = s.live[j], s.live[i]
-	s.pos[s.live[i]], s.pos[s.live[j]] = i, j
-}
-
-func (s *podSet) remove(i int) {
-	k := s.pos[i]
-	last := len(s.live) - 1
-	s.swap(k, last)
-	s.live = s.live[:last]
-	delete(s.pos, i)
-}
-
-func (s *podSet) add(i int) {
-	s.pos[i] = len(s.live)
-	s.live = append(s.live, i)
 }
