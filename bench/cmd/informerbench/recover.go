@@ -35,8 +35,7 @@ type recoverOptions struct {
 	downtimes       []time.Duration // --downtimes; nil: not in this run
 	rate            float64         // writes a second emulated during a downtime
 	window          time.Duration   // the apiserver's watch history
-	mix             changeMix
-	variants        []string // --variants; nil: the mode's default
+	variants        []string        // --variants; nil: the mode's default
 	workers         int
 	logDir          string
 	settle          time.Duration
@@ -79,8 +78,6 @@ func (o *recoverOptions) AddFlags(fs *flag.FlagSet) {
 	})
 	fs.Float64Var(&o.rate, "rate", 20, "Pod writes a second while the informers are down (--downtimes).")
 	fs.DurationVar(&o.window, "window", 75*time.Second, "The apiserver's watch history (kube-apiserver v1.37: max(75 s, --request-timeout + 15 s)): a longer downtime is emulated with an apiserver restart, a shorter one resumes.")
-	o.mix = changeMix{80, 5, 10, 5}
-	fs.Var(&o.mix, "mix", "Weights of the changed Pods' kinds: update (a label), delete, recreate (deleted and created again under the same name: a new UID), create; deletes and creates must weigh the same.")
 	fs.Func("variants", "Comma-separated starts to measure, of "+strings.Join(recoverNames, ",")+
 		" (default: "+strings.Join(recoverVariants, ",")+" with --changed; all but bolt-410 with --downtimes).", func(v string) error {
 		o.variants = nil
@@ -159,7 +156,7 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 	newResult := func(mode string) *recoverResult {
 		return &recoverResult{
 			Mode: mode, Pods: opts.Pods, Reps: opts.Reps, Date: time.Now().UTC().Format(time.RFC3339), Machine: sess.mach,
-			PodSize: string(opts.shape), PodProtoBytes: podBytes, Mix: opts.mix.String(),
+			PodSize: string(opts.shape), PodProtoBytes: podBytes, Mix: recoverMix.String(),
 			IdleAPIServerCPU: idleAS, IdleEtcdCPU: idleEtcd, SettleSeconds: opts.settle.Seconds(),
 		}
 	}
@@ -175,7 +172,7 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 			opts.Pods, opts.shape, opts.rate, opts.window, opts.Reps, strings.Join(vs, ", "))
 		for i, d := range opts.downtimes {
 			writes, changed, expired := downtimeChanges(d, opts.rate, opts.window, opts.Pods)
-			p := &recoverPoint{Label: downtimeLabel(d), DowntimeSeconds: d.Seconds(), Writes: writes, Changes: opts.mix.counts(changed), Expired: expired}
+			p := &recoverPoint{Label: downtimeLabel(d), DowntimeSeconds: d.Seconds(), Writes: writes, Changes: recoverMix.counts(changed), Expired: expired}
 			if err := r.measure(ctx, p, i, vs); err != nil {
 				return err
 			}
@@ -192,7 +189,7 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 			opts.Pods, opts.shape, podBytes/1000, len(opts.changed), opts.Reps, strings.Join(vs, ", "))
 		for i, a := range opts.changed {
 			c := a.of(opts.Pods)
-			p := &recoverPoint{Label: a.label, Changes: opts.mix.counts(c), Expired: true}
+			p := &recoverPoint{Label: a.label, Changes: recoverMix.counts(c), Expired: true}
 			if err := r.measure(ctx, p, i, vs); err != nil {
 				return err
 			}

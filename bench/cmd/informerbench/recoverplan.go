@@ -13,7 +13,7 @@ import (
 
 // What the recover subcommand changes while no informer runs (recover.go):
 // how many Pods (--changed, or a downtime at a write rate), of which kinds
-// (--mix), and which Pods.
+// (recoverMix), and which Pods.
 
 // changeAmount is one value of --changed: a fraction of the Pods ("1%") or
 // a count ("1000", "1k").
@@ -81,35 +81,14 @@ const (
 )
 
 // changeMix is the share of each changeKind among the changed Pods, in any
-// unit (the flag takes percentages). Deletes and creates come in equal
-// numbers, so that the collection keeps its size, which every start checks
-// exactly; their weights are added and split evenly.
+// unit. Deletes and creates weigh the same, so that the collection keeps
+// its size, which every start checks exactly.
 type changeMix [numChangeKinds]int
 
-func (m *changeMix) Set(v string) error {
-	parts := strings.Split(v, ",")
-	if len(parts) != int(numChangeKinds) {
-		return fmt.Errorf("mix %q: want four weights update,delete,recreate,create, e.g. 80,5,10,5", v)
-	}
-	var next changeMix
-	for i, p := range parts {
-		w, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || w < 0 {
-			return fmt.Errorf("mix %q: weights must be whole numbers ≥ 0", v)
-		}
-		next[i] = w
-	}
-	if next[changeDelete] != next[changeCreate] {
-		return fmt.Errorf("mix %q: deletes and creates must weigh the same (the collection keeps its size, which each start checks)", v)
-	}
-	if next.total() == 0 {
-		return fmt.Errorf("mix %q: some weight must be positive", v)
-	}
-	*m = next
-	return nil
-}
+// recoverMix is the recover subcommand's mix: mostly label updates.
+var recoverMix = changeMix{80, 5, 10, 5}
 
-func (m *changeMix) String() string {
+func (m changeMix) String() string {
 	return fmt.Sprintf("%d,%d,%d,%d", m[changeUpdate], m[changeDelete], m[changeRecreate], m[changeCreate])
 }
 

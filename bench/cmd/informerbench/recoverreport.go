@@ -26,7 +26,7 @@ type recoverResult struct {
 	Machine       benchkit.Machine `json:"machine"`
 	PodSize       string           `json:"podSize"`
 	PodProtoBytes float64          `json:"podProtoBytes"`
-	// Mix is --mix: weights of updated, deleted, recreated, created Pods.
+	// Mix is recoverMix: weights of updated, deleted, recreated, created Pods.
 	Mix string `json:"mix"`
 	// Rate and WindowSeconds (downtime mode): Pod writes a second while
 	// down, and the watch history beyond which the apiserver is restarted.
