@@ -170,15 +170,11 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 		vs := opts.variantsFor(true)
 		fmt.Fprintf(out, "measuring restarts against downtime at %d %s Pods, %.0f Pod writes/s while down, watch history %v, %d repetitions of %s…\n",
 			opts.Pods, opts.shape, opts.rate, opts.window, opts.Reps, strings.Join(vs, ", "))
-		for i, d := range opts.downtimes {
+		for _, d := range opts.downtimes {
 			writes, changed, expired := downtimeChanges(d, opts.rate, opts.window, opts.Pods)
-			p := &recoverPoint{Label: downtimeLabel(d), DowntimeSeconds: d.Seconds(), Writes: writes, Changes: recoverMix.counts(changed), Expired: expired}
-			if err := r.measure(ctx, p, i, vs); err != nil {
-				return err
-			}
-			res.Points = append(res.Points, p)
+			res.Points = append(res.Points, &recoverPoint{Label: downtimeLabel(d), DowntimeSeconds: d.Seconds(), Writes: writes, Changes: recoverMix.counts(changed), Expired: expired})
 		}
-		if err := r.finish(res); err != nil {
+		if err := r.measureAll(ctx, res, vs); err != nil {
 			return err
 		}
 	}
@@ -187,17 +183,10 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 		vs := opts.variantsFor(false)
 		fmt.Fprintf(out, "measuring restarts after a downtime beyond the watch history at %d %s Pods (%.1f KB of protobuf each), %d changed amounts, %d repetitions of %s…\n",
 			opts.Pods, opts.shape, podBytes/1000, len(opts.changed), opts.Reps, strings.Join(vs, ", "))
-		for i, a := range opts.changed {
-			c := a.of(opts.Pods)
-			p := &recoverPoint{Label: a.label, Changes: recoverMix.counts(c), Expired: true}
-			if err := r.measure(ctx, p, i, vs); err != nil {
-				return err
-			}
-			res.Points = append(res.Points, p)
+		for _, a := range opts.changed {
+			res.Points = append(res.Points, &recoverPoint{Label: a.label, Changes: recoverMix.counts(a.of(opts.Pods)), Expired: true})
 		}
-		if err := r.finish(res); err != nil {
-			return err
-		}
+		return r.measureAll(ctx, res, vs)
 	}
 	return nil
 }
@@ -314,8 +303,14 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 	return nil
 }
 
-// finish completes res, prints it, and saves it in --out.
-func (r *recoverRun) finish(res *recoverResult) error {
+// measureAll measures every point of res, then completes res, prints it,
+// and saves it in --out.
+func (r *recoverRun) measureAll(ctx context.Context, res *recoverResult, variants []string) error {
+	for i, p := range res.Points {
+		if err := r.measure(ctx, p, i, variants); err != nil {
+			return err
+		}
+	}
 	res.LoadAvg, r.load = r.load, nil
 	res.Targets = recoverTargets(res)
 	if err := os.MkdirAll(r.opts.Out, 0o755); err != nil {
