@@ -101,8 +101,8 @@ func headline(med map[string]map[string]float64) map[string]float64 {
 		}
 	}
 	// client-go's faster start: the lower median of its two protobuf modes.
-	synced, _, okS := bestClientGo(med, protobufContentType, mInformerSynced)
-	handlers, _, okH := bestClientGo(med, protobufContentType, mSync)
+	synced, _, okS := bestClientGo(med, mInformerSynced)
+	handlers, _, okH := bestClientGo(med, mSync)
 	okS, okH = okS && synced > 0, okH && handlers > 0
 	if okS {
 		out[hBestSynced] = synced

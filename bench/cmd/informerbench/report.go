@@ -15,7 +15,7 @@ func sizeReport(r *sizeResult) *benchkit.Report {
 	rep := &benchkit.Report{}
 	med := r.Medians
 	ref := vClientGoProto
-	likeSync, likeFrom, _ := bestClientGo(med, r.BoltContentType, mSync)
+	likeSync, likeFrom, _ := bestClientGo(med, mSync)
 	shape, size := shapeRealistic, ""
 	if !r.realistic() {
 		shape = shapeSmall
