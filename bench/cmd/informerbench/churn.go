@@ -124,7 +124,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	// No change is made from here until every child is synced, so a
 	// sentAnnot at or after since is this run's.
 	since := time.Now().UnixNano()
-	base := churnSpec{Kubeconfig: cl.kubeconfig, Selector: shape.selector(), ContentType: protobufContentType,
+	base := churnSpec{Kubeconfig: cl.kubeconfig, Selector: shape.selector(),
 		Since: since, ExpectEvents: int(o.rate * o.duration.Seconds())}
 	informers := []string{informerClientGo, informerBolt}
 	if o.bounded > 0 {

@@ -77,10 +77,9 @@ const (
 
 // churnSpec says what one churn child runs.
 type churnSpec struct {
-	Informer    string `json:"informer"` // informerClientGo or informerBolt
-	Kubeconfig  string `json:"kubeconfig"`
-	Selector    string `json:"selector"`
-	ContentType string `json:"contentType"`
+	Informer   string `json:"informer"` // informerClientGo or informerBolt
+	Kubeconfig string `json:"kubeconfig"`
+	Selector   string `json:"selector"`
 	// File is boltinformer's cache file (created by the child).
 	File string `json:"file,omitempty"`
 	// Since (Unix nanoseconds): a sentAnnot older than this was written
@@ -144,10 +143,6 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	cfg, err := loadConfig(spec.Kubeconfig)
 	if err != nil {
 		return err
-	}
-	cfg.ContentType = spec.ContentType
-	if spec.ContentType == protobufContentType {
-		cfg.AcceptContentTypes = protobufContentType + ",application/json"
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -224,7 +224,7 @@ func (r *recoverRun) prepare(ctx context.Context) error {
 
 // spec is the child spec of variant v against the Pods as they are now.
 func (r *recoverRun) spec(v string) childSpec {
-	s := childSpec{Variant: v, ContentType: protobufContentType, Kubeconfig: r.sess.cl.kubeconfig,
+	s := childSpec{Variant: v, Kubeconfig: r.sess.cl.kubeconfig,
 		Selector: r.opts.shape.selector(), Expect: r.pods.len()}
 	s.APIServerPID, s.EtcdPID = r.sess.cl.pids()
 	switch v {

@@ -72,7 +72,7 @@ func (r *sizeRun) warmUp(ctx context.Context) error {
 		return nil
 	}
 	r.warmedUp = true
-	spec := childSpec{Variant: "warm-up", Informer: informerClientGo, ContentType: protobufContentType,
+	spec := childSpec{Variant: "warm-up", Informer: informerClientGo,
 		Kubeconfig: r.cl.kubeconfig, Selector: r.opts.shape.selector(), Expect: r.n}
 	_, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, "warm-up.log"))
 	return err
@@ -81,7 +81,7 @@ func (r *sizeRun) warmUp(ctx context.Context) error {
 // clientGo returns the step for a client-go variant.
 func (r *sizeRun) clientGo(variant string, list bool) func(context.Context, int) error {
 	return func(ctx context.Context, rep int) error {
-		spec := childSpec{Variant: variant, Informer: informerClientGo, ContentType: protobufContentType, NoWatchList: list}
+		spec := childSpec{Variant: variant, Informer: informerClientGo, NoWatchList: list}
 		return r.spawnChild(ctx, rep, spec, true)
 	}
 }
@@ -97,7 +97,7 @@ func (r *sizeRun) clientGo(variant string, list bool) func(context.Context, int)
 // another one needs it.
 func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 	spec := func(v string) childSpec {
-		return childSpec{Variant: v, Informer: informerBolt, ContentType: protobufContentType, File: r.file}
+		return childSpec{Variant: v, Informer: informerBolt, File: r.file}
 	}
 	if report := r.opts.runs(vBoltCold); report || !r.filled {
 		cold := spec(vBoltCold)
