@@ -515,14 +515,7 @@ func reportFleet(results []fleetResult, pods, nodes, reps int, window time.Durat
 		nodes, pods, pods, deployments, reps, window)
 	t := rep.Table("components", "stopping s", "restart s", "scheduler working s", "KCM working s", "scheduler relisted s", "KCM relisted s",
 		"apiserver peak RSS MiB", "peak RssAnon MiB", "CPU-s", "× stock", "LIST requests", "MiB listed+watched", "× stock")
-	by := map[string][]fleetResult{}
-	var order []string
-	for _, r := range results {
-		if _, ok := by[r.Variant]; !ok {
-			order = append(order, r.Variant)
-		}
-		by[r.Variant] = append(by[r.Variant], r)
-	}
+	order, by := benchkit.GroupBy(results, func(r fleetResult) string { return r.Variant })
 	cpu := func(r fleetResult) float64 { return r.APIServerCPU }
 	bytes := func(r fleetResult) float64 { return r.Bytes }
 	for _, v := range order {

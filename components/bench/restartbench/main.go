@@ -192,15 +192,7 @@ func report(results []result, pods, nodes, reps int) *benchkit.Report {
 	rep.Printf("\n%d Nodes; %d Pods per component (controller manager: over %d Deployments); medians of %d restarts (cold: one start on a new file)\n\n", nodes, pods, deployments, reps)
 	t := rep.Table("component", "variant", "ready s", "× stock", "LIST requests", "MiB listed+watched", "apiserver CPU-s", "× stock", "private MiB")
 	type key struct{ c, v string }
-	by := map[key][]result{}
-	var order []key
-	for _, r := range results {
-		k := key{r.Component, r.Variant}
-		if _, ok := by[k]; !ok {
-			order = append(order, k)
-		}
-		by[k] = append(by[k], r)
-	}
+	order, by := benchkit.GroupBy(results, func(r result) key { return key{r.Component, r.Variant} })
 	ready := func(r result) float64 { return r.Ready }
 	cpu := func(r result) float64 { return r.APIServerCPU }
 	for _, k := range order {
