@@ -126,7 +126,6 @@ type churnChildResult struct {
 	FileBytesEnd   int64 `json:"fileBytesEnd,omitempty"`
 }
 
-// runChurnChild is the hidden churn-child subcommand.
 func runChurnChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	in := bufio.NewReader(stdin)
 	var spec churnSpec
@@ -311,7 +310,6 @@ func (h *churnHandler) observe(obj, old interface{}, now int64) bool {
 	return true
 }
 
-// sentOf reads a Pod's sentAnnot.
 func sentOf(obj interface{}) (int64, bool) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {

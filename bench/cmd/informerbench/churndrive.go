@@ -20,7 +20,6 @@ import (
 // The churn driver: changes to the bench's Pods at a steady rate, a mix of
 // updates, creates and deletes, as a cluster's workloads make them.
 
-// opKind is one kind of change.
 type opKind int
 
 const (
@@ -81,7 +80,6 @@ func (b *tokenBucket) add(dt time.Duration) (dropped float64) {
 	return dropped
 }
 
-// take takes a token if there is a whole one.
 func (b *tokenBucket) take() bool {
 	if b.tokens < 1 {
 		return false
@@ -90,7 +88,6 @@ func (b *tokenBucket) take() bool {
 	return true
 }
 
-// podRef names a Pod.
 type podRef struct{ ns, name string }
 
 // podPool is the bench's Pods that exist, from which updates and deletes
@@ -130,7 +127,6 @@ func (p *podPool) checkout(remove bool) (podRef, bool) {
 	return podRef{}, false
 }
 
-// release marks r idle again.
 func (p *podPool) release(r podRef) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

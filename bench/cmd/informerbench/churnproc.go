@@ -52,7 +52,6 @@ func startSampler(procs []*churnProc, phase string, every time.Duration, onSampl
 	return s
 }
 
-// sample reads one round and returns it.
 func (s *churnSampler) sample() []churnSample {
 	t := time.Since(s.start).Seconds()
 	round := make([]churnSample, 0, len(s.procs))

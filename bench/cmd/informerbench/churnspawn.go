@@ -46,7 +46,6 @@ func (p *churnProc) next(ctx context.Context, timeout time.Duration) (string, er
 	}
 }
 
-// waitReady waits for the child's READY line.
 func (p *churnProc) waitReady(ctx context.Context, timeout time.Duration) error {
 	line, err := p.next(ctx, timeout)
 	if err != nil {

@@ -62,7 +62,6 @@ func (c *cluster) clientset() (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(benchkit.Protobuf(c.cfg))
 }
 
-// pids returns the process IDs of kube-apiserver and etcd.
 func (c *cluster) pids() (apiserver, etcd int) { return c.server.PIDs() }
 
 // expire restarts kube-apiserver, which expires every older resourceVersion.

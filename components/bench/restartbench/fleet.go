@@ -407,7 +407,6 @@ func readReflectorLog(path string, from int64) (reflectorLog, error) {
 	return rl, nil
 }
 
-// reflectors is how many reflectors started.
 func (rl reflectorLog) reflectors() int {
 	n := 0
 	for _, c := range rl.started {
