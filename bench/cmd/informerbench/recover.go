@@ -253,8 +253,7 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 	}
 	fmt.Fprintf(r.log, "point %s: %d Pods changed before each boltinformer start (%s); %s\n", p.Label, p.Changes.Total(), p.Changes, history)
 	for rep := range r.opts.Reps {
-		k := (rep + point) % len(variants)
-		for _, v := range slices.Concat(variants[k:], variants[:k]) {
+		for _, v := range benchkit.Rotate(variants, rep+point) {
 			if (v == vBolt410 || v == vBoltRecoverFull) && !p.Expired {
 				continue
 			}

@@ -109,11 +109,7 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 	}
 	// The two warm starts, the default (synced when caught up) and
 	// SyncedAtOpen, each after its own churn, in alternating order.
-	warmStarts := []string{vBoltWarm, vBoltWarmAtOpen}
-	if rep%2 == 1 {
-		slices.Reverse(warmStarts)
-	}
-	for _, v := range warmStarts {
+	for _, v := range benchkit.Rotate([]string{vBoltWarm, vBoltWarmAtOpen}, rep) {
 		if !r.opts.runs(v) {
 			continue
 		}
@@ -137,11 +133,7 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 	// The two restarts after a 410, recovering (Recovery) and relisting
 	// in full (the fallback), each after its own churn and apiserver
 	// restart, in alternating order.
-	expiredStarts := []string{vBoltRecover, vBolt410}
-	if rep%2 == 1 {
-		slices.Reverse(expiredStarts)
-	}
-	for _, v := range expiredStarts {
+	for _, v := range benchkit.Rotate([]string{vBoltRecover, vBolt410}, rep) {
 		if !r.opts.runs(v) {
 			continue
 		}
