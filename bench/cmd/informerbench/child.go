@@ -153,7 +153,10 @@ func measure(ctx context.Context, spec childSpec) (*childResult, error) {
 	res.Watches, res.WatchLists = counter.Count(benchkit.Watch)+counter.Count(benchkit.WatchList), counter.Count(benchkit.WatchList)
 	res.MetaLists, res.Fetches = counter.Count(benchkit.MetaList), counter.Count(benchkit.Fetch)
 	if bolt != nil {
-		res.StartCause, res.Causes = bolt.observer.startCause(), bolt.observer.allCauses()
+		res.Causes = bolt.observer.allCauses()
+		if len(res.Causes) > 0 {
+			res.StartCause = res.Causes[0]
+		}
 		res.Recovery = bolt.observer.recovery(start)
 		res.WatchErrorSeconds = bolt.observer.firstWatchError(start)
 	}
@@ -190,7 +193,7 @@ func settleBolt(ctx context.Context, bolt *boltRun, spec childSpec, start time.T
 		select {
 		case rv = <-bolt.observer.relisted:
 		case <-time.After(relistTimeout):
-			return fmt.Errorf("no relist after an expired resourceVersion within %v (start cause %q)", relistTimeout, bolt.observer.startCause())
+			return fmt.Errorf("no relist after an expired resourceVersion within %v (starts %v)", relistTimeout, bolt.observer.allCauses())
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -222,16 +222,6 @@ func (o *observer) addCause(c reflector.StartCause) {
 	o.causes = append(o.causes, c)
 }
 
-// startCause is the first start's cause.
-func (o *observer) startCause() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if len(o.causes) == 0 {
-		return ""
-	}
-	return string(o.causes[0])
-}
-
 // allCauses returns every list or resume's cause, in order.
 func (o *observer) allCauses() []string {
 	o.mu.Lock()
