@@ -182,7 +182,7 @@ func (b *bench) start(ctx context.Context, c component, variant, bin string, arg
 		return result{}, err
 	}
 	r.Lists, r.ListBytes = listsAfter-listsBefore, bytesAfter-bytesBefore
-	log.Printf("%s %s #%d: ready in %.2f s, %.0f LISTs, apiserver %.2f CPU-s", c.name, variant, rep, r.Ready, r.Lists, r.APIServerCPU)
+	log.Print(r)
 	if settle != nil {
 		start := time.Now()
 		if err := settle(ctx); err != nil {
