@@ -55,8 +55,8 @@ func (r *sizeRun) measure(ctx context.Context) error {
 		return err
 	}
 	for rep := range r.opts.reps {
-		for g := range groups {
-			if err := groups[(g+rep)%len(groups)](ctx, rep); err != nil {
+		for _, g := range benchkit.Rotate(groups, rep) {
+			if err := g(ctx, rep); err != nil {
 				return err
 			}
 		}
