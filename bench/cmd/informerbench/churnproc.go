@@ -58,7 +58,7 @@ func (s *churnSampler) sample() []churnSample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.procs {
-		x, err := benchkit.ReadProc(p.pid())
+		x, err := benchkit.ReadProc(p.Pid())
 		if err != nil {
 			if s.err == nil {
 				s.err = fmt.Errorf("sampling the %s child: %w", p.informer, err)

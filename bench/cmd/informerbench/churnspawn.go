@@ -26,8 +26,6 @@ func startChurnChild(ctx context.Context, spec churnSpec, logPath string) (*chur
 	return &churnProc{Child: c, informer: spec.Informer}, nil
 }
 
-func (p *churnProc) pid() int { return p.Pid() }
-
 // next returns the child's next stdout line, waiting up to timeout.
 func (p *churnProc) next(ctx context.Context, timeout time.Duration) (string, error) {
 	t := time.NewTimer(timeout)
