@@ -155,9 +155,9 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 	}
 	newResult := func(mode string) *recoverResult {
 		return &recoverResult{
-			Mode: mode, Pods: opts.Pods, Reps: opts.Reps, Date: time.Now().UTC().Format(time.RFC3339), Machine: sess.mach,
-			PodSize: string(opts.shape), PodProtoBytes: podBytes, Mix: recoverMix.String(),
-			IdleAPIServerCPU: idleAS, IdleEtcdCPU: idleEtcd, SettleSeconds: opts.settle.Seconds(),
+			runHeader: runHeader{Pods: opts.Pods, Reps: opts.Reps, Date: time.Now().UTC().Format(time.RFC3339), Machine: sess.mach,
+				PodSize: string(opts.shape), PodProtoBytes: podBytes, IdleAPIServerCPU: idleAS, IdleEtcdCPU: idleEtcd},
+			Mode: mode, Mix: recoverMix.String(), SettleSeconds: opts.settle.Seconds(),
 		}
 	}
 	// Downtimes first: their points within the history resume from the

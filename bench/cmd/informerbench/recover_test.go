@@ -266,7 +266,7 @@ func TestDowntimePlot(t *testing.T) {
 			vClientGoProtoList: {mInformerSynced: 5},
 		}}
 	}
-	r := &recoverResult{Mode: modeDowntime, Pods: 100000, Rate: 20, WindowSeconds: 75, Reps: 1, Date: "2026-11-26T00:00:00Z",
+	r := &recoverResult{Mode: modeDowntime, runHeader: runHeader{Pods: 100000, Reps: 1, Date: "2026-11-26T00:00:00Z"}, Rate: 20, WindowSeconds: 75,
 		Points: []*recoverPoint{point("0", false, 1), point("1m", false, 1.2), point("2m", true, 2), point("30m", true, 3)}}
 	p := r.downtimePlot()
 	svg := p.SVG()

@@ -19,27 +19,16 @@ const (
 
 // recoverResult is one recover run of one mode.
 type recoverResult struct {
-	Mode          string           `json:"mode"` // modeChanged or modeDowntime
-	Pods          int              `json:"pods"`
-	Reps          int              `json:"reps"`
-	Date          string           `json:"date"`
-	Machine       benchkit.Machine `json:"machine"`
-	PodSize       string           `json:"podSize"`
-	PodProtoBytes float64          `json:"podProtoBytes"`
+	runHeader
+	Mode string `json:"mode"` // modeChanged or modeDowntime
 	// Mix is recoverMix: weights of updated, deleted, recreated, created Pods.
 	Mix string `json:"mix"`
 	// Rate and WindowSeconds (downtime mode): Pod writes a second while
 	// down, and the watch history beyond which the apiserver is restarted.
-	Rate          float64 `json:"rate,omitempty"`
-	WindowSeconds float64 `json:"windowSeconds,omitempty"`
-	SettleSeconds float64 `json:"settleSeconds"`
-	// Idle*CPU: CPU seconds per second kube-apiserver and etcd used with no
-	// informer running, measured before the run.
-	IdleAPIServerCPU float64         `json:"idleApiserverCpuPerS"`
-	IdleEtcdCPU      float64         `json:"idleEtcdCpuPerS"`
-	LoadAvg          []float64       `json:"loadAvg,omitempty"`
-	Points           []*recoverPoint `json:"points"`
-	Targets          []target        `json:"targets"`
+	Rate          float64         `json:"rate,omitempty"`
+	WindowSeconds float64         `json:"windowSeconds,omitempty"`
+	SettleSeconds float64         `json:"settleSeconds"`
+	Points        []*recoverPoint `json:"points"`
 }
 
 // recoverPoint is one amount changed (or one downtime) and its starts.
