@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/boltinformer/boltinformer/internal/benchkit"
-	"github.com/boltinformer/boltinformer/internal/runstats"
 )
 
 // The recover subcommand's results: per point (an amount changed, or a
@@ -163,9 +162,7 @@ func (r *recoverResult) report() *benchkit.Report {
 	w.Printf("\n=== restarts after a downtime (%s), %d %s Pods (%.1f KB of protobuf each), medians of %d — %s\n",
 		r.Mode, r.Pods, shape, r.PodProtoBytes/1000, r.Reps, r.Date)
 	w.Printf("    %s; idle kube-apiserver %.3f CPU-s/s, etcd %.3f\n", r.Machine, r.IdleAPIServerCPU, r.IdleEtcdCPU)
-	if len(r.LoadAvg) > 0 {
-		w.Printf("    1-minute load average after each child: %s (median %.1f)\n", loadList(r.LoadAvg), runstats.Median(r.LoadAvg))
-	}
+	r.printLoad(w)
 	w.Printf("    Changed Pods are, by weight %s, label updates, deletes, deletes and re-creates under the same name (a new UID) and creates,\n"+
 		"    made while no informer runs, before each boltinformer start only (its file is then exactly as old as the changes; a cold start\n"+
 		"    lists whatever is there). \"Beyond the watch history\" is forced: kube-apiserver is restarted (etcd kept) before every start\n"+
