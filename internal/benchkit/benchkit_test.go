@@ -118,6 +118,13 @@ func TestRotateAlternatesTwo(t *testing.T) {
 	}
 }
 
+func TestGroupByKeepsFirstSeenOrder(t *testing.T) {
+	order, by := GroupBy([]int{3, 1, 4, 1, 5, 9, 2, 6}, func(x int) bool { return x%2 == 0 })
+	if len(order) != 2 || order[0] || len(by[false]) != 5 || by[true][0] != 4 || by[true][2] != 6 {
+		t.Errorf("GroupBy = %v, %v", order, by)
+	}
+}
+
 // TestSaveRenders: a saved result renders again to the same text, and a
 // plot with a line draws one.
 func TestSaveRenders(t *testing.T) {

@@ -10,3 +10,16 @@ func MedianOf[T any](runs []T, f func(T) float64) float64 {
 	}
 	return runstats.Median(xs)
 }
+
+// GroupBy splits runs by key, the keys in the order they first appear.
+func GroupBy[T any, K comparable](runs []T, key func(T) K) (order []K, by map[K][]T) {
+	by = map[K][]T{}
+	for _, r := range runs {
+		k := key(r)
+		if _, ok := by[k]; !ok {
+			order = append(order, k)
+		}
+		by[k] = append(by[k], r)
+	}
+	return order, by
+}

@@ -48,11 +48,9 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "  cluster heartbeat: %d Lease renewals (%d failed) while measuring\n", renewed, failed)
 		res := &sizeResult{
-			Pods: n, Reps: opts.reps, Date: time.Now().UTC().Format(time.RFC3339), Machine: mach,
-			BoltContentType: protobufContentType, Churn: opts.churnFor(n),
-			Runs: r.runs, Medians: map[string]map[string]float64{},
-			PodSize: string(opts.shape), PodProtoBytes: podBytes, LoadAvg: r.load,
-			IdleAPIServerCPU: idleAS, IdleEtcdCPU: idleEtcd,
+			runHeader: runHeader{Pods: n, Reps: opts.reps, Date: time.Now().UTC().Format(time.RFC3339), Machine: mach,
+				PodSize: string(opts.shape), PodProtoBytes: podBytes, LoadAvg: r.load, IdleAPIServerCPU: idleAS, IdleEtcdCPU: idleEtcd},
+			BoltContentType: protobufContentType, Churn: opts.churnFor(n), Runs: r.runs, Medians: map[string]map[string]float64{},
 			Heartbeat: &heartbeatStats{IntervalSeconds: apiservertest.HeartbeatInterval.Seconds(), Lease: apiservertest.HeartbeatNamespace + "/" + heartbeatLease, Renewed: renewed, Failed: failed},
 		}
 		for v, runs := range r.runs {

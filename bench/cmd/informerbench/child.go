@@ -59,10 +59,6 @@ func measure(ctx context.Context, spec childSpec) (*childResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.ContentType = spec.ContentType
-	if spec.ContentType == protobufContentType {
-		cfg.AcceptContentTypes = protobufContentType + ",application/json"
-	}
 	cfg.WrapTransport = counter.Wrap
 	wire := &wireCounter{}
 	cfg.Dial = wire.dial
@@ -157,7 +153,10 @@ func measure(ctx context.Context, spec childSpec) (*childResult, error) {
 	res.Watches, res.WatchLists = counter.Count(benchkit.Watch)+counter.Count(benchkit.WatchList), counter.Count(benchkit.WatchList)
 	res.MetaLists, res.Fetches = counter.Count(benchkit.MetaList), counter.Count(benchkit.Fetch)
 	if bolt != nil {
-		res.StartCause, res.Causes = bolt.observer.startCause(), bolt.observer.allCauses()
+		res.Causes = bolt.observer.allCauses()
+		if len(res.Causes) > 0 {
+			res.StartCause = res.Causes[0]
+		}
 		res.Recovery = bolt.observer.recovery(start)
 		res.WatchErrorSeconds = bolt.observer.firstWatchError(start)
 	}
@@ -194,17 +193,13 @@ func settleBolt(ctx context.Context, bolt *boltRun, spec childSpec, start time.T
 		select {
 		case rv = <-bolt.observer.relisted:
 		case <-time.After(relistTimeout):
-			return fmt.Errorf("no relist after an expired resourceVersion within %v (start cause %q)", relistTimeout, bolt.observer.startCause())
+			return fmt.Errorf("no relist after an expired resourceVersion within %v (starts %v)", relistTimeout, bolt.observer.allCauses())
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 		// Listed fires once the list is queued; the store applies it after.
-		deadline := time.Now().Add(relistTimeout)
-		for rvNumber(coll.ResourceVersion()) < rvNumber(rv) {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("relist at resourceVersion %s not applied after %v", rv, relistTimeout)
-			}
-			time.Sleep(time.Millisecond)
+		if err := waitApplied(ctx, coll, rv, relistTimeout); err != nil {
+			return fmt.Errorf("relist: %w", err)
 		}
 		res.ReconcileSeconds = time.Since(start).Seconds()
 	}
@@ -225,29 +220,31 @@ type caughtUpAt struct {
 	err error
 }
 
-// watchApplied polls coll from now on (every millisecond, while the start
-// is being timed, so the time is not rounded up to the handlers' sync) and
-// reports when its applied resourceVersion reaches rv: the changes made
-// while the informer was down have been applied.
+// watchApplied reports, from now on, when coll's applied resourceVersion
+// reaches rv: the changes made while the informer was down are applied.
 func watchApplied(ctx context.Context, coll *persist.Collection, rv string, start time.Time, timeout time.Duration) <-chan caughtUpAt {
 	out := make(chan caughtUpAt, 1)
 	go func() {
-		want := rvNumber(rv)
-		deadline := time.Now().Add(timeout)
-		for rvNumber(coll.ResourceVersion()) < want {
-			if ctx.Err() != nil {
-				out <- caughtUpAt{err: ctx.Err()}
-				return
-			}
-			if time.Now().After(deadline) {
-				out <- caughtUpAt{err: fmt.Errorf("store at resourceVersion %s, not caught up with %s after %v", coll.ResourceVersion(), rv, timeout)}
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-		out <- caughtUpAt{at: time.Since(start)}
+		err := waitApplied(ctx, coll, rv, timeout)
+		out <- caughtUpAt{at: time.Since(start), err: err}
 	}()
 	return out
+}
+
+// waitApplied waits until coll has applied resourceVersion rv. It polls
+// every millisecond, so that a timed start is not rounded up.
+func waitApplied(ctx context.Context, coll *persist.Collection, rv string, timeout time.Duration) error {
+	want, deadline := rvNumber(rv), time.Now().Add(timeout)
+	for rvNumber(coll.ResourceVersion()) < want {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("store at resourceVersion %s, not caught up with %s after %v", coll.ResourceVersion(), rv, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
 }
 
 // profilePhase starts a CPU profile into <prefix>-<phase>.pprof and returns

@@ -124,7 +124,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	// No change is made from here until every child is synced, so a
 	// sentAnnot at or after since is this run's.
 	since := time.Now().UnixNano()
-	base := churnSpec{Kubeconfig: cl.kubeconfig, Selector: shape.selector(), ContentType: protobufContentType,
+	base := churnSpec{Kubeconfig: cl.kubeconfig, Selector: shape.selector(),
 		Since: since, ExpectEvents: int(o.rate * o.duration.Seconds())}
 	informers := []string{informerClientGo, informerBolt}
 	if o.bounded > 0 {
@@ -180,11 +180,8 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 			return
 		}
 		lastPrint = time.Now()
-		var ok int64
-		for k := range numOps {
-			ok += d.ok[k].Load()
-		}
-		line := fmt.Sprintf("  %v: %d changes", seconds(round[0].T), ok)
+		ok := d.okCounts()
+		line := fmt.Sprintf("  %v: %d changes", seconds(round[0].T), ok[opUpdate]+ok[opCreate]+ok[opDelete])
 		for _, s := range round {
 			line += fmt.Sprintf("; %s %.1f CPU-s, RssAnon %.0f MiB, write_bytes %.1f MiB", s.Informer, s.CPUSeconds, mib(s.RssAnon), mib(s.WriteBytes))
 		}

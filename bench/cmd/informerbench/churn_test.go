@@ -119,22 +119,6 @@ func TestChurnHandlerTimesOnlyThisRunsChanges(t *testing.T) {
 	}
 }
 
-func TestStopLine(t *testing.T) {
-	ok := [numOps]int64{opUpdate: 4800, opCreate: 600, opDelete: 599}
-	line := stopLine(ok)
-	if line != "STOP 600 4800 599\n" {
-		t.Errorf("stopLine = %q", line)
-	}
-	if got, err := parseStopLine(line); err != nil || got != ok {
-		t.Errorf("parseStopLine(%q) = %v, %v", line, got, err)
-	}
-	for _, bad := range []string{"", "GO\n", "STOP\n", "STOP 1 2\n", "STOP 1 2 x\n"} {
-		if _, err := parseStopLine(bad); err == nil {
-			t.Errorf("parseStopLine(%q) accepted", bad)
-		}
-	}
-}
-
 func TestChurnSummaryRatiosAndTable(t *testing.T) {
 	const mb = 1 << 20
 	samples := []churnSample{

@@ -10,7 +10,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,8 +35,8 @@ import (
 //     HasSynced; a boltinformer child then flushes the file, so that the
 //     cold start's bulk write is not counted as churn; both return the
 //     start's garbage to the OS; the child prints READY;
-//  3. the parent churns, then writes "STOP <creates> <patches> <deletes>":
-//     the changes of each kind that succeeded;
+//  3. the parent churns, then writes the changes of each kind that
+//     succeeded (update, create, delete) as a JSON array;
 //  4. the child waits until its handler has seen that many adds, updates
 //     carrying a new sentAnnot of this run, and deletes (or
 //     churnDrainTimeout passes), flushes the file (boltinformer) and
@@ -53,12 +52,11 @@ import (
 // restart) and with its churnChildResult (the sync) in place of READY,
 // and idles as in step 5.
 //
-// Stdin closing before STOP (the parent died) ends the child with an
+// Stdin closing before step 3 (the parent died) ends the child with an
 // error.
 
 const (
 	churnChildCommand = "churn-child"
-	churnStopLine     = "STOP"
 
 	// informerBoltBounded is boltinformer's typed factory with a bounded
 	// decoded-object cache (churnSpec.CacheObjects).
@@ -73,16 +71,15 @@ const (
 	// wall-clock time (Unix nanoseconds) just before the request was made.
 	sentAnnot = "informerbench/sent"
 
-	// churnDrainTimeout bounds the wait for the last events after STOP.
+	// churnDrainTimeout bounds the wait for the last events after step 3.
 	churnDrainTimeout = 2 * time.Minute
 )
 
 // churnSpec says what one churn child runs.
 type churnSpec struct {
-	Informer    string `json:"informer"` // informerClientGo or informerBolt
-	Kubeconfig  string `json:"kubeconfig"`
-	Selector    string `json:"selector"`
-	ContentType string `json:"contentType"`
+	Informer   string `json:"informer"` // informerClientGo or informerBolt
+	Kubeconfig string `json:"kubeconfig"`
+	Selector   string `json:"selector"`
 	// File is boltinformer's cache file (created by the child).
 	File string `json:"file,omitempty"`
 	// Since (Unix nanoseconds): a sentAnnot older than this was written
@@ -111,7 +108,7 @@ type churnChildResult struct {
 	Updates int64 `json:"updates"`
 	Deletes int64 `json:"deletes"`
 	Events  int64 `json:"events"`
-	// Drained: every change the parent made had arrived (the STOP counts
+	// Drained: every change the parent made had arrived (step 3's counts
 	// were reached) within churnDrainTimeout.
 	Drained bool `json:"drained"`
 	// Event-to-handler latency, over the adds carrying a sentAnnot of
@@ -129,7 +126,6 @@ type churnChildResult struct {
 	FileBytesEnd   int64 `json:"fileBytesEnd,omitempty"`
 }
 
-// runChurnChild is the hidden churn-child subcommand.
 func runChurnChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	in := bufio.NewReader(stdin)
 	var spec churnSpec
@@ -146,10 +142,6 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	cfg, err := loadConfig(spec.Kubeconfig)
 	if err != nil {
 		return err
-	}
-	cfg.ContentType = spec.ContentType
-	if spec.ContentType == protobufContentType {
-		cfg.AcceptContentTypes = protobufContentType + ",application/json"
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -220,9 +212,9 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	}
 
 	line, err := in.ReadString('\n')
-	want, perr := parseStopLine(line)
-	if perr != nil {
-		return fmt.Errorf("waiting for %s: got %q (%v): %w", churnStopLine, line, err, perr)
+	var want [numOps]int64 // the changes of each kind that succeeded
+	if perr := json.Unmarshal([]byte(line), &want); perr != nil {
+		return fmt.Errorf("waiting for the changes made: got %q (%v): %w", line, err, perr)
 	}
 	res.Drained = h.waitChanges(ctx, want, churnDrainTimeout)
 	if db != nil {
@@ -237,25 +229,6 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	// Idle until the parent has taken its last /proc sample and closes stdin.
 	_, _ = io.Copy(io.Discard, in)
 	return nil
-}
-
-// stopLine is the STOP line for the changes of each kind that succeeded.
-func stopLine(ok [numOps]int64) string {
-	return fmt.Sprintf("%s %d %d %d\n", churnStopLine, ok[opCreate], ok[opUpdate], ok[opDelete])
-}
-
-// parseStopLine reads a stopLine.
-func parseStopLine(line string) (ok [numOps]int64, err error) {
-	f := strings.Fields(line)
-	if len(f) != 4 || f[0] != churnStopLine {
-		return ok, fmt.Errorf("not a %s line", churnStopLine)
-	}
-	for i, k := range []opKind{opCreate, opUpdate, opDelete} {
-		if ok[k], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
-			return ok, err
-		}
-	}
-	return ok, nil
 }
 
 // flushAndSize commits every applied change of db and returns the file's
@@ -337,7 +310,6 @@ func (h *churnHandler) observe(obj, old interface{}, now int64) bool {
 	return true
 }
 
-// sentOf reads a Pod's sentAnnot.
 func sentOf(obj interface{}) (int64, bool) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {

@@ -20,7 +20,6 @@ import (
 // The churn driver: changes to the bench's Pods at a steady rate, a mix of
 // updates, creates and deletes, as a cluster's workloads make them.
 
-// opKind is one kind of change.
 type opKind int
 
 const (
@@ -81,7 +80,6 @@ func (b *tokenBucket) add(dt time.Duration) (dropped float64) {
 	return dropped
 }
 
-// take takes a token if there is a whole one.
 func (b *tokenBucket) take() bool {
 	if b.tokens < 1 {
 		return false
@@ -90,22 +88,20 @@ func (b *tokenBucket) take() bool {
 	return true
 }
 
-// podRef names a Pod.
 type podRef struct{ ns, name string }
 
-// podPool is the set of the bench's Pods that exist, from which updates and
-// deletes pick uniformly at random. A Pod with a request in flight is busy
-// and is not picked again until released, so no update races the delete
-// of its Pod.
+// podPool is the bench's Pods that exist, from which updates and deletes
+// pick uniformly at random. A Pod with a request in flight is busy and is
+// not picked again until released, so no update races its Pod's delete.
 type podPool struct {
 	mu   sync.Mutex
-	live []podRef        // guarded by mu
-	busy map[podRef]bool // guarded by mu
-	rng  *rand.Rand      // guarded by mu
+	pods livePods[podRef] // guarded by mu
+	busy map[podRef]bool  // guarded by mu
+	rng  *rand.Rand       // guarded by mu
 }
 
 func newPodPool(live []podRef, seed uint64) *podPool {
-	return &podPool{live: live, busy: map[podRef]bool{}, rng: rand.New(rand.NewPCG(seed, 1))}
+	return &podPool{pods: newLivePods(live), busy: map[podRef]bool{}, rng: rand.New(rand.NewPCG(seed, 1))}
 }
 
 // checkout picks an idle Pod at random and marks it busy; remove also takes
@@ -115,26 +111,22 @@ func (p *podPool) checkout(remove bool) (podRef, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for range 16 {
-		if len(p.live) == 0 {
+		if p.pods.len() == 0 {
 			break
 		}
-		i := p.rng.IntN(len(p.live))
-		r := p.live[i]
+		r := p.pods.live[p.rng.IntN(p.pods.len())]
 		if p.busy[r] {
 			continue
 		}
 		p.busy[r] = true
 		if remove {
-			last := len(p.live) - 1
-			p.live[i] = p.live[last]
-			p.live = p.live[:last]
+			p.pods.remove(r)
 		}
 		return r, true
 	}
 	return podRef{}, false
 }
 
-// release marks r idle again.
 func (p *podPool) release(r podRef) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -145,13 +137,13 @@ func (p *podPool) release(r podRef) {
 func (p *podPool) add(r podRef) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.live = append(p.live, r)
+	p.pods.add(r)
 }
 
 func (p *podPool) len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.live)
+	return p.pods.len()
 }
 
 // churnDriver makes the changes.

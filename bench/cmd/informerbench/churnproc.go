@@ -52,14 +52,13 @@ func startSampler(procs []*churnProc, phase string, every time.Duration, onSampl
 	return s
 }
 
-// sample reads one round and returns it.
 func (s *churnSampler) sample() []churnSample {
 	t := time.Since(s.start).Seconds()
 	round := make([]churnSample, 0, len(s.procs))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.procs {
-		x, err := benchkit.ReadProc(p.pid())
+		x, err := benchkit.ReadProc(p.Pid())
 		if err != nil {
 			if s.err == nil {
 				s.err = fmt.Errorf("sampling the %s child: %w", p.informer, err)

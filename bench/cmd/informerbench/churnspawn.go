@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/boltinformer/boltinformer/internal/benchkit"
-	"io"
-	"strings"
 	"time"
 )
 
@@ -28,8 +26,6 @@ func startChurnChild(ctx context.Context, spec churnSpec, logPath string) (*chur
 	return &churnProc{Child: c, informer: spec.Informer}, nil
 }
 
-func (p *churnProc) pid() int { return p.Pid() }
-
 // next returns the child's next stdout line, waiting up to timeout.
 func (p *churnProc) next(ctx context.Context, timeout time.Duration) (string, error) {
 	t := time.NewTimer(timeout)
@@ -48,7 +44,6 @@ func (p *churnProc) next(ctx context.Context, timeout time.Duration) (string, er
 	}
 }
 
-// waitReady waits for the child's READY line.
 func (p *churnProc) waitReady(ctx context.Context, timeout time.Duration) error {
 	line, err := p.next(ctx, timeout)
 	if err != nil {
@@ -64,15 +59,10 @@ func (p *churnProc) waitReady(ctx context.Context, timeout time.Duration) error 
 // returns its result once it has seen them; the child stays alive (for a
 // last /proc sample) until close.
 func (p *churnProc) stop(ctx context.Context, ok [numOps]int64) (*churnChildResult, error) {
-	return p.ask(ctx, stopLine(ok), churnDrainTimeout+persistTimeout+time.Minute)
-}
-
-// ask writes line to the child and reads its result, waiting up to timeout.
-func (p *churnProc) ask(ctx context.Context, line string, timeout time.Duration) (*churnChildResult, error) {
-	if _, err := io.WriteString(p.Stdin, line); err != nil {
-		return nil, fmt.Errorf("%s child: writing %s: %w", p.informer, strings.TrimSpace(line), err)
+	if err := json.NewEncoder(p.Stdin).Encode(ok); err != nil {
+		return nil, fmt.Errorf("%s child: writing the changes made: %w", p.informer, err)
 	}
-	return p.result(ctx, timeout)
+	return p.result(ctx, churnDrainTimeout+persistTimeout+time.Minute)
 }
 
 // result reads the child's result, waiting up to timeout.

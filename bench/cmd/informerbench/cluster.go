@@ -45,13 +45,15 @@ func connect(ctx context.Context, workDir string, log io.Writer) (*cluster, erro
 	return c, nil
 }
 
-// loadConfig reads a kubeconfig without client-side throttling to speak of.
+// loadConfig reads a child's kubeconfig: protobuf (JSON accepted for
+// types without it) and no client-side throttling to speak of.
 func loadConfig(path string) (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
 	cfg.QPS, cfg.Burst = 5000, 10000
+	cfg.ContentType, cfg.AcceptContentTypes = protobufContentType, protobufContentType+",application/json"
 	return cfg, nil
 }
 
@@ -60,7 +62,6 @@ func (c *cluster) clientset() (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(benchkit.Protobuf(c.cfg))
 }
 
-// pids returns the process IDs of kube-apiserver and etcd.
 func (c *cluster) pids() (apiserver, etcd int) { return c.server.PIDs() }
 
 // expire restarts kube-apiserver, which expires every older resourceVersion.

@@ -48,7 +48,7 @@ type startCost struct {
 	APIServerCPUs float64 `json:"apiserverCpuS"` // kube-apiserver CPU seconds meanwhile; -1 if unknown
 	EtcdCPUs      float64 `json:"etcdCpuS"`      // etcd CPU seconds meanwhile; -1 if unknown
 	// Lists is the LIST requests made meanwhile (childResult.Lists counts
-	// the whole child, throughput phase included).
+	// the whole child).
 	Lists int64 `json:"lists"`
 	// Probes is the limit=1 consistent reads made meanwhile (not in Lists).
 	Probes int64 `json:"limit1Reads"`

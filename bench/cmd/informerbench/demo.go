@@ -167,7 +167,6 @@ func timesOf(x, ref float64) string {
 	return fmt.Sprintf("%.2f×", x/ref)
 }
 
-// holds says whether a target holds.
 func holds(ok bool) string {
 	if ok {
 		return "holds"

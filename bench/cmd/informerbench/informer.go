@@ -45,7 +45,7 @@ type boltRun struct {
 
 // newBoltInformer opens (or, with Fresh, recreates) the cache file and
 // builds a Pod informer on it, as a controller switching over would.
-func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) {
+func newBoltInformer(cs kubernetes.Interface, spec childSpec) (_ *boltRun, err error) {
 	if spec.Fresh {
 		if err := os.Remove(spec.File); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
@@ -55,6 +55,11 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			db.Close()
+		}
+	}()
 	r := &boltRun{db: db, observer: newObserver()}
 	db.AddCommitObserver(func(s persist.CommitStats) {
 		if s.Err == nil {
@@ -71,14 +76,12 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 		// and bytes); the informer and its collection stay bolt-warm's.
 		lister := factory.NewMetadataLister(cs.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, metav1.ListOptions{LabelSelector: spec.Selector})
 		if lister == nil {
-			db.Close()
 			return nil, errors.New("no metadata lister for Pods: the clientset has no REST client")
 		}
 		rec = &recovery.Recovery{Lister: lister}
 		if spec.RecoveryFullList {
 			wl, ok := lister.(recovery.WireLister)
 			if !ok {
-				db.Close()
 				return nil, errors.New("the Pods' metadata lister cannot list in full undecoded")
 			}
 			rec.Lister = noMetadataLists{wl}
@@ -86,7 +89,6 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 		if spec.RecoveryWithout != "" {
 			var ok bool
 			if rec.Lister, ok = withoutLayer(lister, spec.RecoveryWithout); !ok {
-				db.Close()
 				return nil, fmt.Errorf("the Pods' metadata lister cannot run without %s", spec.RecoveryWithout)
 			}
 		}
@@ -105,7 +107,6 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (*boltRun, error) 
 		WarmListBelow: spec.WarmListBelow,
 	})
 	if err != nil {
-		db.Close()
 		return nil, fmt.Errorf("informer on %s: %w", spec.File, err)
 	}
 	return r, nil
@@ -219,16 +220,6 @@ func (o *observer) addCause(c reflector.StartCause) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.causes = append(o.causes, c)
-}
-
-// startCause is the first start's cause.
-func (o *observer) startCause() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if len(o.causes) == 0 {
-		return ""
-	}
-	return string(o.causes[0])
 }
 
 // allCauses returns every list or resume's cause, in order.

@@ -22,11 +22,11 @@ func TestPodShapes(t *testing.T) {
 	if ss, rs := small.Size(), realistic.Size(); ss*2 > rs || ss > 1500 {
 		t.Errorf("small Pod %d bytes of protobuf, realistic %d: want small ≤ 1500 and under half", ss, rs)
 	}
-	r := &sizeResult{Pods: 10000, PodSize: string(shapeSmall)}
+	r := &sizeResult{runHeader: runHeader{Pods: 10000, PodSize: string(shapeSmall)}}
 	if got := r.name(); got != "informerbench-10k-small" {
 		t.Errorf("small result name = %q", got)
 	}
-	if r := (&sizeResult{Pods: 10000}); r.name() != "informerbench-10k" || !r.realistic() {
+	if r := (&sizeResult{runHeader: runHeader{Pods: 10000}}); r.name() != "informerbench-10k" || !r.realistic() {
 		t.Errorf("an older result without a pod size is not saved and plotted as realistic")
 	}
 }

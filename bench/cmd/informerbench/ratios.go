@@ -9,7 +9,7 @@ package main
 // the lower median sync time (the reference of every "× client-go"), or ""
 // if neither ran.
 func (r *sizeResult) likeForLike() string {
-	_, from, _ := bestClientGo(r.Medians, r.BoltContentType, mSync)
+	_, from, _ := bestClientGo(r.Medians, mSync)
 	return from
 }
 

@@ -35,8 +35,7 @@ type recoverOptions struct {
 	downtimes       []time.Duration // --downtimes; nil: not in this run
 	rate            float64         // writes a second emulated during a downtime
 	window          time.Duration   // the apiserver's watch history
-	mix             changeMix
-	variants        []string // --variants; nil: the mode's default
+	variants        []string        // --variants; nil: the mode's default
 	workers         int
 	logDir          string
 	settle          time.Duration
@@ -79,8 +78,6 @@ func (o *recoverOptions) AddFlags(fs *flag.FlagSet) {
 	})
 	fs.Float64Var(&o.rate, "rate", 20, "Pod writes a second while the informers are down (--downtimes).")
 	fs.DurationVar(&o.window, "window", 75*time.Second, "The apiserver's watch history (kube-apiserver v1.37: max(75 s, --request-timeout + 15 s)): a longer downtime is emulated with an apiserver restart, a shorter one resumes.")
-	o.mix = changeMix{80, 5, 10, 5}
-	fs.Var(&o.mix, "mix", "Weights of the changed Pods' kinds: update (a label), delete, recreate (deleted and created again under the same name: a new UID), create; deletes and creates must weigh the same.")
 	fs.Func("variants", "Comma-separated starts to measure, of "+strings.Join(recoverNames, ",")+
 		" (default: "+strings.Join(recoverVariants, ",")+" with --changed; all but bolt-410 with --downtimes).", func(v string) error {
 		o.variants = nil
@@ -158,9 +155,9 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 	}
 	newResult := func(mode string) *recoverResult {
 		return &recoverResult{
-			Mode: mode, Pods: opts.Pods, Reps: opts.Reps, Date: time.Now().UTC().Format(time.RFC3339), Machine: sess.mach,
-			PodSize: string(opts.shape), PodProtoBytes: podBytes, Mix: opts.mix.String(),
-			IdleAPIServerCPU: idleAS, IdleEtcdCPU: idleEtcd, SettleSeconds: opts.settle.Seconds(),
+			runHeader: runHeader{Pods: opts.Pods, Reps: opts.Reps, Date: time.Now().UTC().Format(time.RFC3339), Machine: sess.mach,
+				PodSize: string(opts.shape), PodProtoBytes: podBytes, IdleAPIServerCPU: idleAS, IdleEtcdCPU: idleEtcd},
+			Mode: mode, Mix: recoverMix.String(), SettleSeconds: opts.settle.Seconds(),
 		}
 	}
 	// Downtimes first: their points within the history resume from the
@@ -173,15 +170,11 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 		vs := opts.variantsFor(true)
 		fmt.Fprintf(out, "measuring restarts against downtime at %d %s Pods, %.0f Pod writes/s while down, watch history %v, %d repetitions of %s…\n",
 			opts.Pods, opts.shape, opts.rate, opts.window, opts.Reps, strings.Join(vs, ", "))
-		for i, d := range opts.downtimes {
+		for _, d := range opts.downtimes {
 			writes, changed, expired := downtimeChanges(d, opts.rate, opts.window, opts.Pods)
-			p := &recoverPoint{Label: downtimeLabel(d), DowntimeSeconds: d.Seconds(), Writes: writes, Changes: opts.mix.counts(changed), Expired: expired}
-			if err := r.measure(ctx, p, i, vs); err != nil {
-				return err
-			}
-			res.Points = append(res.Points, p)
+			res.Points = append(res.Points, &recoverPoint{Label: downtimeLabel(d), DowntimeSeconds: d.Seconds(), Writes: writes, Changes: recoverMix.counts(changed), Expired: expired})
 		}
-		if err := r.finish(res); err != nil {
+		if err := r.measureAll(ctx, res, vs); err != nil {
 			return err
 		}
 	}
@@ -190,17 +183,10 @@ func runRecover(ctx context.Context, args []string, out io.Writer) error {
 		vs := opts.variantsFor(false)
 		fmt.Fprintf(out, "measuring restarts after a downtime beyond the watch history at %d %s Pods (%.1f KB of protobuf each), %d changed amounts, %d repetitions of %s…\n",
 			opts.Pods, opts.shape, podBytes/1000, len(opts.changed), opts.Reps, strings.Join(vs, ", "))
-		for i, a := range opts.changed {
-			c := a.of(opts.Pods)
-			p := &recoverPoint{Label: a.label, Changes: opts.mix.counts(c), Expired: true}
-			if err := r.measure(ctx, p, i, vs); err != nil {
-				return err
-			}
-			res.Points = append(res.Points, p)
+		for _, a := range opts.changed {
+			res.Points = append(res.Points, &recoverPoint{Label: a.label, Changes: recoverMix.counts(a.of(opts.Pods)), Expired: true})
 		}
-		if err := r.finish(res); err != nil {
-			return err
-		}
+		return r.measureAll(ctx, res, vs)
 	}
 	return nil
 }
@@ -238,7 +224,7 @@ func (r *recoverRun) prepare(ctx context.Context) error {
 
 // spec is the child spec of variant v against the Pods as they are now.
 func (r *recoverRun) spec(v string) childSpec {
-	s := childSpec{Variant: v, ContentType: protobufContentType, Kubeconfig: r.sess.cl.kubeconfig,
+	s := childSpec{Variant: v, Kubeconfig: r.sess.cl.kubeconfig,
 		Selector: r.opts.shape.selector(), Expect: r.pods.len()}
 	s.APIServerPID, s.EtcdPID = r.sess.cl.pids()
 	switch v {
@@ -267,8 +253,7 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 	}
 	fmt.Fprintf(r.log, "point %s: %d Pods changed before each boltinformer start (%s); %s\n", p.Label, p.Changes.Total(), p.Changes, history)
 	for rep := range r.opts.Reps {
-		k := (rep + point) % len(variants)
-		for _, v := range slices.Concat(variants[k:], variants[:k]) {
+		for _, v := range benchkit.Rotate(variants, rep+point) {
 			if (v == vBolt410 || v == vBoltRecoverFull) && !p.Expired {
 				continue
 			}
@@ -317,8 +302,14 @@ func (r *recoverRun) measure(ctx context.Context, p *recoverPoint, point int, va
 	return nil
 }
 
-// finish completes res, prints it, and saves it in --out.
-func (r *recoverRun) finish(res *recoverResult) error {
+// measureAll measures every point of res, then completes res, prints it,
+// and saves it in --out.
+func (r *recoverRun) measureAll(ctx context.Context, res *recoverResult, variants []string) error {
+	for i, p := range res.Points {
+		if err := r.measure(ctx, p, i, variants); err != nil {
+			return err
+		}
+	}
 	res.LoadAvg, r.load = r.load, nil
 	res.Targets = recoverTargets(res)
 	if err := os.MkdirAll(r.opts.Out, 0o755); err != nil {

@@ -92,15 +92,6 @@ func TestChangeMixCounts(t *testing.T) {
 			}
 		}
 	}
-	var m changeMix
-	if err := m.Set("70,10,10,10"); err != nil || m != (changeMix{70, 10, 10, 10}) {
-		t.Errorf("Set = %v, %v", m, err)
-	}
-	for _, bad := range []string{"80,10,10", "80,5,10,6", "80,-5,10,-5", "0,0,0,0", "a,b,c,d"} {
-		if err := m.Set(bad); err == nil {
-			t.Errorf("Set(%q) succeeded, want an error", bad)
-		}
-	}
 }
 
 func TestPodSetPlan(t *testing.T) {
@@ -258,7 +249,7 @@ func TestRecoverOptions(t *testing.T) {
 	if len(o.changed) != 1 || len(o.downtimes) != 2 || !slices.Equal(o.variantsFor(true), []string{vBolt410, vClientGoProtoList}) {
 		t.Errorf("both modes with --variants: %v, %v, %v", o.changed, o.downtimes, o.variantsFor(true))
 	}
-	for _, bad := range [][]string{{"--variants", "bolt-warm"}, {"--downtimes", "-1s"}, {"--mix", "80,5,10,6"}, {"--reps", "0"}, {"extra"}} {
+	for _, bad := range [][]string{{"--variants", "bolt-warm"}, {"--downtimes", "-1s"}, {"--reps", "0"}, {"extra"}} {
 		if err := (&recoverOptions{}).parse(bad, io.Discard); err == nil {
 			t.Errorf("parse(%q) succeeded, want an error", bad)
 		}
@@ -275,7 +266,7 @@ func TestDowntimePlot(t *testing.T) {
 			vClientGoProtoList: {mInformerSynced: 5},
 		}}
 	}
-	r := &recoverResult{Mode: modeDowntime, Pods: 100000, Rate: 20, WindowSeconds: 75, Reps: 1, Date: "2026-11-26T00:00:00Z",
+	r := &recoverResult{Mode: modeDowntime, runHeader: runHeader{Pods: 100000, Reps: 1, Date: "2026-11-26T00:00:00Z"}, Rate: 20, WindowSeconds: 75,
 		Points: []*recoverPoint{point("0", false, 1), point("1m", false, 1.2), point("2m", true, 2), point("30m", true, 3)}}
 	p := r.downtimePlot()
 	svg := p.SVG()

@@ -29,12 +29,9 @@ func applyChanges(ctx context.Context, cs kubernetes.Interface, shape podShape, 
 		pod  int
 	}
 	var ops []op
-	for _, l := range []struct {
-		kind changeKind
-		pods []int
-	}{{changeUpdate, p.update}, {changeDelete, p.delete}, {changeRecreate, p.recreate}, {changeCreate, p.create}} {
-		for _, i := range l.pods {
-			ops = append(ops, op{l.kind, i})
+	for k, pods := range [numChangeKinds][]int{changeUpdate: p.update, changeDelete: p.delete, changeRecreate: p.recreate, changeCreate: p.create} {
+		for _, i := range pods {
+			ops = append(ops, op{changeKind(k), i})
 		}
 	}
 	return fanout.Each(ctx, len(ops), workers, func(ctx context.Context, seq int) error {

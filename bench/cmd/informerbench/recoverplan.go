@@ -13,7 +13,7 @@ import (
 
 // What the recover subcommand changes while no informer runs (recover.go):
 // how many Pods (--changed, or a downtime at a write rate), of which kinds
-// (--mix), and which Pods.
+// (recoverMix), and which Pods.
 
 // changeAmount is one value of --changed: a fraction of the Pods ("1%") or
 // a count ("1000", "1k").
@@ -81,35 +81,14 @@ const (
 )
 
 // changeMix is the share of each changeKind among the changed Pods, in any
-// unit (the flag takes percentages). Deletes and creates come in equal
-// numbers, so that the collection keeps its size, which every start checks
-// exactly; their weights are added and split evenly.
+// unit. Deletes and creates weigh the same, so that the collection keeps
+// its size, which every start checks exactly.
 type changeMix [numChangeKinds]int
 
-func (m *changeMix) Set(v string) error {
-	parts := strings.Split(v, ",")
-	if len(parts) != int(numChangeKinds) {
-		return fmt.Errorf("mix %q: want four weights update,delete,recreate,create, e.g. 80,5,10,5", v)
-	}
-	var next changeMix
-	for i, p := range parts {
-		w, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || w < 0 {
-			return fmt.Errorf("mix %q: weights must be whole numbers ≥ 0", v)
-		}
-		next[i] = w
-	}
-	if next[changeDelete] != next[changeCreate] {
-		return fmt.Errorf("mix %q: deletes and creates must weigh the same (the collection keeps its size, which each start checks)", v)
-	}
-	if next.total() == 0 {
-		return fmt.Errorf("mix %q: some weight must be positive", v)
-	}
-	*m = next
-	return nil
-}
+// recoverMix is the recover subcommand's mix: mostly label updates.
+var recoverMix = changeMix{80, 5, 10, 5}
 
-func (m *changeMix) String() string {
+func (m changeMix) String() string {
 	return fmt.Sprintf("%d,%d,%d,%d", m[changeUpdate], m[changeDelete], m[changeRecreate], m[changeCreate])
 }
 
@@ -149,24 +128,55 @@ func (m changeMix) counts(c int) changeCounts {
 	return out
 }
 
-// podSet is the bench's Pods that exist, by index (podShape.podName and
-// namespaceOf name Pod i). It starts as Pods 0..n-1; created Pods take new
-// indices from n on.
-type podSet struct {
-	live []int       // in no particular order
-	pos  map[int]int // index in live of each live Pod
-	next int         // the next new index
+// livePods is a set to pick from uniformly at random: the recover plan's
+// Pod indices, the churn pool's Pods. Add and remove take O(1).
+type livePods[T comparable] struct {
+	live []T       // in no particular order
+	pos  map[T]int // index in live of each member
 }
 
-func newPodSet(n int) *podSet {
-	s := &podSet{live: make([]int, n), pos: make(map[int]int, n), next: n}
-	for i := range n {
-		s.live[i], s.pos[i] = i, i
+func newLivePods[T comparable](live []T) livePods[T] {
+	s := livePods[T]{live: live, pos: make(map[T]int, len(live))}
+	for i, x := range live {
+		s.pos[x] = i
 	}
 	return s
 }
 
-func (s *podSet) len() int { return len(s.live) }
+func (s *livePods[T]) len() int { return len(s.live) }
+
+func (s *livePods[T]) swap(i, j int) {
+	s.live[i], s.live[j] = s.live[j], s.live[i]
+	s.pos[s.live[i]], s.pos[s.live[j]] = i, j
+}
+
+func (s *livePods[T]) remove(x T) {
+	last := len(s.live) - 1
+	s.swap(s.pos[x], last)
+	s.live = s.live[:last]
+	delete(s.pos, x)
+}
+
+func (s *livePods[T]) add(x T) {
+	s.pos[x] = len(s.live)
+	s.live = append(s.live, x)
+}
+
+// podSet is the bench's Pods that exist, by index (podShape.podName and
+// namespaceOf name Pod i). It starts as Pods 0..n-1; created Pods take new
+// indices from n on.
+type podSet struct {
+	livePods[int]
+	next int // the next new index
+}
+
+func newPodSet(n int) *podSet {
+	live := make([]int, n)
+	for i := range n {
+		live[i] = i
+	}
+	return &podSet{livePods: newLivePods(live), next: n}
+}
 
 // changePlan is one batch of changes, each Pod in at most one list.
 type changePlan struct {
@@ -207,22 +217,4 @@ func (s *podSet) plan(c changeCounts, rng *rand.Rand) (changePlan, error) {
 		s.next++
 	}
 	return p, nil
-}
-
-func (s *podSet) swap(i, j int) {
-	s.live[i], s.live[j] = s.live[j], s.live[i]
-	s.pos[s.live[i]], s.pos[s.live[j]] = i, j
-}
-
-func (s *podSet) remove(i int) {
-	k := s.pos[i]
-	last := len(s.live) - 1
-	s.swap(k, last)
-	s.live = s.live[:last]
-	delete(s.pos, i)
-}
-
-func (s *podSet) add(i int) {
-	s.pos[i] = len(s.live)
-	s.live = append(s.live, i)
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/boltinformer/boltinformer/internal/benchkit"
-	"github.com/boltinformer/boltinformer/internal/runstats"
 )
 
 // The recover subcommand's results: per point (an amount changed, or a
@@ -19,27 +18,16 @@ const (
 
 // recoverResult is one recover run of one mode.
 type recoverResult struct {
-	Mode          string           `json:"mode"` // modeChanged or modeDowntime
-	Pods          int              `json:"pods"`
-	Reps          int              `json:"reps"`
-	Date          string           `json:"date"`
-	Machine       benchkit.Machine `json:"machine"`
-	PodSize       string           `json:"podSize"`
-	PodProtoBytes float64          `json:"podProtoBytes"`
-	// Mix is --mix: weights of updated, deleted, recreated, created Pods.
+	runHeader
+	Mode string `json:"mode"` // modeChanged or modeDowntime
+	// Mix is recoverMix: weights of updated, deleted, recreated, created Pods.
 	Mix string `json:"mix"`
 	// Rate and WindowSeconds (downtime mode): Pod writes a second while
 	// down, and the watch history beyond which the apiserver is restarted.
-	Rate          float64 `json:"rate,omitempty"`
-	WindowSeconds float64 `json:"windowSeconds,omitempty"`
-	SettleSeconds float64 `json:"settleSeconds"`
-	// Idle*CPU: CPU seconds per second kube-apiserver and etcd used with no
-	// informer running, measured before the run.
-	IdleAPIServerCPU float64         `json:"idleApiserverCpuPerS"`
-	IdleEtcdCPU      float64         `json:"idleEtcdCpuPerS"`
-	LoadAvg          []float64       `json:"loadAvg,omitempty"`
-	Points           []*recoverPoint `json:"points"`
-	Targets          []target        `json:"targets"`
+	Rate          float64         `json:"rate,omitempty"`
+	WindowSeconds float64         `json:"windowSeconds,omitempty"`
+	SettleSeconds float64         `json:"settleSeconds"`
+	Points        []*recoverPoint `json:"points"`
 }
 
 // recoverPoint is one amount changed (or one downtime) and its starts.
@@ -101,8 +89,8 @@ func headline(med map[string]map[string]float64) map[string]float64 {
 		}
 	}
 	// client-go's faster start: the lower median of its two protobuf modes.
-	synced, _, okS := bestClientGo(med, protobufContentType, mInformerSynced)
-	handlers, _, okH := bestClientGo(med, protobufContentType, mSync)
+	synced, _, okS := bestClientGo(med, mInformerSynced)
+	handlers, _, okH := bestClientGo(med, mSync)
 	okS, okH = okS && synced > 0, okH && handlers > 0
 	if okS {
 		out[hBestSynced] = synced
@@ -174,9 +162,7 @@ func (r *recoverResult) report() *benchkit.Report {
 	w.Printf("\n=== restarts after a downtime (%s), %d %s Pods (%.1f KB of protobuf each), medians of %d — %s\n",
 		r.Mode, r.Pods, shape, r.PodProtoBytes/1000, r.Reps, r.Date)
 	w.Printf("    %s; idle kube-apiserver %.3f CPU-s/s, etcd %.3f\n", r.Machine, r.IdleAPIServerCPU, r.IdleEtcdCPU)
-	if len(r.LoadAvg) > 0 {
-		w.Printf("    1-minute load average after each child: %s (median %.1f)\n", loadList(r.LoadAvg), runstats.Median(r.LoadAvg))
-	}
+	r.printLoad(w)
 	w.Printf("    Changed Pods are, by weight %s, label updates, deletes, deletes and re-creates under the same name (a new UID) and creates,\n"+
 		"    made while no informer runs, before each boltinformer start only (its file is then exactly as old as the changes; a cold start\n"+
 		"    lists whatever is there). \"Beyond the watch history\" is forced: kube-apiserver is restarted (etcd kept) before every start\n"+

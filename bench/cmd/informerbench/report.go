@@ -15,7 +15,7 @@ func sizeReport(r *sizeResult) *benchkit.Report {
 	rep := &benchkit.Report{}
 	med := r.Medians
 	ref := vClientGoProto
-	likeSync, likeFrom, _ := bestClientGo(med, r.BoltContentType, mSync)
+	likeSync, likeFrom, _ := bestClientGo(med, mSync)
 	shape, size := shapeRealistic, ""
 	if !r.realistic() {
 		shape = shapeSmall
@@ -24,9 +24,7 @@ func sizeReport(r *sizeResult) *benchkit.Report {
 		size = fmt.Sprintf(" (%.1f KB of protobuf each)", r.PodProtoBytes/1000)
 	}
 	rep.Printf("\n=== %d %s Pods%s, medians of %d repetitions — %s\n", r.Pods, shape, size, r.Reps, r.Date)
-	if len(r.LoadAvg) > 0 {
-		rep.Printf("    1-minute load average after each child: %s (median %.1f)\n", loadList(r.LoadAvg), runstats.Median(r.LoadAvg))
-	}
+	r.printLoad(rep)
 	if hb := r.Heartbeat; hb != nil {
 		rep.Printf("    cluster heartbeat: Lease %s renewed every %.0f ms throughout (%d renewals, %d failed)\n", hb.Lease, 1000*hb.IntervalSeconds, hb.Renewed, hb.Failed)
 	}
@@ -138,12 +136,16 @@ func orDash(s string) string {
 	return s
 }
 
-func loadList(xs []float64) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
+// printLoad prints the load average after each child, if there is one.
+func (h runHeader) printLoad(rep *benchkit.Report) {
+	if len(h.LoadAvg) == 0 {
+		return
+	}
+	s := make([]string, len(h.LoadAvg))
+	for i, x := range h.LoadAvg {
 		s[i] = f1(x)
 	}
-	return strings.Join(s, " ")
+	rep.Printf("    1-minute load average after each child: %s (median %.1f)\n", strings.Join(s, " "), runstats.Median(h.LoadAvg))
 }
 
 func f0(x float64) string { return fmt.Sprintf("%.0f", x) }

@@ -8,23 +8,13 @@ import (
 	"slices"
 )
 
-// sizeResult is everything one size's measurement produced; it is saved as
-// informerbench-<N>.json in the results directory.
-type sizeResult struct {
-	Pods            int                           `json:"pods"`
-	Reps            int                           `json:"reps"`
-	Date            string                        `json:"date"`
-	Machine         benchkit.Machine              `json:"machine"`
-	BoltContentType string                        `json:"boltContentType"`
-	Churn           int                           `json:"churn"` // Pods changed while boltinformer was down
-	Runs            map[string][]*childResult     `json:"runs"`
-	Medians         map[string]map[string]float64 `json:"medians"`
-	Targets         []target                      `json:"targets"`
-
-	// Ratios are derived from Medians (ratios.go): per variant, each
-	// start stage over client-go like for like.
-	Ratios map[string]map[string]float64 `json:"ratios,omitempty"`
-
+// runHeader is what the results of the default command and of recover
+// record about their run.
+type runHeader struct {
+	Pods    int              `json:"pods"`
+	Reps    int              `json:"reps"`
+	Date    string           `json:"date"`
+	Machine benchkit.Machine `json:"machine"`
 	// PodSize is the --pod-size (empty in older results: realistic);
 	// PodProtoBytes the mean size of a Pod as the apiserver serves it.
 	PodSize       string  `json:"podSize,omitempty"`
@@ -33,8 +23,22 @@ type sizeResult struct {
 	LoadAvg []float64 `json:"loadAvg,omitempty"`
 	// Idle*CPU: CPU seconds per second kube-apiserver and etcd used with no
 	// informer running, measured before the run (-1: unknown).
-	IdleAPIServerCPU float64 `json:"idleApiserverCpuPerS,omitempty"`
-	IdleEtcdCPU      float64 `json:"idleEtcdCpuPerS,omitempty"`
+	IdleAPIServerCPU float64  `json:"idleApiserverCpuPerS,omitempty"`
+	IdleEtcdCPU      float64  `json:"idleEtcdCpuPerS,omitempty"`
+	Targets          []target `json:"targets"`
+}
+
+// sizeResult is everything one size's measurement produced; it is saved as
+// informerbench-<N>.json in the results directory.
+type sizeResult struct {
+	runHeader
+	BoltContentType string                        `json:"boltContentType"`
+	Churn           int                           `json:"churn"` // Pods changed while boltinformer was down
+	Runs            map[string][]*childResult     `json:"runs"`
+	Medians         map[string]map[string]float64 `json:"medians"`
+	// Ratios are derived from Medians (ratios.go): per variant, each
+	// start stage over client-go like for like.
+	Ratios map[string]map[string]float64 `json:"ratios,omitempty"`
 	// Heartbeat is the cluster heartbeat that ran during the measurement
 	// (heartbeat.go); nil in results from before it.
 	Heartbeat *heartbeatStats `json:"heartbeat,omitempty"`

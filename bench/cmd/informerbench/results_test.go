@@ -17,7 +17,7 @@ func startRun(variant string, informerSynced, firstList float64, handlers ...flo
 // ratios of medians and the printed stages table.
 func TestStageRatios(t *testing.T) {
 	r := &sizeResult{
-		Pods: 1000, Reps: 2, BoltContentType: protobufContentType,
+		runHeader: runHeader{Pods: 1000, Reps: 2}, BoltContentType: protobufContentType,
 		Runs: map[string][]*childResult{
 			vClientGoProto: {startRun(vClientGoProto, 4, 4.1, 4, 4), startRun(vClientGoProto, 6, 6.1, 6, 6)},
 			vBoltWarm:      {startRun(vBoltWarm, 0.005, 0.5, 2, 2.2), startRun(vBoltWarm, 0.007, 0.7, 3, 2.8)},

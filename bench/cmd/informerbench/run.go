@@ -55,8 +55,8 @@ func (r *sizeRun) measure(ctx context.Context) error {
 		return err
 	}
 	for rep := range r.opts.reps {
-		for g := range groups {
-			if err := groups[(g+rep)%len(groups)](ctx, rep); err != nil {
+		for _, g := range benchkit.Rotate(groups, rep) {
+			if err := g(ctx, rep); err != nil {
 				return err
 			}
 		}
@@ -72,7 +72,7 @@ func (r *sizeRun) warmUp(ctx context.Context) error {
 		return nil
 	}
 	r.warmedUp = true
-	spec := childSpec{Variant: "warm-up", Informer: informerClientGo, ContentType: protobufContentType,
+	spec := childSpec{Variant: "warm-up", Informer: informerClientGo,
 		Kubeconfig: r.cl.kubeconfig, Selector: r.opts.shape.selector(), Expect: r.n}
 	_, err := spawn(ctx, spec, filepath.Join(r.opts.logDir, "warm-up.log"))
 	return err
@@ -81,7 +81,7 @@ func (r *sizeRun) warmUp(ctx context.Context) error {
 // clientGo returns the step for a client-go variant.
 func (r *sizeRun) clientGo(variant string, list bool) func(context.Context, int) error {
 	return func(ctx context.Context, rep int) error {
-		spec := childSpec{Variant: variant, Informer: informerClientGo, ContentType: protobufContentType, NoWatchList: list}
+		spec := childSpec{Variant: variant, Informer: informerClientGo, NoWatchList: list}
 		return r.spawnChild(ctx, rep, spec, true)
 	}
 }
@@ -97,7 +97,7 @@ func (r *sizeRun) clientGo(variant string, list bool) func(context.Context, int)
 // another one needs it.
 func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 	spec := func(v string) childSpec {
-		return childSpec{Variant: v, Informer: informerBolt, ContentType: protobufContentType, File: r.file}
+		return childSpec{Variant: v, Informer: informerBolt, File: r.file}
 	}
 	if report := r.opts.runs(vBoltCold); report || !r.filled {
 		cold := spec(vBoltCold)
@@ -109,11 +109,7 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 	}
 	// The two warm starts, the default (synced when caught up) and
 	// SyncedAtOpen, each after its own churn, in alternating order.
-	warmStarts := []string{vBoltWarm, vBoltWarmAtOpen}
-	if rep%2 == 1 {
-		slices.Reverse(warmStarts)
-	}
-	for _, v := range warmStarts {
+	for _, v := range benchkit.Rotate([]string{vBoltWarm, vBoltWarmAtOpen}, rep) {
 		if !r.opts.runs(v) {
 			continue
 		}
@@ -137,11 +133,7 @@ func (r *sizeRun) bolt(ctx context.Context, rep int) error {
 	// The two restarts after a 410, recovering (Recovery) and relisting
 	// in full (the fallback), each after its own churn and apiserver
 	// restart, in alternating order.
-	expiredStarts := []string{vBoltRecover, vBolt410}
-	if rep%2 == 1 {
-		slices.Reverse(expiredStarts)
-	}
-	for _, v := range expiredStarts {
+	for _, v := range benchkit.Rotate([]string{vBoltRecover, vBolt410}, rep) {
 		if !r.opts.runs(v) {
 			continue
 		}

@@ -24,20 +24,16 @@ func spawn(ctx context.Context, spec childSpec, logPath string) (*childResult, e
 	defer c.Stdin.Close()
 	var res *childResult
 	var protoErr error
-	for line := range c.Lines {
-		switch {
-		case protoErr != nil:
-		case strings.HasPrefix(line, "{"):
+	for line := range c.Lines { // read to the end, so the child never blocks
+		if protoErr == nil && strings.HasPrefix(line, "{") {
 			res = &childResult{}
-			if err := json.Unmarshal([]byte(line), res); err != nil {
-				protoErr = fmt.Errorf("child result: %w", err)
-			}
+			protoErr = json.Unmarshal([]byte(line), res)
 		}
 	}
 	<-c.Exited()
 	switch {
 	case protoErr != nil:
-		return nil, fmt.Errorf("%s: %w", spec.Variant, protoErr)
+		return nil, fmt.Errorf("%s: child result: %w", spec.Variant, protoErr)
 	case c.Err() != nil || res == nil:
 		return nil, fmt.Errorf("%s: child failed (%v); end of %s:\n%s", spec.Variant, c.Err(), logPath, benchkit.Tail(logPath, 15))
 	}

@@ -19,11 +19,10 @@ const (
 
 // childSpec says what one child process measures.
 type childSpec struct {
-	Variant     string `json:"variant"`
-	Informer    string `json:"informer"` // informerClientGo or informerBolt
-	ContentType string `json:"contentType"`
-	Kubeconfig  string `json:"kubeconfig"`
-	Selector    string `json:"selector"`
+	Variant    string `json:"variant"`
+	Informer   string `json:"informer"` // informerClientGo or informerBolt
+	Kubeconfig string `json:"kubeconfig"`
+	Selector   string `json:"selector"`
 	// NoWatchList turns client-go's WatchListClient gate off: it lists.
 	NoWatchList bool `json:"noWatchList,omitempty"`
 	// Expect is how many initial adds make the informer synced.

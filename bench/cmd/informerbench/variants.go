@@ -29,14 +29,12 @@ const (
 // boundedCacheObjects is the decoded-object cache of the bounded variant.
 const boundedCacheObjects = 1000
 
-// variantOrder is the order of the report's rows of informer starts.
+// variantOrder is every name --variants takes, in the order of the
+// report's rows of informer starts.
 var variantOrder = []string{
 	vClientGoProto, vClientGoProtoList,
 	vBoltCold, vBoltWarm, vBoltWarmAtOpen, vBoltBounded, vBoltRecover, vBolt410,
 }
-
-// allVariants is every name --variants takes, in the results' order.
-var allVariants = variantOrder
 
 // boltFileVariants need a cache file that a cold start filled: when
 // bolt-cold is not selected, an unrecorded cold start makes it.

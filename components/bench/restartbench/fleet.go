@@ -23,6 +23,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -31,6 +32,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -60,6 +62,18 @@ type fleetResult struct {
 	APIServerCPU float64                        // its CPU-seconds
 	Lists        float64                        // its LIST requests
 	Bytes        float64                        // its LIST response and watch event bytes
+}
+
+// durations are the times in the report's columns, in their order.
+func (r fleetResult) durations() [6]time.Duration {
+	return [6]time.Duration{r.Stopping, r.Restart, r.Working[0], r.Working[1], r.Relisted[0], r.Relisted[1]}
+}
+
+func (r fleetResult) String() string {
+	return fmt.Sprintf("%s #%d: stopping %.2f s, restart %.2f s, working %.2f / %.2f s, relisted %.2f / %.2f s (%d/%d, %d/%d reflectors; %d, %d of them recovered), window %.0f s, peak RSS %.0f MiB, RssAnon %.0f MiB, %.2f CPU-s, %.0f LISTs, %.1f MiB listed+watched",
+		r.Variant, r.Rep, r.Stopping.Seconds(), r.Restart.Seconds(), r.Working[0].Seconds(), r.Working[1].Seconds(), r.Relisted[0].Seconds(), r.Relisted[1].Seconds(),
+		r.Reflectors[0].Relisted, r.Reflectors[0].All, r.Reflectors[1].Relisted, r.Reflectors[1].All, r.Recovered[0], r.Recovered[1],
+		r.Window.Seconds(), float64(r.PeakRSS)/(1<<20), float64(r.PeakAnon)/(1<<20), r.APIServerCPU, r.Lists, r.Bytes/(1<<20))
 }
 
 // fleetComponents are the pair, in the order of fleetResult's arrays.
@@ -135,7 +149,7 @@ func (b *bench) fleetRestart(ctx context.Context, pair [2]component, variant str
 			defer p.Stop(stopGrace)
 			procs[i] = p
 		}
-		if err := b.fleetProbes(ctx, pair, procs, logs, id+"-before", nil); err != nil {
+		if _, err := b.probes(ctx, pair[:], procs[:], logs[:], id+"-before"); err != nil {
 			return r, err
 		}
 		// Informers start late too (the garbage collector's and the quota
@@ -164,15 +178,15 @@ func (b *bench) fleetRestart(ctx context.Context, pair [2]component, variant str
 	}
 	ready := time.Now()
 	r.Restart = ready.Sub(stopped)
-	if t := sampler.started(); !t.IsZero() {
+	if t := sampler.found.Load(); t != nil {
 		r.Stopping = t.Sub(stopped)
 	}
 	newPID, _ := b.srv.PIDs()
 
 	// The work done after the restart, then every reflector relisted.
-	var working [2]time.Time
 	if variant != "none" {
-		if err := b.fleetProbes(ctx, pair, procs, logs, id+"-after", &working); err != nil {
+		working, err := b.probes(ctx, pair[:], procs[:], logs[:], id+"-after")
+		if err != nil {
 			return r, err
 		}
 		for i := range working {
@@ -210,7 +224,7 @@ func (b *bench) fleetRestart(ctx context.Context, pair [2]component, variant str
 			r.Window = now.Sub(stopped)
 			r.APIServerCPU, _ = runstats.CPU(newPID)
 			r.PeakRSS, _ = runstats.Status(newPID, "VmHWM")
-			r.PeakAnon = sampler.peakSoFar()
+			r.PeakAnon = sampler.peak.Load()
 			var err error
 			if r.Lists, r.Bytes, err = benchkit.ServerLists(ctx, b.cs); err != nil {
 				return r, err
@@ -228,9 +242,7 @@ func (b *bench) fleetRestart(ctx context.Context, pair [2]component, variant str
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	log.Printf("apiserver restart under %s #%d: stopping %.2f s, restart %.2f s, working %.2f / %.2f s, relisted %.2f / %.2f s, peak RSS %.0f MiB, RssAnon %.0f MiB, %.2f CPU-s, %.1f MiB listed+watched",
-		variant, rep, r.Stopping.Seconds(), r.Restart.Seconds(), r.Working[0].Seconds(), r.Working[1].Seconds(), r.Relisted[0].Seconds(), r.Relisted[1].Seconds(),
-		float64(r.PeakRSS)/(1<<20), float64(r.PeakAnon)/(1<<20), r.APIServerCPU, r.Bytes/(1<<20))
+	log.Printf("apiserver restart under %s", r)
 	return r, nil
 }
 
@@ -287,9 +299,9 @@ func (b *bench) nodeLeases(ctx context.Context) (stop func(), err error) {
 	return func() { cancel(); <-done }, nil
 }
 
-// fleetProbes runs both components' probes at once (see component.probe)
-// and, if done is not nil, records when each finished.
-func (b *bench) fleetProbes(ctx context.Context, pair [2]component, procs [2]*benchkit.Child, logs [2]string, id string, done *[2]time.Time) error {
+// probes runs the components' probes at once (see component.probe), each
+// cancelled if any process exits, and returns when each finished.
+func (b *bench) probes(ctx context.Context, comps []component, procs []*benchkit.Child, logs []string, id string) ([]time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	for _, p := range procs {
@@ -301,24 +313,19 @@ func (b *bench) fleetProbes(ctx context.Context, pair [2]component, procs [2]*be
 			}
 		}()
 	}
-	errs := make([]error, len(pair))
+	done := make([]time.Time, len(comps))
+	errs := make([]error, len(comps))
 	var wg sync.WaitGroup
-	for i, c := range pair {
+	for i, c := range comps {
 		wg.Go(func() {
 			if errs[i] = c.probe(ctx, b, id); errs[i] != nil {
 				errs[i] = fmt.Errorf("%s: %w (log %s)", c.name, errs[i], logs[i])
-			} else if done != nil {
-				done[i] = time.Now()
 			}
+			done[i] = time.Now()
 		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return done, errors.Join(errs...)
 }
 
 // reflectorLog is what a component's log says about its reflectors: per
@@ -400,7 +407,6 @@ func readReflectorLog(path string, from int64) (reflectorLog, error) {
 	return rl, nil
 }
 
-// reflectors is how many reflectors started.
 func (rl reflectorLog) reflectors() int {
 	n := 0
 	for _, c := range rl.started {
@@ -465,41 +471,35 @@ func relistStatus(path string, before reflectorLog) (last time.Time, relisted, r
 
 // childSampler samples the private memory of a child process of this one.
 type childSampler struct {
-	stopc, stopped chan struct{}
-	once           sync.Once
-
-	mu    sync.Mutex
-	found time.Time // when the child was found
-	peak  uint64    // the largest RssAnon sample
+	found atomic.Pointer[time.Time] // when the child was found; nil before
+	peak  atomic.Uint64             // the largest RssAnon sample
+	stop  func()                    // ends the sampling and waits for it
 }
 
 // sampleChild finds this process's child named comm other than not (the
 // kube-apiserver about to replace it; looked for every 10 ms), and samples
 // its RssAnon every 100 ms until stop.
 func sampleChild(comm string, not int) *childSampler {
-	s := &childSampler{stopc: make(chan struct{}), stopped: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	s := &childSampler{stop: func() { cancel(); <-done }}
 	go func() {
-		defer close(s.stopped)
-		pid := 0
+		defer close(done)
+		pid, wait := 0, 10*time.Millisecond
 		for {
-			wait := 100 * time.Millisecond
 			if pid == 0 {
 				if pid = benchkit.ChildPID(comm, not); pid != 0 {
-					s.mu.Lock()
-					s.found = time.Now()
-					s.mu.Unlock()
-				} else {
-					wait = 10 * time.Millisecond
+					now := time.Now()
+					s.found.Store(&now)
+					wait = 100 * time.Millisecond
 				}
 			}
 			if pid != 0 {
 				anon, _ := runstats.Status(pid, "RssAnon")
-				s.mu.Lock()
-				s.peak = max(s.peak, anon)
-				s.mu.Unlock()
+				s.peak.Store(max(s.peak.Load(), anon))
 			}
 			select {
-			case <-s.stopc:
+			case <-ctx.Done():
 				return
 			case <-time.After(wait):
 			}
@@ -508,55 +508,26 @@ func sampleChild(comm string, not int) *childSampler {
 	return s
 }
 
-// started is when the child was found (zero if not yet).
-func (s *childSampler) started() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.found
-}
-
-// peakSoFar is the largest sample so far.
-func (s *childSampler) peakSoFar() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.peak
-}
-
-// stop ends the sampling and waits for it to end.
-func (s *childSampler) stop() {
-	s.once.Do(func() { close(s.stopc) })
-	<-s.stopped
-}
-
 func reportFleet(results []fleetResult, pods, nodes, reps int, window time.Duration) *benchkit.Report {
 	rep := &benchkit.Report{}
 	rep.Printf("\nkube-apiserver restarted (etcd kept) under kube-scheduler + kube-controller-manager; %d Nodes, %d bound Pods for the scheduler, %d Pods of %d Deployments for the controller manager; medians of %d restarts; readings %v after the restart\n\n",
 		nodes, pods, pods, deployments, reps, window)
 	t := rep.Table("components", "stopping s", "restart s", "scheduler working s", "KCM working s", "scheduler relisted s", "KCM relisted s",
 		"apiserver peak RSS MiB", "peak RssAnon MiB", "CPU-s", "× stock", "LIST requests", "MiB listed+watched", "× stock")
-	by := map[string][]fleetResult{}
-	var order []string
-	for _, r := range results {
-		if _, ok := by[r.Variant]; !ok {
-			order = append(order, r.Variant)
-		}
-		by[r.Variant] = append(by[r.Variant], r)
-	}
+	order, by := benchkit.GroupBy(results, func(r fleetResult) string { return r.Variant })
 	cpu := func(r fleetResult) float64 { return r.APIServerCPU }
 	bytes := func(r fleetResult) float64 { return r.Bytes }
-	secs := func(f func(fleetResult) time.Duration) func(fleetResult) float64 {
-		return func(r fleetResult) float64 { return f(r).Seconds() }
-	}
 	for _, v := range order {
 		med := func(f func(fleetResult) float64) float64 { return benchkit.MedianOf(by[v], f) }
 		stock := func(f func(fleetResult) float64) string { return f2(med(f)/benchkit.MedianOf(by["stock"], f)) + "×" }
-		t.Row(v, f2(med(secs(func(r fleetResult) time.Duration { return r.Stopping }))), f2(med(secs(func(r fleetResult) time.Duration { return r.Restart }))),
-			f2(med(secs(func(r fleetResult) time.Duration { return r.Working[0] }))), f2(med(secs(func(r fleetResult) time.Duration { return r.Working[1] }))),
-			f2(med(secs(func(r fleetResult) time.Duration { return r.Relisted[0] }))), f2(med(secs(func(r fleetResult) time.Duration { return r.Relisted[1] }))),
-			fmt.Sprintf("%.0f", med(func(r fleetResult) float64 { return float64(r.PeakRSS) })/(1<<20)),
+		row := []string{v}
+		for i := range len(fleetResult{}.durations()) {
+			row = append(row, f2(med(func(r fleetResult) float64 { return r.durations()[i].Seconds() })))
+		}
+		t.Row(append(row, fmt.Sprintf("%.0f", med(func(r fleetResult) float64 { return float64(r.PeakRSS) })/(1<<20)),
 			fmt.Sprintf("%.0f", med(func(r fleetResult) float64 { return float64(r.PeakAnon) })/(1<<20)),
 			f2(med(cpu)), stock(cpu), fmt.Sprintf("%.0f", med(func(r fleetResult) float64 { return r.Lists })),
-			fmt.Sprintf("%.1f", med(bytes)/(1<<20)), stock(bytes))
+			fmt.Sprintf("%.1f", med(bytes)/(1<<20)), stock(bytes))...)
 	}
 	rep.Printf("\nstopping, restart: from SIGTERM to the old kube-apiserver until the new one started / answered /readyz OK. From /readyz OK:\n" +
 		"working: the scheduler bound a Pod / the controller manager made the ReplicaSet and Pod of a Deployment, both created at /readyz OK;\n" +
@@ -566,12 +537,7 @@ func reportFleet(results []fleetResult, pods, nodes, reps int, window time.Durat
 		"peak RssAnon the largest 100 ms sample, MiB listed+watched what it encoded for LIST responses and watch events to every client.\n" +
 		"none: the same restart with no component running (the apiserver's own start, its loopback informers, the bench's probes).\n\nEach restart:\n")
 	for _, r := range results {
-		rep.Printf("  %s #%d: stopping %.2f s, restart %.2f s, working %.2f / %.2f s, relisted %.2f / %.2f s (%d/%d, %d/%d reflectors; %d, %d of them recovered), window %.0f s, peak RSS %.0f MiB, RssAnon %.0f MiB, %.2f CPU-s, %.0f LISTs, %.1f MiB listed+watched\n",
-			r.Variant, r.Rep, r.Stopping.Seconds(), r.Restart.Seconds(), r.Working[0].Seconds(), r.Working[1].Seconds(),
-			r.Relisted[0].Seconds(), r.Relisted[1].Seconds(),
-			r.Reflectors[0].Relisted, r.Reflectors[0].All, r.Reflectors[1].Relisted, r.Reflectors[1].All,
-			r.Recovered[0], r.Recovered[1],
-			r.Window.Seconds(), float64(r.PeakRSS)/(1<<20), float64(r.PeakAnon)/(1<<20), r.APIServerCPU, r.Lists, r.Bytes/(1<<20))
+		rep.Printf("  %s\n", r)
 	}
 	return rep
 }

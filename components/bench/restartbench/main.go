@@ -187,20 +187,17 @@ type result struct {
 	PrivateBytes       uint64  // the component's RssAnon at the end
 }
 
+func (r result) String() string {
+	return fmt.Sprintf("%s %s #%d: ready %.2f s, %.0f LISTs, %.1f MiB listed+watched, apiserver %.2f CPU-s, private %.0f MiB",
+		r.Component, r.Variant, r.Rep, r.Ready, r.Lists, r.ListBytes/(1<<20), r.APIServerCPU, float64(r.PrivateBytes)/(1<<20))
+}
+
 func report(results []result, pods, nodes, reps int) *benchkit.Report {
 	rep := &benchkit.Report{}
 	rep.Printf("\n%d Nodes; %d Pods per component (controller manager: over %d Deployments); medians of %d restarts (cold: one start on a new file)\n\n", nodes, pods, deployments, reps)
 	t := rep.Table("component", "variant", "ready s", "× stock", "LIST requests", "MiB listed+watched", "apiserver CPU-s", "× stock", "private MiB")
 	type key struct{ c, v string }
-	by := map[key][]result{}
-	var order []key
-	for _, r := range results {
-		k := key{r.Component, r.Variant}
-		if _, ok := by[k]; !ok {
-			order = append(order, k)
-		}
-		by[k] = append(by[k], r)
-	}
+	order, by := benchkit.GroupBy(results, func(r result) key { return key{r.Component, r.Variant} })
 	ready := func(r result) float64 { return r.Ready }
 	cpu := func(r result) float64 { return r.APIServerCPU }
 	for _, k := range order {
@@ -215,8 +212,7 @@ func report(results []result, pods, nodes, reps int) *benchkit.Report {
 		"LIST requests include a warm informer's limit=1 consistent reads (client-go's informers list through watch-list streams, not LISTs);\n" +
 		"MiB listed+watched: what the apiserver encoded for LIST responses and watch events meanwhile, to every client.\n\nEach start:\n")
 	for _, r := range results {
-		rep.Printf("  %s %s #%d: ready %.2f s, %.0f LISTs, %.1f MiB listed+watched, apiserver %.2f CPU-s, private %.0f MiB\n",
-			r.Component, r.Variant, r.Rep, r.Ready, r.Lists, r.ListBytes/(1<<20), r.APIServerCPU, float64(r.PrivateBytes)/(1<<20))
+		rep.Printf("  %s\n", r)
 	}
 	return rep
 }

@@ -172,17 +172,8 @@ func (b *bench) start(ctx context.Context, c component, variant, bin string, arg
 		return result{}, err
 	}
 	defer p.Stop(stopGrace)
-	probeCtx, cancel := context.WithTimeout(ctx, 30*time.Minute)
-	defer cancel()
-	go func() {
-		select {
-		case <-p.Exited():
-			cancel()
-		case <-probeCtx.Done():
-		}
-	}()
-	if err := c.probe(probeCtx, b, id); err != nil {
-		return result{}, fmt.Errorf("%s %s: %w (log %s)", c.name, variant, err, p.LogPath)
+	if _, err := b.probes(ctx, []component{c}, []*benchkit.Child{p}, []string{p.LogPath}, id); err != nil {
+		return result{}, fmt.Errorf("%s: %w", variant, err)
 	}
 	r := result{Component: c.name, Variant: variant, Rep: rep, Ready: time.Since(p.Started).Seconds(), APIServerCPU: cpu.Used()[0]}
 	r.PrivateBytes, _ = runstats.Status(p.Pid(), "RssAnon")
@@ -191,7 +182,7 @@ func (b *bench) start(ctx context.Context, c component, variant, bin string, arg
 		return result{}, err
 	}
 	r.Lists, r.ListBytes = listsAfter-listsBefore, bytesAfter-bytesBefore
-	log.Printf("%s %s #%d: ready in %.2f s, %.0f LISTs, apiserver %.2f CPU-s", c.name, variant, rep, r.Ready, r.Lists, r.APIServerCPU)
+	log.Print(r)
 	if settle != nil {
 		start := time.Now()
 		if err := settle(ctx); err != nil {

@@ -184,16 +184,13 @@ func report(results []result, pods int, counts []int, only []string, reps int, w
 	rep := &benchkit.Report{}
 	rep.Printf("\n%d Pods, medians of %d %s; idle: ctrl.NewManager → the last reconcile owed, or synced if later; reconciles: all, in that time and %v after; read: bytes from the apiserver until idle; CPU: client CPU until idle\n", pods, reps, restarts, window)
 	t := rep.Table("changed", "cache", "idle s", "owed done s", "synced s", "reconciles", "read MiB", "CPU s", "Pod lists", "× default")
+	type key struct {
+		variant string
+		changed int
+	}
+	_, by := benchkit.GroupBy(results, func(r result) key { return key{r.Variant, r.Changed} })
 	for _, k := range counts {
-		med := func(v string, f func(result) float64) float64 {
-			var rs []result
-			for _, r := range results {
-				if r.Variant == v && r.Changed == k {
-					rs = append(rs, r)
-				}
-			}
-			return benchkit.MedianOf(rs, f)
-		}
+		med := func(v string, f func(result) float64) float64 { return benchkit.MedianOf(by[key{v, k}], f) }
 		idle := func(r result) float64 { return r.Idle }
 		for _, v := range allVariants {
 			if !slices.Contains(only, v) {

@@ -85,15 +85,8 @@ func run(pods, reps, workers int, out string) error {
 	rep := &benchkit.Report{}
 	rep.Printf("\n%d Pods, %d reps, GOMAXPROCS=%d, NumCPU=%d; medians:\n", pods, reps, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	t := rep.Table("mode", "synced s", "first reconcile s", "all reconciled s", "LISTs", "synced × default", "first reconcile × default")
-	med := func(mode string, f func(result) float64) float64 {
-		var rs []result
-		for _, r := range results {
-			if r.Mode == mode {
-				rs = append(rs, r)
-			}
-		}
-		return benchkit.MedianOf(rs, f)
-	}
+	_, by := benchkit.GroupBy(results, func(r result) string { return r.Mode })
+	med := func(mode string, f func(result) float64) float64 { return benchkit.MedianOf(by[mode], f) }
 	synced := func(r result) float64 { return r.Synced }
 	first := func(r result) float64 { return r.First }
 	for _, mode := range modes {
