@@ -142,6 +142,11 @@ func recoverTargets(res *recoverResult) []target {
 		check(at+": recovery's bytes (as encoded) ≤ 0.65× a full list", x, ok, 0.65, "%.2f×")
 		x, ok = get(hFallbackSynced)
 		check(at+": full-list fallback synced ≤ 1.0× client-go's faster start", x, ok, 1.0, "%.2f×")
+		if float64(p.Changes.Total()) < 0.04*float64(res.Pods) {
+			// Well below the first page's 5%: a full list is a wrong turn.
+			x, ok = p.Medians[vBoltRecover][mStartLists]
+			check(at+": the recovery makes no full LIST", x, ok, 0, "%.0f LISTs")
+		}
 	}
 	return ts
 }
