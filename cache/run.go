@@ -24,7 +24,7 @@ import (
 //	reflector          reflectors.launch   list, watch, recovery (one per        the RealFIFO, and
 //	                                       attempt; a relist after a read        recovery steps through
 //	                                       error starts a second one)            it (recover.go)
-//	fetch, prefetch    the recovery        fetch changed objects; results reach  nothing: results go over
+//	fetch, page ahead  the recovery        fetch changed objects; results reach  nothing: results go over
 //	                                       the reflector's goroutine (package    a channel
 //	                                       recovery, "Goroutines and locks")
 //	controller         runController       pops the RealFIFO, applies deltas     the store (Indexer, and

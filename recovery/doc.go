@@ -17,9 +17,7 @@
 //     objects gone or replaced by another UID, and leaves unchanged ones.
 //  3. Watch from the list's resourceVersion. Once the watch is open, fetch
 //     the new and changed objects: one per request, or the collection
-//     where a quarter changed (recoverfetch.go). Changes on the metadata
-//     pages before the last are fetched while the list is read
-//     (recoverprefetch.go).
+//     where a quarter changed (recoverfetch.go).
 //  4. Once every changed object is fetched (or its deletion seen on the
 //     watch) and the watch has passed every fetched resourceVersion, the
 //     store holds the collection at the watch's resourceVersion. The
@@ -54,9 +52,8 @@
 // owned by one goroutine and needs no lock.
 //
 // One fetch goroutine per recovery waits for the watch to open and runs up
-// to Recovery.Workers request goroutines. A metadata list of several pages
-// runs up to Recovery.Workers prefetch goroutines, each writing only its own
-// results, which the fetch goroutine reads after joining them. Fetch
+// to Recovery.Workers request goroutines. A metadata list asks for its next
+// page on one goroutine while it reads a page (pageAhead). Fetch
 // goroutines share only atomics with the reflector's goroutine: the keys
 // resolved, the counts, the first error. Relisted.Finish cancels and joins
 // them all, so nothing outlives ListAndWatch.

@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 
 // reflectorFrames match every frame of a Reflector's or a recovery's
 // method, including closures started from one.
-var reflectorFrames = []string{"boltinformer/reflector.(*Reflector).", "boltinformer/recovery.(*Recoverer).", "boltinformer/recovery.(*recovery).", "boltinformer/recovery.(*prefetch)."}
+var reflectorFrames = []string{"boltinformer/reflector.(*Reflector).", "boltinformer/recovery.(*Recoverer).", "boltinformer/recovery.(*recovery)."}
 
 // reflectorGoroutines returns the stacks of goroutines, other than the
 // caller's, that are inside a Reflector method.

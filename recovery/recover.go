@@ -239,17 +239,14 @@ func (r *Recoverer) recover(ctx context.Context) (*recovery, error) {
 		ended = sync.OnceFunc(r.started())
 	}
 	handedOn := false // to the recovery, which calls ended when it ends
-	var l *recoveryList
 	defer func() {
 		if !handedOn {
 			ended()
-			if l != nil && l.prefetch != nil {
-				l.prefetch.stop()
-			}
 		}
 	}()
 
 	what := "metadata list"
+	var l *recoveryList
 	var err error
 	if r.cfg.ListInFull {
 		what = "full list"
@@ -262,9 +259,6 @@ func (r *Recoverer) recover(ctx context.Context) (*recovery, error) {
 	}
 	if why := fullListReason(l, err); why != "" && !r.cfg.ListInFull {
 		logger.V(2).Info("Recovering from a full list", "reflector", r.l.Name(), "type", r.l.TypeDescription(), "why", why, "err", err)
-		if l != nil && l.prefetch != nil {
-			l.prefetch.stop()
-		}
 		what = "full list"
 		l, err = r.listForRecovery(ctx, cause, r.listFull)
 	}
@@ -317,9 +311,6 @@ type recoveryList struct {
 	// objects are the listed objects by key, undecoded where the server
 	// sent protobuf; nil for a metadata list.
 	objects map[string]wireItem
-	// prefetch holds what was fetched while a metadata list was read (nil:
-	// nothing); whoever takes l stops it or hands it on.
-	prefetch *prefetch
 }
 
 // listForRecovery makes a recovery's list (list: listMetadata or listFull)
@@ -426,9 +417,6 @@ type recovery struct {
 	// ended is Hooks.Started's function, called (once) when the
 	// recovery ends, done or not.
 	ended func()
-	// prefetch, if not nil, fetched while the list was read: the fetches
-	// apply what it found first (applyPrefetched); finish stops it.
-	prefetch *prefetch
 
 	listRV    string
 	listN     uint64
@@ -514,7 +502,6 @@ func (rec *recovery) setList(l *recoveryList) {
 	rec.watchN, rec.watchRV = n, l.rv
 	rec.stats.Listed, rec.stats.Pages = len(l.listed), l.pages
 	rec.stats.FullList = l.objects != nil
-	rec.prefetch = l.prefetch
 }
 
 // diff compares the listed items with the stored Versions; the store calls
@@ -596,9 +583,6 @@ func (rec *recovery) finish() error {
 	outer := context.Cause(rec.ctx) // before cancel: was it ended from outside?
 	rec.cancel()
 	rec.fetching.Wait()
-	if rec.prefetch != nil {
-		rec.prefetch.stop()
-	}
 	rec.over.Store(true)
 	rec.ended()
 	var err error

@@ -35,9 +35,8 @@ type config struct {
 	// maxFetchRequests: 0 derives it from a RateLimitedLister, negative
 	// is no bound.
 	maxFetchRequests int
-	// noPrefetch and noPageAhead turn those fast paths off, to measure
-	// what each buys.
-	noPrefetch, noPageAhead bool
+	// noPageAhead turns that fast path off, to measure what it buys.
+	noPageAhead bool
 }
 
 // Recoverer makes a reflector's lists after the first as recoveries. It
@@ -72,7 +71,7 @@ func New(cfg *Recovery, store RecoveryStore, hooks Hooks) *Recoverer {
 		c.fullListFraction = cmp.Or(tune.FullListFraction, c.fullListFraction)
 		c.firstPageFraction = cmp.Or(tune.FirstPageFraction, c.firstPageFraction)
 		c.maxFetchRequests = tune.MaxFetchRequests
-		c.noPrefetch, c.noPageAhead = tune.NoPrefetch, tune.NoPageAhead
+		c.noPageAhead = tune.NoPageAhead
 	}
 	r := &Recoverer{cfg: c, store: store, listed: hooks.Listed, started: hooks.Started}
 	return r

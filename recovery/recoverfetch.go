@@ -28,18 +28,8 @@ func (r *Recoverer) fetchChanged(rec *recovery) {
 	case <-ctx.Done():
 		return
 	}
-	budget, fetch := r.maxFetchRequests(), rec.toFetch
-	if rec.prefetch != nil {
-		var prefetched int
-		prefetched, fetch = r.applyPrefetched(rec, rec.prefetch)
-		if budget > 0 {
-			budget = max(1, budget-prefetched)
-		}
-		if fetch == 0 {
-			return
-		}
-	}
-	if listsInFull(&r.cfg, budget, fetch, rec.listedAll) {
+	fetch := rec.toFetch
+	if listsInFull(&r.cfg, r.maxFetchRequests(), fetch, rec.listedAll) {
 		if err := r.fetchCollection(rec); err != nil {
 			rec.fail(err)
 		}

@@ -14,10 +14,9 @@ import (
 )
 
 // A recovery's metadata list (recover.go): paged, each page read as it
-// arrives where the lister hands over its bytes (MetadataWireLister), the
-// changes of the pages before the last fetched meanwhile
-// (recoverprefetch.go), and each page asked for while the one before is
-// still being read (pageAhead).
+// arrives where the lister hands over its bytes (MetadataWireLister), and
+// each page asked for while the one before is still being read
+// (pageAhead).
 
 // listMetadata lists the collection's metadata, paged, at resourceVersion
 // with NotOlderThan (or a consistent read at "").
@@ -33,17 +32,10 @@ func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*
 	if r.listed != nil {
 		given = r.givenList(ctx)
 	}
-	// p prefetches what the pages show changed; handed over with l, and
-	// stopped on every other way out. ahead is the next page, asked for
-	// while this one is read; dropped on every way out.
-	var p *prefetch
+	// ahead is the next page, asked for while this one is read; dropped
+	// on every way out.
 	var ahead *pageAhead
-	defer func() {
-		if p != nil && l.prefetch != p {
-			p.stop()
-		}
-		ahead.drop()
-	}()
+	defer func() { ahead.drop() }()
 	// askAhead asks for the page after one whose ListMeta says it is
 	// continued by next.
 	askAhead := func(next string) {
@@ -77,11 +69,6 @@ func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*
 			opts = first
 			opts.Limit = 0
 			l = &recoveryList{listed: map[string]listedItem{}}
-			if p != nil {
-				// Fetched against another list's resourceVersion.
-				p.stop()
-				p = nil
-			}
 			ahead.drop()
 			ahead = nil
 			page, err = r.metadataPage(ctx, opts, nil, nil, nil)
@@ -97,22 +84,10 @@ func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*
 			l.listed[it.key()] = listedItem{uid: it.uid, rv: it.resourceVersion}
 		}
 		if page.continueToken == "" || opts.Limit == 0 {
-			if p != nil {
-				p.listEnded()
-				l.prefetch = p
-			}
 			return l, nil
 		}
-		if l.pages == 1 {
-			if changes != nil && changes.many(int64(len(page.items))) {
-				return nil, errManyChanged
-			}
-			if !r.cfg.noPrefetch {
-				p = r.newPrefetch(ctx, resourceVersion, l.rv)
-			}
-		}
-		if p != nil {
-			p.offer(page.items)
+		if changes != nil && changes.many(int64(len(page.items))) {
+			return nil, errManyChanged
 		}
 		opts.Continue = page.continueToken
 		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""

@@ -10,8 +10,6 @@ type Tuning struct {
 	// MaxFetchRequests bounds a recovery's fetch requests; negative: no
 	// bound; zero: derived from the lister's rate limit.
 	MaxFetchRequests int
-	// NoPrefetch fetches nothing while the metadata list is read.
-	NoPrefetch bool
 	// NoPageAhead asks for no metadata page before the one read ends.
 	NoPageAhead bool
 }

@@ -17,7 +17,6 @@ import (
 
 // recoverLayers names each ablation variant's missing layer.
 var recoverLayers = map[string]string{
-	"bolt-recover-no-prefetch":      "prefetch",
 	"bolt-recover-no-page-ahead":    "page-ahead",
 	"bolt-recover-no-first-page":    "first-page",
 	"bolt-recover-decoded-metadata": "metadata-stream",
@@ -26,7 +25,7 @@ var recoverLayers = map[string]string{
 
 // recoverLayerVariants are recoverLayers' names in the report's order.
 var recoverLayerVariants = []string{
-	"bolt-recover-no-prefetch", "bolt-recover-no-page-ahead", "bolt-recover-no-first-page",
+	"bolt-recover-no-page-ahead", "bolt-recover-no-first-page",
 	"bolt-recover-decoded-metadata", "bolt-recover-decoded-lists",
 }
 
@@ -38,8 +37,6 @@ func withoutLayer(lister recovery.MetadataLister, layer string) (recovery.Metada
 		return nil, false
 	}
 	switch layer {
-	case "prefetch":
-		return tunedLister{l, recoverytune.Tuning{NoPrefetch: true}}, true
 	case "page-ahead":
 		return tunedLister{l, recoverytune.Tuning{NoPageAhead: true}}, true
 	case "first-page":

@@ -187,7 +187,6 @@ func (r *recoverResult) report() *benchkit.Report {
 var recoverTitles = map[string]string{
 	vBoltRecover:                    "boltinformer, recovering what changed",
 	vBoltRecoverFull:                "boltinformer, recovering from a full list (fallback)",
-	"bolt-recover-no-prefetch":      "… without prefetch while listing",
 	"bolt-recover-no-page-ahead":    "… without the page asked ahead",
 	"bolt-recover-no-first-page":    "… without the first page's decision",
 	"bolt-recover-decoded-metadata": "… with metadata pages decoded",
