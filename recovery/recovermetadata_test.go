@@ -17,11 +17,14 @@ import (
 )
 
 // aheadLister is a metaWireLister whose bodies hold back their last byte
-// until the next page has been asked for, and which counts the bodies it
-// handed out and those closed.
+// until the next page has been asked for (but for the pages of decides),
+// and which counts the bodies it handed out and those closed.
 type aheadLister struct {
 	*metaWireLister
-	t        *testing.T
+	t *testing.T
+	// decides are the continue tokens of pages read whole before the next
+	// is asked for: the first page, where the recovery decides on it.
+	decides  map[string]bool
 	mu       sync.Mutex
 	asked    map[string]chan struct{} // by continue token, closed once asked for
 	open     int
@@ -77,7 +80,7 @@ func (l *aheadLister) ListMetadataWire(ctx context.Context, opts metav1.ListOpti
 		return nil, err
 	}
 	var r io.Reader = bytes.NewReader(body)
-	if next := list.Continue; next != "" {
+	if next := list.Continue; next != "" && !l.decides[opts.Continue] {
 		// The page's ListMeta comes first: the next page can be asked for
 		// before this one's last byte is read.
 		t := l.t
@@ -130,10 +133,11 @@ func TestRecoveryAsksForTheNextPageAhead(t *testing.T) {
 	wire.check(t, []string{"", "p1", "p2"})
 }
 
-// A page asked for ahead and not read — the first page showed so much
-// changed that the recovery lists in full — is canceled and its body
-// closed.
-func TestRecoveryDropsThePageAhead(t *testing.T) {
+// While the first page decides whether to list in full, the next page is
+// not asked for: here it shows so much changed that the recovery lists in
+// full, and a page asked ahead would be encoded, read and dropped (17% of
+// a 10% recovery at 100,000 Pods).
+func TestRecoveryAsksAheadOnlyOnceTheFirstPageDecided(t *testing.T) {
 	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
 	pages := map[string]*metav1.PartialObjectMetadataList{
 		"":   page("10", "p1", upod("ns", "a", "ua", "6")),
@@ -141,6 +145,7 @@ func TestRecoveryDropsThePageAhead(t *testing.T) {
 	}
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "6"), upod("ns", "b", "ub", "2")}
 	lister, wire := newAheadLister(t, pages, onServer...)
+	wire.decides = map[string]bool{"": true}
 	both := &wireMetaLister{aheadLister: wire, wire: func(int, string, metav1.ListOptions) ([]byte, error) {
 		return encodeProtobuf(t, podList("10", onServer...)), nil
 	}}
@@ -150,7 +155,7 @@ func TestRecoveryDropsThePageAhead(t *testing.T) {
 	store.waitFor(t, "end@10")
 	h.stop()
 	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/a@6", "end@10"})
-	wire.check(t, []string{"", "p1"})
+	wire.check(t, []string{""})
 }
 
 // wireMetaLister is an aheadLister that is also a WireLister.
