@@ -431,4 +431,3 @@ func newReflector(lw cache.ListerWatcher, store reflector.Store, o Options) *ref
 	}
 	return reflector.New(lw, store, opts)
 }
-func ptr[T any](v T) *T { return &v }
