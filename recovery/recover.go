@@ -76,10 +76,10 @@ type MetadataLister interface {
 // whole collection through it instead, reads each item's UID and
 // resourceVersion from the bytes of a Kubernetes protobuf response and
 // decodes only the items that changed; its fetch of the whole collection
-// likewise decodes only the objects it is for. A body
-// in another format (JSON) is decoded whole. Without a WireLister those
-// lists are decoded whole, and a recovery whose metadata list cannot be
-// made or compared is a full list through Store.Replace, as client-go's.
+// likewise decodes only the objects it is for. A body in another format
+// (JSON) is decoded whole. Without a WireLister those lists are decoded
+// whole, and a recovery whose metadata list cannot be made or compared is
+// a full list through Store.Replace, as client-go's.
 type WireLister interface {
 	MetadataLister
 	// ListObjectsWire is ListObjects of namespace (empty: all the lister
@@ -193,11 +193,10 @@ type RecoveryStats struct {
 	// Ahead are stored objects newer than the list (left by an earlier
 	// recovery that did not finish).
 	Unchanged, Deleted, Fetch, Ahead int
-	// Requests is the number of fetch requests (one object, or
-	// the whole collection); Fetched the objects they returned that were
-	// applied; Skipped the fetched objects and watch events dropped because
-	// the store already held their key at that resourceVersion or a newer
-	// one.
+	// Requests is the number of fetch requests (one object, or the whole
+	// collection); Fetched the objects they returned that were applied;
+	// Skipped the fetched objects and watch events dropped because the
+	// store already held their key at that resourceVersion or a newer one.
 	Requests, Fetched, Skipped int
 	// Decoded counts the objects decoded from the responses of the
 	// recovery's list and fetches: those fetched, and of a list, those read
