@@ -43,10 +43,10 @@ func withoutLayer(lister recovery.MetadataLister, layer string) (recovery.Metada
 		return tunedLister{l, recoverytune.Tuning{FirstPageFraction: 2}}, true
 	case "metadata-stream":
 		// No MetadataWireLister: metadata pages of 500, decoded.
-		return wireOnly{l}, true
+		return wireOnly{l, l}, true
 	case "wire-lists":
 		// No WireLister: full lists decoded whole.
-		return metadataWireOnly{l}, true
+		return metadataWireOnly{l, l}, true
 	}
 	return nil, false
 }
@@ -66,30 +66,24 @@ type tunedLister struct {
 
 func (l tunedLister) RecoveryTuning() recoverytune.Tuning { return l.tuning }
 
-// wireOnly is a restLister that is no MetadataWireLister.
-type wireOnly struct{ l restLister }
+// wireOnly is a restLister that is no MetadataWireLister: it embeds only
+// the RateLimitedLister's methods and adds the full list's.
+type wireOnly struct {
+	recovery.RateLimitedLister
+	l restLister
+}
 
-func (w wireOnly) QPS() float32 { return w.l.QPS() }
-func (w wireOnly) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-	return w.l.ListMetadata(ctx, opts)
-}
-func (w wireOnly) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
-	return w.l.ListObjects(ctx, namespace, name, opts)
-}
 func (w wireOnly) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
 	return w.l.ListObjectsWire(ctx, namespace, opts)
 }
 
-// metadataWireOnly is a restLister that is no WireLister.
-type metadataWireOnly struct{ l restLister }
+// metadataWireOnly is a restLister that is no WireLister: it embeds only
+// the RateLimitedLister's methods and adds the metadata list's.
+type metadataWireOnly struct {
+	recovery.RateLimitedLister
+	l restLister
+}
 
-func (w metadataWireOnly) QPS() float32 { return w.l.QPS() }
-func (w metadataWireOnly) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-	return w.l.ListMetadata(ctx, opts)
-}
-func (w metadataWireOnly) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
-	return w.l.ListObjects(ctx, namespace, name, opts)
-}
 func (w metadataWireOnly) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	return w.l.ListMetadataWire(ctx, opts)
 }
