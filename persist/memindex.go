@@ -23,58 +23,65 @@ import (
 //   - Both change only under c.mu held for writing (Apply, AddIndexes).
 //     They are read under c.mu held for reading.
 type memIndex struct {
+	// names are the collection's index names, sorted. values' slices follow
+	// their order.
+	names []string
 	// byValue maps index name to value to keys.
 	byValue map[string]map[string]map[string]struct{}
-	// values maps key to index name to values, as given to Apply in
-	// Op.Indexes. They are retained rather than copied. So a change can
-	// unindex the old values without decoding or re-running an index
-	// function.
-	values map[string]map[string][]string
+	// values maps key to its values of each index, in names' order, as
+	// given to Apply in Op.Indexes. The value slices are retained rather
+	// than copied. So a change can unindex the old values without decoding
+	// or re-running an index function. One slice per key, not a map, because
+	// a map per key cost more than the object's own index entries.
+	values map[string][][]string
 }
 
 func newMemIndex(indexes map[string]string) *memIndex {
 	m := &memIndex{
 		byValue: make(map[string]map[string]map[string]struct{}, len(indexes)),
-		values:  map[string]map[string][]string{},
+		values:  map[string][][]string{},
 	}
 	for name := range indexes {
+		m.names = append(m.names, name)
 		m.byValue[name] = map[string]map[string]struct{}{}
 	}
+	sort.Strings(m.names)
 	return m
 }
 
 // set replaces key's index values. Nil means the key is gone. Values that
 // did not change stay where they are. Most updates change no index value,
 // and moving the key out of and back into the same sets is most of the
-// cost.
+// cost. Indexes not among m.names are ignored, as on disk.
 func (m *memIndex) set(key string, indexes map[string][]string) {
 	old := m.values[key]
-	for name, values := range old {
-		if slices.Equal(values, indexes[name]) {
-			continue
+	var now [][]string
+	for _, name := range m.names {
+		if len(indexes[name]) > 0 {
+			now = make([][]string, len(m.names))
+			break
+		}
+	}
+	for i, name := range m.names {
+		var was []string
+		if old != nil {
+			was = old[i]
+		}
+		values := indexes[name]
+		if now != nil {
+			now[i] = values
+		}
+		if slices.Equal(was, values) {
+			continue // indexed under these values already
 		}
 		byValue := m.byValue[name]
-		for _, v := range values {
+		for _, v := range was {
 			if keys := byValue[v]; keys != nil {
 				delete(keys, key)
 				if len(keys) == 0 {
 					delete(byValue, v)
 				}
 			}
-		}
-	}
-	if len(indexes) == 0 {
-		delete(m.values, key)
-		return
-	}
-	m.values[key] = indexes
-	for name, values := range indexes {
-		byValue := m.byValue[name]
-		if byValue == nil {
-			continue // not an index of the collection: ignored, as on disk
-		}
-		if slices.Equal(old[name], values) {
-			continue // indexed under these values already
 		}
 		for _, v := range values {
 			keys := byValue[v]
@@ -85,6 +92,11 @@ func (m *memIndex) set(key string, indexes map[string][]string) {
 			keys[key] = struct{}{}
 		}
 	}
+	if now == nil {
+		delete(m.values, key)
+		return
+	}
+	m.values[key] = now
 }
 
 // memory returns the in-memory view, or nil while reads must consult the
@@ -226,12 +238,7 @@ func (c *Collection) completeLocked() error {
 func (c *Collection) loadMemIndexLocked() (*memIndex, error) {
 	m := newMemIndex(c.indexes)
 	err := c.view(func(tx *bolt.Tx) error {
-		names := make([]string, 0, len(c.indexes))
-		for name := range c.indexes {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for i, name := range m.names {
 			byValue, err := c.indexBucket(tx, name)
 			if err != nil {
 				return err
@@ -246,10 +253,10 @@ func (c *Collection) loadMemIndexLocked() (*memIndex, error) {
 				}
 				vals := m.values[key]
 				if vals == nil {
-					vals = map[string][]string{}
+					vals = make([][]string, len(m.names))
 					m.values[key] = vals
 				}
-				vals[name] = append(vals[name], value)
+				vals[i] = append(vals[i], value)
 				keys := m.byValue[name][value]
 				if keys == nil {
 					keys = map[string]struct{}{}
