@@ -44,12 +44,13 @@
 // to an unstarted informer's store make Run start cold, so unit tests can
 // seed listers.
 //
-// # Bounded memory
+// # Memory
 //
-// With Persistence.CacheObjects or CacheBytes, memory follows the bound,
-// not the collection. A cold start lists in pages and stores each page before
-// it asks for the next. Initial adds are handed out no faster than handlers
-// take them. A relist still holds the whole list, as client-go's does.
+// A cold start lists in pages and stores each page while it asks for the
+// next, so the list is never held whole. With Persistence.CacheObjects or
+// CacheBytes, memory follows the bound, not the collection. Initial adds are
+// then handed out no faster than handlers take them. A relist still holds
+// the whole list, as client-go's does.
 //
 // # Checkpoints
 //

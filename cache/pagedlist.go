@@ -12,14 +12,15 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// pagedList takes a bounded informer's cold list a page at a time
+// pagedList takes an informer's cold list a page at a time
 // (reflector.PagedList), so that the list is never held whole: each page
 // is stored (persist's ApplyPart: the group commits write it as it comes,
-// without a resourceVersion) and handed to the handlers as initial adds,
-// and the next page waits until the handlers have taken most of them
-// (pacer). Memory then follows the page and the cache's bound, not the
-// collection: client-go's informer, and an unbounded one, hold the whole
-// list decoded, with its response, until it is in the store.
+// without a resourceVersion) and handed to the handlers as initial adds.
+// client-go's informer holds the whole list decoded, with its response,
+// until it is in the store, so its memory peaks at about twice the
+// collection's. A bounded informer's next page also waits until the
+// handlers have taken most of this one (pacer). Its memory then follows
+// the page and the cache's bound, not the collection.
 //
 // What handlers and listers see is what a list through the queue gives
 // them, in the order the server sent the items: every item as
@@ -47,7 +48,7 @@ type pagedList struct {
 	s *Informer
 	// transform is the informer's transform, which the queue would apply.
 	transform cache.TransformFunc
-	pace      *pacer
+	pace      *pacer // nil unless the cache is bounded
 
 	// Used by the reflector's goroutine only (and wait, once it is done):
 	// sinceFlush counts the objects applied since the last flush started;
@@ -60,13 +61,18 @@ type pagedList struct {
 }
 
 // pagedFlushEvery is how many objects of a paged list are applied between
-// flushes: about 30 MB of records for 6 KB Pods.
-const pagedFlushEvery = 5000
+// flushes: about 6 MB of records for 6 KB Pods. Records wait in memory
+// until flushed, so this bounds what a cold start holds beyond the objects.
+const pagedFlushEvery = 1000
 
 var _ reflector.PagedList = (*pagedList)(nil)
 
 func newPagedList(s *Informer, transform cache.TransformFunc) *pagedList {
-	return &pagedList{s: s, transform: transform, pace: newPacer(), done: make(chan struct{})}
+	p := &pagedList{s: s, transform: transform, done: make(chan struct{})}
+	if s.boundedCache() {
+		p.pace = newPacer()
+	}
+	return p
 }
 
 // boundedCache reports whether the informer keeps a bounded number of

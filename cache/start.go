@@ -111,8 +111,8 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		listAfter = delivery.end
 	}
 	var paged reflector.PagedList
-	if !s.warm && s.boundedCache() && !s.gate.seeds.seeded {
-		// A bounded informer's cold list never held whole (pagedlist.go).
+	if !s.warm && s.persistent != nil && !s.gate.seeds.seeded {
+		// A cold list is never held whole (pagedlist.go).
 		s.paged = newPagedList(s, s.transform)
 		paged = s.paged
 	}

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 )
 
@@ -43,7 +44,9 @@ func (r *Reflector) pagedListUsable(cause StartCause) bool {
 // in pages of Options.PageSize items (DefaultPagedListPageSize by default),
 // each request continuing the last, and hands each page to the PagedList
 // as it arrives; then ListDone, and the reflector records the list's
-// resourceVersion as list does. An apiserver with the watch cache's
+// resourceVersion as list does. The next page is asked for before the
+// PagedList takes this one, so the server's work and the store's overlap;
+// at most two pages are held. An apiserver with the watch cache's
 // consistent reads and snapshots (Kubernetes 1.34 and later by default)
 // serves every page from its cache; older ones read the pages from etcd,
 // as client-go's paged lists do. Any failure — a request, an expired
@@ -55,11 +58,23 @@ func (r *Reflector) listPaged(ctx context.Context) error {
 	if limit == 0 {
 		limit = DefaultPagedListPageSize
 	}
-	opts := metav1.ListOptions{ResourceVersion: "", Limit: limit}
+	// The request in flight ends with the list: cancelled, then awaited,
+	// so that nothing the list started outlives it.
+	ctx, cancel := context.WithCancel(ctx)
+	var ahead chan pageResult
+	defer func() {
+		cancel()
+		if ahead != nil {
+			<-ahead
+		}
+	}()
+	ahead = r.fetchPage(ctx, metav1.ListOptions{ResourceVersion: "", Limit: limit})
 	var resourceVersion string
 	items, pages := 0, 0
 	for {
-		list, err := r.lw.ListWithContext(ctx, opts)
+		got := <-ahead
+		ahead = nil
+		list, err := got.list, got.err
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -79,6 +94,10 @@ func (r *Reflector) listPaged(ctx context.Context) error {
 			// Every page is of the snapshot the first one was read at.
 			resourceVersion = listMeta.GetResourceVersion()
 		}
+		next := listMeta.GetContinue()
+		if next != "" {
+			ahead = r.fetchPage(ctx, metav1.ListOptions{Limit: limit, Continue: next})
+		}
 		objs, err := meta.ExtractListWithAlloc(list)
 		if err != nil {
 			return fmt.Errorf("%w: %s: unable to extract items of %T: %w", ErrList, r.typeDescription, list, err)
@@ -92,11 +111,9 @@ func (r *Reflector) listPaged(ctx context.Context) error {
 		if err := r.pagedList.ListPage(ctx, page); err != nil {
 			return fmt.Errorf("%w: page %d of the list: %w", ErrStore, pages, err)
 		}
-		next := listMeta.GetContinue()
 		if next == "" {
 			break
 		}
-		opts = metav1.ListOptions{Limit: limit, Continue: next}
 	}
 	if err := r.pagedList.ListDone(ctx, resourceVersion); err != nil {
 		return fmt.Errorf("%w: end of the list at resourceVersion %q: %w", ErrStore, resourceVersion, err)
@@ -113,4 +130,21 @@ func (r *Reflector) listPaged(ctx context.Context) error {
 		"cause", CauseCold, "resourceVersion", resourceVersion, "items", items, "pages", pages)
 	r.observer.Listed(CauseCold, resourceVersion, items, pages)
 	return nil
+}
+
+// pageResult is one page request's outcome.
+type pageResult struct {
+	list runtime.Object
+	err  error
+}
+
+// fetchPage asks for one page on its own goroutine. The channel receives
+// exactly one result, also when ctx ends first.
+func (r *Reflector) fetchPage(ctx context.Context, opts metav1.ListOptions) chan pageResult {
+	ch := make(chan pageResult, 1)
+	go func() {
+		list, err := r.lw.ListWithContext(ctx, opts)
+		ch <- pageResult{list, err}
+	}()
+	return ch
 }
