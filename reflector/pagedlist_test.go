@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -125,4 +126,49 @@ func TestPagedListFailingPartWayListsAgainWhole(t *testing.T) {
 	if len(rvs) < 3 || rvs[0] != "" || rvs[2] != "0" {
 		t.Errorf("list resourceVersions %q: want the paged list at \"\", then an ordinary one at \"0\"", rvs)
 	}
+}
+
+// blockingPages is a PagedList whose first ListPage returns only once the
+// next page has been asked for, or fails after a minute or once ctx ends.
+type blockingPages struct {
+	recPages
+	asked chan struct{}
+}
+
+func (p *blockingPages) ListPage(ctx context.Context, items []interface{}) error {
+	if len(p.Calls()) == 0 {
+		select {
+		case <-p.asked:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Minute):
+			return errors.New("the next page was not asked for while the first was stored")
+		}
+	}
+	return p.recPages.ListPage(ctx, items)
+}
+
+// The next page is asked for before the PagedList takes this one, so that
+// the server's work and the store's overlap.
+func TestPagedListAsksForTheNextPageWhileStoring(t *testing.T) {
+	var pods []*v1.Pod
+	for i := range 3 {
+		pods = append(pods, pod(fmt.Sprintf("p%d", i), strconv.Itoa(i+1)))
+	}
+	pager := pagedList("10", pods)
+	asked := make(chan struct{})
+	lw := &fakeLW{t: t, list: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
+		if n == 1 {
+			close(asked)
+		}
+		return pager(n, opts)
+	}}
+	pages := &blockingPages{recPages: recPages{t: t}, asked: asked}
+	h := newHarness(t, lw.listWatch(), func(o *Options) { o.PageSize = 2; o.PagedList = pages })
+	stop := h.run()
+	lw.watcher(t, 0)
+	stop()
+
+	equal(t, "pages", pages.Calls(), []string{"page p0@1,p1@2", "page p2@3", "done@10"})
+	noErrors(t, h)
 }
