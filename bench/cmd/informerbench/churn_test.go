@@ -215,7 +215,8 @@ func TestChurnRatiosOverListAndReads(t *testing.T) {
 		Reads: &readPrices{HotGetNs: 100, RandomGetNs: 100, ByIndexNs: 1000, ByIndexObjects: 6, ListMs: 2}},
 		Cold: churnStart{SyncSeconds: 2, RssAnonPeak: 300 * mb}}
 	bolt := churnInformer{Informer: informerBolt, Child: &churnChildResult{SyncSeconds: 1.5,
-		Reads: &readPrices{HotGetNs: 150, RandomGetNs: 400, ByIndexNs: 1500, ByIndexObjects: 6, ListMs: 10}},
+		Reads: &readPrices{HotGetNs: 150, RandomGetNs: 400, ByIndexNs: 1500, ByIndexObjects: 6, ListMs: 10,
+			CacheHits: map[string]float64{rHotGet: 1, rRandomGet: 0.014, rList: 0}, CachedObjects: 10}},
 		Cold: churnStart{SyncSeconds: 1.5, RssAnonPeak: 330 * mb}}
 	list := &churnStart{SyncSeconds: 3, RssAnonPeak: 600 * mb}
 	bolt.Ratios = churnRatios(cg, bolt, list)
@@ -231,10 +232,11 @@ func TestChurnRatiosOverListAndReads(t *testing.T) {
 	r := &churnResult{Informers: []churnInformer{cg, bolt}, ClientGoList: list}
 	rows := churnTable(r)
 	want := map[string]string{
-		"client-go with LIST: cold start synced in":           "client-go with LIST: cold start synced in|3s||0.50",
-		"client-go with LIST: RssAnon MiB peak, cold start":   "client-go with LIST: RssAnon MiB peak, cold start|600||0.55",
-		"ByIndex nodeName ns, 8 hot nodes (objects per call)": "ByIndex nodeName ns, 8 hot nodes (objects per call)|1000 (6.0)|1500 (6.0)|1.50",
-		"List of every Pod ms":                                "List of every Pod ms|2.00|10.00|5.00",
+		"client-go with LIST: cold start synced in":                            "client-go with LIST: cold start synced in|3s||0.50",
+		"client-go with LIST: RssAnon MiB peak, cold start":                    "client-go with LIST: RssAnon MiB peak, cold start|600||0.55",
+		"ByIndex nodeName ns, 8 hot nodes (objects per call)":                  "ByIndex nodeName ns, 8 hot nodes (objects per call)|1000 (6.0)|1500 (6.0)|1.50",
+		"List of every Pod ms":                                                 "List of every Pod ms|2.00|10.00|5.00",
+		"decoded-cache hits %, hot Get/random Get/ByIndex/List (objects held)": "decoded-cache hits %, hot Get/random Get/ByIndex/List (objects held)|-|100/1/-/0 (10)|",
 	}
 	for _, row := range rows {
 		if w, ok := want[row[0]]; ok {

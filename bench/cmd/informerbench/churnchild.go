@@ -202,6 +202,17 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	if err := pods.Informer().AddIndexers(cache.Indexers{nodeNameIndex: podNodeName}); err != nil {
 		return err
 	}
+	// A boltinformer child's decoded-object cache counts its hits, which
+	// tell a bounded child's cached reads from its decoded ones.
+	var stats func() persist.CacheStats
+	if bolt := boltInformerOf(pods.Informer()); bolt != nil {
+		stats = func() persist.CacheStats {
+			if ix := bolt.Indexer(); ix != nil {
+				return ix.Collection().CacheStats()
+			}
+			return persist.CacheStats{}
+		}
+	}
 	h := newChurnHandler(spec.Since, spec.ExpectEvents)
 	reg, err := pods.Informer().AddEventHandler(h)
 	if err != nil {
@@ -271,7 +282,7 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 		if line != readsLine+"\n" {
 			return fmt.Errorf("after the result: got %q, want %s", line, readsLine)
 		}
-		prices, err := measureReads(pods.Lister(), pods.Informer().GetIndexer())
+		prices, err := measureReads(pods.Lister(), pods.Informer().GetIndexer(), stats)
 		if err != nil {
 			return err
 		}

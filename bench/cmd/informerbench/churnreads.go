@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"slices"
 	"time"
@@ -11,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	boltcache "github.com/boltinformer/boltinformer/cache"
+	"github.com/boltinformer/boltinformer/persist"
 )
 
 // The read prices of a churn child: what a controller pays to read its
@@ -55,6 +59,28 @@ func podNodeName(obj interface{}) ([]string, error) {
 	return []string{pod.Spec.NodeName}, nil
 }
 
+// boltInformerOf returns boltinformer's informer under inf, or nil. A
+// generated informer's factory hands out its informer wrapped in layers
+// (structs embedding a SharedIndexInformer), as client-go's own does.
+func boltInformerOf(inf cache.SharedIndexInformer) *boltcache.Informer {
+	for inf != nil {
+		if b, ok := inf.(*boltcache.Informer); ok {
+			return b
+		}
+		v := reflect.ValueOf(inf)
+		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+			return nil
+		}
+		f := v.Elem().FieldByName("SharedIndexInformer")
+		if !f.IsValid() || !f.CanInterface() {
+			return nil
+		}
+		next, _ := f.Interface().(cache.SharedIndexInformer)
+		inf = next
+	}
+	return nil
+}
+
 // readPrices is what a child's reads cost, per op, with the op counts
 // timed (after a warm-up) and the objects the multi-object reads returned.
 type readPrices struct {
@@ -74,12 +100,20 @@ type readPrices struct {
 	ListMs      float64 `json:"listMs"`
 	ListOps     int     `json:"listOps"`
 	ListObjects int     `json:"listObjects"`
+	// CacheHits: a boltinformer child's decoded-object cache hits over
+	// its hits and misses during each measurement (warm-up included), by
+	// its ratio name (rHotGet…); nil for client-go, whose cache is all.
+	CacheHits map[string]float64 `json:"cacheHits,omitempty"`
+	// CachedObjects: the objects that cache held after the reads; -1 for
+	// client-go.
+	CachedObjects int `json:"cachedObjects"`
 }
 
 // measureReads times the reads through lister and indexer. The keys and
 // node names are sorted and drawn with a fixed seed, so that children
-// holding the same Pods read the same ones.
-func measureReads(lister listersv1.PodLister, indexer cache.Indexer) (*readPrices, error) {
+// holding the same Pods read the same ones. stats, if not nil, reads the
+// decoded-object cache's counters, to tell hits from misses.
+func measureReads(lister listersv1.PodLister, indexer cache.Indexer, stats func() persist.CacheStats) (*readPrices, error) {
 	keys := indexer.ListKeys()
 	nodes := indexer.ListIndexFuncValues(nodeNameIndex)
 	if len(keys) == 0 || len(nodes) == 0 {
@@ -113,14 +147,33 @@ func measureReads(lister listersv1.PodLister, indexer cache.Indexer) (*readPrice
 		return err
 	}
 
-	p := &readPrices{}
+	p := &readPrices{CachedObjects: -1}
+	// hits records the cache's hit share since the last call under name;
+	// the first call (name "") only starts counting.
+	var last persist.CacheStats
+	hits := func(name string) {
+		if stats == nil {
+			return
+		}
+		now := stats()
+		if n := (now.Hits - last.Hits) + (now.Misses - last.Misses); n > 0 && name != "" {
+			if p.CacheHits == nil {
+				p.CacheHits = map[string]float64{}
+			}
+			p.CacheHits[name] = float64(now.Hits-last.Hits) / float64(n)
+		}
+		last = now
+	}
+	hits("")
 	var err error
 	if p.HotGetNs, p.HotGetOps, err = timeReads(200_000, func(i int) error { return get(hot[i%hotReads]) }); err != nil {
 		return nil, fmt.Errorf("hot Get: %w", err)
 	}
+	hits(rHotGet)
 	if p.RandomGetNs, p.RandomGetOps, err = timeReads(200_000, func(i int) error { return get(random[i%randomKeys]) }); err != nil {
 		return nil, fmt.Errorf("random Get: %w", err)
 	}
+	hits(rRandomGet)
 	byIndex := func(i int) error {
 		_, err := indexer.ByIndex(nodeNameIndex, hotNodes[i%hotReads])
 		return err
@@ -135,6 +188,7 @@ func measureReads(lister listersv1.PodLister, indexer cache.Indexer) (*readPrice
 		}
 		p.ByIndexObjects += float64(len(objs)) / hotReads
 	}
+	hits(rByIndex)
 	list := func(int) error {
 		pods, err := lister.List(labels.Everything())
 		p.ListObjects = len(pods)
@@ -143,6 +197,10 @@ func measureReads(lister listersv1.PodLister, indexer cache.Indexer) (*readPrice
 	var listNs float64
 	if listNs, p.ListOps, err = timeReads(5, list); err != nil {
 		return nil, fmt.Errorf("List: %w", err)
+	}
+	hits(rList)
+	if stats != nil {
+		p.CachedObjects = stats().Objects
 	}
 	p.ListMs = listNs / 1e6
 	return p, nil

@@ -313,6 +313,20 @@ func churnTable(r *churnResult) [][]string {
 			return fmt.Sprintf("%s (%s)", f0(p.ByIndexNs), f1(p.ByIndexObjects))
 		}))
 		row("List of every Pod ms", rList, reads(func(p *readPrices) string { return f2(p.ListMs) }))
+		row("decoded-cache hits %, hot Get/random Get/ByIndex/List (objects held)", "", reads(func(p *readPrices) string {
+			if p.CacheHits == nil {
+				return "-"
+			}
+			shares := make([]string, 0, 4)
+			for _, k := range []string{rHotGet, rRandomGet, rByIndex, rList} {
+				if v, ok := p.CacheHits[k]; ok {
+					shares = append(shares, f0(100*v))
+				} else {
+					shares = append(shares, "-")
+				}
+			}
+			return fmt.Sprintf("%s (%d)", strings.Join(shares, "/"), p.CachedObjects)
+		}))
 	}
 	if r.RestartSettleSeconds > 0 {
 		restart := func(cell func(st *churnStart) string) func(in churnInformer) string {
