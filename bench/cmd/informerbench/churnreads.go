@@ -101,8 +101,9 @@ type readPrices struct {
 	ListOps     int     `json:"listOps"`
 	ListObjects int     `json:"listObjects"`
 	// CacheHits: a boltinformer child's decoded-object cache hits over
-	// its hits and misses during each measurement (warm-up included), by
-	// its ratio name (rHotGet…); nil for client-go, whose cache is all.
+	// its lookups during each measurement (warm-up included), by its ratio
+	// name (rHotGet…); nil for client-go, whose cache is all. A share of
+	// lookups, not of reads: persist's Get that misses looks twice.
 	CacheHits map[string]float64 `json:"cacheHits,omitempty"`
 	// CachedObjects: the objects that cache held after the reads; -1 for
 	// client-go.
