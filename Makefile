@@ -205,3 +205,18 @@ CHURN_FLAGS    ?=
 .PHONY: bench-churn
 bench-churn: test-binaries
 	$(GO) run ./bench/cmd/informerbench churn --pods $(CHURN_PODS) --duration $(CHURN_DURATION) $(CHURN_FLAGS)
+
+# make bench-steady: the whole steady-state table (informerbench steady):
+# the churn above at each of $(STEADY_SIZES) Pods in turn on one apiserver,
+# $(STEADY_DURATION) each, with boltinformer-bounded caching 1% of the Pods,
+# client-go's LIST cold start beside its watch-list one, and read prices
+# (Get, ByIndex, List) timed in each child after the churn. Then one table
+# of every figure over client-go's, marked against the targets. About 45
+# minutes at the defaults on 2 cores. Results in _output/bench/steady/, each
+# size's churn in churn-<pods>/ there. STEADY_FLAGS="--rate 200" etc.
+STEADY_SIZES    ?= 3k,30k,100k
+STEADY_DURATION ?= 10m
+STEADY_FLAGS    ?=
+.PHONY: bench-steady
+bench-steady: test-binaries
+	$(GO) run ./bench/cmd/informerbench steady --sizes $(STEADY_SIZES) --duration $(STEADY_DURATION) $(STEADY_FLAGS)

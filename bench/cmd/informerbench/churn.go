@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,16 +43,23 @@ type churnOptions struct {
 	startSample, restartSettle time.Duration
 }
 
-func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
+// setDefaults sets every option to its default, for the flags that
+// change some and for the steady subcommand, which runs churns.
+func (o *churnOptions) setDefaults() {
 	o.pods, o.inflight, o.sample = 100000, 32, 5*time.Second
 	o.startSample, o.restartSettle = 250*time.Millisecond, 15*time.Second
+	o.rate, o.duration, o.workers = 100, 10*time.Minute, 48
+}
+
+func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
+	o.setDefaults()
 	fs.Func("pods", "Pods to create unless they exist, e.g. 5000 or 100k (default 100k).", func(v string) (err error) {
 		o.pods, err = benchkit.ParseCount(v)
 		return err
 	})
-	fs.Float64Var(&o.rate, "rate", 100, "Changes per second.")
-	fs.DurationVar(&o.duration, "duration", 10*time.Minute, "How long to churn.")
-	fs.IntVar(&o.workers, "workers", 48, "Concurrent requests when creating the Pods.")
+	fs.Float64Var(&o.rate, "rate", o.rate, "Changes per second.")
+	fs.DurationVar(&o.duration, "duration", o.duration, "How long to churn.")
+	fs.IntVar(&o.workers, "workers", o.workers, "Concurrent requests when creating the Pods.")
 	fs.StringVar(&o.out, "out", "", "Directory for churn.{json,txt} and the plots (default _output/bench/churn-<pods>).")
 	fs.IntVar(&o.bounded, "bounded", 0, "Also run boltinformer with a decoded-object cache of this many objects (factory.PersistenceOptions.CacheObjects), on a file of its own, as a third child; 0: not.")
 }
@@ -70,8 +78,7 @@ func (o *churnOptions) complete() error {
 // progressEvery is how often the churn prints a progress line.
 const progressEvery = 30 * time.Second
 
-// runChurn is the churn subcommand: populate, start both children, wait
-// for both to sync, churn while sampling them, collect, report, save.
+// runChurn is the churn subcommand: one churnSize on a session of its own.
 func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	o := &churnOptions{}
 	fs := flag.NewFlagSet("churn", flag.ContinueOnError)
@@ -87,20 +94,34 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer sess.close()
-	work, cl, cs, mach := sess.work, sess.cl, sess.cs, sess.mach
+	_, err = churnSize(ctx, sess, o, out)
+	return err
+}
+
+// churnSize is one churn run on the session's cluster: populate to
+// o.pods, start each child cold one at a time, churn while sampling them,
+// time their reads, restart them, then report and save into o.out. Its
+// cache files are its own (a directory per Pod count), so that a later
+// run's cold start finds no file.
+func churnSize(ctx context.Context, sess *session, o *churnOptions, out io.Writer) (*churnResult, error) {
+	cl, cs, mach := sess.cl, sess.cs, sess.mach
+	work := filepath.Join(sess.work, "churn-"+benchkit.CountLabel(o.pods))
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
 	const shape = shapeRealistic
 	if err := populate(ctx, cl, shape, o.pods, o.workers, out); err != nil {
-		return err
+		return nil, err
 	}
 	podBytes, err := meanPodBytes(ctx, cs, shape)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Every Pod of the shape, including those an earlier churn created
 	// (they are beyond --pods and are updated and deleted like the rest).
 	have, err := benchkit.ExistingPods(ctx, benchkit.Protobuf(cl.cfg), shape.selector())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	live := make([]podRef, 0, len(have))
 	for key := range have {
@@ -139,6 +160,8 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		case informerBoltBounded:
 			spec.File = filepath.Join(work, "cache-bounded.db")
 			spec.CacheObjects = o.bounded
+		case informerClientGoList:
+			spec.ColdOnly = true
 		}
 		return spec
 	}
@@ -148,25 +171,45 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 			_ = p.close() // idempotent; the error paths' children end here
 		}
 	}()
+	// client-go with its LIST starts cold after client-go, and is closed
+	// once synced: its start is compared, not its churn.
+	coldOrder := slices.Insert(slices.Clone(informers), 1, informerClientGoList)
 	fmt.Fprintf(out, "starting %s one at a time on %d %s Pods (%.1f KB of protobuf each), sampling each every %v until synced…\n",
-		strings.Join(informers, ", "), len(live), shape, podBytes/1000, o.startSample)
+		strings.Join(coldOrder, ", "), len(live), shape, podBytes/1000, o.startSample)
 	var startSamples []churnSample
 	readyAt := map[string]float64{} // informer -> cold start's READY, seconds from spawn
-	for _, informer := range informers {
+	var listStart *churnStart
+	for _, informer := range coldOrder {
 		spec := specOf(informer)
 		p, err := startChurnChild(ctx, spec, filepath.Join(o.logDir, "churn-"+informer+".log"))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		procs = append(procs, p)
 		smp := startSampler([]*churnProc{p}, phaseCold, o.startSample, nil)
-		err = p.waitReady(ctx, syncTimeout+persistTimeout)
+		var child *churnChildResult
+		if spec.ColdOnly {
+			child, err = p.result(ctx, syncTimeout)
+		} else {
+			procs = append(procs, p)
+			err = p.waitReady(ctx, syncTimeout+persistTimeout)
+		}
 		readyAt[informer] = smp.elapsed()
 		got, serr := smp.stop()
+		if spec.ColdOnly {
+			if cerr := p.close(); cerr != nil && err == nil {
+				err = fmt.Errorf("%s child: %w; end of %s:\n%s", p.informer, cerr, p.LogPath, benchkit.Tail(p.LogPath, 15))
+			}
+		}
 		if err := errors.Join(err, serr); err != nil {
-			return err
+			return nil, err
 		}
 		startSamples = append(startSamples, got...)
+		if spec.ColdOnly {
+			st := startOf(got, informer, phaseCold, readyAt[informer], child)
+			listStart = &st
+			fmt.Fprintf(out, "  %s synced in %v; closed\n", informer, seconds(readyAt[informer]))
+			continue
+		}
 		fmt.Fprintf(out, "  %s synced and flushed in %v\n", informer, seconds(readyAt[informer]))
 	}
 
@@ -192,7 +235,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	loadEnd := benchkit.LoadAverage()
 	if err := ctx.Err(); err != nil {
 		_, _ = sampler.stop()
-		return err
+		return nil, err
 	}
 
 	res := &churnResult{
@@ -201,6 +244,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		ContentType: protobufContentType, Drive: drive, LoadAvgStart: loadStart, LoadAvgEnd: loadEnd,
 		APIServerCPUs: used[0], EtcdCPUs: used[1], BatchInterval: persist.DefaultBatchInterval.String(),
 		StartSampleSeconds: o.startSample.Seconds(), RestartSettleSeconds: o.restartSettle.Seconds(),
+		ClientGoList: listStart, Pods: o.pods, CacheObjects: o.bounded,
 	}
 	// Every child first drains (its result says whether it saw every
 	// change); then the last samples; then the children exit.
@@ -209,18 +253,26 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		c, err := p.stop(ctx, d.okCounts())
 		if err != nil {
 			_, _ = sampler.stop()
-			return err
+			return nil, err
 		}
 		children = append(children, c)
 	}
 	samples, sampleErr := sampler.stop()
-	for _, p := range procs {
-		if err := p.close(); err != nil {
-			return fmt.Errorf("%s child: %w; end of %s:\n%s", p.informer, err, p.LogPath, benchkit.Tail(p.LogPath, 15))
+	if sampleErr != nil {
+		return nil, sampleErr
+	}
+	// The reads come after the last sample, one child at a time, so that
+	// they are in no churn figure and no child competes with another.
+	fmt.Fprintf(out, "timing reads of each child's cache (Get, ByIndex on %s, List), one at a time…\n", nodeNameIndex)
+	for i, p := range procs {
+		if children[i].Reads, err = p.reads(ctx); err != nil {
+			return nil, err
 		}
 	}
-	if sampleErr != nil {
-		return sampleErr
+	for _, p := range procs {
+		if err := p.close(); err != nil {
+			return nil, fmt.Errorf("%s child: %w; end of %s:\n%s", p.informer, err, p.LogPath, benchkit.Tail(p.LogPath, 15))
+		}
 	}
 	restarts := map[string]*churnStart{}
 	if o.restartSettle > 0 {
@@ -228,7 +280,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		for _, informer := range informers {
 			got, st, err := restartChurnChild(ctx, specOf(informer), o, &procs)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			samples = append(samples, got...)
 			restarts[informer] = st
@@ -244,17 +296,17 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 	}
 	for i := range res.Informers[1:] {
 		in := &res.Informers[i+1]
-		in.Ratios = churnRatios(res.Informers[0], *in)
+		in.Ratios = churnRatios(res.Informers[0], *in, res.ClientGoList)
 	}
 	res.Ratios = res.Informers[1].Ratios
 
 	rep := churnReport(res)
 	if err := rep.WriteText(out); err != nil {
-		return err
+		return nil, err
 	}
 	paths, err := benchkit.Save(o.out, "churn", res, rep)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, in := range res.Informers {
 		if !in.Child.Drained {
@@ -265,7 +317,7 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	fmt.Fprintf(out, "results: %s\n", strings.Join(paths, ", "))
-	return nil
+	return res, nil
 }
 
 // restartChurnChild starts a restart child of spec (its file as the churn

@@ -166,7 +166,7 @@ func TestChurnSummaryRatiosAndTable(t *testing.T) {
 	cgRestart := startOf(starts, informerClientGo, phaseRestart, 1, nil)
 	boltRestart := startOf(starts, informerBolt, phaseRestart, 1, nil)
 	cg.Restart, bolt.Restart = &cgRestart, &boltRestart
-	bolt.Ratios = churnRatios(cg, bolt)
+	bolt.Ratios = churnRatios(cg, bolt, nil)
 	r := &churnResult{Informers: []churnInformer{cg, bolt}, Ratios: bolt.Ratios, RestartSettleSeconds: 15}
 	for k, v := range map[string]float64{rCPU: 1.5, rCPUPerEvt: 1.5, rLatencyP99: 1.5, rRssAnonMax: 260.0 / 450,
 		rColdPeak: 0.5, rRestartPeak: 100.0 / 800, rRestartSettled: 60.0 / 600} {
@@ -204,7 +204,49 @@ func TestChurnSummaryRatiosAndTable(t *testing.T) {
 	}
 	// A client-go figure of 0 gives no ratio rather than +Inf.
 	cg.Child.LatencyP99Ms = 0
-	if _, ok := churnRatios(cg, bolt)[rLatencyP99]; ok {
+	if _, ok := churnRatios(cg, bolt, nil)[rLatencyP99]; ok {
 		t.Error("ratio over a zero client-go latency")
+	}
+}
+
+func TestChurnRatiosOverListAndReads(t *testing.T) {
+	const mb = 1 << 20
+	cg := churnInformer{Informer: informerClientGo, Child: &churnChildResult{SyncSeconds: 2,
+		Reads: &readPrices{HotGetNs: 100, RandomGetNs: 100, ByIndexNs: 1000, ByIndexObjects: 6, ListMs: 2}},
+		Cold: churnStart{SyncSeconds: 2, RssAnonPeak: 300 * mb}}
+	bolt := churnInformer{Informer: informerBolt, Child: &churnChildResult{SyncSeconds: 1.5,
+		Reads: &readPrices{HotGetNs: 150, RandomGetNs: 400, ByIndexNs: 1500, ByIndexObjects: 6, ListMs: 10,
+			CacheHits: map[string]float64{rHotGet: 1, rRandomGet: 0.014, rList: 0}, CachedObjects: 10}},
+		Cold: churnStart{SyncSeconds: 1.5, RssAnonPeak: 330 * mb}}
+	list := &churnStart{SyncSeconds: 3, RssAnonPeak: 600 * mb}
+	bolt.Ratios = churnRatios(cg, bolt, list)
+	for k, v := range map[string]float64{rColdSync: 0.75, rColdSyncOverList: 0.5, rColdPeak: 1.1, rColdPeakOverList: 0.55,
+		rHotGet: 1.5, rRandomGet: 4, rByIndex: 1.5, rList: 5} {
+		if got := bolt.Ratios[k]; got < v-1e-9 || got > v+1e-9 {
+			t.Errorf("ratio %s = %v, want %v", k, got, v)
+		}
+	}
+	if r := churnRatios(cg, bolt, nil); r[rColdSyncOverList] != 0 || r[rHotGet] != 1.5 {
+		t.Errorf("without a LIST start: %v", r)
+	}
+	r := &churnResult{Informers: []churnInformer{cg, bolt}, ClientGoList: list}
+	rows := churnTable(r)
+	want := map[string]string{
+		"client-go with LIST: cold start synced in":                            "client-go with LIST: cold start synced in|3s||0.50",
+		"client-go with LIST: RssAnon MiB peak, cold start":                    "client-go with LIST: RssAnon MiB peak, cold start|600||0.55",
+		"ByIndex nodeName ns, 8 hot nodes (objects per call)":                  "ByIndex nodeName ns, 8 hot nodes (objects per call)|1000 (6.0)|1500 (6.0)|1.50",
+		"List of every Pod ms":                                                 "List of every Pod ms|2.00|10.00|5.00",
+		"decoded-cache hits %, hot Get/random Get/ByIndex/List (objects held)": "decoded-cache hits %, hot Get/random Get/ByIndex/List (objects held)|-|100/1/-/0 (10)|",
+	}
+	for _, row := range rows {
+		if w, ok := want[row[0]]; ok {
+			if got := strings.Join(row, "|"); got != w {
+				t.Errorf("row %q, want %q", got, w)
+			}
+			delete(want, row[0])
+		}
+	}
+	for name := range want {
+		t.Errorf("no row %q", name)
 	}
 }

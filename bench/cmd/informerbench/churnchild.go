@@ -43,7 +43,10 @@ import (
 //     prints a churnChildResult as JSON;
 //  5. the child keeps running, idle, until stdin is closed, so that the
 //     parent can read its /proc counters after the last event; then it
-//     stops the factory and exits.
+//     stops the factory and exits;
+//  6. meanwhile, once the parent has taken its last sample, it may write
+//     READS: the child times reads of its cache (churnreads.go) and
+//     prints their readPrices as JSON, then idles again.
 //
 // A restart child (churnSpec.Restart, after the churn: client-go starts
 // cold again, boltinformer warm on the file the churn left) does step 1,
@@ -52,8 +55,13 @@ import (
 // restart) and with its churnChildResult (the sync) in place of READY,
 // and idles as in step 5.
 //
-// Stdin closing before step 3 (the parent died) ends the child with an
-// error.
+// A cold-only child (churnSpec.ColdOnly: client-go with its LIST, whose
+// start alone is compared) does steps 1 and 2 with its churnChildResult
+// (the sync) in place of READY, then idles until stdin closes, and exits
+// without error.
+//
+// Stdin closing before step 3 (the parent died) ends any other child with
+// an error.
 
 const (
 	churnChildCommand = "churn-child"
@@ -61,6 +69,10 @@ const (
 	// informerBoltBounded is boltinformer's typed factory with a bounded
 	// decoded-object cache (churnSpec.CacheObjects).
 	informerBoltBounded = "boltinformer-bounded"
+	// informerClientGoList is client-go's factory with the WatchListClient
+	// gate off (watchListEnv=false in its environment): its cold start
+	// LISTs, as client-go did by default before watch-list streaming.
+	informerClientGoList = "client-go-list"
 
 	// Phases of a churn run, as samples name them.
 	phaseCold    = "cold"    // spawn to synced, on an empty file
@@ -92,8 +104,10 @@ type churnSpec struct {
 	// CacheObjects bounds boltinformer's decoded-object cache
 	// (factory.PersistenceOptions.CacheObjects); informerBoltBounded only.
 	CacheObjects int `json:"cacheObjects,omitempty"`
-	// Restart makes a restart child (see the protocol above).
-	Restart bool `json:"restart,omitempty"`
+	// Restart makes a restart child, ColdOnly a cold-only child (see the
+	// protocol above).
+	Restart  bool `json:"restart,omitempty"`
+	ColdOnly bool `json:"coldOnly,omitempty"`
 }
 
 // churnChildResult is what a churn child reports.
@@ -124,6 +138,9 @@ type churnChildResult struct {
 	// start was flushed, and after the churn was.
 	FileBytesStart int64 `json:"fileBytesStart,omitempty"`
 	FileBytesEnd   int64 `json:"fileBytesEnd,omitempty"`
+	// Reads: the read prices of step 6, which the parent fills in from
+	// the child's answer to READS; nil if it did not ask.
+	Reads *readPrices `json:"reads,omitempty"`
 }
 
 func runChurnChild(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
@@ -156,7 +173,12 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	var f informers.SharedInformerFactory
 	var db *persist.DB
 	switch spec.Informer {
-	case informerClientGo:
+	case informerClientGo, informerClientGoList:
+		// The gate is read from the environment when client-go starts: a
+		// LIST child without it would measure watch-list streaming.
+		if list := os.Getenv(watchListEnv) == "false"; list != (spec.Informer == informerClientGoList) {
+			return fmt.Errorf("%s=%q in the environment of a %s child", watchListEnv, os.Getenv(watchListEnv), spec.Informer)
+		}
 		f = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(tweak))
 	case informerBolt, informerBoltBounded:
 		if db, err = persist.Open(spec.File, persist.Options{Scheme: scheme.Scheme}); err != nil {
@@ -174,8 +196,25 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	default:
 		return fmt.Errorf("unknown informer %q", spec.Informer)
 	}
+	pods := f.Core().V1().Pods()
+	// Every child indexes the same way, so that the index's upkeep is in
+	// every child's churn cost and its ByIndex can be timed.
+	if err := pods.Informer().AddIndexers(cache.Indexers{nodeNameIndex: podNodeName}); err != nil {
+		return err
+	}
+	// A boltinformer child's decoded-object cache counts its hits, which
+	// tell a bounded child's cached reads from its decoded ones.
+	var stats func() persist.CacheStats
+	if bolt := boltInformerOf(pods.Informer()); bolt != nil {
+		stats = func() persist.CacheStats {
+			if ix := bolt.Indexer(); ix != nil {
+				return ix.Collection().CacheStats()
+			}
+			return persist.CacheStats{}
+		}
+	}
 	h := newChurnHandler(spec.Since, spec.ExpectEvents)
-	reg, err := f.Core().V1().Pods().Informer().AddEventHandler(h)
+	reg, err := pods.Informer().AddEventHandler(h)
 	if err != nil {
 		return err
 	}
@@ -207,6 +246,13 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	// children return it now, so that the memory series starts at the
 	// informer's steady state rather than at the tail of its sync.
 	debug.FreeOSMemory()
+	if spec.ColdOnly { // its result in place of READY; then idle until stdin closes
+		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, in)
+		return nil
+	}
 	if _, err := fmt.Fprintln(stdout, readyLine); err != nil {
 		return err
 	}
@@ -226,9 +272,24 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return err
 	}
-	// Idle until the parent has taken its last /proc sample and closes stdin.
-	_, _ = io.Copy(io.Discard, in)
-	return nil
+	// Idle until the parent has taken its last /proc sample and closes
+	// stdin, answering READS meanwhile.
+	for {
+		line, err := in.ReadString('\n')
+		if err != nil {
+			return nil
+		}
+		if line != readsLine+"\n" {
+			return fmt.Errorf("after the result: got %q, want %s", line, readsLine)
+		}
+		prices, err := measureReads(pods.Lister(), pods.Informer().GetIndexer(), stats)
+		if err != nil {
+			return err
+		}
+		if err := json.NewEncoder(stdout).Encode(prices); err != nil {
+			return err
+		}
+	}
 }
 
 // flushAndSize commits every applied change of db and returns the file's

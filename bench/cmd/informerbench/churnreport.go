@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"slices"
 	"strings"
+
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 )
 
 // churnResult is everything one churn run produced; it is saved as
@@ -13,8 +15,10 @@ type churnResult struct {
 	Machine       benchkit.Machine `json:"machine"`
 	PodSize       string           `json:"podSize"`
 	PodProtoBytes float64          `json:"podProtoBytes"` // mean, as the apiserver serves them
-	// PodsAtStart: the bench's Pods when the children started (--pods,
-	// plus any an earlier churn created).
+	// Pods is --pods; PodsAtStart the bench's Pods when the children
+	// started (--pods, plus any an earlier churn created, less any it
+	// deleted beyond --pods).
+	Pods            int     `json:"pods,omitempty"`
 	PodsAtStart     int     `json:"podsAtStart"`
 	DurationSeconds float64 `json:"durationSeconds"` // --duration
 	SampleSeconds   float64 `json:"sampleSeconds"`
@@ -41,6 +45,12 @@ type churnResult struct {
 	// Informers: client-go, then boltinformer, then (with --bounded)
 	// boltinformer-bounded.
 	Informers []churnInformer `json:"informers"`
+	// ClientGoList is the cold start of client-go with its LIST (the
+	// WatchListClient gate off), a child that did not churn; nil in
+	// results from before it ran.
+	ClientGoList *churnStart `json:"clientGoList,omitempty"`
+	// CacheObjects is boltinformer-bounded's cache (--bounded), 0 without it.
+	CacheObjects int `json:"cacheObjects,omitempty"`
 	// Ratios: boltinformer over client-go during the churn (see
 	// churnRatios); every informer's are in its own Ratios.
 	Ratios  map[string]float64 `json:"ratios"`
@@ -163,13 +173,27 @@ const (
 	rColdPeak       = "coldRssAnonPeak"
 	rRestartPeak    = "restartRssAnonPeak"
 	rRestartSettled = "restartRssAnonEnd"
+	// Private memory at the churn's first sample: after sync, with the
+	// start's garbage returned.
+	rRssAnonStart = "rssAnonStart"
+	// The cold start's sync time over client-go's, and its sync time and
+	// peak private memory over client-go's with its LIST.
+	rColdSync         = "coldSynced"
+	rColdSyncOverList = "coldSyncedOverList"
+	rColdPeakOverList = "coldRssAnonPeakOverList"
+	// The read prices (readPrices), per op.
+	rHotGet    = "hotGet"
+	rRandomGet = "randomGet"
+	rByIndex   = "byIndex"
+	rList      = "list"
 )
 
 // churnRatios is a boltinformer child over client-go for CPU (total and
-// per event), p99 latency and peak private memory during the churn, and
-// peak private memory of the starts; a ratio whose client-go figure is 0
-// is left out.
-func churnRatios(cg, bolt churnInformer) map[string]float64 {
+// per event), p99 latency and private memory during the churn, the
+// starts' sync time and peak private memory, and the read prices; the cold
+// start is compared with client-go with its LIST (list) too, if it ran. A
+// ratio whose client-go figure is 0 is left out.
+func churnRatios(cg, bolt churnInformer, list *churnStart) map[string]float64 {
 	out := map[string]float64{}
 	put := func(k string, b, c float64) {
 		if c > 0 {
@@ -180,7 +204,19 @@ func churnRatios(cg, bolt churnInformer) map[string]float64 {
 	put(rCPUPerEvt, bolt.Summary.CPUMicrosPerEvent, cg.Summary.CPUMicrosPerEvent)
 	put(rLatencyP99, bolt.Child.LatencyP99Ms, cg.Child.LatencyP99Ms)
 	put(rRssAnonMax, float64(bolt.Summary.RssAnonMax), float64(cg.Summary.RssAnonMax))
+	put(rRssAnonStart, float64(bolt.Summary.RssAnonStart), float64(cg.Summary.RssAnonStart))
 	put(rColdPeak, float64(bolt.Cold.RssAnonPeak), float64(cg.Cold.RssAnonPeak))
+	put(rColdSync, bolt.Cold.SyncSeconds, cg.Cold.SyncSeconds)
+	if list != nil {
+		put(rColdSyncOverList, bolt.Cold.SyncSeconds, list.SyncSeconds)
+		put(rColdPeakOverList, float64(bolt.Cold.RssAnonPeak), float64(list.RssAnonPeak))
+	}
+	if b, c := bolt.Child.Reads, cg.Child.Reads; b != nil && c != nil {
+		put(rHotGet, b.HotGetNs, c.HotGetNs)
+		put(rRandomGet, b.RandomGetNs, c.RandomGetNs)
+		put(rByIndex, b.ByIndexNs, c.ByIndexNs)
+		put(rList, b.ListMs, c.ListMs)
+	}
 	if bolt.Restart != nil && cg.Restart != nil {
 		put(rRestartPeak, float64(bolt.Restart.RssAnonPeak), float64(cg.Restart.RssAnonPeak))
 		put(rRestartSettled, float64(bolt.Restart.RssAnonEnd), float64(cg.Restart.RssAnonEnd))
@@ -215,8 +251,21 @@ func churnTable(r *churnResult) [][]string {
 		rows = append(rows, cells)
 	}
 	kib := func(x float64) string { return fmt.Sprintf("%.1f", x/1024) }
-	row("synced before the churn in", "", func(in churnInformer) string { return seconds(in.Child.SyncSeconds).String() })
+	row("synced before the churn in", rColdSync, func(in churnInformer) string { return seconds(in.Child.SyncSeconds).String() })
 	row("RssAnon MiB peak, cold start", rColdPeak, func(in churnInformer) string { return f0(mib(in.Cold.RssAnonPeak)) })
+	if l := r.ClientGoList; l != nil {
+		// client-go's column holds its LIST start; the ratios are over it.
+		onlyClientGo := func(v string) func(in churnInformer) string {
+			return func(in churnInformer) string {
+				if in.Informer == informerClientGo {
+					return v
+				}
+				return ""
+			}
+		}
+		row("client-go with LIST: cold start synced in", rColdSyncOverList, onlyClientGo(seconds(l.SyncSeconds).String()))
+		row("client-go with LIST: RssAnon MiB peak, cold start", rColdPeakOverList, onlyClientGo(f0(mib(l.RssAnonPeak))))
+	}
 	row("events handled (add/update/delete)", "", func(in churnInformer) string {
 		c := in.Child
 		s := fmt.Sprintf("%d (%d/%d/%d)", c.Events, c.Adds, c.Updates, c.Deletes)
@@ -249,6 +298,36 @@ func churnTable(r *churnResult) [][]string {
 		}
 		return fmt.Sprintf("%s → %s", f1(mib(in.Child.FileBytesStart)), f1(mib(in.Child.FileBytesEnd)))
 	})
+	if slices.ContainsFunc(r.Informers, func(in churnInformer) bool { return in.Child.Reads != nil }) {
+		reads := func(cell func(p *readPrices) string) func(in churnInformer) string {
+			return func(in churnInformer) string {
+				if in.Child.Reads == nil {
+					return "-"
+				}
+				return cell(in.Child.Reads)
+			}
+		}
+		row(fmt.Sprintf("Get ns, %d hot keys", hotReads), rHotGet, reads(func(p *readPrices) string { return f0(p.HotGetNs) }))
+		row("Get ns, random keys", rRandomGet, reads(func(p *readPrices) string { return f0(p.RandomGetNs) }))
+		row(fmt.Sprintf("ByIndex %s ns, %d hot nodes (objects per call)", nodeNameIndex, hotReads), rByIndex, reads(func(p *readPrices) string {
+			return fmt.Sprintf("%s (%s)", f0(p.ByIndexNs), f1(p.ByIndexObjects))
+		}))
+		row("List of every Pod ms", rList, reads(func(p *readPrices) string { return f2(p.ListMs) }))
+		row("decoded-cache hits %, hot Get/random Get/ByIndex/List (objects held)", "", reads(func(p *readPrices) string {
+			if p.CacheHits == nil {
+				return "-"
+			}
+			shares := make([]string, 0, 4)
+			for _, k := range []string{rHotGet, rRandomGet, rByIndex, rList} {
+				if v, ok := p.CacheHits[k]; ok {
+					shares = append(shares, f0(100*v))
+				} else {
+					shares = append(shares, "-")
+				}
+			}
+			return fmt.Sprintf("%s (%d)", strings.Join(shares, "/"), p.CachedObjects)
+		}))
+	}
 	if r.RestartSettleSeconds > 0 {
 		restart := func(cell func(st *churnStart) string) func(in churnInformer) string {
 			return func(in churnInformer) string {
@@ -293,6 +372,9 @@ func churnReport(r *churnResult) *benchkit.Report {
 	if r.RestartSettleSeconds > 0 {
 		starts += fmt.Sprintf("; restarts after it (client-go cold, boltinformer warm on its file), one at a time, from spawn to %v after synced, the start's garbage not returned", seconds(r.RestartSettleSeconds))
 	}
+	if r.ClientGoList != nil {
+		starts += "; client-go with its LIST (the WatchListClient gate off) started cold too, then closed"
+	}
 	w.Printf("%s.\n\n", starts)
 	rows := churnTable(r)
 	t := w.Table(rows[0]...)
@@ -302,5 +384,9 @@ func churnReport(r *churnResult) *benchkit.Report {
 	w.Printf("%s\n", "A delete is two events (deletionTimestamp set, then removed). wchar: bytes handed to write syscalls (sockets and logs\n"+
 		"too); write_bytes: bytes sent to the block layer. Latency: handler call minus the writer's clock just before the request,\n"+
 		"for each create's add and each patch's update.")
+	if slices.ContainsFunc(r.Informers, func(in churnInformer) bool { return in.Child.Reads != nil }) {
+		w.Printf("Reads: timed in each child through its lister and indexer after the churn's last sample, one child at a time,\n"+
+			"each about %v after a warm-up; random keys are drawn uniformly over every Pod.\n", readBudget)
+	}
 	return w
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"os"
 	"time"
+
+	"github.com/boltinformer/boltinformer/internal/benchkit"
 )
 
 // churnProc is a churn child as the parent drives it (churnchild.go has the
@@ -17,9 +19,14 @@ type churnProc struct {
 }
 
 // startChurnChild starts this binary's churn-child subcommand with spec on
-// its stdin and its stderr in logPath.
+// its stdin and its stderr in logPath. A client-go-list child gets the
+// WatchListClient gate off in its environment.
 func startChurnChild(ctx context.Context, spec churnSpec, logPath string) (*churnProc, error) {
-	c, err := benchkit.StartSelf(ctx, churnChildCommand, spec, nil, logPath)
+	var env []string
+	if spec.Informer == informerClientGoList {
+		env = append(os.Environ(), watchListEnv+"=false")
+	}
+	c, err := benchkit.StartSelf(ctx, churnChildCommand, spec, env, logPath)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", spec.Informer, err)
 	}
@@ -63,6 +70,23 @@ func (p *churnProc) stop(ctx context.Context, ok [numOps]int64) (*churnChildResu
 		return nil, fmt.Errorf("%s child: writing the changes made: %w", p.informer, err)
 	}
 	return p.result(ctx, churnDrainTimeout+persistTimeout+time.Minute)
+}
+
+// reads asks a child that has given its result for its read prices
+// (protocol step 6) and waits for them.
+func (p *churnProc) reads(ctx context.Context) (*readPrices, error) {
+	if _, err := fmt.Fprintln(p.Stdin, readsLine); err != nil {
+		return nil, fmt.Errorf("%s child: asking for reads: %w", p.informer, err)
+	}
+	line, err := p.next(ctx, readsTimeout)
+	if err != nil {
+		return nil, err
+	}
+	prices := &readPrices{}
+	if err := json.Unmarshal([]byte(line), prices); err != nil {
+		return nil, fmt.Errorf("%s child reads %q: %w", p.informer, line, err)
+	}
+	return prices, nil
 }
 
 // result reads the child's result, waiting up to timeout.

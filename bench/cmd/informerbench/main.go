@@ -28,6 +28,8 @@ func run(ctx context.Context, args []string) error {
 			return runChurnChild(ctx, os.Stdin, os.Stdout)
 		case "churn":
 			return runChurn(ctx, args[1:], os.Stdout)
+		case "steady":
+			return runSteady(ctx, args[1:], os.Stdout)
 		case "demo":
 			return runDemo(ctx, args[1:], os.Stdout)
 		case "recover":
