@@ -174,9 +174,13 @@ func (c *objectCache) evictLocked(keep string) {
 			c.hand++
 			continue
 		}
-		// The hand stays, because the slot now holds the ring's former last
-		// entry.
+		// The slot now holds the ring's former last entry, so the hand
+		// stays, unless that entry is keep. The hand would otherwise take
+		// the entry just added at the next eviction, before anyone read it.
 		c.removeLocked(c.ring[c.hand].key)
+		if c.hand < len(c.ring) && c.ring[c.hand].key == keep {
+			c.hand++
+		}
 	}
 }
 

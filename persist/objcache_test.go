@@ -98,3 +98,35 @@ func TestObjectCacheSecondChance(t *testing.T) {
 		t.Errorf("cache holds %d objects, bound 4", got)
 	}
 }
+
+// A bounded cache keeps a working set that fits within its bound. Once
+// the set has been read for a while, every read of it hits, whatever the
+// cache held before and in whatever order the set is read. (CLOCK only
+// approximates LRU, so a key of the set may miss twice while the set
+// loads.) Seeded layouts: the bound, the keys cached before, the set's size
+// and the order of its reads.
+func TestObjectCacheKeepsAWorkingSetWithinItsBound(t *testing.T) {
+	for seed := uint64(0); seed < 200; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		bound := 1 + rng.IntN(40)
+		c := newObjectCache(bound, 0)
+		for i := range rng.IntN(3 * bound) {
+			c.put(fmt.Sprintf("before-%d", i), cacheObj("before"), 1)
+			if rng.IntN(2) == 0 { // some were read, some not
+				c.get(fmt.Sprintf("before-%d", rng.IntN(i+1)))
+			}
+		}
+		set := 1 + rng.IntN(bound)
+		reads := 20 * set
+		for i := range reads {
+			key := fmt.Sprintf("set-%d", rng.IntN(set))
+			if _, ok := c.get(key); !ok {
+				if i >= reads/2 {
+					t.Fatalf("seed %d: bound %d, a set of %d keys read in turn: read %d of %d, of %q, missed", seed, bound, set, i+1, reads, key)
+				}
+				c.add(key, cacheObj(key), 1)
+			}
+			checkCache(t, c)
+		}
+	}
+}
