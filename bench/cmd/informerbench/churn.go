@@ -110,13 +110,13 @@ func churnSize(ctx context.Context, sess *session, o *churnOptions, out io.Write
 		return nil, err
 	}
 	const shape = shapeRealistic
-	if err := populate(ctx, cl, shape, o.pods, o.workers, out); err != nil {
-		return nil, err
-	}
-	podBytes, err := meanPodBytes(ctx, cs, shape)
+	// The heartbeat stands for a live cluster's other writes. Without any,
+	// a warm restart waits for a bookmark that never comes, and relists.
+	podBytes, stopHeartbeat, err := readyPods(ctx, cl, cs, shape, o.pods, o.workers, out)
 	if err != nil {
 		return nil, err
 	}
+	defer stopHeartbeat()
 	// Every Pod of the shape, including those an earlier churn created
 	// (they are beyond --pods and are updated and deleted like the rest).
 	have, err := benchkit.ExistingPods(ctx, benchkit.Protobuf(cl.cfg), shape.selector())

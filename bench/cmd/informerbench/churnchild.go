@@ -199,7 +199,7 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	pods := f.Core().V1().Pods()
 	// Every child indexes the same way, so that the index's upkeep is in
 	// every child's churn cost and its ByIndex can be timed.
-	if err := pods.Informer().AddIndexers(cache.Indexers{nodeNameIndex: podNodeName}); err != nil {
+	if err := pods.Informer().AddIndexers(cache.Indexers{nodeNameIndex: podNodeName, podNameIndex: podName}); err != nil {
 		return err
 	}
 	// A boltinformer child's decoded-object cache counts its hits, which

@@ -29,6 +29,10 @@ const (
 	// controllers do; every child adds it before its factory starts.
 	nodeNameIndex = "nodeName"
 
+	// podNameIndex indexes Pods by name alone: one object per value, the
+	// "ByIndex of a few objects" that a lookup by a unique field makes.
+	podNameIndex = "podName"
+
 	// hotReads is how many keys, and node names, the hot reads cycle over.
 	hotReads = 8
 
@@ -57,6 +61,15 @@ func podNodeName(obj interface{}) ([]string, error) {
 		return nil, nil
 	}
 	return []string{pod.Spec.NodeName}, nil
+}
+
+// podName is the podNameIndex function, the same for every child.
+func podName(obj interface{}) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("podName index: %T is not a Pod", obj)
+	}
+	return []string{pod.Name}, nil
 }
 
 // boltInformerOf returns boltinformer's informer under inf, or nil. A
@@ -96,6 +109,10 @@ type readPrices struct {
 	ByIndexNs      float64 `json:"byIndexNs"`
 	ByIndexOps     int     `json:"byIndexOps"`
 	ByIndexObjects float64 `json:"byIndexObjects"`
+	// ByNameNs: indexer ByIndex(podNameIndex) of the hot keys' names in
+	// turn, one object each.
+	ByNameNs  float64 `json:"byNameNs"`
+	ByNameOps int     `json:"byNameOps"`
 	// ListMs: lister List(labels.Everything()) of every Pod, per call.
 	ListMs      float64 `json:"listMs"`
 	ListOps     int     `json:"listOps"`
@@ -190,6 +207,17 @@ func measureReads(lister listersv1.PodLister, indexer cache.Indexer, stats func(
 		p.ByIndexObjects += float64(len(objs)) / hotReads
 	}
 	hits(rByIndex)
+	byName := func(i int) error {
+		objs, err := indexer.ByIndex(podNameIndex, hot[i%hotReads].name)
+		if err == nil && len(objs) == 0 {
+			err = fmt.Errorf("no Pod named %q", hot[i%hotReads].name)
+		}
+		return err
+	}
+	if p.ByNameNs, p.ByNameOps, err = timeReads(200_000, byName); err != nil {
+		return nil, fmt.Errorf("ByIndex by name: %w", err)
+	}
+	hits(rByName)
 	list := func(int) error {
 		pods, err := lister.List(labels.Everything())
 		p.ListObjects = len(pods)

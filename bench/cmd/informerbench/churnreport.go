@@ -185,6 +185,7 @@ const (
 	rHotGet    = "hotGet"
 	rRandomGet = "randomGet"
 	rByIndex   = "byIndex"
+	rByName    = "byName"
 	rList      = "list"
 )
 
@@ -215,6 +216,7 @@ func churnRatios(cg, bolt churnInformer, list *churnStart) map[string]float64 {
 		put(rHotGet, b.HotGetNs, c.HotGetNs)
 		put(rRandomGet, b.RandomGetNs, c.RandomGetNs)
 		put(rByIndex, b.ByIndexNs, c.ByIndexNs)
+		put(rByName, b.ByNameNs, c.ByNameNs)
 		put(rList, b.ListMs, c.ListMs)
 	}
 	if bolt.Restart != nil && cg.Restart != nil {
@@ -312,13 +314,14 @@ func churnTable(r *churnResult) [][]string {
 		row(fmt.Sprintf("ByIndex %s ns, %d hot nodes (objects per call)", nodeNameIndex, hotReads), rByIndex, reads(func(p *readPrices) string {
 			return fmt.Sprintf("%s (%s)", f0(p.ByIndexNs), f1(p.ByIndexObjects))
 		}))
+		row(fmt.Sprintf("ByIndex %s ns, %d hot names (one object)", podNameIndex, hotReads), rByName, reads(func(p *readPrices) string { return f0(p.ByNameNs) }))
 		row("List of every Pod ms", rList, reads(func(p *readPrices) string { return f2(p.ListMs) }))
-		row("decoded-cache hits %, hot Get/random Get/ByIndex/List (objects held)", "", reads(func(p *readPrices) string {
+		row("decoded-cache hits %, hot Get/random Get/ByIndex node/by name/List (objects held)", "", reads(func(p *readPrices) string {
 			if p.CacheHits == nil {
 				return "-"
 			}
-			shares := make([]string, 0, 4)
-			for _, k := range []string{rHotGet, rRandomGet, rByIndex, rList} {
+			shares := make([]string, 0, 5)
+			for _, k := range []string{rHotGet, rRandomGet, rByIndex, rByName, rList} {
 				if v, ok := p.CacheHits[k]; ok {
 					shares = append(shares, f0(100*v))
 				} else {

@@ -51,7 +51,7 @@ func steadyChurn(pods int, bolt, bounded float64) *churnResult {
 	in := func(name string, x float64) churnInformer {
 		return churnInformer{Informer: name,
 			Child: &churnChildResult{Drained: true, InitialAdds: int64(pods), LatencyP99Ms: 10 * x,
-				Reads: &readPrices{HotGetNs: 100 * x, RandomGetNs: 200 * x, ByIndexNs: 1000 * x, ListMs: 5 * x}},
+				Reads: &readPrices{HotGetNs: 100 * x, RandomGetNs: 200 * x, ByIndexNs: 1000 * x, ByNameNs: 300 * x, ListMs: 5 * x}},
 			Summary: churnSummary{RssAnonStart: uint64(100 * x * mb), RssAnonMax: uint64(120 * x * mb), CPUMicrosPerEvent: 50 * x,
 				WriteBytesPerEvent: 2048 * x, Events: 1000},
 			Cold:    churnStart{SyncSeconds: 2 * x, RssAnonPeak: uint64(200 * x * mb)},
