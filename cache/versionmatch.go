@@ -2,12 +2,9 @@ package cache
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -147,7 +144,7 @@ func (s *Informer) matchesVersions(resume string) bool {
 // recovery that wants one (recovery.Hooks.Listed).
 type proofList struct {
 	done  chan struct{} // closed once list is set, or the list failed
-	list  *metav1.PartialObjectMetadataList
+	list  *recovery.Listing
 	taken atomic.Bool
 }
 
@@ -155,7 +152,7 @@ func newProofList() *proofList { return &proofList{done: make(chan struct{})} }
 
 // take returns the list, waiting for it while it is being taken; nil if
 // the list failed or was taken before.
-func (p *proofList) take(ctx context.Context) *metav1.PartialObjectMetadataList {
+func (p *proofList) take(ctx context.Context) *recovery.Listing {
 	if !p.taken.CompareAndSwap(false, true) {
 		return nil
 	}
@@ -171,7 +168,7 @@ func (p *proofList) take(ctx context.Context) *metav1.PartialObjectMetadataList 
 // A failed list is logged and leaves the start to the bookmark.
 func (s *Informer) proveByVersions(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	list, want, err := listVersions(ctx, s.opts.Recovery.Lister)
+	list, err := recovery.ListVersions(ctx, s.opts.Recovery.Lister)
 	s.proof.list = list
 	close(s.proof.done)
 	if err != nil {
@@ -194,45 +191,5 @@ func (s *Informer) proveByVersions(ctx context.Context) {
 	for k, v := range versions {
 		stored[k] = recovery.Version{UID: v.UID, ResourceVersion: v.ResourceVersion}
 	}
-	s.caught.startMatch(want, stored)
+	s.caught.startMatch(list.Versions, stored)
 }
-
-// listVersions lists the collection's metadata at a consistent read, in
-// pages of one snapshot, and returns it as one list (at the first page's
-// resourceVersion) and each object's Version by key.
-func listVersions(ctx context.Context, lister recovery.MetadataLister) (*metav1.PartialObjectMetadataList, map[string]recovery.Version, error) {
-	var all *metav1.PartialObjectMetadataList
-	want := map[string]recovery.Version{}
-	opts := metav1.ListOptions{Limit: versionMatchPageSize}
-	for {
-		page, err := lister.ListMetadata(ctx, opts)
-		if err != nil {
-			return nil, nil, err
-		}
-		if page == nil {
-			return nil, nil, errors.New("metadata list returned no list")
-		}
-		for i := range page.Items {
-			item := &page.Items[i]
-			key, err := cache.MetaNamespaceKeyFunc(item)
-			if err != nil {
-				return nil, nil, fmt.Errorf("key of a listed object: %w", err)
-			}
-			want[key] = recovery.Version{UID: item.UID, ResourceVersion: item.ResourceVersion}
-		}
-		if all == nil {
-			all = page
-		} else {
-			all.Items = append(all.Items, page.Items...)
-		}
-		if page.Continue == "" {
-			all.Continue = ""
-			return all, want, nil
-		}
-		opts.Continue = page.Continue
-	}
-}
-
-// versionMatchPageSize is the Limit of each page of the proof's list: the
-// collections it is taken for are below WarmListBelow, a few pages at most.
-const versionMatchPageSize = 1000

@@ -401,7 +401,7 @@ type testRecovery struct {
 	Workers                             int
 	FullListFraction, FirstPageFraction float64
 	MaxFetchRequests                    int
-	Listed                              func(ctx context.Context) *metav1.PartialObjectMetadataList
+	Listed                              func(ctx context.Context) *Listing
 	ListInFull, OpaqueVersions          bool
 	Started                             func() (ended func())
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/boltinformer/boltinformer/internal/recoverytune"
 	"github.com/boltinformer/boltinformer/reflector"
@@ -14,12 +13,12 @@ import (
 // Recovery. Nil fields are none.
 type Hooks struct {
 	// Listed may give a recovery a consistent metadata list of the
-	// collection that the store's owner took (cache.Informer takes one to
-	// prove a small warm collection caught up). The recovery uses it only
-	// if it is at least as new as the last resourceVersion handed to the
-	// store. It returns nil when there is none, and may wait, with ctx, for
-	// one being taken.
-	Listed func(ctx context.Context) *metav1.PartialObjectMetadataList
+	// collection that the store's owner took with ListVersions
+	// (cache.Informer takes one to prove a small warm collection caught
+	// up). The recovery uses it only if it is at least as new as the last
+	// resourceVersion handed to the store. It returns nil when there is
+	// none, and may wait, with ctx, for one being taken.
+	Listed func(ctx context.Context) *Listing
 	// Started is called as each recovery begins, before its list. The
 	// function it returns is called once that recovery has ended: the
 	// store consistent, the recovery failed or stopped, or given way to a
@@ -44,7 +43,7 @@ type config struct {
 type Recoverer struct {
 	cfg     config
 	store   RecoveryStore
-	listed  func(ctx context.Context) *metav1.PartialObjectMetadataList
+	listed  func(ctx context.Context) *Listing
 	started func() (ended func())
 	// l is the reflector's side of the relist under way, set by Relist on
 	// the reflector's goroutine before anything of the recovery starts.

@@ -28,9 +28,14 @@ func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*
 	opts := listOptions(resourceVersion, pageSize)
 	first := opts
 	l := &recoveryList{listed: map[string]listedItem{}}
-	var given *metav1.PartialObjectMetadataList
 	if r.listed != nil {
-		given = r.givenList(ctx)
+		if given := r.givenListing(ctx); given != nil {
+			l.pages, l.rv = given.Pages, given.ResourceVersion
+			for key, v := range given.Versions {
+				l.listed[key] = listedItem{uid: v.UID, rv: v.ResourceVersion}
+			}
+			return l, nil
+		}
 	}
 	// ahead is the next page, asked for while this one is read; dropped
 	// on every way out.
@@ -52,20 +57,13 @@ func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*
 		}
 	}
 	for {
-		var page *wireList
-		var err error
-		if given != nil {
-			page, given = decodedMetadataPage(given), nil
-			opts.Limit = 0 // the whole list, one page
-		} else {
-			this := ahead
-			ahead = nil
-			changes = nil
-			if l.pages == 0 {
-				changes = r.countChanges(resourceVersion)
-			}
-			page, err = r.metadataPage(ctx, opts, this, askAhead, changes)
+		this := ahead
+		ahead = nil
+		changes = nil
+		if l.pages == 0 {
+			changes = r.countChanges(resourceVersion)
 		}
+		page, err := r.metadataPage(ctx, opts, this, askAhead, changes)
 		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
 			// As the pager does: the continue token expired, list in one go.
 			opts = first
@@ -151,9 +149,14 @@ func (c *changeCount) many(n int64) bool {
 // errManyChanged, as soon as they are many for its limit: at 30% changed,
 // long before its end.
 func (r *Recoverer) metadataPage(ctx context.Context, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
-	wl, ok := r.cfg.Lister.(MetadataWireLister)
+	return metadataPage(ctx, r.cfg.Lister, opts, ahead, continued, changes)
+}
+
+// metadataPage is Recoverer.metadataPage of lister.
+func metadataPage(ctx context.Context, lister MetadataLister, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
+	wl, ok := lister.(MetadataWireLister)
 	if !ok {
-		list, err := r.cfg.Lister.ListMetadata(ctx, opts)
+		list, err := lister.ListMetadata(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -288,10 +291,10 @@ func (a *pageAhead) drop() {
 	}
 }
 
-// givenList returns Hooks.Listed's list if it is at least as new as
-// everything handed to the store, or nil. An older list would tell objects
-// created since deleted, and bring deleted ones back.
-func (r *Recoverer) givenList(ctx context.Context) *metav1.PartialObjectMetadataList {
+// givenListing returns Hooks.Listed's listing if it is at least as new as
+// everything handed to the store, or nil. An older listing would tell
+// objects created since deleted, and bring deleted ones back.
+func (r *Recoverer) givenListing(ctx context.Context) *Listing {
 	given := r.listed(ctx)
 	if given == nil {
 		return nil
@@ -304,4 +307,41 @@ func (r *Recoverer) givenList(ctx context.Context) *metav1.PartialObjectMetadata
 		return nil
 	}
 	return given
+}
+
+// Listing is a consistent metadata list of a collection, as ListVersions
+// takes it: each object's Version by key, at one resourceVersion.
+type Listing struct {
+	ResourceVersion string
+	Versions        map[string]Version
+	Pages           int
+}
+
+// ListVersions takes a consistent metadata list of lister's collection, at
+// resourceVersion "", in pages of one snapshot. A MetadataWireLister's pages
+// are read as they arrive: each item's identity is kept, and nothing else
+// of it is decoded or held.
+func ListVersions(ctx context.Context, lister MetadataLister) (*Listing, error) {
+	opts := metav1.ListOptions{Limit: recoveryPageSize}
+	if _, ok := lister.(MetadataWireLister); ok {
+		opts.Limit = recoveryStreamPageSize
+	}
+	l := &Listing{Versions: map[string]Version{}}
+	for {
+		page, err := metadataPage(ctx, lister, opts, nil, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		if l.Pages++; l.Pages == 1 {
+			// Every page is of the snapshot the first one was read at.
+			l.ResourceVersion = page.resourceVersion
+		}
+		for _, it := range page.items {
+			l.Versions[it.key()] = Version{UID: it.uid, ResourceVersion: it.resourceVersion}
+		}
+		if page.continueToken == "" {
+			return l, nil
+		}
+		opts.Continue = page.continueToken
+	}
 }
