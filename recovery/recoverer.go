@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 
-
 	"github.com/boltinformer/boltinformer/internal/recoverytune"
 	"github.com/boltinformer/boltinformer/reflector"
 )
