@@ -116,7 +116,7 @@ bench:
 
 # --- Side by side with client-go against a real kube-apiserver ---
 DEMO_PODS   ?= 3000
-DEMO_REPS   ?= 3
+DEMO_REPS   ?= 5
 DEMO_POD_SIZE ?= realistic
 DEMO_DIR    ?= $(CURDIR)/_output/demo
 BENCH_SIZES ?= 100k

@@ -136,13 +136,14 @@ func demoReport(pods, reps int, shape podShape, podBytes float64, churn int, loa
 			"replayed the %d changes made while it was down, and no bookmark was waited for.",
 			pods, bcache.DefaultWarmListBelow, warm[mStartMetaLists], seconds(warm[mSyncedAfterWatch]), churn)
 	}
-	rep.Printf("\nThe warm restart's informer was synced — caught up with a consistent read, without a full LIST — after %v,\n"+
-		"%s client-go's protobuf cold start (%v; make demo's target is at most 0.5×: %s).\n%s\n"+
+	rep.Printf("\nThe warm restart's informer was synced — caught up with a consistent read, without a full LIST — after %v\n"+
+		"(%s over %d runs), %s client-go's protobuf cold start (%v, %s; make demo's target is at most 0.5×: %s).\n%s\n"+
 		"With SyncedAtOpen it would be synced on the stored state at once. Its handlers had all of their initial adds after %v\n"+
 		"(%s client-go's, in its default watch-list mode; its LIST mode can be faster, see docs/benchmarks.md), with 0 LIST\n"+
 		"requests; the apiserver encoded %s the bytes it encoded for client-go and spent %s its CPU time. Its handlers got\n"+
 		"the %d stored Pods from the file; the %d Pods changed meanwhile arrived as updates %v after start.\n",
-		seconds(warm[mInformerSynced]), timesOf(warm[mInformerSynced], proto[mInformerSynced]), seconds(proto[mInformerSynced]),
+		seconds(warm[mInformerSynced]), spread(results[vBoltWarm], mInformerSynced), len(results[vBoltWarm]),
+		timesOf(warm[mInformerSynced], proto[mInformerSynced]), seconds(proto[mInformerSynced]), spread(results[vClientGoProto], mInformerSynced),
 		holds(warm[mInformerSynced] <= 0.5*proto[mInformerSynced]), how, seconds(warm[mSync]), timesOf(warm[mSync], proto[mSync]),
 		timesOf(warm[mBodyMiB], proto[mBodyMiB]), timesOf(warm[mAPICPU], proto[mAPICPU]), pods, churn, seconds(warm[mCaughtUp]))
 	if rec, fb := medians(results[vBoltRecover]), medians(results[vBolt410]); len(rec) > 0 {
@@ -157,6 +158,21 @@ func demoReport(pods, reps int, shape podShape, podBytes float64, churn int, loa
 		rep.Printf("\n")
 	}
 	return rep
+}
+
+// spread is the least and the greatest of metric over runs, e.g.
+// "69ms–285ms": a median hides a bimodal start.
+func spread(runs []*childResult, metric string) string {
+	var vs []float64
+	for _, r := range runs {
+		if v, ok := r.metrics()[metric]; ok {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return "no runs"
+	}
+	return fmt.Sprintf("%v–%v", seconds(slices.Min(vs)), seconds(slices.Max(vs)))
 }
 
 // timesOf says what multiple of ref x is, e.g. "0.42×".
