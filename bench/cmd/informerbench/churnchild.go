@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 
+	boltcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -205,9 +206,9 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	// A boltinformer child's decoded-object cache counts its hits, which
 	// tell a bounded child's cached reads from its decoded ones.
 	var stats func() persist.CacheStats
-	if bolt := boltInformerOf(pods.Informer()); bolt != nil {
+	if db != nil {
 		stats = func() persist.CacheStats {
-			if ix := bolt.Indexer(); ix != nil {
+			if ix, ok := pods.Informer().GetIndexer().(*boltcache.Indexer); ok {
 				return ix.Collection().CacheStats()
 			}
 			return persist.CacheStats{}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"runtime"
 	"slices"
 	"time"
@@ -13,7 +12,6 @@ import (
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	boltcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -70,28 +68,6 @@ func podName(obj interface{}) ([]string, error) {
 		return nil, fmt.Errorf("podName index: %T is not a Pod", obj)
 	}
 	return []string{pod.Name}, nil
-}
-
-// boltInformerOf returns boltinformer's informer under inf, or nil. A
-// generated informer's factory hands out its informer wrapped in layers
-// (structs embedding a SharedIndexInformer), as client-go's own does.
-func boltInformerOf(inf cache.SharedIndexInformer) *boltcache.Informer {
-	for inf != nil {
-		if b, ok := inf.(*boltcache.Informer); ok {
-			return b
-		}
-		v := reflect.ValueOf(inf)
-		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-			return nil
-		}
-		f := v.Elem().FieldByName("SharedIndexInformer")
-		if !f.IsValid() || !f.CanInterface() {
-			return nil
-		}
-		next, _ := f.Interface().(cache.SharedIndexInformer)
-		inf = next
-	}
-	return nil
 }
 
 // readPrices is what a child's reads cost, per op, with the op counts
