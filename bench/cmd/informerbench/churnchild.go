@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -173,6 +174,7 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	// cache file with persist's defaults: group commit, fsync on).
 	var f informers.SharedInformerFactory
 	var db *persist.DB
+	var metricsReg *prometheus.Registry
 	switch spec.Informer {
 	case informerClientGo, informerClientGoList:
 		// The gate is read from the environment when client-go starts: a
@@ -186,7 +188,13 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 			return err
 		}
 		defer db.Close() // deferred first, so it runs after the factory's Shutdown below
-		var persistence factory.PersistenceOptions
+		// The decoded-object cache's hits and misses, as a user reads them.
+		metricsReg = prometheus.NewRegistry()
+		metrics, err := boltcache.NewMetrics(metricsReg)
+		if err != nil {
+			return err
+		}
+		persistence := factory.PersistenceOptions{Metrics: metrics}
 		if spec.Informer == informerBoltBounded {
 			if spec.CacheObjects <= 0 {
 				return fmt.Errorf("%s needs a positive cacheObjects", spec.Informer)
@@ -206,13 +214,8 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	// A boltinformer child's decoded-object cache counts its hits, which
 	// tell a bounded child's cached reads from its decoded ones.
 	var stats func() persist.CacheStats
-	if db != nil {
-		stats = func() persist.CacheStats {
-			if ix, ok := pods.Informer().GetIndexer().(*boltcache.Indexer); ok {
-				return ix.Collection().CacheStats()
-			}
-			return persist.CacheStats{}
-		}
+	if metricsReg != nil {
+		stats = func() persist.CacheStats { return cacheStatsOf(metricsReg) }
 	}
 	h := newChurnHandler(spec.Since, spec.ExpectEvents)
 	reg, err := pods.Informer().AddEventHandler(h)

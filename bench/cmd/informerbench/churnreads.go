@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -98,8 +99,9 @@ type readPrices struct {
 	// name (rHotGet…); nil for client-go, whose cache is all. A share of
 	// lookups, not of reads: persist's Get that misses looks twice.
 	CacheHits map[string]float64 `json:"cacheHits,omitempty"`
-	// CachedObjects: the objects that cache held after the reads; -1 for
-	// client-go.
+	// CachedObjects: the objects that cache held after the reads; -1 where
+	// unknown (client-go, and a boltinformer child, whose metrics do not
+	// say).
 	CachedObjects int `json:"cachedObjects"`
 }
 
@@ -201,7 +203,7 @@ func measureReads(lister listersv1.PodLister, indexer cache.Indexer, stats func(
 	}
 	var listNs float64
 	if listNs, p.ListOps, err = timeReads(5, list); err != nil {
-		return nil, fmt.Errorf("List: %w", err)
+		return nil, fmt.Errorf("lister List: %w", err)
 	}
 	hits(rList)
 	if stats != nil {
@@ -235,4 +237,29 @@ func timeReads(maxOps int, op func(i int) error) (nsPerOp float64, n int, err er
 		}
 	}
 	return float64(time.Since(start)) / float64(n), n, nil
+}
+
+// cacheStatsOf sums the decoded-object cache's hit and miss counters that
+// reg gathered; Objects is -1, since no metric says it.
+func cacheStatsOf(reg *prometheus.Registry) persist.CacheStats {
+	st := persist.CacheStats{Objects: -1}
+	families, err := reg.Gather()
+	if err != nil {
+		return st
+	}
+	for _, f := range families {
+		var into *uint64
+		switch f.GetName() {
+		case "boltinformer_decoded_cache_hits_total":
+			into = &st.Hits
+		case "boltinformer_decoded_cache_misses_total":
+			into = &st.Misses
+		default:
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			*into += uint64(m.GetCounter().GetValue())
+		}
+	}
+	return st
 }

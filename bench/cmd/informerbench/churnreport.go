@@ -316,7 +316,7 @@ func churnTable(r *churnResult) [][]string {
 		}))
 		row(fmt.Sprintf("ByIndex %s ns, %d hot names (one object)", podNameIndex, hotReads), rByName, reads(func(p *readPrices) string { return f0(p.ByNameNs) }))
 		row("List of every Pod ms", rList, reads(func(p *readPrices) string { return f2(p.ListMs) }))
-		row("decoded-cache hits %, hot Get/random Get/ByIndex node/by name/List (objects held)", "", reads(func(p *readPrices) string {
+		row("decoded-cache hits %, hot Get/random Get/ByIndex node/by name/List", "", reads(func(p *readPrices) string {
 			if p.CacheHits == nil {
 				return "-"
 			}
@@ -327,6 +327,9 @@ func churnTable(r *churnResult) [][]string {
 				} else {
 					shares = append(shares, "-")
 				}
+			}
+			if p.CachedObjects < 0 {
+				return strings.Join(shares, "/")
 			}
 			return fmt.Sprintf("%s (%d)", strings.Join(shares, "/"), p.CachedObjects)
 		}))
