@@ -232,10 +232,10 @@ func TestChurnRatiosOverListAndReads(t *testing.T) {
 	r := &churnResult{Informers: []churnInformer{cg, bolt}, ClientGoList: list}
 	rows := churnTable(r)
 	want := map[string]string{
-		"client-go with LIST: cold start synced in":                                         "client-go with LIST: cold start synced in|3s||0.50",
-		"client-go with LIST: RssAnon MiB peak, cold start":                                 "client-go with LIST: RssAnon MiB peak, cold start|600||0.55",
-		"ByIndex nodeName ns, 8 hot nodes (objects per call)":                               "ByIndex nodeName ns, 8 hot nodes (objects per call)|1000 (6.0)|1500 (6.0)|1.50",
-		"List of every Pod ms":                                                              "List of every Pod ms|2.00|10.00|5.00",
+		"client-go with LIST: cold start synced in":                          "client-go with LIST: cold start synced in|3s||0.50",
+		"client-go with LIST: RssAnon MiB peak, cold start":                  "client-go with LIST: RssAnon MiB peak, cold start|600||0.55",
+		"ByIndex nodeName ns, 8 hot nodes (objects per call)":                "ByIndex nodeName ns, 8 hot nodes (objects per call)|1000 (6.0)|1500 (6.0)|1.50",
+		"List of every Pod ms":                                               "List of every Pod ms|2.00|10.00|5.00",
 		"decoded-cache hits %, hot Get/random Get/ByIndex node/by name/List": "decoded-cache hits %, hot Get/random Get/ByIndex node/by name/List|-|100/1/-/-/0 (10)|",
 	}
 	for _, row := range rows {
