@@ -17,10 +17,9 @@ import (
 // is stored (persist's ApplyPart: the group commits write it as it comes,
 // without a resourceVersion) and handed to the handlers as initial adds.
 // client-go's informer holds the whole list decoded, with its response,
-// until it is in the store, so its memory peaks at about twice the
-// collection's. A bounded informer's next page also waits until the
-// handlers have taken most of this one (pacer). Its memory then follows
-// the page and the cache's bound, not the collection.
+// until it is in the store. A bounded informer's next page also waits
+// until the handlers have taken most of this one (pacer). Its memory then
+// follows the page and the cache's bound, not the collection.
 //
 // What handlers and listers see is what a list through the queue gives
 // them, in the order the server sent the items: every item as
