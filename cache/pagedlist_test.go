@@ -1,6 +1,7 @@
 package cache_test
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 
@@ -250,5 +252,67 @@ func TestBoundedWarmStartDoesNotWaitForABlockedHandler(t *testing.T) {
 	poll.Until(t, time.Minute, "the blocked handler's initial adds", reg.HasSynced)
 	if got := adds.Load(); got != n {
 		t.Errorf("the handler got %d adds, want %d", got, n)
+	}
+}
+
+// stoppingPages is a pagingSource whose page at offset stopAt never comes:
+// the request says so on reached, then waits for its context to end.
+type stoppingPages struct {
+	*pagingSource
+	stopAt  string
+	reached chan struct{}
+}
+
+func (s *stoppingPages) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if opts.Continue == s.stopAt {
+		close(s.reached)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.List(opts)
+}
+
+func (s *stoppingPages) WatchWithContext(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return s.Watch(opts)
+}
+
+// A cold start stopped part-way through its paged list, as by a crash,
+// leaves the pages it stored without a resourceVersion. The next start
+// lists cold, replacing them, and does not resume half a list.
+func TestColdStartStoppedMidListStartsColdAgain(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource(podNames(25)...)
+	lw := &stoppingPages{pagingSource: newPagingSource(src), stopAt: "20", reached: make(chan struct{})}
+	r := startInformerOpts(t, f, lw, bcache.InformerOptions{PageSize: 10}, nil)
+	select {
+	case <-lw.reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the third page was never asked for")
+	}
+	r.stop()
+	if r.inf.HasSynced() {
+		t.Fatal("synced without the list's last page")
+	}
+	f.reopen()
+	colls, err := f.db.Collections()
+	if err != nil || len(colls) != 1 || colls[0].ResourceVersion != "" || colls[0].Objects == 0 {
+		t.Fatalf("file after the stop: %+v (%v), want the stored pages without a resourceVersion", colls, err)
+	}
+
+	again := newPagingSource(src)
+	r = startInformerOpts(t, f, again, bcache.InformerOptions{PageSize: 10}, nil)
+	r.synced(t)
+	r.handled(t)
+	if got := r.starts(t); len(got) == 0 || got[0] != "cold" {
+		t.Errorf("starts %v, want a cold list first", got)
+	}
+	if reqs := again.Requests(); len(reqs) == 0 || reqs[0].ResourceVersion != "" || reqs[0].Continue != "" {
+		t.Errorf("list requests %+v, want a cold list from the first page", reqs)
+	}
+	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
+		t.Errorf("store %v, want %v", got, want)
+	}
+	if evs := r.ev.list(); len(evs) != 25 {
+		t.Errorf("%d handler calls, want 25 initial adds: %v", len(evs), evs)
 	}
 }
