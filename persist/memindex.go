@@ -295,11 +295,16 @@ func (c *Collection) loadMemIndexLocked() (*memIndex, error) {
 // over an empty collection. Every object it will hold then arrives through
 // Apply, which keeps the view current. Called once the collection is open.
 func (c *Collection) completeIfEmpty() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.completeIfEmptyLocked()
+}
+
+// completeIfEmptyLocked is completeIfEmpty with mu held.
+func (c *Collection) completeIfEmptyLocked() error {
 	if c.cache.bounded() {
 		return nil
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	empty := false
 	err := c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)

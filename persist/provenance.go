@@ -269,7 +269,14 @@ func (c *Collection) reset(ctx context.Context, want map[string]string, force, m
 	c.pending, c.committing = newLayer(), nil
 	c.dropJournalLayers(0) // emptied, or empty already
 	c.cache.clear()
-	c.mem.Store(nil) // the in-memory view is rebuilt from what is left on the next read
+	c.mem.Store(nil)
+	// An unbounded cache over what is now empty is complete: Apply keeps
+	// its view current from here, as after completeIfEmpty at open. Without
+	// it the view is built at the first read, which a closed collection
+	// refuses.
+	if err := c.completeIfEmptyLocked(); err != nil {
+		c.mem.Store(nil) // rebuilt from what is left on the next read
+	}
 	c.rv = ""
 	if mismatch == nil {
 		// Nothing was on disk, but applied changes were dropped.

@@ -195,3 +195,32 @@ func TestCollectionReopenUnchangedWritesNothing(t *testing.T) {
 		before, _ = os.ReadFile(path)
 	}
 }
+
+// An unbounded collection emptied by CheckProvenance holds every object it
+// is given from then on, so a closed collection still serves them from
+// memory, though nothing read it while it was open.
+func TestCollectionResetKeepsAnUnboundedCacheComplete(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), "cache.db"), persist.Options{})
+	c, err := db.Collection("cms", persist.CollectionOptions{Indexes: map[string]string{"name": "1"}, IndexValues: byName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	putNamed(t, c, "3", cm("a", "3"))
+	if err := db.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := c.CheckProvenance(ctx, map[string]string{"list": "other"}); err != nil || m == nil {
+		t.Fatalf("stored collection of another provenance: mismatch %v, err %v; want a reset", m, err)
+	}
+	if err := c.ApplyPart([]persist.Op{{Key: "ns/b", Object: cm("b", "5"), Indexes: map[string][]string{"name": {"b"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.List()
+	if err != nil || len(list) != 1 {
+		t.Fatalf("List of the closed collection: %d objects, %v; want ns/b from memory", len(list), err)
+	}
+}
