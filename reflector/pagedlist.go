@@ -115,6 +115,11 @@ func (r *Reflector) listPaged(ctx context.Context) error {
 			break
 		}
 	}
+	// Reported before ListDone syncs the store, as list reports a list
+	// once it is queued, before the informer applies it.
+	klog.FromContext(ctx).V(4).Info("Listed in pages", "reflector", r.name, "type", r.typeDescription,
+		"cause", CauseCold, "resourceVersion", resourceVersion, "items", items, "pages", pages)
+	r.observer.Listed(CauseCold, resourceVersion, items, pages)
 	if err := r.pagedList.ListDone(ctx, resourceVersion); err != nil {
 		return fmt.Errorf("%w: end of the list at resourceVersion %q: %w", ErrStore, resourceVersion, err)
 	}
@@ -126,9 +131,6 @@ func (r *Reflector) listPaged(ctx context.Context) error {
 	r.mu.Unlock()
 	r.watchFailures = 0
 
-	klog.FromContext(ctx).V(4).Info("Listed in pages", "reflector", r.name, "type", r.typeDescription,
-		"cause", CauseCold, "resourceVersion", resourceVersion, "items", items, "pages", pages)
-	r.observer.Listed(CauseCold, resourceVersion, items, pages)
 	return nil
 }
 
