@@ -53,7 +53,7 @@ func (c *apiCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 				c.watches[resource]++
 			} else if q.Get("limit") == "1" && q.Get("resourceVersion") == "" && w == "" {
 				c.probes[resource]++
-			} else if q.Get("resourceVersion") == "" && strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadataList") {
+			} else if q.Get("resourceVersion") == "" && q.Get("limit") == proofPageSize && strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadataList") {
 				// A consistent metadata list: a small warm collection's
 				// proof of catching up (cache/versionmatch.go).
 				c.metaLists[resource]++

@@ -96,7 +96,7 @@ func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 				if c.refuseProbes {
 					return nil, errors.New("limit=1 read refused by the test")
 				}
-			} else if q.Get("resourceVersion") == "" && strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadataList") {
+			} else if q.Get("resourceVersion") == "" && q.Get("limit") == proofPageSize && strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadataList") {
 				c.metaLists.Add(1)
 			} else {
 				c.lists.Add(1)
@@ -105,6 +105,12 @@ func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		return rt.RoundTrip(req)
 	})
 }
+
+// proofPageSize is the limit of a small warm collection's consistent
+// metadata list (recovery.ListVersions through the factories' listers).
+// A metadata informer's cold list, also a consistent read of metadata, is
+// in pages of 500.
+const proofPageSize = "10000"
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 

@@ -318,14 +318,12 @@ type Listing struct {
 }
 
 // ListVersions takes a consistent metadata list of lister's collection, at
-// resourceVersion "", in pages of one snapshot. A MetadataWireLister's pages
-// are read as they arrive: each item's identity is kept, and nothing else
-// of it is decoded or held.
+// resourceVersion "", in pages of recoveryStreamPageSize items of one
+// snapshot: one page for the small collections cache.Informer takes it
+// for. A MetadataWireLister's pages are read as they arrive: each item's
+// identity is kept, and nothing else of it is decoded or held.
 func ListVersions(ctx context.Context, lister MetadataLister) (*Listing, error) {
-	opts := metav1.ListOptions{Limit: recoveryPageSize}
-	if _, ok := lister.(MetadataWireLister); ok {
-		opts.Limit = recoveryStreamPageSize
-	}
+	opts := metav1.ListOptions{Limit: recoveryStreamPageSize}
 	l := &Listing{Versions: map[string]Version{}}
 	for {
 		page, err := metadataPage(ctx, lister, opts, nil, nil, nil)

@@ -93,14 +93,15 @@ func (e auditEvent) query() url.Values {
 // neither the limit=1 consistent read with which a resumed informer learns
 // how far it must catch up (reflector.CatchUp) nor the consistent metadata
 // list by which a small warm collection proves it caught up
-// (cache/versionmatch.go: resourceVersion "", pages of 1000; the audit log
-// does not record the Accept header that asks for metadata).
+// (recovery.ListVersions: resourceVersion "", pages of 10,000 through the
+// factories' listers; the audit log does not record the Accept header
+// that asks for metadata).
 func (e auditEvent) informerList() bool {
 	if e.Verb != "list" || e.ObjectRef == nil || e.ObjectRef.Namespace != "" {
 		return false
 	}
 	q := e.query()
-	proof := q.Get("limit") == "1000" && q.Get("resourceVersion") == ""
+	proof := q.Get("limit") == "10000" && q.Get("resourceVersion") == ""
 	return q.Get("limit") != "1" && !proof
 }
 

@@ -89,7 +89,9 @@ func (r *Requests) Wrap(rt http.RoundTripper) http.RoundTripper {
 				switch {
 				case !isWatch && q.Get("limit") == "1" && q.Get("resourceVersion") == "":
 					r.reads[segs[n-1]]++
-				case !isWatch && q.Get("resourceVersion") == "" && strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadataList"):
+				case !isWatch && q.Get("resourceVersion") == "" && q.Get("limit") == "10000" && strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadataList"):
+					// recovery.ListVersions' pages; a metadata informer's
+					// cold list is in pages of 500.
 					r.metaLists[segs[n-1]]++
 				default:
 					r.lists[segs[n-1]]++
