@@ -60,8 +60,9 @@ func TestWarmRestartWithinWindow(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := coldCounter.lists.Load(); n != 1 {
-		t.Errorf("cold start made %d LIST requests, want 1", n)
+	// A cold start lists in pages of reflector.DefaultPagedListPageSize.
+	if got, want := coldCounter.lists.Load(), int64((n+reflector.DefaultPagedListPageSize-1)/reflector.DefaultPagedListPageSize); got != want {
+		t.Errorf("cold start made %d LIST requests, want %d (pages of %d)", got, want, reflector.DefaultPagedListPageSize)
 	}
 
 	// While it is down.
