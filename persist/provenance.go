@@ -273,10 +273,8 @@ func (c *Collection) reset(ctx context.Context, want map[string]string, force, m
 	// An unbounded cache over what is now empty is complete: Apply keeps
 	// its view current from here, as after completeIfEmpty at open. Without
 	// it the view is built at the first read, which a closed collection
-	// refuses.
-	if err := c.completeIfEmptyLocked(); err != nil {
-		c.mem.Store(nil) // rebuilt from what is left on the next read
-	}
+	// refuses. A failure publishes nothing, and the next read builds it.
+	_ = c.completeIfEmptyLocked()
 	c.rv = ""
 	if mismatch == nil {
 		// Nothing was on disk, but applied changes were dropped.
