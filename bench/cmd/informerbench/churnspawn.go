@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/boltinformer/boltinformer/internal/benchkit"
@@ -24,7 +23,7 @@ type churnProc struct {
 func startChurnChild(ctx context.Context, spec churnSpec, logPath string) (*churnProc, error) {
 	var env []string
 	if spec.Informer == informerClientGoList {
-		env = append(os.Environ(), watchListEnv+"=false")
+		env = listEnv()
 	}
 	c, err := benchkit.StartSelf(ctx, churnChildCommand, spec, env, logPath)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/boltinformer/boltinformer/internal/benchkit"
@@ -15,7 +14,7 @@ import (
 func spawn(ctx context.Context, spec childSpec, logPath string) (*childResult, error) {
 	var env []string
 	if spec.NoWatchList {
-		env = append(os.Environ(), watchListEnv+"=false")
+		env = listEnv()
 	}
 	c, err := benchkit.StartSelf(ctx, childCommand, spec, env, logPath)
 	if err != nil {

@@ -1,5 +1,7 @@
 package main
 
+import "os"
+
 // The parent–child protocol. The parent starts `informerbench child` and
 // writes one childSpec as a line of JSON to its stdin. The child ends by
 // printing one childResult as JSON. (A churn child prints READY once
@@ -16,6 +18,10 @@ const (
 	informerClientGo = "client-go"
 	informerBolt     = "boltinformer"
 )
+
+// listEnv is the environment of a client-go child that LISTs: this
+// process's, with the WatchListClient gate off.
+func listEnv() []string { return append(os.Environ(), watchListEnv+"=false") }
 
 // childSpec says what one child process measures.
 type childSpec struct {
