@@ -35,7 +35,8 @@ import (
 // that a handler joining meanwhile gets what is stored and then the pages
 // after it. If the paged list fails part-way, the reflector's next list is
 // an ordinary one, through the queue, which reconciles the store with the
-// pages applied as any relist does.
+// pages applied as any relist does. It is a consistent read, so it is never
+// older than the pages the handlers were given.
 //
 // Every pagedFlushEvery objects the pages applied so far are flushed to the
 // file, on a goroutine, once the flush before has returned: the list's

@@ -58,6 +58,8 @@
 //     retried without limit, as in client-go.
 //   - Watch-list streaming (sendInitialEvents) is never used.
 //   - With Options.PagedList the first list is a consistent read in pages.
+//     If it fails after a page was handed over, the next list is a
+//     consistent read too. client-go retries a failed first list at "0".
 //   - The list runs on the caller's goroutine with the caller's context.
 //   - Every error, failed Store writes included, goes to
 //     Options.WatchErrorHandler.

@@ -35,7 +35,8 @@ const DefaultPagedListPageSize = 500
 // PagedList: only the first list of a cold start (nothing stored that a
 // list would have to be reconciled with), and only once — a paged list
 // that failed part-way is followed by an ordinary one, which the Store
-// reconciles with the pages it applied.
+// reconciles with the pages it applied (at "" if it had any: see
+// pagesHandedOver).
 func (r *Reflector) pagedListUsable(cause StartCause) bool {
 	return r.pagedList != nil && !r.pagedListTried && cause == CauseCold && !r.catchingUp()
 }
@@ -51,9 +52,17 @@ func (r *Reflector) pagedListUsable(cause StartCause) bool {
 // serves every page from its cache; older ones read the pages from etcd,
 // as client-go's paged lists do. Any failure — a request, an expired
 // continue token, the PagedList — fails the list; the next one is an
-// ordinary list. It returns nil, having applied what it got, when ctx ends.
-func (r *Reflector) listPaged(ctx context.Context) error {
+// ordinary list, a consistent read once a page was handed over (see
+// pagesHandedOver). It returns nil, having applied what it got, when ctx
+// ends.
+func (r *Reflector) listPaged(ctx context.Context) (err error) {
 	r.pagedListTried = true
+	handedOver := false
+	defer func() {
+		if err != nil && handedOver {
+			r.pagesHandedOver()
+		}
+	}()
 	limit := r.pageSize
 	if limit == 0 {
 		limit = DefaultPagedListPageSize
@@ -108,6 +117,7 @@ func (r *Reflector) listPaged(ctx context.Context) error {
 		}
 		pages++
 		items += len(page)
+		handedOver = true // a failing ListPage may have applied part of it
 		if err := r.pagedList.ListPage(ctx, page); err != nil {
 			return fmt.Errorf("%w: page %d of the list: %w", ErrStore, pages, err)
 		}
@@ -132,6 +142,19 @@ func (r *Reflector) listPaged(ctx context.Context) error {
 	r.watchFailures = 0
 
 	return nil
+}
+
+// pagesHandedOver makes the list after a failed paged list a consistent
+// read (resourceVersion ""), as client-go's list after an expired continue
+// token is. The store holds pages of a snapshot no older than the server's
+// newest at the first request. A list at "0" may be served by a lagging
+// watch cache, older than those pages, and would take the store and its
+// handlers back in time (see Options.ListFrom). A successful list clears
+// the mark.
+func (r *Reflector) pagesHandedOver() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastSyncRVUnavailable = true
 }
 
 // pageResult is one page request's outcome.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,8 +124,90 @@ func TestPagedListFailingPartWayListsAgainWhole(t *testing.T) {
 	}
 	equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=5 pages=3"})
 	rvs := lw.ListRVs()
-	if len(rvs) < 3 || rvs[0] != "" || rvs[2] != "0" {
-		t.Errorf("list resourceVersions %q: want the paged list at \"\", then an ordinary one at \"0\"", rvs)
+	if len(rvs) < 3 || rvs[0] != "" || rvs[2] != "" {
+		t.Errorf("list resourceVersions %q: want the paged list at \"\", then an ordinary one at \"\" (a consistent read)", rvs)
+	}
+}
+
+// failingPages is a PagedList whose ListPage fails at call failAt (from 0).
+type failingPages struct {
+	recPages
+	failAt int
+	n      int // ListPage calls so far; the reflector's goroutine only
+}
+
+func (p *failingPages) ListPage(ctx context.Context, items []interface{}) error {
+	n := p.n
+	p.n++
+	if n == p.failAt {
+		return errors.New("the store refused the page")
+	}
+	return p.recPages.ListPage(ctx, items)
+}
+
+// Once a paged list has handed pages over, the list that follows its failure
+// is a consistent read, whatever ended it: a list at "0" may be served by a
+// lagging watch cache, older than the pages, and would take the store (and
+// its handlers) back in time. Failing before any page reached the
+// PagedList, the next list is client-go's first, at "0".
+func TestPagedListFailingPartWayNeverListsOlder(t *testing.T) {
+	// The pages: a snapshot at 10. The watch cache lags: at "0" it serves
+	// a snapshot at 5, in which p0 and p1 are older than the pages gave.
+	newer := []*v1.Pod{pod("p0", "8"), pod("p1", "9"), pod("p2", "10")}
+	older := []*v1.Pod{pod("p0", "1"), pod("p1", "2")}
+	expired := apierrors.NewResourceExpired("continue token expired")
+	dropped := errors.New("connection reset by peer")
+	for _, tc := range []struct {
+		name string
+		// failList answers the n-th list request (from 0) with an error, or
+		// nil to serve it; failPage makes the PagedList refuse a page (-1:
+		// never).
+		failList func(n int) error
+		failPage int
+		// handedOver is what the PagedList got before the failure.
+		handedOver []string
+		wantRV     string // the resourceVersion the next list asks for
+	}{
+		{"continue token expired", func(n int) error { return map[int]error{1: expired}[n] }, -1, []string{"page p0@8,p1@9"}, ""},
+		{"connection dropped at the second page", func(n int) error { return map[int]error{1: dropped}[n] }, -1, []string{"page p0@8,p1@9"}, ""},
+		{"store refused the second page", func(int) error { return nil }, 1, []string{"page p0@8,p1@9"}, ""},
+		// A page the PagedList refused may be applied in part.
+		{"store refused the first page", func(int) error { return nil }, 0, nil, ""},
+		{"connection dropped at the first page", func(n int) error { return map[int]error{0: dropped}[n] }, -1, nil, "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lw := &fakeLW{t: t, list: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
+				if err := tc.failList(n); err != nil {
+					return nil, err
+				}
+				if opts.ResourceVersion == "0" {
+					return pagedList("5", older)(n, opts)
+				}
+				return pagedList("10", newer)(n, opts)
+			}}
+			pages := &failingPages{recPages: recPages{t: t}, failAt: tc.failPage}
+			h := newHarness(t, lw.listWatch(), func(o *Options) { o.PageSize = 2; o.PagedList = pages })
+			stop := h.run()
+			lw.watcher(t, 0)
+			stop()
+
+			equal(t, "pages handed over", pages.Calls(), tc.handedOver)
+			// The next list is the first request after the paged list's
+			// first that continues nothing.
+			opts := lw.ListOpts()
+			next := slices.IndexFunc(tail(opts, 1), func(o metav1.ListOptions) bool { return o.Continue == "" })
+			if len(opts) == 0 || opts[0].ResourceVersion != "" || next < 0 || opts[1+next].ResourceVersion != tc.wantRV {
+				var got []string
+				for _, o := range opts {
+					got = append(got, fmt.Sprintf("rv=%q continue=%q", o.ResourceVersion, o.Continue))
+				}
+				t.Errorf("list requests %v: want the paged list at \"\", then an ordinary one at %q", got, tc.wantRV)
+			}
+			if tc.wantRV == "" {
+				equal(t, "store calls", h.store.Calls(), []string{"replace 3@10"})
+				equal(t, "store objects", h.store.Objects(), map[string]string{"p0": "8", "p1": "9", "p2": "10"})
+			}
+		})
 	}
 }
 

@@ -203,7 +203,8 @@ type Options struct {
 	// pages of PageSize items (DefaultPagedListPageSize if zero), each
 	// handed over as it arrives, then its resourceVersion (see PagedList).
 	// If that list fails part-way, the next is an ordinary one, through
-	// Store.Replace. Nil: every list goes to Store.Replace.
+	// Store.Replace, and a consistent read if a page was handed over. Nil:
+	// every list goes to Store.Replace.
 	PagedList PagedList
 }
 
