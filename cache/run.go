@@ -121,6 +121,9 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		}
 		// Listers may read the collection from now on (seed.go).
 		s.openStore(ctx)
+		if !s.emptyForColdStart(ctx) {
+			return // stopped before the collection could be emptied
+		}
 	}
 	if s.persistent != nil {
 		defer s.persistent.coll.DB().AddCommitObserver(s.commitFailures(ctx))()

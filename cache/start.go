@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"maps"
 
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgofeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -34,7 +33,8 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// How a run starts (RunWithContext calls these in order): begin decides
+// How a run starts (RunWithContext calls these in order): a collection
+// without a resourceVersion is emptied (emptyForColdStart); begin decides
 // cold or warm from the stored resourceVersion and builds the queue and
 // the reflector; the checkpoint handlers registered before the start are
 // given their tombstones (joinCheckpoints); a warm start hands the stored
@@ -42,6 +42,30 @@ import (
 // record that cannot be read during that hand-off costs one relist,
 // reconciled with what the handlers already got (relistAfterReadError,
 // keepOnly).
+
+// emptyForColdStart empties a collection that has no resourceVersion to
+// resume from, before the informer starts cold. It drops the stored state
+// wholesale (persist's Reset), reading no record, so a damaged one cannot
+// keep an object the list lacks. The checkpoints go with it: their
+// acknowledgements name states this start does not resume, and turning
+// them into tombstones would tell handlers of deletions that never
+// happened. A failure is retried with backoff, since listing into what is
+// left would keep what the server deleted for good. It returns false if ctx
+// ended first. A collection seeded before Run was emptied by openStore.
+func (s *Informer) emptyForColdStart(ctx context.Context) bool {
+	if s.persistent == nil || s.gate.seeds.seeded {
+		return true
+	}
+	if rv := s.persistent.coll.ResourceVersion(); rv != "" && rv != "0" {
+		return true
+	}
+	return s.retry(ctx, func() error {
+		if err := s.persistent.coll.Reset(ctx, s.persistent.coll.Provenance()); err != nil {
+			return fmt.Errorf("boltinformer: collection %q: emptying it for a cold start: %w; nothing is listed until it is empty", s.name, err)
+		}
+		return nil
+	})
+}
 
 // begin builds the queue and the reflector and marks the informer started,
 // under startedLock. A warm start (a stored resourceVersion) also returns
@@ -77,14 +101,9 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 	if resume == "0" {
 		resume = "" // "any version": nothing to resume from
 	}
+	// A cold start lists into a store emptyForColdStart emptied, so the
+	// list reaches handlers as initial adds.
 	s.warm = resume != ""
-	if s.persistent != nil && !s.warm && !s.gate.seeds.seeded {
-		// A cold start lists into an empty store, so the list reaches
-		// handlers as initial adds.
-		if err := s.persistent.Replace(nil, ""); err != nil {
-			utilruntime.HandleError(fmt.Errorf("boltinformer: collection %q: emptying it for a cold start: %w", s.name, err))
-		}
-	}
 	if s.persistent != nil {
 		s.persistent.setReadErrorHandler(s.report) // file read errors reach it too
 	}
