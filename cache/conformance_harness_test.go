@@ -866,6 +866,8 @@ type confOursOptions struct {
 	backoff       time.Duration
 	// syncedAtOpen is InformerOptions.SyncedAtOpen.
 	syncedAtOpen bool
+	// pageSize is InformerOptions.PageSize: a cold start's pages.
+	pageSize int64
 }
 
 func openConfOurs(src *confSource, o confOursOptions) (*confOurs, error) {
@@ -886,6 +888,7 @@ func openConfOurs(src *confSource, o confOursOptions) (*confOurs, error) {
 		InitialBackoff: backoff,
 		MaxBackoff:     10 * backoff,
 		SyncedAtOpen:   o.syncedAtOpen,
+		PageSize:       o.pageSize,
 	})
 	if err != nil {
 		_ = db.Close()

@@ -406,11 +406,13 @@ func (s *Informer) reportProcessError(ctx context.Context, err error) {
 }
 
 // initialList reports whether a popped delta belongs to the initial list.
-// After a warm start the initial state came from disk, so nothing the queue
-// delivers is part of it, though the queue (which never saw a list) thinks
-// its first relist is.
+// After a warm start the initial state came from disk, and after a paged
+// cold list it came in pages, around the queue. Nothing the queue delivers
+// then is part of it, though the queue, which never saw that list, thinks
+// its first relist is. client-go gives a relist's new objects
+// OnAdd(obj, false).
 func (s *Informer) initialList(isInInitialList bool) bool {
-	return isInInitialList && !s.warm
+	return isInInitialList && !s.warm && !s.paged.listed()
 }
 
 func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitialList bool) error {

@@ -148,6 +148,22 @@ func (p *pagedList) apply(logger klog.Logger, items []interface{}) error {
 	return nil
 }
 
+// listed reports whether the paged list was stored whole, ending the
+// informer's initial list. A paged list that failed part-way never is: the
+// ordinary list after it is the initial list, as the queue takes it. Safe
+// on a nil pagedList (none was made).
+func (p *pagedList) listed() bool {
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // ListDone implements reflector.PagedList: the list's resourceVersion is
 // stored, and the informer is loaded.
 func (p *pagedList) ListDone(ctx context.Context, resourceVersion string) error {
