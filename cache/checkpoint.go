@@ -65,13 +65,13 @@ import (
 // deletions) has its checkpoint cleared instead of growing it, reported
 // and counted (boltinformer_checkpoint_overflows_total).
 //
-// A cleared or dropped checkpoint, and every checkpoint of a collection
-// that starts cold (another cluster, list or transform; Reset; a
-// SetAsideAll after the stored keys could not be read; a cold list stopped
-// part-way; an informer moved to memory), is as if the handler had never
-// acknowledged anything: it is given every object again, and it is told
-// of no deletion made before — not even one it had not acknowledged yet —
-// as a cold-starting client-go informer is not. A
+// A cleared or dropped checkpoint is as if the handler had never
+// acknowledged anything. So is every checkpoint of a collection that starts
+// cold: another cluster, list or transform; Reset; a SetAsideAll after the
+// stored keys could not be read; a cold list stopped part-way; an informer
+// moved to memory. The handler is given every object again. It is told of
+// no deletion made before, not even one it had not acknowledged yet, as a
+// cold-starting client-go informer is not. A
 // collection that relists without starting cold (410, a read error that
 // set part of it aside) keeps its checkpoints and their tombstones.
 //

@@ -112,9 +112,9 @@ func TestColdStartTellsACheckpointNoDeletion(t *testing.T) {
 }
 
 // A collection that must start cold is emptied without reading its
-// records, so one record whose header is damaged cannot keep an object the
-// list lacks: deleted on the server meanwhile, it is gone after the cold
-// start and after a warm restart.
+// records. So a record whose header is damaged cannot keep an object the
+// list lacks. An object deleted on the server meanwhile is gone after the
+// cold start, and after a warm restart.
 func TestColdStartEmptiesACollectionWithADamagedRecord(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource(podNames(25)...)
@@ -169,12 +169,12 @@ func storeAllBut(name string) func(interface{}) (interface{}, error) {
 }
 
 // TestColdStartAfterAnInterruptedListRandomized generates what a cold
-// start may find: a paged list stopped after a random number of pages, its
-// objects acknowledged by a checkpoint, sometimes a record damaged, and
-// objects deleted, changed and created on the server meanwhile. Whatever it
-// finds, the cold start tells the checkpoint's handler of no deletion and
-// gives it the server's objects as initial adds, its store is the server's,
-// and so is the store of a warm restart after it.
+// start may find. A paged list stopped after a random number of pages, and
+// a checkpoint acknowledged its objects. Sometimes a record is damaged.
+// Objects were deleted, changed and created on the server meanwhile.
+// Whatever it finds, the cold start tells the checkpoint's handler of no
+// deletion. The handler gets the server's objects as initial adds. The
+// store is the server's, and so is a warm restart's after it.
 func TestColdStartAfterAnInterruptedListRandomized(t *testing.T) {
 	for seed := range int64(12) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {

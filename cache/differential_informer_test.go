@@ -24,13 +24,12 @@ import (
 var informerSeeds = flag.Int("informer.seeds", 24, "seeds TestInformerAgreesWithClientGo runs (-conformance.seed=N runs one)")
 
 // TestInformerAgreesWithClientGo runs client-go's informer and ours on one
-// source and drives both with the same random stream: a cold start (ours
-// lists in pages of one to four objects), adds, updates and deletes by
-// watch, changes the watches miss followed by a 410 and a relist (also as
-// the first thing after the cold start, before any watch event), and
-// handlers that join before the start, during the initial list and later.
-// Every handler must get, key by key, the same sequence of notifications
-// from both, isInInitialList included. Keys are compared one by one
+// source, driven by the same random stream. Both start cold; ours lists in
+// pages of one to four objects. Adds, updates and deletes come by watch.
+// Changes the watches miss end in a 410 and a relist, sometimes the first
+// thing after the cold start. Handlers join before the start, during the
+// initial list and later. Every handler must get, key by key, the same
+// notifications from both, isInInitialList included. Keys are compared one by one
 // because client-go itself leaves the order between keys to map iteration
 // in a relist's deletions and a late joiner's adds.
 //
@@ -220,8 +219,8 @@ func (d *informerDiff) join(when string) error {
 }
 
 // waitApplied waits until both informers hold the source's state at its
-// last resourceVersion, watch the live broadcaster (so that the next
-// change reaches both by watch), and every registration has synced.
+// last resourceVersion. Both must watch the live broadcaster, so that the
+// next change reaches both by watch. Every registration must have synced.
 // Notifications may still be on their way to the handlers.
 func (d *informerDiff) waitApplied(what string) error {
 	want := d.src.state()
@@ -255,8 +254,8 @@ func (d *informerDiff) waitApplied(what string) error {
 }
 
 // fence makes one change by watch, once both informers watch, and waits
-// until every handler has recorded it: handlers get events in order, so
-// each has then recorded everything before it.
+// until every handler has recorded it. Handlers get events in order. So
+// each has then recorded everything before the fence.
 func (d *informerDiff) fence() error {
 	if err := d.waitApplied("the last step"); err != nil {
 		return err

@@ -33,10 +33,10 @@ const DefaultPagedListPageSize = 500
 
 // pagedListUsable reports whether the next list is to be handed to the
 // PagedList: only the first list of a cold start (nothing stored that a
-// list would have to be reconciled with), and only once — a paged list
-// that failed part-way is followed by an ordinary one, which the Store
-// reconciles with the pages it applied (at "" if it had any: see
-// pagesHandedOver).
+// list would have to be reconciled with), and only once. A paged list that
+// failed part-way is followed by an ordinary one, which the Store
+// reconciles with the pages it applied. That list is at "" if any page was
+// handed over (see pagesHandedOver).
 func (r *Reflector) pagedListUsable(cause StartCause) bool {
 	return r.pagedList != nil && !r.pagedListTried && cause == CauseCold && !r.catchingUp()
 }
@@ -52,7 +52,7 @@ func (r *Reflector) pagedListUsable(cause StartCause) bool {
 // serves every page from its cache; older ones read the pages from etcd,
 // as client-go's paged lists do. Any failure — a request, an expired
 // continue token, the PagedList — fails the list; the next one is an
-// ordinary list, a consistent read once a page was handed over (see
+// ordinary list. It is a consistent read once a page was handed over (see
 // pagesHandedOver). It returns nil, having applied what it got, when ctx
 // ends.
 func (r *Reflector) listPaged(ctx context.Context) (err error) {
@@ -147,10 +147,9 @@ func (r *Reflector) listPaged(ctx context.Context) (err error) {
 // pagesHandedOver makes the list after a failed paged list a consistent
 // read (resourceVersion ""), as client-go's list after an expired continue
 // token is. The store holds pages of a snapshot no older than the server's
-// newest at the first request. A list at "0" may be served by a lagging
-// watch cache, older than those pages, and would take the store and its
-// handlers back in time (see Options.ListFrom). A successful list clears
-// the mark.
+// newest at the first request. A lagging watch cache may serve a list at
+// "0" older than those pages. The store and its handlers would go back in
+// time (see Options.ListFrom). A successful list clears the mark.
 func (r *Reflector) pagesHandedOver() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

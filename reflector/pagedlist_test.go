@@ -146,10 +146,10 @@ func (p *failingPages) ListPage(ctx context.Context, items []interface{}) error 
 }
 
 // Once a paged list has handed pages over, the list that follows its failure
-// is a consistent read, whatever ended it: a list at "0" may be served by a
-// lagging watch cache, older than the pages, and would take the store (and
-// its handlers) back in time. Failing before any page reached the
-// PagedList, the next list is client-go's first, at "0".
+// is a consistent read, whatever ended it. A lagging watch cache may serve
+// a list at "0" older than the pages. The store and its handlers would go
+// back in time. Failing before any page reached the PagedList, the next
+// list is client-go's first, at "0".
 func TestPagedListFailingPartWayNeverListsOlder(t *testing.T) {
 	// The pages: a snapshot at 10. The watch cache lags: at "0" it serves
 	// a snapshot at 5, in which p0 and p1 are older than the pages gave.
