@@ -183,8 +183,8 @@ func (c *Collection) loadClock(b *bolt.Bucket) {
 
 // openCheckpoint is Checkpoint without the stamp.
 func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
-	if name == "" {
-		return nil, errors.New("checkpoint name must not be empty")
+	if err := checkBucketName("checkpoint", name); err != nil {
+		return nil, err
 	}
 	// Under mu, so that no commit drops a layer between the read and the
 	// layers folded in below. A commit writes the file before it drops the

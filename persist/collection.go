@@ -136,8 +136,8 @@ type Collection struct {
 
 // Collection opens, or creates, the named collection.
 func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, error) {
-	if name == "" {
-		return nil, errors.New("collection name must not be empty")
+	if err := checkBucketName("collection", name); err != nil {
+		return nil, err
 	}
 	db.mu.Lock()
 	if db.closed {
@@ -374,6 +374,11 @@ func splitIndexes(stored, named map[string]string) (use, dormant map[string]stri
 // partial index survives.
 func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[string]string, fn IndexValuesFunc) error {
 	sort.Strings(names)
+	for _, name := range names {
+		if err := checkBucketName("index", name); err != nil {
+			return err
+		}
+	}
 	b := c.bucket(tx)
 	idx := b.Bucket(format.IndexesBucket)
 	type target struct{ byValue, byKey *bolt.Bucket }
@@ -462,18 +467,22 @@ func (c *Collection) writeIndexVersions(b *bolt.Bucket) error {
 	return b.Bucket(format.CollMetaBucket).Put(format.IndexVersionsKey, raw)
 }
 
-// writeIndexValues moves key from the old values to the new ones.
+// writeIndexValues moves key from the old values to the new ones. An old
+// value's entry is deleted in every form a build may have written.
 func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []string) error {
 	if slices.Equal(old, values) {
 		return nil
 	}
 	for _, v := range old {
-		if err := byValue.Delete(format.IndexEntry(v, key)); err != nil {
-			return err
+		for _, k := range format.IndexEntryKeys(v, key) {
+			if err := byValue.Delete(k); err != nil {
+				return err
+			}
 		}
 	}
 	for _, v := range values {
-		if err := byValue.Put(format.IndexEntry(v, key), nil); err != nil {
+		k, val := format.IndexEntry(v, key)
+		if err := byValue.Put(k, val); err != nil {
 			return err
 		}
 	}
@@ -520,7 +529,7 @@ func (c *Collection) Indexes() map[string]string {
 
 // Apply applies ops and sets the collection's resource version to rv. All ops
 // are encoded first. If one cannot be, Apply returns the error and nothing
-// is applied. Applied ops are visible to reads when Apply returns, and reach the
+// is applied. So does a key the file cannot store (see Op.Key). Applied ops are visible to reads when Apply returns, and reach the
 // file, together with rv, in the next group commit.
 func (c *Collection) Apply(ops []Op, rv string) error {
 	return c.apply(ops, rv, true, nil)
@@ -545,6 +554,9 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 		}
 		if op.Object == nil {
 			return fmt.Errorf("%w: key %q: nil object", ErrUnencodable, op.Key)
+		}
+		if err := checkKey(op.Key); err != nil {
+			return err
 		}
 		rec, err := c.db.codec.encode(op.Object, op.Payload, recycledRecord())
 		if err != nil {
@@ -604,6 +616,32 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 	c.mu.Unlock()
 	c.db.applyMu.RUnlock()
 	c.db.noteApplied(max(len(ops), 1))
+	return nil
+}
+
+// checkKey returns an error for an object key the file cannot store.
+// bbolt refuses an empty key. A longer key than format.MaxObjectKey would
+// leave no room for an index value in its byValue entries. A commit that
+// failed on one key would fail every later commit of the file.
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: the object's key is empty, and the cache file cannot store an empty key. Give the object a name, or use a key function that never returns an empty key", ErrUnencodable)
+	case len(key) > format.MaxObjectKey:
+		return fmt.Errorf("%w: key %q... is %d bytes, and the cache file stores keys of at most %d bytes. Kubernetes' namespace/name keys are at most 317 bytes: use a key function that returns shorter keys", ErrUnencodable, key[:64], len(key), format.MaxObjectKey)
+	}
+	return nil
+}
+
+// checkBucketName returns an error for a name, given by the caller, that
+// cannot name a bbolt bucket.
+func checkBucketName(what, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%s name must not be empty", what)
+	case len(name) > bolt.MaxKeySize:
+		return fmt.Errorf("%s name %q... is %d bytes, and the cache file stores names of at most %d bytes: choose a shorter name", what, name[:64], len(name), bolt.MaxKeySize)
+	}
 	return nil
 }
 

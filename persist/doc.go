@@ -30,7 +30,8 @@
 // objects use their generated protobuf, or JSON without one. Unstructured
 // objects use msgpack, which keeps int64 and float64 apart. Indexes are
 // stored as value→key and key→values buckets, so an index lookup decodes no
-// object. Collection.Versions reads every object's UID and resourceVersion
+// object. An index value too long for a bbolt key is stored under its hash.
+// Apply refuses an object key the file cannot store (see Op.Key). Collection.Versions reads every object's UID and resourceVersion
 // without reading a record.
 //
 // Decoded objects are cached in memory. By default the cache holds all of

@@ -623,15 +623,12 @@ func (c *Collection) indexKeysLocked(index, value string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		prefix := format.ValuePrefix(value)
-		cur := byValue.Cursor()
-		for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
-			key := string(k[len(prefix):])
-			if !c.inLayersLocked(key) {
+		return format.ForEachIndexKey(byValue, value, func(k []byte) error {
+			if key := string(k); !c.inLayersLocked(key) {
 				keys = append(keys, key)
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	return keys, err
 }
@@ -811,21 +808,23 @@ func (c *Collection) IndexValues(index string) ([]string, error) {
 			return err
 		}
 		cur := byValue.Cursor()
-		for k, _ := cur.First(); k != nil; {
-			value, key, prefixLen, err := format.SplitIndexEntry(k)
+		for k, v := cur.First(); k != nil; {
+			value, key, prefixLen, err := format.DecodeIndexEntry(k, v)
 			if err != nil {
 				return err
 			}
 			if _, ok := seen[value]; ok || c.inLayersLocked(key) {
 				// The key is known already, or its disk entry is
 				// overridden. Look at the value's next key.
-				k, _ = cur.Next()
+				k, v = cur.Next()
 				continue
 			}
 			seen[value] = struct{}{}
-			// Skip the value's remaining keys.
+			// Skip the value's remaining keys. A hashed entry holds its
+			// value, and one of another value with the same hash is not
+			// skipped.
 			prefix := append([]byte(nil), k[:prefixLen]...)
-			for k, _ = cur.Next(); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
+			for k, v = cur.Next(); k != nil && bytes.HasPrefix(k, prefix) && (len(v) == 0 || string(v) == value); k, v = cur.Next() {
 			}
 		}
 		return nil
