@@ -17,6 +17,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/boltinformer/boltinformer/internal/format"
 )
@@ -119,6 +120,9 @@ type Collection struct {
 	provenance map[string]string // as recorded in the file
 
 	resetAtOpen *ProvenanceMismatch // set once by DB.Collection
+	// damageSetAside is why DB.Collection emptied the collection, if it
+	// found its structure damaged (see DamageSetAside).
+	damageSetAside error
 	// journalSetAside is why DB.Collection set the journal aside, if it
 	// did (see JournalSetAside).
 	journalSetAside error
@@ -172,6 +176,19 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 			return err
 		}
 		err = db.view(check)
+		if errors.Is(err, errCollectionDamaged) {
+			// A collection whose structure is damaged cannot be read,
+			// nor written without failing every commit of the file. So
+			// it is emptied whole, and its owner lists it as on a cold
+			// start.
+			c.damageSetAside = err
+			db.commitMu.Lock()
+			err = db.closedErr(db.bolt.Update(c.setAsideDamagedTx))
+			db.commitMu.Unlock()
+			if err == nil {
+				err = db.view(check)
+			}
+		}
 		if errors.Is(err, errJournalUnreadable) {
 			// Damage to the journal is set aside as damage to a record
 			// is. It never makes a collection that cannot be opened.
@@ -195,6 +212,9 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 	if err != nil {
 		return nil, fmt.Errorf("opening collection %q in %s: %w", name, db.path, err)
 	}
+	if c.damageSetAside != nil {
+		utilruntime.HandleError(fmt.Errorf("boltinformer: collection %q in %s: %w; it was emptied, and its owner lists it again as on a cold start", name, db.path, c.damageSetAside))
+	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if _, ok := db.collections[name]; ok {
@@ -208,38 +228,155 @@ func (c *Collection) bucket(tx *bolt.Tx) *bolt.Bucket {
 	return tx.Bucket(format.CollectionsBucket).Bucket(c.key)
 }
 
-// load reads the stored metadata of an existing collection.
+// load reads the stored metadata of an existing collection. A collection
+// whose structure is damaged is an error wrapping errCollectionDamaged.
+// Nothing of it is loaded then.
 func (c *Collection) load(tx *bolt.Tx) error {
-	b := c.bucket(tx)
+	b, err := c.collectionBucket(tx)
+	if err != nil {
+		return err
+	}
 	if b == nil {
 		return ErrNoCollection
 	}
+	if err := checkStructure(b); err != nil {
+		return err
+	}
 	meta := b.Bucket(format.CollMetaBucket)
+	provenance, err := loadProvenance(meta)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errCollectionDamaged, err)
+	}
+	indexes := map[string]string{}
+	if raw := meta.Get(format.IndexVersionsKey); raw != nil {
+		if err := msgpack.Unmarshal(raw, &indexes); err != nil {
+			return damagedError("its index versions do not decode: %v", err)
+		}
+	}
+	if err := checkIndexBuckets(b, indexes); err != nil {
+		return err
+	}
 	if err := c.loadJournal(b); err != nil {
 		return err
 	}
 	c.rv = string(meta.Get(format.RVKey))
 	c.mustList = meta.Get(format.MustListKey) != nil
 	c.loadClock(b)
-	var err error
-	if c.provenance, err = loadProvenance(meta); err != nil {
-		return err
+	c.provenance, c.indexes = provenance, indexes
+	return nil
+}
+
+// errCollectionDamaged marks a collection whose structure cannot be read
+// at open. A bucket it needs is missing, a plain value stands where a
+// bucket belongs, or its metadata does not decode. Reads would fail or
+// panic on it, and commits would fail for every collection of the file.
+// So DB.Collection empties it (setAsideDamagedTx), and a read-only open
+// fails.
+var errCollectionDamaged = errors.New("the collection's structure is damaged")
+
+// damagedError returns an error wrapping errCollectionDamaged and
+// ErrCorruptRecord that says what is damaged.
+func damagedError(format string, args ...any) error {
+	return fmt.Errorf("%w: %w: "+format, append([]any{errCollectionDamaged, ErrCorruptRecord}, args...)...)
+}
+
+// collectionBucket returns the collection's bucket, or nil if the file has
+// none. A plain value under the collection's name is damage.
+func (c *Collection) collectionBucket(tx *bolt.Tx) (*bolt.Bucket, error) {
+	root := tx.Bucket(format.CollectionsBucket)
+	if b := root.Bucket(c.key); b != nil {
+		return b, nil
 	}
-	if raw := meta.Get(format.IndexVersionsKey); raw != nil {
-		if err := msgpack.Unmarshal(raw, &c.indexes); err != nil {
-			return fmt.Errorf("%w: index versions: %v", ErrCorruptRecord, err)
+	if root.Get(c.key) != nil {
+		return nil, damagedError("a plain value stands where its bucket belongs")
+	}
+	return nil, nil
+}
+
+// Every collection has the required sub-buckets since it was created. The
+// optional ones are created when first written. A plain value under any
+// of these names would fail that write, and so every commit of the file.
+var (
+	requiredBuckets = [][]byte{format.CollMetaBucket, format.ObjectsBucket, format.IndexesBucket}
+	optionalBuckets = [][]byte{format.VersionsBucket, format.JournalBucket, format.CheckpointsBucket, format.TombstonesBucket, format.CheckpointSeenBucket}
+)
+
+// checkStructure returns an error wrapping errCollectionDamaged if the
+// collection b lacks a required sub-bucket, or holds a plain value where a
+// sub-bucket belongs. Below checkpoints and tombstones, each entry must be
+// a checkpoint's bucket, which commits write into.
+func checkStructure(b *bolt.Bucket) error {
+	for _, name := range slices.Concat(requiredBuckets, optionalBuckets) {
+		if b.Get(name) != nil {
+			return damagedError("a plain value stands where its %q bucket belongs", name)
+		}
+	}
+	for _, name := range requiredBuckets {
+		if b.Bucket(name) == nil {
+			return damagedError("it has no %q bucket", name)
+		}
+	}
+	for _, name := range [][]byte{format.CheckpointsBucket, format.TombstonesBucket} {
+		pb := b.Bucket(name)
+		if pb == nil {
+			continue
+		}
+		err := pb.ForEach(func(k, v []byte) error {
+			if v != nil {
+				return damagedError("a plain value stands where checkpoint %q's bucket belongs in %q", k, name)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// checkIndexBuckets returns an error wrapping errCollectionDamaged if an
+// index the collection b records (indexes) lacks its bucket or the
+// byValue and byKey buckets in it.
+func checkIndexBuckets(b *bolt.Bucket, indexes map[string]string) error {
+	idx := b.Bucket(format.IndexesBucket)
+	for _, name := range sortedKeys(indexes) {
+		ib := idx.Bucket([]byte(name))
+		switch {
+		case ib == nil:
+			return damagedError("index %q (version %q) has no bucket", name, indexes[name])
+		case ib.Bucket(format.ByValueBucket) == nil || ib.Bucket(format.ByKeyBucket) == nil:
+			return damagedError("index %q lacks its %q or %q bucket", name, format.ByValueBucket, format.ByKeyBucket)
+		}
+	}
+	return nil
+}
+
+// setAsideDamagedTx deletes the collection, whose structure is damaged,
+// with everything below it. DB.Collection then creates it afresh. Its
+// checkpoints go with it, as whenever a collection starts cold.
+func (c *Collection) setAsideDamagedTx(tx *bolt.Tx) error {
+	root := tx.Bucket(format.CollectionsBucket)
+	if root.Bucket(c.key) != nil {
+		return root.DeleteBucket(c.key)
+	}
+	return root.Delete(c.key)
+}
+
+// DamageSetAside returns why DB.Collection found the collection's structure
+// damaged, or nil. A bucket it needs was missing or held a plain value, or
+// its metadata did not decode. DB.Collection then emptied it: objects,
+// indexes, checkpoints and resourceVersion. So the owner lists it, as on a
+// cold start. A read-only open of a damaged collection fails instead, with
+// ErrCorruptRecord.
+func (c *Collection) DamageSetAside() error { return c.damageSetAside }
+
 // unchanged loads the stored collection and reports whether create would
 // write nothing. That is so when the collection exists with the provenance,
 // description and index versions opts gives. Errors are those of a corrupt collection.
 func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error) {
-	b := c.bucket(tx)
-	if b == nil {
-		return false, nil
+	b, err := c.collectionBucket(tx)
+	if err != nil || b == nil {
+		return false, err
 	}
 	if err := c.load(tx); err != nil {
 		return false, err

@@ -57,7 +57,8 @@
 // collection clears it. Collection.MustList reports it.
 //
 // Damage never needs a person to repair it. A journal that cannot be read is
-// set aside at open, with the must-list mark.
+// set aside at open, with the must-list mark. A collection whose structure
+// is damaged is emptied at open, and starts cold (Collection.DamageSetAside).
 //
 // A closed collection refuses reads that need the file (ErrClosed), because
 // another instance may have changed the file since.
