@@ -53,6 +53,8 @@ type CollectionOptions struct {
 	// counted as encoded record bytes). Zero for both keeps every object
 	// decoded in memory, as client-go does. With a bound, memory stays flat
 	// however many objects are stored, and cold reads decode from the file.
+	// An object whose record alone is larger than CacheBytes is not cached,
+	// so it never pushes the others out. Each read of it decodes it again.
 	CacheObjects int
 	CacheBytes   int64
 
