@@ -94,11 +94,14 @@ type Collection struct {
 	// and find its objects cached.
 	aheadMu sync.Mutex
 
-	closed atomic.Bool // set by Close: no more Applies
+	// closed is set by Close. From then on, every write fails with
+	// ErrClosed (closedErr).
+	closed atomic.Bool
 	// released is set, under mu, once Close has flushed and given up the
 	// collection's name. Reads that need the file fail from then on (see
-	// view).
-	released bool
+	// view). A reader holding mu sees it set or finishes before Close
+	// returns. Reads of the file alone load it without mu (fileView).
+	released atomic.Bool
 
 	// mu guards the fields below. Apply takes it for writing. Reads that
 	// consult the layers or the file take it for reading. That keeps them
@@ -795,7 +798,7 @@ func (c *Collection) ResourceVersion() string {
 // CommittedResourceVersion returns the resource version on disk.
 func (c *Collection) CommittedResourceVersion() (string, error) {
 	var rv string
-	err := c.db.view(func(tx *bolt.Tx) error {
+	err := c.fileView(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -815,13 +818,16 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 	if c.db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	if err := c.db.Flush(ctx); err != nil {
+	if err := c.Flush(ctx); err != nil {
 		return fmt.Errorf("adding indexes to %q: %w", c.name, err)
 	}
 	c.db.commitMu.Lock()
 	defer c.db.commitMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.closedErr(); err != nil { // closed during the flush
+		return err
+	}
 	names := make([]string, 0, len(versions))
 	for name := range versions {
 		if _, ok := c.indexes[name]; ok {
@@ -874,17 +880,38 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 }
 
 // Flush commits every change applied to the file before the call, this
-// collection's and the others' (see DB.Flush).
-func (c *Collection) Flush(ctx context.Context) error { return c.db.Flush(ctx) }
+// collection's and the others' (see DB.Flush). It fails with ErrClosed
+// once Close has begun. Close flushes the collection's changes itself.
+func (c *Collection) Flush(ctx context.Context) error {
+	if err := c.closedErr(); err != nil {
+		return err
+	}
+	return c.db.Flush(ctx)
+}
+
+// closedErr returns the error of a write after the collection's Close
+// began, or its DB's, or nil.
+func (c *Collection) closedErr() error {
+	switch {
+	case c.closed.Load():
+		return fmt.Errorf("%w: collection %q was closed; a closed collection refuses writes: open it again with DB.Collection", ErrClosed, c.name)
+	case c.db.closedFlag.Load():
+		return fmt.Errorf("%w: %s", ErrClosed, c.db.path)
+	}
+	return nil
+}
 
 // Close flushes the collection's changes and releases its name. The
 // collection can then be opened again on the same DB, for example by a
-// restarted informer. Apply fails with ErrClosed from the start of Close.
-// Once Close returns, so do reads that need the file, because a reopened
-// instance may have changed it under this one's view. Reads that an
-// unbounded cache holding every object answers from memory still work. If
-// the flush fails, the name stays taken and the changes stay pending. The
-// commit loop retries them.
+// restarted informer. From the start of Close, every method that writes
+// fails with ErrClosed: Apply and its kin, Reset, CheckProvenance,
+// AddIndexes, Flush and Checkpoint. Once Close returns, so do reads that
+// need the file, because a reopened instance may have changed it under
+// this one's view. Reads that an unbounded cache holding every object
+// answers from memory still work. So do the accessors of the collection's
+// own state, such as ResourceVersion and Indexes. If the flush fails, the
+// name stays taken and the changes stay pending. The commit loop retries
+// them. A second Close returns nil.
 func (c *Collection) Close(ctx context.Context) error {
 	c.db.applyMu.Lock()
 	c.closed.Store(true)
@@ -894,7 +921,7 @@ func (c *Collection) Close(ctx context.Context) error {
 		return fmt.Errorf("closing collection %q: %w", c.name, err)
 	}
 	c.mu.Lock()
-	c.released = true
+	c.released.Store(true)
 	c.mu.Unlock()
 	c.db.mu.Lock()
 	if c.db.collections[c.name] == c {

@@ -60,8 +60,9 @@
 // set aside at open, with the must-list mark. A collection whose structure
 // is damaged is emptied at open, and starts cold (Collection.DamageSetAside).
 //
-// A closed collection refuses reads that need the file (ErrClosed), because
-// another instance may have changed the file since.
+// A closed collection refuses writes and reads that need the file
+// (ErrClosed), because another instance may own its buckets since. So does
+// a closed checkpoint.
 //
 // Files are created with mode 0600, and missing directories with 0700. They
 // hold whatever the cached objects hold.

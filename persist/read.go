@@ -27,15 +27,23 @@ import (
 // the trees lack, so the merge could return states that never were. It is
 // called with mu held, and Close releases under mu.
 func (c *Collection) view(fn func(*bolt.Tx) error) error {
-	if err := c.releasedErrLocked(); err != nil {
+	return c.fileView(fn)
+}
+
+// fileView runs fn in a read transaction of the file, for a read of the
+// file alone, which may hold no lock of ours. It fails once Close has
+// released the collection, because the file may be another instance's
+// since.
+func (c *Collection) fileView(fn func(*bolt.Tx) error) error {
+	if err := c.releasedErr(); err != nil {
 		return err
 	}
 	return c.db.view(fn)
 }
 
-// releasedErrLocked returns the error of a read after Close, or nil.
-func (c *Collection) releasedErrLocked() error {
-	if c.released {
+// releasedErr returns the error of a read after Close, or nil.
+func (c *Collection) releasedErr() error {
+	if c.released.Load() {
 		return fmt.Errorf("%w: collection %q was closed; reads of a closed collection are refused (objects it holds in memory are still served): open it again with DB.Collection", ErrClosed, c.name)
 	}
 	return nil
@@ -305,7 +313,7 @@ func (c *Collection) walkKeys() ([]string, error) {
 	})
 	var tx *bolt.Tx
 	if err == nil {
-		if err = c.releasedErrLocked(); err == nil {
+		if err = c.releasedErr(); err == nil {
 			tx, err = c.db.bolt.Begin(false)
 			err = c.db.closedErr(err)
 		}
