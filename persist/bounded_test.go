@@ -202,3 +202,54 @@ func TestBoundedTombstonesHoldNoObjects(t *testing.T) {
 		t.Errorf("Deleted()[%s] = %v, want its last state", key(7), d[key(7)])
 	}
 }
+
+// An object whose record is larger than CacheBytes is served, from the
+// layers and from the file, without entering the cache. The objects read
+// before it stay cached and keep hitting.
+func TestObjectLargerThanCacheBytesLeavesTheCacheAlone(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t, filepath.Join(t.TempDir(), "cache.db"), persist.Options{})
+	c, err := db.Collection("cms", persist.CollectionOptions{CacheBytes: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hot []*corev1.ConfigMap
+	for i := range 5 {
+		hot = append(hot, cm(fmt.Sprintf("hot-%d", i), "1"))
+	}
+	put(t, c, "1", hot...)
+	read := func(key string) *corev1.ConfigMap {
+		t.Helper()
+		obj, ok, err := c.Get(key)
+		if err != nil || !ok {
+			t.Fatalf("Get(%s) = %v, %v", key, ok, err)
+		}
+		return obj.(*corev1.ConfigMap)
+	}
+	for _, o := range hot {
+		read("ns/" + o.Name)
+	}
+	big := cm("big", "2")
+	big.Data = map[string]string{"blob": strings.Repeat("x", 16<<10)}
+	put(t, c, "2", big)
+	for round, when := range []string{"applied", "committed"} {
+		if round == 1 {
+			if err := db.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := read("ns/big"); len(got.Data["blob"]) != 16<<10 || got.ResourceVersion != "2" {
+			t.Errorf("%s: the large object reads back as %s@%s with %d bytes", when, got.Name, got.ResourceVersion, len(got.Data["blob"]))
+		}
+		before := c.CacheStats()
+		if before.Objects != len(hot) {
+			t.Errorf("%s: the cache holds %d objects, want the %d read before", when, before.Objects, len(hot))
+		}
+		for _, o := range hot {
+			read("ns/" + o.Name)
+		}
+		if after := c.CacheStats(); after.Misses != before.Misses {
+			t.Errorf("%s: %d reads of the objects read before missed the cache", when, after.Misses-before.Misses)
+		}
+	}
+}

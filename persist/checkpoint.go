@@ -103,6 +103,7 @@ type tombstone struct {
 // acknowledgements (about 100 bytes of memory each) and the keys of its
 // tombstones. A name is open at most once at a time, and Close releases it.
 // Opening stamps the checkpoint as in use (see Options.CheckpointRetention).
+// It fails with ErrClosed once the collection's Close has begun.
 func (c *Collection) Checkpoint(name string) (*Checkpoint, error) {
 	cp, err := c.openCheckpoint(name)
 	if err != nil {
@@ -183,14 +184,19 @@ func (c *Collection) loadClock(b *bolt.Bucket) {
 
 // openCheckpoint is Checkpoint without the stamp.
 func (c *Collection) openCheckpoint(name string) (*Checkpoint, error) {
-	if name == "" {
-		return nil, errors.New("checkpoint name must not be empty")
+	if err := checkBucketName("checkpoint", name); err != nil {
+		return nil, err
 	}
 	// Under mu, so that no commit drops a layer between the read and the
 	// layers folded in below. A commit writes the file before it drops the
 	// layer. Folding a written layer in again changes nothing.
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.closedErr(); err != nil {
+		// Its layers are stale against the file another instance may
+		// have written since.
+		return nil, err
+	}
 	if _, ok := c.checkpoints[name]; ok {
 		return nil, fmt.Errorf("%w: %q in collection %q", ErrCheckpointOpen, name, c.name)
 	}
@@ -377,7 +383,7 @@ func (cp *Checkpoint) write(change func(*layer) bool) error {
 	if cp.closed || c.db.closedFlag.Load() || c.closed.Load() {
 		c.mu.Unlock()
 		c.db.applyMu.RUnlock()
-		return ErrClosed
+		return cp.closedErr()
 	}
 	changed := change(c.pending)
 	if changed {
@@ -389,6 +395,15 @@ func (cp *Checkpoint) write(change func(*layer) bool) error {
 		c.db.noteApplied(1)
 	}
 	return nil
+}
+
+// closedErr returns the error of a use of the checkpoint after its Close,
+// or after its collection's or its DB's. Called with c.mu held.
+func (cp *Checkpoint) closedErr() error {
+	if cp.closed {
+		return fmt.Errorf("%w: checkpoint %q of collection %q was closed: open it again with Collection.Checkpoint", ErrClosed, cp.name, cp.c.name)
+	}
+	return fmt.Errorf("%w: the collection %q of checkpoint %q was closed", ErrClosed, cp.c.name, cp.name)
 }
 
 // Acked returns the resourceVersion at which key was last acknowledged.
@@ -410,6 +425,9 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 	c := cp.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if cp.closed {
+		return nil, 0, cp.closedErr()
+	}
 	isAcked := func(key, rv string) bool {
 		a, ok := cp.acked[key]
 		return ok && a == rv
@@ -534,11 +552,15 @@ func resourceVersionOf(obj runtime.Object) (string, error) {
 // shared, so treat them as read-only. Where the last state cannot be read
 // back, the object is an empty one of its type. It carries only its
 // namespace, name and resourceVersion. It is nil if not even its type can
-// be read. The deletion is delivered all the same.
+// be read. The deletion is delivered all the same. Deleted returns nil once
+// the checkpoint, its collection or its DB is closed.
 func (cp *Checkpoint) Deleted() map[string]runtime.Object {
 	c := cp.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if cp.closed || c.released.Load() || c.db.closedFlag.Load() {
+		return nil
+	}
 	out := make(map[string]runtime.Object, len(cp.deleted))
 	var onFile []string
 	for key, t := range cp.deleted {
@@ -611,8 +633,11 @@ func (cp *Checkpoint) Clear() error {
 }
 
 // Close releases the name. Acknowledgements made before it still reach the
-// file. Ack and Clear then return ErrClosed. Closing stamps the checkpoint
-// as in use until now (see Options.CheckpointRetention).
+// file. Ack, AckDeleted, Clear and Unacknowledged then return ErrClosed,
+// and Deleted returns nil. Another consumer may have opened the name since.
+// Acked, Len, Tombstones and Overflows answer from what the checkpoint held
+// when it closed. Closing stamps the checkpoint as in use until now (see
+// Options.CheckpointRetention). A second Close does nothing.
 func (cp *Checkpoint) Close() {
 	if !cp.c.db.opts.ReadOnly {
 		// A quiet spell may have left no commit to renew its stamp.
@@ -742,7 +767,7 @@ func (c *Collection) checkpointTombstones(name string) ([]string, error) {
 // Checkpoints returns the names of the collection's stored checkpoints.
 func (c *Collection) Checkpoints() ([]string, error) {
 	var names []string
-	err := c.db.view(func(tx *bolt.Tx) error {
+	err := c.fileView(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -764,7 +789,7 @@ func (c *Collection) Checkpoints() ([]string, error) {
 // checkpoint.
 func (c *Collection) CheckpointAcks(name string) (map[string]string, error) {
 	acked := map[string]string{}
-	err := c.db.view(func(tx *bolt.Tx) error {
+	err := c.fileView(func(tx *bolt.Tx) error {
 		return c.checkpointEntries(tx, format.CheckpointsBucket, name, func(k, v []byte) error {
 			acked[string(k)] = string(v)
 			return nil

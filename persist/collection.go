@@ -17,6 +17,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/boltinformer/boltinformer/internal/format"
 )
@@ -52,6 +53,8 @@ type CollectionOptions struct {
 	// counted as encoded record bytes). Zero for both keeps every object
 	// decoded in memory, as client-go does. With a bound, memory stays flat
 	// however many objects are stored, and cold reads decode from the file.
+	// An object whose record alone is larger than CacheBytes is not cached,
+	// so it never pushes the others out. Each read of it decodes it again.
 	CacheObjects int
 	CacheBytes   int64
 
@@ -91,11 +94,14 @@ type Collection struct {
 	// and find its objects cached.
 	aheadMu sync.Mutex
 
-	closed atomic.Bool // set by Close: no more Applies
+	// closed is set by Close. From then on, every write fails with
+	// ErrClosed (closedErr).
+	closed atomic.Bool
 	// released is set, under mu, once Close has flushed and given up the
 	// collection's name. Reads that need the file fail from then on (see
-	// view).
-	released bool
+	// view). A reader holding mu sees it set or finishes before Close
+	// returns. Reads of the file alone load it without mu (fileView).
+	released atomic.Bool
 
 	// mu guards the fields below. Apply takes it for writing. Reads that
 	// consult the layers or the file take it for reading. That keeps them
@@ -119,6 +125,9 @@ type Collection struct {
 	provenance map[string]string // as recorded in the file
 
 	resetAtOpen *ProvenanceMismatch // set once by DB.Collection
+	// damageSetAside is why DB.Collection emptied the collection, if it
+	// found its structure damaged (see DamageSetAside).
+	damageSetAside error
 	// journalSetAside is why DB.Collection set the journal aside, if it
 	// did (see JournalSetAside).
 	journalSetAside error
@@ -136,8 +145,8 @@ type Collection struct {
 
 // Collection opens, or creates, the named collection.
 func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, error) {
-	if name == "" {
-		return nil, errors.New("collection name must not be empty")
+	if err := checkBucketName("collection", name); err != nil {
+		return nil, err
 	}
 	db.mu.Lock()
 	if db.closed {
@@ -172,6 +181,19 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 			return err
 		}
 		err = db.view(check)
+		if errors.Is(err, errCollectionDamaged) {
+			// A collection whose structure is damaged cannot be read,
+			// nor written without failing every commit of the file. So
+			// it is emptied whole, and its owner lists it as on a cold
+			// start.
+			c.damageSetAside = err
+			db.commitMu.Lock()
+			err = db.closedErr(db.bolt.Update(c.setAsideDamagedTx))
+			db.commitMu.Unlock()
+			if err == nil {
+				err = db.view(check)
+			}
+		}
 		if errors.Is(err, errJournalUnreadable) {
 			// Damage to the journal is set aside as damage to a record
 			// is. It never makes a collection that cannot be opened.
@@ -195,6 +217,9 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 	if err != nil {
 		return nil, fmt.Errorf("opening collection %q in %s: %w", name, db.path, err)
 	}
+	if c.damageSetAside != nil {
+		utilruntime.HandleError(fmt.Errorf("boltinformer: collection %q in %s: %w; it was emptied, and its owner lists it again as on a cold start", name, db.path, c.damageSetAside))
+	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if _, ok := db.collections[name]; ok {
@@ -208,38 +233,155 @@ func (c *Collection) bucket(tx *bolt.Tx) *bolt.Bucket {
 	return tx.Bucket(format.CollectionsBucket).Bucket(c.key)
 }
 
-// load reads the stored metadata of an existing collection.
+// load reads the stored metadata of an existing collection. A collection
+// whose structure is damaged is an error wrapping errCollectionDamaged.
+// Nothing of it is loaded then.
 func (c *Collection) load(tx *bolt.Tx) error {
-	b := c.bucket(tx)
+	b, err := c.collectionBucket(tx)
+	if err != nil {
+		return err
+	}
 	if b == nil {
 		return ErrNoCollection
 	}
+	if err := checkStructure(b); err != nil {
+		return err
+	}
 	meta := b.Bucket(format.CollMetaBucket)
+	provenance, err := loadProvenance(meta)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errCollectionDamaged, err)
+	}
+	indexes := map[string]string{}
+	if raw := meta.Get(format.IndexVersionsKey); raw != nil {
+		if err := msgpack.Unmarshal(raw, &indexes); err != nil {
+			return damagedError("its index versions do not decode: %v", err)
+		}
+	}
+	if err := checkIndexBuckets(b, indexes); err != nil {
+		return err
+	}
 	if err := c.loadJournal(b); err != nil {
 		return err
 	}
 	c.rv = string(meta.Get(format.RVKey))
 	c.mustList = meta.Get(format.MustListKey) != nil
 	c.loadClock(b)
-	var err error
-	if c.provenance, err = loadProvenance(meta); err != nil {
-		return err
+	c.provenance, c.indexes = provenance, indexes
+	return nil
+}
+
+// errCollectionDamaged marks a collection whose structure cannot be read
+// at open. A bucket it needs is missing, a plain value stands where a
+// bucket belongs, or its metadata does not decode. Reads would fail or
+// panic on it, and commits would fail for every collection of the file.
+// So DB.Collection empties it (setAsideDamagedTx), and a read-only open
+// fails.
+var errCollectionDamaged = errors.New("the collection's structure is damaged")
+
+// damagedError returns an error wrapping errCollectionDamaged and
+// ErrCorruptRecord that says what is damaged.
+func damagedError(format string, args ...any) error {
+	return fmt.Errorf("%w: %w: "+format, append([]any{errCollectionDamaged, ErrCorruptRecord}, args...)...)
+}
+
+// collectionBucket returns the collection's bucket, or nil if the file has
+// none. A plain value under the collection's name is damage.
+func (c *Collection) collectionBucket(tx *bolt.Tx) (*bolt.Bucket, error) {
+	root := tx.Bucket(format.CollectionsBucket)
+	if b := root.Bucket(c.key); b != nil {
+		return b, nil
 	}
-	if raw := meta.Get(format.IndexVersionsKey); raw != nil {
-		if err := msgpack.Unmarshal(raw, &c.indexes); err != nil {
-			return fmt.Errorf("%w: index versions: %v", ErrCorruptRecord, err)
+	if root.Get(c.key) != nil {
+		return nil, damagedError("a plain value stands where its bucket belongs")
+	}
+	return nil, nil
+}
+
+// Every collection has the required sub-buckets since it was created. The
+// optional ones are created when first written. A plain value under any
+// of these names would fail that write, and so every commit of the file.
+var (
+	requiredBuckets = [][]byte{format.CollMetaBucket, format.ObjectsBucket, format.IndexesBucket}
+	optionalBuckets = [][]byte{format.VersionsBucket, format.JournalBucket, format.CheckpointsBucket, format.TombstonesBucket, format.CheckpointSeenBucket}
+)
+
+// checkStructure returns an error wrapping errCollectionDamaged if the
+// collection b lacks a required sub-bucket, or holds a plain value where a
+// sub-bucket belongs. Below checkpoints and tombstones, each entry must be
+// a checkpoint's bucket, which commits write into.
+func checkStructure(b *bolt.Bucket) error {
+	for _, name := range slices.Concat(requiredBuckets, optionalBuckets) {
+		if b.Get(name) != nil {
+			return damagedError("a plain value stands where its %q bucket belongs", name)
+		}
+	}
+	for _, name := range requiredBuckets {
+		if b.Bucket(name) == nil {
+			return damagedError("it has no %q bucket", name)
+		}
+	}
+	for _, name := range [][]byte{format.CheckpointsBucket, format.TombstonesBucket} {
+		pb := b.Bucket(name)
+		if pb == nil {
+			continue
+		}
+		err := pb.ForEach(func(k, v []byte) error {
+			if v != nil {
+				return damagedError("a plain value stands where checkpoint %q's bucket belongs in %q", k, name)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// checkIndexBuckets returns an error wrapping errCollectionDamaged if an
+// index the collection b records (indexes) lacks its bucket or the
+// byValue and byKey buckets in it.
+func checkIndexBuckets(b *bolt.Bucket, indexes map[string]string) error {
+	idx := b.Bucket(format.IndexesBucket)
+	for _, name := range sortedKeys(indexes) {
+		ib := idx.Bucket([]byte(name))
+		switch {
+		case ib == nil:
+			return damagedError("index %q (version %q) has no bucket", name, indexes[name])
+		case ib.Bucket(format.ByValueBucket) == nil || ib.Bucket(format.ByKeyBucket) == nil:
+			return damagedError("index %q lacks its %q or %q bucket", name, format.ByValueBucket, format.ByKeyBucket)
+		}
+	}
+	return nil
+}
+
+// setAsideDamagedTx deletes the collection, whose structure is damaged,
+// with everything below it. DB.Collection then creates it afresh. Its
+// checkpoints go with it, as whenever a collection starts cold.
+func (c *Collection) setAsideDamagedTx(tx *bolt.Tx) error {
+	root := tx.Bucket(format.CollectionsBucket)
+	if root.Bucket(c.key) != nil {
+		return root.DeleteBucket(c.key)
+	}
+	return root.Delete(c.key)
+}
+
+// DamageSetAside returns why DB.Collection found the collection's structure
+// damaged, or nil. A bucket it needs was missing or held a plain value, or
+// its metadata did not decode. DB.Collection then emptied it: objects,
+// indexes, checkpoints and resourceVersion. So the owner lists it, as on a
+// cold start. A read-only open of a damaged collection fails instead, with
+// ErrCorruptRecord.
+func (c *Collection) DamageSetAside() error { return c.damageSetAside }
+
 // unchanged loads the stored collection and reports whether create would
 // write nothing. That is so when the collection exists with the provenance,
 // description and index versions opts gives. Errors are those of a corrupt collection.
 func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error) {
-	b := c.bucket(tx)
-	if b == nil {
-		return false, nil
+	b, err := c.collectionBucket(tx)
+	if err != nil || b == nil {
+		return false, err
 	}
 	if err := c.load(tx); err != nil {
 		return false, err
@@ -374,6 +516,11 @@ func splitIndexes(stored, named map[string]string) (use, dormant map[string]stri
 // partial index survives.
 func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[string]string, fn IndexValuesFunc) error {
 	sort.Strings(names)
+	for _, name := range names {
+		if err := checkBucketName("index", name); err != nil {
+			return err
+		}
+	}
 	b := c.bucket(tx)
 	idx := b.Bucket(format.IndexesBucket)
 	type target struct{ byValue, byKey *bolt.Bucket }
@@ -462,18 +609,22 @@ func (c *Collection) writeIndexVersions(b *bolt.Bucket) error {
 	return b.Bucket(format.CollMetaBucket).Put(format.IndexVersionsKey, raw)
 }
 
-// writeIndexValues moves key from the old values to the new ones.
+// writeIndexValues moves key from the old values to the new ones. An old
+// value's entry is deleted in every form a build may have written.
 func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []string) error {
 	if slices.Equal(old, values) {
 		return nil
 	}
 	for _, v := range old {
-		if err := byValue.Delete(format.IndexEntry(v, key)); err != nil {
-			return err
+		for _, k := range format.IndexEntryKeys(v, key) {
+			if err := byValue.Delete(k); err != nil {
+				return err
+			}
 		}
 	}
 	for _, v := range values {
-		if err := byValue.Put(format.IndexEntry(v, key), nil); err != nil {
+		k, val := format.IndexEntry(v, key)
+		if err := byValue.Put(k, val); err != nil {
 			return err
 		}
 	}
@@ -520,7 +671,7 @@ func (c *Collection) Indexes() map[string]string {
 
 // Apply applies ops and sets the collection's resource version to rv. All ops
 // are encoded first. If one cannot be, Apply returns the error and nothing
-// is applied. Applied ops are visible to reads when Apply returns, and reach the
+// is applied. So does a key the file cannot store (see Op.Key). Applied ops are visible to reads when Apply returns, and reach the
 // file, together with rv, in the next group commit.
 func (c *Collection) Apply(ops []Op, rv string) error {
 	return c.apply(ops, rv, true, nil)
@@ -545,6 +696,9 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 		}
 		if op.Object == nil {
 			return fmt.Errorf("%w: key %q: nil object", ErrUnencodable, op.Key)
+		}
+		if err := checkKey(op.Key); err != nil {
+			return err
 		}
 		rec, err := c.db.codec.encode(op.Object, op.Payload, recycledRecord())
 		if err != nil {
@@ -607,6 +761,32 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 	return nil
 }
 
+// checkKey returns an error for an object key the file cannot store.
+// bbolt refuses an empty key. A longer key than format.MaxObjectKey would
+// leave no room for an index value in its byValue entries. A commit that
+// failed on one key would fail every later commit of the file.
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: the object's key is empty, and the cache file cannot store an empty key. Give the object a name, or use a key function that never returns an empty key", ErrUnencodable)
+	case len(key) > format.MaxObjectKey:
+		return fmt.Errorf("%w: key %q... is %d bytes, and the cache file stores keys of at most %d bytes. Kubernetes' namespace/name keys are at most 317 bytes: use a key function that returns shorter keys", ErrUnencodable, key[:64], len(key), format.MaxObjectKey)
+	}
+	return nil
+}
+
+// checkBucketName returns an error for a name, given by the caller, that
+// cannot name a bbolt bucket.
+func checkBucketName(what, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%s name must not be empty", what)
+	case len(name) > bolt.MaxKeySize:
+		return fmt.Errorf("%s name %q... is %d bytes, and the cache file stores names of at most %d bytes: choose a shorter name", what, name[:64], len(name), bolt.MaxKeySize)
+	}
+	return nil
+}
+
 // ResourceVersion returns the resource version of the latest Apply, or the
 // stored one if nothing was applied since the collection was opened.
 func (c *Collection) ResourceVersion() string {
@@ -618,7 +798,7 @@ func (c *Collection) ResourceVersion() string {
 // CommittedResourceVersion returns the resource version on disk.
 func (c *Collection) CommittedResourceVersion() (string, error) {
 	var rv string
-	err := c.db.view(func(tx *bolt.Tx) error {
+	err := c.fileView(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection
@@ -638,13 +818,16 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 	if c.db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	if err := c.db.Flush(ctx); err != nil {
+	if err := c.Flush(ctx); err != nil {
 		return fmt.Errorf("adding indexes to %q: %w", c.name, err)
 	}
 	c.db.commitMu.Lock()
 	defer c.db.commitMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.closedErr(); err != nil { // closed during the flush
+		return err
+	}
 	names := make([]string, 0, len(versions))
 	for name := range versions {
 		if _, ok := c.indexes[name]; ok {
@@ -697,17 +880,38 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 }
 
 // Flush commits every change applied to the file before the call, this
-// collection's and the others' (see DB.Flush).
-func (c *Collection) Flush(ctx context.Context) error { return c.db.Flush(ctx) }
+// collection's and the others' (see DB.Flush). It fails with ErrClosed
+// once Close has begun. Close flushes the collection's changes itself.
+func (c *Collection) Flush(ctx context.Context) error {
+	if err := c.closedErr(); err != nil {
+		return err
+	}
+	return c.db.Flush(ctx)
+}
+
+// closedErr returns the error of a write after the collection's Close
+// began, or its DB's, or nil.
+func (c *Collection) closedErr() error {
+	switch {
+	case c.closed.Load():
+		return fmt.Errorf("%w: collection %q was closed; a closed collection refuses writes: open it again with DB.Collection", ErrClosed, c.name)
+	case c.db.closedFlag.Load():
+		return fmt.Errorf("%w: %s", ErrClosed, c.db.path)
+	}
+	return nil
+}
 
 // Close flushes the collection's changes and releases its name. The
 // collection can then be opened again on the same DB, for example by a
-// restarted informer. Apply fails with ErrClosed from the start of Close.
-// Once Close returns, so do reads that need the file, because a reopened
-// instance may have changed it under this one's view. Reads that an
-// unbounded cache holding every object answers from memory still work. If
-// the flush fails, the name stays taken and the changes stay pending. The
-// commit loop retries them.
+// restarted informer. From the start of Close, every method that writes
+// fails with ErrClosed: Apply and its kin, Reset, CheckProvenance,
+// AddIndexes, Flush and Checkpoint. Once Close returns, so do reads that
+// need the file, because a reopened instance may have changed it under
+// this one's view. Reads that an unbounded cache holding every object
+// answers from memory still work. So do the accessors of the collection's
+// own state, such as ResourceVersion and Indexes. If the flush fails, the
+// name stays taken and the changes stay pending. The commit loop retries
+// them. A second Close returns nil.
 func (c *Collection) Close(ctx context.Context) error {
 	c.db.applyMu.Lock()
 	c.closed.Store(true)
@@ -717,7 +921,7 @@ func (c *Collection) Close(ctx context.Context) error {
 		return fmt.Errorf("closing collection %q: %w", c.name, err)
 	}
 	c.mu.Lock()
-	c.released = true
+	c.released.Store(true)
 	c.mu.Unlock()
 	c.db.mu.Lock()
 	if c.db.collections[c.name] == c {

@@ -380,12 +380,17 @@ func (db *DB) checkSchema() error {
 		if err != nil {
 			return fmt.Errorf("%w: %s: schema %q is not a number", ErrNotCacheFile, db.path, raw)
 		}
-		if v >= oldestSchema && v < schemaVersion && !db.opts.ReadOnly {
-			return errUpgradeSchema
-		}
 		if v < oldestSchema || v > schemaVersion {
 			return fmt.Errorf("%w: %s has schema %d, this build reads schema %d; use the boltinformer release that wrote it, or delete the file to start cold",
 				ErrSchemaUnsupported, db.path, v, schemaVersion)
+		}
+		if tx.Bucket(format.CollectionsBucket) == nil {
+			// Every collection lives below it, so the file is corrupt
+			// (and moved aside with Options.MoveAsideCorrupt).
+			return fmt.Errorf("it has no %q bucket", format.CollectionsBucket)
+		}
+		if v < schemaVersion && !db.opts.ReadOnly {
+			return errUpgradeSchema
 		}
 		return nil
 	}

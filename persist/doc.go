@@ -30,7 +30,8 @@
 // objects use their generated protobuf, or JSON without one. Unstructured
 // objects use msgpack, which keeps int64 and float64 apart. Indexes are
 // stored as value→key and key→values buckets, so an index lookup decodes no
-// object. Collection.Versions reads every object's UID and resourceVersion
+// object. An index value too long for a bbolt key is stored under its hash.
+// Apply refuses an object key the file cannot store (see Op.Key). Collection.Versions reads every object's UID and resourceVersion
 // without reading a record.
 //
 // Decoded objects are cached in memory. By default the cache holds all of
@@ -56,10 +57,12 @@
 // collection clears it. Collection.MustList reports it.
 //
 // Damage never needs a person to repair it. A journal that cannot be read is
-// set aside at open, with the must-list mark.
+// set aside at open, with the must-list mark. A collection whose structure
+// is damaged is emptied at open, and starts cold (Collection.DamageSetAside).
 //
-// A closed collection refuses reads that need the file (ErrClosed), because
-// another instance may have changed the file since.
+// A closed collection refuses writes and reads that need the file
+// (ErrClosed), because another instance may own its buckets since. So does
+// a closed checkpoint.
 //
 // Files are created with mode 0600, and missing directories with 0700. They
 // hold whatever the cached objects hold.

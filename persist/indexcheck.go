@@ -33,7 +33,7 @@ func (c *Collection) StoredIndexValues(keys []string) (map[string]map[string][]s
 	if len(fromFile) == 0 {
 		return out, nil
 	}
-	err := c.db.view(func(tx *bolt.Tx) error {
+	err := c.view(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection

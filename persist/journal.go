@@ -574,7 +574,7 @@ func appendingEntries(byValue *bolt.Bucket, index string, keys []string, changeO
 	last, _ := byValue.Cursor().Last()
 	for _, key := range keys {
 		for _, v := range changeOf(key).indexes[index] {
-			if last != nil && bytes.Compare(format.IndexEntry(v, key), last) <= 0 {
+			if k, _ := format.IndexEntry(v, key); last != nil && bytes.Compare(k, last) <= 0 {
 				return false
 			}
 		}

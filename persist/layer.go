@@ -9,12 +9,16 @@ import (
 
 // Op is one change to a collection.
 type Op struct {
-	// Key is the store key (namespace/name).
+	// Key is the store key (namespace/name). An object's key must be 1 to
+	// 4096 bytes long (format.MaxObjectKey), or Apply refuses it with
+	// ErrUnencodable. A Kubernetes namespace/name key is at most 317 bytes.
 	Key string
 	// Object is the new state. It is nil with Delete.
 	Object runtime.Object
 	// Indexes holds the object's values for every index of the collection.
-	// An index missing from the map has no values for this object.
+	// An index missing from the map has no values for this object. Values
+	// may be of any length. One too long for a bbolt key is stored under
+	// its hash (internal/format/index.go).
 	Indexes map[string][]string
 	// Delete removes Key.
 	Delete bool

@@ -243,8 +243,8 @@ func (c *Collection) loadMemIndexLocked() (*memIndex, error) {
 			if err != nil {
 				return err
 			}
-			err = byValue.ForEach(func(k, _ []byte) error {
-				value, key, _, err := format.SplitIndexEntry(k)
+			err = byValue.ForEach(func(k, v []byte) error {
+				value, key, _, err := format.DecodeIndexEntry(k, v)
 				if err != nil {
 					return err
 				}

@@ -95,7 +95,8 @@ func (c *objectCache) has(key string) bool {
 }
 
 // put caches obj under key, replacing what was there. size is the encoded
-// record size, used for the byte bound.
+// record size, used for the byte bound. An object larger than that bound
+// is not cached (putLocked).
 func (c *objectCache) put(key string, obj runtime.Object, size int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -103,7 +104,7 @@ func (c *objectCache) put(key string, obj runtime.Object, size int) {
 }
 
 // add caches obj under key unless key is cached already, and returns the
-// object cached under key. Two readers may decode the same record at once,
+// object cached under key, or obj if it is too large to cache (putLocked). Two readers may decode the same record at once,
 // such as a warm start's delivery and a lister. They then hand out one
 // object, as client-go's store holds one object per key. A handler's OnAdd
 // and a lister's Get show the same pointer.
@@ -117,7 +118,15 @@ func (c *objectCache) add(key string, obj runtime.Object, size int) runtime.Obje
 	return obj
 }
 
+// putLocked caches obj under key, unless obj alone exceeds the byte bound.
+// Caching such an object would evict every other entry first, and then the
+// object itself. It is not cached, and an older state of key leaves the
+// cache, so that no read serves it.
 func (c *objectCache) putLocked(key string, obj runtime.Object, size int) {
+	if c.maxBytes > 0 && int64(size) > c.maxBytes {
+		c.removeLocked(key)
+		return
+	}
 	e := cacheEntry{obj: obj, size: int32(size)}
 	old, loaded := c.entries[key]
 	if loaded {
@@ -163,7 +172,7 @@ func (c *objectCache) overLocked() bool {
 
 // evictLocked sweeps the ring until the cache is within its bounds. A swept
 // entry with its reference bit set gets a second chance. The entry under
-// keep, just put, is evicted only if it alone exceeds the byte bound.
+// keep, just put, is evicted last, and never is, since it fits alone.
 func (c *objectCache) evictLocked(keep string) {
 	for c.overLocked() && len(c.ring) > 0 {
 		if c.hand >= len(c.ring) {

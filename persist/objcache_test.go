@@ -103,30 +103,97 @@ func TestObjectCacheSecondChance(t *testing.T) {
 // the set has been read for a while, every read of it hits, whatever the
 // cache held before and in whatever order the set is read. (CLOCK only
 // approximates LRU, so a key of the set may miss twice while the set
-// loads.) Seeded layouts: the bound, the keys cached before, the set's size
-// and the order of its reads.
+// loads.) Objects larger than a byte bound come and go among the reads,
+// put by Apply or decoded by a read, and must not push the set out.
+// Seeded layouts: the bound by objects, bytes or both, the keys cached
+// before, the set's size, the sizes of its objects, the order of its reads
+// and the oversized objects between them.
 func TestObjectCacheKeepsAWorkingSetWithinItsBound(t *testing.T) {
-	for seed := uint64(0); seed < 200; seed++ {
+	for seed := uint64(0); seed < 300; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		bound := 1 + rng.IntN(40)
-		c := newObjectCache(bound, 0)
+		// maxSize is the largest object of the set. A set of at most bound
+		// keys fits a byte bound of bound*maxSize.
+		maxSize, maxObjects, maxBytes := 1, bound, int64(0)
+		switch rng.IntN(3) {
+		case 1:
+			maxSize, maxObjects, maxBytes = 1+rng.IntN(8), 0, 0
+		case 2:
+			maxSize = 1 + rng.IntN(8)
+		}
+		if maxObjects == 0 || rng.IntN(2) == 0 {
+			maxBytes = int64(bound * maxSize)
+		}
+		c := newObjectCache(maxObjects, maxBytes)
 		for i := range rng.IntN(3 * bound) {
-			c.put(fmt.Sprintf("before-%d", i), cacheObj("before"), 1)
+			c.put(fmt.Sprintf("before-%d", i), cacheObj("before"), 1+rng.IntN(maxSize))
 			if rng.IntN(2) == 0 { // some were read, some not
 				c.get(fmt.Sprintf("before-%d", rng.IntN(i+1)))
 			}
 		}
 		set := 1 + rng.IntN(bound)
+		sizes := make([]int, set)
+		for i := range sizes {
+			sizes[i] = 1 + rng.IntN(maxSize)
+		}
 		reads := 20 * set
 		for i := range reads {
-			key := fmt.Sprintf("set-%d", rng.IntN(set))
+			if maxBytes > 0 && rng.IntN(4) == 0 {
+				key, size := fmt.Sprintf("big-%d", rng.IntN(3)), int(maxBytes)+1+rng.IntN(100)
+				if rng.IntN(2) == 0 {
+					c.put(key, cacheObj(key), size)
+				} else {
+					c.add(key, cacheObj(key), size)
+				}
+				checkCache(t, c)
+			}
+			n := rng.IntN(set)
+			key := fmt.Sprintf("set-%d", n)
 			if _, ok := c.get(key); !ok {
 				if i >= reads/2 {
-					t.Fatalf("seed %d: bound %d, a set of %d keys read in turn: read %d of %d, of %q, missed", seed, bound, set, i+1, reads, key)
+					t.Fatalf("seed %d: bound of %d objects and %d bytes, a set of %d keys read in turn: read %d of %d, of %q, missed", seed, maxObjects, maxBytes, set, i+1, reads, key)
 				}
-				c.add(key, cacheObj(key), 1)
+				c.add(key, cacheObj(key), sizes[n])
 			}
 			checkCache(t, c)
 		}
+	}
+}
+
+// An object larger than the byte bound is not cached. Caching it would
+// first evict every other entry, read or not, and then itself. An older
+// state of its key leaves the cache with it, so it is never served stale.
+func TestObjectCacheOversizedObjectEvictsNothing(t *testing.T) {
+	for _, objects := range []int{0, 10} {
+		t.Run(fmt.Sprintf("objects=%d", objects), func(t *testing.T) {
+			c := newObjectCache(objects, 100)
+			hot := map[string]*corev1.ConfigMap{}
+			for i := range 5 {
+				key := fmt.Sprintf("hot-%d", i)
+				hot[key] = cacheObj(key)
+				c.put(key, hot[key], 10)
+				c.get(key)
+			}
+			c.put("big", cacheObj("big"), 101)
+			checkCache(t, c)
+			big := cacheObj("big")
+			if got := c.add("big", big, 500); got != big {
+				t.Errorf("add of an oversized object returned %v, want the object given", got)
+			}
+			checkCache(t, c)
+			c.put("hot-0", cacheObj("hot-0 grown"), 101) // a cached key grows past the bound
+			checkCache(t, c)
+			if _, ok := c.get("big"); ok {
+				t.Error("an object larger than the byte bound is cached")
+			}
+			if _, ok := c.get("hot-0"); ok {
+				t.Error("a key that grew past the byte bound still serves its older object")
+			}
+			for _, key := range []string{"hot-1", "hot-2", "hot-3", "hot-4"} {
+				if got, ok := c.get(key); !ok || got != hot[key] {
+					t.Errorf("%s was evicted by an object larger than the whole cache", key)
+				}
+			}
+		})
 	}
 }

@@ -241,6 +241,10 @@ func (c *Collection) reset(ctx context.Context, want map[string]string, force, m
 	defer c.db.commitMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.closedErr(); err != nil {
+		// Another instance may own the collection's buckets now.
+		return nil, err
+	}
 	if !force && diffProvenance(c.provenance, want) == nil {
 		return nil, nil
 	}

@@ -27,15 +27,23 @@ import (
 // the trees lack, so the merge could return states that never were. It is
 // called with mu held, and Close releases under mu.
 func (c *Collection) view(fn func(*bolt.Tx) error) error {
-	if err := c.releasedErrLocked(); err != nil {
+	return c.fileView(fn)
+}
+
+// fileView runs fn in a read transaction of the file, for a read of the
+// file alone, which may hold no lock of ours. It fails once Close has
+// released the collection, because the file may be another instance's
+// since.
+func (c *Collection) fileView(fn func(*bolt.Tx) error) error {
+	if err := c.releasedErr(); err != nil {
 		return err
 	}
 	return c.db.view(fn)
 }
 
-// releasedErrLocked returns the error of a read after Close, or nil.
-func (c *Collection) releasedErrLocked() error {
-	if c.released {
+// releasedErr returns the error of a read after Close, or nil.
+func (c *Collection) releasedErr() error {
+	if c.released.Load() {
 		return fmt.Errorf("%w: collection %q was closed; reads of a closed collection are refused (objects it holds in memory are still served): open it again with DB.Collection", ErrClosed, c.name)
 	}
 	return nil
@@ -305,7 +313,7 @@ func (c *Collection) walkKeys() ([]string, error) {
 	})
 	var tx *bolt.Tx
 	if err == nil {
-		if err = c.releasedErrLocked(); err == nil {
+		if err = c.releasedErr(); err == nil {
 			tx, err = c.db.bolt.Begin(false)
 			err = c.db.closedErr(err)
 		}
@@ -623,15 +631,12 @@ func (c *Collection) indexKeysLocked(index, value string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		prefix := format.ValuePrefix(value)
-		cur := byValue.Cursor()
-		for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
-			key := string(k[len(prefix):])
-			if !c.inLayersLocked(key) {
+		return format.ForEachIndexKey(byValue, value, func(k []byte) error {
+			if key := string(k); !c.inLayersLocked(key) {
 				keys = append(keys, key)
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	return keys, err
 }
@@ -811,21 +816,23 @@ func (c *Collection) IndexValues(index string) ([]string, error) {
 			return err
 		}
 		cur := byValue.Cursor()
-		for k, _ := cur.First(); k != nil; {
-			value, key, prefixLen, err := format.SplitIndexEntry(k)
+		for k, v := cur.First(); k != nil; {
+			value, key, prefixLen, err := format.DecodeIndexEntry(k, v)
 			if err != nil {
 				return err
 			}
 			if _, ok := seen[value]; ok || c.inLayersLocked(key) {
 				// The key is known already, or its disk entry is
 				// overridden. Look at the value's next key.
-				k, _ = cur.Next()
+				k, v = cur.Next()
 				continue
 			}
 			seen[value] = struct{}{}
-			// Skip the value's remaining keys.
+			// Skip the value's remaining keys. A hashed entry holds its
+			// value, and one of another value with the same hash is not
+			// skipped.
 			prefix := append([]byte(nil), k[:prefixLen]...)
-			for k, _ = cur.Next(); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
+			for k, v = cur.Next(); k != nil && bytes.HasPrefix(k, prefix) && (len(v) == 0 || string(v) == value); k, v = cur.Next() {
 			}
 		}
 		return nil

@@ -161,19 +161,19 @@ func (r *Collection) ForEachIndexEntry(index string, fn func(value, key string, 
 		return err
 	}
 	if len(j.keys) == 0 {
-		return byValue.ForEach(func(k, _ []byte) error {
-			value, key, _, err := format.SplitIndexEntry(k)
+		return byValue.ForEach(func(k, v []byte) error {
+			value, key, _, err := format.DecodeIndexEntry(k, v)
 			return fn(value, key, k, err)
 		})
 	}
 	fromJournal := j.indexEntries(index)
-	err = byValue.ForEach(func(k, _ []byte) error {
+	err = byValue.ForEach(func(k, v []byte) error {
 		for ; len(fromJournal) > 0 && bytes.Compare(fromJournal[0].raw, k) < 0; fromJournal = fromJournal[1:] {
 			if err := fn(fromJournal[0].value, fromJournal[0].key, fromJournal[0].raw, nil); err != nil {
 				return err
 			}
 		}
-		value, key, _, err := format.SplitIndexEntry(k)
+		value, key, _, err := format.DecodeIndexEntry(k, v)
 		if err == nil {
 			if _, held := j.newest[key]; held {
 				return nil
@@ -205,8 +205,7 @@ func (r *Collection) HasIndexEntry(index, value, key string) (bool, error) {
 	if values, held := j.indexValues(index, key); held {
 		return slices.Contains(values, value), nil
 	}
-	k, _ := byValue.Cursor().Seek(format.IndexEntry(value, key))
-	return k != nil && bytes.Equal(k, format.IndexEntry(value, key)), nil
+	return format.HasIndexEntry(byValue, value, key), nil
 }
 
 // ForEachIndexedKey calls fn for every key→values entry of the named index

@@ -127,7 +127,8 @@ func (j *journalView) indexEntries(index string) []journalIndexEntry {
 	for _, key := range j.keys {
 		values, _ := j.indexValues(index, key)
 		for _, v := range values {
-			out = append(out, journalIndexEntry{format.IndexEntry(v, key), v, key})
+			raw, _ := format.IndexEntry(v, key)
+			out = append(out, journalIndexEntry{raw, v, key})
 		}
 	}
 	sort.Slice(out, func(a, b int) bool { return bytes.Compare(out[a].raw, out[b].raw) < 0 })

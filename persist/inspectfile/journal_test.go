@@ -220,8 +220,8 @@ func rawState(t *testing.T, path string) state {
 		}
 		for _, index := range []string{"namespace", "app"} {
 			ib := b.Bucket(format.IndexesBucket).Bucket([]byte(index))
-			if err := ib.Bucket(format.ByValueBucket).ForEach(func(k, _ []byte) error {
-				value, key, _, err := format.SplitIndexEntry(k)
+			if err := ib.Bucket(format.ByValueBucket).ForEach(func(k, v []byte) error {
+				value, key, _, err := format.DecodeIndexEntry(k, v)
 				s.entries[index] = append(s.entries[index], value+"→"+key)
 				return err
 			}); err != nil {
