@@ -512,6 +512,7 @@ func (s *Informer) closeCollection(logger klog.Logger) {
 func (s *Informer) OnAdd(obj interface{}, isInInitialList bool) {
 	s.givenToAll(obj)
 	s.supersede(obj)
+	s.noteToldLocked(obj, nil)
 	s.cacheMutationDetector.AddObject(obj)
 	s.processor.Distribute(processor.AddNotification{Obj: obj, IsInInitialList: isInInitialList}, false)
 }
@@ -541,6 +542,7 @@ func (s *Informer) distributeUpdate(old, new interface{}, relisted bool) {
 	if !isSync {
 		s.givenToAll(new)
 		s.supersede(new)
+		s.noteToldLocked(new, nil)
 	}
 	s.cacheMutationDetector.AddObject(new)
 	s.processor.Distribute(processor.UpdateNotification{Old: old, New: new, RelistedUnchanged: relisted && isSync}, isSync)
@@ -553,10 +555,12 @@ func (s *Informer) OnDelete(old interface{}) {
 	s.supersede(old)
 	if key, ok := s.notGivenKey(old); ok {
 		if lacking := s.delivery.lacking(key); len(lacking) > 0 {
+			s.noteToldLocked(old, lacking)
 			s.processor.DistributeExcept(lacking, processor.DeleteNotification{Obj: old})
 			return
 		}
 	}
+	s.noteToldLocked(old, nil)
 	s.processor.Distribute(processor.DeleteNotification{Obj: old}, false)
 }
 
