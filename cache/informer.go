@@ -420,6 +420,7 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 	if !ok {
 		return errors.New("object given as Process argument is not Deltas")
 	}
+	deltas = s.caught.skipReplayed(deltas)
 	err := s.withRecoverySteps(logger, deltas, func(deltas []cache.Delta) error {
 		if s.delivery != nil {
 			s.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas)
@@ -438,6 +439,7 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, isInInitialList bool) error {
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
+	deltas = s.caught.skipReplayed(deltas)
 	err := s.withRecoverySteps(logger, deltas, func(deltas []cache.Delta) error {
 		if s.delivery != nil {
 			s.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas)
