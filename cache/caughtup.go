@@ -33,6 +33,10 @@ type caughtUp struct {
 	closed  bool
 	// match, while set, is a proof by versions under way (versionmatch.go).
 	match *versionMatch
+	// replaying: a proof by versions held at replayedThrough, and the
+	// watch's events up to it are dropped (skipReplayed).
+	replaying       bool
+	replayedThrough uint64
 }
 
 func newCaughtUp() *caughtUp { return &caughtUp{done: make(chan struct{})} }

@@ -97,7 +97,7 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 	listener := processor.NewListener(handler, processor.ListenerOptions{Logger: logger, RequestedResyncPeriod: resyncPeriod, ResyncPeriod: processor.DetermineResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod), Now: s.clock.Now(), UpstreamHasSynced: s.HasSyncedChecker(), SkipInitialAdd: skipInitialAdd, SkipRelistedUnchanged: skipRelisted})
 	if len(tombstones) > 0 {
 		s.tombstoneMu.Lock()
-		s.tombstoneJoins = append(s.tombstoneJoins, pendingJoin{listener, tombstones})
+		s.tombstoneJoins = append(s.tombstoneJoins, pendingJoin{l: listener, cps: tombstones})
 		s.tombstoneMu.Unlock()
 	}
 	if !s.started {
@@ -108,7 +108,7 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 			s.processor.StartWatchSynced(listener)
 		}
 		if len(tombstones) > 0 {
-			s.checkpointJoins = append(s.checkpointJoins, pendingJoin{listener, tombstones})
+			s.checkpointJoins = append(s.checkpointJoins, pendingJoin{l: listener, cps: tombstones})
 		}
 		return listener, nil
 	}
@@ -149,7 +149,7 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 		listener.AwaitInitialAdds()
 	}
 	if owed {
-		s.owedJoins = append(s.owedJoins, pendingJoin{listener, tombstones})
+		s.owedJoins = append(s.owedJoins, pendingJoin{l: listener, cps: tombstones})
 	} else {
 		for _, n := range tombstoneNotifications(s.store, tombstones) {
 			listener.Add(n)

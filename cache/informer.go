@@ -422,6 +422,7 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 	if !ok {
 		return errors.New("object given as Process argument is not Deltas")
 	}
+	deltas = s.caught.skipReplayed(deltas)
 	err := s.withRecoverySteps(logger, deltas, func(deltas []cache.Delta) error {
 		if s.delivery != nil {
 			s.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas)
@@ -440,6 +441,7 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, isInInitialList bool) error {
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
+	deltas = s.caught.skipReplayed(deltas)
 	err := s.withRecoverySteps(logger, deltas, func(deltas []cache.Delta) error {
 		if s.delivery != nil {
 			s.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas)
@@ -514,6 +516,7 @@ func (s *Informer) closeCollection(logger klog.Logger) {
 func (s *Informer) OnAdd(obj interface{}, isInInitialList bool) {
 	s.givenToAll(obj)
 	s.supersede(obj)
+	s.noteToldLocked(obj, nil)
 	s.cacheMutationDetector.AddObject(obj)
 	s.processor.Distribute(processor.AddNotification{Obj: obj, IsInInitialList: isInInitialList}, false)
 }
@@ -543,6 +546,7 @@ func (s *Informer) distributeUpdate(old, new interface{}, relisted bool) {
 	if !isSync {
 		s.givenToAll(new)
 		s.supersede(new)
+		s.noteToldLocked(new, nil)
 	}
 	s.cacheMutationDetector.AddObject(new)
 	s.processor.Distribute(processor.UpdateNotification{Old: old, New: new, RelistedUnchanged: relisted && isSync}, isSync)
@@ -555,10 +559,12 @@ func (s *Informer) OnDelete(old interface{}) {
 	s.supersede(old)
 	if key, ok := s.notGivenKey(old); ok {
 		if lacking := s.delivery.lacking(key); len(lacking) > 0 {
+			s.noteToldLocked(old, lacking)
 			s.processor.DistributeExcept(lacking, processor.DeleteNotification{Obj: old})
 			return
 		}
 	}
+	s.noteToldLocked(old, nil)
 	s.processor.Distribute(processor.DeleteNotification{Obj: old}, false)
 }
 

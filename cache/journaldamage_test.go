@@ -17,6 +17,7 @@ import (
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/format"
 	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/recovery"
 )
 
 // corruptJournal overwrites the first entry of the collection's journal
@@ -276,4 +277,72 @@ func (g *goneOnce) Watch(options metav1.ListOptions) (watch.Interface, error) {
 		return nil, apierrors.NewResourceExpired("too old resource version")
 	}
 	return g.noWatchList.Watch(options)
+}
+
+// A checkpoint's tombstone left by a journal set-aside is stale once its
+// handler has been given a newer state of the key and that state's
+// deletion: it is not given after them. Here aa's acknowledgement at 4
+// becomes a tombstone when the journal is set aside; a recovery that does
+// not finish stores aa@5 (same object, not acknowledged); and the next
+// start, which owes a list, hands out aa@5 and then aa's deletion, which
+// its list finds. The handler must not then be told of aa's deletion at 4.
+func TestCheckpointTombstoneIsNotRetoldAfterANewerDeletion(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource("a", "b") // @1, @2
+	populate(t, f, src, bcache.Persistence{}, nil, nil)
+	var cp *bcache.Checkpoint
+	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, withCheckpoint(t, &cp, nil, nil))
+	r.synced(t)
+	src.Modify(pod("ns", "a", "", map[string]string{"v": "2"})) // a@3: the journal's first entry
+	acked := func(key, rv string) func() bool {
+		return func() bool { return cp.Acknowledged(pod("ns", key, rv, nil)) }
+	}
+	poll.Until(t, 10*time.Second, "a@3 acknowledged", acked("a", "3"))
+	src.Add(pod("ns", "aa", "", nil)) // aa@4: only in the journal
+	poll.Until(t, 10*time.Second, "aa@4 acknowledged", acked("aa", "4"))
+	r.stop()
+	if err := f.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	corruptJournal(t, f.path, "pods")                            // aa's acknowledgement becomes a tombstone
+	src.Modify(pod("ns", "aa", "", map[string]string{"v": "2"})) // aa@5
+	src.Modify(pod("ns", "b", "", map[string]string{"v": "2"}))  // b@6
+	f.open()
+
+	// A recovery fetches a@3 and aa@5, and is stopped while b's fetch
+	// hangs: the collection still owes a list, and holds aa@5.
+	lister := &laggingLister{sourceLister: (&sourceLister{src: src}).oneByOne(), stuck: "b"}
+	first := &events{}
+	r = startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1},
+	}, withCheckpoint(t, &cp, first.handler(), nil))
+	poll.Until(t, 30*time.Second, "aa@5 applied", func() bool {
+		return slices.Contains(first.list(), "add ns/aa@5 initial=false")
+	})
+	r.stop()
+	src.Delete(pod("ns", "aa", "", nil)) // @7, while the program is down
+	f.reopen()
+
+	lister.stuck = ""
+	h := &tombstoneRecorder{}
+	var reg cache.ResourceEventHandlerRegistration
+	r = startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1},
+	}, withCheckpoint(t, &cp, h, &reg))
+	r.synced(t)
+	select {
+	case <-reg.HasSyncedChecker().Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the checkpoint handler did not sync")
+	}
+	src.Add(pod("ns", "c", "", nil)) // applied after any tombstone
+	poll.Until(t, 10*time.Second, "c's add", func() bool {
+		return slices.ContainsFunc(h.list(), func(e string) bool { return strings.HasPrefix(e, "add ns/c@") })
+	})
+	r.stop()
+	got := h.list()
+	i := slices.Index(got, "delete tombstone:ns/aa (stored ns/aa@5)")
+	if i < 0 || slices.ContainsFunc(got[i+1:], func(e string) bool { return strings.HasPrefix(e, "delete tombstone:ns/aa") }) {
+		t.Errorf("the checkpoint handler got %v: want aa's deletion at 5, and no older tombstone after it", got)
+	}
 }

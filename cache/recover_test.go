@@ -566,3 +566,106 @@ func TestRecoveryLongAfterTheProofListsAgain(t *testing.T) {
 		t.Errorf("events\n got %v\nwant %v", got, want)
 	}
 }
+
+// laggingLister is a sourceLister whose fetches of one key wait for their
+// context, and whose first metadata list, if lagging is set, is lagging's
+// (an older apiserver of an HA pair serves it).
+type laggingLister struct {
+	*sourceLister
+	// stuck is a name whose fetches never return; set between runs.
+	stuck string
+
+	mu      sync.Mutex
+	lagging func(opts metav1.ListOptions) *metav1.PartialObjectMetadataList
+}
+
+func (l *laggingLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	l.mu.Lock()
+	lagging := l.lagging
+	l.lagging = nil
+	l.mu.Unlock()
+	if lagging != nil {
+		return lagging(opts), nil
+	}
+	return l.sourceLister.ListMetadata(ctx, opts)
+}
+
+func (l *laggingLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
+	if name == l.stuck {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return l.sourceLister.ListObjects(ctx, namespace, name, opts)
+}
+
+// A recovery that did not finish left an object it fetched, newer than the
+// store's resourceVersion. The next recovery's metadata list, served by a
+// lagging apiserver at a version before that object was created, lacks
+// it. The handler is not told it was deleted (and then given it again):
+// the watch from the list's resourceVersion brings its changes.
+func TestRecoveryKeepsWhatALaggingListLacks(t *testing.T) {
+	f := newTestFile(t)
+	src := fcache.NewFakeControllerSource()
+	for _, n := range []string{"a", "b", "c", "d"} {
+		src.Add(uidPod(n, "u"+n)) // @1–4
+	}
+	populate(t, f, src, bcache.Persistence{}, nil, nil)
+	src.ResetWatch() // the watch from 4 expires
+	b := uidPod("b", "ub")
+	b.Labels = map[string]string{"v": "2"}
+	src.Modify(b)                // b@5
+	src.Add(uidPod("a0", "ua0")) // a0@6
+	c := uidPod("c", "uc")
+	c.Labels = map[string]string{"v": "2"}
+	src.Modify(c) // c@7
+
+	// The first run fetches a0@6 and b@5 (in key order) and is stopped
+	// while the fetch of c hangs: the store owes a list, at 5.
+	lister := &laggingLister{sourceLister: (&sourceLister{src: src}).oneByOne(), stuck: "c"}
+	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1},
+	}, nil)
+	r.ev.waitFor(t, 6, "initial adds, a0 and b")
+	r.stop()
+	if got, want := r.ev.list()[4:], []string{"add ns/a0@6 initial=false", "update ns/b@2 -> ns/b@5"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("first run's recovery\n got %v\nwant %v", got, want)
+	}
+	f.reopen()
+
+	// The second run's metadata list is served at 5, before a0 existed.
+	lister.stuck = ""
+	lister.mu.Lock()
+	lister.lagging = func(opts metav1.ListOptions) *metav1.PartialObjectMetadataList {
+		if opts.ResourceVersion != "5" || opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
+			t.Errorf("metadata list with %+v, want at 5, not older", opts)
+		}
+		out := &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: "5"}}
+		for _, p := range []*corev1.Pod{uidPod("a", "ua"), uidPod("b", "ub"), uidPod("c", "uc"), uidPod("d", "ud")} {
+			out.Items = append(out.Items, metav1.PartialObjectMetadata{ObjectMeta: p.ObjectMeta})
+		}
+		out.Items[0].ResourceVersion, out.Items[1].ResourceVersion = "1", "5"
+		out.Items[2].ResourceVersion, out.Items[3].ResourceVersion = "3", "4"
+		return out
+	}
+	lister.mu.Unlock()
+	r = startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1},
+	}, nil)
+	r.synced(t)
+	r.ev.waitFor(t, 6, "initial adds and c's update")
+	poll.Until(t, 10*time.Second, "the store at the source's state", func() bool {
+		return eq(storeState(r.inf.GetStore()), sourceState(t, src))
+	})
+	r.stop()
+	want := []string{
+		"add ns/a0@6 initial=true", "add ns/a@1 initial=true", "add ns/b@5 initial=true",
+		"add ns/c@3 initial=true", "add ns/d@4 initial=true",
+		"update ns/c@3 -> ns/c@7",
+	}
+	if got := warmOrder(t, r.ev.list()); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("second run's events\n got %v\nwant %v", got, want)
+	}
+	if coll := r.inf.Indexer().Collection(); coll.MustList() {
+		t.Error("still marked must-list")
+	}
+}

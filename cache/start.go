@@ -23,6 +23,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 
 	clientgofeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/tools/cache"
@@ -159,6 +160,9 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 type pendingJoin struct {
 	l   *processor.Listener
 	cps []*Checkpoint
+	// told are the keys the handler was told of while its join waited for
+	// the owed list (noteToldLocked): their tombstones are stale for it.
+	told map[string]struct{}
 }
 
 // joinCheckpoints gives the checkpoint handlers registered before the start
@@ -208,9 +212,38 @@ func (s *Informer) settleJoinsLocked() {
 	for _, j := range joins {
 		only := []*processor.Listener{j.l} // not if it was removed meanwhile
 		for _, n := range tombstoneNotifications(s.store, j.cps) {
+			key := n.(processor.DeleteNotification).Obj.(cache.DeletedFinalStateUnknown).Key
+			if _, told := j.told[key]; told {
+				continue // it was given a newer state of the key, then its deletion
+			}
 			s.processor.DistributeTo(only, n)
 		}
 		s.processor.DistributeTo(only, processor.InitialAddsDone{})
+	}
+}
+
+// noteToldLocked notes that every handler but those in except is being
+// told of obj's key. A checkpoint's tombstone of that key is then stale
+// for a handler whose join waits for the owed list: the handler holds this
+// newer state, or was told of this deletion, and the tombstone's older
+// state would go back in time. Called under blockDeltas.
+func (s *Informer) noteToldLocked(obj interface{}, except []*processor.Listener) {
+	if len(s.owedJoins) == 0 {
+		return
+	}
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	for i := range s.owedJoins {
+		j := &s.owedJoins[i]
+		if len(j.cps) == 0 || slices.Contains(except, j.l) {
+			continue
+		}
+		if j.told == nil {
+			j.told = map[string]struct{}{}
+		}
+		j.told[key] = struct{}{}
 	}
 }
 

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,10 +28,14 @@ import (
 // of S(r) has a resourceVersion ≤ r, and a change at revision v in (r, X]
 // leaves its object in S(X) at a resourceVersion ≥ v > r, or takes it out
 // of S(X) (a deletion, or a label change out of the selectors) while S(r)
-// has it. So S(r) = S(X) means no change of the collection in (r, X]: the
-// store reflects the read at X. The watch goes on from r and delivers what
-// comes after X as usual, and handlers see every event the watch replays,
-// as with the bookmark — the proof changes nothing they are given.
+// has it. So S(r) = S(X) means no change in (r, X] to an object of either:
+// the store reflects the read at X. The only events in (r, X] are of
+// objects created and gone again within it, in neither state. The watch
+// goes on from r and replays them after the proof: applied, they would
+// show the store, synced, holding objects gone before X, and tell handlers
+// of them, which a list at X never would. So the informer drops the
+// replayed events up to X (skipReplayed). Handlers see every other event
+// the watch replays, as with the bookmark.
 //
 // A small collection whose stored resourceVersion has expired (410) also
 // recovers (recover.go); its recovery takes the proof's list as its own
@@ -46,18 +51,23 @@ import (
 type versionMatch struct {
 	want   map[string]recovery.Version // the consistent list's, by key
 	differ map[string]struct{}         // keys where the store differs from want
+	// at is the list's resourceVersion X, if it is an integer (numeric).
+	at      uint64
+	numeric bool
 }
 
-// startMatch begins the proof with the listed versions and the store's
-// (taken under blockDeltas, so that every delta applied later reaches
-// appliedDeltas). Done at once if they are equal.
-func (c *caughtUp) startMatch(want, stored map[string]recovery.Version) {
+// startMatch begins the proof with the listed versions, read at
+// resourceVersion at, and the store's (taken under blockDeltas, so that
+// every delta applied later reaches appliedDeltas). Done at once if they
+// are equal.
+func (c *caughtUp) startMatch(want, stored map[string]recovery.Version, at string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return
 	}
 	m := &versionMatch{want: want, differ: map[string]struct{}{}}
+	m.at, m.numeric = parseVersion(at)
 	for key, v := range want {
 		if stored[key] != v {
 			m.differ[key] = struct{}{}
@@ -69,10 +79,82 @@ func (c *caughtUp) startMatch(want, stored map[string]recovery.Version) {
 		}
 	}
 	if len(m.differ) == 0 {
-		c.finishLocked()
+		c.provedLocked(m)
 		return
 	}
 	c.match = m
+}
+
+// provedLocked ends the proof m, which holds: the informer is caught up,
+// and the watch's replay up to m's resourceVersion is dropped from here on
+// (skipReplayed). Called with c.mu held.
+func (c *caughtUp) provedLocked(m *versionMatch) {
+	c.match = nil
+	if m.numeric {
+		c.replaying, c.replayedThrough = true, m.at
+	}
+	c.finishLocked()
+}
+
+// skipReplayed returns deltas without the resumed watch's events up to the
+// resourceVersion a proof by versions held at: they are of objects
+// created and gone again before it (see the comment at the top of the
+// file). The first event or bookmark past it ends the replay, and so does
+// a relist (a recovery step, a Replace), whose writes are never dropped.
+// deltas is not modified. Called under blockDeltas.
+func (c *caughtUp) skipReplayed(deltas []cache.Delta) []cache.Delta {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.replaying {
+		return deltas
+	}
+	var out []cache.Delta
+	for i, d := range deltas {
+		drop := false
+		switch {
+		case d.Type == cache.ReplacedAll || isRecoveryStep(d):
+			c.replaying = false
+		case d.Type == cache.Bookmark:
+			if b, ok := d.Object.(cache.BookmarkInfo); ok {
+				if n, ok := parseVersion(b.ResourceVersion); ok && n >= c.replayedThrough {
+					c.replaying = false
+				}
+			}
+		case d.Type == cache.Added || d.Type == cache.Updated || d.Type == cache.Deleted:
+			acc, err := meta.Accessor(d.Object)
+			if err != nil {
+				c.replaying = false
+				break
+			}
+			if n, ok := parseVersion(acc.GetResourceVersion()); ok && n <= c.replayedThrough {
+				drop = true
+			} else {
+				c.replaying = false
+			}
+		}
+		switch {
+		case drop && out == nil:
+			out = append(make([]cache.Delta, 0, len(deltas)), deltas[:i]...)
+		case !drop && out != nil:
+			out = append(out, d)
+		}
+		if !c.replaying {
+			if out == nil {
+				return deltas
+			}
+			return append(out, deltas[i+1:]...)
+		}
+	}
+	if out == nil {
+		return deltas
+	}
+	return out
+}
+
+// parseVersion reads a resourceVersion as an etcd revision.
+func parseVersion(rv string) (uint64, bool) {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	return n, err == nil
 }
 
 // appliedDeltas follows the proof through deltas the store applied
@@ -111,8 +193,7 @@ func (c *caughtUp) appliedDeltas(deltas []cache.Delta) {
 		}
 	}
 	if len(m.differ) == 0 {
-		c.match = nil
-		c.finishLocked()
+		c.provedLocked(m)
 	}
 }
 
@@ -191,5 +272,5 @@ func (s *Informer) proveByVersions(ctx context.Context) {
 	for k, v := range versions {
 		stored[k] = recovery.Version{UID: v.UID, ResourceVersion: v.ResourceVersion}
 	}
-	s.caught.startMatch(list.Versions, stored)
+	s.caught.startMatch(list.Versions, stored, list.ResourceVersion)
 }

@@ -15,6 +15,9 @@
 //     write before it (RecoveryStore.BeginRecovery). The store marks itself
 //     must-list first, so a crash from here on recovers again. It deletes
 //     objects gone or replaced by another UID, and leaves unchanged ones.
+//     A stored object newer than the list (an unfinished recovery fetched
+//     it) is kept, listed or not: a lagging apiserver may serve the list,
+//     and the watch brings the object's later changes, its deletion too.
 //  3. Watch from the list's resourceVersion. Once the watch is open, fetch
 //     the new and changed objects: one per request, or the collection
 //     where a quarter changed (recoverfetch.go).

@@ -190,8 +190,8 @@ type RecoveryStats struct {
 	Listed, Pages int
 	// Unchanged, Deleted and Fetch classify the stored and listed keys:
 	// unchanged; gone or replaced by another UID; new, changed or replaced.
-	// Ahead are stored objects newer than the list (left by an earlier
-	// recovery that did not finish).
+	// Ahead are stored objects newer than the list, listed or not (left by
+	// an earlier recovery that did not finish), kept until the watch passes them.
 	Unchanged, Deleted, Fetch, Ahead int
 	// Requests is the number of fetch requests (one object, or the whole
 	// collection); Fetched the objects they returned that were applied;
@@ -417,10 +417,12 @@ type recovery struct {
 	// recovery ends, done or not.
 	ended func()
 
-	listRV    string
-	listN     uint64
-	listed    map[string]listedItem
-	fetchKeys []string // the keys to fetch, sorted; set by diff
+	listRV string
+	// listN is listRV as an integer, if it is one (listIntegers).
+	listN        uint64
+	listIntegers bool
+	listed       map[string]listedItem
+	fetchKeys    []string // the keys to fetch, sorted; set by diff
 
 	// toFetch and listedAll are the plan's sizes, set by diff: the keys to
 	// fetch, and every key listed or stored ahead of the list.
@@ -496,8 +498,8 @@ func (rec *recovery) setList(l *recoveryList) {
 			l.listed[key] = it
 		}
 	}
-	n, _ := rec.version(l.rv)
-	rec.listRV, rec.listN, rec.listed = l.rv, n, l.listed
+	n, ok := rec.version(l.rv)
+	rec.listRV, rec.listN, rec.listIntegers, rec.listed = l.rv, n, ok, l.listed
 	rec.watchN, rec.watchRV = n, l.rv
 	rec.stats.Listed, rec.stats.Pages = len(l.listed), l.pages
 	rec.stats.FullList = l.objects != nil
@@ -527,11 +529,7 @@ func (rec *recovery) diff(stored map[string]Version) (RecoveryPlan, error) {
 			rec.keys[key] = &keyState{gone: true}
 			fetch(key)
 		case integers && sn > l.n:
-			// Newer than the list: an earlier recovery fetched it and did
-			// not finish. The watch will pass it.
-			rec.keys[key] = &keyState{uid: s.UID, rv: sn}
-			rec.mark = max(rec.mark, sn)
-			rec.stats.Ahead++
+			rec.keepAhead(key, s, sn)
 		case sameRV && sameUID:
 			plan.Unchanged = append(plan.Unchanged, key)
 		case !sameUID:
@@ -543,10 +541,18 @@ func (rec *recovery) diff(stored map[string]Version) (RecoveryPlan, error) {
 			fetch(key)
 		}
 	}
-	for key := range stored {
-		if _, ok := rec.listed[key]; !ok {
-			plan.Deleted = append(plan.Deleted, key)
+	for key, s := range stored {
+		if _, ok := rec.listed[key]; ok {
+			continue
 		}
+		// Absent from the list: deleted, unless it is newer than the list.
+		// The list may be older than what an earlier recovery fetched (a
+		// lagging apiserver serves it), so its absence says nothing then.
+		if sn, ok := rec.version(s.ResourceVersion); ok && rec.listIntegers && sn > rec.listN {
+			rec.keepAhead(key, s, sn)
+			continue
+		}
+		plan.Deleted = append(plan.Deleted, key)
 	}
 	slices.Sort(plan.Deleted)
 	slices.Sort(plan.Unchanged)
@@ -554,6 +560,17 @@ func (rec *recovery) diff(stored map[string]Version) (RecoveryPlan, error) {
 	rec.stats.Unchanged, rec.stats.Deleted, rec.stats.Fetch = len(plan.Unchanged), len(plan.Deleted), len(rec.pending)
 	rec.listed = nil // not needed any more
 	return plan, nil
+}
+
+// keepAhead keeps the stored object at key, at resourceVersion sn, newer
+// than the list: an earlier recovery fetched it and did not finish. The
+// watch from the list's resourceVersion brings every later change of it,
+// its deletion included. The store is consistent only once that watch has
+// passed sn, so the recovery ends no earlier (mark).
+func (rec *recovery) keepAhead(key string, s Version, sn uint64) {
+	rec.keys[key] = &keyState{uid: s.UID, rv: sn}
+	rec.mark = max(rec.mark, sn)
+	rec.stats.Ahead++
 }
 
 // start applies what the list brought of the keys to fetch (fromList: a

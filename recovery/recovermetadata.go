@@ -147,7 +147,8 @@ func (c *changeCount) many(n int64) bool {
 // continue token; otherwise decoded. Where changes is not nil, it counts
 // the page's items, and a page read as it arrives ends, with
 // errManyChanged, as soon as they are many for its limit: at 30% changed,
-// long before its end.
+// long before its end. A body that is cut short or does not read as the
+// layout (errWire) is asked for again and decoded.
 func (r *Recoverer) metadataPage(ctx context.Context, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
 	return metadataPage(ctx, r.cfg.Lister, opts, ahead, continued, changes)
 }
@@ -156,14 +157,7 @@ func (r *Recoverer) metadataPage(ctx context.Context, opts metav1.ListOptions, a
 func metadataPage(ctx context.Context, lister MetadataLister, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
 	wl, ok := lister.(MetadataWireLister)
 	if !ok {
-		list, err := lister.ListMetadata(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		if list == nil {
-			return nil, errors.New("metadata list returned no list")
-		}
-		return countedPage(decodedMetadataPage(list), changes), nil
+		return decodedPage(ctx, lister, opts, changes)
 	}
 	var body io.ReadCloser
 	var err error
@@ -198,6 +192,15 @@ func metadataPage(ctx context.Context, lister MetadataLister, opts metav1.ListOp
 		if errors.Is(err, errManyChanged) {
 			return nil, err
 		}
+		if errors.Is(err, errWire) {
+			// Cut short (a connection closed mid-response), or not the
+			// layout the scanner reads: a failed page, asked for again
+			// and decoded whole, as a full list's page is (wirePage).
+			if changes != nil {
+				changes.changed = 0 // the part read is counted again
+			}
+			return decodedPage(ctx, lister, opts, changes)
+		}
 		if err == nil && (page.kind != "PartialObjectMetadataList" || page.apiVersion != metav1.SchemeGroupVersion.String()) {
 			err = fmt.Errorf("the server sent a %s %s for a metadata list", page.apiVersion, page.kind)
 		}
@@ -215,6 +218,19 @@ func metadataPage(ctx context.Context, lister MetadataLister, opts metav1.ListOp
 		return nil, fmt.Errorf("the server sent a %s %s for a metadata list", list.APIVersion, list.Kind)
 	}
 	return countedPage(decodedMetadataPage(&list), changes), nil
+}
+
+// decodedPage lists one page of the collection's metadata decoded, and
+// counts its items in changes, if not nil.
+func decodedPage(ctx context.Context, lister MetadataLister, opts metav1.ListOptions, changes *changeCount) (*wireList, error) {
+	list, err := lister.ListMetadata(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if list == nil {
+		return nil, errors.New("metadata list returned no list")
+	}
+	return countedPage(decodedMetadataPage(list), changes), nil
 }
 
 // countedPage counts a decoded page's items in changes, if not nil.

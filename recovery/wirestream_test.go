@@ -66,14 +66,19 @@ func TestScanProtobufListStreamOfTheSerializer(t *testing.T) {
 		})
 	}
 	// Truncated anywhere, it is an error, never a shorter list (cut after
-	// the list message, only the empty content type fields are lost).
+	// the list message, only the empty content type fields are lost), and
+	// a malformed list (errWire) cut short, never a bare io.EOF.
 	full, err := streamScan(bytes.NewReader(metaBody))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for n := range len(metaBody) {
-		if got, err := streamScan(bytes.NewReader(metaBody[:n])); err == nil && !reflect.DeepEqual(identities(got), identities(full)) {
+		got, err := streamScan(bytes.NewReader(metaBody[:n]))
+		if err == nil && !reflect.DeepEqual(identities(got), identities(full)) {
 			t.Fatalf("truncated at %d of %d bytes: %+v, no error", n, len(metaBody), identities(got))
+		}
+		if err != nil && (!errors.Is(err, errWire) || !errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) {
+			t.Fatalf("truncated at %d of %d bytes: %v, want io.ErrUnexpectedEOF within errWire", n, len(metaBody), err)
 		}
 	}
 	// A read error is returned as it is.

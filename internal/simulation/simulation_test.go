@@ -61,6 +61,8 @@ var regressionSeeds = []int64{
 	388, // a recovery diffed between the gate's owe and the set-aside
 	392, // a set-aside while a list was owed left the gate's generation
 	467, // the model missed that a journal set-aside drops acknowledgements
+
+	2392, // a checkpoint's tombstone told after a newer state's deletion
 }
 
 type seedResult struct {

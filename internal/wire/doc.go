@@ -28,7 +28,9 @@
 // The reader accepts a subset of what the generated Unmarshal methods
 // accept: groups, reserved wire types and overlong varints are rejected
 // (ErrMalformed). A caller that gets ErrMalformed decodes the bytes whole,
-// which then reports the decoder's own error, or finds none.
+// which then reports the decoder's own error, or finds none. A stream cut
+// short anywhere is ErrMalformed wrapping io.ErrUnexpectedEOF, never a bare
+// io.EOF, which a reflector's error handler takes for a normal close.
 //
 // An Item's Raw is valid only until the item callback returns. A payload
 // is a slice of the buffer the object was decoded from, which client-go's

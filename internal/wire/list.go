@@ -71,13 +71,18 @@ type Item struct {
 // without the raw field, or with it twice, which the serializer never
 // writes: the first may be a response cut short, and the second cannot take
 // back the items of the first. A read error is returned wrapped in
-// ErrMalformed, except while reading the prefix.
+// ErrMalformed, except while reading the prefix. A stream that ends early,
+// wherever it is cut, is io.ErrUnexpectedEOF within ErrMalformed, never a
+// bare io.EOF: a caller reads it as a failed response, not a closed one.
 func ReadList(r io.Reader, meta func(*List), item func(Item) error) (*List, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	prefix := make([]byte, len(Prefix))
-	if _, err := io.ReadFull(br, prefix); err != nil || !HasPrefix(prefix) {
+	if n, err := io.ReadFull(br, prefix); err != nil || !HasPrefix(prefix) {
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, err
+		}
+		if err != nil && string(prefix[:n]) == Prefix[:n] {
+			return nil, fmt.Errorf("%w: the stream ends inside the %q prefix: %w", ErrMalformed, Prefix, io.ErrUnexpectedEOF)
 		}
 		return nil, fmt.Errorf("%w: no %q prefix", ErrMalformed, Prefix)
 	}
@@ -130,7 +135,7 @@ func ReadList(r io.Reader, meta func(*List), item func(Item) error) (*List, erro
 	if !sawRaw {
 		// The serializer always writes it; a stream cut short before it
 		// is not an empty list.
-		return nil, fmt.Errorf("%w: no list message", ErrMalformed)
+		return nil, fmt.Errorf("%w: the stream ends before the list message: %w", ErrMalformed, io.ErrUnexpectedEOF)
 	}
 	return l, nil
 }

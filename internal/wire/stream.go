@@ -30,14 +30,19 @@ const maxField = 64 << 20
 const maxVarintLen = 10
 
 // tag reads the next field's tag. At the limit, or with no limit at the
-// stream's end, it reports done instead.
+// stream's end, it reports done instead. The stream's end before a limit
+// is a message cut short: io.ErrUnexpectedEOF within ErrMalformed, never a
+// bare io.EOF, which callers take for a stream that closed normally.
 func (s *stream) tag() (num protowire.Number, typ protowire.Type, done bool, err error) {
 	if s.read == s.limit {
 		return 0, 0, true, nil
 	}
 	v, err := s.varint()
-	if err == io.EOF && s.limit < 0 {
-		return 0, 0, true, nil
+	if err == io.EOF {
+		if s.limit < 0 {
+			return 0, 0, true, nil
+		}
+		return 0, 0, false, fmt.Errorf("%w: the stream ends %d bytes before its message's end: %w", ErrMalformed, s.limit-s.read, io.ErrUnexpectedEOF)
 	}
 	if err != nil {
 		return 0, 0, false, err

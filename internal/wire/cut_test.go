@@ -1,0 +1,123 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// metadataList is a PartialObjectMetadataList, as a recovery's metadata
+// list, of podList's items.
+func metadataList() *metav1.PartialObjectMetadataList {
+	pods := podList()
+	l := &metav1.PartialObjectMetadataList{
+		TypeMeta: metav1.TypeMeta{APIVersion: metav1.SchemeGroupVersion.String(), Kind: "PartialObjectMetadataList"},
+		ListMeta: pods.ListMeta,
+	}
+	for _, p := range pods.Items {
+		l.Items = append(l.Items, metav1.PartialObjectMetadata{ObjectMeta: p.ObjectMeta})
+	}
+	return l
+}
+
+// encodeBoth returns obj, whose TypeMeta is set, as the serializer writes
+// it, whole and streaming (collections.go), by the name of each way.
+func encodeBoth(t testing.TB, obj runtime.Object) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for name, streaming := range map[string]bool{"whole": false, "streaming": true} {
+		ser := protobuf.NewSerializerWithOptions(nil, nil, protobuf.SerializerOptions{StreamingCollectionsEncoding: streaming})
+		var buf bytes.Buffer
+		if err := ser.Encode(obj, &buf); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = buf.Bytes()
+	}
+	return out
+}
+
+// A body cut short at any byte, a PodList's or a metadata list's, whole or
+// streaming, is io.ErrUnexpectedEOF within ErrMalformed, which the caller
+// reads as a failed page: never a bare io.EOF (a reflector's error handler
+// takes that for a watch closed normally, and logs nothing), and never a
+// shorter list. Only a cut after the list message reads as the whole body,
+// losing its empty trailing fields.
+func TestReadListCutAnywhere(t *testing.T) {
+	pods := podList()
+	pods.APIVersion, pods.Kind = "v1", "PodList"
+	pods.Items[2].Annotations = map[string]string{"a": string(make([]byte, 300))} // a length of two bytes
+	for kind, obj := range map[string]runtime.Object{"PodList": pods, "PartialObjectMetadataList": metadataList()} {
+		for how, body := range encodeBoth(t, obj) {
+			t.Run(kind+" "+how, func(t *testing.T) {
+				whole, items, metas, err := readAll(bytes.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(items) != 3 || whole.Kind != kind {
+					t.Fatalf("read %s with %d items", whole.Kind, len(items))
+				}
+				for n := range len(body) {
+					checkCut(t, body, n, []any{whole, items, metas})
+				}
+			})
+		}
+	}
+}
+
+// checkCut reads body cut at n: it must fail as truncated, or read as
+// want (the whole body's list, items and ListMetas).
+func checkCut(t *testing.T, body []byte, n int, want []any) {
+	t.Helper()
+	l, items, metas, err := readAll(bytes.NewReader(body[:n]))
+	switch {
+	case err == nil:
+		if got := []any{l, items, metas}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("cut at %d of %d bytes: read %+v, no error", n, len(body), got)
+		}
+	case errors.Is(err, io.EOF):
+		t.Fatalf("cut at %d of %d bytes: a bare io.EOF: %v", n, len(body), err)
+	case !errors.Is(err, io.ErrUnexpectedEOF) || !errors.Is(err, ErrMalformed):
+		t.Fatalf("cut at %d of %d bytes: %v, want io.ErrUnexpectedEOF within ErrMalformed", n, len(body), err)
+	}
+}
+
+// FuzzReadListCut cuts valid bodies at the offset the fuzzer picks; its
+// seed corpus is every cut of a small list of each kind.
+func FuzzReadListCut(f *testing.F) {
+	small := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "9", Continue: "c"}, Items: []corev1.Pod{*pod("a"), *pod("b")}}
+	small.APIVersion, small.Kind = "v1", "PodList"
+	small.Items[1].UID = types.UID("ub")
+	meta := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"}, ListMeta: small.ListMeta}
+	for _, p := range small.Items {
+		meta.Items = append(meta.Items, metav1.PartialObjectMetadata{ObjectMeta: p.ObjectMeta})
+	}
+	var bodies [][]byte
+	for _, obj := range []runtime.Object{small, meta} {
+		for _, how := range []string{"whole", "streaming"} {
+			bodies = append(bodies, encodeBoth(f, obj)[how])
+		}
+	}
+	for i, b := range bodies {
+		for n := range len(b) {
+			f.Add(uint8(i), uint32(n))
+		}
+	}
+	f.Fuzz(func(t *testing.T, which uint8, cut uint32) {
+		body := bodies[int(which)%len(bodies)]
+		n := int(cut % uint32(len(body)))
+		whole, items, metas, err := readAll(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(fmt.Errorf("the whole body: %w", err))
+		}
+		checkCut(t, body, n, []any{whole, items, metas})
+	})
+}
