@@ -3,14 +3,18 @@ package recovery
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"sync"
 	"testing"
+	"testing/iotest"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 )
 
 // cutBetweenItems cuts body, a list with item among its items, just
@@ -118,4 +122,212 @@ func TestRecoveryAsksAgainForACutPage(t *testing.T) {
 			t.Errorf("recovered %d times, want once", n)
 		}
 	})
+}
+
+// cutBody is body cut after n bytes, arriving a few bytes at a time, whose
+// reader then ends with end: io.EOF, or io.ErrUnexpectedEOF as net/http
+// reports a body short of its length.
+func cutBody(body []byte, n int, end error) io.ReadCloser {
+	return io.NopCloser(io.MultiReader(iotest.HalfReader(bytes.NewReader(body[:n])), iotest.ErrReader(end)))
+}
+
+// cutAtMetaLister is a MetadataWireLister whose first metadata page is
+// body cut by cutBody, and whose later ones are body whole. Its decoded
+// metadata lists, the pages asked for again, are its fakeLister's.
+type cutAtMetaLister struct {
+	*fakeLister
+	body []byte
+	n    int
+	end  error
+	cut  *onceCut
+}
+
+func (l *cutAtMetaLister) ListMetadataWire(context.Context, metav1.ListOptions) (io.ReadCloser, error) {
+	if l.cut.first(&l.cut.metaCut) {
+		return cutBody(l.body, l.n, l.end), nil
+	}
+	return cutBody(l.body, len(l.body), io.EOF), nil
+}
+
+// cutAtWireLister is a WireLister, for a full list, whose first page is
+// body cut by cutBody, and whose later ones are body whole.
+type cutAtWireLister struct {
+	*fakeLister
+	body []byte
+	n    int
+	end  error
+	cut  *onceCut
+
+	mu    sync.Mutex
+	asked int
+}
+
+func (l *cutAtWireLister) ListObjectsWire(context.Context, string, metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
+	l.mu.Lock()
+	l.asked++
+	l.mu.Unlock()
+	if l.cut.first(&l.cut.wholeCut) {
+		return cutBody(l.body, l.n, l.end), decodeBody, nil
+	}
+	return cutBody(l.body, len(l.body), io.EOF), decodeBody, nil
+}
+
+func (l *cutAtWireLister) Asked() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.asked
+}
+
+// encodeMetadataList encodes list as kube-apiserver writes a metadata
+// list: protobuf whole or streaming (collections.go), or JSON.
+func encodeMetadataList(t *testing.T, list *metav1.PartialObjectMetadataList) map[string][]byte {
+	t.Helper()
+	list = list.DeepCopy()
+	list.APIVersion, list.Kind = metav1.SchemeGroupVersion.String(), "PartialObjectMetadataList"
+	out := map[string][]byte{}
+	for name, streaming := range map[string]bool{"protobuf": false, "streaming protobuf": true} {
+		var buf bytes.Buffer
+		ser := protobuf.NewSerializerWithOptions(nil, nil, protobuf.SerializerOptions{StreamingCollectionsEncoding: streaming})
+		if err := ser.Encode(list, &buf); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = buf.Bytes()
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["json"] = b
+	return out
+}
+
+// encodePodList encodes list as kube-apiserver writes a full list:
+// protobuf whole or streaming, or JSON.
+func encodePodList(t *testing.T, list *v1.PodList) map[string][]byte {
+	t.Helper()
+	streamed := list.DeepCopy()
+	streamed.APIVersion, streamed.Kind = "v1", "PodList"
+	var buf bytes.Buffer
+	ser := protobuf.NewSerializerWithOptions(nil, nil, protobuf.SerializerOptions{StreamingCollectionsEncoding: true})
+	if err := ser.Encode(streamed, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return map[string][]byte{
+		"protobuf":           encodeProtobuf(t, list),
+		"streaming protobuf": buf.Bytes(),
+		"json":               jsonPage(t, list.ResourceVersion, list.Continue, podPointers(list)...),
+	}
+}
+
+func podPointers(list *v1.PodList) []*v1.Pod {
+	out := make([]*v1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out
+}
+
+// A page whose body is cut at any byte, from an empty body to a whole one,
+// in protobuf (whole or streaming) or JSON, and whatever its reader says
+// at the cut (io.EOF or io.ErrUnexpectedEOF), is read through the
+// recovery's own sniffing of its format: the page is read whole, or asked
+// for again once and read whole. The recovery never fails on it, never
+// reports an error, and never reads a shorter list: the diff and store
+// calls are those of the page uncut. A metadata page and a full list's page.
+func TestRecoveryAsksAgainForAPageCutAnywhere(t *testing.T) {
+	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3")}
+	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "c", "uc", "3")}
+	want := []string{"begin deleted=[] unchanged=[ns/a ns/c]", "update ns/b@5", "end@10"}
+	ends := []error{io.EOF, io.ErrUnexpectedEOF}
+
+	// checkRun requires one recovery to the uncut page's store calls, with
+	// the page asked for again at most once, and no error reported.
+	checkRun := func(t *testing.T, what string, store *recoveryStore, h *recoveryHarness, asked int) {
+		t.Helper()
+		store.waitFor(t, "end@10")
+		h.stop()
+		if calls := store.Calls(); !reflect.DeepEqual(calls, want) {
+			t.Fatalf("%s: store calls %q, want %q", what, calls, want)
+		}
+		if errs := h.errs.Errors(); len(errs) > 0 {
+			t.Fatalf("%s: errors reported: %v", what, errs)
+		}
+		if n := len(h.obs.Stats()); n != 1 {
+			t.Fatalf("%s: recovered %d times, want once", what, n)
+		}
+		if asked > 1 {
+			t.Fatalf("%s: the page asked for again %d times, want at most once", what, asked)
+		}
+	}
+
+	for format, body := range encodeMetadataList(t, metaList("10", onServer...)) {
+		t.Run("metadata page in "+format, func(t *testing.T) {
+			for n := range len(body) + 1 {
+				end := ends[n%len(ends)]
+				lister := &fakeLister{
+					meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+						return metaList("10", onServer...), nil
+					},
+					objects: server("10", onServer...),
+				}
+				cut := &cutAtMetaLister{fakeLister: lister, body: body, n: n, end: end, cut: &onceCut{}}
+				store := newRecoveryStore(stored...)
+				h := startRecovery(t, store, lister, "3", func(o *Options, _ *fakeLW) { o.Recovery.Lister = cut })
+				checkRun(t, fmt.Sprintf("cut at %d of %d bytes, then %v", n, len(body), end), store, h, len(lister.MetaOpts()))
+			}
+		})
+	}
+
+	for format, body := range encodePodList(t, podList("10", onServer...)) {
+		t.Run("full list page in "+format, func(t *testing.T) {
+			for n := range len(body) + 1 {
+				end := ends[n%len(ends)]
+				cut := &cutAtWireLister{
+					fakeLister: &fakeLister{meta: notAcceptable, objects: func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error) {
+						return nil, fmt.Errorf("a fetch")
+					}},
+					body: body, n: n, end: end, cut: &onceCut{},
+				}
+				store := newRecoveryStore(stored...)
+				h := startRecovery(t, store, nil, "3", func(o *Options, _ *fakeLW) { o.Recovery.Lister = cut })
+				checkRun(t, fmt.Sprintf("cut at %d of %d bytes, then %v", n, len(body), end), store, h, cut.Asked()-1)
+			}
+		})
+	}
+}
+
+// Every body shorter than the protobuf prefix, and each of its reader's
+// ends, reads through the metadata page's sniffing as a whole page: a cut
+// one asked for again, decoded. This is the page alone, so both ends are
+// tried at every byte; TestRecoveryAsksAgainForAPageCutAnywhere runs
+// whole recoveries.
+func TestMetadataPageCutAnywhere(t *testing.T) {
+	pods := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("", "c", "uc", "3")}
+	list := metaList("10", pods...)
+	list.Continue = "next"
+	whole := decodedMetadataPage(list)
+	for format, body := range encodeMetadataList(t, list) {
+		for n := range len(body) + 1 {
+			for _, end := range []error{io.EOF, io.ErrUnexpectedEOF} {
+				what := fmt.Sprintf("%s cut at %d of %d bytes, then %v", format, n, len(body), end)
+				lister := &fakeLister{meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) { return list.DeepCopy(), nil }}
+				cut := &cutAtMetaLister{fakeLister: lister, body: body, n: n, end: end, cut: &onceCut{}}
+				changes := &changeCount{stored: 3, fraction: 2}
+				page, err := metadataPage(context.Background(), cut, metav1.ListOptions{Limit: 3}, nil, nil, changes)
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				got := [3]any{page.resourceVersion, page.continueToken, page.items}
+				if want := [3]any{whole.resourceVersion, whole.continueToken, whole.items}; !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s: read %+v, want %+v", what, got, want)
+				}
+				if changes.changed != 1 {
+					t.Fatalf("%s: counted %d changed items, want 1", what, changes.changed)
+				}
+				if asked := len(lister.MetaOpts()); asked > 1 || n < len(body)-8 && asked != 1 {
+					t.Fatalf("%s: asked for again %d times, want once", what, asked)
+				}
+			}
+		}
+	}
 }

@@ -189,36 +189,60 @@ func (r *Recoverer) listWire(ctx context.Context, lister WireLister, namespace s
 // wirePage lists one page and reads it as it arrives where it is
 // Kubernetes protobuf of the list of Options.ExpectedType (scanned: only
 // the bytes of the items keep wants are kept, to be decoded later), and
-// decodes it whole otherwise. A page that turns out not to be that list
-// once partly read (a changed layout: the scanner pins v0.37.2's) is asked
-// for again and decoded whole, whose error is then the one to report.
+// decodes it whole otherwise. A page whose body does not read is asked for
+// again once and decoded whole, whose error is then the one to report. That
+// is a body cut short anywhere (a connection closed mid-response), an empty
+// one included, and one that turns out, partly read, not to be that list
+// (a changed layout: the scanner pins v0.37.2's).
 func (r *Recoverer) wirePage(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) (*wireList, error) {
 	body, decode, err := lister.ListObjectsWire(ctx, namespace, opts)
 	if err != nil {
 		return nil, err
 	}
-	var whole []byte
-	if body != nil {
-		var l *wireList
-		l, whole, err = r.scanWirePage(body, keep)
-		_ = body.Close()
-		switch {
-		case errors.Is(err, errWire):
-			// Partly read: ask again, and decode that whole.
-			if whole, decode, err = wholePage(ctx, lister, namespace, opts); err != nil {
-				return nil, err
-			}
-		case l != nil || err != nil:
-			return l, err
-		}
+	if body == nil {
+		return r.decodedWirePage(nil, decode)
 	}
+	l, whole, err := r.scanWirePage(body, keep)
+	_ = body.Close()
+	switch {
+	case err == nil && l != nil:
+		return l, nil
+	case err == nil:
+		if decode == nil {
+			return nil, errNoDecoder
+		}
+		obj, err := decode(whole)
+		if err == nil {
+			return r.listedPage(obj)
+		}
+	case !errors.Is(err, errWire) && !errors.Is(err, errBody):
+		return nil, err
+	}
+	// Read in part, or not decoded: ask again, and decode that whole.
+	if whole, decode, err = wholePage(ctx, lister, namespace, opts); err != nil {
+		return nil, err
+	}
+	return r.decodedWirePage(whole, decode)
+}
+
+// errNoDecoder: a WireLister returned a body without the function that
+// decodes it.
+var errNoDecoder = errors.New("the lister returned no decoder")
+
+// decodedWirePage decodes a page's whole body with decode.
+func (r *Recoverer) decodedWirePage(whole []byte, decode func([]byte) (runtime.Object, error)) (*wireList, error) {
 	if decode == nil {
-		return nil, errors.New("the lister returned no decoder")
+		return nil, errNoDecoder
 	}
 	obj, err := decode(whole)
 	if err != nil {
 		return nil, err
 	}
+	return r.listedPage(obj)
+}
+
+// listedPage is the page of a decoded list, obj.
+func (r *Recoverer) listedPage(obj runtime.Object) (*wireList, error) {
 	if gvk := obj.GetObjectKind().GroupVersionKind(); isTableList(obj) {
 		return nil, fmt.Errorf("unsupported list gvk: %v, type: %v", gvk, r.l.TypeDescription())
 	}
@@ -244,13 +268,21 @@ func (r *Recoverer) wirePage(ctx context.Context, lister WireLister, namespace s
 // scanWirePage reads a page's body as it arrives. Where it is Kubernetes
 // protobuf of the list of Options.ExpectedType it returns the list, whose
 // items keep wants hold their bytes (copied); where it is in another format,
-// the whole body; where it turns out, part read, not to be that list, an
-// errWire and neither.
+// the whole body. A body cut short, or that turns out, part read, not to be
+// that list, is an errWire (protobuf, or cut inside its prefix) or errBody
+// (another format), and neither is returned.
 func (r *Recoverer) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wireList, []byte, error) {
 	br := bufio.NewReaderSize(body, 64<<10)
-	if head, _ := br.Peek(len(protobufPrefix)); !isProtobuf(head) {
+	proto, err := sniffProtobuf(br)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !proto {
 		whole, err := io.ReadAll(br)
-		return nil, whole, err
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", errBody, err)
+		}
+		return nil, whole, nil
 	}
 	var dec func([]byte) (runtime.Object, error)
 	var items []wireItem

@@ -148,7 +148,9 @@ func (c *changeCount) many(n int64) bool {
 // the page's items, and a page read as it arrives ends, with
 // errManyChanged, as soon as they are many for its limit: at 30% changed,
 // long before its end. A body that is cut short or does not read as the
-// layout (errWire) is asked for again and decoded.
+// layout (errWire), or a JSON body that does not decode (errBody), is asked
+// for again and decoded. A cut anywhere counts: before or inside the
+// protobuf prefix too, and an empty body, which is no list in any format.
 func (r *Recoverer) metadataPage(ctx context.Context, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
 	return metadataPage(ctx, r.cfg.Lister, opts, ahead, continued, changes)
 }
@@ -173,46 +175,68 @@ func metadataPage(ctx context.Context, lister MetadataLister, opts metav1.ListOp
 	}
 	defer func() { _ = body.Close() }()
 	br := bufio.NewReaderSize(body, 64<<10)
-	if head, _ := br.Peek(len(protobufPrefix)); isProtobuf(head) {
-		var items []wireItem
-		var listMeta func(*wireList)
-		if continued != nil {
-			listMeta = func(l *wireList) { continued(l.continueToken) }
-		}
-		page, err := scanProtobufListStreamMeta(br, listMeta, func(it wireItem) error {
-			it.raw = nil // the scanner's buffer, reused
-			items = append(items, it)
-			if changes != nil {
-				if changes.add(it); changes.many(opts.Limit) {
-					return errManyChanged
-				}
-			}
-			return nil
-		})
-		if errors.Is(err, errManyChanged) {
-			return nil, err
-		}
-		if errors.Is(err, errWire) {
-			// Cut short (a connection closed mid-response), or not the
-			// layout the scanner reads: a failed page, asked for again
-			// and decoded whole, as a full list's page is (wirePage).
-			if changes != nil {
-				changes.changed = 0 // the part read is counted again
-			}
-			return decodedPage(ctx, lister, opts, changes)
-		}
-		if err == nil && (page.kind != "PartialObjectMetadataList" || page.apiVersion != metav1.SchemeGroupVersion.String()) {
-			err = fmt.Errorf("the server sent a %s %s for a metadata list", page.apiVersion, page.kind)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the metadata list: %w", err)
-		}
-		page.items = items
-		return page, nil
+	proto, err := sniffProtobuf(br)
+	var page *wireList
+	switch {
+	case err != nil:
+		// Cut before or inside the protobuf prefix, an empty body included.
+	case proto:
+		page, err = readMetadataPage(br, opts.Limit, continued, changes)
+	default:
+		page, err = jsonMetadataPage(br, changes)
 	}
+	if errors.Is(err, errWire) || errors.Is(err, errBody) {
+		// Cut short (a connection closed mid-response), or not the layout
+		// read: a failed page, asked for again and decoded whole, as a
+		// full list's page is (wirePage).
+		if changes != nil {
+			changes.changed = 0 // the part read is counted again
+		}
+		return decodedPage(ctx, lister, opts, changes)
+	}
+	return page, err
+}
+
+// readMetadataPage reads a metadata page in protobuf from br as it
+// arrives, as metadataPage does: it calls continued, if not nil, once the
+// ListMeta is read, and ends with errManyChanged once changes, if not nil,
+// counts many for limit.
+func readMetadataPage(br io.Reader, limit int64, continued func(next string), changes *changeCount) (*wireList, error) {
+	var items []wireItem
+	var listMeta func(*wireList)
+	if continued != nil {
+		listMeta = func(l *wireList) { continued(l.continueToken) }
+	}
+	page, err := scanProtobufListStreamMeta(br, listMeta, func(it wireItem) error {
+		it.raw = nil // the scanner's buffer, reused
+		items = append(items, it)
+		if changes != nil {
+			if changes.add(it); changes.many(limit) {
+				return errManyChanged
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errManyChanged) || errors.Is(err, errWire) {
+		return nil, err
+	}
+	if err == nil && (page.kind != "PartialObjectMetadataList" || page.apiVersion != metav1.SchemeGroupVersion.String()) {
+		err = fmt.Errorf("the server sent a %s %s for a metadata list", page.apiVersion, page.kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the metadata list: %w", err)
+	}
+	page.items = items
+	return page, nil
+}
+
+// jsonMetadataPage decodes a metadata page in JSON from br, and counts its
+// items in changes, if not nil. A body that does not decode, one cut short
+// included, is an errBody.
+func jsonMetadataPage(br io.Reader, changes *changeCount) (*wireList, error) {
 	var list metav1.PartialObjectMetadataList
 	if err := json.NewDecoder(br).Decode(&list); err != nil {
-		return nil, fmt.Errorf("decoding the metadata list: %w", err)
+		return nil, fmt.Errorf("%w: decoding the metadata list: %w", errBody, err)
 	}
 	if list.Kind != "PartialObjectMetadataList" {
 		return nil, fmt.Errorf("the server sent a %s %s for a metadata list", list.APIVersion, list.Kind)

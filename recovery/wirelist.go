@@ -1,6 +1,8 @@
 package recovery
 
 import (
+	"bufio"
+	"errors"
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,8 +67,17 @@ func (it *wireItem) key() string {
 	return it.namespace + "/" + it.name
 }
 
+// errBody: a page's body, in a format other than protobuf, could not be
+// read whole or decoded. It may be cut short, so the page is asked for again.
+var errBody = errors.New("the page's body does not read")
+
 // isProtobuf reports whether body is in Kubernetes protobuf.
 func isProtobuf(body []byte) bool { return wire.HasPrefix(body) }
+
+// sniffProtobuf reports whether the body br reads is in Kubernetes
+// protobuf, and consumes none of it (wire.PeekPrefix). A body cut before or
+// inside the prefix, or empty, is an errWire, as a body cut later is.
+func sniffProtobuf(br *bufio.Reader) (bool, error) { return wire.PeekPrefix(br) }
 
 // protoUnmarshaler is what the generated types of Kubernetes' API groups
 // implement: a list's Unmarshal decodes each item with it, into a zero

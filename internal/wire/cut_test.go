@@ -1,12 +1,14 @@
 package wire
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
 	"testing"
+	"testing/iotest"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,4 +122,49 @@ func FuzzReadListCut(f *testing.F) {
 		}
 		checkCut(t, body, n, []any{whole, items, metas})
 	})
+}
+
+// A body's start tells its format (PeekPrefix) wherever it is cut, and
+// however its reader reports the end: a clean io.EOF, or
+// io.ErrUnexpectedEOF as net/http does for a body short of its length. A
+// protobuf body cut before or inside its prefix, and an empty body, are
+// cut short: never another format, never a bare io.EOF. A read error
+// before the prefix is whole is a failed read. A JSON body's first byte
+// tells it.
+func TestPeekPrefixCutAnywhere(t *testing.T) {
+	errReset := errors.New("connection reset by peer")
+	bodies := encodeBoth(t, metadataList())
+	bodies["json"] = []byte(`{"kind":"PartialObjectMetadataList"}`)
+	for name, body := range bodies {
+		for _, end := range []error{io.EOF, io.ErrUnexpectedEOF, errReset} {
+			for n := range min(len(body), 2*len(Prefix)) + 1 {
+				r := io.MultiReader(iotest.OneByteReader(bytes.NewReader(body[:n])), iotest.ErrReader(end))
+				br := bufio.NewReader(r)
+				proto, err := PeekPrefix(br)
+				what := fmt.Sprintf("%s cut at %d, then %v", name, n, end)
+				switch {
+				case n >= len(Prefix):
+					if err != nil || proto != (name != "json") {
+						t.Errorf("%s: %v, %v; want %v, no error", what, proto, err, name != "json")
+					}
+				case end == errReset:
+					if !errors.Is(err, ErrMalformed) || !errors.Is(err, errReset) {
+						t.Errorf("%s: %v, want the read error within ErrMalformed", what, err)
+					}
+				case name == "json" && n > 0:
+					if err != nil || proto {
+						t.Errorf("%s: %v, %v; want another format, no error", what, proto, err)
+					}
+				case errors.Is(err, io.EOF) || !errors.Is(err, io.ErrUnexpectedEOF) || !errors.Is(err, ErrMalformed):
+					t.Errorf("%s: %v, want io.ErrUnexpectedEOF within ErrMalformed", what, err)
+				}
+				if err == nil {
+					// Nothing consumed: the whole body still reads.
+					if got, _ := io.ReadAll(br); !bytes.Equal(got, body[:n]) {
+						t.Errorf("%s: read %q after peeking, want %q", what, got, body[:n])
+					}
+				}
+			}
+		}
+	}
 }

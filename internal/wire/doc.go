@@ -11,7 +11,8 @@
 // payload (payload.go); the persistent store takes the payload (Take) and
 // stores it instead of marshalling the object again. ReadList reads a list
 // response as it arrives, calling back with each item's identity and bytes,
-// so that a recovery never holds a whole page decoded.
+// so that a recovery never holds a whole page decoded. PeekPrefix tells a
+// body's format from its first bytes, before ReadList or another reader.
 //
 // Objects are looked up by identity: a payload is the server's encoding of
 // exactly the state decoded into that object. It stays true while nothing
@@ -30,7 +31,8 @@
 // (ErrMalformed). A caller that gets ErrMalformed decodes the bytes whole,
 // which then reports the decoder's own error, or finds none. A stream cut
 // short anywhere is ErrMalformed wrapping io.ErrUnexpectedEOF, never a bare
-// io.EOF, which a reflector's error handler takes for a normal close.
+// io.EOF, which a reflector's error handler takes for a normal close. That
+// holds before and inside the prefix too (PeekPrefix): an empty body is cut.
 //
 // An Item's Raw is valid only until the item callback returns. A payload
 // is a slice of the buffer the object was decoded from, which client-go's

@@ -140,6 +140,28 @@ func ReadList(r io.Reader, meta func(*List), item func(Item) error) (*List, erro
 	return l, nil
 }
 
+// PeekPrefix reports whether the stream br reads starts with Prefix, and
+// consumes none of it. A caller reads a body in protobuf or another format
+// (JSON) by it. A stream that ends before Prefix's length, holding only a
+// start of Prefix, is a body cut short: an empty stream too, which is never
+// a whole list in any format. That is io.ErrUnexpectedEOF within
+// ErrMalformed, never a bare io.EOF. Any other read error before Prefix's
+// length is within ErrMalformed too, as a read error inside a list is. A
+// shorter stream that differs from Prefix is in another format: false, and
+// no error.
+func PeekPrefix(br *bufio.Reader) (bool, error) {
+	head, err := br.Peek(len(Prefix))
+	switch {
+	case err == nil:
+		return HasPrefix(head), nil
+	case !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF):
+		return false, fmt.Errorf("%w: reading the %q prefix: %w", ErrMalformed, Prefix, err)
+	case string(head) != Prefix[:len(head)]:
+		return false, nil
+	}
+	return false, fmt.Errorf("%w: the stream ends after %d bytes, inside the %q prefix: %w", ErrMalformed, len(head), Prefix, io.ErrUnexpectedEOF)
+}
+
 // list reads the list message, up to s.limit: its ListMeta into l, each
 // item to item.
 func (s *stream) list(l *List, meta func(*List), item func(Item) error) error {
