@@ -63,6 +63,20 @@ var (
 	ErrFullList = errors.New("reflector: relist not possible, listing in full")
 )
 
+// watchStartError is a watch that could not be started: ErrWatch, and the
+// ListerWatcher's error as its cause. client-go's error handler gets that
+// cause itself, so the default handler judges this one by it alone.
+type watchStartError struct {
+	context string // what was started, for the message
+	cause   error
+}
+
+func (e *watchStartError) Error() string {
+	return ErrWatch.Error() + ": " + e.context + ": " + e.cause.Error()
+}
+
+func (e *watchStartError) Unwrap() []error { return []error{ErrWatch, e.cause} }
+
 // errStopRequested is internal: the context was cancelled while watching.
 // Mirrors client-go's errorStopRequested; it never leaves the package.
 var errStopRequested = errors.New("stop requested")

@@ -165,10 +165,13 @@ type Options struct {
 	// list or watch fails or ends with an error, and for every skipped event
 	// or failed Store write; it must return quickly. It is not called when a
 	// watch closes normally or times out, nor when the context is
-	// cancelled. Nil: log like client-go's DefaultWatchErrorHandler
-	// (expired at V(4), io.EOF silent, io.ErrUnexpectedEOF at V(1), watch
-	// 429 at V(2), watch connection refused at V(4), everything else through
-	// utilruntime.HandleErrorWithContext).
+	// cancelled. Nil: log like client-go's DefaultWatchErrorHandler and
+	// watch loop. Expired is at V(4). A watch start that failed with
+	// io.EOF itself is silent, with io.ErrUnexpectedEOF itself at V(1), as
+	// client-go compares them exactly. A failed list is reported whatever
+	// it wraps. A watch start refused or answered 429 is at V(4). A watch
+	// that ended with 429 or an internal error is at V(2). Everything else
+	// goes through utilruntime.HandleErrorWithContext.
 	WatchErrorHandler func(ctx context.Context, err error)
 
 	// Observer receives lifecycle callbacks for metrics and tests. Nil: none.
@@ -611,28 +614,50 @@ func (r *Reflector) watchTimeoutSeconds() int64 {
 	return int64(lo + rand.Float64()*(hi-lo))
 }
 
-// defaultErrorHandler logs at the levels client-go uses: its
-// DefaultWatchErrorHandler, plus the V(2)/V(4) lines its watch loop writes
-// for errors it retries, which this package routes through the handler.
+// defaultErrorHandler logs as client-go does: its DefaultWatchErrorHandler
+// for the error client-go's would get, plus the lines its watch loop
+// writes for errors it retries, which this package routes through the
+// handler. client-go's handler compares the error itself with io.EOF and
+// io.ErrUnexpectedEOF. A failed list reaches it wrapped ("failed to list"),
+// so it is reported, however it failed. Only a watch whose start failed
+// with either of them, bare, is quiet or at V(1).
 func (r *Reflector) defaultErrorHandler(ctx context.Context, err error) {
 	logger := klog.FromContext(ctx)
+	var start *watchStartError
 	switch {
 	case errors.Is(err, ErrUnexpectedObject):
 		utilruntime.HandleErrorWithContext(ctx, err, "Unexpected watch event object", "reflector", r.name, "type", r.typeDescription)
 	case errors.Is(err, ErrStore):
 		utilruntime.HandleErrorWithContext(ctx, err, "Store rejected reflector update", "reflector", r.name, "type", r.typeDescription)
-	case isExpiredError(err):
-		logger.V(4).Info("Watch closed", "reflector", r.name, "type", r.typeDescription, "err", err)
-	case errors.Is(err, io.EOF):
-		// watch closed normally
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		logger.V(1).Info("Watch closed with unexpected EOF", "reflector", r.name, "type", r.typeDescription, "err", err)
+	case errors.As(err, &start) && isRetriableWatchError(start.cause):
+		// client-go's watch loop retries these without calling its handler.
+		logger.V(4).Info("Watch failed - backing off", "reflector", r.name, "type", r.typeDescription, "err", err)
+	case errors.As(err, &start):
+		r.handleLikeClientGo(ctx, start.cause, err)
 	case errors.Is(err, ErrWatch) && apierrors.IsTooManyRequests(err):
 		logger.V(2).Info("Watch returned 429 - backing off", "reflector", r.name, "type", r.typeDescription)
 	case errors.Is(err, ErrWatch) && utilnet.IsConnectionRefused(err):
 		logger.V(4).Info("Watch failed - backing off", "reflector", r.name, "type", r.typeDescription, "err", err)
 	case errors.Is(err, ErrWatch) && apierrors.IsInternalError(err):
 		logger.V(2).Info("Retrying watch after internal error", "reflector", r.name, "type", r.typeDescription, "err", err)
+	default:
+		r.handleLikeClientGo(ctx, err, err)
+	}
+}
+
+// handleLikeClientGo is client-go's DefaultWatchErrorHandler given seen,
+// the error client-go's handler would get; err, this package's, is the
+// one logged. The comparisons with io.EOF and io.ErrUnexpectedEOF are
+// exact, as client-go's are: a wrapped one is reported.
+func (r *Reflector) handleLikeClientGo(ctx context.Context, seen, err error) {
+	logger := klog.FromContext(ctx)
+	switch {
+	case isExpiredError(seen):
+		logger.V(4).Info("Watch closed", "reflector", r.name, "type", r.typeDescription, "err", err)
+	case seen == io.EOF:
+		// watch closed normally
+	case seen == io.ErrUnexpectedEOF:
+		logger.V(1).Info("Watch closed with unexpected EOF", "reflector", r.name, "type", r.typeDescription, "err", err)
 	default:
 		utilruntime.HandleErrorWithContext(ctx, err, "Failed to watch", "reflector", r.name, "type", r.typeDescription)
 	}

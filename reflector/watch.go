@@ -146,7 +146,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			err = fmt.Errorf("%w: %s: start at resourceVersion %q: %w", ErrWatch, r.typeDescription, rv, err)
+			err = &watchStartError{context: fmt.Sprintf("%s: start at resourceVersion %q", r.typeDescription, rv), cause: err}
 			r.errorHandler(ctx, err)
 			if isResourceVersionUnavailable(err) {
 				r.requestRelist(err)
