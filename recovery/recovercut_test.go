@@ -4,17 +4,26 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // cutBetweenItems cuts body, a list with item among its items, just
@@ -131,51 +140,66 @@ func cutBody(body []byte, n int, end error) io.ReadCloser {
 	return io.NopCloser(io.MultiReader(iotest.HalfReader(bytes.NewReader(body[:n])), iotest.ErrReader(end)))
 }
 
-// cutAtMetaLister is a MetadataWireLister whose first metadata page is
-// body cut by cutBody, and whose later ones are body whole. Its decoded
-// metadata lists, the pages asked for again, are its fakeLister's.
-type cutAtMetaLister struct {
-	*fakeLister
+// cutAt serves a list's body cut by cutBody: the first time only, given
+// a once, else until healed.
+type cutAt struct {
 	body []byte
 	n    int
 	end  error
-	cut  *onceCut
+	once *onceCut
+
+	mu     sync.Mutex
+	asked  int
+	healed bool
+}
+
+// serve returns the body of the next request, cut or whole.
+func (c *cutAt) serve(first func(*onceCut) bool) io.ReadCloser {
+	c.mu.Lock()
+	c.asked++
+	cut := !c.healed && (c.once == nil || first(c.once))
+	c.mu.Unlock()
+	if cut {
+		return cutBody(c.body, c.n, c.end)
+	}
+	return cutBody(c.body, len(c.body), io.EOF)
+}
+
+// heal serves whole bodies from now on.
+func (c *cutAt) heal() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.healed = true
+}
+
+// Asked is the number of bodies asked for.
+func (c *cutAt) Asked() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.asked
+}
+
+// cutAtMetaLister is a MetadataWireLister whose metadata pages are served
+// by cutAt. Its decoded metadata lists, the pages asked for again, are its
+// fakeLister's.
+type cutAtMetaLister struct {
+	*fakeLister
+	*cutAt
 }
 
 func (l *cutAtMetaLister) ListMetadataWire(context.Context, metav1.ListOptions) (io.ReadCloser, error) {
-	if l.cut.first(&l.cut.metaCut) {
-		return cutBody(l.body, l.n, l.end), nil
-	}
-	return cutBody(l.body, len(l.body), io.EOF), nil
+	return l.serve(func(c *onceCut) bool { return c.first(&c.metaCut) }), nil
 }
 
-// cutAtWireLister is a WireLister, for a full list, whose first page is
-// body cut by cutBody, and whose later ones are body whole.
+// cutAtWireLister is a WireLister, for a full list, whose pages are served
+// by cutAt.
 type cutAtWireLister struct {
 	*fakeLister
-	body []byte
-	n    int
-	end  error
-	cut  *onceCut
-
-	mu    sync.Mutex
-	asked int
+	*cutAt
 }
 
 func (l *cutAtWireLister) ListObjectsWire(context.Context, string, metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
-	l.mu.Lock()
-	l.asked++
-	l.mu.Unlock()
-	if l.cut.first(&l.cut.wholeCut) {
-		return cutBody(l.body, l.n, l.end), decodeBody, nil
-	}
-	return cutBody(l.body, len(l.body), io.EOF), decodeBody, nil
-}
-
-func (l *cutAtWireLister) Asked() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.asked
+	return l.serve(func(c *onceCut) bool { return c.first(&c.wholeCut) }), decodeBody, nil
 }
 
 // encodeMetadataList encodes list as kube-apiserver writes a metadata
@@ -270,7 +294,7 @@ func TestRecoveryAsksAgainForAPageCutAnywhere(t *testing.T) {
 					},
 					objects: server("10", onServer...),
 				}
-				cut := &cutAtMetaLister{fakeLister: lister, body: body, n: n, end: end, cut: &onceCut{}}
+				cut := &cutAtMetaLister{fakeLister: lister, cutAt: &cutAt{body: body, n: n, end: end, once: &onceCut{}}}
 				store := newRecoveryStore(stored...)
 				h := startRecovery(t, store, lister, "3", func(o *Options, _ *fakeLW) { o.Recovery.Lister = cut })
 				checkRun(t, fmt.Sprintf("cut at %d of %d bytes, then %v", n, len(body), end), store, h, len(lister.MetaOpts()))
@@ -286,7 +310,7 @@ func TestRecoveryAsksAgainForAPageCutAnywhere(t *testing.T) {
 					fakeLister: &fakeLister{meta: notAcceptable, objects: func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error) {
 						return nil, fmt.Errorf("a fetch")
 					}},
-					body: body, n: n, end: end, cut: &onceCut{},
+					cutAt: &cutAt{body: body, n: n, end: end, once: &onceCut{}},
 				}
 				store := newRecoveryStore(stored...)
 				h := startRecovery(t, store, nil, "3", func(o *Options, _ *fakeLW) { o.Recovery.Lister = cut })
@@ -311,7 +335,7 @@ func TestMetadataPageCutAnywhere(t *testing.T) {
 			for _, end := range []error{io.EOF, io.ErrUnexpectedEOF} {
 				what := fmt.Sprintf("%s cut at %d of %d bytes, then %v", format, n, len(body), end)
 				lister := &fakeLister{meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) { return list.DeepCopy(), nil }}
-				cut := &cutAtMetaLister{fakeLister: lister, body: body, n: n, end: end, cut: &onceCut{}}
+				cut := &cutAtMetaLister{fakeLister: lister, cutAt: &cutAt{body: body, n: n, end: end, once: &onceCut{}}}
 				changes := &changeCount{stored: 3, fraction: 2}
 				page, err := metadataPage(context.Background(), cut, metav1.ListOptions{Limit: 3}, nil, nil, changes)
 				if err != nil {
@@ -329,5 +353,106 @@ func TestMetadataPageCutAnywhere(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// captureHandleError makes utilruntime.ErrorHandlers record every error
+// until the test ends, and returns what they recorded so far.
+func captureHandleError(t *testing.T) func() []error {
+	var mu sync.Mutex
+	var got []error
+	saved := utilruntime.ErrorHandlers
+	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, _ string, _ ...interface{}) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, err)
+	}}
+	t.Cleanup(func() { utilruntime.ErrorHandlers = saved })
+	return func() []error {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+}
+
+// A page cut short again when asked for again fails the recovery. With
+// the default error handler (Options.WatchErrorHandler nil) the failure
+// is reported through utilruntime.HandleErrorWithContext, as a failed
+// list is by client-go's, though its error wraps io.ErrUnexpectedEOF. The
+// recovery is made again only once the backoff's timer fires, so a server
+// that keeps cutting its answers is not asked in a loop. Once the bodies
+// arrive whole, the recovery ends.
+func TestRecoveryOfAPageCutTwiceIsReportedAndBacksOff(t *testing.T) {
+	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3")}
+	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "c", "uc", "3")}
+	readFailed := fmt.Errorf("unexpected error when reading response body. Please retry. Original error: %w", io.ErrUnexpectedEOF)
+	for _, tc := range []struct {
+		name string
+		// lister cuts every body at its start until healed. asked counts
+		// the requests, two an attempt: the page, and the page asked for
+		// again.
+		lister func(healed func() bool) (l MetadataLister, cut *cutAt, asked func() int)
+	}{{
+		name: "metadata page",
+		lister: func(healed func() bool) (MetadataLister, *cutAt, func() int) {
+			body := encodeMetadataList(t, metaList("10", onServer...))["protobuf"]
+			cut := &cutAt{body: body, n: 0, end: io.EOF}
+			decoded := &fakeLister{
+				meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+					if !healed() {
+						return nil, readFailed // the page asked for again, cut too
+					}
+					return metaList("10", onServer...), nil
+				},
+				objects: server("10", onServer...),
+			}
+			return &cutAtMetaLister{fakeLister: decoded, cutAt: cut}, cut, func() int { return cut.Asked() + len(decoded.MetaOpts()) }
+		},
+	}, {
+		name: "full list page",
+		lister: func(func() bool) (MetadataLister, *cutAt, func() int) {
+			body := encodePodList(t, podList("10", onServer...))["protobuf"]
+			cut := &cutAt{body: body, n: 0, end: io.ErrUnexpectedEOF}
+			return &cutAtWireLister{fakeLister: &fakeLister{meta: notAcceptable, objects: func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error) {
+				return nil, fmt.Errorf("a fetch")
+			}}, cutAt: cut}, cut, cut.Asked
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			reported := captureHandleError(t)
+			clock := testingclock.NewFakeClock(time.Now())
+			var healed atomic.Bool
+			lister, cut, asked := tc.lister(healed.Load)
+			store := newRecoveryStore(stored...)
+			h := startRecovery(t, store, nil, "3", func(o *Options, _ *fakeLW) {
+				o.Recovery.Lister = lister
+				o.WatchErrorHandler = nil // the default: log like client-go
+				o.Clock = clock
+			})
+			for attempt := 1; attempt <= 2; attempt++ {
+				poll.Until(t, 5*time.Second, fmt.Sprintf("failure %d reported, and the backoff's timer set", attempt), func() bool {
+					return len(reported()) == attempt && clock.HasWaiters()
+				})
+				err := reported()[attempt-1]
+				if !errors.Is(err, reflector.ErrList) || errors.Is(err, io.EOF) {
+					t.Errorf("failure %d reported as %v, want an ErrList, not wrapping io.EOF", attempt, err)
+				}
+				// Waiting on the backoff: nothing more was asked.
+				if n := asked(); n != 2*attempt {
+					t.Fatalf("after failure %d, %d requests, want %d", attempt, n, 2*attempt)
+				}
+				if attempt == 2 {
+					healed.Store(true)
+					cut.heal()
+				}
+				clock.Step(time.Second)
+			}
+			store.waitFor(t, "end@10")
+			h.stop()
+			equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[ns/a ns/c]", "update ns/b@5", "end@10"})
+			if n := len(reported()); n != 2 {
+				t.Errorf("%d failures reported, want 2: %v", n, reported())
+			}
+		})
 	}
 }
