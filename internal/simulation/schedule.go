@@ -196,6 +196,7 @@ func Generate(seed int64, n int) Schedule {
 		}
 		panic("unreachable")
 	}
+	steps = append(steps, weak.beforeStart(cfg)...)
 	steps = append(steps, Step{Op: OpStart})
 	up = true
 	for generated := len(steps); generated < n; generated++ {

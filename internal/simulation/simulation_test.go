@@ -151,7 +151,8 @@ func TestSimulation(t *testing.T) {
 }
 
 // sumStats adds up the runs' counts (Env.Stats), and counts the seeds of
-// each weakness of the server.
+// each weakness of the server and those in which the mid-operation
+// faults struck.
 func sumStats(results []seedResult) string {
 	sum := map[string]int{}
 	for _, r := range results {
@@ -159,7 +160,11 @@ func sumStats(results []seedResult) string {
 			sum[k] += v
 		}
 		c := r.sched.Config
-		for name, on := range map[string]bool{"seeds-wire": c.Wire, "seeds-lag": c.Lag, "seeds-real-backoff": c.RealBackoff, "seeds-instances>1": c.Instances > 1} {
+		for name, on := range map[string]bool{
+			"seeds-wire": c.Wire, "seeds-lag": c.Lag, "seeds-real-backoff": c.RealBackoff, "seeds-instances>1": c.Instances > 1,
+			"seeds-continue-expired": r.stats["continue-expired"] > 0, "seeds-crash-midop": r.stats["crash-midop"] > 0,
+			"seeds-lagged": r.stats["lagged"] > 0, "seeds-cut": r.stats["cut"]+r.stats["cut-watch"] > 0,
+		} {
 			if on {
 				sum[name]++
 			}

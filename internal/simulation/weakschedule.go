@@ -51,19 +51,36 @@ func (g *weakGen) before(c Config, up bool) []Step {
 	return out
 }
 
+// beforeStart returns the steps to insert before the first start: in half
+// the seeds, a trigger that strikes the cold start's list.
+func (g *weakGen) beforeStart(c Config) []Step {
+	if g.rng.Intn(2) == 0 {
+		return nil
+	}
+	kinds := []weightedKind{{KindList, 2}, {KindCommit, 2}}
+	if c.PageSize > 0 || c.PageCap > 0 {
+		kinds = append(kinds, weightedKind{KindPage, 4})
+	}
+	return []Step{g.triggerOf(c, kinds)}
+}
+
 // trigger returns an armed fault or write: one that fires in the middle of
 // a list (a compaction or an error before a page), a recovery (a write
 // before its fetches) or anything (a crash after a commit).
 func (g *weakGen) trigger(c Config) Step {
-	r := g.rng
-	paged := c.PageSize > 0 || c.PageCap > 0
 	kinds := []weightedKind{{KindList, 2}, {KindWatch, 1}, {KindCommit, 2}}
-	if paged {
+	if c.PageSize > 0 || c.PageCap > 0 {
 		kinds = append(kinds, weightedKind{KindPage, 4})
 	}
 	if c.Recovery {
 		kinds = append(kinds, weightedKind{KindMeta, 2}, weightedKind{KindFetch, 3})
 	}
+	return g.triggerOf(c, kinds)
+}
+
+// triggerOf returns a trigger on a request of one of kinds.
+func (g *weakGen) triggerOf(c Config, kinds []weightedKind) Step {
+	r := g.rng
 	st := Step{Op: OpArm, Kind: pickKind(r, kinds), N: 1 + r.Intn(3), NoWait: true}
 	if st.Kind == KindCommit {
 		st.Do = ActCrash
