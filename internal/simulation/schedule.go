@@ -196,10 +196,11 @@ func Generate(seed int64, n int) Schedule {
 		}
 		panic("unreachable")
 	}
+	generated := len(steps) + 1 // the creates and the start; inserted steps do not count
 	steps = append(steps, weak.beforeStart(cfg)...)
 	steps = append(steps, Step{Op: OpStart})
 	up = true
-	for generated := len(steps); generated < n; generated++ {
+	for ; generated < n; generated++ {
 		steps = append(steps, weak.before(cfg, up)...)
 		ops := downOps
 		if up {
