@@ -876,3 +876,58 @@ func failingFetches() (lister *fakeLister, heal func()) {
 		mu.Unlock()
 	}
 }
+
+// A recovery's list is a reflector's catch-up target only if it is a
+// consistent read. Its own metadata list asks for data not older than the
+// stored version, which a watch cache behind etcd serves at its position,
+// older than the server at the start may be: it is no target. The list
+// Hooks.Listed gives (the informer's proof list, a consistent read taken
+// after the start) is one.
+func TestRecoveryListIsACatchUpTargetOnlyIfConsistent(t *testing.T) {
+	for _, given := range []bool{false, true} {
+		t.Run(fmt.Sprintf("given %v", given), func(t *testing.T) {
+			store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+			lister := &fakeLister{
+				meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+					return metaList("9", upod("ns", "a", "ua", "1")), nil
+				},
+				objects: server("9"),
+			}
+			var mu sync.Mutex
+			var targets []string
+			h := startRecovery(t, store, lister, "", func(o *Options, lw *fakeLW) {
+				o.ResumeResourceVersion = "2"
+				o.CatchUp = &reflector.CatchUp{Done: make(chan struct{}), Target: func(rv string) {
+					mu.Lock()
+					defer mu.Unlock()
+					targets = append(targets, rv)
+				}}
+				if given {
+					o.Recovery.Listed = func(context.Context) *Listing {
+						return &Listing{ResourceVersion: "9", Pages: 1, Versions: map[string]Version{"ns/a": {UID: "ua", ResourceVersion: "1"}}}
+					}
+				}
+				// No consistent read succeeds: only a list can be the target.
+				lw.list = func(int, metav1.ListOptions) (runtime.Object, error) {
+					return nil, errors.New("connection reset by peer")
+				}
+				lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+					if n == 0 {
+						return nil, apierrors.NewResourceExpired("too old resource version")
+					}
+					return watch.NewRaceFreeFake(), nil
+				}
+			})
+			store.waitFor(t, "end@9")
+			h.stop()
+			mu.Lock()
+			defer mu.Unlock()
+			if given {
+				equal(t, "targets", targets, []string{"9"})
+				equal(t, "metadata lists", len(lister.MetaOpts()), 0)
+			} else {
+				equal(t, "targets", targets, []string(nil))
+			}
+		})
+	}
+}

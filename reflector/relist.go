@@ -101,10 +101,11 @@ func (l *Relist) LastSyncResourceVersion() string { return l.r.LastSyncResourceV
 
 // Listed records a list asked for at listedAt and served at
 // resourceVersion, as a full list is recorded: the watch starts there.
+// listedAt "" says the list was a consistent read made after the start,
+// which may end a catch-up as a full list at "" does (see CatchUp).
 func (l *Relist) Listed(listedAt, resourceVersion string, items, pages int) {
 	r := l.r
 	if r.catchingUp() {
-		// A read made after the start, as a list's (see catchUpListed).
 		r.catchUpListed(listedAt, resourceVersion)
 	}
 	r.mu.Lock()
