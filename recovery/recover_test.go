@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/boltinformer/boltinformer/internal/listrules"
 	"github.com/boltinformer/boltinformer/internal/poll"
 
 	"github.com/boltinformer/boltinformer/reflector"
@@ -182,7 +183,24 @@ type fakeLister struct {
 	fetches  []string // "ns/name@rv" of each ListObjects call, "ns/*" for a namespace, "*" for all
 }
 
+// checkRecoveryList fails a list a recovery must not make. Its store holds
+// the collection at some version, so every list must be a consistent read
+// or not older than a version (listrules.Relist): never "0", never exact.
+func checkRecoveryList(opts metav1.ListOptions) error {
+	s, err := listrules.Of(opts)
+	switch {
+	case err != nil:
+		return err
+	case s == listrules.Consistent, s == listrules.NotOlderThan, s == listrules.Continue:
+		return nil
+	}
+	return fmt.Errorf("a recovery's list %s (resourceVersion %q, resourceVersionMatch %q, limit %d) may be older than its store", s, opts.ResourceVersion, opts.ResourceVersionMatch, opts.Limit)
+}
+
 func (l *fakeLister) ListMetadata(_ context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	if err := checkRecoveryList(opts); err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
 	n := len(l.metaOpts)
 	l.metaOpts = append(l.metaOpts, opts)
@@ -200,6 +218,9 @@ func (l *fakeLister) ListObjects(ctx context.Context, namespace, name string, op
 	}
 	if opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan && opts.Continue == "" {
 		return nil, fmt.Errorf("fetch %s without NotOlderThan: %+v", what, opts)
+	}
+	if err := checkRecoveryList(opts); err != nil {
+		return nil, err
 	}
 	l.mu.Lock()
 	l.fetches = append(l.fetches, what+"@"+opts.ResourceVersion)
