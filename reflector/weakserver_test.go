@@ -50,10 +50,12 @@ type weakServer struct {
 	window    int64 // windowStart: a watch from an older version expires
 	lag       bool  // pos may stay behind rev
 	zeroPaged bool  // a list at "0" honours its limit (no watch cache)
-	history   []change
-	watches   []*modelWatch
-	lists     []string // every list request, for the failure's report
-	broken    []string // the rules the client broke
+	// compactPages: a continued request may find its token compacted.
+	compactPages bool
+	history      []change
+	watches      []*modelWatch
+	lists        []string // every list request, for the failure's report
+	broken       []string // the rules the client broke
 }
 
 // change is one write: name's state at rev, or its deletion.
@@ -189,6 +191,10 @@ func (s *weakServer) list(opts metav1.ListOptions) (runtime.Object, error) {
 	case listrules.Continue:
 		rev, off, _ := strings.Cut(opts.Continue, "/")
 		at, start = mustInt(rev), atoi(off)
+		if s.compactPages && s.rng.IntN(3) == 0 {
+			s.writeLocked()
+			s.compacted = s.rev
+		}
 	}
 	if at < s.compacted && (sem == listrules.Exact || sem == listrules.Continue) {
 		return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", at, s.compacted))
@@ -306,6 +312,39 @@ func (s *weakStore) Replace(list []interface{}, rv string) error {
 	return s.catchUpStore.Replace(list, rv)
 }
 
+// weakPages is a cold start's PagedList into a weakStore: its pages are
+// stored without a version, which the list's end records.
+type weakPages struct{ s *weakStore }
+
+func (p weakPages) ListPage(_ context.Context, items []interface{}) error {
+	p.s.recStore.mu.Lock()
+	defer p.s.recStore.mu.Unlock()
+	for _, obj := range items {
+		name, rv := nameRV(obj)
+		p.s.recStore.objs[name] = rv
+	}
+	return nil
+}
+
+func (p weakPages) ListDone(_ context.Context, rv string) error {
+	p.s.applied(rv)
+	p.s.note(rv)
+	return nil
+}
+
+// weakRelister has the reflector list in full, and checks that it is asked
+// only by a reflector whose store holds a version to recover from.
+type weakRelister struct{ srv *weakServer }
+
+func (w weakRelister) Relist(context.Context, *Relist) (*Relisted, error) {
+	if held := w.srv.store.held(); held == "" {
+		w.srv.mu.Lock()
+		w.srv.broken = append(w.srv.broken, "a Relister was asked to recover a store that holds no version")
+		w.srv.mu.Unlock()
+	}
+	return nil, ErrFullList
+}
+
 func rvOf(obj interface{}) string {
 	_, rv := nameRV(obj)
 	return rv
@@ -319,19 +358,26 @@ type weakConfig struct {
 	ZeroPaged bool
 	Lag       bool
 	Expired   bool // the stored version is below the watch window at the start
+	// Paged: a cold start lists through a PagedList, and continue tokens
+	// may expire between pages. Relister: a Relister, which must be asked
+	// only by a reflector that has recorded a version, lists in full.
+	Paged, Relister bool
 }
 
 // Every list the reflector makes, against a weak apiserver, in random
-// schedules: writes, restarts (every watch expires), compactions, a watch
-// cache that lags etcd, lists at "0" paged or not, page sizes, cold starts,
-// resumes and ListFrom, with and without CatchUp. Every list must follow
-// the API's rule for a store that holds a version (never older, never an
-// exact read: listrules.Relist); no list may take the store back; a
-// catch-up's target must be a read made at or after the start (at least
-// the newest revision then); and once writes stop and the cache catches
-// up, the store settles on the server's state. The exact relists of a
-// paged reflector failed the first rule and never settled; a catch-up that
-// took a lagging relist as its target failed the third.
+// schedules: writes, restarts (every watch expires), compactions (between
+// a paged cold list's pages too), a watch cache that lags etcd, lists at
+// "0" paged or not, page sizes, cold starts with or without a PagedList,
+// resumes and ListFrom, with and without CatchUp and a Relister. Every
+// list must follow the API's rule for a store that holds a version (never
+// older, never an exact read: listrules.Relist). A Relister is asked only
+// by a reflector that has a version to recover from. No list may take the
+// store back. A catch-up's target must be a read made at or after the
+// start (at least the newest revision then). Once writes stop and the
+// cache catches up, the store settles on the server's state. The exact
+// relists of a paged reflector broke the first rule and never settled; a
+// cold start that recovered after a failed paged list broke the second; a
+// catch-up that took a lagging relist as its target broke the fourth.
 func TestListsAgainstAWeakServer(t *testing.T) {
 	for seed := range *weakSeeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -350,10 +396,14 @@ func runWeakServer(t *testing.T, seed uint64) {
 		Lag:       rng.IntN(2) == 0,
 		Expired:   rng.IntN(2) == 0,
 	}
+	more := rand.New(rand.NewPCG(seed, 0xa11)) // draws added later keep the seeds' schedules
+	cfg.Paged, cfg.Relister = more.IntN(2) == 0, more.IntN(2) == 0
 	if cfg.Start == "cold" {
 		cfg.CatchUp = false // a cold start's list is its read
+	} else {
+		cfg.Paged = false // only a cold start's first list is paged
 	}
-	srv := &weakServer{t: t, rng: rand.New(rand.NewPCG(seed, 0x5e7e7)), compacted: 1, zeroPaged: cfg.ZeroPaged}
+	srv := &weakServer{t: t, rng: rand.New(rand.NewPCG(seed, 0x5e7e7)), compacted: 1, zeroPaged: cfg.ZeroPaged, compactPages: cfg.Paged}
 	for range 4 + rng.IntN(6) {
 		srv.writeLocked()
 	}
@@ -396,6 +446,12 @@ func runWeakServer(t *testing.T, seed uint64) {
 	}
 	if cfg.CatchUp {
 		opts.CatchUp = &CatchUp{Target: cs.Target, Done: cs.done}
+	}
+	if cfg.Paged {
+		opts.PagedList = weakPages{store}
+	}
+	if cfg.Relister {
+		opts.Relister = weakRelister{srv}
 	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) { return srv.list(o) },
