@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +22,7 @@ import (
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/poll"
 	"github.com/boltinformer/boltinformer/processor"
+	"github.com/boltinformer/boltinformer/recovery"
 )
 
 // pagingSource serves its FakeControllerSource's list in pages of Limit
@@ -314,5 +316,54 @@ func TestColdStartStoppedMidListStartsColdAgain(t *testing.T) {
 	}
 	if evs := r.ev.list(); len(evs) != 25 {
 		t.Errorf("%d handler calls, want 25 initial adds: %v", len(evs), evs)
+	}
+}
+
+// expiringPages is a pagingSource whose first continued request answers
+// 410 Expired, as after a compaction between two pages.
+type expiringPages struct {
+	*pagingSource
+	expired atomic.Bool
+}
+
+func (s *expiringPages) List(opts metav1.ListOptions) (runtime.Object, error) {
+	if opts.Continue != "" && s.expired.CompareAndSwap(false, true) {
+		return nil, apierrors.NewResourceExpired("The provided continue parameter is too old")
+	}
+	return s.pagingSource.List(opts)
+}
+
+// A cold start whose paged list failed after a page was stored relists as
+// a consistent read, in full, through the queue, even with Recovery: the
+// page stored has no version to recover from. The informer syncs once the
+// list is applied, with the whole collection. A recovery made the first of
+// its writes sync the queue, while what it fetched was still missing.
+func TestColdStartSyncsOnTheListAfterAFailedPagedList(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource(podNames(5)...)
+	lw := &expiringPages{pagingSource: newPagingSource(src)}
+	lister := &sourceLister{src: src}
+	held, release := lister.holdFetches()
+	defer release()
+	r := startInformerOpts(t, f, lw, bcache.InformerOptions{
+		PageSize: 2,
+		Recovery: &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
+	}, nil)
+	select {
+	case <-r.inf.HasSyncedChecker().Done():
+	case <-held:
+		if r.inf.HasSynced() {
+			t.Errorf("synced while a recovery fetches what the failed list lacked")
+		}
+		release()
+		r.synced(t)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("not synced; list requests %+v", lw.Requests())
+	}
+	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
+		t.Errorf("synced with store %v, want %v", got, want)
+	}
+	if n := lister.Metas(); n != 0 {
+		t.Errorf("%d metadata lists, want none: the relist is a full list", n)
 	}
 }

@@ -306,7 +306,9 @@ type recoveryList struct {
 	// was served at; pages counts its responses.
 	listedAt, rv string
 	pages        int
-	listed       map[string]listedItem
+	// given: the list is Hooks.Listed's, a consistent read (at "").
+	given  bool
+	listed map[string]listedItem
 	// objects are the listed objects by key, undecoded where the server
 	// sent protobuf; nil for a metadata list.
 	objects map[string]wireItem
@@ -314,7 +316,9 @@ type recoveryList struct {
 
 // listForRecovery makes a recovery's list (list: listMetadata or listFull)
 // at the relist resourceVersion, with NotOlderThan, and, if the server says
-// that version is unavailable, once more as a consistent read at "".
+// that version is unavailable, once more as a consistent read at "". A list
+// Hooks.Listed gave is reported as listed at "": it is a consistent read,
+// which a reflector catching up may take as its target.
 func (r *Recoverer) listForRecovery(ctx context.Context, cause reflector.StartCause, list func(context.Context, string) (*recoveryList, error)) (*recoveryList, error) {
 	from := r.l.ResourceVersion()
 	l, err := list(ctx, from)
@@ -326,6 +330,9 @@ func (r *Recoverer) listForRecovery(ctx context.Context, cause reflector.StartCa
 		return nil, err
 	}
 	l.listedAt = from
+	if l.given {
+		l.listedAt = ""
+	}
 	return l, nil
 }
 

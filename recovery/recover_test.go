@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/boltinformer/boltinformer/internal/listrules"
 	"github.com/boltinformer/boltinformer/internal/poll"
 
 	"github.com/boltinformer/boltinformer/reflector"
@@ -182,7 +183,24 @@ type fakeLister struct {
 	fetches  []string // "ns/name@rv" of each ListObjects call, "ns/*" for a namespace, "*" for all
 }
 
+// checkRecoveryList fails a list a recovery must not make. Its store holds
+// the collection at some version, so every list must be a consistent read
+// or not older than a version (listrules.Relist): never "0", never exact.
+func checkRecoveryList(opts metav1.ListOptions) error {
+	s, err := listrules.Of(opts)
+	switch {
+	case err != nil:
+		return err
+	case s == listrules.Consistent, s == listrules.NotOlderThan, s == listrules.Continue:
+		return nil
+	}
+	return fmt.Errorf("a recovery's list %s (resourceVersion %q, resourceVersionMatch %q, limit %d) may be older than its store", s, opts.ResourceVersion, opts.ResourceVersionMatch, opts.Limit)
+}
+
 func (l *fakeLister) ListMetadata(_ context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	if err := checkRecoveryList(opts); err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
 	n := len(l.metaOpts)
 	l.metaOpts = append(l.metaOpts, opts)
@@ -200,6 +218,9 @@ func (l *fakeLister) ListObjects(ctx context.Context, namespace, name string, op
 	}
 	if opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan && opts.Continue == "" {
 		return nil, fmt.Errorf("fetch %s without NotOlderThan: %+v", what, opts)
+	}
+	if err := checkRecoveryList(opts); err != nil {
+		return nil, err
 	}
 	l.mu.Lock()
 	l.fetches = append(l.fetches, what+"@"+opts.ResourceVersion)
@@ -910,5 +931,60 @@ func failingFetches() (lister *fakeLister, heal func()) {
 		mu.Lock()
 		failing = false
 		mu.Unlock()
+	}
+}
+
+// A recovery's list is a reflector's catch-up target only if it is a
+// consistent read. Its own metadata list asks for data not older than the
+// stored version, which a watch cache behind etcd serves at its position,
+// older than the server at the start may be: it is no target. The list
+// Hooks.Listed gives (the informer's proof list, a consistent read taken
+// after the start) is one.
+func TestRecoveryListIsACatchUpTargetOnlyIfConsistent(t *testing.T) {
+	for _, given := range []bool{false, true} {
+		t.Run(fmt.Sprintf("given %v", given), func(t *testing.T) {
+			store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+			lister := &fakeLister{
+				meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+					return metaList("9", upod("ns", "a", "ua", "1")), nil
+				},
+				objects: server("9"),
+			}
+			var mu sync.Mutex
+			var targets []string
+			h := startRecovery(t, store, lister, "", func(o *Options, lw *fakeLW) {
+				o.ResumeResourceVersion = "2"
+				o.CatchUp = &reflector.CatchUp{Done: make(chan struct{}), Target: func(rv string) {
+					mu.Lock()
+					defer mu.Unlock()
+					targets = append(targets, rv)
+				}}
+				if given {
+					o.Recovery.Listed = func(context.Context) *Listing {
+						return &Listing{ResourceVersion: "9", Pages: 1, Versions: map[string]Version{"ns/a": {UID: "ua", ResourceVersion: "1"}}}
+					}
+				}
+				// No consistent read succeeds: only a list can be the target.
+				lw.list = func(int, metav1.ListOptions) (runtime.Object, error) {
+					return nil, errors.New("connection reset by peer")
+				}
+				lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+					if n == 0 {
+						return nil, apierrors.NewResourceExpired("too old resource version")
+					}
+					return watch.NewRaceFreeFake(), nil
+				}
+			})
+			store.waitFor(t, "end@9")
+			h.stop()
+			mu.Lock()
+			defer mu.Unlock()
+			if given {
+				equal(t, "targets", targets, []string{"9"})
+				equal(t, "metadata lists", len(lister.MetaOpts()), 0)
+			} else {
+				equal(t, "targets", targets, []string(nil))
+			}
+		})
 	}
 }

@@ -16,7 +16,9 @@ type Hooks struct {
 	// (cache.Informer takes one to prove a small warm collection caught
 	// up). The recovery uses it only if it is at least as new as the last
 	// resourceVersion handed to the store. It returns nil when there is
-	// none, and may wait, with ctx, for one being taken.
+	// none, and may wait, with ctx, for one being taken. The list must be
+	// taken after the reflector was created: a reflector catching up may
+	// take its resourceVersion as its target (reflector.CatchUp).
 	Listed func(ctx context.Context) *Listing
 	// Started is called as each recovery begins, before its list. The
 	// function it returns is called once that recovery has ended: the

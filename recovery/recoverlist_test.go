@@ -42,6 +42,9 @@ type wireLister struct {
 var _ WireLister = (*wireLister)(nil)
 
 func (l *wireLister) ListObjectsWire(_ context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
+	if err := checkRecoveryList(opts); err != nil {
+		return nil, nil, err
+	}
 	l.mu.Lock()
 	n := len(l.wireOpts)
 	l.wireOpts = append(l.wireOpts, fmt.Sprintf("%q rv=%q match=%q limit=%d continue=%q", namespace, opts.ResourceVersion, opts.ResourceVersionMatch, opts.Limit, opts.Continue))

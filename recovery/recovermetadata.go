@@ -30,7 +30,7 @@ func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*
 	l := &recoveryList{listed: map[string]listedItem{}}
 	if r.listed != nil {
 		if given := r.givenListing(ctx); given != nil {
-			l.pages, l.rv = given.Pages, given.ResourceVersion
+			l.pages, l.rv, l.given = given.Pages, given.ResourceVersion, true
 			for key, v := range given.Versions {
 				l.listed[key] = listedItem{uid: v.UID, rv: v.ResourceVersion}
 			}

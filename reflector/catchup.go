@@ -73,22 +73,24 @@ const (
 // count: while the server cannot be reached or sheds load, a list could not
 // be made either.
 //
-// A list made while catching up is itself a read made after the start: if
-// no consistent read has succeeded yet (the limit=1 reads keep failing, or
-// no watch opened to take one after), Target gets the list's
-// resourceVersion, so the store has caught up once it applies the list, as
-// a client-go informer is synced after its first list. The relist above is
-// at "", at or past any read taken before it. After either list the
+// A consistent list (at "") made while catching up is itself a read made
+// after the start: if no consistent read has succeeded yet (the limit=1
+// reads keep failing, or no watch opened to take one after), Target gets
+// the list's resourceVersion, so the store has caught up once it applies
+// the list, as a client-go informer is synced after its first list. The
+// relist above is at "", at or past any read taken before it. After it the
 // reflector stops catching up — its watches are ordinary ones, as after
 // Done, even while the store is still applying the list — so catching up
-// adds at most one full list, never a list every few watches. (A relist
-// after a 410, at the stored version, once a read has succeeded may be
-// older than the read: the short watches then go on, within the same
-// MaxWatches.)
+// adds at most one full list, never a list every few watches. A list at
+// the stored version (a relist after a 410, or a recovery's) is never a
+// target. It asks for data not older than that version, which a watch
+// cache behind etcd serves at its own position, older than the server at
+// the start may be. The short watches then go on, within the same
+// MaxWatches, and their reads give the target.
 type CatchUp struct {
 	// Target, if set, is called once, with the resourceVersion of the first
-	// consistent read that succeeds, or of the first list if that comes
-	// first (before the list reaches Store.Replace). Reads that fail are
+	// consistent read that succeeds, or of the first consistent list (at
+	// "") if that comes first (before the list reaches Store.Replace). Reads that fail are
 	// reported to the WatchErrorHandler (ErrList) and taken again with the
 	// next short watch. Nil: the caller knows its target; the reads are
 	// still taken, to bring the watch cache forward.
@@ -121,23 +123,21 @@ func (r *Reflector) catchingUp() bool {
 
 // catchUpListed is called by a list that succeeded while catching up, with
 // the resourceVersion it listed at and the one it returned, before the list
-// reaches Store.Replace. If no consistent read has reached Target yet, the
-// list's version does: the list is a read made after the start. The catch-up
-// is settled — no more short watches or reads — when Target got the list's
-// version, or when the list was itself a consistent read (at ""), at or
-// past any read Target got before. Otherwise (a relist at a given version
-// after a 410, which may be older than the read) the short watches go on.
+// reaches Store.Replace. Only a consistent list (at "") counts: it is a read
+// made after the start, at or past any read Target got before. If no
+// consistent read has reached Target yet, its version does, and the
+// catch-up is settled: no more short watches or reads. A list at a given
+// version (after a 410, or for a list the store owes) may be served by a
+// watch cache that lags the server's state at the start, so the short
+// watches go on.
 func (r *Reflector) catchUpListed(listedAt, resourceVersion string) {
-	handed := false
+	if listedAt != "" {
+		return
+	}
 	if r.catchUp.Target != nil {
-		r.catchUpTarget.Do(func() {
-			r.catchUp.Target(resourceVersion)
-			handed = true
-		})
+		r.catchUpTarget.Do(func() { r.catchUp.Target(resourceVersion) })
 	}
-	if handed || listedAt == "" {
-		r.catchUpSettled = true
-	}
+	r.catchUpSettled = true
 }
 
 // catchUpRead takes the consistent reads of a short watch that the server

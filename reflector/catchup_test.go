@@ -3,11 +3,14 @@ package reflector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -187,4 +190,50 @@ func TestCatchUpReadFailureRetriedWithNextWatch(t *testing.T) {
 		equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
 		equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "100"})
 	})
+}
+
+// A relist after a 410 while catching up is not the catch-up's target.
+// It asks for data no older than the stored version, which a watch cache
+// behind etcd serves at its position (120 here), older than the server
+// at the start (150): a store synced on it would miss what changed in
+// between. The consistent read's version is the target; with the reads
+// failing, the relist at "" that the short watches end in is.
+func TestCatchUpRelistAfterExpiredIsNotTheTarget(t *testing.T) {
+	pods := []*v1.Pod{pod("a", "5"), pod("b", "6")}
+	for _, readsFail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reads fail %v", readsFail), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				list := servedAs(t, "150", "120", pods)
+				lw := &fakeLW{t: t,
+					list: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
+						if readsFail && opts.Limit == 1 {
+							return nil, fmt.Errorf("connection reset by peer")
+						}
+						return list(n, opts)
+					},
+					watch: func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+						if n == 0 {
+							// Refused at its start: no read follows it.
+							return nil, apierrors.NewResourceExpired("too old resource version: 100 (140)")
+						}
+						return serverTimesOut(n, opts)
+					},
+				}
+				h, store := newCatchUpHarness(t, lw, 2, nil)
+				stop := runInBubble(h.r)
+				defer stop()
+				time.Sleep(10 * time.Minute)
+				synctest.Wait()
+				stop()
+
+				// The read's, or the relist's at "" after MaxWatches.
+				equal(t, "targets", store.Targets(), []string{"150"})
+				full := fullLists(lw)
+				equal(t, "first full list", head(full, 1), []string{"100"})
+				if readsFail {
+					equal(t, "full lists", full, []string{"100", ""})
+				}
+			})
+		})
+	}
 }

@@ -60,6 +60,10 @@
 //   - With Options.PagedList the first list is a consistent read in pages.
 //     If it fails after a page was handed over, the next list is a
 //     consistent read too. client-go retries a failed first list at "0".
+//   - A paged list at a specific resourceVersion (Options.PageSize, or
+//     the default page size once a list at "0" came back paginated) asks
+//     for NotOlderThan. client-go sends no resourceVersionMatch, which
+//     kube-apiserver serves as an exact read of that old version from etcd.
 //   - The list runs on the caller's goroutine with the caller's context.
 //   - Every error, failed Store writes included, goes to
 //     Options.WatchErrorHandler.

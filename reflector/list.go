@@ -68,6 +68,7 @@ func (r *Reflector) list(ctx context.Context) error {
 		return obj, err
 	})
 	p.PageSize = r.listPageSize(options.ResourceVersion, paginatedBefore)
+	options.ResourceVersionMatch = listMatch(options.ResourceVersion, p.PageSize)
 
 	listedAt := options.ResourceVersion
 	list, paginated, err := p.ListWithAlloc(ctx, options)
@@ -153,12 +154,34 @@ func (r *Reflector) listPageSize(resourceVersion string, paginatedBefore bool) i
 		// the server honours paging, so keep the default page size.
 	case resourceVersion != "" && resourceVersion != "0":
 		// A list at a specific resourceVersion is served from the watch
-		// cache only without Limit, so do not page it (avoids a thundering
-		// herd on etcd). "0" is left paged: the watch cache ignores Limit
-		// for it anyway, and without a watch cache paging is what we want.
+		// cache by every server version only without Limit, so do not page
+		// it (avoids a thundering herd on etcd). "0" is left paged: the
+		// watch cache ignores Limit for it anyway, and without a watch cache
+		// paging is what we want. A paged list at a version asks for
+		// NotOlderThan (listMatch).
 		return 0
 	}
 	return DefaultPagedListPageSize // the pager's default
+}
+
+// listMatch is the resourceVersionMatch of a list at resourceVersion in
+// pages of limit items: NotOlderThan for a paged list at a version, none
+// otherwise. kube-apiserver serves a version with a limit and no match as
+// an exact read from etcd (its delegator's legacy exact match). That is
+// the old data itself, and a relist after a 410 would watch again from
+// where the watch expired. client-go's reflector sends no match there, and
+// loops between such lists and expired watches until etcd compacts that
+// version. With NotOlderThan the list is never older than the version, and
+// as new as the server can serve it: a watch cache serves it from its
+// position, paged where it keeps snapshots, and etcd at its newest
+// revision. Paging is kept, not dropped as client-go does when it did not
+// ask to page: a PageSize is a bound on each response's size that the user
+// chose.
+func listMatch(resourceVersion string, limit int64) metav1.ResourceVersionMatch {
+	if limit == 0 || resourceVersion == "" || resourceVersion == "0" {
+		return ""
+	}
+	return metav1.ResourceVersionMatchNotOlderThan
 }
 
 var unsupportedTableGVK = map[schema.GroupVersionKind]bool{

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,35 +99,57 @@ func TestPagedListDefaultPageSize(t *testing.T) {
 
 // A paged list that fails part-way (here its continue token expired) is
 // reported, and the next list is an ordinary one through Store.Replace,
-// which a store reconciles with the pages it was given.
+// which a store reconciles with the pages it was given. A Relister is not
+// asked for it: nothing the store holds is at a resourceVersion to
+// recover from, and the informer's cold start is synced by that Replace.
 func TestPagedListFailingPartWayListsAgainWhole(t *testing.T) {
-	var pods []*v1.Pod
-	for i := range 5 {
-		pods = append(pods, pod(fmt.Sprintf("p%d", i), strconv.Itoa(i+1)))
-	}
-	pager := pagedList("10", pods)
-	lw := &fakeLW{t: t, list: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
-		if n == 1 {
-			return nil, apierrors.NewResourceExpired("continue token expired")
-		}
-		return pager(n, opts)
-	}}
-	pages := &recPages{t: t}
-	h := newHarness(t, lw.listWatch(), func(o *Options) { o.PageSize = 2; o.PagedList = pages })
-	stop := h.run()
-	lw.watcher(t, 0)
-	stop()
+	for _, withRelister := range []bool{false, true} {
+		t.Run(fmt.Sprintf("relister %v", withRelister), func(t *testing.T) {
+			var pods []*v1.Pod
+			for i := range 5 {
+				pods = append(pods, pod(fmt.Sprintf("p%d", i), strconv.Itoa(i+1)))
+			}
+			pager := pagedList("10", pods)
+			lw := &fakeLW{t: t, list: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
+				if n == 1 {
+					return nil, apierrors.NewResourceExpired("continue token expired")
+				}
+				return pager(n, opts)
+			}}
+			pages := &recPages{t: t}
+			relister := &countingRelister{}
+			h := newHarness(t, lw.listWatch(), func(o *Options) {
+				o.PageSize = 2
+				o.PagedList = pages
+				if withRelister {
+					o.Relister = relister
+				}
+			})
+			stop := h.run()
+			lw.watcher(t, 0)
+			stop()
 
-	equal(t, "pages", pages.Calls(), []string{"page p0@1,p1@2"})
-	equal(t, "store calls", h.store.Calls(), []string{"replace 5@10"})
-	if errs := h.errs.Errors(); len(errs) != 1 || !errors.Is(errs[0], ErrList) {
-		t.Errorf("errors reported: %v, want one ErrList", errs)
+			equal(t, "pages", pages.Calls(), []string{"page p0@1,p1@2"})
+			equal(t, "store calls", h.store.Calls(), []string{"replace 5@10"})
+			equal(t, "relists", int(relister.calls.Load()), 0)
+			if errs := h.errs.Errors(); len(errs) != 1 || !errors.Is(errs[0], ErrList) {
+				t.Errorf("errors reported: %v, want one ErrList", errs)
+			}
+			equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=5 pages=3"})
+			rvs := lw.ListRVs()
+			if len(rvs) < 3 || rvs[0] != "" || rvs[2] != "" {
+				t.Errorf("list resourceVersions %q: want the paged list at \"\", then an ordinary one at \"\" (a consistent read)", rvs)
+			}
+		})
 	}
-	equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=5 pages=3"})
-	rvs := lw.ListRVs()
-	if len(rvs) < 3 || rvs[0] != "" || rvs[2] != "" {
-		t.Errorf("list resourceVersions %q: want the paged list at \"\", then an ordinary one at \"\" (a consistent read)", rvs)
-	}
+}
+
+// countingRelister counts its calls and has the reflector list in full.
+type countingRelister struct{ calls atomic.Int32 }
+
+func (c *countingRelister) Relist(context.Context, *Relist) (*Relisted, error) {
+	c.calls.Add(1)
+	return nil, ErrFullList
 }
 
 // failingPages is a PagedList whose ListPage fails at call failAt (from 0).

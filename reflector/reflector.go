@@ -130,7 +130,10 @@ type Options struct {
 	// (see Reflector.list): pager.PageSize (500) for lists at "" and "0",
 	// no paging for lists at a specific resourceVersion so the watch cache
 	// can serve them, unless an earlier list at "0" came back paginated
-	// (watch cache disabled), in which case 500. Negative values panic.
+	// (watch cache disabled), in which case 500. A paged list at a specific
+	// resourceVersion asks for data not older than it (NotOlderThan), where
+	// client-go's asks for none and kube-apiserver reads exactly that old
+	// version from etcd. Negative values panic.
 	PageSize int64
 
 	// ResyncPeriod is how often, while watching, ShouldResync is consulted
@@ -545,9 +548,10 @@ func (r *Reflector) takeResume() (string, bool) {
 // requestRelist records that the watched resourceVersion cannot be served,
 // which makes the next ListAndWatch list. As in client-go's watch loop, an
 // expired version is not marked unavailable: the relist asks for data no
-// older than lastSyncRV (unpaged, so the watch cache serves it, sparing
-// etcd after an apiserver restart) and falls back to a consistent read at
-// "" only if that list is refused too; a too-large version goes to "" at once.
+// older than lastSyncRV (unpaged unless PageSize is set, so the watch cache
+// serves it, sparing etcd after an apiserver restart) and falls back to a
+// consistent read at "" only if that list is refused too; a too-large
+// version goes to "" at once.
 func (r *Reflector) requestRelist(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -14,7 +14,8 @@ import (
 // reflector's one hook beyond client-go's design.
 type Relister interface {
 	// Relist is called on the reflector's goroutine whenever a list is due
-	// after the first, except at resourceVersion "0". It returns nil if
+	// once the reflector has recorded a resourceVersion (never for a cold
+	// start's lists, which have none to recover from). It returns nil if
 	// ctx ended, ErrFullList to have the reflector list in full, or the
 	// relist that goes on while the watch runs.
 	Relist(ctx context.Context, l *Relist) (*Relisted, error)
@@ -101,10 +102,11 @@ func (l *Relist) LastSyncResourceVersion() string { return l.r.LastSyncResourceV
 
 // Listed records a list asked for at listedAt and served at
 // resourceVersion, as a full list is recorded: the watch starts there.
+// listedAt "" says the list was a consistent read made after the start,
+// which may end a catch-up as a full list at "" does (see CatchUp).
 func (l *Relist) Listed(listedAt, resourceVersion string, items, pages int) {
 	r := l.r
 	if r.catchingUp() {
-		// A read made after the start, as a list's (see catchUpListed).
 		r.catchUpListed(listedAt, resourceVersion)
 	}
 	r.mu.Lock()
@@ -121,12 +123,15 @@ func (l *Relist) ListInFullUntilWatch() { l.r.listInFull = true }
 
 // listOrRelist makes the list ListAndWatch is due: the Relister's where
 // one is set and the reflector has seen a resourceVersion, a full list
-// otherwise or where the Relister cannot make it. It returns the context
-// the watch must run under and finish, which ListAndWatch calls on its way
-// out.
+// otherwise or where the Relister cannot make it. A cold start whose paged
+// list failed part-way has seen none, though it lists at "" (see
+// pagesHandedOver): its store holds pages of no version to recover from,
+// and only the full list's Store.Replace syncs the queue. It returns the
+// context the watch must run under and finish, which ListAndWatch calls on
+// its way out.
 func (r *Reflector) listOrRelist(ctx context.Context) (context.Context, func() error, error) {
 	none := func() error { return nil }
-	if r.relister == nil || r.relistResourceVersion() == "0" || r.listInFull {
+	if r.relister == nil || r.LastSyncResourceVersion() == "" || r.listInFull {
 		return ctx, none, r.list(ctx)
 	}
 	r.mu.RLock()

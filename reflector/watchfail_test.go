@@ -3,7 +3,6 @@ package reflector
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strconv"
 	"sync"
 	"testing"
@@ -335,42 +334,6 @@ func TestCatchUpListSettlesBeforeTheStoreAppliesIt(t *testing.T) {
 		for i, o := range tail(opts, 2) {
 			if *o.TimeoutSeconds < 300 {
 				t.Errorf("watch %d after the list has timeoutSeconds %d, want an ordinary one", i+2, *o.TimeoutSeconds)
-			}
-		}
-	})
-}
-
-// The reads keep failing and the resumed watch is told its version has
-// expired: the relist (at that version, from the watch cache) is a read
-// made after the start, so it is the target, and the store has caught up
-// once it applies it.
-func TestCatchUpRelistAfterExpiredIsTheTargetWhenReadsFail(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		expired := metav1.Status{Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired, Message: "too old resource version"}
-		lw := catchUpLW(t, "150", "160", func(int) error { return errors.New("connection reset by peer") },
-			func(n int, opts metav1.ListOptions) (watch.Interface, error) {
-				if n == 0 {
-					w := watch.NewRaceFreeFake()
-					w.Error(&expired)
-					return w, nil
-				}
-				return serverTimesOut(n, opts)
-			})
-		h, store := newCatchUpHarness(t, lw, 0, nil)
-		stop := runInBubble(h.r)
-		defer stop()
-
-		waitCaughtUp(t, store.done)
-		time.Sleep(10 * time.Minute)
-		synctest.Wait()
-		stop()
-
-		equal(t, "targets", store.Targets(), []string{"160"})
-		equal(t, "full lists", fullLists(lw), []string{"100"})
-		equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-expired 160 items=2 pages=1"})
-		for i, o := range tail(lw.WatchOpts(), 1) {
-			if *o.TimeoutSeconds < 300 {
-				t.Errorf("watch %d after the list has timeoutSeconds %d, want an ordinary one", i+1, *o.TimeoutSeconds)
 			}
 		}
 	})
