@@ -58,8 +58,8 @@
 //     retried without limit, as in client-go.
 //   - Watch-list streaming (sendInitialEvents) is never used.
 //   - With Options.PagedList the first list is a consistent read in pages.
-//     If it fails after a page was handed over, the next list is a
-//     consistent read too. client-go retries a failed first list at "0".
+//     If it fails, the next list is a consistent read too. client-go
+//     retries a failed first list at "0".
 //   - A paged list at a specific resourceVersion (Options.PageSize, or
 //     the default page size once a list at "0" came back paginated) asks
 //     for NotOlderThan. client-go sends no resourceVersionMatch, which

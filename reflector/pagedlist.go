@@ -34,9 +34,8 @@ const DefaultPagedListPageSize = 500
 // pagedListUsable reports whether the next list is to be handed to the
 // PagedList: only the first list of a cold start (nothing stored that a
 // list would have to be reconciled with), and only once. A paged list that
-// failed part-way is followed by an ordinary one, which the Store
-// reconciles with the pages it applied. That list is at "" if any page was
-// handed over (see pagesHandedOver).
+// failed is followed by an ordinary one at "" (see listFailed), which the
+// Store reconciles with the pages it applied.
 func (r *Reflector) pagedListUsable(cause StartCause) bool {
 	return r.pagedList != nil && !r.pagedListTried && cause == CauseCold && !r.catchingUp()
 }
@@ -52,15 +51,13 @@ func (r *Reflector) pagedListUsable(cause StartCause) bool {
 // serves every page from its cache; older ones read the pages from etcd,
 // as client-go's paged lists do. Any failure — a request, an expired
 // continue token, the PagedList — fails the list; the next one is an
-// ordinary list. It is a consistent read once a page was handed over (see
-// pagesHandedOver). It returns nil, having applied what it got, when ctx
-// ends.
+// ordinary list, a consistent read too (see listFailed). It returns nil,
+// having applied what it got, when ctx ends.
 func (r *Reflector) listPaged(ctx context.Context) (err error) {
 	r.pagedListTried = true
-	handedOver := false
 	defer func() {
-		if err != nil && handedOver {
-			r.pagesHandedOver()
+		if err != nil {
+			r.listFailed()
 		}
 	}()
 	limit := r.pageSize
@@ -117,7 +114,6 @@ func (r *Reflector) listPaged(ctx context.Context) (err error) {
 		}
 		pages++
 		items += len(page)
-		handedOver = true // a failing ListPage may have applied part of it
 		if err := r.pagedList.ListPage(ctx, page); err != nil {
 			return fmt.Errorf("%w: page %d of the list: %w", ErrStore, pages, err)
 		}
@@ -144,13 +140,15 @@ func (r *Reflector) listPaged(ctx context.Context) (err error) {
 	return nil
 }
 
-// pagesHandedOver makes the list after a failed paged list a consistent
-// read (resourceVersion ""), as client-go's list after an expired continue
-// token is. The store holds pages of a snapshot no older than the server's
+// listFailed makes the list after a failed paged list a consistent read
+// (resourceVersion ""), as client-go's list after an expired continue token
+// is. The store may hold pages of a snapshot no older than the server's
 // newest at the first request. A lagging watch cache may serve a list at
-// "0" older than those pages. The store and its handlers would go back in
-// time (see Options.ListFrom). A successful list clears the mark.
-func (r *Reflector) pagesHandedOver() {
+// "0" older than those pages: the store and its handlers would go back in
+// time (see Options.ListFrom). With no page stored, the cold start still
+// promised a consistent read, and a list at "0" would sync the informer on
+// a lagging cache's past. A successful list clears the mark.
+func (r *Reflector) listFailed() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lastSyncRVUnavailable = true

@@ -208,8 +208,8 @@ type Options struct {
 	// Store.Replace: the list is a consistent read (resourceVersion "") in
 	// pages of PageSize items (DefaultPagedListPageSize if zero), each
 	// handed over as it arrives, then its resourceVersion (see PagedList).
-	// If that list fails part-way, the next is an ordinary one, through
-	// Store.Replace, and a consistent read if a page was handed over. Nil:
+	// If that list fails, the next is an ordinary one, through
+	// Store.Replace, and a consistent read too. Nil:
 	// every list goes to Store.Replace.
 	PagedList PagedList
 }

@@ -125,7 +125,7 @@ func (l *Relist) ListInFullUntilWatch() { l.r.listInFull = true }
 // one is set and the reflector has seen a resourceVersion, a full list
 // otherwise or where the Relister cannot make it. A cold start whose paged
 // list failed part-way has seen none, though it lists at "" (see
-// pagesHandedOver): its store holds pages of no version to recover from,
+// listFailed): its store holds pages of no version to recover from,
 // and only the full list's Store.Replace syncs the queue. It returns the
 // context the watch must run under and finish, which ListAndWatch calls on
 // its way out.
