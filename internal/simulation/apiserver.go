@@ -3,6 +3,7 @@ package simulation
 import (
 	"fmt"
 	"maps"
+	"math/rand"
 	"sort"
 	"strconv"
 	"sync"
@@ -16,12 +17,14 @@ import (
 // Server is a simulated kube-apiserver serving one resource (Pods) from a
 // simulated etcd: one global revision counter, so every write and every
 // resourceVersion is an integer that only grows; the history of every
-// change, so a list can be served at any revision not compacted; and a
-// watch cache holding the last Window events, which restarts empty.
+// change, so a list can be served at any revision not compacted; and one to
+// three apiservers whose watch caches hold the last Window events, restart
+// empty and may lag etcd (apiservers.go).
 //
 // Everything that changes the server is called by the driver, one step at a
-// time; the informer only reads. Requests from the informer's goroutines are
-// served under mu.
+// time, or by a trigger a step armed, inside a request (faults.go); the
+// informer only reads. Requests from the informer's goroutines are served
+// under mu.
 type Server struct {
 	// mu guards every field below and each watch's queue (watch.go).
 	mu sync.Mutex
@@ -37,11 +40,24 @@ type Server struct {
 	// reused, so a UID absent here was deleted for good.
 	live map[types.UID]string
 
-	// Watch cache: a watch from rv needs every change after rv, so rv must
-	// be at least windowStart. A restart sets windowStart to the current
-	// revision; the window keeps the last window changes.
-	windowStart int64
-	window      int
+	// insts are the apiservers behind the address, each with its watch
+	// cache (apiservers.go); window is how many changes each cache keeps.
+	insts  []*instance
+	window int
+	// lag: caches apply changes only when Tick, a read or a watch needs
+	// them to; otherwise each change reaches every cache as it is written.
+	lag bool
+	// cachePages: reads a watch cache serves honour Limit (kube-apiserver
+	// 1.34's snapshots); otherwise they return every item, unpaged.
+	cachePages bool
+	// pageCap, if positive, is the most items a page holds whatever its
+	// Limit: the API lets a server return fewer.
+	pageCap int
+	// quiet: bookmarks are withheld.
+	quiet bool
+	// rng makes the server's own choices (which apiserver serves a
+	// request, how far a cache catches up, which body is cut).
+	rng *rand.Rand
 	// compacted: lists at an exact revision below it, and continue tokens
 	// of lists below it, are answered 410 Expired.
 	compacted int64
@@ -53,6 +69,18 @@ type Server struct {
 	watches map[*simWatch]struct{}
 	faults  []fault
 	uids    int
+
+	// triggers are armed by steps and fire inside requests (faults.go);
+	// moved counts the writes they made, so that the driver knows the
+	// server changed while it waited.
+	triggers []*trigger
+	moved    int
+	// onCrash, if set, is called by a crash trigger, without mu held, with
+	// what the trigger was.
+	onCrash func(what string)
+	// wire: watches and recovery lists are served as protobuf bytes
+	// (wirelister.go); cut: some of those bodies end early.
+	wire, cut bool
 
 	counts map[string]int // requests served, by kind (for the trace)
 }
@@ -77,20 +105,44 @@ type ServerOptions struct {
 	// ExpireInStream answers a watch from an expired revision with an
 	// in-stream ERROR event instead of a status error.
 	ExpireInStream bool
+	// Instances is how many apiservers serve behind the address; zero
+	// means one.
+	Instances int
+	// Lag lets their watch caches fall behind etcd (apiservers.go).
+	Lag bool
+	// CachePages makes cache-served reads honour Limit.
+	CachePages bool
+	// PageCap, if positive, caps every page's items.
+	PageCap int
+	// Seed seeds the server's own choices.
+	Seed int64
+	// Wire serves watches and recovery lists as protobuf bytes; Cut ends
+	// some of those bodies early.
+	Wire, Cut bool
 }
 
 // NewServer returns an empty server at revision 1.
 func NewServer(opts ServerOptions) *Server {
-	return &Server{
+	s := &Server{
 		rev:            1,
 		objs:           map[string]*corev1.Pod{},
 		states:         map[int64]State{},
 		live:           map[types.UID]string{},
 		window:         max(opts.Window, 1),
+		lag:            opts.Lag,
+		cachePages:     opts.CachePages,
+		pageCap:        opts.PageCap,
+		rng:            rand.New(rand.NewSource(opts.Seed)),
+		wire:           opts.Wire,
+		cut:            opts.Cut,
 		expireInStream: opts.ExpireInStream,
 		watches:        map[*simWatch]struct{}{},
 		counts:         map[string]int{},
 	}
+	for i := range max(opts.Instances, 1) {
+		s.insts = append(s.insts, &instance{id: i, pos: s.rev})
+	}
+	return s
 }
 
 func splitKey(key string) (ns, name string) {
@@ -102,8 +154,8 @@ func splitKey(key string) (ns, name string) {
 	return "", key
 }
 
-// write records a change at the next revision and sends it to the watches.
-// Called with mu held.
+// writeLocked records a change at the next revision; a cache that does not
+// lag applies it, and sends it to its watches, at once.
 func (s *Server) writeLocked(typ watch.EventType, p *corev1.Pod) {
 	s.rev++
 	p.ResourceVersion = strconv.FormatInt(s.rev, 10)
@@ -116,24 +168,17 @@ func (s *Server) writeLocked(typ watch.EventType, p *corev1.Pod) {
 		s.objs[key] = p
 		s.live[p.UID] = key
 	}
-	c := change{typ: typ, rev: s.rev, obj: p}
-	s.history = append(s.history, c)
-	s.trimWindowLocked()
-	for w := range s.watches {
-		w.sendLocked(watch.Event{Type: typ, Object: p.DeepCopy()}, s.rev)
-	}
+	s.history = append(s.history, change{typ: typ, rev: s.rev, obj: p})
+	s.keepUpLocked()
 }
 
-// trimWindowLocked moves windowStart so that the watch cache keeps the last
-// window changes of the resource.
-func (s *Server) trimWindowLocked() {
-	n := 0
-	for i := len(s.history) - 1; i >= 0 && s.history[i].rev > s.windowStart; i-- {
-		n++
-		if n > s.window {
-			s.windowStart = s.history[i].rev
-			return
-		}
+// keepUpLocked has every cache that does not lag apply what etcd has.
+func (s *Server) keepUpLocked() {
+	if s.lag {
+		return
+	}
+	for _, in := range s.insts {
+		s.advanceLocked(in, s.rev)
 	}
 }
 
@@ -141,6 +186,10 @@ func (s *Server) trimWindowLocked() {
 func (s *Server) Create(key string, gen int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.createLocked(key, gen)
+}
+
+func (s *Server) createLocked(key string, gen int) bool {
 	if _, ok := s.objs[key]; ok {
 		return false
 	}
@@ -159,6 +208,10 @@ func (s *Server) Create(key string, gen int) bool {
 func (s *Server) Update(key string, gen int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.updateLocked(key, gen)
+}
+
+func (s *Server) updateLocked(key string, gen int) bool {
 	old, ok := s.objs[key]
 	if !ok {
 		return false
@@ -173,6 +226,10 @@ func (s *Server) Update(key string, gen int) bool {
 func (s *Server) Delete(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.deleteLocked(key)
+}
+
+func (s *Server) deleteLocked(key string) bool {
 	old, ok := s.objs[key]
 	if !ok {
 		return false
@@ -186,19 +243,23 @@ func (s *Server) OtherWrites(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rev += int64(n)
+	s.keepUpLocked()
 }
 
-// Restart restarts the apiserver: every watch ends (the connection drops),
-// the watch cache starts afresh at the current revision after the writes
-// other components make meanwhile, so every watch from an older revision
-// expires.
+// Restart restarts every apiserver: every watch ends (the connection
+// drops), each watch cache starts afresh at the current revision after the
+// writes other components make meanwhile, so every watch from an older
+// revision expires.
 func (s *Server) Restart(otherWrites int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.restartAllLocked(otherWrites)
+}
+
+func (s *Server) restartAllLocked(otherWrites int) {
 	s.rev += int64(otherWrites)
-	s.windowStart = s.rev
-	for w := range s.watches {
-		w.endLocked(nil)
+	for _, in := range s.insts {
+		s.restartLocked(in)
 	}
 }
 
@@ -241,9 +302,14 @@ func (s *Server) Bookmark() {
 	s.bookmarkLocked()
 }
 
+// bookmarkLocked sends each watch that asked for bookmarks one at its
+// cache's position, unless bookmarks are withheld.
 func (s *Server) bookmarkLocked() {
+	if s.quiet {
+		return
+	}
 	for w := range s.watches {
-		w.bookmarkLocked(s.rev)
+		w.bookmarkLocked(w.inst.pos)
 	}
 }
 
@@ -258,6 +324,9 @@ func (s *Server) Close() {
 	s.mu.Unlock()
 	for _, w := range ws {
 		<-w.done
+		if w.pumped != nil {
+			<-w.pumped
+		}
 	}
 }
 
@@ -275,6 +344,18 @@ func (s *Server) Objects() map[string]Version {
 	out := make(map[string]Version, len(s.objs))
 	for k, p := range s.objs {
 		out[k] = Version{UID: p.UID, RV: p.ResourceVersion}
+	}
+	return out
+}
+
+// ObjectsAt returns key → (UID, resourceVersion) of the objects at
+// revision rev.
+func (s *Server) ObjectsAt(rev int64) map[string]Version {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]Version{}
+	for _, p := range s.stateAtLocked(rev) {
+		out[p.Namespace+"/"+p.Name] = Version{UID: p.UID, RV: p.ResourceVersion}
 	}
 	return out
 }

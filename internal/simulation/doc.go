@@ -16,27 +16,63 @@
 // in-stream ERROR event like a restarted kube-apiserver's), restarts that
 // start the watch cache afresh (every older revision expires), compaction
 // (continue tokens and exact reads below it expire), paging with
-// Limit/Continue, bookmarks, metadata lists (NotOlderThan and "" as
-// kube-apiserver serves them) and one-object fetches for a recovery, 403,
-// 404, 429 and 500 injected on any kind of request, and objects recreated
-// under the same name with a new UID. It is a cache.ListerWatcher that
-// reports watch-list semantics unsupported and a reflector.MetadataLister.
+// Limit/Continue, bookmarks, metadata lists and one-object fetches for a
+// recovery, 403, 404, 429 (with Retry-After) and 500 injected on any kind
+// of request, and objects recreated under the same name with a new UID. It
+// is a cache.ListerWatcher that reports watch-list semantics unsupported
+// and a recovery.MetadataLister.
+//
+// It is as weak as the API allows (apiservers.go): one to three apiservers
+// behind one address, each request landing on any of them, each with a
+// watch cache that may lag etcd. Reads follow kube-apiserver's rules: ""
+// is consistent; "0" is served from a cache at its position, older than
+// the newest revision but never newer; NotOlderThan from a cache once it
+// has reached the version (or 504 "Too large resource version" when it
+// does not in time); Exact, the legacy exact read (a version and a Limit
+// without a match) and continue tokens from etcd. A watch from a version a
+// cache has not reached waits for it. Pages may hold fewer items than
+// their Limit, a cache may ignore Limit, and bookmarks may be withheld for
+// several steps. In a third of the seeds the server sends bytes where a
+// real one does (wirelister.go): watches as protobuf streams read by
+// client-go's stream watcher through wire.Decoder, and the recovery's
+// lists through a WireListerWatcher (recovery.WireLister and
+// MetadataWireLister); some of those bodies are cut mid-stream.
+//
+// Faults strike mid-operation (faults.go): a step arms a trigger that
+// fires inside the server's handling of the n-th list, page (a continued
+// request), metadata list, fetch or watch from then on, or after the n-th
+// group commit of the file. It compacts etcd (the continue token the
+// request carries expires), writes an object (between a metadata list and
+// its fetches, between two pages), restarts one or every apiserver, ends
+// the watches, fails the request, or crashes the process. A crash copies
+// the file as committed at that moment (a commit point, never half a
+// transaction); the driver then kills the informer and starts it from that
+// image (midop.go).
 //
 // A Schedule (schedule.go) is one seed's Config — recovery on or off,
 // WarmListBelow, SyncedAtOpen, a bounded or unbounded object cache, page
 // size, commit batch size, a checkpoint handler registered before or after
-// Run, the watch window, how 410 is told — and its steps: changes, server
-// restarts and compactions, injected errors, bookmarks and watch timeouts,
-// informer starts, clean stops and crashes (the file keeps only what it
-// had committed: a kill at a commit point), flushes, checkpoint
-// acknowledgements (late, partial and stale ones), Clear, handlers joining
-// late, and damage to the closed file (a journal entry, a record's
-// payload). Nothing in a schedule depends on the wall clock.
+// Run, the watch window, how 410 is told, the server's weaknesses — and its
+// steps: changes, server restarts (of one apiserver or all) and
+// compactions, injected errors, armed triggers, spells without bookmarks,
+// bookmarks and watch timeouts, informer starts, clean stops and crashes
+// (the file keeps only what it had committed: a kill at a commit point),
+// flushes, checkpoint acknowledgements (late, partial and stale ones),
+// Clear, handlers joining late, and damage to the closed file (a journal
+// entry, a record's payload). Some steps do not wait for the informer to
+// settle: the next one comes while it still works. The weak server's
+// choices come from a generator of their own (weakschedule.go), so every
+// seed keeps the steps it had before them. Nothing in a schedule depends
+// on the wall clock. In a third of the seeds the informer runs client-go's
+// backoff (800 ms doubling to 30 s) on a virtual clock that a goroutine
+// moves to the next deadline every few milliseconds (clock.go).
 //
-// Run (driver.go) executes a schedule and checks, after every step, once
-// the system is quiescent (invariants.go):
+// Run (driver.go) executes a schedule and checks, after every step that
+// waits, once the system is quiescent (invariants.go); a trigger's write
+// during that wait starts the check again against the new state:
 //   - a start is synced within the timeout, and then (without SyncedAtOpen)
-//     its store equals the server, which has not changed since the start;
+//     its store equals the server, which has not changed since the start
+//     (unless a trigger wrote meanwhile: then a state it held since);
 //   - while the informer runs, its store and every handler's view settle on
 //     the server's objects (UIDs and resourceVersions);
 //   - every notification is one client-go could deliver (handler.go): a
@@ -58,13 +94,17 @@
 // # Caveats
 //
 // A seed fixes the schedule, not the interleaving of the informer's
-// goroutines: a failure may need a few runs to reproduce, and a flaky one
-// shrinks less.
+// goroutines, nor which request a trigger meets, which apiserver serves a
+// request and how far a lagging cache has come (the server's generator is
+// consumed in the order requests arrive): a failure may need a few runs to
+// reproduce, and a flaky one shrinks less.
 //
 // Not covered: the metadata and dynamic informers, the controller-runtime
-// adapter, factories, resync periods, indexers, a WireLister recovery
-// (protobuf list bodies), watch-list streaming, clock jumps (checkpoint
-// retention's clock is not injectable from outside persist), several
-// informers sharing one file, and memory beyond the decoded-object cache's
-// count (a tombstone holding a decoded object is not seen).
+// adapter, factories, resync periods, indexers, the informer's own list in
+// protobuf (only watches and the recovery's lists are bytes), JSON bodies,
+// watch-list streaming, clock jumps (checkpoint retention's clock is not
+// injectable from outside persist), several informers sharing one file,
+// crashes in the middle of a bbolt transaction, and memory beyond the
+// decoded-object cache's count (a tombstone holding a decoded object is
+// not seen).
 package simulation

@@ -29,6 +29,9 @@ type Env struct {
 	Timeout time.Duration
 	// Logf, if set, receives each step as it runs.
 	Logf func(format string, args ...any)
+	// Stats, if set, receives the run's counts at its end: the server's
+	// requests, triggers and lagging reads, and the driver's crashes.
+	Stats func(map[string]int)
 }
 
 // Failure is a run's first failed invariant, with the step it followed.
@@ -85,6 +88,10 @@ type driver struct {
 	// The checkpoint's committed state when the file was last closed.
 	acks       map[string]string
 	tombstones []string
+
+	// weak is the state of the weak server's and mid-operation faults'
+	// driving (midop.go).
+	weak weakState
 }
 
 // Run runs sched and returns its first failure, or nil.
@@ -92,12 +99,16 @@ func Run(sched Schedule, env Env) (fail *Failure) {
 	d := &driver{
 		cfg:  sched.Config,
 		env:  env,
-		srv:  NewServer(ServerOptions{Window: sched.Config.Window, ExpireInStream: sched.Config.ExpireInStream}),
+		srv:  newServerFor(sched),
 		path: filepath.Join(env.Dir, "cache.db"),
 		rng:  rand.New(rand.NewSource(sched.Seed)),
 		regs: map[*recorder]interface{ HasSynced() bool }{},
 	}
 	d.lw = d.srv.ListerWatcher()
+	d.srv.onCrash = func(what string) { d.crashImage(what) }
+	if sched.Config.RealBackoff {
+		d.weak.clock = newVirtualClock()
+	}
 	d.logf("config %s", sched.Config)
 	defer func() {
 		d.shutdown()
@@ -105,13 +116,20 @@ func Run(sched Schedule, env Env) (fail *Failure) {
 		if fail != nil {
 			fail.Trace = d.trace
 		}
+		if env.Stats != nil {
+			counts := d.srv.Counts()
+			for k, v := range d.weak.counts {
+				counts[k] += v
+			}
+			env.Stats(counts)
+		}
 	}()
 	for i, st := range sched.Steps {
 		d.logf("%3d %s", i, st)
 		if err := d.step(st); err != nil {
 			return &Failure{Step: i, What: err.Error()}
 		}
-		if err := d.check(); err != nil {
+		if err := d.settle(st); err != nil {
 			return &Failure{Step: i, What: err.Error()}
 		}
 	}
@@ -119,7 +137,7 @@ func Run(sched Schedule, env Env) (fail *Failure) {
 	if err := d.step(Step{Op: OpStart}); err != nil {
 		return &Failure{Step: -1, What: err.Error()}
 	}
-	if err := d.check(); err != nil {
+	if err := d.settle(Step{Op: OpStart}); err != nil {
 		return &Failure{Step: -1, What: err.Error()}
 	}
 	if err := d.step(Step{Op: OpStop}); err != nil {
@@ -163,6 +181,17 @@ func (d *driver) step(st Step) error {
 		d.srv.Compact()
 	case OpInject:
 		d.srv.Inject(st.Kind, st.Code, st.N)
+	case OpArm:
+		if st.Kind == KindCommit {
+			d.armCommit(st.N)
+		} else {
+			d.srv.Arm(st.Kind, st.N, st.Do, st.Key, st.Code, d.gen)
+		}
+	case OpRestartOne:
+		d.srv.RestartOne(st.N)
+	case OpQuiet:
+		d.srv.SetQuiet(true)
+		d.weak.quietLeft = st.N
 	case OpStart:
 		if !d.up() {
 			return d.start()
@@ -252,6 +281,7 @@ func (d *driver) step(st Step) error {
 func (d *driver) start() error {
 	_, statErr := os.Stat(d.path)
 	warm := statErr == nil
+	fromRev, fromMoved := d.srv.Revision(), d.srv.Moved()
 	db, err := persist.Open(d.path, persist.Options{
 		Scheme:        scheme.Scheme,
 		NoSync:        true,
@@ -263,6 +293,7 @@ func (d *driver) start() error {
 		return fmt.Errorf("open: %w", err)
 	}
 	d.db = db
+	d.liveFile(db)
 	opts := bcache.InformerOptions{
 		Persistence:    bcache.Persistence{DB: db, Collection: collection, CacheObjects: d.cfg.CacheObjects},
 		WarmListBelow:  d.cfg.WarmListBelow,
@@ -271,11 +302,16 @@ func (d *driver) start() error {
 		InitialBackoff: time.Millisecond,
 		MaxBackoff:     10 * time.Millisecond,
 	}
+	if d.weak.clock != nil {
+		// client-go's backoff, on virtual time.
+		opts.Clock, opts.InitialBackoff, opts.MaxBackoff = d.weak.clock, 0, 0
+	}
+	lw, lister := d.listerWatcher()
 	if d.cfg.Recovery {
 		d.lw.tuning.FullListFraction = d.cfg.FullListAt
-		opts.Recovery = &recovery.Recovery{Lister: d.lw, Workers: d.cfg.Workers}
+		opts.Recovery = &recovery.Recovery{Lister: lister, Workers: d.cfg.Workers}
 	}
-	inf, err := bcache.NewSharedIndexInformerWithOptions(d.lw, &corev1.Pod{}, opts)
+	inf, err := bcache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, opts)
 	if err != nil {
 		db.Close()
 		d.db = nil
@@ -306,12 +342,16 @@ func (d *driver) start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel, d.done = cancel, make(chan struct{})
 	go func() { defer close(d.done); inf.RunWithContext(ctx) }()
+	d.runClock()
 	if d.cfg.Checkpoint && d.cfg.CheckpointLate {
 		if err := d.addCheckpoint(); err != nil {
 			return err
 		}
 	}
 	if err := d.wait(func() bool { return inf.HasSynced() }); err != nil {
+		if errors.Is(err, errInterrupted) {
+			return d.crashRestart()
+		}
 		return fmt.Errorf("the informer did not sync within %v (warm=%v): %s", d.env.Timeout, warm, d.errorsSeen())
 	}
 	if !d.cfg.SyncedAtOpen {
@@ -319,7 +359,7 @@ func (d *driver) start() error {
 		if err != nil {
 			return err
 		}
-		if diff := diffViews(got, d.srv.Objects()); diff != "" {
+		if diff := d.syncedDiff(got, fromRev, fromMoved); diff != "" {
 			return fmt.Errorf("synced with a store that is not the server's (warm=%v): %s", warm, diff)
 		}
 	}
@@ -328,16 +368,22 @@ func (d *driver) start() error {
 }
 
 // wait polls cond until it holds or the timeout passes. While it waits,
-// the server sends bookmarks, and every 100 ms the short (catch-up)
-// watches time out, as they would on their own after 3 seconds.
+// lagging watch caches move on, the server sends bookmarks, and every 100 ms
+// the short (catch-up) watches time out, as they would on their own after 3
+// seconds. It ends early with errInterrupted when a crash image is pending
+// or, in a check, a trigger changed the objects (midop.go).
 func (d *driver) wait(cond func() bool) error {
 	deadline := time.Now().Add(d.env.Timeout)
 	lastEnd := time.Now()
 	interval := time.Millisecond
 	for {
+		d.srv.Tick()
 		d.srv.Bookmark()
 		if cond() {
 			return nil
+		}
+		if err := d.interruption(); err != nil {
+			return err
 		}
 		if time.Now().After(deadline) {
 			return errors.New("timed out")
@@ -381,10 +427,18 @@ func (d *driver) errorsSeen() string {
 }
 
 // stop stops the informer and closes the file; crash keeps only what the
-// file had committed when it was called, as a kill would.
+// file had committed when it was called, as a kill would. A pending crash
+// image makes any stop a crash that kept the image: the process died when
+// it was taken.
 func (d *driver) stop(crash bool) error {
 	var committed bytes.Buffer
-	if crash {
+	if img, what := d.takeImage(); img != nil {
+		// The process died mid-operation, when the image was taken.
+		d.logf("    crashed mid-operation (%s)", what)
+		d.count("crash-midop")
+		crash = true
+		committed.Write(img)
+	} else if crash {
 		if _, err := d.db.Snapshot(&committed); err != nil {
 			return fmt.Errorf("snapshot: %w", err)
 		}
@@ -420,14 +474,17 @@ func (d *driver) shutdown() {
 	if d.inf == nil {
 		return
 	}
+	d.deadFile()
 	d.cancel()
 	<-d.done
+	d.stopClock()
 	if d.cp != nil {
 		d.cp.Close()
 	}
 	if err := d.db.Close(); err != nil {
 		d.logf("    close: %v", err)
 	}
+	d.weak.snapshots.Wait()
 	d.inf, d.db, d.cp = nil, nil, nil
 }
 
@@ -446,6 +503,7 @@ func (d *driver) violations() error {
 		all = append(all, r.takeViolations()...)
 	}
 	if len(all) > 0 {
+		d.weak.violated = true
 		return errors.New(strings.Join(all, "\n"))
 	}
 	return nil

@@ -23,13 +23,19 @@ import (
 // (full, paged, limit=1 consistent reads), watches, metadata lists and
 // one-object fetches, each of which may be answered with an injected error.
 
-// Request kinds, for injected errors and counts.
+// Request kinds, for injected errors, triggers and counts.
 const (
 	KindList  = "list"  // ListerWatcher.List
 	KindWatch = "watch" // ListerWatcher.Watch
-	KindMeta  = "meta"  // MetadataLister.ListMetadata
-	KindFetch = "fetch" // MetadataLister.ListObjects
+	KindMeta  = "meta"  // MetadataLister.ListMetadata (and its wire form)
+	KindFetch = "fetch" // MetadataLister.ListObjects (and its wire form)
 	KindAny   = "any"
+	// KindPage is any list, metadata list or fetch with a continue token:
+	// a trigger's kind only.
+	KindPage = "page"
+	// KindCommit is a group commit of the cache file: a trigger's kind
+	// only.
+	KindCommit = "commit"
 )
 
 var podsResource = schema.GroupResource{Resource: "pods"}
@@ -72,45 +78,12 @@ func (s *Server) faultLocked(kind string) error {
 		case 404:
 			return apierrors.NewNotFound(podsResource, "")
 		case 429:
-			return apierrors.NewTooManyRequests("injected by the simulation", 0)
+			return apierrors.NewTooManyRequests("injected by the simulation", 1)
 		default:
 			return apierrors.NewInternalError(cause)
 		}
 	}
 	return nil
-}
-
-// readRevisionLocked returns the revision a list with opts is served at.
-func (s *Server) readRevisionLocked(opts metav1.ListOptions) (int64, error) {
-	if opts.Continue != "" {
-		rv, _, err := parseContinue(opts.Continue)
-		if err != nil {
-			return 0, apierrors.NewBadRequest(err.Error())
-		}
-		if rv < s.compacted {
-			return 0, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result.")
-		}
-		return rv, nil
-	}
-	switch opts.ResourceVersion {
-	case "", "0":
-		return s.rev, nil
-	}
-	rv, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
-	if err != nil {
-		return 0, apierrors.NewBadRequest("invalid resourceVersion " + opts.ResourceVersion)
-	}
-	if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
-		if rv < s.compacted {
-			return 0, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, s.compacted))
-		}
-		if rv > s.rev {
-			return 0, apierrors.NewTimeoutError("Too large resource version", 1)
-		}
-		return rv, nil
-	}
-	// NotOlderThan (or unset): the newest the server has.
-	return s.rev, nil
 }
 
 func continueToken(rv int64, key string) string { return fmt.Sprintf("%d/%s", rv, key) }
@@ -125,9 +98,10 @@ func parseContinue(tok string) (int64, string, error) {
 }
 
 // listLocked returns one page of the objects keep accepts, as a list with
-// opts is answered: its items, revision and continue token.
-func (s *Server) listLocked(opts metav1.ListOptions, keep func(*corev1.Pod) bool) ([]*corev1.Pod, int64, string, error) {
-	rv, err := s.readRevisionLocked(opts)
+// opts is answered on the apiserver in: its items, revision and continue
+// token.
+func (s *Server) listLocked(in *instance, opts metav1.ListOptions, keep func(*corev1.Pod) bool) ([]*corev1.Pod, int64, string, error) {
+	rv, cached, err := s.readAtLocked(in, opts)
 	if err != nil {
 		return nil, 0, "", err
 	}
@@ -135,13 +109,20 @@ func (s *Server) listLocked(opts metav1.ListOptions, keep func(*corev1.Pod) bool
 	if opts.Continue != "" {
 		_, after, _ = parseContinue(opts.Continue)
 	}
+	limit := opts.Limit
+	if cached && !s.cachePages {
+		limit = 0 // the watch cache ignores Limit
+	}
+	if limit > 0 && s.pageCap > 0 {
+		limit = min(limit, int64(s.pageCap))
+	}
 	var items []*corev1.Pod
 	for _, p := range s.stateAtLocked(rv) {
 		key := p.Namespace + "/" + p.Name
 		if (after != "" && key <= after) || !keep(p) {
 			continue
 		}
-		if opts.Limit > 0 && int64(len(items)) == opts.Limit {
+		if limit > 0 && int64(len(items)) == limit {
 			last := items[len(items)-1]
 			return items, rv, continueToken(rv, last.Namespace+"/"+last.Name), nil
 		}
@@ -191,12 +172,14 @@ func (l *ListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) 
 
 func (l *ListerWatcher) ListWithContext(_ context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	s := l.s
+	s.fire(KindList, opts)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.faultLocked(KindList); err != nil {
 		return nil, err
 	}
-	items, rv, cont, err := s.listLocked(opts, func(*corev1.Pod) bool { return true })
+	in := s.pickLocked()
+	items, rv, cont, err := s.listLocked(in, opts, func(*corev1.Pod) bool { return true })
 	if err != nil {
 		return nil, err
 	}
@@ -211,30 +194,47 @@ func (l *ListerWatcher) ListWithContext(_ context.Context, opts metav1.ListOptio
 
 func (l *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	s := l.s
+	s.fire(KindWatch, opts)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.faultLocked(KindWatch); err != nil {
 		return nil, err
 	}
-	return s.watchLocked(ctx, opts)
+	w, err := s.watchLocked(ctx, s.pickLocked(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if s.wire {
+		return s.wireWatchLocked(w), nil
+	}
+	go w.run()
+	return w, nil
 }
 
 // ListMetadata lists one page of the Pods' metadata.
 func (l *ListerWatcher) ListMetadata(_ context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 	s := l.s
+	s.fire(KindMeta, opts)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.listMetadataLocked(opts)
+}
+
+func (s *Server) listMetadataLocked(opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 	if err := s.faultLocked(KindMeta); err != nil {
 		return nil, err
 	}
 	if opts.ResourceVersion == "0" {
 		return nil, apierrors.NewBadRequest("the simulation refuses metadata lists at resourceVersion 0 (a lagging cache may serve them)")
 	}
-	items, rv, cont, err := s.listLocked(opts, func(*corev1.Pod) bool { return true })
+	items, rv, cont, err := s.listLocked(s.pickLocked(), opts, func(*corev1.Pod) bool { return true })
 	if err != nil {
 		return nil, err
 	}
-	out := &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10), Continue: cont}}
+	out := &metav1.PartialObjectMetadataList{
+		TypeMeta: metav1.TypeMeta{APIVersion: metav1.SchemeGroupVersion.String(), Kind: "PartialObjectMetadataList"},
+		ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10), Continue: cont},
+	}
 	for _, p := range items {
 		out.Items = append(out.Items, metav1.PartialObjectMetadata{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -248,12 +248,17 @@ func (l *ListerWatcher) ListMetadata(_ context.Context, opts metav1.ListOptions)
 // all).
 func (l *ListerWatcher) ListObjects(_ context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
 	s := l.s
+	s.fire(KindFetch, opts)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.listObjectsLocked(namespace, name, opts)
+}
+
+func (s *Server) listObjectsLocked(namespace, name string, opts metav1.ListOptions) (*corev1.PodList, error) {
 	if err := s.faultLocked(KindFetch); err != nil {
 		return nil, err
 	}
-	items, rv, cont, err := s.listLocked(opts, func(p *corev1.Pod) bool {
+	items, rv, cont, err := s.listLocked(s.pickLocked(), opts, func(p *corev1.Pod) bool {
 		return (namespace == "" || p.Namespace == namespace) && (name == "" || p.Name == name)
 	})
 	if err != nil {

@@ -21,6 +21,17 @@ type Config struct {
 	CheckpointLate bool  // registered after Run, as controller-runtime does
 	Window         int   // the watch cache's length
 	ExpireInStream bool  // 410 as an ERROR event rather than a status
+
+	// The weak apiserver (apiservers.go, wirelister.go) and the informer's
+	// clock, drawn from a generator of their own so that every seed keeps
+	// the steps it had before they existed.
+	Instances   int  // apiservers behind the address, each with its watch cache
+	Lag         bool // their watch caches lag etcd
+	CachePages  bool // reads a watch cache serves honour Limit
+	PageCap     int  // the most items a page holds whatever its Limit; 0: no cap
+	Wire        bool // watches and recovery lists as protobuf bytes
+	Cut         bool // some of those bodies end early
+	RealBackoff bool // client-go's backoff (800 ms to 30 s) on a virtual clock
 }
 
 func (c Config) String() string {
@@ -35,7 +46,12 @@ func (c Config) String() string {
 		BatchLimit                                 int
 		Checkpoint, CheckpointLate, ExpireInStream bool
 		Window                                     int
-	}{c.Recovery, c.Workers, c.FullListAt, c.WarmListBelow, c.SyncedAtOpen, c.CacheObjects, c.PageSize, c.BatchLimit, c.Checkpoint, c.CheckpointLate, c.ExpireInStream, c.Window})
+		Instances                                  int
+		Lag, CachePages                            bool
+		PageCap                                    int
+		Wire, Cut, RealBackoff                     bool
+	}{c.Recovery, c.Workers, c.FullListAt, c.WarmListBelow, c.SyncedAtOpen, c.CacheObjects, c.PageSize, c.BatchLimit, c.Checkpoint, c.CheckpointLate, c.ExpireInStream, c.Window,
+		c.Instances, c.Lag, c.CachePages, c.PageCap, c.Wire, c.Cut, c.RealBackoff})
 }
 
 // Op is a kind of step.
@@ -66,6 +82,9 @@ const (
 	OpLateHandler Op = "late-handler" // a handler joins the running informer
 	OpDamageJ     Op = "damage-journal"
 	OpDamageR     Op = "damage-record" // the payload of the N-th stored record
+	OpArm         Op = "arm"           // before the N-th request of Kind from now (or commit): Do (faults.go)
+	OpRestartOne  Op = "restart-one"   // apiserver N restarts alone
+	OpQuiet       Op = "quiet"         // no bookmarks for the next N steps
 )
 
 // Step is one step of a schedule.
@@ -76,21 +95,36 @@ type Step struct {
 	Kind string
 	Code int
 	P    float64
+	// Do is what an armed trigger does (faults.go: ActCompact, ...).
+	Do string
+	// NoWait: the next step follows at once, without waiting for the
+	// informer to settle (midop.go).
+	NoWait bool
 }
 
 func (s Step) String() string {
 	var b strings.Builder
 	b.WriteString(string(s.Op))
+	if s.Op == OpArm {
+		fmt.Fprintf(&b, " %s#%d %s", s.Kind, s.N, s.Do)
+		switch s.Do {
+		case ActError, ActRestartOne:
+			fmt.Fprintf(&b, " %d", s.Code)
+		}
+	}
 	if s.Key != "" {
 		b.WriteString(" " + s.Key)
 	}
 	switch s.Op {
-	case OpOtherWrites, OpRestart, OpDamageR:
+	case OpOtherWrites, OpRestart, OpDamageR, OpRestartOne, OpQuiet:
 		fmt.Fprintf(&b, " n=%d", s.N)
 	case OpInject:
 		fmt.Fprintf(&b, " %s %d x%d", s.Kind, s.Code, s.N)
 	case OpAck:
 		fmt.Fprintf(&b, " p=%.1f", s.P)
+	}
+	if s.NoWait {
+		b.WriteString(" (no wait)")
 	}
 	return b.String()
 }
@@ -126,6 +160,8 @@ func Generate(seed int64, n int) Schedule {
 		Window:         2 + rng.Intn(20),
 		ExpireInStream: rng.Intn(2) == 0,
 	}
+	weak := newWeakGen(seed)
+	weak.config(&cfg)
 	existing := map[string]bool{}
 	up := false
 	var steps []Step
@@ -160,9 +196,12 @@ func Generate(seed int64, n int) Schedule {
 		}
 		panic("unreachable")
 	}
+	generated := len(steps) + 1 // the creates and the start; inserted steps do not count
+	steps = append(steps, weak.beforeStart(cfg)...)
 	steps = append(steps, Step{Op: OpStart})
 	up = true
-	for len(steps) < n {
+	for ; generated < n; generated++ {
+		steps = append(steps, weak.before(cfg, up)...)
 		ops := downOps
 		if up {
 			ops = upOps
@@ -199,6 +238,7 @@ func Generate(seed int64, n int) Schedule {
 		case OpStop, OpCrash:
 			up = false
 		}
+		weak.mark(&s, up)
 		steps = append(steps, s)
 	}
 	return Schedule{Seed: seed, Config: cfg, Steps: steps}

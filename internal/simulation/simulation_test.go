@@ -3,9 +3,11 @@ package simulation
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +71,7 @@ type seedResult struct {
 	sched Schedule
 	fail  *Failure
 	took  time.Duration
+	stats map[string]int
 }
 
 // TestSimulation runs seeded schedules of the whole informer (see doc.go)
@@ -87,13 +90,13 @@ func TestSimulation(t *testing.T) {
 		}
 	}
 	base := t.TempDir()
-	runOne := func(sched Schedule, logf func(string, ...any)) *Failure {
+	runOne := func(sched Schedule, logf func(string, ...any), stats func(map[string]int)) *Failure {
 		dir, err := os.MkdirTemp(base, fmt.Sprintf("seed%d-", sched.Seed))
 		if err != nil {
 			return &Failure{Step: -1, What: err.Error()}
 		}
 		defer os.RemoveAll(dir)
-		return Run(sched, Env{Dir: dir, Verify: verifyFile, Timeout: *flagTimeout, Logf: logf})
+		return Run(sched, Env{Dir: dir, Verify: verifyFile, Timeout: *flagTimeout, Logf: logf, Stats: stats})
 	}
 	results := make([]seedResult, len(seeds))
 	work := make(chan int)
@@ -111,7 +114,9 @@ func TestSimulation(t *testing.T) {
 					}
 				}
 				t0 := time.Now()
-				results[i] = seedResult{sched: sched, fail: runOne(sched, logf), took: time.Since(t0)}
+				var stats map[string]int
+				fail := runOne(sched, logf, func(m map[string]int) { stats = m })
+				results[i] = seedResult{sched: sched, fail: fail, took: time.Since(t0), stats: stats}
 			}
 		})
 	}
@@ -132,7 +137,7 @@ func TestSimulation(t *testing.T) {
 		msg := fmt.Sprintf("seed %d (%v): %v\nconfig %s", r.sched.Seed, r.took.Round(time.Millisecond), r.fail, r.sched.Config)
 		if shrinkLeft > 0 {
 			t0 := time.Now()
-			small, sf, runs := Shrink(r.sched, r.fail, shrinkLeft, func(s Schedule) *Failure { return runOne(s, nil) })
+			small, sf, runs := Shrink(r.sched, r.fail, shrinkLeft, func(s Schedule) *Failure { return runOne(s, nil, nil) })
 			shrinkLeft -= time.Since(t0)
 			msg += fmt.Sprintf("\nshrunk from %d to %d steps in %d runs (%v); it fails with: %v\nsteps:\n  %s\ntrace:\n  %s",
 				len(r.sched.Steps), len(small.Steps), runs, time.Since(t0).Round(time.Millisecond), sf,
@@ -144,6 +149,34 @@ func TestSimulation(t *testing.T) {
 		t.Error(msg)
 	}
 	t.Logf("%d seeds (%d failed) of %d steps in %v, %d at a time", len(seeds), failed, *flagSteps, elapsed.Round(time.Millisecond), *flagParallel)
+	t.Logf("counts over the seeds: %s", sumStats(results))
+}
+
+// sumStats adds up the runs' counts (Env.Stats), and counts the seeds of
+// each weakness of the server and those in which the mid-operation
+// faults struck.
+func sumStats(results []seedResult) string {
+	sum := map[string]int{}
+	for _, r := range results {
+		for k, v := range r.stats {
+			sum[k] += v
+		}
+		c := r.sched.Config
+		for name, on := range map[string]bool{
+			"seeds-wire": c.Wire, "seeds-lag": c.Lag, "seeds-real-backoff": c.RealBackoff, "seeds-instances>1": c.Instances > 1,
+			"seeds-continue-expired": r.stats["continue-expired"] > 0, "seeds-crash-midop": r.stats["crash-midop"] > 0,
+			"seeds-lagged": r.stats["lagged"] > 0, "seeds-cut": r.stats["cut"]+r.stats["cut-watch"] > 0,
+		} {
+			if on {
+				sum[name]++
+			}
+		}
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(sum)) {
+		out = append(out, fmt.Sprintf("%s=%d", k, sum[k]))
+	}
+	return strings.Join(out, " ")
 }
 
 // flagGiven reports whether the named flag was set on the command line.

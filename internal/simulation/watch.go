@@ -20,6 +20,7 @@ import (
 // exited.
 type simWatch struct {
 	s         *Server
+	inst      *instance // the apiserver serving it
 	ctx       context.Context
 	bookmarks bool
 	timeout   int64 // the request's timeoutSeconds; 0: none
@@ -34,13 +35,16 @@ type simWatch struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
+	// pumped, if not nil, is closed once the goroutine that encodes the
+	// watch's events as protobuf (wirelister.go) has exited.
+	pumped chan struct{}
 }
 
 var _ watch.Interface = (*simWatch)(nil)
 
-func newSimWatch(s *Server, ctx context.Context, bookmarks bool, pos int64) *simWatch {
+func newSimWatch(s *Server, in *instance, ctx context.Context, bookmarks bool, pos int64) *simWatch {
 	return &simWatch{
-		s: s, ctx: ctx, bookmarks: bookmarks, pos: pos,
+		s: s, inst: in, ctx: ctx, bookmarks: bookmarks, pos: pos,
 		notify: make(chan struct{}, 1),
 		out:    make(chan watch.Event),
 		stop:   make(chan struct{}),
@@ -143,52 +147,55 @@ func expiredStatus(rv string) *metav1.Status {
 	}
 }
 
-// watchLocked opens a watch from opts.ResourceVersion. Called with s.mu
-// held.
-func (s *Server) watchLocked(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	from := s.rev
+// watchLocked opens a watch from opts.ResourceVersion on the apiserver in.
+// Called with s.mu held.
+func (s *Server) watchLocked(ctx context.Context, in *instance, opts metav1.ListOptions) (*simWatch, error) {
+	from := in.pos
 	initial := false
 	switch opts.ResourceVersion {
 	case "", "0":
-		initial = true // start at the latest, with the current objects as adds
+		initial = true // start at the cache's position, with its objects as adds
 	default:
 		rv, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
 		if err != nil {
 			return nil, apierrors.NewBadRequest("invalid resourceVersion " + opts.ResourceVersion)
 		}
-		if rv < s.windowStart {
+		if rv < in.windowStart {
 			if !s.expireInStream {
 				return nil, apierrors.NewResourceExpired("too old resource version: " + opts.ResourceVersion)
 			}
-			w := newSimWatch(s, ctx, false, rv)
+			w := newSimWatch(s, in, ctx, false, rv)
 			s.counts["watch-expired"]++
 			w.endLocked(&watch.Event{Type: watch.Error, Object: expiredStatus(opts.ResourceVersion)})
-			go w.run()
 			return w, nil
 		}
+		// A watch from a revision the cache has not reached waits for it:
+		// the cache sends only changes after rv.
 		from = rv
+		if rv > in.pos {
+			s.counts["watch-ahead"]++
+		}
 	}
-	w := newSimWatch(s, ctx, opts.AllowWatchBookmarks, from)
+	w := newSimWatch(s, in, ctx, opts.AllowWatchBookmarks, from)
 	if opts.TimeoutSeconds != nil {
 		w.timeout = *opts.TimeoutSeconds
 	}
 	if initial {
-		for _, p := range s.stateAtLocked(s.rev) {
+		if in.pos < s.latestChangeLocked() {
+			s.counts["lagged"]++
+		}
+		for _, p := range s.stateAtLocked(in.pos) {
 			w.queue = append(w.queue, watch.Event{Type: watch.Added, Object: p.DeepCopy()})
 		}
 	} else {
 		for _, c := range s.history {
-			if c.rev > from {
+			if c.rev > from && c.rev <= in.pos {
 				w.queue = append(w.queue, watch.Event{Type: c.typ, Object: c.obj.DeepCopy()})
+				w.pos = c.rev
 			}
 		}
 	}
-	w.pos = max(from, w.pos)
-	if n := len(s.history); n > 0 && s.history[n-1].rev > w.pos {
-		w.pos = s.history[n-1].rev
-	}
 	s.watches[w] = struct{}{}
 	w.poke()
-	go w.run()
 	return w, nil
 }

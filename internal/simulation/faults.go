@@ -1,0 +1,136 @@
+package simulation
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Faults and writes that strike mid-operation. A step arms a trigger: "before
+// the n-th request of this kind from now, do this". It fires inside the
+// server's handling of that request, before the request is served, so the
+// informer meets it halfway through a list, a recovery or a watch: a
+// compaction that expires the continue token the request carries, a write
+// between a metadata list and its fetches or between two pages, a restart,
+// an error on the third page, or a crash (the driver keeps the file as it
+// was committed at that moment, then kills and restarts the informer from
+// it). Commit triggers count the cache file's group commits instead of
+// requests; the driver keeps those (midop.go).
+
+// What a trigger does.
+const (
+	ActCompact    = "compact"     // a write elsewhere, then a compaction at it: older tokens expire
+	ActCreate     = "create"      // create Key
+	ActUpdate     = "update"      // update Key
+	ActDelete     = "delete"      // delete Key
+	ActRestart    = "restart"     // every apiserver restarts
+	ActRestartOne = "restart-one" // one apiserver restarts (N)
+	ActEndWatches = "end-watches" // every watch ends, as at its timeout
+	ActError      = "error"       // the request fails with Code
+	ActCrash      = "crash"       // the process dies: the file keeps what it had committed
+)
+
+// trigger is one armed fault or write.
+type trigger struct {
+	kind string // KindList, KindPage, KindMeta, KindFetch or KindWatch
+	n    int    // requests of kind still to come, the firing one included
+	do   string
+	key  string
+	code int // an error's HTTP status; the apiserver a restart-one restarts
+	arg  int // a write's generation label
+}
+
+func (t *trigger) String() string {
+	s := fmt.Sprintf("before %s #%d: %s", t.kind, t.n, t.do)
+	switch t.do {
+	case ActCreate, ActUpdate, ActDelete:
+		s += " " + t.key
+	case ActError, ActRestartOne:
+		s += fmt.Sprintf(" %d", t.code)
+	}
+	return s
+}
+
+// Arm arms a trigger for the n-th request of kind from now.
+func (s *Server) Arm(kind string, n int, do, key string, code, arg int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.triggers = append(s.triggers, &trigger{kind: kind, n: max(n, 1), do: do, key: key, code: code, arg: arg})
+}
+
+// Moved counts the objects' changes triggers made: the driver compares it
+// before and after a wait to tell that the server changed meanwhile.
+func (s *Server) Moved() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.moved
+}
+
+// SetQuiet withholds bookmarks (true) or sends them again.
+func (s *Server) SetQuiet(quiet bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.quiet = quiet
+}
+
+// fire counts a request of kind with opts against the armed triggers and
+// does what the due ones do, before the request is served. An error is
+// injected as the first fault of the request's kind, so the request itself
+// fails with it. A crash runs onCrash without mu held, since it copies the
+// cache file.
+func (s *Server) fire(kind string, opts metav1.ListOptions) {
+	s.mu.Lock()
+	var due []*trigger
+	keep := s.triggers[:0]
+	for _, t := range s.triggers {
+		if t.kind == kind || (t.kind == KindPage && opts.Continue != "" && kind != KindWatch) {
+			if t.n--; t.n <= 0 {
+				due = append(due, t)
+				continue
+			}
+		}
+		keep = append(keep, t)
+	}
+	clear(s.triggers[len(keep):])
+	s.triggers = keep
+	var crash *trigger
+	for _, t := range due {
+		s.counts["fired"]++
+		s.counts["fired-"+t.do]++
+		switch t.do {
+		case ActCompact:
+			s.rev++
+			s.keepUpLocked()
+			s.compacted = s.rev
+		case ActCreate:
+			if s.createLocked(t.key, t.arg) {
+				s.moved++
+			}
+		case ActUpdate:
+			if s.updateLocked(t.key, t.arg) {
+				s.moved++
+			}
+		case ActDelete:
+			if s.deleteLocked(t.key) {
+				s.moved++
+			}
+		case ActRestart:
+			s.restartAllLocked(1)
+		case ActRestartOne:
+			s.restartLocked(s.insts[t.code%len(s.insts)])
+		case ActEndWatches:
+			for w := range s.watches {
+				w.endLocked(nil)
+			}
+		case ActError:
+			s.faults = append([]fault{{kind: kind, code: t.code}}, s.faults...)
+		case ActCrash:
+			crash = t
+		}
+	}
+	onCrash := s.onCrash
+	s.mu.Unlock()
+	if crash != nil && onCrash != nil {
+		onCrash(crash.String())
+	}
+}
