@@ -43,13 +43,16 @@ func (d *driver) check() error {
 			return fmt.Errorf("bounded cache holds %d decoded objects, bound %d", n, d.cfg.CacheObjects)
 		}
 	}
-	return nil
+	return d.checkSettled()
 }
 
 // pending says what is not settled yet; "" once everything is.
 func (d *driver) pending(want map[string]Version) string {
 	if !d.inf.HasSynced() {
 		return "informer not synced"
+	}
+	if s := d.diffPending(); s != "" {
+		return s
 	}
 	got, err := storeState(d.inf)
 	if err != nil {

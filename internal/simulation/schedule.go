@@ -21,6 +21,14 @@ type Config struct {
 	CheckpointLate bool  // registered after Run, as controller-runtime does
 	Window         int   // the watch cache's length
 	ExpireInStream bool  // 410 as an ERROR event rather than a status
+
+	// Set by enrich (content.go); zero in a base schedule.
+	Differential bool  // client-go's informer beside ours (differential.go)
+	Content      bool  // rich creates: names that need escaping, long names and labels
+	HugeIndex    bool  // rich content with an index value longer than 32 KiB
+	CacheBytes   int64 // Persistence.CacheBytes; 0: no byte bound
+	BigObjects   bool  // rich content larger than CacheBytes
+	Damage       bool  // the damage kinds of damagekinds.go
 }
 
 func (c Config) String() string {
@@ -35,7 +43,11 @@ func (c Config) String() string {
 		BatchLimit                                 int
 		Checkpoint, CheckpointLate, ExpireInStream bool
 		Window                                     int
-	}{c.Recovery, c.Workers, c.FullListAt, c.WarmListBelow, c.SyncedAtOpen, c.CacheObjects, c.PageSize, c.BatchLimit, c.Checkpoint, c.CheckpointLate, c.ExpireInStream, c.Window})
+		Differential, Content, HugeIndex           bool
+		CacheBytes                                 int64
+		BigObjects, Damage                         bool
+	}{c.Recovery, c.Workers, c.FullListAt, c.WarmListBelow, c.SyncedAtOpen, c.CacheObjects, c.PageSize, c.BatchLimit, c.Checkpoint, c.CheckpointLate, c.ExpireInStream, c.Window,
+		c.Differential, c.Content, c.HugeIndex, c.CacheBytes, c.BigObjects, c.Damage})
 }
 
 // Op is a kind of step.
@@ -66,6 +78,12 @@ const (
 	OpLateHandler Op = "late-handler" // a handler joins the running informer
 	OpDamageJ     Op = "damage-journal"
 	OpDamageR     Op = "damage-record" // the payload of the N-th stored record
+
+	OpCreateRich   Op = "create-rich"   // create Key with rich content of variant N (content.go)
+	OpDamageBucket Op = "damage-bucket" // a sub-bucket of the collection missing (damagekinds.go)
+	OpDamageHeader Op = "damage-header" // the header of the N-th stored record
+	OpDamageIndex  Op = "damage-index"  // an index entry
+	OpDamageMeta   Op = "damage-meta"   // a value of the collection's meta bucket
 )
 
 // Step is one step of a schedule.
@@ -85,7 +103,7 @@ func (s Step) String() string {
 		b.WriteString(" " + s.Key)
 	}
 	switch s.Op {
-	case OpOtherWrites, OpRestart, OpDamageR:
+	case OpOtherWrites, OpRestart, OpDamageR, OpCreateRich, OpDamageBucket, OpDamageHeader, OpDamageIndex, OpDamageMeta:
 		fmt.Fprintf(&b, " n=%d", s.N)
 	case OpInject:
 		fmt.Fprintf(&b, " %s %d x%d", s.Kind, s.Code, s.N)
@@ -109,8 +127,16 @@ type weighted struct {
 	w  int
 }
 
-// Generate returns seed's schedule of about n steps.
+// Generate returns seed's schedule of about n steps, enriched (content.go).
 func Generate(seed int64, n int) Schedule {
+	s := GenerateBase(seed, n)
+	enrich(&s)
+	return s
+}
+
+// GenerateBase returns seed's schedule as generated before the oracles'
+// enrichment: the regression seeds' schedules.
+func GenerateBase(seed int64, n int) Schedule {
 	rng := rand.New(rand.NewSource(seed))
 	cfg := Config{
 		Recovery:       rng.Intn(4) != 0,

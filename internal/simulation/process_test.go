@@ -1,0 +1,159 @@
+package simulation
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Each schedule runs in a process of its own, this test binary started
+// again with -simulation.child: a panic on one of the informer's
+// goroutines (damage the library does not expect, say) then fails that
+// schedule, with its trace and the panic, instead of ending the whole run
+// without saying which schedule did it. goleak checks each child on its
+// own. -simulation.inprocess runs schedules in the test's process instead.
+
+var (
+	flagChild     = flag.String("simulation.child", "", "internal: run the schedule in this JSON file and write its result beside it")
+	flagInspect   = flag.String("simulation.inspect", "", "internal: the inspect binary the parent built")
+	flagInProcess = flag.Bool("simulation.inprocess", false, "run schedules in the test's process, not one process each")
+)
+
+// childResult is what a child writes: its run's failure, or none.
+type childResult struct {
+	Fail *Failure
+}
+
+// runChild is TestSimulation in a child: it runs the schedule in
+// *flagChild and writes the result to *flagChild+".result", each step's
+// trace line to *flagChild+".trace" as it runs.
+func runChild(t *testing.T) {
+	raw, err := os.ReadFile(*flagChild)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sched Schedule
+	if err := json.Unmarshal(raw, &sched); err != nil {
+		t.Fatal(err)
+	}
+	trace, err := os.Create(*flagChild + ".trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trace.Close()
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(trace, format+"\n", args...)
+	}
+	fail := Run(sched, Env{Dir: t.TempDir(), Verify: verifyFile, Timeout: *flagTimeout, Logf: logf})
+	out, err := json.Marshal(childResult{Fail: fail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(*flagChild+".result", out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runInChild runs sched in a child process, in dir, and returns its
+// failure. A child that ends without a result crashed: its failure is the
+// crash, after the last step its trace began. logf, if set, receives the
+// trace once the child has ended.
+func runInChild(sched Schedule, dir string, logf func(string, ...any)) *Failure {
+	file := filepath.Join(dir, "schedule.json")
+	raw, err := json.Marshal(sched)
+	if err != nil {
+		return &Failure{Step: -1, What: err.Error()}
+	}
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
+		return &Failure{Step: -1, What: err.Error()}
+	}
+	if err := buildInspect(); err != nil {
+		return &Failure{Step: -1, What: err.Error()}
+	}
+	// A hang the run's own timeouts do not catch still ends.
+	limit := time.Duration(len(sched.Steps)+2)*2**flagTimeout + time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSimulation$",
+		"-simulation.child="+file, "-simulation.inspect="+inspectBin,
+		fmt.Sprintf("-simulation.timeout=%v", *flagTimeout))
+	// The race detector sleeps a second before a process exits.
+	cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	runErr := cmd.Run()
+
+	traceRaw, _ := os.ReadFile(file + ".trace")
+	trace := strings.Split(strings.TrimRight(string(traceRaw), "\n"), "\n")
+	if logf != nil {
+		for _, line := range trace {
+			logf("%s", line)
+		}
+	}
+	var res childResult
+	resRaw, err := os.ReadFile(file + ".result")
+	if err == nil {
+		if err := json.Unmarshal(resRaw, &res); err != nil {
+			return &Failure{Step: -1, What: fmt.Sprintf("the child's result: %v", err), Trace: trace}
+		}
+		if res.Fail != nil {
+			return res.Fail
+		}
+		if runErr != nil {
+			// The run passed, and what ran after it failed: goleak.
+			return &Failure{Step: -1, What: fmt.Sprintf("the run's process failed after the run (%v): %s", runErr, tail(output.String(), 40)), Trace: trace}
+		}
+		return nil
+	}
+	what := "the run's process crashed"
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		what = fmt.Sprintf("the run's process hung (killed after %v)", limit)
+	}
+	return &Failure{Step: lastStep(trace), What: fmt.Sprintf("%s: %v\n%s", what, runErr, panicOf(output.String())), Trace: trace}
+}
+
+// lastStep returns the index of the last step a trace began, -1 if none.
+func lastStep(trace []string) int {
+	step := -1
+	for _, line := range trace {
+		var n int
+		if _, err := fmt.Sscanf(line, "%d ", &n); err == nil {
+			step = n
+		}
+	}
+	return step
+}
+
+// panicOf returns a crashed child's panic and the stack of the goroutine
+// that panicked, from its output.
+func panicOf(out string) string {
+	i := strings.Index(out, "panic: ")
+	if i < 0 {
+		return tail(out, 40)
+	}
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(out[i:]))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() && len(lines) < 40 {
+		if lines = append(lines, sc.Text()); len(lines) > 3 && sc.Text() == "" {
+			break // the end of the panicking goroutine's stack
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
