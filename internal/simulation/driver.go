@@ -105,6 +105,11 @@ func Run(sched Schedule, env Env) (fail *Failure) {
 	d.diffInit()
 	d.logf("config %s", sched.Config)
 	defer func() {
+		if p := recover(); p != nil {
+			// A panic on the run's goroutine may have left a lock of the
+			// library held: stopping would hang. The panic ends the run.
+			panic(p)
+		}
 		d.shutdown()
 		d.srv.Close()
 		if d.diff != nil {

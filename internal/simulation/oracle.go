@@ -20,10 +20,15 @@ import (
 //
 // Per key the checkpoint is in one of three states (persist/checkpoint.go):
 // acknowledged at a resourceVersion, a tombstone (a deleted object whose
-// deletion is not acknowledged), or nothing. The model keeps, per key, the
-// set of states the file may hold: a set, because some outcomes depend on
-// timing the simulation cannot see (whether a commit ran before a crash)
-// or on rules it does not reproduce (a damaged file's set-aside).
+// deletion is not acknowledged), or nothing. The model tells apart an
+// acknowledgement of a state of the object the key holds and a stale one,
+// of an object it no longer holds (deleted, or replaced under a new UID):
+// persist treats both as acknowledgements, the handler sees the stale one
+// as a tombstone (observed). The model keeps, per key, the set of states
+// the checkpoint may be in: a set, because some outcomes depend on timing
+// the simulation cannot see (whether a commit ran before a crash, whether a
+// change came by watch or by list) or on rules it does not reproduce (a
+// damaged file's set-aside).
 //
 // Transitions are recorded in order, each with a sequence number: the
 // handler's acknowledgements as Ack returns, deletions of acknowledged keys
@@ -38,13 +43,12 @@ import (
 // not known durable, so the key's possible states are the union over those
 // prefixes. A start on a new file (a cold start) holds nothing.
 //
-// States are compared as the handler will see them. An acknowledgement of
-// a state of an object the key no longer holds (deleted, or replaced under
-// a new UID) can never skip an initial add again, and its key's deletion is
-// told as a tombstone's would be: it counts as a tombstone (normalize). So
-// the model need not follow persist where a commit writes only a layer's
-// net change: an object deleted and created again between two commits
-// leaves its acknowledgement on disk, where memory holds a tombstone.
+// The file is compared as the handler will see it (observed). A stale
+// acknowledgement can never skip an initial add again, and its key's
+// deletion is told as a tombstone's is: it counts as a tombstone. So the
+// model need not follow persist where a commit writes only a layer's net
+// change: an object deleted and created again between two commits leaves
+// its acknowledgement on disk where memory holds a tombstone.
 type ckModel struct {
 	srv *Server
 
@@ -63,7 +67,8 @@ type ckKind uint8
 
 const (
 	ckNone  ckKind = iota // nothing acknowledged
-	ckAcked               // acknowledged at rv
+	ckAcked               // acknowledged at rv, a state of the object the key holds
+	ckStale               // acknowledged at rv, a state of an object the key no longer holds
 	ckTomb                // a tombstone
 )
 
@@ -76,6 +81,8 @@ func (s ckState) String() string {
 	switch s.kind {
 	case ckAcked:
 		return "acked@" + s.rv
+	case ckStale:
+		return "stale@" + s.rv
 	case ckTomb:
 		return "tombstone"
 	}
@@ -282,31 +289,30 @@ func (m *ckModel) ack(obj interface{}) {
 			deletion = true
 		}
 	}
-	acked := ckState{kind: ckAcked, rv: rv}
-	// An acknowledgement of a state of an older object counts as a
-	// tombstone (normalize).
-	written := acked
-	if !stored || uidOf(m.srv, key, rv) != string(cur.UID) {
-		written = tomb
+	// In memory an acknowledgement, which skips only if it is of the
+	// stored object.
+	written := ckState{kind: ckStale, rv: rv}
+	if stored && uidOf(m.srv, key, rv) == string(cur.UID) {
+		written.kind = ckAcked
 	}
 	m.record(key, func(_ string, s ckState) []ckState {
 		switch {
 		case s.kind == ckTomb && stored && rv == storedRV:
 			// The state stored after the deletion settles it.
-			return []ckState{acked}
+			return []ckState{written}
 		case s.kind == ckTomb && deletion:
 			// Settled if the deletion came by watch at this version.
 			return []ckState{s, none}
 		case s.kind == ckTomb:
 			return []ckState{s} // a state before the deletion: dropped
-		case s == acked:
-			return []ckState{s}
+		case s.rv == rv:
+			return []ckState{s} // acknowledged already
 		case stored:
 			return []ckState{written} // a stale version replaces a newer one too
 		default:
-			// Not stored: persist drops it at the commit, unless the key
-			// is created again before that commit runs.
-			return []ckState{s, tomb}
+			// Not stored: in memory if its deletion is committed; on disk
+			// only if the key is created again before the commit.
+			return []ckState{s, written}
 		}
 	})
 }
@@ -323,7 +329,7 @@ func (m *ckModel) clear() {
 func (m *ckModel) damaged(mayStartCold bool) {
 	m.record("", func(_ string, s ckState) []ckState {
 		out := []ckState{s}
-		if s.kind == ckAcked {
+		if s.kind == ckAcked || s.kind == ckStale {
 			out = append(out, tomb)
 		}
 		if mayStartCold {
@@ -359,23 +365,47 @@ func (m *ckModel) settled() {
 }
 
 // reconcile returns the states set reaches once the store holds p for key
-// (nil: nothing): an acknowledged object deleted makes a tombstone.
+// (nil: nothing). A deleted key's acknowledgement becomes a tombstone. A
+// key held under a new UID was deleted and created again (a tombstone), or
+// replaced by a list (a stale acknowledgement).
 func reconcile(srv *Server, key string, p *corev1.Pod, set ckSet) ckSet {
 	out := ckSet{}
 	for s := range set {
-		out[normalize(srv, key, s, p)] = struct{}{}
+		switch {
+		case s.kind != ckAcked && s.kind != ckStale:
+			out[s] = struct{}{}
+		case p == nil:
+			out[tomb] = struct{}{}
+		case s.kind == ckAcked && uidOf(srv, key, s.rv) != string(p.UID):
+			out[ckState{kind: ckStale, rv: s.rv}] = struct{}{}
+			out[tomb] = struct{}{}
+		default:
+			out[s] = struct{}{}
+		}
 	}
 	return out
 }
 
-// normalize returns s as the handler sees it while the server holds p for
-// key (nil: nothing): an acknowledgement of a state of another object than
-// p counts as a tombstone.
-func normalize(srv *Server, key string, s ckState, p *corev1.Pod) ckState {
-	if s.kind == ckAcked && (p == nil || uidOf(srv, key, s.rv) != string(p.UID)) {
+// observed returns what the handler sees of s while the server holds p for
+// key (nil: nothing): an acknowledgement that does not name a state of p
+// counts as a tombstone.
+func observed(srv *Server, key string, s ckState, p *corev1.Pod) ckState {
+	switch {
+	case s.kind == ckStale:
+		return tomb
+	case s.kind == ckAcked && (p == nil || uidOf(srv, key, s.rv) != string(p.UID)):
 		return tomb
 	}
 	return s
+}
+
+// observedSet is observed over a set.
+func observedSet(srv *Server, key string, set ckSet, p *corev1.Pod) ckSet {
+	out := ckSet{}
+	for s := range set {
+		out[observed(srv, key, s, p)] = struct{}{}
+	}
+	return out
 }
 
 // uidOf returns the UID of the object whose state rv is, if rv is a state
@@ -422,7 +452,7 @@ func (m *ckModel) start(pods map[string]*corev1.Pod) ckStart {
 	defer m.mu.Unlock()
 	st := ckStart{durable: map[string]string{}, view: map[string]Version{}, maybe: map[string]bool{}}
 	for _, k := range m.keysLocked() {
-		set := reconcile(m.srv, k, pods[k], m.possibleLocked(k))
+		set := observedSet(m.srv, k, m.possibleLocked(k), pods[k])
 		holds, empty := false, false
 		for s := range set {
 			holds = holds || s.holds()
@@ -470,7 +500,7 @@ func (m *ckModel) crossCheck(acks map[string]string, tombstones []string, pods m
 	for _, k := range tombstones {
 		// An acknowledgement of the stored object and a tombstone of an
 		// older one: the acknowledgement skips, the key is held either way.
-		if s, ok := file[k]; !ok || normalize(m.srv, k, s, pods[k]) != s {
+		if s, ok := file[k]; !ok || observed(m.srv, k, s, pods[k]) != s {
 			file[k] = tomb
 		}
 	}
@@ -487,8 +517,8 @@ func (m *ckModel) crossCheck(acks map[string]string, tombstones []string, pods m
 		if !ok {
 			s = none
 		}
-		s = normalize(m.srv, k, s, pods[k])
-		set := reconcile(m.srv, k, pods[k], m.baseLocked(k))
+		s = observed(m.srv, k, s, pods[k])
+		set := observedSet(m.srv, k, m.baseLocked(k), pods[k])
 		if !hasState(set, s) && !(s == tomb && hasState(set, none)) {
 			out = append(out, fmt.Sprintf("%s: the file holds %s, the model allows %s", k, s, set))
 		}

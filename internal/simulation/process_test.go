@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -51,9 +52,17 @@ func runChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer trace.Close()
+	progress := make(chan struct{}, 1)
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(trace, format+"\n", args...)
+		select {
+		case progress <- struct{}{}:
+		default:
+		}
 	}
+	done := make(chan struct{})
+	defer close(done)
+	go watchdog(progress, done, 3**flagTimeout+10*time.Second)
 	fail := Run(sched, Env{Dir: t.TempDir(), Verify: verifyFile, Timeout: *flagTimeout, Logf: logf})
 	out, err := json.Marshal(childResult{Fail: fail})
 	if err != nil {
@@ -61,6 +70,34 @@ func runChild(t *testing.T) {
 	}
 	if err := os.WriteFile(*flagChild+".result", out, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// watchdog ends a child whose run makes no progress (logs no step) for
+// limit, longer than any wait of the run: a hang, such as a read that waits
+// for a list that never comes. It prints the goroutines that run the
+// library's code, for the failure, and exits.
+func watchdog(progress <-chan struct{}, done <-chan struct{}, limit time.Duration) {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-progress:
+			t.Reset(limit)
+		case <-t.C:
+			buf := make([]byte, 1<<22)
+			buf = buf[:runtime.Stack(buf, true)]
+			var keep []string
+			for _, g := range strings.Split(string(buf), "\n\n") {
+				if strings.Contains(g, "boltinformer/") && !strings.Contains(g, "simulation.watchdog") {
+					keep = append(keep, g)
+				}
+			}
+			fmt.Fprintf(os.Stderr, "panic: the run made no progress for %v (a hang); the goroutines in the library:\n\n%s\n", limit, strings.Join(keep, "\n\n"))
+			os.Exit(2)
+		}
 	}
 }
 
@@ -144,8 +181,9 @@ func panicOf(out string) string {
 	var lines []string
 	sc := bufio.NewScanner(strings.NewReader(out[i:]))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() && len(lines) < 40 {
-		if lines = append(lines, sc.Text()); len(lines) > 3 && sc.Text() == "" {
+	hang := strings.Contains(out[i:min(len(out), i+200)], "(a hang)")
+	for sc.Scan() && len(lines) < 120 {
+		if lines = append(lines, sc.Text()); !hang && len(lines) > 3 && sc.Text() == "" {
 			break // the end of the panicking goroutine's stack
 		}
 	}

@@ -132,10 +132,12 @@ func (c *readChecker) fail(format string, args ...any) {
 }
 
 // call runs read, turning a panic (List, ListKeys and ListIndexFuncValues
-// panic on a read error, as documented) into a failure.
+// panic on a read error, as documented) into a failure; any other panic
+// goes on.
 func (c *readChecker) call(what string, read func()) {
 	defer func() {
 		if p := recover(); p != nil {
+			repanicUndocumented(p)
 			c.fail("%s panicked: %v", what, p)
 		}
 	}()
