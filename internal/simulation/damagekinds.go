@@ -6,9 +6,7 @@ import (
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
-	corev1 "k8s.io/api/core/v1"
 
-	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/format"
 )
 
@@ -150,16 +148,4 @@ func (d *driver) damageKind(st Step) error {
 	// checkpoint; or set records aside, which makes tombstones.
 	d.model.damaged(true)
 	return nil
-}
-
-// newInformer constructs ours, turning a panic (damage the constructor
-// does not expect) into an error: a panic is a failure, not the end of
-// the run.
-func newInformer(lw *ListerWatcher, opts bcache.InformerOptions) (inf *bcache.Informer, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panicked: %v", p)
-		}
-	}()
-	return bcache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, opts)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
@@ -308,7 +309,9 @@ func (d *driver) start() error {
 		d.lw.tuning.FullListFraction = d.cfg.FullListAt
 		opts.Recovery = &recovery.Recovery{Lister: d.lw, Workers: d.cfg.Workers}
 	}
-	inf, err := newInformer(d.lw, opts)
+	// A panic here (damage the constructor does not expect) may leave a
+	// lock of the file held: it ends the run, in its own process.
+	inf, err := bcache.NewSharedIndexInformerWithOptions(d.lw, &corev1.Pod{}, opts)
 	if err != nil {
 		d.removeObs()
 		db.Close()
@@ -450,7 +453,7 @@ func (d *driver) stop(crash bool) error {
 	if err != nil {
 		return err
 	}
-	if s := d.model.crossCheck(acks, tombstones, d.srv.Pods()); s != "" {
+	if s := d.model.crossCheck(acks, tombstones, d.srv.Pods(), !crash && d.closeErr == nil); s != "" {
 		return fmt.Errorf("the file's checkpoint is none the model allows after %s: %s", map[bool]string{true: "a crash", false: "a clean stop"}[crash], s)
 	}
 	if d.damaged && d.settled && !crash {

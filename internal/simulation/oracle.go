@@ -388,22 +388,25 @@ func reconcile(srv *Server, key string, p *corev1.Pod, set ckSet) ckSet {
 
 // observed returns what the handler sees of s while the server holds p for
 // key (nil: nothing): an acknowledgement that does not name a state of p
-// counts as a tombstone.
-func observed(srv *Server, key string, s ckState, p *corev1.Pod) ckState {
+// counts as a tombstone. With exact, the file holds p itself (a clean
+// stop): an acknowledgement of an older state of p can skip nothing either.
+func observed(srv *Server, key string, s ckState, p *corev1.Pod, exact bool) ckState {
 	switch {
 	case s.kind == ckStale:
 		return tomb
 	case s.kind == ckAcked && (p == nil || uidOf(srv, key, s.rv) != string(p.UID)):
+		return tomb
+	case s.kind == ckAcked && exact && s.rv != p.ResourceVersion:
 		return tomb
 	}
 	return s
 }
 
 // observedSet is observed over a set.
-func observedSet(srv *Server, key string, set ckSet, p *corev1.Pod) ckSet {
+func observedSet(srv *Server, key string, set ckSet, p *corev1.Pod, exact bool) ckSet {
 	out := ckSet{}
 	for s := range set {
-		out[observed(srv, key, s, p)] = struct{}{}
+		out[observed(srv, key, s, p, exact)] = struct{}{}
 	}
 	return out
 }
@@ -452,7 +455,7 @@ func (m *ckModel) start(pods map[string]*corev1.Pod) ckStart {
 	defer m.mu.Unlock()
 	st := ckStart{durable: map[string]string{}, view: map[string]Version{}, maybe: map[string]bool{}}
 	for _, k := range m.keysLocked() {
-		set := observedSet(m.srv, k, m.possibleLocked(k), pods[k])
+		set := observedSet(m.srv, k, m.possibleLocked(k), pods[k], false)
 		holds, empty := false, false
 		for s := range set {
 			holds = holds || s.holds()
@@ -486,11 +489,12 @@ func hasState(set ckSet, s ckState) bool {
 
 // crossCheck compares the closed file's checkpoint (acks, tombstones) with
 // the states the model allows, both as the handler sees them while the
-// server holds pods; "" if the file's is one of them for every key. A
-// tombstone where the model allows nothing is one more delivery of a
-// deletion, which at-least-once delivery allows: an acknowledgement of an
-// older object stays on disk after its deletion was acknowledged.
-func (m *ckModel) crossCheck(acks map[string]string, tombstones []string, pods map[string]*corev1.Pod) string {
+// server holds pods (and, after a clean stop, the file holds them too);
+// "" if the file's is one of them for every key. A tombstone where the
+// model allows nothing is one more delivery of a deletion, which
+// at-least-once delivery allows: an acknowledgement of an older object
+// stays on disk after its deletion was acknowledged.
+func (m *ckModel) crossCheck(acks map[string]string, tombstones []string, pods map[string]*corev1.Pod, clean bool) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	file := map[string]ckState{}
@@ -500,7 +504,7 @@ func (m *ckModel) crossCheck(acks map[string]string, tombstones []string, pods m
 	for _, k := range tombstones {
 		// An acknowledgement of the stored object and a tombstone of an
 		// older one: the acknowledgement skips, the key is held either way.
-		if s, ok := file[k]; !ok || observed(m.srv, k, s, pods[k]) != s {
+		if s, ok := file[k]; !ok || observed(m.srv, k, s, pods[k], clean) != s {
 			file[k] = tomb
 		}
 	}
@@ -517,8 +521,8 @@ func (m *ckModel) crossCheck(acks map[string]string, tombstones []string, pods m
 		if !ok {
 			s = none
 		}
-		s = observed(m.srv, k, s, pods[k])
-		set := observedSet(m.srv, k, m.baseLocked(k), pods[k])
+		s = observed(m.srv, k, s, pods[k], clean)
+		set := observedSet(m.srv, k, m.baseLocked(k), pods[k], clean)
 		if !hasState(set, s) && !(s == tomb && hasState(set, none)) {
 			out = append(out, fmt.Sprintf("%s: the file holds %s, the model allows %s", k, s, set))
 		}
