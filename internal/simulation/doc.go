@@ -80,9 +80,11 @@
 //
 // Shrink (shrink.go) reduces a failing schedule by greedy delta debugging
 // within a time budget, keeping removals after which it still fails the
-// same way. TestSimulation runs each schedule in a process of its own, so a
-// panic on one of the informer's goroutines fails its schedule, with the
-// panic and the trace, rather than the whole run.
+// same way. TestSimulation runs each schedule in a process of its own
+// (process_test.go), so a panic on one of the informer's goroutines fails
+// its schedule, with the panic and the trace, rather than the whole run,
+// and a run that makes no progress for three timeouts (a hang) fails with
+// the goroutines running the library's code.
 //
 // # Caveats
 //
