@@ -143,6 +143,26 @@ func (h taped) OnDelete(obj interface{}) {
 func (d *driver) diffInit() {
 	if d.cfg.Differential {
 		d.diff = &differential{mirror: NewServer(ServerOptions{Window: 1 << 30})}
+		d.srv.onWrite = d.mirrorTrigger
+	}
+}
+
+// mirrorTrigger repeats on the mirror what a trigger wrote on the server
+// (faults.go), moving its revision as the server's moved.
+func (d *driver) mirrorTrigger(do, key string, arg int) {
+	m := d.diff.mirror
+	switch do {
+	case ActCreate:
+		m.Create(key, arg)
+	case ActUpdate:
+		m.Update(key, arg)
+	case ActDelete:
+		m.Delete(key)
+	case ActCompact:
+		m.OtherWrites(1)
+		m.Compact()
+	case ActRestart:
+		m.OtherWrites(1)
 	}
 }
 
