@@ -78,6 +78,9 @@ type Server struct {
 	// onCrash, if set, is called by a crash trigger, without mu held, with
 	// what the trigger was.
 	onCrash func(what string)
+	// onWrite, if set, is called by a trigger's writes, without mu held,
+	// with what the trigger did (differential.go repeats it on the mirror).
+	onWrite func(do, key string, arg int)
 	// wire: watches and recovery lists are served as protobuf bytes
 	// (wirelister.go); cut: some of those bodies end early.
 	wire, cut bool

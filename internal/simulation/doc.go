@@ -70,6 +70,19 @@
 // Run (driver.go) executes a schedule and checks, after every step that
 // waits, once the system is quiescent (invariants.go); a trigger's write
 // during that wait starts the check again against the new state:
+// Generate enriches each seed's base schedule (content.go) from a
+// generator of its own, so the base stays what it was: the differential
+// mode, rich content (names with '.' and '-', which sort before the key
+// separator '/', a namespace whose name extends another's, 253-character
+// names, 63-character namespaces and label values, annotations of any
+// bytes, index values longer than bbolt's 32 KiB key limit, objects larger
+// than the cache's byte bound), a byte-bounded cache, and damage of every
+// kind the file can hold (damagekinds.go: a collection sub-bucket missing,
+// a record's header, an index entry, a meta value). The regression seeds
+// run their base schedules.
+//
+// Run (driver.go) executes a schedule and checks, after every step, once
+// the system is quiescent (invariants.go):
 //   - a start is synced within the timeout, and then (without SyncedAtOpen)
 //     its store equals the server, which has not changed since the start
 //     (unless a trigger wrote meanwhile: then a state it held since);
@@ -80,16 +93,36 @@
 //     goes backwards, adds of keys the handler does not hold, updates whose
 //     old is what it holds, and deletions only of objects gone from the
 //     server — a live object reported deleted is a failure;
-//   - a checkpoint's handler, starting from what the file durably
-//     acknowledged, is told every change and deletion since (it settles on
-//     the server's objects) and is never given an initial add of a state it
-//     acknowledged;
+//   - every read a user makes agrees with the server's objects (reads.go):
+//     the indexer's Get, GetByKey, List, ListKeys, ByIndex, IndexKeys,
+//     Index and ListIndexFuncValues over four indexes (namespace, a label
+//     every change sets, a multi-valued one, one over an annotation), keys
+//     the server lacks, and the typed Pod lister a user builds on the
+//     indexer;
+//   - the file's commits succeed, and a clean stop's Close does;
+//   - a checkpoint's handler, starting from what the simulation's own model
+//     of the checkpoint (oracle.go) says the file durably acknowledged, is
+//     told every change and deletion since (it settles on the server's
+//     objects) and is never given an initial add of a state certainly
+//     acknowledged; the model never reads the file, whose checkpoint must
+//     be one the model allows after every stop and crash;
+//   - in the differential mode (differential.go) client-go's informer runs
+//     beside ours on a mirror server, with the same handlers, and each
+//     handler's notifications agree key by key wherever neither informer
+//     listed; no handler gets an add with isInInitialList true after the
+//     settled point it joined at;
 //   - the file passes inspect verify after every stop and crash;
-//   - a bounded object cache holds no more decoded objects than its bound.
+//   - a bounded object cache holds no more decoded objects, nor bytes, than
+//     its bounds, and reading an object larger than the byte bound evicts
+//     no other.
 //
 // Shrink (shrink.go) reduces a failing schedule by greedy delta debugging
 // within a time budget, keeping removals after which it still fails the
-// same way.
+// same way. TestSimulation runs each schedule in a process of its own
+// (process_test.go), so a panic on one of the informer's goroutines fails
+// its schedule, with the panic and the trace, rather than the whole run,
+// and a run that makes no progress for three timeouts (a hang) fails with
+// the goroutines running the library's code.
 //
 // # Caveats
 //
@@ -99,6 +132,17 @@
 // consumed in the order requests arrive): a failure may need a few runs to
 // reproduce, and a flaky one shrinks less.
 //
+// The checkpoint model keeps, per key, the states the file may hold: some
+// outcomes depend on when a commit ran, which only a commit observed to
+// begin after an acknowledgement tells. It compares states as the handler
+// sees them: an acknowledgement of an object the key no longer holds counts
+// as a tombstone. After damage that may start the collection cold it
+// allows anything, so the checkpoint oracle is weaker there.
+//
+// The differential compares only settled points before which neither
+// informer made a list request: a list's notifications legitimately differ
+// from a watch's (differential.go says how).
+//
 // Not covered: the metadata and dynamic informers, the controller-runtime
 // adapter, factories, resync periods, indexers, the informer's own list in
 // protobuf (only watches and the recovery's lists are bytes), JSON bodies,
@@ -107,4 +151,9 @@
 // crashes in the middle of a bbolt transaction, and memory beyond the
 // decoded-object cache's count (a tombstone holding a decoded object is
 // not seen).
+// adapter, factories, resync periods, a WireLister recovery (protobuf list
+// bodies), watch-list streaming, clock jumps (checkpoint retention's clock
+// is not injectable from outside persist), several informers sharing one
+// file, and memory beyond the decoded-object cache's count and bytes (a
+// tombstone holding a decoded object is not seen).
 package simulation

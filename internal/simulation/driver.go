@@ -92,6 +92,13 @@ type driver struct {
 	// weak is the state of the weak server's and mid-operation faults'
 	// driving (midop.go).
 	weak weakState
+	// model is the simulation's own record of the checkpoint (oracle.go);
+	// removeObs removes its commit observer from the open file.
+	model     *ckModel
+	removeObs func()
+	closeErr  error // the last Close's
+	// diff is the differential mode's (differential.go); nil if off.
+	diff *differential
 }
 
 // Run runs sched and returns its first failure, or nil.
@@ -109,10 +116,20 @@ func Run(sched Schedule, env Env) (fail *Failure) {
 	if sched.Config.RealBackoff {
 		d.weak.clock = newVirtualClock()
 	}
+	d.model = newCkModel(d.srv)
+	d.diffInit()
 	d.logf("config %s", sched.Config)
 	defer func() {
+		if p := recover(); p != nil {
+			// A panic on the run's goroutine may have left a lock of the
+			// library held: stopping would hang. The panic ends the run.
+			panic(p)
+		}
 		d.shutdown()
 		d.srv.Close()
+		if d.diff != nil {
+			d.diff.mirror.Close()
+		}
 		if fail != nil {
 			fail.Trace = d.trace
 		}
@@ -158,6 +175,7 @@ func (d *driver) up() bool { return d.inf != nil }
 
 func (d *driver) step(st Step) error {
 	d.gen++
+	d.mirrorStep(st)
 	switch st.Op {
 	case OpCreate:
 		d.srv.Create(st.Key, d.gen)
@@ -169,6 +187,8 @@ func (d *driver) step(st Step) error {
 		if d.srv.Delete(st.Key) {
 			d.srv.Create(st.Key, d.gen)
 		}
+	case OpCreateRich:
+		createRich(d.srv, st.Key, d.gen, st.N, d.cfg)
 	case OpOtherWrites:
 		d.srv.OtherWrites(st.N)
 	case OpBookmark:
@@ -208,9 +228,11 @@ func (d *driver) step(st Step) error {
 		if d.up() {
 			ctx, cancel := context.WithTimeout(context.Background(), d.env.Timeout)
 			defer cancel()
+			mark := d.model.mark()
 			if err := d.db.Flush(ctx); err != nil {
 				return fmt.Errorf("flush: %w", err)
 			}
+			d.model.flushed(mark)
 		}
 	case OpAck:
 		if d.up() && d.cp != nil {
@@ -223,6 +245,7 @@ func (d *driver) step(st Step) error {
 				if err := d.cp.Ack(p); err != nil {
 					return fmt.Errorf("stale ack: %w", err)
 				}
+				d.model.ack(p)
 			}
 		}
 	case OpClear:
@@ -230,11 +253,15 @@ func (d *driver) step(st Step) error {
 			if err := d.cp.Clear(); err != nil {
 				return fmt.Errorf("clear: %w", err)
 			}
+			d.model.clear()
 		}
 	case OpLateHandler:
 		if d.up() {
 			r := newRecorder(fmt.Sprintf("late%d", d.gen), d.srv)
-			reg, err := d.inf.AddEventHandler(r)
+			if err := d.diffHandler(r.name, false); err != nil {
+				return err
+			}
+			reg, err := d.inf.AddEventHandler(d.handler(r))
 			if err != nil {
 				return fmt.Errorf("late handler: %w", err)
 			}
@@ -253,9 +280,7 @@ func (d *driver) step(st Step) error {
 				// The set-aside at the next open turns acknowledgements of
 				// keys only the journal held into tombstones (persist's
 				// checkpoint rules): the handler may be given them again.
-				if d.acks, d.tombstones, err = readCheckpoint(d.path, "sim", true); err != nil {
-					return err
-				}
+				d.model.damaged(false)
 			}
 		}
 	case OpDamageR:
@@ -267,7 +292,14 @@ func (d *driver) step(st Step) error {
 			if what != "" {
 				d.logf("    %s", what)
 				d.damaged, d.settled = true, false
+				// The walk sets the record aside: its acknowledgement
+				// becomes a tombstone.
+				d.model.damaged(false)
 			}
+		}
+	case OpDamageBucket, OpDamageHeader, OpDamageIndex, OpDamageMeta:
+		if !d.up() {
+			return d.damageKind(st)
 		}
 	default:
 		return fmt.Errorf("unknown step %q", st.Op)
@@ -282,6 +314,9 @@ func (d *driver) start() error {
 	_, statErr := os.Stat(d.path)
 	warm := statErr == nil
 	fromRev, fromMoved := d.srv.Revision(), d.srv.Moved()
+	if !warm {
+		d.model.cold()
+	}
 	db, err := persist.Open(d.path, persist.Options{
 		Scheme:        scheme.Scheme,
 		NoSync:        true,
@@ -294,8 +329,10 @@ func (d *driver) start() error {
 	}
 	d.db = db
 	d.liveFile(db)
+	d.removeObs = db.AddCommitObserver(func(s persist.CommitStats) { d.model.observeCommit(s.Err == nil) })
 	opts := bcache.InformerOptions{
-		Persistence:    bcache.Persistence{DB: db, Collection: collection, CacheObjects: d.cfg.CacheObjects},
+		Persistence:    bcache.Persistence{DB: db, Collection: collection, CacheObjects: d.cfg.CacheObjects, CacheBytes: d.cfg.CacheBytes},
+		Indexers:       simIndexers(),
 		WarmListBelow:  d.cfg.WarmListBelow,
 		SyncedAtOpen:   d.cfg.SyncedAtOpen,
 		PageSize:       d.cfg.PageSize,
@@ -311,8 +348,11 @@ func (d *driver) start() error {
 		d.lw.tuning.FullListFraction = d.cfg.FullListAt
 		opts.Recovery = &recovery.Recovery{Lister: lister, Workers: d.cfg.Workers}
 	}
+	// A panic here (damage the constructor does not expect) may leave a
+	// lock of the file held: it ends the run, in its own process.
 	inf, err := bcache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, opts)
 	if err != nil {
+		d.removeObs()
 		db.Close()
 		d.db = nil
 		return fmt.Errorf("informer: %w", err)
@@ -327,8 +367,11 @@ func (d *driver) start() error {
 	})
 	d.plain, d.cpRec, d.cp = nil, nil, nil
 	d.regs = map[*recorder]interface{ HasSynced() bool }{}
+	if err := d.diffStart(!warm); err != nil {
+		return err
+	}
 	r := newRecorder("plain", d.srv)
-	reg, err := inf.AddEventHandler(r)
+	reg, err := inf.AddEventHandler(d.handler(r))
 	if err != nil {
 		return fmt.Errorf("handler: %w", err)
 	}
@@ -379,6 +422,7 @@ func (d *driver) wait(cond func() bool) error {
 	for {
 		d.srv.Tick()
 		d.srv.Bookmark()
+		d.mirrorBookmark()
 		if cond() {
 			return nil
 		}
@@ -402,7 +446,7 @@ func (d *driver) addCheckpoint() error {
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	r := newCheckpointRecorder("checkpoint", d.srv, d.acks, d.tombstones)
+	r := newCheckpointRecorder("checkpoint", d.srv, d.model.start(d.srv.Pods()))
 	reg, err := cp.AddEventHandler(r)
 	if err != nil {
 		return fmt.Errorf("checkpoint handler: %w", err)
@@ -439,6 +483,10 @@ func (d *driver) stop(crash bool) error {
 		crash = true
 		committed.Write(img)
 	} else if crash {
+		// The model must not learn of the commit Close makes after the
+		// snapshot, which the crash loses.
+		d.removeObs()
+		d.removeObs = func() {}
 		if _, err := d.db.Snapshot(&committed); err != nil {
 			return fmt.Errorf("snapshot: %w", err)
 		}
@@ -448,15 +496,22 @@ func (d *driver) stop(crash bool) error {
 		return err
 	}
 	d.shutdown()
+	d.model.closed(!crash && d.closeErr == nil)
+	if !crash && d.closeErr != nil {
+		return fmt.Errorf("a clean stop's Close failed: %w", d.closeErr)
+	}
 	if crash {
 		if err := os.WriteFile(d.path, committed.Bytes(), 0o600); err != nil {
 			return err
 		}
 	}
-	var err error
-	d.acks, d.tombstones, err = readCheckpoint(d.path, "sim", false)
+	// The file's checkpoint cross-checks the model, which never reads it.
+	acks, tombstones, err := readCheckpoint(d.path, "sim", false)
 	if err != nil {
 		return err
+	}
+	if s := d.model.crossCheck(acks, tombstones, d.srv.Pods(), !crash && d.closeErr == nil); s != "" {
+		return fmt.Errorf("the file's checkpoint is none the model allows after %s: %s", map[bool]string{true: "a crash", false: "a clean stop"}[crash], s)
 	}
 	if d.damaged && d.settled && !crash {
 		d.damaged = false
@@ -478,21 +533,30 @@ func (d *driver) shutdown() {
 	d.cancel()
 	<-d.done
 	d.stopClock()
+	d.diffStop()
 	if d.cp != nil {
 		d.cp.Close()
 	}
-	if err := d.db.Close(); err != nil {
-		d.logf("    close: %v", err)
+	d.closeErr = d.db.Close()
+	if d.closeErr != nil {
+		d.logf("    close: %v", d.closeErr)
 	}
 	d.weak.snapshots.Wait()
+	d.removeObs()
 	d.inf, d.db, d.cp = nil, nil, nil
 }
 
 func (d *driver) ack(p float64) error {
+	var acked []string
 	for _, obj := range d.cpRec.takeToAck(func() bool { return d.rng.Float64() < p }) {
 		if err := d.cp.Ack(obj); err != nil {
 			return fmt.Errorf("ack: %w", err)
 		}
+		d.model.ack(obj)
+		acked = append(acked, ackString(obj))
+	}
+	if len(acked) > 0 {
+		d.logf("    acked %s", strings.Join(acked, " "))
 	}
 	return nil
 }

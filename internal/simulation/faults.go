@@ -94,6 +94,7 @@ func (s *Server) fire(kind string, opts metav1.ListOptions) {
 	clear(s.triggers[len(keep):])
 	s.triggers = keep
 	var crash *trigger
+	var wrote []*trigger
 	for _, t := range due {
 		s.counts["fired"]++
 		s.counts["fired-"+t.do]++
@@ -127,9 +128,18 @@ func (s *Server) fire(kind string, opts metav1.ListOptions) {
 		case ActCrash:
 			crash = t
 		}
+		switch t.do {
+		case ActCompact, ActCreate, ActUpdate, ActDelete, ActRestart:
+			wrote = append(wrote, t)
+		}
 	}
-	onCrash := s.onCrash
+	onCrash, onWrite := s.onCrash, s.onWrite
 	s.mu.Unlock()
+	if onWrite != nil {
+		for _, t := range wrote {
+			onWrite(t.do, t.key, t.arg)
+		}
+	}
 	if crash != nil && onCrash != nil {
 		onCrash(crash.String())
 	}

@@ -2,6 +2,7 @@ package simulation
 
 import (
 	"fmt"
+	"runtime"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -43,13 +44,16 @@ func (d *driver) check() error {
 			return fmt.Errorf("bounded cache holds %d decoded objects, bound %d", n, d.cfg.CacheObjects)
 		}
 	}
-	return nil
+	return d.checkSettled()
 }
 
 // pending says what is not settled yet; "" once everything is.
 func (d *driver) pending(want map[string]Version) string {
 	if !d.inf.HasSynced() {
 		return "informer not synced"
+	}
+	if s := d.diffPending(); s != "" {
+		return s
 	}
 	got, err := storeState(d.inf)
 	if err != nil {
@@ -78,6 +82,7 @@ func (d *driver) pending(want map[string]Version) string {
 func storeState(inf *bcache.Informer) (out map[string]Version, err error) {
 	defer func() {
 		if p := recover(); p != nil {
+			repanicUndocumented(p)
 			err = fmt.Errorf("store List panicked: %v", p)
 		}
 	}()
@@ -90,4 +95,16 @@ func storeState(inf *bcache.Informer) (out map[string]Version, err error) {
 		out[p.Namespace+"/"+p.Name] = Version{UID: p.UID, RV: p.ResourceVersion}
 	}
 	return out, nil
+}
+
+// repanicUndocumented panics again with p unless it is the documented panic
+// of a read that failed (an error value). A runtime error may have left a
+// lock held: going on would hang the run, which should fail with the panic.
+func repanicUndocumented(p any) {
+	if _, ok := p.(runtime.Error); ok {
+		panic(p)
+	}
+	if _, ok := p.(error); !ok {
+		panic(p)
+	}
 }

@@ -181,6 +181,7 @@ func (d *driver) crashImage(what string) {
 		return // a closing file: the kill came too late to matter
 	}
 	m.image, m.what = b.Bytes(), what
+	d.model.freeze()
 }
 
 // crashPending reports whether a crash image waits to be used.

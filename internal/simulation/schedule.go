@@ -32,6 +32,14 @@ type Config struct {
 	Wire        bool // watches and recovery lists as protobuf bytes
 	Cut         bool // some of those bodies end early
 	RealBackoff bool // client-go's backoff (800 ms to 30 s) on a virtual clock
+
+	// Set by enrich (content.go); zero in a base schedule.
+	Differential bool  // client-go's informer beside ours (differential.go)
+	Content      bool  // rich creates: names that need escaping, long names and labels
+	HugeIndex    bool  // rich content with an index value longer than 32 KiB
+	CacheBytes   int64 // Persistence.CacheBytes; 0: no byte bound
+	BigObjects   bool  // rich content larger than CacheBytes
+	Damage       bool  // the damage kinds of damagekinds.go
 }
 
 func (c Config) String() string {
@@ -50,8 +58,12 @@ func (c Config) String() string {
 		Lag, CachePages                            bool
 		PageCap                                    int
 		Wire, Cut, RealBackoff                     bool
+		Differential, Content, HugeIndex           bool
+		CacheBytes                                 int64
+		BigObjects, Damage                         bool
 	}{c.Recovery, c.Workers, c.FullListAt, c.WarmListBelow, c.SyncedAtOpen, c.CacheObjects, c.PageSize, c.BatchLimit, c.Checkpoint, c.CheckpointLate, c.ExpireInStream, c.Window,
-		c.Instances, c.Lag, c.CachePages, c.PageCap, c.Wire, c.Cut, c.RealBackoff})
+		c.Instances, c.Lag, c.CachePages, c.PageCap, c.Wire, c.Cut, c.RealBackoff,
+		c.Differential, c.Content, c.HugeIndex, c.CacheBytes, c.BigObjects, c.Damage})
 }
 
 // Op is a kind of step.
@@ -85,6 +97,12 @@ const (
 	OpArm         Op = "arm"           // before the N-th request of Kind from now (or commit): Do (faults.go)
 	OpRestartOne  Op = "restart-one"   // apiserver N restarts alone
 	OpQuiet       Op = "quiet"         // no bookmarks for the next N steps
+
+	OpCreateRich   Op = "create-rich"   // create Key with rich content of variant N (content.go)
+	OpDamageBucket Op = "damage-bucket" // a sub-bucket of the collection missing (damagekinds.go)
+	OpDamageHeader Op = "damage-header" // the header of the N-th stored record
+	OpDamageIndex  Op = "damage-index"  // an index entry
+	OpDamageMeta   Op = "damage-meta"   // a value of the collection's meta bucket
 )
 
 // Step is one step of a schedule.
@@ -116,7 +134,7 @@ func (s Step) String() string {
 		b.WriteString(" " + s.Key)
 	}
 	switch s.Op {
-	case OpOtherWrites, OpRestart, OpDamageR, OpRestartOne, OpQuiet:
+	case OpOtherWrites, OpRestart, OpDamageR, OpRestartOne, OpQuiet, OpCreateRich, OpDamageBucket, OpDamageHeader, OpDamageIndex, OpDamageMeta:
 		fmt.Fprintf(&b, " n=%d", s.N)
 	case OpInject:
 		fmt.Fprintf(&b, " %s %d x%d", s.Kind, s.Code, s.N)
@@ -143,8 +161,23 @@ type weighted struct {
 	w  int
 }
 
-// Generate returns seed's schedule of about n steps.
+// Generate returns seed's schedule of about n steps, with the weak server's
+// steps (weakschedule.go) and enriched (content.go).
 func Generate(seed int64, n int) Schedule {
+	s := generate(seed, n, newWeakGen(seed))
+	enrich(&s)
+	return s
+}
+
+// GenerateBase returns seed's schedule as generated before the weak server
+// and the oracles' enrichment: the regression seeds' schedules.
+func GenerateBase(seed int64, n int) Schedule {
+	return generate(seed, n, nil)
+}
+
+// generate returns seed's schedule; weak, if not nil, adds the weak
+// server's configuration and steps.
+func generate(seed int64, n int, weak *weakGen) Schedule {
 	rng := rand.New(rand.NewSource(seed))
 	cfg := Config{
 		Recovery:       rng.Intn(4) != 0,
@@ -160,7 +193,6 @@ func Generate(seed int64, n int) Schedule {
 		Window:         2 + rng.Intn(20),
 		ExpireInStream: rng.Intn(2) == 0,
 	}
-	weak := newWeakGen(seed)
 	weak.config(&cfg)
 	existing := map[string]bool{}
 	up := false

@@ -23,6 +23,7 @@ var (
 	flagShrink   = flag.Duration("simulation.shrink", 45*time.Second, "time to spend shrinking the failing schedules, in all")
 	flagTimeout  = flag.Duration("simulation.timeout", 10*time.Second, "longest wait for the informer to sync or settle")
 	flagVerbose  = flag.Bool("simulation.verbose", false, "log every step of every seed")
+	flagBase     = flag.Bool("simulation.base", false, "run the seeds' base schedules, without the oracles' enrichment (as the regression seeds run)")
 )
 
 var (
@@ -31,18 +32,27 @@ var (
 	inspectErr  error
 )
 
-// verifyFile runs `inspect verify` on a closed cache file, building inspect
-// once per test binary.
-func verifyFile(path string) error {
+// buildInspect builds inspect once per test binary; a child process uses
+// its parent's.
+func buildInspect() error {
 	inspectOnce.Do(func() {
+		if *flagInspect != "" {
+			inspectBin = *flagInspect
+			return
+		}
 		inspectBin = filepath.Join(binDir, "inspect")
 		out, err := exec.Command("go", "build", "-o", inspectBin, "github.com/boltinformer/boltinformer/cmd/inspect").CombinedOutput()
 		if err != nil {
 			inspectErr = fmt.Errorf("building inspect: %v\n%s", err, out)
 		}
 	})
-	if inspectErr != nil {
-		return inspectErr
+	return inspectErr
+}
+
+// verifyFile runs `inspect verify` on a closed cache file.
+func verifyFile(path string) error {
+	if err := buildInspect(); err != nil {
+		return err
 	}
 	out, err := exec.Command(inspectBin, "verify", path).CombinedOutput()
 	if err != nil {
@@ -69,6 +79,7 @@ var regressionSeeds = []int64{
 
 type seedResult struct {
 	sched Schedule
+	base  bool // the base schedule, not enriched
 	fail  *Failure
 	took  time.Duration
 	stats map[string]int
@@ -78,7 +89,12 @@ type seedResult struct {
 // and reports each failing seed with its failure and the shortest schedule
 // found that still fails.
 func TestSimulation(t *testing.T) {
+	if *flagChild != "" {
+		runChild(t)
+		return
+	}
 	var seeds []int64
+	baseSeeds := map[int64]bool{} // seeds run with their base schedules
 	if *flagSeed >= 0 {
 		seeds = []int64{*flagSeed}
 	} else {
@@ -86,7 +102,12 @@ func TestSimulation(t *testing.T) {
 			seeds = append(seeds, *flagFirst+int64(i))
 		}
 		if !flagGiven("simulation.seeds") && !flagGiven("simulation.first") {
+			// The regression seeds keep the schedules that found their
+			// defects.
 			seeds = append(seeds, regressionSeeds...)
+			for _, s := range regressionSeeds {
+				baseSeeds[s] = true
+			}
 		}
 	}
 	base := t.TempDir()
@@ -96,6 +117,9 @@ func TestSimulation(t *testing.T) {
 			return &Failure{Step: -1, What: err.Error()}
 		}
 		defer os.RemoveAll(dir)
+		if !*flagInProcess {
+			return runInChild(sched, dir, logf, stats)
+		}
 		return Run(sched, Env{Dir: dir, Verify: verifyFile, Timeout: *flagTimeout, Logf: logf, Stats: stats})
 	}
 	results := make([]seedResult, len(seeds))
@@ -105,7 +129,11 @@ func TestSimulation(t *testing.T) {
 	for range max(*flagParallel, 1) {
 		wg.Go(func() {
 			for i := range work {
+				plain := *flagBase || baseSeeds[seeds[i]]
 				sched := Generate(seeds[i], *flagSteps)
+				if plain {
+					sched = GenerateBase(seeds[i], *flagSteps)
+				}
 				var logf func(string, ...any)
 				if *flagVerbose {
 					t0 := time.Now()
@@ -116,7 +144,7 @@ func TestSimulation(t *testing.T) {
 				t0 := time.Now()
 				var stats map[string]int
 				fail := runOne(sched, logf, func(m map[string]int) { stats = m })
-				results[i] = seedResult{sched: sched, fail: fail, took: time.Since(t0), stats: stats}
+				results[i] = seedResult{sched: sched, base: plain, fail: fail, took: time.Since(t0), stats: stats}
 			}
 		})
 	}
@@ -145,7 +173,11 @@ func TestSimulation(t *testing.T) {
 		} else {
 			msg += fmt.Sprintf("\ntrace:\n  %s", strings.Join(r.fail.Trace, "\n  "))
 		}
-		msg += fmt.Sprintf("\nreproduce: go test ./internal/simulation -run '^TestSimulation$' -simulation.seed=%d -simulation.steps=%d -v", r.sched.Seed, *flagSteps)
+		baseFlag := ""
+		if r.base {
+			baseFlag = " -simulation.base"
+		}
+		msg += fmt.Sprintf("\nreproduce: go test ./internal/simulation -run '^TestSimulation$' -simulation.seed=%d -simulation.steps=%d%s -v", r.sched.Seed, *flagSteps, baseFlag)
 		t.Error(msg)
 	}
 	t.Logf("%d seeds (%d failed) of %d steps in %v, %d at a time", len(seeds), failed, *flagSteps, elapsed.Round(time.Millisecond), *flagParallel)

@@ -20,7 +20,11 @@ func newWeakGen(seed int64) *weakGen {
 }
 
 // config chooses the server's weaknesses, the wire path and the clock.
+// A nil weakGen (a base schedule) chooses none.
 func (g *weakGen) config(c *Config) {
+	if g == nil {
+		return
+	}
 	r := g.rng
 	c.Instances = []int{1, 1, 2, 3}[r.Intn(4)]
 	c.Lag = r.Intn(2) == 0
@@ -37,6 +41,9 @@ func (g *weakGen) config(c *Config) {
 // apiserver's restart on its own, a spell without bookmarks. None of
 // them waits for the informer, so that they leave it as busy as it was.
 func (g *weakGen) before(c Config, up bool) []Step {
+	if g == nil {
+		return nil
+	}
 	r := g.rng
 	var out []Step
 	if r.Float64() < g.arm {
@@ -54,7 +61,7 @@ func (g *weakGen) before(c Config, up bool) []Step {
 // beforeStart returns the steps to insert before the first start: in half
 // the seeds, a trigger that strikes the cold start's list.
 func (g *weakGen) beforeStart(c Config) []Step {
-	if g.rng.Intn(2) == 0 {
+	if g == nil || g.rng.Intn(2) == 0 {
 		return nil
 	}
 	kinds := []weightedKind{{KindList, 2}, {KindCommit, 2}}
@@ -111,7 +118,7 @@ func (g *weakGen) triggerOf(c Config, kinds []weightedKind) Step {
 // mark makes s a step that does not wait, in the share noWait of the
 // steps that change something while the informer runs.
 func (g *weakGen) mark(s *Step, up bool) {
-	if !up || s.Op == OpStart || g.rng.Float64() >= g.noWait {
+	if g == nil || !up || s.Op == OpStart || g.rng.Float64() >= g.noWait {
 		return
 	}
 	s.NoWait = true

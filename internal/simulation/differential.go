@@ -1,0 +1,343 @@
+package simulation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// The differential mode runs client-go's own informer
+// (cache.NewSharedIndexInformerWithOptions, with the same indexers) beside
+// ours for as long as ours runs, with the same handlers, and compares each
+// handler's notifications key by key at every settled point: kind (add,
+// update, delete), the objects' UIDs and resourceVersions, isInInitialList,
+// and a DeletedFinalStateUnknown against a plain deletion.
+//
+// Client-go's informer lists and watches a mirror: a second Server to
+// which the driver repeats every change of the server (the same writes
+// give the same UIDs and revisions), so each informer has watches of its
+// own on the same history and injected errors reach ours alone. The
+// mirror's watch cache is unbounded, its watches never end (an apiserver
+// restart is repeated on it as the revisions other writers made, and a
+// watch's end not at all), and it injects no errors: client-go never
+// relists after its first list, so its stream is the ideal one. Its
+// reflector relists after a watch that ends within a second with no event,
+// and backs off 0.8 s and more before it: that would delay every step.
+//
+// Legitimate differences, each left out of the comparison:
+//   - Across keys the two interleave as they will: notifications are
+//     compared per key.
+//   - Ours relists or recovers after a 410, a read error or a fault where
+//     client-go watched on: a change found by a list reaches handlers as a
+//     list's notification (a DeletedFinalStateUnknown for a deletion, one
+//     update for a deletion and a creation of the key), which a watch
+//     gives otherwise. A settled point's notifications are compared only
+//     if neither informer made a list request (a full, metadata or
+//     one-object list) since the one before. A list that brings a change
+//     made since the last settled point was served after that change, so
+//     it is counted before the change's settled point.
+//   - A warm start gives the stored states as initial adds, then the
+//     changes made while it was down; client-go lists the current states.
+//     The notifications up to a start's settled point are compared only
+//     for a start on a new file (a cold start).
+//   - After a relist, client-go gives every handler an update with an
+//     unchanged resourceVersion for each unchanged object: its handlers
+//     without a resync period count as resyncing until their first resync
+//     check, which never comes. Ours does so after a cold start, and after
+//     a warm start gives them only to handlers with a resync period
+//     (docs/cache.md). Such an update changes no handler's view, so a
+//     settled point does not wait for it: a relist made before one may
+//     deliver it after it. Neither informer's are recorded.
+//   - The checkpoint's handler has no counterpart in client-go.
+//
+// What client-go guarantees whatever the path is checked everywhere:
+// after the settled point at which a handler joined, it never gets an add
+// with isInInitialList true (client-go's RealFIFO sets it only until its
+// initial list is processed, and gives a late handler's synthetic adds
+// true).
+type differential struct {
+	mirror *Server
+	inf    cache.SharedIndexInformer
+	cancel context.CancelFunc
+	done   chan struct{}
+	pairs  []*tapePair
+	// lists counts both informers' list requests at the settled point
+	// before; cold says the span began on a new file.
+	lists int
+	cold  bool
+}
+
+// tapePair is one handler on both informers.
+type tapePair struct {
+	name      string
+	ours, cg  *tape
+	joinedNow bool // registered since the last settled point
+	first     bool // this segment is the span's first (the start's)
+}
+
+// tape records a handler's notifications per key, as tokens.
+type tape struct {
+	mu    sync.Mutex
+	byKey map[string][]string
+}
+
+func newTape() *tape { return &tape{byKey: map[string][]string{}} }
+
+func (t *tape) note(key, token string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.byKey[key] = append(t.byKey[key], token)
+}
+
+// take returns and forgets what was recorded.
+func (t *tape) take() map[string][]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := t.byKey
+	t.byKey = map[string][]string{}
+	return out
+}
+
+// taped is a handler that records to a tape, then to a recorder, which
+// checks each notification. In that order: a settled point, which the
+// recorder's view reveals, then finds the notification on the tape.
+type taped struct {
+	rec  *recorder
+	tape *tape
+}
+
+func (h taped) OnAdd(obj interface{}, initial bool) {
+	p := obj.(*corev1.Pod)
+	h.tape.note(p.Namespace+"/"+p.Name, fmt.Sprintf("add %s@%s initial=%v", p.UID, p.ResourceVersion, initial))
+	h.rec.OnAdd(obj, initial)
+}
+
+func (h taped) OnUpdate(oldObj, newObj interface{}) {
+	old, p := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
+	if old.ResourceVersion != p.ResourceVersion { // else a relist's update of an unchanged object
+		h.tape.note(p.Namespace+"/"+p.Name, fmt.Sprintf("update %s@%s -> %s@%s", old.UID, old.ResourceVersion, p.UID, p.ResourceVersion))
+	}
+	h.rec.OnUpdate(oldObj, newObj)
+}
+
+func (h taped) OnDelete(obj interface{}) {
+	defer h.rec.OnDelete(obj)
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		h.tape.note(o.Namespace+"/"+o.Name, fmt.Sprintf("delete %s@%s", o.UID, o.ResourceVersion))
+	case cache.DeletedFinalStateUnknown:
+		what := "no object"
+		if p, ok := o.Obj.(*corev1.Pod); ok && p != nil {
+			what = fmt.Sprintf("%s@%s", p.UID, p.ResourceVersion)
+		}
+		h.tape.note(o.Key, "delete(DeletedFinalStateUnknown) "+what)
+	}
+}
+
+// diffInit creates the mirror, if the run is differential.
+func (d *driver) diffInit() {
+	if d.cfg.Differential {
+		d.diff = &differential{mirror: NewServer(ServerOptions{Window: 1 << 30})}
+		d.srv.onWrite = d.mirrorTrigger
+	}
+}
+
+// mirrorTrigger repeats on the mirror what a trigger wrote on the server
+// (faults.go), moving its revision as the server's moved.
+func (d *driver) mirrorTrigger(do, key string, arg int) {
+	m := d.diff.mirror
+	switch do {
+	case ActCreate:
+		m.Create(key, arg)
+	case ActUpdate:
+		m.Update(key, arg)
+	case ActDelete:
+		m.Delete(key)
+	case ActCompact:
+		m.OtherWrites(1)
+		m.Compact()
+	case ActRestart:
+		m.OtherWrites(1)
+	}
+}
+
+// mirrorStep repeats on the mirror what step st changes on the server.
+func (d *driver) mirrorStep(st Step) {
+	if d.diff == nil {
+		return
+	}
+	m := d.diff.mirror
+	switch st.Op {
+	case OpCreate:
+		m.Create(st.Key, d.gen)
+	case OpUpdate:
+		m.Update(st.Key, d.gen)
+	case OpDelete:
+		m.Delete(st.Key)
+	case OpRecreate:
+		if m.Delete(st.Key) {
+			m.Create(st.Key, d.gen)
+		}
+	case OpCreateRich:
+		createRich(m, st.Key, d.gen, st.N, d.cfg)
+	case OpOtherWrites:
+		m.OtherWrites(st.N)
+	case OpBookmark:
+		m.Bookmark()
+	case OpRestart:
+		m.OtherWrites(st.N)
+	case OpCompact:
+		m.Compact()
+	}
+}
+
+// mirrorBookmark sends the mirror's watches a bookmark, as the driver's
+// waits do the server's.
+func (d *driver) mirrorBookmark() {
+	if d.diff != nil {
+		d.diff.mirror.Bookmark()
+	}
+}
+
+// listRequests counts both informers' list requests so far.
+func (d *driver) listRequests() int {
+	c := d.srv.Counts()
+	return c[KindList] + c[KindMeta] + c[KindFetch] + d.diff.mirror.Counts()[KindList]
+}
+
+// diffStart starts client-go's informer beside ours, with the plain
+// handler; cold says ours starts on a new file.
+func (d *driver) diffStart(cold bool) error {
+	if d.diff == nil {
+		return nil
+	}
+	df := d.diff
+	n := d.listRequests()
+	df.lists, df.cold, df.pairs = n, cold, nil
+	df.inf = cache.NewSharedIndexInformerWithOptions(df.mirror.ListerWatcher(), &corev1.Pod{}, cache.SharedIndexInformerOptions{Indexers: simIndexers()})
+	_ = df.inf.SetWatchErrorHandlerWithContext(func(context.Context, *cache.Reflector, error) {})
+	if err := d.diffHandler("plain", true); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	df.cancel, df.done = cancel, make(chan struct{})
+	go func() { defer close(df.done); df.inf.RunWithContext(ctx) }()
+	return nil
+}
+
+// diffHandler registers on client-go's informer the counterpart of ours'
+// handler name, which is registered next (handler).
+func (d *driver) diffHandler(name string, first bool) error {
+	df := d.diff
+	if df == nil || df.inf == nil {
+		return nil
+	}
+	r := newRecorder("client-go "+name, df.mirror)
+	t := newTape()
+	reg, err := df.inf.AddEventHandler(taped{rec: r, tape: t})
+	if err != nil {
+		return fmt.Errorf("client-go handler: %w", err)
+	}
+	d.plain = append(d.plain, r)
+	d.regs[r] = reg
+	df.pairs = append(df.pairs, &tapePair{name: name, ours: newTape(), cg: t, joinedNow: true, first: first})
+	return nil
+}
+
+// handler returns what to register on ours for recorder r: r itself, or r
+// with the tape of its pair, registered on client-go's informer first.
+func (d *driver) handler(r *recorder) cache.ResourceEventHandler {
+	if d.diff == nil || d.diff.inf == nil {
+		return r
+	}
+	for _, p := range d.diff.pairs {
+		if p.name == r.name {
+			return taped{rec: r, tape: p.ours}
+		}
+	}
+	return r
+}
+
+// diffStop stops client-go's informer.
+func (d *driver) diffStop() {
+	if d.diff == nil || d.diff.inf == nil {
+		return
+	}
+	d.diff.cancel()
+	<-d.diff.done
+	d.diff.inf = nil
+}
+
+// diffPending says what client-go's informer has not settled yet; its
+// handlers are among the driver's recorders.
+func (d *driver) diffPending() string {
+	if d.diff == nil || d.diff.inf == nil || d.diff.inf.HasSynced() {
+		return ""
+	}
+	return "client-go's informer not synced"
+}
+
+// diffSettled compares, at a settled point, what the handlers of both
+// informers were told since the last one, and client-go's reads.
+func (d *driver) diffSettled(pods map[string]*corev1.Pod, absent []string) error {
+	df := d.diff
+	if df == nil || df.inf == nil {
+		return nil
+	}
+	if diff := diffViews(df.mirror.Objects(), d.srv.Objects()); diff != "" {
+		return fmt.Errorf("the differential's mirror server diverged from the server (a change it does not repeat): %s", diff)
+	}
+	if s := checkReads(df.inf.GetIndexer(), pods, absent); s != "" {
+		return fmt.Errorf("client-go's reads differ from the server (the read oracle asks what client-go does not answer): %s", s)
+	}
+	n := d.listRequests()
+	exact := n == df.lists
+	df.lists = n
+	var out []string
+	for _, p := range df.pairs {
+		ours, cg := p.ours.take(), p.cg.take()
+		if !p.joinedNow {
+			for who, got := range map[string]map[string][]string{"ours": ours, "client-go's": cg} {
+				for key, tokens := range got {
+					for _, tok := range tokens {
+						if strings.HasSuffix(tok, "initial=true") {
+							out = append(out, fmt.Sprintf("handler %s (%s): %s %s after the settled point it joined at: isInInitialList is true only for the initial list", p.name, who, key, tok))
+						}
+					}
+				}
+			}
+		}
+		compare := exact || (p.first && df.cold)
+		p.joinedNow, p.first = false, false
+		if !compare {
+			continue
+		}
+		keys := map[string]bool{}
+		for k := range ours {
+			keys[k] = true
+		}
+		for k := range cg {
+			keys[k] = true
+		}
+		for _, k := range slicesSorted(func(yield func(string) bool) {
+			for k := range keys {
+				if !yield(k) {
+					return
+				}
+			}
+		}) {
+			if !slices.Equal(ours[k], cg[k]) {
+				out = append(out, fmt.Sprintf("handler %s, key %s: ours %v, client-go %v", p.name, k, ours[k], cg[k]))
+			}
+		}
+	}
+	if len(out) > 0 {
+		return fmt.Errorf("differential: %s", strings.Join(out, "; "))
+	}
+	return nil
+}
