@@ -426,6 +426,9 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 				return err
 			}
 		}
+		if err := writeJournalRecord(b, &journalState{}); err != nil {
+			return err
+		}
 	}
 	if err := c.load(tx); err != nil {
 		return err

@@ -156,6 +156,9 @@ func (c *Collection) emptyTx(b *bolt.Bucket) error {
 			return err
 		}
 	}
+	if err := writeJournalRecord(b, &journalState{}); err != nil {
+		return err
+	}
 	if err := writeTreeBytes(b, 0); err != nil {
 		return err
 	}
