@@ -131,6 +131,9 @@ type Collection struct {
 	// journalSetAside is why DB.Collection set the journal aside, if it
 	// did (see JournalSetAside).
 	journalSetAside error
+	// rebuiltAtOpen is why DB.Collection rebuilt damaged index entries or
+	// versions, if it did (see RebuiltAtOpen).
+	rebuiltAtOpen error
 	// droppedCheckpoints names the checkpoints DB.Collection dropped as
 	// abandoned (see DroppedCheckpoints).
 	droppedCheckpoints []string
@@ -219,6 +222,9 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 	}
 	if c.damageSetAside != nil {
 		utilruntime.HandleError(fmt.Errorf("boltinformer: collection %q in %s: %w; it was emptied, and its owner lists it again as on a cold start", name, db.path, c.damageSetAside))
+	}
+	if c.rebuiltAtOpen != nil {
+		utilruntime.HandleError(fmt.Errorf("boltinformer: collection %q in %s: damaged entries were found and rebuilt from the stored objects, losing nothing: %w", name, db.path, c.rebuiltAtOpen))
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -446,6 +452,9 @@ func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error
 	if abandoned, unstamped := c.abandonedCheckpoints(b); len(abandoned)+len(unstamped) > 0 {
 		return false, nil
 	}
+	if damaged, versionsErr := checkDerived(b, c.indexes); len(damaged) > 0 || versionsErr != nil {
+		return false, nil // rebuilt by create
+	}
 	if b.Bucket(format.VersionsBucket) == nil {
 		return false, nil // built by create
 	}
@@ -500,6 +509,9 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 	}
 	var err error
 	if c.droppedCheckpoints, err = c.dropAbandonedCheckpointsTx(b); err != nil {
+		return err
+	}
+	if err := c.dropDamagedDerivedTx(b); err != nil {
 		return err
 	}
 	if b.Bucket(format.VersionsBucket) == nil {

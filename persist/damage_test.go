@@ -277,3 +277,64 @@ func TestFileWithoutCollectionsIsCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Index entries and versions are derived from the records, so a writable
+// open rebuilds them when one is damaged, and the collection resumes with
+// nothing set aside. A byValue entry that names no object failed every
+// read of its index (IndexValues, and List once it loaded the indexes into
+// memory): no set-aside of an object removes it. A byKey value that does
+// not decode failed every commit that changed its key, and with it every
+// commit and Close of the file.
+func TestDamagedIndexEntriesAreRebuilt(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(b *bolt.Bucket) error
+	}{
+		{"byValue entry naming no object", func(b *bolt.Bucket) error {
+			return b.Bucket(format.IndexesBucket).Bucket([]byte("name")).Bucket(format.ByValueBucket).Put([]byte{0xff, 0xff, 0x03, 'a'}, nil)
+		}},
+		{"byKey value not a list", func(b *bolt.Bucket) error {
+			return b.Bucket(format.IndexesBucket).Bucket([]byte("name")).Bucket(format.ByKeyBucket).Put([]byte("ns/c"), []byte{0xc1, 0xc1})
+		}},
+		{"version not one", func(b *bolt.Bucket) error {
+			return b.Bucket(format.VersionsBucket).Put([]byte("ns/c"), []byte{0xff, 0xff, 0xff})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			writeDamageFixture(t, path)
+			updateFile(t, path, func(tx *bolt.Tx) error {
+				return tc.damage(tx.Bucket(format.CollectionsBucket).Bucket([]byte("cms")))
+			})
+			db := openDB(t, path, persist.Options{JournalShare: -1}) // commits write the trees
+			opts := persist.CollectionOptions{Indexes: map[string]string{"name": "1"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}}
+			c, err := openNoPanic(db, "cms", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.ResourceVersion() != "3" || c.MustList() {
+				t.Errorf("the collection opens at resourceVersion %q, must-list %t; want 3, false", c.ResourceVersion(), c.MustList())
+			}
+			if err := c.RebuiltAtOpen(); !errors.Is(err, persist.ErrCorruptRecord) {
+				t.Errorf("RebuiltAtOpen() = %v, want the damage found", err)
+			}
+			values, err := c.IndexValues("name")
+			if err != nil || !slices.Equal(values, []string{"a", "c"}) {
+				t.Errorf("IndexValues(name) = %v, %v; want [a c]", values, err)
+			}
+			if objs, err := c.List(); err != nil || len(objs) != 2 {
+				t.Errorf("List() = %d objects, %v; want 2", len(objs), err)
+			}
+			if v, err := c.Versions(); err != nil || v["ns/c"].ResourceVersion != "1" {
+				t.Errorf("Versions() = %v, %v; want ns/c at 1", v, err)
+			}
+			putNamed(t, c, "4", cm("c", "4"))
+			if err := db.Flush(context.Background()); err != nil {
+				t.Fatalf("commit of the damaged key: %v", err)
+			}
+			if keys, err := c.IndexKeys("name", "c"); err != nil || !slices.Equal(keys, []string{"ns/c"}) {
+				t.Errorf("IndexKeys(name, c) = %v, %v; want [ns/c]", keys, err)
+			}
+		})
+	}
+}

@@ -63,9 +63,12 @@ func TestEveryDamageOfTheFile(t *testing.T) {
 	fixtures := []struct {
 		name  string
 		write func(*testing.T, string)
+		// version is the version the writable open gives the index. A
+		// version other than the stored one rebuilds it from the records.
+		version string
 	}{
-		{"journaled", writeDamageFixture},
-		{"folding", writeFoldingFixture},
+		{"journaled", writeDamageFixture, "1"},
+		{"folding", writeFoldingFixture, "1"},
 	}
 	for _, fx := range fixtures {
 		t.Run(fx.name, func(t *testing.T) {
@@ -104,7 +107,9 @@ func TestEveryDamageOfTheFile(t *testing.T) {
 								wantNow.rv = want.rv
 							}
 						}
-						checkDamagedFile(t, path, wantNow, !treeEntryDamage(site, m))
+						opts := damageOpts
+						opts.Indexes = map[string]string{"name": fx.version}
+						checkDamagedFile(t, path, opts, wantNow, !treeEntryDamage(site, m))
 					})
 				}
 			}
@@ -346,9 +351,10 @@ func randomBytes(rng *rand.Rand, n int) []byte {
 var damageOpts = persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "1"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}}
 
 // checkDamagedFile runs the contract's checks (see TestEveryDamageOfTheFile)
-// on the damaged file at path; want is what the undamaged file served.
-// With checkContent, a resumed collection must serve it.
-func checkDamagedFile(t *testing.T, path string, want served, checkContent bool) {
+// on the damaged file at path, opening its collection for writing with
+// opts; want is what the undamaged file served. With checkContent, a
+// resumed collection must serve it.
+func checkDamagedFile(t *testing.T, path string, opts persist.CollectionOptions, want served, checkContent bool) {
 	ctx := context.Background()
 
 	// A read-only open, as inspect's.
@@ -364,7 +370,7 @@ func checkDamagedFile(t *testing.T, path string, want served, checkContent bool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := openNoPanic(db, "cms", damageOpts)
+	c, err := openNoPanic(db, "cms", opts)
 	if err != nil {
 		t.Fatalf("open of the collection for writing: %v", err)
 	}
@@ -392,6 +398,9 @@ func checkDamagedFile(t *testing.T, path string, want served, checkContent bool)
 	}
 
 	putNamed(t, c, "4", cm("a", "4"), cm("d", "4"))
+	if err := c.Apply([]persist.Op{{Key: "ns/c", Delete: true, DeletedAt: "4"}}, "4"); err != nil {
+		t.Fatal(err)
+	}
 	put(t, other, "9", cm("x", "9"))
 	if err := db.Flush(ctx); err != nil {
 		t.Fatalf("commit after the open: %v", err)
@@ -409,19 +418,21 @@ func checkDamagedFile(t *testing.T, path string, want served, checkContent bool)
 	// What a resumed collection serves after the commits.
 	wantAfter := want
 	wantAfter.rv = "4"
-	wantAfter.keys = slices.Sorted(slices.Values(append(slices.DeleteFunc(slices.Clone(want.keys), func(k string) bool { return k == "ns/d" }), "ns/d")))
+	wantAfter.keys = slices.Sorted(slices.Values(append(slices.DeleteFunc(slices.Clone(want.keys), func(k string) bool { return k == "ns/c" || k == "ns/d" }), "ns/d")))
 	wantAfter.objects = maps.Clone(want.objects)
 	wantAfter.objects["ns/a"], wantAfter.objects["ns/d"] = "4", "4"
+	delete(wantAfter.objects, "ns/c")
 	wantAfter.index = maps.Clone(want.index)
 	wantAfter.index["a"], wantAfter.index["d"] = []string{"ns/a"}, []string{"ns/d"}
+	delete(wantAfter.index, "c")
 	after := readCollection(t, "after the commits", c)
 	switch {
 	case len(after.errs) > 0:
 		t.Errorf("reads fail after the commits: %v", after.errs)
 	case resumed && after.content() != wantAfter.content():
 		t.Errorf("after the commits, the resumed collection serves\n%s\nwant\n%s", after.content(), wantAfter.content())
-	case after.objects["ns/d"] != "4" || !slices.Equal(after.index["d"], []string{"ns/d"}):
-		t.Errorf("after the commits, the collection serves %s, without ns/d at 4", after.content())
+	case after.objects["ns/d"] != "4" || !slices.Equal(after.index["d"], []string{"ns/d"}) || after.objects["ns/c"] != "" || slices.Contains(after.index["c"], "ns/c"):
+		t.Errorf("after the commits, the collection serves %s, without ns/d at 4 or with ns/c", after.content())
 	}
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close: %v", err)

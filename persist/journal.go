@@ -568,7 +568,7 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 		}
 		var err error
 		if ch.deleted {
-			err = objects.Delete(kb)
+			err = deleteValue(objects, kb)
 		} else {
 			var rec []byte
 			if rec, err = c.changeRecordTx(b, key, ch); err != nil {
@@ -580,7 +580,7 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 				// until the commit.
 				rec = bytes.Clone(rec)
 			}
-			err = objects.Put(kb, rec)
+			err = putValue(objects, kb, rec)
 			if j.treeBytes >= 0 {
 				j.treeBytes += int64(len(rec))
 			}
