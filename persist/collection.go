@@ -134,6 +134,9 @@ type Collection struct {
 	// rebuiltAtOpen is why DB.Collection rebuilt damaged index entries or
 	// versions, if it did (see RebuiltAtOpen).
 	rebuiltAtOpen error
+	// recordsSetAside is why an index build set records aside, if one did
+	// (see RecordsSetAside). Guarded by mu.
+	recordsSetAside error
 	// droppedCheckpoints names the checkpoints DB.Collection dropped as
 	// abandoned (see DroppedCheckpoints).
 	droppedCheckpoints []string
@@ -555,7 +558,7 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 			return err
 		}
 		c.dropJournalLayers(treeBytes)
-		if err := c.buildIndexes(tx, build, opts.Indexes, opts.IndexValues); err != nil {
+		if err := c.buildIndexes(tx, &c.journal, build, opts.Indexes, opts.IndexValues); err != nil {
 			return err
 		}
 	}
@@ -582,8 +585,11 @@ func splitIndexes(stored, named map[string]string) (use, dormant map[string]stri
 
 // buildIndexes creates the named indexes from the stored objects and records
 // their versions. An error from fn aborts the caller's transaction, so no
-// partial index survives.
-func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[string]string, fn IndexValuesFunc) error {
+// partial index survives. A record that does not decode cannot be indexed.
+// It is set aside with the must-list mark (setAsideUnreadableTx), because
+// an index build that failed on it would fail at every open. j is where
+// the journal stands, folded before any build.
+func (c *Collection) buildIndexes(tx *bolt.Tx, j *journalState, names []string, versions map[string]string, fn IndexValuesFunc) error {
 	sort.Strings(names)
 	for _, name := range names {
 		if err := checkBucketName("index", name); err != nil {
@@ -611,13 +617,17 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[stri
 		}
 		targets[i] = t
 	}
+	var unreadable []string
+	var why []error
 	err := b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
 		key := string(k)
 		obj, ok := c.cache.get(key)
 		if !ok {
 			var err error
 			if obj, err = c.db.codec.Decode(rec); err != nil {
-				return fmt.Errorf("key %q: %w", key, err)
+				unreadable = append(unreadable, key)
+				why = append(why, fmt.Errorf("key %q: %w", key, err))
+				return nil
 			}
 		}
 		for i, name := range names {
@@ -637,7 +647,50 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[stri
 	for _, name := range names {
 		c.indexes[name] = versions[name]
 	}
+	if len(unreadable) > 0 {
+		if err := c.setAsideUnreadableTx(b, j, unreadable, errors.Join(why...)); err != nil {
+			return err
+		}
+	}
 	return c.writeIndexVersions(b)
+}
+
+// setAsideUnreadableTx deletes the records of keys, which do not decode,
+// with their versions and index entries, and sets the must-list mark. The
+// checkpoints' acknowledgements of them become tombstones. why says what
+// could not be read, and RecordsSetAside reports it. The dormant indexes
+// are dropped, since they index the records deleted.
+func (c *Collection) setAsideUnreadableTx(b *bolt.Bucket, j *journalState, keys []string, why error) error {
+	objects := b.Bucket(format.ObjectsBucket)
+	records := make(map[string][]byte, len(keys))
+	for _, key := range keys {
+		records[key] = bytes.Clone(objects.Get([]byte(key)))
+	}
+	c.dormant = nil
+	deleted := &change{deleted: true}
+	if err := c.writeTrees(b, j, keys, func(string) *change { return deleted }); err != nil {
+		return err
+	}
+	if err := c.tombstoneUnstoredAcksTx(b, func() map[string][]byte { return records }); err != nil {
+		return err
+	}
+	if err := writeMustList(b.Bucket(format.CollMetaBucket), true); err != nil {
+		return err
+	}
+	c.mustList = true
+	c.recordsSetAside = errors.Join(c.recordsSetAside, why)
+	return nil
+}
+
+// RecordsSetAside returns why an index build set aside stored records that
+// do not decode, or nil. DB.Collection builds an index whose version
+// changed, and AddIndexes a new one, from the records. A record that does
+// not decode cannot be indexed. It was deleted, in the transaction that
+// built the index, which also set the must-list mark (see MustList).
+func (c *Collection) RecordsSetAside() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.recordsSetAside
 }
 
 // dropUnusedIndexes deletes the stored indexes not in use, and records the
@@ -921,19 +974,22 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 		for _, name := range build {
 			delete(c.dormant, name) // rebuilt at this version
 		}
-		var treeBytes int64
+		var j journalState
+		mustList, setAside := c.mustList, c.recordsSetAside
 		err := c.db.bolt.Update(func(tx *bolt.Tx) error {
-			var err error
-			if treeBytes, err = c.foldJournalForBuild(c.bucket(tx)); err != nil {
+			treeBytes, err := c.foldJournalForBuild(c.bucket(tx))
+			if err != nil {
 				return err
 			}
-			return c.buildIndexes(tx, build, versions, fn)
+			j = journalState{treeBytes: treeBytes}
+			return c.buildIndexes(tx, &j, build, versions, fn)
 		})
 		if err = c.db.closedErr(err); err != nil {
 			c.indexes, c.dormant = before, dormantBefore
+			c.mustList, c.recordsSetAside = mustList, setAside
 			return fmt.Errorf("adding indexes to %q: %w", c.name, err)
 		}
-		c.dropJournalLayers(treeBytes)
+		c.dropJournalLayers(j.treeBytes)
 	}
 	if c.memory() != nil {
 		// Every object is still cached, so load the new indexes beside the

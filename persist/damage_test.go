@@ -1,6 +1,7 @@
 package persist_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -334,6 +335,56 @@ func TestDamagedIndexEntriesAreRebuilt(t *testing.T) {
 			}
 			if keys, err := c.IndexKeys("name", "c"); err != nil || !slices.Equal(keys, []string{"ns/c"}) {
 				t.Errorf("IndexKeys(name, c) = %v, %v; want [ns/c]", keys, err)
+			}
+		})
+	}
+}
+
+// An index is built from the records: at open when its version changed,
+// and by AddIndexes. A record that does not decode cannot be indexed. The
+// build failed on it, and so did every later open or AddIndexes, until a
+// person deleted the file. The build now sets such a record aside, with
+// the must-list mark, in its transaction, and indexes the rest.
+func TestIndexBuildSetsAsideUnreadableRecords(t *testing.T) {
+	for _, add := range []bool{false, true} {
+		t.Run(fmt.Sprintf("AddIndexes=%t", add), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			writeDamageFixture(t, path)
+			updateFile(t, path, func(tx *bolt.Tx) error {
+				objects := tx.Bucket(format.CollectionsBucket).Bucket([]byte("cms")).Bucket(format.ObjectsBucket)
+				rec := bytes.Clone(objects.Get([]byte("ns/c")))
+				return objects.Put([]byte("ns/c"), rec[:len(rec)-4])
+			})
+			db := openDB(t, path, persist.Options{})
+			opts := persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "2"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}}
+			if add {
+				opts.Indexes = map[string]string{"name": "1"}
+			}
+			c, err := openNoPanic(db, "cms", opts)
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			if add {
+				if err := c.AddIndexes(context.Background(), map[string]string{"other": "1"}, byName); err != nil {
+					t.Fatalf("AddIndexes: %v", err)
+				}
+			}
+			if err := c.RecordsSetAside(); !errors.Is(err, persist.ErrCorruptRecord) {
+				t.Errorf("RecordsSetAside() = %v, want the record that did not decode", err)
+			}
+			keys, err := c.Keys()
+			if err != nil || !slices.Equal(keys, []string{"ns/a"}) || !c.MustList() || c.ResourceVersion() != "3" {
+				t.Errorf("the collection holds %v (%v), must-list %t, at resourceVersion %q; want [ns/a], must-list, at 3", keys, err, c.MustList(), c.ResourceVersion())
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db = openDB(t, path, persist.Options{})
+			if c, err = db.Collection("cms", opts); err != nil {
+				t.Fatalf("reopen: %v", err)
+			}
+			if !c.MustList() {
+				t.Error("the must-list mark was not kept")
 			}
 		})
 	}

@@ -69,6 +69,7 @@ func TestEveryDamageOfTheFile(t *testing.T) {
 	}{
 		{"journaled", writeDamageFixture, "1"},
 		{"folding", writeFoldingFixture, "1"},
+		{"reindexed", writeDamageFixture, "2"},
 	}
 	for _, fx := range fixtures {
 		t.Run(fx.name, func(t *testing.T) {

@@ -211,7 +211,7 @@ func (c *Collection) setAsideJournalTx(tx *bolt.Tx) error {
 	if b == nil {
 		return ErrNoCollection
 	}
-	if err := c.tombstoneUnstoredAcksTx(b); err != nil {
+	if err := c.tombstoneUnstoredAcksTx(b, func() map[string][]byte { return readableJournalRecords(b) }); err != nil {
 		return err
 	}
 	if err := b.DeleteBucket(format.JournalBucket); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
@@ -231,9 +231,8 @@ func (c *Collection) setAsideJournalTx(tx *bolt.Tx) error {
 // the object tree lacks into tombstones, as a commit deleting them would.
 // The set-aside drops those objects. The list that follows lacks them, and
 // so would tell no consumer of them. A tombstone keeps the newest state of
-// its key that the damaged journal still holds, if one can be read (see
-// Deleted).
-func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket) error {
+// its key that last, called once if needed, still holds (see Deleted).
+func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket, last func() map[string][]byte) error {
 	cb := b.Bucket(format.CheckpointsBucket)
 	if cb == nil {
 		return nil
@@ -246,7 +245,7 @@ func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket) error {
 		return err
 	}
 	objects := b.Bucket(format.ObjectsBucket)
-	var last map[string][]byte // read once, when first needed
+	var records map[string][]byte // read once, when first needed
 	for _, name := range names {
 		nb := cb.Bucket(name)
 		var gone [][]byte
@@ -261,8 +260,8 @@ func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket) error {
 		if len(gone) == 0 {
 			continue
 		}
-		if last == nil {
-			last = readableJournalRecords(b)
+		if records == nil {
+			records = last()
 		}
 		tb, err := b.CreateBucketIfNotExists(format.TombstonesBucket)
 		if err != nil {
@@ -279,7 +278,7 @@ func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket) error {
 			if nt.Get(k) != nil {
 				continue // an earlier deletion of the key is still to be told
 			}
-			if err := nt.Put(k, c.tombstoneValue(string(k), last[string(k)], "")); err != nil {
+			if err := nt.Put(k, c.tombstoneValue(string(k), records[string(k)], "")); err != nil {
 				return err
 			}
 		}
