@@ -226,6 +226,9 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 	if c.damageSetAside != nil {
 		utilruntime.HandleError(fmt.Errorf("boltinformer: collection %q in %s: %w; it was emptied, and its owner lists it again as on a cold start", name, db.path, c.damageSetAside))
 	}
+	if c.recordsSetAside != nil {
+		utilruntime.HandleError(fmt.Errorf("boltinformer: collection %q in %s: building an index: %w; the records were set aside, and its owner lists it again", name, db.path, c.recordsSetAside))
+	}
 	if c.rebuiltAtOpen != nil {
 		utilruntime.HandleError(fmt.Errorf("boltinformer: collection %q in %s: damaged entries were found and rebuilt from the stored objects, losing nothing: %w", name, db.path, c.rebuiltAtOpen))
 	}
