@@ -176,6 +176,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 			t := r.clock.NewTimer(r.catchUpTimeout + catchUpGrace)
 			deadline, stopDeadline = t.C(), t.Stop
 			// The read must follow the watch's start: see CatchUp.
+			r.catchUpWatched = true
 			reading.Go(func() { r.catchUpRead(readCtx) })
 		}
 		events, err := r.handleWatch(ctx, start, w, resyncErrC, propagateRVFromStart, deadline)
