@@ -138,6 +138,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		waited := backedOff
 		backedOff = false
 
+		r.watchTried = true
 		w, err := r.lw.WatchWithContext(ctx, options)
 		if err == nil && w == nil {
 			err = errors.New("ListerWatcher returned neither a watch nor an error")
@@ -176,7 +177,6 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 			t := r.clock.NewTimer(r.catchUpTimeout + catchUpGrace)
 			deadline, stopDeadline = t.C(), t.Stop
 			// The read must follow the watch's start: see CatchUp.
-			r.catchUpWatched = true
 			reading.Go(func() { r.catchUpRead(readCtx) })
 		}
 		events, err := r.handleWatch(ctx, start, w, resyncErrC, propagateRVFromStart, deadline)
