@@ -101,8 +101,19 @@ func (s *Informer) openStore(ctx context.Context) {
 		klog.FromContext(ctx).Info("Dropped checkpoints no handler had opened for the retention period (persist.Options.CheckpointRetention), with their acknowledgements and tombstones", "collection", s.name, "checkpoints", dropped)
 		s.opts.Metrics.countDroppedCheckpoints(s.name, len(dropped))
 	}
-	if err := s.persistent.coll.JournalSetAside(); err != nil {
+	// Stored state persist set aside at open, instead of resuming it, is
+	// reported and counted as a read error is.
+	coll := s.persistent.coll
+	if err := coll.DamageSetAside(); err != nil {
+		s.report(ctx, fmt.Errorf("boltinformer: collection %q: %w; it was emptied, and the informer starts cold", s.name, err))
+		s.opts.Metrics.countReset(s.name, resetReadError)
+	}
+	if err := coll.JournalSetAside(); err != nil {
 		s.report(ctx, fmt.Errorf("boltinformer: collection %q: %w; it was set aside, listing before the informer is synced", s.name, err))
+		s.opts.Metrics.countReset(s.name, resetReadError)
+	}
+	if err := coll.RecordsSetAside(); err != nil {
+		s.report(ctx, fmt.Errorf("boltinformer: collection %q: building an index: %w; the records were set aside, listing before the informer is synced", s.name, err))
 		s.opts.Metrics.countReset(s.name, resetReadError)
 	}
 	if s.persistent.coll.MustList() {

@@ -61,6 +61,14 @@ import (
 //
 // Losing an acknowledgement is always safe, because the consumer processes
 // the object again. The rules above only ever drop acknowledgements.
+//
+// Damage may drop them too: a checkpoint's buckets missing, or its
+// collection emptied at open (Collection.DamageSetAside). Nothing in the
+// file then says what the consumer processed. It is as after a cold start.
+// It is given every stored object again. An object it processed that is
+// gone before it is given again is told to it by nothing, as a deletion
+// while a cold-started consumer was down is not. A lost tombstone is such
+// a deletion too.
 
 // ErrCheckpointOpen is returned by Collection.Checkpoint for a name that is
 // already open. Two consumers sharing one checkpoint would skip each

@@ -131,6 +131,12 @@ type Collection struct {
 	// journalSetAside is why DB.Collection set the journal aside, if it
 	// did (see JournalSetAside).
 	journalSetAside error
+	// rebuiltAtOpen is why DB.Collection rebuilt damaged index entries or
+	// versions, if it did (see RebuiltAtOpen).
+	rebuiltAtOpen error
+	// recordsSetAside is why an index build set records aside, if one did
+	// (see RecordsSetAside). Guarded by mu.
+	recordsSetAside error
 	// droppedCheckpoints names the checkpoints DB.Collection dropped as
 	// abandoned (see DroppedCheckpoints).
 	droppedCheckpoints []string
@@ -220,6 +226,12 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 	if c.damageSetAside != nil {
 		utilruntime.HandleError(fmt.Errorf("boltinformer: collection %q in %s: %w; it was emptied, and its owner lists it again as on a cold start", name, db.path, c.damageSetAside))
 	}
+	if c.recordsSetAside != nil {
+		utilruntime.HandleError(fmt.Errorf("boltinformer: collection %q in %s: building an index: %w; the records were set aside, and its owner lists it again", name, db.path, c.recordsSetAside))
+	}
+	if c.rebuiltAtOpen != nil {
+		utilruntime.HandleError(fmt.Errorf("boltinformer: collection %q in %s: damaged entries were found and rebuilt from the stored objects, losing nothing: %w", name, db.path, c.rebuiltAtOpen))
+	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if _, ok := db.collections[name]; ok {
@@ -264,7 +276,11 @@ func (c *Collection) load(tx *bolt.Tx) error {
 	if err := c.loadJournal(b); err != nil {
 		return err
 	}
-	c.rv = string(meta.Get(format.RVKey))
+	rv := meta.Get(format.RVKey)
+	if len(rv) > 0 && !plausibleResourceVersion(rv) {
+		return damagedError("its resourceVersion %q is none a server gives", rv)
+	}
+	c.rv = string(rv)
 	c.mustList = meta.Get(format.MustListKey) != nil
 	c.loadClock(b)
 	c.provenance, c.indexes = provenance, indexes
@@ -273,7 +289,8 @@ func (c *Collection) load(tx *bolt.Tx) error {
 
 // errCollectionDamaged marks a collection whose structure cannot be read
 // at open. A bucket it needs is missing, a plain value stands where a
-// bucket belongs, or its metadata does not decode. Reads would fail or
+// bucket belongs or a bucket where a value does, or its metadata does not
+// decode. Its resourceVersion may be none a server gives. Reads would fail or
 // panic on it, and commits would fail for every collection of the file.
 // So DB.Collection empties it (setAsideDamagedTx), and a read-only open
 // fails.
@@ -309,7 +326,10 @@ var (
 // checkStructure returns an error wrapping errCollectionDamaged if the
 // collection b lacks a required sub-bucket, or holds a plain value where a
 // sub-bucket belongs. Below checkpoints and tombstones, each entry must be
-// a checkpoint's bucket, which commits write into.
+// a checkpoint's bucket, which commits write into. So must each entry of
+// indexes be an index's bucket, since an index built under its name would
+// fail. Meta and the checkpoints' stamps hold only values: a bucket there
+// hides a value, and fails every commit that writes it.
 func checkStructure(b *bolt.Bucket) error {
 	for _, name := range slices.Concat(requiredBuckets, optionalBuckets) {
 		if b.Get(name) != nil {
@@ -319,6 +339,30 @@ func checkStructure(b *bolt.Bucket) error {
 	for _, name := range requiredBuckets {
 		if b.Bucket(name) == nil {
 			return damagedError("it has no %q bucket", name)
+		}
+	}
+	err := b.Bucket(format.IndexesBucket).ForEach(func(k, v []byte) error {
+		if v != nil {
+			return damagedError("a plain value stands where index %q's bucket belongs", k)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, name := range [][]byte{format.CollMetaBucket, format.CheckpointSeenBucket} {
+		pb := b.Bucket(name)
+		if pb == nil {
+			continue
+		}
+		err := pb.ForEach(func(k, v []byte) error {
+			if v == nil {
+				return damagedError("a bucket stands where the value %q belongs in %q", k, name)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	for _, name := range [][]byte{format.CheckpointsBucket, format.TombstonesBucket} {
@@ -356,6 +400,27 @@ func checkIndexBuckets(b *bolt.Bucket, indexes map[string]string) error {
 	return nil
 }
 
+// plausibleResourceVersion reports whether rv could be a resourceVersion a
+// server gave. Kubernetes resourceVersions are opaque strings. Those an
+// apiserver gives are decimal etcd revisions, and other servers give
+// tokens of printable characters. So a value with bytes outside printable
+// ASCII, or longer than any token, is damage.
+func plausibleResourceVersion(rv []byte) bool {
+	if len(rv) > maxResourceVersion {
+		return false
+	}
+	for _, c := range rv {
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// maxResourceVersion bounds a plausible resourceVersion. An etcd revision
+// has at most 20 digits. The bound leaves room for other servers' tokens.
+const maxResourceVersion = 1024
+
 // setAsideDamagedTx deletes the collection, whose structure is damaged,
 // with everything below it. DB.Collection then creates it afresh. Its
 // checkpoints go with it, as whenever a collection starts cold.
@@ -368,8 +433,9 @@ func (c *Collection) setAsideDamagedTx(tx *bolt.Tx) error {
 }
 
 // DamageSetAside returns why DB.Collection found the collection's structure
-// damaged, or nil. A bucket it needs was missing or held a plain value, or
-// its metadata did not decode. DB.Collection then emptied it: objects,
+// damaged, or nil. A bucket it needs was missing or held a plain value, a
+// bucket stood where a value belongs, its metadata did not decode, or its
+// resourceVersion was none a server gives. DB.Collection then emptied it: objects,
 // indexes, checkpoints and resourceVersion. So the owner lists it, as on a
 // cold start. A read-only open of a damaged collection fails instead, with
 // ErrCorruptRecord.
@@ -391,6 +457,9 @@ func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error
 	}
 	if abandoned, unstamped := c.abandonedCheckpoints(b); len(abandoned)+len(unstamped) > 0 {
 		return false, nil
+	}
+	if damaged, versionsErr := checkDerived(b, c.indexes); len(damaged) > 0 || versionsErr != nil {
+		return false, nil // rebuilt by create
 	}
 	if b.Bucket(format.VersionsBucket) == nil {
 		return false, nil // built by create
@@ -426,6 +495,9 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 				return err
 			}
 		}
+		if err := writeJournalRecord(b, &journalState{}); err != nil {
+			return err
+		}
 	}
 	if err := c.load(tx); err != nil {
 		return err
@@ -443,6 +515,9 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 	}
 	var err error
 	if c.droppedCheckpoints, err = c.dropAbandonedCheckpointsTx(b); err != nil {
+		return err
+	}
+	if err := c.dropDamagedDerivedTx(b); err != nil {
 		return err
 	}
 	if b.Bucket(format.VersionsBucket) == nil {
@@ -486,7 +561,7 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 			return err
 		}
 		c.dropJournalLayers(treeBytes)
-		if err := c.buildIndexes(tx, build, opts.Indexes, opts.IndexValues); err != nil {
+		if err := c.buildIndexes(tx, &c.journal, build, opts.Indexes, opts.IndexValues); err != nil {
 			return err
 		}
 	}
@@ -513,8 +588,11 @@ func splitIndexes(stored, named map[string]string) (use, dormant map[string]stri
 
 // buildIndexes creates the named indexes from the stored objects and records
 // their versions. An error from fn aborts the caller's transaction, so no
-// partial index survives.
-func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[string]string, fn IndexValuesFunc) error {
+// partial index survives. A record that does not decode cannot be indexed.
+// It is set aside with the must-list mark (setAsideUnreadableTx), because
+// an index build that failed on it would fail at every open. j is where
+// the journal stands, folded before any build.
+func (c *Collection) buildIndexes(tx *bolt.Tx, j *journalState, names []string, versions map[string]string, fn IndexValuesFunc) error {
 	sort.Strings(names)
 	for _, name := range names {
 		if err := checkBucketName("index", name); err != nil {
@@ -542,13 +620,17 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[stri
 		}
 		targets[i] = t
 	}
+	var unreadable []string
+	var why []error
 	err := b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
 		key := string(k)
 		obj, ok := c.cache.get(key)
 		if !ok {
 			var err error
 			if obj, err = c.db.codec.Decode(rec); err != nil {
-				return fmt.Errorf("key %q: %w", key, err)
+				unreadable = append(unreadable, key)
+				why = append(why, fmt.Errorf("key %q: %w", key, err))
+				return nil
 			}
 		}
 		for i, name := range names {
@@ -568,7 +650,50 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, names []string, versions map[stri
 	for _, name := range names {
 		c.indexes[name] = versions[name]
 	}
+	if len(unreadable) > 0 {
+		if err := c.setAsideUnreadableTx(b, j, unreadable, errors.Join(why...)); err != nil {
+			return err
+		}
+	}
 	return c.writeIndexVersions(b)
+}
+
+// setAsideUnreadableTx deletes the records of keys, which do not decode,
+// with their versions and index entries, and sets the must-list mark. The
+// checkpoints' acknowledgements of them become tombstones. why says what
+// could not be read, and RecordsSetAside reports it. The dormant indexes
+// are dropped, since they index the records deleted.
+func (c *Collection) setAsideUnreadableTx(b *bolt.Bucket, j *journalState, keys []string, why error) error {
+	objects := b.Bucket(format.ObjectsBucket)
+	records := make(map[string][]byte, len(keys))
+	for _, key := range keys {
+		records[key] = bytes.Clone(objects.Get([]byte(key)))
+	}
+	c.dormant = nil
+	deleted := &change{deleted: true}
+	if err := c.writeTrees(b, j, keys, func(string) *change { return deleted }); err != nil {
+		return err
+	}
+	if err := c.tombstoneUnstoredAcksTx(b, func() map[string][]byte { return records }); err != nil {
+		return err
+	}
+	if err := writeMustList(b.Bucket(format.CollMetaBucket), true); err != nil {
+		return err
+	}
+	c.mustList = true
+	c.recordsSetAside = errors.Join(c.recordsSetAside, why)
+	return nil
+}
+
+// RecordsSetAside returns why an index build set aside stored records that
+// do not decode, or nil. DB.Collection builds an index whose version
+// changed, and AddIndexes a new one, from the records. A record that does
+// not decode cannot be indexed. It was deleted, in the transaction that
+// built the index, which also set the must-list mark (see MustList).
+func (c *Collection) RecordsSetAside() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.recordsSetAside
 }
 
 // dropUnusedIndexes deletes the stored indexes not in use, and records the
@@ -852,19 +977,22 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 		for _, name := range build {
 			delete(c.dormant, name) // rebuilt at this version
 		}
-		var treeBytes int64
+		var j journalState
+		mustList, setAside := c.mustList, c.recordsSetAside
 		err := c.db.bolt.Update(func(tx *bolt.Tx) error {
-			var err error
-			if treeBytes, err = c.foldJournalForBuild(c.bucket(tx)); err != nil {
+			treeBytes, err := c.foldJournalForBuild(c.bucket(tx))
+			if err != nil {
 				return err
 			}
-			return c.buildIndexes(tx, build, versions, fn)
+			j = journalState{treeBytes: treeBytes}
+			return c.buildIndexes(tx, &j, build, versions, fn)
 		})
 		if err = c.db.closedErr(err); err != nil {
 			c.indexes, c.dormant = before, dormantBefore
+			c.mustList, c.recordsSetAside = mustList, setAside
 			return fmt.Errorf("adding indexes to %q: %w", c.name, err)
 		}
-		c.dropJournalLayers(treeBytes)
+		c.dropJournalLayers(j.treeBytes)
 	}
 	if c.memory() != nil {
 		// Every object is still cached, so load the new indexes beside the

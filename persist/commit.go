@@ -394,6 +394,7 @@ type commitPlan struct {
 func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, commitPlan, error) {
 	plan := commitPlan{journal: c.journal}
 	plan.journal.gens = slices.Clone(c.journal.gens)
+	plan.journal.ends = slices.Clone(c.journal.ends)
 	if len(l.changes) == 0 {
 		return nil, plan, nil
 	}

@@ -1,6 +1,7 @@
 package persist_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -275,5 +276,116 @@ func TestFileWithoutCollectionsIsCorrupt(t *testing.T) {
 	put(t, c, "1", cm("a", "1"))
 	if err := db.Flush(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Index entries and versions are derived from the records, so a writable
+// open rebuilds them when one is damaged, and the collection resumes with
+// nothing set aside. A byValue entry that names no object failed every
+// read of its index (IndexValues, and List once it loaded the indexes into
+// memory): no set-aside of an object removes it. A byKey value that does
+// not decode failed every commit that changed its key, and with it every
+// commit and Close of the file.
+func TestDamagedIndexEntriesAreRebuilt(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(b *bolt.Bucket) error
+	}{
+		{"byValue entry naming no object", func(b *bolt.Bucket) error {
+			return b.Bucket(format.IndexesBucket).Bucket([]byte("name")).Bucket(format.ByValueBucket).Put([]byte{0xff, 0xff, 0x03, 'a'}, nil)
+		}},
+		{"byKey value not a list", func(b *bolt.Bucket) error {
+			return b.Bucket(format.IndexesBucket).Bucket([]byte("name")).Bucket(format.ByKeyBucket).Put([]byte("ns/c"), []byte{0xc1, 0xc1})
+		}},
+		{"version not one", func(b *bolt.Bucket) error {
+			return b.Bucket(format.VersionsBucket).Put([]byte("ns/c"), []byte{0xff, 0xff, 0xff})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			writeDamageFixture(t, path)
+			updateFile(t, path, func(tx *bolt.Tx) error {
+				return tc.damage(tx.Bucket(format.CollectionsBucket).Bucket([]byte("cms")))
+			})
+			db := openDB(t, path, persist.Options{JournalShare: -1}) // commits write the trees
+			opts := persist.CollectionOptions{Indexes: map[string]string{"name": "1"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}}
+			c, err := openNoPanic(db, "cms", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.ResourceVersion() != "3" || c.MustList() {
+				t.Errorf("the collection opens at resourceVersion %q, must-list %t; want 3, false", c.ResourceVersion(), c.MustList())
+			}
+			if err := c.RebuiltAtOpen(); !errors.Is(err, persist.ErrCorruptRecord) {
+				t.Errorf("RebuiltAtOpen() = %v, want the damage found", err)
+			}
+			values, err := c.IndexValues("name")
+			if err != nil || !slices.Equal(values, []string{"a", "c"}) {
+				t.Errorf("IndexValues(name) = %v, %v; want [a c]", values, err)
+			}
+			if objs, err := c.List(); err != nil || len(objs) != 2 {
+				t.Errorf("List() = %d objects, %v; want 2", len(objs), err)
+			}
+			if v, err := c.Versions(); err != nil || v["ns/c"].ResourceVersion != "1" {
+				t.Errorf("Versions() = %v, %v; want ns/c at 1", v, err)
+			}
+			putNamed(t, c, "4", cm("c", "4"))
+			if err := db.Flush(context.Background()); err != nil {
+				t.Fatalf("commit of the damaged key: %v", err)
+			}
+			if keys, err := c.IndexKeys("name", "c"); err != nil || !slices.Equal(keys, []string{"ns/c"}) {
+				t.Errorf("IndexKeys(name, c) = %v, %v; want [ns/c]", keys, err)
+			}
+		})
+	}
+}
+
+// An index is built from the records: at open when its version changed,
+// and by AddIndexes. A record that does not decode cannot be indexed. The
+// build failed on it, and so did every later open or AddIndexes, until a
+// person deleted the file. The build now sets such a record aside, with
+// the must-list mark, in its transaction, and indexes the rest.
+func TestIndexBuildSetsAsideUnreadableRecords(t *testing.T) {
+	for _, add := range []bool{false, true} {
+		t.Run(fmt.Sprintf("AddIndexes=%t", add), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			writeDamageFixture(t, path)
+			updateFile(t, path, func(tx *bolt.Tx) error {
+				objects := tx.Bucket(format.CollectionsBucket).Bucket([]byte("cms")).Bucket(format.ObjectsBucket)
+				rec := bytes.Clone(objects.Get([]byte("ns/c")))
+				return objects.Put([]byte("ns/c"), rec[:len(rec)-4])
+			})
+			db := openDB(t, path, persist.Options{})
+			opts := persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "2"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}}
+			if add {
+				opts.Indexes = map[string]string{"name": "1"}
+			}
+			c, err := openNoPanic(db, "cms", opts)
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			if add {
+				if err := c.AddIndexes(context.Background(), map[string]string{"other": "1"}, byName); err != nil {
+					t.Fatalf("AddIndexes: %v", err)
+				}
+			}
+			if err := c.RecordsSetAside(); !errors.Is(err, persist.ErrCorruptRecord) {
+				t.Errorf("RecordsSetAside() = %v, want the record that did not decode", err)
+			}
+			keys, err := c.Keys()
+			if err != nil || !slices.Equal(keys, []string{"ns/a"}) || !c.MustList() || c.ResourceVersion() != "3" {
+				t.Errorf("the collection holds %v (%v), must-list %t, at resourceVersion %q; want [ns/a], must-list, at 3", keys, err, c.MustList(), c.ResourceVersion())
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db = openDB(t, path, persist.Options{})
+			if c, err = db.Collection("cms", opts); err != nil {
+				t.Fatalf("reopen: %v", err)
+			}
+			if !c.MustList() {
+				t.Error("the must-list mark was not kept")
+			}
+		})
 	}
 }

@@ -56,8 +56,10 @@
 // written in the same commit as the drop. Only ApplyList or emptying the
 // collection clears it. Collection.MustList reports it.
 //
-// Damage never needs a person to repair it. A journal that cannot be read is
-// set aside at open, with the must-list mark. A collection whose structure
+// Damage never needs a person to repair it. A journal that cannot be read,
+// or that lacks part of what its last commit recorded, is set aside at
+// open, with the must-list mark. Damaged index entries and versions are
+// rebuilt at open from the records (Collection.RebuiltAtOpen). A collection whose structure
 // is damaged is emptied at open, and starts cold (Collection.DamageSetAside).
 //
 // A closed collection refuses writes and reads that need the file

@@ -113,6 +113,10 @@ func CommittedState(c *Collection) (rv string, objects int, err error) {
 	return rv, objects, err
 }
 
+// PlausibleResourceVersion reports whether the open takes rv for a
+// resourceVersion a server gave.
+func PlausibleResourceVersion(rv string) bool { return plausibleResourceVersion([]byte(rv)) }
+
 // WithClock returns opts with the clock checkpoint retention reads.
 func WithClock(opts Options, now func() time.Time) Options {
 	opts.now = now

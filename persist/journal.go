@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
@@ -59,8 +61,10 @@ const (
 // journalState is where the collection's journal stands. Guarded by
 // db.commitMu (and set by load before the collection is shared).
 type journalState struct {
-	gens        []uint64 // generations in the file, oldest first (at most 2)
-	nextSeq     uint64   // next sequence number in the newest generation
+	gens []uint64 // generations in the file, oldest first (at most 2)
+	// ends holds the last sequence number of each generation of gens (0
+	// for none). Appends take the newest's next.
+	ends        []uint64
 	activeBytes int64    // bytes appended to the generation commits append to
 	foldKeys    []string // sorted keys of the folding layer; nil if none
 	folded      int      // how many of foldKeys are in the trees
@@ -80,7 +84,9 @@ func (j *journalState) active() (uint64, bool) {
 
 // loadJournal reads the journal into the journaled and folding layers. It
 // loads keys, index values and where each record is. Records are read from
-// the file when needed, and objects are decoded when first read.
+// the file when needed, and objects are decoded when first read. A journal
+// that does not match the record of it in meta (format.JournalKey) lost
+// generations or entries: it is an error wrapping errJournalUnreadable.
 func (c *Collection) loadJournal(b *bolt.Bucket) error {
 	c.journaled, c.folding = nil, nil
 	c.journal = journalState{treeBytes: -1}
@@ -90,7 +96,6 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 		}
 	}
 	layers := map[uint64]*layer{}
-	var lastSeq uint64
 	j, err := format.WalkJournal(b, func(gen uint64, e format.JournalEntry) error {
 		l := layers[gen]
 		if l == nil {
@@ -100,19 +105,16 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 		l.put(e.Key, &change{deleted: e.Deleted, indexes: e.Indexes, gen: gen, seq: e.Seq, uid: e.UID, rv: e.ResourceVersion})
 		return nil
 	})
+	if err == nil {
+		err = checkJournalRecord(b, j)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", errJournalUnreadable, err)
 	}
-	if n := len(j.Generations); n > 0 {
-		jb := b.Bucket(format.JournalBucket).Bucket(format.JournalSeq(j.Generations[n-1]))
-		if k, _ := jb.Cursor().Last(); k != nil {
-			if lastSeq, err = format.ParseJournalSeq(k); err != nil {
-				return err
-			}
-		}
-	}
 	c.journal.gens = j.Generations
-	c.journal.nextSeq = lastSeq + 1
+	for _, n := range j.Entries {
+		c.journal.ends = append(c.journal.ends, uint64(n)) // entries run from 1 (WalkJournal)
+	}
 	if k, _ := b.Bucket(format.ObjectsBucket).Cursor().First(); k == nil {
 		c.journal.treeBytes = 0
 	}
@@ -135,10 +137,61 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 	if c.folding != nil {
 		c.journal.foldKeys = sortedKeys(c.folding.changes)
 		if j.Folded != nil {
+			// The fold records the last key it moved, a key of the
+			// folding generation. Another key would skip, or repeat, part
+			// of the fold.
+			if c.folding.changes[string(j.Folded)] == nil {
+				return fmt.Errorf("%w: %w: the journal's last folded key %q is not in generation %d", errJournalUnreadable, ErrCorruptRecord, j.Folded, j.Generations[0])
+			}
 			c.journal.folded = sort.SearchStrings(c.journal.foldKeys, string(j.Folded)+"\x00")
 		}
 	}
 	return nil
+}
+
+// checkJournalRecord compares the journal j found in the collection b with
+// the record of it in meta. A collection last written before the record
+// was kept has none, and its journal is taken as found.
+func checkJournalRecord(b *bolt.Bucket, j format.Journal) error {
+	raw := b.Bucket(format.CollMetaBucket).Get(format.JournalKey)
+	if raw == nil {
+		return nil
+	}
+	want, err := format.ParseJournalRecord(raw)
+	if err != nil {
+		return err
+	}
+	got := make([]format.JournalGeneration, len(j.Generations))
+	for i, gen := range j.Generations {
+		got[i] = format.JournalGeneration{Gen: gen, Last: uint64(j.Entries[i])}
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("%w: the journal holds generations %s, but the last commit left %s: journaled changes are lost", ErrCorruptRecord, describeGenerations(got), describeGenerations(want))
+	}
+	return nil
+}
+
+// describeGenerations says which generations and entries gens holds.
+func describeGenerations(gens []format.JournalGeneration) string {
+	if len(gens) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(gens))
+	for i, g := range gens {
+		parts[i] = fmt.Sprintf("%d (entries 1 to %d)", g.Gen, g.Last)
+	}
+	return strings.Join(parts, " and ")
+}
+
+// writeJournalRecord records, in the meta bucket of the collection b, the
+// generations j says the journal holds. Every transaction that changes the
+// journal calls it, so the record always describes the journal beside it.
+func writeJournalRecord(b *bolt.Bucket, j *journalState) error {
+	gens := make([]format.JournalGeneration, len(j.gens))
+	for i, gen := range j.gens {
+		gens[i] = format.JournalGeneration{Gen: gen, Last: j.ends[i]}
+	}
+	return b.Bucket(format.CollMetaBucket).Put(format.JournalKey, format.AppendJournalRecord([]byte{}, gens))
 }
 
 // errJournalUnreadable marks a journal that cannot be read at open. The
@@ -158,10 +211,13 @@ func (c *Collection) setAsideJournalTx(tx *bolt.Tx) error {
 	if b == nil {
 		return ErrNoCollection
 	}
-	if err := c.tombstoneUnstoredAcksTx(b); err != nil {
+	if err := c.tombstoneUnstoredAcksTx(b, func() map[string][]byte { return readableJournalRecords(b) }); err != nil {
 		return err
 	}
 	if err := b.DeleteBucket(format.JournalBucket); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+		return err
+	}
+	if err := writeJournalRecord(b, &journalState{}); err != nil {
 		return err
 	}
 	meta := b.Bucket(format.CollMetaBucket)
@@ -175,9 +231,8 @@ func (c *Collection) setAsideJournalTx(tx *bolt.Tx) error {
 // the object tree lacks into tombstones, as a commit deleting them would.
 // The set-aside drops those objects. The list that follows lacks them, and
 // so would tell no consumer of them. A tombstone keeps the newest state of
-// its key that the damaged journal still holds, if one can be read (see
-// Deleted).
-func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket) error {
+// its key that last, called once if needed, still holds (see Deleted).
+func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket, last func() map[string][]byte) error {
 	cb := b.Bucket(format.CheckpointsBucket)
 	if cb == nil {
 		return nil
@@ -190,7 +245,7 @@ func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket) error {
 		return err
 	}
 	objects := b.Bucket(format.ObjectsBucket)
-	var last map[string][]byte // read once, when first needed
+	var records map[string][]byte // read once, when first needed
 	for _, name := range names {
 		nb := cb.Bucket(name)
 		var gone [][]byte
@@ -205,8 +260,8 @@ func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket) error {
 		if len(gone) == 0 {
 			continue
 		}
-		if last == nil {
-			last = readableJournalRecords(b)
+		if records == nil {
+			records = last()
 		}
 		tb, err := b.CreateBucketIfNotExists(format.TombstonesBucket)
 		if err != nil {
@@ -223,7 +278,7 @@ func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket) error {
 			if nt.Get(k) != nil {
 				continue // an earlier deletion of the key is still to be told
 			}
-			if err := nt.Put(k, c.tombstoneValue(string(k), last[string(k)], "")); err != nil {
+			if err := nt.Put(k, c.tombstoneValue(string(k), records[string(k)], "")); err != nil {
 				return err
 			}
 		}
@@ -360,7 +415,8 @@ func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []strin
 			gen = j.gens[n-1] + 1
 		}
 		j.gens = append(j.gens, gen)
-		j.nextSeq, j.activeBytes = 1, 0
+		j.ends = append(j.ends, 0)
+		j.activeBytes = 0
 	}
 	gb, err := jb.CreateBucketIfNotExists(format.JournalSeq(gen))
 	if err != nil {
@@ -369,6 +425,7 @@ func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []strin
 	// The journal only appends, so fill the pages.
 	gb.FillPercent = 1.0
 	seqs := make([]uint64, len(keys))
+	last := &j.ends[len(j.ends)-1]
 	for i, key := range keys {
 		ch := l.changes[key]
 		// Use a new buffer each time, because bbolt keeps the slice until
@@ -377,14 +434,15 @@ func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []strin
 		if err != nil {
 			return 0, nil, err
 		}
-		if err := gb.Put(format.JournalSeq(j.nextSeq), buf); err != nil {
+		seq := *last + 1
+		if err := gb.Put(format.JournalSeq(seq), buf); err != nil {
 			return 0, nil, fmt.Errorf("journal entry of %q: %w", key, err)
 		}
-		seqs[i] = j.nextSeq
-		j.nextSeq++
+		seqs[i] = seq
+		*last = seq
 		j.activeBytes += int64(len(buf))
 	}
-	return gen, seqs, nil
+	return gen, seqs, writeJournalRecord(b, j)
 }
 
 // journalLimit returns how many bytes the active generation may hold
@@ -428,9 +486,12 @@ func (c *Collection) foldChunk(b *bolt.Bucket, j *journalState, appended int) (b
 	if err := jb.DeleteBucket(format.JournalSeq(j.gens[0])); err != nil {
 		return false, fmt.Errorf("deleting folded journal generation %d: %w", j.gens[0], err)
 	}
-	j.gens = j.gens[1:]
+	j.gens, j.ends = j.gens[1:], j.ends[1:]
 	j.foldKeys, j.folded = nil, 0
-	return true, jb.Delete(format.FoldedKey)
+	if err := jb.Delete(format.FoldedKey); err != nil {
+		return false, err
+	}
+	return true, writeJournalRecord(b, j)
 }
 
 // foldAllTx writes the whole journal, then l (if not nil), into the trees
@@ -461,7 +522,7 @@ func (c *Collection) foldAllTx(b *bolt.Bucket, j *journalState, l *layer) error 
 		}
 	}
 	*j = journalState{treeBytes: j.treeBytes}
-	return nil
+	return writeJournalRecord(b, j)
 }
 
 // writeTrees writes the changes to sorted keys into the object tree, the
@@ -506,7 +567,7 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 		}
 		var err error
 		if ch.deleted {
-			err = objects.Delete(kb)
+			err = deleteValue(objects, kb)
 		} else {
 			var rec []byte
 			if rec, err = c.changeRecordTx(b, key, ch); err != nil {
@@ -518,7 +579,7 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 				// until the commit.
 				rec = bytes.Clone(rec)
 			}
-			err = objects.Put(kb, rec)
+			err = putValue(objects, kb, rec)
 			if j.treeBytes >= 0 {
 				j.treeBytes += int64(len(rec))
 			}

@@ -156,6 +156,9 @@ func (c *Collection) emptyTx(b *bolt.Bucket) error {
 			return err
 		}
 	}
+	if err := writeJournalRecord(b, &journalState{}); err != nil {
+		return err
+	}
 	if err := writeTreeBytes(b, 0); err != nil {
 		return err
 	}
@@ -186,7 +189,7 @@ func (c *Collection) emptyTx(b *bolt.Bucket) error {
 	none := func(string, runtime.Object) ([]string, error) {
 		return nil, errors.New("no objects to index")
 	}
-	return c.buildIndexes(b.Tx(), names, maps.Clone(c.indexes), none)
+	return c.buildIndexes(b.Tx(), &journalState{}, names, maps.Clone(c.indexes), none)
 }
 
 // Provenance returns the provenance the collection records.

@@ -70,6 +70,10 @@
 //   - Options.MinWatchTimeout under 5 minutes is honoured; the floor is 1s.
 //   - A resumed start whose first watch finds its version unavailable lists
 //     at once, as a cold start does. Later relists wait one backoff interval.
+//   - A version the server cannot parse (400, 422 Invalid, or kube-apiserver's
+//     500 naming resourceVersion) is unavailable too, and the next list is a
+//     consistent read at "". client-go never sends a version it did not get
+//     from the server; a stored one may be damaged.
 //
 // A resumed watch is only correct if ResumeResourceVersion comes from the
 // same cluster and collection as the ListerWatcher, and the Store holds the

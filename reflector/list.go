@@ -72,10 +72,11 @@ func (r *Reflector) list(ctx context.Context) error {
 
 	listedAt := options.ResourceVersion
 	list, paginated, err := p.ListWithAlloc(ctx, options)
-	if isResourceVersionUnavailable(err) {
+	if isResourceVersionUnavailable(err) || (options.ResourceVersion != "" && isInvalidResourceVersionError(err)) {
 		// The pager only falls back on expired continue tokens; the first
 		// page itself can be expired or too new. Retry at "" (consistent
-		// read), as client-go does.
+		// read), as client-go does. A version the server cannot parse is
+		// retried at "" too.
 		r.markResourceVersionUnavailable(cause)
 		pages = 0
 		listedAt = r.relistResourceVersion()

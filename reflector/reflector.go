@@ -113,14 +113,15 @@ type Options struct {
 	// skip the list and watch from this resourceVersion;
 	// LastSyncResourceVersion returns it from New on. If the server answers
 	// that it is expired (410 Gone/Expired, as an HTTP status or as an
-	// in-stream ERROR event) or too large, the reflector relists with
-	// resourceVersion "" (a consistent read). Zero, and also "0" (which
+	// in-stream ERROR event), too large, or not one it can parse, the
+	// reflector relists with resourceVersion "" (a consistent read). Zero, and also "0" (which
 	// names no point in history), mean a cold start: list first.
 	ResumeResourceVersion string
 
 	// ListFrom, used only without ResumeResourceVersion, makes the first
 	// list ask for data no older than this resourceVersion (falling back to
-	// a consistent read at "" if it is expired or too large) instead of
+	// a consistent read at "" if it is expired, too large or not one the
+	// server can parse) instead of
 	// "0", and reports it as CauseRelistError. A store that has already
 	// applied watch events up to ListFrom must not list anything older: a
 	// list at "0" may be served by a lagging watch cache.
@@ -551,12 +552,12 @@ func (r *Reflector) takeResume() (string, bool) {
 // older than lastSyncRV (unpaged unless PageSize is set, so the watch cache
 // serves it, sparing etcd after an apiserver restart) and falls back to a
 // consistent read at "" only if that list is refused too; a too-large
-// version goes to "" at once.
+// version, or one the server cannot parse, goes to "" at once.
 func (r *Reflector) requestRelist(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.nextListCause = CauseRelistExpired
-	if isTooLargeResourceVersionError(err) {
+	if isTooLargeResourceVersionError(err) || isInvalidResourceVersionError(err) {
 		r.lastSyncRVUnavailable = true
 	}
 }

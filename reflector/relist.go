@@ -82,7 +82,7 @@ func (l *Relist) ResourceVersion() string { return l.r.relistResourceVersion() }
 // Unavailable reports whether err says the server no longer serves the
 // resourceVersion asked for. If so, ResourceVersion falls back to "".
 func (l *Relist) Unavailable(err error) bool {
-	if !isResourceVersionUnavailable(err) {
+	if !isResourceVersionUnavailable(err) && !isInvalidResourceVersionError(err) {
 		return false
 	}
 	l.r.markResourceVersionUnavailable(l.cause)

@@ -148,7 +148,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 			}
 			err = &watchStartError{context: fmt.Sprintf("%s: start at resourceVersion %q", r.typeDescription, rv), cause: err}
 			r.errorHandler(ctx, err)
-			if isResourceVersionUnavailable(err) {
+			if isResourceVersionUnavailable(err) || isInvalidResourceVersionError(err) {
 				r.requestRelist(err)
 				r.listAtOnce = resumed || waited
 				return nil

@@ -153,33 +153,55 @@ func HasIndexEntry(byValue *bolt.Bucket, value, key string) bool {
 // DecodeIndexEntry returns the value and object key of the byValue entry
 // k, v, and the length of the value's prefix. A malformed entry is an error
 // wrapping ErrCorruptRecord. So is a hashed entry whose value does not have
-// its hash.
+// its hash, and an entry that names no object key.
 func DecodeIndexEntry(k, v []byte) (value, key string, prefixLen int, err error) {
+	val, objKey, prefixLen, err := parseIndexEntry(k, v)
+	if err != nil {
+		return "", "", 0, err
+	}
+	return string(val), string(objKey), prefixLen, nil
+}
+
+// CheckIndexEntry returns the error DecodeIndexEntry would, without
+// copying the entry's value and key.
+func CheckIndexEntry(k, v []byte) error {
+	_, _, _, err := parseIndexEntry(k, v)
+	return err
+}
+
+// parseIndexEntry is DecodeIndexEntry with the value and key aliasing k
+// and v.
+func parseIndexEntry(k, v []byte) (value, key []byte, prefixLen int, err error) {
 	n, w := binary.Uvarint(k)
 	if w <= 0 {
-		return "", "", 0, fmt.Errorf("%w: malformed index entry %q", ErrCorruptRecord, shorten(k))
+		return nil, nil, 0, fmt.Errorf("%w: malformed index entry %q", ErrCorruptRecord, shorten(k))
 	}
 	if n >= hashedLength {
 		end := w + sha256.Size
 		switch {
 		case len(k) < end:
-			return "", "", 0, fmt.Errorf("%w: index entry %q is shorter than its hash", ErrCorruptRecord, shorten(k))
+			return nil, nil, 0, fmt.Errorf("%w: index entry %q is shorter than its hash", ErrCorruptRecord, shorten(k))
 		case uint64(len(v)) != n-hashedLength:
-			return "", "", 0, fmt.Errorf("%w: index entry %q holds a value of %d bytes, its key says %d", ErrCorruptRecord, shorten(k), len(v), n-hashedLength)
+			return nil, nil, 0, fmt.Errorf("%w: index entry %q holds a value of %d bytes, its key says %d", ErrCorruptRecord, shorten(k), len(v), n-hashedLength)
+		case len(k) == end:
+			return nil, nil, 0, fmt.Errorf("%w: index entry %q names no object", ErrCorruptRecord, shorten(k))
 		}
 		if sum := sha256.Sum256(v); !bytes.Equal(sum[:], k[w:end]) {
-			return "", "", 0, fmt.Errorf("%w: index entry %q holds a value without the entry's hash", ErrCorruptRecord, shorten(k))
+			return nil, nil, 0, fmt.Errorf("%w: index entry %q holds a value without the entry's hash", ErrCorruptRecord, shorten(k))
 		}
-		return string(v), string(k[end:]), end, nil
+		return v, k[end:], end, nil
 	}
 	if uint64(len(k)-w) < n {
-		return "", "", 0, fmt.Errorf("%w: malformed index entry %q", ErrCorruptRecord, shorten(k))
+		return nil, nil, 0, fmt.Errorf("%w: malformed index entry %q", ErrCorruptRecord, shorten(k))
 	}
 	if len(v) != 0 {
-		return "", "", 0, fmt.Errorf("%w: index entry %q of an inline value holds %d bytes", ErrCorruptRecord, shorten(k), len(v))
+		return nil, nil, 0, fmt.Errorf("%w: index entry %q of an inline value holds %d bytes", ErrCorruptRecord, shorten(k), len(v))
 	}
 	end := w + int(n)
-	return string(k[w:end]), string(k[end:]), end, nil
+	if len(k) == end {
+		return nil, nil, 0, fmt.Errorf("%w: index entry %q names no object", ErrCorruptRecord, shorten(k))
+	}
+	return k[w:end], k[end:], end, nil
 }
 
 // shorten returns b, or its first bytes if it is too long for a message.

@@ -1,6 +1,7 @@
 package format
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -19,6 +20,7 @@ import (
 //
 //	journal/  <generation>/  <sequence> -> JournalEntry
 //	          folded         -> the last object key folded
+//	meta/journal             -> each generation and its last sequence number
 //
 // Generations and sequence numbers are 8-byte big-endian integers. There
 // are at most two generations. The collection's state is the object and
@@ -28,7 +30,8 @@ import (
 // FoldedKey holds the last key (in key order) whose entry in it has reached
 // the trees; folding an entry again is harmless, since the trees then hold
 // what the entry says. The older generation is deleted, with FoldedKey, in
-// the transaction that folds its last key.
+// the transaction that folds its last key. JournalKey records, in the same
+// transactions, what the journal holds, so that a lost part shows.
 var (
 	JournalBucket = []byte("journal")
 	FoldedKey     = []byte("folded")
@@ -173,19 +176,33 @@ type Journal struct {
 // coll, oldest first (in the order they apply), until fn returns an error,
 // which it returns. The entry aliases the transaction's memory. A
 // collection without a journal (schema 1) has none.
+//
+// A journal that is not as commits write it is an error wrapping
+// ErrCorruptRecord: a plain value where a generation's bucket belongs, a
+// bucket where an entry or FoldedKey belongs, a key that is no generation
+// or sequence number, or a generation whose sequence numbers do not run
+// from 1 without a gap. Commits append each generation's entries from 1 on
+// and delete only whole generations, so a gap is a lost entry.
 func WalkJournal(coll *bolt.Bucket, fn func(gen uint64, e JournalEntry) error) (Journal, error) {
 	var j Journal
 	jb := coll.Bucket(JournalBucket)
 	if jb == nil {
 		return j, nil
 	}
-	if f := jb.Get(FoldedKey); f != nil {
-		j.Folded = append([]byte(nil), f...)
-	}
-	err := jb.ForEachBucket(func(k []byte) error {
+	err := jb.ForEach(func(k, v []byte) error {
+		if bytes.Equal(k, FoldedKey) {
+			if v == nil {
+				return fmt.Errorf("%w: journal: a bucket stands where the last folded key belongs", ErrCorruptRecord)
+			}
+			j.Folded = append([]byte(nil), v...)
+			return nil
+		}
 		gen, err := ParseJournalSeq(k)
 		if err != nil {
 			return err
+		}
+		if v != nil {
+			return fmt.Errorf("%w: journal: a plain value stands where generation %d's bucket belongs", ErrCorruptRecord, gen)
 		}
 		j.Generations = append(j.Generations, gen)
 		j.Entries = append(j.Entries, 0)
@@ -194,7 +211,13 @@ func WalkJournal(coll *bolt.Bucket, fn func(gen uint64, e JournalEntry) error) (
 		return jb.Bucket(k).ForEach(func(seqKey, raw []byte) error {
 			seq, err := ParseJournalSeq(seqKey)
 			if err != nil {
-				return err
+				return fmt.Errorf("generation %d: %w", gen, err)
+			}
+			if want := uint64(j.Entries[i]) + 1; seq != want {
+				return fmt.Errorf("%w: journal generation %d lacks entries %d to %d", ErrCorruptRecord, gen, want, seq-1)
+			}
+			if raw == nil {
+				return fmt.Errorf("%w: journal generation %d: a bucket stands where entry %d belongs", ErrCorruptRecord, gen, seq)
 			}
 			e, err := DecodeJournalEntry(raw)
 			if err != nil {
@@ -212,7 +235,46 @@ func WalkJournal(coll *bolt.Bucket, fn func(gen uint64, e JournalEntry) error) (
 	if err == nil && len(j.Generations) > 2 {
 		err = fmt.Errorf("%w: journal has %d generations, at most 2 are written", ErrCorruptRecord, len(j.Generations))
 	}
+	if err == nil && j.Folded != nil && len(j.Generations) == 0 {
+		err = fmt.Errorf("%w: journal records a fold in progress, but holds no generation", ErrCorruptRecord)
+	}
 	return j, err
+}
+
+// JournalKey, in CollMetaBucket, records the generations the journal holds
+// and the last sequence number of each (AppendJournalRecord). Every
+// transaction that changes the journal rewrites it. So a journal that lost
+// a generation or its newest entries no longer matches it. An empty value
+// records that there is no journal. A collection last written by a build
+// before it has none; its journal is then taken as it is.
+var JournalKey = []byte("journal")
+
+// JournalGeneration is one generation of a journal: its number and its
+// last sequence number (0 for none).
+type JournalGeneration struct {
+	Gen, Last uint64
+}
+
+// AppendJournalRecord appends the encoding of gens to dst: 16 bytes per
+// generation, its number and last sequence number, big-endian.
+func AppendJournalRecord(dst []byte, gens []JournalGeneration) []byte {
+	for _, g := range gens {
+		dst = binary.BigEndian.AppendUint64(dst, g.Gen)
+		dst = binary.BigEndian.AppendUint64(dst, g.Last)
+	}
+	return dst
+}
+
+// ParseJournalRecord decodes a value made by AppendJournalRecord.
+func ParseJournalRecord(raw []byte) ([]JournalGeneration, error) {
+	if len(raw)%16 != 0 || len(raw) > 16*2 {
+		return nil, fmt.Errorf("%w: the journal's record (%x) is not one or two generations", ErrCorruptRecord, raw)
+	}
+	var out []JournalGeneration
+	for ; len(raw) > 0; raw = raw[16:] {
+		out = append(out, JournalGeneration{Gen: binary.BigEndian.Uint64(raw), Last: binary.BigEndian.Uint64(raw[8:])})
+	}
+	return out, nil
 }
 
 // JournalRecord returns the record of the entry at gen/seq of the

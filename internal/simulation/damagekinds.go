@@ -147,5 +147,10 @@ func (d *driver) damageKind(st Step) error {
 	// Any of these may start the collection cold, which drops the
 	// checkpoint; or set records aside, which makes tombstones.
 	d.model.damaged(true)
+	if st.Op == OpDamageBucket || st.Op == OpDamageMeta {
+		// A checkpoint's buckets removed, or the collection emptied at
+		// open: its acknowledgements and tombstones are lost.
+		d.model.lose()
+	}
 	return nil
 }

@@ -65,6 +65,11 @@ type ckModel struct {
 	// what was durable then, so later commits and flushes make nothing
 	// durable. closed ends it.
 	frozen bool
+	// lost: keys whose acknowledgement or tombstone damage may have
+	// dropped from the file (lose). Their handler may hold them with
+	// nothing in the file to say so: like a key the server lacks at the
+	// start, its deletion may go untold. A new acknowledgement ends it.
+	lost map[string]bool
 }
 
 type ckKind uint8
@@ -274,7 +279,31 @@ func (m *ckModel) freeze() {
 func (m *ckModel) cold() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.base, m.pending, m.lastObs, m.frozen = map[string]ckSet{}, nil, -1, false
+	m.base, m.pending, m.lastObs, m.frozen, m.lost = map[string]ckSet{}, nil, -1, false, nil
+}
+
+// lose records damage that may drop the checkpoint's acknowledgements and
+// tombstones from the closed file: its buckets removed, or the collection
+// emptied at open (persist's DamageSetAside drops its checkpoints). A
+// consumer that lost them is as after a cold start (persist/checkpoint.go):
+// it is given every stored object again, but a key it held that is gone
+// before it is given again (set aside at the start, then deleted) is told
+// to it by nothing. So each key it may hold joins lost. damaged records
+// the states the file may then hold.
+func (m *ckModel) lose() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range m.keysLocked() {
+		for s := range m.possibleLocked(k) {
+			if s.holds() {
+				if m.lost == nil {
+					m.lost = map[string]bool{}
+				}
+				m.lost[k] = true
+				break
+			}
+		}
+	}
 }
 
 // ack records the handler's Ack of obj (what it was given) after it
@@ -293,6 +322,9 @@ func (m *ckModel) ack(obj interface{}) {
 	}
 	p := obj.(*corev1.Pod)
 	key, rv := p.Namespace+"/"+p.Name, p.ResourceVersion
+	m.mu.Lock()
+	delete(m.lost, key) // the handler was given the key again
+	m.mu.Unlock()
 	cur, stored := m.srv.Pods()[key]
 	storedRV := ""
 	if stored {
@@ -491,7 +523,7 @@ func (m *ckModel) start(pods map[string]*corev1.Pod) ckStart {
 			st.view[k] = Version{UID: p.UID, RV: p.ResourceVersion}
 		case holds:
 			st.view[k] = Version{UID: "unknown"}
-			if p == nil && empty {
+			if empty && (p == nil || m.lost[k]) {
 				st.maybe[k] = true
 			}
 		}

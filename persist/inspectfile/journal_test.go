@@ -113,12 +113,12 @@ func addJournal(t *testing.T, path string) {
 		if err != nil {
 			return err
 		}
-		seq := uint64(0)
 		for _, gen := range []uint64{1, 2} {
 			gb, err := jb.CreateBucket(format.JournalSeq(gen))
 			if err != nil {
 				return err
 			}
+			seq := uint64(0) // each generation's entries run from 1, as commits write them
 			for _, e := range gens[gen] {
 				raw, err := format.AppendJournalEntry(nil, e)
 				if err != nil {
