@@ -103,6 +103,16 @@ func (t *tape) take() map[string][]string {
 	return out
 }
 
+// putBack returns what take returned to the tape, before anything
+// recorded since.
+func (t *tape) putBack(taken map[string][]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, tokens := range taken {
+		t.byKey[k] = append(slices.Clone(tokens), t.byKey[k]...)
+	}
+}
+
 // taped is a handler that records to a tape, then to a recorder, which
 // checks each notification. In that order: a settled point, which the
 // recorder's view reveals, then finds the notification on the tape.
@@ -297,10 +307,25 @@ func (d *driver) diffSettled(pods map[string]*corev1.Pod, absent []string) error
 	}
 	n := d.listRequests()
 	exact := n == df.lists
+	type segment struct{ ours, cg map[string][]string }
+	segs := make([]segment, len(df.pairs))
+	for i, p := range df.pairs {
+		segs[i] = segment{p.ours.take(), p.cg.take()}
+	}
+	if d.srv.Moved() != d.weak.waitMoved {
+		// A trigger wrote while the checks read: the segments may hold
+		// one informer's notifications of its write and not the other's.
+		// They are compared, whole, at the next settled point.
+		for i, p := range df.pairs {
+			p.ours.putBack(segs[i].ours)
+			p.cg.putBack(segs[i].cg)
+		}
+		return errInterrupted
+	}
 	df.lists = n
 	var out []string
-	for _, p := range df.pairs {
-		ours, cg := p.ours.take(), p.cg.take()
+	for i, p := range df.pairs {
+		ours, cg := segs[i].ours, segs[i].cg
 		if !p.joinedNow {
 			for who, got := range map[string]map[string][]string{"ours": ours, "client-go's": cg} {
 				for key, tokens := range got {
