@@ -44,7 +44,10 @@ import (
 //   - A warm start gives the stored states as initial adds, then the
 //     changes made while it was down; client-go lists the current states.
 //     The notifications up to a start's settled point are compared only
-//     for a start on a new file (a cold start).
+//     for a start on a new file (a cold start), and only if no trigger
+//     wrote meanwhile: the two initial lists are taken at different
+//     moments, so a write between them is in one list and comes to the
+//     other informer by its watch (isInInitialList false).
 //   - After a relist, client-go gives every handler an update with an
 //     unchanged resourceVersion for each unchanged object: its handlers
 //     without a resync period count as resyncing until their first resync
@@ -67,9 +70,11 @@ type differential struct {
 	done   chan struct{}
 	pairs  []*tapePair
 	// lists counts both informers' list requests at the settled point
-	// before; cold says the span began on a new file.
+	// before; cold says the span began on a new file; moved is the
+	// server's count of triggers' writes when it began.
 	lists int
 	cold  bool
+	moved int
 }
 
 // tapePair is one handler on both informers.
@@ -228,7 +233,7 @@ func (d *driver) diffStart(cold bool) error {
 	}
 	df := d.diff
 	n := d.listRequests()
-	df.lists, df.cold, df.pairs = n, cold, nil
+	df.lists, df.cold, df.moved, df.pairs = n, cold, d.srv.Moved(), nil
 	df.inf = cache.NewSharedIndexInformerWithOptions(df.mirror.ListerWatcher(), &corev1.Pod{}, cache.SharedIndexInformerOptions{Indexers: simIndexers()})
 	_ = df.inf.SetWatchErrorHandlerWithContext(func(context.Context, *cache.Reflector, error) {})
 	if err := d.diffHandler("plain", true); err != nil {
@@ -337,7 +342,7 @@ func (d *driver) diffSettled(pods map[string]*corev1.Pod, absent []string) error
 				}
 			}
 		}
-		compare := exact || (p.first && df.cold)
+		compare := exact || (p.first && df.cold && d.srv.Moved() == df.moved)
 		p.joinedNow, p.first = false, false
 		if !compare {
 			continue
