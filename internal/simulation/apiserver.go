@@ -383,6 +383,30 @@ func (s *Server) StateAt(rv int64) (State, bool) {
 	return st, ok
 }
 
+// LatestChange returns the revision of the resource's latest change, 0 if
+// none.
+func (s *Server) LatestChange() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.latestChangeLocked()
+}
+
+// ChangesSince returns, for each key the resource changed after revision
+// rev, the revision of its latest change.
+func (s *Server) ChangesSince(rev int64) map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int64{}
+	for i := len(s.history) - 1; i >= 0 && s.history[i].rev > rev; i-- {
+		c := s.history[i]
+		key := c.obj.Namespace + "/" + c.obj.Name
+		if _, ok := out[key]; !ok {
+			out[key] = c.rev
+		}
+	}
+	return out
+}
+
 // Live reports whether the object with uid exists now.
 func (s *Server) Live(uid types.UID) (key string, ok bool) {
 	s.mu.Lock()
