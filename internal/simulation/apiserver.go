@@ -407,6 +407,36 @@ func (s *Server) ChangesSince(rev int64) map[string]int64 {
 	return out
 }
 
+// StatesSince returns the states key held from revision rev on: its state
+// at rev, then the state after each later change (nil: absent).
+func (s *Server) StatesSince(key string, rev int64) []*corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var at *corev1.Pod
+	var out []*corev1.Pod
+	for _, c := range s.history {
+		if c.obj.Namespace+"/"+c.obj.Name != key {
+			continue
+		}
+		next := c.obj
+		if c.typ == watch.Deleted {
+			next = nil
+		}
+		if c.rev <= rev {
+			at = next
+			continue
+		}
+		if out == nil {
+			out = []*corev1.Pod{at}
+		}
+		out = append(out, next)
+	}
+	if out == nil {
+		out = []*corev1.Pod{at}
+	}
+	return out
+}
+
 // Live reports whether the object with uid exists now.
 func (s *Server) Live(uid types.UID) (key string, ok bool) {
 	s.mu.Lock()
