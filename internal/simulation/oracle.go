@@ -480,8 +480,9 @@ type ckStart struct {
 	// view: what the handler holds: a key at the server's state where it
 	// may be skipped, a placeholder where it must be told.
 	view map[string]Version
-	// maybe: held keys the server lacks whose deletion the handler may or
-	// may not be told (the file may hold nothing for them).
+	// maybe: held keys whose deletion, if the server lacks them, the
+	// handler may or may not be told: the file may hold nothing for them,
+	// and a key deleted before the start hands it out is never given.
 	maybe map[string]bool
 }
 
@@ -511,9 +512,9 @@ func (m *ckModel) start(pods map[string]*corev1.Pod) ckStart {
 			st.view[k] = Version{UID: p.UID, RV: p.ResourceVersion}
 		case holds:
 			st.view[k] = Version{UID: "unknown"}
-			if p == nil && empty {
-				st.maybe[k] = true
-			}
+		}
+		if holds && empty {
+			st.maybe[k] = true
 		}
 	}
 	return st
