@@ -383,6 +383,60 @@ func (s *Server) StateAt(rv int64) (State, bool) {
 	return st, ok
 }
 
+// LatestChange returns the revision of the resource's latest change, 0 if
+// none.
+func (s *Server) LatestChange() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.latestChangeLocked()
+}
+
+// ChangesSince returns, for each key the resource changed after revision
+// rev, the revision of its latest change.
+func (s *Server) ChangesSince(rev int64) map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int64{}
+	for i := len(s.history) - 1; i >= 0 && s.history[i].rev > rev; i-- {
+		c := s.history[i]
+		key := c.obj.Namespace + "/" + c.obj.Name
+		if _, ok := out[key]; !ok {
+			out[key] = c.rev
+		}
+	}
+	return out
+}
+
+// StatesSince returns the states key held from revision rev on: its state
+// at rev, then the state after each later change (nil: absent).
+func (s *Server) StatesSince(key string, rev int64) []*corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var at *corev1.Pod
+	var out []*corev1.Pod
+	for _, c := range s.history {
+		if c.obj.Namespace+"/"+c.obj.Name != key {
+			continue
+		}
+		next := c.obj
+		if c.typ == watch.Deleted {
+			next = nil
+		}
+		if c.rev <= rev {
+			at = next
+			continue
+		}
+		if out == nil {
+			out = []*corev1.Pod{at}
+		}
+		out = append(out, next)
+	}
+	if out == nil {
+		out = []*corev1.Pod{at}
+	}
+	return out
+}
+
 // Live reports whether the object with uid exists now.
 func (s *Server) Live(uid types.UID) (key string, ok bool) {
 	s.mu.Lock()

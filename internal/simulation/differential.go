@@ -3,7 +3,10 @@ package simulation
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -44,7 +47,10 @@ import (
 //   - A warm start gives the stored states as initial adds, then the
 //     changes made while it was down; client-go lists the current states.
 //     The notifications up to a start's settled point are compared only
-//     for a start on a new file (a cold start).
+//     for a start on a new file (a cold start), and only if no trigger
+//     wrote meanwhile: the two initial lists are taken at different
+//     moments, so a write between them is in one list and comes to the
+//     other informer by its watch (isInInitialList false).
 //   - After a relist, client-go gives every handler an update with an
 //     unchanged resourceVersion for each unchanged object: its handlers
 //     without a resync period count as resyncing until their first resync
@@ -53,6 +59,11 @@ import (
 //     (docs/cache.md). Such an update changes no handler's view, so a
 //     settled point does not wait for it: a relist made before one may
 //     deliver it after it. Neither informer's are recorded.
+//   - A handler that joins a running informer gets synthetic adds of what
+//     each store holds at that moment, and the two stores need not be at
+//     the same change then: its first segment is compared per key once
+//     each drops its leading synthetic add, one a suffix of the other
+//     (lateJoinDiffers).
 //   - The checkpoint's handler has no counterpart in client-go.
 //
 // What client-go guarantees whatever the path is checked everywhere:
@@ -67,9 +78,13 @@ type differential struct {
 	done   chan struct{}
 	pairs  []*tapePair
 	// lists counts both informers' list requests at the settled point
-	// before; cold says the span began on a new file.
+	// before, and rev is the server's revision then; cold says the span
+	// began on a new file; moved is the server's count of triggers'
+	// writes when it began.
 	lists int
+	rev   int64
 	cold  bool
+	moved int
 }
 
 // tapePair is one handler on both informers.
@@ -78,20 +93,39 @@ type tapePair struct {
 	ours, cg  *tape
 	joinedNow bool // registered since the last settled point
 	first     bool // this segment is the span's first (the start's)
+	// joined is, for a handler that joined a running informer, each
+	// informer's store resourceVersion just after it joined: every later
+	// change is told to it as a change (ours, then client-go's).
+	joined [2]int64
 }
 
 // tape records a handler's notifications per key, as tokens.
 type tape struct {
 	mu    sync.Mutex
 	byKey map[string][]string
+	// last is the resourceVersion of each key's latest notification, kept
+	// across takes.
+	last map[string]int64
 }
 
-func newTape() *tape { return &tape{byKey: map[string][]string{}} }
+func newTape() *tape { return &tape{byKey: map[string][]string{}, last: map[string]int64{}} }
 
-func (t *tape) note(key, token string) {
+// note records token for key; rv is the resourceVersion it tells of, ""
+// if none.
+func (t *tape) note(key, token, rv string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.byKey[key] = append(t.byKey[key], token)
+	if n, err := strconv.ParseInt(rv, 10, 64); err == nil {
+		t.last[key] = n
+	}
+}
+
+// lastOf returns the resourceVersion of key's latest notification.
+func (t *tape) lastOf(key string) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last[key]
 }
 
 // take returns and forgets what was recorded.
@@ -101,6 +135,16 @@ func (t *tape) take() map[string][]string {
 	out := t.byKey
 	t.byKey = map[string][]string{}
 	return out
+}
+
+// putBack returns what take returned to the tape, before anything
+// recorded since.
+func (t *tape) putBack(taken map[string][]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, tokens := range taken {
+		t.byKey[k] = append(slices.Clone(tokens), t.byKey[k]...)
+	}
 }
 
 // taped is a handler that records to a tape, then to a recorder, which
@@ -113,14 +157,14 @@ type taped struct {
 
 func (h taped) OnAdd(obj interface{}, initial bool) {
 	p := obj.(*corev1.Pod)
-	h.tape.note(p.Namespace+"/"+p.Name, fmt.Sprintf("add %s@%s initial=%v", p.UID, p.ResourceVersion, initial))
+	h.tape.note(p.Namespace+"/"+p.Name, fmt.Sprintf("add %s@%s initial=%v", p.UID, p.ResourceVersion, initial), p.ResourceVersion)
 	h.rec.OnAdd(obj, initial)
 }
 
 func (h taped) OnUpdate(oldObj, newObj interface{}) {
 	old, p := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
 	if old.ResourceVersion != p.ResourceVersion { // else a relist's update of an unchanged object
-		h.tape.note(p.Namespace+"/"+p.Name, fmt.Sprintf("update %s@%s -> %s@%s", old.UID, old.ResourceVersion, p.UID, p.ResourceVersion))
+		h.tape.note(p.Namespace+"/"+p.Name, fmt.Sprintf("update %s@%s -> %s@%s", old.UID, old.ResourceVersion, p.UID, p.ResourceVersion), p.ResourceVersion)
 	}
 	h.rec.OnUpdate(oldObj, newObj)
 }
@@ -129,13 +173,13 @@ func (h taped) OnDelete(obj interface{}) {
 	defer h.rec.OnDelete(obj)
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		h.tape.note(o.Namespace+"/"+o.Name, fmt.Sprintf("delete %s@%s", o.UID, o.ResourceVersion))
+		h.tape.note(o.Namespace+"/"+o.Name, fmt.Sprintf("delete %s@%s", o.UID, o.ResourceVersion), o.ResourceVersion)
 	case cache.DeletedFinalStateUnknown:
-		what := "no object"
+		what, rv := "no object", ""
 		if p, ok := o.Obj.(*corev1.Pod); ok && p != nil {
-			what = fmt.Sprintf("%s@%s", p.UID, p.ResourceVersion)
+			what, rv = fmt.Sprintf("%s@%s", p.UID, p.ResourceVersion), p.ResourceVersion
 		}
-		h.tape.note(o.Key, "delete(DeletedFinalStateUnknown) "+what)
+		h.tape.note(o.Key, "delete(DeletedFinalStateUnknown) "+what, rv)
 	}
 }
 
@@ -218,7 +262,7 @@ func (d *driver) diffStart(cold bool) error {
 	}
 	df := d.diff
 	n := d.listRequests()
-	df.lists, df.cold, df.pairs = n, cold, nil
+	df.lists, df.rev, df.cold, df.moved, df.pairs = n, d.srv.Revision(), cold, d.srv.Moved(), nil
 	df.inf = cache.NewSharedIndexInformerWithOptions(df.mirror.ListerWatcher(), &corev1.Pod{}, cache.SharedIndexInformerOptions{Indexers: simIndexers()})
 	_ = df.inf.SetWatchErrorHandlerWithContext(func(context.Context, *cache.Reflector, error) {})
 	if err := d.diffHandler("plain", true); err != nil {
@@ -245,8 +289,31 @@ func (d *driver) diffHandler(name string, first bool) error {
 	}
 	d.plain = append(d.plain, r)
 	d.regs[r] = reg
-	df.pairs = append(df.pairs, &tapePair{name: name, ours: newTape(), cg: t, joinedNow: true, first: first})
+	df.pairs = append(df.pairs, &tapePair{name: name, ours: newTape(), cg: t, joinedNow: true, first: first,
+		joined: [2]int64{math.MaxInt64, storeVersion(df.inf.GetIndexer())}})
 	return nil
+}
+
+// diffJoined records that ours' handler name joined its running informer.
+func (d *driver) diffJoined(name string) {
+	if d.diff == nil || d.diff.inf == nil {
+		return
+	}
+	for _, p := range d.diff.pairs {
+		if p.name == name {
+			p.joined[0] = storeVersion(d.inf.GetIndexer())
+		}
+	}
+}
+
+// storeVersion returns a store's resourceVersion; MaxInt64 if it does not
+// say.
+func storeVersion(idx cache.Indexer) int64 {
+	rv, err := strconv.ParseInt(idx.LastStoreSyncResourceVersion(), 10, 64)
+	if err != nil {
+		return math.MaxInt64
+	}
+	return rv
 }
 
 // handler returns what to register on ours for recorder r: r itself, or r
@@ -274,12 +341,47 @@ func (d *driver) diffStop() {
 }
 
 // diffPending says what client-go's informer has not settled yet; its
-// handlers are among the driver's recorders.
+// handlers are among the driver's recorders. Where the notifications
+// since the last settled point will be compared (neither informer listed
+// meanwhile), every handler registered then must also have been told of
+// the latest change of every key changed since: a view equal to the
+// server's does not show that a handler still has an object's creation
+// and deletion to come, which its counterpart may have had already.
 func (d *driver) diffPending() string {
-	if d.diff == nil || d.diff.inf == nil || d.diff.inf.HasSynced() {
+	df := d.diff
+	if df == nil || df.inf == nil {
 		return ""
 	}
-	return "client-go's informer not synced"
+	if !df.inf.HasSynced() {
+		return "client-go's informer not synced"
+	}
+	if s := storeBehind(df.inf.GetIndexer(), df.mirror.LatestChange()); s != "" {
+		return "client-go's " + s
+	}
+	if d.listRequests() != df.lists {
+		return ""
+	}
+	changed := d.srv.ChangesSince(df.rev)
+	for _, p := range df.pairs {
+		if p.joinedNow && p.first {
+			continue
+		}
+		for _, key := range slices.Sorted(maps.Keys(changed)) {
+			for i, t := range []*tape{p.ours, p.cg} {
+				// A handler that joined late was told the changes made
+				// before it joined in its synthetic adds, or not at all.
+				// While bookmarks are withheld, ours' store version may
+				// lag what it applied (invariants.go): the join is unknown.
+				if p.joinedNow && (changed[key] <= p.joined[i] || d.srv.Quiet()) {
+					continue
+				}
+				if got := t.lastOf(key); got != changed[key] {
+					return fmt.Sprintf("handler %s (%s) not told of %s@%d yet (told of @%d)", p.name, []string{"ours", "client-go's"}[i], key, changed[key], got)
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // diffSettled compares, at a settled point, what the handlers of both
@@ -295,12 +397,27 @@ func (d *driver) diffSettled(pods map[string]*corev1.Pod, absent []string) error
 	if s := checkReads(df.inf.GetIndexer(), pods, absent); s != "" {
 		return fmt.Errorf("client-go's reads differ from the server (the read oracle asks what client-go does not answer): %s", s)
 	}
-	n := d.listRequests()
+	n, rev := d.listRequests(), d.srv.Revision()
 	exact := n == df.lists
-	df.lists = n
+	type segment struct{ ours, cg map[string][]string }
+	segs := make([]segment, len(df.pairs))
+	for i, p := range df.pairs {
+		segs[i] = segment{p.ours.take(), p.cg.take()}
+	}
+	if d.srv.Moved() != d.weak.waitMoved {
+		// A trigger wrote while the checks read: the segments may hold
+		// one informer's notifications of its write and not the other's.
+		// They are compared, whole, at the next settled point.
+		for i, p := range df.pairs {
+			p.ours.putBack(segs[i].ours)
+			p.cg.putBack(segs[i].cg)
+		}
+		return errInterrupted
+	}
+	df.lists, df.rev = n, rev
 	var out []string
-	for _, p := range df.pairs {
-		ours, cg := p.ours.take(), p.cg.take()
+	for i, p := range df.pairs {
+		ours, cg := segs[i].ours, segs[i].cg
 		if !p.joinedNow {
 			for who, got := range map[string]map[string][]string{"ours": ours, "client-go's": cg} {
 				for key, tokens := range got {
@@ -312,7 +429,8 @@ func (d *driver) diffSettled(pods map[string]*corev1.Pod, absent []string) error
 				}
 			}
 		}
-		compare := exact || (p.first && df.cold)
+		compare := exact || (p.first && df.cold && d.srv.Moved() == df.moved)
+		late := p.joinedNow && !p.first
 		p.joinedNow, p.first = false, false
 		if !compare {
 			continue
@@ -331,6 +449,12 @@ func (d *driver) diffSettled(pods map[string]*corev1.Pod, absent []string) error
 				}
 			}
 		}) {
+			if late {
+				if s := lateJoinDiffers(ours[k], cg[k]); s != "" {
+					out = append(out, fmt.Sprintf("handler %s (joined late), key %s: ours %v, client-go %v: %s", p.name, k, ours[k], cg[k], s))
+				}
+				continue
+			}
 			if !slices.Equal(ours[k], cg[k]) {
 				out = append(out, fmt.Sprintf("handler %s, key %s: ours %v, client-go %v", p.name, k, ours[k], cg[k]))
 			}
@@ -340,4 +464,46 @@ func (d *driver) diffSettled(pods map[string]*corev1.Pod, absent []string) error
 		return fmt.Errorf("differential: %s", strings.Join(out, "; "))
 	}
 	return nil
+}
+
+// lateJoinDiffers compares one key's notifications to a handler that
+// joined a running informer, in ours and in client-go's; "" if they agree.
+// Each informer gives the handler a synthetic add (isInInitialList true)
+// of the key's state in its store when the handler joins, then the watch's
+// changes after it (client-go shared_informer.go,
+// AddEventHandlerWithOptions). The two stores need not be at the same
+// change then: the one that joined earlier in the key's history tells the
+// changes the other's synthetic add already holds, and one that held no
+// state of the key gives no add. So, once each drops its leading
+// synthetic add, one sequence must be a suffix of the other: the changes
+// after the later join, the same in both. No add after the first is
+// initial.
+func lateJoinDiffers(ours, cg []string) string {
+	rest := func(tokens []string) ([]string, string) {
+		for i, tok := range tokens {
+			if i > 0 && strings.HasSuffix(tok, "initial=true") {
+				return nil, fmt.Sprintf("%s after the handler's synthetic add: isInInitialList is true only for the initial list", tok)
+			}
+		}
+		if len(tokens) > 0 && strings.HasSuffix(tokens[0], "initial=true") {
+			return tokens[1:], ""
+		}
+		return tokens, ""
+	}
+	o, s := rest(ours)
+	if s != "" {
+		return "ours gave " + s
+	}
+	c, s := rest(cg)
+	if s != "" {
+		return "client-go gave " + s
+	}
+	short, long := o, c
+	if len(short) > len(long) {
+		short, long = long, short
+	}
+	if !slices.Equal(short, long[len(long)-len(short):]) {
+		return "after their synthetic adds, neither tells a suffix of the other's changes"
+	}
+	return ""
 }

@@ -265,6 +265,7 @@ func (d *driver) step(st Step) error {
 			if err != nil {
 				return fmt.Errorf("late handler: %w", err)
 			}
+			d.diffJoined(r.name)
 			d.plain = append(d.plain, r)
 			d.regs[r] = reg
 		}

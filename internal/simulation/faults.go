@@ -73,6 +73,13 @@ func (s *Server) SetQuiet(quiet bool) {
 	s.quiet = quiet
 }
 
+// Quiet reports whether bookmarks are withheld.
+func (s *Server) Quiet() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.quiet
+}
+
 // fire counts a request of kind with opts against the armed triggers and
 // does what the due ones do, before the request is served. An error is
 // injected as the first fault of the request's kind, so the request itself

@@ -32,9 +32,9 @@ type recorder struct {
 	srv        *Server
 	checkpoint bool
 	durable    map[string]string // checkpoint: acknowledgements certainly committed at start
-	// maybe: held keys the server lacks whose deletion a checkpoint's
-	// handler may not be told (the file may not hold them); a
-	// notification of the key ends it.
+	// maybe: held keys whose deletion, once the server lacks them, a
+	// checkpoint's handler may not be told (the file may not hold them);
+	// a notification of the key ends it.
 	maybe map[string]bool
 
 	mu         sync.Mutex

@@ -258,6 +258,10 @@ func (d *driver) settle(st Step) error {
 		switch {
 		case err != nil && m.interrupted && !m.violated:
 			continue // the target moved or the informer died: again
+		case err != nil && !m.violated && d.up() && d.srv.Moved() != moved:
+			// A trigger wrote while the settled checks read: they compared
+			// the informers with a state the server had already left.
+			continue
 		case err == nil && d.up() && (d.srv.Moved() != moved || d.crashPending()):
 			continue
 		}

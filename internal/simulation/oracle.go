@@ -70,6 +70,10 @@ type ckModel struct {
 	// nothing in the file to say so: like a key the server lacks at the
 	// start, its deletion may go untold. A new acknowledgement ends it.
 	lost map[string]bool
+	// settledAt is the server's revision at the latest settled point of
+	// the running informer, 0 before its first: its store holds a state at
+	// or after it.
+	settledAt int64
 }
 
 type ckKind uint8
@@ -265,7 +269,7 @@ func (m *ckModel) closed(clean bool) {
 			m.base[k] = m.possibleLocked(k)
 		}
 	}
-	m.pending, m.lastObs, m.frozen = nil, -1, false
+	m.pending, m.lastObs, m.frozen, m.settledAt = nil, -1, false, 0
 }
 
 // freeze records that a crash image was taken: see frozen.
@@ -279,7 +283,7 @@ func (m *ckModel) freeze() {
 func (m *ckModel) cold() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.base, m.pending, m.lastObs, m.frozen, m.lost = map[string]ckSet{}, nil, -1, false, nil
+	m.base, m.pending, m.lastObs, m.frozen, m.lost, m.settledAt = map[string]ckSet{}, nil, -1, false, nil, 0
 }
 
 // lose records damage that may drop the checkpoint's acknowledgements and
@@ -307,8 +311,10 @@ func (m *ckModel) lose() {
 }
 
 // ack records the handler's Ack of obj (what it was given) after it
-// returned. The store holds the server's objects: acknowledgements are
-// made at settled points.
+// returned. What Ack does depends on the key's state in the store when it
+// ran. A step that does not wait leaves the informer busy, so that is any
+// state the server held since the latest settled point (every state, after
+// a start, until the first).
 func (m *ckModel) ack(obj interface{}) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		// AckDeleted: a tombstone is settled; anything else stays.
@@ -325,11 +331,6 @@ func (m *ckModel) ack(obj interface{}) {
 	m.mu.Lock()
 	delete(m.lost, key) // the handler was given the key again
 	m.mu.Unlock()
-	cur, stored := m.srv.Pods()[key]
-	storedRV := ""
-	if stored {
-		storedRV = cur.ResourceVersion
-	}
 	// The version a watch delivers a deletion at may be a tombstone's
 	// (Op.DeletedAt); a deletion from a list carries none.
 	deletion := false
@@ -338,32 +339,49 @@ func (m *ckModel) ack(obj interface{}) {
 			deletion = true
 		}
 	}
+	m.mu.Lock()
+	since := m.settledAt
+	m.mu.Unlock()
+	stored := m.srv.StatesSince(key, since)
+	m.record(key, func(_ string, s ckState) []ckState {
+		out := ckSet{}
+		for _, cur := range stored {
+			for _, n := range ackStep(m.srv, key, rv, deletion, s, cur) {
+				out[n] = struct{}{}
+			}
+		}
+		return slices.Collect(maps.Keys(out))
+	})
+}
+
+// ackStep returns the states an Ack of key at rv takes s to while the
+// store holds cur for key (nil: nothing); deletion says rv is the version
+// of the key's deletion.
+func ackStep(srv *Server, key, rv string, deletion bool, s ckState, cur *corev1.Pod) []ckState {
 	// In memory an acknowledgement, which skips only if it is of the
 	// stored object.
 	written := ckState{kind: ckStale, rv: rv}
-	if stored && uidOf(m.srv, key, rv) == string(cur.UID) {
+	if cur != nil && uidOf(srv, key, rv) == string(cur.UID) {
 		written.kind = ckAcked
 	}
-	m.record(key, func(_ string, s ckState) []ckState {
-		switch {
-		case s.kind == ckTomb && stored && rv == storedRV:
-			// The state stored after the deletion settles it.
-			return []ckState{written}
-		case s.kind == ckTomb && deletion:
-			// Settled if the deletion came by watch at this version.
-			return []ckState{s, none}
-		case s.kind == ckTomb:
-			return []ckState{s} // a state before the deletion: dropped
-		case s.rv == rv:
-			return []ckState{s} // acknowledged already
-		case stored:
-			return []ckState{written} // a stale version replaces a newer one too
-		default:
-			// Not stored: in memory if its deletion is committed; on disk
-			// only if the key is created again before the commit.
-			return []ckState{s, written}
-		}
-	})
+	switch {
+	case s.kind == ckTomb && cur != nil && rv == cur.ResourceVersion:
+		// The state stored after the deletion settles it.
+		return []ckState{written}
+	case s.kind == ckTomb && deletion:
+		// Settled if the deletion came by watch at this version.
+		return []ckState{s, none}
+	case s.kind == ckTomb:
+		return []ckState{s} // a state before the deletion: dropped
+	case s.rv == rv:
+		return []ckState{s} // acknowledged already
+	case cur != nil:
+		return []ckState{written} // a stale version replaces a newer one too
+	default:
+		// Not stored: in memory if its deletion is committed; on disk
+		// only if the key is created again before the commit.
+		return []ckState{s, written}
+	}
 }
 
 // clear records Checkpoint.Clear.
@@ -394,8 +412,10 @@ func (m *ckModel) damaged(mayStartCold bool) {
 // UID than the acknowledged state's may have been deleted and created
 // again, or replaced by a list.
 func (m *ckModel) settled() {
+	rev := m.srv.Revision()
 	pods := m.srv.Pods()
 	m.mu.Lock()
+	m.settledAt = rev
 	keys := m.keysLocked()
 	var changed []string
 	for _, k := range keys {
@@ -492,8 +512,9 @@ type ckStart struct {
 	// view: what the handler holds: a key at the server's state where it
 	// may be skipped, a placeholder where it must be told.
 	view map[string]Version
-	// maybe: held keys the server lacks whose deletion the handler may or
-	// may not be told (the file may hold nothing for them).
+	// maybe: held keys whose deletion, if the server lacks them, the
+	// handler may or may not be told: the file may hold nothing for them,
+	// and a key deleted before the start hands it out is never given.
 	maybe map[string]bool
 }
 
@@ -523,9 +544,9 @@ func (m *ckModel) start(pods map[string]*corev1.Pod) ckStart {
 			st.view[k] = Version{UID: p.UID, RV: p.ResourceVersion}
 		case holds:
 			st.view[k] = Version{UID: "unknown"}
-			if empty && (p == nil || m.lost[k]) {
-				st.maybe[k] = true
-			}
+		}
+		if holds && empty {
+			st.maybe[k] = true
 		}
 	}
 	return st
