@@ -146,11 +146,9 @@ func (d *driver) damageKind(st Step) error {
 	d.damaged, d.settled = true, false
 	// Any of these may start the collection cold, which drops the
 	// checkpoint; or set records aside, which makes tombstones.
+	// A checkpoint's buckets removed, or the collection emptied at open,
+	// loses its acknowledgements and tombstones: damaged's "none" makes
+	// such a key one whose deletion may go untold (ckModel.start).
 	d.model.damaged(true)
-	if st.Op == OpDamageBucket || st.Op == OpDamageMeta {
-		// A checkpoint's buckets removed, or the collection emptied at
-		// open: its acknowledgements and tombstones are lost.
-		d.model.lose()
-	}
 	return nil
 }

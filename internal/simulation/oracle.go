@@ -65,11 +65,6 @@ type ckModel struct {
 	// what was durable then, so later commits and flushes make nothing
 	// durable. closed ends it.
 	frozen bool
-	// lost: keys whose acknowledgement or tombstone damage may have
-	// dropped from the file (lose). Their handler may hold them with
-	// nothing in the file to say so: like a key the server lacks at the
-	// start, its deletion may go untold. A new acknowledgement ends it.
-	lost map[string]bool
 	// settledAt is the server's revision at the latest settled point of
 	// the running informer, 0 before its first: its store holds a state at
 	// or after it.
@@ -283,31 +278,7 @@ func (m *ckModel) freeze() {
 func (m *ckModel) cold() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.base, m.pending, m.lastObs, m.frozen, m.lost, m.settledAt = map[string]ckSet{}, nil, -1, false, nil, 0
-}
-
-// lose records damage that may drop the checkpoint's acknowledgements and
-// tombstones from the closed file: its buckets removed, or the collection
-// emptied at open (persist's DamageSetAside drops its checkpoints). A
-// consumer that lost them is as after a cold start (persist/checkpoint.go):
-// it is given every stored object again, but a key it held that is gone
-// before it is given again (set aside at the start, then deleted) is told
-// to it by nothing. So each key it may hold joins lost. damaged records
-// the states the file may then hold.
-func (m *ckModel) lose() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, k := range m.keysLocked() {
-		for s := range m.possibleLocked(k) {
-			if s.holds() {
-				if m.lost == nil {
-					m.lost = map[string]bool{}
-				}
-				m.lost[k] = true
-				break
-			}
-		}
-	}
+	m.base, m.pending, m.lastObs, m.frozen, m.settledAt = map[string]ckSet{}, nil, -1, false, 0
 }
 
 // ack records the handler's Ack of obj (what it was given) after it
@@ -328,9 +299,6 @@ func (m *ckModel) ack(obj interface{}) {
 	}
 	p := obj.(*corev1.Pod)
 	key, rv := p.Namespace+"/"+p.Name, p.ResourceVersion
-	m.mu.Lock()
-	delete(m.lost, key) // the handler was given the key again
-	m.mu.Unlock()
 	// The version a watch delivers a deletion at may be a tombstone's
 	// (Op.DeletedAt); a deletion from a list carries none.
 	deletion := false
