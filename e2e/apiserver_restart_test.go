@@ -72,7 +72,8 @@ func TestApiserverRestartWhileRunning(t *testing.T) {
 	// The file holds what memory held.
 	final := serverConfigMaps(t, admin, "", selector)
 	requireSameState(t, "store after two apiserver restarts", final, storeState(t, inf.GetStore()))
-	if rv, _ := inf.Indexer().Collection().CommittedResourceVersion(); rv != inf.Indexer().Collection().ResourceVersion() {
+	// The informer closed its collection: the file is read through db.
+	if rv := committedRV(t, db, inf.Indexer().Collection().Name()); rv != inf.Indexer().Collection().ResourceVersion() {
 		t.Errorf("committed RV %s, applied %s after stop", rv, inf.Indexer().Collection().ResourceVersion())
 	}
 	t.Logf("start causes: %v", obs.startCauses())

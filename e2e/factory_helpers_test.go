@@ -177,6 +177,24 @@ func collectionInfos(t testing.TB, db *persist.DB) []persist.CollectionInfo {
 	return infos
 }
 
+// committedRV returns the resourceVersion collection name holds in db's
+// file, as committed: no flush first. It reads the file through db, so it
+// answers after the informer closed its collection.
+func committedRV(t testing.TB, db *persist.DB, name string) string {
+	t.Helper()
+	infos, err := db.Collections()
+	if err != nil {
+		t.Fatalf("collections of %s: %v", db.Path(), err)
+	}
+	for _, info := range infos {
+		if info.Name == name {
+			return info.ResourceVersion
+		}
+	}
+	t.Fatalf("%s holds no collection %q", db.Path(), name)
+	return ""
+}
+
 // listState returns the key → resourceVersion map of objs.
 func listState[T any](objs []T) state {
 	out := state{}
