@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
-	"github.com/boltinformer/boltinformer/recovery"
 	"github.com/boltinformer/boltinformer/internal/format"
+	"github.com/boltinformer/boltinformer/recovery"
 )
 
 // A damaged index entry is rebuilt from the records when the informer's
