@@ -262,6 +262,8 @@ func (d *driver) settle(st Step) error {
 			// A trigger wrote while the settled checks read: they compared
 			// the informers with a state the server had already left.
 			continue
+		case errors.Is(err, errStoreMoved) && !m.violated:
+			continue
 		case err == nil && d.up() && (d.srv.Moved() != moved || d.crashPending()):
 			continue
 		}
