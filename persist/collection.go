@@ -187,25 +187,29 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 			return err
 		}
 		err = db.view(check)
-		if errors.Is(err, errCollectionDamaged) {
-			// A collection whose structure is damaged cannot be read,
-			// nor written without failing every commit of the file. So
-			// it is emptied whole, and its owner lists it as on a cold
-			// start.
-			c.damageSetAside = err
-			db.commitMu.Lock()
-			err = db.closedErr(db.bolt.Update(c.setAsideDamagedTx))
-			db.commitMu.Unlock()
-			if err == nil {
-				err = db.view(check)
+		// Each set-aside is made at most once, and the check runs again
+		// after it: the journal's set-aside may reveal damage the check
+		// stopped short of, and the reverse.
+		for err != nil {
+			var setAside func(*bolt.Tx) error
+			switch {
+			case errors.Is(err, errCollectionDamaged) && c.damageSetAside == nil:
+				// A collection whose structure is damaged cannot be
+				// read, nor written without failing every commit of the
+				// file. So it is emptied whole, and its owner lists it
+				// as on a cold start.
+				c.damageSetAside, setAside = err, c.setAsideDamagedTx
+			case errors.Is(err, errJournalUnreadable) && c.journalSetAside == nil && c.damageSetAside == nil:
+				// Damage to the journal is set aside as damage to a
+				// record is. It never makes a collection that cannot be
+				// opened.
+				c.journalSetAside, setAside = err, c.setAsideJournalTx
 			}
-		}
-		if errors.Is(err, errJournalUnreadable) {
-			// Damage to the journal is set aside as damage to a record
-			// is. It never makes a collection that cannot be opened.
-			c.journalSetAside = err
+			if setAside == nil {
+				break
+			}
 			db.commitMu.Lock()
-			err = db.closedErr(db.bolt.Update(c.setAsideJournalTx))
+			err = db.closedErr(db.bolt.Update(setAside))
 			db.commitMu.Unlock()
 			if err == nil {
 				err = db.view(check)

@@ -178,7 +178,11 @@ func describeGenerations(gens []format.JournalGeneration) string {
 	}
 	parts := make([]string, len(gens))
 	for i, g := range gens {
-		parts[i] = fmt.Sprintf("%d (entries 1 to %d)", g.Gen, g.Last)
+		if g.Last == 0 {
+			parts[i] = fmt.Sprintf("%d (no entries)", g.Gen)
+		} else {
+			parts[i] = fmt.Sprintf("%d (entries 1 to %d)", g.Gen, g.Last)
+		}
 	}
 	return strings.Join(parts, " and ")
 }
