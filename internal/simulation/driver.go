@@ -85,10 +85,6 @@ type driver struct {
 	// may drop the set-aside, so it does not.
 	damaged, settled bool
 
-	// The checkpoint's committed state when the file was last closed.
-	acks       map[string]string
-	tombstones []string
-
 	// weak is the state of the weak server's and mid-operation faults'
 	// driving (midop.go).
 	weak weakState
