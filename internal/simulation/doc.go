@@ -67,9 +67,6 @@
 // backoff (800 ms doubling to 30 s) on a virtual clock that a goroutine
 // moves to the next deadline every few milliseconds (clock.go).
 //
-// Run (driver.go) executes a schedule and checks, after every step that
-// waits, once the system is quiescent (invariants.go); a trigger's write
-// during that wait starts the check again against the new state:
 // Generate enriches each seed's base schedule (content.go) from a
 // generator of its own, so the base stays what it was: the differential
 // mode, rich content (names with '.' and '-', which sort before the key
@@ -81,8 +78,9 @@
 // a record's header, an index entry, a meta value). The regression seeds
 // run their base schedules.
 //
-// Run (driver.go) executes a schedule and checks, after every step, once
-// the system is quiescent (invariants.go):
+// Run (driver.go) executes a schedule and checks, after every step that
+// waits, once the system is quiescent (invariants.go); a trigger's write
+// during that wait starts the check again against the new state:
 //   - a start is synced within the timeout, and then (without SyncedAtOpen)
 //     its store equals the server, which has not changed since the start
 //     (unless a trigger wrote meanwhile: then a state it held since);
@@ -144,16 +142,11 @@
 // from a watch's (differential.go says how).
 //
 // Not covered: the metadata and dynamic informers, the controller-runtime
-// adapter, factories, resync periods, indexers, the informer's own list in
-// protobuf (only watches and the recovery's lists are bytes), JSON bodies,
+// adapter, factories, resync periods, the informer's own list in protobuf
+// (only watches and the recovery's lists are bytes), JSON bodies,
 // watch-list streaming, clock jumps (checkpoint retention's clock is not
 // injectable from outside persist), several informers sharing one file,
-// crashes in the middle of a bbolt transaction, and memory beyond the
-// decoded-object cache's count (a tombstone holding a decoded object is
-// not seen).
-// adapter, factories, resync periods, a WireLister recovery (protobuf list
-// bodies), watch-list streaming, clock jumps (checkpoint retention's clock
-// is not injectable from outside persist), several informers sharing one
-// file, and memory beyond the decoded-object cache's count and bytes (a
-// tombstone holding a decoded object is not seen).
+// crashes in the middle of a bbolt transaction, a full disk, and memory
+// beyond the decoded-object cache's count and bytes (a tombstone holding a
+// decoded object is not seen).
 package simulation
