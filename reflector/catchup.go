@@ -77,10 +77,7 @@ const (
 // no consistent read has succeeded yet (the limit=1 reads keep failing, or
 // no watch opened to take one after), Target gets the list's
 // resourceVersion, so the store has caught up once it applies the list, as
-// a client-go informer is synced after its first list. The list at
-// Options.ListFrom, made before any watch, is the exception. No read was
-// tried, and a watch cache that lags may serve it with data older than the
-// start: the short watches that follow take a read. The relist above is
+// a client-go informer is synced after its first list. The relist above is
 // at "", at or past any read taken before it. After either list the
 // reflector stops catching up — its watches are ordinary ones, as after
 // Done, even while the store is still applying the list — so catching up
@@ -131,11 +128,6 @@ func (r *Reflector) catchingUp() bool {
 // past any read Target got before. Otherwise (a relist at a given version
 // after a 410, which may be older than the read) the short watches go on.
 func (r *Reflector) catchUpListed(listedAt, resourceVersion string) {
-	if listedAt != "" && !r.watchTried {
-		// The list at ListFrom, before any watch or read: it may be
-		// older than the start (see CatchUp).
-		return
-	}
 	handed := false
 	if r.catchUp.Target != nil {
 		r.catchUpTarget.Do(func() {

@@ -299,8 +299,6 @@ type Reflector struct {
 	// catchUpSettled is set by a list that settled the catch-up (see
 	// catchUpListed): watches are ordinary from then on.
 	catchUpSettled bool
-	// watchTried is set once a watch was asked for (see catchUpListed).
-	watchTried bool
 	// watchFailures counts the watches in a row that failed to start or
 	// ended with an error without delivering an event; see
 	// watchFailuresBeforeRelist.

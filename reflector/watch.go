@@ -138,7 +138,6 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		waited := backedOff
 		backedOff = false
 
-		r.watchTried = true
 		w, err := r.lw.WatchWithContext(ctx, options)
 		if err == nil && w == nil {
 			err = errors.New("ListerWatcher returned neither a watch nor an error")
