@@ -80,7 +80,10 @@ type Server struct {
 	onCrash func(what string)
 	// onWrite, if set, is called by a trigger's writes, without mu held,
 	// with what the trigger did (differential.go repeats it on the mirror).
+	// writes, if set, is held (before mu) while a request's triggers fire
+	// and onWrite repeats their writes.
 	onWrite func(do, key string, arg int)
+	writes  *sync.Mutex
 	// wire: watches and recovery lists are served as protobuf bytes
 	// (wirelister.go); cut: some of those bodies end early.
 	wire, cut bool

@@ -73,6 +73,8 @@ import (
 // true).
 type differential struct {
 	mirror *Server
+	// writes orders the driver's writes and triggers' (lockWrites).
+	writes sync.Mutex
 	inf    cache.SharedIndexInformer
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -188,7 +190,20 @@ func (d *driver) diffInit() {
 	if d.cfg.Differential {
 		d.diff = &differential{mirror: NewServer(ServerOptions{Window: 1 << 30})}
 		d.srv.onWrite = d.mirrorTrigger
+		d.srv.writes = &d.diff.writes
 	}
+}
+
+// lockWrites holds off triggers' writes until the returned func is called,
+// so that a step's write reaches the server and the mirror in the same
+// order relative to them: both give a write the next revision, and a
+// trigger's write between a step's two would give each a different one.
+func (d *driver) lockWrites() func() {
+	if d.diff == nil {
+		return func() {}
+	}
+	d.diff.writes.Lock()
+	return d.diff.writes.Unlock
 }
 
 // mirrorTrigger repeats on the mirror what a trigger wrote on the server

@@ -171,30 +171,12 @@ func (d *driver) up() bool { return d.inf != nil }
 
 func (d *driver) step(st Step) error {
 	d.gen++
-	d.mirrorStep(st)
+	if d.write(st) {
+		return nil
+	}
 	switch st.Op {
-	case OpCreate:
-		d.srv.Create(st.Key, d.gen)
-	case OpUpdate:
-		d.srv.Update(st.Key, d.gen)
-	case OpDelete:
-		d.srv.Delete(st.Key)
-	case OpRecreate:
-		if d.srv.Delete(st.Key) {
-			d.srv.Create(st.Key, d.gen)
-		}
-	case OpCreateRich:
-		createRich(d.srv, st.Key, d.gen, st.N, d.cfg)
-	case OpOtherWrites:
-		d.srv.OtherWrites(st.N)
-	case OpBookmark:
-		d.srv.Bookmark()
 	case OpEndWatches:
 		d.srv.EndWatches()
-	case OpRestart:
-		d.srv.Restart(st.N)
-	case OpCompact:
-		d.srv.Compact()
 	case OpInject:
 		d.srv.Inject(st.Kind, st.Code, st.N)
 	case OpArm:
@@ -302,6 +284,41 @@ func (d *driver) step(st Step) error {
 		return fmt.Errorf("unknown step %q", st.Op)
 	}
 	return nil
+}
+
+// write makes st's change to the server, and the mirror's, if st is a
+// write (one the mirror repeats); false if it is not.
+func (d *driver) write(st Step) bool {
+	switch st.Op {
+	case OpCreate, OpUpdate, OpDelete, OpRecreate, OpCreateRich, OpOtherWrites, OpBookmark, OpRestart, OpCompact:
+	default:
+		return false
+	}
+	defer d.lockWrites()()
+	d.mirrorStep(st)
+	switch st.Op {
+	case OpCreate:
+		d.srv.Create(st.Key, d.gen)
+	case OpUpdate:
+		d.srv.Update(st.Key, d.gen)
+	case OpDelete:
+		d.srv.Delete(st.Key)
+	case OpRecreate:
+		if d.srv.Delete(st.Key) {
+			d.srv.Create(st.Key, d.gen)
+		}
+	case OpCreateRich:
+		createRich(d.srv, st.Key, d.gen, st.N, d.cfg)
+	case OpOtherWrites:
+		d.srv.OtherWrites(st.N)
+	case OpBookmark:
+		d.srv.Bookmark()
+	case OpRestart:
+		d.srv.Restart(st.N)
+	case OpCompact:
+		d.srv.Compact()
+	}
+	return true
 }
 
 // start opens the file and starts an informer on it with the run's

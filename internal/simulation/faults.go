@@ -86,6 +86,12 @@ func (s *Server) Quiet() bool {
 // fails with it. A crash runs onCrash without mu held, since it copies the
 // cache file.
 func (s *Server) fire(kind string, opts metav1.ListOptions) {
+	if s.writes != nil {
+		// A trigger's write and its repetition on the mirror are one
+		// step against the driver's writes (lockWrites).
+		s.writes.Lock()
+		defer s.writes.Unlock()
+	}
 	s.mu.Lock()
 	var due []*trigger
 	keep := s.triggers[:0]

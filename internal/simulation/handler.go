@@ -204,6 +204,19 @@ func (r *recorder) diff(want map[string]Version) string {
 	return diffViews(view, want)
 }
 
+// settledMaybe ends maybe for the keys want (the server's objects at a
+// settled point) holds: the handler has been given each of them or skipped
+// it, and holds it whatever the file held.
+func (r *recorder) settledMaybe(want map[string]Version) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.maybe {
+		if _, ok := want[k]; ok {
+			delete(r.maybe, k)
+		}
+	}
+}
+
 // takeToAck returns the notifications the handler got and has not
 // acknowledged, choosing each with pick, and forgets those chosen.
 func (r *recorder) takeToAck(pick func() bool) []interface{} {

@@ -40,6 +40,9 @@ func (d *driver) check() error {
 	if err := d.violations(); err != nil {
 		return err
 	}
+	if d.cpRec != nil {
+		d.cpRec.settledMaybe(want)
+	}
 	d.settled = true
 	if d.cfg.CacheObjects > 0 {
 		if n := d.inf.Indexer().Collection().CacheStats().Objects; n > d.cfg.CacheObjects {

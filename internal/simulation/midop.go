@@ -176,12 +176,16 @@ func (d *driver) crashImage(what string) {
 	if m.db == nil || m.image != nil {
 		return
 	}
+	// The model learns of no commit from here on, before the snapshot: a
+	// commit that ends after the snapshot began is not in the image, and
+	// its observer may run before the snapshot ends. Freezing early only
+	// leaves the model more prefixes to allow.
+	d.model.freeze()
 	var b bytes.Buffer
 	if _, err := m.db.Snapshot(&b); err != nil {
 		return // a closing file: the kill came too late to matter
 	}
 	m.image, m.what = b.Bytes(), what
-	d.model.freeze()
 }
 
 // crashPending reports whether a crash image waits to be used.

@@ -78,6 +78,10 @@ const (
 	ckAcked               // acknowledged at rv, a state of the object the key holds
 	ckStale               // acknowledged at rv, a state of an object the key no longer holds
 	ckTomb                // a tombstone
+	// ckTombAcked: a tombstone in memory, and on disk the acknowledgement
+	// at rv of the state the key holds, which the next open loads (see
+	// damaged).
+	ckTombAcked
 )
 
 type ckState struct {
@@ -93,6 +97,8 @@ func (s ckState) String() string {
 		return "stale@" + s.rv
 	case ckTomb:
 		return "tombstone"
+	case ckTombAcked:
+		return "tombstone+acked@" + s.rv
 	}
 	return "nothing"
 }
@@ -258,11 +264,20 @@ func (m *ckModel) closed(clean bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, k := range m.keysLocked() {
+		set := m.possibleLocked(k)
 		if clean {
-			m.base[k] = m.currentLocked(k)
-		} else {
-			m.base[k] = m.possibleLocked(k)
+			set = m.currentLocked(k)
 		}
+		// The next open loads the acknowledgement on disk, not the
+		// tombstone memory held.
+		out := ckSet{}
+		for s := range set {
+			if s.kind == ckTombAcked {
+				s.kind = ckAcked
+			}
+			out[s] = struct{}{}
+		}
+		m.base[k] = out
 	}
 	m.pending, m.lastObs, m.frozen, m.settledAt = nil, -1, false, 0
 }
@@ -290,8 +305,13 @@ func (m *ckModel) ack(obj interface{}) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		// AckDeleted: a tombstone is settled; anything else stays.
 		m.record(d.Key, func(_ string, s ckState) []ckState {
-			if s.kind == ckTomb {
+			switch s.kind {
+			case ckTomb:
 				return []ckState{none}
+			case ckTombAcked:
+				// The acknowledgement on disk stays until a commit deletes
+				// the key or writes another.
+				return []ckState{none, {kind: ckAcked, rv: s.rv}}
 			}
 			return []ckState{s}
 		})
@@ -326,6 +346,17 @@ func (m *ckModel) ack(obj interface{}) {
 // store holds cur for key (nil: nothing); deletion says rv is the version
 // of the key's deletion.
 func ackStep(srv *Server, key, rv string, deletion bool, s ckState, cur *corev1.Pod) []ckState {
+	if s.kind == ckTombAcked {
+		// Ack goes by the tombstone in memory; an ack it drops leaves the
+		// one on disk.
+		out := ackStep(srv, key, rv, deletion, tomb, cur)
+		for i, n := range out {
+			if n == tomb {
+				out[i] = s
+			}
+		}
+		return out
+	}
 	// In memory an acknowledgement, which skips only if it is of the
 	// stored object.
 	written := ckState{kind: ckStale, rv: rv}
@@ -361,11 +392,22 @@ func (m *ckModel) clear() {
 // of unreadable records turns the acknowledgements of the keys it drops
 // into tombstones (persist's checkpoint rules); other damage may start the
 // collection cold, which drops everything.
+//
+// A set-aside of the journal may also take a key back to an older state
+// the trees hold (another object under the key, deleted since). The relist
+// it owes then replaces that object, which makes the key's acknowledgement a
+// tombstone in memory, and stores the acknowledged state again. A commit
+// writes a layer's net change, a put, so the acknowledgement stays on disk
+// (ckTombAcked) while Ack goes by the tombstone: an acknowledgement of an
+// older state is dropped rather than written.
 func (m *ckModel) damaged(mayStartCold bool) {
 	m.record("", func(_ string, s ckState) []ckState {
 		out := []ckState{s}
 		if s.kind == ckAcked || s.kind == ckStale {
 			out = append(out, tomb)
+		}
+		if s.kind == ckAcked {
+			out = append(out, ckState{kind: ckTombAcked, rv: s.rv})
 		}
 		if mayStartCold {
 			out = append(out, none)
@@ -409,6 +451,8 @@ func reconcile(srv *Server, key string, p *corev1.Pod, set ckSet) ckSet {
 	out := ckSet{}
 	for s := range set {
 		switch {
+		case s.kind == ckTombAcked && p == nil:
+			out[tomb] = struct{}{} // the deletion's commit drops the acknowledgement
 		case s.kind != ckAcked && s.kind != ckStale:
 			out[s] = struct{}{}
 		case p == nil:
@@ -428,6 +472,9 @@ func reconcile(srv *Server, key string, p *corev1.Pod, set ckSet) ckSet {
 // counts as a tombstone. With exact, the file holds p itself (a clean
 // stop): an acknowledgement of an older state of p can skip nothing either.
 func observed(srv *Server, key string, s ckState, p *corev1.Pod, exact bool) ckState {
+	if s.kind == ckTombAcked {
+		s.kind = ckAcked // the file's
+	}
 	switch {
 	case s.kind == ckStale:
 		return tomb
