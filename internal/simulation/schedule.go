@@ -156,9 +156,26 @@ type Schedule struct {
 
 var keys = []string{"a/p0", "a/p1", "a/p2", "a/p3", "a/p4", "b/p0", "b/p1", "b/p2", "b/p3", "b/p4"}
 
-type weighted struct {
-	op Op
-	w  int
+// weighted is a choice of v with weight w (pickWeighted).
+type weighted[T any] struct {
+	v T
+	w int
+}
+
+// pickWeighted draws one of ws, each with the chance of its weight.
+func pickWeighted[T any](r *rand.Rand, ws []weighted[T]) T {
+	total := 0
+	for _, w := range ws {
+		total += w.w
+	}
+	x := r.Intn(total)
+	for _, w := range ws {
+		if x < w.w {
+			return w.v
+		}
+		x -= w.w
+	}
+	panic("unreachable")
 }
 
 // Generate returns seed's schedule of about n steps, with the weak server's
@@ -203,30 +220,16 @@ func generate(seed int64, n int, weak *weakGen) Schedule {
 		steps = append(steps, Step{Op: OpCreate, Key: k})
 		existing[k] = true
 	}
-	upOps := []weighted{
+	upOps := []weighted[Op]{
 		{OpCreate, 16}, {OpUpdate, 18}, {OpDelete, 9}, {OpRecreate, 5}, {OpOtherWrites, 3},
 		{OpBookmark, 2}, {OpEndWatches, 3}, {OpRestart, 5}, {OpCompact, 3}, {OpInject, 6},
 		{OpFlush, 4}, {OpAck, 8}, {OpStaleAck, 2}, {OpClear, 1}, {OpLateHandler, 2},
 		{OpStop, 4}, {OpCrash, 4},
 	}
-	downOps := []weighted{
+	downOps := []weighted[Op]{
 		{OpCreate, 8}, {OpUpdate, 10}, {OpDelete, 6}, {OpRecreate, 3}, {OpOtherWrites, 3},
 		{OpRestart, 5}, {OpCompact, 2}, {OpInject, 3}, {OpDamageJ, 4}, {OpDamageR, 2},
 		{OpStart, 22},
-	}
-	pick := func(ws []weighted) Op {
-		total := 0
-		for _, w := range ws {
-			total += w.w
-		}
-		x := rng.Intn(total)
-		for _, w := range ws {
-			if x < w.w {
-				return w.op
-			}
-			x -= w.w
-		}
-		panic("unreachable")
 	}
 	generated := len(steps) + 1 // the creates and the start; inserted steps do not count
 	steps = append(steps, weak.beforeStart(cfg)...)
@@ -238,7 +241,7 @@ func generate(seed int64, n int, weak *weakGen) Schedule {
 		if up {
 			ops = upOps
 		}
-		s := Step{Op: pick(ops)}
+		s := Step{Op: pickWeighted(rng, ops)}
 		switch s.Op {
 		case OpCreate:
 			s.Key = key()

@@ -64,9 +64,9 @@ func (g *weakGen) beforeStart(c Config) []Step {
 	if g == nil || g.rng.Intn(2) == 0 {
 		return nil
 	}
-	kinds := []weightedKind{{KindList, 2}, {KindCommit, 2}}
+	kinds := []weighted[string]{{KindList, 2}, {KindCommit, 2}}
 	if c.PageSize > 0 || c.PageCap > 0 {
-		kinds = append(kinds, weightedKind{KindPage, 4})
+		kinds = append(kinds, weighted[string]{KindPage, 4})
 	}
 	return []Step{g.triggerOf(c, kinds)}
 }
@@ -75,35 +75,35 @@ func (g *weakGen) beforeStart(c Config) []Step {
 // a list (a compaction or an error before a page), a recovery (a write
 // before its fetches) or anything (a crash after a commit).
 func (g *weakGen) trigger(c Config) Step {
-	kinds := []weightedKind{{KindList, 2}, {KindWatch, 1}, {KindCommit, 2}}
+	kinds := []weighted[string]{{KindList, 2}, {KindWatch, 1}, {KindCommit, 2}}
 	if c.PageSize > 0 || c.PageCap > 0 {
-		kinds = append(kinds, weightedKind{KindPage, 4})
+		kinds = append(kinds, weighted[string]{KindPage, 4})
 	}
 	if c.Recovery {
-		kinds = append(kinds, weightedKind{KindMeta, 2}, weightedKind{KindFetch, 3})
+		kinds = append(kinds, weighted[string]{KindMeta, 2}, weighted[string]{KindFetch, 3})
 	}
 	return g.triggerOf(c, kinds)
 }
 
 // triggerOf returns a trigger on a request of one of kinds.
-func (g *weakGen) triggerOf(c Config, kinds []weightedKind) Step {
+func (g *weakGen) triggerOf(c Config, kinds []weighted[string]) Step {
 	r := g.rng
-	st := Step{Op: OpArm, Kind: pickKind(r, kinds), N: 1 + r.Intn(3), NoWait: true}
+	st := Step{Op: OpArm, Kind: pickWeighted(r, kinds), N: 1 + r.Intn(3), NoWait: true}
 	if st.Kind == KindCommit {
 		st.Do = ActCrash
 		return st
 	}
-	dos := []weightedKind{
+	dos := []weighted[string]{
 		{ActCompact, 2}, {ActCreate, 2}, {ActUpdate, 3}, {ActDelete, 2}, {ActRestart, 1},
 		{ActEndWatches, 1}, {ActError, 2}, {ActCrash, 3},
 	}
 	if st.Kind == KindPage {
-		dos = append(dos, weightedKind{ActCompact, 5}, weightedKind{ActError, 2})
+		dos = append(dos, weighted[string]{ActCompact, 5}, weighted[string]{ActError, 2})
 	}
 	if c.Instances > 1 {
-		dos = append(dos, weightedKind{ActRestartOne, 1})
+		dos = append(dos, weighted[string]{ActRestartOne, 1})
 	}
-	st.Do = pickKind(r, dos)
+	st.Do = pickWeighted(r, dos)
 	switch st.Do {
 	case ActCreate, ActUpdate, ActDelete:
 		st.Key = keys[r.Intn(len(keys))]
@@ -122,24 +122,4 @@ func (g *weakGen) mark(s *Step, up bool) {
 		return
 	}
 	s.NoWait = true
-}
-
-type weightedKind struct {
-	kind string
-	w    int
-}
-
-func pickKind(r *rand.Rand, ws []weightedKind) string {
-	total := 0
-	for _, w := range ws {
-		total += w.w
-	}
-	x := r.Intn(total)
-	for _, w := range ws {
-		if x < w.w {
-			return w.kind
-		}
-		x -= w.w
-	}
-	panic("unreachable")
 }
