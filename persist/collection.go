@@ -414,7 +414,7 @@ func plausibleResourceVersion(rv []byte) bool {
 		return false
 	}
 	for _, c := range rv {
-		if c < 0x21 || c > 0x7e {
+		if c < 0x20 || c > 0x7e {
 			return false
 		}
 	}
