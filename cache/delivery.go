@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/processor"
 )
 
@@ -339,6 +340,21 @@ func (d *warmDelivery) run(ctx context.Context, setAside func(ctx context.Contex
 	d.finishLocked()
 	klog.FromContext(ctx).V(2).Info("Handed the stored objects to the handlers", "collection", d.s.name, "objects", d.handed, "handlers", len(d.listeners), "duration", time.Since(start), "err", err)
 	return err
+}
+
+// setAside sets aside the keys ops delete, stored records an index build
+// could not decode (setaside.go), and returns SetAside's error. It holds mu,
+// so no key is handed out meanwhile. A key not handed out yet is not given:
+// a deletion of it is kept from the start handlers (lacking).
+func (d *warmDelivery) setAside(coll *persist.Collection, ops []persist.Op) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, op := range ops {
+		if !d.handedOutLocked(op.Key) {
+			d.notGivenLocked(op.Key)
+		}
+	}
+	return coll.SetAside(ops)
 }
 
 // handedOutLocked reports whether key's stored state has been handed out.

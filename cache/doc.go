@@ -76,5 +76,7 @@
 // A read error is never served as absence. Get, ByIndex and the other reads
 // with an error result return it. List, ListKeys and ListIndexFuncValues have
 // no error result, so they panic. A store that owes a list after a read error
-// makes such reads wait for that list.
+// makes such reads wait for that list. AddIndexers meets every stored
+// record. An informer's sets aside one it cannot read, and lists it again.
+// A bare Indexer's fails instead, and adds no index.
 package cache

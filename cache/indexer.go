@@ -114,6 +114,16 @@ type Indexer struct {
 	retryWait atomic.Pointer[func() <-chan struct{}]
 	// listApplied, if set, is called after each Replace that succeeded.
 	listApplied atomic.Pointer[func()]
+	// setAsideUnreadable, if set, is the informer's: it sets aside stored
+	// records an index build cannot decode, and lists them again (see
+	// setaside.go). A bare Indexer has none.
+	setAsideUnreadable atomic.Pointer[func(keys []string, why error) error]
+}
+
+// onUnreadable makes AddIndexers hand the records it cannot decode to fn,
+// then build again.
+func (i *Indexer) onUnreadable(fn func(keys []string, why error) error) {
+	i.setAsideUnreadable.Store(&fn)
 }
 
 // onList makes Replace call fn after each list it applied.
@@ -657,7 +667,32 @@ func (i *Indexer) GetIndexers() cache.Indexers {
 
 // AddIndexers adds indexes and builds them over the stored objects. If an
 // index function fails for any stored object, none of newIndexers is added.
+// Nor is any if a stored record cannot be read back. The error wraps
+// persist.ErrCorruptRecord and names the records, which are kept, and reads
+// of them keep failing. An informer's Indexer sets such records aside
+// instead, lists them again, and adds the indexers (see setaside.go).
 func (i *Indexer) AddIndexers(newIndexers cache.Indexers) error {
+	for {
+		err := i.addIndexers(newIndexers)
+		var unreadable *persist.UnreadableRecordsError
+		if !errors.As(err, &unreadable) {
+			return err
+		}
+		setAside := i.setAsideUnreadable.Load()
+		if setAside == nil {
+			return i.reportReadError("AddIndexers", fmt.Errorf("%w. Write those keys anew (Update, Delete, or Replace with a list), then add the indexers again", err))
+		}
+		// Without writeMu: the informer takes locks above it. Each pass
+		// drops the records the last one could not read, and a record
+		// written since decodes, so the loop ends.
+		if err := (*setAside)(unreadable.Keys, err); err != nil {
+			return fmt.Errorf("boltinformer: AddIndexers: collection %q: setting aside stored records that cannot be read back: %w", i.coll.Name(), err)
+		}
+	}
+}
+
+// addIndexers is AddIndexers for one build.
+func (i *Indexer) addIndexers(newIndexers cache.Indexers) error {
 	if m := i.inMemory(); m != nil {
 		return m.AddIndexers(newIndexers)
 	}

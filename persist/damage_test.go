@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -341,10 +342,12 @@ func TestDamagedIndexEntriesAreRebuilt(t *testing.T) {
 }
 
 // An index is built from the records: at open when its version changed,
-// and by AddIndexes. A record that does not decode cannot be indexed. The
-// build failed on it, and so did every later open or AddIndexes, until a
-// person deleted the file. The build now sets such a record aside, with
-// the must-list mark, in its transaction, and indexes the rest.
+// and by AddIndexes. A record that does not decode cannot be indexed.
+// At open, the build sets such a record aside, with the must-list mark, in
+// its transaction, and indexes the rest. Otherwise every later open would
+// fail on it. AddIndexes instead fails, naming the record, and changes
+// nothing: its caller may have no list to fetch the record again with. The
+// caller sets the record aside (SetAside), and AddIndexes then succeeds.
 func TestIndexBuildSetsAsideUnreadableRecords(t *testing.T) {
 	for _, add := range []bool{false, true} {
 		t.Run(fmt.Sprintf("AddIndexes=%t", add), func(t *testing.T) {
@@ -365,11 +368,25 @@ func TestIndexBuildSetsAsideUnreadableRecords(t *testing.T) {
 				t.Fatalf("open: %v", err)
 			}
 			if add {
-				if err := c.AddIndexes(context.Background(), map[string]string{"other": "1"}, byName); err != nil {
-					t.Fatalf("AddIndexes: %v", err)
+				err := c.AddIndexes(context.Background(), map[string]string{"other": "1"}, byName)
+				var unreadable *persist.UnreadableRecordsError
+				if !errors.As(err, &unreadable) || !slices.Equal(unreadable.Keys, []string{"ns/c"}) || !errors.Is(err, persist.ErrCorruptRecord) {
+					t.Fatalf("AddIndexes = %v; want an UnreadableRecordsError naming ns/c", err)
 				}
-			}
-			if err := c.RecordsSetAside(); !errors.Is(err, persist.ErrCorruptRecord) {
+				keys, err := c.Keys()
+				if err != nil || !slices.Equal(keys, []string{"ns/a", "ns/c"}) || c.MustList() || c.RecordsSetAside() != nil {
+					t.Fatalf("after the failed AddIndexes the collection holds %v (%v), must-list %t, set aside %v; want it unchanged", keys, err, c.MustList(), c.RecordsSetAside())
+				}
+				if got := c.Indexes(); !maps.Equal(got, map[string]string{"name": "1"}) {
+					t.Fatalf("after the failed AddIndexes the indexes are %v; want only name", got)
+				}
+				if err := c.SetAside([]persist.Op{{Key: "ns/c", Delete: true}}); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.AddIndexes(context.Background(), map[string]string{"other": "1"}, byName); err != nil {
+					t.Fatalf("AddIndexes after the set-aside: %v", err)
+				}
+			} else if err := c.RecordsSetAside(); !errors.Is(err, persist.ErrCorruptRecord) {
 				t.Errorf("RecordsSetAside() = %v, want the record that did not decode", err)
 			}
 			keys, err := c.Keys()

@@ -122,3 +122,7 @@ func WithClock(opts Options, now func() time.Time) Options {
 	opts.now = now
 	return opts
 }
+
+// DerivedChecksForTest returns how many collection opens of db read every
+// index entry and version to find damage.
+func DerivedChecksForTest(db *DB) int64 { return db.derivedChecks.Load() }

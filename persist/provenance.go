@@ -189,7 +189,7 @@ func (c *Collection) emptyTx(b *bolt.Bucket) error {
 	none := func(string, runtime.Object) ([]string, error) {
 		return nil, errors.New("no objects to index")
 	}
-	return c.buildIndexes(b.Tx(), &journalState{}, names, maps.Clone(c.indexes), none)
+	return c.buildIndexes(b.Tx(), &journalState{}, names, maps.Clone(c.indexes), none, false)
 }
 
 // Provenance returns the provenance the collection records.
@@ -253,7 +253,7 @@ func (c *Collection) reset(ctx context.Context, want map[string]string, force, m
 	}
 	before, rv, marked := c.provenance, c.rv, c.mustList
 	var mismatch *ProvenanceMismatch
-	err := c.db.bolt.Update(func(tx *bolt.Tx) error {
+	err := c.db.update(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection

@@ -17,7 +17,9 @@ import (
 // is built again from the records, and nothing needs listing.
 //
 // A writable open checks every entry of the derived buckets: each index's
-// byValue and byKey, and versions. No read can get past a damaged entry.
+// byValue and byKey, and versions. It does so only after another writer
+// wrote the file, because this build's own writes leave no damaged entry
+// (ownwrites.go). No read can get past a damaged entry.
 // A byValue entry that names no object fails every read of its index, and
 // no set-aside of an object removes it. A byKey value that does not decode
 // fails every commit that changes its key. The check reads keys and small
@@ -26,7 +28,8 @@ import (
 // checkDerived returns why each index of indexes has damaged entries, and
 // why the versions bucket has, if it does. The collection b has the
 // structure checkStructure and checkIndexBuckets require.
-func checkDerived(b *bolt.Bucket, indexes map[string]string) (map[string]error, error) {
+func (c *Collection) checkDerived(b *bolt.Bucket, indexes map[string]string) (map[string]error, error) {
+	c.db.derivedChecks.Add(1)
 	var damaged map[string]error
 	idx := b.Bucket(format.IndexesBucket)
 	for _, name := range sortedKeys(indexes) {
@@ -82,10 +85,14 @@ func checkIndexEntries(ib *bolt.Bucket) error {
 // dropDamagedDerivedTx deletes the indexes and the versions bucket
 // checkDerived finds damaged, and forgets those indexes. create then
 // builds them again from the records, as it builds an index whose version
-// changed. rebuiltAtOpen says what was dropped and why. Called by create,
-// before the indexes are split into those in use and the dormant.
+// changed. rebuiltAtOpen says what was dropped and why. It removes the
+// unchecked mark (derivedUnchecked) in the same transaction. Called by
+// create, before the indexes are split into those in use and the dormant.
 func (c *Collection) dropDamagedDerivedTx(b *bolt.Bucket) error {
-	damaged, versionsErr := checkDerived(b, c.indexes)
+	damaged, versionsErr := c.checkDerived(b, c.indexes)
+	if err := b.Bucket(format.CollMetaBucket).Delete(format.DerivedUncheckedKey); err != nil {
+		return err
+	}
 	var why []error
 	if len(damaged) > 0 {
 		idx := b.Bucket(format.IndexesBucket)
