@@ -61,7 +61,7 @@ func TestTokenBucketPaces(t *testing.T) {
 }
 
 func TestPodPoolNeverHandsOutABusyPod(t *testing.T) {
-	p := newPodPool([]podRef{{"a", "1"}, {"a", "2"}}, 1)
+	p := newPodPool([]podRef{{"a", "1"}, {"a", "2"}}, 1, churnSkew{})
 	r1, ok1 := p.checkout(false)
 	r2, ok2 := p.checkout(true)
 	if !ok1 || !ok2 || r1 == r2 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,8 +23,11 @@ type churnResult struct {
 	PodsAtStart     int     `json:"podsAtStart"`
 	DurationSeconds float64 `json:"durationSeconds"` // --duration
 	SampleSeconds   float64 `json:"sampleSeconds"`
-	Mix             string  `json:"mix"`         // update,create,delete weights
-	ContentType     string  `json:"contentType"` // both informers'
+	Mix             string  `json:"mix"` // update,create,delete weights
+	// Skew is the law by which updates picked their Pod (--skew); "" in
+	// results from before it existed, which were uniform.
+	Skew        string `json:"skew,omitempty"`
+	ContentType string `json:"contentType"` // both informers'
 	// BatchInterval is boltinformer's group commit interval (persist's
 	// default).
 	BatchInterval string          `json:"batchInterval"`
@@ -366,6 +370,8 @@ func churnReport(r *churnResult) *benchkit.Report {
 		d.Succeeded, seconds(d.Seconds), d.AchievedPerSec, d.TargetPerSec, r.Mix,
 		d.OK["update"], d.OK["create"], d.OK["delete"], d.Failed["update"], d.Failed["create"], d.Failed["delete"],
 		d.Skipped, d.Dropped, d.BoundTicks, d.MaxInFlight, d.RequestP50Ms, d.RequestP99Ms)
+	w.Printf("Updates picked %s: %d distinct Pods updated; %.2f updates per Pod updated within %s.\n",
+		cmp.Or(r.Skew, "uniform"), d.DistinctUpdated, d.UpdatesPerPodPerWindow, skewWindows(d))
 	for _, e := range d.Errors {
 		w.Printf("  error: %s\n", e)
 	}
@@ -395,4 +401,15 @@ func churnReport(r *churnResult) *benchkit.Report {
 			"each about %v after a warm-up; random keys are drawn uniformly over every Pod.\n", readBudget)
 	}
 	return w
+}
+
+// skewWindows says what the updates per Pod were measured over.
+func skewWindows(d churnDriveStats) string {
+	switch d.SkewWindows {
+	case 0:
+		return fmt.Sprintf("the run's %d changes (fewer than a window of %d)", d.Succeeded, d.SkewWindow)
+	case 1:
+		return fmt.Sprintf("one window of %d changes", d.SkewWindow)
+	}
+	return fmt.Sprintf("windows of %d changes (%d windows)", d.SkewWindow, d.SkewWindows)
 }
