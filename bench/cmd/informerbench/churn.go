@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -120,15 +121,22 @@ func churnSize(ctx context.Context, sess *session, o *churnOptions, out io.Write
 		return nil, err
 	}
 	const shape = shapeRealistic
+	if err := topUpPods(ctx, cl, shape, o.pods, o.workers, out); err != nil {
+		return nil, err
+	}
+	podBytes, err := meanPodBytes(ctx, cs, shape)
+	if err != nil {
+		return nil, err
+	}
 	// The heartbeat stands for a live cluster's other writes. Without any,
 	// a warm restart waits for a bookmark that never comes, and relists.
-	podBytes, stopHeartbeat, err := readyPods(ctx, cl, cs, shape, o.pods, o.workers, out)
+	stopHeartbeat, err := apiservertest.Heartbeat(ctx, cs, heartbeatLease)
 	if err != nil {
 		return nil, err
 	}
 	defer stopHeartbeat()
 	// Every Pod of the shape, including those an earlier churn created
-	// (they are beyond --pods and are updated and deleted like the rest).
+	// (they are updated and deleted like the rest).
 	have, err := benchkit.ExistingPods(ctx, benchkit.Protobuf(cl.cfg), shape.selector())
 	if err != nil {
 		return nil, err
@@ -336,6 +344,40 @@ func churnSize(ctx context.Context, sess *session, o *churnOptions, out io.Write
 	}
 	fmt.Fprintf(out, "results: %s\n", strings.Join(paths, ", "))
 	return res, nil
+}
+
+// topUpPods makes at least n of shape's Pods exist, counting every Pod of
+// the shape, an earlier churn's creations too. It creates the lowest
+// fixture indexes that have no Pod. A churn leaves about as many Pods as
+// it found, but not the same ones: filling Pods 0..n-1 again would put
+// the deleted ones back beside the created ones.
+func topUpPods(ctx context.Context, cl *cluster, shape podShape, n, workers int, log io.Writer) error {
+	cfg := benchkit.Protobuf(cl.cfg)
+	have, err := benchkit.ExistingPods(ctx, cfg, shape.selector())
+	if err != nil {
+		return err
+	}
+	todo := missingIndexes(have, n, func(i int) string { return namespaceOf(i) + "/" + shape.podName(i) })
+	if len(todo) == 0 {
+		fmt.Fprintf(log, "populate: %d Pods exist, %d wanted\n", len(have), n)
+		return nil
+	}
+	// Below the last of todo every index but todo's has a Pod, so filling
+	// Pods 0..last creates todo alone.
+	return populate(ctx, cl, shape, todo[len(todo)-1]+1, workers, log)
+}
+
+// missingIndexes returns the lowest fixture indexes whose key (as key
+// names them) is not in have, as many as have lacks of n; none if have
+// holds n or more.
+func missingIndexes(have map[string]bool, n int, key func(i int) string) []int {
+	var todo []int
+	for i := 0; len(have)+len(todo) < n; i++ {
+		if !have[key(i)] {
+			todo = append(todo, i)
+		}
+	}
+	return todo
 }
 
 // restartChurnChild starts a restart child of spec (its file as the churn

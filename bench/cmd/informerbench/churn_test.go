@@ -292,3 +292,26 @@ func TestFileSize(t *testing.T) {
 		t.Errorf("file: %d, %v; want 1234, nil", n, err)
 	}
 }
+
+// TestMissingIndexesTopsUpToACount: a churn leaves about as many Pods as
+// it found, not the same ones; the next churn at that size tops the count
+// up, and does not bring the deleted Pods back beside the created ones.
+func TestMissingIndexesTopsUpToACount(t *testing.T) {
+	key := func(i int) string { return namespaceOf(i) + "/" + shapeRealistic.podName(i) }
+	have := map[string]bool{}
+	for _, i := range []int{1, 3, 10, 11, 12} { // 0, 2 and 4 deleted; 10–12 created
+		have[key(i)] = true
+	}
+	if got := missingIndexes(have, 8, key); !slices.Equal(got, []int{0, 2, 4}) {
+		t.Errorf("5 of 8 exist: create %v, want [0 2 4]", got)
+	}
+	if got := missingIndexes(have, 5, key); len(got) != 0 {
+		t.Errorf("5 of 5 exist: create %v, want none", got)
+	}
+	if got := missingIndexes(have, 3, key); len(got) != 0 {
+		t.Errorf("5 exist, 3 wanted: create %v, want none", got)
+	}
+	if got := missingIndexes(map[string]bool{}, 3, key); !slices.Equal(got, []int{0, 1, 2}) {
+		t.Errorf("none exist: create %v, want [0 1 2]", got)
+	}
+}

@@ -17,8 +17,8 @@ type churnResult struct {
 	PodSize       string           `json:"podSize"`
 	PodProtoBytes float64          `json:"podProtoBytes"` // mean, as the apiserver serves them
 	// Pods is --pods; PodsAtStart the bench's Pods when the children
-	// started (--pods, plus any an earlier churn created, less any it
-	// deleted beyond --pods).
+	// started: --pods, or more if an earlier churn left more (the churn
+	// tops the count up, and deletes none).
 	Pods            int     `json:"pods,omitempty"`
 	PodsAtStart     int     `json:"podsAtStart"`
 	DurationSeconds float64 `json:"durationSeconds"` // --duration
