@@ -126,3 +126,11 @@ func WithClock(opts Options, now func() time.Time) Options {
 // DerivedChecksForTest returns how many collection opens of db read every
 // index entry and version to find damage.
 func DerivedChecksForTest(db *DB) int64 { return db.derivedChecks.Load() }
+
+// FileHighWater returns the bytes of db's file below bbolt's high-water
+// mark: the pages it holds, without the growth bbolt preallocates.
+func FileHighWater(db *DB) int64 {
+	var n int64
+	_ = db.bolt.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
+	return n
+}
