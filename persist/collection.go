@@ -277,6 +277,9 @@ func (c *Collection) load(tx *bolt.Tx) error {
 	if err := checkIndexBuckets(b, indexes); err != nil {
 		return err
 	}
+	if err := checkRebuild(b); err != nil {
+		return err
+	}
 	if err := c.loadJournal(b); err != nil {
 		return err
 	}
@@ -324,7 +327,7 @@ func (c *Collection) collectionBucket(tx *bolt.Tx) (*bolt.Bucket, error) {
 // of these names would fail that write, and so every commit of the file.
 var (
 	requiredBuckets = [][]byte{format.CollMetaBucket, format.ObjectsBucket, format.IndexesBucket}
-	optionalBuckets = [][]byte{format.VersionsBucket, format.JournalBucket, format.CheckpointsBucket, format.TombstonesBucket, format.CheckpointSeenBucket}
+	optionalBuckets = [][]byte{format.VersionsBucket, format.JournalBucket, format.CheckpointsBucket, format.TombstonesBucket, format.CheckpointSeenBucket, format.RebuildBucket}
 )
 
 // checkStructure returns an error wrapping errCollectionDamaged if the
@@ -508,6 +511,12 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 	if err := c.load(tx); err != nil {
 		return err
 	}
+	// What follows may write the trees in place, or check or rebuild what
+	// is derived from them. A fold's copies are folded back first, and the
+	// next fold starts afresh (fold.go).
+	if _, err := c.abandonRebuildTx(b); err != nil {
+		return err
+	}
 	if opts.Provenance != nil {
 		// Reset before the indexes are brought up to date, because a reset
 		// leaves nothing to index.
@@ -632,7 +641,7 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, j *journalState, names []string, 
 	}
 	var unreadable []string
 	var why []error
-	err := b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
+	err := objectsTree(b).ForEach(func(k, rec []byte) error {
 		key := string(k)
 		obj, ok := c.cache.get(key)
 		if !ok {
@@ -677,7 +686,7 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, j *journalState, names []string, 
 // could not be read, and RecordsSetAside reports it. The dormant indexes
 // are dropped, since they index the records deleted.
 func (c *Collection) setAsideUnreadableTx(b *bolt.Bucket, j *journalState, keys []string, why error) error {
-	objects := b.Bucket(format.ObjectsBucket)
+	objects := objectsTree(b)
 	records := make(map[string][]byte, len(keys))
 	for _, key := range keys {
 		records[key] = bytes.Clone(objects.Get([]byte(key)))

@@ -26,13 +26,17 @@ import (
 // in journal entries, the deletion's version in tombstones
 // (internal/format/tombstone.go) and checkpoint stamps. The stamps are read
 // against the collection's in-use clock (format.ClockKey), which older
-// builds of schema 3 ignore. An older file is marked 3 when opened for
+// builds of schema 3 ignore. Version 4 folds the journal by writing the
+// trees afresh (fold.go). While a fold runs, part of each tree is in a copy
+// below format.RebuildBucket, which older builds would not read.
+//
+// An older file is marked with this build's version when opened for
 // writing. An older build then refuses the file (ErrSchemaUnsupported)
 // instead of misreading it. Each of its collections gets its versions
 // bucket when first opened for writing. A file with a higher version is
 // refused with ErrSchemaUnsupported.
 const (
-	schemaVersion = 3
+	schemaVersion = 4
 	oldestSchema  = 1
 )
 

@@ -114,7 +114,7 @@ func (c *Collection) dropDamagedDerivedTx(b *bolt.Bucket) error {
 		}
 		why = append(why, fmt.Errorf("versions: %w", versionsErr))
 	}
-	c.rebuiltAtOpen = errors.Join(why...)
+	c.rebuiltAtOpen = errors.Join(c.rebuiltAtOpen, errors.Join(why...))
 	return nil
 }
 

@@ -11,23 +11,25 @@ import (
 // order, into a copy below RebuildBucket, a chunk of keys per commit.
 // Below a collection's bucket:
 //
-//	rebuild/  gen       -> the generation being folded (JournalSeq)
-//	          objects/  -> the copy of ObjectsBucket
+//	rebuild/  objects/  -> the copy of ObjectsBucket
 //	          versions/ -> the copy of VersionsBucket, if the collection has it
+//	meta/rebuild        -> the generation being folded (JournalSeq)
 //
-// Each transaction that writes a chunk into a copy deletes the same keys
-// from the tree it copies. So the copy holds the tree's first keys, and
-// the tree the rest: every key of a copy sorts before every key left in its
-// tree. A reader sees the two as one tree (Tree). Both copies stand at the
-// same key after every transaction. The entries of keys the generation
-// changes hold the generation's state, which the journal gives them
-// anyway. The index trees are not copied. They hold the state before the
-// generation until the transaction that deletes the emptied trees, updates
-// the index trees in place, moves the copies in their place and deletes
-// the generation and RebuildBucket.
+// RebuildKey, in CollMetaBucket, is written with the copies and deleted
+// with them, so that copies lost with their keys show. Each transaction
+// that writes a chunk into a copy deletes the same keys from the tree it
+// copies. So the copy holds the tree's first keys, and the tree the rest:
+// every key of a copy sorts before every key left in its tree. A reader
+// sees the two as one tree (Tree). Both copies stand at the same key after
+// every transaction. The entries of keys the generation changes hold the
+// generation's state, which the journal gives them anyway. The index trees
+// are not copied. They hold the state before the generation until the
+// transaction that deletes the emptied trees, updates the index trees in
+// place, moves the copies in their place and deletes the generation,
+// RebuildBucket and RebuildKey.
 var (
 	RebuildBucket = []byte("rebuild")
-	RebuildGenKey = []byte("gen")
+	RebuildKey    = []byte("rebuild")
 )
 
 // Tree is a collection's object tree or versions as a reader sees it.
