@@ -21,26 +21,28 @@ import (
 	"github.com/boltinformer/boltinformer/persist"
 )
 
-// BenchmarkChurn measures what a steady churn of updates costs the file:
-// BENCH_OBJECTS ConfigMaps (default 10,000) of about BENCH_RECORD_BYTES
-// (default 6,000, a realistic Pod's protobuf) are loaded as a list is, then
-// each op updates one of them, with a group commit every
-// BENCH_UPDATES_PER_COMMIT updates (default 100: a second of a 100/s
-// churn). Keys are drawn uniformly (the worst case for the journal) or from
-// a Zipf distribution of exponent 1.1 over a fixed permutation of the keys
-// (a few objects change often). Two indexes are kept, as the informer
-// churn keeps. Reported per update:
+// BenchmarkChurn measures what a steady churn costs the file: BENCH_OBJECTS
+// ConfigMaps (default 10,000) of about BENCH_RECORD_BYTES (default 6,000, a
+// realistic Pod's protobuf) are loaded as a list is. Then each op makes one
+// change, as informerbench's churn does (churnSteps): 80% updates, 10%
+// creations, 10% deletions. A group commit follows every
+// BENCH_UPDATES_PER_COMMIT changes (default 100: a second of a 100/s
+// churn). Updates pick objects uniformly (the worst case for the journal)
+// or by a Zipf law of exponent 1.1 (a few objects change often). Two
+// indexes are kept, as the informer churn keeps. Reported per change:
 //
-//   - written-B/update: bytes the process wrote (wchar of /proc/self/io);
+//   - written-B/change: bytes the process wrote (wchar of /proc/self/io);
 //   - written/record: that over the mean record;
-//   - cpu-ns/update: process CPU time;
+//   - cpu-ns/change: process CPU time;
 //   - file/records: the file's high-water mark over the records' bytes at
 //     the end. bbolt never lowers the mark, so that is the largest the file
 //     was.
 //
-// BENCH_JOURNAL_SHARE sets persist.Options.JournalShare. Run enough updates
-// to fold the journal several times: at the default share about three
-// times the objects (-benchtime=30000x at 10,000 objects).
+// BENCH_JOURNAL_SHARE sets persist.Options.JournalShare. Run enough changes
+// to fold the journal several times: ten times the objects
+// (-benchtime=100000x at 10,000 objects) folds it about six times at a
+// share of 1. Records keep their size, and the objects their number, so
+// file/records is given over the records loaded.
 func BenchmarkChurn(b *testing.B) {
 	objects := envInt("BENCH_OBJECTS", 10000)
 	size := envInt("BENCH_RECORD_BYTES", 6000)
@@ -77,27 +79,22 @@ func BenchmarkChurn(b *testing.B) {
 			if err := db.Flush(ctx); err != nil {
 				b.Fatal(err)
 			}
-			next := func() int { return rng.Intn(objects) }
-			if skew == "zipf" {
-				z := rand.NewZipf(rng, 1.1, 1, uint64(objects-1))
-				perm := rng.Perm(objects)
-				next = func() int { return perm[z.Uint64()] }
-			}
-			keys := make([]int, b.N)
-			for n := range keys {
-				keys[n] = next()
-			}
+			steps := churnSteps(rng, b.N, objects, skew == "zipf")
 			records, err := recordBytes(c)
 			if err != nil {
 				b.Fatal(err)
 			}
 			w0, cpu0 := churnWritten(), runstats.SelfCPU()
 			b.ResetTimer()
-			for n, i := range keys {
-				if err := c.Apply([]persist.Op{churnOp(i, 2+n, string(pad))}, strconv.Itoa(2+n)); err != nil {
+			for n, st := range steps {
+				op := persist.Op{Key: churnKey(st.i), Delete: true}
+				if !st.delete {
+					op = churnOp(st.i, 2+n, string(pad))
+				}
+				if err := c.Apply([]persist.Op{op}, strconv.Itoa(2+n)); err != nil {
 					b.Fatal(err)
 				}
-				if (n+1)%perCommit == 0 || n == len(keys)-1 {
+				if (n+1)%perCommit == 0 || n == len(steps)-1 {
 					if err := db.Flush(ctx); err != nil {
 						b.Fatal(err)
 					}
@@ -106,12 +103,64 @@ func BenchmarkChurn(b *testing.B) {
 			b.StopTimer()
 			cpu, written := runstats.SelfCPU()-cpu0, churnWritten()-w0
 			end := persist.FileHighWater(db)
-			b.ReportMetric(float64(written)/float64(b.N), "written-B/update")
+			b.ReportMetric(float64(written)/float64(b.N), "written-B/change")
 			b.ReportMetric(float64(written)/float64(b.N)/(float64(records)/float64(objects)), "written/record")
-			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/update")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/change")
 			b.ReportMetric(float64(end)/float64(records), "file/records")
 		})
 	}
+}
+
+// churnStep is one change of a churn: an update or creation of object i,
+// or its deletion.
+type churnStep struct {
+	i      int
+	delete bool
+}
+
+// churnSteps returns n changes to objects 0..objects-1 and those they
+// create: 80% updates, 10% creations of the next object, 10% deletions,
+// as informerbench's churn makes them. Updates pick an object uniformly,
+// or by a Zipf law of exponent 1.1 over the objects in a random order
+// (zipf), where a created object takes a random rank. Deletions pick
+// uniformly.
+func churnSteps(rng *rand.Rand, n, objects int, zipf bool) []churnStep {
+	live := rng.Perm(objects) // in rank order
+	next := objects
+	var z *rand.Zipf
+	if zipf {
+		z = rand.NewZipf(rng, 1.1, 1, uint64(objects-1))
+	}
+	out := make([]churnStep, n)
+	for k := range out {
+		switch r := rng.Intn(10); {
+		case r == 8: // create
+			p := rng.Intn(len(live) + 1)
+			live = append(live, next)
+			live[p], live[len(live)-1] = live[len(live)-1], live[p]
+			out[k] = churnStep{i: next}
+			next++
+		case r == 9 && len(live) > 1: // delete
+			p := rng.Intn(len(live))
+			out[k] = churnStep{i: live[p], delete: true}
+			live[p] = live[len(live)-1]
+			live = live[:len(live)-1]
+		default: // update
+			p := rng.Intn(len(live))
+			if z != nil {
+				if r := int(z.Uint64()); r < len(live) {
+					p = r
+				}
+			}
+			out[k] = churnStep{i: live[p]}
+		}
+	}
+	return out
+}
+
+// churnKey returns object i's key.
+func churnKey(i int) string {
+	return fmt.Sprintf("ns-%02d/checkout-api-7d9c8b6f5-%06d", i%20, i)
 }
 
 // churnOp returns the op that writes object i at resourceVersion rv.
