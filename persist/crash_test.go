@@ -201,7 +201,7 @@ func TestCrashChild(t *testing.T) {
 	if j := os.Getenv(crashEnvJournal); j == "off" {
 		opts.JournalShare = -1
 	} else if n, err := strconv.ParseInt(j, 10, 64); err == nil {
-		opts = persist.WithMinJournalBytes(opts, n)
+		opts = persist.WithJournalBytes(opts, n)
 		opts = persist.WithFoldChunk(opts, 7) // folds span several commits
 	} else {
 		fail("%s: %v", crashEnvJournal, err)

@@ -24,7 +24,7 @@ import (
 func writeDamageFixture(t *testing.T, path string) {
 	t.Helper()
 	ctx := context.Background()
-	db := openDB(t, path, persist.WithMinJournalBytes(persist.Options{}, 1<<30))
+	db := openDB(t, path, persist.WithJournalBytes(persist.Options{}, 1<<30))
 	opts := persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "1"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}}
 	c, err := db.Collection("cms", opts)
 	if err != nil {

@@ -195,7 +195,7 @@ func writeFoldingFixture(t *testing.T, path string) {
 	t.Helper()
 	ctx := context.Background()
 	opts := persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "1", "old": "1"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}}
-	db := openDB(t, path, persist.WithFoldChunk(persist.WithMinJournalBytes(persist.Options{NoSync: true}, 1), 2))
+	db := openDB(t, path, persist.WithFoldChunk(persist.WithJournalBytes(persist.Options{NoSync: true}, 1), 2))
 	c, err := db.Collection("cms", opts)
 	if err != nil {
 		t.Fatal(err)

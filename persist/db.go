@@ -160,10 +160,10 @@ type Options struct {
 	// now is the clock of checkpoint retention, read for elapsed time
 	// only (see Collection.inUseNow). Nil means time.Now.
 	now func() time.Time
-	// minJournalBytes is the journal a collection gathers before a fold
-	// whatever its size (see journalLimit). It lets tests see folds on a
-	// few objects. Zero means defaultMinJournalBytes.
-	minJournalBytes int64
+	// journalBytes, if positive, is the journal a collection gathers
+	// before a fold, whatever its size and JournalShare (see
+	// journalLimit). It lets tests see folds on a few objects.
+	journalBytes int64
 	// foldChunk, if positive, is how many keys every fold moves per commit
 	// instead of the computed chunk (see foldChunk), for folds that span
 	// commits on a few objects.
@@ -260,9 +260,6 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	if opts.now == nil {
 		opts.now = time.Now
-	}
-	if opts.minJournalBytes <= 0 {
-		opts.minJournalBytes = defaultMinJournalBytes
 	}
 	if opts.writeAheadChunk <= 0 {
 		opts.writeAheadChunk = defaultWriteAheadChunk

@@ -10,11 +10,11 @@ import (
 	"github.com/boltinformer/boltinformer/internal/format"
 )
 
-// WithMinJournalBytes returns opts with the journal a collection gathers
-// before a fold whatever its size, so that tests see folds on a few
-// objects.
-func WithMinJournalBytes(opts Options, n int64) Options {
-	opts.minJournalBytes = n
+// WithJournalBytes returns opts with the journal a collection gathers
+// before a fold whatever its size and Options.JournalShare, so that tests
+// see folds on a few objects.
+func WithJournalBytes(opts Options, n int64) Options {
+	opts.journalBytes = n
 	return opts
 }
 

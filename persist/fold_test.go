@@ -73,7 +73,7 @@ func runFoldGenerator(t *testing.T, seed uint64) {
 	// A commit of bulkChanges or more writes the trees in place, folding
 	// back a fold's copies first.
 	const bulkChanges = 24
-	dbOpts := persist.WithFoldChunk(persist.WithMinJournalBytes(persist.Options{BatchInterval: 1 << 40, BatchLimit: bulkChanges}, int64(512+rng.IntN(4096))), 1+rng.IntN(6))
+	dbOpts := persist.WithFoldChunk(persist.WithJournalBytes(persist.Options{BatchInterval: 1 << 40, BatchLimit: bulkChanges}, int64(512+rng.IntN(4096))), 1+rng.IntN(6))
 	opts := persist.CollectionOptions{Indexes: map[string]string{"byLabel": "v1"}, IndexValues: journalIndexValues}
 	if rng.IntN(2) == 0 {
 		opts.CacheObjects = 5
@@ -243,7 +243,7 @@ func foldInProgress(t *testing.T, path string, dbOpts persist.Options, opts pers
 // Every key's record, version and index entries then agree.
 func TestJournalSetAsideDuringAFold(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	dbOpts := persist.WithFoldChunk(persist.WithMinJournalBytes(persist.Options{BatchInterval: 1 << 40}, 2048), 2)
+	dbOpts := persist.WithFoldChunk(persist.WithJournalBytes(persist.Options{BatchInterval: 1 << 40}, 2048), 2)
 	opts := persist.CollectionOptions{Indexes: map[string]string{"byLabel": "v1"}, IndexValues: journalIndexValues}
 	foldInProgress(t, path, dbOpts, opts)
 	damageNewestJournalEntry(t, path)
@@ -324,7 +324,7 @@ func damageNewestJournalEntry(t *testing.T, path string) {
 func TestSchemaThreeFoldInProgressIsFoldedAfresh(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "cache.db")
-	dbOpts := persist.WithMinJournalBytes(persist.Options{BatchInterval: 1 << 40}, 1<<30)
+	dbOpts := persist.WithJournalBytes(persist.Options{BatchInterval: 1 << 40}, 1<<30)
 	opts := persist.CollectionOptions{Indexes: map[string]string{"byLabel": "v1"}, IndexValues: journalIndexValues}
 	db := openDB(t, path, dbOpts)
 	c, err := db.Collection("cms", opts)

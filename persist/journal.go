@@ -41,10 +41,10 @@ import (
 // journal generation may hold before it is folded (see Options.JournalShare).
 const DefaultJournalShare = 0.25
 
-// defaultMinJournalBytes is the journal a small collection may gather
-// anyway. A fold of fewer bytes saves nothing worth the bookkeeping. Tests
-// set less, through Options.minJournalBytes.
-const defaultMinJournalBytes = 1 << 20
+// minJournalBytes is the journal a small collection may gather anyway. A
+// fold of fewer bytes saves nothing worth the bookkeeping. Tests set their
+// own limit, through Options.journalBytes.
+const minJournalBytes = 1 << 20
 
 // journalState is where the collection's journal stands. Guarded by
 // db.commitMu (and set by load before the collection is shared).
@@ -505,11 +505,14 @@ func (c *Collection) journalLimit(b *bolt.Bucket, j *journalState) (int64, error
 			return 0, err
 		}
 	}
+	if n := c.db.opts.journalBytes; n > 0 {
+		return n, nil
+	}
 	share := c.db.opts.JournalShare
 	if share == 0 {
 		share = DefaultJournalShare
 	}
-	return max(c.db.opts.minJournalBytes, int64(share*float64(j.treeBytes))), nil
+	return max(minJournalBytes, int64(share*float64(j.treeBytes))), nil
 }
 
 // foldAllTx writes the whole journal, then l (if not nil), into the trees
