@@ -112,8 +112,8 @@ type Options struct {
 	// of its records' bytes, before it is folded into the object and index
 	// trees (see internal/format/journal.go). A commit appends its changes
 	// to the journal, which fills pages. Writing them into the trees would
-	// rewrite a leaf per scattered change. A fold rewrites each leaf once
-	// for all the changes the journal gathered in it. A larger share writes
+	// rewrite a leaf per scattered change. A fold writes the trees afresh,
+	// each record once, whatever the journal gathered. A larger share writes
 	// fewer bytes per change, and makes the file larger by up to that share.
 	// Reads take a journaled record from the journal as they take one from
 	// the trees.

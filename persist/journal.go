@@ -39,7 +39,13 @@ import (
 
 // DefaultJournalShare is the share of a collection's record bytes its
 // journal generation may hold before it is folded (see Options.JournalShare).
-const DefaultJournalShare = 0.25
+// A fold writes the trees whole, about the records' bytes once. So a share
+// s adds about 1/s of a record to every change, beside the record the
+// journal takes. The file holds the trees, the generation being folded and
+// what the next one gathers meanwhile (foldPerAppended): about 1+9s/8 times
+// the records. Smaller shares write more per change, and larger ones make
+// the file larger. docs/write-path.md gives the arithmetic and measures.
+const DefaultJournalShare = 1.0
 
 // minJournalBytes is the journal a small collection may gather anyway. A
 // fold of fewer bytes saves nothing worth the bookkeeping. Tests set their
