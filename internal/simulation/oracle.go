@@ -372,6 +372,12 @@ func ackStep(srv *Server, key, rv string, deletion bool, s ckState, cur *corev1.
 		return []ckState{s, none}
 	case s.kind == ckTomb:
 		return []ckState{s} // a state before the deletion: dropped
+	case deletion && s.kind != ckNone:
+		// The handler was told of the deletion, so the store applied it,
+		// which made a tombstone of the acknowledgement; the model records
+		// that at the next settled point. By watch, at this version, the
+		// Ack settles that tombstone.
+		return []ckState{s, none}
 	case s.rv == rv:
 		return []ckState{s} // acknowledged already
 	case cur != nil:
