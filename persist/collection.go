@@ -209,7 +209,7 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 				break
 			}
 			db.commitMu.Lock()
-			err = db.closedErr(db.update(setAside))
+			err = db.closedErr(db.bolt.Update(setAside))
 			db.commitMu.Unlock()
 			if err == nil {
 				err = db.view(check)
@@ -217,7 +217,7 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 		}
 		if err == nil && !unchanged {
 			db.commitMu.Lock()
-			err = db.closedErr(db.update(func(tx *bolt.Tx) error { return c.create(tx, opts) }))
+			err = db.closedErr(db.bolt.Update(func(tx *bolt.Tx) error { return c.create(tx, opts) }))
 			db.commitMu.Unlock()
 		}
 	}
@@ -447,9 +447,9 @@ func (c *Collection) DamageSetAside() error { return c.damageSetAside }
 
 // unchanged loads the stored collection and reports whether create would
 // write nothing. That is so when the collection exists with the provenance,
-// description and index versions opts gives, and no other writer wrote the
-// file since its derived entries were checked (ownwrites.go). Errors are
-// those of a corrupt collection.
+// description and index versions opts gives, and its index entries and
+// versions are sound (checkDerived). Errors are those of a corrupt
+// collection.
 func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error) {
 	b, err := c.collectionBucket(tx)
 	if err != nil || b == nil {
@@ -464,8 +464,8 @@ func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error
 	if abandoned, unstamped := c.abandonedCheckpoints(b); len(abandoned)+len(unstamped) > 0 {
 		return false, nil
 	}
-	if derivedUnchecked(b) {
-		return false, nil // checked, and rebuilt if damaged, by create
+	if damaged, versionsErr := c.checkDerived(b, c.indexes); len(damaged) > 0 || versionsErr != nil {
+		return false, nil // rebuilt by create
 	}
 	if b.Bucket(format.VersionsBucket) == nil {
 		return false, nil // built by create
@@ -523,10 +523,8 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 	if c.droppedCheckpoints, err = c.dropAbandonedCheckpointsTx(b); err != nil {
 		return err
 	}
-	if derivedUnchecked(b) {
-		if err := c.dropDamagedDerivedTx(b); err != nil {
-			return err
-		}
+	if err := c.dropDamagedDerivedTx(b); err != nil {
+		return err
 	}
 	if b.Bucket(format.VersionsBucket) == nil {
 		if err := c.buildVersionsTx(b); err != nil {
@@ -996,7 +994,7 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 			delete(c.dormant, name) // rebuilt at this version
 		}
 		var j journalState
-		err := c.db.update(func(tx *bolt.Tx) error {
+		err := c.db.bolt.Update(func(tx *bolt.Tx) error {
 			treeBytes, err := c.foldJournalForBuild(c.bucket(tx))
 			if err != nil {
 				return err

@@ -221,8 +221,8 @@ type DB struct {
 	commitObservers map[int]func(CommitStats) // guarded by mu
 	nextObserver    int                       // guarded by mu
 
-	// derivedChecks counts the collection opens that read every index
-	// entry and version to find damage (see rebuild.go). Tests read it.
+	// derivedChecks counts the checks of a collection's index entries and
+	// versions for damage (checkDerived). Tests read it.
 	derivedChecks atomic.Int64
 }
 
@@ -399,33 +399,22 @@ func (db *DB) checkSchema() error {
 		return nil
 	}
 	// A file with its schema needs no write transaction, and no fsync, to
-	// open. Only an empty one is initialized. A file another writer wrote
-	// since this build's last transaction has its collections marked for a
-	// check (ownwrites.go), before any transaction of this DB hides that.
-	fresh, foreign := false, false
+	// open. Only an empty one is initialized.
+	fresh := false
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		if tx.Bucket(format.MetaBucket) == nil && !db.opts.ReadOnly {
 			fresh = true
 			return nil
 		}
-		if err := check(tx); err != nil {
-			return err
-		}
-		foreign = !db.opts.ReadOnly && !lastWriteOwn(tx)
-		return nil
+		return check(tx)
 	})
 	switch {
 	case fresh:
-		err = db.update(check)
+		err = db.bolt.Update(check)
 	case errors.Is(err, errUpgradeSchema):
-		err = db.update(func(tx *bolt.Tx) error {
-			if err := tx.Bucket(format.MetaBucket).Put(format.SchemaKey, []byte(strconv.Itoa(schemaVersion))); err != nil {
-				return err
-			}
-			return markDerivedUncheckedTx(tx) // an older build wrote it last
+		err = db.bolt.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(format.MetaBucket).Put(format.SchemaKey, []byte(strconv.Itoa(schemaVersion)))
 		})
-	case err == nil && foreign:
-		err = db.update(markDerivedUncheckedTx)
 	}
 	if err != nil && !errors.Is(err, ErrNotCacheFile) && !errors.Is(err, ErrSchemaUnsupported) {
 		return fmt.Errorf("%w: %s: %v", ErrCorrupt, db.path, err)
