@@ -342,19 +342,22 @@ func (d *warmDelivery) run(ctx context.Context, setAside func(ctx context.Contex
 	return err
 }
 
-// setAside sets aside the keys ops delete, stored records an index build
-// could not decode (setaside.go), and returns SetAside's error. It holds mu,
-// so no key is handed out meanwhile. A key not handed out yet is not given:
-// a deletion of it is kept from the start handlers (lacking).
-func (d *warmDelivery) setAside(coll *persist.Collection, ops []persist.Op) error {
+// setAside sets aside the stored records of keys that still do not decode
+// (setaside.go), and returns the keys it dropped and SetAsideUnreadable's
+// error. It holds mu, so no key is handed out meanwhile. A dropped key not
+// handed out yet is not given: a deletion of it is kept from the start
+// handlers (lacking). A key kept was written since, and the walk or its
+// event hands it out.
+func (d *warmDelivery) setAside(coll *persist.Collection, keys []string) ([]string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, op := range ops {
-		if !d.handedOutLocked(op.Key) {
-			d.notGivenLocked(op.Key)
+	dropped, err := coll.SetAsideUnreadable(keys)
+	for _, key := range dropped {
+		if !d.handedOutLocked(key) {
+			d.notGivenLocked(key)
 		}
 	}
-	return coll.SetAside(ops)
+	return dropped, err
 }
 
 // handedOutLocked reports whether key's stored state has been handed out.

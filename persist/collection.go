@@ -811,12 +811,15 @@ func (c *Collection) Indexes() map[string]string {
 // is applied. So does a key the file cannot store (see Op.Key). Applied ops are visible to reads when Apply returns, and reach the
 // file, together with rv, in the next group commit.
 func (c *Collection) Apply(ops []Op, rv string) error {
-	return c.apply(ops, rv, true, nil)
+	return c.apply(ops, rv, true, nil, nil)
 }
 
 // apply applies ops. In the same layer, it sets the resource version to rv
 // if setRV, and the must-list mark to *mustList if mustList is not nil.
-func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) error {
+// With only set, it applies just the ops whose key only accepts, asked
+// under the lock that orders applies. Its error fails the apply, and no op
+// applied means no layer change, mark included.
+func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool, only func(key string) (bool, error)) error {
 	if c.db.opts.ReadOnly {
 		return ErrReadOnly
 	}
@@ -856,6 +859,27 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 		c.mu.Unlock()
 		c.db.applyMu.RUnlock()
 		return ErrClosed
+	}
+	if only != nil {
+		n := 0
+		for i, op := range ops {
+			ok, err := only(op.Key)
+			if err != nil {
+				c.mu.Unlock()
+				c.db.applyMu.RUnlock()
+				return err
+			}
+			if ok {
+				ops[n], changes[n] = op, changes[i]
+				n++
+			}
+		}
+		ops, changes = ops[:n], changes[:n]
+		if n == 0 {
+			c.mu.Unlock()
+			c.db.applyMu.RUnlock()
+			return nil
+		}
 	}
 	if c.dormant != nil {
 		// The dormant indexes would not reflect this change. The commit

@@ -55,6 +55,8 @@
 // the collection must be listed again (Collection.SetAside). The mark is
 // written in the same commit as the drop. Only ApplyList or emptying the
 // collection clears it. Collection.MustList reports it.
+// Collection.SetAsideUnreadable drops only records that still do not
+// decode, and keeps a key written since the caller found it unreadable.
 //
 // Damage never needs a person to repair it. A journal that cannot be read,
 // or that lacks part of what its last commit recorded, is set aside at
