@@ -655,12 +655,23 @@ func (i *Indexer) getOnce(key string) (interface{}, bool, error) {
 	if m := i.inMemory(); m != nil {
 		return m.GetByKey(key)
 	}
-	obj, ok, err := i.coll.Get(key)
+	obj, ok, err := i.getUnreported(key)
 	if err != nil {
 		return nil, false, i.reportReadError("GetByKey", err)
 	}
-	if !ok {
-		return nil, false, nil
+	return obj, ok, nil
+}
+
+// getUnreported is getOnce without reporting a read error of the file. A
+// caller that holds a lock reports it with reportReadError once it
+// released the lock, since the report calls the user's watch error handler.
+func (i *Indexer) getUnreported(key string) (interface{}, bool, error) {
+	if m := i.inMemory(); m != nil {
+		return m.GetByKey(key)
+	}
+	obj, ok, err := i.coll.Get(key)
+	if err != nil || !ok {
+		return nil, false, err
 	}
 	return obj, true, nil
 }

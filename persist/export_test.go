@@ -123,6 +123,6 @@ func WithClock(opts Options, now func() time.Time) Options {
 	return opts
 }
 
-// DerivedChecksForTest returns how many collection opens of db read every
-// index entry and version to find damage.
+// DerivedChecksForTest returns how many checks of a collection's index
+// entries and versions for damage db ran.
 func DerivedChecksForTest(db *DB) int64 { return db.derivedChecks.Load() }
