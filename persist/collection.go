@@ -470,6 +470,9 @@ func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error
 	if b.Bucket(format.VersionsBucket) == nil {
 		return false, nil // built by create
 	}
+	if undecodableInfo(b.Bucket(format.CollMetaBucket)) {
+		return false, nil // dropped by create
+	}
 	for name, v := range opts.Indexes {
 		if c.indexes[name] != v {
 			return false, nil
@@ -532,6 +535,9 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 		}
 	}
 	meta := b.Bucket(format.CollMetaBucket)
+	if err := dropUndecodableInfo(meta); err != nil {
+		return err
+	}
 	if opts.Description != nil {
 		raw, err := msgpack.Marshal(opts.Description)
 		if err != nil {
