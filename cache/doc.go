@@ -67,7 +67,8 @@
 // match. Declare a new version (IndexerOptions.IndexVersions) when a function
 // changes behaviour. An informer's warm start repairs stale entries, but a
 // bare Indexer serves what the file holds. A failing index function does not
-// panic. The write returns its error and applies nothing.
+// panic. The write returns its error and applies nothing. A list (Replace)
+// leaves out only the objects it refuses and applies the rest.
 //
 // A warm-started informer sends a relist's unchanged objects only to handlers
 // with a resync period. Before its first resync check, client-go sends them

@@ -411,7 +411,7 @@ func (s *Informer) processLoop(ctx context.Context, fifo *cache.RealFIFO) {
 // store and out of the notifications, and says so.
 func (s *Informer) reportProcessError(ctx context.Context, err error) {
 	if err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Failed to apply a watch event to the store", "collection", s.name)
+		utilruntime.HandleErrorWithContext(ctx, err, "Failed to apply a watch event or a list to the store", "collection", s.name)
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-
-	"github.com/boltinformer/boltinformer/persist"
 )
 
 // AddIndexers builds the new indexes from the stored records, at any time,
@@ -18,12 +16,17 @@ import (
 //  1. The store owes a list from before the records are dropped, so no
 //     lister reads the partial store as complete (readerror.go).
 //  2. The records are dropped with the must-list mark in one commit
-//     (persist.Collection.SetAside). A stop before the list lands lists at
-//     the next start.
-//  3. Keys the start handlers were not given yet are kept from them, as
-//     keepOnly keeps them. A deletion of one is then not told to them.
-//  4. The checkpoints' handlers are told of the keys the list does not
-//     bring back (retellOnceListed).
+//     (persist.Collection.SetAsideUnreadable). A stop before the list lands
+//     lists at the next start. Nothing holds watch events back between the
+//     failed build and the drop. So the drop takes only a record that still
+//     does not decode, and keeps one an event wrote since, under the lock
+//     that orders applies. Dropping that one would make the list bring back
+//     an object the handlers hold, as a second add.
+//  3. Dropped keys the start handlers were not given yet are kept from
+//     them, as keepOnly keeps them. A deletion of one is then not told to
+//     them.
+//  4. The checkpoints' handlers are told of the dropped keys the list does
+//     not bring back (retellOnceListed).
 //  5. The running informer reports the set-aside to the watch error
 //     handler, counts a reset, and lists (runSetAsides). Before the start,
 //     the start itself lists, because the store owes a list (listIfOwed).
@@ -66,27 +69,30 @@ func (p *setAsides) take() ([]error, bool) {
 }
 
 // setAsideUnreadable sets aside the stored records of keys, which an index
-// build could not decode (why), as the comment above says. It returns the
-// error of the drop, if it failed. The store then still owes a list, which
-// the informer makes.
+// build could not decode (why), as the comment above says. A key written
+// since is kept. It returns the error of the drop, if it failed. The store
+// then still owes a list, which the informer makes. A list is owed even if
+// every key was kept, since the debt was taken before the drop could tell.
 func (s *Informer) setAsideUnreadable(keys []string, why error) error {
 	s.gate.owe()
-	ops := make([]persist.Op, len(keys))
-	retell := make(map[string]struct{}, len(keys))
-	for n, key := range keys {
-		ops[n] = persist.Op{Key: key, Delete: true}
-		retell[key] = struct{}{}
-	}
+	var dropped []string
 	var err error
 	if d := s.walk.Load(); d != nil {
-		err = d.setAside(s.persistent.coll, ops)
+		dropped, err = d.setAside(s.persistent.coll, keys)
 	} else {
-		err = s.persistent.coll.SetAside(ops)
+		dropped, err = s.persistent.coll.SetAsideUnreadable(keys)
 	}
 	// A new generation after the drop too, as keepOnly makes one.
 	s.gate.owe()
-	if err == nil {
+	if len(dropped) > 0 {
+		retell := make(map[string]struct{}, len(dropped))
+		for _, key := range dropped {
+			retell[key] = struct{}{}
+		}
 		s.retellOnceListed(retell)
+	}
+	if err == nil && len(dropped) < len(keys) {
+		why = fmt.Errorf("%w; %d of them were written since, and were kept", why, len(keys)-len(dropped))
 	}
 	// Read after the first owe: a start that has not decided yet whether
 	// to list sees the debt and lists (begin, listIfOwed).

@@ -209,7 +209,7 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 				break
 			}
 			db.commitMu.Lock()
-			err = db.closedErr(db.update(setAside))
+			err = db.closedErr(db.bolt.Update(setAside))
 			db.commitMu.Unlock()
 			if err == nil {
 				err = db.view(check)
@@ -217,7 +217,7 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 		}
 		if err == nil && !unchanged {
 			db.commitMu.Lock()
-			err = db.closedErr(db.update(func(tx *bolt.Tx) error { return c.create(tx, opts) }))
+			err = db.closedErr(db.bolt.Update(func(tx *bolt.Tx) error { return c.create(tx, opts) }))
 			db.commitMu.Unlock()
 		}
 	}
@@ -450,9 +450,9 @@ func (c *Collection) DamageSetAside() error { return c.damageSetAside }
 
 // unchanged loads the stored collection and reports whether create would
 // write nothing. That is so when the collection exists with the provenance,
-// description and index versions opts gives, and no other writer wrote the
-// file since its derived entries were checked (ownwrites.go). Errors are
-// those of a corrupt collection.
+// description and index versions opts gives, and its index entries and
+// versions are sound (checkDerived). Errors are those of a corrupt
+// collection.
 func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error) {
 	b, err := c.collectionBucket(tx)
 	if err != nil || b == nil {
@@ -467,11 +467,14 @@ func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error
 	if abandoned, unstamped := c.abandonedCheckpoints(b); len(abandoned)+len(unstamped) > 0 {
 		return false, nil
 	}
-	if derivedUnchecked(b) {
-		return false, nil // checked, and rebuilt if damaged, by create
+	if damaged, versionsErr := c.checkDerived(b, c.indexes); len(damaged) > 0 || versionsErr != nil {
+		return false, nil // rebuilt by create
 	}
 	if b.Bucket(format.VersionsBucket) == nil {
 		return false, nil // built by create
+	}
+	if undecodableInfo(b.Bucket(format.CollMetaBucket)) {
+		return false, nil // dropped by create
 	}
 	for name, v := range opts.Indexes {
 		if c.indexes[name] != v {
@@ -532,10 +535,8 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 	if c.droppedCheckpoints, err = c.dropAbandonedCheckpointsTx(b); err != nil {
 		return err
 	}
-	if derivedUnchecked(b) {
-		if err := c.dropDamagedDerivedTx(b); err != nil {
-			return err
-		}
+	if err := c.dropDamagedDerivedTx(b); err != nil {
+		return err
 	}
 	if b.Bucket(format.VersionsBucket) == nil {
 		if err := c.buildVersionsTx(b); err != nil {
@@ -543,6 +544,9 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 		}
 	}
 	meta := b.Bucket(format.CollMetaBucket)
+	if err := dropUndecodableInfo(meta); err != nil {
+		return err
+	}
 	if opts.Description != nil {
 		raw, err := msgpack.Marshal(opts.Description)
 		if err != nil {
@@ -822,12 +826,15 @@ func (c *Collection) Indexes() map[string]string {
 // is applied. So does a key the file cannot store (see Op.Key). Applied ops are visible to reads when Apply returns, and reach the
 // file, together with rv, in the next group commit.
 func (c *Collection) Apply(ops []Op, rv string) error {
-	return c.apply(ops, rv, true, nil)
+	return c.apply(ops, rv, true, nil, nil)
 }
 
 // apply applies ops. In the same layer, it sets the resource version to rv
 // if setRV, and the must-list mark to *mustList if mustList is not nil.
-func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) error {
+// With only set, it applies just the ops whose key only accepts, asked
+// under the lock that orders applies. Its error fails the apply, and no op
+// applied means no layer change, mark included.
+func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool, only func(key string) (bool, error)) error {
 	if c.db.opts.ReadOnly {
 		return ErrReadOnly
 	}
@@ -867,6 +874,27 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 		c.mu.Unlock()
 		c.db.applyMu.RUnlock()
 		return ErrClosed
+	}
+	if only != nil {
+		n := 0
+		for i, op := range ops {
+			ok, err := only(op.Key)
+			if err != nil {
+				c.mu.Unlock()
+				c.db.applyMu.RUnlock()
+				return err
+			}
+			if ok {
+				ops[n], changes[n] = op, changes[i]
+				n++
+			}
+		}
+		ops, changes = ops[:n], changes[:n]
+		if n == 0 {
+			c.mu.Unlock()
+			c.db.applyMu.RUnlock()
+			return nil
+		}
 	}
 	if c.dormant != nil {
 		// The dormant indexes would not reflect this change. The commit
@@ -1005,7 +1033,7 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 			delete(c.dormant, name) // rebuilt at this version
 		}
 		var j journalState
-		err := c.db.update(func(tx *bolt.Tx) error {
+		err := c.db.bolt.Update(func(tx *bolt.Tx) error {
 			treeBytes, err := c.foldJournalForBuild(c.bucket(tx))
 			if err != nil {
 				return err

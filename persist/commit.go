@@ -249,7 +249,7 @@ func (db *DB) commit() error {
 		}
 		plans = make([]commitPlan, len(dirty))
 		if err == nil {
-			err = db.update(func(tx *bolt.Tx) error {
+			err = db.bolt.Update(func(tx *bolt.Tx) error {
 				now := time.Now().UTC()
 				for i, c := range dirty {
 					var err error

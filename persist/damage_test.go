@@ -19,13 +19,14 @@ import (
 )
 
 // writeDamageFixture writes a collection with every sub-bucket a
-// collection may have. Objects are in the trees, a change in the journal,
-// and a checkpoint holds an acknowledgement, a tombstone and a stamp.
+// collection may have, and a description. Objects are in the trees, a
+// change in the journal, and a checkpoint holds an acknowledgement, a
+// tombstone and a stamp.
 func writeDamageFixture(t *testing.T, path string) {
 	t.Helper()
 	ctx := context.Background()
 	db := openDB(t, path, persist.WithJournalBytes(persist.Options{}, 1<<30))
-	opts := persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "1"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}}
+	opts := persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "1"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}, Description: fixtureDescription}
 	c, err := db.Collection("cms", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +59,10 @@ func writeDamageFixture(t *testing.T, path string) {
 		return nil
 	})
 }
+
+// fixtureDescription is the description the damage fixtures are written
+// with.
+var fixtureDescription = map[string]string{"resource": "configmaps"}
 
 // A collection whose structure is damaged opens without a panic. A
 // sub-bucket it needs may be missing or hold a plain value, or its
@@ -402,6 +407,57 @@ func TestIndexBuildSetsAsideUnreadableRecords(t *testing.T) {
 			}
 			if !c.MustList() {
 				t.Error("the must-list mark was not kept")
+			}
+		})
+	}
+}
+
+// The meta values only DB.Collections reads, the time of the last commit
+// and the description, may not decode. A writable open repairs them even
+// when it commits nothing, so that the owner's clean close leaves a file
+// inspect describes again. The commit time that does not decode is
+// dropped (Committed is then zero); a description that does not decode is
+// dropped, or replaced by the one the open gives.
+func TestUndecodableInfoIsRepairedAtOpen(t *testing.T) {
+	garbage := []byte{0xc1, 0xff, 'x'}
+	pods := map[string]string{"resource": "pods"}
+	for _, tc := range []struct {
+		name  string
+		key   []byte
+		given map[string]string // the open's description
+		want  map[string]string // the description after it
+	}{
+		{"commit time", format.CommittedKey, nil, fixtureDescription},
+		{"description, none given", format.DescriptionKey, nil, nil},
+		{"description, one given", format.DescriptionKey, pods, pods},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			writeDamageFixture(t, path)
+			updateFile(t, path, func(tx *bolt.Tx) error {
+				meta := tx.Bucket(format.CollectionsBucket).Bucket([]byte("cms")).Bucket(format.CollMetaBucket)
+				return meta.Put(tc.key, garbage)
+			})
+			opts := damageOpts
+			opts.Description = tc.given
+			db := openDB(t, path, persist.Options{NoSync: true})
+			c, err := db.Collection("cms", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.DamageSetAside(); err != nil {
+				t.Errorf("DamageSetAside = %v: the collection was emptied for a value it does not need", err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			ro := openDB(t, path, persist.Options{ReadOnly: true})
+			infos, err := ro.Collections()
+			if err != nil {
+				t.Fatalf("after a writable open and a clean close without a commit, Collections: %v", err)
+			}
+			if len(infos) != 1 || infos[0].Objects != 2 || !maps.Equal(infos[0].Description, tc.want) {
+				t.Errorf("Collections = %+v, want cms with 2 objects, description %v", infos, tc.want)
 			}
 		})
 	}

@@ -99,7 +99,9 @@ type Options struct {
 	// <path>.corrupt-<unix seconds>, log it, and start over with an empty
 	// file. A controller then starts cold instead of failing. The renamed
 	// file is kept for inspection, and MovedAside returns its path. It never
-	// applies to ErrLocked, ErrSchemaUnsupported or ErrNotCacheFile.
+	// applies to ErrLocked, ErrSchemaUnsupported or ErrNotCacheFile. Nor
+	// does it apply to a write at open that the disk refuses (full, out of
+	// quota): Open fails with that error, and the file stays where it is.
 	MoveAsideCorrupt bool
 
 	// Scheme resolves typed objects for the record codec. Nil allows only
@@ -225,8 +227,8 @@ type DB struct {
 	commitObservers map[int]func(CommitStats) // guarded by mu
 	nextObserver    int                       // guarded by mu
 
-	// derivedChecks counts the collection opens that read every index
-	// entry and version to find damage (see rebuild.go). Tests read it.
+	// derivedChecks counts the checks of a collection's index entries and
+	// versions for damage (checkDerived). Tests read it.
 	derivedChecks atomic.Int64
 }
 
@@ -400,36 +402,38 @@ func (db *DB) checkSchema() error {
 		return nil
 	}
 	// A file with its schema needs no write transaction, and no fsync, to
-	// open. Only an empty one is initialized. A file another writer wrote
-	// since this build's last transaction has its collections marked for a
-	// check (ownwrites.go), before any transaction of this DB hides that.
-	fresh, foreign := false, false
+	// open. Only an empty one is initialized.
+	fresh := false
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		if tx.Bucket(format.MetaBucket) == nil && !db.opts.ReadOnly {
 			fresh = true
 			return nil
 		}
-		if err := check(tx); err != nil {
-			return err
-		}
-		foreign = !db.opts.ReadOnly && !lastWriteOwn(tx)
-		return nil
+		return check(tx)
 	})
+	upgrade := errors.Is(err, errUpgradeSchema)
+	switch {
+	case errors.Is(err, ErrNotCacheFile), errors.Is(err, ErrSchemaUnsupported):
+		return err
+	case err != nil && !upgrade:
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, db.path, err)
+	}
+	// Only what a read finds makes the file corrupt. A write that fails
+	// says the disk refused it (full, out of quota), not that the file is
+	// damaged. bbolt leaves the file as it was, so it must not be moved
+	// aside (Options.MoveAsideCorrupt) and its cache lost.
+	var what string
 	switch {
 	case fresh:
-		err = db.update(check)
-	case errors.Is(err, errUpgradeSchema):
-		err = db.update(func(tx *bolt.Tx) error {
-			if err := tx.Bucket(format.MetaBucket).Put(format.SchemaKey, []byte(strconv.Itoa(schemaVersion))); err != nil {
-				return err
-			}
-			return markDerivedUncheckedTx(tx) // an older build wrote it last
+		what, err = "initializing it", db.bolt.Update(check)
+	case upgrade:
+		what = fmt.Sprintf("upgrading its schema to %d", schemaVersion)
+		err = db.bolt.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(format.MetaBucket).Put(format.SchemaKey, []byte(strconv.Itoa(schemaVersion)))
 		})
-	case err == nil && foreign:
-		err = db.update(markDerivedUncheckedTx)
 	}
-	if err != nil && !errors.Is(err, ErrNotCacheFile) && !errors.Is(err, ErrSchemaUnsupported) {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, db.path, err)
+	if err != nil && !errors.Is(err, ErrNotCacheFile) {
+		return fmt.Errorf("opening cache file %s: %s: %w. The file was left as it was: free space on its disk, or raise its quota, and open it again", db.path, what, err)
 	}
 	return err
 }

@@ -126,8 +126,8 @@ func WithClock(opts Options, now func() time.Time) Options {
 	return opts
 }
 
-// DerivedChecksForTest returns how many collection opens of db read every
-// index entry and version to find damage.
+// DerivedChecksForTest returns how many checks of a collection's index
+// entries and versions for damage db ran.
 func DerivedChecksForTest(db *DB) int64 { return db.derivedChecks.Load() }
 
 // FileHighWater returns the bytes of db's file below bbolt's high-water

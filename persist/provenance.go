@@ -256,7 +256,7 @@ func (c *Collection) reset(ctx context.Context, want map[string]string, force, m
 	}
 	before, rv, marked := c.provenance, c.rv, c.mustList
 	var mismatch *ProvenanceMismatch
-	err := c.db.update(func(tx *bolt.Tx) error {
+	err := c.db.bolt.Update(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		if b == nil {
 			return ErrNoCollection

@@ -17,13 +17,15 @@ import (
 // is built again from the records, and nothing needs listing.
 //
 // A writable open checks every entry of the derived buckets: each index's
-// byValue and byKey, and versions. It does so only after another writer
-// wrote the file, because this build's own writes leave no damaged entry
-// (ownwrites.go). No read can get past a damaged entry.
+// byValue and byKey, and versions. Damage may come from a bit flipped on
+// the disk, or a file copied while open, which no transaction made. So
+// every writable open checks, whoever wrote the file last.
+// No read can get past a damaged entry.
 // A byValue entry that names no object fails every read of its index, and
 // no set-aside of an object removes it. A byKey value that does not decode
 // fails every commit that changes its key. The check reads keys and small
-// values, never a record.
+// values, never a record. It parses them in place and allocates nothing,
+// so it costs a walk of the derived buckets' pages.
 
 // checkDerived returns why each index of indexes has damaged entries, and
 // why the versions bucket has, if it does. The collection b has the
@@ -46,8 +48,8 @@ func (c *Collection) checkDerived(b *bolt.Bucket, indexes map[string]string) (ma
 			if v == nil {
 				return fmt.Errorf("%w: a bucket stands where the version of %q belongs", ErrCorruptRecord, k)
 			}
-			uid, rv, err := format.DecodeVersion(v)
-			if err == nil && (!plausibleResourceVersion([]byte(uid)) || !plausibleResourceVersion([]byte(rv))) {
+			uid, rv, err := format.SplitVersion(v)
+			if err == nil && (!plausibleResourceVersion(uid) || !plausibleResourceVersion(rv)) {
 				err = fmt.Errorf("%w: version %q/%q is none a server gives", ErrCorruptRecord, uid, rv)
 			}
 			if err != nil {
@@ -75,7 +77,7 @@ func checkIndexEntries(ib *bolt.Bucket) error {
 		if v == nil {
 			return fmt.Errorf("%w: a bucket stands where the byKey values of %q belong", ErrCorruptRecord, k)
 		}
-		if _, err := format.DecodeIndexValues(v); err != nil {
+		if err := format.CheckIndexValues(v); err != nil {
 			return fmt.Errorf("the byKey values of %q: %w", k, err)
 		}
 		return nil
@@ -85,14 +87,10 @@ func checkIndexEntries(ib *bolt.Bucket) error {
 // dropDamagedDerivedTx deletes the indexes and the versions bucket
 // checkDerived finds damaged, and forgets those indexes. create then
 // builds them again from the records, as it builds an index whose version
-// changed. rebuiltAtOpen says what was dropped and why. It removes the
-// unchecked mark (derivedUnchecked) in the same transaction. Called by
-// create, before the indexes are split into those in use and the dormant.
+// changed. rebuiltAtOpen says what was dropped and why. Called by create,
+// before the indexes are split into those in use and the dormant.
 func (c *Collection) dropDamagedDerivedTx(b *bolt.Bucket) error {
 	damaged, versionsErr := c.checkDerived(b, c.indexes)
-	if err := b.Bucket(format.CollMetaBucket).Delete(format.DerivedUncheckedKey); err != nil {
-		return err
-	}
 	var why []error
 	if len(damaged) > 0 {
 		idx := b.Bucket(format.IndexesBucket)

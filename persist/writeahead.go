@@ -68,7 +68,7 @@ func (c *Collection) writeAhead() error {
 	for ; start+chunkKeys < len(keys); start += chunkKeys {
 		chunk := keys[start : start+chunkKeys]
 		j := c.journal
-		err := c.db.update(func(tx *bolt.Tx) error {
+		err := c.db.bolt.Update(func(tx *bolt.Tx) error {
 			b := c.bucket(tx)
 			if b == nil {
 				return ErrNoCollection

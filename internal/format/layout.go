@@ -2,24 +2,19 @@ package format
 
 // Buckets and keys of the file's root.
 var (
-	// MetaBucket holds the file's schema version, creation time and
-	// OwnTxKey.
+	// MetaBucket holds the file's schema version and creation time.
 	MetaBucket = []byte("boltinformer")
 	// CollectionsBucket holds one bucket per collection.
 	CollectionsBucket = []byte("collections")
 	SchemaKey         = []byte("schema")
 	CreatedKey        = []byte("created")
-	// OwnTxKey holds the bbolt transaction id (decimal) of the last
-	// transaction boltinformer committed. A file whose transaction id
-	// differs was written since by another writer.
-	OwnTxKey = []byte("ownTx")
 )
 
 // Buckets and keys of one collection, below CollectionsBucket/<name>.
 var (
 	// CollMetaBucket holds RVKey, CommittedKey, ClockKey, DescriptionKey,
-	// IndexVersionsKey, JournalKey and, while set, MustListKey,
-	// DerivedUncheckedKey and RebuildKey.
+	// IndexVersionsKey, JournalKey and, while set, MustListKey and
+	// RebuildKey.
 	CollMetaBucket = []byte("meta")
 	// ObjectsBucket maps each object key to its record.
 	ObjectsBucket = []byte("objects")
@@ -54,11 +49,6 @@ var (
 	// aside): it must not be resumed from its resourceVersion until a list
 	// has been applied.
 	MustListKey = []byte("mustList")
-	// DerivedUncheckedKey, when present, says another writer wrote the
-	// file since the collection's index entries and versions were last
-	// checked for damage. The next writable open checks them and removes
-	// it.
-	DerivedUncheckedKey = []byte("derivedUnchecked")
 	// TreeBytesKey (schema 2) holds the bytes of the records in
 	// ObjectsBucket as a decimal number, kept by every write to it, so
 	// that the journal's limit needs no walk of the tree. A file without

@@ -304,7 +304,11 @@ func (m *ckModel) cold() {
 func (m *ckModel) ack(obj interface{}) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		// AckDeleted: a tombstone is settled; anything else stays.
-		m.record(d.Key, func(_ string, s ckState) []ckState {
+		deleted := ""
+		if p, ok := d.Obj.(*corev1.Pod); ok {
+			deleted = string(p.UID)
+		}
+		m.record(d.Key, func(key string, s ckState) []ckState {
 			switch s.kind {
 			case ckTomb:
 				return []ckState{none}
@@ -312,6 +316,15 @@ func (m *ckModel) ack(obj interface{}) {
 				// The acknowledgement on disk stays until a commit deletes
 				// the key or writes another.
 				return []ckState{none, {kind: ckAcked, rv: s.rv}}
+			case ckAcked, ckStale:
+				if deleted != "" && uidOf(m.srv, key, s.rv) == deleted {
+					// An acknowledgement of the object this deletion
+					// removed. The store applied the deletion before the
+					// handler was given it, which made the acknowledgement
+					// a tombstone. The model records the deletion only at
+					// the next settled point.
+					return []ckState{s, none}
+				}
 			}
 			return []ckState{s}
 		})
@@ -372,10 +385,22 @@ func ackStep(srv *Server, key, rv string, deletion bool, s ckState, cur *corev1.
 		return []ckState{s, none}
 	case s.kind == ckTomb:
 		return []ckState{s} // a state before the deletion: dropped
+	case deletion && s.kind != ckNone:
+		// The handler was told of the deletion, so the store applied it,
+		// which made a tombstone of the acknowledgement; the model records
+		// that at the next settled point. By watch, at this version, the
+		// Ack settles that tombstone.
+		return []ckState{s, none}
 	case s.rv == rv:
 		return []ckState{s} // acknowledged already
 	case cur != nil:
 		return []ckState{written} // a stale version replaces a newer one too
+	case deletion:
+		// The handler was given this deletion, so the store applied it
+		// first. An acknowledgement the key held became a tombstone then,
+		// which this Ack settles. The model records the deletion only at
+		// the next settled point.
+		return []ckState{s, written, none}
 	default:
 		// Not stored: in memory if its deletion is committed; on disk
 		// only if the key is created again before the commit.
