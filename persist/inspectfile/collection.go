@@ -57,7 +57,9 @@ func (r *Collection) readJournal() (*journalView, error) {
 }
 
 // Journal describes the collection's journal: its generations, their
-// entries and bytes, and how far the oldest has been folded. A collection
+// entries and bytes, and how far the oldest has been folded. Folded is the
+// last key folded: a schema-3 fold's FoldedKey, or the last key of the
+// object tree's copy that a fold afresh writes (format.RebuildBucket). A collection
 // without a journal (schema 1) has an empty one. An entry that does not
 // decode is an error wrapping persist.ErrCorruptRecord, and so fails every
 // read of records and index entries in this view.

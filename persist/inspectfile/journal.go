@@ -40,6 +40,15 @@ func readJournal(coll *bolt.Bucket, name string) (*journalView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("collection %q journal: %w", name, err)
 	}
+	if info.Folded == nil && len(info.Generations) > 0 {
+		// A fold afresh stands at its copies' last key (format.Tree), as
+		// a schema-3 fold stood at FoldedKey. Both say how far it got.
+		if copied := format.CollectionTree(coll, format.ObjectsBucket).Rebuilt(); copied != nil {
+			if last, _ := copied.Cursor().Last(); last != nil {
+				info.Folded = bytes.Clone(last)
+			}
+		}
+	}
 	j.info = info
 	sort.Strings(j.keys)
 	return j, nil
