@@ -206,13 +206,20 @@ func checkSnapshot(t *testing.T, what, path string, m journalModel) {
 // of what the collection holds.
 func foldInProgress(t *testing.T, path string, dbOpts persist.Options, opts persist.CollectionOptions) journalModel {
 	t.Helper()
+	return foldInProgressAt(t, path, dbOpts, opts, 3, 3)
+}
+
+// foldInProgressAt is foldInProgress with the changes drawn from seed,
+// stopping once the copies hold more than copies records.
+func foldInProgressAt(t *testing.T, path string, dbOpts persist.Options, opts persist.CollectionOptions, seed uint64, copies int) journalModel {
+	t.Helper()
 	ctx := context.Background()
 	db := openDB(t, path, dbOpts)
 	c, err := db.Collection("cms", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(3, 48))
+	rng := rand.New(rand.NewPCG(seed, 48))
 	m := journalModel{}
 	for step := 1; ; step++ {
 		if step > 500 {
@@ -226,7 +233,7 @@ func foldInProgress(t *testing.T, path string, dbOpts persist.Options, opts pers
 		}
 		if n, err := persist.FoldCopies(c); err != nil {
 			t.Fatal(err)
-		} else if n > 3 {
+		} else if n > copies {
 			break
 		}
 	}
