@@ -203,7 +203,8 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 				// Damage to the journal is set aside as damage to a
 				// record is. It never makes a collection that cannot be
 				// opened.
-				c.journalSetAside, setAside = err, c.setAsideJournalTx
+				c.journalSetAside = err
+				setAside = func(tx *bolt.Tx) error { return c.setAsideJournalTx(tx, opts.IndexValues != nil) }
 			}
 			if setAside == nil {
 				break

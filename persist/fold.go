@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -51,7 +52,9 @@ import (
 // Paths that need the trees whole fold the copies back into them instead
 // (abandonRebuildTx): a bulk commit, an index build, a set-aside. The
 // index trees then still hold the old state of the keys folded back, and
-// the generation, which stays, is applied over them again.
+// the generation, which stays, is applied over them again. A journal's
+// set-aside drops the generation, so it brings the index trees in line
+// itself (foldBackForSetAsideTx).
 
 // foldCommits is how many commits a fold is spread over at least, and
 // minFoldBytes and maxFoldBytes bound a commit's chunk. Each commit also
@@ -420,6 +423,192 @@ func deleteRebuildTx(b *bolt.Bucket) error {
 		return err
 	}
 	return b.Bucket(format.CollMetaBucket).Delete(format.RebuildKey)
+}
+
+// foldBackForSetAsideTx folds a fold's copies back into the collection
+// b's trees before its journal is set aside, and brings the index trees
+// in line with the records. The copies hold states of the folding
+// generation, and the merge deleted some of its deleted keys from the
+// trees. The index trees still hold the states before the generation
+// for all of those keys, and no journal will say them any more.
+//
+// If the folding generation can be read whole, its entries give the
+// index values of every state the fold wrote, and the index trees are
+// updated in place. Otherwise, with canBuild, every index is dropped, and
+// DB.Collection builds them again from the records. Without IndexValues
+// no index can be built, and an index the file holds at the version its
+// owner names needs none. So the records the copies held are set aside
+// instead, with their versions and index entries, as are index entries of
+// keys the records lack. The caller sets the must-list mark. It returns
+// the records set aside, for the checkpoints' tombstones.
+func (c *Collection) foldBackForSetAsideTx(b *bolt.Bucket, canBuild bool) (map[string][]byte, error) {
+	rb := b.Bucket(format.RebuildBucket)
+	if rb == nil {
+		return nil, deleteRebuildTx(b)
+	}
+	// A chunk that ended on a deleted key deleted it from the trees and
+	// copied nothing. So even empty copies may leave index entries behind.
+	var copied []string
+	if ob := rb.Bucket(format.ObjectsBucket); ob != nil {
+		if err := ob.ForEach(func(k, _ []byte) error {
+			copied = append(copied, string(k))
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	changes, whole := foldingGeneration(b)
+	if _, err := c.abandonRebuildTx(b); err != nil {
+		return nil, err
+	}
+	var at string // where the merge stood: every state up to it is the generation's
+	if len(copied) > 0 {
+		at = copied[len(copied)-1]
+	}
+	objects := b.Bucket(format.ObjectsBucket)
+	switch {
+	case whole:
+		return nil, forEachIndexTx(b, func(name string, byValue, byKey *bolt.Bucket) error {
+			for _, key := range sortedKeys(changes) {
+				e := changes[key]
+				var values []string
+				switch {
+				case e.Deleted && objects.Get([]byte(key)) == nil:
+					// A deleted key the merge passed, or one the trees
+					// never held.
+				case !e.Deleted && len(copied) > 0 && key <= at:
+					values = e.Indexes[name]
+				default:
+					continue // the trees still hold the state before the generation
+				}
+				if err := rewriteIndexValues(byValue, byKey, name, key, values); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	case canBuild:
+		if err := dropIndexesTx(b); err != nil {
+			return nil, err
+		}
+		c.rebuiltAtOpen = errors.Join(c.rebuiltAtOpen, errors.New("indexes: a fold in progress had written part of the journal's changes, which the set-aside dropped, into the records; the indexes were built again from the records"))
+		return nil, nil
+	}
+	setAside := make(map[string][]byte, len(copied))
+	versions := b.Bucket(format.VersionsBucket)
+	for _, key := range copied {
+		kb := []byte(key)
+		setAside[key] = bytes.Clone(objects.Get(kb))
+		if err := deleteValue(objects, kb); err != nil {
+			return nil, err
+		}
+		if versions != nil {
+			if err := deleteValue(versions, kb); err != nil {
+				return nil, err
+			}
+		}
+	}
+	err := forEachIndexTx(b, func(name string, byValue, byKey *bolt.Bucket) error {
+		var stale []string
+		if err := byKey.ForEach(func(k, _ []byte) error {
+			if objects.Get(k) == nil {
+				stale = append(stale, string(k))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, key := range stale {
+			if err := rewriteIndexValues(byValue, byKey, name, key, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	c.journalSetAside = errors.Join(c.journalSetAside, fmt.Errorf("a fold in progress had written part of the journal, which cannot be read whole, into the records; without IndexValues their index entries cannot be rebuilt, so the %d records the fold had written were set aside too", len(copied)))
+	return setAside, err
+}
+
+// foldingGeneration returns the newest entry of each key of the journal
+// generation the collection b's fold is writing (format.RebuildKey), and
+// whether it could read that generation whole: every entry from the first
+// to the last its record in meta names. Entries alias the transaction's
+// memory.
+func foldingGeneration(b *bolt.Bucket) (map[string]format.JournalEntry, bool) {
+	meta := b.Bucket(format.CollMetaBucket)
+	gen, err := format.ParseJournalSeq(meta.Get(format.RebuildKey))
+	if err != nil {
+		return nil, false
+	}
+	record, err := format.ParseJournalRecord(meta.Get(format.JournalKey))
+	if err != nil || meta.Get(format.JournalKey) == nil {
+		return nil, false
+	}
+	i := slices.IndexFunc(record, func(g format.JournalGeneration) bool { return g.Gen == gen })
+	jb := b.Bucket(format.JournalBucket)
+	if i < 0 || jb == nil || jb.Bucket(format.JournalSeq(gen)) == nil {
+		return nil, false
+	}
+	out := map[string]format.JournalEntry{}
+	var n uint64
+	err = jb.Bucket(format.JournalSeq(gen)).ForEach(func(k, raw []byte) error {
+		seq, err := format.ParseJournalSeq(k)
+		if err != nil || seq != n+1 || raw == nil {
+			return errors.New("not a whole generation")
+		}
+		e, err := format.DecodeJournalEntry(raw)
+		if err != nil || e.Key == "" {
+			return errors.New("not a whole generation")
+		}
+		out[e.Key] = e
+		n = seq
+		return nil
+	})
+	if err != nil || n != record[i].Last {
+		return nil, false
+	}
+	return out, true
+}
+
+// forEachIndexTx calls fn with each index bucket of the collection b,
+// until fn returns an error, which it returns. An index without its
+// byValue or byKey bucket is damage, which checkIndexBuckets reports.
+func forEachIndexTx(b *bolt.Bucket, fn func(name string, byValue, byKey *bolt.Bucket) error) error {
+	idx := b.Bucket(format.IndexesBucket)
+	var names []string
+	if err := idx.ForEachBucket(func(name []byte) error {
+		names = append(names, string(name))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, name := range names {
+		ib := idx.Bucket([]byte(name))
+		byValue, byKey := ib.Bucket(format.ByValueBucket), ib.Bucket(format.ByKeyBucket)
+		if byValue == nil || byKey == nil {
+			continue
+		}
+		if err := fn(name, byValue, byKey); err != nil {
+			return fmt.Errorf("index %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// rewriteIndexValues gives key values in the named index, whatever it
+// held. A byKey value that does not decode is replaced, with what byValue
+// holds of it left to the derived check (checkDerived).
+func rewriteIndexValues(byValue, byKey *bolt.Bucket, name, key string, values []string) error {
+	var old []string
+	if raw := byKey.Get([]byte(key)); raw != nil {
+		if err := msgpack.Unmarshal(raw, &old); err != nil {
+			old = nil
+		}
+	}
+	if err := writeIndexValues(byValue, byKey, key, old, values); err != nil {
+		return fmt.Errorf("index %q of %q: %w", name, key, err)
+	}
+	return nil
 }
 
 // dropIndexesTx deletes every index of the collection b and forgets their

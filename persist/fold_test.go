@@ -1,6 +1,7 @@
 package persist_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
@@ -245,27 +247,72 @@ func foldInProgressAt(t *testing.T, path string, dbOpts persist.Options, opts pe
 
 // A journal that cannot be read is set aside while a fold has written
 // part of it into the copies of the trees. The copies are folded back, so
-// the records hold some of the journal's states, which no index entry
-// says. So the indexes are built again from the records at the same open.
-// Every key's record, version and index entries then agree.
+// the records hold some of the journal's states, which the index trees
+// lack. The test is a generator: files closed at seeded points of a fold,
+// each journal entry, of either generation, damaged or lost, and the
+// journal's record garbled. Each is opened with IndexValues, and without,
+// which an index the file holds at the version named does not need. Every
+// open must succeed, set the journal aside with a list owed, and leave
+// every key's record, version and index entries in agreement.
 func TestJournalSetAsideDuringAFold(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cache.db")
-	dbOpts := persist.WithFoldChunk(persist.WithJournalBytes(persist.Options{BatchInterval: 1 << 40}, 2048), 2)
+	seed := *damageSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("damage seed %d (rerun with -damage.seed=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 11))
+	dbOpts := persist.WithFoldChunk(persist.WithJournalBytes(persist.Options{BatchInterval: 1 << 40, NoSync: true}, 2048), 2)
 	opts := persist.CollectionOptions{Indexes: map[string]string{"byLabel": "v1"}, IndexValues: journalIndexValues}
-	foldInProgress(t, path, dbOpts, opts)
-	damageNewestJournalEntry(t, path)
+	fixtures := 3
+	if testing.Short() {
+		fixtures = 1
+	}
+	for f := range fixtures {
+		fseed, copies := rng.Uint64(), rng.IntN(12)
+		t.Run(fmt.Sprintf("fixture%d", f), func(t *testing.T) {
+			fixture := filepath.Join(t.TempDir(), "fixture.db")
+			foldInProgressAt(t, fixture, dbOpts, opts, fseed, copies)
+			for _, d := range journalDamages(t, fixture) {
+				for _, withValues := range []bool{true, false} {
+					t.Run(fmt.Sprintf("%s/IndexValues=%t", d.name, withValues), func(t *testing.T) {
+						path := filepath.Join(t.TempDir(), "cache.db")
+						copyFile(t, fixture, path)
+						updateFile(t, path, d.apply)
+						open := opts
+						if !withValues {
+							open.IndexValues = nil
+						}
+						db := openDB(t, path, dbOpts)
+						c, err := db.Collection("cms", open)
+						if err != nil {
+							t.Fatalf("open: %v", err)
+						}
+						if c.JournalSetAside() == nil || !c.MustList() {
+							t.Fatalf("JournalSetAside() = %v, MustList() = %v; want the journal set aside and a list owed", c.JournalSetAside(), c.MustList())
+						}
+						checkSetAsideAgrees(t, c)
+						if err := db.Close(); err != nil {
+							t.Fatal(err)
+						}
+						// The next open, without IndexValues, finds the
+						// indexes as this one left them.
+						db = openDB(t, path, dbOpts)
+						c, err = db.Collection("cms", persist.CollectionOptions{Indexes: opts.Indexes})
+						if err != nil {
+							t.Fatalf("reopen without IndexValues: %v", err)
+						}
+						checkSetAsideAgrees(t, c)
+					})
+				}
+			}
+		})
+	}
+}
 
-	db := openDB(t, path, dbOpts)
-	c, err := db.Collection("cms", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.JournalSetAside() == nil || !c.MustList() {
-		t.Fatalf("JournalSetAside() = %v, MustList() = %v; want the journal set aside and a list owed", c.JournalSetAside(), c.MustList())
-	}
-	if c.RebuiltAtOpen() == nil {
-		t.Error("RebuiltAtOpen() = nil, want the indexes built again")
-	}
+// checkSetAsideAgrees checks that every key of c has its record, version
+// and index entries in agreement, and that the fold's copies are gone.
+func checkSetAsideAgrees(t *testing.T, c *persist.Collection) {
+	t.Helper()
 	if n, err := persist.FoldCopies(c); err != nil || n != -1 {
 		t.Errorf("after the set-aside the fold's copies hold %d records (%v), want none", n, err)
 	}
@@ -294,12 +341,56 @@ func TestJournalSetAsideDuringAFold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(versions) != len(objs) {
+		t.Errorf("Versions has %d keys, the records %d", len(versions), len(objs))
+	}
 	for _, obj := range objs {
 		cm := obj.(*corev1.ConfigMap)
 		if v := versions["ns/"+cm.Name]; v.ResourceVersion != cm.ResourceVersion {
 			t.Errorf("Versions[ns/%s] = %+v, the record is at %s", cm.Name, v, cm.ResourceVersion)
 		}
 	}
+}
+
+// journalDamage is one damage to the journal of the collection cms.
+type journalDamage struct {
+	name  string
+	apply func(*bolt.Tx) error
+}
+
+// journalDamages lists, for the file at path, a garbled and a lost entry
+// for each entry of each journal generation, and a garbled record of the
+// journal.
+func journalDamages(t *testing.T, path string) []journalDamage {
+	t.Helper()
+	coll := func(tx *bolt.Tx) *bolt.Bucket { return tx.Bucket(format.CollectionsBucket).Bucket([]byte("cms")) }
+	out := []journalDamage{{"record/garbled", func(tx *bolt.Tx) error {
+		return coll(tx).Bucket(format.CollMetaBucket).Put(format.JournalKey, []byte("no journal record"))
+	}}}
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	err = bdb.View(func(tx *bolt.Tx) error {
+		jb := coll(tx).Bucket(format.JournalBucket)
+		return jb.ForEachBucket(func(gen []byte) error {
+			g, _ := format.ParseJournalSeq(gen)
+			return jb.Bucket(gen).ForEach(func(k, _ []byte) error {
+				seq, _ := format.ParseJournalSeq(k)
+				gen, k := bytes.Clone(gen), bytes.Clone(k)
+				entry := func(tx *bolt.Tx) *bolt.Bucket { return coll(tx).Bucket(format.JournalBucket).Bucket(gen) }
+				out = append(out,
+					journalDamage{fmt.Sprintf("gen%d/entry%d/garbled", g, seq), func(tx *bolt.Tx) error { return entry(tx).Put(k, []byte("no journal entry")) }},
+					journalDamage{fmt.Sprintf("gen%d/entry%d/lost", g, seq), func(tx *bolt.Tx) error { return entry(tx).Delete(k) }})
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // damageNewestJournalEntry overwrites the newest entry of the newest

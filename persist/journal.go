@@ -243,26 +243,29 @@ var errJournalUnreadable = errors.New("the collection's journal cannot be read")
 // the journal held, until a list is applied. The checkpoints'
 // acknowledgements of objects only the journal held become tombstones in
 // the same transaction (tombstoneUnstoredAcksTx).
-func (c *Collection) setAsideJournalTx(tx *bolt.Tx) error {
+//
+// A fold's copies are folded back first (foldBackForSetAsideTx). canBuild
+// says whether the owner gave IndexValues, so that DB.Collection can build
+// indexes from the records.
+func (c *Collection) setAsideJournalTx(tx *bolt.Tx, canBuild bool) error {
 	b := c.bucket(tx)
 	if b == nil {
 		return ErrNoCollection
 	}
-	// A fold's copies hold states of the journal's. Folded back, they
-	// are states the object tree holds. The index trees then hold older
-	// states of those keys, which no journal says any more. So the indexes
-	// go, and DB.Collection builds them again from the records.
-	merged, err := c.abandonRebuildTx(b)
+	setAside, err := c.foldBackForSetAsideTx(b, canBuild)
 	if err != nil {
 		return err
 	}
-	if merged {
-		if err := dropIndexesTx(b); err != nil {
-			return err
+	last := func() map[string][]byte {
+		records := readableJournalRecords(b)
+		for k, rec := range setAside {
+			if _, ok := records[k]; !ok {
+				records[k] = rec
+			}
 		}
-		c.rebuiltAtOpen = errors.Join(c.rebuiltAtOpen, errors.New("indexes: a fold in progress had written part of the journal's changes, which the set-aside dropped, into the records; the indexes were built again from the records"))
+		return records
 	}
-	if err := c.tombstoneUnstoredAcksTx(b, func() map[string][]byte { return readableJournalRecords(b) }); err != nil {
+	if err := c.tombstoneUnstoredAcksTx(b, last); err != nil {
 		return err
 	}
 	if err := b.DeleteBucket(format.JournalBucket); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
