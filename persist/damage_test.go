@@ -237,7 +237,7 @@ func openNoPanic(db *persist.DB, name string, opts persist.CollectionOptions) (c
 	return db.Collection(name, opts)
 }
 
-func copyFile(t *testing.T, from, to string) {
+func copyFile(t testing.TB, from, to string) {
 	t.Helper()
 	src, err := os.Open(from)
 	if err != nil {
