@@ -218,6 +218,10 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 		}
 		if err == nil && !unchanged {
 			db.commitMu.Lock()
+			// create may write the trees in place. A fold in progress is
+			// finished first, a chunk per transaction. If that fails,
+			// create folds the copies back in its own (fold.go).
+			_ = c.finishFold(false)
 			err = db.closedErr(db.bolt.Update(func(tx *bolt.Tx) error { return c.create(tx, opts) }))
 			db.commitMu.Unlock()
 		}
@@ -1033,6 +1037,9 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 		for _, name := range build {
 			delete(c.dormant, name) // rebuilt at this version
 		}
+		// The build folds the journal into the trees. A fold in progress
+		// is finished first, a chunk per transaction (fold.go).
+		_ = c.finishFold(true)
 		var j journalState
 		err := c.db.bolt.Update(func(tx *bolt.Tx) error {
 			treeBytes, err := c.foldJournalForBuild(c.bucket(tx))

@@ -242,6 +242,13 @@ func (db *DB) commit() error {
 		// transaction. Readers keep seeing the committing layers until step
 		// 3, so nothing they read goes missing meanwhile.
 		for _, c := range dirty {
+			if c.bulk(c.committing) {
+				// The layer goes into the trees in place. A fold in
+				// progress is finished first, a chunk per transaction.
+				// If that fails, the commit folds the copies back in
+				// its own (fold.go).
+				_ = c.finishFold(false)
+			}
 			if err = c.writeAhead(); err != nil {
 				err = fmt.Errorf("collection %s: writing ahead: %w", c.name, err)
 				break
@@ -419,9 +426,7 @@ func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, 
 			}
 		}
 	}
-	share := c.db.opts.JournalShare
-	bulk := len(l.changes) >= c.db.opts.BatchLimit
-	if share < 0 || bulk || (!c.hasJournal() && appending(objects, keys)) {
+	if c.bulk(l) || (!c.hasJournal() && appending(objects, keys)) {
 		// Write straight into the trees when the journal is off, or when
 		// the commit is large enough that each rewritten leaf holds many of
 		// its keys. So does a commit that appends, such as a list loading
@@ -465,6 +470,13 @@ func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, 
 		return nil, plan, err
 	}
 	return deleted, plan, nil
+}
+
+// bulk reports whether the committing layer l goes into the trees in
+// place, whatever the file holds: the journal is off, or l is large
+// enough that each leaf it rewrites holds many of its keys.
+func (c *Collection) bulk(l *layer) bool {
+	return c.db.opts.JournalShare < 0 || len(l.changes) >= c.db.opts.BatchLimit
 }
 
 // lastRecord returns a copy of key's newest committed record (journal,

@@ -230,6 +230,9 @@ type DB struct {
 	// derivedChecks counts the checks of a collection's index entries and
 	// versions for damage (checkDerived). Tests read it.
 	derivedChecks atomic.Int64
+	// foldedBack counts the transactions that folded a fold's copies back
+	// into the trees (abandonRebuildTx), each at once. Tests read it.
+	foldedBack atomic.Int64
 }
 
 // Open opens or creates the cache file at path. Another process may hold

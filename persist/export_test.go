@@ -130,6 +130,10 @@ func WithClock(opts Options, now func() time.Time) Options {
 // entries and versions for damage db ran.
 func DerivedChecksForTest(db *DB) int64 { return db.derivedChecks.Load() }
 
+// FoldedBackForTest returns how many transactions folded a fold's copies
+// back into the trees at once (abandonRebuildTx).
+func FoldedBackForTest(db *DB) int64 { return db.foldedBack.Load() }
+
 // FileHighWater returns the bytes of db's file below bbolt's high-water
 // mark: the pages it holds, without the growth bbolt preallocates.
 func FileHighWater(db *DB) int64 {

@@ -49,10 +49,12 @@ import (
 // bbolt moves a bucket by its header as of the transaction's start. A
 // bucket written in the same transaction would lose those writes. So the
 // commit after the last chunk moves the copies in, and writes no copy.
-// Paths that need the trees whole fold the copies back into them instead
-// (abandonRebuildTx): a bulk commit, an index build, a set-aside. The
-// index trees then still hold the old state of the keys folded back, and
-// the generation, which stays, is applied over them again. A journal's
+// Paths that need the trees whole (a bulk commit, an index build, an open
+// that changes the collection) finish the fold first, a chunk per
+// transaction (finishFold). If that fails, they fold the copies back into
+// the trees in their own transaction (abandonRebuildTx). The index trees
+// then still hold the old state of the keys folded back, and the
+// generation, which stays, is applied over them again. A journal's
 // set-aside drops the generation, so it brings the index trees in line
 // itself (foldBackForSetAsideTx).
 
@@ -116,6 +118,52 @@ func (c *Collection) foldStep(b *bolt.Bucket, j *journalState, appended int64) (
 	}
 	_, err := c.mergeTx(b, rb, j, c.commitBudget(j, appended))
 	return false, err
+}
+
+// finishFold merges the rest of a fold in progress, a chunk per
+// transaction (commitBudget), and swaps the copies in with a last one. A
+// path that needs the trees whole would otherwise fold the copies back in
+// its own transaction (abandonRebuildTx). That writes up to the whole
+// collection in one transaction, and bbolt holds a buffer per page it
+// writes until the commit. A fold that has not written copies is left as
+// it is, since nothing needs folding back.
+//
+// Each transaction leaves a file that opens to the same state, as every
+// chunk of a commit does. So a failed one ends it, and the caller's own
+// transaction folds back what is left. It is called with commitMu held,
+// and with mu if locked, before the caller's transaction.
+func (c *Collection) finishFold(locked bool) error {
+	for c.journal.foldKeys != nil {
+		j := c.journal
+		j.gens, j.ends = slices.Clone(j.gens), slices.Clone(j.ends)
+		started, done := false, false
+		err := c.db.bolt.Update(func(tx *bolt.Tx) error {
+			b := c.bucket(tx)
+			if b == nil {
+				return ErrNoCollection
+			}
+			if started = b.Bucket(format.RebuildBucket) != nil; !started {
+				return nil
+			}
+			var err error
+			done, err = c.foldStep(b, &j, 0)
+			return err
+		})
+		if err != nil || !started {
+			return c.db.closedErr(err)
+		}
+		if !locked {
+			c.mu.Lock()
+		}
+		c.journal = j
+		if done {
+			c.folding = nil
+		}
+		if !locked {
+			c.mu.Unlock()
+		}
+	}
+	return nil
 }
 
 // startRebuildTx creates the copies of the collection b's object tree and
@@ -412,6 +460,9 @@ func (c *Collection) abandonRebuildTx(b *bolt.Bucket) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("folding back the rebuilt %s: %w", name, err)
 		}
+	}
+	if merged {
+		c.db.foldedBack.Add(1)
 	}
 	return merged, deleteRebuildTx(b)
 }
