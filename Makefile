@@ -138,9 +138,9 @@ demo: test-binaries
 	@rm -rf '$(DEMO_DIR)' && mkdir -p '$(DEMO_DIR)'
 	@$(GO) run ./bench/cmd/informerbench demo --pods $(DEMO_PODS) --reps $(DEMO_REPS) --pod-size $(DEMO_POD_SIZE) --snapshot '$(DEMO_DIR)/cache-snapshot.db'
 	@echo; echo '$$ inspect ls cache-snapshot.db'
-	@$(GO) run ./cmd/inspect ls '$(DEMO_DIR)/cache-snapshot.db'
+	@cd cmd/inspect && $(GO) run . ls '$(DEMO_DIR)/cache-snapshot.db'
 	@echo; echo '$$ inspect get pods -f cache-snapshot.db -n bench-00 -o wide'
-	@$(GO) run ./cmd/inspect get pods -f '$(DEMO_DIR)/cache-snapshot.db' -n bench-00 -o wide > '$(DEMO_DIR)/get.txt'
+	@cd cmd/inspect && $(GO) run . get pods -f '$(DEMO_DIR)/cache-snapshot.db' -n bench-00 -o wide > '$(DEMO_DIR)/get.txt'
 	@head -11 '$(DEMO_DIR)/get.txt'; echo "… $$(($$(wc -l < '$(DEMO_DIR)/get.txt') - 1)) Pods in bench-00"
 	@rm -rf '$(DEMO_DIR)'
 
