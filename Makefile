@@ -22,8 +22,11 @@ STATICCHECK := $(TOOLS_BIN)/staticcheck
 
 all: build
 
+# build: compiles every package of every module and writes nothing. In
+# cmd/inspect's module ./... matches one main package, whose binary go build
+# would write; -o /dev/null discards it.
 build:
-	@set -e; for m in $(MODULES); do (cd $$m && $(GO) build $(PKGS)); done
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) build -o /dev/null $(PKGS)); done
 
 vet:
 	@set -e; for m in $(MODULES); do start=$$(date +%s); (cd $$m && $(GO) vet $(PKGS)); \
@@ -110,9 +113,11 @@ fuzz:
 	$(GO) test ./cache -run '^$$' -fuzz '^FuzzIndexerAgainstClientGo$$' -fuzztime $(FUZZTIME)
 
 # make bench: storage and codec benchmarks, each beside its client-go (or
-# protobuf) reference in the same run, followed by a table of ratios.
+# protobuf) reference in the same run, followed by a table of ratios. The
+# storage benchmarks are in bench/, a module of its own.
 bench:
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./persist/ ./bench/ | awk -f hack/bench-ratios.awk
+	{ $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./persist/; \
+	  cd bench && $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) .; } | awk -f hack/bench-ratios.awk
 
 # --- Side by side with client-go against a real kube-apiserver ---
 DEMO_PODS   ?= 3000
@@ -136,11 +141,11 @@ BENCH_FLAGS ?=
 # the cache file. Leaves nothing running. A few minutes on 2 cores.
 demo: test-binaries
 	@rm -rf '$(DEMO_DIR)' && mkdir -p '$(DEMO_DIR)'
-	@$(GO) run ./bench/cmd/informerbench demo --pods $(DEMO_PODS) --reps $(DEMO_REPS) --pod-size $(DEMO_POD_SIZE) --snapshot '$(DEMO_DIR)/cache-snapshot.db'
+	@cd bench && $(GO) run ./cmd/informerbench demo --pods $(DEMO_PODS) --reps $(DEMO_REPS) --pod-size $(DEMO_POD_SIZE) --snapshot '$(DEMO_DIR)/cache-snapshot.db'
 	@echo; echo '$$ inspect ls cache-snapshot.db'
-	@$(GO) run ./cmd/inspect ls '$(DEMO_DIR)/cache-snapshot.db'
+	@cd cmd/inspect && $(GO) run . ls '$(DEMO_DIR)/cache-snapshot.db'
 	@echo; echo '$$ inspect get pods -f cache-snapshot.db -n bench-00 -o wide'
-	@$(GO) run ./cmd/inspect get pods -f '$(DEMO_DIR)/cache-snapshot.db' -n bench-00 -o wide > '$(DEMO_DIR)/get.txt'
+	@cd cmd/inspect && $(GO) run . get pods -f '$(DEMO_DIR)/cache-snapshot.db' -n bench-00 -o wide > '$(DEMO_DIR)/get.txt'
 	@head -11 '$(DEMO_DIR)/get.txt'; echo "… $$(($$(wc -l < '$(DEMO_DIR)/get.txt') - 1)) Pods in bench-00"
 	@rm -rf '$(DEMO_DIR)'
 
@@ -166,13 +171,13 @@ bench-checkpoints: test-binaries
 # Every bench harness writes its results (JSON, with the text and plots it
 # renders from them) under _output/bench/, which git ignores; commit the
 # .txt and .svg summaries worth keeping under bench/results/. To render a
-# result again: go run ./bench/cmd/benchreport _output/bench/…/NAME.json
+# result again: go -C bench run ./cmd/benchreport ../_output/bench/…/NAME.json
 
 # make bench-informer: the full side-by-side benchmark (bench/cmd/informerbench)
 # at $(BENCH_SIZES) Pods; results and the sync-time plot in _output/bench/informerbench/.
 # About 30 minutes at 100k on 2 cores. BENCH_SIZES=10k,50k,100k plots a curve.
 bench-informer: test-binaries
-	$(GO) run ./bench/cmd/informerbench --sizes $(BENCH_SIZES) --reps $(BENCH_REPS) $(BENCH_FLAGS)
+	cd bench && $(GO) run ./cmd/informerbench --sizes $(BENCH_SIZES) --reps $(BENCH_REPS) $(BENCH_FLAGS)
 
 # make bench-recover: restarts after a downtime longer than the watch
 # history (informerbench recover) at $(RECOVER_PODS) Pods: boltinformer
@@ -189,9 +194,9 @@ RECOVER_RATE      ?= 20
 RECOVER_FLAGS     ?=
 .PHONY: bench-recover bench-recover-downtime
 bench-recover: test-binaries
-	$(GO) run ./bench/cmd/informerbench recover --pods $(RECOVER_PODS) --changed $(RECOVER_CHANGED) --reps $(BENCH_REPS) $(RECOVER_FLAGS)
+	cd bench && $(GO) run ./cmd/informerbench recover --pods $(RECOVER_PODS) --changed $(RECOVER_CHANGED) --reps $(BENCH_REPS) $(RECOVER_FLAGS)
 bench-recover-downtime: test-binaries
-	$(GO) run ./bench/cmd/informerbench recover --pods $(RECOVER_PODS) --downtimes $(RECOVER_DOWNTIMES) --rate $(RECOVER_RATE) --reps $(BENCH_REPS) $(RECOVER_FLAGS)
+	cd bench && $(GO) run ./cmd/informerbench recover --pods $(RECOVER_PODS) --downtimes $(RECOVER_DOWNTIMES) --rate $(RECOVER_RATE) --reps $(BENCH_REPS) $(RECOVER_FLAGS)
 
 # make bench-churn: the steady-state bench (informerbench churn): both
 # informers side by side on $(CHURN_PODS) Pods while they change at 100/s
@@ -205,7 +210,7 @@ CHURN_DURATION ?= 10m
 CHURN_FLAGS    ?=
 .PHONY: bench-churn
 bench-churn: test-binaries
-	$(GO) run ./bench/cmd/informerbench churn --pods $(CHURN_PODS) --duration $(CHURN_DURATION) $(CHURN_FLAGS)
+	cd bench && $(GO) run ./cmd/informerbench churn --pods $(CHURN_PODS) --duration $(CHURN_DURATION) $(CHURN_FLAGS)
 
 # make bench-steady: the whole steady-state table (informerbench steady):
 # the churn above at each of $(STEADY_SIZES) Pods in turn on one apiserver,
@@ -225,4 +230,4 @@ STEADY_DURATION ?= 10m
 STEADY_FLAGS    ?=
 .PHONY: bench-steady
 bench-steady: test-binaries
-	$(GO) run ./bench/cmd/informerbench steady --sizes $(STEADY_SIZES) --duration $(STEADY_DURATION) $(STEADY_FLAGS)
+	cd bench && $(GO) run ./cmd/informerbench steady --sizes $(STEADY_SIZES) --duration $(STEADY_DURATION) $(STEADY_FLAGS)

@@ -29,4 +29,10 @@
 //
 // Numbers depend on the machine and its disk. Compare ratios from one run,
 // not absolute times across machines.
+//
+// # Module
+//
+// bench is a Go module of its own, so the harness's dependencies never
+// enter the library's go.mod. Its go.mod replaces the library with this
+// checkout. Run its commands from bench/ (go -C bench run ./cmd/...).
 package bench

@@ -4,6 +4,9 @@
 # the repository builds with:
 #   - each listed module's version in go.mod equals the recorded version
 #     (otherwise the dependency moved without the file being reviewed);
+#   - every module of ours (each go.mod outside tools/) that requires a
+#     listed module requires it at the recorded version: the nested modules
+#     build the library, whose files were reviewed against that version;
 #   - each listed file exists and its header names the upstream module, path
 #     and version: a port's keeps the Kubernetes Authors' copyright and names
 #     "<module> <version>" and the path, a reach's says
@@ -35,14 +38,19 @@ own_gomod() {
 	echo "$dir/go.mod"
 }
 
+# required_version MODULE GOMOD: the version GOMOD requires MODULE at, if any.
+required_version() {
+	awk -v m="$1" '
+		$1 == "require" && $2 == m { print $3; exit }
+		$1 == m && $2 != "=>" { print $2; exit }' "$2"
+}
+
 # version_in MODULE FILE: "VERSION GOMOD" of the first go.mod requiring
 # MODULE, FILE's own first.
 version_in() {
 	local gomod v
 	for gomod in "$(own_gomod "$2")" "${gomods[@]}"; do
-		v=$(awk -v m="$1" '
-			$1 == "require" && $2 == m { print $3; exit }
-			$1 == m && $2 != "=>" { print $2; exit }' "$gomod")
+		v=$(required_version "$1" "$gomod")
 		if [[ -n "$v" ]]; then
 			echo "$v $gomod"
 			return
@@ -50,8 +58,12 @@ version_in() {
 	done
 }
 
+# ours: the go.mod of every module of ours, as the Makefile's MODULES
+# finds them: tracked or new, outside the build-only modules under tools/.
+mapfile -t ours < <(git ls-files --cached --others --exclude-standard -- go.mod '*/go.mod' | grep -v '^tools/')
+
 fail=0
-declare -A listed reaches
+declare -A listed reaches checked
 while read -r file module path version kind extra; do
 	[[ -z "$file" || "$file" == \#* ]] && continue
 	kind=${kind:-port}
@@ -79,6 +91,20 @@ while read -r file module path version kind extra; do
 		fi
 		echo "  then record $have in $list and in the file's header (and wherever the file names the version)." >&2
 		fail=1
+	fi
+	# A nested module builds the library's files with its own build list:
+	# a version that differs there was never reviewed against the file.
+	if [[ -z "${checked[$module $version]:-}" ]]; then
+		checked[$module $version]=1
+		for gomod in "${ours[@]}"; do
+			other=$(required_version "$module" "$gomod")
+			if [[ -n "$other" && "$other" != "$version" ]]; then
+				echo "$gomod requires $module $other, but $list records $version ($file and others may follow it)." >&2
+				echo "  Keep every module at one version of $module: move $gomod back to $version," >&2
+				echo "  or review the listed files against $other and move every module and $list to it." >&2
+				fail=1
+			fi
+		done
 	fi
 	if [[ ! -f "$file" ]]; then
 		echo "$list: $file does not exist; remove or fix its line." >&2

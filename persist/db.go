@@ -362,7 +362,7 @@ func open(path string, opts Options) (_ *DB, err error) {
 func openError(path string, opts Options, err error) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
-		return fmt.Errorf("%w: %s: held by another process; gave up after %s. Stop the process that has it open, or read a hot snapshot of it instead (DB.SnapshotFile in that process; see README, \"Snapshots\")",
+		return fmt.Errorf("%w: %s: held by another process; gave up after %s. Stop the process that has it open, or read a hot snapshot of it instead (DB.SnapshotFile in that process; see docs/operations.md, \"Snapshots and inspect\")",
 			ErrLocked, path, opts.LockTimeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),
 		errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrInvalidMapping):

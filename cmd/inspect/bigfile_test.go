@@ -25,8 +25,9 @@ var (
 // list does (one Replace through cache.NewIndexer) when -inspect.bigfile is
 // given:
 //
-//	go test ./cmd/inspect -run TestWriteBigFile -inspect.bigfile /tmp/pods.db
-//	go build -o /tmp/inspect ./cmd/inspect && time /tmp/inspect ls /tmp/pods.db
+//	cd cmd/inspect
+//	go test . -run TestWriteBigFile -inspect.bigfile /tmp/pods.db
+//	go build -o /tmp/inspect . && time /tmp/inspect ls /tmp/pods.db
 func TestWriteBigFile(t *testing.T) {
 	if *bigFile == "" {
 		t.Skip("no -inspect.bigfile")

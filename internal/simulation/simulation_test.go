@@ -41,9 +41,17 @@ func buildInspect() error {
 			return
 		}
 		inspectBin = filepath.Join(binDir, "inspect")
-		out, err := exec.Command("go", "build", "-o", inspectBin, "github.com/boltinformer/boltinformer/cmd/inspect").CombinedOutput()
+		// inspect is a module of its own, which replaces this module with
+		// the checkout's; it builds only from its own directory.
+		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 		if err != nil {
-			inspectErr = fmt.Errorf("building inspect: %v\n%s", err, out)
+			inspectErr = fmt.Errorf("finding the repository's root: %v", err)
+			return
+		}
+		build := exec.Command("go", "build", "-o", inspectBin, ".")
+		build.Dir = filepath.Join(strings.TrimSpace(string(root)), "cmd", "inspect")
+		if out, err := build.CombinedOutput(); err != nil {
+			inspectErr = fmt.Errorf("building inspect in %s: %v\n%s", build.Dir, err, out)
 		}
 	})
 	return inspectErr

@@ -2,7 +2,7 @@
 // (benchkit.Result: informerbench, checkpointbench, crbench, restartbench)
 // as its text tables and SVG plots, again:
 //
-//	go run ./bench/cmd/benchreport [--out DIR] _output/bench/recover-changed-100k.json
+//	go -C bench run ./cmd/benchreport [--out DIR] ../_output/bench/recover-changed-100k.json
 //
 // Each FILE.json becomes FILE.txt and its plots' .svg in --out (default:
 // beside the JSON), and the text goes to stdout.
