@@ -282,7 +282,7 @@ func (s *Informer) listApplied() {
 // waits for the recovery, synced later (at 100,000 Pods, 30% changed, 1.3×
 // a cold start instead of 1.0×). The handlers' initial adds come after the
 // recovery instead of beside it, which costs them time where much changed
-// (docs/benchmarks.md, "the walk waits for the recovery"). A recovery's
+// (docs/benchmarks-history.md, "the walk waits for the recovery"). A recovery's
 // keys are still handed out ahead of the walk as they change, and whatever
 // waits for the walk's end makes it go on at once.
 //
