@@ -100,6 +100,10 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	s.running = true
 	report := s.reportWatchErrorLocked()
 	s.startedLock.Unlock()
+	// Registered first, so it runs last: after the controller and the
+	// processor stopped, nothing reports under a lock any more.
+	locked := newReporter(ctx, report)
+	defer locked.stop()
 
 	// The processor stops strictly after the controller, as in client-go.
 	processorStopCtx, stopProcessor := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -120,7 +124,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		}
 	}()
 	defer s.closeCollection(logger)
-	s.report, s.reportLocked = report, newReporter(report).report
+	s.report, s.reportLocked = report, locked.report
 
 	if s.persistent != nil {
 		if !s.checkProvenance(ctx) {
