@@ -57,6 +57,8 @@ import (
 //   - B/update: bytes allocated on the heap over the drain, per update, and
 //     live-MiB, the heap in use when the drain starts: together they set the
 //     garbage collector's share.
+//   - start-B/object: bytes allocated on the heap by the cold start, from Run
+//     until synced (for boltinformer also committed), per listed object.
 //
 // BENCH_PAGE_SIZE and BENCH_BATCH_INTERVAL (a duration) set the file's
 // persist.Options.PageSize and BatchInterval (default: the package's).
@@ -64,8 +66,9 @@ import (
 // every update is marshalled for its record (as before the factories kept
 // the server's bytes).
 //
-// x-cpu and x-drained are boltinformer's figure over client-go's in the same
-// iterations (targets: x-cpu <= 1.3, x-drained >= 0.7). ns/op is one
+// x-cpu, x-drained, x-alloc (B/update) and x-start-alloc (start-B/object)
+// are boltinformer's figure over client-go's in the same iterations
+// (targets: x-cpu <= 1.1, x-drained >= 0.7, x-alloc and x-start-alloc <= 1.3). ns/op is one
 // iteration: both informers' starts and drains. BENCH_WATCH_CPUPROFILE=prefix writes a CPU profile of each
 // informer's first drain alone to prefix-<informer>.pprof, and allocation
 // profiles before and after it (compare them with pprof -base).
@@ -97,6 +100,7 @@ func BenchmarkWatch(b *testing.B) {
 		// sums over the drains
 		cpu, delivered, drained time.Duration
 		allocated, live         uint64
+		startAllocated          uint64
 		payloads                int64 // updates stored from their wire payload
 	}
 	informers := []*informer{
@@ -137,6 +141,8 @@ func BenchmarkWatch(b *testing.B) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
+		var start0, start1 runtime.MemStats
+		runtime.ReadMemStats(&start0)
 		wg.Go(func() { si.RunWithContext(ctx) })
 		if !cache.WaitForCacheSync(ctx.Done(), si.HasSynced) {
 			b.Fatal("not synced")
@@ -144,6 +150,8 @@ func BenchmarkWatch(b *testing.B) {
 		if committed != nil {
 			committed.wait(b, "100")
 		}
+		runtime.ReadMemStats(&start1)
+		inf.startAllocated += start1.TotalAlloc - start0.TotalAlloc
 		runtime.GC()
 
 		stopProfile := profileDrain(b, inf.name)
@@ -191,11 +199,14 @@ func BenchmarkWatch(b *testing.B) {
 		b.ReportMetric(n/inf.drained.Seconds(), inf.name+"-drained/s")
 		b.ReportMetric(float64(inf.allocated)/n, inf.name+"-B/update")
 		b.ReportMetric(float64(inf.live)/float64(iteration)/(1<<20), inf.name+"-live-MiB")
+		b.ReportMetric(float64(inf.startAllocated)/float64(iteration)/float64(objects), inf.name+"-start-B/object")
 	}
 	cg, bolt := informers[0], informers[1]
 	b.ReportMetric(float64(bolt.payloads)/n, "boltinformer-payload-stored/update")
 	b.ReportMetric(float64(bolt.cpu)/float64(cg.cpu), "x-cpu")
 	b.ReportMetric(float64(cg.drained)/float64(bolt.drained), "x-drained")
+	b.ReportMetric(float64(bolt.allocated)/float64(cg.allocated), "x-alloc")
+	b.ReportMetric(float64(bolt.startAllocated)/float64(cg.startAllocated), "x-start-alloc")
 }
 
 // profileDrain starts the CPU profile BENCH_WATCH_CPUPROFILE asks for, if
