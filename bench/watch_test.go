@@ -3,12 +3,14 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +64,10 @@ import (
 //
 // BENCH_PAGE_SIZE and BENCH_BATCH_INTERVAL (a duration) set the file's
 // persist.Options.PageSize and BatchInterval (default: the package's).
+// BENCH_WATCH_RATE paces the stream at that many updates per second from
+// its release (default 0: all at once, a burst). A burst makes each group
+// commit hold BatchLimit changes; a steady controller's commits hold the
+// changes of one BatchInterval, which pacing reproduces.
 // BENCH_WATCH_WIRE=0 decodes boltinformer's watch as client-go's, so that
 // every update is marshalled for its record (as before the factories kept
 // the server's bytes).
@@ -89,6 +95,7 @@ func BenchmarkWatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	lastRV := strconv.Itoa(watchFirstRV + updates - 1)
+	rate := envCount("BENCH_WATCH_RATE", 0)
 	batchInterval, _ := time.ParseDuration(os.Getenv("BENCH_BATCH_INTERVAL"))
 
 	type informer struct {
@@ -134,6 +141,7 @@ func BenchmarkWatch(b *testing.B) {
 	drain := func(inf *informer) {
 		lw := newStreamLW(listWire, stream)
 		lw.wire = inf.wire
+		lw.rate = rate
 		si, committed, stop := inf.start(lw)
 		h := &countingHandler{want: int64(updates), done: make(chan struct{})}
 		if _, err := si.AddEventHandler(h); err != nil {
@@ -293,6 +301,8 @@ type streamLW struct {
 	// wire decodes watch events as boltinformer's factories do: keeping
 	// each object's protobuf payload for the store (internal/wire).
 	wire bool
+	// rate, if not 0, paces the stream at rate events per second.
+	rate int
 }
 
 func newStreamLW(list, stream []byte) *streamLW {
@@ -311,6 +321,9 @@ func (lw *streamLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	}
 	info, _ := kruntime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), kruntime.ContentTypeProtobuf)
 	body := &heldReader{release: lw.release, r: bytes.NewReader(data), closed: make(chan struct{})}
+	if lw.rate > 0 {
+		body.rate, body.frameEnds = lw.rate, frameEnds(data)
+	}
 	frames := info.StreamSerializer.Framer.NewFrameReader(body)
 	var codecs kruntime.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
 	if lw.wire {
@@ -326,12 +339,17 @@ func (lw *streamLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 func (lw *streamLW) IsWatchListSemanticsUnSupported() bool { return true }
 
 // heldReader serves r once release is closed, then blocks until Close, as
-// an idle watch connection does.
+// an idle watch connection does. With a rate, it serves frame n of r no
+// earlier than n/rate seconds after the release.
 type heldReader struct {
 	release <-chan struct{}
 	r       *bytes.Reader
 	closed  chan struct{}
 	once    sync.Once
+
+	rate      int
+	frameEnds []int     // the end offset of each frame of r
+	released  time.Time // when the first Read found release closed
 }
 
 func (h *heldReader) Read(p []byte) (int, error) {
@@ -339,6 +357,22 @@ func (h *heldReader) Read(p []byte) (int, error) {
 	case <-h.release:
 	case <-h.closed:
 		return 0, io.EOF
+	}
+	if h.rate > 0 && h.r.Len() > 0 {
+		if h.released.IsZero() {
+			h.released = time.Now()
+		}
+		read := int(h.r.Size()) - h.r.Len()
+		next := sort.SearchInts(h.frameEnds, read+1) // the frame being read
+		due := h.released.Add(time.Duration(next) * time.Second / time.Duration(h.rate))
+		if wait := time.Until(due); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-h.closed:
+				return 0, io.EOF
+			}
+		}
+		p = p[:min(len(p), h.frameEnds[next]-read)]
 	}
 	if h.r.Len() > 0 {
 		return h.r.Read(p)
@@ -350,6 +384,17 @@ func (h *heldReader) Read(p []byte) (int, error) {
 func (h *heldReader) Close() error {
 	h.once.Do(func() { close(h.closed) })
 	return nil
+}
+
+// frameEnds returns the end offset of each frame of a length-delimited
+// stream (a 4-byte big-endian length, then that many bytes).
+func frameEnds(stream []byte) []int {
+	var ends []int
+	for off := 0; off+4 <= len(stream); {
+		off += 4 + int(binary.BigEndian.Uint32(stream[off:]))
+		ends = append(ends, off)
+	}
+	return ends
 }
 
 // countingHandler closes done when it has seen want updates.
