@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,14 +34,17 @@ import (
 	"github.com/boltinformer/boltinformer/internal/runstats"
 	"github.com/boltinformer/boltinformer/internal/wire"
 	"github.com/boltinformer/boltinformer/persist"
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // The watch benchmark feeds the same stream of Pod updates to client-go's
 // informer and to boltinformer's, without a server: the stream is the bytes
 // an apiserver sends for a protobuf watch, decoded by client-go's own watch
 // decoder for both. A drain starts an informer over BENCH_OBJECTS Pods
-// (default 10,000; listed from a protobuf PodList, and for boltinformer
-// committed to a fresh file, fsync on), holds the watch stream until then,
+// (default 10,000; listed from protobuf PodLists as the apiserver answers
+// each: whole for client-go's list at resourceVersion 0, in pages of 500
+// for boltinformer's consistent list; for boltinformer committed to a
+// fresh file, fsync on), holds the watch stream until then,
 // and times BENCH_WATCH_UPDATES updates (default 20,000; round robin over
 // the Pods, each with a new resourceVersion and annotation) from the
 // stream's release. Each iteration drains both informers, in alternating
@@ -85,7 +90,15 @@ func BenchmarkWatch(b *testing.B) {
 	for _, p := range objs {
 		list.Items = append(list.Items, *p)
 	}
+	// The apiserver lists in its storage's key order: by namespace, then name.
+	slices.SortFunc(list.Items, func(a, b corev1.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
 	listWire, err := list.Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	pages, err := listPages(list, reflector.DefaultPagedListPageSize)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -140,6 +153,7 @@ func BenchmarkWatch(b *testing.B) {
 
 	drain := func(inf *informer) {
 		lw := newStreamLW(listWire, stream)
+		lw.pages = pages
 		lw.wire = inf.wire
 		lw.rate = rate
 		si, committed, stop := inf.start(lw)
@@ -290,11 +304,37 @@ func watchStream(objs []*corev1.Pod, updates int) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// listPages returns list's items as protobuf PodLists of limit items each,
+// the continue token of page n being n, as a consistent list in pages
+// answers.
+func listPages(list *corev1.PodList, limit int) ([][]byte, error) {
+	var pages [][]byte
+	for start := 0; start < len(list.Items); start += limit {
+		page := &corev1.PodList{ListMeta: list.ListMeta, Items: list.Items[start:min(start+limit, len(list.Items))]}
+		if start+limit < len(list.Items) {
+			page.Continue = strconv.Itoa(len(pages) + 1)
+		}
+		wire, err := page.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, wire)
+	}
+	return pages, nil
+}
+
 // streamLW lists a protobuf PodList and watches a recorded stream, decoded
 // as client-go's REST client decodes a protobuf watch. The stream is held
 // until release is closed; after its last event the watch stays open.
+//
+// A list at resourceVersion "0" (client-go's) is answered whole, as the
+// apiserver's watch cache answers it whatever its limit; a consistent list
+// with a limit (boltinformer's cold start) is answered in pages.
 type streamLW struct {
-	list    []byte
+	list []byte
+	// pages are the list in pages of reflector.DefaultPagedListPageSize
+	// (listPages).
+	pages   [][]byte
 	stream  []byte
 	release chan struct{}
 	watches atomic.Int32
@@ -309,9 +349,22 @@ func newStreamLW(list, stream []byte) *streamLW {
 	return &streamLW{list: list, stream: stream, release: make(chan struct{})}
 }
 
-func (lw *streamLW) List(metav1.ListOptions) (kruntime.Object, error) {
+func (lw *streamLW) List(opts metav1.ListOptions) (kruntime.Object, error) {
 	out := &corev1.PodList{}
-	return out, out.Unmarshal(lw.list)
+	if opts.Limit == 0 || opts.ResourceVersion == "0" || lw.pages == nil {
+		return out, out.Unmarshal(lw.list)
+	}
+	if opts.Limit != int64(reflector.DefaultPagedListPageSize) {
+		return nil, fmt.Errorf("a list in pages of %d; the benchmark has pages of %d", opts.Limit, reflector.DefaultPagedListPageSize)
+	}
+	n := 0
+	if opts.Continue != "" {
+		var err error
+		if n, err = strconv.Atoi(opts.Continue); err != nil || n < 0 || n >= len(lw.pages) {
+			return nil, fmt.Errorf("continue token %q", opts.Continue)
+		}
+	}
+	return out, out.Unmarshal(lw.pages[n])
 }
 
 func (lw *streamLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
