@@ -380,7 +380,7 @@ func (lw *streamLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	frames := info.StreamSerializer.Framer.NewFrameReader(body)
 	var codecs kruntime.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
 	if lw.wire {
-		codecs = wire.NegotiatedSerializer{NegotiatedSerializer: codecs}
+		codecs = wire.NegotiatedSerializer{NegotiatedSerializer: codecs, Creater: scheme.Scheme}
 	}
 	objects := codecs.DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion)
 	dec := restwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer), objects)
