@@ -1,3 +1,13 @@
+// Reaches into k8s.io/apimachinery pkg/runtime/serializer/protobuf/protobuf.go at v0.37.2:
+// what Serializer.Decode and unmarshalToObject do with a runtime.Unknown
+// and no defaults or target, which decodeInPlace repeats.
+// Reaches into k8s.io/apimachinery pkg/runtime/helper.go at v0.37.2:
+// WithoutVersionDecoder clears the kind of what it decodes.
+//
+// Where a message does not decode in place, the serializer decodes it, as
+// without a Creater. TestDecoderDecodesAsTheSerializer and its fuzz target
+// hold both ways to the same object, kind and error.
+
 package wire
 
 import (
