@@ -294,8 +294,8 @@ func (l *layer) recycleRecords() {
 // maxRecycledRecord is the largest record buffer recycledRecord hands out.
 const maxRecycledRecord = 64 << 10
 
-// maxRecycledPerCommit is how many record buffers one commit gives back: a
-// commit's worth at the default batch limit, so that the records of a burst
-// reuse the buffers of the commit before. A cold start's paged list flushes
-// a thousand objects at a time (cache's pagedFlushEvery), well within it.
+// maxRecycledPerCommit is how many record buffers one commit gives back.
+// It is a commit's worth at the default batch limit. So the records of a
+// burst reuse the buffers of the commit before. A cold start's paged list
+// flushes a thousand objects at a time (cache's pagedFlushEvery).
 const maxRecycledPerCommit = DefaultBatchLimit

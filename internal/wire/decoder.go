@@ -67,10 +67,11 @@ func (d Decoder) Decode(data []byte, defaults *schema.GroupVersionKind, into run
 // every watch event. Generated Unmarshal methods copy every string and
 // bytes field, so the object does not alias msg.
 //
-// It reports false for what it does not decode as plainly: an envelope
-// objectMessage rejects, no kind or version, a kind the scheme lacks, an
-// object without Unmarshal, or one that fails to unmarshal. The caller
-// then decodes through the serializer, which returns its own error.
+// It reports false for what it does not decode as plainly. That is an
+// envelope objectMessage rejects, no kind or version, or a kind the scheme
+// lacks. So is an object without Unmarshal, or one that fails to unmarshal.
+// The caller then decodes through the serializer, which returns its own
+// error.
 // TestDecoderDecodesAsTheSerializer and its fuzz target hold both ways to
 // the same object, kind and error.
 func (d Decoder) decodeInPlace(msg []byte) (runtime.Object, *schema.GroupVersionKind, bool) {
