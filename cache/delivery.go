@@ -138,15 +138,16 @@ func (d *warmDelivery) handOutBefore(ctx context.Context, deltas []cache.Delta) 
 // unless the walk or an earlier event already did. A batch of a recovery's
 // changes is mostly keys the walk has not reached, so their stored objects
 // are decoded together, on every core. A state that cannot be read is
-// reported once mu is released. The watch error handler is the user's
-// code, and may call back into the informer.
+// reported once mu is released, from another goroutine (reportLocked): the
+// watch error handler is the user's code, and may call back into the
+// informer.
 func (d *warmDelivery) handOut(ctx context.Context, keys []string) {
 	for _, u := range d.handOutReadable(keys) {
 		err := d.s.persistent.reportReadError("GetByKey", u.err)
 		// An add or update that follows replaces the unreadable state,
 		// and handlers see it as an add. A deletion is kept from the
 		// start handlers (lacking).
-		d.s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading %q to hand it to the handlers before its watch event: %w", d.s.name, u.key, err))
+		d.s.reportLocked(ctx, fmt.Errorf("boltinformer: collection %q: reading %q to hand it to the handlers before its watch event: %w", d.s.name, u.key, err))
 	}
 }
 

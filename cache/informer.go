@@ -104,9 +104,11 @@ type Informer struct {
 	defaultEventHandlerResyncPeriod time.Duration
 	clock                           clock.WithTicker
 
-	// report hands errors to the watch error handler; set by RunWithContext
-	// before anything reads it.
-	report func(context.Context, error)
+	// report hands errors to the watch error handler; reportLocked does so
+	// from another goroutine (reporter), for errors found under
+	// blockDeltas. Both are set by RunWithContext before anything reads
+	// them.
+	report, reportLocked func(context.Context, error)
 
 	// recovering is set while a recovery is under way (recover.go): from
 	// the diff it applied until its end, or until a list is applied.
@@ -500,7 +502,7 @@ func (s *Informer) moveToMemoryLocked(logger klog.Logger, err error) bool {
 		return false
 	}
 	s.opts.Metrics.countReset(s.name, resetUnencodable)
-	s.report(klog.NewContext(context.Background(), logger), fmt.Errorf("boltinformer: collection %q: an object cannot be stored in the cache file (%w); the informer keeps its objects in memory from now on, as client-go's does, and will start cold. Register the type in the file's scheme (persist.Options.Scheme), or make the transform return a registered type", s.name, err))
+	s.reportLocked(klog.NewContext(context.Background(), logger), fmt.Errorf("boltinformer: collection %q: an object cannot be stored in the cache file (%w); the informer keeps its objects in memory from now on, as client-go's does, and will start cold. Register the type in the file's scheme (persist.Options.Scheme), or make the transform return a registered type", s.name, err))
 	return true
 }
 

@@ -62,6 +62,9 @@ func startInformerOpts(t *testing.T, f *testFile, lw cache.ListerWatcher, opts b
 	}
 	r.inf = inf
 	if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		if rerr := reenter(inf); rerr != nil {
+			t.Errorf("reporting %v: %v", err, rerr)
+		}
 		select {
 		case r.errs <- err:
 		default:

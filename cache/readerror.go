@@ -31,8 +31,9 @@ import (
 // readErrorHandler is told about every failed read.
 type readErrorHandler func(ctx context.Context, err error)
 
-// setReadErrorHandler makes h hear about failed reads (the informer passes
-// its watch error handler).
+// setReadErrorHandler makes h hear about failed reads. The informer passes
+// its watch error handler, called from another goroutine: its own reads run
+// under blockDeltas.
 func (i *Indexer) setReadErrorHandler(h readErrorHandler) { i.onReadError.Store(&h) }
 
 // retryAfter makes reads that fail wait, before their retry, until the

@@ -176,7 +176,7 @@ func (s *Informer) applyRecoveryStepLocked(logger klog.Logger, step *recoverySte
 			return
 		}
 		if err := s.persistent.endList(step.rv); err != nil {
-			s.report(klog.NewContext(context.Background(), logger), fmt.Errorf("boltinformer: collection %q: recording the recovery at resourceVersion %q: %w", s.name, step.rv, err))
+			s.reportLocked(klog.NewContext(context.Background(), logger), fmt.Errorf("boltinformer: collection %q: recording the recovery at resourceVersion %q: %w", s.name, step.rv, err))
 		}
 		return
 	}
@@ -207,7 +207,7 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 	s.recoveryGen = s.gate.owedGen.Load() // before the versions: see recoveryGen
 	versions, err := idx.coll.Versions()
 	if err != nil {
-		s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading the stored versions to recover: %w; listing in full", s.name, err))
+		s.reportLocked(ctx, fmt.Errorf("boltinformer: collection %q: reading the stored versions to recover: %w; listing in full", s.name, err))
 		return recovery.ErrRecoveryUnsupported
 	}
 	stored := make(map[string]recovery.Version, len(versions))
@@ -282,7 +282,7 @@ func (s *Informer) listApplied() {
 // waits for the recovery, synced later (at 100,000 Pods, 30% changed, 1.3×
 // a cold start instead of 1.0×). The handlers' initial adds come after the
 // recovery instead of beside it, which costs them time where much changed
-// (docs/benchmarks.md, "the walk waits for the recovery"). A recovery's
+// (docs/benchmarks-history.md, "the walk waits for the recovery"). A recovery's
 // keys are still handed out ahead of the walk as they change, and whatever
 // waits for the walk's end makes it go on at once.
 //

@@ -120,7 +120,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		}
 	}()
 	defer s.closeCollection(logger)
-	s.report = report
+	s.report, s.reportLocked = report, newReporter(report).report
 
 	if s.persistent != nil {
 		if !s.checkProvenance(ctx) {

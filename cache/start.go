@@ -107,7 +107,7 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 	// list reaches handlers as initial adds.
 	s.warm = resume != ""
 	if s.persistent != nil {
-		s.persistent.setReadErrorHandler(s.report) // file read errors reach it too
+		s.persistent.setReadErrorHandler(s.reportLocked) // file read errors reach it too
 	}
 	var delivery *warmDelivery
 	var listAfter func() <-chan struct{}

@@ -499,8 +499,8 @@ func (cp *Checkpoint) Unacknowledged() (objs []runtime.Object, acknowledged int,
 		if err != nil {
 			return err
 		}
-		objects := b.Bucket(format.ObjectsBucket)
-		if vb := b.Bucket(format.VersionsBucket); vb != nil {
+		objects := objectsTree(b)
+		if vb := versionsTree(b); vb.Exists() {
 			// The versions say what is acknowledged. Only the records of
 			// the rest are read.
 			err = vb.ForEach(func(k, raw []byte) error {

@@ -23,7 +23,7 @@ import (
 func TestClosedCollectionRefusesTheFile(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "cache.db")
-	db := openDB(t, path, persist.WithMinJournalBytes(persist.Options{}, 1))
+	db := openDB(t, path, persist.WithJournalBytes(persist.Options{}, 1))
 	opts := persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "1"}, IndexValues: byName}
 	old, err := db.Collection("cms", opts)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 // protoMessage is the subset of the gogo-generated methods every type in
 // k8s.io/api carries. Using them directly skips runtime.Unknown wrapping and
 // scheme conversion, which is what makes protobuf the fastest lossless codec
-// we measured (codec_bench_test.go; results in the README's "Storage").
+// we measured (codec_bench_test.go; results in docs/operations.md, "Storage").
 type protoMessage interface {
 	Size() int
 	MarshalToSizedBuffer([]byte) (int, error)

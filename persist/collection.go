@@ -203,7 +203,8 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 				// Damage to the journal is set aside as damage to a
 				// record is. It never makes a collection that cannot be
 				// opened.
-				c.journalSetAside, setAside = err, c.setAsideJournalTx
+				c.journalSetAside = err
+				setAside = func(tx *bolt.Tx) error { return c.setAsideJournalTx(tx, opts.IndexValues != nil) }
 			}
 			if setAside == nil {
 				break
@@ -217,6 +218,10 @@ func (db *DB) Collection(name string, opts CollectionOptions) (*Collection, erro
 		}
 		if err == nil && !unchanged {
 			db.commitMu.Lock()
+			// create may write the trees in place. A fold in progress is
+			// finished first, a chunk per transaction. If that fails,
+			// create folds the copies back in its own (fold.go).
+			_ = c.finishFold(false)
 			err = db.closedErr(db.bolt.Update(func(tx *bolt.Tx) error { return c.create(tx, opts) }))
 			db.commitMu.Unlock()
 		}
@@ -277,6 +282,9 @@ func (c *Collection) load(tx *bolt.Tx) error {
 	if err := checkIndexBuckets(b, indexes); err != nil {
 		return err
 	}
+	if err := checkRebuild(b); err != nil {
+		return err
+	}
 	if err := c.loadJournal(b); err != nil {
 		return err
 	}
@@ -324,7 +332,7 @@ func (c *Collection) collectionBucket(tx *bolt.Tx) (*bolt.Bucket, error) {
 // of these names would fail that write, and so every commit of the file.
 var (
 	requiredBuckets = [][]byte{format.CollMetaBucket, format.ObjectsBucket, format.IndexesBucket}
-	optionalBuckets = [][]byte{format.VersionsBucket, format.JournalBucket, format.CheckpointsBucket, format.TombstonesBucket, format.CheckpointSeenBucket}
+	optionalBuckets = [][]byte{format.VersionsBucket, format.JournalBucket, format.CheckpointsBucket, format.TombstonesBucket, format.CheckpointSeenBucket, format.RebuildBucket}
 )
 
 // checkStructure returns an error wrapping errCollectionDamaged if the
@@ -511,6 +519,12 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 	if err := c.load(tx); err != nil {
 		return err
 	}
+	// What follows may write the trees in place, or check or rebuild what
+	// is derived from them. A fold's copies are folded back first, and the
+	// next fold starts afresh (fold.go).
+	if _, err := c.abandonRebuildTx(b); err != nil {
+		return err
+	}
 	if opts.Provenance != nil {
 		// Reset before the indexes are brought up to date, because a reset
 		// leaves nothing to index.
@@ -636,7 +650,7 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, j *journalState, names []string, 
 	}
 	var unreadable []string
 	var why []error
-	err := b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
+	err := objectsTree(b).ForEach(func(k, rec []byte) error {
 		key := string(k)
 		obj, ok := c.cache.get(key)
 		if !ok {
@@ -681,7 +695,7 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, j *journalState, names []string, 
 // could not be read, and RecordsSetAside reports it. The dormant indexes
 // are dropped, since they index the records deleted.
 func (c *Collection) setAsideUnreadableTx(b *bolt.Bucket, j *journalState, keys []string, why error) error {
-	objects := b.Bucket(format.ObjectsBucket)
+	objects := objectsTree(b)
 	records := make(map[string][]byte, len(keys))
 	for _, key := range keys {
 		records[key] = bytes.Clone(objects.Get([]byte(key)))
@@ -1023,6 +1037,9 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 		for _, name := range build {
 			delete(c.dormant, name) // rebuilt at this version
 		}
+		// The build folds the journal into the trees. A fold in progress
+		// is finished first, a chunk per transaction (fold.go).
+		_ = c.finishFold(true)
 		var j journalState
 		err := c.db.bolt.Update(func(tx *bolt.Tx) error {
 			treeBytes, err := c.foldJournalForBuild(c.bucket(tx))

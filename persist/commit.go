@@ -51,12 +51,12 @@ import (
 //	                          loadJournal (4),                           commitMu (2)  newest generation,
 //	                          dropJournalLayers                                        which commits append to
 //	folding     folding       the same                 mu and commitMu   mu (R), or    journal/<gen>, the older
-//	                                                                     commitMu (2)  one; journal/folded: the
-//	                                                                                   last key folded
-//	trees       (the file)    the commit's transaction commitMu (5)      a read        objects/, versions/,
-//	                          (writeTrees), writeAhead,                  transaction,  indexes/, meta/,
-//	                          index builds, reset                        begun under   checkpoints/,
-//	                                                                     mu (R) (6)    tombstones/
+//	                                                                     commitMu (2)  one; rebuild/: the trees'
+//	                                                                                   copies the fold writes
+//	trees       (the file)    the commit's transaction commitMu (5)      a read        objects/, versions/ (with
+//	                          (writeTrees, foldStep),                    transaction,  their copies in rebuild/),
+//	                          writeAhead, index                          begun under   indexes/, meta/,
+//	                          builds, reset                              mu (R) (6)    checkpoints/, tombstones/
 //
 // commitMu alone guards where the journal stands. That is the field
 // journal, a journalState of its generations, the fold's progress and the
@@ -242,6 +242,13 @@ func (db *DB) commit() error {
 		// transaction. Readers keep seeing the committing layers until step
 		// 3, so nothing they read goes missing meanwhile.
 		for _, c := range dirty {
+			if c.bulk(c.committing) {
+				// The layer goes into the trees in place. A fold in
+				// progress is finished first, a chunk per transaction.
+				// If that fails, the commit folds the copies back in
+				// its own (fold.go).
+				_ = c.finishFold(false)
+			}
 			if err = c.writeAhead(); err != nil {
 				err = fmt.Errorf("collection %s: writing ahead: %w", c.name, err)
 				break
@@ -419,9 +426,7 @@ func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, 
 			}
 		}
 	}
-	share := c.db.opts.JournalShare
-	bulk := len(l.changes) >= c.db.opts.BatchLimit
-	if share < 0 || bulk || (!c.hasJournal() && appending(objects, keys)) {
+	if c.bulk(l) || (!c.hasJournal() && appending(objects, keys)) {
 		// Write straight into the trees when the journal is off, or when
 		// the commit is large enough that each rewritten leaf holds many of
 		// its keys. So does a commit that appends, such as a list loading
@@ -432,19 +437,17 @@ func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, 
 		}
 		return deleted, plan, nil
 	}
-	var err error
-	if plan.appendedGen, plan.appendedSeqs, err = c.appendJournal(b, &plan.journal, keys, l); err != nil {
+	gen, seqs, appended, err := c.appendJournal(b, &plan.journal, keys, l)
+	if err != nil {
 		return nil, plan, err
 	}
-	plan.appendedKeys = keys
-	// Dormant indexes would be behind the journal as they would be behind
-	// the trees.
-	if err := c.dropUnusedIndexes(b); err != nil {
-		return nil, plan, err
-	}
+	plan.appendedGen, plan.appendedSeqs, plan.appendedKeys = gen, seqs, keys
 	plan.appended = true
 	if c.folding != nil {
-		done, err := c.foldChunk(b, &plan.journal, len(keys))
+		// Before the dormant indexes are dropped below: the fold may
+		// move the rebuilt trees in, which no write in this transaction
+		// may precede (fold.go).
+		done, err := c.foldStep(b, &plan.journal, appended)
 		if err != nil {
 			return nil, plan, err
 		}
@@ -461,7 +464,19 @@ func (c *Collection) writeObjects(b *bolt.Bucket, l *layer) (map[string][]byte, 
 			plan.journal.activeBytes = 0
 		}
 	}
+	// Dormant indexes would be behind the journal as they would be behind
+	// the trees.
+	if err := c.dropUnusedIndexes(b); err != nil {
+		return nil, plan, err
+	}
 	return deleted, plan, nil
+}
+
+// bulk reports whether the committing layer l goes into the trees in
+// place, whatever the file holds: the journal is off, or l is large
+// enough that each leaf it rewrites holds many of its keys.
+func (c *Collection) bulk(l *layer) bool {
+	return c.db.opts.JournalShare < 0 || len(l.changes) >= c.db.opts.BatchLimit
 }
 
 // lastRecord returns a copy of key's newest committed record (journal,
@@ -474,7 +489,7 @@ func (c *Collection) lastRecord(b *bolt.Bucket, key string) ([]byte, error) {
 		rec, err := c.changeRecordTx(b, key, ch)
 		return bytes.Clone(rec), err
 	}
-	return bytes.Clone(b.Bucket(format.ObjectsBucket).Get([]byte(key))), nil
+	return bytes.Clone(objectsTree(b).Get([]byte(key))), nil
 }
 
 // writeAcks writes the layer's acknowledgements after its object changes.
@@ -611,7 +626,7 @@ func (c *Collection) storedVersionTx(b *bolt.Bucket, l *layer, key string) (stri
 		if rec, err = c.changeRecordTx(b, key, ch); err != nil {
 			return "", false, err
 		}
-	} else if rec = b.Bucket(format.ObjectsBucket).Get([]byte(key)); rec == nil {
+	} else if rec = objectsTree(b).Get([]byte(key)); rec == nil {
 		return "", false, nil
 	}
 	rv, err := format.ReadResourceVersion(rec)
@@ -687,7 +702,7 @@ func (c *Collection) finishCommit(plan commitPlan) []*layer {
 	}
 	if plan.seal {
 		c.folding, c.journaled = c.journaled, nil
-		c.journal.foldKeys, c.journal.folded = sortedKeys(c.folding.changes), 0
+		c.journal.foldKeys = sortedKeys(c.folding.changes)
 	}
 	return done
 }

@@ -201,7 +201,7 @@ func TestCrashChild(t *testing.T) {
 	if j := os.Getenv(crashEnvJournal); j == "off" {
 		opts.JournalShare = -1
 	} else if n, err := strconv.ParseInt(j, 10, 64); err == nil {
-		opts = persist.WithMinJournalBytes(opts, n)
+		opts = persist.WithJournalBytes(opts, n)
 		opts = persist.WithFoldChunk(opts, 7) // folds span several commits
 	} else {
 		fail("%s: %v", crashEnvJournal, err)
@@ -365,6 +365,7 @@ func TestCrashConsistency(t *testing.T) {
 	lostTail := 0             // rounds whose kill dropped applied-but-uncommitted steps
 	journals := map[int]int{} // journal generations left by a kill -> rounds
 	midFold := 0              // rounds killed with a generation being folded
+	midCopy := 0              // of those, rounds whose fold had written copies of the trees
 	start := time.Now()
 
 	for round := 0; round < rounds; round++ {
@@ -400,16 +401,19 @@ func TestCrashConsistency(t *testing.T) {
 		}
 		ch.killAndWait(t)
 
-		r, gens, folding := verifyCrashFile(t, path, round, prevR, model)
+		r, gens, folding, copies := verifyCrashFile(t, path, round, prevR, model)
 		journals[gens]++
 		if folding {
 			midFold++
 		}
+		if copies > 0 {
+			midCopy++
+		}
 		if ch.applied > r {
 			lostTail++
 		}
-		t.Logf("round %d: interval=%v limit=%d sync=%v journal=%s killed after %v: stored RV %d (was %d), child reported step %d; journal generations %d, folding %v",
-			round, interval, limit, sync, journal, delay, r, prevR, ch.applied, gens, folding)
+		t.Logf("round %d: interval=%v limit=%d sync=%v journal=%s killed after %v: stored RV %d (was %d), child reported step %d; journal generations %d, folding %v, records copied %d",
+			round, interval, limit, sync, journal, delay, r, prevR, ch.applied, gens, folding, copies)
 		distinct[r] = true
 		prevR = r
 	}
@@ -419,9 +423,9 @@ func TestCrashConsistency(t *testing.T) {
 	if len(distinct) < rounds/2 {
 		t.Errorf("only %d distinct stored RVs over %d rounds: the stream barely advanced", len(distinct), rounds)
 	}
-	t.Logf("journal generations left by the kills: %v; %d kills came in the middle of a fold", journals, midFold)
-	if journals[1]+journals[2] == 0 || midFold == 0 {
-		t.Errorf("no kill left a journal, or none came in the middle of a fold: the journal's recovery was not exercised")
+	t.Logf("journal generations left by the kills: %v; %d kills came in the middle of a fold, %d once it had copied records", journals, midFold, midCopy)
+	if journals[1]+journals[2] == 0 || midFold == 0 || midCopy == 0 {
+		t.Errorf("no kill left a journal, or none came in the middle of a fold after it copied records: the journal's recovery was not exercised")
 	}
 	if lostTail == 0 {
 		t.Errorf("no kill interrupted the stream with applied but uncommitted steps: the crash was never mid-stream")
@@ -431,9 +435,9 @@ func TestCrashConsistency(t *testing.T) {
 // verifyCrashFile opens the file read-only, so nothing is rebuilt or
 // written. It checks that the file holds exactly the model state after
 // steps 1..r, where r is its stored RV. It advances model from prevR to r.
-// It returns r with the journal's generations and whether one was being
-// folded.
-func verifyCrashFile(t *testing.T, path string, round, prevR int, model crashModel) (r, generations int, folding bool) {
+// It returns r with the journal's generations, whether one was being
+// folded, and how many records the fold had copied (-1 for no copies).
+func verifyCrashFile(t *testing.T, path string, round, prevR int, model crashModel) (r, generations int, folding bool, copies int) {
 	t.Helper()
 	fatal := func(format string, args ...any) {
 		t.Helper()
@@ -460,7 +464,7 @@ func verifyCrashFile(t *testing.T, path string, round, prevR int, model crashMod
 	c, err := db.Collection(crashCollection, persist.CollectionOptions{})
 	if errors.Is(err, persist.ErrNoCollection) && prevR == 0 {
 		// Killed before the collection was ever created.
-		return 0, 0, false
+		return 0, 0, false, -1
 	}
 	if err != nil {
 		fatal("collection: %v", err)
@@ -604,5 +608,8 @@ func verifyCrashFile(t *testing.T, path string, round, prevR int, model crashMod
 		fatal("RV %d: index buckets: %v", r, err)
 	}
 	generations, folding = persist.JournalState(c)
-	return r, generations, folding
+	if copies, err = persist.FoldCopies(c); err != nil {
+		fatal("RV %d: %v", r, err)
+	}
+	return r, generations, folding, copies
 }

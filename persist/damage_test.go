@@ -25,7 +25,7 @@ import (
 func writeDamageFixture(t *testing.T, path string) {
 	t.Helper()
 	ctx := context.Background()
-	db := openDB(t, path, persist.WithMinJournalBytes(persist.Options{}, 1<<30))
+	db := openDB(t, path, persist.WithJournalBytes(persist.Options{}, 1<<30))
 	opts := persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "1"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}, Description: fixtureDescription}
 	c, err := db.Collection("cms", opts)
 	if err != nil {
@@ -237,7 +237,7 @@ func openNoPanic(db *persist.DB, name string, opts persist.CollectionOptions) (c
 	return db.Collection(name, opts)
 }
 
-func copyFile(t *testing.T, from, to string) {
+func copyFile(t testing.TB, from, to string) {
 	t.Helper()
 	src, err := os.Open(from)
 	if err != nil {

@@ -195,7 +195,7 @@ func writeFoldingFixture(t *testing.T, path string) {
 	t.Helper()
 	ctx := context.Background()
 	opts := persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "1", "old": "1"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}, Description: fixtureDescription}
-	db := openDB(t, path, persist.WithFoldChunk(persist.WithMinJournalBytes(persist.Options{NoSync: true}, 1), 1))
+	db := openDB(t, path, persist.WithFoldChunk(persist.WithJournalBytes(persist.Options{NoSync: true}, 1), 2))
 	c, err := db.Collection("cms", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,9 @@ func writeFoldingFixture(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	ack(t, cp, "ns/c", "2")
-	apply("3", cm("b", "3")) // a new generation; the fold moves ns/a
+	// A new generation. The fold copies ns/a from the sealed one, and ns/b
+	// from the trees, which only the copy holds then.
+	apply("3", cm("d", "3"))
 	cp.Close()
 	if gens, folding := persist.JournalState(c); gens != 2 || !folding {
 		t.Fatalf("the fixture's journal has %d generations (folding %t), want 2, folding", gens, folding)
@@ -318,12 +320,17 @@ func parentOf(tx *bolt.Tx, site damageSite) (*bolt.Bucket, []byte) {
 }
 
 // treeEntryDamage reports whether m at site damages entries of the object,
-// versions or index trees, rather than their structure.
+// versions or index trees, or of a fold's copies of them, rather than
+// their structure.
 func treeEntryDamage(site damageSite, m damageMutation) bool {
 	if len(site.path) == 0 {
 		return false
 	}
-	switch string(site.path[0]) {
+	path := site.path
+	if string(path[0]) == string(format.RebuildBucket) && len(path) > 1 {
+		path = path[1:] // a fold's copy of a tree
+	}
+	switch string(path[0]) {
 	case string(format.ObjectsBucket), string(format.VersionsBucket), string(format.IndexesBucket):
 		return site.value || m.name == "emptied"
 	}

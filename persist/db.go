@@ -26,13 +26,17 @@ import (
 // in journal entries, the deletion's version in tombstones
 // (internal/format/tombstone.go) and checkpoint stamps. The stamps are read
 // against the collection's in-use clock (format.ClockKey), which older
-// builds of schema 3 ignore. An older file is marked 3 when opened for
+// builds of schema 3 ignore. Version 4 folds the journal by writing the
+// trees afresh (fold.go). While a fold runs, part of each tree is in a copy
+// below format.RebuildBucket, which older builds would not read.
+//
+// An older file is marked with this build's version when opened for
 // writing. An older build then refuses the file (ErrSchemaUnsupported)
 // instead of misreading it. Each of its collections gets its versions
 // bucket when first opened for writing. A file with a higher version is
 // refused with ErrSchemaUnsupported.
 const (
-	schemaVersion = 3
+	schemaVersion = 4
 	oldestSchema  = 1
 )
 
@@ -110,8 +114,8 @@ type Options struct {
 	// of its records' bytes, before it is folded into the object and index
 	// trees (see internal/format/journal.go). A commit appends its changes
 	// to the journal, which fills pages. Writing them into the trees would
-	// rewrite a leaf per scattered change. A fold rewrites each leaf once
-	// for all the changes the journal gathered in it. A larger share writes
+	// rewrite a leaf per scattered change. A fold writes the trees afresh,
+	// each record once, whatever the journal gathered. A larger share writes
 	// fewer bytes per change, and makes the file larger by up to that share.
 	// Reads take a journaled record from the journal as they take one from
 	// the trees.
@@ -158,10 +162,10 @@ type Options struct {
 	// now is the clock of checkpoint retention, read for elapsed time
 	// only (see Collection.inUseNow). Nil means time.Now.
 	now func() time.Time
-	// minJournalBytes is the journal a collection gathers before a fold
-	// whatever its size (see journalLimit). It lets tests see folds on a
-	// few objects. Zero means defaultMinJournalBytes.
-	minJournalBytes int64
+	// journalBytes, if positive, is the journal a collection gathers
+	// before a fold, whatever its size and JournalShare (see
+	// journalLimit). It lets tests see folds on a few objects.
+	journalBytes int64
 	// foldChunk, if positive, is how many keys every fold moves per commit
 	// instead of the computed chunk (see foldChunk), for folds that span
 	// commits on a few objects.
@@ -226,6 +230,9 @@ type DB struct {
 	// derivedChecks counts the checks of a collection's index entries and
 	// versions for damage (checkDerived). Tests read it.
 	derivedChecks atomic.Int64
+	// foldedBack counts the transactions that folded a fold's copies back
+	// into the trees (abandonRebuildTx), each at once. Tests read it.
+	foldedBack atomic.Int64
 }
 
 // Open opens or creates the cache file at path. Another process may hold
@@ -258,9 +265,6 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	if opts.now == nil {
 		opts.now = time.Now
-	}
-	if opts.minJournalBytes <= 0 {
-		opts.minJournalBytes = defaultMinJournalBytes
 	}
 	if opts.writeAheadChunk <= 0 {
 		opts.writeAheadChunk = defaultWriteAheadChunk
@@ -358,7 +362,7 @@ func open(path string, opts Options) (_ *DB, err error) {
 func openError(path string, opts Options, err error) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
-		return fmt.Errorf("%w: %s: held by another process; gave up after %s. Stop the process that has it open, or read a hot snapshot of it instead (DB.SnapshotFile in that process; see README, \"Snapshots\")",
+		return fmt.Errorf("%w: %s: held by another process; gave up after %s. Stop the process that has it open, or read a hot snapshot of it instead (DB.SnapshotFile in that process; see docs/operations.md, \"Snapshots and inspect\")",
 			ErrLocked, path, opts.LockTimeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),
 		errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrInvalidMapping):

@@ -21,10 +21,11 @@
 // A commit appends each collection's changes to its journal, which fills
 // pages. Scattered changes would otherwise rewrite a tree leaf each. The
 // journal is folded into the trees once it holds Options.JournalShare of the
-// records' bytes (journal.go). Reads and Open see trees and journal as one
-// state. A large list into an empty collection is written a chunk of keys
-// per transaction, because bbolt holds a buffer per page it writes
-// (writeahead.go).
+// records' bytes (journal.go). A fold writes the trees afresh in key order,
+// a chunk per commit, and swaps them in (fold.go). Reads and Open see trees,
+// the fold's copies and journal as one state. A large list into an empty
+// collection is written a chunk of keys per transaction, because bbolt
+// holds a buffer per page it writes (writeahead.go).
 //
 // Records are msgpack envelopes around a payload that Codec encodes. Typed
 // objects use their generated protobuf, or JSON without one. Unstructured

@@ -1,6 +1,8 @@
 package persist
 
 import (
+	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -8,16 +10,17 @@ import (
 	"github.com/boltinformer/boltinformer/internal/format"
 )
 
-// WithMinJournalBytes returns opts with the journal a collection gathers
-// before a fold whatever its size, so that tests see folds on a few
-// objects.
-func WithMinJournalBytes(opts Options, n int64) Options {
-	opts.minJournalBytes = n
+// WithJournalBytes returns opts with the journal a collection gathers
+// before a fold whatever its size and Options.JournalShare, so that tests
+// see folds on a few objects.
+func WithJournalBytes(opts Options, n int64) Options {
+	opts.journalBytes = n
 	return opts
 }
 
-// WithFoldChunk returns opts with every fold moving n keys per commit (0:
-// computed).
+// WithFoldChunk returns opts with every fold merging n entries per commit
+// into the trees' copies (0: computed), so that folds of a few objects
+// span several commits.
 func WithFoldChunk(opts Options, n int) Options {
 	opts.foldChunk = n
 	return opts
@@ -38,7 +41,7 @@ func TreeBytes(c *Collection) (counted, actual int64, err error) {
 	counted = c.journal.treeBytes
 	c.db.commitMu.Unlock()
 	err = c.db.bolt.View(func(tx *bolt.Tx) error {
-		return c.bucket(tx).Bucket(format.ObjectsBucket).ForEach(func(_, v []byte) error {
+		return objectsTree(c.bucket(tx)).ForEach(func(_, v []byte) error {
 			actual += int64(len(v))
 			return nil
 		})
@@ -107,7 +110,7 @@ func CommittedState(c *Collection) (rv string, objects int, err error) {
 	err = c.db.bolt.View(func(tx *bolt.Tx) error {
 		b := c.bucket(tx)
 		rv = string(b.Bucket(format.CollMetaBucket).Get(format.RVKey))
-		objects = b.Bucket(format.ObjectsBucket).Stats().KeyN
+		objects = objectsTree(b).KeyN()
 		return nil
 	})
 	return rv, objects, err
@@ -126,3 +129,66 @@ func WithClock(opts Options, now func() time.Time) Options {
 // DerivedChecksForTest returns how many checks of a collection's index
 // entries and versions for damage db ran.
 func DerivedChecksForTest(db *DB) int64 { return db.derivedChecks.Load() }
+
+// FoldedBackForTest returns how many transactions folded a fold's copies
+// back into the trees at once (abandonRebuildTx).
+func FoldedBackForTest(db *DB) int64 { return db.foldedBack.Load() }
+
+// FileHighWater returns the bytes of db's file below bbolt's high-water
+// mark: the pages it holds, without the growth bbolt preallocates.
+func FileHighWater(db *DB) int64 {
+	var n int64
+	_ = db.bolt.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
+	return n
+}
+
+// FoldCopies reports, in a transaction of its own, how many records the
+// copies of a fold in progress hold, or -1 if no fold writes copies.
+func FoldCopies(c *Collection) (int, error) {
+	n := -1
+	err := c.db.bolt.View(func(tx *bolt.Tx) error {
+		if rb := c.bucket(tx).Bucket(format.RebuildBucket); rb != nil {
+			n = rb.Bucket(format.ObjectsBucket).Stats().KeyN
+		}
+		return nil
+	})
+	return n, err
+}
+
+// CheckTrees checks, in a transaction of its own, what every commit must
+// leave of the collection's trees: each copy a fold writes sorts before
+// what is left of its tree, the object tree and the versions hold the same
+// keys, and the record bytes counted are the tree's.
+func CheckTrees(c *Collection) error {
+	c.db.commitMu.Lock()
+	counted := c.journal.treeBytes
+	c.db.commitMu.Unlock()
+	return c.db.bolt.View(func(tx *bolt.Tx) error {
+		b := c.bucket(tx)
+		if err := checkRebuild(b); err != nil {
+			return err
+		}
+		var objects, versions []string
+		var actual int64
+		if err := objectsTree(b).ForEach(func(k, v []byte) error {
+			objects = append(objects, string(k))
+			actual += int64(len(v))
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := versionsTree(b).ForEach(func(k, _ []byte) error {
+			versions = append(versions, string(k))
+			return nil
+		}); err != nil {
+			return err
+		}
+		if !slices.Equal(objects, versions) {
+			return fmt.Errorf("the object tree holds %v, the versions %v", objects, versions)
+		}
+		if counted >= 0 && counted != actual {
+			return fmt.Errorf("the tree's record bytes counted %d, the tree holds %d", counted, actual)
+		}
+		return nil
+	})
+}

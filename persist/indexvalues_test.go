@@ -98,7 +98,7 @@ func TestLongIndexValueIsStoredAndServed(t *testing.T) {
 		t.Run("cache="+strconv.Itoa(bound), func(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "cache.db")
-			dbOpts := persist.WithMinJournalBytes(persist.Options{}, 1)
+			dbOpts := persist.WithJournalBytes(persist.Options{}, 1)
 			opts := persist.CollectionOptions{CacheObjects: bound, Indexes: map[string]string{"note": "1"}, IndexValues: byNote}
 			db := openDB(t, path, dbOpts)
 			big, err := db.Collection("big", opts)
@@ -269,7 +269,7 @@ func runIndexValues(t *testing.T, rng *rand.Rand, bound, steps int) {
 		return map[string]string{"notes": strconv.Itoa(version), clientcache.NamespaceIndex: "1"}
 	}
 	path := filepath.Join(t.TempDir(), "cache.db")
-	dbOpts := persist.WithFoldChunk(persist.WithMinJournalBytes(persist.Options{}, 1), 2)
+	dbOpts := persist.WithFoldChunk(persist.WithJournalBytes(persist.Options{}, 1), 2)
 	db := openDB(t, path, dbOpts)
 	open := func() *persist.Collection {
 		t.Helper()

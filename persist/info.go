@@ -51,8 +51,8 @@ func (db *DB) Collections() ([]CollectionInfo, error) {
 func readInfo(b *bolt.Bucket, name string) (CollectionInfo, error) {
 	info := CollectionInfo{Name: name}
 	meta := b.Bucket(format.CollMetaBucket)
-	objects := b.Bucket(format.ObjectsBucket)
-	if meta == nil || objects == nil {
+	objects := objectsTree(b)
+	if meta == nil || !objects.Exists() {
 		return info, fmt.Errorf("%w: missing meta or objects bucket", ErrCorruptRecord)
 	}
 	info.ResourceVersion = string(meta.Get(format.RVKey))

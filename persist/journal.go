@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -33,29 +32,25 @@ import (
 // journal adds a few hundred bytes of memory per key, not the records'
 // bytes.
 //
-// A fold moves a sealed generation into the trees a chunk of keys per
-// commit, in key order. It records the last key folded in the same
-// transaction. So each commit rewrites a bounded part of the trees, and the
-// next commit reuses the pages it frees. The file grows by a chunk, not by
-// the trees' size. The generation is deleted with its last chunk.
+// A fold writes the trees afresh from the trees and a sealed generation, a
+// chunk of entries per commit, in key order, and swaps the copies in with
+// the last (fold.go). So each record is written about once per fold, and
+// the file holds it about once while a fold runs.
 
 // DefaultJournalShare is the share of a collection's record bytes its
 // journal generation may hold before it is folded (see Options.JournalShare).
-const DefaultJournalShare = 0.25
+// A fold writes the trees whole, about the records' bytes once. So a share
+// s adds about 1/s of a record to every change, beside the record the
+// journal takes. The file holds the trees, the generation being folded and
+// what the next one gathers meanwhile (foldPerAppended): about 1+9s/8 times
+// the records. Smaller shares write more per change, and larger ones make
+// the file larger. docs/write-path.md gives the arithmetic and measures.
+const DefaultJournalShare = 1.0
 
-// defaultMinJournalBytes is the journal a small collection may gather
-// anyway. A fold of fewer bytes saves nothing worth the bookkeeping. Tests
-// set less, through Options.minJournalBytes.
-const defaultMinJournalBytes = 1 << 20
-
-// foldCommits is how many commits a fold is spread over at most. Each
-// commit also folds at least foldPerAppended keys per key it appends. So
-// the new generation stays small while the old one is folded.
-const (
-	foldCommits     = 16
-	foldPerAppended = 4
-	minFoldChunk    = 256
-)
+// minJournalBytes is the journal a small collection may gather anyway. A
+// fold of fewer bytes saves nothing worth the bookkeeping. Tests set their
+// own limit, through Options.journalBytes.
+const minJournalBytes = 1 << 20
 
 // journalState is where the collection's journal stands. Guarded by
 // db.commitMu (and set by load before the collection is shared).
@@ -66,7 +61,6 @@ type journalState struct {
 	ends        []uint64
 	activeBytes int64    // bytes appended to the generation commits append to
 	foldKeys    []string // sorted keys of the folding layer; nil if none
-	folded      int      // how many of foldKeys are in the trees
 	// treeBytes is the size of the records in the object tree, or -1 until
 	// counted (once, by the first commit that needs it).
 	treeBytes int64
@@ -114,7 +108,7 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 	for _, n := range j.Entries {
 		c.journal.ends = append(c.journal.ends, uint64(n)) // entries run from 1 (WalkJournal)
 	}
-	if k, _ := b.Bucket(format.ObjectsBucket).Cursor().First(); k == nil {
+	if k, _ := objectsTree(b).Cursor().First(); k == nil {
 		c.journal.treeBytes = 0
 	}
 	layer := func(i int) *layer {
@@ -123,11 +117,25 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 		}
 		return newLayer() // an empty generation
 	}
+	// The oldest generation is folding if a newer one follows it, or if a
+	// fold of it is recorded: copies being written (format.RebuildBucket),
+	// or a schema-3 fold's last key folded (format.FoldedKey).
+	folding := len(j.Generations) == 2 || j.Folded != nil
+	if b.Bucket(format.RebuildBucket) != nil {
+		gen, err := format.ParseJournalSeq(b.Bucket(format.CollMetaBucket).Get(format.RebuildKey))
+		if err == nil && (len(j.Generations) == 0 || j.Generations[0] != gen) {
+			err = fmt.Errorf("%w: the trees are being rebuilt from journal generation %d, which the journal (%v) does not begin with", ErrCorruptRecord, gen, j.Generations)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %w", errJournalUnreadable, err)
+		}
+		folding = true
+	}
 	switch {
 	case len(j.Generations) == 2:
 		c.folding, c.journaled = layer(0), layer(1)
 		c.journal.activeBytes = j.Bytes[1]
-	case len(j.Generations) == 1 && j.Folded != nil:
+	case len(j.Generations) == 1 && folding:
 		c.folding = layer(0)
 	case len(j.Generations) == 1:
 		c.journaled = layer(0)
@@ -135,14 +143,12 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 	}
 	if c.folding != nil {
 		c.journal.foldKeys = sortedKeys(c.folding.changes)
-		if j.Folded != nil {
-			// The fold records the last key it moved, a key of the
-			// folding generation. Another key would skip, or repeat, part
-			// of the fold.
-			if c.folding.changes[string(j.Folded)] == nil {
-				return fmt.Errorf("%w: %w: the journal's last folded key %q is not in generation %d", errJournalUnreadable, ErrCorruptRecord, j.Folded, j.Generations[0])
-			}
-			c.journal.folded = sort.SearchStrings(c.journal.foldKeys, string(j.Folded)+"\x00")
+		if j.Folded != nil && c.folding.changes[string(j.Folded)] == nil {
+			// A schema-3 fold records the last key it moved, a key of
+			// the folding generation. This build folds the generation
+			// afresh, but another key says the journal is not as that
+			// fold left it.
+			return fmt.Errorf("%w: %w: the journal's last folded key %q is not in generation %d", errJournalUnreadable, ErrCorruptRecord, j.Folded, j.Generations[0])
 		}
 	}
 	return nil
@@ -237,12 +243,29 @@ var errJournalUnreadable = errors.New("the collection's journal cannot be read")
 // the journal held, until a list is applied. The checkpoints'
 // acknowledgements of objects only the journal held become tombstones in
 // the same transaction (tombstoneUnstoredAcksTx).
-func (c *Collection) setAsideJournalTx(tx *bolt.Tx) error {
+//
+// A fold's copies are folded back first (foldBackForSetAsideTx). canBuild
+// says whether the owner gave IndexValues, so that DB.Collection can build
+// indexes from the records.
+func (c *Collection) setAsideJournalTx(tx *bolt.Tx, canBuild bool) error {
 	b := c.bucket(tx)
 	if b == nil {
 		return ErrNoCollection
 	}
-	if err := c.tombstoneUnstoredAcksTx(b, func() map[string][]byte { return readableJournalRecords(b) }); err != nil {
+	setAside, err := c.foldBackForSetAsideTx(b, canBuild)
+	if err != nil {
+		return err
+	}
+	last := func() map[string][]byte {
+		records := readableJournalRecords(b)
+		for k, rec := range setAside {
+			if _, ok := records[k]; !ok {
+				records[k] = rec
+			}
+		}
+		return records
+	}
+	if err := c.tombstoneUnstoredAcksTx(b, last); err != nil {
 		return err
 	}
 	if err := b.DeleteBucket(format.JournalBucket); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
@@ -275,7 +298,7 @@ func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket, last func() map[str
 	}); err != nil {
 		return err
 	}
-	objects := b.Bucket(format.ObjectsBucket)
+	objects := objectsTree(b)
 	var records map[string][]byte // read once, when first needed
 	for _, name := range names {
 		nb := cb.Bucket(name)
@@ -393,7 +416,7 @@ func (c *Collection) changeRecordTx(b *bolt.Bucket, key string, ch *change) ([]b
 		return nil, fmt.Errorf("collection %q key %q: %w", c.name, key, err)
 	}
 	if !ok {
-		if rec = b.Bucket(format.ObjectsBucket).Get([]byte(key)); rec == nil {
+		if rec = objectsTree(b).Get([]byte(key)); rec == nil {
 			return nil, fmt.Errorf("%w: collection %q key %q: journal entry %d/%d is neither in the journal nor folded", ErrCorruptRecord, c.name, key, ch.gen, ch.seq)
 		}
 	}
@@ -432,12 +455,12 @@ func (c *Collection) changeAfter(l *layer, key string) *change {
 }
 
 // appendJournal appends l's changes, in key order, to the active
-// generation, creating it if there is none. It returns the generation and
-// each key's sequence number.
-func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []string, l *layer) (uint64, []uint64, error) {
+// generation, creating it if there is none. It returns the generation,
+// each key's sequence number and the bytes appended.
+func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []string, l *layer) (uint64, []uint64, int64, error) {
 	jb, err := b.CreateBucketIfNotExists(format.JournalBucket)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	gen, ok := j.active()
 	if !ok {
@@ -451,11 +474,12 @@ func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []strin
 	}
 	gb, err := jb.CreateBucketIfNotExists(format.JournalSeq(gen))
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	// The journal only appends, so fill the pages.
 	gb.FillPercent = 1.0
 	seqs := make([]uint64, len(keys))
+	var appended int64
 	last := &j.ends[len(j.ends)-1]
 	for i, key := range keys {
 		ch := l.changes[key]
@@ -463,17 +487,18 @@ func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []strin
 		// the commit.
 		buf, err := format.AppendJournalEntry(make([]byte, 0, len(key)+len(ch.record)+128), format.JournalEntry{Key: key, Deleted: ch.deleted, Indexes: ch.indexes, Record: ch.record, UID: ch.uid, ResourceVersion: ch.rv})
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, 0, err
 		}
 		seq := *last + 1
 		if err := gb.Put(format.JournalSeq(seq), buf); err != nil {
-			return 0, nil, fmt.Errorf("journal entry of %q: %w", key, err)
+			return 0, nil, 0, fmt.Errorf("journal entry of %q: %w", key, err)
 		}
 		seqs[i] = seq
 		*last = seq
-		j.activeBytes += int64(len(buf))
+		appended += int64(len(buf))
 	}
-	return gen, seqs, writeJournalRecord(b, j)
+	j.activeBytes += appended
+	return gen, seqs, appended, writeJournalRecord(b, j)
 }
 
 // journalLimit returns how many bytes the active generation may hold
@@ -481,7 +506,7 @@ func (c *Collection) appendJournal(b *bolt.Bucket, j *journalState, keys []strin
 func (c *Collection) journalLimit(b *bolt.Bucket, j *journalState) (int64, error) {
 	if j.treeBytes < 0 {
 		var n int64
-		if err := b.Bucket(format.ObjectsBucket).ForEach(func(_, v []byte) error { n += int64(len(v)); return nil }); err != nil {
+		if err := objectsTree(b).ForEach(func(_, v []byte) error { n += int64(len(v)); return nil }); err != nil {
 			return 0, err
 		}
 		j.treeBytes = n
@@ -489,46 +514,24 @@ func (c *Collection) journalLimit(b *bolt.Bucket, j *journalState) (int64, error
 			return 0, err
 		}
 	}
+	if n := c.db.opts.journalBytes; n > 0 {
+		return n, nil
+	}
 	share := c.db.opts.JournalShare
 	if share == 0 {
 		share = DefaultJournalShare
 	}
-	return max(c.db.opts.minJournalBytes, int64(share*float64(j.treeBytes))), nil
-}
-
-// foldChunk folds the next chunk of the folding generation into the trees.
-// appended is the number of keys this commit appended. It reports whether
-// that was the last chunk, which deletes the generation.
-func (c *Collection) foldChunk(b *bolt.Bucket, j *journalState, appended int) (bool, error) {
-	n := max(minFoldChunk, (len(j.foldKeys)+foldCommits-1)/foldCommits, foldPerAppended*appended)
-	if c.db.opts.foldChunk > 0 {
-		n = c.db.opts.foldChunk
-	}
-	end := min(j.folded+n, len(j.foldKeys))
-	keys := j.foldKeys[j.folded:end]
-	if err := c.writeTrees(b, j, keys, func(key string) *change { return c.folding.changes[key] }); err != nil {
-		return false, err
-	}
-	j.folded = end
-	jb := b.Bucket(format.JournalBucket)
-	if end < len(j.foldKeys) {
-		return false, jb.Put(format.FoldedKey, []byte(keys[len(keys)-1]))
-	}
-	if err := jb.DeleteBucket(format.JournalSeq(j.gens[0])); err != nil {
-		return false, fmt.Errorf("deleting folded journal generation %d: %w", j.gens[0], err)
-	}
-	j.gens, j.ends = j.gens[1:], j.ends[1:]
-	j.foldKeys, j.folded = nil, 0
-	if err := jb.Delete(format.FoldedKey); err != nil {
-		return false, err
-	}
-	return true, writeJournalRecord(b, j)
+	return max(minJournalBytes, int64(share*float64(j.treeBytes))), nil
 }
 
 // foldAllTx writes the whole journal, then l (if not nil), into the trees
 // and deletes the journal. It changes only the file and j. The caller drops
 // the journal's layers once tx commits.
 func (c *Collection) foldAllTx(b *bolt.Bucket, j *journalState, l *layer) error {
+	// The journal's changes are written below over what the copies held.
+	if _, err := c.abandonRebuildTx(b); err != nil {
+		return err
+	}
 	newest := func(key string) *change { return c.changeAfter(l, key) }
 	all := map[string]struct{}{}
 	for _, src := range []*layer{c.folding, c.journaled, l} {
@@ -559,6 +562,10 @@ func (c *Collection) foldAllTx(b *bolt.Bucket, j *journalState, l *layer) error 
 // writeTrees writes the changes to sorted keys into the object tree, the
 // versions and the index buckets.
 func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, changeOf func(string) *change) error {
+	if b.Bucket(format.RebuildBucket) != nil {
+		// Writes in place would go to the part a fold has not merged.
+		return fmt.Errorf("writing the trees while a fold rebuilds them (fold back first: abandonRebuildTx)")
+	}
 	objects := b.Bucket(format.ObjectsBucket)
 	versions := b.Bucket(format.VersionsBucket) // nil only for a read-only open
 	if versions != nil && appending(versions, keys) {

@@ -166,7 +166,7 @@ func checkJournalModel(t *testing.T, what string, c *persist.Collection, m journ
 // each commit, through a bounded and an unbounded cache. It compares again
 // after each reopen of the file, which reads the journal back.
 func TestJournalReadsAndReopens(t *testing.T) {
-	dbOpts := persist.WithFoldChunk(persist.WithMinJournalBytes(persist.Options{BatchInterval: 1 << 40}, 4<<10), 9)
+	dbOpts := persist.WithFoldChunk(persist.WithJournalBytes(persist.Options{BatchInterval: 1 << 40}, 4<<10), 9)
 	for _, bounded := range []bool{false, true} {
 		t.Run(fmt.Sprintf("bounded=%v", bounded), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cache.db")
@@ -294,8 +294,8 @@ func TestSchemaOneFileIsUpgraded(t *testing.T) {
 		t.Errorf("upgraded: Versions() = %v, %v", v, err)
 	}
 	_ = rw.Close()
-	if got := schema(); got != "3" {
-		t.Errorf("opened for writing, the file says schema %s, want 3", got)
+	if got := schema(); got != "4" {
+		t.Errorf("opened for writing, the file says schema %s, want 4", got)
 	}
 	// The versions bucket was built.
 	bdb, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
@@ -476,7 +476,7 @@ func TestUnreadableJournalIsSetAside(t *testing.T) {
 // that never were.
 func TestReadsOfAClosedCollectionFail(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	db := openDB(t, path, persist.WithMinJournalBytes(persist.Options{}, 1))
+	db := openDB(t, path, persist.WithJournalBytes(persist.Options{}, 1))
 	defer db.Close()
 	old, err := db.Collection("cms", persist.CollectionOptions{CacheObjects: 1})
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 // must-list mark, and c's creation at 3 still served.
 func TestAJournalLongerThanItsRecordIsNotSetAside(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	dbOpts := persist.WithMinJournalBytes(persist.Options{}, 1<<30) // nothing folds
+	dbOpts := persist.WithJournalBytes(persist.Options{}, 1<<30) // nothing folds
 	opts := persist.CollectionOptions{Indexes: map[string]string{"name": "1"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}}
 	ctx := context.Background()
 

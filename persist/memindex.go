@@ -187,7 +187,7 @@ func (c *Collection) completeLocked() error {
 		if b == nil {
 			return ErrNoCollection
 		}
-		err := b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
+		err := objectsTree(b).ForEach(func(k, rec []byte) error {
 			key := string(k)
 			if !c.cache.has(key) && !c.inLayersLocked(key) {
 				found = append(found, keyed{key: key})
@@ -311,7 +311,7 @@ func (c *Collection) completeIfEmptyLocked() error {
 		if b == nil {
 			return ErrNoCollection
 		}
-		k, _ := b.Bucket(format.ObjectsBucket).Cursor().First()
+		k, _ := objectsTree(b).Cursor().First()
 		empty = k == nil
 		return nil
 	})

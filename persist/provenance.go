@@ -99,7 +99,7 @@ func (c *Collection) hasContentTx(b *bolt.Bucket) bool {
 	if len(b.Bucket(format.CollMetaBucket).Get(format.RVKey)) > 0 {
 		return true
 	}
-	k, _ := b.Bucket(format.ObjectsBucket).Cursor().First()
+	k, _ := objectsTree(b).Cursor().First()
 	return k != nil || b.Bucket(format.JournalBucket) != nil
 }
 
@@ -149,6 +149,9 @@ func (c *Collection) checkProvenanceTx(tx *bolt.Tx, want map[string]string, forc
 // empty) and the resourceVersion.
 func (c *Collection) emptyTx(b *bolt.Bucket) error {
 	if err := b.DeleteBucket(format.ObjectsBucket); err != nil {
+		return err
+	}
+	if err := deleteRebuildTx(b); err != nil {
 		return err
 	}
 	if b.Bucket(format.JournalBucket) != nil {

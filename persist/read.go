@@ -41,6 +41,16 @@ func (c *Collection) fileView(fn func(*bolt.Tx) error) error {
 	return c.db.view(fn)
 }
 
+// objectsTree returns the collection b's object tree as reads see it: with
+// the part a fold in progress copied (format.Tree).
+func objectsTree(b *bolt.Bucket) format.Tree { return format.CollectionTree(b, format.ObjectsBucket) }
+
+// versionsTree returns the collection b's versions as reads see them. It
+// does not exist in a file schema 2 wrote, opened read-only.
+func versionsTree(b *bolt.Bucket) format.Tree {
+	return format.CollectionTree(b, format.VersionsBucket)
+}
+
 // releasedErr returns the error of a read after Close, or nil.
 func (c *Collection) releasedErr() error {
 	if c.released.Load() {
@@ -98,7 +108,7 @@ func (c *Collection) viewRecord(key string, fn func(rec []byte) error) error {
 		if b == nil {
 			return ErrNoCollection
 		}
-		if rec := b.Bucket(format.ObjectsBucket).Get([]byte(key)); rec != nil {
+		if rec := objectsTree(b).Get([]byte(key)); rec != nil {
 			return fn(rec)
 		}
 		return nil
@@ -327,7 +337,7 @@ func (c *Collection) walkKeys() ([]string, error) {
 	if b == nil {
 		return nil, ErrNoCollection
 	}
-	cur := b.Bucket(format.ObjectsBucket).Cursor()
+	cur := objectsTree(b).Cursor()
 	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
 		if _, ok := layered[string(k)]; !ok {
 			keys = append(keys, string(k))
@@ -457,7 +467,7 @@ func (c *Collection) walkFileLocked(fn func(key string, rec []byte) error) error
 		if b == nil {
 			return ErrNoCollection
 		}
-		return b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
+		return objectsTree(b).ForEach(func(k, rec []byte) error {
 			key := string(k)
 			if c.inLayersLocked(key) {
 				return nil
@@ -518,12 +528,12 @@ func (c *Collection) Len() (int, error) {
 		if b == nil {
 			return ErrNoCollection
 		}
-		vb := b.Bucket(format.VersionsBucket)
-		if vb == nil {
+		vb := versionsTree(b)
+		if !vb.Exists() {
 			return nil
 		}
 		counted = true
-		n = vb.Stats().KeyN
+		n = vb.KeyN()
 		layers := c.overlaysLocked()
 		for i, l := range layers {
 			if l == nil {
@@ -577,7 +587,7 @@ func (c *Collection) ResourceVersions() (map[string]string, error) {
 		if err != nil {
 			return err
 		}
-		return b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
+		return objectsTree(b).ForEach(func(k, rec []byte) error {
 			key := string(k)
 			if c.inLayersLocked(key) {
 				return nil
@@ -749,7 +759,7 @@ func (c *Collection) getManyLocked(keys []string, ordered bool) ([]keyed, error)
 		if b == nil {
 			return ErrNoCollection
 		}
-		objects := b.Bucket(format.ObjectsBucket)
+		objects := objectsTree(b)
 		found := make([]keyed, 0, len(misses))
 		records := make([][]byte, 0, len(misses))
 		for _, key := range misses {

@@ -17,7 +17,7 @@ import (
 // is built again from the records, and nothing needs listing.
 //
 // A writable open checks every entry of the derived buckets: each index's
-// byValue and byKey, and versions. Damage may come from a bit flipped on
+// byValue and byKey, and versions with a fold's copy of them. Damage may come from a bit flipped on
 // the disk, or a file copied while open, which no transaction made. So
 // every writable open checks, whoever wrote the file last.
 // No read can get past a damaged entry.
@@ -43,8 +43,10 @@ func (c *Collection) checkDerived(b *bolt.Bucket, indexes map[string]string) (ma
 		}
 	}
 	var versionsErr error
-	if vb := b.Bucket(format.VersionsBucket); vb != nil {
-		versionsErr = vb.ForEach(func(k, v []byte) error {
+	// A fold in progress holds the first part of the versions in its copy
+	// (format.Tree), and reads take it as they take the rest.
+	if vt := versionsTree(b); vt.Exists() {
+		versionsErr = vt.ForEach(func(k, v []byte) error {
 			if v == nil {
 				return fmt.Errorf("%w: a bucket stands where the version of %q belongs", ErrCorruptRecord, k)
 			}
@@ -112,7 +114,7 @@ func (c *Collection) dropDamagedDerivedTx(b *bolt.Bucket) error {
 		}
 		why = append(why, fmt.Errorf("versions: %w", versionsErr))
 	}
-	c.rebuiltAtOpen = errors.Join(why...)
+	c.rebuiltAtOpen = errors.Join(c.rebuiltAtOpen, errors.Join(why...))
 	return nil
 }
 

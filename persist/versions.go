@@ -51,7 +51,7 @@ func (c *Collection) Versions() (map[string]Version, error) {
 		if err != nil {
 			return err
 		}
-		if vb := b.Bucket(format.VersionsBucket); vb != nil {
+		if vb := versionsTree(b); vb.Exists() {
 			return vb.ForEach(func(k, raw []byte) error {
 				key := string(k)
 				if c.inLayersLocked(key) {
@@ -65,7 +65,7 @@ func (c *Collection) Versions() (map[string]Version, error) {
 				return nil
 			})
 		}
-		return b.Bucket(format.ObjectsBucket).ForEach(func(k, rec []byte) error {
+		return objectsTree(b).ForEach(func(k, rec []byte) error {
 			key := string(k)
 			if c.inLayersLocked(key) {
 				return nil

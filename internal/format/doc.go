@@ -12,6 +12,8 @@
 //	collections/   <name>/meta/     rv, committed, description, indexes
 //	               <name>/objects/  key -> record
 //	               <name>/indexes/  <index>/byValue, <index>/byKey
+//	               <name>/journal/  changes not yet folded (journal.go)
+//	               <name>/rebuild/  a fold's copies of objects and versions (tree.go)
 //
 // A record is a msgpack array (see record.go); index entries are described
 // in index.go.

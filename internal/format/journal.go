@@ -13,25 +13,29 @@ import (
 // folded into ObjectsBucket and the index buckets. A group commit appends
 // each change under the next sequence number, so a commit fills pages at
 // the journal's end instead of rewriting a leaf of the object tree per
-// changed key; the changes reach the trees later, in bulk (a fold), where
-// each leaf is rewritten once for every change the journal gathered in it.
+// changed key; the changes reach the trees later, in bulk (a fold). Since
+// schema 4 a fold writes the object tree and versions afresh (tree.go).
 //
 // Below a collection's bucket:
 //
 //	journal/  <generation>/  <sequence> -> JournalEntry
-//	          folded         -> the last object key folded
+//	          folded         -> the last object key a schema-3 fold folded
 //	meta/journal             -> each generation and its last sequence number
 //
 // Generations and sequence numbers are 8-byte big-endian integers. There
 // are at most two generations. The collection's state is the object and
 // index trees, then every entry of the older generation in sequence order,
 // then every entry of the newer one: a later entry for a key replaces all
-// earlier state of that key. While the older generation is being folded,
-// FoldedKey holds the last key (in key order) whose entry in it has reached
-// the trees; folding an entry again is harmless, since the trees then hold
-// what the entry says. The older generation is deleted, with FoldedKey, in
-// the transaction that folds its last key. JournalKey records, in the same
-// transactions, what the journal holds, so that a lost part shows.
+// earlier state of that key. The older generation is being folded when a
+// newer one follows it, when RebuildKey names it, or when FoldedKey is set.
+// A schema-3 fold wrote the generation into the trees in place, a chunk of
+// keys per commit, and FoldedKey held the last key (in key order) whose
+// entry in it had reached the trees; folding an entry again is harmless,
+// since the trees then hold what the entry says. Schema 4 folds such a
+// generation afresh, and deletes FoldedKey with it. The folded generation
+// is deleted in the transaction that ends its fold. JournalKey records, in
+// the same transactions, what the journal holds, so that a lost part
+// shows.
 var (
 	JournalBucket = []byte("journal")
 	FoldedKey     = []byte("folded")
@@ -163,8 +167,8 @@ func ParseJournalSeq(k []byte) (uint64, error) {
 type Journal struct {
 	// Generations lists the generations present, oldest first (at most two).
 	Generations []uint64
-	// Folded is FoldedKey's value: nil unless the oldest generation is
-	// being folded.
+	// Folded is FoldedKey's value: nil unless a schema-3 fold of the
+	// oldest generation is in progress.
 	Folded []byte
 	// Entries and Bytes count each generation's entries and their encoded
 	// size, in Generations' order.

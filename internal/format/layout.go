@@ -13,7 +13,8 @@ var (
 // Buckets and keys of one collection, below CollectionsBucket/<name>.
 var (
 	// CollMetaBucket holds RVKey, CommittedKey, ClockKey, DescriptionKey,
-	// IndexVersionsKey, JournalKey and, while set, MustListKey.
+	// IndexVersionsKey, JournalKey and, while set, MustListKey and
+	// RebuildKey.
 	CollMetaBucket = []byte("meta")
 	// ObjectsBucket maps each object key to its record.
 	ObjectsBucket = []byte("objects")

@@ -57,7 +57,9 @@ func (r *Collection) readJournal() (*journalView, error) {
 }
 
 // Journal describes the collection's journal: its generations, their
-// entries and bytes, and how far the oldest has been folded. A collection
+// entries and bytes, and how far the oldest has been folded. Folded is the
+// last key folded: a schema-3 fold's FoldedKey, or the last key of the
+// object tree's copy that a fold afresh writes (format.RebuildBucket). A collection
 // without a journal (schema 1) has an empty one. An entry that does not
 // decode is an error wrapping persist.ErrCorruptRecord, and so fails every
 // read of records and index entries in this view.
@@ -77,10 +79,19 @@ func (r *Collection) sub(name []byte) (*bolt.Bucket, error) {
 	return b, nil
 }
 
+// objects returns the object tree, with the part a fold in progress
+// copied (format.RebuildBucket).
+func (r *Collection) objects() (format.Tree, error) {
+	if _, err := r.sub(format.ObjectsBucket); err != nil {
+		return format.Tree{}, err
+	}
+	return format.CollectionTree(r.b, format.ObjectsBucket), nil
+}
+
 // Record returns the record of key, or nil. The slice aliases the
 // transaction's memory.
 func (r *Collection) Record(key string) ([]byte, error) {
-	objects, err := r.sub(format.ObjectsBucket)
+	objects, err := r.objects()
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +109,7 @@ func (r *Collection) Record(key string) ([]byte, error) {
 // error, which it returns. record aliases the transaction's memory: decode
 // or copy it before fn returns.
 func (r *Collection) ForEachRecord(fn func(key string, record []byte) error) error {
-	objects, err := r.sub(format.ObjectsBucket)
+	objects, err := r.objects()
 	if err != nil {
 		return err
 	}
@@ -264,15 +275,17 @@ func (r *Collection) IndexedValues(index, key string) ([]string, bool, error) {
 type BucketStats struct {
 	// Bucket is the bucket's path below the collection: "" for the whole
 	// collection (all its buckets), "meta", "objects",
-	// "indexes/<name>/byValue" and "indexes/<name>/byKey", or
-	// "journal/<generation>".
+	// "indexes/<name>/byValue" and "indexes/<name>/byKey", the copies a
+	// fold in progress writes, "rebuild/objects" and "rebuild/versions",
+	// or "journal/<generation>".
 	Bucket string
 	bolt.BucketStats
 }
 
 // Stats returns the statistics of the whole collection followed by those of
-// its meta and objects buckets, of each index's two buckets and of each
-// journal generation's bucket (none in a file without a journal).
+// its meta and objects buckets, of each index's two buckets, of a fold's
+// copies (while one runs) and of each journal generation's bucket (none in
+// a file without a journal).
 func (r *Collection) Stats() ([]BucketStats, error) {
 	out := []BucketStats{{Bucket: "", BucketStats: r.b.Stats()}}
 	for _, name := range [][]byte{format.CollMetaBucket, format.ObjectsBucket} {
@@ -294,6 +307,13 @@ func (r *Collection) Stats() ([]BucketStats, error) {
 		out = append(out,
 			BucketStats{Bucket: "indexes/" + name + "/" + string(format.ByValueBucket), BucketStats: byValue.Stats()},
 			BucketStats{Bucket: "indexes/" + name + "/" + string(format.ByKeyBucket), BucketStats: byKey.Stats()})
+	}
+	if rb := r.b.Bucket(format.RebuildBucket); rb != nil {
+		for _, name := range [][]byte{format.ObjectsBucket, format.VersionsBucket} {
+			if b := rb.Bucket(name); b != nil {
+				out = append(out, BucketStats{Bucket: string(format.RebuildBucket) + "/" + string(name), BucketStats: b.Stats()})
+			}
+		}
 	}
 	jb := r.b.Bucket(format.JournalBucket)
 	if jb == nil {

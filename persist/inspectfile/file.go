@@ -147,7 +147,7 @@ func (f *File) Records(collection string, fn func(key string, record []byte) err
 		if err != nil {
 			return err
 		}
-		return j.forEachRecord(b.Bucket(format.ObjectsBucket), fn)
+		return j.forEachRecord(format.CollectionTree(b, format.ObjectsBucket), fn)
 	})
 }
 

@@ -40,16 +40,30 @@ func readJournal(coll *bolt.Bucket, name string) (*journalView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("collection %q journal: %w", name, err)
 	}
+	if info.Folded == nil && len(info.Generations) > 0 {
+		// A fold afresh stands at its copies' last key (format.Tree), as
+		// a schema-3 fold stood at FoldedKey. Both say how far it got.
+		if copied := format.CollectionTree(coll, format.ObjectsBucket).Rebuilt(); copied != nil {
+			if last, _ := copied.Cursor().Last(); last != nil {
+				info.Folded = bytes.Clone(last)
+			}
+		}
+	}
 	j.info = info
 	sort.Strings(j.keys)
 	return j, nil
+}
+
+// tree is what merge walks: a bucket, or a format.Tree.
+type tree interface {
+	ForEach(fn func(k, v []byte) error) error
 }
 
 // merge walks tree (which may be nil) and the journal's keys together in key
 // order: fromTree for each tree key the journal does not hold, fromJournal
 // for each newest journal entry, deletions included, until either returns
 // an error, which it returns.
-func (j *journalView) merge(tree *bolt.Bucket, fromTree func(k, v []byte) error, fromJournal func(format.JournalEntry) error) error {
+func (j *journalView) merge(tree tree, fromTree func(k, v []byte) error, fromJournal func(format.JournalEntry) error) error {
 	i := 0
 	// upTo passes the journal's keys before key, and key itself if the
 	// journal holds it; it reports whether it did.
@@ -89,7 +103,7 @@ func (j *journalView) merge(tree *bolt.Bucket, fromTree func(k, v []byte) error,
 }
 
 // forEachRecord calls fn for every record of the merged state in key order.
-func (j *journalView) forEachRecord(objects *bolt.Bucket, fn func(key string, record []byte) error) error {
+func (j *journalView) forEachRecord(objects format.Tree, fn func(key string, record []byte) error) error {
 	return j.merge(objects,
 		func(k, v []byte) error { return fn(string(k), v) },
 		func(e format.JournalEntry) error {
