@@ -10,8 +10,8 @@
 // measure the heap after loading N objects, and the heap of a bounded
 // collection opened with a journal (BenchmarkOpenHeap). Without a server,
 // they time an informer's start and the drain of a watch stream.
-// BenchmarkWatch reports CPU per update and the delivered and committed
-// rates. BenchmarkRandomUpdates measures what scattered updates
+// BenchmarkWatch reports CPU and bytes allocated per update, bytes
+// allocated per cold-start object, and the delivered and committed rates. BenchmarkRandomUpdates measures what scattered updates
 // cost the file at each page size. The benchmarks use realistic Pods
 // (internal/fixture) and a cache file in a temporary directory, with fsync
 // on as in production.

@@ -24,8 +24,9 @@ import (
 // watches of built-in types through a REST client of its own. It is built
 // from the clientset's, with the same transport, credentials, user agent,
 // URL and rate limiter. Its decoder remembers each object's message
-// (internal/wire). The informer stores that message when no transform
-// changed the object. The list still goes through the clientset.
+// (internal/wire), and decodes the object from it where it lies in the
+// event, without the copy client-go's decoder makes. The informer stores
+// that message when no transform changed the object. The list still goes through the clientset.
 //
 // That client asks for protobuf, with JSON as the fallback. client-go's
 // typed clients do the same for built-in types unless their config sets a
@@ -110,7 +111,7 @@ func newWireClient(rc rest.Interface) *rest.RESTClient {
 	}
 	u := r.Get().URL() // the server's URL and the group-version's path
 	gv := r.APIVersion()
-	codecs := wire.NegotiatedSerializer{NegotiatedSerializer: rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion()}
+	codecs := wire.NegotiatedSerializer{NegotiatedSerializer: rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion(), Creater: scheme.Scheme}
 	out, err := rest.NewRESTClient(&url.URL{Scheme: u.Scheme, Host: u.Host, User: u.User}, u.Path, rest.ClientContentConfig{
 		AcceptContentTypes: runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON,
 		ContentType:        runtime.ContentTypeProtobuf,

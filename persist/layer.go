@@ -268,10 +268,11 @@ func recycledRecord() []byte {
 // file's pages, and no reader holds the layer any more. Buffers far larger
 // than a typical record are left to the garbage collector, not pinned by
 // the pool. So are all but maxRecycledPerCommit of a commit's buffers. A
-// watch stream commits a few hundred records at a time. A cold start's list
-// commits the whole collection at once. The pool would otherwise keep those
-// buffers beside the decoded objects, because a sync.Pool frees only after
-// two collections. That cost 570 MiB more private memory at 100,000 Pods.
+// watch stream commits a few hundred records at a time, and a burst of
+// events up to DefaultBatchLimit. A list applied whole commits the whole
+// collection at once. The pool would otherwise keep those buffers beside
+// the decoded objects, because a sync.Pool frees only after two
+// collections. That cost 570 MiB more private memory at 100,000 Pods.
 func (l *layer) recycleRecords() {
 	if l == nil {
 		return
@@ -294,4 +295,7 @@ func (l *layer) recycleRecords() {
 const maxRecycledRecord = 64 << 10
 
 // maxRecycledPerCommit is how many record buffers one commit gives back.
-const maxRecycledPerCommit = 1024
+// It is a commit's worth at the default batch limit. So the records of a
+// burst reuse the buffers of the commit before. A cold start's paged list
+// flushes a thousand objects at a time (cache's pagedFlushEvery).
+const maxRecycledPerCommit = DefaultBatchLimit

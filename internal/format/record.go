@@ -87,7 +87,7 @@ func AppendRecord(h Header, n int, fill func(payload []byte) error) ([]byte, err
 
 // AppendRecordTo is AppendRecord writing the record over buf when buf has
 // the capacity for it (for a caller that recycles record buffers), else into
-// a fresh slice.
+// a fresh slice. A fresh slice's capacity may exceed the record's length.
 func AppendRecordTo(buf []byte, h Header, n int, fill func(payload []byte) error) ([]byte, error) {
 	re := encoderPool.Get().(*recordEncoder)
 	defer encoderPool.Put(re)
@@ -107,10 +107,19 @@ func AppendRecordTo(buf []byte, h Header, n int, fill func(payload []byte) error
 	}
 	size := re.buf.Len() + n
 	var out []byte
-	if cap(buf) >= size {
+	switch {
+	case cap(buf) >= size:
 		out = buf[:size]
-	} else {
-		out = make([]byte, size)
+	case buf == nil:
+		// The allocator rounds a buffer up to its size class anyway. Keeping
+		// that room in the capacity lets the buffer, once recycled, take a
+		// slightly larger record at no cost in memory.
+		out = append([]byte(nil), make([]byte, size)...)[:size]
+	default:
+		// A recycled buffer too small for this record is dropped. Its
+		// replacement gets a quarter to spare, so that the buffers a store
+		// recycles grow to fit the spread of its records' sizes.
+		out = append([]byte(nil), make([]byte, size+size/4)...)[:size]
 	}
 	copy(out, re.buf.Bytes())
 	if err := fill(out[re.buf.Len():]); err != nil {

@@ -34,7 +34,7 @@ func encodeAsServer(t testing.TB, obj runtime.Object) []byte {
 func decoder(t testing.TB) runtime.Decoder {
 	t.Helper()
 	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
-	return NegotiatedSerializer{scheme.Codecs.WithoutConversion()}.DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion)
+	return NegotiatedSerializer{NegotiatedSerializer: scheme.Codecs.WithoutConversion()}.DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion)
 }
 
 func pod(name string) *corev1.Pod {

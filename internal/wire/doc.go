@@ -9,7 +9,9 @@
 // It has two users. A Decoder (decoder.go) decodes watch events as its
 // inner decoder does and remembers each object's protobuf message, its
 // payload (payload.go); the persistent store takes the payload (Take) and
-// stores it instead of marshalling the object again. ReadList reads a list
+// stores it instead of marshalling the object again. Given the scheme
+// (NegotiatedSerializer.Creater), it decodes the object from the payload in
+// place, sparing the copy of it the serializer makes. ReadList reads a list
 // response as it arrives, calling back with each item's identity and bytes,
 // so that a recovery never holds a whole page decoded. PeekPrefix tells a
 // body's format from its first bytes, before ReadList or another reader.

@@ -86,25 +86,30 @@ func (e *envelope) field(num protowire.Number, typ protowire.Type, v []byte) err
 
 // objectMessage returns the raw field of msg, a runtime.Unknown, if it
 // parses and its content is not further encoded. raw is a slice of msg.
-// It loops without eachField: it runs once per watch event.
 func objectMessage(msg []byte) (raw []byte, ok bool) {
-	e := envelope{skipTypeMeta: true}
+	raw, _, ok = readObject(msg, envelope{skipTypeMeta: true})
+	return raw, ok
+}
+
+// readObject is objectMessage also returning the rest of the envelope, read
+// into e. It loops without eachField: it runs once per watch event.
+func readObject(msg []byte, e envelope) (raw []byte, _ envelope, ok bool) {
 	for len(msg) > 0 {
 		num, typ, v, n, err := consumeField(msg)
 		if err != nil {
-			return nil, false
+			return nil, e, false
 		}
 		msg = msg[n:]
 		switch {
 		case num != unknownRaw:
 			if e.field(num, typ, v) != nil {
-				return nil, false
+				return nil, e, false
 			}
 		case typ != protowire.BytesType:
-			return nil, false
+			return nil, e, false
 		default:
 			raw = v
 		}
 	}
-	return raw, !e.encoded && len(raw) > 0
+	return raw, e, !e.encoded && len(raw) > 0
 }
