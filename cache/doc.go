@@ -29,6 +29,7 @@
 // informer diffs a metadata list against the stored versions. It then fetches
 // only new and changed objects. Without Recovery it relists once and
 // reconciles the list with the stored state, as client-go does.
+// docs/recovery.md follows one 410 through the code, hop by hop.
 //
 // NewIndexer returns a cache.Indexer and cache.TransactionStore on one
 // collection. A write is visible to reads when it returns. It reaches the file

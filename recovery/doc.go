@@ -2,6 +2,7 @@
 // the store owes, by one that transfers and decodes only what changed. The
 // store already holds the previous state, and every object's UID and
 // resourceVersion.
+// docs/recovery.md walks one 410 through the code, hop by hop.
 //
 // # Basics
 //
