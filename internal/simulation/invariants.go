@@ -40,6 +40,7 @@ func (d *driver) check() error {
 	if err := d.violations(); err != nil {
 		return err
 	}
+	d.model.synced()
 	if d.cpRec != nil {
 		d.cpRec.settledMaybe(want)
 	}
