@@ -60,9 +60,9 @@
 // loses its leader lease and wins it back does, and the user keeps the old
 // informer, its checkpoint and its indexer; a stale-calls step calls them.
 // A checkpoint's handler may acknowledge in place, as it is given objects,
-// before the informer is synced too. With Lag and several apiservers, one
-// may be slow (SlowCache): its cache falls further behind and answers more
-// reads at versions it has not reached with 504. Cut bodies may end at a
+// before the informer is synced too. With Lag, one apiserver may be slow
+// (SlowCache, a second one where the seed has one): its cache falls further
+// behind and answers more reads at versions it has not reached with 504. Cut bodies may end at a
 // field's boundary (FieldCuts), as a streamed list dropped between two
 // writes ends.
 //

@@ -19,7 +19,11 @@ func interleave(s *Schedule) {
 	c.AckInHandler = c.Checkpoint && rng.Intn(2) == 0
 	c.FieldCuts = c.Cut && rng.Intn(2) == 0
 	c.Handover = rng.Intn(3) == 0
-	c.SlowCache = c.Lag && c.Instances > 1 && rng.Intn(4) != 0
+	c.SlowCache = c.Lag && rng.Intn(4) != 0
+	if c.SlowCache && c.Instances == 1 {
+		// A pair: the apiserver and a slow one behind the same address.
+		c.Instances = 2
+	}
 	// share is the chance that a start, or an operation of the running
 	// informer, is cut halfway.
 	share := []float64{0.1, 0.2, 0.3}[rng.Intn(3)]
@@ -139,10 +143,11 @@ func cutOperation(rng *rand.Rand, c Config, op Step) []Step {
 	return out
 }
 
-// writes returns up to two writes that do not wait, creations mostly.
+// writes returns up to three writes that do not wait, creations mostly:
+// a recovery's work, fetched in key order, not in the order written.
 func writes(rng *rand.Rand) []Step {
 	var out []Step
-	for range rng.Intn(3) {
+	for range rng.Intn(4) {
 		op := []Op{OpCreate, OpCreate, OpUpdate, OpDelete}[rng.Intn(4)]
 		out = append(out, Step{Op: op, Key: keys[rng.Intn(len(keys))], NoWait: true})
 	}
@@ -165,7 +170,7 @@ func hold(rng *rand.Rand, c Config, starting bool) Step {
 	st := Step{Op: OpArm, Kind: pickWeighted(rng, kinds), N: 1 + rng.Intn(3), Do: ActHold, NoWait: true}
 	if st.Kind == KindFetch || st.Kind == KindPage {
 		// After the first: the recovery or the list has made progress.
-		st.N = 2 + rng.Intn(2)
+		st.N = 2 + rng.Intn(3)
 	}
 	return st
 }

@@ -45,7 +45,7 @@ type Config struct {
 	AckInHandler bool // the checkpoint's handler acknowledges in place (stale.go)
 	FieldCuts    bool // cut bodies end at a field's boundary half the time
 	Handover     bool // restarts inside the process, keeping the file open (stale.go)
-	SlowCache    bool // with Lag, the last apiserver lags more (apiservers.go)
+	SlowCache    bool // with Lag, the last apiserver lags more; a second one if there was one (apiservers.go)
 }
 
 func (c Config) String() string {
