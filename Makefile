@@ -198,7 +198,8 @@ bench-recover-downtime: test-binaries
 # (80% updates, 10% creates, 10% deletes) for $(CHURN_DURATION); CPU, bytes
 # written, private memory over time and event-to-handler latency. Results
 # and plots in _output/bench/churn-<pods>/. CHURN_FLAGS="--rate 200" etc.;
-# CHURN_FLAGS="--bounded 1000" adds a boltinformer with a 1,000-object cache.
+# CHURN_FLAGS="--bounded 1000" adds a boltinformer with a 1,000-object cache,
+# CHURN_FLAGS="--skew zipf:1.1" makes a few Pods take most updates.
 CHURN_PODS     ?= 100000
 CHURN_DURATION ?= 10m
 CHURN_FLAGS    ?=
@@ -208,12 +209,17 @@ bench-churn: test-binaries
 
 # make bench-steady: the whole steady-state table (informerbench steady):
 # the churn above at each of $(STEADY_SIZES) Pods in turn on one apiserver,
-# $(STEADY_DURATION) each, with boltinformer-bounded caching 1% of the Pods,
-# client-go's LIST cold start beside its watch-list one, and read prices
-# (Get, ByIndex, List) timed in each child after the churn. Then one table
-# of every figure over client-go's, marked against the targets. About 45
-# minutes at the defaults on 2 cores. Results in _output/bench/steady/, each
-# size's churn in churn-<pods>/ there. STEADY_FLAGS="--rate 200" etc.
+# twice, $(STEADY_DURATION) each: updates picking Pods uniformly (the
+# default and worst case), then by zipf:1.1 (a few hot Pods). Each churn has
+# boltinformer-bounded caching 1% of the Pods, client-go's LIST cold start
+# beside its watch-list one, and read prices (Get, ByIndex, List) timed in
+# each child after it. It first prints the targets; then one table of every
+# figure over client-go's for each churn, marked against them: private
+# memory, CPU, Go bytes allocated per event and per object of a cold start,
+# bytes written per event over the record, the file over its records. About
+# 90 minutes at the defaults on 2 cores. Results in _output/bench/steady/,
+# each churn in churn-<pods>[-zipf1.1]/ there. STEADY_FLAGS="--rate 200",
+# STEADY_FLAGS="--skews uniform" etc.
 STEADY_SIZES    ?= 3k,30k,100k
 STEADY_DURATION ?= 10m
 STEADY_FLAGS    ?=

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/processor"
 )
 
@@ -136,12 +137,33 @@ func (d *warmDelivery) handOutBefore(ctx context.Context, deltas []cache.Delta) 
 // handOut hands the stored state of each of keys to the start handlers
 // unless the walk or an earlier event already did. A batch of a recovery's
 // changes is mostly keys the walk has not reached, so their stored objects
-// are decoded together, on every core.
+// are decoded together, on every core. A state that cannot be read is
+// reported once mu is released. The watch error handler is the user's
+// code, and may call back into the informer.
 func (d *warmDelivery) handOut(ctx context.Context, keys []string) {
+	for _, u := range d.handOutReadable(keys) {
+		err := d.s.persistent.reportReadError("GetByKey", u.err)
+		// An add or update that follows replaces the unreadable state,
+		// and handlers see it as an add. A deletion is kept from the
+		// start handlers (lacking).
+		d.s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading %q to hand it to the handlers before its watch event: %w", d.s.name, u.key, err))
+	}
+}
+
+// unreadKey is a key whose stored state handOutReadable could not read.
+type unreadKey struct {
+	key string
+	err error
+}
+
+// handOutReadable is handOut under mu, which it takes. It reports nothing.
+// It returns the keys whose stored state could not be read, which the
+// start handlers were not given.
+func (d *warmDelivery) handOutReadable(keys []string) []unreadKey {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.finished {
-		return
+		return nil
 	}
 	var due []string
 	for _, key := range keys {
@@ -155,30 +177,29 @@ func (d *warmDelivery) handOut(ctx context.Context, keys []string) {
 		due = append(due, key)
 	}
 	if len(due) == 0 {
-		return
+		return nil
 	}
 	// Not GetByKey: its retry waits for the delivery to end.
 	if objs, err := d.s.persistent.getManyOnce(due); err == nil {
 		for _, obj := range objs {
 			d.distribute(obj)
 		}
-		return
+		return nil
 	}
 	// Tell which keys cannot be read; hand out the rest.
+	var unread []unreadKey
 	for _, key := range due {
-		obj, exists, err := d.s.persistent.getOnce(key)
+		obj, exists, err := d.s.persistent.getUnreported(key)
 		if err != nil {
-			// An add or update that follows replaces the unreadable
-			// state, and handlers see it as an add; a deletion is kept
-			// from the start handlers (lacking).
-			d.s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading %q to hand it to the handlers before its watch event: %w", d.s.name, key, err))
 			d.notGivenLocked(key)
+			unread = append(unread, unreadKey{key, err})
 			continue
 		}
 		if exists {
 			d.distribute(obj)
 		}
 	}
+	return unread
 }
 
 // given records that every handler has now been given key (an add or an
@@ -339,6 +360,24 @@ func (d *warmDelivery) run(ctx context.Context, setAside func(ctx context.Contex
 	d.finishLocked()
 	klog.FromContext(ctx).V(2).Info("Handed the stored objects to the handlers", "collection", d.s.name, "objects", d.handed, "handlers", len(d.listeners), "duration", time.Since(start), "err", err)
 	return err
+}
+
+// setAside sets aside the stored records of keys that still do not decode
+// (setaside.go), and returns the keys it dropped and SetAsideUnreadable's
+// error. It holds mu, so no key is handed out meanwhile. A dropped key not
+// handed out yet is not given: a deletion of it is kept from the start
+// handlers (lacking). A key kept was written since, and the walk or its
+// event hands it out.
+func (d *warmDelivery) setAside(coll *persist.Collection, keys []string) ([]string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dropped, err := coll.SetAsideUnreadable(keys)
+	for _, key := range dropped {
+		if !d.handedOutLocked(key) {
+			d.notGivenLocked(key)
+		}
+	}
+	return dropped, err
 }
 
 // handedOutLocked reports whether key's stored state has been handed out.

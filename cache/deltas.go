@@ -21,6 +21,7 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -35,10 +36,11 @@ import (
 // reconcileReplacement they use (tools/cache/controller.go,
 // the_real_fifo.go). client-go keeps them unexported; a drop-in informer
 // must call handlers exactly as they do, so the code follows theirs line for
-// line, with three differences: the store is our Indexer; a store error is
+// line, with four differences: the store is our Indexer; a store error is
 // returned instead of a panic (client-go's indexer panics on index errors);
-// and a relist's updates go to a relistHandler's onRelistUpdate where it
-// has one.
+// a list the store applied without the objects it refused is told without
+// them; and a relist's updates go to a relistHandler's onRelistUpdate where
+// it has one.
 
 // processDeltas mirrors client-go's processDeltas.
 func processDeltas(logger klog.Logger, handler cache.ResourceEventHandler, clientState cache.Store, deltas cache.Deltas, isInInitialList bool, keyFunc cache.KeyFunc) error {
@@ -164,8 +166,12 @@ func processReplacedAllInfo(logger klog.Logger, handler cache.ResourceEventHandl
 	if err != nil {
 		return err
 	}
-	// Replace the store first so it reflects what handlers are told.
-	if err := clientState.Replace(info.Objects, info.ResourceVersion); err != nil {
+	// Replace the store first so it reflects what handlers are told. Our
+	// Indexer applies a list without the objects it refuses, and handlers
+	// are told of the rest only.
+	err = clientState.Replace(info.Objects, info.ResourceVersion)
+	var refused *refusedError
+	if err != nil && !errors.As(err, &refused) {
 		return err
 	}
 	for _, obj := range deletions {
@@ -173,6 +179,11 @@ func processReplacedAllInfo(logger klog.Logger, handler cache.ResourceEventHandl
 	}
 	relisted, _ := handler.(relistHandler)
 	for _, r := range replacements {
+		if refused != nil {
+			if key, kerr := keyFunc(r.newObj); kerr == nil && refused.refusedKey(key) {
+				continue
+			}
+		}
 		if r.oldObj != nil && relisted != nil {
 			relisted.onRelistUpdate(r.oldObj, r.newObj)
 		} else if r.oldObj != nil {
@@ -181,7 +192,7 @@ func processReplacedAllInfo(logger klog.Logger, handler cache.ResourceEventHandl
 			handler.OnAdd(r.newObj, isInInitialList)
 		}
 	}
-	return nil
+	return err
 }
 
 // relistHandler is a handler that tells a relist's updates from the others

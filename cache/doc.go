@@ -67,7 +67,8 @@
 // match. Declare a new version (IndexerOptions.IndexVersions) when a function
 // changes behaviour. An informer's warm start repairs stale entries, but a
 // bare Indexer serves what the file holds. A failing index function does not
-// panic. The write returns its error and applies nothing.
+// panic. The write returns its error and applies nothing. A list (Replace)
+// leaves out only the objects it refuses and applies the rest.
 //
 // A warm-started informer sends a relist's unchanged objects only to handlers
 // with a resync period. Before its first resync check, client-go sends them
@@ -76,5 +77,7 @@
 // A read error is never served as absence. Get, ByIndex and the other reads
 // with an error result return it. List, ListKeys and ListIndexFuncValues have
 // no error result, so they panic. A store that owes a list after a read error
-// makes such reads wait for that list.
+// makes such reads wait for that list. AddIndexers meets every stored
+// record. An informer's sets aside one it cannot read, and lists it again.
+// A bare Indexer's fails instead, and adds no index.
 package cache

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -114,6 +115,16 @@ type Indexer struct {
 	retryWait atomic.Pointer[func() <-chan struct{}]
 	// listApplied, if set, is called after each Replace that succeeded.
 	listApplied atomic.Pointer[func()]
+	// setAsideUnreadable, if set, is the informer's: it sets aside stored
+	// records an index build cannot decode, and lists them again (see
+	// setaside.go). A bare Indexer has none.
+	setAsideUnreadable atomic.Pointer[func(keys []string, why error) error]
+}
+
+// onUnreadable makes AddIndexers hand the records it cannot decode to fn,
+// then build again.
+func (i *Indexer) onUnreadable(fn func(keys []string, why error) error) {
+	i.setAsideUnreadable.Store(&fn)
 }
 
 // onList makes Replace call fn after each list it applied.
@@ -351,7 +362,7 @@ func (i *Indexer) keyAndTransform(obj interface{}) (string, interface{}, error) 
 	}
 	if i.transform != nil {
 		if obj, err = i.transform(obj); err != nil {
-			return "", nil, fmt.Errorf("transforming: %w", err)
+			return key, nil, fmt.Errorf("transforming %q: %w", key, err)
 		}
 	}
 	return key, obj, nil
@@ -468,6 +479,12 @@ func (i *Indexer) Transaction(txns ...cache.Transaction) *cache.TransactionError
 // Replace makes the store hold exactly list, at resource version rv. Objects
 // whose resource version equals the stored one are not rewritten.
 //
+// An object whose key, transform or index values cannot be computed is
+// refused, as Update refuses it: its key keeps what the store held. The
+// rest of the list is applied, and the error names each refusal. Dropping
+// the whole list would leave a store the informer reports synced, or
+// readers waiting for a list that is never applied.
+//
 // A Replace is a list: it clears the collection's must-list mark (see
 // persist.Collection.MustList) in the commit that writes it.
 func (i *Indexer) Replace(list []interface{}, rv string) error {
@@ -483,10 +500,21 @@ func (i *Indexer) Replace(list []interface{}, rv string) error {
 		obj interface{}
 	}
 	items := make([]item, 0, len(list))
+	var refused *refusedError
+	refuse := func(key string, err error) {
+		if refused == nil {
+			refused = &refusedError{rv: rv, keys: map[string]bool{}}
+		}
+		if key != "" {
+			refused.keys[key] = true
+		}
+		refused.errs = append(refused.errs, err)
+	}
 	for _, obj := range list {
 		key, obj, err := i.keyAndTransform(obj)
 		if err != nil {
-			return err
+			refuse(key, err)
+			continue
 		}
 		items = append(items, item{key, obj})
 	}
@@ -495,6 +523,11 @@ func (i *Indexer) Replace(list []interface{}, rv string) error {
 	stored, err := i.coll.ResourceVersions()
 	if err != nil {
 		return fmt.Errorf("replace: reading stored versions: %w", err)
+	}
+	if refused != nil {
+		for key := range refused.keys {
+			delete(stored, key) // kept, not gone
+		}
 	}
 	ops := make([]persist.Op, 0, len(items))
 	for _, it := range items {
@@ -506,8 +539,14 @@ func (i *Indexer) Replace(list []interface{}, rv string) error {
 			}
 		}
 		op, err := i.op(it.key, it.obj)
-		if err != nil {
+		if errors.Is(err, persist.ErrUnencodable) {
+			// The informer keeps such objects in memory from then on
+			// (moveToMemoryLocked), with the whole list.
 			return err
+		}
+		if err != nil {
+			refuse(it.key, err)
+			continue
 		}
 		ops = append(ops, op)
 	}
@@ -523,8 +562,34 @@ func (i *Indexer) Replace(list []interface{}, rv string) error {
 		return err
 	}
 	i.notifyList()
+	if refused != nil {
+		return refused
+	}
 	return nil
 }
+
+// refusedError is Replace's error when it applied its list without the
+// objects it refused. processReplacedAllInfo tells handlers of the rest.
+type refusedError struct {
+	rv   string
+	keys map[string]bool // the keys refused; an object without a key adds none
+	errs []error
+}
+
+func (e *refusedError) Error() string {
+	msgs := make([]string, len(e.errs))
+	for n, err := range e.errs {
+		msgs[n] = err.Error()
+	}
+	return fmt.Sprintf("the list at resourceVersion %q was applied without %d objects the store refused (%s); "+
+		"each keeps its earlier state in the store until a later version is accepted: "+
+		"make the index functions, the key function or the transform accept them", e.rv, len(e.errs), strings.Join(msgs, "; "))
+}
+
+func (e *refusedError) Unwrap() []error { return e.errs }
+
+// refusedKey reports whether the list left key's object out.
+func (e *refusedError) refusedKey(key string) bool { return e.keys[key] }
 
 // Resync does nothing, as for client-go's store.
 func (i *Indexer) Resync() error { return nil }
@@ -590,12 +655,23 @@ func (i *Indexer) getOnce(key string) (interface{}, bool, error) {
 	if m := i.inMemory(); m != nil {
 		return m.GetByKey(key)
 	}
-	obj, ok, err := i.coll.Get(key)
+	obj, ok, err := i.getUnreported(key)
 	if err != nil {
 		return nil, false, i.reportReadError("GetByKey", err)
 	}
-	if !ok {
-		return nil, false, nil
+	return obj, ok, nil
+}
+
+// getUnreported is getOnce without reporting a read error of the file. A
+// caller that holds a lock reports it with reportReadError once it
+// released the lock, since the report calls the user's watch error handler.
+func (i *Indexer) getUnreported(key string) (interface{}, bool, error) {
+	if m := i.inMemory(); m != nil {
+		return m.GetByKey(key)
+	}
+	obj, ok, err := i.coll.Get(key)
+	if err != nil || !ok {
+		return nil, false, err
 	}
 	return obj, true, nil
 }
@@ -657,7 +733,32 @@ func (i *Indexer) GetIndexers() cache.Indexers {
 
 // AddIndexers adds indexes and builds them over the stored objects. If an
 // index function fails for any stored object, none of newIndexers is added.
+// Nor is any if a stored record cannot be read back. The error wraps
+// persist.ErrCorruptRecord and names the records, which are kept, and reads
+// of them keep failing. An informer's Indexer sets such records aside
+// instead, lists them again, and adds the indexers (see setaside.go).
 func (i *Indexer) AddIndexers(newIndexers cache.Indexers) error {
+	for {
+		err := i.addIndexers(newIndexers)
+		var unreadable *persist.UnreadableRecordsError
+		if !errors.As(err, &unreadable) {
+			return err
+		}
+		setAside := i.setAsideUnreadable.Load()
+		if setAside == nil {
+			return i.reportReadError("AddIndexers", fmt.Errorf("%w. Write those keys anew (Update, Delete, or Replace with a list), then add the indexers again", err))
+		}
+		// Without writeMu: the informer takes locks above it. Each pass
+		// drops the records the last one could not read, and a record
+		// written since decodes, so the loop ends.
+		if err := (*setAside)(unreadable.Keys, err); err != nil {
+			return fmt.Errorf("boltinformer: AddIndexers: collection %q: setting aside stored records that cannot be read back: %w", i.coll.Name(), err)
+		}
+	}
+}
+
+// addIndexers is AddIndexers for one build.
+func (i *Indexer) addIndexers(newIndexers cache.Indexers) error {
 	if m := i.inMemory(); m != nil {
 		return m.AddIndexers(newIndexers)
 	}

@@ -475,10 +475,6 @@ func TestIndexFunctionErrorLeavesNoPartialState(t *testing.T) {
 	if !errors.Is(err, failing) || !strings.Contains(err.Error(), `"ns/a"`) {
 		t.Fatalf("Update error = %v; want the index error naming the key", err)
 	}
-	err = store.Replace([]interface{}{pod("ns", "b", "3", map[string]string{"fail": "yes"})}, "3")
-	if !errors.Is(err, failing) {
-		t.Fatalf("Replace error = %v", err)
-	}
 	atEachStage(t, f, opts, &store, func(t *testing.T, s stage) {
 		item, ok, _ := store.GetByKey("ns/a")
 		if !ok || item.(*corev1.Pod).ResourceVersion != "1" {
@@ -494,6 +490,55 @@ func TestIndexFunctionErrorLeavesNoPartialState(t *testing.T) {
 		}
 		if rv := store.LastStoreSyncResourceVersion(); rv != "1" {
 			t.Errorf("%s: RV = %q, want 1", s, rv)
+		}
+	})
+}
+
+// A Replace applies its list without the objects the index functions
+// refuse, each refused as Update refuses it: a refused key keeps what the
+// store held, stored or absent. The error names each refusal.
+func TestReplaceLeavesOutOnlyTheObjectsItRefuses(t *testing.T) {
+	f := newTestFile(t)
+	failing := errors.New("index function failed")
+	picky := func(obj interface{}) ([]string, error) {
+		if obj.(*corev1.Pod).Labels["fail"] == "yes" {
+			return nil, failing
+		}
+		return []string{obj.(*corev1.Pod).Labels["app"]}, nil
+	}
+	opts := bcache.IndexerOptions{Indexers: cache.Indexers{"byApp": byLabel("app"), "picky": picky}}
+	store := f.indexer(opts)
+	for _, p := range []*corev1.Pod{pod("ns", "a", "1", map[string]string{"app": "x"}), pod("ns", "b", "2", map[string]string{"app": "x"})} {
+		if err := store.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := store.Replace([]interface{}{
+		pod("ns", "a", "5", map[string]string{"app": "y", "fail": "yes"}), // a new version refused: a@1 stays
+		pod("ns", "c", "4", map[string]string{"app": "y"}),
+		pod("ns", "d", "3", map[string]string{"fail": "yes"}), // refused: stays absent
+	}, "5") // b is gone
+	if !errors.Is(err, failing) || !strings.Contains(err.Error(), `"ns/a"`) || !strings.Contains(err.Error(), `"ns/d"`) {
+		t.Fatalf("Replace error = %v; want the index errors naming ns/a and ns/d", err)
+	}
+	atEachStage(t, f, opts, &store, func(t *testing.T, s stage) {
+		var got []string
+		for _, obj := range store.List() {
+			got = append(got, obj.(*corev1.Pod).Name+"@"+obj.(*corev1.Pod).ResourceVersion)
+		}
+		if want := []string{"a@1", "c@4"}; !eq(sorted(got), want) {
+			t.Errorf("%s: the store holds %v, want %v", s, sorted(got), want)
+		}
+		for _, idx := range []string{"byApp", "picky"} {
+			if keys, _ := store.IndexKeys(idx, "x"); !eq(keys, []string{"ns/a"}) {
+				t.Errorf("%s: %s[x] = %v, want [ns/a]", s, idx, keys)
+			}
+			if keys, _ := store.IndexKeys(idx, "y"); !eq(keys, []string{"ns/c"}) {
+				t.Errorf("%s: %s[y] = %v, want [ns/c]", s, idx, keys)
+			}
+		}
+		if rv := store.LastStoreSyncResourceVersion(); rv != "5" {
+			t.Errorf("%s: RV = %q, want the list's 5", s, rv)
 		}
 	})
 }

@@ -119,6 +119,14 @@ type Informer struct {
 	// consistent again (recover.go).
 	walkHolds walkRecoveryHolds
 
+	// setAsides carries the set-asides of index builds to the running
+	// informer (setaside.go). begun is set by begin before it decides
+	// whether the start lists. walk is the warm start's delivery, if any,
+	// set before begun. Both are read without startedLock, by AddIndexers.
+	setAsides *setAsides
+	begun     atomic.Bool
+	walk      atomic.Pointer[warmDelivery]
+
 	// startedLock guards the fields below it. It is never held while
 	// stored objects are delivered or the cluster is asked who it is.
 	startedLock       sync.Mutex
@@ -249,6 +257,8 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 	if persistent != nil {
 		inf.gate.seeds = newSeedStore(opts.Indexers)
 		inf.public = provenStore{storeIndexer: store, gate: &inf.gate}
+		inf.setAsides = newSetAsides()
+		persistent.onUnreadable(inf.setAsideUnreadable)
 	}
 	return inf, nil
 }
@@ -401,7 +411,7 @@ func (s *Informer) processLoop(ctx context.Context, fifo *cache.RealFIFO) {
 // store and out of the notifications, and says so.
 func (s *Informer) reportProcessError(ctx context.Context, err error) {
 	if err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Failed to apply a watch event to the store", "collection", s.name)
+		utilruntime.HandleErrorWithContext(ctx, err, "Failed to apply a watch event or a list to the store", "collection", s.name)
 	}
 }
 

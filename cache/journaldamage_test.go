@@ -157,6 +157,64 @@ func TestJournalSetAsideTellsACheckpointOfDeletions(t *testing.T) {
 	}
 }
 
+// removeJournal deletes the collection's journal bucket.
+func removeJournal(t *testing.T, path, collection string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(format.CollectionsBucket).Bucket([]byte(collection)).DeleteBucket(format.JournalBucket)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A collection whose journal bucket is missing lost the changes only the
+// journal held, though its resourceVersion is past them. Resumed as it
+// stood, it lacked aa for good. A checkpoint's handler that had
+// acknowledged such a key was then told of its deletion while it lived
+// (the simulation's seed 176). The informer lists it instead, and the
+// handler is told nothing of aa.
+func TestMissingJournalIsListedNotToldAsDeletions(t *testing.T) {
+	f := newTestFile(t)
+	src := podSource("a", "b", "c")
+	populate(t, f, src, bcache.Persistence{}, nil, nil) // the list: into the trees
+	var cp *bcache.Checkpoint
+	r := startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, withCheckpoint(t, &cp, nil, nil))
+	r.synced(t)
+	poll.Until(t, 10*time.Second, "acknowledged", func() bool { return cp.Len() == 3 })
+	src.Add(pod("ns", "aa", "", nil)) // only in the journal
+	poll.Until(t, 10*time.Second, "aa acknowledged", func() bool {
+		obj, ok, _ := r.inf.GetStore().GetByKey("ns/aa")
+		return ok && cp.Acknowledged(obj)
+	})
+	r.stop()
+	if err := f.db.Close(); err != nil { // the event and acknowledgement: into the file
+		t.Fatal(err)
+	}
+	removeJournal(t, f.path, "pods")
+	f.open()
+
+	h := &events{}
+	var reg cache.ResourceEventHandlerRegistration
+	r = startInformer(t, f, noWatchList{src}, bcache.Persistence{}, nil, withCheckpoint(t, &cp, h.handler(), &reg))
+	r.synced(t)
+	select {
+	case <-reg.HasSyncedChecker().Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the checkpoint handler did not sync")
+	}
+	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
+		t.Errorf("synced with %v, want the source's %v", got, want)
+	}
+	if got := h.list(); slices.Contains(got, "delete tombstone:ns/aa") {
+		t.Errorf("the checkpoint handler got %v: told of the deletion of aa, which lives", got)
+	}
+}
+
 // A key set aside after a read error is owed to a checkpoint's handler as a
 // tombstone, unless the handler hears of the key again before the relist is
 // applied. Here c is set aside, then recreated and deleted through the first

@@ -32,6 +32,8 @@ import (
 //	warm walk          runWarm             hands stored objects to the start     persist, on a read error
 //	                                       handlers; after a read error, sets    (SetAside)
 //	                                       aside (keepOnly) and relists
+//	set-asides         RunWithContext      reports what index builds set aside   nothing: it replaces the
+//	                                       (setaside.go), and relists            reflector
 //	listeners          processor.Run       one pair per handler (run, pop), as   nothing of the informer's
 //	                                       in client-go; call the handlers
 //	sync and proof     RunWithContext      wait for loaded and caught up, then   s.loaded, s.synced
@@ -47,15 +49,17 @@ import (
 //	lock                     guards                                  taken by
 //	-----------------------  --------------------------------------  ----------------------------------
 //	Checkpoint.mu            one handler per checkpoint              Checkpoint.AddEventHandler
+//	relister.mu              one reflector replacement at a time     relist (the walk, set-asides)
 //	startedLock              started, stopped, the reflector         handler joins, RunWithContext,
-//	                                                                 relistAfterReadError
+//	                                                                 relist, AddIndexers
 //	RealFIFO's lock          the queue (client-go); held while a     the reflector's Add and Replace,
 //	                         popped item is processed                the controller's Pop
 //	blockDeltas              the store against joins and removals;   the controller, handler joins and
 //	                         owedJoins                               removals, joinCheckpoints
-//	warmDelivery.mu          the walk's progress, notGiven           the walk, handOutBefore, keepOnly
+//	warmDelivery.mu          the walk's progress, notGiven           the walk, handOutBefore, keepOnly,
+//	                                                                 setAsideUnreadable
 //	tombstoneMu              tombstoneJoins, retell, walkJoins       joins, supersede, keepOnly,
-//	                                                                 retellLocked
+//	                                                                 retellLocked, setAsideUnreadable
 //	gate.owedMu              the owed list                           owe, paid, stopOwing
 //	seedStore.mu             the store served before Run adopts it   lister calls, adopt
 //	Indexer.writeMu          the order of store writes               the controller, the walk's repairs
@@ -64,7 +68,10 @@ import (
 //
 // startedLock and the RealFIFO's lock are never held together. Leaf locks,
 // under which nothing else is taken: checkpointsMu, owedHold.mu,
-// walkYield.mu, walkRecoveryHolds.mu, caughtUp.mu, Metrics.mu.
+// walkYield.mu, walkRecoveryHolds.mu, caughtUp.mu, Metrics.mu, setAsides.mu.
+// AddIndexers holds startedLock, then Indexer.writeMu for each build. It
+// lets writeMu go before it sets records aside (setaside.go), which takes
+// warmDelivery.mu, tombstoneMu and gate.owedMu.
 
 // Run implements cache.SharedInformer.
 func (s *Informer) Run(stopCh <-chan struct{}) {
@@ -137,12 +144,15 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	defer refls.stopAll()
 	fifo, refl, delivery := s.begin(logger)
 	s.joinCheckpoints()
-	stopFirst := refls.launch(refl)
+	rl := &relister{stop: refls.launch(refl), launch: refls.launch, fifo: fifo}
+	if s.persistent != nil {
+		wg.Start(func() { s.runSetAsides(ctx, rl) })
+	}
 	if s.proof != nil {
 		wg.Start(func() { s.proveByVersions(ctx) })
 	}
 	if delivery != nil {
-		s.runWarm(ctx, &wg, delivery, stopFirst, refls.launch, fifo)
+		s.runWarm(ctx, &wg, delivery, rl)
 	} else {
 		s.runCold(ctx, &wg, fifo)
 	}
@@ -168,7 +178,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 // the handlers in the background (warmDelivery). Each handler's
 // registration syncs after its own initial adds. Watch events are applied
 // meanwhile, and a relist after a 410 waits for the delivery.
-func (s *Informer) runWarm(ctx context.Context, wg *wait.Group, delivery *warmDelivery, stopFirst func(), launch func(*reflector.Reflector) func(), fifo *cache.RealFIFO) {
+func (s *Informer) runWarm(ctx context.Context, wg *wait.Group, delivery *warmDelivery, rl *relister) {
 	logger := klog.FromContext(ctx)
 	s.loadedOnceListed(ctx, wg)
 	wg.Start(func() {
@@ -177,7 +187,7 @@ func (s *Informer) runWarm(ctx context.Context, wg *wait.Group, delivery *warmDe
 		if err == nil {
 			s.forgetWalkJoins()
 		} else {
-			s.relistAfterReadError(ctx, err, stopFirst, launch, fifo)
+			s.relistAfterReadError(ctx, err, rl)
 		}
 		s.releaseFilePages(logger)
 	})

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	clientgofeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/tools/cache"
@@ -119,6 +120,7 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.processor.SelectResyncingListeners()
 		delivery = newWarmDelivery(s, s.processor.Listeners())
 		s.delivery = delivery
+		s.walk.Store(delivery)
 		holdWalk(delivery, s.openCheckpoints())
 		end := delivery.end
 		s.gate.verifying.Store(&end)
@@ -136,6 +138,9 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.paged = newPagedList(s, s.transform)
 		paged = s.paged
 	}
+	// Before the debt is read: an index build's set-aside that finds begun
+	// unset leaves the list to this start (setaside.go).
+	s.begun.Store(true)
 	opts := s.listIfOwed(reflector.Options{
 		ResumeResourceVersion: resume,
 		ListAfter:             listAfter,
@@ -345,15 +350,33 @@ func (s *Informer) forgetWalkJoins() {
 // relistAfterReadError deals with stored state that could not be read
 // back during a warm start's delivery. The informer has synced and handlers
 // have part of the stored state; the delivery has set the rest aside
-// (keepOnly). The first reflector stops and a new one lists, from no older
-// than what the first one applied, into the same queue. The list is
-// reconciled with the store as any relist is: what was set aside arrives as
-// adds, what changed as updates, what is gone as deletions. Until it is
-// applied the store lacks what was set aside.
-func (s *Informer) relistAfterReadError(ctx context.Context, err error, stopFirst func(), launch func(*reflector.Reflector) func(), fifo *cache.RealFIFO) {
+// (keepOnly). The reflector is replaced by one that lists (relist).
+func (s *Informer) relistAfterReadError(ctx context.Context, err error, rl *relister) {
 	s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading the stored state back failed (%w); set aside what the handlers were not given, relisting", s.name, err))
 	s.opts.Metrics.countReset(s.name, resetReadError)
-	stopFirst()
+	s.relist(ctx, rl, nil)
+}
+
+// relister replaces a running informer's reflector after stored state was
+// set aside: by the warm start's walk (relistAfterReadError) or by an
+// index build (runSetAsides).
+type relister struct {
+	mu     sync.Mutex // one replacement at a time, so one reflector runs
+	stop   func()     // stops the running reflector and waits for it; guarded by mu
+	launch func(*reflector.Reflector) (stop func())
+	fifo   *cache.RealFIFO
+}
+
+// relist stops the running reflector, and starts one that lists, from no
+// older than what the stopped one applied, into the same queue. The list is
+// reconciled with the store as any relist is: what was set aside arrives
+// as adds, what changed as updates, what is gone as deletions. Until it is
+// applied the store lacks what was set aside. listAfter, if not nil, holds
+// the list's Replace back (reflector.Options.ListAfter).
+func (s *Informer) relist(ctx context.Context, rl *relister, listAfter func() <-chan struct{}) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	rl.stop()
 	if ctx.Err() != nil {
 		return
 	}
@@ -361,11 +384,11 @@ func (s *Informer) relistAfterReadError(ctx context.Context, err error, stopFirs
 	applied := s.reflector.LastSyncResourceVersion()
 	// If the informer has not caught up yet, the short watches after the
 	// relist do (the list may be older than the start's consistent read).
-	store := s.reflectorStore(fifo)
-	s.reflector = reflector.New(s.listerWatcher, store, s.reflectorOptions(store, reflector.Options{ListFrom: applied, CatchUp: s.catchUp()}))
+	store := s.reflectorStore(rl.fifo)
+	s.reflector = reflector.New(s.listerWatcher, store, s.reflectorOptions(store, reflector.Options{ListFrom: applied, CatchUp: s.catchUp(), ListAfter: listAfter}))
 	refl := s.reflector
 	s.startedLock.Unlock()
-	launch(refl)
+	rl.stop = rl.launch(refl)
 }
 
 // keepOnly removes from the collection every key handedOut says no handler
@@ -404,18 +427,24 @@ func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) er
 	// between the first owe and the drop saw the keys set aside, and its
 	// end must not pay the list (applyRecoveryStepLocked).
 	s.gate.owe()
+	s.retellOnceListed(retell)
+	return nil
+}
+
+// retellOnceListed records keys set aside, to be told to the handlers of
+// tombstones once the owed list is applied (retellLocked).
+func (s *Informer) retellOnceListed(keys map[string]struct{}) {
 	s.tombstoneMu.Lock()
 	defer s.tombstoneMu.Unlock()
 	if s.retell == nil {
-		s.retell = retell
+		s.retell = keys
 	} else {
-		maps.Copy(s.retell, retell)
+		maps.Copy(s.retell, keys)
 	}
-	for k := range retell {
+	for k := range keys {
 		delete(s.retellExcept, k) // set aside again: owed again
 	}
 	s.retellDue.Store(true)
-	return nil
 }
 
 // releaseFilePages takes the file's pages, which a sync has just walked,

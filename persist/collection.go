@@ -447,7 +447,9 @@ func (c *Collection) DamageSetAside() error { return c.damageSetAside }
 
 // unchanged loads the stored collection and reports whether create would
 // write nothing. That is so when the collection exists with the provenance,
-// description and index versions opts gives. Errors are those of a corrupt collection.
+// description and index versions opts gives, and its index entries and
+// versions are sound (checkDerived). Errors are those of a corrupt
+// collection.
 func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error) {
 	b, err := c.collectionBucket(tx)
 	if err != nil || b == nil {
@@ -462,11 +464,14 @@ func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error
 	if abandoned, unstamped := c.abandonedCheckpoints(b); len(abandoned)+len(unstamped) > 0 {
 		return false, nil
 	}
-	if damaged, versionsErr := checkDerived(b, c.indexes); len(damaged) > 0 || versionsErr != nil {
+	if damaged, versionsErr := c.checkDerived(b, c.indexes); len(damaged) > 0 || versionsErr != nil {
 		return false, nil // rebuilt by create
 	}
 	if b.Bucket(format.VersionsBucket) == nil {
 		return false, nil // built by create
+	}
+	if undecodableInfo(b.Bucket(format.CollMetaBucket)) {
+		return false, nil // dropped by create
 	}
 	for name, v := range opts.Indexes {
 		if c.indexes[name] != v {
@@ -530,6 +535,9 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 		}
 	}
 	meta := b.Bucket(format.CollMetaBucket)
+	if err := dropUndecodableInfo(meta); err != nil {
+		return err
+	}
 	if opts.Description != nil {
 		raw, err := msgpack.Marshal(opts.Description)
 		if err != nil {
@@ -565,7 +573,7 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 			return err
 		}
 		c.dropJournalLayers(treeBytes)
-		if err := c.buildIndexes(tx, &c.journal, build, opts.Indexes, opts.IndexValues); err != nil {
+		if err := c.buildIndexes(tx, &c.journal, build, opts.Indexes, opts.IndexValues, true); err != nil {
 			return err
 		}
 	}
@@ -593,10 +601,12 @@ func splitIndexes(stored, named map[string]string) (use, dormant map[string]stri
 // buildIndexes creates the named indexes from the stored objects and records
 // their versions. An error from fn aborts the caller's transaction, so no
 // partial index survives. A record that does not decode cannot be indexed.
-// It is set aside with the must-list mark (setAsideUnreadableTx), because
-// an index build that failed on it would fail at every open. j is where
-// the journal stands, folded before any build.
-func (c *Collection) buildIndexes(tx *bolt.Tx, j *journalState, names []string, versions map[string]string, fn IndexValuesFunc) error {
+// With setAside, as at open, it is set aside with the must-list mark
+// (setAsideUnreadableTx), because an index build that failed on it would
+// fail at every open. Without, the build fails with an
+// *UnreadableRecordsError naming every such record. j is where the journal
+// stands, folded before any build.
+func (c *Collection) buildIndexes(tx *bolt.Tx, j *journalState, names []string, versions map[string]string, fn IndexValuesFunc, setAside bool) error {
 	sort.Strings(names)
 	for _, name := range names {
 		if err := checkBucketName("index", name); err != nil {
@@ -651,6 +661,9 @@ func (c *Collection) buildIndexes(tx *bolt.Tx, j *journalState, names []string, 
 	if err != nil {
 		return err
 	}
+	if len(unreadable) > 0 && !setAside {
+		return &UnreadableRecordsError{Keys: unreadable, Err: errors.Join(why...)}
+	}
 	for _, name := range names {
 		c.indexes[name] = versions[name]
 	}
@@ -689,11 +702,12 @@ func (c *Collection) setAsideUnreadableTx(b *bolt.Bucket, j *journalState, keys 
 	return nil
 }
 
-// RecordsSetAside returns why an index build set aside stored records that
-// do not decode, or nil. DB.Collection builds an index whose version
-// changed, and AddIndexes a new one, from the records. A record that does
-// not decode cannot be indexed. It was deleted, in the transaction that
-// built the index, which also set the must-list mark (see MustList).
+// RecordsSetAside returns why an index build at open set aside stored
+// records that do not decode, or nil. DB.Collection builds an index whose
+// version changed from the records. A record that does not decode cannot be
+// indexed. It was deleted, in the transaction that built the index, which
+// also set the must-list mark (see MustList). AddIndexes sets nothing
+// aside: it fails with an *UnreadableRecordsError instead.
 func (c *Collection) RecordsSetAside() error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -803,12 +817,15 @@ func (c *Collection) Indexes() map[string]string {
 // is applied. So does a key the file cannot store (see Op.Key). Applied ops are visible to reads when Apply returns, and reach the
 // file, together with rv, in the next group commit.
 func (c *Collection) Apply(ops []Op, rv string) error {
-	return c.apply(ops, rv, true, nil)
+	return c.apply(ops, rv, true, nil, nil)
 }
 
 // apply applies ops. In the same layer, it sets the resource version to rv
 // if setRV, and the must-list mark to *mustList if mustList is not nil.
-func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) error {
+// With only set, it applies just the ops whose key only accepts, asked
+// under the lock that orders applies. Its error fails the apply, and no op
+// applied means no layer change, mark included.
+func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool, only func(key string) (bool, error)) error {
 	if c.db.opts.ReadOnly {
 		return ErrReadOnly
 	}
@@ -848,6 +865,27 @@ func (c *Collection) apply(ops []Op, rv string, setRV bool, mustList *bool) erro
 		c.mu.Unlock()
 		c.db.applyMu.RUnlock()
 		return ErrClosed
+	}
+	if only != nil {
+		n := 0
+		for i, op := range ops {
+			ok, err := only(op.Key)
+			if err != nil {
+				c.mu.Unlock()
+				c.db.applyMu.RUnlock()
+				return err
+			}
+			if ok {
+				ops[n], changes[n] = op, changes[i]
+				n++
+			}
+		}
+		ops, changes = ops[:n], changes[:n]
+		if n == 0 {
+			c.mu.Unlock()
+			c.db.applyMu.RUnlock()
+			return nil
+		}
 	}
 	if c.dormant != nil {
 		// The dormant indexes would not reflect this change. The commit
@@ -941,8 +979,12 @@ func (c *Collection) CommittedResourceVersion() (string, error) {
 // AddIndexes builds new indexes over the stored objects and adds them to the
 // collection. It first flushes pending changes, then builds every index in
 // one transaction. If fn fails for any object, no index is added and the
-// error names the object. The caller must not Apply concurrently (Apply would
-// compute values without the new indexes).
+// error names the object. If stored records do not decode, no index is
+// added, nothing changes, and the error is an *UnreadableRecordsError
+// naming them. The caller decides what becomes of them: an owner that can
+// list sets them aside (SetAside) and adds the indexes again. The caller
+// must not Apply concurrently (Apply would compute values without the new
+// indexes).
 func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string, fn IndexValuesFunc) error {
 	if c.db.opts.ReadOnly {
 		return ErrReadOnly
@@ -982,18 +1024,16 @@ func (c *Collection) AddIndexes(ctx context.Context, versions map[string]string,
 			delete(c.dormant, name) // rebuilt at this version
 		}
 		var j journalState
-		mustList, setAside := c.mustList, c.recordsSetAside
 		err := c.db.bolt.Update(func(tx *bolt.Tx) error {
 			treeBytes, err := c.foldJournalForBuild(c.bucket(tx))
 			if err != nil {
 				return err
 			}
 			j = journalState{treeBytes: treeBytes}
-			return c.buildIndexes(tx, &j, build, versions, fn)
+			return c.buildIndexes(tx, &j, build, versions, fn, false)
 		})
 		if err = c.db.closedErr(err); err != nil {
 			c.indexes, c.dormant = before, dormantBefore
-			c.mustList, c.recordsSetAside = mustList, setAside
 			return fmt.Errorf("adding indexes to %q: %w", c.name, err)
 		}
 		c.dropJournalLayers(j.treeBytes)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,13 +19,14 @@ import (
 )
 
 // writeDamageFixture writes a collection with every sub-bucket a
-// collection may have. Objects are in the trees, a change in the journal,
-// and a checkpoint holds an acknowledgement, a tombstone and a stamp.
+// collection may have, and a description. Objects are in the trees, a
+// change in the journal, and a checkpoint holds an acknowledgement, a
+// tombstone and a stamp.
 func writeDamageFixture(t *testing.T, path string) {
 	t.Helper()
 	ctx := context.Background()
 	db := openDB(t, path, persist.WithMinJournalBytes(persist.Options{}, 1<<30))
-	opts := persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "1"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}}
+	opts := persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "1"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}, Description: fixtureDescription}
 	c, err := db.Collection("cms", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +59,10 @@ func writeDamageFixture(t *testing.T, path string) {
 		return nil
 	})
 }
+
+// fixtureDescription is the description the damage fixtures are written
+// with.
+var fixtureDescription = map[string]string{"resource": "configmaps"}
 
 // A collection whose structure is damaged opens without a panic. A
 // sub-bucket it needs may be missing or hold a plain value, or its
@@ -341,10 +347,12 @@ func TestDamagedIndexEntriesAreRebuilt(t *testing.T) {
 }
 
 // An index is built from the records: at open when its version changed,
-// and by AddIndexes. A record that does not decode cannot be indexed. The
-// build failed on it, and so did every later open or AddIndexes, until a
-// person deleted the file. The build now sets such a record aside, with
-// the must-list mark, in its transaction, and indexes the rest.
+// and by AddIndexes. A record that does not decode cannot be indexed.
+// At open, the build sets such a record aside, with the must-list mark, in
+// its transaction, and indexes the rest. Otherwise every later open would
+// fail on it. AddIndexes instead fails, naming the record, and changes
+// nothing: its caller may have no list to fetch the record again with. The
+// caller sets the record aside (SetAside), and AddIndexes then succeeds.
 func TestIndexBuildSetsAsideUnreadableRecords(t *testing.T) {
 	for _, add := range []bool{false, true} {
 		t.Run(fmt.Sprintf("AddIndexes=%t", add), func(t *testing.T) {
@@ -365,11 +373,25 @@ func TestIndexBuildSetsAsideUnreadableRecords(t *testing.T) {
 				t.Fatalf("open: %v", err)
 			}
 			if add {
-				if err := c.AddIndexes(context.Background(), map[string]string{"other": "1"}, byName); err != nil {
-					t.Fatalf("AddIndexes: %v", err)
+				err := c.AddIndexes(context.Background(), map[string]string{"other": "1"}, byName)
+				var unreadable *persist.UnreadableRecordsError
+				if !errors.As(err, &unreadable) || !slices.Equal(unreadable.Keys, []string{"ns/c"}) || !errors.Is(err, persist.ErrCorruptRecord) {
+					t.Fatalf("AddIndexes = %v; want an UnreadableRecordsError naming ns/c", err)
 				}
-			}
-			if err := c.RecordsSetAside(); !errors.Is(err, persist.ErrCorruptRecord) {
+				keys, err := c.Keys()
+				if err != nil || !slices.Equal(keys, []string{"ns/a", "ns/c"}) || c.MustList() || c.RecordsSetAside() != nil {
+					t.Fatalf("after the failed AddIndexes the collection holds %v (%v), must-list %t, set aside %v; want it unchanged", keys, err, c.MustList(), c.RecordsSetAside())
+				}
+				if got := c.Indexes(); !maps.Equal(got, map[string]string{"name": "1"}) {
+					t.Fatalf("after the failed AddIndexes the indexes are %v; want only name", got)
+				}
+				if err := c.SetAside([]persist.Op{{Key: "ns/c", Delete: true}}); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.AddIndexes(context.Background(), map[string]string{"other": "1"}, byName); err != nil {
+					t.Fatalf("AddIndexes after the set-aside: %v", err)
+				}
+			} else if err := c.RecordsSetAside(); !errors.Is(err, persist.ErrCorruptRecord) {
 				t.Errorf("RecordsSetAside() = %v, want the record that did not decode", err)
 			}
 			keys, err := c.Keys()
@@ -385,6 +407,57 @@ func TestIndexBuildSetsAsideUnreadableRecords(t *testing.T) {
 			}
 			if !c.MustList() {
 				t.Error("the must-list mark was not kept")
+			}
+		})
+	}
+}
+
+// The meta values only DB.Collections reads, the time of the last commit
+// and the description, may not decode. A writable open repairs them even
+// when it commits nothing, so that the owner's clean close leaves a file
+// inspect describes again. The commit time that does not decode is
+// dropped (Committed is then zero); a description that does not decode is
+// dropped, or replaced by the one the open gives.
+func TestUndecodableInfoIsRepairedAtOpen(t *testing.T) {
+	garbage := []byte{0xc1, 0xff, 'x'}
+	pods := map[string]string{"resource": "pods"}
+	for _, tc := range []struct {
+		name  string
+		key   []byte
+		given map[string]string // the open's description
+		want  map[string]string // the description after it
+	}{
+		{"commit time", format.CommittedKey, nil, fixtureDescription},
+		{"description, none given", format.DescriptionKey, nil, nil},
+		{"description, one given", format.DescriptionKey, pods, pods},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			writeDamageFixture(t, path)
+			updateFile(t, path, func(tx *bolt.Tx) error {
+				meta := tx.Bucket(format.CollectionsBucket).Bucket([]byte("cms")).Bucket(format.CollMetaBucket)
+				return meta.Put(tc.key, garbage)
+			})
+			opts := damageOpts
+			opts.Description = tc.given
+			db := openDB(t, path, persist.Options{NoSync: true})
+			c, err := db.Collection("cms", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.DamageSetAside(); err != nil {
+				t.Errorf("DamageSetAside = %v: the collection was emptied for a value it does not need", err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			ro := openDB(t, path, persist.Options{ReadOnly: true})
+			infos, err := ro.Collections()
+			if err != nil {
+				t.Fatalf("after a writable open and a clean close without a commit, Collections: %v", err)
+			}
+			if len(infos) != 1 || infos[0].Objects != 2 || !maps.Equal(infos[0].Description, tc.want) {
+				t.Errorf("Collections = %+v, want cms with 2 objects, description %v", infos, tc.want)
 			}
 		})
 	}

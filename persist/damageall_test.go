@@ -189,12 +189,12 @@ func readRV(t *testing.T, path string) string {
 }
 
 // writeFoldingFixture writes a collection whose journal has two
-// generations, the older being folded, beside a dormant index and a
-// checkpoint's acknowledgement.
+// generations, the older being folded, beside a dormant index, a
+// checkpoint's acknowledgement and a description.
 func writeFoldingFixture(t *testing.T, path string) {
 	t.Helper()
 	ctx := context.Background()
-	opts := persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "1", "old": "1"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}}
+	opts := persist.CollectionOptions{CacheObjects: 1, Indexes: map[string]string{"name": "1", "old": "1"}, IndexValues: byName, Provenance: map[string]string{"list": "cms"}, Description: fixtureDescription}
 	db := openDB(t, path, persist.WithFoldChunk(persist.WithMinJournalBytes(persist.Options{NoSync: true}, 1), 1))
 	c, err := db.Collection("cms", opts)
 	if err != nil {
@@ -429,6 +429,7 @@ func checkDamagedFile(t *testing.T, path string, opts persist.CollectionOptions,
 	// A read-only open, as inspect's.
 	readEverything(t, "read-only", path, true)
 	inspectEverything(t, path)
+	checkIdleOpen(t, path, opts)
 
 	db, err := openDBNoPanic(path, persist.Options{NoSync: true, Scheme: scheme.Scheme})
 	if err != nil {
@@ -520,6 +521,36 @@ func checkDamagedFile(t *testing.T, path string, opts persist.CollectionOptions,
 		case resumed && re.content() != wantAfter.content():
 			t.Errorf("%s: the collection serves\n%s\nwant\n%s", what, re.content(), wantAfter.content())
 		}
+	}
+}
+
+// checkIdleOpen opens a copy of the damaged file at path for writing,
+// opens its collection with opts, changes nothing, and closes it. What the
+// open did not set aside it repaired, so the file is described again:
+// DB.Collections, where inspect starts, succeeds. A commit would rewrite
+// much of the collection's meta; an owner may have nothing to commit.
+func checkIdleOpen(t *testing.T, path string, opts persist.CollectionOptions) {
+	t.Helper()
+	idle := filepath.Join(t.TempDir(), "idle.db")
+	copyFile(t, path, idle)
+	db, err := openDBNoPanic(idle, persist.Options{NoSync: true, Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatalf("idle open for writing: %v", err)
+	}
+	if _, err := openNoPanic(db, "cms", opts); err != nil {
+		t.Fatalf("idle open of the collection for writing: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("idle Close: %v", err)
+	}
+	ro, err := openDBNoPanic(idle, persist.Options{ReadOnly: true, NoSync: true, Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatalf("after an idle open and a clean close, a read-only open: %v", err)
+	}
+	defer ro.Close()
+	noPanic(t, "Collections after an idle open", func() { _, err = ro.Collections() })
+	if err != nil {
+		t.Errorf("after an idle open and a clean close, Collections: %v", err)
 	}
 }
 

@@ -95,7 +95,9 @@ type Options struct {
 	// <path>.corrupt-<unix seconds>, log it, and start over with an empty
 	// file. A controller then starts cold instead of failing. The renamed
 	// file is kept for inspection, and MovedAside returns its path. It never
-	// applies to ErrLocked, ErrSchemaUnsupported or ErrNotCacheFile.
+	// applies to ErrLocked, ErrSchemaUnsupported or ErrNotCacheFile. Nor
+	// does it apply to a write at open that the disk refuses (full, out of
+	// quota): Open fails with that error, and the file stays where it is.
 	MoveAsideCorrupt bool
 
 	// Scheme resolves typed objects for the record codec. Nil allows only
@@ -220,6 +222,10 @@ type DB struct {
 
 	commitObservers map[int]func(CommitStats) // guarded by mu
 	nextObserver    int                       // guarded by mu
+
+	// derivedChecks counts the checks of a collection's index entries and
+	// versions for damage (checkDerived). Tests read it.
+	derivedChecks atomic.Int64
 }
 
 // Open opens or creates the cache file at path. Another process may hold
@@ -404,16 +410,29 @@ func (db *DB) checkSchema() error {
 		}
 		return check(tx)
 	})
+	upgrade := errors.Is(err, errUpgradeSchema)
+	switch {
+	case errors.Is(err, ErrNotCacheFile), errors.Is(err, ErrSchemaUnsupported):
+		return err
+	case err != nil && !upgrade:
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, db.path, err)
+	}
+	// Only what a read finds makes the file corrupt. A write that fails
+	// says the disk refused it (full, out of quota), not that the file is
+	// damaged. bbolt leaves the file as it was, so it must not be moved
+	// aside (Options.MoveAsideCorrupt) and its cache lost.
+	var what string
 	switch {
 	case fresh:
-		err = db.bolt.Update(check)
-	case errors.Is(err, errUpgradeSchema):
+		what, err = "initializing it", db.bolt.Update(check)
+	case upgrade:
+		what = fmt.Sprintf("upgrading its schema to %d", schemaVersion)
 		err = db.bolt.Update(func(tx *bolt.Tx) error {
 			return tx.Bucket(format.MetaBucket).Put(format.SchemaKey, []byte(strconv.Itoa(schemaVersion)))
 		})
 	}
-	if err != nil && !errors.Is(err, ErrNotCacheFile) && !errors.Is(err, ErrSchemaUnsupported) {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, db.path, err)
+	if err != nil && !errors.Is(err, ErrNotCacheFile) {
+		return fmt.Errorf("opening cache file %s: %s: %w. The file was left as it was: free space on its disk, or raise its quota, and open it again", db.path, what, err)
 	}
 	return err
 }

@@ -55,12 +55,16 @@
 // the collection must be listed again (Collection.SetAside). The mark is
 // written in the same commit as the drop. Only ApplyList or emptying the
 // collection clears it. Collection.MustList reports it.
+// Collection.SetAsideUnreadable drops only records that still do not
+// decode, and keeps a key written since the caller found it unreadable.
 //
 // Damage never needs a person to repair it. A journal that cannot be read,
 // or that lacks part of what its last commit recorded, is set aside at
 // open, with the must-list mark. Damaged index entries and versions are
-// rebuilt at open from the records (Collection.RebuiltAtOpen). A collection whose structure
-// is damaged is emptied at open, and starts cold (Collection.DamageSetAside).
+// rebuilt at open from the records (Collection.RebuiltAtOpen). Every
+// writable open looks for them, since damage need not come from a
+// transaction. A collection whose structure is damaged is emptied at
+// open, and starts cold (Collection.DamageSetAside).
 //
 // A closed collection refuses writes and reads that need the file
 // (ErrClosed), because another instance may own its buckets since. So does

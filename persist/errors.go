@@ -59,3 +59,19 @@ func noIndexError(name string) error {
 	//lint:ignore ST1005 client-go's message, verbatim (callers may match it)
 	return fmt.Errorf("Index with name %s does not exist", name)
 }
+
+// UnreadableRecordsError is AddIndexes's error for stored records that do
+// not decode. An index cannot be built without them, so none was added,
+// and the records are still stored. It wraps ErrCorruptRecord.
+type UnreadableRecordsError struct {
+	// Keys are the keys of the records, in key order.
+	Keys []string
+	// Err says why each record does not decode.
+	Err error
+}
+
+func (e *UnreadableRecordsError) Error() string {
+	return fmt.Sprintf("stored records cannot be read back (%d of them), so no index was added and the records were kept: %v", len(e.Keys), e.Err)
+}
+
+func (e *UnreadableRecordsError) Unwrap() error { return e.Err }

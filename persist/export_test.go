@@ -122,3 +122,7 @@ func WithClock(opts Options, now func() time.Time) Options {
 	opts.now = now
 	return opts
 }
+
+// DerivedChecksForTest returns how many checks of a collection's index
+// entries and versions for damage db ran.
+func DerivedChecksForTest(db *DB) int64 { return db.derivedChecks.Load() }

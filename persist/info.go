@@ -57,22 +57,17 @@ func readInfo(b *bolt.Bucket, name string) (CollectionInfo, error) {
 	}
 	info.ResourceVersion = string(meta.Get(format.RVKey))
 	info.MustList = meta.Get(format.MustListKey) != nil
-	if raw := meta.Get(format.DescriptionKey); raw != nil {
-		if err := msgpack.Unmarshal(raw, &info.Description); err != nil {
-			return info, fmt.Errorf("%w: description: %v", ErrCorruptRecord, err)
-		}
+	var err error
+	if info.Description, err = decodeDescription(meta); err != nil {
+		return info, err
 	}
 	if raw := meta.Get(format.IndexVersionsKey); raw != nil {
 		if err := msgpack.Unmarshal(raw, &info.Indexes); err != nil {
 			return info, fmt.Errorf("%w: index versions: %v", ErrCorruptRecord, err)
 		}
 	}
-	if raw := meta.Get(format.CommittedKey); raw != nil {
-		t, err := time.Parse(time.RFC3339Nano, string(raw))
-		if err != nil {
-			return info, fmt.Errorf("%w: commit time %q", ErrCorruptRecord, raw)
-		}
-		info.Committed = t
+	if info.Committed, err = decodeCommitted(meta); err != nil {
+		return info, err
 	}
 	// The journal's newest entry for a key replaces the tree's record.
 	newest := map[string]int{} // key -> record bytes, -1 if deleted
@@ -86,7 +81,7 @@ func readInfo(b *bolt.Bucket, name string) (CollectionInfo, error) {
 	}); err != nil {
 		return info, err
 	}
-	err := objects.ForEach(func(k, v []byte) error {
+	err = objects.ForEach(func(k, v []byte) error {
 		if _, ok := newest[string(k)]; ok {
 			return nil
 		}
@@ -101,4 +96,60 @@ func readInfo(b *bolt.Bucket, name string) (CollectionInfo, error) {
 		}
 	}
 	return info, err
+}
+
+// The description and the commit time are read by Collections alone, so
+// no open fails on them. A writable open drops either where it does not
+// decode (dropUndecodableInfo), because an owner with nothing to commit
+// would otherwise leave it for every later Collections to fail on.
+
+// decodeDescription returns the collection's description in meta, nil if
+// it has none, or an error wrapping ErrCorruptRecord.
+func decodeDescription(meta *bolt.Bucket) (map[string]string, error) {
+	raw := meta.Get(format.DescriptionKey)
+	if raw == nil {
+		return nil, nil
+	}
+	var d map[string]string
+	if err := msgpack.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("%w: description: %v", ErrCorruptRecord, err)
+	}
+	return d, nil
+}
+
+// decodeCommitted returns the time of the collection's last commit in
+// meta, zero if it has none, or an error wrapping ErrCorruptRecord.
+func decodeCommitted(meta *bolt.Bucket) (time.Time, error) {
+	raw := meta.Get(format.CommittedKey)
+	if raw == nil {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(raw))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: commit time %q", ErrCorruptRecord, raw)
+	}
+	return t, nil
+}
+
+// undecodableInfo reports whether meta holds a description or a commit
+// time that does not decode.
+func undecodableInfo(meta *bolt.Bucket) bool {
+	_, errD := decodeDescription(meta)
+	_, errC := decodeCommitted(meta)
+	return errD != nil || errC != nil
+}
+
+// dropUndecodableInfo deletes from meta a description or a commit time
+// that does not decode. Committed is then zero until the next commit, and
+// the description empty until an open gives one.
+func dropUndecodableInfo(meta *bolt.Bucket) error {
+	if _, err := decodeDescription(meta); err != nil {
+		if err := meta.Delete(format.DescriptionKey); err != nil {
+			return err
+		}
+	}
+	if _, err := decodeCommitted(meta); err != nil {
+		return meta.Delete(format.CommittedKey)
+	}
+	return nil
 }

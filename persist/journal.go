@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -151,7 +150,8 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 
 // checkJournalRecord compares the journal j found in the collection b with
 // the record of it in meta. A collection last written before the record
-// was kept has none, and its journal is taken as found.
+// was kept has none, and its journal is taken as found. A journal may hold
+// more than its record (see journalHolds), never less.
 func checkJournalRecord(b *bolt.Bucket, j format.Journal) error {
 	raw := b.Bucket(format.CollMetaBucket).Get(format.JournalKey)
 	if raw == nil {
@@ -165,10 +165,37 @@ func checkJournalRecord(b *bolt.Bucket, j format.Journal) error {
 	for i, gen := range j.Generations {
 		got[i] = format.JournalGeneration{Gen: gen, Last: uint64(j.Entries[i])}
 	}
-	if !slices.Equal(got, want) {
+	if !journalHolds(got, want) {
 		return fmt.Errorf("%w: the journal holds generations %s, but the last commit left %s: journaled changes are lost", ErrCorruptRecord, describeGenerations(got), describeGenerations(want))
 	}
 	return nil
+}
+
+// journalHolds reports whether the journal got holds every entry the
+// record want names. Older builds of schema 3 append to the journal and
+// leave the record as they found it. Their appends extend the record's
+// newest generation, or start newer generations after it. So the record
+// must be a prefix of the journal: each older generation equal, and the
+// newest one no shorter. A generation missing, shorter or renumbered is
+// damage. An older build that folded the record's oldest generation away
+// leaves a journal that looks the same. It is set aside too, and costs a
+// list, because the record cannot tell that fold from a loss.
+func journalHolds(got, want []format.JournalGeneration) bool {
+	if len(got) < len(want) {
+		return false
+	}
+	for i, w := range want {
+		g := got[i]
+		switch {
+		case g.Gen != w.Gen:
+			return false
+		case i < len(want)-1 && g.Last != w.Last:
+			return false // a sealed generation takes no appends
+		case g.Last < w.Last:
+			return false
+		}
+	}
+	return true
 }
 
 // describeGenerations says which generations and entries gens holds.

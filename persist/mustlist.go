@@ -2,6 +2,8 @@ package persist
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -15,8 +17,9 @@ import (
 // Until a list has been applied, the collection carries a must-list mark in
 // the file.
 //
-//   - SetAside and SetAsideAll set it in the same commit (the same bbolt
-//     transaction) as the drop. So no crash can leave the drop without it.
+//   - SetAside, SetAsideUnreadable and SetAsideAll set it in the same
+//     commit (the same bbolt transaction) as the drop. So no crash can
+//     leave the drop without it.
 //   - Apply keeps it. A watch event or bookmark applied afterwards writes a
 //     valid resourceVersion, but the objects set aside are still missing.
 //   - Close keeps it, because it only flushes.
@@ -43,7 +46,37 @@ func (c *Collection) MustList() bool {
 // back. The mark and the ops reach the file in the same commit.
 func (c *Collection) SetAside(ops []Op) error {
 	mark := true
-	return c.apply(ops, "", false, &mark)
+	return c.apply(ops, "", false, &mark, nil)
+}
+
+// SetAsideUnreadable is SetAside for stored records that could not be read
+// back, such as those an *UnreadableRecordsError names. It deletes each
+// key whose newest state still does not decode, and keeps a key written or
+// deleted since. The check and the deletions happen under one hold of the
+// lock that orders applies, so no Apply comes between them. The must-list
+// mark is set only if a key was deleted. It returns the keys it deleted.
+func (c *Collection) SetAsideUnreadable(keys []string) ([]string, error) {
+	ops := make([]Op, len(keys))
+	for n, key := range keys {
+		ops[n] = Op{Key: key, Delete: true}
+	}
+	var deleted []string
+	unreadable := func(key string) (bool, error) {
+		_, _, err := c.getLocked(key)
+		switch {
+		case err == nil:
+			return false, nil // written or deleted since
+		case errors.Is(err, ErrCorruptRecord):
+			deleted = append(deleted, key)
+			return true, nil
+		}
+		return false, fmt.Errorf("reading %q to tell whether it still cannot be read back: %w", key, err)
+	}
+	mark := true
+	if err := c.apply(ops, "", false, &mark, unreadable); err != nil {
+		return nil, err
+	}
+	return deleted, nil
 }
 
 // SetAsideAll empties the collection as Reset does, keeping its recorded
@@ -59,7 +92,7 @@ func (c *Collection) SetAsideAll(ctx context.Context) error {
 // listed one, at rv. It also clears the must-list mark, in the same commit.
 func (c *Collection) ApplyList(ops []Op, rv string) error {
 	mark := false
-	return c.apply(ops, rv, true, &mark)
+	return c.apply(ops, rv, true, &mark, nil)
 }
 
 // ApplyPart is Apply for part of a list received in pages. It applies ops,
@@ -71,7 +104,7 @@ func (c *Collection) ApplyList(ops []Op, rv string) error {
 // lists into a collection without a resourceVersion, and a crash leaves it
 // without one.
 func (c *Collection) ApplyPart(ops []Op) error {
-	return c.apply(ops, "", false, nil)
+	return c.apply(ops, "", false, nil, nil)
 }
 
 // writeMustList stores the mark in meta, or removes it.

@@ -2,10 +2,16 @@ package persist_test
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/boltinformer/boltinformer/internal/format"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -129,5 +135,76 @@ func TestSetAsideAll(t *testing.T) {
 	}
 	if i := info(t, db, "c"); i.MustList {
 		t.Error("the file keeps the mark after the collection was emptied")
+	}
+}
+
+// SetAsideUnreadable deletes only the records that still do not decode.
+// A key written or deleted since the caller found it unreadable is kept as
+// it is now, and the must-list mark is set only if a key was deleted.
+func TestSetAsideUnreadableKeepsKeysWrittenSince(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		rewrite     bool // rewrite ns/a before the set-aside
+		wantDropped []string
+	}{
+		{"one rewritten", false, []string{"ns/a"}},
+		{"all rewritten", true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			db := openDB(t, path, persist.Options{NoSync: true})
+			c, err := db.Collection("c", persist.CollectionOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			put(t, c, "3", cm("a", "1"), cm("b", "2"), cm("c", "3"))
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			updateFile(t, path, func(tx *bolt.Tx) error {
+				objects := tx.Bucket(format.CollectionsBucket).Bucket([]byte("c")).Bucket(format.ObjectsBucket)
+				for _, key := range []string{"ns/a", "ns/b", "ns/c"} {
+					if err := objects.Put([]byte(key), []byte("not a record")); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			db = openDB(t, path, persist.Options{NoSync: true})
+			c, err = db.Collection("c", persist.CollectionOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			put(t, c, "4", cm("b", "4"))
+			if err := c.Apply([]persist.Op{{Key: "ns/c", Delete: true}}, "5"); err != nil {
+				t.Fatal(err)
+			}
+			if tc.rewrite {
+				put(t, c, "6", cm("a", "6"))
+			}
+			dropped, err := c.SetAsideUnreadable([]string{"ns/a", "ns/b", "ns/c"})
+			if err != nil || !slices.Equal(dropped, tc.wantDropped) {
+				t.Fatalf("SetAsideUnreadable = %v, %v; want %v", dropped, err, tc.wantDropped)
+			}
+			if got := c.MustList(); got != (len(tc.wantDropped) > 0) {
+				t.Errorf("MustList() = %v after dropping %v", got, dropped)
+			}
+			want := map[string]string{"ns/b": "4"}
+			if tc.rewrite {
+				want["ns/a"] = "6"
+			}
+			got := map[string]string{}
+			objs, err := c.List()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range objs {
+				m := o.(*corev1.ConfigMap)
+				got[m.Namespace+"/"+m.Name] = m.ResourceVersion
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("after the set-aside the collection holds %v; want %v", got, want)
+			}
+		})
 	}
 }

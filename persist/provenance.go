@@ -189,7 +189,7 @@ func (c *Collection) emptyTx(b *bolt.Bucket) error {
 	none := func(string, runtime.Object) ([]string, error) {
 		return nil, errors.New("no objects to index")
 	}
-	return c.buildIndexes(b.Tx(), &journalState{}, names, maps.Clone(c.indexes), none)
+	return c.buildIndexes(b.Tx(), &journalState{}, names, maps.Clone(c.indexes), none, false)
 }
 
 // Provenance returns the provenance the collection records.

@@ -17,16 +17,21 @@ import (
 // is built again from the records, and nothing needs listing.
 //
 // A writable open checks every entry of the derived buckets: each index's
-// byValue and byKey, and versions. No read can get past a damaged entry.
+// byValue and byKey, and versions. Damage may come from a bit flipped on
+// the disk, or a file copied while open, which no transaction made. So
+// every writable open checks, whoever wrote the file last.
+// No read can get past a damaged entry.
 // A byValue entry that names no object fails every read of its index, and
 // no set-aside of an object removes it. A byKey value that does not decode
 // fails every commit that changes its key. The check reads keys and small
-// values, never a record.
+// values, never a record. It parses them in place and allocates nothing,
+// so it costs a walk of the derived buckets' pages.
 
 // checkDerived returns why each index of indexes has damaged entries, and
 // why the versions bucket has, if it does. The collection b has the
 // structure checkStructure and checkIndexBuckets require.
-func checkDerived(b *bolt.Bucket, indexes map[string]string) (map[string]error, error) {
+func (c *Collection) checkDerived(b *bolt.Bucket, indexes map[string]string) (map[string]error, error) {
+	c.db.derivedChecks.Add(1)
 	var damaged map[string]error
 	idx := b.Bucket(format.IndexesBucket)
 	for _, name := range sortedKeys(indexes) {
@@ -43,8 +48,8 @@ func checkDerived(b *bolt.Bucket, indexes map[string]string) (map[string]error, 
 			if v == nil {
 				return fmt.Errorf("%w: a bucket stands where the version of %q belongs", ErrCorruptRecord, k)
 			}
-			uid, rv, err := format.DecodeVersion(v)
-			if err == nil && (!plausibleResourceVersion([]byte(uid)) || !plausibleResourceVersion([]byte(rv))) {
+			uid, rv, err := format.SplitVersion(v)
+			if err == nil && (!plausibleResourceVersion(uid) || !plausibleResourceVersion(rv)) {
 				err = fmt.Errorf("%w: version %q/%q is none a server gives", ErrCorruptRecord, uid, rv)
 			}
 			if err != nil {
@@ -72,7 +77,7 @@ func checkIndexEntries(ib *bolt.Bucket) error {
 		if v == nil {
 			return fmt.Errorf("%w: a bucket stands where the byKey values of %q belong", ErrCorruptRecord, k)
 		}
-		if _, err := format.DecodeIndexValues(v); err != nil {
+		if err := format.CheckIndexValues(v); err != nil {
 			return fmt.Errorf("the byKey values of %q: %w", k, err)
 		}
 		return nil
@@ -85,7 +90,7 @@ func checkIndexEntries(ib *bolt.Bucket) error {
 // changed. rebuiltAtOpen says what was dropped and why. Called by create,
 // before the indexes are split into those in use and the dormant.
 func (c *Collection) dropDamagedDerivedTx(b *bolt.Bucket) error {
-	damaged, versionsErr := checkDerived(b, c.indexes)
+	damaged, versionsErr := c.checkDerived(b, c.indexes)
 	var why []error
 	if len(damaged) > 0 {
 		idx := b.Bucket(format.IndexesBucket)

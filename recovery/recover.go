@@ -292,7 +292,11 @@ func (r *Recoverer) recover(ctx context.Context) (*recovery, error) {
 	logger.V(2).Info("Recovering", "reflector", r.l.Name(), "type", r.l.TypeDescription(), "cause", cause,
 		"resourceVersion", l.rv, "fullList", l.objects != nil, "listed", len(l.listed), "unchanged", rec.stats.Unchanged,
 		"deleted", rec.stats.Deleted, "fetch", rec.stats.Fetch, "ahead", rec.stats.Ahead)
-	r.l.Listed(l.listedAt, l.rv, len(l.listed), l.pages)
+	if l.given {
+		r.l.ListedEarlier(l.rv, len(l.listed), l.pages)
+	} else {
+		r.l.Listed(l.listedAt, l.rv, len(l.listed), l.pages)
+	}
 	rec.stats.ListDuration = r.l.Clock().Since(start) // before start: its fetches read stats
 	rec.ended, handedOn = ended, true
 	rec.start(ctx, fromList)
@@ -306,7 +310,8 @@ type recoveryList struct {
 	// was served at; pages counts its responses.
 	listedAt, rv string
 	pages        int
-	// given: the list is Hooks.Listed's, a consistent read (at "").
+	// given: the list is Hooks.Listed's, a consistent read (at "") made
+	// before this recovery, which stands in for a list at listedAt.
 	given  bool
 	listed map[string]listedItem
 	// objects are the listed objects by key, undecoded where the server
@@ -317,8 +322,7 @@ type recoveryList struct {
 // listForRecovery makes a recovery's list (list: listMetadata or listFull)
 // at the relist resourceVersion, with NotOlderThan, and, if the server says
 // that version is unavailable, once more as a consistent read at "". A list
-// Hooks.Listed gave is reported as listed at "": it is a consistent read,
-// which a reflector catching up may take as its target.
+// Hooks.Listed gave stands in only for a list at a version (listMetadata).
 func (r *Recoverer) listForRecovery(ctx context.Context, cause reflector.StartCause, list func(context.Context, string) (*recoveryList, error)) (*recoveryList, error) {
 	from := r.l.ResourceVersion()
 	l, err := list(ctx, from)
@@ -330,9 +334,6 @@ func (r *Recoverer) listForRecovery(ctx context.Context, cause reflector.StartCa
 		return nil, err
 	}
 	l.listedAt = from
-	if l.given {
-		l.listedAt = ""
-	}
 	return l, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -452,6 +453,48 @@ func TestRecoveryOfAPageCutTwiceIsReportedAndBacksOff(t *testing.T) {
 			equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[ns/a ns/c]", "update ns/b@5", "end@10"})
 			if n := len(reported()); n != 2 {
 				t.Errorf("%d failures reported, want 2: %v", n, reported())
+			}
+		})
+	}
+}
+
+// A page of a full list whose every body is cut at the same byte, with
+// either end of its reader, fails the recovery or reads the whole page:
+// never a shorter list. The recovery asks for a cut page again and decodes
+// that body whole; a protobuf body cut with a bare io.EOF just after its
+// envelope's type field decodes as a list without items or
+// resourceVersion. Once the bodies arrive whole, the recovery ends with the
+// uncut page's store calls.
+func TestRecoveryOfAPageCutTwiceAnywhereNeverReadsLess(t *testing.T) {
+	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3")}
+	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "c", "uc", "3")}
+	want := []string{"begin deleted=[] unchanged=[ns/a ns/c]", "update ns/b@5", "end@10"}
+	for format, body := range encodePodList(t, podList("10", onServer...)) {
+		t.Run(format, func(t *testing.T) {
+			for n := range len(body) {
+				for _, end := range []error{io.EOF, io.ErrUnexpectedEOF} {
+					what := fmt.Sprintf("every body cut at %d of %d bytes, then %v", n, len(body), end)
+					cut := &cutAtWireLister{
+						fakeLister: &fakeLister{meta: notAcceptable, objects: func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error) {
+							return nil, fmt.Errorf("a fetch")
+						}},
+						cutAt: &cutAt{body: body, n: n, end: end},
+					}
+					store := newRecoveryStore(stored...)
+					h := startRecovery(t, store, nil, "3", func(o *Options, _ *fakeLW) { o.Recovery.Lister = cut })
+					poll.Until(t, 5*time.Second, what+": a failed recovery, or its end", func() bool {
+						return len(h.errs.Errors()) > 0 || slices.ContainsFunc(store.Calls(), func(c string) bool { return strings.HasPrefix(c, "end@") })
+					})
+					if calls := store.Calls(); len(calls) > 0 && !slices.Equal(calls, want) {
+						t.Fatalf("%s: store calls %q, want none before the bodies heal, or %q", what, calls, want)
+					}
+					cut.heal()
+					store.waitFor(t, "end@10")
+					h.stop()
+					if calls := store.Calls(); !reflect.DeepEqual(calls, want) {
+						t.Fatalf("%s: store calls %q, want %q", what, calls, want)
+					}
+				}
 			}
 		})
 	}

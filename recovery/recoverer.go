@@ -15,10 +15,12 @@ type Hooks struct {
 	// collection that the store's owner took with ListVersions
 	// (cache.Informer takes one to prove a small warm collection caught
 	// up). The recovery uses it only if it is at least as new as the last
-	// resourceVersion handed to the store. It returns nil when there is
-	// none, and may wait, with ctx, for one being taken. The list must be
-	// taken after the reflector was created: a reflector catching up may
-	// take its resourceVersion as its target (reflector.CatchUp).
+	// resourceVersion handed to the store, and only in place of a list at
+	// that version, never of a consistent read asked for now. It returns
+	// nil when there is none, and may wait, with ctx, for one being taken.
+	// The list must be taken after the reflector was created: a reflector
+	// catching up may take its resourceVersion as its target, if no read
+	// gave one before (reflector.Relist.ListedEarlier).
 	Listed func(ctx context.Context) *Listing
 	// Started is called as each recovery begins, before its list. The
 	// function it returns is called once that recovery has ended: the

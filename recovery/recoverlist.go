@@ -18,6 +18,7 @@ import (
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/boltinformer/boltinformer/internal/wire"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -310,7 +311,11 @@ func (r *Recoverer) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wi
 	return l, nil, nil
 }
 
-// wholePage lists one page again and reads its body whole.
+// wholePage lists one page again and reads its body whole. A body that
+// ends with a bare io.EOF may still be cut short, and decoding a protobuf
+// one cut where an envelope field ends gives a list without items. So a
+// protobuf body must hold its whole envelope (wire.CheckWhole), or the page
+// fails.
 func wholePage(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions) ([]byte, func([]byte) (runtime.Object, error), error) {
 	body, decode, err := lister.ListObjectsWire(ctx, namespace, opts)
 	if err != nil || body == nil {
@@ -318,6 +323,9 @@ func wholePage(ctx context.Context, lister WireLister, namespace string, opts me
 	}
 	defer func() { _ = body.Close() }()
 	whole, err := io.ReadAll(body)
+	if err == nil {
+		err = wire.CheckWhole(whole)
+	}
 	return whole, decode, err
 }
 

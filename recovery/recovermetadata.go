@@ -20,6 +20,12 @@ import (
 
 // listMetadata lists the collection's metadata, paged, at resourceVersion
 // with NotOlderThan (or a consistent read at "").
+//
+// The list Hooks.Listed gives is a consistent read, at least as new as the
+// store (givenListing), so it serves for a list at resourceVersion. It never
+// serves for a consistent read at "": that is asked for now, to get past the
+// reads a catch-up took (reflector.CatchUp), and the given list may predate
+// them.
 func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*recoveryList, error) {
 	pageSize := int64(recoveryPageSize)
 	if _, ok := r.cfg.Lister.(MetadataWireLister); ok {
@@ -28,7 +34,7 @@ func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*
 	opts := listOptions(resourceVersion, pageSize)
 	first := opts
 	l := &recoveryList{listed: map[string]listedItem{}}
-	if r.listed != nil {
+	if r.listed != nil && resourceVersion != "" {
 		if given := r.givenListing(ctx); given != nil {
 			l.pages, l.rv, l.given = given.Pages, given.ResourceVersion, true
 			for key, v := range given.Versions {

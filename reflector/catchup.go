@@ -87,6 +87,14 @@ const (
 // cache behind etcd serves at its own position, older than the server at
 // the start may be. The short watches then go on, within the same
 // MaxWatches, and their reads give the target.
+//
+// A consistent list made before the relist that reports it
+// (Relist.ListedEarlier, such as an informer's list taken at its start)
+// is a read made after the start, but perhaps before the reads. It gives
+// Target its version, and settles the catch-up, only if no read has given
+// a target yet. Otherwise it may be older than the target, and the short
+// watches go on. The reflector never compares resourceVersions: only the
+// order in which the reads and lists were made tells which is newer.
 type CatchUp struct {
 	// Target, if set, is called once, with the resourceVersion of the first
 	// consistent read that succeeds, or of the first consistent list (at
@@ -123,21 +131,32 @@ func (r *Reflector) catchingUp() bool {
 
 // catchUpListed is called by a list that succeeded while catching up, with
 // the resourceVersion it listed at and the one it returned, before the list
-// reaches Store.Replace. Only a consistent list (at "") counts: it is a read
-// made after the start, at or past any read Target got before. If no
-// consistent read has reached Target yet, its version does, and the
+// reaches Store.Replace. Only a consistent list (at "") counts. Made now, it
+// is a read made after the start, at or past any read Target got before. If
+// no consistent read has reached Target yet, its version does, and the
 // catch-up is settled: no more short watches or reads. A list at a given
 // version (after a 410, or for a list the store owes) may be served by a
 // watch cache that lags the server's state at the start, so the short
 // watches go on.
-func (r *Reflector) catchUpListed(listedAt, resourceVersion string) {
+//
+// A consistent list made earlier (Relist.ListedEarlier) may predate the
+// reads. It settles the catch-up only if its version is the one Target
+// got, because no read had given one before it. Reads run only beside a
+// watch, never during a list, so none can race with this.
+func (r *Reflector) catchUpListed(listedAt, resourceVersion string, earlier bool) {
 	if listedAt != "" {
 		return
 	}
+	handed := false
 	if r.catchUp.Target != nil {
-		r.catchUpTarget.Do(func() { r.catchUp.Target(resourceVersion) })
+		r.catchUpTarget.Do(func() {
+			r.catchUp.Target(resourceVersion)
+			handed = true
+		})
 	}
-	r.catchUpSettled = true
+	if handed || !earlier {
+		r.catchUpSettled = true
+	}
 }
 
 // catchUpRead takes the consistent reads of a short watch that the server

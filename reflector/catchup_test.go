@@ -237,3 +237,69 @@ func TestCatchUpRelistAfterExpiredIsNotTheTarget(t *testing.T) {
 		})
 	}
 }
+
+// listedEarlier relists by reporting a consistent list made before the
+// relist, as a recovery reports the list its informer gave it.
+type listedEarlier struct{ rv string }
+
+func (e listedEarlier) Relist(_ context.Context, l *Relist) (*Relisted, error) {
+	l.ListedEarlier(e.rv, 0, 1)
+	return &Relisted{}, nil
+}
+
+// A consistent list made before the relist that reports it may predate
+// the reads: it gives the catch-up its target, and settles it, only if no
+// read gave one before. After a read at 150, a list made earlier at 120
+// leaves the watches short. With no read, or a caller that knows its
+// target (Target nil), it is what the reflector knows.
+func TestCatchUpListedEarlierSettlesOnlyAsTheTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		read        bool // the first watch opens and its read succeeds
+		knownTarget bool // Target nil: the caller got its target elsewhere
+		targets     []string
+		settled     bool
+	}{
+		{name: "after a read", read: true, targets: []string{"150"}},
+		{name: "before any read", targets: []string{"120"}, settled: true},
+		{name: "caller knows its target", knownTarget: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lw := catchUpLW(t, "150", "", nil, func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+					if n > 0 {
+						return serverTimesOut(n, opts)
+					}
+					if !tc.read {
+						return nil, apierrors.NewResourceExpired("too old resource version: 100 (110)")
+					}
+					return watch.NewRaceFreeFake(), nil
+				})
+				h, store := newCatchUpHarness(t, lw, 0, func(o *Options) {
+					o.Relister = listedEarlier{rv: "120"}
+					if tc.knownTarget {
+						o.CatchUp.Target = nil
+					}
+				})
+				stop := runInBubble(h.r)
+				defer stop()
+				if tc.read {
+					w := lw.watcher(t, 0)
+					synctest.Wait() // the read has given the target
+					w.Error(&expiredStatus)
+				}
+				lw.watcher(t, 1)
+				synctest.Wait()
+				stop()
+
+				equal(t, "targets", store.Targets(), tc.targets)
+				opts := lw.WatchOpts()
+				equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "120"})
+				if short := *opts[1].TimeoutSeconds == 3; short == tc.settled {
+					t.Errorf("the watch after the list made earlier has timeoutSeconds %d; settled %v, want %v",
+						*opts[1].TimeoutSeconds, !short, tc.settled)
+				}
+			})
+		})
+	}
+}

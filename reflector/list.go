@@ -119,7 +119,7 @@ func (r *Reflector) list(ctx context.Context) error {
 	if r.catchingUp() {
 		// Before Replace: the caller must know its target before the store
 		// applies the list.
-		r.catchUpListed(listedAt, resourceVersion)
+		r.catchUpListed(listedAt, resourceVersion, false)
 	}
 	if err := r.store.Replace(found, resourceVersion); err != nil {
 		return fmt.Errorf("%w: Replace at resourceVersion %q: %w", ErrStore, resourceVersion, err)

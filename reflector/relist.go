@@ -76,7 +76,9 @@ func (l *Relist) Backoff(ctx context.Context) bool { return l.r.sleep(ctx) }
 func (l *Relist) Observer() Observer { return l.r.observer }
 
 // ResourceVersion is the resourceVersion the list is to be made at, as a
-// full list would be ("": a consistent read).
+// full list would be ("": a consistent read). A consistent read is asked
+// for now: a list made before this relist does not serve for it, since a
+// catch-up relists at "" to get past the reads it took (see CatchUp).
 func (l *Relist) ResourceVersion() string { return l.r.relistResourceVersion() }
 
 // Unavailable reports whether err says the server no longer serves the
@@ -100,14 +102,28 @@ func (l *Relist) PageSize(resourceVersion string) int64 {
 // LastSyncResourceVersion is the reflector's.
 func (l *Relist) LastSyncResourceVersion() string { return l.r.LastSyncResourceVersion() }
 
-// Listed records a list asked for at listedAt and served at
-// resourceVersion, as a full list is recorded: the watch starts there.
-// listedAt "" says the list was a consistent read made after the start,
-// which may end a catch-up as a full list at "" does (see CatchUp).
+// Listed records a list asked for at listedAt, made during this relist and
+// served at resourceVersion, as a full list is recorded: the watch starts
+// there. listedAt "" says the list was a consistent read, at or past every
+// read made before it, which may end a catch-up as a full list at "" does
+// (see CatchUp).
 func (l *Relist) Listed(listedAt, resourceVersion string, items, pages int) {
+	l.listed(listedAt, resourceVersion, items, pages, false)
+}
+
+// ListedEarlier records, as Listed does, a consistent list (at "") served
+// at resourceVersion, that was made before this relist but after the
+// reflector was created: one the Relister was handed. It may predate a
+// catch-up's reads, so it settles the catch-up only if no read has given a
+// target yet (see CatchUp).
+func (l *Relist) ListedEarlier(resourceVersion string, items, pages int) {
+	l.listed("", resourceVersion, items, pages, true)
+}
+
+func (l *Relist) listed(listedAt, resourceVersion string, items, pages int, earlier bool) {
 	r := l.r
 	if r.catchingUp() {
-		r.catchUpListed(listedAt, resourceVersion)
+		r.catchUpListed(listedAt, resourceVersion, earlier)
 	}
 	r.mu.Lock()
 	r.lastSyncRVUnavailable = false

@@ -42,8 +42,8 @@ func TestSchedulerKillWhileBinding(t *testing.T) {
 	// 300 more; SIGKILL once 50 of them are bound.
 	createPods(t, c.cs, ns, 100, 400)
 	pods.waitFor(t, 2*time.Minute, "50 of the next 300 bound", first, func(n, bound int) bool { return bound >= 150 })
-	killed := time.Now()
 	first.kill()
+	killed := time.Now() // after the process is gone: it sends nothing later
 	_, boundAtKill := pods.counts()
 	t.Logf("killed the scheduler with %d of 400 Pods bound", boundAtKill)
 

@@ -221,3 +221,66 @@ func DecodeIndexValues(raw []byte) ([]string, error) {
 	}
 	return values, nil
 }
+
+// CheckIndexValues returns an error wrapping ErrCorruptRecord unless raw is
+// a byKey value DecodeIndexValues decodes. It decodes nothing, so a check
+// of every value allocates nothing. It accepts only what msgpack writes for
+// a []string: nil, or an array of strings with nothing after it. Every
+// value it accepts decodes, and it refuses a few that would.
+func CheckIndexValues(raw []byte) error {
+	n, rest, ok := msgpackArrayLen(raw)
+	for ; ok && n > 0; n-- {
+		rest, ok = skipMsgpackString(rest)
+	}
+	if !ok || len(rest) != 0 {
+		return fmt.Errorf("%w: index values %q are not an array of strings", ErrCorruptRecord, shorten(raw))
+	}
+	return nil
+}
+
+// msgpackArrayLen reads the header of a msgpack array, or nil, at the start
+// of b. It returns the element count and what follows the header.
+func msgpackArrayLen(b []byte) (n uint64, rest []byte, ok bool) {
+	if len(b) == 0 {
+		return 0, nil, false
+	}
+	c := b[0]
+	switch {
+	case c == 0xc0: // nil
+		return 0, b[1:], true
+	case c >= 0x90 && c <= 0x9f: // fixarray
+		return uint64(c & 0x0f), b[1:], true
+	case c == 0xdc && len(b) >= 3: // array 16
+		return uint64(binary.BigEndian.Uint16(b[1:])), b[3:], true
+	case c == 0xdd && len(b) >= 5: // array 32
+		return uint64(binary.BigEndian.Uint32(b[1:])), b[5:], true
+	}
+	return 0, nil, false
+}
+
+// skipMsgpackString returns what follows the msgpack string at the start of
+// b, which must hold all of it.
+func skipMsgpackString(b []byte) (rest []byte, ok bool) {
+	if len(b) == 0 {
+		return nil, false
+	}
+	c := b[0]
+	var n uint64
+	var w int
+	switch {
+	case c >= 0xa0 && c <= 0xbf: // fixstr
+		n, w = uint64(c&0x1f), 1
+	case c == 0xd9 && len(b) >= 2: // str 8
+		n, w = uint64(b[1]), 2
+	case c == 0xda && len(b) >= 3: // str 16
+		n, w = uint64(binary.BigEndian.Uint16(b[1:])), 3
+	case c == 0xdb && len(b) >= 5: // str 32
+		n, w = uint64(binary.BigEndian.Uint32(b[1:])), 5
+	default:
+		return nil, false
+	}
+	if uint64(len(b)-w) < n {
+		return nil, false
+	}
+	return b[w+int(n):], true
+}

@@ -27,9 +27,16 @@ func AppendVersion(dst []byte, uid, rv string) []byte {
 
 // DecodeVersion decodes a VersionsBucket value.
 func DecodeVersion(raw []byte) (uid, rv string, err error) {
+	u, r, err := SplitVersion(raw)
+	return string(u), string(r), err
+}
+
+// SplitVersion is DecodeVersion with uid and rv aliasing raw, so that a
+// check of every value allocates nothing.
+func SplitVersion(raw []byte) (uid, rv []byte, err error) {
 	n, w := binary.Uvarint(raw)
 	if w <= 0 || uint64(len(raw)-w) < n {
-		return "", "", fmt.Errorf("%w: version entry", ErrCorruptRecord)
+		return nil, nil, fmt.Errorf("%w: version entry", ErrCorruptRecord)
 	}
-	return string(raw[w : w+int(n)]), string(raw[w+int(n):]), nil
+	return raw[w : w+int(n)], raw[w+int(n):], nil
 }

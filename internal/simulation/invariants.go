@@ -30,8 +30,14 @@ func (d *driver) check() error {
 		return nil
 	}
 	want := d.srv.Objects()
-	var pending string
-	if err := d.wait(func() bool { pending = d.pending(want); return pending == "" }); err != nil {
+	var pending, rv string
+	if err := d.wait(func() bool {
+		// Read before the store is compared with the server: a change it
+		// applies after that comparison then moves it (errStoreMoved).
+		rv = d.inf.GetIndexer().LastStoreSyncResourceVersion()
+		pending = d.pending(want)
+		return pending == ""
+	}); err != nil {
 		if err := d.violations(); err != nil {
 			return err
 		}
@@ -50,7 +56,6 @@ func (d *driver) check() error {
 			return fmt.Errorf("bounded cache holds %d decoded objects, bound %d", n, d.cfg.CacheObjects)
 		}
 	}
-	rv := d.inf.GetIndexer().LastStoreSyncResourceVersion()
 	err := d.checkSettled()
 	if now := d.inf.GetIndexer().LastStoreSyncResourceVersion(); now != rv {
 		// The store applied a change it still had queued while the checks

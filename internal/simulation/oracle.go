@@ -370,7 +370,7 @@ func (m *ckModel) cold() {
 func (m *ckModel) ack(obj interface{}) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		// AckDeleted: a tombstone is settled; anything else stays.
-		m.record(d.Key, func(_ string, s ckState) []ckState {
+		m.record(d.Key, func(key string, s ckState) []ckState {
 			switch s.kind {
 			case ckTomb:
 				return []ckState{none}
@@ -452,6 +452,16 @@ func ackStep(srv *Server, key, rv string, deletion bool, s ckState, cur *corev1.
 		return []ckState{s, written}
 	case s.kind == ckTomb:
 		return []ckState{s} // a state before the deletion: dropped
+	case deletion && s.kind != ckNone:
+		// The handler was told of the deletion, so the store applied it,
+		// which made a tombstone of the acknowledgement; the model records
+		// that at the next settled point. By watch, at this version, the
+		// Ack settles that tombstone. As an AckDeleted of a key no longer
+		// stored, it may also be written.
+		if cur == nil {
+			return []ckState{s, written, none}
+		}
+		return []ckState{s, none}
 	case s.rv == rv:
 		return []ckState{s} // acknowledged already
 	case deletion && cur == nil:
@@ -461,6 +471,12 @@ func ackStep(srv *Server, key, rv string, deletion bool, s ckState, cur *corev1.
 		return []ckState{s, written, none}
 	case cur != nil:
 		return []ckState{written} // a stale version replaces a newer one too
+	case deletion:
+		// The handler was given this deletion, so the store applied it
+		// first. An acknowledgement the key held became a tombstone then,
+		// which this Ack settles. The model records the deletion only at
+		// the next settled point.
+		return []ckState{s, written, none}
 	default:
 		// Not stored: in memory if its deletion is committed; on disk
 		// only if the key is created again before the commit.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // metadataList is a PartialObjectMetadataList, as a recovery's metadata
@@ -166,5 +167,46 @@ func TestPeekPrefixCutAnywhere(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A body read to its end and cut at any byte, a PodList's, whole or
+// streaming, is refused by CheckWhole, or decodes as the
+// whole body does: a decoder given what CheckWhole lets through never
+// reads a shorter list. The whole body passes, and so does JSON, whose
+// decoder fails on a cut; an empty body is cut short.
+func TestCheckWholeCutAnywhere(t *testing.T) {
+	pods := podList()
+	pods.APIVersion, pods.Kind = "v1", "PodList"
+	decode := scheme.Codecs.UniversalDeserializer()
+	for how, body := range encodeBoth(t, pods) {
+		t.Run(how, func(t *testing.T) {
+			if err := CheckWhole(body); err != nil {
+				t.Fatalf("the whole body: %v", err)
+			}
+			whole, err := runtime.Decode(decode, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n := range len(body) {
+				err := CheckWhole(body[:n])
+				if err != nil {
+					if !errors.Is(err, io.ErrUnexpectedEOF) || !errors.Is(err, ErrMalformed) {
+						t.Fatalf("cut at %d of %d bytes: %v, want io.ErrUnexpectedEOF within ErrMalformed", n, len(body), err)
+					}
+					continue
+				}
+				got, err := runtime.Decode(decode, body[:n])
+				if err == nil && !reflect.DeepEqual(got, whole) {
+					t.Fatalf("cut at %d of %d bytes: CheckWhole lets it through, and it decodes as %+v", n, len(body), got)
+				}
+			}
+		})
+	}
+	if err := CheckWhole([]byte(`{"kind":"PodList"}`)); err != nil {
+		t.Errorf("a JSON body: %v", err)
+	}
+	if err := CheckWhole(nil); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("an empty body: %v, want io.ErrUnexpectedEOF", err)
 	}
 }

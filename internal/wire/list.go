@@ -162,6 +162,43 @@ func PeekPrefix(br *bufio.Reader) (bool, error) {
 	return false, fmt.Errorf("%w: the stream ends after %d bytes, inside the %q prefix: %w", ErrMalformed, len(head), Prefix, io.ErrUnexpectedEOF)
 }
 
+// CheckWhole returns an error if body, a response read to its end, is
+// Kubernetes protobuf cut short: inside Prefix (an empty body too), inside
+// a field of the envelope, or before its raw field, which the serializer
+// always writes. The generated Unmarshal takes such a body, cut where a
+// field of the envelope ends, for a whole one without its object: a list
+// without items or resourceVersion. A cut inside the raw field fails that
+// Unmarshal, and a cut JSON body fails its decoder, so a body in another
+// format is nil. The error is io.ErrUnexpectedEOF within ErrMalformed, as
+// ReadList's for a stream cut short.
+func CheckWhole(body []byte) error {
+	if !HasPrefix(body) {
+		if string(body) == Prefix[:min(len(body), len(Prefix))] {
+			return fmt.Errorf("%w: the body ends after %d bytes, inside the %q prefix: %w", ErrMalformed, len(body), Prefix, io.ErrUnexpectedEOF)
+		}
+		return nil
+	}
+	b := body[len(Prefix):]
+	sawRaw := false
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return parseError("the envelope", n)
+		}
+		b = b[n:]
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return parseError("the envelope", n)
+		}
+		b = b[n:]
+		sawRaw = sawRaw || num == unknownRaw
+	}
+	if !sawRaw {
+		return fmt.Errorf("%w: the body ends before the envelope's raw field: %w", ErrMalformed, io.ErrUnexpectedEOF)
+	}
+	return nil
+}
+
 // list reads the list message, up to s.limit: its ListMeta into l, each
 // item to item.
 func (s *stream) list(l *List, meta func(*List), item func(Item) error) error {

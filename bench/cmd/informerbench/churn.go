@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -24,11 +25,13 @@ import (
 
 // churnOptions are the churn subcommand's flags. The Pods are realistic,
 // and the changes 80% updates (merge patch of an annotation), 10% creates
-// and 10% deletes, picked uniformly: the Pod count stays about constant.
+// and 10% deletes: the Pod count stays about constant. Deletes pick their
+// Pod uniformly, updates by the skew.
 type churnOptions struct {
 	pods     int
 	rate     float64
 	duration time.Duration
+	skew     churnSkew
 	inflight int
 	sample   time.Duration
 	workers  int
@@ -59,6 +62,7 @@ func (o *churnOptions) AddFlags(fs *flag.FlagSet) {
 	})
 	fs.Float64Var(&o.rate, "rate", o.rate, "Changes per second.")
 	fs.DurationVar(&o.duration, "duration", o.duration, "How long to churn.")
+	fs.Var(&o.skew, "skew", "Which Pods updates pick: uniform (default), or zipf:S (S > 1, e.g. zipf:1.1), a Zipf law over the Pods ranked in a random order, so that a few Pods scattered over the key space take most updates. Deletes pick uniformly either way; a created Pod takes a random rank.")
 	fs.IntVar(&o.workers, "workers", o.workers, "Concurrent requests when creating the Pods.")
 	fs.StringVar(&o.out, "out", "", "Directory for churn.{json,txt} and the plots (default _output/bench/churn-<pods>).")
 	fs.IntVar(&o.bounded, "bounded", 0, "Also run boltinformer with a decoded-object cache of this many objects (factory.PersistenceOptions.CacheObjects), on a file of its own, as a third child; 0: not.")
@@ -70,9 +74,15 @@ func (o *churnOptions) complete() error {
 		return errors.New("--pods, --rate, --duration and --workers must be positive, --bounded not negative")
 	}
 	if o.out == "" {
-		o.out = benchkit.OutDir("churn-" + benchkit.CountLabel(o.pods))
+		o.out = benchkit.OutDir(churnDirName(o.pods, o.skew))
 	}
 	return nil
+}
+
+// churnDirName names the directories of a churn at pods Pods with skew:
+// its results and its cache files.
+func churnDirName(pods int, skew churnSkew) string {
+	return "churn-" + benchkit.CountLabel(pods) + skew.dirSuffix()
 }
 
 // progressEvery is how often the churn prints a progress line.
@@ -102,23 +112,31 @@ func runChurn(ctx context.Context, args []string, out io.Writer) error {
 // o.pods, start each child cold one at a time, churn while sampling them,
 // time their reads, restart them, then report and save into o.out. Its
 // cache files are its own (a directory per Pod count), so that a later
-// run's cold start finds no file.
+// run's cold start finds no file. A churn of another skew at the same
+// size has directories of its own.
 func churnSize(ctx context.Context, sess *session, o *churnOptions, out io.Writer) (*churnResult, error) {
 	cl, cs, mach := sess.cl, sess.cs, sess.mach
-	work := filepath.Join(sess.work, "churn-"+benchkit.CountLabel(o.pods))
+	work := filepath.Join(sess.work, churnDirName(o.pods, o.skew))
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
 	const shape = shapeRealistic
+	if err := topUpPods(ctx, cl, shape, o.pods, o.workers, out); err != nil {
+		return nil, err
+	}
+	podBytes, err := meanPodBytes(ctx, cs, shape)
+	if err != nil {
+		return nil, err
+	}
 	// The heartbeat stands for a live cluster's other writes. Without any,
 	// a warm restart waits for a bookmark that never comes, and relists.
-	podBytes, stopHeartbeat, err := readyPods(ctx, cl, cs, shape, o.pods, o.workers, out)
+	stopHeartbeat, err := apiservertest.Heartbeat(ctx, cs, heartbeatLease)
 	if err != nil {
 		return nil, err
 	}
 	defer stopHeartbeat()
 	// Every Pod of the shape, including those an earlier churn created
-	// (they are beyond --pods and are updated and deleted like the rest).
+	// (they are updated and deleted like the rest).
 	have, err := benchkit.ExistingPods(ctx, benchkit.Protobuf(cl.cfg), shape.selector())
 	if err != nil {
 		return nil, err
@@ -213,8 +231,8 @@ func churnSize(ctx context.Context, sess *session, o *churnOptions, out io.Write
 		fmt.Fprintf(out, "  %s synced and flushed in %v\n", informer, seconds(readyAt[informer]))
 	}
 
-	fmt.Fprintf(out, "all synced; churning %.0f changes/s (update,create,delete %s) for %v, sampling every %v…\n", o.rate, churnMix, o.duration, o.sample)
-	d := &churnDriver{cs: cs, shape: shape, pool: newPodPool(live, uint64(since)), newIndex: newIndex}
+	fmt.Fprintf(out, "all synced; churning %.0f changes/s (update,create,delete %s; updates %s) for %v, sampling every %v…\n", o.rate, churnMix, &o.skew, o.duration, o.sample)
+	d := &churnDriver{cs: cs, shape: shape, pool: newPodPool(live, uint64(since), o.skew), newIndex: newIndex, meter: newSkewMeter(skewWindow)}
 	cpu := benchkit.StartCPUMeter(cl.pids())
 	loadStart := benchkit.LoadAverage()
 	lastPrint := time.Now()
@@ -240,7 +258,7 @@ func churnSize(ctx context.Context, sess *session, o *churnOptions, out io.Write
 
 	res := &churnResult{
 		Date: time.Now().UTC().Format(time.RFC3339), Machine: mach, PodSize: string(shape), PodProtoBytes: podBytes,
-		PodsAtStart: len(live), DurationSeconds: o.duration.Seconds(), SampleSeconds: o.sample.Seconds(), Mix: churnMix.String(),
+		PodsAtStart: len(live), DurationSeconds: o.duration.Seconds(), SampleSeconds: o.sample.Seconds(), Mix: churnMix.String(), Skew: o.skew.String(),
 		ContentType: protobufContentType, Drive: drive, LoadAvgStart: loadStart, LoadAvgEnd: loadEnd,
 		APIServerCPUs: used[0], EtcdCPUs: used[1], BatchInterval: persist.DefaultBatchInterval.String(),
 		StartSampleSeconds: o.startSample.Seconds(), RestartSettleSeconds: o.restartSettle.Seconds(),
@@ -263,9 +281,17 @@ func churnSize(ctx context.Context, sess *session, o *churnOptions, out io.Write
 	}
 	// The reads come after the last sample, one child at a time, so that
 	// they are in no churn figure and no child competes with another.
-	fmt.Fprintf(out, "timing reads of each child's cache (Get, ByIndex on %s, List), one at a time…\n", nodeNameIndex)
+	// A boltinformer child's records are read after the last sample too:
+	// the walk over its file is in no churn figure.
+	fmt.Fprintf(out, "timing reads of each child's cache (Get, ByIndex on %s, List), one at a time, and reading each file's records…\n", nodeNameIndex)
 	for i, p := range procs {
 		if children[i].Reads, err = p.reads(ctx); err != nil {
+			return nil, err
+		}
+		if p.file == "" {
+			continue
+		}
+		if children[i].File, err = p.fileRecords(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -318,6 +344,40 @@ func churnSize(ctx context.Context, sess *session, o *churnOptions, out io.Write
 	}
 	fmt.Fprintf(out, "results: %s\n", strings.Join(paths, ", "))
 	return res, nil
+}
+
+// topUpPods makes at least n of shape's Pods exist, counting every Pod of
+// the shape, an earlier churn's creations too. It creates the lowest
+// fixture indexes that have no Pod. A churn leaves about as many Pods as
+// it found, but not the same ones: filling Pods 0..n-1 again would put
+// the deleted ones back beside the created ones.
+func topUpPods(ctx context.Context, cl *cluster, shape podShape, n, workers int, log io.Writer) error {
+	cfg := benchkit.Protobuf(cl.cfg)
+	have, err := benchkit.ExistingPods(ctx, cfg, shape.selector())
+	if err != nil {
+		return err
+	}
+	todo := missingIndexes(have, n, func(i int) string { return namespaceOf(i) + "/" + shape.podName(i) })
+	if len(todo) == 0 {
+		fmt.Fprintf(log, "populate: %d Pods exist, %d wanted\n", len(have), n)
+		return nil
+	}
+	// Below the last of todo every index but todo's has a Pod, so filling
+	// Pods 0..last creates todo alone.
+	return populate(ctx, cl, shape, todo[len(todo)-1]+1, workers, log)
+}
+
+// missingIndexes returns the lowest fixture indexes whose key (as key
+// names them) is not in have, as many as have lacks of n; none if have
+// holds n or more.
+func missingIndexes(have map[string]bool, n int, key func(i int) string) []int {
+	var todo []int
+	for i := 0; len(have)+len(todo) < n; i++ {
+		if !have[key(i)] {
+			todo = append(todo, i)
+		}
+	}
+	return todo
 }
 
 // restartChurnChild starts a restart child of spec (its file as the churn

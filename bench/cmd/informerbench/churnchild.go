@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"sync"
@@ -48,7 +51,9 @@ import (
 //     stops the factory and exits;
 //  6. meanwhile, once the parent has taken its last sample, it may write
 //     READS: the child times reads of its cache (churnreads.go) and
-//     prints their readPrices as JSON, then idles again.
+//     prints their readPrices as JSON, then idles again; or FILE (a
+//     boltinformer child): the child reads its file's records and prints
+//     a churnFile as JSON, then idles again.
 //
 // A restart child (churnSpec.Restart, after the churn: client-go starts
 // cold again, boltinformer warm on the file the churn left) does step 1,
@@ -87,6 +92,13 @@ const (
 
 	// churnDrainTimeout bounds the wait for the last events after step 3.
 	churnDrainTimeout = 2 * time.Minute
+
+	// fileLine asks a drained boltinformer child for its file's records.
+	fileLine = "FILE"
+
+	// heapAllocsMetric counts every byte the Go heap ever allocated: its
+	// difference over a phase is what the phase allocated, freed or not.
+	heapAllocsMetric = "/gc/heap/allocs:bytes"
 )
 
 // churnSpec says what one churn child runs.
@@ -110,6 +122,14 @@ type churnSpec struct {
 	// protocol above).
 	Restart  bool `json:"restart,omitempty"`
 	ColdOnly bool `json:"coldOnly,omitempty"`
+}
+
+// churnFile is a boltinformer child's cache file after the churn: its
+// size, and its collections' records as persist counts them.
+type churnFile struct {
+	Bytes       int64 `json:"bytes"`
+	RecordBytes int64 `json:"recordBytes"`
+	Objects     int   `json:"objects"`
 }
 
 // churnChildResult is what a churn child reports.
@@ -140,6 +160,17 @@ type churnChildResult struct {
 	// start was flushed, and after the churn was.
 	FileBytesStart int64 `json:"fileBytesStart,omitempty"`
 	FileBytesEnd   int64 `json:"fileBytesEnd,omitempty"`
+	// StartAllocBytes: Go heap bytes allocated from construction to synced
+	// (heapAllocsMetric); a cold boltinformer child's include its file's
+	// flush, part of its start. ChurnAllocBytes: from READY to every
+	// change seen and (boltinformer) the file flushed. 0 in results from
+	// before they were measured.
+	StartAllocBytes uint64 `json:"startAllocBytes,omitempty"`
+	ChurnAllocBytes uint64 `json:"churnAllocBytes,omitempty"`
+	// File: the cache file's records after the churn (step 6's FILE),
+	// which the parent fills in from the child's answer; nil if it did
+	// not ask.
+	File *churnFile `json:"file,omitempty"`
 	// Reads: the read prices of step 6, which the parent fills in from
 	// the child's answer to READS; nil if it did not ask.
 	Reads *readPrices `json:"reads,omitempty"`
@@ -167,7 +198,7 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 		return err
 	}
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = spec.Selector }
-	start := time.Now()
+	start, allocStart := time.Now(), heapAllocBytes()
 
 	// Each informer as its users build it: a generated factory's Pod
 	// informer, client-go's or boltinformer's (one changed constructor, a
@@ -233,7 +264,8 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 	if !synced {
 		return fmt.Errorf("handler not synced after %v", syncTimeout)
 	}
-	res := &churnChildResult{Informer: spec.Informer, SyncSeconds: time.Since(start).Seconds(), InitialAdds: h.initialAdds.Load()}
+	res := &churnChildResult{Informer: spec.Informer, SyncSeconds: time.Since(start).Seconds(), InitialAdds: h.initialAdds.Load(),
+		StartAllocBytes: heapAllocBytes() - allocStart}
 	if spec.Restart { // its result at once; then idle until stdin closes
 		if err := json.NewEncoder(stdout).Encode(res); err != nil {
 			return err
@@ -245,6 +277,7 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 		if res.FileBytesStart, err = flushAndSize(ctx, db, spec.File); err != nil {
 			return err
 		}
+		res.StartAllocBytes = heapAllocBytes() - allocStart
 	}
 	// A cold start leaves garbage the runtime returns over minutes; both
 	// children return it now, so that the memory series starts at the
@@ -257,6 +290,7 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 		_, _ = io.Copy(io.Discard, in)
 		return nil
 	}
+	allocChurn := heapAllocBytes()
 	if _, err := fmt.Fprintln(stdout, readyLine); err != nil {
 		return err
 	}
@@ -272,28 +306,77 @@ func churnChild(ctx context.Context, spec churnSpec, in *bufio.Reader, stdout io
 			return err
 		}
 	}
+	res.ChurnAllocBytes = heapAllocBytes() - allocChurn
 	h.fill(res)
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return err
 	}
 	// Idle until the parent has taken its last /proc sample and closes
-	// stdin, answering READS meanwhile.
+	// stdin, answering READS and FILE meanwhile.
 	for {
 		line, err := in.ReadString('\n')
 		if err != nil {
 			return nil
 		}
-		if line != readsLine+"\n" {
-			return fmt.Errorf("after the result: got %q, want %s", line, readsLine)
+		var answer any
+		switch {
+		case line == readsLine+"\n":
+			if answer, err = measureReads(pods.Lister(), pods.Informer().GetIndexer(), stats); err != nil {
+				return err
+			}
+		case line == fileLine+"\n" && db != nil:
+			if answer, err = fileRecords(db, spec.File); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("after the result: got %q, want %s or (boltinformer) %s", line, readsLine, fileLine)
 		}
-		prices, err := measureReads(pods.Lister(), pods.Informer().GetIndexer(), stats)
-		if err != nil {
-			return err
-		}
-		if err := json.NewEncoder(stdout).Encode(prices); err != nil {
+		if err := json.NewEncoder(stdout).Encode(answer); err != nil {
 			return err
 		}
 	}
+}
+
+// fileRecords sums the records of db's collections (committed; the caller
+// flushed) and stats its file at path.
+func fileRecords(db *persist.DB, path string) (*churnFile, error) {
+	infos, err := db.Collections()
+	if err != nil {
+		return nil, err
+	}
+	f := &churnFile{}
+	for _, info := range infos {
+		f.RecordBytes += info.Bytes
+		f.Objects += info.Objects
+	}
+	if f.Bytes, err = fileSize(path); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// fileSize is the size of the file at path, 0 if there is none yet (a
+// cold start's child creates it after its spawn).
+func fileSize(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// heapAllocBytes reads heapAllocsMetric: every byte this process's Go
+// heap allocated so far.
+func heapAllocBytes() uint64 {
+	s := []metrics.Sample{{Name: heapAllocsMetric}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // flushAndSize commits every applied change of db and returns the file's

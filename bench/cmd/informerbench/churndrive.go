@@ -91,22 +91,45 @@ func (b *tokenBucket) take() bool {
 type podRef struct{ ns, name string }
 
 // podPool is the bench's Pods that exist, from which updates and deletes
-// pick uniformly at random. A Pod with a request in flight is busy and is
-// not picked again until released, so no update races its Pod's delete.
+// pick at random. A Pod with a request in flight is busy and is not
+// picked again until released, so no update races its Pod's delete.
+//
+// Under a Zipf skew pods.live is in rank order: updates pick live[k] with
+// probability ∝ (k+1)^-s. The ranks are a random permutation of the Pods,
+// not their key order, so the hot Pods are scattered over the key space
+// and the namespaces, as a cluster's are. Deletes pick uniformly, since
+// rollouts and scale-downs do not favour the Pods that change most. A
+// delete moves the last Pod into the rank it frees (livePods.remove). A
+// created Pod takes a uniformly random rank, whose Pod moves to the end.
+// Both keep the ranks a random permutation in O(1), and a hot rank changes
+// hands now and then, as hot workloads do. Under uniform skew nothing is
+// reordered, and the picks are rng.IntN's for the seed.
 type podPool struct {
 	mu   sync.Mutex
 	pods livePods[podRef] // guarded by mu
 	busy map[podRef]bool  // guarded by mu
 	rng  *rand.Rand       // guarded by mu
+	skew churnSkew
+	// zipf draws ranks in [0, zipfN); nil until the first update under a
+	// Zipf skew, and made again when the Pod count changes. Guarded by mu.
+	zipf  *rand.Zipf
+	zipfN int // guarded by mu
 }
 
-func newPodPool(live []podRef, seed uint64) *podPool {
-	return &podPool{pods: newLivePods(live), busy: map[podRef]bool{}, rng: rand.New(rand.NewPCG(seed, 1))}
+func newPodPool(live []podRef, seed uint64, skew churnSkew) *podPool {
+	p := &podPool{busy: map[podRef]bool{}, rng: rand.New(rand.NewPCG(seed, 1)), skew: skew}
+	if skew.zipfS != 0 {
+		p.rng.Shuffle(len(live), func(i, j int) { live[i], live[j] = live[j], live[i] })
+	}
+	p.pods = newLivePods(live)
+	return p
 }
 
 // checkout picks an idle Pod at random and marks it busy; remove also takes
 // it out of the pool (it is being deleted). False if a few picks found only
-// busy Pods (or none at all).
+// busy Pods (or none at all). An update whose pick is busy picks again by
+// the same law, so under a Zipf skew a Pod with a request in flight passes
+// its turn to another.
 func (p *podPool) checkout(remove bool) (podRef, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -114,7 +137,7 @@ func (p *podPool) checkout(remove bool) (podRef, bool) {
 		if p.pods.len() == 0 {
 			break
 		}
-		r := p.pods.live[p.rng.IntN(p.pods.len())]
+		r := p.pods.live[p.pickLocked(remove)]
 		if p.busy[r] {
 			continue
 		}
@@ -127,17 +150,35 @@ func (p *podPool) checkout(remove bool) (podRef, bool) {
 	return podRef{}, false
 }
 
+// pickLocked returns the index in pods.live of a Pod to update (or, if
+// remove, to delete); pods.live is not empty.
+func (p *podPool) pickLocked(remove bool) int {
+	n := p.pods.len()
+	if remove || p.skew.zipfS == 0 {
+		return p.rng.IntN(n)
+	}
+	if p.zipf == nil || p.zipfN != n {
+		// O(1): rand.NewZipf precomputes a few constants, no table.
+		p.zipf, p.zipfN = rand.NewZipf(p.rng, p.skew.zipfS, 1, uint64(n-1)), n
+	}
+	return int(p.zipf.Uint64())
+}
+
 func (p *podPool) release(r podRef) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.busy, r)
 }
 
-// add puts r (created, or not deleted after all) into the pool.
+// add puts r (created, or not deleted after all) into the pool; under a
+// Zipf skew at a uniformly random rank.
 func (p *podPool) add(r podRef) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pods.add(r)
+	if p.skew.zipfS != 0 {
+		p.pods.swap(p.rng.IntN(p.pods.len()), p.pods.len()-1)
+	}
 }
 
 func (p *podPool) len() int {
@@ -159,8 +200,9 @@ type churnDriver struct {
 	skipped    atomic.Int64 // an update or delete found no idle Pod
 
 	mu       sync.Mutex
-	errs     []string  // the first few distinct errors, guarded by mu
-	requests []float64 // milliseconds each successful request took, guarded by mu
+	errs     []string   // the first few distinct errors, guarded by mu
+	requests []float64  // milliseconds each successful request took, guarded by mu
+	meter    *skewMeter // the successful changes, guarded by mu
 }
 
 // okCounts returns the changes of each kind that succeeded so far.
@@ -198,6 +240,15 @@ type churnDriveStats struct {
 	RequestP50Ms float64  `json:"requestP50Ms"`
 	RequestP99Ms float64  `json:"requestP99Ms"`
 	Errors       []string `json:"errors,omitempty"`
+	// How skewed the successful updates were (see skewMeter): the Pods
+	// updated at least once, and the mean updates per Pod updated within a
+	// window of SkewWindow successful changes (of any kind), over the
+	// SkewWindows full windows, or over the whole run if it had fewer
+	// changes than a window (SkewWindows 0).
+	DistinctUpdated        int     `json:"distinctUpdated"`
+	SkewWindow             int     `json:"skewWindow"`
+	SkewWindows            int     `json:"skewWindows"`
+	UpdatesPerPodPerWindow float64 `json:"updatesPerPodPerWindow"`
 }
 
 // paceTick is how often the pacer credits time and starts changes.
@@ -262,6 +313,7 @@ pace:
 	d.mu.Lock()
 	s.Errors = d.errs
 	s.RequestP50Ms, s.RequestP99Ms = percentile(d.requests, 0.5), percentile(d.requests, 0.99)
+	d.meter.fill(&s)
 	d.mu.Unlock()
 	return s
 }
@@ -321,6 +373,7 @@ func (d *churnDriver) do(ctx context.Context, k opKind) {
 	d.ok[k].Add(1)
 	d.mu.Lock()
 	d.requests = append(d.requests, took)
+	d.meter.note(k, r)
 	d.mu.Unlock()
 }
 

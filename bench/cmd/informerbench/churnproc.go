@@ -8,8 +8,9 @@ import (
 	"github.com/boltinformer/boltinformer/internal/benchkit"
 )
 
-// The churn bench reads each child from /proc, from the parent, so that
-// the child does nothing to be measured.
+// The churn bench reads each child from /proc, and a boltinformer child's
+// file size from its directory, from the parent, so that the child does
+// nothing to be measured.
 
 // churnSampler reads every child's counters at start, then every interval
 // until stop, and once more on demand (the last sample), tagging each
@@ -59,13 +60,17 @@ func (s *churnSampler) sample() []churnSample {
 	defer s.mu.Unlock()
 	for _, p := range s.procs {
 		x, err := benchkit.ReadProc(p.Pid())
+		var file int64
+		if err == nil && p.file != "" {
+			file, err = fileSize(p.file)
+		}
 		if err != nil {
 			if s.err == nil {
 				s.err = fmt.Errorf("sampling the %s child: %w", p.informer, err)
 			}
 			continue
 		}
-		round = append(round, churnSample{T: t, Informer: p.informer, Phase: s.phase, ProcSample: x})
+		round = append(round, churnSample{T: t, Informer: p.informer, Phase: s.phase, FileBytes: file, ProcSample: x})
 	}
 	s.samples = append(s.samples, round...)
 	return round

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,14 +17,17 @@ type churnResult struct {
 	PodSize       string           `json:"podSize"`
 	PodProtoBytes float64          `json:"podProtoBytes"` // mean, as the apiserver serves them
 	// Pods is --pods; PodsAtStart the bench's Pods when the children
-	// started (--pods, plus any an earlier churn created, less any it
-	// deleted beyond --pods).
+	// started: --pods, or more if an earlier churn left more (the churn
+	// tops the count up, and deletes none).
 	Pods            int     `json:"pods,omitempty"`
 	PodsAtStart     int     `json:"podsAtStart"`
 	DurationSeconds float64 `json:"durationSeconds"` // --duration
 	SampleSeconds   float64 `json:"sampleSeconds"`
-	Mix             string  `json:"mix"`         // update,create,delete weights
-	ContentType     string  `json:"contentType"` // both informers'
+	Mix             string  `json:"mix"` // update,create,delete weights
+	// Skew is the law by which updates picked their Pod (--skew); "" in
+	// results from before it existed, which were uniform.
+	Skew        string `json:"skew,omitempty"`
+	ContentType string `json:"contentType"` // both informers'
 	// BatchInterval is boltinformer's group commit interval (persist's
 	// default).
 	BatchInterval string          `json:"batchInterval"`
@@ -79,6 +83,8 @@ type churnSample struct {
 	T        float64 `json:"t"`
 	Informer string  `json:"informer"`
 	Phase    string  `json:"phase,omitempty"` // "" in results from before phases: the churn
+	// FileBytes is a boltinformer child's cache file size (0 for client-go).
+	FileBytes int64 `json:"fileBytes,omitempty"`
 	benchkit.ProcSample
 }
 
@@ -97,6 +103,18 @@ type churnStart struct {
 	RssAnonEnd  uint64 `json:"rssAnonEnd"`
 	// InitialAdds the handler got.
 	InitialAdds int64 `json:"initialAdds"`
+	// AllocBytes: Go heap bytes the child allocated in the start
+	// (churnChildResult.StartAllocBytes).
+	AllocBytes uint64 `json:"allocBytes,omitempty"`
+}
+
+// allocPerObject is the start's Go heap bytes allocated per initial add, 0
+// if either was not measured.
+func (st *churnStart) allocPerObject() float64 {
+	if st.InitialAdds <= 0 {
+		return 0
+	}
+	return float64(st.AllocBytes) / float64(st.InitialAdds)
 }
 
 // startOf summarizes a start phase of informer from its samples (T from
@@ -111,7 +129,7 @@ func startOf(samples []churnSample, informer, phase string, ready float64, child
 		st.RssAnonEnd = x.RssAnon
 	}
 	if child != nil {
-		st.SyncSeconds, st.InitialAdds = child.SyncSeconds, child.InitialAdds
+		st.SyncSeconds, st.InitialAdds, st.AllocBytes = child.SyncSeconds, child.InitialAdds, child.StartAllocBytes
 	}
 	return st
 }
@@ -128,7 +146,49 @@ type churnSummary struct {
 	RssAnonStart       uint64  `json:"rssAnonStart"`
 	RssAnonEnd         uint64  `json:"rssAnonEnd"`
 	RssAnonMax         uint64  `json:"rssAnonMax"` // of the samples
-	Events             int64   `json:"events"`
+	// FileBytesMax: the largest cache file size sampled (boltinformer).
+	FileBytesMax int64 `json:"fileBytesMax,omitempty"`
+	Events       int64 `json:"events"`
+}
+
+// allocPerEvent is the Go heap bytes c allocated in the churn per event it
+// handled, 0 if either was not measured.
+func (c *churnChildResult) allocPerEvent() float64 {
+	if c.Events <= 0 {
+		return 0
+	}
+	return float64(c.ChurnAllocBytes) / float64(c.Events)
+}
+
+// recordBytes is the mean size of a record in c's file after the churn, 0
+// if it was not measured.
+func (c *churnChildResult) recordBytes() float64 {
+	if c.File == nil || c.File.Objects <= 0 {
+		return 0
+	}
+	return float64(c.File.RecordBytes) / float64(c.File.Objects)
+}
+
+// fileOverRecords is in's cache file size over its records' bytes after
+// the churn, at the end and at the largest size sampled; false if not
+// measured (client-go, or no records).
+func (in churnInformer) fileOverRecords() (end, peak float64, ok bool) {
+	c := in.Child
+	if c == nil || c.File == nil || c.File.RecordBytes <= 0 || c.FileBytesEnd <= 0 {
+		return 0, 0, false
+	}
+	records := float64(c.File.RecordBytes)
+	return float64(c.FileBytesEnd) / records, float64(max(c.FileBytesEnd, in.Summary.FileBytesMax)) / records, true
+}
+
+// writePerEventOverRecord is in's bytes written to disk per event over
+// its mean record; false if not measured.
+func (in churnInformer) writePerEventOverRecord() (float64, bool) {
+	rec := in.Child.recordBytes()
+	if rec <= 0 || in.Summary.Events <= 0 {
+		return 0, false
+	}
+	return in.Summary.WriteBytesPerEvent / rec, true
 }
 
 // summarize computes informer's summary from samples (in time order) and
@@ -146,6 +206,7 @@ func summarize(samples []churnSample, informer string, events int64) churnSummar
 		}
 		last = x
 		s.RssAnonMax = max(s.RssAnonMax, x.RssAnon)
+		s.FileBytesMax = max(s.FileBytesMax, x.FileBytes)
 	}
 	if first == nil {
 		return churnSummary{}
@@ -176,6 +237,11 @@ const (
 	// Private memory at the churn's first sample: after sync, with the
 	// start's garbage returned.
 	rRssAnonStart = "rssAnonStart"
+	// Go heap bytes allocated per event in the churn, and per object in
+	// the cold start (over client-go's, and over client-go's LIST start).
+	rAllocPerEvt       = "allocPerEvent"
+	rColdAlloc         = "coldAllocPerObject"
+	rColdAllocOverList = "coldAllocPerObjectOverList"
 	// The cold start's sync time over client-go's, and its sync time and
 	// peak private memory over client-go's with its LIST.
 	rColdSync         = "coldSynced"
@@ -208,9 +274,18 @@ func churnRatios(cg, bolt churnInformer, list *churnStart) map[string]float64 {
 	put(rRssAnonStart, float64(bolt.Summary.RssAnonStart), float64(cg.Summary.RssAnonStart))
 	put(rColdPeak, float64(bolt.Cold.RssAnonPeak), float64(cg.Cold.RssAnonPeak))
 	put(rColdSync, bolt.Cold.SyncSeconds, cg.Cold.SyncSeconds)
+	if b := bolt.Child.allocPerEvent(); b > 0 {
+		put(rAllocPerEvt, b, cg.Child.allocPerEvent())
+	}
+	if b := bolt.Cold.allocPerObject(); b > 0 {
+		put(rColdAlloc, b, cg.Cold.allocPerObject())
+	}
 	if list != nil {
 		put(rColdSyncOverList, bolt.Cold.SyncSeconds, list.SyncSeconds)
 		put(rColdPeakOverList, float64(bolt.Cold.RssAnonPeak), float64(list.RssAnonPeak))
+		if b := bolt.Cold.allocPerObject(); b > 0 {
+			put(rColdAllocOverList, b, list.allocPerObject())
+		}
 	}
 	if b, c := bolt.Child.Reads, cg.Child.Reads; b != nil && c != nil {
 		put(rHotGet, b.HotGetNs, c.HotGetNs)
@@ -255,6 +330,7 @@ func churnTable(r *churnResult) [][]string {
 	kib := func(x float64) string { return fmt.Sprintf("%.1f", x/1024) }
 	row("synced before the churn in", rColdSync, func(in churnInformer) string { return seconds(in.Child.SyncSeconds).String() })
 	row("RssAnon MiB peak, cold start", rColdPeak, func(in churnInformer) string { return f0(mib(in.Cold.RssAnonPeak)) })
+	row("Go KiB allocated per object, cold start", rColdAlloc, func(in churnInformer) string { return measured(in.Cold.allocPerObject()/1024, f1) })
 	if l := r.ClientGoList; l != nil {
 		// client-go's column holds its LIST start; the ratios are over it.
 		onlyClientGo := func(v string) func(in churnInformer) string {
@@ -267,6 +343,7 @@ func churnTable(r *churnResult) [][]string {
 		}
 		row("client-go with LIST: cold start synced in", rColdSyncOverList, onlyClientGo(seconds(l.SyncSeconds).String()))
 		row("client-go with LIST: RssAnon MiB peak, cold start", rColdPeakOverList, onlyClientGo(f0(mib(l.RssAnonPeak))))
+		row("client-go with LIST: Go KiB allocated per object, cold start", rColdAllocOverList, onlyClientGo(measured(l.allocPerObject()/1024, f1)))
 	}
 	row("events handled (add/update/delete)", "", func(in churnInformer) string {
 		c := in.Child
@@ -278,11 +355,16 @@ func churnTable(r *churnResult) [][]string {
 	})
 	row("CPU-s during churn", rCPU, func(in churnInformer) string { return f2(in.Summary.CPUSeconds) })
 	row("CPU µs per event", rCPUPerEvt, func(in churnInformer) string { return f0(in.Summary.CPUMicrosPerEvent) })
+	row("Go KiB allocated per event", rAllocPerEvt, func(in churnInformer) string { return measured(in.Child.allocPerEvent()/1024, f1) })
 	row("wchar MiB (KiB per event)", "", func(in churnInformer) string {
 		return fmt.Sprintf("%s (%s)", f1(mib(in.Summary.WcharBytes)), kib(in.Summary.WcharPerEvent))
 	})
 	row("write_bytes MiB (KiB per event)", "", func(in churnInformer) string {
 		return fmt.Sprintf("%s (%s)", f1(mib(in.Summary.WriteBytes)), kib(in.Summary.WriteBytesPerEvent))
+	})
+	row("write_bytes per event over the record", "", func(in churnInformer) string {
+		v, _ := in.writePerEventOverRecord()
+		return measured(v, f2)
 	})
 	row("RssAnon MiB start / end", "", func(in churnInformer) string {
 		return fmt.Sprintf("%s / %s", f0(mib(in.Summary.RssAnonStart)), f0(mib(in.Summary.RssAnonEnd)))
@@ -299,6 +381,19 @@ func churnTable(r *churnResult) [][]string {
 			return "-"
 		}
 		return fmt.Sprintf("%s → %s", f1(mib(in.Child.FileBytesStart)), f1(mib(in.Child.FileBytesEnd)))
+	})
+	row("records MiB (objects) at the end", "", func(in churnInformer) string {
+		if in.Child.File == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%s (%d)", f1(mib(in.Child.File.RecordBytes)), in.Child.File.Objects)
+	})
+	row("cache file over records, end · peak", "", func(in churnInformer) string {
+		end, peak, ok := in.fileOverRecords()
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprintf("%s · %s", f2(end), f2(peak))
 	})
 	if slices.ContainsFunc(r.Informers, func(in churnInformer) bool { return in.Child.Reads != nil }) {
 		reads := func(cell func(p *readPrices) string) func(in churnInformer) string {
@@ -366,6 +461,8 @@ func churnReport(r *churnResult) *benchkit.Report {
 		d.Succeeded, seconds(d.Seconds), d.AchievedPerSec, d.TargetPerSec, r.Mix,
 		d.OK["update"], d.OK["create"], d.OK["delete"], d.Failed["update"], d.Failed["create"], d.Failed["delete"],
 		d.Skipped, d.Dropped, d.BoundTicks, d.MaxInFlight, d.RequestP50Ms, d.RequestP99Ms)
+	w.Printf("Updates picked %s: %d distinct Pods updated; %.2f updates per Pod updated within %s.\n",
+		cmp.Or(r.Skew, "uniform"), d.DistinctUpdated, d.UpdatesPerPodPerWindow, skewWindows(d))
 	for _, e := range d.Errors {
 		w.Printf("  error: %s\n", e)
 	}
@@ -389,10 +486,31 @@ func churnReport(r *churnResult) *benchkit.Report {
 	}
 	w.Printf("%s\n", "A delete is two events (deletionTimestamp set, then removed). wchar: bytes handed to write syscalls (sockets and logs\n"+
 		"too); write_bytes: bytes sent to the block layer. Latency: handler call minus the writer's clock just before the request,\n"+
-		"for each create's add and each patch's update.")
+		"for each create's add and each patch's update. Allocated: the child's Go heap allocations (/gc/heap/allocs:bytes), from\n"+
+		"construction to synced (boltinformer: and flushed) per initial add, and from the churn's start to every change seen (and\n"+
+		"flushed) per event. Records: the file's records as persist counts them after the churn; the peak file is the largest sampled.")
 	if slices.ContainsFunc(r.Informers, func(in churnInformer) bool { return in.Child.Reads != nil }) {
 		w.Printf("Reads: timed in each child through its lister and indexer after the churn's last sample, one child at a time,\n"+
 			"each about %v after a warm-up; random keys are drawn uniformly over every Pod.\n", readBudget)
 	}
 	return w
+}
+
+// skewWindows says what the updates per Pod were measured over.
+func skewWindows(d churnDriveStats) string {
+	switch d.SkewWindows {
+	case 0:
+		return fmt.Sprintf("the run's %d changes (fewer than a window of %d)", d.Succeeded, d.SkewWindow)
+	case 1:
+		return fmt.Sprintf("one window of %d changes", d.SkewWindow)
+	}
+	return fmt.Sprintf("windows of %d changes (%d windows)", d.SkewWindow, d.SkewWindows)
+}
+
+// measured formats v, or "-" for a figure not measured (0 or less).
+func measured(v float64, format func(float64) string) string {
+	if v <= 0 {
+		return "-"
+	}
+	return format(v)
 }

@@ -15,6 +15,7 @@ import (
 type churnProc struct {
 	*benchkit.Child
 	informer string
+	file     string // boltinformer's cache file, "" for client-go
 }
 
 // startChurnChild starts this binary's churn-child subcommand with spec on
@@ -29,7 +30,7 @@ func startChurnChild(ctx context.Context, spec churnSpec, logPath string) (*chur
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", spec.Informer, err)
 	}
-	return &churnProc{Child: c, informer: spec.Informer}, nil
+	return &churnProc{Child: c, informer: spec.Informer, file: spec.File}, nil
 }
 
 // next returns the child's next stdout line, waiting up to timeout.
@@ -86,6 +87,23 @@ func (p *churnProc) reads(ctx context.Context) (*readPrices, error) {
 		return nil, fmt.Errorf("%s child reads %q: %w", p.informer, line, err)
 	}
 	return prices, nil
+}
+
+// fileRecords asks a boltinformer child that has given its result for its
+// file's records (protocol step 6) and waits for them.
+func (p *churnProc) fileRecords(ctx context.Context) (*churnFile, error) {
+	if _, err := fmt.Fprintln(p.Stdin, fileLine); err != nil {
+		return nil, fmt.Errorf("%s child: asking for its file: %w", p.informer, err)
+	}
+	line, err := p.next(ctx, readsTimeout)
+	if err != nil {
+		return nil, err
+	}
+	f := &churnFile{}
+	if err := json.Unmarshal([]byte(line), f); err != nil {
+		return nil, fmt.Errorf("%s child file %q: %w", p.informer, line, err)
+	}
+	return f, nil
 }
 
 // result reads the child's result, waiting up to timeout.

@@ -7,7 +7,7 @@
 //	informerbench [flags]          populate Pods, measure every variant, save the results
 //	informerbench demo [flags]     a short cold start / warm restart demonstration (make demo)
 //	informerbench churn [flags]    steady state under a churn of changes, both informers side by side
-//	informerbench steady [flags]   the churn at several sizes, then one table against the targets (make bench-steady)
+//	informerbench steady [flags]   the churn at several sizes, uniform and skewed, then one table against the targets (make bench-steady)
 //	informerbench recover [flags]  restarts after a downtime longer than the watch history
 //
 // It starts etcd and kube-apiserver on loopback (internal/apiservertest;

@@ -1,16 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/boltinformer/boltinformer/internal/benchkit"
 )
 
-// The steady subcommand's summary: one row per figure, a column group per
-// size, each boltinformer child's ratio to client-go marked against the
-// project's steady-state targets.
+// The steady subcommand's summary: one row per figure and churn, a column
+// group per size, each boltinformer child's ratio to client-go marked
+// against the project's steady-state targets.
 
 // Marks of a ratio against its metric's target.
 const (
@@ -19,41 +21,60 @@ const (
 )
 
 // steadyResult is the summary of a steady run, saved as steady.json; each
-// size's churnResult is saved in its own directory.
+// churn's churnResult is saved in its own directory.
 type steadyResult struct {
 	Date            string           `json:"date"`
 	Machine         benchkit.Machine `json:"machine"`
-	DurationSeconds float64          `json:"durationSeconds"` // of each size's churn
+	DurationSeconds float64          `json:"durationSeconds"` // of each churn
 	Rate            float64          `json:"rate"`            // changes per second
 	BoundedShare    string           `json:"boundedShare"`    // --bounded-share
-	Sizes           []steadySize     `json:"sizes"`
-	Rows            []steadyRow      `json:"rows"`
-	// Met and Missed count the marked ratios.
+	// Skews are the churns run at each size (--skews), in order.
+	Skews []string     `json:"skews"`
+	Sizes []steadySize `json:"sizes"`
+	Rows  []steadyRow  `json:"rows"`
+	// Met and Missed count the marked figures.
 	Met    int `json:"met"`
 	Missed int `json:"missed"`
 }
 
-// steadySize is one size's run.
+// steadySize is one size's churns.
 type steadySize struct {
-	Pods           int `json:"pods"`        // --sizes
-	PodsAtStart    int `json:"podsAtStart"` // as the children started
+	Pods           int `json:"pods"` // --sizes
 	BoundedObjects int `json:"boundedObjects"`
 	// ByIndexObjects: what one ByIndex call returned in client-go, the
-	// Pods on one node (0 without reads).
+	// Pods on one node (0 without reads), in the size's first churn.
 	ByIndexObjects float64 `json:"byIndexObjects,omitempty"`
+	// RecordBytes: the mean record in boltinformer's file after the size's
+	// first churn, "the record" of the bytes written per event (0 if not
+	// measured).
+	RecordBytes float64       `json:"recordBytes,omitempty"`
+	Churns      []steadyChurn `json:"churns"`
+}
+
+// steadyChurn is one churn at one size.
+type steadyChurn struct {
+	Skew        string `json:"skew"`
+	PodsAtStart int    `json:"podsAtStart"` // as the children started
+	// DistinctUpdated and UpdatesPerPodPerWindow say how skewed the
+	// updates were (churnDriveStats).
+	DistinctUpdated        int     `json:"distinctUpdated"`
+	UpdatesPerPodPerWindow float64 `json:"updatesPerPodPerWindow"`
 	// Warnings: a child that missed a change or synced with fewer Pods
 	// than existed; its figures are suspect.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// steadyRow is one metric at every size, cells in steadyResult.Sizes'
-// order.
+// steadyRow is one metric of one churn at every size, cells in
+// steadyResult.Sizes' order.
 type steadyRow struct {
 	Metric string `json:"metric"`
-	// Reference is the client-go child the ratios are over.
+	// Churn is the skew of the churn the cells are from.
+	Churn string `json:"churn"`
+	// Reference is the client-go child the ratios are over; "" for a
+	// figure that is itself a ratio, marked as it is.
 	Reference string `json:"reference"`
-	// Target bounds the marked ratios (0: none); BoundedOnly: only the
-	// bounded child's ratio is marked.
+	// Target bounds the marked figures (0: none); BoundedOnly: only the
+	// bounded child's is marked.
 	Target      float64      `json:"target,omitempty"`
 	BoundedOnly bool         `json:"boundedOnly,omitempty"`
 	Cells       []steadyCell `json:"cells"`
@@ -68,18 +89,30 @@ type steadyCell struct {
 }
 
 // steadyFigure is a boltinformer child's figure, its ratio to the
-// reference's (0 if that is not positive) and its mark, if the row has a
-// target for it.
+// reference's (0 if that is not positive, or the row has no reference)
+// and its mark, if the row has a target for it.
 type steadyFigure struct {
 	Value float64 `json:"value"`
 	Ratio float64 `json:"ratio,omitempty"`
 	Mark  string  `json:"mark,omitempty"`
 }
 
+// marked is what the figure's mark judges: its ratio, or the figure
+// itself in a row without a reference.
+func (f *steadyFigure) marked() float64 {
+	if f.Ratio != 0 {
+		return f.Ratio
+	}
+	return f.Value
+}
+
 // steadyMetric says how to read one row's figure out of a churnResult.
 type steadyMetric struct {
-	name        string
-	reference   string // informerClientGo or informerClientGoList
+	name string
+	// reference is informerClientGo or informerClientGoList; "" marks the
+	// figure itself against target (a ratio of boltinformer's own, such as
+	// its file over its records).
+	reference   string
 	target      float64
 	boundedOnly bool
 	format      func(float64) string
@@ -111,18 +144,31 @@ func restartOf(f func(st *churnStart) float64) func(in churnInformer) (float64, 
 	}
 }
 
-// steadyMetrics are the summary's rows. Private memory must stay within 5%
-// of client-go's throughout, CPU per event within 10%, the cold start no
-// slower than client-go's LIST, and the bounded cache's reads of a few
-// objects within twice client-go's.
+// fileOf wraps a figure of boltinformer's file: not measured without it.
+func fileOf(f func(end, peak float64) float64) func(in churnInformer) (float64, bool) {
+	return func(in churnInformer) (float64, bool) {
+		end, peak, ok := in.fileOverRecords()
+		if !ok {
+			return 0, false
+		}
+		return f(end, peak), true
+	}
+}
+
+// steadyMetrics are the summary's rows. The targets: private memory within
+// 5% of client-go's after sync and at the restart, within 10% at the cold
+// start's and the churn's peaks; CPU per event within 10%; Go allocations
+// within 30%; bytes written to disk per event at most twice the record;
+// the cold start no slower than client-go's; the bounded cache's reads of
+// a few objects within twice client-go's.
 var steadyMetrics = []steadyMetric{
 	{name: "RssAnon MiB after sync", reference: informerClientGo, target: 1.05, format: f0,
 		value: func(in churnInformer) (float64, bool) { return positive(mib(in.Summary.RssAnonStart)) }},
-	{name: "RssAnon MiB peak, cold start", reference: informerClientGo, target: 1.05, format: f0,
+	{name: "RssAnon MiB peak, cold start", reference: informerClientGo, target: 1.1, format: f0,
 		value: func(in churnInformer) (float64, bool) { return positive(mib(in.Cold.RssAnonPeak)) }},
 	{name: "RssAnon MiB peak, cold start, over client-go LIST", reference: informerClientGoList, format: f0,
 		value: func(in churnInformer) (float64, bool) { return positive(mib(in.Cold.RssAnonPeak)) }},
-	{name: "RssAnon MiB peak, churn", reference: informerClientGo, target: 1.05, format: f0,
+	{name: "RssAnon MiB peak, churn", reference: informerClientGo, target: 1.1, format: f0,
 		value: func(in churnInformer) (float64, bool) { return positive(mib(in.Summary.RssAnonMax)) }},
 	{name: "RssAnon MiB peak, restart (bolt warm)", reference: informerClientGo, target: 1.05, format: f0,
 		value: restartOf(func(st *churnStart) float64 { return mib(st.RssAnonPeak) })},
@@ -130,13 +176,25 @@ var steadyMetrics = []steadyMetric{
 		value: restartOf(func(st *churnStart) float64 { return mib(st.RssAnonEnd) })},
 	{name: "CPU µs per event", reference: informerClientGo, target: 1.1, format: f0,
 		value: func(in churnInformer) (float64, bool) { return positive(in.Summary.CPUMicrosPerEvent) }},
+	{name: "Go KiB allocated per event", reference: informerClientGo, target: 1.3, format: f1,
+		value: func(in churnInformer) (float64, bool) { return positive(in.Child.allocPerEvent() / 1024) }},
+	{name: "Go KiB allocated per object, cold start", reference: informerClientGo, target: 1.3, format: f1,
+		value: func(in churnInformer) (float64, bool) { return positive(in.Cold.allocPerObject() / 1024) }},
+	{name: "Go KiB allocated per object, cold start, over client-go LIST", reference: informerClientGoList, format: f1,
+		value: func(in churnInformer) (float64, bool) { return positive(in.Cold.allocPerObject() / 1024) }},
 	{name: "write_bytes KiB per event", reference: informerClientGo, format: f1,
 		value: func(in churnInformer) (float64, bool) {
 			return in.Summary.WriteBytesPerEvent / 1024, in.Summary.Events > 0
 		}},
-	{name: "cold start synced s, over client-go LIST", reference: informerClientGoList, target: 1.0, format: f2,
+	{name: "write_bytes per event over the record", target: 2, format: f2,
+		value: func(in churnInformer) (float64, bool) { return in.writePerEventOverRecord() }},
+	{name: "cache file over records, end of churn", format: f2,
+		value: fileOf(func(end, _ float64) float64 { return end })},
+	{name: "cache file over records, churn's peak", format: f2,
+		value: fileOf(func(_, peak float64) float64 { return peak })},
+	{name: "cold start synced s", reference: informerClientGo, target: 1.0, format: f2,
 		value: func(in churnInformer) (float64, bool) { return positive(in.Cold.SyncSeconds) }},
-	{name: "cold start synced s", reference: informerClientGo, format: f2,
+	{name: "cold start synced s, over client-go LIST", reference: informerClientGoList, format: f2,
 		value: func(in churnInformer) (float64, bool) { return positive(in.Cold.SyncSeconds) }},
 	{name: "latency p99 ms", reference: informerClientGo, format: f1,
 		value: func(in churnInformer) (float64, bool) { return positive(in.Child.LatencyP99Ms) }},
@@ -150,6 +208,32 @@ var steadyMetrics = []steadyMetric{
 		value: readsOf(func(p *readPrices) float64 { return p.RandomGetNs })},
 	{name: "List of every Pod ms", reference: informerClientGo, format: f2,
 		value: readsOf(func(p *readPrices) float64 { return p.ListMs })},
+}
+
+// targetText says what a row with target (> 0) is judged on.
+func targetText(target float64, reference string, boundedOnly bool) string {
+	s := fmt.Sprintf("≤%g×", target)
+	switch reference {
+	case informerClientGo:
+		s += " client-go's"
+	case informerClientGoList:
+		s += " client-go's LIST start"
+	}
+	if boundedOnly {
+		s += ", bounded only"
+	}
+	return s
+}
+
+// steadyTargets lists the targets the table marks, one a line.
+func steadyTargets() []string {
+	var out []string
+	for _, m := range steadyMetrics {
+		if m.target > 0 {
+			out = append(out, m.name+" "+targetText(m.target, m.reference, m.boundedOnly))
+		}
+	}
+	return out
 }
 
 // steadyMark is ratio's mark against target: met at or under it.
@@ -177,74 +261,114 @@ func informerIn(r *churnResult, informer string) (churnInformer, bool) {
 	return churnInformer{}, false
 }
 
-// steadySummary builds the summary of the sizes' results, in the order
-// given (increasing).
+// skewOf is r's skew; a result from before skews was uniform.
+func skewOf(r *churnResult) string { return cmp.Or(r.Skew, "uniform") }
+
+// steadySummary builds the summary of the churns' results: the sizes in
+// the order first given (increasing), and at each the churns in the order
+// of their skews. A churn that did not run has empty cells.
 func steadySummary(results []*churnResult, boundedShare string) *steadyResult {
 	s := &steadyResult{Date: time.Now().UTC().Format(time.RFC3339), BoundedShare: boundedShare}
 	if len(results) > 0 {
 		s.Machine, s.DurationSeconds, s.Rate = results[0].Machine, results[0].DurationSeconds, results[0].Drive.TargetPerSec
 	}
+	sizeOf := map[int]int{} // Pods -> index in s.Sizes
 	for _, r := range results {
-		sz := steadySize{Pods: r.Pods, PodsAtStart: r.PodsAtStart, BoundedObjects: r.CacheObjects}
-		if cg, ok := informerIn(r, informerClientGo); ok && cg.Child.Reads != nil {
-			sz.ByIndexObjects = cg.Child.Reads.ByIndexObjects
+		if !slices.Contains(s.Skews, skewOf(r)) {
+			s.Skews = append(s.Skews, skewOf(r))
 		}
+		i, ok := sizeOf[r.Pods]
+		if !ok {
+			i = len(s.Sizes)
+			sizeOf[r.Pods] = i
+			sz := steadySize{Pods: r.Pods, BoundedObjects: r.CacheObjects}
+			if cg, ok := informerIn(r, informerClientGo); ok && cg.Child.Reads != nil {
+				sz.ByIndexObjects = cg.Child.Reads.ByIndexObjects
+			}
+			if bolt, ok := informerIn(r, informerBolt); ok {
+				sz.RecordBytes = bolt.Child.recordBytes()
+			}
+			s.Sizes = append(s.Sizes, sz)
+		}
+		c := steadyChurn{Skew: skewOf(r), PodsAtStart: r.PodsAtStart,
+			DistinctUpdated: r.Drive.DistinctUpdated, UpdatesPerPodPerWindow: r.Drive.UpdatesPerPodPerWindow}
 		for _, in := range r.Informers {
 			if !in.Child.Drained {
-				sz.Warnings = append(sz.Warnings, fmt.Sprintf("%s had not seen every change", in.Informer))
+				c.Warnings = append(c.Warnings, fmt.Sprintf("%s had not seen every change", in.Informer))
 			}
 			if in.Child.InitialAdds != int64(r.PodsAtStart) {
-				sz.Warnings = append(sz.Warnings, fmt.Sprintf("%s synced with %d Pods, %d existed", in.Informer, in.Child.InitialAdds, r.PodsAtStart))
+				c.Warnings = append(c.Warnings, fmt.Sprintf("%s synced with %d Pods, %d existed", in.Informer, in.Child.InitialAdds, r.PodsAtStart))
 			}
 		}
-		s.Sizes = append(s.Sizes, sz)
+		s.Sizes[i].Churns = append(s.Sizes[i].Churns, c)
+	}
+	resultAt := func(pods int, skew string) *churnResult {
+		for _, r := range results {
+			if r.Pods == pods && skewOf(r) == skew {
+				return r
+			}
+		}
+		return nil
 	}
 	for _, m := range steadyMetrics {
-		row := steadyRow{Metric: m.name, Reference: m.reference, Target: m.target, BoundedOnly: m.boundedOnly}
-		for _, r := range results {
-			var cell steadyCell
-			ref, refOK := 0.0, false
-			if in, ok := informerIn(r, m.reference); ok {
-				if ref, refOK = m.value(in); refOK {
-					cell.ClientGo = &ref
+		for _, skew := range s.Skews {
+			row := steadyRow{Metric: m.name, Churn: skew, Reference: m.reference, Target: m.target, BoundedOnly: m.boundedOnly}
+			for _, sz := range s.Sizes {
+				var cell steadyCell
+				if r := resultAt(sz.Pods, skew); r != nil {
+					cell = s.cell(m, r)
 				}
+				row.Cells = append(row.Cells, cell)
 			}
-			figure := func(informer string) *steadyFigure {
-				in, ok := informerIn(r, informer)
-				if !ok {
-					return nil
-				}
-				v, ok := m.value(in)
-				if !ok {
-					return nil
-				}
-				f := &steadyFigure{Value: v}
-				if refOK && ref > 0 {
-					f.Ratio = v / ref
-					if m.target > 0 && (!m.boundedOnly || informer == informerBoltBounded) {
-						f.Mark = steadyMark(f.Ratio, m.target)
-						if f.Mark == markMet {
-							s.Met++
-						} else {
-							s.Missed++
-						}
-					}
-				}
-				return f
-			}
-			cell.Bolt, cell.Bounded = figure(informerBolt), figure(informerBoltBounded)
-			row.Cells = append(row.Cells, cell)
+			s.Rows = append(s.Rows, row)
 		}
-		s.Rows = append(s.Rows, row)
 	}
 	return s
 }
 
-// steadyTable is the summary's table: a header, then a row per metric with
-// its target and, for each size, client-go's figure and each boltinformer
-// child's ratio, its own figure in parentheses and its mark.
+// cell is m's cell in r: the reference's figure and each boltinformer
+// child's, marked and counted in s's tally where m has a target for it.
+func (s *steadyResult) cell(m steadyMetric, r *churnResult) steadyCell {
+	var cell steadyCell
+	ref, refOK := 0.0, false
+	if in, ok := informerIn(r, m.reference); ok {
+		if ref, refOK = m.value(in); refOK {
+			cell.ClientGo = &ref
+		}
+	}
+	figure := func(informer string) *steadyFigure {
+		in, ok := informerIn(r, informer)
+		if !ok {
+			return nil
+		}
+		v, ok := m.value(in)
+		if !ok {
+			return nil
+		}
+		f := &steadyFigure{Value: v}
+		if refOK && ref > 0 {
+			f.Ratio = v / ref
+		}
+		judged := f.Ratio > 0 || m.reference == ""
+		if judged && m.target > 0 && (!m.boundedOnly || informer == informerBoltBounded) {
+			f.Mark = steadyMark(f.marked(), m.target)
+			if f.Mark == markMet {
+				s.Met++
+			} else {
+				s.Missed++
+			}
+		}
+		return f
+	}
+	cell.Bolt, cell.Bounded = figure(informerBolt), figure(informerBoltBounded)
+	return cell
+}
+
+// steadyTable is the summary's table: a header, then a row per metric and
+// churn with its target and, for each size, client-go's figure and each
+// boltinformer child's ratio, its own figure in parentheses and its mark.
 func steadyTable(s *steadyResult) [][]string {
-	head := []string{"", "target"}
+	head := []string{"", "churn", "target"}
 	for _, sz := range s.Sizes {
 		label := benchkit.CountLabel(sz.Pods)
 		head = append(head, label+" client-go", label+" bolt/cg", label+" bounded/cg")
@@ -266,7 +390,7 @@ func steadyTable(s *steadyResult) [][]string {
 				target += " bounded"
 			}
 		}
-		cells := []string{row.Metric, target}
+		cells := []string{row.Metric, row.Churn, target}
 		for _, c := range row.Cells {
 			ref := "-"
 			if c.ClientGo != nil {
@@ -279,40 +403,61 @@ func steadyTable(s *steadyResult) [][]string {
 	return rows
 }
 
-// steadyFigureCell is "ratio (value) [mark]", or the value alone without
+// steadyFigureCell is "ratio (value) [mark]", or "(value) [mark]" without
 // a ratio, or "-" without a figure.
 func steadyFigureCell(fig *steadyFigure, format func(float64) string) string {
 	if fig == nil {
 		return "-"
 	}
-	if fig.Ratio == 0 {
-		return "(" + format(fig.Value) + ")"
+	cell := "(" + format(fig.Value) + ")"
+	if fig.Ratio != 0 {
+		cell = fmt.Sprintf("%.2f %s", fig.Ratio, cell)
 	}
-	cell := fmt.Sprintf("%.2f (%s)", fig.Ratio, format(fig.Value))
 	if fig.Mark != "" {
 		cell += " [" + fig.Mark + "]"
 	}
 	return cell
 }
 
-// steadyReport is the summary as text: what ran, the table, the tally of
-// the marks and any warnings.
+// steadyReport is the summary as text: what ran, the targets, the table,
+// the tally of the marks and any warnings.
 func steadyReport(s *steadyResult) *benchkit.Report {
 	w := &benchkit.Report{}
-	labels, bounded, perNode := make([]string, len(s.Sizes)), make([]string, len(s.Sizes)), make([]string, len(s.Sizes))
+	labels, bounded, perNode, records := make([]string, len(s.Sizes)), make([]string, len(s.Sizes)), make([]string, len(s.Sizes)), make([]string, len(s.Sizes))
+	updated := map[string][]string{} // skew -> each size's "distinct at label (per Pod)"
 	for i, sz := range s.Sizes {
-		labels[i] = fmt.Sprintf("%s (%d at start)", benchkit.CountLabel(sz.Pods), sz.PodsAtStart)
+		label := benchkit.CountLabel(sz.Pods)
+		atStart := make([]string, len(sz.Churns))
+		for j, c := range sz.Churns {
+			atStart[j] = fmt.Sprint(c.PodsAtStart)
+			updated[c.Skew] = append(updated[c.Skew], fmt.Sprintf("%d at %s (%.2f)", c.DistinctUpdated, label, c.UpdatesPerPodPerWindow))
+		}
+		labels[i] = fmt.Sprintf("%s (%s at start)", label, strings.Join(atStart, ", "))
 		bounded[i] = fmt.Sprint(sz.BoundedObjects)
 		perNode[i] = f0(sz.ByIndexObjects)
+		records[i] = f1(sz.RecordBytes / 1000)
 	}
-	w.Printf("Steady state at %s Pods on one apiserver, each churned at %.0f changes/s for %v; %s.\n",
-		strings.Join(labels, ", "), s.Rate, seconds(s.DurationSeconds), s.Machine)
+	w.Printf("Steady state at %s Pods on one apiserver, each churned at %.0f changes/s for %v, once for each law by which\n"+
+		"updates pick their Pod (%s); %s.\n",
+		strings.Join(labels, ", "), s.Rate, seconds(s.DurationSeconds), strings.Join(s.Skews, ", "), s.Machine)
+	var skewed []string
+	for _, skew := range s.Skews {
+		skewed = append(skewed, skew+": "+strings.Join(updated[skew], ", "))
+	}
+	w.Printf("Distinct Pods updated (updates per Pod updated within %s changes): %s.\n", benchkit.CountLabel(skewWindow), strings.Join(skewed, "; "))
 	w.Printf("bolt: boltinformer; bounded: boltinformer with a cache of %s of the Pods (%s objects). Each cell: ratio to client-go\n"+
 		"(its factory default, watch-list streaming; LIST where the row says so), the figure itself in parentheses, and the\n"+
-		"mark against the row's target. After sync: the churn's first sample, the start's garbage returned. Restart: client-go\n"+
-		"cold, boltinformer warm on its file; settled: the restart's last sample. Reads: through the lister and indexer after\n"+
-		"the churn; a ByIndex returns the Pods of one node (%s).\n\n",
-		s.BoundedShare, strings.Join(bounded, ", "), strings.Join(perNode, ", "))
+		"mark against the row's target; a row over the record or the records has no client-go figure and marks the figure\n"+
+		"itself. The record: the mean record in boltinformer's file after the size's first churn (%s KB). After sync: the\n"+
+		"churn's first sample, the start's garbage returned. Allocated: the child's Go heap allocations over the churn per\n"+
+		"event, and over the cold start per initial add. Restart: client-go cold, boltinformer warm on its file; settled: the\n"+
+		"restart's last sample. Reads: through the lister and indexer after the churn; a ByIndex returns the Pods of one node (%s).\n\n",
+		s.BoundedShare, strings.Join(bounded, ", "), strings.Join(records, ", "), strings.Join(perNode, ", "))
+	w.Printf("Targets, for each churn and size:\n")
+	for _, t := range steadyTargets() {
+		w.Printf("  %s\n", t)
+	}
+	w.Printf("\n")
 	rows := steadyTable(s)
 	t := w.Table(rows[0]...)
 	for _, cells := range rows[1:] {
@@ -326,14 +471,16 @@ func steadyReport(s *steadyResult) *benchkit.Report {
 				f    *steadyFigure
 			}{{informerBolt, c.Bolt}, {informerBoltBounded, c.Bounded}} {
 				if fig.f != nil && fig.f.Mark == markMissed {
-					w.Printf("  missed at %s: %s, %s %.2f× (target ≤%g×)\n", benchkit.CountLabel(s.Sizes[i].Pods), row.Metric, fig.name, fig.f.Ratio, row.Target)
+					w.Printf("  missed at %s, %s: %s, %s %.2f× (target ≤%g×)\n", benchkit.CountLabel(s.Sizes[i].Pods), row.Churn, row.Metric, fig.name, fig.f.marked(), row.Target)
 				}
 			}
 		}
 	}
 	for _, sz := range s.Sizes {
-		for _, warn := range sz.Warnings {
-			w.Printf("WARNING at %s: %s.\n", benchkit.CountLabel(sz.Pods), warn)
+		for _, c := range sz.Churns {
+			for _, warn := range c.Warnings {
+				w.Printf("WARNING at %s, %s: %s.\n", benchkit.CountLabel(sz.Pods), c.Skew, warn)
+			}
 		}
 	}
 	return w
