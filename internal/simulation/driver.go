@@ -61,6 +61,9 @@ const collection = "pods"
 
 // driver runs one schedule against a Server and the real informer and file.
 type driver struct {
+	// read is the store read in flight (readStore); nil if none.
+	read *storeRead
+
 	cfg  Config
 	env  Env
 	srv  *Server
@@ -446,7 +449,7 @@ func (d *driver) startInformer(warm, wait bool) error {
 	}
 	d.model.synced()
 	if !d.cfg.SyncedAtOpen {
-		got, err := storeState(inf)
+		got, err := d.readStoreWaiting(inf)
 		if err != nil {
 			return err
 		}
@@ -482,12 +485,71 @@ func (d *driver) wait(cond func() bool) error {
 		if time.Now().After(deadline) {
 			return errors.New("timed out")
 		}
-		if time.Since(lastEnd) > 100*time.Millisecond {
-			d.srv.EndShortWatches(5)
-			lastEnd = time.Now()
-		}
+		d.endShortWatches(&lastEnd)
 		time.Sleep(interval)
 		interval = min(2*interval, 20*time.Millisecond)
+	}
+}
+
+// endShortWatches ends the short watches every 100 ms of a wait, as their
+// own timeouts would end them after a few seconds.
+func (d *driver) endShortWatches(lastEnd *time.Time) {
+	if time.Since(*lastEnd) > 100*time.Millisecond {
+		d.srv.EndShortWatches(5)
+		*lastEnd = time.Now()
+	}
+}
+
+// storeRead is a read of an informer's store in flight. A lister's List
+// waits while the store owes a list, and the list may need time to pass:
+// a recovery waits for a bookmark, a relist for a short watch's end.
+type storeRead struct {
+	inf  *bcache.Informer
+	done chan struct{}
+	got  map[string]Version
+	err  error
+}
+
+// readStore reads inf's store, or goes on with the read in flight, for at
+// most patience; ok is false if the read still waits then. The server's
+// time does not stop while a read waits: the caller's wait moves it.
+func (d *driver) readStore(inf *bcache.Informer, patience time.Duration) (got map[string]Version, ok bool, err error) {
+	if d.read == nil || d.read.inf != inf {
+		r := &storeRead{inf: inf, done: make(chan struct{})}
+		go func() {
+			defer close(r.done)
+			r.got, r.err = storeState(inf)
+		}()
+		d.read = r
+	}
+	r := d.read
+	t := time.NewTimer(patience)
+	defer t.Stop()
+	select {
+	case <-r.done:
+		d.read = nil
+		return r.got, true, r.err
+	case <-t.C:
+		return nil, false, nil
+	}
+}
+
+// readStoreWaiting reads inf's store, moving the server's time while the
+// read waits (as wait does), for at most the timeout.
+func (d *driver) readStoreWaiting(inf *bcache.Informer) (map[string]Version, error) {
+	deadline := time.Now().Add(d.env.Timeout)
+	lastEnd := time.Now()
+	for {
+		if got, ok, err := d.readStore(inf, 10*time.Millisecond); ok {
+			return got, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the store's List waited %v for a list the store owes, which never came", d.env.Timeout)
+		}
+		d.srv.Tick()
+		d.srv.Bookmark()
+		d.mirrorBookmark()
+		d.endShortWatches(&lastEnd)
 	}
 }
 
