@@ -46,7 +46,8 @@ type Server struct {
 	window int
 	// lag: caches apply changes only when Tick, a read or a watch needs
 	// them to; otherwise each change reaches every cache as it is written.
-	lag bool
+	// slowCache: the last apiserver lags more (apiservers.go).
+	lag, slowCache bool
 	// cachePages: reads a watch cache serves honour Limit (kube-apiserver
 	// 1.34's snapshots); otherwise they return every item, unpaged.
 	cachePages bool
@@ -75,6 +76,11 @@ type Server struct {
 	// server changed while it waited.
 	triggers []*trigger
 	moved    int
+	// holdOpen: hold triggers hold their requests (faults.go); holding
+	// counts the requests held, which wait for holdRelease to close.
+	holdOpen    bool
+	holding     int
+	holdRelease chan struct{}
 	// onCrash, if set, is called by a crash trigger, without mu held, with
 	// what the trigger was.
 	onCrash func(what string)
@@ -85,10 +91,14 @@ type Server struct {
 	onWrite func(do, key string, arg int)
 	writes  *sync.Mutex
 	// wire: watches and recovery lists are served as protobuf bytes
-	// (wirelister.go); cut: some of those bodies end early.
-	wire, cut bool
+	// (wirelister.go); cut: some of those bodies end early; fieldCuts:
+	// half of those at a field's boundary.
+	wire, cut, fieldCuts bool
 
 	counts map[string]int // requests served, by kind (for the trace)
+	// fetched is, per key, the newest resourceVersion a fetch or a watch
+	// served.
+	fetched map[string]int64
 }
 
 // State is one revision of one key: an object's state, or its deletion.
@@ -114,8 +124,9 @@ type ServerOptions struct {
 	// Instances is how many apiservers serve behind the address; zero
 	// means one.
 	Instances int
-	// Lag lets their watch caches fall behind etcd (apiservers.go).
-	Lag bool
+	// Lag lets their watch caches fall behind etcd (apiservers.go);
+	// SlowCache makes the last one lag more.
+	Lag, SlowCache bool
 	// CachePages makes cache-served reads honour Limit.
 	CachePages bool
 	// PageCap, if positive, caps every page's items.
@@ -123,8 +134,9 @@ type ServerOptions struct {
 	// Seed seeds the server's own choices.
 	Seed int64
 	// Wire serves watches and recovery lists as protobuf bytes; Cut ends
-	// some of those bodies early.
-	Wire, Cut bool
+	// some of those bodies early, FieldCuts half of those at a field's
+	// boundary.
+	Wire, Cut, FieldCuts bool
 }
 
 // NewServer returns an empty server at revision 1.
@@ -136,14 +148,18 @@ func NewServer(opts ServerOptions) *Server {
 		live:           map[types.UID]string{},
 		window:         max(opts.Window, 1),
 		lag:            opts.Lag,
+		slowCache:      opts.SlowCache,
 		cachePages:     opts.CachePages,
 		pageCap:        opts.PageCap,
 		rng:            rand.New(rand.NewSource(opts.Seed)),
 		wire:           opts.Wire,
 		cut:            opts.Cut,
+		fieldCuts:      opts.FieldCuts,
 		expireInStream: opts.ExpireInStream,
 		watches:        map[*simWatch]struct{}{},
 		counts:         map[string]int{},
+		fetched:        map[string]int64{},
+		holdRelease:    make(chan struct{}),
 	}
 	for i := range max(opts.Instances, 1) {
 		s.insts = append(s.insts, &instance{id: i, pos: s.rev})

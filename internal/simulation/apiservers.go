@@ -35,7 +35,10 @@ import (
 //     (410) below the oldest change the cache keeps.
 //
 // Without Lag every cache applies each change as it is written, which is
-// the simulation's original, kinder server.
+// the simulation's original, kinder server. With SlowCache too, the last
+// apiserver is slow (an overloaded one, or one whose etcd watch is slow):
+// its cache applies what etcd has a quarter as often, and answers three
+// in four reads at a version it has not reached with 504.
 
 // instance is one kube-apiserver's watch cache. Guarded by Server.mu.
 type instance struct {
@@ -55,7 +58,7 @@ func newServerFor(sched Schedule) *Server {
 	return NewServer(ServerOptions{
 		Window: c.Window, ExpireInStream: c.ExpireInStream,
 		Instances: c.Instances, Lag: c.Lag, CachePages: c.CachePages, PageCap: c.PageCap,
-		Seed: sched.Seed, Wire: c.Wire, Cut: c.Cut,
+		Seed: sched.Seed, Wire: c.Wire, Cut: c.Cut, FieldCuts: c.FieldCuts, SlowCache: c.SlowCache,
 	})
 }
 
@@ -113,7 +116,7 @@ func (s *Server) Tick() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, in := range s.insts {
-		if in.pos >= s.rev || s.rng.Intn(2) == 0 {
+		if in.pos >= s.rev || s.rng.Intn(2) == 0 || (s.slowLocked(in) && s.rng.Intn(4) != 0) {
 			continue
 		}
 		to := s.rev
@@ -122,6 +125,23 @@ func (s *Server) Tick() {
 		}
 		s.advanceLocked(in, to)
 	}
+}
+
+// slowLocked reports whether in is the slow apiserver of a server with
+// SlowCache: the last one.
+func (s *Server) slowLocked(in *instance) bool {
+	return s.slowCache && in.id == len(s.insts)-1
+}
+
+// tooLargeLocked decides whether a lagging cache answers a read at a
+// version it has not reached 504 "Too large resource version", having not
+// reached it in the three seconds kube-apiserver waits: one read in four,
+// three in four on the slow apiserver.
+func (s *Server) tooLargeLocked(in *instance) bool {
+	if s.slowLocked(in) {
+		return s.rng.Intn(4) != 0
+	}
+	return s.rng.Intn(4) == 0
 }
 
 // latestChangeLocked is the revision of the resource's latest change.
@@ -189,7 +209,7 @@ func (s *Server) readAtLocked(in *instance, opts metav1.ListOptions) (rev int64,
 	}
 	// NotOlderThan: from the cache, once it has reached rv.
 	if rv > in.pos {
-		if rv > s.rev || (s.lag && s.rng.Intn(4) == 0) {
+		if rv > s.rev || (s.lag && s.tooLargeLocked(in)) {
 			s.counts["too-large"]++
 			return 0, false, tooLargeError(rv, in.pos)
 		}

@@ -49,6 +49,23 @@
 // transaction); the driver then kills the informer and starts it from that
 // image (midop.go).
 //
+// A slow apiserver holds requests (faults.go): a hold trigger makes the
+// n-th request of a kind wait inside the server while the next steps, which
+// do not wait, run; the driver's next wait releases it. Interleave
+// (interleave.go), from a generator of its own, cuts operations halfway
+// with it: a start that does not wait, then a stop or a crash; a 410's
+// recovery with writes before and during it, then a stop, a crash, another
+// 410, the watches' end or a handover. A handover (stale.go) replaces the
+// running informer by a new one on the same open file, as a controller that
+// loses its leader lease and wins it back does, and the user keeps the old
+// informer, its checkpoint and its indexer; a stale-calls step calls them.
+// A checkpoint's handler may acknowledge in place, as it is given objects,
+// before the informer is synced too. With Lag, one apiserver may be slow
+// (SlowCache, a second one where the seed has one): its cache falls further
+// behind and answers more reads at versions it has not reached with 504. Cut bodies may end at a
+// field's boundary (FieldCuts), as a streamed list dropped between two
+// writes ends.
+//
 // A Schedule (schedule.go) is one seed's Config — recovery on or off,
 // WarmListBelow, SyncedAtOpen, a bounded or unbounded object cache, page
 // size, commit batch size, a checkpoint handler registered before or after
@@ -112,7 +129,13 @@
 //   - the file passes inspect verify after every stop and crash;
 //   - a bounded object cache holds no more decoded objects, nor bytes, than
 //     its bounds, and reading an object larger than the byte bound evicts
-//     no other.
+//     no other;
+//   - the watch error handler is never given a failure that wraps io.EOF,
+//     which reads as a stream that closed normally;
+//   - what a user kept of a replaced informer refuses the file: its
+//     Checkpoint, and its checkpoint's Ack, AckDeleted and Clear, fail with
+//     persist.ErrClosed, and its indexer returns a state the server wrote
+//     or that error.
 //
 // Shrink (shrink.go) reduces a failing schedule by greedy delta debugging
 // within a time budget, keeping removals after which it still fails the
@@ -132,7 +155,9 @@
 //
 // The checkpoint model keeps, per key, the states the file may hold: some
 // outcomes depend on when a commit ran, which only a commit observed to
-// begin after an acknowledgement tells. It compares states as the handler
+// begin after an acknowledgement tells. It also follows whether the file
+// holds the collection's resourceVersion, without which a start is cold
+// and drops every checkpoint. It compares states as the handler
 // sees them: an acknowledgement of an object the key no longer holds counts
 // as a tombstone. After damage that may start the collection cold it
 // allows anything, so the checkpoint oracle is weaker there.

@@ -61,6 +61,9 @@ const collection = "pods"
 
 // driver runs one schedule against a Server and the real informer and file.
 type driver struct {
+	// read is the store read in flight (readStore); nil if none.
+	read *storeRead
+
 	cfg  Config
 	env  Env
 	srv  *Server
@@ -95,6 +98,11 @@ type driver struct {
 	closeErr  error // the last Close's
 	// diff is the differential mode's (differential.go); nil if off.
 	diff *differential
+	// stale are what a user kept of the informer a restart in the process
+	// replaced (stale.go); nil if none.
+	stale *staleHandles
+	// handlerErrs are the watch error handler's violations (errorSeen).
+	handlerErrs chan string
 }
 
 // Run runs sched and returns its first failure, or nil.
@@ -106,6 +114,8 @@ func Run(sched Schedule, env Env) (fail *Failure) {
 		path: filepath.Join(env.Dir, "cache.db"),
 		rng:  rand.New(rand.NewSource(sched.Seed)),
 		regs: map[*recorder]interface{ HasSynced() bool }{},
+
+		handlerErrs: make(chan string, 16),
 	}
 	d.lw = d.srv.ListerWatcher()
 	d.srv.onCrash = func(what string) { d.crashImage(what) }
@@ -180,9 +190,13 @@ func (d *driver) step(st Step) error {
 	case OpInject:
 		d.srv.Inject(st.Kind, st.Code, st.N)
 	case OpArm:
-		if st.Kind == KindCommit {
+		switch {
+		case st.Kind == KindCommit:
 			d.armCommit(st.N)
-		} else {
+		case st.Do == ActHold:
+			d.srv.Arm(st.Kind, st.N, st.Do, st.Key, st.Code, d.gen)
+			d.srv.OpenHolds()
+		default:
 			d.srv.Arm(st.Kind, st.N, st.Do, st.Key, st.Code, d.gen)
 		}
 	case OpRestartOne:
@@ -192,7 +206,7 @@ func (d *driver) step(st Step) error {
 		d.weak.quietLeft = st.N
 	case OpStart:
 		if !d.up() {
-			return d.start()
+			return d.start(!st.NoWait)
 		}
 	case OpStop:
 		if d.up() {
@@ -280,6 +294,12 @@ func (d *driver) step(st Step) error {
 		if !d.up() {
 			return d.damageKind(st)
 		}
+	case OpHandover:
+		if d.up() {
+			return d.handover(st.N%2 == 1)
+		}
+	case OpStale:
+		return d.staleCalls()
 	default:
 		return fmt.Errorf("unknown step %q", st.Op)
 	}
@@ -322,12 +342,10 @@ func (d *driver) write(st Step) bool {
 }
 
 // start opens the file and starts an informer on it with the run's
-// options, and waits until it is synced. Unless it may be synced at open,
-// the store must then equal the server: nothing changed since the start.
-func (d *driver) start() error {
+// options (startInformer); wait: it waits until the informer is synced.
+func (d *driver) start(wait bool) error {
 	_, statErr := os.Stat(d.path)
 	warm := statErr == nil
-	fromRev, fromMoved := d.srv.Revision(), d.srv.Moved()
 	if !warm {
 		d.model.cold()
 	}
@@ -344,6 +362,17 @@ func (d *driver) start() error {
 	d.db = db
 	d.liveFile(db)
 	d.removeObs = db.AddCommitObserver(func(s persist.CommitStats) { d.model.observeCommit(s.Err == nil) })
+	return d.startInformer(warm, wait)
+}
+
+// startInformer starts an informer on the open file d.db with the run's
+// options. With wait it waits until the informer is synced; then, unless it
+// may be synced at open, the store must equal the server: nothing changed
+// since the start. An informer that cannot be made closes the file.
+func (d *driver) startInformer(warm, wait bool) error {
+	db := d.db
+	fromRev, fromMoved := d.srv.Revision(), d.srv.Moved()
+	d.model.starting()
 	opts := bcache.InformerOptions{
 		Persistence:    bcache.Persistence{DB: db, Collection: collection, CacheObjects: d.cfg.CacheObjects, CacheBytes: d.cfg.CacheBytes},
 		Indexers:       simIndexers(),
@@ -374,6 +403,7 @@ func (d *driver) start() error {
 	d.inf = inf
 	d.errs = make(chan error, 1000)
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cacheReflector, err error) {
+		d.errorSeen(err)
 		select {
 		case d.errs <- err:
 		default:
@@ -381,7 +411,9 @@ func (d *driver) start() error {
 	})
 	d.plain, d.cpRec, d.cp = nil, nil, nil
 	d.regs = map[*recorder]interface{ HasSynced() bool }{}
-	if err := d.diffStart(!warm); err != nil {
+	// A start that does not wait meets the next steps' writes before its first
+	// settled point, at another moment of its list than client-go's.
+	if err := d.diffStart(!warm && wait); err != nil {
 		return err
 	}
 	r := newRecorder("plain", d.srv)
@@ -405,14 +437,19 @@ func (d *driver) start() error {
 			return err
 		}
 	}
+	if !wait {
+		d.logf("    started (warm=%v), not waiting for it to sync", warm)
+		return nil
+	}
 	if err := d.wait(func() bool { return inf.HasSynced() }); err != nil {
 		if errors.Is(err, errInterrupted) {
 			return d.crashRestart()
 		}
 		return fmt.Errorf("the informer did not sync within %v (warm=%v): %s", d.env.Timeout, warm, d.errorsSeen())
 	}
+	d.model.synced()
 	if !d.cfg.SyncedAtOpen {
-		got, err := storeState(inf)
+		got, err := d.readStoreWaiting(inf)
 		if err != nil {
 			return err
 		}
@@ -430,6 +467,8 @@ func (d *driver) start() error {
 // seconds. It ends early with errInterrupted when a crash image is pending
 // or, in a check, a trigger changed the objects (midop.go).
 func (d *driver) wait(cond func() bool) error {
+	// A held request would keep the informer from settling.
+	d.srv.CloseHolds()
 	deadline := time.Now().Add(d.env.Timeout)
 	lastEnd := time.Now()
 	interval := time.Millisecond
@@ -446,12 +485,71 @@ func (d *driver) wait(cond func() bool) error {
 		if time.Now().After(deadline) {
 			return errors.New("timed out")
 		}
-		if time.Since(lastEnd) > 100*time.Millisecond {
-			d.srv.EndShortWatches(5)
-			lastEnd = time.Now()
-		}
+		d.endShortWatches(&lastEnd)
 		time.Sleep(interval)
 		interval = min(2*interval, 20*time.Millisecond)
+	}
+}
+
+// endShortWatches ends the short watches every 100 ms of a wait, as their
+// own timeouts would end them after a few seconds.
+func (d *driver) endShortWatches(lastEnd *time.Time) {
+	if time.Since(*lastEnd) > 100*time.Millisecond {
+		d.srv.EndShortWatches(5)
+		*lastEnd = time.Now()
+	}
+}
+
+// storeRead is a read of an informer's store in flight. A lister's List
+// waits while the store owes a list, and the list may need time to pass:
+// a recovery waits for a bookmark, a relist for a short watch's end.
+type storeRead struct {
+	inf  *bcache.Informer
+	done chan struct{}
+	got  map[string]Version
+	err  error
+}
+
+// readStore reads inf's store, or goes on with the read in flight, for at
+// most patience; ok is false if the read still waits then. The server's
+// time does not stop while a read waits: the caller's wait moves it.
+func (d *driver) readStore(inf *bcache.Informer, patience time.Duration) (got map[string]Version, ok bool, err error) {
+	if d.read == nil || d.read.inf != inf {
+		r := &storeRead{inf: inf, done: make(chan struct{})}
+		go func() {
+			defer close(r.done)
+			r.got, r.err = storeState(inf)
+		}()
+		d.read = r
+	}
+	r := d.read
+	t := time.NewTimer(patience)
+	defer t.Stop()
+	select {
+	case <-r.done:
+		d.read = nil
+		return r.got, true, r.err
+	case <-t.C:
+		return nil, false, nil
+	}
+}
+
+// readStoreWaiting reads inf's store, moving the server's time while the
+// read waits (as wait does), for at most the timeout.
+func (d *driver) readStoreWaiting(inf *bcache.Informer) (map[string]Version, error) {
+	deadline := time.Now().Add(d.env.Timeout)
+	lastEnd := time.Now()
+	for {
+		if got, ok, err := d.readStore(inf, 10*time.Millisecond); ok {
+			return got, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the store's List waited %v for a list the store owes, which never came", d.env.Timeout)
+		}
+		d.srv.Tick()
+		d.srv.Bookmark()
+		d.mirrorBookmark()
+		d.endShortWatches(&lastEnd)
 	}
 }
 
@@ -461,6 +559,11 @@ func (d *driver) addCheckpoint() error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	r := newCheckpointRecorder("checkpoint", d.srv, d.model.start(d.srv.Pods()))
+	if d.cfg.AckInHandler {
+		rng := rand.New(rand.NewSource(d.rng.Int63()))
+		r.pick = func() bool { return rng.Intn(10) < 7 } // under r.mu
+		r.inHandler = d.ackInHandler(cp, r)
+	}
 	reg, err := cp.AddEventHandler(r)
 	if err != nil {
 		return fmt.Errorf("checkpoint handler: %w", err)
@@ -510,6 +613,9 @@ func (d *driver) stop(crash bool) error {
 		return err
 	}
 	d.shutdown()
+	if crash {
+		d.stale = nil // the process died, and what it held
+	}
 	d.model.closed(!crash && d.closeErr == nil)
 	if !crash && d.closeErr != nil {
 		return fmt.Errorf("a clean stop's Close failed: %w", d.closeErr)
@@ -545,6 +651,7 @@ func (d *driver) shutdown() {
 	}
 	d.deadFile()
 	d.cancel()
+	d.srv.CloseHolds() // after cancel: a held request sees its context end
 	<-d.done
 	d.stopClock()
 	d.diffStop()
@@ -579,6 +686,9 @@ func (d *driver) violations() error {
 	var all []string
 	for _, r := range d.recorders() {
 		all = append(all, r.takeViolations()...)
+	}
+	for len(d.handlerErrs) > 0 {
+		all = append(all, <-d.handlerErrs)
 	}
 	if len(all) > 0 {
 		d.weak.violated = true

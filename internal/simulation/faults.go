@@ -1,6 +1,7 @@
 package simulation
 
 import (
+	"context"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,7 @@ const (
 	ActEndWatches = "end-watches" // every watch ends, as at its timeout
 	ActError      = "error"       // the request fails with Code
 	ActCrash      = "crash"       // the process dies: the file keeps what it had committed
+	ActHold       = "hold"        // the request is answered slowly: held until the driver waits (OpenHolds)
 )
 
 // trigger is one armed fault or write.
@@ -84,8 +86,30 @@ func (s *Server) Quiet() bool {
 // does what the due ones do, before the request is served. An error is
 // injected as the first fault of the request's kind, so the request itself
 // fails with it. A crash runs onCrash without mu held, since it copies the
-// cache file.
-func (s *Server) fire(kind string, opts metav1.ListOptions) {
+// cache file. A hold blocks the request, holding no lock, until the holds
+// are released or ctx ends; the request then fails with ctx's error.
+func (s *Server) fire(ctx context.Context, kind string, opts metav1.ListOptions) error {
+	if !s.fireTriggers(kind, opts) {
+		return nil
+	}
+	s.mu.Lock()
+	release := s.holdRelease
+	s.holding++
+	s.counts["held"]++
+	s.mu.Unlock()
+	select {
+	case <-release:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	s.holding--
+	s.mu.Unlock()
+	return ctx.Err()
+}
+
+// fireTriggers is fire without the hold: it reports whether the request
+// is to be held.
+func (s *Server) fireTriggers(kind string, opts metav1.ListOptions) (hold bool) {
 	if s.writes != nil {
 		// A trigger's write and its repetition on the mirror are one
 		// step against the driver's writes (lockWrites).
@@ -140,6 +164,8 @@ func (s *Server) fire(kind string, opts metav1.ListOptions) {
 			s.faults = append([]fault{{kind: kind, code: t.code}}, s.faults...)
 		case ActCrash:
 			crash = t
+		case ActHold:
+			hold = hold || s.holdOpen
 		}
 		switch t.do {
 		case ActCompact, ActCreate, ActUpdate, ActDelete, ActRestart:
@@ -156,4 +182,55 @@ func (s *Server) fire(kind string, opts metav1.ListOptions) {
 	if crash != nil && onCrash != nil {
 		onCrash(crash.String())
 	}
+	return hold
+}
+
+// Holds: a slow apiserver. A hold trigger makes its request wait, inside
+// the server, until the driver next waits for the informer or stops it, so
+// the steps in between (which do not wait) meet the informer halfway
+// through a list, a recovery or a start: a stop, a crash, a 410, a write.
+// Holds take effect only while the driver has opened them (OpenHolds); a
+// hold due at another time is served at once.
+
+// OpenHolds lets hold triggers hold their requests from now on.
+func (s *Server) OpenHolds() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holdOpen = true
+}
+
+// CloseHolds releases every held request and disarms the hold triggers
+// not yet due: the driver waits for the informer, which a held request
+// would keep from settling.
+func (s *Server) CloseHolds() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.holdOpen {
+		return
+	}
+	s.holdOpen = false
+	close(s.holdRelease)
+	s.holdRelease = make(chan struct{})
+	keep := s.triggers[:0]
+	for _, t := range s.triggers {
+		if t.do != ActHold {
+			keep = append(keep, t)
+		}
+	}
+	clear(s.triggers[len(keep):])
+	s.triggers = keep
+}
+
+// Holding returns how many requests are held now.
+func (s *Server) Holding() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.holding
+}
+
+// HoldsOpen reports whether holds are open.
+func (s *Server) HoldsOpen() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.holdOpen
 }

@@ -47,6 +47,11 @@ type recorder struct {
 	unacked []interface{}
 	given   map[string][]*corev1.Pod
 	events  int
+	// inHandler, if set, acknowledges from the handler itself, as a
+	// handler that does its work in place does, each notification pick
+	// chooses (picked under mu, acknowledged without it).
+	inHandler func(obj interface{})
+	pick      func() bool
 }
 
 var _ cache.ResourceEventHandler = (*recorder)(nil)
@@ -89,6 +94,14 @@ func (r *recorder) checkStateLocked(what, key string, p *corev1.Pod) int64 {
 func (r *recorder) OnAdd(obj interface{}, initial bool) {
 	p := obj.(*corev1.Pod)
 	key := p.Namespace + "/" + p.Name
+	if r.onAdd(obj, p, key, initial) {
+		r.inHandler(obj)
+	}
+}
+
+// onAdd checks and records an add; it reports whether the handler
+// acknowledges it in place.
+func (r *recorder) onAdd(obj interface{}, p *corev1.Pod, key string, initial bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events++
@@ -101,11 +114,19 @@ func (r *recorder) OnAdd(obj interface{}, initial bool) {
 		r.violate("initial add %s@%d: acknowledged at that resourceVersion, must be skipped", key, rv)
 	}
 	r.view[key] = Version{UID: p.UID, RV: p.ResourceVersion}
-	r.gaveLocked(key, p, obj)
+	return r.gaveLocked(key, p, obj)
 }
 
 func (r *recorder) OnUpdate(oldObj, newObj interface{}) {
 	old, p := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
+	if r.onUpdate(old, p, newObj) {
+		r.inHandler(newObj)
+	}
+}
+
+// onUpdate checks and records an update; it reports whether the handler
+// acknowledges it in place.
+func (r *recorder) onUpdate(old, p *corev1.Pod, newObj interface{}) bool {
 	key := p.Namespace + "/" + p.Name
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -122,10 +143,18 @@ func (r *recorder) OnUpdate(oldObj, newObj interface{}) {
 		}
 	}
 	r.view[key] = Version{UID: p.UID, RV: p.ResourceVersion}
-	r.gaveLocked(key, p, newObj)
+	return r.gaveLocked(key, p, newObj)
 }
 
 func (r *recorder) OnDelete(obj interface{}) {
+	if r.onDelete(obj) {
+		r.inHandler(obj)
+	}
+}
+
+// onDelete checks and records a deletion; it reports whether the handler
+// acknowledges it in place.
+func (r *recorder) onDelete(obj interface{}) bool {
 	var p *corev1.Pod
 	var key string
 	tombstone := false
@@ -165,17 +194,28 @@ func (r *recorder) OnDelete(obj interface{}) {
 		r.violate("%s %s (%s) of a key it does not hold", what, key, desc)
 	}
 	delete(r.view, key)
-	if r.checkpoint {
-		r.unacked = append(r.unacked, obj)
-	}
-}
-
-func (r *recorder) gaveLocked(key string, p *corev1.Pod, obj interface{}) {
 	if !r.checkpoint {
-		return
+		return false
+	}
+	if r.inHandler != nil && r.pick() {
+		return true
 	}
 	r.unacked = append(r.unacked, obj)
+	return false
+}
+
+// gaveLocked records what a checkpoint's handler was given, and reports
+// whether it acknowledges it in place; otherwise a later step may.
+func (r *recorder) gaveLocked(key string, p *corev1.Pod, obj interface{}) bool {
+	if !r.checkpoint {
+		return false
+	}
 	r.given[key] = append(r.given[key], p)
+	if r.inHandler != nil && r.pick() {
+		return true
+	}
+	r.unacked = append(r.unacked, obj)
+	return false
 }
 
 // takeViolations returns and forgets the violations seen so far.

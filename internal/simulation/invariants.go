@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -46,6 +47,7 @@ func (d *driver) check() error {
 	if err := d.violations(); err != nil {
 		return err
 	}
+	d.model.synced()
 	if d.cpRec != nil {
 		d.cpRec.settledMaybe(want)
 	}
@@ -77,7 +79,10 @@ func (d *driver) pending(want map[string]Version) string {
 	if s := d.diffPending(); s != "" {
 		return s
 	}
-	got, err := storeState(d.inf)
+	got, ok, err := d.readStore(d.inf, 20*time.Millisecond)
+	if !ok {
+		return "the store's List waits for a list the store owes"
+	}
 	if err != nil {
 		return err.Error()
 	}

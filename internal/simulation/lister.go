@@ -170,9 +170,11 @@ func (l *ListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) 
 	return l.WatchWithContext(context.Background(), opts)
 }
 
-func (l *ListerWatcher) ListWithContext(_ context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+func (l *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	s := l.s
-	s.fire(KindList, opts)
+	if err := s.fire(ctx, KindList, opts); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.faultLocked(KindList); err != nil {
@@ -194,7 +196,9 @@ func (l *ListerWatcher) ListWithContext(_ context.Context, opts metav1.ListOptio
 
 func (l *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	s := l.s
-	s.fire(KindWatch, opts)
+	if err := s.fire(ctx, KindWatch, opts); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.faultLocked(KindWatch); err != nil {
@@ -212,9 +216,11 @@ func (l *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOp
 }
 
 // ListMetadata lists one page of the Pods' metadata.
-func (l *ListerWatcher) ListMetadata(_ context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+func (l *ListerWatcher) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 	s := l.s
-	s.fire(KindMeta, opts)
+	if err := s.fire(ctx, KindMeta, opts); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.listMetadataLocked(opts)
@@ -231,6 +237,9 @@ func (s *Server) listMetadataLocked(opts metav1.ListOptions) (*metav1.PartialObj
 	if err != nil {
 		return nil, err
 	}
+	if opts.Continue == "" {
+		s.countBehindFetchLocked(rv)
+	}
 	out := &metav1.PartialObjectMetadataList{
 		TypeMeta: metav1.TypeMeta{APIVersion: metav1.SchemeGroupVersion.String(), Kind: "PartialObjectMetadataList"},
 		ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10), Continue: cont},
@@ -246,9 +255,11 @@ func (s *Server) listMetadataLocked(opts metav1.ListOptions) (*metav1.PartialObj
 
 // ListObjects lists the Pods of namespace named name (either may be empty:
 // all).
-func (l *ListerWatcher) ListObjects(_ context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
+func (l *ListerWatcher) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
 	s := l.s
-	s.fire(KindFetch, opts)
+	if err := s.fire(ctx, KindFetch, opts); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.listObjectsLocked(namespace, name, opts)
@@ -264,5 +275,26 @@ func (s *Server) listObjectsLocked(namespace, name string, opts metav1.ListOptio
 	if err != nil {
 		return nil, err
 	}
+	for _, p := range items {
+		n, _ := strconv.ParseInt(p.ResourceVersion, 10, 64)
+		key := p.Namespace + "/" + p.Name
+		s.fetched[key] = max(s.fetched[key], n)
+	}
 	return podList(items, rv, cont), nil
+}
+
+// countBehindFetchLocked counts a metadata list at revision rev that lacks
+// an object an earlier fetch or watch brought, created after rev: a
+// lagging list that a recovery must not read as the object's deletion.
+func (s *Server) countBehindFetchLocked(rev int64) {
+	at := map[string]bool{}
+	for _, p := range s.stateAtLocked(rev) {
+		at[p.Namespace+"/"+p.Name] = true
+	}
+	for key, n := range s.fetched {
+		if n > rev && !at[key] {
+			s.counts["meta-behind-fetch"]++
+			return
+		}
+	}
 }

@@ -220,7 +220,7 @@ func (d *driver) crashRestart() error {
 	if err := d.stop(true); err != nil {
 		return err
 	}
-	return d.start()
+	return d.start(true)
 }
 
 // interruption says whether a wait must end early, and notes that it did.
@@ -245,7 +245,13 @@ func (d *driver) settle(st Step) error {
 		}
 	}
 	if st.NoWait {
-		return d.violations()
+		if err := d.violations(); err != nil {
+			return err
+		}
+		if d.up() && d.srv.HoldsOpen() {
+			d.waitHeld()
+		}
+		return nil
 	}
 	for {
 		if d.up() && d.crashPending() {
@@ -290,4 +296,68 @@ func (d *driver) syncedDiff(got map[string]Version, from int64, moved int) strin
 		}
 	}
 	return diff + fmt.Sprintf(" (nor any state since revision %d)", from)
+}
+
+// waitHeld follows a step that does not wait while holds are open (a slow
+// apiserver, faults.go): it waits until a request is held, or the informer
+// and every registration are synced, and no handler has had anything new
+// for three polls in a row; or until a crash image is pending. The next
+// step then meets the informer halfway through its list, recovery or
+// start, not before it began. It reads no store, since a read may wait for
+// a list a hold keeps back. It never fails: at worst the next step comes
+// sooner, after a quarter of the timeout.
+func (d *driver) waitHeld() {
+	deadline := time.Now().Add(d.env.Timeout / 4)
+	interval := time.Millisecond
+	quiet, last := 0, -1
+	for d.up() && time.Now().Before(deadline) && !d.crashPending() {
+		d.srv.Tick()
+		d.srv.Bookmark()
+		d.mirrorBookmark()
+		events := d.delivered()
+		if events == last && d.handlersIdle() && (d.srv.Holding() > 0 || d.allSynced()) {
+			if quiet++; quiet >= 3 {
+				return
+			}
+		} else {
+			quiet = 0
+		}
+		last = events
+		time.Sleep(interval)
+		interval = min(2*interval, 20*time.Millisecond)
+	}
+}
+
+// allSynced reports whether the informer and every registration are synced.
+func (d *driver) allSynced() bool {
+	if !d.inf.HasSynced() {
+		return false
+	}
+	for _, reg := range d.regs {
+		if !reg.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// delivered counts the notifications every handler of ours has been given.
+func (d *driver) delivered() int {
+	n := 0
+	for _, r := range d.recorders() {
+		r.mu.Lock()
+		n += r.events
+		r.mu.Unlock()
+	}
+	return n
+}
+
+// handlersIdle reports whether no registration has notifications waiting.
+func (d *driver) handlersIdle() bool {
+	for _, reg := range d.regs {
+		if p, ok := reg.(interface{ Pending() int64 }); ok && p.Pending() > 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -69,7 +69,30 @@ type ckModel struct {
 	// the running informer, 0 before its first: its store holds a state at
 	// or after it.
 	settledAt int64
+
+	// listed says whether the file holds the collection's resourceVersion.
+	// A start without one is cold, and a cold start drops every checkpoint
+	// (cache's emptyForColdStart). A handler that acknowledges as it is
+	// given objects does so during a cold list too, before the list's
+	// version is stored.
+	listed ckListed
+	// startedWith is listed when the running informer started; syncMark
+	// is the sequence number of the transition recorded once it was seen
+	// synced (its list's version applied before), -1 before that.
+	startedWith ckListed
+	syncMark    int64
+	// durableUpTo: every transition up to it is durable.
+	durableUpTo int64
 }
+
+// ckListed is what the model knows of the file's resourceVersion.
+type ckListed uint8
+
+const (
+	listedNo    ckListed = iota // none: the next start is cold
+	listedMaybe                 // the next start may be cold
+	listedYes                   // the next start is warm (unless damage says otherwise)
+)
 
 type ckKind uint8
 
@@ -139,7 +162,7 @@ var (
 )
 
 func newCkModel(srv *Server) *ckModel {
-	return &ckModel{srv: srv, lastObs: -1, base: map[string]ckSet{}}
+	return &ckModel{srv: srv, lastObs: -1, base: map[string]ckSet{}, syncMark: -1}
 }
 
 // record appends a transition and returns its sequence number.
@@ -216,6 +239,7 @@ func (m *ckModel) durableLocked(seq int64) {
 	if n == 0 {
 		return
 	}
+	m.durableUpTo = max(m.durableUpTo, seq)
 	done := m.pending[:n]
 	keys := m.keysLocked()
 	for _, k := range keys {
@@ -279,7 +303,48 @@ func (m *ckModel) closed(clean bool) {
 		}
 		m.base[k] = out
 	}
-	m.pending, m.lastObs, m.frozen, m.settledAt = nil, -1, false, 0
+	switch {
+	case m.startedWith == listedYes:
+		// A warm start keeps the version it found.
+	case m.syncMark >= 0 && (clean || m.durableUpTo >= m.syncMark):
+		m.listed = listedYes
+	default:
+		// Synced unseen, or not known to be committed: the list's version
+		// may have reached the file, or not.
+		m.listed = listedMaybe
+	}
+	m.pending, m.lastObs, m.frozen, m.settledAt, m.syncMark = nil, -1, false, 0, -1
+}
+
+// starting records an informer's start on the file. One that may find no
+// resourceVersion may start cold, which drops every acknowledgement.
+func (m *ckModel) starting() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.listed == listedMaybe {
+		for k, set := range m.base {
+			set = maps.Clone(set)
+			set[none] = struct{}{}
+			m.base[k] = set
+		}
+	}
+	m.startedWith, m.syncMark = m.listed, -1
+}
+
+// synced records that the running informer was seen synced: its list's
+// resourceVersion was applied before now, and is durable once what is
+// recorded now is.
+func (m *ckModel) synced() {
+	m.mu.Lock()
+	seen := m.syncMark >= 0
+	m.mu.Unlock()
+	if seen {
+		return
+	}
+	m.record("", func(_ string, s ckState) []ckState { return []ckState{s} })
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.syncMark = m.seq
 }
 
 // freeze records that a crash image was taken: see frozen.
@@ -294,6 +359,7 @@ func (m *ckModel) cold() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.base, m.pending, m.lastObs, m.frozen, m.settledAt = map[string]ckSet{}, nil, -1, false, 0
+	m.listed = listedNo
 }
 
 // ack records the handler's Ack of obj (what it was given) after it
@@ -304,10 +370,6 @@ func (m *ckModel) cold() {
 func (m *ckModel) ack(obj interface{}) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		// AckDeleted: a tombstone is settled; anything else stays.
-		deleted := ""
-		if p, ok := d.Obj.(*corev1.Pod); ok {
-			deleted = string(p.UID)
-		}
 		m.record(d.Key, func(key string, s ckState) []ckState {
 			switch s.kind {
 			case ckTomb:
@@ -317,14 +379,12 @@ func (m *ckModel) ack(obj interface{}) {
 				// the key or writes another.
 				return []ckState{none, {kind: ckAcked, rv: s.rv}}
 			case ckAcked, ckStale:
-				if deleted != "" && uidOf(m.srv, key, s.rv) == deleted {
-					// An acknowledgement of the object this deletion
-					// removed. The store applied the deletion before the
-					// handler was given it, which made the acknowledgement
-					// a tombstone. The model records the deletion only at
-					// the next settled point.
-					return []ckState{s, none}
-				}
+				// The store applied the deletion before the handler was
+				// told, which made the acknowledgement a tombstone, unless
+				// it was of a newer object; the model learns of deletions
+				// at settled points (settled), and a handler acknowledges
+				// in place before them.
+				return []ckState{s, none}
 			}
 			return []ckState{s}
 		})
@@ -383,16 +443,32 @@ func ackStep(srv *Server, key, rv string, deletion bool, s ckState, cur *corev1.
 	case s.kind == ckTomb && deletion:
 		// Settled if the deletion came by watch at this version.
 		return []ckState{s, none}
+	case s.kind == ckTomb && cur != nil && uidOf(srv, key, rv) == string(cur.UID):
+		// An older state of the object the key holds now: dropped, unless
+		// the file held the acknowledgement of the deleted object where
+		// memory held the tombstone (a commit writes a deletion and a
+		// creation between two commits as a put), and the collection was
+		// opened again since: then it is written.
+		return []ckState{s, written}
 	case s.kind == ckTomb:
 		return []ckState{s} // a state before the deletion: dropped
 	case deletion && s.kind != ckNone:
 		// The handler was told of the deletion, so the store applied it,
 		// which made a tombstone of the acknowledgement; the model records
 		// that at the next settled point. By watch, at this version, the
-		// Ack settles that tombstone.
+		// Ack settles that tombstone. As an AckDeleted of a key no longer
+		// stored, it may also be written.
+		if cur == nil {
+			return []ckState{s, written, none}
+		}
 		return []ckState{s, none}
 	case s.rv == rv:
 		return []ckState{s} // acknowledged already
+	case deletion && cur == nil:
+		// As an AckDeleted: the deletion, applied before the handler was
+		// told, may have made s a tombstone the model has not recorded
+		// yet (see ack), which this settles.
+		return []ckState{s, written, none}
 	case cur != nil:
 		return []ckState{written} // a stale version replaces a newer one too
 	case deletion:
@@ -426,6 +502,11 @@ func (m *ckModel) clear() {
 // (ckTombAcked) while Ack goes by the tombstone: an acknowledgement of an
 // older state is dropped rather than written.
 func (m *ckModel) damaged(mayStartCold bool) {
+	if mayStartCold {
+		m.mu.Lock()
+		m.listed = min(m.listed, listedMaybe)
+		m.mu.Unlock()
+	}
 	m.record("", func(_ string, s ckState) []ckState {
 		out := []ckState{s}
 		if s.kind == ckAcked || s.kind == ckStale {

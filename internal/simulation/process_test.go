@@ -187,8 +187,14 @@ func panicOf(out string) string {
 	var lines []string
 	sc := bufio.NewScanner(strings.NewReader(out[i:]))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	// A hang's goroutines are all needed: the one that should have ended
+	// the wait (a reflector, say) may be the last, or missing.
 	hang := strings.Contains(out[i:min(len(out), i+200)], "(a hang)")
-	for sc.Scan() && len(lines) < 120 {
+	limit := 120
+	if hang {
+		limit = 2000
+	}
+	for sc.Scan() && len(lines) < limit {
 		if lines = append(lines, sc.Text()); !hang && len(lines) > 3 && sc.Text() == "" {
 			break // the end of the panicking goroutine's stack
 		}

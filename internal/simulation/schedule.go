@@ -40,6 +40,12 @@ type Config struct {
 	CacheBytes   int64 // Persistence.CacheBytes; 0: no byte bound
 	BigObjects   bool  // rich content larger than CacheBytes
 	Damage       bool  // the damage kinds of damagekinds.go
+
+	// Set by interleave (interleave.go); zero in a base schedule.
+	AckInHandler bool // the checkpoint's handler acknowledges in place (stale.go)
+	FieldCuts    bool // cut bodies end at a field's boundary half the time
+	Handover     bool // restarts inside the process, keeping the file open (stale.go)
+	SlowCache    bool // with Lag, the last apiserver lags more; a second one if there was one (apiservers.go)
 }
 
 func (c Config) String() string {
@@ -61,9 +67,11 @@ func (c Config) String() string {
 		Differential, Content, HugeIndex           bool
 		CacheBytes                                 int64
 		BigObjects, Damage                         bool
+		AckInHandler, FieldCuts, Handover, Slow    bool
 	}{c.Recovery, c.Workers, c.FullListAt, c.WarmListBelow, c.SyncedAtOpen, c.CacheObjects, c.PageSize, c.BatchLimit, c.Checkpoint, c.CheckpointLate, c.ExpireInStream, c.Window,
 		c.Instances, c.Lag, c.CachePages, c.PageCap, c.Wire, c.Cut, c.RealBackoff,
-		c.Differential, c.Content, c.HugeIndex, c.CacheBytes, c.BigObjects, c.Damage})
+		c.Differential, c.Content, c.HugeIndex, c.CacheBytes, c.BigObjects, c.Damage,
+		c.AckInHandler, c.FieldCuts, c.Handover, c.SlowCache})
 }
 
 // Op is a kind of step.
@@ -103,6 +111,9 @@ const (
 	OpDamageHeader Op = "damage-header" // the header of the N-th stored record
 	OpDamageIndex  Op = "damage-index"  // an index entry
 	OpDamageMeta   Op = "damage-meta"   // a value of the collection's meta bucket
+
+	OpHandover Op = "handover"    // a new informer replaces the running one on the open file; N odd: the old checkpoint is closed first (stale.go)
+	OpStale    Op = "stale-calls" // calls on what the user kept of the replaced informer (stale.go)
 )
 
 // Step is one step of a schedule.
@@ -134,7 +145,7 @@ func (s Step) String() string {
 		b.WriteString(" " + s.Key)
 	}
 	switch s.Op {
-	case OpOtherWrites, OpRestart, OpDamageR, OpRestartOne, OpQuiet, OpCreateRich, OpDamageBucket, OpDamageHeader, OpDamageIndex, OpDamageMeta:
+	case OpOtherWrites, OpRestart, OpDamageR, OpRestartOne, OpQuiet, OpCreateRich, OpDamageBucket, OpDamageHeader, OpDamageIndex, OpDamageMeta, OpHandover:
 		fmt.Fprintf(&b, " n=%d", s.N)
 	case OpInject:
 		fmt.Fprintf(&b, " %s %d x%d", s.Kind, s.Code, s.N)
@@ -179,10 +190,12 @@ func pickWeighted[T any](r *rand.Rand, ws []weighted[T]) T {
 }
 
 // Generate returns seed's schedule of about n steps, with the weak server's
-// steps (weakschedule.go) and enriched (content.go).
+// steps (weakschedule.go), enriched (content.go) and interleaved with
+// operations cut halfway (interleave.go).
 func Generate(seed int64, n int) Schedule {
 	s := generate(seed, n, newWeakGen(seed))
 	enrich(&s)
+	interleave(&s)
 	return s
 }
 

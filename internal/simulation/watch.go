@@ -68,6 +68,10 @@ func (w *simWatch) sendLocked(e watch.Event, rev int64) {
 	if w.ended {
 		return
 	}
+	if p, ok := e.Object.(*corev1.Pod); ok && e.Type != watch.Bookmark {
+		key := p.Namespace + "/" + p.Name
+		w.s.fetched[key] = max(w.s.fetched[key], rev)
+	}
 	w.queue = append(w.queue, e)
 	w.pos = rev
 	w.poke()

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	restclientwatch "k8s.io/client-go/rest/watch"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/boltinformer/boltinformer/internal/wire"
 	"github.com/boltinformer/boltinformer/recovery"
 )
@@ -66,9 +68,11 @@ var (
 )
 
 // ListMetadataWire implements recovery.MetadataWireLister.
-func (l *WireListerWatcher) ListMetadataWire(_ context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+func (l *WireListerWatcher) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	s := l.s
-	s.fire(KindMeta, opts)
+	if err := s.fire(ctx, KindMeta, opts); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	list, err := s.listMetadataLocked(opts)
 	cut := s.cutLocked()
@@ -80,9 +84,11 @@ func (l *WireListerWatcher) ListMetadataWire(_ context.Context, opts metav1.List
 }
 
 // ListObjectsWire implements recovery.WireLister.
-func (l *WireListerWatcher) ListObjectsWire(_ context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
+func (l *WireListerWatcher) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
 	s := l.s
-	s.fire(KindFetch, opts)
+	if err := s.fire(ctx, KindFetch, opts); err != nil {
+		return nil, nil, err
+	}
 	s.mu.Lock()
 	list, err := s.listObjectsLocked(namespace, "", opts)
 	cut := s.cutLocked()
@@ -100,14 +106,18 @@ func (l *WireListerWatcher) ListObjectsWire(_ context.Context, namespace string,
 	}, nil
 }
 
-// bodyCut says where a body ends early: after at (a share of its bytes),
-// with err; nil: it is whole.
+// bodyCut says where a body ends early: after at (a share of its bytes,
+// or with field, of its fields' boundaries), with err; nil: it is whole.
 type bodyCut struct {
-	at  float64
-	err error
+	at    float64
+	field bool
+	err   error
 }
 
-// cutLocked decides whether the next body is cut, and where.
+// cutLocked decides whether the next body is cut, and where. With
+// fieldCuts, half the cuts come at a field's boundary: kube-apiserver
+// streams a list an item at a time, so a connection that drops between two
+// writes ends the body exactly between two items.
 func (s *Server) cutLocked() *bodyCut {
 	if !s.cut || s.rng.Intn(4) != 0 {
 		return nil
@@ -117,7 +127,12 @@ func (s *Server) cutLocked() *bodyCut {
 	if s.rng.Intn(2) == 0 {
 		err = io.EOF
 	}
-	return &bodyCut{at: s.rng.Float64(), err: err}
+	c := &bodyCut{at: s.rng.Float64(), err: err}
+	if s.fieldCuts && s.rng.Intn(2) == 0 {
+		c.field = true
+		s.counts["cut-field"]++
+	}
+	return c
 }
 
 // encodeBody encodes obj as a response body, cut as cut says.
@@ -131,7 +146,61 @@ func encodeBody(enc runtime.Encoder, obj runtime.Object, cut *bodyCut) (io.ReadC
 		return io.NopCloser(bytes.NewReader(b)), nil
 	}
 	n := min(int(cut.at*float64(len(b))), len(b)-1)
+	if cut.field {
+		if at := fieldBoundaries(b); len(at) > 0 {
+			n = at[min(int(cut.at*float64(len(at))), len(at)-1)]
+		}
+	}
 	return io.NopCloser(io.MultiReader(bytes.NewReader(b[:n]), errReader{cut.err})), nil
+}
+
+// fieldBoundaries returns the offsets in a protobuf body (the prefix and a
+// runtime.Unknown around a list) at which a field of the envelope, of the
+// list, of an item or of an item's metadata begins, and the list's end.
+func fieldBoundaries(body []byte) []int {
+	prefix := len(wire.Prefix)
+	if len(body) < prefix {
+		return nil
+	}
+	var out []int
+	// Which fields hold the messages whose fields are boundaries too: the
+	// envelope's raw bytes (2) are the list, a list's items are field 2,
+	// an item's metadata field 1.
+	inner := func(path []protowire.Number) bool {
+		switch len(path) {
+		case 1:
+			return path[0] == 2
+		case 2:
+			return path[1] == 2 || path[1] == 1
+		case 3:
+			return path[1] == 2 && path[2] == 1
+		}
+		return false
+	}
+	var walk func(msg []byte, off int, path []protowire.Number)
+	walk = func(msg []byte, off int, path []protowire.Number) {
+		for pos := 0; pos < len(msg); {
+			out = append(out, off+pos)
+			num, typ, n := protowire.ConsumeTag(msg[pos:])
+			if n < 0 {
+				return
+			}
+			m := protowire.ConsumeFieldValue(num, typ, msg[pos+n:])
+			if m < 0 {
+				return
+			}
+			if typ == protowire.BytesType {
+				v, k := protowire.ConsumeBytes(msg[pos+n:])
+				if k >= 0 && inner(append(path, num)) {
+					walk(v, off+pos+n+(k-len(v)), append(path, num))
+					out = append(out, off+pos+n+k) // the message's end
+				}
+			}
+			pos += n + m
+		}
+	}
+	walk(body[prefix:], prefix, nil)
+	return out
 }
 
 type errReader struct{ err error }
