@@ -54,7 +54,7 @@ var (
 	// watchNegotiator is a typed client's (rest.CodecFactoryForGeneratedClient)
 	// whose decoders keep each object's message, as the factories make it.
 	watchNegotiator = runtime.NewClientNegotiator(
-		wire.NegotiatedSerializer{NegotiatedSerializer: rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion()},
+		wire.NegotiatedSerializer{NegotiatedSerializer: rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion(), Creater: scheme.Scheme},
 		corev1.SchemeGroupVersion)
 )
 
