@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -103,6 +104,9 @@ type driver struct {
 	stale *staleHandles
 	// handlerErrs are the watch error handler's violations (errorSeen).
 	handlerErrs chan string
+	// setAside is set once the running informer reported stored state set
+	// aside (errorSeen): its relist may then add stored keys again.
+	setAside atomic.Bool
 }
 
 // Run runs sched and returns its first failure, or nil.
@@ -402,6 +406,7 @@ func (d *driver) startInformer(warm, wait bool) error {
 	}
 	d.inf = inf
 	d.errs = make(chan error, 1000)
+	d.setAside.Store(false)
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cacheReflector, err error) {
 		d.errorSeen(err)
 		select {
@@ -559,6 +564,7 @@ func (d *driver) addCheckpoint() error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	r := newCheckpointRecorder("checkpoint", d.srv, d.model.start(d.srv.Pods()))
+	r.setAside = d.setAside.Load
 	if d.cfg.AckInHandler {
 		rng := rand.New(rand.NewSource(d.rng.Int63()))
 		r.pick = func() bool { return rng.Intn(10) < 7 } // under r.mu

@@ -52,6 +52,9 @@ type recorder struct {
 	// chooses (picked under mu, acknowledged without it).
 	inHandler func(obj interface{})
 	pick      func() bool
+	// setAside, if set, reports whether the informer set stored state
+	// aside since it started: its relist then adds stored keys again.
+	setAside func() bool
 }
 
 var _ cache.ResourceEventHandler = (*recorder)(nil)
@@ -110,8 +113,16 @@ func (r *recorder) onAdd(obj interface{}, p *corev1.Pod, key string, initial boo
 	if held, ok := r.view[key]; ok && !r.checkpoint {
 		r.violate("add %s@%d of a key it holds (at %s)", key, rv, held)
 	}
-	if r.checkpoint && initial && r.durable[key] == p.ResourceVersion {
-		r.violate("initial add %s@%d: acknowledged at that resourceVersion, must be skipped", key, rv)
+	if r.checkpoint && r.durable[key] == p.ResourceVersion {
+		switch {
+		case initial:
+			r.violate("initial add %s@%d: acknowledged at that resourceVersion, must be skipped", key, rv)
+		case r.setAside == nil || !r.setAside():
+			// Only a warm start hands out a stored state unchanged, and
+			// it does so as an initial add; a relist adds it again only
+			// after a set-aside dropped it from the store.
+			r.violate("add %s@%d (initial=false) of a stored state acknowledged at that resourceVersion: a warm start's initial add given as a later one", key, rv)
+		}
 	}
 	r.view[key] = Version{UID: p.UID, RV: p.ResourceVersion}
 	return r.gaveLocked(key, p, obj)

@@ -370,6 +370,10 @@ func (m *ckModel) cold() {
 func (m *ckModel) ack(obj interface{}) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		// AckDeleted: a tombstone is settled; anything else stays.
+		deleted := ""
+		if p, ok := d.Obj.(*corev1.Pod); ok {
+			deleted = string(p.UID)
+		}
 		m.record(d.Key, func(key string, s ckState) []ckState {
 			switch s.kind {
 			case ckTomb:
@@ -379,12 +383,15 @@ func (m *ckModel) ack(obj interface{}) {
 				// the key or writes another.
 				return []ckState{none, {kind: ckAcked, rv: s.rv}}
 			case ckAcked, ckStale:
-				// The store applied the deletion before the handler was
-				// told, which made the acknowledgement a tombstone, unless
-				// it was of a newer object; the model learns of deletions
-				// at settled points (settled), and a handler acknowledges
-				// in place before them.
-				return []ckState{s, none}
+				if deleted != "" && uidOf(m.srv, key, s.rv) == deleted {
+					// An acknowledgement of the object this deletion
+					// removed. The store applied the deletion before the
+					// handler was given it, which made the acknowledgement
+					// a tombstone. The model records the deletion only at
+					// the next settled point. An acknowledgement of a newer
+					// object under the key stays.
+					return []ckState{s, none}
+				}
 			}
 			return []ckState{s}
 		})

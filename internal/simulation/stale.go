@@ -188,6 +188,9 @@ func (d *driver) ackInHandler(cp *bcache.Checkpoint, r *recorder) func(obj inter
 // ends, and a handler (client-go's default among them) skips it. A body
 // cut short is io.ErrUnexpectedEOF.
 func (d *driver) errorSeen(err error) {
+	if msg := err.Error(); strings.Contains(msg, "set aside") || strings.Contains(msg, "set the records aside") {
+		d.setAside.Store(true)
+	}
 	if errors.Is(err, io.EOF) {
 		select {
 		case d.handlerErrs <- fmt.Sprintf("the watch error handler was given a failure that wraps io.EOF, which reads as a stream that closed normally: %v", err):
