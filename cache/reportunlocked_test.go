@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -21,16 +22,22 @@ import (
 // call it from every report, so each test that makes the informer report
 // checks that report's path.
 func reenter(inf *bcache.Informer) error {
-	done := make(chan struct{})
-	go func() {
-		_ = inf.RemoveEventHandler(&processor.Listener{})
-		close(done)
-	}()
+	return callBack("RemoveEventHandler", func() error {
+		return inf.RemoveEventHandler(&processor.Listener{})
+	})
+}
+
+// callBack runs call, named what, on a goroutine of its own and returns its
+// error, or an error saying it did not return: the watch error handler it
+// runs from was called under the lock call takes.
+func callBack(what string, call func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- call() }()
 	select {
-	case <-done:
-		return nil
+	case err := <-done:
+		return err
 	case <-time.After(30 * time.Second):
-		return errors.New("RemoveEventHandler from the watch error handler did not return: the report was made under the informer's lock")
+		return fmt.Errorf("%s from the watch error handler did not return: the report was made under the informer's lock", what)
 	}
 }
 
@@ -54,17 +61,10 @@ func TestWatchErrorHandlerMayCallTheInformer(t *testing.T) {
 			if !errors.Is(err, persist.ErrUnencodable) {
 				return
 			}
-			done := make(chan error, 1)
-			go func() {
+			reentered <- callBack("AddEventHandler", func() error {
 				_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{})
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				reentered <- err
-			case <-time.After(30 * time.Second):
-				reentered <- errors.New("AddEventHandler from the watch error handler did not return: the report was made under the informer's lock")
-			}
+				return err
+			})
 		}); err != nil {
 			t.Fatal(err)
 		}
