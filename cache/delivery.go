@@ -107,10 +107,17 @@ func newWarmDelivery(s *Informer, listeners []*processor.Listener) *warmDelivery
 // precedes the event. A delta about every key (a resync of the whole store,
 // a relist) waits for the walk to end instead. Called by processLoop under
 // blockDeltas, before the deltas are applied.
-func (d *warmDelivery) handOutBefore(ctx context.Context, deltas []cache.Delta) {
+//
+// It returns false when the deltas must not be applied: they are about
+// every key, and the walk ended unfinished because the informer stopped.
+// A start handler would be told of keys it was never given. The informer
+// stops anyway, so dropping the deltas is as if it had stopped before them.
+func (d *warmDelivery) handOutBefore(ctx context.Context, deltas []cache.Delta) bool {
 	select {
 	case <-d.done:
-		return
+		if d.handedAll() {
+			return true
+		}
 	default:
 	}
 	keys := make([]string, 0, len(deltas))
@@ -121,9 +128,10 @@ func (d *warmDelivery) handOutBefore(ctx context.Context, deltas []cache.Delta) 
 		case cache.ReplacedAll, cache.SyncAll:
 			select {
 			case <-d.end():
+				return d.handedAll()
 			case <-ctx.Done():
+				return false
 			}
-			return
 		}
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(delta.Object)
 		if err != nil {
@@ -131,7 +139,18 @@ func (d *warmDelivery) handOutBefore(ctx context.Context, deltas []cache.Delta) 
 		}
 		keys = append(keys, key)
 	}
+	// After a stop the walk may have ended short of these keys; the store is
+	// still open, and hands them out as before.
 	d.handOut(ctx, keys)
+	return true
+}
+
+// handedAll reports whether every stored key has been handed out. A walk
+// ends without that when the informer stops.
+func (d *warmDelivery) handedAll() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.finished
 }
 
 // handOut hands the stored state of each of keys to the start handlers

@@ -412,7 +412,7 @@ func (s *Informer) processLoop(ctx context.Context, fifo *cache.RealFIFO) {
 // panics on index function errors instead; ours leaves the object out of the
 // store and out of the notifications, and says so.
 func (s *Informer) reportProcessError(ctx context.Context, err error) {
-	if err != nil {
+	if err != nil && !errors.Is(err, errStopping) {
 		utilruntime.HandleErrorWithContext(ctx, err, "Failed to apply a watch event or a list to the store", "collection", s.name)
 	}
 }
@@ -436,8 +436,8 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 	}
 	deltas = s.caught.skipReplayed(deltas)
 	err := s.withRecoverySteps(logger, deltas, func(deltas []cache.Delta) error {
-		if s.delivery != nil {
-			s.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas)
+		if s.delivery != nil && !s.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas) {
+			return errStopping
 		}
 		err := processDeltas(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
 		if s.moveToMemoryLocked(logger, err) {
@@ -455,8 +455,8 @@ func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, i
 	defer s.blockDeltas.Unlock()
 	deltas = s.caught.skipReplayed(deltas)
 	err := s.withRecoverySteps(logger, deltas, func(deltas []cache.Delta) error {
-		if s.delivery != nil {
-			s.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas)
+		if s.delivery != nil && !s.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas) {
+			return errStopping
 		}
 		err := processDeltasInBatch(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
 		if s.moveToMemoryLocked(logger, err) {

@@ -152,7 +152,12 @@ func (s *Informer) withRecoverySteps(logger klog.Logger, deltas []cache.Delta, a
 		}
 		steps = true
 		if from < i {
-			errs = append(errs, apply(deltas[from:i]))
+			err := apply(deltas[from:i])
+			if errors.Is(err, errStopping) {
+				// A later step may record a resourceVersion past these.
+				return errors.Join(append(errs, err)...)
+			}
+			errs = append(errs, err)
 		}
 		s.applyRecoveryStepLocked(logger, step)
 		from = i + 1
@@ -202,7 +207,9 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 		// deletes here and those it fetches or watches later, each handed
 		// out first (as any event's key), and the delivery of the rest goes
 		// on meanwhile.
-		s.delivery.handOutBefore(ctx, []cache.Delta{{Type: cache.ReplacedAll}})
+		if !s.delivery.handOutBefore(ctx, []cache.Delta{{Type: cache.ReplacedAll}}) {
+			return errStopping
+		}
 	}
 	s.recoveryGen = s.gate.owedGen.Load() // before the versions: see recoveryGen
 	versions, err := idx.coll.Versions()
