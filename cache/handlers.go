@@ -96,9 +96,7 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 	}
 	listener := processor.NewListener(handler, processor.ListenerOptions{Logger: logger, RequestedResyncPeriod: resyncPeriod, ResyncPeriod: processor.DetermineResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod), Now: s.clock.Now(), UpstreamHasSynced: s.HasSyncedChecker(), SkipInitialAdd: skipInitialAdd, SkipRelistedUnchanged: skipRelisted})
 	if len(tombstones) > 0 {
-		s.tombstoneMu.Lock()
-		s.tombstoneJoins = append(s.tombstoneJoins, pendingJoin{l: listener, cps: tombstones})
-		s.tombstoneMu.Unlock()
+		s.retell.addJoin(pendingJoin{l: listener, cps: tombstones})
 	}
 	if !s.started {
 		// The processor may already run (RunWithContext starts it before it
@@ -138,7 +136,7 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 	if skip != nil {
 		skip.walk.Load().join(owedKeys(items, tombstones), unacknowledged)
 		if unacknowledged && walking {
-			s.noteWalkJoin(listener, items)
+			s.retell.noteWalkJoin(listener, items)
 		}
 	}
 	if !owed && s.gate.owes() {

@@ -164,23 +164,8 @@ type Informer struct {
 	// blockDeltas.
 	owedJoins []pendingJoin
 
-	// tombstoneMu guards tombstoneJoins, every handler given tombstones,
-	// and retell, the keys set aside whose tombstones those handlers are
-	// owed once the list that follows is applied (retellLocked). A key
-	// the handlers are told of meanwhile is owed nothing: the notification
-	// supersedes the tombstone (supersede). It also guards walkJoins, the
-	// checkpoint handlers given stored objects during the walk. Lock order:
-	// blockDeltas, then tombstoneMu.
-	tombstoneMu    sync.Mutex
-	tombstoneJoins []pendingJoin
-	retell         map[string]struct{}
-	retellAll      bool                // everything was set aside,
-	retellExcept   map[string]struct{} // except these keys, told of since
-	walkJoins      []walkJoin
-	walkSucceeded  bool // the walk set nothing aside: walkJoins are not kept
-	// retellDue says retell or retellAll is set, read without tombstoneMu
-	// after every applied delta.
-	retellDue atomic.Bool
+	// retell holds what set-asides owe handlers of tombstones (retell.go).
+	retell retelling
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
@@ -584,29 +569,6 @@ func (s *Informer) OnDelete(old interface{}) {
 func (s *Informer) givenToAll(obj interface{}) {
 	if key, ok := s.notGivenKey(obj); ok {
 		s.delivery.given(key)
-	}
-}
-
-// supersede notes that the handlers are being told of obj's key, so a
-// tombstone a set-aside owes them for it is stale: the handler holds this
-// newer state, or this deletion. The common case costs one atomic load.
-// Called under blockDeltas.
-func (s *Informer) supersede(obj interface{}) {
-	if !s.retellDue.Load() {
-		return
-	}
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return
-	}
-	s.tombstoneMu.Lock()
-	defer s.tombstoneMu.Unlock()
-	delete(s.retell, key)
-	if s.retellAll {
-		if s.retellExcept == nil {
-			s.retellExcept = map[string]struct{}{}
-		}
-		s.retellExcept[key] = struct{}{}
 	}
 }
 

@@ -58,7 +58,7 @@ import (
 //	                         owedJoins                               removals, joinCheckpoints
 //	warmDelivery.mu          the walk's progress, notGiven           the walk, handOutBefore, keepOnly,
 //	                                                                 setAsideUnreadable
-//	tombstoneMu              tombstoneJoins, retell, walkJoins       joins, supersede, keepOnly,
+//	retelling.mu             what set-asides owe, walkJoins          joins, supersede, keepOnly,
 //	                                                                 retellLocked, setAsideUnreadable
 //	gate.owedMu              the owed list                           owe, paid, stopOwing
 //	seedStore.mu             the store served before Run adopts it   lister calls, adopt
@@ -71,7 +71,7 @@ import (
 // walkYield.mu, walkRecoveryHolds.mu, caughtUp.mu, Metrics.mu, setAsides.mu.
 // AddIndexers holds startedLock, then Indexer.writeMu for each build. It
 // lets writeMu go before it sets records aside (setaside.go), which takes
-// warmDelivery.mu, tombstoneMu and gate.owedMu.
+// warmDelivery.mu, retelling.mu and gate.owedMu.
 
 // Run implements cache.SharedInformer.
 func (s *Informer) Run(stopCh <-chan struct{}) {
@@ -189,7 +189,7 @@ func (s *Informer) runWarm(ctx context.Context, wg *wait.Group, delivery *warmDe
 		err := delivery.run(ctx, s.keepOnly)
 		s.gate.verifying.Store(nil)
 		if err == nil {
-			s.forgetWalkJoins()
+			s.retell.forgetWalkJoins()
 		} else {
 			s.relistAfterReadError(ctx, err, rl)
 		}

@@ -26,7 +26,7 @@ import (
 //     them, as keepOnly keeps them. A deletion of one is then not told to
 //     them.
 //  4. The checkpoints' handlers are told of the dropped keys the list does
-//     not bring back (retellOnceListed).
+//     not bring back (retelling.owe).
 //  5. The running informer reports the set-aside to the watch error
 //     handler, counts a reset, and lists (runSetAsides). Before the start,
 //     the start itself lists, because the store owes a list (listIfOwed).
@@ -89,7 +89,7 @@ func (s *Informer) setAsideUnreadable(keys []string, why error) error {
 		for _, key := range dropped {
 			retell[key] = struct{}{}
 		}
-		s.retellOnceListed(retell)
+		s.retell.owe(retell)
 	}
 	if err == nil && len(dropped) < len(keys) {
 		why = fmt.Errorf("%w; %d of them were written since, and were kept", why, len(keys)-len(dropped))

@@ -22,7 +22,6 @@ package cache
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 
@@ -252,65 +251,6 @@ func (s *Informer) noteToldLocked(obj interface{}, except []*processor.Listener)
 	}
 }
 
-// retellLocked tells handlers, once the list a set-aside owed is applied,
-// of the keys set aside that the list did not bring back. Every handler of
-// tombstones gets their tombstones: a checkpoint may have acknowledged such
-// a key before the set-aside made it a tombstone. A checkpoint's handler
-// that joined during the walk gets the deletion of each such key it was
-// given. Its deletion reaches these handlers no other way. Called under
-// blockDeltas.
-func (s *Informer) retellLocked() {
-	if !s.retellDue.Load() || s.gate.owes() {
-		return
-	}
-	s.tombstoneMu.Lock()
-	keys, all, except, joins, walkJoins := s.retell, s.retellAll, s.retellExcept, s.tombstoneJoins, s.walkJoins
-	s.retell, s.retellAll, s.retellExcept, s.walkJoins = nil, false, nil, nil
-	s.retellDue.Store(false)
-	s.tombstoneMu.Unlock()
-	if len(keys) == 0 && !all {
-		return
-	}
-	owed := func(key string) bool {
-		_, set := keys[key]
-		_, told := except[key]
-		return set || (all && !told)
-	}
-	told := map[*processor.Listener]map[string]bool{}
-	for _, j := range joins {
-		only := []*processor.Listener{j.l} // not if it was removed meanwhile
-		for _, n := range tombstoneNotifications(s.store, j.cps) {
-			key := n.(processor.DeleteNotification).Obj.(cache.DeletedFinalStateUnknown).Key
-			if owed(key) {
-				s.processor.DistributeTo(only, n)
-				if told[j.l] == nil {
-					told[j.l] = map[string]bool{}
-				}
-				told[j.l][key] = true
-			}
-		}
-	}
-	lacks := storeLacks(s.store)
-	for _, j := range walkJoins {
-		only := []*processor.Listener{j.l}
-		for _, obj := range j.given {
-			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-			if err != nil || !owed(key) || told[j.l][key] || !lacks(key) {
-				continue
-			}
-			s.processor.DistributeTo(only, processor.DeleteNotification{Obj: cache.DeletedFinalStateUnknown{Key: key, Obj: obj}})
-		}
-	}
-}
-
-// walkJoin is a checkpoint's handler that joined during a warm start's
-// walk, with the objects it was given: read from the file without waiting
-// for the walk, they may include keys the walk then sets aside.
-type walkJoin struct {
-	l     *processor.Listener
-	given []interface{}
-}
-
 // walking reports whether a warm start's walk has not ended.
 func (s *Informer) walking() bool {
 	if s.delivery == nil {
@@ -322,29 +262,6 @@ func (s *Informer) walking() bool {
 	default:
 		return true
 	}
-}
-
-// noteWalkJoin records the objects given to a handler whose join read
-// began during the walk. The read may include keys the walk then sets
-// aside, though the walk has ended by now. A walk that set nothing aside
-// forgets them (forgetWalkJoins). Called under blockDeltas.
-func (s *Informer) noteWalkJoin(l *processor.Listener, given []interface{}) {
-	if len(given) == 0 {
-		return
-	}
-	s.tombstoneMu.Lock()
-	defer s.tombstoneMu.Unlock()
-	if !s.walkSucceeded {
-		s.walkJoins = append(s.walkJoins, walkJoin{l, given})
-	}
-}
-
-// forgetWalkJoins drops the joins noted during a walk that set nothing
-// aside. Called after the walk ended.
-func (s *Informer) forgetWalkJoins() {
-	s.tombstoneMu.Lock()
-	defer s.tombstoneMu.Unlock()
-	s.walkJoins, s.walkSucceeded = nil, true
 }
 
 // relistAfterReadError deals with stored state that could not be read
@@ -406,10 +323,7 @@ func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) er
 			return err
 		}
 		s.gate.owe() // see below
-		s.tombstoneMu.Lock()
-		s.retellAll, s.retellExcept = true, nil
-		s.retellDue.Store(true)
-		s.tombstoneMu.Unlock()
+		s.retell.oweAll()
 		return nil
 	}
 	var ops []persist.Op
@@ -427,24 +341,8 @@ func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) er
 	// between the first owe and the drop saw the keys set aside, and its
 	// end must not pay the list (applyRecoveryStepLocked).
 	s.gate.owe()
-	s.retellOnceListed(retell)
+	s.retell.owe(retell)
 	return nil
-}
-
-// retellOnceListed records keys set aside, to be told to the handlers of
-// tombstones once the owed list is applied (retellLocked).
-func (s *Informer) retellOnceListed(keys map[string]struct{}) {
-	s.tombstoneMu.Lock()
-	defer s.tombstoneMu.Unlock()
-	if s.retell == nil {
-		s.retell = keys
-	} else {
-		maps.Copy(s.retell, keys)
-	}
-	for k := range keys {
-		delete(s.retellExcept, k) // set aside again: owed again
-	}
-	s.retellDue.Store(true)
 }
 
 // releaseFilePages takes the file's pages, which a sync has just walked,
