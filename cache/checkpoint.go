@@ -112,20 +112,39 @@ func (s *Informer) Checkpoint(name string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("boltinformer: collection %q: %w", s.name, err)
 	}
 	c := &Checkpoint{inf: s, cp: cp}
-	s.checkpointsMu.Lock()
-	defer s.checkpointsMu.Unlock()
-	if s.checkpoints == nil {
-		s.checkpoints = map[*Checkpoint]struct{}{}
-	}
-	s.checkpoints[c] = struct{}{}
+	s.checkpoints.add(c)
 	return c, nil
 }
 
 // openCheckpoints returns the informer's open checkpoints.
-func (s *Informer) openCheckpoints() []*Checkpoint {
-	s.checkpointsMu.Lock()
-	defer s.checkpointsMu.Unlock()
-	return slices.Collect(maps.Keys(s.checkpoints))
+func (s *Informer) openCheckpoints() []*Checkpoint { return s.checkpoints.list() }
+
+// checkpointSet is an informer's open checkpoints: metrics read them, and a
+// stop ends their walks' timers.
+type checkpointSet struct {
+	mu   sync.Mutex
+	open map[*Checkpoint]struct{}
+}
+
+func (cs *checkpointSet) add(c *Checkpoint) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.open == nil {
+		cs.open = map[*Checkpoint]struct{}{}
+	}
+	cs.open[c] = struct{}{}
+}
+
+func (cs *checkpointSet) remove(c *Checkpoint) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	delete(cs.open, c)
+}
+
+func (cs *checkpointSet) list() []*Checkpoint {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return slices.Collect(maps.Keys(cs.open))
 }
 
 // CheckpointOf is Informer.Checkpoint for an informer obtained as a
@@ -349,9 +368,7 @@ func (c *Checkpoint) Clear() error { return c.cp.Clear() }
 func (c *Checkpoint) Close() {
 	c.walk.Load().end()
 	c.cp.Close()
-	c.inf.checkpointsMu.Lock()
-	defer c.inf.checkpointsMu.Unlock()
-	delete(c.inf.checkpoints, c)
+	c.inf.checkpoints.remove(c)
 }
 
 func (c *Checkpoint) keyAndVersion(obj interface{}) (key, rv string, err error) {

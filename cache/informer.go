@@ -149,10 +149,7 @@ type Informer struct {
 	// (see joinCheckpoints).
 	checkpointJoins []pendingJoin
 
-	// checkpoints are the open checkpoints, for metrics; guarded by
-	// checkpointsMu.
-	checkpointsMu sync.Mutex
-	checkpoints   map[*Checkpoint]struct{}
+	checkpoints checkpointSet
 
 	// blockDeltas stops delta processing while a late handler joins or a
 	// handler is removed, and while the warm start hands out stored objects.

@@ -67,7 +67,7 @@ import (
 //	persist's locks          see persist/commit.go                   the store, checkpoints, the walk
 //
 // startedLock and the RealFIFO's lock are never held together. Leaf locks,
-// under which nothing else is taken: checkpointsMu, owedHold.mu,
+// under which nothing else is taken: checkpointSet.mu, owedHold.mu,
 // walkYield.mu, walkRecoveryHolds.mu, caughtUp.mu, Metrics.mu, setAsides.mu.
 // AddIndexers holds startedLock, then Indexer.writeMu for each build. It
 // lets writeMu go before it sets records aside (setaside.go), which takes
