@@ -504,6 +504,7 @@ func (s *Informer) closeCollection(logger klog.Logger) {
 	if err := s.persistent.coll.Close(ctx); err != nil {
 		logger.Error(err, "Flushing the informer's cache file on stop failed; the next start resumes from the last committed resourceVersion", "collection", s.name)
 	}
+	s.gate.indexesVerified() // after a walk cut short: lookups now fail as closed
 }
 
 // OnAdd distributes an add; called under blockDeltas.

@@ -14,11 +14,14 @@ import (
 // as absent wait while the store owes a list (see readerror.go).
 type readGate struct {
 	// verifying, while set, returns a channel closed once a warm start has
-	// checked every stored index entry against the index functions (or
-	// stopped trying, because the informer stopped): warmDelivery.end.
-	// Index lookups wait for it: an entry written by an older index
-	// function must never be served.
+	// checked every stored index entry against the index functions, or
+	// once the collection has closed. Index lookups wait for it: an entry
+	// written by an older index function must never be served. A stop
+	// ends the walk short of the check; lookups then fail as any read of
+	// a closed collection does. Asking makes a held-back walk go on.
 	verifying atomic.Pointer[func() <-chan struct{}]
+	// verified closes verifying's channel; nil without a warm start.
+	verified func()
 
 	// seeds serves until the provenance is checked.
 	seeds *seedStore
@@ -33,12 +36,48 @@ type readGate struct {
 	waiters atomic.Int64
 }
 
-// waitIndexes blocks until stored index entries may be served.
-func (g *readGate) waitIndexes() {
-	if end := g.verifying.Load(); end != nil {
-		<-(*end)()
+// verifyIndexes makes index lookups wait until verified is called; d's
+// walk is hurried along by every lookup that waits.
+func (g *readGate) verifyIndexes(d *warmDelivery) {
+	ch := make(chan struct{})
+	g.verified = sync.OnceFunc(func() { close(ch) })
+	end := func() <-chan struct{} {
+		d.end()
+		return ch
+	}
+	g.verifying.Store(&end)
+}
+
+// indexesVerified lets index lookups through: the walk has verified every
+// stored index entry, or the collection has closed.
+func (g *readGate) indexesVerified() {
+	if g.verified != nil {
+		g.verified()
+		g.verifying.Store(nil)
 	}
 }
+
+// waitIndexes blocks until stored index entries may be served.
+func (g *readGate) waitIndexes() {
+	end := g.verifying.Load()
+	if end == nil {
+		return
+	}
+	ch := (*end)()
+	select {
+	case <-ch:
+		return
+	default:
+	}
+	if indexLookupWaits != nil {
+		indexLookupWaits()
+	}
+	<-ch
+}
+
+// indexLookupWaits, a test hook, is called as an index lookup starts
+// waiting for the stored index entries to be verified.
+var indexLookupWaits func()
 
 // provenStore is the store an informer hands out (GetStore, GetIndexer, and
 // so every lister). Until the informer has checked the collection's

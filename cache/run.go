@@ -187,7 +187,9 @@ func (s *Informer) runWarm(ctx context.Context, wg *wait.Group, delivery *warmDe
 	s.loadedOnceListed(ctx, wg)
 	wg.Start(func() {
 		err := delivery.run(ctx, s.keepOnly)
-		s.gate.verifying.Store(nil)
+		if delivery.handedAll() {
+			s.gate.indexesVerified()
+		}
 		if err == nil {
 			s.retell.forgetWalkJoins()
 		} else {

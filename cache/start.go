@@ -121,8 +121,8 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.delivery = delivery
 		s.walk.Store(delivery)
 		holdWalk(delivery, s.openCheckpoints())
+		s.gate.verifyIndexes(delivery)
 		end := delivery.end
-		s.gate.verifying.Store(&end)
 		s.persistent.retryAfter(end)
 		// end, not done: a walk held back must go on for a relist — held
 		// for a checkpoint's owed work (checkpointhold.go), whose handler
