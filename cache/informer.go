@@ -394,9 +394,27 @@ func (s *Informer) processLoop(ctx context.Context, fifo *cache.RealFIFO) {
 // panics on index function errors instead; ours leaves the object out of the
 // store and out of the notifications, and says so.
 func (s *Informer) reportProcessError(ctx context.Context, err error) {
-	if err != nil && !errors.Is(err, errStopping) {
+	if err = withoutStopping(err); err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Failed to apply a watch event or a list to the store", "collection", s.name)
 	}
+}
+
+// withoutStopping returns err without errStopping, which is no failure: the
+// informer stopped. Errors joined with it are kept.
+func withoutStopping(err error) error {
+	if err == errStopping {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var rest []error
+		for _, e := range j.Unwrap() {
+			if e != errStopping {
+				rest = append(rest, e)
+			}
+		}
+		return errors.Join(rest...)
+	}
+	return err
 }
 
 // initialList reports whether a popped delta belongs to the initial list.

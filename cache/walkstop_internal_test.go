@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -267,5 +268,19 @@ func TestHandOutBeforeAStoppedWalkRefusesAReplace(t *testing.T) {
 	d.finished = true
 	if !d.handOutBefore(ctx, []cache.Delta{{Type: cache.ReplacedAll}}) {
 		t.Error("a relist after a finished walk is refused")
+	}
+}
+
+// A store error joined with errStopping in one batch is still reported.
+func TestWithoutStoppingKeepsOtherErrors(t *testing.T) {
+	other := errors.New("disk full")
+	if err := withoutStopping(errors.Join(other, errStopping)); !errors.Is(err, other) || errors.Is(err, errStopping) {
+		t.Errorf("withoutStopping(join(other, stopping)) = %v; want other alone", err)
+	}
+	if err := withoutStopping(errStopping); err != nil {
+		t.Errorf("withoutStopping(stopping) = %v; want nil", err)
+	}
+	if err := withoutStopping(errors.Join(errStopping)); err != nil {
+		t.Errorf("withoutStopping(join(stopping)) = %v; want nil", err)
 	}
 }
