@@ -82,8 +82,8 @@ func (e *watchStartError) Unwrap() []error { return []error{ErrWatch, e.cause} }
 // mirrors client-go's errorStopRequested and never leaves the package.
 var errStopRequested = errors.New("stop requested")
 
-// isExpiredError mirrors client-go's isExpiredError. It matches HTTP 410
-// with reason Expired, which servers send since 1.18. It also matches
+// isExpiredError mirrors client-go's isExpiredError, matching HTTP 410 with
+// reason Expired, which servers send since 1.18. It also matches
 // reason Gone, from older servers and statuses without a known reason.
 func isExpiredError(err error) bool {
 	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)

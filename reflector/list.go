@@ -34,9 +34,9 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// list mirrors client-go's (*Reflector).list. It lists the collection at
-// relistResourceVersion() through a pager, and retries once at "" if that
-// version is expired or too large. It hands the items to Store.Replace and
+// list lists the collection at relistResourceVersion() through a pager, as
+// client-go's (*Reflector).list does. It retries once at "" if that version
+// is expired or too large. It hands the items to Store.Replace and
 // records the list's resourceVersion.
 //
 // Unlike client-go's, the pager runs on the calling goroutine with ctx. A
@@ -104,8 +104,8 @@ func (r *Reflector) list(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: unable to extract items of %T: %w", ErrList, r.typeDescription, list, err)
 	}
 	if r.listAfter != nil {
-		// Listed while the stored state went to the handlers. Applied only
-		// after that delivery (see Options.ListAfter).
+		// Listed while the stored state went to the handlers, and applied
+		// only after that delivery (see Options.ListAfter).
 		select {
 		case <-r.listAfter():
 		case <-ctx.Done():
@@ -190,8 +190,8 @@ var unsupportedTableGVK = map[schema.GroupVersionKind]bool{
 	metav1.SchemeGroupVersion.WithKind("Table"):      true,
 }
 
-// isUnsupportedTableObject mirrors client-go. Table responses cannot feed a
-// cache.
+// isUnsupportedTableObject mirrors client-go, since Table responses cannot
+// feed a cache.
 func isUnsupportedTableObject(obj runtime.Object) bool {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok || u.GetKind() != "Table" {

@@ -92,7 +92,7 @@ var _ Store = (*cache.RealFIFO)(nil)
 type Options struct {
 	// Name appears in logs and errors. Zero means the type description
 	// derived from ExpectedGVK or ExpectedType, such as "*v1.Pod" or
-	// "/v1, Kind=Pod". That is "<unspecified>" when both are nil.
+	// "/v1, Kind=Pod", or "<unspecified>" when both are nil.
 	Name string
 
 	// ExpectedType is an example of the objects the store accepts. A watch
@@ -606,7 +606,7 @@ func (r *Reflector) relistResourceVersion() string {
 	return r.relistResourceVersionLocked()
 }
 
-// sleep waits one backoff interval. It returns false if ctx ended first.
+// sleep waits one backoff interval, and returns false if ctx ended first.
 // The timer is stopped either way, so cancellation leaves nothing behind.
 func (r *Reflector) sleep(ctx context.Context) bool {
 	t := r.clock.NewTimer(r.delay())

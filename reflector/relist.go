@@ -57,7 +57,7 @@ func (l *Relist) Name() string { return l.r.name }
 // TypeDescription describes the listed objects' type.
 func (l *Relist) TypeDescription() string { return l.r.typeDescription }
 
-// ExpectedType is Options.ExpectedType's type. Nil means any type.
+// ExpectedType is Options.ExpectedType's type, nil for any.
 func (l *Relist) ExpectedType() reflect.Type { return l.r.expectedType }
 
 // Clock is Options.Clock.

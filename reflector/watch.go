@@ -37,9 +37,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// watchWithResync mirrors client-go's watchWithResync. It runs the watch
-// loop on the calling goroutine and startResync on one helper goroutine.
-// It cancels and waits for the helper before returning, so no goroutine
+// watchWithResync runs the watch loop on the calling goroutine and
+// startResync on one helper goroutine, as client-go's does. It cancels and waits for the helper before returning, so no goroutine
 // outlives the call.
 func (r *Reflector) watchWithResync(ctx context.Context) error {
 	// Buffered so startResync can report and exit even if the watch loop
@@ -55,8 +54,8 @@ func (r *Reflector) watchWithResync(ctx context.Context) error {
 	return r.watch(ctx, resyncErrC)
 }
 
-// startResync mirrors client-go's startResync. Every resyncPeriod it asks
-// shouldResync and calls Store.Resync. A Resync error is sent on errC and
+// startResync asks shouldResync every resyncPeriod and calls Store.Resync,
+// as client-go's does. A Resync error is sent on errC and
 // ends the goroutine. The watch loop then ends the watch, which makes the
 // next ListAndWatch relist.
 func (r *Reflector) startResync(ctx context.Context, errC chan<- error) {
@@ -85,9 +84,9 @@ func (r *Reflector) startResync(ctx context.Context, errC chan<- error) {
 	}
 }
 
-// watch mirrors client-go's (*Reflector).watch. It starts a watch at
-// LastSyncResourceVersion and feeds events to the Store. It re-watches when
-// the watch closes or times out, until ctx is done.
+// watch starts a watch at LastSyncResourceVersion and feeds events to the
+// Store, as client-go's (*Reflector).watch does. It re-watches when the
+// watch closes or times out, until ctx is done.
 //
 // client-go gives up and relists at the first failure. That is any
 // watch-start error other than connection refused or 429, any in-stream
@@ -201,7 +200,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 			r.observer.WatchEnded(nil)
 			return nil
 		case errors.Is(err, ErrStore):
-			// Store.Resync failed. client-go relists after this as well.
+			// Store.Resync failed, and client-go relists after this too.
 			r.observer.WatchEnded(err)
 			return err
 		}
