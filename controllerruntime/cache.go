@@ -20,14 +20,14 @@ import (
 	"github.com/boltinformer/boltinformer/persist"
 )
 
-// NewCache returns a cache.NewCacheFunc for manager.Options.NewCache (or
-// cluster.Options.NewCache): the manager's cache, with every informer
-// persisted to the cache file opts names.
+// NewCache returns a cache.NewCacheFunc for manager.Options.NewCache or
+// cluster.Options.NewCache. It builds the manager's cache, with every
+// informer persisted to the cache file opts names.
 func NewCache(opts Options) cache.NewCacheFunc {
 	return func(config *rest.Config, cacheOpts cache.Options) (cache.Cache, error) {
 		c, err := New(config, cacheOpts, opts)
 		if err != nil {
-			// An untyped nil: a nil *Cache in the interface would not be == nil.
+			// An untyped nil, since a nil *Cache in the interface is not nil.
 			return nil, err
 		}
 		return c, nil
@@ -35,9 +35,9 @@ func NewCache(opts Options) cache.NewCacheFunc {
 }
 
 // Cache is controller-runtime's cache (cache.New) over boltinformer
-// informers. It adds to the embedded cache: opening the file when first
-// needed and closing it when Start returns (see New), and a RemoveInformer
-// that returns once the removed informers have released their collections.
+// informers. Beyond the embedded cache, it opens the file when first
+// needed and closes it when Start returns (see New). Its RemoveInformer
+// returns once the removed informers have released their collections.
 type Cache struct {
 	cache.Cache
 	file     *cacheFile
@@ -52,14 +52,14 @@ type Cache struct {
 var _ cache.Cache = (*Cache)(nil)
 
 // New is cache.New(config, cacheOpts) with persistent informers.
-// cacheOpts.NewInformer must be unset: New sets it. New does not open the
-// cache file: Start does, or the first informer built before Start
-// (IndexField, GetInformer, Get or List), and the file is closed when Start
-// returns; a cache never used holds nothing. If the file is held by another
-// process, that first use fails with an error wrapping persist.ErrLocked
-// after opts.File.LockTimeout; if another cache (or DB) of this process
-// holds it, at once, with persist.ErrOpenInProcess too. Every later use
-// fails with the same error.
+// cacheOpts.NewInformer must be unset, because New sets it. New does not
+// open the cache file. Start opens it, or the first informer built before
+// Start (IndexField, GetInformer, Get or List). The file is closed when
+// Start returns, and a cache never used holds nothing. If another process
+// holds the file, that first use fails after opts.File.LockTimeout with an
+// error wrapping persist.ErrLocked. If another cache or DB of this process
+// holds it, the first use fails at once with persist.ErrOpenInProcess.
+// Every later use fails with the same error.
 func New(config *rest.Config, cacheOpts cache.Options, opts Options) (*Cache, error) {
 	if cacheOpts.NewInformer != nil {
 		return nil, errors.New("boltinformer: cache.Options.NewInformer is already set; the persistent cache sets it itself")
@@ -77,7 +77,7 @@ func New(config *rest.Config, cacheOpts cache.Options, opts Options) (*Cache, er
 			return nil, fmt.Errorf("could not create HTTP client from config: %w", err)
 		}
 	}
-	// Every request of the cache's informers goes through this client; the
+	// Every request of the cache's informers goes through this client. The
 	// probe transport lets the adapter read what each informer lists, and
 	// the fetch transport narrows a recovery's fetches (recovery.go).
 	probing := *httpClient
@@ -133,19 +133,19 @@ func New(config *rest.Config, cacheOpts cache.Options, opts Options) (*Cache, er
 	return c, nil
 }
 
-// Start opens the cache file unless an informer built before did, runs the
-// cache until ctx ends, then closes the file (once every informer has
-// stopped and flushed). If the file cannot be opened, Start returns the
-// error at once and the cache does not run. A cache runs once: a later call
-// (concurrent, or after the first returned) returns an error at once and
-// leaves the running cache and its file alone, as controller-runtime's
-// cache refuses a second Start.
+// Start opens the cache file unless an informer built before did. It runs
+// the cache until ctx ends, then closes the file once every informer has
+// stopped and flushed. If the file cannot be opened, Start returns the
+// error at once and the cache does not run. A cache runs once, as
+// controller-runtime's cache refuses a second Start. A later call,
+// concurrent or after the first returned, returns an error at once. It
+// leaves the running cache and its file alone.
 func (c *Cache) Start(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
-		// Not calling the embedded Start: the call that runs it must be the
-		// one that closes the file, whichever of two concurrent calls
-		// reached it first. The message has controller-runtime's words,
-		// which its own suite checks for.
+		// The embedded Start is not called, because the call that runs it
+		// must be the one that closes the file. That holds whichever of two
+		// concurrent calls came first. The message has controller-runtime's
+		// words, which its own suite checks for.
 		return errors.New("boltinformer: informer already started: a cache runs once")
 	}
 	var err error
@@ -158,7 +158,7 @@ func (c *Cache) Start(ctx context.Context) error {
 	return err
 }
 
-// Get implements client.Reader; it opens the cache file first if needed
+// Get implements client.Reader, opening the cache file first if needed
 // (see New).
 func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if _, err := c.file.get(); err != nil {
@@ -167,7 +167,7 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 	return c.Cache.Get(ctx, key, obj, opts...)
 }
 
-// List implements client.Reader; it opens the cache file first if needed
+// List implements client.Reader, opening the cache file first if needed
 // (see New).
 func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	if _, err := c.file.get(); err != nil {
@@ -176,7 +176,7 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 	return c.Cache.List(ctx, list, opts...)
 }
 
-// GetInformer implements cache.Informers; it opens the cache file first if
+// GetInformer implements cache.Informers, opening the cache file first if
 // needed (see New).
 func (c *Cache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
 	if _, err := c.file.get(); err != nil {
@@ -185,7 +185,7 @@ func (c *Cache) GetInformer(ctx context.Context, obj client.Object, opts ...cach
 	return c.Cache.GetInformer(ctx, obj, opts...)
 }
 
-// GetInformerForKind implements cache.Informers; it opens the cache file
+// GetInformerForKind implements cache.Informers, opening the cache file
 // first if needed (see New).
 func (c *Cache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
 	if _, err := c.file.get(); err != nil {
@@ -194,7 +194,7 @@ func (c *Cache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionK
 	return c.Cache.GetInformerForKind(ctx, gvk, opts...)
 }
 
-// IndexField implements client.FieldIndexer; it opens the cache file first
+// IndexField implements client.FieldIndexer, opening the cache file first
 // if needed (see New).
 func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string, extractValue client.IndexerFunc) error {
 	if _, err := c.file.get(); err != nil {
@@ -204,7 +204,7 @@ func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string,
 }
 
 // RemoveInformer removes the informers of obj's type, as controller-runtime
-// does, and returns once they have released their collections, so that the
+// does. It returns once they have released their collections, so that the
 // type can be added again right away.
 func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
 	if err := c.Cache.RemoveInformer(ctx, obj); err != nil {
@@ -217,13 +217,13 @@ func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
 	return c.informer.release(ctx, objectKey{form: formOf(obj), gvk: gvk})
 }
 
-// NeedLeaderElection reports false: like controller-runtime's cache, the
-// persistent cache runs on every replica.
+// NeedLeaderElection reports false, because the persistent cache runs on
+// every replica, like controller-runtime's cache.
 func (c *Cache) NeedLeaderElection() bool { return false }
 
-// DB returns the cache file: Options.DB, or the file opened from
-// Options.Path, nil until it is opened (see New) and closed once Start
-// returned.
+// DB returns the cache file, Options.DB or the file opened from
+// Options.Path. It is nil until the file is opened (see New), and the file
+// is closed once Start returned.
 func (c *Cache) DB() *persist.DB { return c.file.db.Load() }
 
 // releaseTimeout bounds how long building an informer waits for a previous

@@ -256,12 +256,13 @@ func sameViews(t *testing.T, what string, persistent, reference client.Reader, n
 	}
 }
 
-// TestRestartResumesEveryInformer is controller-runtime's cache behaviour
-// on a multi-namespace cache — Get and List across namespaces, label and
-// field selectors, MatchingFields on an index, typed, unstructured and
-// metadata objects — compared with controller-runtime's default cache over
-// the same server, on a cold start and after a restart that must not LIST
-// nor rebuild the field index, with changes made while it was down.
+// TestRestartResumesEveryInformer compares a multi-namespace cache with
+// controller-runtime's default cache over the same server. It covers Get
+// and List across namespaces, label and field selectors, and
+// MatchingFields on an index. It covers typed, unstructured and metadata
+// objects. It compares them on a cold start and after a restart, with
+// changes made while the cache was down. The restart must neither LIST nor
+// rebuild the field index.
 func TestRestartResumesEveryInformer(t *testing.T) {
 	cs := clientset(t)
 	nss := namespaces(t, cs, 3)

@@ -30,79 +30,82 @@ import (
 // already reconciled successfully before the restart (see cache.Checkpoint
 // for the contract). A Reconcile that returns no error and no requeue
 // acknowledges the request's object at the resourceVersion the cache held
-// when the Reconcile began; on the next start the initial add of an object
-// still stored at that resourceVersion produces no request. Everything else
-// does as without a checkpoint: objects changed or created while the
-// manager was down, every change after the start, deletions, a relist's
-// changes (its unchanged, acknowledged objects make no request either).
+// when the Reconcile began. On the next start, the initial add of an object
+// still stored at that resourceVersion makes no request. Objects changed or
+// created while the manager was down make requests as without a checkpoint.
+// So do every change after the start, deletions and a relist's changes. A
+// relist's unchanged, acknowledged objects make no request either.
 //
-// For the reconciler's own object (the builder's For):
+// Use it for the reconciler's own object (the builder's For) like this:
 //
 //	cp, err := boltcr.NewCheckpoint(ctx, mgr.GetCache(), "widgets", &Widget{})
 //	ctrl.NewControllerManagedBy(mgr).For(&Widget{}, cp.ForOption()).Complete(cp.Reconciler(r))
 //
 // A controller that also watches other objects (Owns, Watches) gets a
-// request for every initial add of those too, which undoes the saving; wrap
-// each such handler with Secondary, which acknowledges a watched object once
-// every request its event made has been reconciled successfully:
+// request for every initial add of those too, which undoes the saving. So
+// wrap each such handler with Secondary, which acknowledges a watched
+// object once every request its event made has been reconciled
+// successfully:
 //
 //	owned, err := cp.Secondary(ctx, &corev1.ConfigMap{},
 //		handler.EnqueueRequestForOwner(scheme, mapper, &Widget{}, handler.OnlyControllerOwner()))
 //	ctrl.NewControllerManagedBy(mgr).For(&Widget{}, cp.ForOption()).
 //		Watches(&corev1.ConfigMap{}, owned).Complete(cp.Reconciler(r))
 //
-// Deletions made while the manager was down reach every handler
-// controller-runtime registers on the checkpointed informers (the For and
-// Secondary ones included) as delete events, from the checkpoints'
-// tombstones, until the reconciler has acknowledged them: without
-// checkpoints the initial adds of what survived would have revealed them.
-// Other controllers watching the same objects get those delete events too
-// (for objects they may never have been given); a level-based handler
-// makes a request whose reconcile finds nothing.
+// Deletions made while the manager was down reach handlers as delete
+// events, from the checkpoints' tombstones, until the reconciler has
+// acknowledged them. Every handler controller-runtime registers on the
+// checkpointed informers gets them, the For and Secondary ones included.
+// Without checkpoints, the initial adds of what survived would have
+// revealed them. Other controllers watching the same objects get those
+// delete events too, perhaps for objects they were never given. A
+// level-based handler makes a request whose reconcile finds nothing.
 //
 // Do not use it for a reconciler that must look at every object at every
-// start (one that checks state outside the cluster, or whose result depends
-// on other objects or configuration that may have changed while it was
-// down); change the name (or Clear) when the reconciler's logic changes.
+// start, such as one that checks state outside the cluster. So is one
+// whose result depends on other objects or configuration that may have
+// changed while it was down. Change the name, or Clear, when the
+// reconciler's logic changes.
 type Checkpoint struct {
 	name  string
 	cache cache.Cache
 	cp    *bcache.Checkpoint
 	store toolscache.Store
-	// pred is the For predicate (Predicate); the adapter's informer
-	// recognizes it in the handler controller-runtime registers.
+	// pred is the For predicate (Predicate), which the adapter's informer
+	// recognizes in the handler controller-runtime registers.
 	pred *forPredicate
 
-	// mu guards waiting: the watched objects' events (sightings) each
-	// request still has to be reconciled for.
+	// mu guards waiting, which holds per request the watched objects'
+	// events (sightings) it still has to be reconciled for.
 	mu      sync.Mutex
 	waiting map[reconcile.Request][]*sighting
 }
 
-// sighting is one event of a watched (secondary) object: acknowledged in its
-// checkpoint once every request it made has been reconciled successfully.
+// sighting is one event of a watched (secondary) object. It is acknowledged
+// in its checkpoint once every request it made has been reconciled
+// successfully.
 type sighting struct {
 	sec     *bcache.Checkpoint
 	key, rv string
-	// Guarded by Checkpoint.mu: outstanding counts the requests not yet
-	// reconciled successfully; open is set while the handler still runs
-	// (it may make more).
+	// Checkpoint.mu guards outstanding and open. outstanding counts the
+	// requests not yet reconciled successfully. open is set while the
+	// handler still runs, since it may make more.
 	outstanding int
 	open        bool
 }
 
-// checkpointInformer is what NewCheckpoint needs of the cache's informer:
-// the adapter's, which embeds a boltinformer informer.
+// checkpointInformer is what NewCheckpoint needs of the cache's informer.
+// The adapter's informer, which embeds a boltinformer informer, has it.
 type checkpointInformer interface {
 	Checkpoint(name string) (*bcache.Checkpoint, error)
 	GetStore() toolscache.Store
 	attachCheckpoint(cp *bcache.Checkpoint, marker any)
 }
 
-// NewCheckpoint opens the named checkpoint of obj's informer in c, which must
-// be a cache built by NewCache (the informer is created if needed, as
-// GetInformer does). Call it before the manager starts. A multi-namespace
-// cache (several informers per object) is not supported.
+// NewCheckpoint opens the named checkpoint of obj's informer in c, which
+// must be a cache built by NewCache. The informer is created if needed, as
+// GetInformer does. Call it before the manager starts. A multi-namespace
+// cache, with several informers per object, is not supported.
 func NewCheckpoint(ctx context.Context, c cache.Cache, name string, obj client.Object) (*Checkpoint, error) {
 	pred := &forPredicate{}
 	cp, store, err := openCheckpoint(ctx, c, name, obj, pred)
@@ -113,8 +116,8 @@ func NewCheckpoint(ctx context.Context, c cache.Cache, name string, obj client.O
 	return &Checkpoint{name: name, cache: c, cp: cp, store: store, pred: pred, waiting: map[reconcile.Request][]*sighting{}}, nil
 }
 
-// openCheckpoint opens the named checkpoint of obj's informer in c; marker
-// (a *forPredicate or *secondary) is what the informer recognizes in the
+// openCheckpoint opens the named checkpoint of obj's informer in c. marker,
+// a *forPredicate or *secondary, is what the informer recognizes in the
 // handler that is the checkpoint's consumer.
 func openCheckpoint(ctx context.Context, c cache.Cache, name string, obj client.Object, marker any) (*bcache.Checkpoint, toolscache.Store, error) {
 	inf, err := c.GetInformer(ctx, obj)
@@ -138,17 +141,17 @@ func openCheckpoint(ctx context.Context, c cache.Cache, name string, obj client.
 
 // Predicate drops the create events of the initial list for objects
 // acknowledged at their stored resourceVersion. Use it on the reconciler's
-// For source only (ForOption does): the acknowledgements are of reconciles
-// of the object itself.
+// For source only, as ForOption does. The acknowledgements are of
+// reconciles of the object itself.
 //
-// The informer recognizes the handler controller-runtime registers with this
-// predicate and drops those initial adds itself, without decoding the
-// objects (see the adapter's informer); the predicate is what still drops
-// them where it cannot (a second controller given the same predicate). It
-// runs when the handler is called, after the informer queued the event; an
-// object deleted meanwhile has lost its acknowledgement, so its initial add
-// passes, and its request is the one its delete event makes anyway (the
-// queue holds one per key).
+// The informer recognizes the handler controller-runtime registers with
+// this predicate. It drops those initial adds itself, without decoding the
+// objects (see the adapter's informer). The predicate still drops them
+// where the informer cannot, as for a second controller given the same
+// predicate. It runs when the handler is called, after the informer queued
+// the event. An object deleted meanwhile has lost its acknowledgement, so
+// its initial add passes. Its request is the one its delete event makes
+// anyway, since the queue holds one per key.
 func (c *Checkpoint) Predicate() predicate.Predicate { return c.pred }
 
 // forPredicate is a Checkpoint's For predicate (see Predicate).
@@ -173,12 +176,13 @@ func (c *Checkpoint) Skipped() int64 { return c.cp.Skipped() + c.pred.dropped.Lo
 // ForOption is builder.WithPredicates(c.Predicate()), for For.
 func (c *Checkpoint) ForOption() builder.Predicates { return builder.WithPredicates(c.Predicate()) }
 
-// Reconciler wraps r: a Reconcile that returns no error, Requeue false and
-// RequeueAfter zero acknowledges the request's object at the
-// resourceVersion the cache held when it began, or its deletion if the cache
-// held none (deletions made while the manager was down reach the reconciler
-// as delete events, from the checkpoint's tombstones, until acknowledged).
-// An acknowledgement that fails is logged; the object is then reconciled
+// Reconciler wraps r. A Reconcile that returns no error, Requeue false and
+// RequeueAfter zero acknowledges the request's object. It acknowledges the
+// resourceVersion the cache held when the Reconcile began. If the cache
+// held none, it acknowledges the object's deletion. Deletions made while
+// the manager was down reach the reconciler as delete events, from the
+// checkpoint's tombstones, until acknowledged. An
+// acknowledgement that fails is logged, and the object is then reconciled
 // again after a restart.
 func (c *Checkpoint) Reconciler(r reconcile.Reconciler) reconcile.Reconciler {
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -200,7 +204,7 @@ func (c *Checkpoint) Reconciler(r reconcile.Reconciler) reconcile.Reconciler {
 		c.mu.Unlock()
 		res, err := r.Reconcile(ctx, req)
 		if err != nil || !res.IsZero() {
-			// Not done: the sightings wait for a later, successful one.
+			// Not done, so the sightings wait for a later, successful one.
 			if len(taken) > 0 {
 				c.mu.Lock()
 				c.waiting[req] = append(taken, c.waiting[req]...)
@@ -208,7 +212,7 @@ func (c *Checkpoint) Reconciler(r reconcile.Reconciler) reconcile.Reconciler {
 			}
 			return res, err
 		}
-		c.ack(ctx, c.cp, key, rv) // rv "": the object is gone, and this settles its deletion
+		c.ack(ctx, c.cp, key, rv) // rv "" settles the deletion of a gone object
 		var done []*sighting
 		c.mu.Lock()
 		for _, s := range taken {
@@ -237,14 +241,15 @@ func (c *Checkpoint) ack(ctx context.Context, cp *bcache.Checkpoint, key, rv str
 	}
 }
 
-// Secondary wraps the event handler of a watched object type (obj, as given
-// to Watches; a PartialObjectMetadata for a metadata-only watch) with a
-// checkpoint of its own, named after c's and obj's type: the initial add of
-// a watched object is dropped if it is acknowledged at its stored
-// resourceVersion, and a watched object is acknowledged at a version once
-// every request its event at that version made has been reconciled
-// successfully through c.Reconciler (at once if it made none). Use each
-// Secondary handler with one Watches, and c.Reconciler as the reconciler.
+// Secondary wraps the event handler of a watched object type with a
+// checkpoint of its own. obj is the type as given to Watches, a
+// PartialObjectMetadata for a metadata-only watch. The checkpoint is named
+// after c's and obj's type. The initial add of a watched object is dropped
+// if it is acknowledged at its stored resourceVersion. A watched object is
+// acknowledged at a version once every request its event at that version
+// made has been reconciled successfully through c.Reconciler. An event that
+// made no request is acknowledged at once. Use each Secondary handler with
+// one Watches, and c.Reconciler as the reconciler.
 func (c *Checkpoint) Secondary(ctx context.Context, obj client.Object, h handler.EventHandler) (handler.EventHandler, error) {
 	s := &secondary{c: c, h: h}
 	sec, _, err := openCheckpoint(ctx, c.cache, c.name+"/"+watchedName(obj), obj, s)
@@ -255,8 +260,9 @@ func (c *Checkpoint) Secondary(ctx context.Context, obj client.Object, h handler
 	return s, nil
 }
 
-// watchedName names a watched object type within a checkpoint: its Go type,
-// and the kind for the forms that carry any kind (metadata, unstructured).
+// watchedName names a watched object type within a checkpoint by its Go
+// type. The forms that carry any kind, metadata and unstructured, add the
+// kind.
 func watchedName(obj client.Object) string {
 	t := reflect.TypeOf(obj)
 	for t.Kind() == reflect.Pointer {
@@ -303,8 +309,8 @@ func (s *secondary) Generic(ctx context.Context, e event.GenericEvent, q workque
 	s.h.Generic(ctx, e, q)
 }
 
-// capture returns q with Add and its variants recording, for obj's state,
-// the requests the handler makes (see capturingQueue).
+// capture returns q with Add and its variants recording the requests the
+// handler makes for obj's state (see capturingQueue).
 func (s *secondary) capture(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) *capturingQueue {
 	key := obj.GetName()
 	if obj.GetNamespace() != "" {
@@ -315,10 +321,10 @@ func (s *secondary) capture(obj client.Object, q workqueue.TypedRateLimitingInte
 }
 
 // capturingQueue is the queue a secondary handler is given for one event. A
-// request is registered as waiting for the sighting before it is queued, so
-// only a Reconcile that begins after the event (and sees the object's state)
-// can count it; one already running does not (it took its sightings when it
-// began).
+// request is registered as waiting for the sighting before it is queued.
+// So only a Reconcile that begins after the event can count it, and that
+// one sees the object's state. A Reconcile already running does not count
+// it, because it took its sightings when it began.
 type capturingQueue struct {
 	workqueue.TypedRateLimitingInterface[reconcile.Request]
 	c        *Checkpoint
@@ -347,8 +353,8 @@ func (q *capturingQueue) AddAfter(req reconcile.Request, d time.Duration) {
 	q.TypedRateLimitingInterface.AddAfter(req, d)
 }
 
-// done is called when the handler has returned: a sighting that made no
-// request, or whose requests were all reconciled already, is acknowledged.
+// done is called when the handler has returned, and acknowledges a
+// sighting that made no request or whose requests were all reconciled.
 func (q *capturingQueue) done(ctx context.Context) {
 	q.c.mu.Lock()
 	q.sighting.open = false
@@ -362,7 +368,8 @@ func (q *capturingQueue) done(ctx context.Context) {
 // Len returns the number of acknowledged objects.
 func (c *Checkpoint) Len() int { return c.cp.Len() }
 
-// Clear drops every acknowledgement: the next start reconciles every object.
+// Clear drops every acknowledgement, so the next start reconciles every
+// object.
 func (c *Checkpoint) Clear() error { return c.cp.Clear() }
 
 // Close releases the checkpoint's name.

@@ -32,12 +32,12 @@ import (
 	"github.com/boltinformer/boltinformer/persist"
 )
 
-// TestCheckpointSkipsAtRegistration: on a warm restart, the initial adds of
-// the ConfigMaps a checkpointed reconciler acknowledged are dropped by the
-// informer as controller-runtime registers the For handler (the metric
-// counts them; the predicate, which would drop them later, counts none of
-// them there), and only the ConfigMaps changed while the manager was down
-// are reconciled.
+// TestCheckpointSkipsAtRegistration checks a warm restart with a
+// checkpointed reconciler. The informer drops the initial adds of the
+// ConfigMaps it acknowledged as controller-runtime registers the For
+// handler. The metric counts them there. The predicate, which would drop
+// them later, counts none of them. Only the ConfigMaps changed while the
+// manager was down are reconciled.
 func TestCheckpointSkipsAtRegistration(t *testing.T) {
 	cs := clientset(t)
 	ns := namespaces(t, cs, 1)[0]

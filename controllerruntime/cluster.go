@@ -12,13 +12,13 @@ import (
 )
 
 // defaultCluster is the cluster identity of a cache without
-// Options.Cluster, learned through the cache's own credentials once per
-// cache, as the factories learn theirs: the kube-system namespace's UID
-// (recorded as "kube-system/<uid>"), or, only if reading it is Forbidden,
-// the UID of the ServiceAccount the cache authenticates as (recorded as
-// "serviceaccount/<ns>/<name>/<uid>"). Any other error is not remembered:
-// the informer retries and resumes nothing until it is known. See
-// internal/clusterid.
+// Options.Cluster. It is learned once per cache through the cache's own
+// credentials, as the factories learn theirs. It is the kube-system
+// namespace's UID, recorded as "kube-system/<uid>". Only if reading that is
+// Forbidden, it is the UID of the ServiceAccount the cache authenticates
+// as, recorded as "serviceaccount/<ns>/<name>/<uid>". Any other error is
+// not remembered, so the informer retries and resumes nothing until the
+// identity is known (see internal/clusterid).
 func defaultCluster(config *rest.Config, httpClient *http.Client) (bcache.ClusterIdentity, error) {
 	client, err := kubernetes.NewForConfigAndClient(config, httpClient)
 	if err != nil {

@@ -5,20 +5,21 @@
 // on an informer. They are read by reflection and compared by identity,
 // never called or changed.
 //
-// controller-runtime v0.25.x has no public hook to use instead: the informer
-// is handed only that EventHandler, an internal type without getters;
-// cache.Options.NewInformer (through which the adapter builds its informers)
-// sees no handlers; and neither source.Kind nor the builder's For and
-// Watches let a caller wrap or label the handler they register. Probing the
-// handler (calling OnAdd with a marked object) would run the user's
-// predicates and handler. When a handler of that package lacks these fields
-// (controller-runtime's layout changed) and the informer has checkpoints,
-// consumerOf says so, and the informer reports it as an error and in
-// boltinformer_controllerruntime_fallbacks_total with reason handler-layout
-// (reportConsumerFallback). Nothing is lost but time: the checkpoint's
-// predicate or Secondary handler drops the same initial adds, after they
-// are decoded. TestCheckpointConsumerFound pins the fields of the
-// controller-runtime in use; TestConsumerFallbackReported the report.
+// controller-runtime v0.25.x has no public hook to use instead. The informer
+// is handed only that EventHandler, an internal type without getters.
+// cache.Options.NewInformer, through which the adapter builds its
+// informers, sees no handlers. Neither source.Kind nor the builder's For
+// and Watches let a caller wrap or label the handler they register.
+// Probing the handler, by calling OnAdd with a marked object, would run the
+// user's predicates and handler. A handler of that package may lack these
+// fields, because controller-runtime's layout changed. If the informer has
+// checkpoints, consumerOf then says so. The informer reports it as an error
+// (reportConsumerFallback). It also counts it in
+// boltinformer_controllerruntime_fallbacks_total with reason
+// handler-layout. Nothing is lost but time. The checkpoint's predicate or
+// Secondary handler drops the same initial adds, after they are decoded.
+// TestCheckpointConsumerFound pins the fields of the controller-runtime in
+// use. TestConsumerFallbackReported pins the report.
 
 package controllerruntime
 
@@ -36,7 +37,7 @@ import (
 
 const (
 	// crSourcePkg is the package of the handler controller-runtime's sources
-	// register on informers, and crVersion the controller-runtime whose
+	// register on informers. crVersion is the controller-runtime whose
 	// layout of it consumerOf reads.
 	crSourcePkg = "sigs.k8s.io/controller-runtime/pkg/internal/source"
 	crVersion   = "v0.25.2"
@@ -50,18 +51,18 @@ const (
 // crVersion's fields.
 var errHandlerLayout = errors.New("not controller-runtime " + crVersion + "'s source handler layout")
 
-// consumerOf returns the checkpoint whose consumer handler is: the one whose
-// acknowledged initial adds it drops anyway, through a Checkpoint's For
-// predicate or a Secondary handler (the markers in consumers). The informer
-// can then drop them itself, as it queues them, reading resourceVersions from
-// the cache file without decoding the objects: on a warm restart of a
-// large collection that is most of the start's work (at 100,000 Pods,
-// seconds of decoding before controller-runtime reports the handler synced
-// and starts the workers).
+// consumerOf returns the checkpoint whose consumer handler is. handler drops
+// that checkpoint's acknowledged initial adds anyway, through one of the
+// markers in consumers, a Checkpoint's For predicate or a Secondary
+// handler. The informer can then drop the adds itself, as it queues
+// them. It reads their resourceVersions from the cache file without
+// decoding the objects. On a warm restart of a large collection, that
+// decoding is most of the start's work. controller-runtime reports the
+// handler synced and starts the workers only after it.
 //
 // It reads the fields handler and predicates of any struct handler points
 // to (see the file's header). A handler of controller-runtime's source
-// package without them is errHandlerLayout: nothing is found, and the
+// package without them is errHandlerLayout. Nothing is found then, and the
 // handler is registered as any other. Other handlers are simply not
 // consumers. With no consumers nothing is read.
 func consumerOf(handler toolscache.ResourceEventHandler, consumers map[any]*bcache.Checkpoint) (*bcache.Checkpoint, error) {
@@ -69,7 +70,7 @@ func consumerOf(handler toolscache.ResourceEventHandler, consumers map[any]*bcac
 }
 
 // consumerIn is consumerOf with the package whose handlers must have the
-// fields (crSourcePkg; a test's own for the test).
+// fields. That is crSourcePkg, or a test's own package for the test.
 func consumerIn(handler toolscache.ResourceEventHandler, consumers map[any]*bcache.Checkpoint, sourcePkg string) (*bcache.Checkpoint, error) {
 	if len(consumers) == 0 {
 		return nil, nil
@@ -87,8 +88,8 @@ func consumerIn(handler toolscache.ResourceEventHandler, consumers map[any]*bcac
 		return nil, nil
 	}
 	// found looks an interface value up among the markers, which are
-	// pointers: by type and address, since a value read from an unexported
-	// field cannot be turned back into an interface.
+	// pointers. It compares type and address, since a value read from an
+	// unexported field cannot be turned back into an interface.
 	found := func(f reflect.Value) *bcache.Checkpoint {
 		if f.IsNil() {
 			return nil
@@ -116,9 +117,9 @@ func consumerIn(handler toolscache.ResourceEventHandler, consumers map[any]*bcac
 	return nil, nil
 }
 
-// reportConsumerFallback reports that consumerOf could not read a handler
-// registered on the informer of collection (err), and counts it on metrics
-// (nil counts nothing).
+// reportConsumerFallback reports err, which says consumerOf could not read a
+// handler registered on the informer of collection. It counts the fallback
+// on metrics, and nil metrics count nothing.
 func reportConsumerFallback(metrics *bcache.Metrics, collection string, err error) {
 	metrics.CountControllerRuntimeFallback(collection, fallbackHandlerLayout)
 	utilruntime.HandleErrorWithContext(context.Background(), fmt.Errorf("boltcr: cannot tell whether a handler controller-runtime registered on %s is a checkpoint's consumer (%w); "+

@@ -25,10 +25,11 @@ import (
 )
 
 // TestCheckpointConsumerFound pins what consumerOf reads of the
-// controller-runtime in use: the handler its source.Kind registers (as the
-// builder's For and Watches do) is found to be a checkpoint's consumer
-// through the For predicate among other predicates, or through a Secondary
-// handler; a handler with neither is not. The handler is of crSourcePkg,
+// controller-runtime in use. It takes the handler source.Kind registers,
+// as the builder's For and Watches do. That handler is found to be a
+// checkpoint's consumer through the For predicate among other predicates.
+// It is found through a Secondary handler too. A handler with neither is
+// not a consumer. The handler is of crSourcePkg,
 // whose handlers consumerOf reports when it cannot read them.
 func TestCheckpointConsumerFound(t *testing.T) {
 	forCP, secCP := &bcache.Checkpoint{}, &bcache.Checkpoint{}

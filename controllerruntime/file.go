@@ -11,23 +11,23 @@ import (
 )
 
 // cacheFile is a cache's file. A file named by Options.Path is opened when
-// first needed — by Start, or by the first informer the cache builds
-// (IndexField, GetInformer, Get or List before Start) — and closed when
-// Start returns; a cache built and never used holds neither the file's lock
-// nor the file's commit goroutine, as controller-runtime's cache holds
-// nothing before Start. A DB given in Options.DB is used as it is.
+// first needed, by Start or by the first informer the cache builds.
+// IndexField, GetInformer, Get and List build an informer before Start.
+// The file is closed when Start returns. A cache built and never used holds
+// neither the file's lock nor its commit goroutine, as controller-runtime's
+// cache holds nothing before Start. A DB given in Options.DB is used as it is.
 type cacheFile struct {
 	path    string
 	opts    persist.Options
 	metrics *bcache.Metrics
 
-	// db is the open file, set once; reads without mu.
+	// db is the open file, set once and read without mu.
 	db atomic.Pointer[persist.DB]
 
 	// mu serializes opening and closing, and guards the fields below.
 	mu   sync.Mutex
 	owns bool  // db was opened here, from path, and is to be closed here
-	err  error // why opening failed: every later use fails with it
+	err  error // why opening failed; every later use fails with it
 }
 
 // get returns the open file, opening it on the first call.
@@ -63,9 +63,9 @@ func (f *cacheFile) get() (*persist.DB, error) {
 }
 
 // close closes the file if it was opened here. Start, its only caller,
-// called get first, so the file is not opened again after close: a later
-// use gets the closed DB (an informer built then fails to open its
-// collection and is kept in memory) or the error opening gave.
+// called get first, so the file is not opened again after close. A later
+// use gets the closed DB, or the error opening gave. An informer built then
+// fails to open its collection and is kept in memory.
 func (f *cacheFile) close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -17,7 +17,7 @@ import (
 	"github.com/boltinformer/boltinformer/internal/listidentity"
 )
 
-// informers builds the cache's informers (cache.Options.NewInformer) and
+// informers builds the cache's informers (cache.Options.NewInformer). It
 // keeps track of the live ones by collection.
 type informers struct {
 	file     *cacheFile
@@ -28,7 +28,7 @@ type informers struct {
 	// recoveries sets up each persistent informer's recovery after a 410.
 	recoveries *recoveries
 
-	// mu guards live: the informers built and not yet released, by
+	// mu guards live, the informers built and not yet released, by
 	// collection name.
 	mu   sync.Mutex
 	live map[string]*informer
@@ -36,17 +36,17 @@ type informers struct {
 
 var secretKind = corev1.SchemeGroupVersion.WithKind("Secret")
 
-// newInformer is cache.Options.NewInformer. controller-runtime calls it with
-// the cache's lock held, once per form, GroupVersionKind and namespace of
-// a multi-namespace cache, and cannot take an error: an informer that
-// cannot be made persistent is returned memory-only, and the reason is
-// reported.
+// newInformer is cache.Options.NewInformer, which controller-runtime calls
+// with the cache's lock held. It calls it once per form and
+// GroupVersionKind, and per namespace of a multi-namespace cache. It cannot
+// take an error, so an informer that cannot be made persistent is returned
+// memory-only, and the reason is reported.
 func (f *informers) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 	inf, err := f.build(lw, obj, resync, indexers)
 	if err != nil {
 		warnMemoryOnly(err, fmt.Sprintf("the informer of %T", obj))
 		inf, err = f.memoryOnly(lw, obj, resync, indexers)
-		if err != nil { // a memory-only informer opens nothing; cannot fail
+		if err != nil { // a memory-only informer opens nothing, so it cannot fail
 			panic(err)
 		}
 	}
@@ -90,14 +90,14 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 		CacheObjects:     f.opts.CacheObjects,
 		CacheBytes:       f.opts.CacheBytes,
 		MemoryOnly:       o.MemoryOnly || (gvk == secretKind && !f.opts.PersistSecrets),
-		// Secrets of every form are decided above; an unstructured or
-		// metadata Secret is not recognised by the core.
+		// Secrets of every form are decided above, since the core does not
+		// recognise an unstructured or metadata Secret.
 		PersistSecrets: true,
 	}
 	if p.MemoryOnly {
 		return f.memoryOnly(lw, obj, resync, indexers)
 	}
-	// The Cache method that led here has opened the file; get opens it for
+	// The Cache method that led here has opened the file. get opens it for
 	// an informer built another way.
 	if p.DB, err = f.file.get(); err != nil {
 		return nil, err
@@ -106,9 +106,9 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 		return nil, err
 	}
 
-	// Declared field indexes open with a slot as their function; a slot
-	// whose stored index must be rebuilt (its extractor is not known yet)
-	// is unbound and the open retried without it.
+	// Declared field indexes open with a slot as their function. A slot's
+	// stored index may need a rebuild while its extractor is not known yet.
+	// That slot is unbound, and the open retried without it.
 	p.IndexVersions = map[string]string{}
 	bound := map[string]*fieldSlot{}
 	unbound := map[string]*fieldSlot{}
@@ -142,7 +142,8 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 		if err == nil {
 			break
 		}
-		// The failed open rolled back; retry without the slots it asked for.
+		// The failed open rolled back, so retry without the slots it asked
+		// for.
 		asked := false
 		for name, slot := range bound {
 			slot.mu.RLock()
@@ -173,9 +174,9 @@ func (f *informers) build(lw toolscache.ListerWatcher, obj runtime.Object, resyn
 	return inf, nil
 }
 
-// waitReleased waits for a live informer of the same collection (one
-// removed from controller-runtime's cache without the adapter's
-// RemoveInformer) to release it.
+// waitReleased waits for a live informer of the same collection to
+// release it. Such an informer was removed from controller-runtime's cache
+// without the adapter's RemoveInformer.
 func (f *informers) waitReleased(collection string) error {
 	f.mu.Lock()
 	prev := f.live[collection]
@@ -189,8 +190,8 @@ func (f *informers) waitReleased(collection string) error {
 	return prev.release(ctx)
 }
 
-// release releases every live informer of key: controller-runtime has just
-// removed them.
+// release releases every live informer of key, which controller-runtime
+// has just removed.
 func (f *informers) release(ctx context.Context, key objectKey) error {
 	f.mu.Lock()
 	var names []string

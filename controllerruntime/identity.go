@@ -14,7 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// form is how an informer's objects are shaped; controller-runtime keeps
+// form is how an informer's objects are shaped. controller-runtime keeps
 // one informer per form and GroupVersionKind, and so do we.
 type form string
 
@@ -37,7 +37,7 @@ func formOf(obj runtime.Object) form {
 	}
 }
 
-// objectKey names an informer's objects: form and GroupVersionKind.
+// objectKey names an informer's objects by form and GroupVersionKind.
 type objectKey struct {
 	form form
 	gvk  schema.GroupVersionKind
@@ -75,7 +75,7 @@ func probeList(lw toolscache.ListerWatcher) (*url.URL, error) {
 }
 
 // gvkOf returns the GroupVersionKind an informer's example object stands
-// for: typed objects arrive without one, so the scheme names them.
+// for. Typed objects arrive without one, so the scheme names them.
 func gvkOf(obj runtime.Object, s *runtime.Scheme) (schema.GroupVersionKind, error) {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured, *metav1.PartialObjectMetadata:

@@ -14,8 +14,8 @@ import (
 )
 
 // fieldIndexPrefix is how controller-runtime names the index behind
-// IndexField(obj, field, ...): internal.FieldIndexName in
-// pkg/cache/internal/cache_reader.go, v0.25.2.
+// IndexField(obj, field, ...), as internal.FieldIndexName in
+// pkg/cache/internal/cache_reader.go, v0.25.2 does.
 const fieldIndexPrefix = "field:"
 
 // errNoExtractor ends an index build that an informer's open asked for
@@ -23,18 +23,18 @@ const fieldIndexPrefix = "field:"
 var errNoExtractor = errors.New("field index extractor not given yet")
 
 // fieldSlot stands in for the extractor of a declared field index. The
-// informer opens with slot.index as that index's function, so the stored
+// informer opens with slot.index as that index's function. The stored
 // index, recorded under the slot's Go name and the declared version, is
-// reused without a build; IndexField later fills in the extractor.
+// then reused without a build. IndexField later fills in the extractor.
 //
 // Every slot shares one Go name, so the declared version alone tells
-// extractors apart: that is why only declared fields get a slot.
+// extractors apart. That is why only declared fields get a slot.
 type fieldSlot struct {
 	mu      sync.RWMutex
 	extract toolscache.IndexFunc // nil until IndexField
-	// opening is set while the informer opens its collection: an index
-	// build then must not run without the extractor, and asked is set so
-	// that the open is retried without this slot.
+	// opening is set while the informer opens its collection. An index
+	// build then must not run without the extractor. It sets asked instead,
+	// so that the open is retried without this slot.
 	opening, asked bool
 }
 
@@ -51,50 +51,51 @@ func (s *fieldSlot) index(obj interface{}) ([]string, error) {
 		s.mu.Unlock()
 		return nil, errNoExtractor
 	}
-	// The informer runs before IndexField named the extractor (AddIndexers
-	// refuses that once it has started); nothing can be indexed yet.
+	// The informer runs before IndexField named the extractor, and nothing
+	// can be indexed yet. AddIndexers refuses the extractor once it has
+	// started.
 	return nil, nil
 }
 
-// runState is where an informer is in its life; see informer.
+// runState is where an informer is in its life (see informer).
 type runState int
 
 const (
 	idle      runState = iota // not run yet
 	running                   // RunWithContext entered
-	abandoned                 // removed before it ran: never runs
+	abandoned                 // removed before it ran; never runs
 )
 
 // informer is a boltinformer informer as controller-runtime's cache sees
-// it, plus what the adapter needs: field index slots, and a signal when its
-// collection is released so that the same list can be opened again (after
-// RemoveInformer).
+// it, plus what the adapter needs. That is its field index slots, and a
+// signal when its collection is released. After RemoveInformer, the signal
+// lets the same list be opened again.
 type informer struct {
 	*bcache.Informer
 	key objectKey
-	// collection names the informer's collection and metrics counts what
-	// the adapter could not do on it (nil counts nothing).
+	// collection names the informer's collection. metrics counts what the
+	// adapter could not do on it, and nil counts nothing.
 	collection string
 	metrics    *bcache.Metrics
 
 	// bound are the declared field indexes opened with their slot as the
-	// function; unbound are declared ones whose stored index had to be
-	// rebuilt, which AddIndexers builds with the slot once the extractor is
-	// known (so that the next open finds them under the slot's identity).
+	// function. unbound are declared ones whose stored index had to be
+	// rebuilt. AddIndexers builds those with the slot once the extractor is
+	// known. So the next open finds them under the slot's identity.
 	bound, unbound map[string]*fieldSlot
 
 	// mu guards state, filled and checkpoints.
 	mu     sync.Mutex
 	state  runState
 	filled map[string]bool
-	// checkpoints are the boltcr checkpoints opened on this informer: every
+	// checkpoints are the boltcr checkpoints opened on this informer. Every
 	// handler controller-runtime registers here is given their tombstones
 	// when it joins (see Checkpoint). consumers maps each one's marker (see
 	// consumerOf) to it.
 	checkpoints []*bcache.Checkpoint
 	consumers   map[any]*bcache.Checkpoint
 	// released is closed once the informer will not touch its collection
-	// again: after it ran, or when it is abandoned.
+	// again. That is after it ran, or when it is abandoned.
 	released chan struct{}
 }
 
@@ -116,9 +117,9 @@ func (i *informer) Run(stopCh <-chan struct{}) {
 	i.RunWithContext(wait.ContextForChannel(stopCh))
 }
 
-// release makes sure the informer's collection is closed: an informer that
-// never ran is abandoned and its collection closed here; one that runs is
-// waited for (its stop was closed by the caller) until ctx ends.
+// release makes sure the informer's collection is closed. An informer that
+// never ran is abandoned, and its collection closed here. One that runs is
+// waited for until ctx ends, its stop already closed by the caller.
 func (i *informer) release(ctx context.Context) error {
 	i.mu.Lock()
 	if i.state == idle {
@@ -140,7 +141,7 @@ func (i *informer) release(ctx context.Context) error {
 }
 
 // attachCheckpoint makes handlers registered from now on get cp's
-// tombstones, and the handler that carries marker its consumer.
+// tombstones. It makes the handler that carries marker cp's consumer.
 func (i *informer) attachCheckpoint(cp *bcache.Checkpoint, marker any) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -163,14 +164,14 @@ func (i *informer) AddEventHandlerWithResyncPeriod(handler toolscache.ResourceEv
 	return i.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{ResyncPeriod: &resyncPeriod})
 }
 
-// AddEventHandlerWithOptions registers handler; on an informer with boltcr
-// checkpoints it also gives the handler their tombstones when it joins:
+// AddEventHandlerWithOptions registers handler. On an informer with boltcr
+// checkpoints, it also gives the handler their tombstones when it joins.
 // controller-runtime registers a controller's handlers after the informer
-// started, so a deletion applied before (made while the manager was down)
-// would otherwise reach no checkpointed reconciler. The handler that is a
-// checkpoint's consumer (consumerOf) is registered as the checkpoint's
-// handler: the initial adds it acknowledged are dropped as they are queued,
-// without being decoded.
+// started. So a deletion made while the manager was down, applied before
+// that, would otherwise reach no checkpointed reconciler. The handler
+// that is a checkpoint's consumer (consumerOf) is registered as the
+// checkpoint's handler. The initial adds it acknowledged are then dropped
+// as they are queued, without being decoded.
 func (i *informer) AddEventHandlerWithOptions(handler toolscache.ResourceEventHandler, options toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
 	i.mu.Lock()
 	cps := append([]*bcache.Checkpoint(nil), i.checkpoints...)
@@ -185,7 +186,7 @@ func (i *informer) AddEventHandlerWithOptions(handler toolscache.ResourceEventHa
 		if !errors.Is(err, bcache.ErrCheckpointHasHandler) {
 			return reg, err
 		}
-		// A second controller given the same For predicate: its predicate
+		// A second controller given the same For predicate, whose predicate
 		// does the skipping.
 	}
 	return i.Informer.AddEventHandlerWithTombstones(handler, options, cps...)

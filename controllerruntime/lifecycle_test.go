@@ -255,13 +255,13 @@ func TestSecondStartIsRejected(t *testing.T) {
 	sameViews(t, "after a rejected second Start", c, ref, []string{ns})
 }
 
-// TestNeverStartedHoldsNothing: a cache, a cluster or a manager (with a
-// controller) built on NewCache and never started — or manager.New failing
-// after it built the cache, as when it cannot create its client — holds
-// neither the cache file nor a goroutine, as controller-runtime's own
-// cache.New holds nothing before Start (its pkg/controller suite checks
-// this: "should not create goroutines if never started"). Another cache on
-// the same file then opens it.
+// TestNeverStartedHoldsNothing builds a cache, a cluster or a manager with
+// a controller on NewCache, and never starts it. manager.New may also fail
+// after it built the cache, as when it cannot create its client. None of
+// them may hold the cache file or a goroutine. controller-runtime's own
+// cache.New holds nothing before Start either. Its pkg/controller suite
+// checks that ("should not create goroutines if never started"). Another
+// cache on the same file then opens it.
 func TestNeverStartedHoldsNothing(t *testing.T) {
 	errNoClient := errors.New("no client for you")
 	for _, tc := range []struct {

@@ -23,49 +23,54 @@ import (
 )
 
 // A recovery (recovery.Recovery) replaces the full list an informer makes
-// after a 410 — its stored resourceVersion left the apiserver's watch
-// history, after a downtime longer than about 75 s or any apiserver
-// restart — by a metadata list, a diff against the stored objects, and
-// fetches of what changed. Its MetadataLister must list exactly what the
-// informer's ListerWatcher lists, and here that ListerWatcher is
-// controller-runtime's, opaque: its closures hold the namespace and the
-// selectors. So:
+// after a 410. A 410 means its stored resourceVersion left the apiserver's
+// watch history. That happens after a downtime longer than about 75 s, or
+// after any apiserver restart. The recovery makes a metadata list, diffs it
+// against the stored objects, and fetches what changed. Its MetadataLister
+// must list exactly what the informer's ListerWatcher lists. Here that
+// ListerWatcher is controller-runtime's and opaque, since its closures hold
+// the namespace and the selectors. So the adapter builds the recovery's lists
+// as follows.
 //
-//   - the metadata list is client-go's metadata client on the cache's HTTP
-//     client, for the resource, namespace and selectors read from the
-//     informer's own list request (probeList), and it is used only if its
-//     request, probed the same way, has the same path and selectors: the
+//   - The metadata list is client-go's metadata client on the cache's HTTP
+//     client. It asks for the resource, namespace and selectors read from
+//     the informer's own list request (probeList). It is used only if its
+//     request, probed the same way, has the same path and selectors. The
 //     diff then sees exactly the collection the informer stores. Its pages
 //     are requested by that path through a REST client on the same HTTP
-//     client and read as they arrive (recovery.MetadataWireLister);
-//   - a fetch is the informer's own list (its ListerWatcher), so it decodes
-//     as the informer's list does (typed through the cache's scheme,
-//     unstructured, the GroupVersionKind set). Its request is narrowed on
-//     its way out by fetchTransport, under the cache's HTTP client: a
-//     metadata.name term added to the field selector (beside the
-//     informer's own, which controller-runtime writes over any the caller
-//     passes) and, for an informer of all namespaces, the namespace put
-//     into the path, as client-go's clients build a namespaced request;
-//   - a typed informer of a built-in type also lists in full through the
-//     REST client, by its list path and selectors (wireRecoveryLister), for
-//     the recovery to read undecoded where it lists in full: client-go's
-//     scheme decodes that list as the informer's own (the same Go types).
+//     client. They are read as they arrive (recovery.MetadataWireLister).
+//   - A fetch is the informer's own list, through its ListerWatcher. So it
+//     decodes as the informer's list does, typed through the cache's scheme
+//     or unstructured, with the GroupVersionKind set. fetchTransport narrows
+//     its request on its way out, under the cache's HTTP client. It adds a
+//     metadata.name term to the field selector. The term goes beside the
+//     informer's own selector, which controller-runtime writes over any the
+//     caller passes. For an informer of all namespaces, it also puts the
+//     namespace into the path, as client-go's clients build a namespaced
+//     request.
+//   - A typed informer of a built-in type also lists in full through the
+//     REST client, by its list path and selectors (wireRecoveryLister). The
+//     recovery reads that list undecoded where it lists in full. client-go's
+//     scheme decodes it as the informer's own, since the Go types are the
+//     same.
 //
-// A recovery compares resourceVersions as integers, which holds for what
-// kube-apiserver serves from etcd: its built-in resources and custom
-// resources, not aggregated APIs, whose server kube-apiserver only
-// proxies to. As the factories, boltcr vouches for the groups of client-go's
-// scheme (all built-in), and for the groups the user names in
-// Options.RecoverGroups (custom resources, which it cannot tell from
-// aggregated APIs without discovery). A metadata-only informer
-// (PartialObjectMetadata) recovers from its own list
-// (recovery.Recovery.ListInFull): its objects are metadata, so that list
-// is the metadata list and holds what changed — no metadata client, no
-// fetches. Outside the groups vouched for, its resourceVersions are only
-// told equal or not (OpaqueVersions). A relist would cost the same
-// requests and also leave the unchanged objects alone, but would deliver
-// an object recreated under the same name as an update from the old UID to
-// the new, where a recovery delivers its deletion and an add.
+// A recovery compares resourceVersions as integers. That holds for what
+// kube-apiserver serves from etcd, its built-in resources and custom
+// resources. It does not hold for aggregated APIs, whose server
+// kube-apiserver only proxies to. As the factories do, boltcr vouches for
+// the groups of client-go's scheme, which are all built-in. It also vouches
+// for the groups the user names in Options.RecoverGroups. Those are custom
+// resources, which it cannot tell from aggregated APIs without discovery.
+//
+// A metadata-only informer (PartialObjectMetadata) recovers from its own
+// list (recovery.Recovery.ListInFull). Its objects are metadata, so that
+// list is the metadata list and holds what changed, with no metadata
+// client and no fetches. Outside the groups vouched for, its
+// resourceVersions are only told equal or not (OpaqueVersions). A relist
+// would cost the same requests and also leave the unchanged objects alone.
+// But it would deliver an object recreated under the same name as an
+// update from the old UID to the new, where a recovery delivers its
+// deletion and an add.
 
 // recoveries builds the recoveries of a cache's informers.
 type recoveries struct {
@@ -76,8 +81,9 @@ type recoveries struct {
 	// groups are the API groups vouched for besides client-go's scheme's
 	// (Options.RecoverGroups).
 	groups map[string]bool
-	// qps is the rate the informers' REST clients allow (0: no limit), so
-	// the recovery plans fetches that fit it (recovery.RateLimitedLister).
+	// qps is the rate the informers' REST clients allow, 0 for no limit, so
+	// that the recovery plans fetches that fit it
+	// (recovery.RateLimitedLister).
 	qps float32
 }
 
@@ -85,8 +91,8 @@ type recoveries struct {
 // go through httpClient (with fetchTransport in its transport chain).
 func newRecoveries(config *rest.Config, httpClient *http.Client, groups []string) (*recoveries, error) {
 	cfg := rest.CopyConfig(config)
-	// As controller-runtime builds its metadata clients: the metadata
-	// client's own serializer, not the caller's.
+	// The metadata client uses its own serializer, not the caller's, as
+	// controller-runtime builds its metadata clients.
 	cfg.NegotiatedSerializer = nil
 	mc, err := metadata.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
@@ -104,9 +110,9 @@ func newRecoveries(config *rest.Config, httpClient *http.Client, groups []string
 }
 
 // wireClient returns a REST client of config's server, for requests by
-// absolute path (rest.Request.AbsPath), a path prefix of config's Host
-// included, so that a metadata list goes to exactly the informer's list's
-// path; it decodes only error statuses.
+// absolute path (rest.Request.AbsPath). The path includes any path prefix
+// of config's Host. So a metadata list goes to exactly the informer's
+// list's path. The client decodes only error statuses.
 func wireClient(config *rest.Config, httpClient *http.Client) (*rest.RESTClient, error) {
 	base, _, err := rest.DefaultServerUrlFor(config)
 	if err != nil {
@@ -121,7 +127,8 @@ func wireClient(config *rest.Config, httpClient *http.Client) (*rest.RESTClient,
 }
 
 // clientQPS is the sustained rate of the REST clients client-go builds from
-// c (each its own token bucket unless c.RateLimiter is shared): 0 for none.
+// c, and 0 means none. Each client has its own token bucket unless
+// c.RateLimiter is shared.
 func clientQPS(c *rest.Config) float32 {
 	switch {
 	case c.RateLimiter != nil:
@@ -139,22 +146,23 @@ func (r *recoveries) vouched(key objectKey) bool {
 	return scheme.Scheme.IsGroupRegistered(key.gvk.Group) || r.groups[key.gvk.Group]
 }
 
-// recovery returns the recovery settings of the informer of key listing
-// what lw lists, list being its list request (probeList). It returns nil
-// for an informer that relists in full after a 410 by design (typed or
-// unstructured, of a group not vouched for), and nil with the reason for
-// one whose list a metadata list cannot repeat exactly.
+// recovery returns the recovery settings of the informer of key, which
+// lists what lw lists. list is its list request (probeList). It returns nil
+// for an informer that relists in full after a 410 by design. Such an
+// informer is typed or unstructured, of a group not vouched for. It returns
+// nil and the reason for one whose list a metadata list cannot repeat
+// exactly.
 func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *url.URL) (*recovery.Recovery, error) {
 	switch {
 	case key.form == formMetadata:
-		// Its own list is the metadata list: see the file's header.
+		// Its own list is the metadata list (see the file's header).
 		return &recovery.Recovery{
 			Lister:         ownListLister{toolscache.ToListerWatcherWithContext(lw)},
 			ListInFull:     true,
 			OpaqueVersions: !r.vouched(key),
 		}, nil
 	case !r.vouched(key):
-		return nil, nil // custom resources without Options.RecoverGroups: documented
+		return nil, nil // custom resources without RecoverGroups, as documented
 	}
 	target, err := parseListPath(list.Path)
 	if err != nil {
@@ -187,8 +195,8 @@ func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *
 		return nil, fmt.Errorf("the metadata list would ask %s?%s, not the informer's %s?%s", probed.Path, probed.RawQuery, list.Path, list.RawQuery)
 	}
 	if key.form == formTyped && scheme.Scheme.IsGroupRegistered(key.gvk.Group) {
-		// Built-in types: client-go's scheme decodes them as the
-		// informer's own list does, and the server speaks protobuf.
+		// client-go's scheme decodes built-in types as the informer's own
+		// list does, and the server speaks protobuf for them.
 		return &recovery.Recovery{Lister: wireRecoveryLister{l}}, nil
 	}
 	return &recovery.Recovery{Lister: l}, nil
@@ -197,8 +205,8 @@ func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *
 // listPath is an informer's list request path, taken apart.
 type listPath struct {
 	path string
-	// namespace is the path's namespace, "" for all namespaces (or a
-	// cluster-scoped resource); resource the path's last element.
+	// namespace is the path's namespace, "" for all namespaces or a
+	// cluster-scoped resource. resource is the path's last element.
 	namespace, resource string
 }
 
@@ -244,9 +252,9 @@ func (l *recoveryLister) ListMetadata(ctx context.Context, opts metav1.ListOptio
 	return l.meta.List(ctx, opts)
 }
 
-// ListMetadataWire implements recovery.MetadataWireLister: ListMetadata's
-// request (the informer's list path and selectors; probed in recovery), its
-// body as it arrives.
+// ListMetadataWire implements recovery.MetadataWireLister. It makes
+// ListMetadata's request, with the informer's list path and selectors as
+// recovery probed them, and returns the body as it arrives.
 func (l *recoveryLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	opts.LabelSelector, opts.FieldSelector = l.label, l.field
 	return l.wire.Get().AbsPath(l.target.path).VersionedParams(&opts, scheme.ParameterCodec).
@@ -266,10 +274,10 @@ func (l *recoveryLister) ListObjects(ctx context.Context, namespace, name string
 }
 
 // wireRecoveryLister is the recoveryLister of a typed informer of a
-// built-in type: it also lists whole objects undecoded, so that a recovery
-// that lists in full (its metadata list's first page showed many changed,
-// or metadata lists are refused) reads each item's identity from the
-// protobuf and decodes only the changed ones.
+// built-in type, which also lists whole objects undecoded. A recovery that
+// lists in full then reads each item's identity from the protobuf, and
+// decodes only the changed ones. A recovery lists in full when its metadata
+// list's first page showed many changed, or metadata lists are refused.
 type wireRecoveryLister struct{ *recoveryLister }
 
 var (
@@ -282,10 +290,11 @@ var (
 // or JSON.
 const listAccept = "application/vnd.kubernetes.protobuf,application/json"
 
-// ListObjectsWire implements recovery.WireLister: the informer's list
-// request (path and selectors; narrowed to namespace, as a fetch is),
-// through the wire client, its body undecoded, as it arrives; decode
-// decodes a whole body as a list of the informer's built-in type.
+// ListObjectsWire implements recovery.WireLister. It makes the informer's
+// list request, with its path and selectors, through the wire client. The
+// request is narrowed to namespace, as a fetch is, and the body returned
+// undecoded as it arrives. decode decodes a whole body as a list of the
+// informer's built-in type.
 func (l wireRecoveryLister) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
 	if err := l.inNamespace(namespace); err != nil {
 		return nil, nil, err
@@ -329,8 +338,8 @@ type fetch struct {
 // narrow returns u, a request of the informer's list, narrowed to f.
 func (f fetch) narrow(u *url.URL) (*url.URL, error) {
 	if u.Path != f.list.path {
-		// The informer's ListerWatcher sent another request than its list:
-		// sending it unnarrowed would fetch more than asked.
+		// The informer's ListerWatcher sent another request than its list,
+		// and sending it unnarrowed would fetch more than asked.
 		return nil, fmt.Errorf("boltcr: a recovery's fetch through the informer's list asked %s, not the informer's list %s", u.Path, f.list.path)
 	}
 	out := *u
@@ -341,7 +350,8 @@ func (f fetch) narrow(u *url.URL) (*url.URL, error) {
 	}
 	if f.name != "" {
 		q := out.Query()
-		// Escaped: RBAC objects' names may hold "," and "=".
+		// The term is escaped, because RBAC objects' names may hold ","
+		// and "=".
 		field := fields.OneTermEqualSelector("metadata.name", f.name).String()
 		if s := q.Get("fieldSelector"); s != "" {
 			field = s + "," + field

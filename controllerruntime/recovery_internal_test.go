@@ -67,11 +67,11 @@ func TestFetchNarrowsTheInformersList(t *testing.T) {
 	}
 }
 
-// Which informers recover: typed and unstructured ones of built-in groups
-// and of the groups named in Options.RecoverGroups, each with a metadata
-// list of exactly its list; not custom resources that were not named, and
-// not an informer whose list carries a parameter the metadata list cannot
-// repeat. Typed informers of built-in types can also list in full
+// Typed and unstructured informers of built-in groups recover, and so do
+// those of the groups named in Options.RecoverGroups. Each gets a metadata
+// list of exactly its list. Custom resources that were not named do not
+// recover. Nor does an informer whose list carries a parameter the
+// metadata list cannot repeat. Typed informers of built-in types can also list in full
 // undecoded (recovery.WireLister). Metadata-only informers recover from
 // their own list, any group's, comparing the resourceVersions of a group
 // not vouched for only for equality.

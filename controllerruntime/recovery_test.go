@@ -21,11 +21,11 @@ import (
 	"github.com/boltinformer/boltinformer/internal/poll"
 )
 
-// TestRecoveryAfterAPIServerRestart: a boltcr cache restarted after its
-// stored resourceVersion expired — the apiserver restarted while the
-// manager was down, which empties every watch cache's history, as a
-// downtime longer than the history's window does (the root module's
-// e2e.TestRecoveryAfterChurn forces that one by churn, for the core) —
+// TestRecoveryAfterAPIServerRestart restarts a boltcr cache after its
+// stored resourceVersion expired. The apiserver restarted while the manager
+// was down, which empties every watch cache's history. A downtime longer
+// than the history's window does the same. The root module's
+// e2e.TestRecoveryAfterChurn forces that by churn, for the core. The cache
 // recovers by what changed:
 //
 //   - its typed and unstructured informers of ConfigMaps list metadata and
@@ -142,11 +142,12 @@ func TestRecoveryAfterAPIServerRestart(t *testing.T) {
 	}
 	m.stop()
 
-	// No list of whole objects: the typed and unstructured informers
-	// recovered, each with one metadata list (the metadata-only informer
-	// makes one too, its full list) and a fetch per changed object present
-	// (the two informers, the six objects, and the warm sentinel if it was
-	// created before an informer's metadata list).
+	// No list of whole objects was made. The typed and unstructured
+	// informers recovered, each with one metadata list and a fetch per
+	// changed object present. The metadata-only informer makes a metadata
+	// list too, its full list. That makes six fetches for each of the two
+	// informers. The warm sentinel adds one if it was created before an
+	// informer's metadata list.
 	lists, watchLists := counter.Requests("configmaps", apicount.List), counter.Requests("configmaps", apicount.WatchList)
 	metadata, fetches := counter.Requests("configmaps", apicount.Metadata), counter.Requests("configmaps", apicount.Fetch)
 	t.Logf("after the 410: %d metadata lists (%d bytes), %d fetches (%d bytes), %d lists, %d watch-lists of ConfigMaps",

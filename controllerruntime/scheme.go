@@ -7,10 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// CodecScheme returns a new scheme for a cache file's codec: every type of
-// s under the same GroupVersionKinds, plus metav1's PartialObjectMetadata,
-// which metadata-only informers store and which client-go's scheme lacks.
-// s itself is not changed.
+// CodecScheme returns a new scheme for a cache file's codec. It holds every
+// type of s under the same GroupVersionKinds. It adds metav1's
+// PartialObjectMetadata, which metadata-only informers store and
+// client-go's scheme lacks. s itself is not changed.
 func CodecScheme(s *runtime.Scheme) *runtime.Scheme {
 	out := runtime.NewScheme()
 	for gvk, t := range s.AllKnownTypes() {

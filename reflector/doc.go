@@ -19,12 +19,13 @@
 // if refused again.
 //
 // Options.Relister is the one hook beyond client-go (relist.go). It makes
-// every list after the first; package recovery's recovers only what changed.
-// It gets a Relist, the reflector's side: where to list, how to report, how
-// to record the list as the watch's start. Its Relisted may take the watch's
-// events (Store) and hand the watch loop writes to run between events
-// (Writes), so that the store sees one ordered stream from one goroutine.
-// ErrFullList makes the reflector list in full instead.
+// every list after the first. Package recovery's Relister recovers only what
+// changed. It gets a Relist, the reflector's side of the relist. That says
+// where to list and how to report, and records the list as the watch's
+// start. Its Relisted may take the watch's events (Store). It may also hand
+// the watch loop writes to run between events (Writes). So the store sees
+// one ordered stream from one goroutine. ErrFullList makes the reflector
+// list in full instead.
 //
 // Each watch asks for bookmarks, and a BOOKMARK calls Store.Bookmark, so
 // quiet collections stay resumable. A watch that closes normally is
@@ -35,11 +36,11 @@
 // Options.PagedList takes a cold start's list a page at a time. Options.Observer
 // sees every start, list and watch.
 //
-// Goroutines: Run and ListAndWatch list, watch, write to the Store (except
-// Resync) and back off on the caller's goroutine, with the caller's context.
-// During a watch one helper goroutine calls Store.Resync, and during a short
-// CatchUp watch another takes the consistent reads; the watch phase cancels
-// and joins both. A Relister's goroutines are joined by Relisted.Finish,
+// Run and ListAndWatch list, watch and back off on the caller's goroutine,
+// with the caller's context. They write to the Store there too, except
+// Resync. During a watch one helper goroutine calls Store.Resync. During a
+// short CatchUp watch another takes the consistent reads. The watch phase
+// cancels and joins both. Relisted.Finish joins a Relister's goroutines
 // before ListAndWatch returns. Nothing the reflector started outlives Run.
 //
 // LastSyncResourceVersion is safe to call concurrently with everything. Run
@@ -60,20 +61,22 @@
 //   - With Options.PagedList the first list is a consistent read in pages.
 //     If it fails, the next list is a consistent read too. client-go
 //     retries a failed first list at "0".
-//   - A paged list at a specific resourceVersion (Options.PageSize, or
-//     the default page size once a list at "0" came back paginated) asks
-//     for NotOlderThan. client-go sends no resourceVersionMatch, which
-//     kube-apiserver serves as an exact read of that old version from etcd.
+//   - A paged list at a specific resourceVersion asks for NotOlderThan.
+//     Such a list has Options.PageSize set, or follows a list at "0" that
+//     came back paginated. client-go sends no resourceVersionMatch there.
+//     kube-apiserver serves that as an exact read of the old version from
+//     etcd.
 //   - The list runs on the caller's goroutine with the caller's context.
 //   - Every error, failed Store writes included, goes to
 //     Options.WatchErrorHandler.
-//   - Options.MinWatchTimeout under 5 minutes is honoured; the floor is 1s.
+//   - Options.MinWatchTimeout under 5 minutes is honoured. The floor is 1s.
 //   - A resumed start whose first watch finds its version unavailable lists
 //     at once, as a cold start does. Later relists wait one backoff interval.
-//   - A version the server cannot parse (400, 422 Invalid, or kube-apiserver's
-//     500 naming resourceVersion) is unavailable too, and the next list is a
-//     consistent read at "". client-go never sends a version it did not get
-//     from the server; a stored one may be damaged.
+//   - A version the server cannot parse is unavailable too. The server
+//     answers 400, 422 Invalid, or a kube-apiserver 500 naming
+//     resourceVersion. The next list is a consistent read at "". client-go
+//     never sends a version it did not get from the server. A stored one may
+//     be damaged.
 //
 // A resumed watch is only correct if ResumeResourceVersion comes from the
 // same cluster and collection as the ListerWatcher, and the Store holds the

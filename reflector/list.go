@@ -34,14 +34,14 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// list mirrors client-go's (*Reflector).list: it lists the collection at
-// relistResourceVersion() through a pager, retries once at "" if that
-// version is expired or too large, hands the items to Store.Replace and
+// list lists the collection at relistResourceVersion() through a pager, as
+// client-go's (*Reflector).list does. It retries once at "" if that version
+// is expired or too large. It hands the items to Store.Replace and
 // records the list's resourceVersion.
 //
-// Unlike client-go, the pager runs on the calling goroutine with ctx, so a
-// cancelled context aborts the request instead of leaving it running in the
-// background; Run therefore never outlives its list. It returns nil, without
+// Unlike client-go's, the pager runs on the calling goroutine with ctx. A
+// cancelled context aborts the request instead of leaving it running in
+// the background. So Run never outlives its list. It returns nil, without
 // touching the Store, when ctx ends during the list.
 func (r *Reflector) list(ctx context.Context) error {
 	r.mu.RLock()
@@ -54,7 +54,7 @@ func (r *Reflector) list(ctx context.Context) error {
 	}
 
 	// pages counts the responses that make up the current result. The
-	// pager answers an expired continue token with one full list, which
+	// pager answers an expired continue token with one full list. That list
 	// replaces the pages gathered so far.
 	pages := 0
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -73,9 +73,9 @@ func (r *Reflector) list(ctx context.Context) error {
 	listedAt := options.ResourceVersion
 	list, paginated, err := p.ListWithAlloc(ctx, options)
 	if isResourceVersionUnavailable(err) || (options.ResourceVersion != "" && isInvalidResourceVersionError(err)) {
-		// The pager only falls back on expired continue tokens; the first
-		// page itself can be expired or too new. Retry at "" (consistent
-		// read), as client-go does. A version the server cannot parse is
+		// The pager only falls back on expired continue tokens. The first
+		// page itself can be expired or too new. Retry at "", a consistent
+		// read, as client-go does. A version the server cannot parse is
 		// retried at "" too.
 		r.markResourceVersionUnavailable(cause)
 		pages = 0
@@ -104,8 +104,8 @@ func (r *Reflector) list(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: unable to extract items of %T: %w", ErrList, r.typeDescription, list, err)
 	}
 	if r.listAfter != nil {
-		// Listed while the stored state went to the handlers; applied
-		// only after it (see Options.ListAfter).
+		// Listed while the stored state went to the handlers, and applied
+		// only after that delivery (see Options.ListAfter).
 		select {
 		case <-r.listAfter():
 		case <-ctx.Done():
@@ -117,8 +117,8 @@ func (r *Reflector) list(ctx context.Context) error {
 		found[i] = item
 	}
 	if r.catchingUp() {
-		// Before Replace: the caller must know its target before the store
-		// applies the list.
+		// Before Replace, because the caller must know its target before
+		// the store applies the list.
 		r.catchUpListed(listedAt, resourceVersion, false)
 	}
 	if err := r.store.Replace(found, resourceVersion); err != nil {
@@ -126,7 +126,7 @@ func (r *Reflector) list(ctx context.Context) error {
 	}
 
 	r.mu.Lock()
-	// Only a list at "0" says anything about the watch cache: lists at ""
+	// Only a list at "0" says anything about the watch cache. Lists at ""
 	// are paginated whenever Limit is set, watch cache or not.
 	if options.ResourceVersion == "0" && paginated {
 		r.paginatedResult = true
@@ -144,40 +144,40 @@ func (r *Reflector) list(ctx context.Context) error {
 }
 
 // listPageSize is client-go's choice of the page size of a list at
-// resourceVersion, verbatim; paginatedBefore: an earlier list at "0" came
-// back paginated.
+// resourceVersion, verbatim. paginatedBefore says an earlier list at "0"
+// came back paginated.
 func (r *Reflector) listPageSize(resourceVersion string, paginatedBefore bool) int64 {
 	switch {
 	case r.pageSize != 0:
 		return r.pageSize
 	case paginatedBefore:
-		// An earlier list at "0" was paginated: the watch cache is off and
-		// the server honours paging, so keep the default page size.
+		// An earlier list at "0" was paginated, so the watch cache is off
+		// and the server honours paging. Keep the default page size.
 	case resourceVersion != "" && resourceVersion != "0":
-		// A list at a specific resourceVersion is served from the watch
-		// cache by every server version only without Limit, so do not page
-		// it (avoids a thundering herd on etcd). "0" is left paged: the
-		// watch cache ignores Limit for it anyway, and without a watch cache
-		// paging is what we want. A paged list at a version asks for
-		// NotOlderThan (listMatch).
+		// Every server version serves a list at a specific
+		// resourceVersion from the watch cache only without Limit. So it
+		// is not paged, which avoids a thundering herd on etcd. "0" is left
+		// paged, because the watch cache ignores Limit for it anyway.
+		// Without a watch cache, paging is what we want. A paged list at a version
+		// asks for NotOlderThan (see listMatch).
 		return 0
 	}
 	return DefaultPagedListPageSize // the pager's default
 }
 
 // listMatch is the resourceVersionMatch of a list at resourceVersion in
-// pages of limit items: NotOlderThan for a paged list at a version, none
-// otherwise. kube-apiserver serves a version with a limit and no match as
-// an exact read from etcd (its delegator's legacy exact match). That is
-// the old data itself, and a relist after a 410 would watch again from
-// where the watch expired. client-go's reflector sends no match there, and
-// loops between such lists and expired watches until etcd compacts that
-// version. With NotOlderThan the list is never older than the version, and
-// as new as the server can serve it: a watch cache serves it from its
-// position, paged where it keeps snapshots, and etcd at its newest
-// revision. Paging is kept, not dropped as client-go does when it did not
-// ask to page: a PageSize is a bound on each response's size that the user
-// chose.
+// pages of limit items. It is NotOlderThan for a paged list at a version,
+// and none otherwise. kube-apiserver serves a version with a limit and no
+// match as an exact read from etcd, its delegator's legacy exact match.
+// That returns the old data itself. A relist after a 410 would then watch
+// again from where the watch expired. client-go's reflector sends no match
+// there, and loops between such lists and expired watches until etcd
+// compacts that version. With NotOlderThan the list is never older than
+// the version, and as new as the server can serve it. A watch cache serves
+// it from its position, paged where it keeps snapshots, and etcd at its
+// newest revision. client-go drops paging here when it did not ask to
+// page. This package keeps it, because a PageSize is a bound on each
+// response's size that the user chose.
 func listMatch(resourceVersion string, limit int64) metav1.ResourceVersionMatch {
 	if limit == 0 || resourceVersion == "" || resourceVersion == "0" {
 		return ""
@@ -190,8 +190,8 @@ var unsupportedTableGVK = map[schema.GroupVersionKind]bool{
 	metav1.SchemeGroupVersion.WithKind("Table"):      true,
 }
 
-// isUnsupportedTableObject mirrors client-go: Table responses cannot feed a
-// cache.
+// isUnsupportedTableObject mirrors client-go, since Table responses cannot
+// feed a cache.
 func isUnsupportedTableObject(obj runtime.Object) bool {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok || u.GetKind() != "Table" {

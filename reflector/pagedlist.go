@@ -11,48 +11,48 @@ import (
 )
 
 // PagedList takes a reflector's cold list a page at a time instead of as
-// one Store.Replace (see Options.PagedList), so that the list is never
-// held whole: a store that keeps its objects elsewhere (a bounded
-// persistent store) then needs memory for a page, not for the collection.
-// The reflector calls it from its own goroutine, never concurrently with
-// itself or with the Store's methods.
+// one Store.Replace (see Options.PagedList), so the list is never held
+// whole. A store that keeps its objects elsewhere, such as a bounded
+// persistent store, then needs memory for a page, not for the collection.
+// The reflector calls it from its own goroutine. Calls are never concurrent
+// with each other or with the Store's methods.
 type PagedList interface {
 	// ListPage applies one page of the list, its items in the order the
-	// server sent them; the PagedList takes ownership of the slice. An
-	// error ends the list (reported as ErrStore).
+	// server sent them. The PagedList takes ownership of the slice. An error
+	// ends the list and is reported as ErrStore.
 	ListPage(ctx context.Context, items []interface{}) error
-	// ListDone is called once every page has been applied, with the
-	// list's resourceVersion, before the watch starts from it. An error
-	// fails the list (reported as ErrStore).
+	// ListDone is called with the list's resourceVersion once every page
+	// has been applied. The watch starts from that version afterwards. An
+	// error fails the list and is reported as ErrStore.
 	ListDone(ctx context.Context, resourceVersion string) error
 }
 
 // DefaultPagedListPageSize is the Limit of a paged list's requests when
-// Options.PageSize is zero: the pager's default.
+// Options.PageSize is zero. It is the pager's default.
 const DefaultPagedListPageSize = 500
 
 // pagedListUsable reports whether the next list is to be handed to the
-// PagedList: only the first list of a cold start (nothing stored that a
-// list would have to be reconciled with), and only once. A paged list that
-// failed is followed by an ordinary one at "" (see listFailed), which the
-// Store reconciles with the pages it applied.
+// PagedList. Only a cold start's first list is, and only once. A cold start
+// stores nothing that a list would have to be reconciled with. A paged list
+// that failed is followed by an ordinary one at "" (see listFailed). The
+// Store reconciles that list with the pages it applied.
 func (r *Reflector) pagedListUsable(cause StartCause) bool {
 	return r.pagedList != nil && !r.pagedListTried && cause == CauseCold && !r.catchingUp()
 }
 
 // listPaged lists the collection as a consistent read (resourceVersion "")
-// in pages of Options.PageSize items (DefaultPagedListPageSize by default),
-// each request continuing the last, and hands each page to the PagedList
-// as it arrives; then ListDone, and the reflector records the list's
-// resourceVersion as list does. The next page is asked for before the
-// PagedList takes this one, so the server's work and the store's overlap;
-// at most two pages are held. An apiserver with the watch cache's
-// consistent reads and snapshots (Kubernetes 1.34 and later by default)
-// serves every page from its cache; older ones read the pages from etcd,
-// as client-go's paged lists do. Any failure — a request, an expired
-// continue token, the PagedList — fails the list; the next one is an
-// ordinary list, a consistent read too (see listFailed). It returns nil,
-// having applied what it got, when ctx ends.
+// in pages of Options.PageSize items, or DefaultPagedListPageSize if that
+// is zero. Each request continues the last. Each page goes to the
+// PagedList as it arrives, and ListDone follows the last. The reflector
+// then records the list's resourceVersion as list does. The next page is
+// asked for before the PagedList takes this one. So the server's work and
+// the store's overlap, and at most two pages are held. An apiserver with
+// the watch cache's consistent reads and snapshots serves every page from
+// its cache, as Kubernetes 1.34 and later do by default. Older ones read
+// the pages from etcd, as client-go's paged lists do. Any failure fails the
+// list, be it a request, an expired continue token or the PagedList. The
+// next list is an ordinary one, a consistent read too (see listFailed).
+// When ctx ends, it returns nil, having applied what it got.
 func (r *Reflector) listPaged(ctx context.Context) (err error) {
 	r.pagedListTried = true
 	defer func() {
@@ -64,8 +64,8 @@ func (r *Reflector) listPaged(ctx context.Context) (err error) {
 	if limit == 0 {
 		limit = DefaultPagedListPageSize
 	}
-	// The request in flight ends with the list: cancelled, then awaited,
-	// so that nothing the list started outlives it.
+	// The request in flight ends with the list. It is cancelled, then
+	// awaited, so that nothing the list started outlives it.
 	ctx, cancel := context.WithCancel(ctx)
 	var ahead chan pageResult
 	defer func() {
@@ -121,8 +121,8 @@ func (r *Reflector) listPaged(ctx context.Context) (err error) {
 			break
 		}
 	}
-	// Reported before ListDone syncs the store, as list reports a list
-	// once it is queued, before the informer applies it.
+	// Reported before ListDone syncs the store. list likewise reports a
+	// list once it is queued, before the informer applies it.
 	klog.FromContext(ctx).V(4).Info("Listed in pages", "reflector", r.name, "type", r.typeDescription,
 		"cause", CauseCold, "resourceVersion", resourceVersion, "items", items, "pages", pages)
 	r.observer.Listed(CauseCold, resourceVersion, items, pages)
@@ -142,12 +142,12 @@ func (r *Reflector) listPaged(ctx context.Context) (err error) {
 
 // listFailed makes the list after a failed paged list a consistent read
 // (resourceVersion ""), as client-go's list after an expired continue token
-// is. The store may hold pages of a snapshot no older than the server's
-// newest at the first request. A lagging watch cache may serve a list at
-// "0" older than those pages: the store and its handlers would go back in
-// time (see Options.ListFrom). With no page stored, the cold start still
-// promised a consistent read, and a list at "0" would sync the informer on
-// a lagging cache's past. A successful list clears the mark.
+// is. The store may hold pages of a snapshot no older than the
+// server's newest at the first request. A lagging watch cache may serve a
+// list at "0" older than those pages. The store and its handlers would go
+// back in time (see Options.ListFrom). With no page stored, the cold start
+// still promised a consistent read, and a list at "0" would sync the
+// informer on a lagging cache's past. A successful list clears the mark.
 func (r *Reflector) listFailed() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -161,7 +161,7 @@ type pageResult struct {
 }
 
 // fetchPage asks for one page on its own goroutine. The channel receives
-// exactly one result, also when ctx ends first.
+// exactly one result, even when ctx ends first.
 func (r *Reflector) fetchPage(ctx context.Context, opts metav1.ListOptions) chan pageResult {
 	ch := make(chan pageResult, 1)
 	go func() {

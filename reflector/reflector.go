@@ -51,34 +51,34 @@ const (
 	defaultBackoffFactor   = 2.0
 	defaultBackoffJitter   = 1.0
 
-	// minWatchTimeoutFloor keeps TimeoutSeconds above zero: a zero timeout
-	// means "server default", not "tiny".
+	// minWatchTimeoutFloor keeps TimeoutSeconds above zero. A zero timeout
+	// means the server's default, not a tiny one.
 	minWatchTimeoutFloor = time.Second
 
 	defaultExpectedTypeName = "<unspecified>"
 
-	// watchFailuresBeforeRelist is how many watches in a row may fail to
-	// start or end with an error (other than those client-go retries
-	// without relisting: connection refused, 429) before the reflector
-	// relists, as client-go does after the first. One retry from
-	// LastSyncResourceVersion spares a list when the failure was a passing
-	// one; a watch the server keeps refusing (RBAC without the watch verb)
-	// or a proxy that ends every watch at once must not leave the store
-	// unsynced or frozen.
+	// watchFailuresBeforeRelist is how many watches in a row may fail before
+	// the reflector relists. A failure is a watch that could not start or
+	// ended with an error. Connection refused and 429 do not count, because
+	// client-go retries them without relisting. client-go relists after the
+	// first failure. One retry from LastSyncResourceVersion spares a list
+	// when the failure was a passing one. A watch the server keeps refusing
+	// (RBAC without the watch verb) must still not leave the store unsynced.
+	// Nor may a proxy that ends every watch at once leave it frozen.
 	watchFailuresBeforeRelist = 2
 )
 
-// Store is the subset of client-go's RealFIFO the reflector writes to; a
-// *cache.RealFIFO satisfies it. Resync is called from the resync goroutine,
-// concurrently with the other methods, so implementations must be safe for
-// concurrent use (RealFIFO is). If the Store also implements
-// cache.ResourceVersionUpdater, it is told every resourceVersion the
-// reflector records, exactly as client-go does.
+// Store is the subset of client-go's RealFIFO the reflector writes to. A
+// *cache.RealFIFO satisfies it. Resync comes from the resync goroutine,
+// concurrently with the other methods, so an implementation must be safe
+// for concurrent use, as RealFIFO is. A Store that also implements
+// cache.ResourceVersionUpdater is told every resourceVersion the reflector
+// records, exactly as client-go does.
 type Store interface {
 	Add(obj interface{}) error
 	Update(obj interface{}) error
 	Delete(obj interface{}) error
-	// Replace receives the complete list and its resourceVersion; the Store
+	// Replace receives the complete list and its resourceVersion. The Store
 	// takes ownership of the slice.
 	Replace(list []interface{}, resourceVersion string) error
 	Resync() error
@@ -87,131 +87,135 @@ type Store interface {
 
 var _ Store = (*cache.RealFIFO)(nil)
 
-// Options configures a Reflector. It is copied by New; later changes have
-// no effect. Every zero value is a usable default.
+// Options configures a Reflector. New copies it, so later changes have no
+// effect. Every zero value is a usable default.
 type Options struct {
-	// Name appears in logs and errors. Zero: the type description derived
-	// from ExpectedGVK or ExpectedType (for example "*v1.Pod" or
-	// "/v1, Kind=Pod"), or "<unspecified>" when both are nil.
+	// Name appears in logs and errors. Zero means the type description
+	// derived from ExpectedGVK or ExpectedType, such as "*v1.Pod" or
+	// "/v1, Kind=Pod", or "<unspecified>" when both are nil.
 	Name string
 
-	// ExpectedType is an example of the objects the store accepts. Watch
-	// events whose object has another Go type are reported to
-	// WatchErrorHandler (ErrUnexpectedObject) and skipped, as client-go
-	// skips them. Nil: any type is accepted.
+	// ExpectedType is an example of the objects the store accepts. A watch
+	// event whose object has another Go type is skipped, as client-go skips
+	// it, and reported to WatchErrorHandler as ErrUnexpectedObject. Nil
+	// accepts any type.
 	ExpectedType runtime.Object
 
-	// ExpectedGVK is checked against every *unstructured.Unstructured (any
-	// runtime.Unstructured) event object; mismatches are reported and
-	// skipped. Typed objects are not checked, because clientsets decode them
-	// with an empty TypeMeta. Nil: derived from ExpectedType when that is an
-	// *unstructured.Unstructured with apiVersion and kind set (as client-go);
-	// otherwise no GVK check.
+	// ExpectedGVK is checked against every runtime.Unstructured event
+	// object, and a mismatch is reported and skipped. Typed objects are not
+	// checked, because clientsets decode them with an empty TypeMeta. Nil
+	// derives it, as client-go does, from an ExpectedType that is an
+	// *unstructured.Unstructured with apiVersion and kind set. Otherwise
+	// nothing checks the GVK.
 	ExpectedGVK *schema.GroupVersionKind
 
 	// ResumeResourceVersion, when non-empty, makes the first ListAndWatch
-	// skip the list and watch from this resourceVersion;
-	// LastSyncResourceVersion returns it from New on. If the server answers
-	// that it is expired (410 Gone/Expired, as an HTTP status or as an
-	// in-stream ERROR event), too large, or not one it can parse, the
-	// reflector relists with resourceVersion "" (a consistent read). Zero, and also "0" (which
-	// names no point in history), mean a cold start: list first.
+	// skip the list and watch from this resourceVersion.
+	// LastSyncResourceVersion returns it from New on. The server may answer
+	// that it is expired (410 Gone or Expired, as an HTTP status or an
+	// in-stream ERROR event). The reflector then relists for data no older
+	// than it, and falls back to "" if refused again. A version too large,
+	// or one the server cannot parse, relists at "", a consistent read. Zero
+	// means a cold start that lists first. So does "0", which names no point
+	// in history.
 	ResumeResourceVersion string
 
 	// ListFrom, used only without ResumeResourceVersion, makes the first
-	// list ask for data no older than this resourceVersion (falling back to
-	// a consistent read at "" if it is expired, too large or not one the
-	// server can parse) instead of
-	// "0", and reports it as CauseRelistError. A store that has already
-	// applied watch events up to ListFrom must not list anything older: a
-	// list at "0" may be served by a lagging watch cache.
+	// list ask for data no older than this resourceVersion instead of "0".
+	// If the version is expired, too large or not one
+	// the server can parse, the list falls back to a consistent read at "".
+	// The list is reported as CauseRelistError. A store that has applied
+	// watch events up to ListFrom must not list anything older, and a list
+	// at "0" may be served by a lagging watch cache.
 	ListFrom string
 
-	// PageSize is the Limit of each list page. Zero: client-go's choice
-	// (see Reflector.list): pager.PageSize (500) for lists at "" and "0",
-	// no paging for lists at a specific resourceVersion so the watch cache
-	// can serve them, unless an earlier list at "0" came back paginated
-	// (watch cache disabled), in which case 500. A paged list at a specific
-	// resourceVersion asks for data not older than it (NotOlderThan), where
-	// client-go's asks for none and kube-apiserver reads exactly that old
-	// version from etcd. Negative values panic.
+	// PageSize is the Limit of each list page. Zero means client-go's choice
+	// (see Reflector.list). Lists at "" and "0" then get pager.PageSize, 500.
+	// Lists at a specific resourceVersion are not paged, so the watch cache
+	// can serve them. They get 500 too once a list at "0" came back
+	// paginated, which means the watch cache is disabled. A paged list at a
+	// specific resourceVersion asks for NotOlderThan. client-go's asks for
+	// no match, and kube-apiserver then reads exactly that old version from
+	// etcd. Negative values panic.
 	PageSize int64
 
-	// ResyncPeriod is how often, while watching, ShouldResync is consulted
-	// and, if it says so, Store.Resync is called. Zero: never. Negative
+	// ResyncPeriod is how often ShouldResync is consulted while watching,
+	// and Store.Resync called if it says so. Zero means never. Negative
 	// values panic.
 	ResyncPeriod time.Duration
 
-	// ShouldResync is consulted every ResyncPeriod. Nil: always resync.
+	// ShouldResync is consulted every ResyncPeriod. Nil always resyncs.
 	ShouldResync func() bool
 
 	// MinWatchTimeout bounds each watch request's TimeoutSeconds, which is
 	// random in [MinWatchTimeout, 2*MinWatchTimeout) to spread re-watches.
-	// Zero: 5 minutes. Values under one second are raised to one second.
-	// Unlike client-go, values under 5 minutes are honoured. Negative
-	// values panic.
+	// Zero means 5 minutes. Values under one second are raised to one
+	// second. Unlike client-go, values under 5 minutes are honoured.
+	// Negative values panic.
 	MinWatchTimeout time.Duration
 
 	// InitialBackoff, MaxBackoff and BackoffReset shape the exponential
-	// backoff (factor 2, jitter 1.0) used between ListAndWatch attempts and
-	// between watch retries. Zero: client-go's 800ms, 30s and 2m. The
-	// backoff restarts from InitialBackoff once BackoffReset has passed since
-	// the current backoff sequence began. Negative values panic.
+	// backoff (factor 2, jitter 1.0) between ListAndWatch attempts and
+	// between watch retries. Zero means client-go's 800ms, 30s and
+	// 2m. The backoff restarts from InitialBackoff once BackoffReset has
+	// passed since the current sequence began. Negative values panic.
 	InitialBackoff time.Duration
 	MaxBackoff     time.Duration
 	BackoffReset   time.Duration
 
-	// Clock drives timers (backoff, resync, watch durations). Nil: the real
-	// clock.
+	// Clock drives the backoff, resync and watch-duration timers. Nil means
+	// the real clock.
 	Clock clock.Clock
 
-	// WatchErrorHandler is called, on the reflector's goroutine, whenever a
-	// list or watch fails or ends with an error, and for every skipped event
-	// or failed Store write; it must return quickly. It is not called when a
-	// watch closes normally or times out, nor when the context is
-	// cancelled. Nil: log like client-go's DefaultWatchErrorHandler and
-	// watch loop. Expired is at V(4). A watch start that failed with
-	// io.EOF itself is silent, with io.ErrUnexpectedEOF itself at V(1), as
-	// client-go compares them exactly. A failed list is reported whatever
-	// it wraps. A watch start refused or answered 429 is at V(4). A watch
-	// that ended with 429 or an internal error is at V(2). Everything else
-	// goes through utilruntime.HandleErrorWithContext.
+	// WatchErrorHandler is called whenever a list or watch fails or ends
+	// with an error, and for every skipped event and failed Store write.
+	// Calls come on the reflector's goroutine and must return quickly. A
+	// watch that closes normally or times out is not reported, nor is a
+	// cancelled context. Nil logs as client-go's
+	// DefaultWatchErrorHandler and watch loop do. Expired is at V(4). A
+	// watch start that failed with io.EOF itself is silent, and one with
+	// io.ErrUnexpectedEOF itself is at V(1), as client-go compares both
+	// exactly. A failed list is reported whatever it wraps. A watch start
+	// refused or answered 429 is at V(4). A watch that ended with 429 or an
+	// internal error is at V(2). Everything else goes through
+	// utilruntime.HandleErrorWithContext.
 	WatchErrorHandler func(ctx context.Context, err error)
 
-	// Observer receives lifecycle callbacks for metrics and tests. Nil: none.
+	// Observer receives lifecycle callbacks for metrics and tests. Nil means
+	// none.
 	Observer Observer
 
-	// ListAfter, when non-nil, is called once a full list has been made,
-	// and its Store.Replace waits until the channel it returns is closed or
-	// the context ends; the list request is made at once, and watches and
-	// a Relister's lists are not held (a recovery's store orders its writes
-	// per key itself). A warm-starting informer returns the end of its
-	// delivery of the stored state to its handlers, which a relist after a
-	// 410 must not overtake (and which, asked for, goes on if it was held
-	// back). Listing meanwhile overlaps the apiserver's work and
-	// the transfer with that delivery: a restart after a 410 at 10,000
-	// Pods (informerbench, bolt-410) synced in 1.10 s instead of 1.55 s
-	// with the list held, beside client-go's cold start in 0.86 s.
+	// ListAfter, when non-nil, is called once a full list has been made.
+	// The list's Store.Replace waits until the returned channel is closed or
+	// the context ends. The list request itself is made at once. Watches and
+	// a Relister's lists are not held, since a recovery's store orders its
+	// writes per key itself. A warm-starting informer returns the
+	// end of its delivery of the stored state to its handlers. A relist
+	// after a 410 must not overtake that delivery. Calling ListAfter resumes
+	// the delivery if it was held back. Listing meanwhile overlaps the
+	// apiserver's work and the transfer with the delivery
+	// (docs/benchmarks.md).
 	ListAfter func() <-chan struct{}
 
 	// CatchUp, when set, keeps watches short until the caller's store has
-	// caught up with a consistent read; see CatchUp. Nil: watches last
+	// caught up with a consistent read (see CatchUp). Nil means watches last
 	// MinWatchTimeout as usual.
 	CatchUp *CatchUp
 
-	// Relister, when set, makes every list after the first — after an
-	// expired or too large resourceVersion, for ListFrom, after a failed
-	// catch-up — in place of a full list (package recovery's recovers what
-	// changed). Nil: such lists are full lists, as client-go's.
+	// Relister, when set, makes every list after the first in place of a
+	// full list. Such lists follow an expired or too large resourceVersion,
+	// serve ListFrom, or end a failed catch-up. Package recovery's Relister
+	// recovers only what changed. Nil means such lists are full lists, as
+	// client-go's are.
 	Relister Relister
-	// PagedList, when set, takes the first list of a cold start (no
-	// ResumeResourceVersion, no ListFrom) a page at a time instead of
-	// Store.Replace: the list is a consistent read (resourceVersion "") in
-	// pages of PageSize items (DefaultPagedListPageSize if zero), each
-	// handed over as it arrives, then its resourceVersion (see PagedList).
-	// If that list fails, the next is an ordinary one, through
-	// Store.Replace, and a consistent read too. Nil:
-	// every list goes to Store.Replace.
+	// PagedList, when set, takes a cold start's first list a page at a time
+	// instead of through Store.Replace. A cold start has neither
+	// ResumeResourceVersion nor ListFrom. The list is a consistent read at
+	// resourceVersion "" in pages of PageSize items, or of
+	// DefaultPagedListPageSize if that is zero. Each page is handed over as it arrives, then
+	// the list's resourceVersion (see PagedList). If that list fails, the
+	// next is an ordinary consistent read through Store.Replace. Nil sends
+	// every list to Store.Replace.
 	PagedList PagedList
 }
 
@@ -220,42 +224,42 @@ type Options struct {
 type StartCause string
 
 const (
-	// CauseCold: the first list of a reflector without ResumeResourceVersion
-	// (or a retry of that list after it failed).
+	// CauseCold is the first list of a reflector without
+	// ResumeResourceVersion, or a retry of that list after it failed.
 	CauseCold StartCause = "cold"
-	// CauseResumed: the first watch, from ResumeResourceVersion, no list.
+	// CauseResumed is the first watch from ResumeResourceVersion, made
+	// without a list.
 	CauseResumed StartCause = "resumed"
-	// CauseRelistExpired: a list after the server answered that the
-	// resourceVersion being watched is expired or too large.
+	// CauseRelistExpired is a list after the server answered that the
+	// watched resourceVersion is expired or too large.
 	CauseRelistExpired StartCause = "relist-expired"
-	// CauseRelistCatchUp: a list at "" because short watches did not bring
-	// the store up to a CatchUp read (the server sends no bookmarks, or its
-	// watch cache lags, or the watches fail).
+	// CauseRelistCatchUp is a list at "" because short watches did not
+	// bring the store up to a CatchUp read. The server may send no
+	// bookmarks, its watch cache may lag, or the watches may fail.
 	CauseRelistCatchUp StartCause = "relist-catchup"
-	// CauseRelistError: any other later list: after watches failed twice in
-	// a row, after Store.Resync failed (client-go relists after both),
-	// ListAndWatch called again after it returned, or the first list of a
-	// reflector given Options.ListFrom.
+	// CauseRelistError is any other later list. It follows two failed
+	// watches in a row or a failed Store.Resync, and client-go relists after
+	// both. It is also a list by ListAndWatch called again after it
+	// returned, and the first list of a reflector given Options.ListFrom.
 	CauseRelistError StartCause = "relist-error"
 )
 
 // Observer receives lifecycle callbacks. Calls are made synchronously from
-// the goroutine running Run or ListAndWatch, never concurrently with each
-// other, and must return quickly. No lock is held during a call, so an
+// the goroutine running Run or ListAndWatch. They are never concurrent with
+// each other, and must return quickly. No lock is held during a call, so an
 // Observer may call LastSyncResourceVersion.
 type Observer interface {
-	// Resumed is called once when the first ListAndWatch starts watching
-	// from ResumeResourceVersion without listing (cause CauseResumed).
+	// Resumed is called once, when the first ListAndWatch starts watching
+	// from ResumeResourceVersion without listing (CauseResumed).
 	Resumed(resourceVersion string)
-	// Listed is called after a successful list and Store.Replace, with the
-	// number of items and of list responses (pages) that made up the
-	// result.
+	// Listed is called after a successful list and Store.Replace. It gets
+	// the number of items and of list responses (pages) in the result.
 	Listed(cause StartCause, resourceVersion string, items int, pages int)
 	// WatchStarted is called for each watch request the server accepted.
 	WatchStarted(resourceVersion string)
-	// WatchEnded is called once per WatchStarted: nil when the watch closed
-	// or timed out normally or the context was cancelled, otherwise the
-	// error that ended it.
+	// WatchEnded is called once per WatchStarted, with the error that ended
+	// the watch. The error is nil when the watch closed or timed out
+	// normally, or the context was cancelled.
 	WatchEnded(err error)
 }
 
@@ -267,8 +271,8 @@ func (nopObserver) WatchStarted(string)                 {}
 func (nopObserver) WatchEnded(error)                    {}
 
 // Reflector keeps a Store in step with a collection on the server by
-// listing and watching it, optionally starting from a stored
-// resourceVersion. See the package documentation.
+// listing and watching it, and may start from a stored resourceVersion. See
+// the package documentation.
 type Reflector struct {
 	// Immutable after New.
 	name            string
@@ -283,8 +287,8 @@ type Reflector struct {
 	minWatchTimeout time.Duration
 	maxWatchTimeout time.Duration
 	clock           clock.Clock
-	// delay returns the next backoff interval; client-go's backoffManager,
-	// which locks internally, so it is safe from any goroutine.
+	// delay returns the next backoff interval. It is client-go's
+	// backoffManager, which locks internally and is safe from any goroutine.
 	delay        wait.DelayFunc
 	errorHandler func(ctx context.Context, err error)
 	observer     Observer
@@ -298,30 +302,30 @@ type Reflector struct {
 
 	// catchUpTarget calls CatchUp.Target once.
 	catchUpTarget sync.Once
-	// Used only by the goroutine running Run or ListAndWatch:
+	// The fields up to mu are used only by the goroutine running Run or
+	// ListAndWatch.
 	//
 	// shortWatches counts short watches ended while catching up.
 	shortWatches int
 	// catchUpSettled is set by a list that settled the catch-up (see
-	// catchUpListed): watches are ordinary from then on.
+	// catchUpListed). Watches are ordinary from then on.
 	catchUpSettled bool
 	// watchFailures counts the watches in a row that failed to start or
-	// ended with an error without delivering an event; see
+	// ended with an error without delivering an event. See
 	// watchFailuresBeforeRelist.
 	watchFailures int
-	// listInFull is set when a Relister asks for it (a relist ended
-	// without its watch ever opening), and cleared when a watch opens:
-	// lists are full lists meanwhile.
+	// listInFull makes lists full lists until a watch opens, which clears
+	// it. A Relister sets it when a relist ended without its watch opening.
 	listInFull bool
-	// relisted is the Relister's list going on while the watch runs; nil:
-	// none.
+	// relisted is the Relister's list going on while the watch runs. Nil
+	// means none.
 	relisted *Relisted
 	// pagedListTried is set once the PagedList has been given a list.
 	pagedListTried bool
-	// resumedWatch is set while the watch from ResumeResourceVersion is
-	// the next to be requested; listAtOnce when that watch, or one made
-	// after a backoff wait, was answered with an unavailable
-	// resourceVersion before any event: Run then lists without backing off
+	// resumedWatch is set while the watch from ResumeResourceVersion is the
+	// next to be requested. listAtOnce is set when that watch, or one made
+	// after a backoff wait, found its resourceVersion unavailable before
+	// any event. Run then lists without backing off
 	// first (see Run).
 	resumedWatch, listAtOnce bool
 
@@ -329,11 +333,11 @@ type Reflector struct {
 	// Store, the ListerWatcher, the Observer or the error handler.
 	mu sync.RWMutex
 	// lastSyncRV is the resourceVersion of the last list or watch event
-	// recorded; not synchronized with the Store (as in client-go).
+	// recorded. As in client-go, it is not synchronized with the Store.
 	lastSyncRV string
-	// lastSyncRVUnavailable is true after a list or watch at lastSyncRV
-	// failed because the version is expired or too large; the next list
-	// then uses "" (client-go's isLastSyncResourceVersionUnavailable).
+	// lastSyncRVUnavailable is true after the server refused lastSyncRV as
+	// unavailable, and the next list then uses "". It is client-go's
+	// isLastSyncResourceVersionUnavailable.
 	lastSyncRVUnavailable bool
 	// resumePending is true until the first ListAndWatch has consumed
 	// ResumeResourceVersion.
@@ -341,13 +345,13 @@ type Reflector struct {
 	// nextListCause is the StartCause reported for the next successful list.
 	nextListCause StartCause
 	// paginatedResult is set when a list at "0" came back paginated, which
-	// means the watch cache is off; later lists then keep paging
-	// (client-go's paginatedResult).
+	// means the watch cache is off. Later lists then keep paging, as with
+	// client-go's paginatedResult.
 	paginatedResult bool
 }
 
-// New returns a Reflector that writes lw's collection into store. It panics
-// if lw or store is nil or a numeric option is negative (API misuse).
+// New returns a Reflector that writes lw's collection into store. It
+// panics on API misuse: a nil lw or store, or a negative numeric option.
 func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 	if lw == nil || store == nil {
 		panic("reflector.New: nil ListerWatcher or Store")
@@ -443,15 +447,16 @@ func New(lw cache.ListerWatcher, store Store, opts Options) *Reflector {
 	return r
 }
 
-// Run calls ListAndWatch until ctx is done, waiting a backoff interval
-// between attempts (client-go's RunWithContext: immediate first attempt,
-// sliding backoff) — except after the first watch from
-// ResumeResourceVersion found that version expired (410) or too large: the
-// list (or recovery) it calls for is what a cold start would make at once,
-// so it follows at once; and after a watch made once a failed one's backoff
-// had passed found it so: the relist has waited its backoff interval. Errors go to Options.WatchErrorHandler. Run
-// returns only after every goroutine it started has exited. Run must not be called
-// concurrently with itself or with ListAndWatch.
+// Run calls ListAndWatch until ctx is done. As client-go's RunWithContext
+// does, it makes the first attempt at once and waits a sliding backoff
+// interval between the others. Two kinds of relist skip that wait. In one,
+// the first watch from ResumeResourceVersion found that version expired or
+// too large. A cold start would make that list, or recovery, at once too.
+// In the other, a watch made after a backoff wait found its version so.
+// That relist has already waited its interval. Errors go to
+// Options.WatchErrorHandler. Run returns only after every goroutine it
+// started has exited. Run must not run concurrently with itself or with
+// ListAndWatch.
 func (r *Reflector) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	logger.V(3).Info("Starting reflector", "reflector", r.name, "type", r.typeDescription, "resyncPeriod", r.resyncPeriod)
@@ -461,14 +466,14 @@ func (r *Reflector) Run(ctx context.Context) {
 			r.errorHandler(ctx, err)
 		}
 		if r.listAtOnce {
-			// The start's own watch found its resourceVersion gone: this
-			// process has just started and must list, as a cold start
-			// does at once. Or a watch made after a backoff wait found
-			// it gone: that wait was the one before the relist. The
-			// backoff spreads the relists of running clients that all
-			// lose their watches at one time (an apiserver restart);
-			// clients that start together list together whether they
-			// resume or not.
+			// The start's own watch may have found its resourceVersion
+			// gone. This process has just started and must list at once,
+			// as a cold start does. Or a watch made after a backoff wait
+			// found it gone, and that wait was the one before the
+			// relist. The backoff spreads the relists of running clients
+			// that all lose their watches at once, as in an apiserver
+			// restart. Clients that start together list together, whether
+			// they resume or not.
 			r.listAtOnce = false
 			continue
 		}
@@ -478,16 +483,17 @@ func (r *Reflector) Run(ctx context.Context) {
 	}
 }
 
-// ListAndWatch makes one attempt: it lists (unless this is the first call
-// and ResumeResourceVersion was given) and then watches until ctx is done,
-// the server says the watched resourceVersion is expired or too large,
-// watches failed twice in a row (see the package documentation), catching
-// up calls for a list (see CatchUp), or Store.Resync fails. A single watch
-// failure is retried inside, with backoff, from LastSyncResourceVersion,
-// and connection refused and 429 are retried there without limit. It
-// returns nil when ctx is done or a relist is due, and an error (ErrList,
-// ErrStore) when the list or the store failed. It must not be called
-// concurrently with itself or Run.
+// ListAndWatch makes one attempt. It lists, unless this is the first call
+// and ResumeResourceVersion was given. Then it watches until ctx is done or
+// a relist is due. A relist is due when the server says the watched
+// resourceVersion is expired or too large, or after two failed watches in
+// a row (see the package documentation). Catching up may call for one too
+// (see CatchUp), and so does a failed Store.Resync. A single watch failure
+// is retried inside, with backoff, from LastSyncResourceVersion. Connection
+// refused and 429 are retried there without limit. It returns nil when ctx
+// is done or a relist is due. It returns ErrList or ErrStore when the list
+// or the store failed. It must not be called concurrently with itself or
+// Run.
 func (r *Reflector) ListAndWatch(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
@@ -518,9 +524,9 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 }
 
 // LastSyncResourceVersion is the resourceVersion of the last list or watch
-// event the reflector handed to the Store (or ResumeResourceVersion before
-// anything was received). Like client-go's, it is not synchronized with the
-// Store: the Store may not have applied that event yet.
+// event the reflector handed to the Store. Before anything was received, it
+// is ResumeResourceVersion. Like client-go's, it is not synchronized with
+// the Store. The Store may not have applied that event yet.
 func (r *Reflector) LastSyncResourceVersion() string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -548,11 +554,11 @@ func (r *Reflector) takeResume() (string, bool) {
 
 // requestRelist records that the watched resourceVersion cannot be served,
 // which makes the next ListAndWatch list. As in client-go's watch loop, an
-// expired version is not marked unavailable: the relist asks for data no
-// older than lastSyncRV (unpaged unless PageSize is set, so the watch cache
-// serves it, sparing etcd after an apiserver restart) and falls back to a
-// consistent read at "" only if that list is refused too; a too-large
-// version, or one the server cannot parse, goes to "" at once.
+// expired version is not marked unavailable. The relist asks for data no
+// older than lastSyncRV. It is unpaged unless PageSize is set, so the watch
+// cache serves it and spares etcd after an apiserver restart. It falls
+// back to a consistent read at "" only if that list is refused too. A
+// version too large, or one the server cannot parse, goes to "" at once.
 func (r *Reflector) requestRelist(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -563,8 +569,8 @@ func (r *Reflector) requestRelist(err error) {
 }
 
 // requestRelistAfterWatchFailures makes the next ListAndWatch list after
-// watches failed (watchFailed), at LastSyncResourceVersion as client-go's
-// relist after a watch error is.
+// watches failed (see watchFailed). The list is at LastSyncResourceVersion,
+// as client-go's relist after a watch error is.
 func (r *Reflector) requestRelistAfterWatchFailures() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -580,10 +586,10 @@ func (r *Reflector) markResourceVersionUnavailable(cause StartCause) {
 	r.nextListCause = cause
 }
 
-// relistResourceVersionLocked mirrors client-go's relistResourceVersion:
-// "" after an expired/too-large answer (consistent read), "0" for the very
-// first list (served from the watch cache), lastSyncRV otherwise (data no
-// older than what was already seen).
+// relistResourceVersionLocked mirrors client-go's relistResourceVersion. It
+// is "", a consistent read, once the server refused lastSyncRV as
+// unavailable. It is "0" for the very first list, which the watch cache
+// serves. Otherwise it is lastSyncRV, for data no older than what was seen.
 func (r *Reflector) relistResourceVersionLocked() string {
 	if r.lastSyncRVUnavailable {
 		return ""
@@ -600,8 +606,8 @@ func (r *Reflector) relistResourceVersion() string {
 	return r.relistResourceVersionLocked()
 }
 
-// sleep waits one backoff interval; false if ctx ended first. The timer is
-// stopped either way, so cancellation leaves nothing behind.
+// sleep waits one backoff interval, and returns false if ctx ended first.
+// The timer is stopped either way, so cancellation leaves nothing behind.
 func (r *Reflector) sleep(ctx context.Context) bool {
 	t := r.clock.NewTimer(r.delay())
 	defer t.Stop()
@@ -619,13 +625,14 @@ func (r *Reflector) watchTimeoutSeconds() int64 {
 	return int64(lo + rand.Float64()*(hi-lo))
 }
 
-// defaultErrorHandler logs as client-go does: its DefaultWatchErrorHandler
-// for the error client-go's would get, plus the lines its watch loop
-// writes for errors it retries, which this package routes through the
-// handler. client-go's handler compares the error itself with io.EOF and
-// io.ErrUnexpectedEOF. A failed list reaches it wrapped ("failed to list"),
-// so it is reported, however it failed. Only a watch whose start failed
-// with either of them, bare, is quiet or at V(1).
+// defaultErrorHandler logs as client-go does. It applies client-go's
+// DefaultWatchErrorHandler to the error client-go's handler would get. It
+// adds the lines client-go's watch loop writes for the errors it retries,
+// which this package routes through the handler. client-go's handler
+// compares the error itself with io.EOF and io.ErrUnexpectedEOF. A failed
+// list reaches it wrapped ("failed to list"), so it is always reported.
+// Only a watch whose start failed with either of them, bare, is quiet or
+// at V(1).
 func (r *Reflector) defaultErrorHandler(ctx context.Context, err error) {
 	logger := klog.FromContext(ctx)
 	var start *watchStartError
@@ -651,9 +658,9 @@ func (r *Reflector) defaultErrorHandler(ctx context.Context, err error) {
 }
 
 // handleLikeClientGo is client-go's DefaultWatchErrorHandler given seen,
-// the error client-go's handler would get; err, this package's, is the
-// one logged. The comparisons with io.EOF and io.ErrUnexpectedEOF are
-// exact, as client-go's are: a wrapped one is reported.
+// the error client-go's handler would get. It logs err, this package's
+// error. The comparisons with io.EOF and io.ErrUnexpectedEOF are exact, as
+// client-go's are, so a wrapped one is reported.
 func (r *Reflector) handleLikeClientGo(ctx context.Context, seen, err error) {
 	logger := klog.FromContext(ctx)
 	switch {

@@ -14,10 +14,10 @@ import (
 // reflector's one hook beyond client-go's design.
 type Relister interface {
 	// Relist is called on the reflector's goroutine whenever a list is due
-	// once the reflector has recorded a resourceVersion (never for a cold
-	// start's lists, which have none to recover from). It returns nil if
-	// ctx ended, ErrFullList to have the reflector list in full, or the
-	// relist that goes on while the watch runs.
+	// after the reflector has recorded a resourceVersion. A cold start's
+	// lists have none to recover from, so they never come here. It returns
+	// nil if ctx ended, or ErrFullList to have the reflector list in full.
+	// Otherwise it returns the relist that goes on while the watch runs.
 	Relist(ctx context.Context, l *Relist) (*Relisted, error)
 }
 
@@ -25,12 +25,12 @@ type Relister interface {
 // fields are none.
 type Relisted struct {
 	// Ctx is the context the watches run under. The Relister cancels it to
-	// end the watch, and ListAndWatch with it.
+	// end the watch, and ListAndWatch ends with it.
 	Ctx context.Context
 	// Store takes the watch's events in place of the reflector's Store.
 	Store Store
-	// Writes are run by the watch loop on its goroutine, between events,
-	// as it reads them. A failed write is reported as a failed event is.
+	// Writes are run by the watch loop on its goroutine, between the events
+	// it reads. A failed write is reported as a failed event is.
 	Writes <-chan func() error
 	// WatchStarted is called on the reflector's goroutine for every watch
 	// the server accepted.
@@ -57,7 +57,7 @@ func (l *Relist) Name() string { return l.r.name }
 // TypeDescription describes the listed objects' type.
 func (l *Relist) TypeDescription() string { return l.r.typeDescription }
 
-// ExpectedType is Options.ExpectedType's type; nil: any.
+// ExpectedType is Options.ExpectedType's type, nil for any.
 func (l *Relist) ExpectedType() reflect.Type { return l.r.expectedType }
 
 // Clock is Options.Clock.
@@ -76,9 +76,9 @@ func (l *Relist) Backoff(ctx context.Context) bool { return l.r.sleep(ctx) }
 func (l *Relist) Observer() Observer { return l.r.observer }
 
 // ResourceVersion is the resourceVersion the list is to be made at, as a
-// full list would be ("": a consistent read). A consistent read is asked
-// for now: a list made before this relist does not serve for it, since a
-// catch-up relists at "" to get past the reads it took (see CatchUp).
+// full list would be. "" asks for a consistent read made now. A list made
+// before this relist does not serve for it. A catch-up relists at "" to get
+// past the reads it took (see CatchUp).
 func (l *Relist) ResourceVersion() string { return l.r.relistResourceVersion() }
 
 // Unavailable reports whether err says the server no longer serves the
@@ -102,18 +102,18 @@ func (l *Relist) PageSize(resourceVersion string) int64 {
 // LastSyncResourceVersion is the reflector's.
 func (l *Relist) LastSyncResourceVersion() string { return l.r.LastSyncResourceVersion() }
 
-// Listed records a list asked for at listedAt, made during this relist and
-// served at resourceVersion, as a full list is recorded: the watch starts
-// there. listedAt "" says the list was a consistent read, at or past every
-// read made before it, which may end a catch-up as a full list at "" does
-// (see CatchUp).
+// Listed records a list made during this relist, as a full list is
+// recorded. The list was asked for at listedAt and served at
+// resourceVersion. The watch starts there. listedAt "" says the list was a
+// consistent read, at or past every read made before it. Such a list may
+// end a catch-up, as a full list at "" does (see CatchUp).
 func (l *Relist) Listed(listedAt, resourceVersion string, items, pages int) {
 	l.listed(listedAt, resourceVersion, items, pages, false)
 }
 
 // ListedEarlier records, as Listed does, a consistent list (at "") served
-// at resourceVersion, that was made before this relist but after the
-// reflector was created: one the Relister was handed. It may predate a
+// at resourceVersion. The list was made before this relist but after the
+// reflector was created, and the Relister was handed it. It may predate a
 // catch-up's reads, so it settles the catch-up only if no read has given a
 // target yet (see CatchUp).
 func (l *Relist) ListedEarlier(resourceVersion string, items, pages int) {
@@ -137,13 +137,13 @@ func (l *Relist) listed(listedAt, resourceVersion string, items, pages int, earl
 // ListInFullUntilWatch makes the lists full lists until a watch opens.
 func (l *Relist) ListInFullUntilWatch() { l.r.listInFull = true }
 
-// listOrRelist makes the list ListAndWatch is due: the Relister's where
-// one is set and the reflector has seen a resourceVersion, a full list
-// otherwise or where the Relister cannot make it. A cold start whose paged
-// list failed part-way has seen none, though it lists at "" (see
-// listFailed): its store holds pages of no version to recover from,
-// and only the full list's Store.Replace syncs the queue. It returns the
-// context the watch must run under and finish, which ListAndWatch calls on
+// listOrRelist makes the list ListAndWatch is due. The Relister makes it
+// where one is set and the reflector has seen a resourceVersion. Otherwise,
+// or where the Relister cannot make it, it is a full list. A cold start
+// whose paged list failed part-way has seen none, though it lists at ""
+// (see listFailed). Its store holds pages of no version to recover from.
+// Only the full list's Store.Replace syncs the queue. It returns the
+// context the watch must run under, and finish, which ListAndWatch calls on
 // its way out.
 func (r *Reflector) listOrRelist(ctx context.Context) (context.Context, func() error, error) {
 	none := func() error { return nil }

@@ -16,9 +16,9 @@ import (
 //
 // kube-apiserver refuses a watch with 422 Invalid, naming the field
 // resourceVersion. Its list path passes the storage layer's error through
-// unconverted: a 500 whose message names the field. Other servers answer
-// 400 Bad Request. So a 400, 422 or 500 counts if it names the field and
-// calls the value invalid.
+// unconverted, as a 500 whose message names the field. Other servers
+// answer 400 Bad Request. So a 400, 422 or 500 counts if it names the
+// field and calls the value invalid.
 func isInvalidResourceVersionError(err error) bool {
 	var s apierrors.APIStatus
 	if !errors.As(err, &s) || s == nil {

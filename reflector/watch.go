@@ -37,9 +37,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// watchWithResync mirrors client-go's watchWithResync: it runs the watch
-// loop on the calling goroutine and startResync on one helper goroutine,
-// and cancels and waits for the helper before returning, so no goroutine
+// watchWithResync runs the watch loop on the calling goroutine and
+// startResync on one helper goroutine, as client-go's does. It cancels and waits for the helper before returning, so no goroutine
 // outlives the call.
 func (r *Reflector) watchWithResync(ctx context.Context) error {
 	// Buffered so startResync can report and exit even if the watch loop
@@ -55,9 +54,9 @@ func (r *Reflector) watchWithResync(ctx context.Context) error {
 	return r.watch(ctx, resyncErrC)
 }
 
-// startResync mirrors client-go's startResync: every resyncPeriod it asks
-// shouldResync and calls Store.Resync. A Resync error is sent on errC and
-// ends the goroutine; the watch loop then ends the watch, which makes the
+// startResync asks shouldResync every resyncPeriod and calls Store.Resync,
+// as client-go's does. A Resync error is sent on errC and
+// ends the goroutine. The watch loop then ends the watch, which makes the
 // next ListAndWatch relist.
 func (r *Reflector) startResync(ctx context.Context, errC chan<- error) {
 	if r.resyncPeriod == 0 {
@@ -65,8 +64,9 @@ func (r *Reflector) startResync(ctx context.Context, errC chan<- error) {
 	}
 	logger := klog.FromContext(ctx)
 	for {
-		// A fresh timer per period, stopped on every exit path (client-go's
-		// resyncChan cleanup): failing watches must not pile up timers.
+		// A fresh timer per period is stopped on every exit path, as in
+		// client-go's resyncChan cleanup. Failing watches must not pile up
+		// timers.
 		t := r.clock.NewTimer(r.resyncPeriod)
 		select {
 		case <-ctx.Done():
@@ -84,34 +84,35 @@ func (r *Reflector) startResync(ctx context.Context, errC chan<- error) {
 	}
 }
 
-// watch mirrors client-go's (*Reflector).watch: it starts a watch at
-// LastSyncResourceVersion, feeds events to the Store, and re-watches when
-// the watch closes or times out, until ctx is done.
+// watch starts a watch at LastSyncResourceVersion and feeds events to the
+// Store, as client-go's (*Reflector).watch does. It re-watches when the
+// watch closes or times out, until ctx is done.
 //
-// Where client-go gives up and relists at the first failure (any
-// watch-start error other than connection refused / 429, any in-stream
-// error other than 429, a very short watch), this loop reports the error,
-// backs off and watches once more from LastSyncResourceVersion; it relists
-// at the second failure in a row (watchFailed), or, while catching up, when
-// the catch-up calls for it. It returns (nil) to relist then and when the
-// server says that version is expired or too large, and returns an ErrStore
-// error when Store.Resync failed.
+// client-go gives up and relists at the first failure. That is any
+// watch-start error other than connection refused or 429, any in-stream
+// error other than 429, or a very short watch. This loop reports the
+// error, backs off and watches once more from LastSyncResourceVersion. It
+// relists at the second failure in a row (see watchFailed). While catching
+// up, it also relists when the catch-up calls for it. It returns nil to
+// relist then, and when the server says that version is expired or too
+// large. It returns an ErrStore error when Store.Resync failed.
 func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 	logger := klog.FromContext(ctx)
-	// backedOff: this watch follows a backoff wait after a failed one. If
-	// it finds its resourceVersion gone before any event, the relist
-	// follows at once (listAtOnce): the jittered wait that spreads the
-	// relists of clients that all lost their watches together (an
-	// apiserver restart) has been waited. client-go waits once more before
-	// its relist; after an outage's connection-refused retries have grown
-	// the interval, that is seconds more.
+	// backedOff says this watch follows a backoff wait after a failed one.
+	// If it finds its resourceVersion gone before any event, the relist
+	// follows at once (listAtOnce). That wait was the jittered one that
+	// spreads the relists of clients that all lost their watches together,
+	// as in an apiserver restart. client-go
+	// waits once more before its relist. After an outage's
+	// connection-refused retries have grown the interval, that is seconds
+	// more.
 	backedOff := false
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		// Start the clock before the request: some proxies do not flush
-		// headers until the first event.
+		// Start the clock before the request, because some proxies do not
+		// flush headers until the first event.
 		start := r.clock.Now()
 		rv := r.LastSyncResourceVersion()
 		timeoutSeconds := r.watchTimeoutSeconds()
@@ -123,14 +124,15 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		}
 		options := metav1.ListOptions{
 			ResourceVersion: rv,
-			// Stop watches that hang without events; random to spread load.
+			// Stop watches that hang without events, at a random time to
+			// spread load.
 			TimeoutSeconds: &timeoutSeconds,
 			// Bookmarks keep rv fresh on quiet collections, so a restart can
 			// resume instead of getting 410. Servers may ignore the flag.
 			AllowWatchBookmarks: true,
 		}
 		// A watch at "" or "0" begins with synthetic ADDED events in no
-		// particular rv order; their rvs must not be recorded until a
+		// particular rv order. Their rvs must not be recorded until a
 		// non-ADDED event proves the initial burst is over.
 		propagateRVFromStart := rv != "" && rv != "0"
 		resumed := r.resumedWatch
@@ -175,7 +177,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		if short {
 			t := r.clock.NewTimer(r.catchUpTimeout + catchUpGrace)
 			deadline, stopDeadline = t.C(), t.Stop
-			// The read must follow the watch's start: see CatchUp.
+			// The read must follow the watch's start (see CatchUp).
 			reading.Go(func() { r.catchUpRead(readCtx) })
 		}
 		events, err := r.handleWatch(ctx, start, w, resyncErrC, propagateRVFromStart, deadline)
@@ -184,7 +186,8 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 		reading.Wait()
 		switch {
 		case err == nil:
-			// Closed or timed out normally: re-watch at once, no backoff.
+			// Closed or timed out normally, so re-watch at once without
+			// backoff.
 			r.observer.WatchEnded(nil)
 			r.watchFailures = 0
 			if short && r.shortWatchEnded(false) {
@@ -197,7 +200,7 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 			r.observer.WatchEnded(nil)
 			return nil
 		case errors.Is(err, ErrStore):
-			// Store.Resync failed; client-go relists after this as well.
+			// Store.Resync failed, and client-go relists after this too.
 			r.observer.WatchEnded(err)
 			return err
 		}
@@ -220,24 +223,25 @@ func (r *Reflector) watch(ctx context.Context, resyncErrC <-chan error) error {
 }
 
 // watchFailed counts a watch that could not be started or ended with an
-// error (not an unavailable resourceVersion: that relists at once), and
-// reports whether the reflector should stop watching and relist. delivered
-// says the watch handed at least one event to the Store before it failed:
-// it worked, so it ends a run of failures instead of adding to it.
+// error. An unavailable resourceVersion is not counted, since it relists at
+// once. It reports whether the reflector should stop watching and relist.
+// delivered says the watch handed at least one event to the Store before
+// it failed. Such a watch worked, so it ends a run of failures instead of
+// adding to it.
 //
 // Connection refused and 429 are not counted, as client-go retries them
-// without relisting: the server is unreachable or shedding load, and a list
-// would fare no better. Any other failure is retried once; the second in a
-// row relists at LastSyncResourceVersion (CauseRelistError), as client-go
+// without relisting. The server is unreachable or shedding load, and a list
+// would fare no better. Any other failure is retried once. The second in a
+// row relists at LastSyncResourceVersion (CauseRelistError). client-go
 // relists after the first. While catching up, a failure also counts as one
-// of CatchUp.MaxWatches, and either bound relists at "" (CauseRelistCatchUp),
-// which settles the catch-up.
+// of CatchUp.MaxWatches. Either bound then relists at ""
+// (CauseRelistCatchUp), which settles the catch-up.
 func (r *Reflector) watchFailed(ctx context.Context, err error, short, delivered bool) bool {
 	if isRetriableWatchError(err) {
 		return false
 	}
 	if delivered {
-		// It worked until it failed: not one of a run of failures.
+		// It worked until it failed, so it is not one of a run of failures.
 		r.watchFailures = 0
 	} else {
 		r.watchFailures++
@@ -259,15 +263,15 @@ func (r *Reflector) watchFailed(ctx context.Context, err error, short, delivered
 	return true
 }
 
-// handleWatch mirrors client-go's handleAnyWatch (without the watch-list
-// bookmark handling): it applies events from w to the Store and records
-// their resourceVersions until w closes, ctx is done (errStopRequested),
-// the resync goroutine reports an error, or an ERROR event arrives. It
-// always stops w.
+// handleWatch mirrors client-go's handleAnyWatch, without the watch-list
+// bookmark handling. It applies events from w to the Store and records
+// their resourceVersions. It goes on until w closes, ctx is done
+// (errStopRequested), the resync goroutine reports an error, or an ERROR
+// event arrives. It always stops w.
 //
-// A value on deadline (a short CatchUp watch the server has not closed in
-// time) ends the watch as if the server had closed it. events counts the
-// events handed to the Store (skipped ones are not counted).
+// A value on deadline ends the watch as if the server had closed it. It
+// comes when the server has not closed a short CatchUp watch in time.
+// events counts the events handed to the Store, not the skipped ones.
 func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.Interface, resyncErrC <-chan error, propagateRVFromStart bool, deadline <-chan time.Time) (events int, err error) {
 	defer w.Stop()
 	eventReceivedBesidesAdded := false
@@ -289,7 +293,7 @@ func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.In
 			klog.FromContext(ctx).V(4).Info("Short watch outlived its timeout, stopping it", "reflector", r.name, "type", r.typeDescription, "totalItems", events)
 			return events, nil
 		case write := <-writes:
-			// A Relister's write, ordered with the events (relist.go).
+			// A Relister's write is ordered with the events (relist.go).
 			if err := write(); err != nil {
 				r.errorHandler(ctx, fmt.Errorf("%w: %w", ErrStore, err))
 			}
@@ -332,7 +336,7 @@ func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.In
 			r.errorHandler(ctx, fmt.Errorf("%w: %s %s at resourceVersion %q: %w", ErrStore, event.Type, klog.KObj(accessor), resourceVersion, err))
 		}
 		// As in client-go, the rv advances even when the Store failed or the
-		// event type was unknown: the event was consumed either way.
+		// event type was unknown. The event was consumed either way.
 		if propagateRVFromStart || eventReceivedBesidesAdded {
 			r.setLastSyncResourceVersion(resourceVersion)
 			if rvu, ok := r.store.(cache.ResourceVersionUpdater); ok {
@@ -343,10 +347,11 @@ func (r *Reflector) handleWatch(ctx context.Context, start time.Time, w watch.In
 	}
 }
 
-// watchClosed classifies a result channel closed by the server: normal
-// (timeout, or the server ended it), or client-go's VeryShortWatchError
-// when it lasted under a second without delivering anything, which usually
-// means a broken server or proxy and must not become a hot loop.
+// watchClosed classifies a result channel closed by the server. A close
+// is normal after a timeout, or when the server ended the watch. A watch
+// that lasted under a second without delivering anything is client-go's
+// VeryShortWatchError. That usually means a broken server or proxy, which
+// must not become a hot loop.
 func (r *Reflector) watchClosed(ctx context.Context, start time.Time, eventCount int) error {
 	if r.clock.Since(start) < time.Second && eventCount == 0 {
 		return fmt.Errorf("%w: %s: unexpected watch close - watch lasted less than a second and no items received", ErrWatch, r.name)

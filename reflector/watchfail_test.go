@@ -231,12 +231,13 @@ func fullLists(lw *fakeLW) []string {
 	return rvs
 }
 
-// A warm reflector catching up whose watches keep failing — RBAC without
-// the watch verb (403), other start errors, watches that end in an error
-// or within a second — falls back to a list after the second failure in a
-// row, as client-go lists after the first, and the store has caught up once
-// it applied that list. Connection refused and 429 are waited out: a list
-// could not be made either, and client-go retries them without relisting.
+// A warm reflector catching up may find its watches failing. RBAC without
+// the watch verb answers 403, and other start errors fail them too. Other
+// watches end in an error or within a second. The reflector falls back to
+// a list after the second failure in a row, where client-go lists after the
+// first. The store has caught up once it applied that list. Connection
+// refused and 429 are waited out, because a list could not be made either.
+// client-go also retries them without relisting.
 func TestCatchUpFallsBackToAListWhenWatchesFail(t *testing.T) {
 	for _, tc := range watchFailures() {
 		t.Run(tc.name, func(t *testing.T) {

@@ -364,12 +364,13 @@ type weakConfig struct {
 	Paged, Relister bool
 }
 
-// Every list the reflector makes, against a weak apiserver, in random
-// schedules: writes, restarts (every watch expires), compactions (between
-// a paged cold list's pages too), a watch cache that lags etcd, lists at
-// "0" paged or not, page sizes, cold starts with or without a PagedList,
-// resumes and ListFrom, with and without CatchUp and a Relister. Every
-// list must follow the API's rule for a store that holds a version (never
+// Every list the reflector makes is checked against a weak apiserver in
+// random schedules. A schedule mixes writes, restarts that expire every
+// watch, and compactions, also between a paged cold list's pages. Its watch
+// cache may lag etcd, and its lists at "0" may come back paged or not. It
+// varies page sizes, and cold starts with or without a PagedList. It
+// varies resumes and ListFrom, with and without CatchUp and a Relister.
+// Every list must follow the API's rule for a store that holds a version (never
 // older, never an exact read: listrules.Relist). A Relister is asked only
 // by a reflector that has a version to recover from. No list may take the
 // store back. A catch-up's target must be a read made at or after the
