@@ -134,9 +134,14 @@ func (d *driver) staleCalls() error {
 	}
 	// The stopped informer's indexer answers from what it held, or fails
 	// with ErrClosed; never with another instance's state or another error.
+	// A store that owed a list when it stopped (a set-aside) fails reads
+	// with ErrIncomplete instead, as cache/errors.go documents.
 	idx := st.inf.GetIndexer()
 	for _, key := range d.srv.Keys() {
 		obj, _, err := idx.GetByKey(key)
+		if errors.Is(err, bcache.ErrIncomplete) {
+			continue
+		}
 		if err != nil {
 			closed("GetByKey "+key+" of the stopped informer's indexer", err)
 			continue
