@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/internal/fanout"
-	"github.com/boltinformer/boltinformer/internal/fixture"
+	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/testing/fixture"
 )
 
 // PodSet is the Pods a bench measures: Pod(i) for i in [0, N).

@@ -18,10 +18,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/boltinformer/boltinformer/components/internal/workload"
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
 	"github.com/boltinformer/boltinformer/internal/benchkit"
 	"github.com/boltinformer/boltinformer/internal/fanout"
 	"github.com/boltinformer/boltinformer/internal/runstats"
+	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
 )
 
 // bench is the cluster the components run against.
