@@ -23,7 +23,7 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
-	"github.com/boltinformer/boltinformer/internal/runstats"
+	"github.com/boltinformer/boltinformer/internal/bench/runstats"
 	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
 	"github.com/boltinformer/boltinformer/recovery"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
 )
 

@@ -41,9 +41,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/runstats"
 	"github.com/boltinformer/boltinformer/internal/fanout"
-	"github.com/boltinformer/boltinformer/internal/runstats"
 )
 
 // fleetResult is one apiserver restart under one variant.

@@ -30,7 +30,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
 
 	"github.com/boltinformer/boltinformer/components/internal/gobuild"

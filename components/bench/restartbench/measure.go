@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/boltinformer/boltinformer/components/internal/workload"
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/runstats"
 	"github.com/boltinformer/boltinformer/internal/fanout"
-	"github.com/boltinformer/boltinformer/internal/runstats"
 	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
 )
 
