@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
-	"github.com/boltinformer/boltinformer/internal/runstats"
+	"github.com/boltinformer/boltinformer/internal/bench/runstats"
 	"github.com/boltinformer/boltinformer/persist"
 )
 

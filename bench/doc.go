@@ -13,8 +13,8 @@
 // BenchmarkWatch reports CPU and bytes allocated per update, bytes
 // allocated per cold-start object, and the delivered and committed rates. BenchmarkRandomUpdates measures what scattered updates
 // cost the file at each page size. The benchmarks use realistic Pods
-// (internal/fixture) and a cache file in a temporary directory, with fsync
-// on as in production.
+// (internal/testing/fixture) and a cache file in a temporary directory,
+// with fsync on as in production.
 //
 // bench/cmd/informerbench compares whole informers (make bench-informer;
 // make demo is its short form). It runs each informer in its own process

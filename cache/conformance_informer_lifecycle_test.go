@@ -40,7 +40,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/klog/v2/textlogger"
 
-	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/poll"
 )
 
 // Lifecycle ports of client-go v0.37.2 shared_informer_test.go (see

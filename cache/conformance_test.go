@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/poll"
 )
 
 // This file holds the differential conformance test: client-go v0.37.2's

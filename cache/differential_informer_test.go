@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/poll"
 )
 
 var informerSeeds = flag.Int("informer.seeds", 24, "seeds TestInformerAgreesWithClientGo runs (-conformance.seed=N runs one)")

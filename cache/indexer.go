@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/boltinformer/boltinformer/internal/codeid"
 	"github.com/boltinformer/boltinformer/internal/wire"
 	"github.com/boltinformer/boltinformer/persist"
 )
@@ -189,7 +188,7 @@ var (
 func NewIndexer(opts IndexerOptions) (*Indexer, error) {
 	return newIndexer(opts, map[string]string{
 		provenanceList:      opts.ListIdentity,
-		provenanceTransform: codeid.Versioned(opts.TransformVersion, opts.Transform),
+		provenanceTransform: versioned(opts.TransformVersion, opts.Transform),
 	})
 }
 
@@ -214,7 +213,7 @@ func newIndexer(opts IndexerOptions, provenance map[string]string) (*Indexer, er
 	}
 	for name, fn := range opts.Indexers {
 		i.indexers[name] = fn
-		i.versions[name] = codeid.Versioned(opts.IndexVersions[name], fn)
+		i.versions[name] = versioned(opts.IndexVersions[name], fn)
 	}
 	coll, err := opts.DB.Collection(opts.Collection, persist.CollectionOptions{
 		Description:  opts.Description,
@@ -778,7 +777,7 @@ func (i *Indexer) addIndexers(newIndexers cache.Indexers) error {
 	}
 	versions := make(map[string]string, len(newIndexers))
 	for name, fn := range newIndexers {
-		versions[name] = codeid.Versioned(i.declared[name], fn)
+		versions[name] = versioned(i.declared[name], fn)
 	}
 	build := func(name string, obj runtime.Object) ([]string, error) { return newIndexers[name](obj) }
 	if err := i.coll.AddIndexes(context.Background(), versions, build); err != nil {

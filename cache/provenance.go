@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/boltinformer/boltinformer/internal/codeid"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
@@ -79,7 +78,7 @@ func (s *Informer) checkProvenance(ctx context.Context) bool {
 		want := map[string]string{
 			provenanceList:      p.ListIdentity,
 			provenanceCluster:   cluster,
-			provenanceTransform: codeid.Versioned(p.TransformVersion, transform),
+			provenanceTransform: versioned(p.TransformVersion, transform),
 			provenanceQueue:     queueAtomic,
 		}
 		mismatch, err := s.persistent.coll.CheckProvenance(ctx, want)

@@ -8,7 +8,7 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/format"
-	"github.com/boltinformer/boltinformer/internal/metrictest"
+	"github.com/boltinformer/boltinformer/internal/testing/metrictest"
 )
 
 // A collection whose structure is damaged is emptied when the informer's

@@ -28,7 +28,7 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
-	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/poll"
 	"github.com/boltinformer/boltinformer/persist"
 )
 

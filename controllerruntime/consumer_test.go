@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
-	"github.com/boltinformer/boltinformer/internal/metrictest"
+	"github.com/boltinformer/boltinformer/internal/testing/metrictest"
 )
 
 // TestCheckpointConsumerFound pins what consumerOf reads of the

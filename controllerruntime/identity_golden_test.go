@@ -22,7 +22,7 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
-	"github.com/boltinformer/boltinformer/internal/listidentity/listidentitytest"
+	"github.com/boltinformer/boltinformer/internal/testing/listidentitytest"
 	"github.com/boltinformer/boltinformer/persist"
 )
 

@@ -20,7 +20,7 @@ import (
 
 	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
 	"github.com/boltinformer/boltinformer/controllerruntime/internal/crtest"
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
 	"github.com/boltinformer/boltinformer/persist"
 )
 

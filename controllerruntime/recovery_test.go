@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/boltinformer/boltinformer/controllerruntime/internal/apicount"
-	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/poll"
 )
 
 // TestRecoveryAfterAPIServerRestart restarts a boltcr cache after its

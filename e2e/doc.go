@@ -1,6 +1,6 @@
 // Package e2e proves boltinformer's promises against a real kube-apiserver
-// and etcd (internal/apiservertest). It holds tests only. docs/e2e.md says
-// what each test proves.
+// and etcd (internal/testing/apiservertest). It holds tests only.
+// docs/e2e.md says what each test proves.
 //
 // # Basics
 //

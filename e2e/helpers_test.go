@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +27,6 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
-	"github.com/boltinformer/boltinformer/internal/fanout"
 	"github.com/boltinformer/boltinformer/internal/recoverytune"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/recovery"
@@ -574,17 +574,23 @@ func populate(t testing.TB, what string, namespaces []string, n int, create func
 	start := time.Now()
 	var mu sync.Mutex
 	out := state{}
-	err := fanout.Each(t.Context(), n, createWorkers, func(ctx context.Context, i int) error {
-		ns := namespaces[i%len(namespaces)]
-		obj, err := create(ctx, ns, i)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		out[ns+"/"+obj.GetName()] = obj.GetResourceVersion()
-		mu.Unlock()
-		return nil
-	})
+	g, ctx := errgroup.WithContext(t.Context())
+	g.SetLimit(createWorkers)
+	// The first failure cancels ctx, and no call starts after it.
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		g.Go(func() error {
+			ns := namespaces[i%len(namespaces)]
+			obj, err := create(ctx, ns, i)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			out[ns+"/"+obj.GetName()] = obj.GetResourceVersion()
+			mu.Unlock()
+			return nil
+		})
+	}
+	err := g.Wait()
 	if err != nil {
 		t.Fatalf("creating %s: %v", what, err)
 	}

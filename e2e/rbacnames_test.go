@@ -12,8 +12,8 @@ import (
 	klabels "k8s.io/apimachinery/pkg/labels"
 
 	"github.com/boltinformer/boltinformer/factory"
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
-	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/testing/poll"
 )
 
 // RBAC objects' names may hold "," and "=", which a field selector must

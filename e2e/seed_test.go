@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/boltinformer/boltinformer/factory"
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
-	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/testing/poll"
 )
 
 // TestFactorySeededBeforeStart: a controller test seeds a factory's lister

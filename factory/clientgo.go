@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"time"
@@ -36,7 +37,6 @@ import (
 	"k8s.io/klog/v2"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
-	"github.com/boltinformer/boltinformer/internal/codeid"
 )
 
 // InformerFor is handed a newFunc that builds a client-go informer. It
@@ -289,7 +289,7 @@ func listerWatcherCode(lw cache.ListerWatcher) (code string, requestOnly bool) {
 		{"ListWithContextFunc", plain.ListWithContextFunc},
 		{"WatchFuncWithContext", plain.WatchFuncWithContext},
 	} {
-		name := codeid.FuncName(fn.fn)
+		name := funcName(fn.fn)
 		if name == "" {
 			continue
 		}
@@ -297,6 +297,21 @@ func listerWatcherCode(lw cache.ListerWatcher) (code string, requestOnly bool) {
 		requestOnly = requestOnly && slices.ContainsFunc(requestOnlyCode, func(prefix string) bool { return strings.HasPrefix(name, prefix) })
 	}
 	return outer + "{" + strings.Join(names, ",") + "}", requestOnly && len(names) > 0
+}
+
+// funcName is fn's Go name, spelled as package cache spells the functions
+// it records: "" for nil or what is not a function, "?" if the runtime does
+// not know it. List identities stored in cache files hold these names, so a
+// change of spelling starts every custom ListerWatcher's collection cold.
+func funcName(fn any) string {
+	v := reflect.ValueOf(fn)
+	if !v.IsValid() || v.Kind() != reflect.Func || v.IsNil() {
+		return ""
+	}
+	if f := goruntime.FuncForPC(v.Pointer()); f != nil {
+		return f.Name()
+	}
+	return "?"
 }
 
 // readField sets *dst to the field name of the addressable struct v, or adds

@@ -22,7 +22,7 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
-	"github.com/boltinformer/boltinformer/internal/metrictest"
+	"github.com/boltinformer/boltinformer/internal/testing/metrictest"
 )
 
 // recordErrors makes utilruntime.HandleError record what it is given, for

@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/boltinformer/boltinformer/factory"
-	"github.com/boltinformer/boltinformer/internal/listidentity/listidentitytest"
+	"github.com/boltinformer/boltinformer/internal/testing/listidentitytest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")

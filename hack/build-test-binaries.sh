@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the real kube-apiserver and etcd used by end-to-end tests
-# (internal/apiservertest) into _output/bin, from Go modules only.
+# (internal/testing/apiservertest) into _output/bin, from Go modules only.
 #
 # Each binary comes from its own build-only module under tools/ so that the
 # library's go.mod never sees k8s.io/kubernetes or its replace directives.

@@ -12,7 +12,7 @@
 # (kube-apiserver start-ups, waits on the watch cache), and crsuite's Ginkgo
 # suites wait on their apiservers most of the time. Side by side, each
 # module's packages fill the others' gaps. The modules share nothing while
-# they run: every test server (internal/apiservertest, and envtest in
+# they run: every test server (internal/testing/apiservertest, and envtest in
 # controllerruntime's crsuite) has its own etcd data directory in a
 # temporary directory and its own free loopback ports; crsuite's work
 # directory, _output/crsuite, and components' binaries,
@@ -68,7 +68,7 @@ first=(
 	github.com/boltinformer/boltinformer/persist
 	github.com/boltinformer/boltinformer/cmd/inspect
 	github.com/boltinformer/boltinformer/internal/simulation
-	github.com/boltinformer/boltinformer/internal/apiservertest
+	github.com/boltinformer/boltinformer/internal/testing/apiservertest
 	github.com/boltinformer/boltinformer/controllerruntime/internal/crsuite
 	github.com/boltinformer/boltinformer/controllerruntime
 	github.com/boltinformer/boltinformer/controllerruntime/examples/widgets

@@ -14,7 +14,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/boltinformer/boltinformer/internal/fixture"
+	"github.com/boltinformer/boltinformer/internal/testing/fixture"
 	"github.com/boltinformer/boltinformer/persist"
 )
 

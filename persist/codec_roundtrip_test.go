@@ -30,8 +30,8 @@ import (
 	"k8s.io/utils/dump"
 	"sigs.k8s.io/randfill"
 
-	"github.com/boltinformer/boltinformer/internal/fixture"
 	"github.com/boltinformer/boltinformer/internal/format"
+	"github.com/boltinformer/boltinformer/internal/testing/fixture"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/persist/inspectfile"
 )

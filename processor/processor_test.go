@@ -12,7 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/poll"
 )
 
 // upstream is a DoneChecker the test closes to say "the informer synced".

@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/internal/listrules"
-	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/listrules"
+	"github.com/boltinformer/boltinformer/internal/testing/poll"
 
 	"github.com/boltinformer/boltinformer/reflector"
 )

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/boltinformer/boltinformer/internal/listrules"
+	"github.com/boltinformer/boltinformer/internal/testing/listrules"
 )
 
 // expiredStatus is what a restarted kube-apiserver sends a watch from a

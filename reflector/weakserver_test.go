@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/internal/listrules"
+	"github.com/boltinformer/boltinformer/internal/testing/listrules"
 )
 
 var weakSeeds = flag.Int("weakserver.seeds", 200, "seeds of TestListsAgainstAWeakServer")

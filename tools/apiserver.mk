@@ -1,5 +1,5 @@
 # Real etcd + kube-apiserver binaries for end-to-end tests and benchmarks
-# (internal/apiservertest). Included by the root Makefile.
+# (internal/testing/apiservertest). Included by the root Makefile.
 #
 # The directory defaults to _output/bin and honours BOLTINFORMER_TEST_BIN_DIR;
 # it is exported so that `go test` run by make looks in the same place.

@@ -20,14 +20,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
-	"github.com/boltinformer/boltinformer/internal/fixture"
+	"github.com/boltinformer/boltinformer/internal/testing/fixture"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/persist/inspectfile"
 )
 
 // The fixture file is written through the real code path: persist.Open and
 // cache.NewIndexer, one collection per informer, described as the factory
-// describes them. Objects come from internal/fixture (creation time
+// describes them. Objects come from internal/testing/fixture (creation time
 // 2025-03-14T09:26:53Z) and tests print ages against fixedNow.
 var fixedNow = time.Date(2025, 3, 21, 12, 0, 0, 0, time.UTC)
 

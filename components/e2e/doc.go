@@ -1,8 +1,8 @@
 // Package e2e runs the control-plane components of this module —
 // kube-scheduler and kube-controller-manager v1.37.2 on boltinformer's
 // factories — as the processes a cluster runs, against a real
-// kube-apiserver and etcd on loopback (internal/apiservertest), with Node
-// objects standing in for kubelets. Requests are counted at the apiserver,
+// kube-apiserver and etcd on loopback (internal/testing/apiservertest),
+// with Node objects standing in for kubelets. Requests are counted at the apiserver,
 // from its audit log, and each component is compared with the stock
 // binary built from the same Kubernetes module in the same run.
 //

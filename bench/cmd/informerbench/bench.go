@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
+	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
 )
 
 // runBench is the default command: for each size, populate, measure every

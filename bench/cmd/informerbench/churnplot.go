@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 	"math"
 )
 

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 )
 
 // The churn bench reads each child from /proc, and a boltinformer child's

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 )
 
 // churnResult is everything one churn run produced; it is saved as

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 

@@ -10,9 +10,9 @@
 //	informerbench steady [flags]   the churn at several sizes, uniform and skewed, then one table against the targets (make bench-steady)
 //	informerbench recover [flags]  restarts after a downtime longer than the watch history
 //
-// It starts etcd and kube-apiserver on loopback (internal/apiservertest;
-// make test-binaries builds them). It creates the
-// Pods unless they exist, warms the watch cache up (unmeasured), and
+// It starts etcd and kube-apiserver on loopback
+// (internal/testing/apiservertest; make test-binaries builds them). It
+// creates the Pods unless they exist, warms the watch cache up (unmeasured), and
 // runs every variant --reps times in rotated order, reporting medians.
 // A heartbeat renews one Lease every 200 ms throughout, as a live cluster's
 // Leases do: a warm start synced when caught up needs etcd to move.

@@ -8,11 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/boltinformer/boltinformer/internal/fanout"
 )
 
 // patchPods changes count Pods (round-robin over Pods 0..n-1) by setting
@@ -20,18 +19,24 @@ import (
 // It returns the highest resourceVersion written.
 func patchPods(ctx context.Context, cs kubernetes.Interface, shape podShape, n, count, workers int, tag string) (lastRV string, err error) {
 	var maxRV atomic.Int64
-	err = fanout.Each(ctx, count, workers, func(ctx context.Context, seq int) error {
-		i := seq % n
-		body := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, tickAnnot, tag+"-"+strconv.Itoa(seq))
-		p, err := cs.CoreV1().Pods(namespaceOf(i)).Patch(ctx, shape.podName(i), types.MergePatchType, []byte(body), metav1.PatchOptions{})
-		if err != nil {
-			return err
-		}
-		rv := rvNumber(p.ResourceVersion)
-		for old := maxRV.Load(); rv > old && !maxRV.CompareAndSwap(old, rv); old = maxRV.Load() {
-		}
-		return nil
-	})
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	// The first failure cancels ctx, and no call starts after it.
+	for seq := 0; seq < count && ctx.Err() == nil; seq++ {
+		g.Go(func() error {
+			i := seq % n
+			body := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, tickAnnot, tag+"-"+strconv.Itoa(seq))
+			p, err := cs.CoreV1().Pods(namespaceOf(i)).Patch(ctx, shape.podName(i), types.MergePatchType, []byte(body), metav1.PatchOptions{})
+			if err != nil {
+				return err
+			}
+			rv := rvNumber(p.ResourceVersion)
+			for old := maxRV.Load(); rv > old && !maxRV.CompareAndSwap(old, rv); old = maxRV.Load() {
+			}
+			return nil
+		})
+	}
+	err = g.Wait()
 	return strconv.FormatInt(maxRV.Load(), 10), err
 }
 

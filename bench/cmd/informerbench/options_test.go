@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 )
 
 func TestParseCount(t *testing.T) {

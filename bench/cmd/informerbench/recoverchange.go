@@ -6,12 +6,11 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/boltinformer/boltinformer/internal/fanout"
 )
 
 // revLabel is the label the recover subcommand's updates change: a label,
@@ -34,24 +33,30 @@ func applyChanges(ctx context.Context, cs kubernetes.Interface, shape podShape, 
 			ops = append(ops, op{changeKind(k), i})
 		}
 	}
-	return fanout.Each(ctx, len(ops), workers, func(ctx context.Context, seq int) error {
-		o := ops[seq]
-		switch o.kind {
-		case changeUpdate:
-			body := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, revLabel, tag+"-"+strconv.Itoa(seq))
-			_, err := cs.CoreV1().Pods(namespaceOf(o.pod)).Patch(ctx, shape.podName(o.pod), types.MergePatchType, []byte(body), metav1.PatchOptions{})
-			return wrapChange(err, "updating", shape, o.pod)
-		case changeDelete:
-			return deletePod(ctx, cs, shape, o.pod)
-		case changeRecreate:
-			if err := deletePod(ctx, cs, shape, o.pod); err != nil {
-				return err
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	// The first failure cancels ctx, and no call starts after it.
+	for seq := 0; seq < len(ops) && ctx.Err() == nil; seq++ {
+		g.Go(func() error {
+			o := ops[seq]
+			switch o.kind {
+			case changeUpdate:
+				body := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, revLabel, tag+"-"+strconv.Itoa(seq))
+				_, err := cs.CoreV1().Pods(namespaceOf(o.pod)).Patch(ctx, shape.podName(o.pod), types.MergePatchType, []byte(body), metav1.PatchOptions{})
+				return wrapChange(err, "updating", shape, o.pod)
+			case changeDelete:
+				return deletePod(ctx, cs, shape, o.pod)
+			case changeRecreate:
+				if err := deletePod(ctx, cs, shape, o.pod); err != nil {
+					return err
+				}
+				return recreatePod(ctx, cs, shape, o.pod)
+			default:
+				return createPod(ctx, cs, shape, o.pod)
 			}
-			return recreatePod(ctx, cs, shape, o.pod)
-		default:
-			return createPod(ctx, cs, shape, o.pod)
-		}
-	})
+		})
+	}
+	return g.Wait()
 }
 
 // deletePod deletes Pod i at once (grace period 0: no kubelet is to stop

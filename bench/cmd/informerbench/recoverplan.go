@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 )
 
 // What the recover subcommand changes while no informer runs (recover.go):

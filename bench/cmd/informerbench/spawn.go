@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 )
 
 // spawn runs spec in a new child process (this binary, child subcommand)

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/boltinformer/boltinformer/internal/runstats"
+	"github.com/boltinformer/boltinformer/internal/bench/runstats"
 )
 
 // Metric names, as the CSV and JSON results carry them.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 )
 
 // The steady subcommand: the churn at several Pod counts, one after the

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 )
 
 // The steady subcommand's summary: one row per figure and churn, a column

@@ -35,15 +35,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/boltinformer/boltinformer/internal/benchkit"
-	"github.com/boltinformer/boltinformer/internal/fanout"
-	"github.com/boltinformer/boltinformer/internal/runstats"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/runstats"
 )
 
 // fleetResult is one apiserver restart under one variant.
@@ -262,18 +262,24 @@ func (b *bench) nodeLeases(ctx context.Context) (stop func(), err error) {
 	}
 	leases := b.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	duration := int32(40)
-	err = fanout.Each(ctx, len(nodes.Items), createWorkers, func(ctx context.Context, i int) error {
-		now := metav1.NewMicroTime(time.Now())
-		name := nodes.Items[i].Name
-		_, err := leases.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &name, LeaseDurationSeconds: &duration, RenewTime: &now},
-		}, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
-	})
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(createWorkers)
+	// The first failure cancels gctx, and no call starts after it.
+	for i := 0; i < len(nodes.Items) && gctx.Err() == nil; i++ {
+		g.Go(func() error {
+			now := metav1.NewMicroTime(time.Now())
+			name := nodes.Items[i].Name
+			_, err := leases.Create(gctx, &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec:       coordinationv1.LeaseSpec{HolderIdentity: &name, LeaseDurationSeconds: &duration, RenewTime: &now},
+			}, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		})
+	}
+	err = g.Wait()
 	if err != nil {
 		return nil, err
 	}
@@ -289,11 +295,16 @@ func (b *bench) nodeLeases(ctx context.Context) (stop func(), err error) {
 				return
 			case <-tick.C:
 			}
-			_ = fanout.Each(ctx, len(nodes.Items), createWorkers, func(ctx context.Context, i int) error {
-				patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, time.Now().UTC().Format(metav1.RFC3339Micro))
-				_, _ = leases.Patch(ctx, nodes.Items[i].Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-				return nil
-			})
+			var g errgroup.Group
+			g.SetLimit(createWorkers)
+			for i := 0; i < len(nodes.Items) && ctx.Err() == nil; i++ {
+				g.Go(func() error {
+					patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, time.Now().UTC().Format(metav1.RFC3339Micro))
+					_, _ = leases.Patch(ctx, nodes.Items[i].Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+					return nil
+				})
+			}
+			_ = g.Wait()
 		}
 	}()
 	return func() { cancel(); <-done }, nil

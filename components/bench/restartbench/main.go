@@ -30,8 +30,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
+	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
 
 	"github.com/boltinformer/boltinformer/components/internal/gobuild"
 )

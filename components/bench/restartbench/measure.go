@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,10 +19,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/boltinformer/boltinformer/components/internal/workload"
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
-	"github.com/boltinformer/boltinformer/internal/benchkit"
-	"github.com/boltinformer/boltinformer/internal/fanout"
-	"github.com/boltinformer/boltinformer/internal/runstats"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/runstats"
+	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
 )
 
 // bench is the cluster the components run against.
@@ -80,10 +80,16 @@ var controllerManagerComponent = component{
 			return err
 		}
 		per := int32(pods / deployments)
-		return fanout.Each(ctx, deployments, createWorkers, func(ctx context.Context, i int) error {
-			_, err := b.cs.AppsV1().Deployments(kcmNamespace).Create(ctx, benchDeployment(fmt.Sprintf("deploy-%04d", i), per), metav1.CreateOptions{})
-			return err
-		})
+		g, ctx := errgroup.WithContext(ctx)
+		g.SetLimit(createWorkers)
+		// The first failure cancels ctx, and no call starts after it.
+		for i := 0; i < deployments && ctx.Err() == nil; i++ {
+			g.Go(func() error {
+				_, err := b.cs.AppsV1().Deployments(kcmNamespace).Create(ctx, benchDeployment(fmt.Sprintf("deploy-%04d", i), per), metav1.CreateOptions{})
+				return err
+			})
+		}
+		return g.Wait()
 	},
 	probe: func(ctx context.Context, b *bench, id string) error {
 		name := "probe-" + id
@@ -230,25 +236,31 @@ func (b *bench) createNodes(ctx context.Context, n int) error {
 		corev1.ResourceMemory: resource.MustParse("256Gi"),
 		corev1.ResourcePods:   resource.MustParse("1000"),
 	}
-	return fanout.Each(ctx, n, createWorkers, func(ctx context.Context, i int) error {
-		name := fmt.Sprintf("node-%04d", i)
-		node, err := b.cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-			Name: name, Labels: map[string]string{corev1.LabelHostname: name},
-		}}, metav1.CreateOptions{})
-		if err != nil {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(createWorkers)
+	// The first failure cancels ctx, and no call starts after it.
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		g.Go(func() error {
+			name := fmt.Sprintf("node-%04d", i)
+			node, err := b.cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+				Name: name, Labels: map[string]string{corev1.LabelHostname: name},
+			}}, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			node.Spec.Taints = nil // the not-ready taint, lifted as a node lifecycle controller would
+			if node, err = b.cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+			node.Status = corev1.NodeStatus{Capacity: capacity, Allocatable: capacity, Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+			}}}
+			_, err = b.cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 			return err
-		}
-		node.Spec.Taints = nil // the not-ready taint, lifted as a node lifecycle controller would
-		if node, err = b.cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-		node.Status = corev1.NodeStatus{Capacity: capacity, Allocatable: capacity, Conditions: []corev1.NodeCondition{{
-			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-		}}}
-		_, err = b.cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-		return err
-	})
+		})
+	}
+	return g.Wait()
 }
 
 func benchPod(name string, labels map[string]string) *corev1.Pod {

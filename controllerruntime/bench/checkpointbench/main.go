@@ -42,8 +42,8 @@ import (
 	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
 	"github.com/boltinformer/boltinformer/controllerruntime/bench/internal/manager"
 	"github.com/boltinformer/boltinformer/controllerruntime/internal/benchpods"
-	"github.com/boltinformer/boltinformer/internal/benchkit"
-	"github.com/boltinformer/boltinformer/internal/runstats"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/runstats"
 )
 
 func main() {

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/boltinformer/boltinformer/controllerruntime/internal/crtest"
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
 )
 
 // srv is one kube-apiserver (with etcd) for the package; tests keep apart by

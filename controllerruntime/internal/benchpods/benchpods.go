@@ -5,7 +5,7 @@ package benchpods
 import (
 	"fmt"
 
-	"github.com/boltinformer/boltinformer/internal/fixture"
+	"github.com/boltinformer/boltinformer/internal/testing/fixture"
 )
 
 // Namespaces is how many namespaces the Pods are spread over.

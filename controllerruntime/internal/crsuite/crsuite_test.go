@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
 )
 
 // upstream is the controller-runtime the patch and the hook are made for;

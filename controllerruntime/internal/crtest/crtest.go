@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
 )
 
 // Main is a TestMain body: it starts a kube-apiserver into *srv, runs the

@@ -10,7 +10,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	boltcr "github.com/boltinformer/boltinformer/controllerruntime"
-	"github.com/boltinformer/boltinformer/internal/benchkit"
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 	"github.com/boltinformer/boltinformer/persist"
 )
 

@@ -1,6 +1,6 @@
 package benchkit
 
-import "github.com/boltinformer/boltinformer/internal/runstats"
+import "github.com/boltinformer/boltinformer/internal/bench/runstats"
 
 // MedianOf is the median of f over runs (runstats.Median), 0 for none.
 func MedianOf[T any](runs []T, f func(T) float64) float64 {

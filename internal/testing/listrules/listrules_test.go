@@ -5,7 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/boltinformer/boltinformer/internal/listrules"
+	"github.com/boltinformer/boltinformer/internal/testing/listrules"
 )
 
 const (

@@ -1,6 +1,13 @@
-// Package codeid names the code a cache file's contents depend on — an
-// index function, a transform, a ListerWatcher's functions — so that a
-// start that runs other code than the one that wrote the file sees it.
+package cache
+
+import (
+	"reflect"
+	"runtime"
+)
+
+// The code a cache file's contents depend on (an index function, a
+// transform) is named in the file, so that a start running other code than
+// the writer's sees it.
 //
 // A Go function has no identity across builds but its name, and the name
 // says nothing of what the function does: closures made at one call site
@@ -9,17 +16,11 @@
 // name. So a name is paired with a version its author declares, and what
 // a name cannot tell is checked otherwise where it matters (stored index
 // entries are verified during a warm start).
-package codeid
 
-import (
-	"reflect"
-	"runtime"
-)
-
-// FuncName is fn's Go name: "" for nil or what is not a function, "?" if
+// funcName is fn's Go name: "" for nil or what is not a function, "?" if
 // the runtime does not know it. Closures are named after where they are
 // written (pkg.newFunc.func1), or where that code was inlined.
-func FuncName(fn any) string {
+func funcName(fn any) string {
 	v := reflect.ValueOf(fn)
 	if !v.IsValid() || v.Kind() != reflect.Func || v.IsNil() {
 		return ""
@@ -30,7 +31,7 @@ func FuncName(fn any) string {
 	return "?"
 }
 
-// Versioned identifies fn by the version its author declared and its Go
+// versioned identifies fn by the version its author declared and its Go
 // name ("declared|name"), so that swapping in a differently named function
 // is seen even when nobody bumped the version.
-func Versioned(declared string, fn any) string { return declared + "|" + FuncName(fn) }
+func versioned(declared string, fn any) string { return declared + "|" + funcName(fn) }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,9 +15,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
-	"github.com/boltinformer/boltinformer/internal/fanout"
-	"github.com/boltinformer/boltinformer/internal/fixture"
+	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/testing/fixture"
 )
 
 // PodSet is the Pods a bench measures: Pod(i) for i in [0, N).
@@ -67,15 +67,21 @@ func Populate(ctx context.Context, cfg *rest.Config, s PodSet) error {
 	logf(s.Log, "populate: creating %d Pods (%d exist) with %d workers…\n", len(todo), s.N-len(todo), s.Workers)
 	var done atomic.Int64
 	defer progress(s.Log, &done, len(todo))()
-	return fanout.Each(ctx, len(todo), s.Workers, func(ctx context.Context, k int) error {
-		p := todo[k]
-		_, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
-		done.Add(1)
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating pod %s/%s: %w", p.Namespace, p.Name, err)
-		}
-		return nil
-	})
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(s.Workers, 1))
+	// The first failure cancels ctx, and no call starts after it.
+	for k := 0; k < len(todo) && ctx.Err() == nil; k++ {
+		g.Go(func() error {
+			p := todo[k]
+			_, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+			done.Add(1)
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating pod %s/%s: %w", p.Namespace, p.Name, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // ExistingPods returns namespace/name of the Pods selector picks.

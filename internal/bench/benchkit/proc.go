@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/boltinformer/boltinformer/internal/runstats"
+	"github.com/boltinformer/boltinformer/internal/bench/runstats"
 )
 
 // ProcSample is one reading of a process's counters, taken from outside it

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 
-	"github.com/boltinformer/boltinformer/internal/apiservertest"
+	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
 )
 
 const ns = "apiservertest"

@@ -10,7 +10,7 @@
 // with their logs; order.go rotates variants between repetitions;
 // flags.go has the flags every harness takes; report.go and plot.go turn
 // a harness's JSON into text tables and SVG; stats.go groups runs and
-// takes their medians with internal/runstats.
+// takes their medians with internal/bench/runstats.
 //
 // A harness emits one JSON file per run (Result): its raw measurements and
 // a Report built from them. bench/cmd/benchreport renders any such file again.
