@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 
-	"github.com/boltinformer/boltinformer/internal/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/poll"
 	"github.com/boltinformer/boltinformer/persist"
 )
 
