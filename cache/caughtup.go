@@ -7,6 +7,21 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
+// readiness is what decides when an informer has synced: its initial
+// state loaded, and a warm start caught up with the server.
+type readiness struct {
+	// loaded is closed once the initial state (listed, or opened from
+	// disk) is in the store; synced once caught is done too.
+	loaded, synced chan struct{}
+	// caught is done once a warm start has caught up with the server (see
+	// InformerOptions.SyncedAtOpen); at once for a cold start or with
+	// SyncedAtOpen.
+	caught *caughtUp
+	// proof, if set, is the consistent metadata list by which this start
+	// also proves itself caught up (versionmatch.go). Set by begin.
+	proof *proofList
+}
+
 // caughtUp tracks a warm start's catching up (InformerOptions.SyncedAtOpen
 // unset): it is done once the store has applied a resourceVersion at least
 // that of a consistent read taken when the informer started. The read is
@@ -93,7 +108,7 @@ func (c *caughtUp) finish() {
 // informer has not caught up: it takes the consistent read unless an
 // earlier reflector did. Nil once caught up.
 func (s *Informer) catchUp() *reflector.CatchUp {
-	c := s.caught
+	c := s.ready.caught
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {

@@ -86,16 +86,8 @@ type Informer struct {
 	objectType    runtime.Object
 	opts          InformerOptions
 
-	// loaded is closed once the initial state (listed, or opened from disk)
-	// is in the store; synced once caught is done too.
-	loaded, synced chan struct{}
-	// caught is done once a warm start has caught up with the server (see
-	// InformerOptions.SyncedAtOpen); at once for a cold start or with
-	// SyncedAtOpen.
-	caught *caughtUp
-	// proof, if set, is the consistent metadata list by which this start
-	// also proves itself caught up (versionmatch.go). Set by begin.
-	proof *proofList
+	// ready says when the informer has synced.
+	ready readiness
 
 	cacheMutationDetector cache.MutationDetector
 
@@ -229,14 +221,12 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 		listerWatcher:                   lw,
 		objectType:                      exampleObject,
 		opts:                            opts,
-		loaded:                          make(chan struct{}),
-		synced:                          make(chan struct{}),
+		ready:                           readiness{loaded: make(chan struct{}), synced: make(chan struct{}), caught: newCaughtUp()},
 		cacheMutationDetector:           cache.NewCacheMutationDetector(fmt.Sprintf("%T", exampleObject)),
 		resyncCheckPeriod:               opts.ResyncPeriod,
 		defaultEventHandlerResyncPeriod: opts.ResyncPeriod,
 		clock:                           clk,
 	}
-	inf.caught = newCaughtUp()
 	inf.public = store
 	if persistent != nil {
 		inf.gate.seeds = newSeedStore(opts.Indexers)
@@ -434,7 +424,7 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 	if !ok {
 		return errors.New("object given as Process argument is not Deltas")
 	}
-	deltas = s.caught.skipReplayed(deltas)
+	deltas = s.ready.caught.skipReplayed(deltas)
 	err := s.withRecoverySteps(logger, deltas, func(deltas []cache.Delta) error {
 		if s.delivery != nil && !s.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas) {
 			return errStopping
@@ -453,7 +443,7 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, isInInitialList bool) error {
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
-	deltas = s.caught.skipReplayed(deltas)
+	deltas = s.ready.caught.skipReplayed(deltas)
 	err := s.withRecoverySteps(logger, deltas, func(deltas []cache.Delta) error {
 		if s.delivery != nil && !s.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas) {
 			return errStopping
@@ -475,12 +465,12 @@ func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, i
 // under way. Called under blockDeltas.
 func (s *Informer) noteAppliedLocked(deltas []cache.Delta, err error) {
 	if err != nil || s.recovering.Load() || slices.ContainsFunc(deltas, isRecoveryStep) {
-		s.caught.dropMatch()
+		s.ready.caught.dropMatch()
 	} else {
-		s.caught.appliedDeltas(deltas)
+		s.ready.caught.appliedDeltas(deltas)
 	}
 	if !s.recovering.Load() {
-		s.caught.applied(s.store.LastStoreSyncResourceVersion())
+		s.ready.caught.applied(s.store.LastStoreSyncResourceVersion())
 	}
 }
 
@@ -608,7 +598,7 @@ func (s *Informer) HasStarted() bool {
 // HasSynced implements cache.SharedInformer.
 func (s *Informer) HasSynced() bool {
 	select {
-	case <-s.synced:
+	case <-s.ready.synced:
 		return true
 	default:
 		return false
@@ -621,7 +611,7 @@ func (s *Informer) HasSyncedChecker() cache.DoneChecker { return informerDone{s}
 type informerDone struct{ s *Informer }
 
 func (d informerDone) Name() string          { return fmt.Sprintf("SharedIndexInformer %T", d.s.objectType) }
-func (d informerDone) Done() <-chan struct{} { return d.s.synced }
+func (d informerDone) Done() <-chan struct{} { return d.s.ready.synced }
 
 // LastSyncResourceVersion implements cache.SharedInformer: the
 // resourceVersion of the latest list, event or bookmark the reflector saw.

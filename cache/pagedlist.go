@@ -176,7 +176,7 @@ func (p *pagedList) ListDone(ctx context.Context, resourceVersion string) error 
 	if err := s.persistent.endList(resourceVersion); err != nil {
 		return fmt.Errorf("storing the resourceVersion %q of a list received in pages: %w", resourceVersion, err)
 	}
-	s.caught.dropMatch() // a part of a list, not deltas
+	s.ready.caught.dropMatch() // a part of a list, not deltas
 	s.noteAppliedLocked(nil, nil)
 	s.settleJoinsLocked()
 	p.doneOnce.Do(func() { close(p.done) })

@@ -205,14 +205,14 @@ func mustWhole[T any](g *readGate, method string, read func() T) T {
 	return v
 }
 
-// loadedOnceListed closes s.loaded, the warm start's "initial state
+// loadedOnceListed closes s.ready.loaded, the warm start's "initial state
 // handed out", at once — or, if the store owes a list (the collection was
 // marked at start), once that list is applied: until then the store is not
 // the complete state HasSynced promises.
 func (s *Informer) loadedOnceListed(ctx context.Context, wg *wait.Group) {
 	o := s.gate.owed.Load()
 	if o == nil {
-		close(s.loaded)
+		close(s.ready.loaded)
 		return
 	}
 	wg.Start(func() {
@@ -220,7 +220,7 @@ func (s *Informer) loadedOnceListed(ctx context.Context, wg *wait.Group) {
 		case <-ctx.Done():
 		case <-o.done:
 			if o.err == nil { // else stopped first
-				close(s.loaded)
+				close(s.ready.loaded)
 			}
 		}
 	})

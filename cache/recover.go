@@ -86,8 +86,8 @@ func (s *Informer) reflectorStore(fifo *cache.RealFIFO) reflector.Store {
 // recoverer returns what makes q's reflector recover.
 func (s *Informer) recoverer(q recoveryQueue) *recovery.Recoverer {
 	var hooks recovery.Hooks
-	if s.proof != nil {
-		hooks.Listed = s.proof.take
+	if s.ready.proof != nil {
+		hooks.Listed = s.ready.proof.take
 	}
 	if d := s.delivery; d != nil {
 		hooks.Started = func() func() { return s.walkHolds.take(d, &s.recovering) }

@@ -36,7 +36,7 @@ import (
 //	                                       (setaside.go), and relists            reflector
 //	listeners          processor.Run       one pair per handler (run, pop), as   nothing of the informer's
 //	                                       in client-go; call the handlers
-//	sync and proof     RunWithContext      wait for loaded and caught up, then   s.loaded, s.synced
+//	sync and proof     RunWithContext      wait for loaded and caught up, then   s.ready.loaded, s.ready.synced
 //	                                       close synced; prove by versions
 //	paged flush        pagedList           flush a paged list's chunks           persist
 //
@@ -152,7 +152,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	if s.persistent != nil {
 		wg.Start(func() { s.runSetAsides(ctx, rl) })
 	}
-	if s.proof != nil {
+	if s.ready.proof != nil {
 		wg.Start(func() { s.proveByVersions(ctx) })
 	}
 	if delivery != nil {
@@ -164,14 +164,14 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.loaded:
+		case <-s.ready.loaded:
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.caught.done:
+		case <-s.ready.caught.done:
 		}
-		close(s.synced)
+		close(s.ready.synced)
 	})
 	s.runController(ctx, fifo)
 }
@@ -211,10 +211,10 @@ func (s *Informer) runCold(ctx context.Context, wg *wait.Group, fifo *cache.Real
 		select {
 		case <-ctx.Done():
 		case <-fifo.HasSyncedChecker().Done():
-			close(s.loaded)
+			close(s.ready.loaded)
 			s.releaseFilePages(logger)
 		case <-paged:
-			close(s.loaded)
+			close(s.ready.loaded)
 			s.releaseFilePages(logger)
 		}
 	})

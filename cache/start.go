@@ -111,7 +111,7 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 	var delivery *warmDelivery
 	var listAfter func() <-chan struct{}
 	if !s.warm || s.opts.SyncedAtOpen {
-		s.caught.finish()
+		s.ready.caught.finish()
 	}
 	if s.warm {
 		// One rule for resyncs after a warm start, for handlers registered
@@ -147,7 +147,7 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		PagedList:             paged,
 	})
 	if opts.CatchUp != nil && s.matchesVersions(opts.ResumeResourceVersion) {
-		s.proof = newProofList()
+		s.ready.proof = newProofList()
 	}
 	store := s.reflectorStore(fifo)
 	s.reflector = reflector.New(s.listerWatcher, store, s.reflectorOptions(store, opts))

@@ -250,8 +250,8 @@ func (p *proofList) take(ctx context.Context) *recovery.Listing {
 func (s *Informer) proveByVersions(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	list, err := recovery.ListVersions(ctx, s.opts.Recovery.Lister)
-	s.proof.list = list
-	close(s.proof.done)
+	s.ready.proof.list = list
+	close(s.ready.proof.done)
 	if err != nil {
 		if ctx.Err() == nil {
 			logger.V(2).Info("Warm start: the consistent metadata list failed; catching up by the watch alone", "collection", s.name, "err", err)
@@ -272,5 +272,5 @@ func (s *Informer) proveByVersions(ctx context.Context) {
 	for k, v := range versions {
 		stored[k] = recovery.Version{UID: v.UID, ResourceVersion: v.ResourceVersion}
 	}
-	s.caught.startMatch(list.Versions, stored, list.ResourceVersion)
+	s.ready.caught.startMatch(list.Versions, stored, list.ResourceVersion)
 }
