@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -173,11 +174,18 @@ func (r *tombstoneRecorder) OnDelete(obj interface{}) {
 // history.
 func recoveryFixture(t *testing.T, f *testFile) *fcache.FakeControllerSource {
 	t.Helper()
+	return recoveryFixtureWith(t, f, bcache.Persistence{}, nil)
+}
+
+// recoveryFixtureWith is recoveryFixture, populated by an informer with p
+// and setup.
+func recoveryFixtureWith(t *testing.T, f *testFile, p bcache.Persistence, setup func(*bcache.Informer)) *fcache.FakeControllerSource {
+	t.Helper()
 	src := fcache.NewFakeControllerSource()
 	for _, n := range []string{"a", "b", "c", "d"} {
 		src.Add(uidPod(n, "u"+n))
 	}
-	populate(t, f, src, bcache.Persistence{}, nil, nil)
+	populate(t, f, src, p, nil, setup)
 	a := uidPod("a", "ua")
 	a.Labels = map[string]string{"v": "2"}
 	src.Modify(a)                 // a@5
@@ -248,6 +256,61 @@ func TestRecoveryAfterExpiry(t *testing.T) {
 	}
 	if rv := coll.ResourceVersion(); rv != "9" {
 		t.Errorf("collection resourceVersion %s, want the list's, 9", rv)
+	}
+}
+
+// markTransformed is a transform that fails for anything but a Pod, as a
+// user's transform asserting its input type does, and marks the Pods.
+func markTransformed(obj interface{}) (interface{}, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("transform given a %T", obj)
+	}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations["transformed"] = "yes"
+	return p, nil
+}
+
+// A recovering informer with a transform recovers as one without: its
+// steps, which ride the queue beside the watch events, never reach the
+// transform, while every fetched object and watch event does.
+func TestRecoveryWithATransform(t *testing.T) {
+	withTransform := func(inf *bcache.Informer) {
+		if err := inf.SetTransform(markTransformed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newTestFile(t)
+	p := bcache.Persistence{TransformVersion: "1"}
+	src := recoveryFixtureWith(t, f, p, withTransform)
+	lister := &sourceLister{src: src}
+	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
+		Persistence: p,
+		Recovery:    &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
+	}, withTransform)
+	r.synced(t)
+	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
+		t.Fatalf("store %v, want %v", got, want)
+	}
+	for _, obj := range r.inf.GetStore().List() {
+		if p := obj.(*corev1.Pod); p.Annotations["transformed"] != "yes" {
+			t.Errorf("stored %s/%s was not transformed", p.Namespace, p.Name)
+		}
+	}
+	r.ev.waitFor(t, 9, "initial adds and the recovery's changes")
+	r.stop()
+	if got := lister.Fetches(); fmt.Sprint(got) != "[ns/a ns/c ns/e]" {
+		t.Errorf("fetches %v, want one per new or changed object", got)
+	}
+	if got := r.obs.starts(); fmt.Sprint(got) != "[resumed relist-expired]" {
+		t.Errorf("starts %v, want one recovery", got)
+	}
+	for len(r.errs) > 0 {
+		if err := <-r.errs; !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+			t.Errorf("watch error handler told: %v", err)
+		}
 	}
 }
 
