@@ -143,7 +143,10 @@ func TestQueueCarriesABeginStep(t *testing.T) {
 	refused := errors.New("refused by the test")
 	diff := func(map[string]recovery.Version) (recovery.RecoveryPlan, error) { return recovery.RecoveryPlan{}, nil }
 	begun := make(chan error, 1)
-	go func() { begun <- q.BeginRecovery(context.Background(), diff) }()
+	go func() {
+		begun <- q.BeginRecovery(context.Background(), diff)
+		fifo.Close() // a step never queued must not leave Pop waiting
+	}()
 	if _, err := fifo.Pop(func(obj interface{}, _ bool) error {
 		deltas := obj.(cache.Deltas)
 		step, ok := recoveryStepOf(deltas[0])
@@ -153,7 +156,7 @@ func TestQueueCarriesABeginStep(t *testing.T) {
 		step.done <- refused
 		return nil
 	}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("popping the begin step: %v (BeginRecovery: %v)", err, <-begun)
 	}
 	if err := <-begun; !errors.Is(err, refused) {
 		t.Errorf("BeginRecovery returned %v, want the consumer's answer", err)

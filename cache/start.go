@@ -148,11 +148,13 @@ func (s *Informer) newQueue(logger klog.Logger) *cache.RealFIFO {
 	// resourceVersion would be the last object's, older than the list's, and
 	// never advanced by bookmarks, and a restart would replay old versions
 	// over newer ones. Handlers see the same calls either way.
+	// The key function and the transform let recovery steps through
+	// (recover.go).
 	return cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
 		Logger:                &logger,
 		Name:                  fmt.Sprintf("RealFIFO %T", s.objectType),
-		KeyFunction:           cache.MetaNamespaceKeyFunc,
-		Transformer:           s.transform,
+		KeyFunction:           queueKey,
+		Transformer:           queueTransform(s.transform),
 		Identifier:            s.opts.Identifier,
 		MetricsProvider:       s.opts.InformerMetricsProvider,
 		AtomicEvents:          true,
