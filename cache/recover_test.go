@@ -21,15 +21,13 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/internal/poll"
-	"github.com/boltinformer/boltinformer/internal/recoverytune"
 	"github.com/boltinformer/boltinformer/recovery"
 )
 
 // sourceLister is a recovery.MetadataLister over a FakeControllerSource.
 // Its fetches wait while held.
 type sourceLister struct {
-	src    *fcache.FakeControllerSource
-	tuning recoverytune.Tuning
+	src *fcache.FakeControllerSource
 
 	mu      sync.Mutex
 	metas   int
@@ -38,14 +36,8 @@ type sourceLister struct {
 	held    chan struct{} // closed when a fetch first waits
 }
 
-// RecoveryTuning implements recoverytune.Tuned.
-func (l *sourceLister) RecoveryTuning() recoverytune.Tuning { return l.tuning }
-
-// oneByOne makes recoveries through l fetch each changed object alone.
-func (l *sourceLister) oneByOne() *sourceLister {
-	l.tuning.FullListFraction = 2
-	return l
-}
+// oneByOne makes a recovery fetch each changed object alone.
+var oneByOne = recovery.Tuning{FullListFraction: 2}
 
 func (l *sourceLister) list() ([]*corev1.Pod, string, error) {
 	obj, err := l.src.List(metav1.ListOptions{})
@@ -210,7 +202,7 @@ func TestRecoveryAfterExpiry(t *testing.T) {
 	lister := &sourceLister{src: src}
 	plain, resyncing := &tombstoneRecorder{}, &tombstoneRecorder{}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery:     &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
+		Recovery:     &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 		ResyncPeriod: time.Hour,
 	}, func(inf *bcache.Informer) {
 		if _, err := inf.AddEventHandlerWithResyncPeriod(plain, 0); err != nil {
@@ -288,7 +280,7 @@ func TestRecoveryWithATransform(t *testing.T) {
 	lister := &sourceLister{src: src}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
 		Persistence: p,
-		Recovery:    &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
+		Recovery:    &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 	}, withTransform)
 	r.synced(t)
 	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
@@ -325,7 +317,7 @@ func TestRecoveryInterruptedIsRedone(t *testing.T) {
 	lister := &sourceLister{src: src}
 	held, release := lister.holdFetches()
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 	}, nil)
 	select {
 	case <-held:
@@ -346,7 +338,7 @@ func TestRecoveryInterruptedIsRedone(t *testing.T) {
 	f.reopen()
 
 	r = startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 	}, nil)
 	r.synced(t)
 	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
@@ -588,7 +580,7 @@ func TestRecoveryLongAfterTheProofListsAgain(t *testing.T) {
 	lister := &sourceLister{src: src}
 	rec := &tombstoneRecorder{}
 	r := startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 	}, func(inf *bcache.Informer) {
 		if _, err := inf.AddEventHandler(rec); err != nil {
 			t.Fatal(err)
@@ -684,9 +676,9 @@ func TestRecoveryKeepsWhatALaggingListLacks(t *testing.T) {
 
 	// The first run fetches a0@6 and b@5 (in key order) and is stopped
 	// while the fetch of c hangs: the store owes a list, at 5.
-	lister := &laggingLister{sourceLister: (&sourceLister{src: src}).oneByOne(), stuck: "c"}
+	lister := &laggingLister{sourceLister: &sourceLister{src: src}, stuck: "c"}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister, Workers: 1},
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 	}, nil)
 	r.ev.waitFor(t, 6, "initial adds, a0 and b")
 	r.stop()
@@ -714,7 +706,7 @@ func TestRecoveryKeepsWhatALaggingListLacks(t *testing.T) {
 	}
 	lister.mu.Unlock()
 	r = startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister, Workers: 1},
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 	}, nil)
 	r.synced(t)
 	r.ev.waitFor(t, 6, "initial adds and c's update")
