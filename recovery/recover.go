@@ -183,16 +183,15 @@ type Recovery struct {
 // It is for benchmarks and tests that need one path; a wrong value costs
 // requests and time, never correctness.
 type Tuning struct {
-	// FullListFraction of the listed collection, once changed, is fetched
-	// by one list of the collection instead of one request per object.
+	// FullListFraction is the share of the listed collection that, once
+	// changed, is fetched by one list of the collection, not per object.
 	// Zero or less: 0.25, where one-object fetches cost as much as a
 	// decoded list (e2e TestRecoveryFetchCost). Above 1: never.
 	FullListFraction float64
-	// FirstPageFraction of a metadata list's first page, once changed,
-	// turns the recovery into one full list, read from its bytes, before
-	// the rest of the metadata list is made (WireLister only). Zero or
-	// less: 0.05, where the full list wins at 100,000 Pods (informerbench
-	// recover). Above 1: never.
+	// FirstPageFraction is the share of a metadata list's first page that,
+	// once changed, turns the recovery into one full list (WireLister only).
+	// Zero or less: 0.05, where the full list wins at 100,000 Pods
+	// (informerbench recover). Above 1: never.
 	FirstPageFraction float64
 	// MaxFetchRequests bounds a recovery's one-object fetch requests; more
 	// changed objects are fetched by one list of the collection. Zero:
