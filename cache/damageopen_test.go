@@ -44,10 +44,10 @@ func TestIndexRebuildSetAsideListsBeforeSynced(t *testing.T) {
 	src.Add(pod("ns", "d", "", nil))
 	f.open()
 
-	lister := (&sourceLister{src: src}).oneByOne()
+	lister := &sourceLister{src: src}
 	r := startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{
 		Indexers: indexers, Persistence: bcache.Persistence{CacheObjects: 2},
-		Recovery: &recovery.Recovery{Lister: lister, Workers: 1},
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 	}, nil)
 	r.synced(t)
 	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {

@@ -369,10 +369,10 @@ func TestCheckpointTombstoneIsNotRetoldAfterANewerDeletion(t *testing.T) {
 
 	// A recovery fetches a@3 and aa@5, and is stopped while b's fetch
 	// hangs: the collection still owes a list, and holds aa@5.
-	lister := &laggingLister{sourceLister: (&sourceLister{src: src}).oneByOne(), stuck: "b"}
+	lister := &laggingLister{sourceLister: &sourceLister{src: src}, stuck: "b"}
 	first := &events{}
 	r = startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister, Workers: 1},
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 	}, withCheckpoint(t, &cp, first.handler(), nil))
 	poll.Until(t, 30*time.Second, "aa@5 applied", func() bool {
 		return slices.Contains(first.list(), "add ns/aa@5 initial=false")
@@ -385,7 +385,7 @@ func TestCheckpointTombstoneIsNotRetoldAfterANewerDeletion(t *testing.T) {
 	h := &tombstoneRecorder{}
 	var reg cache.ResourceEventHandlerRegistration
 	r = startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister, Workers: 1},
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 	}, withCheckpoint(t, &cp, h, &reg))
 	r.synced(t)
 	select {

@@ -21,10 +21,22 @@ import (
 // of which only the changed objects are decoded (recovery/recoverlist.go).
 // The store sees the same steps either way. Its two
 // steps that need the store as the handlers know it are applied by the
-// delta loop, in order with the watch events queued before and after them:
-// the reflector queues them in the informer's RealFIFO as the object of a
-// cache.DeletedFinalStateUnknown under recoveryKey (a key no object can
-// have), and handleDeltas applies them itself instead of processDeltas.
+// delta loop, in order with the watch events queued before and after them.
+// The delta loop owns the store, and only the queue orders the steps with
+// those events, so the reflector queues each step in the informer's
+// RealFIFO as a *recoveryStep. handleDeltas applies it itself, never
+// through processDeltas.
+//
+// A step rides as the object of an Updated delta, since RealFIFO has no
+// delta type of a caller's own. No user object has the Go type
+// recoveryStep, so every reader of a popped delta tells a step by its type
+// first. client-go v0.37.2's the_real_fifo.go does two things to an item
+// given to Update (addToItems_locked, :255): it asks the queue's key
+// function for its key (keyOf, :197), and it hands anything but a
+// cache.DeletedFinalStateUnknown to the queue's transform (:273-281). The
+// informer sets both (newQueue): queueKey answers recoveryKey for a step,
+// and queueTransform passes a step by. TestQueueCarriesRecoverySteps pins
+// this, and fails first if a client-go version treats items otherwise.
 //
 //  1. Begin: the diff, against the stored Versions, once every delta queued
 //     before it is applied. The collection is marked must-list (in the
@@ -50,10 +62,14 @@ import (
 // ordinary adds, updates and deletes, filtered by the recovery so that
 // each key moves only forward.
 
-// recoveryKey is the queue key of a recovery step.
+// recoveryKey is the queue key of every recovery step. PopBatch never puts
+// two items of one key in a batch, so each step's batch ends before the
+// next step. It must be a key no object has: a Kubernetes name may hold
+// ":" but never "\x00", so the key is not printable on purpose.
 const recoveryKey = "\x00boltinformer/recovery"
 
-// recoveryStep is one step of a recovery, queued under recoveryKey.
+// recoveryStep is one step of a recovery, queued under recoveryKey. It is
+// the queue item itself, never wrapped in a tombstone or an object.
 type recoveryStep struct {
 	// Begin: ctx is the reflector's, diff computes the plan, done receives
 	// the outcome (buffered).
@@ -98,7 +114,7 @@ func (s *Informer) recoverer(q recoveryQueue) *recovery.Recoverer {
 // BeginRecovery implements recovery.RecoveryStore.
 func (q recoveryQueue) BeginRecovery(ctx context.Context, diff func(map[string]recovery.Version) (recovery.RecoveryPlan, error)) error {
 	step := &recoveryStep{ctx: ctx, diff: diff, done: make(chan error, 1)}
-	if err := q.RealFIFO.Delete(cache.DeletedFinalStateUnknown{Key: recoveryKey, Obj: step}); err != nil {
+	if err := q.RealFIFO.Update(step); err != nil {
 		return err
 	}
 	select {
@@ -117,7 +133,31 @@ func (q recoveryQueue) Stored(key string) (interface{}, bool, error) {
 
 // EndRecovery implements recovery.RecoveryStore.
 func (q recoveryQueue) EndRecovery(resourceVersion string) error {
-	return q.RealFIFO.Delete(cache.DeletedFinalStateUnknown{Key: recoveryKey, Obj: &recoveryStep{rv: resourceVersion}})
+	return q.RealFIFO.Update(&recoveryStep{rv: resourceVersion})
+}
+
+// queueKey is the informer's queue's key function: recoveryKey for a
+// recovery step, an object's namespace/name otherwise.
+func queueKey(obj interface{}) (string, error) {
+	if _, ok := obj.(*recoveryStep); ok {
+		return recoveryKey, nil
+	}
+	return cache.MetaNamespaceKeyFunc(obj)
+}
+
+// queueTransform returns the informer's queue's transform: transform for
+// objects, nothing for a recovery step. It is nil without a transform,
+// since any transform makes the queue copy every list it is given.
+func queueTransform(transform cache.TransformFunc) cache.TransformFunc {
+	if transform == nil {
+		return nil
+	}
+	return func(obj interface{}) (interface{}, error) {
+		if _, ok := obj.(*recoveryStep); ok {
+			return obj, nil
+		}
+		return transform(obj)
+	}
 }
 
 // isRecoveryStep reports whether d is a recovery step.
@@ -128,14 +168,7 @@ func isRecoveryStep(d cache.Delta) bool {
 
 // recoveryStepOf returns the recovery step d carries, if it is one.
 func recoveryStepOf(d cache.Delta) (*recoveryStep, bool) {
-	if d.Type != cache.Deleted {
-		return nil, false
-	}
-	t, ok := d.Object.(cache.DeletedFinalStateUnknown)
-	if !ok || t.Key != recoveryKey {
-		return nil, false
-	}
-	step, ok := t.Obj.(*recoveryStep)
+	step, ok := d.Object.(*recoveryStep)
 	return step, ok
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,7 +20,6 @@ import (
 	fcache "k8s.io/client-go/tools/cache/testing"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
-	"github.com/boltinformer/boltinformer/internal/recoverytune"
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
 	"github.com/boltinformer/boltinformer/recovery"
 )
@@ -27,8 +27,7 @@ import (
 // sourceLister is a recovery.MetadataLister over a FakeControllerSource.
 // Its fetches wait while held.
 type sourceLister struct {
-	src    *fcache.FakeControllerSource
-	tuning recoverytune.Tuning
+	src *fcache.FakeControllerSource
 
 	mu      sync.Mutex
 	metas   int
@@ -37,14 +36,8 @@ type sourceLister struct {
 	held    chan struct{} // closed when a fetch first waits
 }
 
-// RecoveryTuning implements recoverytune.Tuned.
-func (l *sourceLister) RecoveryTuning() recoverytune.Tuning { return l.tuning }
-
-// oneByOne makes recoveries through l fetch each changed object alone.
-func (l *sourceLister) oneByOne() *sourceLister {
-	l.tuning.FullListFraction = 2
-	return l
-}
+// oneByOne makes a recovery fetch each changed object alone.
+var oneByOne = recovery.Tuning{FullListFraction: 2}
 
 func (l *sourceLister) list() ([]*corev1.Pod, string, error) {
 	obj, err := l.src.List(metav1.ListOptions{})
@@ -173,11 +166,18 @@ func (r *tombstoneRecorder) OnDelete(obj interface{}) {
 // history.
 func recoveryFixture(t *testing.T, f *testFile) *fcache.FakeControllerSource {
 	t.Helper()
+	return recoveryFixtureWith(t, f, bcache.Persistence{}, nil)
+}
+
+// recoveryFixtureWith is recoveryFixture, populated by an informer with p
+// and setup.
+func recoveryFixtureWith(t *testing.T, f *testFile, p bcache.Persistence, setup func(*bcache.Informer)) *fcache.FakeControllerSource {
+	t.Helper()
 	src := fcache.NewFakeControllerSource()
 	for _, n := range []string{"a", "b", "c", "d"} {
 		src.Add(uidPod(n, "u"+n))
 	}
-	populate(t, f, src, bcache.Persistence{}, nil, nil)
+	populate(t, f, src, p, nil, setup)
 	a := uidPod("a", "ua")
 	a.Labels = map[string]string{"v": "2"}
 	src.Modify(a)                 // a@5
@@ -202,7 +202,7 @@ func TestRecoveryAfterExpiry(t *testing.T) {
 	lister := &sourceLister{src: src}
 	plain, resyncing := &tombstoneRecorder{}, &tombstoneRecorder{}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery:     &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
+		Recovery:     &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 		ResyncPeriod: time.Hour,
 	}, func(inf *bcache.Informer) {
 		if _, err := inf.AddEventHandlerWithResyncPeriod(plain, 0); err != nil {
@@ -251,6 +251,61 @@ func TestRecoveryAfterExpiry(t *testing.T) {
 	}
 }
 
+// markTransformed is a transform that fails for anything but a Pod, as a
+// user's transform asserting its input type does, and marks the Pods.
+func markTransformed(obj interface{}) (interface{}, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("transform given a %T", obj)
+	}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations["transformed"] = "yes"
+	return p, nil
+}
+
+// A recovering informer with a transform recovers as one without: its
+// steps, which ride the queue beside the watch events, never reach the
+// transform, while every fetched object and watch event does.
+func TestRecoveryWithATransform(t *testing.T) {
+	withTransform := func(inf *bcache.Informer) {
+		if err := inf.SetTransform(markTransformed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newTestFile(t)
+	p := bcache.Persistence{TransformVersion: "1"}
+	src := recoveryFixtureWith(t, f, p, withTransform)
+	lister := &sourceLister{src: src}
+	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
+		Persistence: p,
+		Recovery:    &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
+	}, withTransform)
+	r.synced(t)
+	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
+		t.Fatalf("store %v, want %v", got, want)
+	}
+	for _, obj := range r.inf.GetStore().List() {
+		if p := obj.(*corev1.Pod); p.Annotations["transformed"] != "yes" {
+			t.Errorf("stored %s/%s was not transformed", p.Namespace, p.Name)
+		}
+	}
+	r.ev.waitFor(t, 9, "initial adds and the recovery's changes")
+	r.stop()
+	if got := lister.Fetches(); fmt.Sprint(got) != "[ns/a ns/c ns/e]" {
+		t.Errorf("fetches %v, want one per new or changed object", got)
+	}
+	if got := r.obs.starts(); fmt.Sprint(got) != "[resumed relist-expired]" {
+		t.Errorf("starts %v, want one recovery", got)
+	}
+	for len(r.errs) > 0 {
+		if err := <-r.errs; !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+			t.Errorf("watch error handler told: %v", err)
+		}
+	}
+}
+
 // A recovery marks the collection must-list before it applies anything and
 // clears the mark only once the store is consistent; until then the
 // informer is not synced. An informer stopped in the middle leaves the mark
@@ -262,7 +317,7 @@ func TestRecoveryInterruptedIsRedone(t *testing.T) {
 	lister := &sourceLister{src: src}
 	held, release := lister.holdFetches()
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 	}, nil)
 	select {
 	case <-held:
@@ -283,7 +338,7 @@ func TestRecoveryInterruptedIsRedone(t *testing.T) {
 	f.reopen()
 
 	r = startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 	}, nil)
 	r.synced(t)
 	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
@@ -525,7 +580,7 @@ func TestRecoveryLongAfterTheProofListsAgain(t *testing.T) {
 	lister := &sourceLister{src: src}
 	rec := &tombstoneRecorder{}
 	r := startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister.oneByOne(), Workers: 1},
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 	}, func(inf *bcache.Informer) {
 		if _, err := inf.AddEventHandler(rec); err != nil {
 			t.Fatal(err)
@@ -621,9 +676,9 @@ func TestRecoveryKeepsWhatALaggingListLacks(t *testing.T) {
 
 	// The first run fetches a0@6 and b@5 (in key order) and is stopped
 	// while the fetch of c hangs: the store owes a list, at 5.
-	lister := &laggingLister{sourceLister: (&sourceLister{src: src}).oneByOne(), stuck: "c"}
+	lister := &laggingLister{sourceLister: &sourceLister{src: src}, stuck: "c"}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister, Workers: 1},
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 	}, nil)
 	r.ev.waitFor(t, 6, "initial adds, a0 and b")
 	r.stop()
@@ -651,7 +706,7 @@ func TestRecoveryKeepsWhatALaggingListLacks(t *testing.T) {
 	}
 	lister.mu.Unlock()
 	r = startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister, Workers: 1},
+		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
 	}, nil)
 	r.synced(t)
 	r.ev.waitFor(t, 6, "initial adds and c's update")

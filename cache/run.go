@@ -21,9 +21,9 @@ import (
 //
 //	goroutine          started by          what it does                          writes to
 //	-----------------  ------------------  ------------------------------------  ------------------------
-//	reflector          reflectors.launch   list, watch, recovery (one per        the RealFIFO, and
-//	                                       attempt; a relist after a read        recovery steps through
-//	                                       error starts a second one)            it (recover.go)
+//	reflector          reflectors.launch   list, watch, recovery (one per        the RealFIFO: objects, and
+//	                                       attempt; a relist after a read        recovery steps as items of
+//	                                       error starts a second one)            their own type (recover.go)
 //	fetch, page ahead  the recovery        fetch changed objects; results reach  nothing: results go over
 //	                                       the reflector's goroutine (package    a channel
 //	                                       recovery, "Goroutines and locks")

@@ -76,22 +76,7 @@ func (s *Informer) emptyForColdStart(ctx context.Context) bool {
 func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflector, *warmDelivery) {
 	s.startedLock.Lock()
 	defer s.startedLock.Unlock()
-	// The queue always reports list resourceVersions (ReplacedAll) and
-	// bookmarks, whatever the AtomicFIFO gate says: without them the stored
-	// resourceVersion would be the last object's, older than the list's, and
-	// never advanced by bookmarks, and a restart would replay old versions
-	// over newer ones. Handlers see the same calls either way.
-	fifo := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
-		Logger:                &logger,
-		Name:                  fmt.Sprintf("RealFIFO %T", s.objectType),
-		KeyFunction:           cache.MetaNamespaceKeyFunc,
-		Transformer:           s.transform,
-		Identifier:            s.opts.Identifier,
-		MetricsProvider:       s.opts.InformerMetricsProvider,
-		AtomicEvents:          true,
-		UnlockWhileProcessing: clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) && clientgofeatures.FeatureGates().Enabled(clientgofeatures.UnlockWhileProcessingFIFO),
-		EmitDeltaTypeBookmark: true,
-	})
+	fifo := s.newQueue(logger)
 
 	var resume string
 	if s.persistent != nil {
@@ -153,6 +138,28 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 	s.reflector = reflector.New(s.listerWatcher, store, s.reflectorOptions(store, opts))
 	s.started = true
 	return fifo, s.reflector, delivery
+}
+
+// newQueue returns the informer's queue. Called under startedLock.
+func (s *Informer) newQueue(logger klog.Logger) *cache.RealFIFO {
+	// The queue always reports list resourceVersions (ReplacedAll) and
+	// bookmarks, whatever the AtomicFIFO gate says: without them the stored
+	// resourceVersion would be the last object's, older than the list's, and
+	// never advanced by bookmarks, and a restart would replay old versions
+	// over newer ones. Handlers see the same calls either way.
+	// The key function and the transform let recovery steps through
+	// (recover.go).
+	return cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
+		Logger:                &logger,
+		Name:                  fmt.Sprintf("RealFIFO %T", s.objectType),
+		KeyFunction:           queueKey,
+		Transformer:           queueTransform(s.transform),
+		Identifier:            s.opts.Identifier,
+		MetricsProvider:       s.opts.InformerMetricsProvider,
+		AtomicEvents:          true,
+		UnlockWhileProcessing: clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) && clientgofeatures.FeatureGates().Enabled(clientgofeatures.UnlockWhileProcessingFIFO),
+		EmitDeltaTypeBookmark: true,
+	})
 }
 
 // pendingJoin is a handler whose join is not complete: a checkpoint's

@@ -27,7 +27,6 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
-	"github.com/boltinformer/boltinformer/internal/recoverytune"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/recovery"
 	"github.com/boltinformer/boltinformer/reflector"
@@ -208,10 +207,11 @@ func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
 		if lister == nil {
 			lister = factory.NewMetadataLister(s.cs.CoreV1().RESTClient(), s.resource, s.namespace, metav1.ListOptions{LabelSelector: s.selector})
 		}
-		if s.fetchOneByOne {
-			lister = oneByOne(t, lister)
-		}
 		opts.Recovery = &recovery.Recovery{Lister: lister}
+		if s.fetchOneByOne {
+			// Every changed object is fetched on its own.
+			opts.Recovery.Tuning = recovery.Tuning{FullListFraction: 2, MaxFetchRequests: -1}
+		}
 	}
 	inf, err := bcache.NewSharedIndexInformerWithOptions(lw, s.example(), opts)
 	if err != nil {
@@ -725,27 +725,4 @@ func mutateConfigMapsCounts(t testing.TB, cs kubernetes.Interface, test string, 
 		}
 	}
 	return m
-}
-
-// restLister is what factory.NewMetadataLister returns.
-type restLister interface {
-	recovery.WireLister
-	recovery.MetadataWireLister
-	recovery.RateLimitedLister
-}
-
-// tunedLister makes a recovery fetch every changed object on its own.
-type tunedLister struct{ restLister }
-
-func (tunedLister) RecoveryTuning() recoverytune.Tuning {
-	return recoverytune.Tuning{FullListFraction: 2, MaxFetchRequests: -1}
-}
-
-// oneByOne tunes l's recoveries to fetch every changed object on its own.
-func oneByOne(t testing.TB, l recovery.MetadataLister) recovery.MetadataLister {
-	rl, ok := l.(restLister)
-	if !ok {
-		t.Fatalf("%T cannot be tuned", l)
-	}
-	return tunedLister{rl}
 }

@@ -43,7 +43,9 @@
 //
 // The tuning (when to list a namespace or the collection, page sizes, the
 // request budget of a rate-limited client) is constants, each naming the
-// measurement that set it. Tests set it through internal/recoverytune.
+// measurement that set it. Recovery.Tuning overrides the fractions that
+// choose a full list, the request budget and the page asked ahead; its
+// zero value keeps every default.
 //
 // # Goroutines and locks
 //

@@ -1,7 +1,6 @@
 package recovery
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -408,15 +407,8 @@ type testRecovery struct {
 
 // config completes c as New does.
 func (c testRecovery) config() config {
-	cfg := config{Recovery: Recovery{Workers: cmp.Or(c.Workers, defaultWorkers)},
-		fullListFraction: fullListFraction, firstPageFraction: firstPageFraction}
-	if c.Lister != nil { // New wants one; a plan does not
-		cfg = New(&Recovery{Lister: c.Lister, Workers: c.Workers, ListInFull: c.ListInFull, OpaqueVersions: c.OpaqueVersions}, nil, Hooks{}).cfg
-	}
-	cfg.fullListFraction = cmp.Or(c.FullListFraction, cfg.fullListFraction)
-	cfg.firstPageFraction = cmp.Or(c.FirstPageFraction, cfg.firstPageFraction)
-	cfg.maxFetchRequests = c.MaxFetchRequests
-	return cfg
+	return newConfig(&Recovery{Lister: c.Lister, Workers: c.Workers, ListInFull: c.ListInFull, OpaqueVersions: c.OpaqueVersions,
+		Tuning: Tuning{FullListFraction: c.FullListFraction, FirstPageFraction: c.FirstPageFraction, MaxFetchRequests: c.MaxFetchRequests}})
 }
 
 // newReflector builds a reflector that recovers through o.Recovery, if

@@ -25,7 +25,8 @@ import (
 // each through the client's rate limiter.
 const defaultWorkers = 4
 
-// The tuning of a recovery: what the measurements chose, not the user.
+// The tuning of a recovery: what the measurements chose. Tuning overrides
+// the first two; the rest are fixed.
 const (
 	// fullListFraction changed lists the collection: e2e.TestRecoveryFetchCost, one-object fetches match a decoded list at a quarter.
 	fullListFraction = 0.25
@@ -172,6 +173,36 @@ type Recovery struct {
 	// versions an object fetched after the list could not be told from an
 	// older state the watch brings.
 	OpaqueVersions bool
+	// Tuning overrides the measured choices of how a recovery lists and
+	// fetches. The zero Tuning keeps them all.
+	Tuning Tuning
+}
+
+// Tuning overrides a recovery's measured choices. Each zero field keeps
+// the default its comment names, and with it the measurement that set it.
+// It is for benchmarks and tests that need one path; a wrong value costs
+// requests and time, never correctness.
+type Tuning struct {
+	// FullListFraction is the share of the listed collection that, once
+	// changed, is fetched by one list of the collection, not per object.
+	// Zero or less: 0.25, where one-object fetches cost as much as a
+	// decoded list (e2e TestRecoveryFetchCost). Above 1: never.
+	FullListFraction float64
+	// FirstPageFraction is the share of a metadata list's first page that,
+	// once changed, turns the recovery into one full list (WireLister only).
+	// Zero or less: 0.05, where the full list wins at 100,000 Pods
+	// (informerbench recover). Above 1: never.
+	FirstPageFraction float64
+	// MaxFetchRequests bounds a recovery's one-object fetch requests; more
+	// changed objects are fetched by one list of the collection. Zero:
+	// derived from a RateLimitedLister's QPS (what it allows in ten
+	// seconds, at least 64), unbounded for other listers. Negative: no
+	// bound, whatever the rate limit.
+	MaxFetchRequests int
+	// NoPageAhead stops a streamed metadata list from asking for its next
+	// page while it reads one. False: it asks ahead, which saves a round
+	// trip per page.
+	NoPageAhead bool
 }
 
 // RateLimitedLister is a MetadataLister whose requests go through a client

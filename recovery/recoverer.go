@@ -1,10 +1,8 @@
 package recovery
 
 import (
-	"cmp"
 	"context"
 
-	"github.com/boltinformer/boltinformer/internal/recoverytune"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -29,7 +27,7 @@ type Hooks struct {
 	Started func() (ended func())
 }
 
-// config is a Recovery completed with its defaults and tuning.
+// config is a Recovery completed with its defaults and Tuning.
 type config struct {
 	Recovery
 	fullListFraction  float64
@@ -39,6 +37,32 @@ type config struct {
 	maxFetchRequests int
 	// noPageAhead turns that fast path off, to measure what it buys.
 	noPageAhead bool
+}
+
+// newConfig completes cfg with its defaults and reads its Tuning.
+func newConfig(cfg *Recovery) config {
+	c := config{Recovery: *cfg,
+		fullListFraction:  orDefault(cfg.Tuning.FullListFraction, fullListFraction),
+		firstPageFraction: orDefault(cfg.Tuning.FirstPageFraction, firstPageFraction),
+		maxFetchRequests:  cfg.Tuning.MaxFetchRequests,
+		noPageAhead:       cfg.Tuning.NoPageAhead,
+	}
+	if c.Workers <= 0 {
+		c.Workers = defaultWorkers
+	}
+	if c.OpaqueVersions {
+		c.ListInFull = true
+	}
+	return c
+}
+
+// orDefault returns fraction if it is above zero, else def. A NaN is not
+// above zero.
+func orDefault(fraction, def float64) float64 {
+	if fraction > 0 {
+		return fraction
+	}
+	return def
 }
 
 // Recoverer makes a reflector's lists after the first as recoveries. It
@@ -60,23 +84,7 @@ func New(cfg *Recovery, store RecoveryStore, hooks Hooks) *Recoverer {
 	if cfg == nil || cfg.Lister == nil {
 		return nil
 	}
-	c := config{Recovery: *cfg,
-		fullListFraction: fullListFraction, firstPageFraction: firstPageFraction}
-	if c.Workers <= 0 {
-		c.Workers = defaultWorkers
-	}
-	if c.OpaqueVersions {
-		c.ListInFull = true
-	}
-	if t, ok := cfg.Lister.(recoverytune.Tuned); ok {
-		tune := t.RecoveryTuning()
-		c.fullListFraction = cmp.Or(tune.FullListFraction, c.fullListFraction)
-		c.firstPageFraction = cmp.Or(tune.FirstPageFraction, c.firstPageFraction)
-		c.maxFetchRequests = tune.MaxFetchRequests
-		c.noPageAhead = tune.NoPageAhead
-	}
-	r := &Recoverer{cfg: c, store: store, listed: hooks.Listed, started: hooks.Started}
-	return r
+	return &Recoverer{cfg: newConfig(cfg), store: store, listed: hooks.Listed, started: hooks.Started}
 }
 
 // Relist implements reflector.Relister: it makes a recovery, whose

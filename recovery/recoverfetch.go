@@ -70,9 +70,9 @@ func listsInFull(cfg *config, maxRequests, fetch, total int) bool {
 	return float64(fetch) >= cfg.fullListFraction*float64(total) || (maxRequests > 0 && fetch > maxRequests)
 }
 
-// maxFetchRequests is the tuned bound (recoverytune), or derived from the
-// lister's rate limit: at least minFetchBudget requests, and no more than
-// the limit allows in fetchBudgetTime; 0 for no limit.
+// maxFetchRequests is the bound Tuning.MaxFetchRequests sets, or else one
+// derived from the lister's rate limit: at least minFetchBudget requests,
+// and no more than the limit allows in fetchBudgetTime; 0 for no limit.
 func (r *Recoverer) maxFetchRequests() int {
 	if n := r.cfg.maxFetchRequests; n != 0 {
 		return max(n, 0)

@@ -392,8 +392,8 @@ func (d *driver) startInformer(warm, wait bool) error {
 	}
 	lw, lister := d.listerWatcher()
 	if d.cfg.Recovery {
-		d.lw.tuning.FullListFraction = d.cfg.FullListAt
-		opts.Recovery = &recovery.Recovery{Lister: lister, Workers: d.cfg.Workers}
+		opts.Recovery = &recovery.Recovery{Lister: lister, Workers: d.cfg.Workers,
+			Tuning: recovery.Tuning{FullListFraction: d.cfg.FullListAt}}
 	}
 	// A panic here (damage the constructor does not expect) may leave a
 	// lock of the file held: it ends the run, in its own process.

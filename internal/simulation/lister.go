@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/internal/recoverytune"
 	"github.com/boltinformer/boltinformer/recovery"
 )
 
@@ -144,12 +143,8 @@ func podList(items []*corev1.Pod, rv int64, cont string) *corev1.PodList {
 // It reports watch-list semantics unsupported, as a server without
 // streaming lists does.
 type ListerWatcher struct {
-	s      *Server
-	tuning recoverytune.Tuning
+	s *Server
 }
-
-// RecoveryTuning implements recoverytune.Tuned.
-func (l *ListerWatcher) RecoveryTuning() recoverytune.Tuning { return l.tuning }
 
 // ListerWatcher returns the server's ListerWatcher and MetadataLister.
 func (s *Server) ListerWatcher() *ListerWatcher { return &ListerWatcher{s: s} }

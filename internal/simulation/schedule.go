@@ -11,7 +11,7 @@ import (
 type Config struct {
 	Recovery       bool    // InformerOptions.Recovery with the server's MetadataLister
 	Workers        int     // Recovery.Workers
-	FullListAt     float64 // Recovery.FullListFraction (above 1: fetch one by one)
+	FullListAt     float64 // Recovery.Tuning.FullListFraction (above 1: fetch one by one)
 	WarmListBelow  int     // 0: the default (every simulated collection is below it); -1: off
 	SyncedAtOpen   bool
 	CacheObjects   int   // 0: unbounded

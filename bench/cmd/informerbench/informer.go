@@ -87,8 +87,7 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (_ *boltRun, err e
 			rec.Lister = noMetadataLists{wl}
 		}
 		if spec.RecoveryWithout != "" {
-			var ok bool
-			if rec.Lister, ok = withoutLayer(lister, spec.RecoveryWithout); !ok {
+			if !withoutLayer(rec, lister, spec.RecoveryWithout) {
 				return nil, fmt.Errorf("the Pods' metadata lister cannot run without %s", spec.RecoveryWithout)
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/boltinformer/boltinformer/internal/recoverytune"
 	"github.com/boltinformer/boltinformer/recovery"
 )
 
@@ -29,26 +28,30 @@ var recoverLayerVariants = []string{
 	"bolt-recover-decoded-metadata", "bolt-recover-decoded-lists",
 }
 
-// withoutLayer returns lister without the layer named: a tuning, or a
-// lister that hides the interface the layer reads through.
-func withoutLayer(lister recovery.MetadataLister, layer string) (recovery.MetadataLister, bool) {
+// withoutLayer makes rec recover through lister without the layer named:
+// a Tuning field, or a lister that hides the interface the layer reads
+// through. It reports false for a lister or layer it cannot do so with.
+func withoutLayer(rec *recovery.Recovery, lister recovery.MetadataLister, layer string) bool {
 	l, ok := lister.(restLister)
 	if !ok {
-		return nil, false
+		return false
 	}
+	rec.Lister = l
 	switch layer {
 	case "page-ahead":
-		return tunedLister{l, recoverytune.Tuning{NoPageAhead: true}}, true
+		rec.Tuning.NoPageAhead = true
 	case "first-page":
-		return tunedLister{l, recoverytune.Tuning{FirstPageFraction: 2}}, true
+		rec.Tuning.FirstPageFraction = 2
 	case "metadata-stream":
 		// No MetadataWireLister: metadata pages of 500, decoded.
-		return wireOnly{l, l}, true
+		rec.Lister = wireOnly{l, l}
 	case "wire-lists":
 		// No WireLister: full lists decoded whole.
-		return metadataWireOnly{l, l}, true
+		rec.Lister = metadataWireOnly{l, l}
+	default:
+		return false
 	}
-	return nil, false
+	return true
 }
 
 // restLister is what factory.NewMetadataLister returns for a REST client.
@@ -57,14 +60,6 @@ type restLister interface {
 	recovery.MetadataWireLister
 	recovery.RateLimitedLister
 }
-
-// tunedLister is a restLister that sets a recovery's tuning.
-type tunedLister struct {
-	restLister
-	tuning recoverytune.Tuning
-}
-
-func (l tunedLister) RecoveryTuning() recoverytune.Tuning { return l.tuning }
 
 // wireOnly is a restLister that is no MetadataWireLister: it embeds only
 // the RateLimitedLister's methods and adds the full list's.
