@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // rateLimited is a fakeLister behind a client rate limiter of qps.
@@ -48,6 +51,49 @@ func TestNewHonoursTuning(t *testing.T) {
 			}
 			if r.cfg.noPageAhead != tc.noPageAhead {
 				t.Errorf("no page ahead %v, want %v", r.cfg.noPageAhead, tc.noPageAhead)
+			}
+		})
+	}
+}
+
+// A rate-limited lister's QPS sets the fetch request budget a recovery
+// plans with: at 5 QPS, 100 changed objects exceed the 64 requests allowed
+// and are fetched by one list of the collection; at 1,000 QPS each is
+// fetched alone.
+func TestRecoveryBudgetFromQPS(t *testing.T) {
+	var stored, listed []*v1.Pod
+	for i := range 100 {
+		name := fmt.Sprintf("p%03d", i)
+		stored = append(stored, upod("ns", name, "u"+name, "1"))
+		listed = append(listed, upod("ns", name, "u"+name, "5"))
+	}
+	for _, tc := range []struct {
+		qps      float32
+		requests int
+		fetches  []string
+	}{
+		{5, 1, []string{"*@10"}},
+		{1000, 100, nil},
+	} {
+		t.Run(fmt.Sprint(tc.qps), func(t *testing.T) {
+			store := newRecoveryStore(stored...)
+			lister := &fakeLister{
+				meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+					return metaList("10", listed...), nil
+				},
+				objects: server("10", listed...),
+			}
+			h := startRecovery(t, store, lister, "1", func(o *Options, _ *fakeLW) {
+				o.Recovery.Lister = rateLimited{fakeLister: lister, qps: tc.qps}
+			})
+			store.waitFor(t, "end@10")
+			h.stop()
+			stats := h.obs.Stats()
+			if len(stats) != 1 || stats[0].Requests != tc.requests || stats[0].Fetched != 100 {
+				t.Fatalf("recovery stats %+v, want one recovery of %d requests, 100 fetched", stats, tc.requests)
+			}
+			if tc.fetches != nil {
+				equal(t, "fetches", lister.Fetches(), tc.fetches)
 			}
 		})
 	}
