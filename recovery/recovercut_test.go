@@ -338,7 +338,8 @@ func TestMetadataPageCutAnywhere(t *testing.T) {
 				lister := &fakeLister{meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) { return list.DeepCopy(), nil }}
 				cut := &cutAtMetaLister{fakeLister: lister, cutAt: &cutAt{body: body, n: n, end: end, once: &onceCut{}}}
 				changes := &changeCount{stored: 3, fraction: 2}
-				page, err := metadataPage(context.Background(), cut, metav1.ListOptions{Limit: 3}, nil, nil, changes)
+				funcs := listerOf(cut)
+				page, err := metadataPage(context.Background(), &funcs, metav1.ListOptions{Limit: 3}, nil, nil, changes)
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}

@@ -2,6 +2,10 @@ package recovery
 
 import (
 	"context"
+	"io"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -30,6 +34,9 @@ type Hooks struct {
 // config is a Recovery completed with its defaults and Tuning.
 type config struct {
 	Recovery
+	// lister is Recovery.Lister's methods, read once: a recovery decides
+	// on its page size and first page before its first request.
+	lister            listerFuncs
 	fullListFraction  float64
 	firstPageFraction float64
 	// maxFetchRequests: 0 derives it from a RateLimitedLister, negative
@@ -41,7 +48,7 @@ type config struct {
 
 // newConfig completes cfg with its defaults and reads its Tuning.
 func newConfig(cfg *Recovery) config {
-	c := config{Recovery: *cfg,
+	c := config{Recovery: *cfg, lister: listerOf(cfg.Lister),
 		fullListFraction:  orDefault(cfg.Tuning.FullListFraction, fullListFraction),
 		firstPageFraction: orDefault(cfg.Tuning.FirstPageFraction, firstPageFraction),
 		maxFetchRequests:  cfg.Tuning.MaxFetchRequests,
@@ -54,6 +61,36 @@ func newConfig(cfg *Recovery) config {
 		c.ListInFull = true
 	}
 	return c
+}
+
+// listerFuncs are a MetadataLister's methods; those it lacks are nil.
+type listerFuncs struct {
+	ListMetadata     func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
+	ListObjects      func(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error)
+	ListMetadataWire func(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error)
+	ListObjectsWire  wireListFunc
+	QPS              float32
+}
+
+// wireListFunc is WireLister.ListObjectsWire.
+type wireListFunc = func(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error)
+
+// listerOf reads l's methods, the optional ones by their interfaces.
+func listerOf(l MetadataLister) listerFuncs {
+	if l == nil {
+		return listerFuncs{}
+	}
+	f := listerFuncs{ListMetadata: l.ListMetadata, ListObjects: l.ListObjects}
+	if wl, ok := l.(MetadataWireLister); ok {
+		f.ListMetadataWire = wl.ListMetadataWire
+	}
+	if wl, ok := l.(WireLister); ok {
+		f.ListObjectsWire = wl.ListObjectsWire
+	}
+	if rl, ok := l.(RateLimitedLister); ok {
+		f.QPS = rl.QPS()
+	}
+	return f
 }
 
 // orDefault returns fraction if it is above zero, else def. A NaN is not

@@ -77,11 +77,7 @@ func (r *Recoverer) maxFetchRequests() int {
 	if n := r.cfg.maxFetchRequests; n != 0 {
 		return max(n, 0)
 	}
-	rl, ok := r.cfg.Lister.(RateLimitedLister)
-	if !ok {
-		return 0
-	}
-	qps := rl.QPS()
+	qps := r.cfg.lister.QPS
 	if qps <= 0 {
 		return 0
 	}
@@ -126,7 +122,7 @@ func (r *Recoverer) fetchObject(ctx context.Context, key, listRV string, count f
 	}
 	var list runtime.Object
 	err = r.retryFetch(ctx, count, func() (err error) {
-		list, err = r.cfg.Lister.ListObjects(ctx, ns, name, fetchOptions(listRV))
+		list, err = r.cfg.lister.ListObjects(ctx, ns, name, fetchOptions(listRV))
 		return err
 	})
 	if err != nil || ctx.Err() != nil {
@@ -150,7 +146,7 @@ func (r *Recoverer) fetchObject(ctx context.Context, key, listRV string, count f
 func (r *Recoverer) fetchCollection(rec *recovery) error {
 	keys := rec.fetchKeys
 	var items []runtime.Object
-	if wl, ok := r.cfg.Lister.(WireLister); ok {
+	if listWire := r.cfg.lister.ListObjectsWire; listWire != nil {
 		wanted := make(map[string]struct{}, len(keys))
 		for _, k := range keys {
 			wanted[k] = struct{}{}
@@ -165,7 +161,7 @@ func (r *Recoverer) fetchCollection(rec *recovery) error {
 		err := r.retryFetch(rec.ctx, rec.countRequest, func() (err error) {
 			opts := fetchOptions(rec.listRV)
 			opts.Limit = fetchPageSize
-			listed, _, _, err = r.listWire(rec.ctx, wl, "", opts, keep)
+			listed, _, _, err = r.listWire(rec.ctx, listWire, "", opts, keep)
 			return err
 		})
 		if err != nil || rec.ctx.Err() != nil {
@@ -192,7 +188,7 @@ func (r *Recoverer) fetchCollection(rec *recovery) error {
 		rec.countDecoded(decoded)
 	} else {
 		p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return r.cfg.Lister.ListObjects(ctx, "", "", opts)
+			return r.cfg.lister.ListObjects(ctx, "", "", opts)
 		})
 		var list runtime.Object
 		err := r.retryFetch(rec.ctx, rec.countRequest, func() (err error) {

@@ -60,15 +60,15 @@ const fetchPageSize = reflector.DefaultPagedListPageSize
 // returns reflector.ErrFullList if the Lister is not a WireLister, unless
 // Recovery.ListInFull asks for its pages decoded.
 func (r *Recoverer) listFull(ctx context.Context, resourceVersion string) (*recoveryList, error) {
-	wl, ok := r.cfg.Lister.(WireLister)
-	if !ok {
+	listWire := r.cfg.lister.ListObjectsWire
+	if listWire == nil {
 		if !r.cfg.ListInFull {
 			return nil, reflector.ErrFullList
 		}
-		wl = decodingLister{r.cfg.Lister}
+		listWire = decodedLists(r.cfg.lister.ListObjects)
 	}
 	opts := listOptions(resourceVersion, r.l.PageSize(resourceVersion))
-	items, rv, pages, err := r.listWire(ctx, wl, "", opts, r.newerThan(resourceVersion))
+	items, rv, pages, err := r.listWire(ctx, listWire, "", opts, r.newerThan(resourceVersion))
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (rec *recovery) decodeListed(l *recoveryList) (map[string]runtime.Object, e
 // resourceVersion and the number of pages. Of a page read from its bytes,
 // only the items keep wants hold them (wireItem.held); the others are
 // their identity alone.
-func (r *Recoverer) listWire(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) ([]wireItem, string, int, error) {
+func (r *Recoverer) listWire(ctx context.Context, lister wireListFunc, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) ([]wireItem, string, int, error) {
 	first := opts
 	var items []wireItem
 	rv, pages := "", 0
@@ -195,8 +195,8 @@ func (r *Recoverer) listWire(ctx context.Context, lister WireLister, namespace s
 // is a body cut short anywhere (a connection closed mid-response), an empty
 // one included, and one that turns out, partly read, not to be that list
 // (a changed layout: the scanner pins v0.37.2's).
-func (r *Recoverer) wirePage(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) (*wireList, error) {
-	body, decode, err := lister.ListObjectsWire(ctx, namespace, opts)
+func (r *Recoverer) wirePage(ctx context.Context, lister wireListFunc, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) (*wireList, error) {
+	body, decode, err := lister(ctx, namespace, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -316,8 +316,8 @@ func (r *Recoverer) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wi
 // one cut where an envelope field ends gives a list without items. So a
 // protobuf body must hold its whole envelope (wire.CheckWhole), or the page
 // fails.
-func wholePage(ctx context.Context, lister WireLister, namespace string, opts metav1.ListOptions) ([]byte, func([]byte) (runtime.Object, error), error) {
-	body, decode, err := lister.ListObjectsWire(ctx, namespace, opts)
+func wholePage(ctx context.Context, lister wireListFunc, namespace string, opts metav1.ListOptions) ([]byte, func([]byte) (runtime.Object, error), error) {
+	body, decode, err := lister(ctx, namespace, opts)
 	if err != nil || body == nil {
 		return nil, decode, err
 	}
@@ -329,12 +329,12 @@ func wholePage(ctx context.Context, lister WireLister, namespace string, opts me
 	return whole, decode, err
 }
 
-// decodingLister is a MetadataLister's full list for Recovery.ListInFull:
-// no body to read, each page decoded whole by ListObjects.
-type decodingLister struct{ MetadataLister }
-
-func (l decodingLister) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
-	return nil, func([]byte) (runtime.Object, error) { return l.ListObjects(ctx, namespace, "", opts) }, nil
+// decodedLists is the full list of Recovery.ListInFull without a wire
+// form: no body to read, each page decoded whole by listObjects.
+func decodedLists(listObjects func(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error)) wireListFunc {
+	return func(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
+		return nil, func([]byte) (runtime.Object, error) { return listObjects(ctx, namespace, "", opts) }, nil
+	}
 }
 
 // isTableList reports a Table response, which cannot feed a cache, as

@@ -28,7 +28,7 @@ import (
 // them.
 func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*recoveryList, error) {
 	pageSize := int64(recoveryPageSize)
-	if _, ok := r.cfg.Lister.(MetadataWireLister); ok {
+	if r.cfg.lister.ListMetadataWire != nil {
 		pageSize = recoveryStreamPageSize
 	}
 	opts := listOptions(resourceVersion, pageSize)
@@ -114,7 +114,7 @@ var errManyChanged = errors.New("much of the collection changed")
 // read at ""). An estimate from one page (pages are in key order, so one
 // page may be a few namespaces): a wrong one costs time, not correctness.
 func (r *Recoverer) countChanges(resourceVersion string) *changeCount {
-	if _, ok := r.cfg.Lister.(WireLister); !ok {
+	if r.cfg.lister.ListObjectsWire == nil {
 		return nil
 	}
 	stored, ok := parseRV(resourceVersion)
@@ -158,13 +158,12 @@ func (c *changeCount) many(n int64) bool {
 // for again and decoded. A cut anywhere counts: before or inside the
 // protobuf prefix too, and an empty body, which is no list in any format.
 func (r *Recoverer) metadataPage(ctx context.Context, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
-	return metadataPage(ctx, r.cfg.Lister, opts, ahead, continued, changes)
+	return metadataPage(ctx, &r.cfg.lister, opts, ahead, continued, changes)
 }
 
 // metadataPage is Recoverer.metadataPage of lister.
-func metadataPage(ctx context.Context, lister MetadataLister, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
-	wl, ok := lister.(MetadataWireLister)
-	if !ok {
+func metadataPage(ctx context.Context, lister *listerFuncs, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
+	if lister.ListMetadataWire == nil {
 		return decodedPage(ctx, lister, opts, changes)
 	}
 	var body io.ReadCloser
@@ -174,7 +173,7 @@ func metadataPage(ctx context.Context, lister MetadataLister, opts metav1.ListOp
 		body, err = ahead.wait()
 	} else {
 		ahead.drop()
-		body, err = wl.ListMetadataWire(ctx, opts)
+		body, err = lister.ListMetadataWire(ctx, opts)
 	}
 	if err != nil {
 		return nil, err
@@ -252,7 +251,7 @@ func jsonMetadataPage(br io.Reader, changes *changeCount) (*wireList, error) {
 
 // decodedPage lists one page of the collection's metadata decoded, and
 // counts its items in changes, if not nil.
-func decodedPage(ctx context.Context, lister MetadataLister, opts metav1.ListOptions, changes *changeCount) (*wireList, error) {
+func decodedPage(ctx context.Context, lister *listerFuncs, opts metav1.ListOptions, changes *changeCount) (*wireList, error) {
 	list, err := lister.ListMetadata(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -304,12 +303,12 @@ type pageAhead struct {
 
 // askAhead makes the request of the page opts asks for, on a goroutine.
 func (r *Recoverer) askAhead(ctx context.Context, opts metav1.ListOptions) *pageAhead {
-	wl := r.cfg.Lister.(MetadataWireLister) // only its pages tell their continue token early
+	listWire := r.cfg.lister.ListMetadataWire // only its pages tell their continue token early
 	ctx, cancel := context.WithCancel(ctx)
 	a := &pageAhead{opts: opts, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
-		a.body, a.err = wl.ListMetadataWire(ctx, opts)
+		a.body, a.err = listWire(ctx, opts)
 	}()
 	return a
 }
@@ -371,8 +370,9 @@ type Listing struct {
 func ListVersions(ctx context.Context, lister MetadataLister) (*Listing, error) {
 	opts := metav1.ListOptions{Limit: recoveryStreamPageSize}
 	l := &Listing{Versions: map[string]Version{}}
+	funcs := listerOf(lister)
 	for {
-		page, err := metadataPage(ctx, lister, opts, nil, nil, nil)
+		page, err := metadataPage(ctx, &funcs, opts, nil, nil, nil)
 		if err != nil {
 			return nil, err
 		}
