@@ -180,6 +180,15 @@ func NewSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 // NewSharedIndexInformerWithOptions is client-go's
 // cache.NewSharedIndexInformerWithOptions with persistence.
 func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject runtime.Object, opts InformerOptions) (*Informer, error) {
+	if err := opts.Recovery.Validate(); err != nil {
+		return nil, fmt.Errorf("InformerOptions.%w", err)
+	}
+	if r := opts.Recovery; r != nil {
+		// A copy: the options are frozen once the informer is made.
+		rc, lc := *r, *r.Lister
+		rc.Lister = &lc
+		opts.Recovery = &rc
+	}
 	p := opts.Persistence
 	var store storeIndexer
 	var persistent *Indexer

@@ -137,13 +137,14 @@ type InformerOptions struct {
 	// been applied, as in client-go, either way.
 	SyncedAtOpen bool
 
-	// Recovery, with a Lister, makes the informer recover after a 410, or
+	// Recovery makes the informer recover after a 410, or
 	// for a list the collection owes, by what changed instead of relisting
 	// everything: a metadata-only list, a diff against the stored objects'
 	// UIDs and resourceVersions, and fetches of what changed with the watch
 	// already open (see recovery.Recovery and the package documentation).
 	// The factories set it for the resources they can list metadata of.
 	// Nil: such lists are full lists, reconciled with the stored state.
+	// A Recovery without a complete Lister fails the informer's constructor.
 	Recovery *recovery.Recovery
 
 	// WarmListBelow: a warm start of a collection holding fewer objects

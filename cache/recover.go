@@ -93,7 +93,7 @@ var _ recovery.RecoveryStore = recoveryQueue{}
 // queue, able to recover if the informer persists and recoveries are set
 // up.
 func (s *Informer) reflectorStore(fifo *cache.RealFIFO) reflector.Store {
-	if s.persistent == nil || s.opts.Recovery == nil || s.opts.Recovery.Lister == nil {
+	if s.persistent == nil || s.opts.Recovery == nil {
 		return fifo
 	}
 	return recoveryQueue{RealFIFO: fifo, s: s}

@@ -24,7 +24,7 @@ import (
 	"github.com/boltinformer/boltinformer/recovery"
 )
 
-// sourceLister is a recovery.MetadataLister over a FakeControllerSource.
+// sourceLister lists a FakeControllerSource for a recovery (lister).
 // Its fetches wait while held.
 type sourceLister struct {
 	src *fcache.FakeControllerSource
@@ -38,6 +38,11 @@ type sourceLister struct {
 
 // oneByOne makes a recovery fetch each changed object alone.
 var oneByOne = recovery.Tuning{FullListFraction: 2}
+
+// lister is the recovery.Lister of l's methods.
+func (l *sourceLister) lister() *recovery.Lister {
+	return &recovery.Lister{ListMetadata: l.ListMetadata, ListObjects: l.ListObjects}
+}
 
 func (l *sourceLister) list() ([]*corev1.Pod, string, error) {
 	obj, err := l.src.List(metav1.ListOptions{})
@@ -202,7 +207,7 @@ func TestRecoveryAfterExpiry(t *testing.T) {
 	lister := &sourceLister{src: src}
 	plain, resyncing := &tombstoneRecorder{}, &tombstoneRecorder{}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery:     &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
+		Recovery:     &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 		ResyncPeriod: time.Hour,
 	}, func(inf *bcache.Informer) {
 		if _, err := inf.AddEventHandlerWithResyncPeriod(plain, 0); err != nil {
@@ -280,7 +285,7 @@ func TestRecoveryWithATransform(t *testing.T) {
 	lister := &sourceLister{src: src}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
 		Persistence: p,
-		Recovery:    &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
+		Recovery:    &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, withTransform)
 	r.synced(t)
 	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
@@ -317,7 +322,7 @@ func TestRecoveryInterruptedIsRedone(t *testing.T) {
 	lister := &sourceLister{src: src}
 	held, release := lister.holdFetches()
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
+		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, nil)
 	select {
 	case <-held:
@@ -338,7 +343,7 @@ func TestRecoveryInterruptedIsRedone(t *testing.T) {
 	f.reopen()
 
 	r = startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
+		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, nil)
 	r.synced(t)
 	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
@@ -396,7 +401,7 @@ func TestRecoveryOvertakesTheWarmHandOff(t *testing.T) {
 	lister := &sourceLister{src: src}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
 		Persistence: p,
-		Recovery:    &recovery.Recovery{Lister: lister},
+		Recovery:    &recovery.Recovery{Lister: lister.lister()},
 	}, func(inf *bcache.Informer) {
 		var err error
 		if heldReg, err = inf.AddEventHandler(held); err != nil {
@@ -479,7 +484,7 @@ func TestRecoveryHoldsBackTheWalk(t *testing.T) {
 			inf, err := bcache.NewSharedIndexInformerWithOptions(noFullLists{noWatchList{src}, t}, &corev1.Pod{}, bcache.InformerOptions{
 				Persistence:    p,
 				Indexers:       indexers,
-				Recovery:       &recovery.Recovery{Lister: lister, Workers: 1},
+				Recovery:       &recovery.Recovery{Lister: lister.lister(), Workers: 1},
 				InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond,
 			})
 			if err != nil {
@@ -580,7 +585,7 @@ func TestRecoveryLongAfterTheProofListsAgain(t *testing.T) {
 	lister := &sourceLister{src: src}
 	rec := &tombstoneRecorder{}
 	r := startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
+		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, func(inf *bcache.Informer) {
 		if _, err := inf.AddEventHandler(rec); err != nil {
 			t.Fatal(err)
@@ -634,6 +639,12 @@ type laggingLister struct {
 	lagging func(opts metav1.ListOptions) *metav1.PartialObjectMetadataList
 }
 
+// lister is the recovery.Lister of l's methods, which wrap the
+// sourceLister's.
+func (l *laggingLister) lister() *recovery.Lister {
+	return &recovery.Lister{ListMetadata: l.ListMetadata, ListObjects: l.ListObjects}
+}
+
 func (l *laggingLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 	l.mu.Lock()
 	lagging := l.lagging
@@ -678,7 +689,7 @@ func TestRecoveryKeepsWhatALaggingListLacks(t *testing.T) {
 	// while the fetch of c hangs: the store owes a list, at 5.
 	lister := &laggingLister{sourceLister: &sourceLister{src: src}, stuck: "c"}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
+		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, nil)
 	r.ev.waitFor(t, 6, "initial adds, a0 and b")
 	r.stop()
@@ -706,7 +717,7 @@ func TestRecoveryKeepsWhatALaggingListLacks(t *testing.T) {
 	}
 	lister.mu.Unlock()
 	r = startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister, Workers: 1, Tuning: oneByOne},
+		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, nil)
 	r.synced(t)
 	r.ev.waitFor(t, 6, "initial adds and c's update")
@@ -724,5 +735,19 @@ func TestRecoveryKeepsWhatALaggingListLacks(t *testing.T) {
 	}
 	if coll := r.inf.Indexer().Collection(); coll.MustList() {
 		t.Error("still marked must-list")
+	}
+}
+
+// A Recovery without a Lister is a mistake the informer's constructor
+// names, instead of relisting in full as if Recovery were nil.
+func TestRecoveryWithoutAListerIsRejected(t *testing.T) {
+	f := newTestFile(t)
+	src := fcache.NewFakeControllerSource()
+	_, err := bcache.NewSharedIndexInformerWithOptions(noWatchList{src}, &corev1.Pod{}, bcache.InformerOptions{
+		Persistence: bcache.Persistence{DB: f.db, Collection: "pods"},
+		Recovery:    &recovery.Recovery{},
+	})
+	if err == nil || !strings.Contains(err.Error(), "InformerOptions.Recovery.Lister is nil") {
+		t.Fatalf("NewSharedIndexInformerWithOptions: %v, want the nil Lister named", err)
 	}
 }

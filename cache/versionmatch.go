@@ -214,7 +214,7 @@ func (s *Informer) matchesVersions(resume string) bool {
 		below = DefaultWarmListBelow
 	}
 	if resume == "" || below < 0 || s.opts.SyncedAtOpen || s.persistent == nil || s.persistent.InMemory() ||
-		s.opts.Recovery == nil || s.opts.Recovery.Lister == nil {
+		s.opts.Recovery == nil {
 		return false
 	}
 	n, err := s.persistent.coll.Len()

@@ -26,7 +26,7 @@ import (
 // after a 410. A 410 means its stored resourceVersion left the apiserver's
 // watch history. That happens after a downtime longer than about 75 s, or
 // after any apiserver restart. The recovery makes a metadata list, diffs it
-// against the stored objects, and fetches what changed. Its MetadataLister
+// against the stored objects, and fetches what changed. Its recovery.Lister
 // must list exactly what the informer's ListerWatcher lists. Here that
 // ListerWatcher is controller-runtime's and opaque, since its closures hold
 // the namespace and the selectors. So the adapter builds the recovery's lists
@@ -38,7 +38,8 @@ import (
 //     request, probed the same way, has the same path and selectors. The
 //     diff then sees exactly the collection the informer stores. Its pages
 //     are requested by that path through a REST client on the same HTTP
-//     client. They are read as they arrive (recovery.MetadataWireLister).
+//     client. They are read as they arrive
+//     (recovery.Lister.ListMetadataWire).
 //   - A fetch is the informer's own list, through its ListerWatcher. So it
 //     decodes as the informer's list does, typed through the cache's scheme
 //     or unstructured, with the GroupVersionKind set. fetchTransport narrows
@@ -82,8 +83,7 @@ type recoveries struct {
 	// (Options.RecoverGroups).
 	groups map[string]bool
 	// qps is the rate the informers' REST clients allow, 0 for no limit, so
-	// that the recovery plans fetches that fit it
-	// (recovery.RateLimitedLister).
+	// that the recovery plans fetches that fit it (recovery.Lister.QPS).
 	qps float32
 }
 
@@ -157,7 +157,7 @@ func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *
 	case key.form == formMetadata:
 		// Its own list is the metadata list (see the file's header).
 		return &recovery.Recovery{
-			Lister:         ownListLister{toolscache.ToListerWatcherWithContext(lw)},
+			Lister:         ownListLister{toolscache.ToListerWatcherWithContext(lw)}.lister(),
 			ListInFull:     true,
 			OpaqueVersions: !r.vouched(key),
 		}, nil
@@ -197,9 +197,9 @@ func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *
 	if key.form == formTyped && scheme.Scheme.IsGroupRegistered(key.gvk.Group) {
 		// client-go's scheme decodes built-in types as the informer's own
 		// list does, and the server speaks protobuf for them.
-		return &recovery.Recovery{Lister: wireRecoveryLister{l}}, nil
+		return &recovery.Recovery{Lister: wireRecoveryLister{l}.lister()}, nil
 	}
-	return &recovery.Recovery{Lister: l}, nil
+	return &recovery.Recovery{Lister: l.lister()}, nil
 }
 
 // listPath is an informer's list request path, taken apart.
@@ -226,8 +226,8 @@ func parseListPath(path string) (listPath, error) {
 	return p, nil
 }
 
-// recoveryLister is the recovery.MetadataLister of one informer (see the
-// file's header).
+// recoveryLister lists for one informer's recovery (see the file's
+// header); lister makes its recovery.Lister.
 type recoveryLister struct {
 	meta   metadata.ResourceInterface
 	wire   rest.Interface
@@ -238,21 +238,23 @@ type recoveryLister struct {
 	qps    float32
 }
 
-var (
-	_ recovery.RateLimitedLister  = (*recoveryLister)(nil)
-	_ recovery.MetadataWireLister = (*recoveryLister)(nil)
-)
+// lister is the recovery.Lister of l's methods, with its client's QPS.
+func (l *recoveryLister) lister() *recovery.Lister {
+	return &recovery.Lister{
+		ListMetadata:     l.ListMetadata,
+		ListObjects:      l.ListObjects,
+		ListMetadataWire: l.ListMetadataWire,
+		QPS:              l.qps,
+	}
+}
 
-// QPS implements recovery.RateLimitedLister.
-func (l *recoveryLister) QPS() float32 { return l.qps }
-
-// ListMetadata implements recovery.MetadataLister.
+// ListMetadata is recovery.Lister.ListMetadata.
 func (l *recoveryLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 	opts.LabelSelector, opts.FieldSelector = l.label, l.field
 	return l.meta.List(ctx, opts)
 }
 
-// ListMetadataWire implements recovery.MetadataWireLister. It makes
+// ListMetadataWire is recovery.Lister.ListMetadataWire. It makes
 // ListMetadata's request, with the informer's list path and selectors as
 // recovery probed them, and returns the body as it arrives.
 func (l *recoveryLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
@@ -261,7 +263,7 @@ func (l *recoveryLister) ListMetadataWire(ctx context.Context, opts metav1.ListO
 		SetHeader("Accept", recovery.MetadataListAccept).Stream(ctx)
 }
 
-// ListObjects implements recovery.MetadataLister through the informer's
+// ListObjects is recovery.Lister.ListObjects, through the informer's
 // own list, narrowed by fetchTransport.
 func (l *recoveryLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
 	if err := l.inNamespace(namespace); err != nil {
@@ -280,17 +282,18 @@ func (l *recoveryLister) ListObjects(ctx context.Context, namespace, name string
 // list's first page showed many changed, or metadata lists are refused.
 type wireRecoveryLister struct{ *recoveryLister }
 
-var (
-	_ recovery.WireLister         = wireRecoveryLister{}
-	_ recovery.RateLimitedLister  = wireRecoveryLister{}
-	_ recovery.MetadataWireLister = wireRecoveryLister{}
-)
+// lister is the recoveryLister's recovery.Lister with ListObjectsWire.
+func (l wireRecoveryLister) lister() *recovery.Lister {
+	lr := l.recoveryLister.lister()
+	lr.ListObjectsWire = l.ListObjectsWire
+	return lr
+}
 
 // listAccept asks for protobuf, which a recovery reads without decoding,
 // or JSON.
 const listAccept = "application/vnd.kubernetes.protobuf,application/json"
 
-// ListObjectsWire implements recovery.WireLister. It makes the informer's
+// ListObjectsWire is recovery.Lister.ListObjectsWire. It makes the informer's
 // list request, with its path and selectors, through the wire client. The
 // request is narrowed to namespace, as a fetch is, and the body returned
 // undecoded as it arrives. decode decodes a whole body as a list of the
@@ -384,6 +387,11 @@ func (t fetchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // (recovery.Recovery.ListInFull), which is all it is asked for.
 type ownListLister struct {
 	lw toolscache.ListerWatcherWithContext
+}
+
+// lister is the recovery.Lister of l's methods.
+func (l ownListLister) lister() *recovery.Lister {
+	return &recovery.Lister{ListMetadata: l.ListMetadata, ListObjects: l.ListObjects}
 }
 
 func (l ownListLister) ListMetadata(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {

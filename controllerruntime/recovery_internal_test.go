@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-
-	"github.com/boltinformer/boltinformer/recovery"
 )
 
 // A fetch narrows the informer's own list request: the object's name is
@@ -72,7 +70,7 @@ func TestFetchNarrowsTheInformersList(t *testing.T) {
 // list of exactly its list. Custom resources that were not named do not
 // recover. Nor does an informer whose list carries a parameter the
 // metadata list cannot repeat. Typed informers of built-in types can also list in full
-// undecoded (recovery.WireLister). Metadata-only informers recover from
+// undecoded (recovery.Lister.ListObjectsWire). Metadata-only informers recover from
 // their own list, any group's, comparing the resourceVersions of a group
 // not vouched for only for equality.
 func TestWhichInformersRecover(t *testing.T) {
@@ -131,7 +129,7 @@ func TestWhichInformersRecover(t *testing.T) {
 		case (rec != nil) != tc.recover:
 			t.Errorf("%s: recovery %v, want %v", tc.what, rec != nil, tc.recover)
 		case rec != nil:
-			if _, wire := rec.Lister.(recovery.WireLister); wire != tc.wire {
+			if wire := rec.Lister.ListObjectsWire != nil; wire != tc.wire {
 				t.Errorf("%s: lists in full undecoded %v, want %v", tc.what, wire, tc.wire)
 			}
 			if rec.ListInFull != tc.own || rec.OpaqueVersions != tc.opaque {

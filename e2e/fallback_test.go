@@ -43,9 +43,9 @@ const (
 // metadata form, as an aggregated API's may not: its metadata lists ask for
 // a form the server does not have (PartialObjectMetadataList of a version
 // meta.k8s.io does not serve), which kube-apiserver answers 406 Not
-// Acceptable. Everything else is the typed client's lister.
+// Acceptable. Its full lists are the typed client's lister's.
 type noMetadataLister struct {
-	recovery.WireLister
+	typed    *recovery.Lister
 	rc       rest.Interface
 	resource string
 	selector string
@@ -58,11 +58,19 @@ type noMetadataLister struct {
 func newNoMetadataLister(t testing.TB, cs kubernetes.Interface, selector string) noMetadataLister {
 	t.Helper()
 	rc := cs.CoreV1().RESTClient()
-	wl, ok := factory.NewMetadataLister(rc, "pods", "", metav1.ListOptions{LabelSelector: selector}).(recovery.WireLister)
-	if !ok {
-		t.Fatal("the typed client's lister is not a recovery.WireLister")
+	typed := factory.NewMetadataLister(rc, "pods", "", metav1.ListOptions{LabelSelector: selector})
+	if typed == nil || typed.ListObjectsWire == nil {
+		t.Fatal("the typed client's lister does not list in full undecoded")
 	}
-	return noMetadataLister{WireLister: wl, rc: rc, resource: "pods", selector: selector, notAcceptable: &atomic.Int64{}}
+	return noMetadataLister{typed: typed, rc: rc, resource: "pods", selector: selector, notAcceptable: &atomic.Int64{}}
+}
+
+// lister is the typed client's Lister with l's ListMetadata, without a
+// metadata list's wire form, and without a rate limit (QPS 0).
+func (l noMetadataLister) lister() *recovery.Lister {
+	lr := *l.typed
+	lr.ListMetadata, lr.ListMetadataWire, lr.QPS = l.ListMetadata, nil, 0
+	return &lr
 }
 
 func (l noMetadataLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
@@ -184,7 +192,7 @@ func TestRecoveryFromAFullList(t *testing.T) {
 	// 1. Cold.
 	db := openDB(t, path)
 	spec.db, spec.cs = db, newClientset(t, cfg, nil)
-	spec.lister = newNoMetadataLister(t, spec.cs, selector)
+	spec.lister = newNoMetadataLister(t, spec.cs, selector).lister()
 	inf := newInformer(t, spec)
 	r := run(t, inf)
 	waitSynced(t, inf)
@@ -215,7 +223,7 @@ func TestRecoveryFromAFullList(t *testing.T) {
 	obs := &recoveryObserver{}
 	spec.db, spec.cs, spec.observer, spec.resync = db, newClientset(t, counted, nil), obs, resync
 	lister := newNoMetadataLister(t, spec.cs, selector)
-	spec.lister = lister
+	spec.lister = lister.lister()
 	inf = newInformer(t, spec)
 	resyncing, plain, mono := &recorder{}, &recorder{}, &monotonic{last: map[string]uint64{}}
 	regResync, err := inf.AddEventHandlerWithResyncPeriod(resyncing, resync)
@@ -430,7 +438,7 @@ func TestFallbackCost(t *testing.T) {
 			Observer:    obs,
 		}
 		if fallback {
-			opts.Recovery = &recovery.Recovery{Lister: newNoMetadataLister(t, cs, selector)}
+			opts.Recovery = &recovery.Recovery{Lister: newNoMetadataLister(t, cs, selector).lister()}
 		}
 		lw := cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", func(o *metav1.ListOptions) { o.LabelSelector = selector })
 		start, cpu := time.Now(), runstats.SelfCPU()

@@ -160,7 +160,7 @@ type informerSpec struct {
 	fetchOneByOne bool
 	// lister, with recovery, is the recovery's lister instead of
 	// factory.NewMetadataLister's.
-	lister recovery.MetadataLister
+	lister *recovery.Lister
 	// pageSize is InformerOptions.PageSize; zero chooses as client-go.
 	pageSize int64
 	// warmListBelow is InformerOptions.WarmListBelow.

@@ -15,7 +15,6 @@ import (
 
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
-	"github.com/boltinformer/boltinformer/recovery"
 )
 
 var (
@@ -104,11 +103,10 @@ func TestRecoveryFetchCost(t *testing.T) {
 			opts = metav1.ListOptions{Limit: 500, Continue: m.GetContinue()}
 		}
 	})
-	wl := lister.(recovery.WireLister)
 	// A recovery's full list, as its fallback and fetches make it: at a
 	// resourceVersion in one response, only the changed items decoded.
 	measure(fmt.Sprintf("full list undecoded (%d %s, one response)", n, resource), 3, func() error {
-		_, _, err := wl.ListObjectsWire(ctx, "", notOlder(rv))
+		_, _, err := lister.ListObjectsWire(ctx, "", notOlder(rv))
 		return err
 	})
 	measure("metadata list (pages of 500)", 3, func() error {
@@ -123,7 +121,7 @@ func TestRecoveryFetchCost(t *testing.T) {
 		}
 	})
 	measure(fmt.Sprintf("namespace list undecoded (%d objects)", n/len(namespaces)), 3, func() error {
-		_, _, err := wl.ListObjectsWire(ctx, namespaces[0], notOlder(rv))
+		_, _, err := lister.ListObjectsWire(ctx, namespaces[0], notOlder(rv))
 		return err
 	})
 	measure(fmt.Sprintf("namespace list (%d objects)", n/len(namespaces)), 3, func() error {

@@ -13,13 +13,12 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/boltinformer/boltinformer/recovery"
 )
 
 // A recovery (recovery.Recovery) lists the collection's metadata and
-// fetches what changed, through a recovery.MetadataLister that lists
+// fetches what changed, through a recovery.Lister that lists
 // exactly what the informer's ListerWatcher lists: the same resource,
 // namespace and selectors. The factories build one for each informer whose
 // ListerWatcher is client-go's own (its list is exactly its request) on a
@@ -31,7 +30,7 @@ import (
 // informer's) or of a namespace, through the typed client, so they decode
 // as the informer's list does. Where the metadata list cannot be made, a
 // recovery lists the collection in full through the typed client and
-// decodes only what changed (recovery.WireLister); with a protobuf client
+// decodes only what changed (recovery.Lister.ListObjectsWire); with a protobuf client
 // (rest.Config.ContentType) the unchanged objects are not decoded at all.
 //
 // A metadata factory's informer lists in full to recover: its objects are
@@ -43,15 +42,15 @@ import (
 // Dynamic informers recover given a metadata client
 // (PersistenceOptions.MetadataClient); without one they relist in full.
 
-// NewMetadataLister returns the MetadataLister of the collection of
+// NewMetadataLister returns the recovery.Lister of the collection of
 // resource in namespace ("" for all namespaces, or a cluster-scoped
 // resource) selected by selectors' label and field selectors, listed
 // through rc, a typed clientset's REST client of the resource's
 // group-version (for example clientset.CoreV1().RESTClient()). The caller
 // vouches that the resource is served from etcd (any resource of
 // kube-apiserver that is not aggregated). It returns nil if rc is not a
-// *rest.RESTClient (a fake clientset).
-func NewMetadataLister(rc rest.Interface, resource, namespace string, selectors metav1.ListOptions) recovery.MetadataLister {
+// *rest.RESTClient (a fake clientset). Its QPS is rc's rate limiter's.
+func NewMetadataLister(rc rest.Interface, resource, namespace string, selectors metav1.ListOptions) *recovery.Lister {
 	r, ok := rc.(*rest.RESTClient)
 	if !ok || r == nil {
 		return nil
@@ -66,14 +65,24 @@ func NewMetadataLister(rc rest.Interface, resource, namespace string, selectors 
 	if err != nil {
 		return nil
 	}
-	return &restLister{
+	l := &restLister{
 		meta:      mc.Resource(gv.WithResource(resource)),
 		objects:   rc,
-		limiter:   r.GetRateLimiter(),
 		resource:  resource,
 		namespace: namespace,
 		label:     selectors.LabelSelector,
 		field:     selectors.FieldSelector,
+	}
+	var qps float32
+	if limiter := r.GetRateLimiter(); limiter != nil {
+		qps = limiter.QPS() // a token bucket's rate does not change
+	}
+	return &recovery.Lister{
+		ListMetadata:     l.ListMetadata,
+		ListObjects:      l.ListObjects,
+		ListMetadataWire: l.ListMetadataWire,
+		ListObjectsWire:  l.ListObjectsWire,
+		QPS:              qps,
 	}
 }
 
@@ -82,21 +91,10 @@ func NewMetadataLister(rc rest.Interface, resource, namespace string, selectors 
 type restLister struct {
 	meta      metadata.Getter
 	objects   rest.Interface
-	limiter   flowcontrol.RateLimiter
 	resource  string
 	namespace string
 	label     string
 	field     string
-}
-
-var _ recovery.RateLimitedLister = (*restLister)(nil)
-
-// QPS implements recovery.RateLimitedLister.
-func (l *restLister) QPS() float32 {
-	if l.limiter == nil {
-		return 0
-	}
-	return l.limiter.QPS()
 }
 
 func (l *restLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
@@ -104,10 +102,7 @@ func (l *restLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) 
 	return l.meta.Namespace(l.namespace).List(ctx, opts)
 }
 
-var _ recovery.WireLister = (*restLister)(nil)
-var _ recovery.MetadataWireLister = (*restLister)(nil)
-
-// ListMetadataWire implements recovery.MetadataWireLister: ListMetadata's
+// ListMetadataWire is recovery.Lister.ListMetadataWire: ListMetadata's
 // request through the typed REST client, its body as it arrives.
 func (l *restLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	opts.LabelSelector, opts.FieldSelector = l.label, l.field
@@ -119,7 +114,7 @@ func (l *restLister) ListObjects(ctx context.Context, namespace, name string, op
 	return l.list(ctx, namespace, name, opts).Get()
 }
 
-// ListObjectsWire implements recovery.WireLister: the body, as it
+// ListObjectsWire is recovery.Lister.ListObjectsWire: the body, as it
 // arrives, is in the typed client's wire format (protobuf where its config
 // asks for it), and the returned function decodes a whole body as a list of
 // a type of client-go's scheme, which are the typed client's types.
@@ -160,13 +155,18 @@ func withName(field, name string) string {
 	return field + "," + fields.OneTermEqualSelector("metadata.name", name).String()
 }
 
-// metadataLister is the MetadataLister of a metadata factory's informer:
-// its objects are metadata too.
+// metadataLister lists for a metadata factory's informer's recovery
+// (lister): its objects are metadata too.
 type metadataLister struct {
 	client    metadata.Interface
 	gvr       schema.GroupVersionResource
 	namespace string
 	tweak     func(*metav1.ListOptions)
+}
+
+// lister is the recovery.Lister of l's methods.
+func (l *metadataLister) lister() *recovery.Lister {
+	return &recovery.Lister{ListMetadata: l.ListMetadata, ListObjects: l.ListObjects}
 }
 
 func (l *metadataLister) ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
@@ -191,11 +191,17 @@ func (l *metadataLister) list(ctx context.Context, namespace, name string, opts 
 	return l.client.Resource(l.gvr).Namespace(namespace).List(ctx, opts)
 }
 
-// dynamicLister is the MetadataLister of a dynamic factory's informer:
+// dynamicLister lists for a dynamic factory's informer's recovery (lister):
 // metadata through a metadata client, objects through the dynamic client.
 type dynamicLister struct {
 	metadataLister
 	client dynamic.Interface
+}
+
+// lister is the recovery.Lister of l's methods: the metadata lister's
+// ListMetadata, and its own ListObjects.
+func (l *dynamicLister) lister() *recovery.Lister {
+	return &recovery.Lister{ListMetadata: l.ListMetadata, ListObjects: l.ListObjects}
 }
 
 func (l *dynamicLister) ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error) {
@@ -215,10 +221,11 @@ func dynamicRecovery(mc metadata.Interface, client dynamic.Interface, gvr schema
 	if mc == nil {
 		return nil
 	}
-	return &recovery.Recovery{Lister: &dynamicLister{
+	l := &dynamicLister{
 		metadataLister: metadataLister{client: mc, gvr: gvr, namespace: namespace, tweak: tweak},
 		client:         client,
-	}}
+	}
+	return &recovery.Recovery{Lister: l.lister()}
 }
 
 // metadataRecovery returns the recovery settings of a metadata factory's
@@ -233,7 +240,7 @@ func metadataRecovery(client metadata.Interface, gvr schema.GroupVersionResource
 		return nil
 	}
 	return &recovery.Recovery{
-		Lister:         &metadataLister{client: client, gvr: gvr, namespace: namespace, tweak: tweak},
+		Lister:         (&metadataLister{client: client, gvr: gvr, namespace: namespace, tweak: tweak}).lister(),
 		ListInFull:     true,
 		OpaqueVersions: !scheme.Scheme.IsGroupRegistered(gvr.Group),
 	}

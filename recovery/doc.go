@@ -33,11 +33,12 @@
 // resourceVersion go backwards. One with another UID follows a
 // cache.DeletedFinalStateUnknown of the key's last state.
 //
-// resourceVersions are compared as integers: a MetadataLister vouches that
-// they are etcd revisions. Where the metadata list cannot be made, or its
-// versions are not integers, a WireLister's full list serves as the list
-// and the fetches, and only its changed items are decoded (recoverlist.go).
-// Without one, the reflector lists in full (reflector.ErrFullList).
+// resourceVersions are compared as integers: a Lister vouches that they
+// are etcd revisions. Where the metadata list cannot be made, or its
+// versions are not integers, a full list through Lister.ListObjectsWire
+// serves as the list and the fetches, and only its changed items are
+// decoded (recoverlist.go). Without it, the reflector lists in full
+// (reflector.ErrFullList).
 // Recovery.ListInFull makes every recovery such a full list.
 // Recovery.OpaqueVersions tells versions only equal or not.
 //

@@ -396,7 +396,7 @@ type Options struct {
 
 // testRecovery is a Recovery with its tuning and hooks, as tests set them.
 type testRecovery struct {
-	Lister                              MetadataLister
+	Lister                              testLister
 	Workers                             int
 	FullListFraction, FirstPageFraction float64
 	MaxFetchRequests                    int
@@ -405,9 +405,17 @@ type testRecovery struct {
 	Started                             func() (ended func())
 }
 
+// testLister is a scripted lister: lister returns its Lister, whose
+// fields are the methods it has and no others.
+type testLister interface{ lister() *Lister }
+
 // config completes c as New does.
 func (c testRecovery) config() config {
-	return newConfig(&Recovery{Lister: c.Lister, Workers: c.Workers, ListInFull: c.ListInFull, OpaqueVersions: c.OpaqueVersions,
+	var lister *Lister
+	if c.Lister != nil {
+		lister = c.Lister.lister()
+	}
+	return newConfig(&Recovery{Lister: lister, Workers: c.Workers, ListInFull: c.ListInFull, OpaqueVersions: c.OpaqueVersions,
 		Tuning: Tuning{FullListFraction: c.FullListFraction, FirstPageFraction: c.FirstPageFraction, MaxFetchRequests: c.MaxFetchRequests}})
 }
 
@@ -417,7 +425,7 @@ func newReflector(lw cache.ListerWatcher, store reflector.Store, o Options) *ref
 	opts := o.Options
 	rs, ok := store.(RecoveryStore)
 	if c := o.Recovery; c != nil && c.Lister != nil && ok {
-		r := New(&Recovery{Lister: c.Lister}, rs, Hooks{Listed: c.Listed, Started: c.Started})
+		r := New(&Recovery{Lister: c.Lister.lister()}, rs, Hooks{Listed: c.Listed, Started: c.Started})
 		r.cfg = c.config()
 		opts.Relister = r
 	}

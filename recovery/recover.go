@@ -53,63 +53,65 @@ type Version struct {
 	ResourceVersion string
 }
 
-// MetadataLister is what a recovery asks the server beyond the
-// ListerWatcher. Both methods list what the ListerWatcher lists — the same
-// resource, namespace, label and field selectors — so that the diff and the
-// fetches see exactly the collection the store holds. A MetadataLister also
-// vouches that the collection's resourceVersions are etcd revisions, which
-// a recovery compares as integers.
-type MetadataLister interface {
+// Lister is what a recovery asks the server beyond the ListerWatcher, as
+// functions, as client-go's cache.ListWatch is. Its lists are exactly the
+// ListerWatcher's: the same resource, namespace, label and field
+// selectors. So the diff and the fetches see the collection the store
+// holds. A Lister vouches that the collection's resourceVersions are etcd
+// revisions, which a recovery compares as integers, unless
+// Recovery.OpaqueVersions says otherwise. ListMetadata and ListObjects are
+// required; each other field's comment names what its zero value does.
+// New copies the Lister, so a change made to it later changes no recovery.
+type Lister struct {
 	// ListMetadata lists one page of the collection's metadata, with opts'
-	// ResourceVersion, ResourceVersionMatch, Limit and Continue.
-	ListMetadata(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
+	// ResourceVersion, ResourceVersionMatch, Limit and Continue. Required.
+	ListMetadata func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
 	// ListObjects lists the collection's objects, restricted to namespace
 	// and to the object named name when they are not empty (name as a
 	// metadata.name field selector, beside the lister's own selectors),
 	// with opts' ResourceVersion, ResourceVersionMatch, Limit and Continue.
-	ListObjects(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error)
-}
-
-// WireLister is a MetadataLister that can also hand over a list of objects
-// as the server sent it. A recovery that cannot list metadata (the server
-// does not serve the metadata form, as an aggregated API may not) or
-// compare the listed resourceVersions (they are not integers) lists the
-// whole collection through it instead, reads each item's UID and
-// resourceVersion from the bytes of a Kubernetes protobuf response and
-// decodes only the items that changed; its fetch of the whole collection
-// likewise decodes only the objects it is for. A body in another format
-// (JSON) is decoded whole. Without a WireLister those lists are decoded
-// whole, and a recovery whose metadata list cannot be made or compared is
-// a full list through Store.Replace, as client-go's.
-type WireLister interface {
-	MetadataLister
+	// Required.
+	ListObjects func(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error)
+	// ListMetadataWire is ListMetadata, undecoded, its request made with
+	// the Accept header MetadataListAccept: it returns the response body,
+	// which the caller reads and closes. A recovery then reads each item's
+	// identity from a Kubernetes protobuf body as it arrives (a JSON body
+	// is decoded). It asks for larger pages (recoveryStreamPageSize), as it
+	// holds one item at a time. Nil: pages of 500 items, each decoded by
+	// ListMetadata.
+	ListMetadataWire func(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error)
 	// ListObjectsWire is ListObjects of namespace (empty: all the lister
-	// lists) without a name, undecoded: it returns the response body as it
+	// lists) without a name, undecoded. It returns the response body as it
 	// arrives, which the caller reads and closes, and a function that
 	// decodes a whole body as ListObjects would have.
-	ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (body io.ReadCloser, decode func([]byte) (runtime.Object, error), err error)
+	//
+	// A recovery that cannot list metadata (the server does not serve the
+	// metadata form, as an aggregated API may not) or compare the listed
+	// resourceVersions (they are not integers) lists the whole collection
+	// through it instead. It reads each item's UID and resourceVersion from
+	// the bytes of a Kubernetes protobuf response and decodes only the
+	// items that changed. Its fetch of the whole collection likewise
+	// decodes only the objects it is for. A body in another format (JSON)
+	// is decoded whole.
+	//
+	// Nil: those lists are decoded whole (ListObjects), and a recovery
+	// whose metadata list cannot be made or compared is a full list through
+	// Store.Replace, as client-go's, unless Recovery.ListInFull is set.
+	ListObjectsWire func(ctx context.Context, namespace string, opts metav1.ListOptions) (body io.ReadCloser, decode func([]byte) (runtime.Object, error), err error)
+	// QPS is the sustained rate of the client rate limiter that the
+	// requests go through (client-go's default is 5 a second). A recovery
+	// plans its fetches to fit it (see fetchBudgetTime). Zero or less: no
+	// limit, and no request budget.
+	QPS float32
 }
 
-// MetadataListAccept is the Accept header of a MetadataWireLister's
+// MetadataListAccept is the Accept header of Lister.ListMetadataWire's
 // request: the list's metadata only, in protobuf or JSON, as client-go's
 // metadata client asks, but never the objects (client-go's also accepts
 // plain JSON): a server that cannot serve the metadata form answers 406
 // Not Acceptable, and the recovery lists in full instead.
 const MetadataListAccept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," +
 	"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-
-// MetadataWireLister is a MetadataLister that can also hand over a page of
-// the metadata list as the server sends it: a recovery then reads each
-// item's identity from a Kubernetes protobuf response as it arrives,
-// instead of decoding the list (a body in JSON is decoded), and asks for
-// larger pages (recoveryStreamPageSize), as it holds one item at a time.
-type MetadataWireLister interface {
-	MetadataLister
-	// ListMetadataWire is ListMetadata, undecoded, its request made with
-	// the Accept header MetadataListAccept: it returns the response body,
-	// which the caller reads and closes.
-	ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error)
-}
 
 // RecoveryPlan is what a recovery's diff asks of the store.
 type RecoveryPlan struct {
@@ -151,20 +153,21 @@ type RecoveryStore interface {
 // Recovery is what a user chooses of recoveries (cache.InformerOptions
 // and the factories take it). Zero values are the defaults.
 type Recovery struct {
-	// Lister lists metadata and fetches objects. Required.
-	Lister MetadataLister
+	// Lister lists metadata and fetches objects. Required: Validate
+	// names what is missing.
+	Lister *Lister
 	// Workers bounds the fetch requests in flight. Zero: 4.
 	Workers int
 	// ListInFull makes every recovery list the whole collection through
 	// the Lister instead of its metadata and then what changed: where the
 	// informer's objects are metadata (PartialObjectMetadata), its full
 	// list is no larger than the metadata list and holds the changed
-	// objects. Through a WireLister only the changed items are decoded;
-	// otherwise the pages are decoded whole (ListObjects), and only the
+	// objects. Through Lister.ListObjectsWire only the changed items are
+	// decoded; otherwise the pages are decoded whole (ListObjects), and only the
 	// writing and delivering of the unchanged objects is saved.
 	ListInFull bool
 	// OpaqueVersions says the Lister does not vouch that the collection's
-	// resourceVersions are etcd revisions (a MetadataLister does): an
+	// resourceVersions are etcd revisions (a Lister does by default): an
 	// aggregated API's server may serve any string. A recovery then tells
 	// two resourceVersions only equal or not — an object listed at the
 	// stored UID and resourceVersion is unchanged, any other is applied as
@@ -189,30 +192,21 @@ type Tuning struct {
 	// decoded list (e2e TestRecoveryFetchCost). Above 1: never.
 	FullListFraction float64
 	// FirstPageFraction is the share of a metadata list's first page that,
-	// once changed, turns the recovery into one full list (WireLister only).
+	// once changed, turns the recovery into one full list (with
+	// Lister.ListObjectsWire only).
 	// Zero or less: 0.05, where the full list wins at 100,000 Pods
 	// (informerbench recover). Above 1: never.
 	FirstPageFraction float64
 	// MaxFetchRequests bounds a recovery's one-object fetch requests; more
 	// changed objects are fetched by one list of the collection. Zero:
-	// derived from a RateLimitedLister's QPS (what it allows in ten
-	// seconds, at least 64), unbounded for other listers. Negative: no
+	// derived from Lister.QPS (what it allows in ten seconds, at least
+	// 64), unbounded where QPS is zero or less. Negative: no
 	// bound, whatever the rate limit.
 	MaxFetchRequests int
 	// NoPageAhead stops a streamed metadata list from asking for its next
 	// page while it reads one. False: it asks ahead, which saves a round
 	// trip per page.
 	NoPageAhead bool
-}
-
-// RateLimitedLister is a MetadataLister whose requests go through a client
-// rate limiter (client-go's default is 5 a second); a recovery plans its
-// fetches to fit it (see fetchBudgetTime).
-type RateLimitedLister interface {
-	MetadataLister
-	// QPS is the sustained rate of requests the limiter allows; zero or
-	// less for none.
-	QPS() float32
 }
 
 // RecoveryStats describes one recovery.
@@ -236,7 +230,7 @@ type RecoveryStats struct {
 	Decoded int
 	// FullList says the recovery's list was of whole objects, not of
 	// metadata (the metadata list could not be made or compared; see
-	// WireLister): the changed objects came from it, decoded alone, and
+	// Lister.ListObjectsWire): the changed objects came from it, decoded alone, and
 	// Fetched counts those applied.
 	FullList bool
 	// Duration is the time from the metadata list to the store's

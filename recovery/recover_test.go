@@ -172,7 +172,7 @@ func (s *recoveryStore) waitFor(t *testing.T, call string) {
 	})
 }
 
-// fakeLister scripts a MetadataLister. meta answers metadata list pages;
+// fakeLister scripts a Lister's two required functions. meta answers metadata list pages;
 // objects answers ListObjects (namespace and name "" for all).
 type fakeLister struct {
 	meta    func(n int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
@@ -226,6 +226,14 @@ func (l *fakeLister) ListObjects(ctx context.Context, namespace, name string, op
 	l.fetches = append(l.fetches, what+"@"+opts.ResourceVersion)
 	l.mu.Unlock()
 	return l.objects(ctx, namespace, name, opts)
+}
+
+// lister is the Lister of fakeLister's methods.
+func (l *fakeLister) lister() *Lister {
+	lr := &Lister{}
+	lr.ListMetadata = l.ListMetadata
+	lr.ListObjects = l.ListObjects
+	return lr
 }
 
 func (l *fakeLister) MetaOpts() []metav1.ListOptions {

@@ -180,9 +180,9 @@ func (c *cutAt) Asked() int {
 	return c.asked
 }
 
-// cutAtMetaLister is a MetadataWireLister whose metadata pages are served
-// by cutAt. Its decoded metadata lists, the pages asked for again, are its
-// fakeLister's.
+// cutAtMetaLister is a fakeLister with ListMetadataWire, whose metadata
+// pages are served by cutAt. Its decoded metadata lists, the pages asked
+// for again, are its fakeLister's.
 type cutAtMetaLister struct {
 	*fakeLister
 	*cutAt
@@ -192,8 +192,8 @@ func (l *cutAtMetaLister) ListMetadataWire(context.Context, metav1.ListOptions) 
 	return l.serve(func(c *onceCut) bool { return c.first(&c.metaCut) }), nil
 }
 
-// cutAtWireLister is a WireLister, for a full list, whose pages are served
-// by cutAt.
+// cutAtWireLister is a fakeLister with ListObjectsWire, for a full list,
+// whose pages are served by cutAt.
 type cutAtWireLister struct {
 	*fakeLister
 	*cutAt
@@ -338,8 +338,7 @@ func TestMetadataPageCutAnywhere(t *testing.T) {
 				lister := &fakeLister{meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) { return list.DeepCopy(), nil }}
 				cut := &cutAtMetaLister{fakeLister: lister, cutAt: &cutAt{body: body, n: n, end: end, once: &onceCut{}}}
 				changes := &changeCount{stored: 3, fraction: 2}
-				funcs := listerOf(cut)
-				page, err := metadataPage(context.Background(), &funcs, metav1.ListOptions{Limit: 3}, nil, nil, changes)
+				page, err := metadataPage(context.Background(), cut.lister(), metav1.ListOptions{Limit: 3}, nil, nil, changes)
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
@@ -393,10 +392,10 @@ func TestRecoveryOfAPageCutTwiceIsReportedAndBacksOff(t *testing.T) {
 		// lister cuts every body at its start until healed. asked counts
 		// the requests, two an attempt: the page, and the page asked for
 		// again.
-		lister func(healed func() bool) (l MetadataLister, cut *cutAt, asked func() int)
+		lister func(healed func() bool) (l testLister, cut *cutAt, asked func() int)
 	}{{
 		name: "metadata page",
-		lister: func(healed func() bool) (MetadataLister, *cutAt, func() int) {
+		lister: func(healed func() bool) (testLister, *cutAt, func() int) {
 			body := encodeMetadataList(t, metaList("10", onServer...))["protobuf"]
 			cut := &cutAt{body: body, n: 0, end: io.EOF}
 			decoded := &fakeLister{
@@ -412,7 +411,7 @@ func TestRecoveryOfAPageCutTwiceIsReportedAndBacksOff(t *testing.T) {
 		},
 	}, {
 		name: "full list page",
-		lister: func(func() bool) (MetadataLister, *cutAt, func() int) {
+		lister: func(func() bool) (testLister, *cutAt, func() int) {
 			body := encodePodList(t, podList("10", onServer...))["protobuf"]
 			cut := &cutAt{body: body, n: 0, end: io.ErrUnexpectedEOF}
 			return &cutAtWireLister{fakeLister: &fakeLister{meta: notAcceptable, objects: func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error) {
@@ -499,4 +498,25 @@ func TestRecoveryOfAPageCutTwiceAnywhereNeverReadsLess(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lister is the Lister of cutMetaLister's methods.
+func (l *cutMetaLister) lister() *Lister {
+	lr := l.metaWireLister.lister()
+	lr.ListMetadataWire = l.ListMetadataWire
+	return lr
+}
+
+// lister is the Lister of cutAtMetaLister's methods.
+func (l *cutAtMetaLister) lister() *Lister {
+	lr := l.fakeLister.lister()
+	lr.ListMetadataWire = l.ListMetadataWire
+	return lr
+}
+
+// lister is the Lister of cutAtWireLister's methods.
+func (l *cutAtWireLister) lister() *Lister {
+	lr := l.fakeLister.lister()
+	lr.ListObjectsWire = l.ListObjectsWire
+	return lr
 }

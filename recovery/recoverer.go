@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,12 +35,13 @@ type Hooks struct {
 // config is a Recovery completed with its defaults and Tuning.
 type config struct {
 	Recovery
-	// lister is Recovery.Lister's methods, read once: a recovery decides
-	// on its page size and first page before its first request.
-	lister            listerFuncs
+	// lister is a copy of Recovery.Lister, made at New, and Recovery.Lister
+	// is nil: a recovery decides on its page size and first page before
+	// its first request, so a later change to the Lister must not reach it.
+	lister            Lister
 	fullListFraction  float64
 	firstPageFraction float64
-	// maxFetchRequests: 0 derives it from a RateLimitedLister, negative
+	// maxFetchRequests: 0 derives it from Lister.QPS, negative
 	// is no bound.
 	maxFetchRequests int
 	// noPageAhead turns that fast path off, to measure what it buys.
@@ -48,12 +50,16 @@ type config struct {
 
 // newConfig completes cfg with its defaults and reads its Tuning.
 func newConfig(cfg *Recovery) config {
-	c := config{Recovery: *cfg, lister: listerOf(cfg.Lister),
+	c := config{Recovery: *cfg,
 		fullListFraction:  orDefault(cfg.Tuning.FullListFraction, fullListFraction),
 		firstPageFraction: orDefault(cfg.Tuning.FirstPageFraction, firstPageFraction),
 		maxFetchRequests:  cfg.Tuning.MaxFetchRequests,
 		noPageAhead:       cfg.Tuning.NoPageAhead,
 	}
+	if cfg.Lister != nil { // New requires one; newConfig's tests may not
+		c.lister = *cfg.Lister
+	}
+	c.Recovery.Lister = nil
 	if c.Workers <= 0 {
 		c.Workers = defaultWorkers
 	}
@@ -63,34 +69,25 @@ func newConfig(cfg *Recovery) config {
 	return c
 }
 
-// listerFuncs are a MetadataLister's methods; those it lacks are nil.
-type listerFuncs struct {
-	ListMetadata     func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
-	ListObjects      func(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error)
-	ListMetadataWire func(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error)
-	ListObjectsWire  wireListFunc
-	QPS              float32
-}
+// listObjectsWire is Lister.ListObjectsWire's type.
+type listObjectsWire = func(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error)
 
-// wireListFunc is WireLister.ListObjectsWire.
-type wireListFunc = func(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error)
-
-// listerOf reads l's methods, the optional ones by their interfaces.
-func listerOf(l MetadataLister) listerFuncs {
-	if l == nil {
-		return listerFuncs{}
+// Validate reports what makes r unusable: a nil Lister, or a Lister
+// without ListMetadata or ListObjects. A nil Recovery is valid: it asks
+// for no recovery.
+func (r *Recovery) Validate() error {
+	const how = "set it, or leave Recovery nil to relist in full as client-go does"
+	switch {
+	case r == nil:
+		return nil
+	case r.Lister == nil:
+		return fmt.Errorf("Recovery.Lister is nil: %s", how)
+	case r.Lister.ListMetadata == nil:
+		return fmt.Errorf("Recovery.Lister.ListMetadata is nil: %s", how)
+	case r.Lister.ListObjects == nil:
+		return fmt.Errorf("Recovery.Lister.ListObjects is nil: %s", how)
 	}
-	f := listerFuncs{ListMetadata: l.ListMetadata, ListObjects: l.ListObjects}
-	if wl, ok := l.(MetadataWireLister); ok {
-		f.ListMetadataWire = wl.ListMetadataWire
-	}
-	if wl, ok := l.(WireLister); ok {
-		f.ListObjectsWire = wl.ListObjectsWire
-	}
-	if rl, ok := l.(RateLimitedLister); ok {
-		f.QPS = rl.QPS()
-	}
-	return f
+	return nil
 }
 
 // orDefault returns fraction if it is above zero, else def. A NaN is not
@@ -116,10 +113,15 @@ type Recoverer struct {
 
 var _ reflector.Relister = (*Recoverer)(nil)
 
-// New returns a Recoverer for store. It returns nil if cfg has no Lister.
+// New returns a Recoverer for store, or nil for a nil cfg. It panics if
+// cfg does not Validate: its caller, the informer's constructor, checks it
+// and returns the error.
 func New(cfg *Recovery, store RecoveryStore, hooks Hooks) *Recoverer {
-	if cfg == nil || cfg.Lister == nil {
+	if cfg == nil {
 		return nil
+	}
+	if err := cfg.Validate(); err != nil {
+		panic("recovery.New: " + err.Error())
 	}
 	return &Recoverer{cfg: newConfig(cfg), store: store, listed: hooks.Listed, started: hooks.Started}
 }

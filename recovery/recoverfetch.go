@@ -141,7 +141,7 @@ func (r *Recoverer) fetchObject(ctx context.Context, key, listRV string, count f
 }
 
 // fetchCollection lists the collection and applies what it returns for
-// the keys still to be fetched. Through a WireLister, only those objects
+// the keys still to be fetched. Through Lister.ListObjectsWire, only those objects
 // are decoded.
 func (r *Recoverer) fetchCollection(rec *recovery) error {
 	keys := rec.fetchKeys

@@ -26,7 +26,7 @@ import (
 // the collection's metadata (an aggregated API's server may not serve the
 // metadata form), the listed resourceVersions are not integers, or the
 // metadata list's first page shows much changed, a recovery lists the
-// whole collection through the WireLister instead, and that one list
+// whole collection through Lister.ListObjectsWire instead, and that one list
 // serves as both the metadata list and the fetches:
 //
 //   - each page is read as it arrives, without decoding it, where it is
@@ -53,11 +53,11 @@ import (
 // namespace or the collection, as the pager's.
 const fetchPageSize = reflector.DefaultPagedListPageSize
 
-// listFull lists the whole collection through the WireLister at
+// listFull lists the whole collection through Lister.ListObjectsWire at
 // resourceVersion (NotOlderThan it; "" a consistent read), for a recovery,
 // paged as the full list it replaces would be (listPageSize: at a
 // resourceVersion in one request, which the watch cache serves). It
-// returns reflector.ErrFullList if the Lister is not a WireLister, unless
+// returns reflector.ErrFullList if the Lister has no ListObjectsWire, unless
 // Recovery.ListInFull asks for its pages decoded.
 func (r *Recoverer) listFull(ctx context.Context, resourceVersion string) (*recoveryList, error) {
 	listWire := r.cfg.lister.ListObjectsWire
@@ -159,7 +159,7 @@ func (rec *recovery) decodeListed(l *recoveryList) (map[string]runtime.Object, e
 // resourceVersion and the number of pages. Of a page read from its bytes,
 // only the items keep wants hold them (wireItem.held); the others are
 // their identity alone.
-func (r *Recoverer) listWire(ctx context.Context, lister wireListFunc, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) ([]wireItem, string, int, error) {
+func (r *Recoverer) listWire(ctx context.Context, lister listObjectsWire, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) ([]wireItem, string, int, error) {
 	first := opts
 	var items []wireItem
 	rv, pages := "", 0
@@ -195,7 +195,7 @@ func (r *Recoverer) listWire(ctx context.Context, lister wireListFunc, namespace
 // is a body cut short anywhere (a connection closed mid-response), an empty
 // one included, and one that turns out, partly read, not to be that list
 // (a changed layout: the scanner pins v0.37.2's).
-func (r *Recoverer) wirePage(ctx context.Context, lister wireListFunc, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) (*wireList, error) {
+func (r *Recoverer) wirePage(ctx context.Context, lister listObjectsWire, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) (*wireList, error) {
 	body, decode, err := lister(ctx, namespace, opts)
 	if err != nil {
 		return nil, err
@@ -226,7 +226,7 @@ func (r *Recoverer) wirePage(ctx context.Context, lister wireListFunc, namespace
 	return r.decodedWirePage(whole, decode)
 }
 
-// errNoDecoder: a WireLister returned a body without the function that
+// errNoDecoder: Lister.ListObjectsWire returned a body without the function that
 // decodes it.
 var errNoDecoder = errors.New("the lister returned no decoder")
 
@@ -316,7 +316,7 @@ func (r *Recoverer) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wi
 // one cut where an envelope field ends gives a list without items. So a
 // protobuf body must hold its whole envelope (wire.CheckWhole), or the page
 // fails.
-func wholePage(ctx context.Context, lister wireListFunc, namespace string, opts metav1.ListOptions) ([]byte, func([]byte) (runtime.Object, error), error) {
+func wholePage(ctx context.Context, lister listObjectsWire, namespace string, opts metav1.ListOptions) ([]byte, func([]byte) (runtime.Object, error), error) {
 	body, decode, err := lister(ctx, namespace, opts)
 	if err != nil || body == nil {
 		return nil, decode, err
@@ -331,7 +331,7 @@ func wholePage(ctx context.Context, lister wireListFunc, namespace string, opts 
 
 // decodedLists is the full list of Recovery.ListInFull without a wire
 // form: no body to read, each page decoded whole by listObjects.
-func decodedLists(listObjects func(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error)) wireListFunc {
+func decodedLists(listObjects func(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error)) listObjectsWire {
 	return func(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
 		return nil, func([]byte) (runtime.Object, error) { return listObjects(ctx, namespace, "", opts) }, nil
 	}

@@ -28,7 +28,7 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// wireLister is a fakeLister that is also a WireLister: wire answers
+// wireLister is a fakeLister with ListObjectsWire: wire answers
 // ListObjectsWire with a response body, and decode decodes such a body as
 // a typed client does.
 type wireLister struct {
@@ -38,8 +38,6 @@ type wireLister struct {
 	mu       sync.Mutex
 	wireOpts []string // "namespace opts" of each call
 }
-
-var _ WireLister = (*wireLister)(nil)
 
 func (l *wireLister) ListObjectsWire(_ context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
 	if err := checkRecoveryList(opts); err != nil {
@@ -60,6 +58,13 @@ func (l *wireLister) ListObjectsWire(_ context.Context, namespace string, opts m
 // time.
 func wireBody(body []byte) io.ReadCloser {
 	return io.NopCloser(iotest.HalfReader(bytes.NewReader(body)))
+}
+
+// lister is the Lister of wireLister's methods.
+func (l *wireLister) lister() *Lister {
+	lr := l.fakeLister.lister()
+	lr.ListObjectsWire = l.ListObjectsWire
+	return lr
 }
 
 func (l *wireLister) WireOpts() []string {
@@ -297,7 +302,7 @@ func TestRecoveryFromAFullListUndecodable(t *testing.T) {
 	}
 }
 
-// Without a WireLister the recovery that cannot list metadata is a full
+// Without ListObjectsWire the recovery that cannot list metadata is a full
 // list through reflector.Store.Replace (TestRecoveryFallsBackToAFullList); with one,
 // a recovery's fetch of the whole collection goes through it too and decodes only the objects it is for: here the
 // unchanged z/d and the new-since x/new are spoiled.
@@ -413,14 +418,19 @@ type metaWireLister struct {
 	kind string
 }
 
-var _ MetadataWireLister = (*metaWireLister)(nil)
-
 func (l *metaWireLister) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	body, err := l.body(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	return io.NopCloser(iotest.HalfReader(bytes.NewReader(body))), nil
+}
+
+// lister is the Lister of metaWireLister's methods.
+func (l *metaWireLister) lister() *Lister {
+	lr := l.fakeLister.lister()
+	lr.ListMetadataWire = l.ListMetadataWire
+	return lr
 }
 
 // body is the response body of a metadata list.
@@ -442,7 +452,7 @@ func (l *metaWireLister) body(ctx context.Context, opts metav1.ListOptions) ([]b
 	return append(slices.Clone(protobufPrefix), unk...), err
 }
 
-// A recovery through a MetadataWireLister reads the metadata list's pages
+// A recovery through ListMetadataWire reads the metadata list's pages
 // from their bytes, protobuf or JSON, to the same diff, fetches and store
 // calls as from decoded lists; a body of another kind is an error, and
 // nothing is applied.
@@ -565,7 +575,7 @@ func TestRecoveryFirstPageManyChanged(t *testing.T) {
 }
 
 // With ListInFull a recovery lists the whole collection (no metadata list,
-// no fetches), through a lister that is not a WireLister page by page,
+// no fetches), through a lister without ListObjectsWire page by page,
 // decoded; the diff is a metadata list's, and the changed objects come
 // from the list.
 func TestRecoveryListsInFull(t *testing.T) {

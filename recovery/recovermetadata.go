@@ -14,7 +14,7 @@ import (
 )
 
 // A recovery's metadata list (recover.go): paged, each page read as it
-// arrives where the lister hands over its bytes (MetadataWireLister), and
+// arrives where the lister hands over its bytes (Lister.ListMetadataWire), and
 // each page asked for while the one before is still being read
 // (pageAhead).
 
@@ -107,9 +107,9 @@ var errManyChanged = errors.New("much of the collection changed")
 // countChanges returns the count by which a recovery decides from the
 // first page of its metadata list, made at resourceVersion (what the store
 // holds the collection at, or newer), whether so much changed that the rest
-// of the list should not be made: one full list, read from its bytes by a
-// WireLister, takes less time than the rest of the metadata list and the
-// fetches (see firstPageFraction). It is nil where the recovery
+// of the list should not be made: one full list, read from its bytes
+// through Lister.ListObjectsWire, takes less time than the rest of the
+// metadata list and the fetches (see firstPageFraction). It is nil where the recovery
 // cannot list in full, or has no version to compare with (a consistent
 // read at ""). An estimate from one page (pages are in key order, so one
 // page may be a few namespaces): a wrong one costs time, not correctness.
@@ -147,7 +147,7 @@ func (c *changeCount) many(n int64) bool {
 }
 
 // metadataPage lists one page of the collection's metadata, its items'
-// identities only: through a MetadataWireLister, read from a protobuf body
+// identities only: through Lister.ListMetadataWire, read from a protobuf body
 // as it arrives (from ahead, if not nil, the page's request already made),
 // and, once its ListMeta is read, calling continued, if not nil, with its
 // continue token; otherwise decoded. Where changes is not nil, it counts
@@ -162,7 +162,7 @@ func (r *Recoverer) metadataPage(ctx context.Context, opts metav1.ListOptions, a
 }
 
 // metadataPage is Recoverer.metadataPage of lister.
-func metadataPage(ctx context.Context, lister *listerFuncs, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
+func metadataPage(ctx context.Context, lister *Lister, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
 	if lister.ListMetadataWire == nil {
 		return decodedPage(ctx, lister, opts, changes)
 	}
@@ -251,7 +251,7 @@ func jsonMetadataPage(br io.Reader, changes *changeCount) (*wireList, error) {
 
 // decodedPage lists one page of the collection's metadata decoded, and
 // counts its items in changes, if not nil.
-func decodedPage(ctx context.Context, lister *listerFuncs, opts metav1.ListOptions, changes *changeCount) (*wireList, error) {
+func decodedPage(ctx context.Context, lister *Lister, opts metav1.ListOptions, changes *changeCount) (*wireList, error) {
 	list, err := lister.ListMetadata(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -365,14 +365,13 @@ type Listing struct {
 // ListVersions takes a consistent metadata list of lister's collection, at
 // resourceVersion "", in pages of recoveryStreamPageSize items of one
 // snapshot: one page for the small collections cache.Informer takes it
-// for. A MetadataWireLister's pages are read as they arrive: each item's
-// identity is kept, and nothing else of it is decoded or held.
-func ListVersions(ctx context.Context, lister MetadataLister) (*Listing, error) {
+// for. Pages through Lister.ListMetadataWire are read as they arrive: each
+// item's identity is kept, and nothing else of it is decoded or held.
+func ListVersions(ctx context.Context, lister *Lister) (*Listing, error) {
 	opts := metav1.ListOptions{Limit: recoveryStreamPageSize}
 	l := &Listing{Versions: map[string]Version{}}
-	funcs := listerOf(lister)
 	for {
-		page, err := metadataPage(ctx, &funcs, opts, nil, nil, nil)
+		page, err := metadataPage(ctx, lister, opts, nil, nil, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -158,7 +158,7 @@ func TestRecoveryAsksAheadOnlyOnceTheFirstPageDecided(t *testing.T) {
 	wire.check(t, []string{""})
 }
 
-// wireMetaLister is an aheadLister that is also a WireLister.
+// wireMetaLister is an aheadLister with ListObjectsWire.
 type wireMetaLister struct {
 	*aheadLister
 	wire func(n int, namespace string, opts metav1.ListOptions) ([]byte, error)
@@ -349,4 +349,33 @@ func TestRecoveryFirstPageDecidesAlone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lister is the Lister of aheadLister's methods.
+func (l *aheadLister) lister() *Lister {
+	lr := l.metaWireLister.lister()
+	lr.ListMetadataWire = l.ListMetadataWire
+	return lr
+}
+
+// lister is the Lister of wireMetaLister's methods.
+func (l *wireMetaLister) lister() *Lister {
+	lr := l.aheadLister.lister()
+	lr.ListObjectsWire = l.ListObjectsWire
+	return lr
+}
+
+// lister is the Lister of cutLister's methods.
+func (l *cutLister) lister() *Lister {
+	lr := l.metaWireLister.lister()
+	lr.ListMetadataWire = l.ListMetadataWire
+	lr.ListObjectsWire = l.ListObjectsWire
+	return lr
+}
+
+// lister is the Lister of bothWireLister's methods.
+func (l *bothWireLister) lister() *Lister {
+	lr := l.metaWireLister.lister()
+	lr.ListObjectsWire = l.ListObjectsWire
+	return lr
 }

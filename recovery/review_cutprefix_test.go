@@ -111,3 +111,10 @@ func TestRecoveryAsksAgainForAFullListPageCutInItsPrefix(t *testing.T) {
 		})
 	}
 }
+
+// lister is the Lister of prefixCutMetaLister's methods.
+func (l *prefixCutMetaLister) lister() *Lister {
+	lr := l.metaWireLister.lister()
+	lr.ListMetadataWire = l.ListMetadataWire
+	return lr
+}

@@ -3,6 +3,7 @@ package recovery
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,7 +16,12 @@ type rateLimited struct {
 	qps float32
 }
 
-func (l rateLimited) QPS() float32 { return l.qps }
+// lister is the fakeLister's Lister with QPS.
+func (l rateLimited) lister() *Lister {
+	lr := l.fakeLister.lister()
+	lr.QPS = l.qps
+	return lr
+}
 
 // New reads each field of Recovery.Tuning into the recovery's config, and
 // keeps the measured default for each zero field (and for a fraction that
@@ -39,7 +45,7 @@ func TestNewHonoursTuning(t *testing.T) {
 		{Tuning{FullListFraction: -1, FirstPageFraction: math.NaN()}, fullListFraction, firstPageFraction, max(minFetchBudget, budget), false},
 	} {
 		t.Run(fmt.Sprintf("%+v", tc.tuning), func(t *testing.T) {
-			r := New(&Recovery{Lister: lister, Tuning: tc.tuning}, nil, Hooks{})
+			r := New(&Recovery{Lister: lister.lister(), Tuning: tc.tuning}, nil, Hooks{})
 			if r.cfg.fullListFraction != tc.fullList {
 				t.Errorf("full list fraction %v, want %v", r.cfg.fullListFraction, tc.fullList)
 			}
@@ -96,5 +102,29 @@ func TestRecoveryBudgetFromQPS(t *testing.T) {
 				equal(t, "fetches", lister.Fetches(), tc.fetches)
 			}
 		})
+	}
+}
+
+// Validate names the first required part a Recovery lacks, and accepts a
+// nil Recovery (no recovery) and a Lister with only its required fields.
+func TestValidateNamesWhatIsMissing(t *testing.T) {
+	full := (&fakeLister{}).lister()
+	for _, tc := range []struct {
+		rec  *Recovery
+		want string
+	}{
+		{nil, ""},
+		{&Recovery{Lister: full}, ""},
+		{&Recovery{}, "Recovery.Lister is nil"},
+		{&Recovery{Lister: &Lister{ListObjects: full.ListObjects}}, "Recovery.Lister.ListMetadata is nil"},
+		{&Recovery{Lister: &Lister{ListMetadata: full.ListMetadata}}, "Recovery.Lister.ListObjects is nil"},
+	} {
+		err := tc.rec.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v, want no error", tc.rec, err)
+		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want+": set it")):
+			t.Errorf("%+v: %v, want %q and what to do", tc.rec, err, tc.want)
+		}
 	}
 }

@@ -20,7 +20,7 @@
 // recovery, 403, 404, 429 (with Retry-After) and 500 injected on any kind
 // of request, and objects recreated under the same name with a new UID. It
 // is a cache.ListerWatcher that reports watch-list semantics unsupported
-// and a recovery.MetadataLister.
+// and a recovery.Lister.
 //
 // It is as weak as the API allows (apiservers.go): one to three apiservers
 // behind one address, each request landing on any of them, each with a
@@ -35,8 +35,8 @@
 // several steps. In a third of the seeds the server sends bytes where a
 // real one does (wirelister.go): watches as protobuf streams read by
 // client-go's stream watcher through wire.Decoder, and the recovery's
-// lists through a WireListerWatcher (recovery.WireLister and
-// MetadataWireLister); some of those bodies are cut mid-stream.
+// lists through a WireListerWatcher (recovery.Lister's ListObjectsWire and
+// ListMetadataWire); some of those bodies are cut mid-stream.
 //
 // Faults strike mid-operation (faults.go): a step arms a trigger that
 // fires inside the server's handling of the n-th list, page (a continued

@@ -26,8 +26,8 @@ import (
 const (
 	KindList  = "list"  // ListerWatcher.List
 	KindWatch = "watch" // ListerWatcher.Watch
-	KindMeta  = "meta"  // MetadataLister.ListMetadata (and its wire form)
-	KindFetch = "fetch" // MetadataLister.ListObjects (and its wire form)
+	KindMeta  = "meta"  // recovery.Lister.ListMetadata (and its wire form)
+	KindFetch = "fetch" // recovery.Lister.ListObjects (and its wire form)
 	KindAny   = "any"
 	// KindPage is any list, metadata list or fetch with a continue token:
 	// a trigger's kind only.
@@ -139,21 +139,27 @@ func podList(items []*corev1.Pod, rv int64, cont string) *corev1.PodList {
 }
 
 // ListerWatcher is the informer's view of the server: a
-// cache.ListerWatcherWithContext and a recovery.MetadataLister over Pods.
+// cache.ListerWatcherWithContext and a recovery's lister over Pods
+// (recoveryLister).
 // It reports watch-list semantics unsupported, as a server without
 // streaming lists does.
 type ListerWatcher struct {
 	s *Server
 }
 
-// ListerWatcher returns the server's ListerWatcher and MetadataLister.
+// ListerWatcher returns the server's ListerWatcher, which also lists for a
+// recovery.
 func (s *Server) ListerWatcher() *ListerWatcher { return &ListerWatcher{s: s} }
 
 var (
 	_ cache.ListerWatcher            = (*ListerWatcher)(nil)
 	_ cache.ListerWatcherWithContext = (*ListerWatcher)(nil)
-	_ recovery.MetadataLister        = (*ListerWatcher)(nil)
 )
+
+// recoveryLister is the recovery.Lister of l's methods, without wire forms.
+func (l *ListerWatcher) recoveryLister() *recovery.Lister {
+	return &recovery.Lister{ListMetadata: l.ListMetadata, ListObjects: l.ListObjects}
+}
 
 func (l *ListerWatcher) IsWatchListSemanticsUnSupported() bool { return true }
 

@@ -121,12 +121,12 @@ func (d *driver) count(what string) {
 
 // listerWatcher returns what the informer lists and watches through, and
 // the recovery's lister.
-func (d *driver) listerWatcher() (cache.ListerWatcher, recovery.MetadataLister) {
+func (d *driver) listerWatcher() (cache.ListerWatcher, *recovery.Lister) {
 	if d.cfg.Wire {
 		wl := &WireListerWatcher{d.lw}
-		return wl, wl
+		return wl, wl.recoveryLister()
 	}
-	return d.lw, d.lw
+	return d.lw, d.lw.recoveryLister()
 }
 
 // liveFile records db as the running informer's file, for crash images,

@@ -9,7 +9,7 @@ import (
 // Config is what one run fixes for its whole schedule: the informer's
 // options and the server's behaviour.
 type Config struct {
-	Recovery       bool    // InformerOptions.Recovery with the server's MetadataLister
+	Recovery       bool    // InformerOptions.Recovery with the server's recovery.Lister
 	Workers        int     // Recovery.Workers
 	FullListAt     float64 // Recovery.Tuning.FullListFraction (above 1: fetch one by one)
 	WarmListBelow  int     // 0: the default (every simulated collection is below it); -1: off

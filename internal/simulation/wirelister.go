@@ -31,9 +31,9 @@ import (
 //     client-go's own stream watcher and decoders, the object decoder
 //     wrapped as the factories wrap it (wire.Decoder), so the store keeps
 //     the server's bytes of each object;
-//   - the recovery's metadata lists (recovery.MetadataWireLister) and its
-//     lists of the collection (recovery.WireLister) hand over response
-//     bodies, read as they arrive by internal/wire.
+//   - the recovery's metadata lists (recovery.Lister.ListMetadataWire) and
+//     its lists of the collection (recovery.Lister.ListObjectsWire) hand
+//     over response bodies, read as they arrive by internal/wire.
 //
 // With Cut, some bodies end early, as a dropped connection ends them: a
 // watch stream in the middle of an event (client-go's stream watcher then
@@ -59,15 +59,18 @@ var (
 )
 
 // WireListerWatcher is a ListerWatcher whose recovery lists hand over
-// protobuf bodies: a recovery.WireLister and recovery.MetadataWireLister.
+// protobuf bodies: its recoveryLister has both wire forms.
 type WireListerWatcher struct{ *ListerWatcher }
 
-var (
-	_ recovery.WireLister         = (*WireListerWatcher)(nil)
-	_ recovery.MetadataWireLister = (*WireListerWatcher)(nil)
-)
+// recoveryLister is the ListerWatcher's recovery.Lister with both wire
+// forms.
+func (l *WireListerWatcher) recoveryLister() *recovery.Lister {
+	lr := l.ListerWatcher.recoveryLister()
+	lr.ListMetadataWire, lr.ListObjectsWire = l.ListMetadataWire, l.ListObjectsWire
+	return lr
+}
 
-// ListMetadataWire implements recovery.MetadataWireLister.
+// ListMetadataWire is recovery.Lister.ListMetadataWire.
 func (l *WireListerWatcher) ListMetadataWire(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
 	s := l.s
 	if err := s.fire(ctx, KindMeta, opts); err != nil {
@@ -83,7 +86,7 @@ func (l *WireListerWatcher) ListMetadataWire(ctx context.Context, opts metav1.Li
 	return encodeBody(listEncoder, list, cut)
 }
 
-// ListObjectsWire implements recovery.WireLister.
+// ListObjectsWire is recovery.Lister.ListObjectsWire.
 func (l *WireListerWatcher) ListObjectsWire(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
 	s := l.s
 	if err := s.fire(ctx, KindFetch, opts); err != nil {

@@ -80,11 +80,10 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (_ *boltRun, err e
 		}
 		rec = &recovery.Recovery{Lister: lister}
 		if spec.RecoveryFullList {
-			wl, ok := lister.(recovery.WireLister)
-			if !ok {
+			if lister.ListObjectsWire == nil {
 				return nil, errors.New("the Pods' metadata lister cannot list in full undecoded")
 			}
-			rec.Lister = noMetadataLists{wl}
+			rec.Lister = noMetadataLists(lister)
 		}
 		if spec.RecoveryWithout != "" {
 			if !withoutLayer(rec, lister, spec.RecoveryWithout) {
@@ -260,10 +259,15 @@ func runInformer(ctx context.Context, inf cache.SharedIndexInformer) (stop func(
 	return func() { cancel(); <-done }
 }
 
-// noMetadataLists is a WireLister whose server cannot list metadata: it
-// answers 406 Not Acceptable, as an aggregated API may.
-type noMetadataLists struct{ recovery.WireLister }
-
-func (noMetadataLists) ListMetadata(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-	return nil, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "GET", schema.GroupResource{Resource: "pods"}, "", "", 0, false)
+// noMetadataLists is a copy of l whose server cannot list metadata: it
+// answers 406 Not Acceptable, as an aggregated API may. The copy has no
+// metadata list's wire form and no rate limit (QPS 0), as the lister this
+// variant measured always had.
+func noMetadataLists(l *recovery.Lister) *recovery.Lister {
+	c := *l
+	c.ListMetadataWire, c.QPS = nil, 0
+	c.ListMetadata = func(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+		return nil, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "GET", schema.GroupResource{Resource: "pods"}, "", "", 0, false)
+	}
+	return &c
 }

@@ -11,37 +11,40 @@ import (
 	"github.com/boltinformer/boltinformer/recovery"
 )
 
-// fullLister has every capability factory.NewMetadataLister's REST lister
-// has; its methods are never called here.
-type fullLister struct{}
-
-func (fullLister) ListMetadata(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-	return nil, nil
+// fullLister has every field factory.NewMetadataLister's REST lister
+// sets; its functions are never called here.
+func fullLister() *recovery.Lister {
+	return &recovery.Lister{
+		ListMetadata: func(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return nil, nil
+		},
+		ListObjects: func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error) {
+			return nil, nil
+		},
+		ListObjectsWire: func(context.Context, string, metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
+			return nil, nil, nil
+		},
+		ListMetadataWire: func(context.Context, metav1.ListOptions) (io.ReadCloser, error) {
+			return nil, nil
+		},
+		QPS: 5,
+	}
 }
-func (fullLister) ListObjects(context.Context, string, string, metav1.ListOptions) (runtime.Object, error) {
-	return nil, nil
-}
-func (fullLister) ListObjectsWire(context.Context, string, metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
-	return nil, nil, nil
-}
-func (fullLister) ListMetadataWire(context.Context, metav1.ListOptions) (io.ReadCloser, error) {
-	return nil, nil
-}
-func (fullLister) QPS() float32 { return 5 }
 
 // Each ablation variant turns off its own layer and keeps every other: the
-// tuning it sets, and the lister interfaces it keeps.
+// tuning it sets, and the Lister fields it keeps. The caller's Lister is
+// left whole.
 func TestWithoutLayerTurnsOffOneLayer(t *testing.T) {
 	for _, variant := range recoverLayerVariants {
 		layer := recoverLayers[variant]
 		t.Run(layer, func(t *testing.T) {
-			rec := &recovery.Recovery{Lister: fullLister{}}
-			if !withoutLayer(rec, fullLister{}, layer) {
+			full := fullLister()
+			rec := &recovery.Recovery{Lister: full}
+			if !withoutLayer(rec, full, layer) {
 				t.Fatalf("withoutLayer refused %q", layer)
 			}
-			_, wire := rec.Lister.(recovery.WireLister)
-			_, metaWire := rec.Lister.(recovery.MetadataWireLister)
-			_, limited := rec.Lister.(recovery.RateLimitedLister)
+			l := rec.Lister
+			wire, metaWire := l.ListObjectsWire != nil, l.ListMetadataWire != nil
 			var want recovery.Tuning
 			switch layer {
 			case "page-ahead":
@@ -52,12 +55,16 @@ func TestWithoutLayerTurnsOffOneLayer(t *testing.T) {
 			if rec.Tuning != want {
 				t.Errorf("tuning %+v, want %+v", rec.Tuning, want)
 			}
-			if wire != (layer != "wire-lists") || metaWire != (layer != "metadata-stream") || !limited {
-				t.Errorf("lister %T: WireLister %v, MetadataWireLister %v, RateLimitedLister %v", rec.Lister, wire, metaWire, limited)
+			if wire != (layer != "wire-lists") || metaWire != (layer != "metadata-stream") || l.QPS != 5 ||
+				l.ListMetadata == nil || l.ListObjects == nil {
+				t.Errorf("lister: ListObjectsWire %v, ListMetadataWire %v, QPS %v", wire, metaWire, l.QPS)
+			}
+			if full.ListObjectsWire == nil || full.ListMetadataWire == nil {
+				t.Error("withoutLayer changed the caller's Lister")
 			}
 		})
 	}
-	if withoutLayer(&recovery.Recovery{}, fullLister{}, "no-such-layer") {
+	if withoutLayer(&recovery.Recovery{}, fullLister(), "no-such-layer") {
 		t.Error("withoutLayer accepted an unknown layer")
 	}
 }
