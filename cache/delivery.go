@@ -488,3 +488,55 @@ func (y *walkYield) wait(ctx context.Context) {
 	case <-ctx.Done():
 	}
 }
+
+// walkRecoveryHolds holds a warm start's walk (delivery.go) back from the
+// moment a recovery begins until the store is consistent again: until the
+// reflector is done with the recovery and the delta loop has applied
+// everything it queued, its end included. Both the walk and the recovery
+// decode objects, and on a machine with few cores (where the apiserver may
+// share them) the walk's decoding on every core slowed the recovery's list,
+// and then the delta loop applying what it fetched: the informer, which
+// waits for the recovery, synced later (at 100,000 Pods, 30% changed, 1.3×
+// a cold start instead of 1.0×). The handlers' initial adds come after the
+// recovery instead of beside it, which costs them time where much changed
+// (docs/benchmarks-history.md, "the walk waits for the recovery"). A recovery's
+// keys are still handed out ahead of the walk as they change, and whatever
+// waits for the walk's end makes it go on at once.
+//
+// A recovery that fails after its diff leaves the store inconsistent, and
+// the walk held, until a later recovery or list is applied; the reflector
+// retries meanwhile, and a list waits for the walk, which makes it go on.
+type walkRecoveryHolds struct {
+	mu sync.Mutex
+	// waiting are the holds of recoveries the reflector is done with,
+	// released once the store is consistent.
+	waiting []func()
+}
+
+// take is recovery.Hooks.Started: it holds d's walk back and returns what the
+// reflector calls when the recovery is over, which releases the hold now
+// if the store is consistent (recovering unset: the recovery failed before
+// its diff, or its end is applied) and otherwise once it is.
+func (h *walkRecoveryHolds) take(d *warmDelivery, recovering *atomic.Bool) (ended func()) {
+	release := d.holdForRecovery()
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if !recovering.Load() {
+			release()
+			return
+		}
+		h.waiting = append(h.waiting, release)
+	}
+}
+
+// consistent clears recovering and releases the holds waiting for it.
+func (h *walkRecoveryHolds) consistent(recovering *atomic.Bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	recovering.Store(false)
+	for _, release := range h.waiting {
+		release()
+	}
+	h.waiting = nil
+}

@@ -885,3 +885,29 @@ func toInterfaces(objs []runtime.Object) []interface{} {
 	}
 	return out
 }
+
+// markMustList sets the collection's must-list mark, as a recovery begins.
+func (i *Indexer) markMustList() error {
+	i.writeMu.Lock()
+	defer i.writeMu.Unlock()
+	return i.coll.SetAside(nil)
+}
+
+// endList records that the store holds the whole collection as of rv
+// — a list received in pages, or a recovery, has been applied — and clears
+// the must-list mark, in one commit; then tells onList's function.
+func (i *Indexer) endList(rv string) error {
+	if m := i.inMemory(); m != nil {
+		m.Bookmark(rv)
+		i.notifyList()
+		return nil
+	}
+	i.writeMu.Lock()
+	err := i.coll.ApplyList(nil, rv)
+	i.writeMu.Unlock()
+	if err != nil {
+		return err
+	}
+	i.notifyList()
+	return nil
+}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -266,4 +267,121 @@ func (p provenStore) AddIndexers(indexers cache.Indexers) error {
 		return err
 	}
 	return nil
+}
+
+// A warm start that sets stored state aside (see Informer.keepOnly) leaves a
+// store that lacks objects until its relist is applied, and an informer that
+// may already have reported synced; a start that finds the collection
+// marked (persist.Collection.MustList) is in the same state until its first
+// list. Meanwhile the store owes its readers a list, and what listers read
+// through GetStore and GetIndexer (provenStore) follows one rule: a read
+// that could show an object as absent waits until the list is applied
+// (a Get that finds its object returns at once). If the informer stops
+// first, nothing will complete the store: such reads fail with
+// ErrIncomplete — as a read error does, List panicking — instead of
+// returning the partial set. The informer's own reads (applying deltas,
+// late joins) use the store directly and never wait: they run under
+// blockDeltas, which the list needs to be applied. A handler that joins
+// meanwhile is given what the store holds; the rest reaches it with the
+// list, and its sync and tombstones wait for the list
+// (Informer.settleJoinsLocked).
+
+// owedList is one list the store owes.
+type owedList struct {
+	done chan struct{} // closed once the list is applied or the informer stopped
+	err  error         // set, before done closes, if the informer stopped first
+}
+
+// owe records that the store lacks part of its state until a list is
+// applied. Called before the state is dropped, so that a read that ran
+// across the drop sees the generation change and waits. Every drop is a
+// new generation, even while a list is owed already: a recovery that
+// took its diff before it cannot pay for it (applyRecoveryStepLocked).
+func (g *readGate) owe() {
+	g.owedMu.Lock()
+	defer g.owedMu.Unlock()
+	g.owedGen.Add(1)
+	if g.owed.Load() != nil {
+		return
+	}
+	o := &owedList{done: make(chan struct{})}
+	if g.stopped {
+		// A set-aside racing the informer's stop: no list will come.
+		o.err = ErrIncomplete
+		close(o.done)
+	}
+	g.owed.Store(o)
+}
+
+// owes reports whether a list is owed.
+func (g *readGate) owes() bool { return g.owed.Load() != nil }
+
+// paid records that a list was applied: waiting reads go on.
+func (g *readGate) paid() {
+	g.owedMu.Lock()
+	defer g.owedMu.Unlock()
+	o := g.owed.Load()
+	if o == nil {
+		return
+	}
+	g.owed.Store(nil) // before done closes: woken readers must find nothing owed
+	if o.err == nil {
+		close(o.done)
+	}
+}
+
+// stopOwing is called when the informer stops: a list still owed will not
+// come, and reads waiting for it fail with ErrIncomplete.
+func (g *readGate) stopOwing() {
+	g.owedMu.Lock()
+	defer g.owedMu.Unlock()
+	g.stopped = true
+	if o := g.owed.Load(); o != nil && o.err == nil {
+		o.err = ErrIncomplete
+		close(o.done)
+	}
+}
+
+// awaitComplete waits until no list is owed and returns the generation
+// that read; ErrIncomplete if the informer stopped first.
+func (g *readGate) awaitComplete() (uint64, error) {
+	for {
+		gen := g.owedGen.Load()
+		o := g.owed.Load()
+		if o == nil {
+			return gen, nil
+		}
+		g.waiters.Add(1)
+		<-o.done
+		g.waiters.Add(-1)
+		if o.err != nil {
+			return 0, o.err
+		}
+	}
+}
+
+// whole runs read once no list is owed, again if a list became owed while
+// it ran (its result may then lack what was set aside).
+func whole[T any](g *readGate, read func() T) (T, error) {
+	for {
+		gen, err := g.awaitComplete()
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		v := read()
+		if g.owedGen.Load() == gen {
+			return v, nil
+		}
+	}
+}
+
+// mustWhole is whole for methods whose client-go signature has no error.
+func mustWhole[T any](g *readGate, method string, read func() T) T {
+	v, err := whole(g, read)
+	if err != nil {
+		handleReadError(method, err)
+		panic(fmt.Errorf("boltinformer: %s: %w; refusing to return a partial result, which callers would read as deleted objects", method, err))
+	}
+	return v
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -312,58 +310,6 @@ func (s *Informer) listApplied() {
 	s.gate.paid()
 }
 
-// walkRecoveryHolds holds a warm start's walk (delivery.go) back from the
-// moment a recovery begins until the store is consistent again: until the
-// reflector is done with the recovery and the delta loop has applied
-// everything it queued, its end included. Both the walk and the recovery
-// decode objects, and on a machine with few cores (where the apiserver may
-// share them) the walk's decoding on every core slowed the recovery's list,
-// and then the delta loop applying what it fetched: the informer, which
-// waits for the recovery, synced later (at 100,000 Pods, 30% changed, 1.3×
-// a cold start instead of 1.0×). The handlers' initial adds come after the
-// recovery instead of beside it, which costs them time where much changed
-// (docs/benchmarks-history.md, "the walk waits for the recovery"). A recovery's
-// keys are still handed out ahead of the walk as they change, and whatever
-// waits for the walk's end makes it go on at once.
-//
-// A recovery that fails after its diff leaves the store inconsistent, and
-// the walk held, until a later recovery or list is applied; the reflector
-// retries meanwhile, and a list waits for the walk, which makes it go on.
-type walkRecoveryHolds struct {
-	mu sync.Mutex
-	// waiting are the holds of recoveries the reflector is done with,
-	// released once the store is consistent.
-	waiting []func()
-}
-
-// take is recovery.Hooks.Started: it holds d's walk back and returns what the
-// reflector calls when the recovery is over, which releases the hold now
-// if the store is consistent (recovering unset: the recovery failed before
-// its diff, or its end is applied) and otherwise once it is.
-func (h *walkRecoveryHolds) take(d *warmDelivery, recovering *atomic.Bool) (ended func()) {
-	release := d.holdForRecovery()
-	return func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if !recovering.Load() {
-			release()
-			return
-		}
-		h.waiting = append(h.waiting, release)
-	}
-}
-
-// consistent clears recovering and releases the holds waiting for it.
-func (h *walkRecoveryHolds) consistent(recovering *atomic.Bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	recovering.Store(false)
-	for _, release := range h.waiting {
-		release()
-	}
-	h.waiting = nil
-}
-
 // appliedResourceVersion is the store's resourceVersion as far as catching
 // up is concerned: none while recovering, when the store holds objects at
 // different versions.
@@ -372,30 +318,4 @@ func (s *Informer) appliedResourceVersion() string {
 		return ""
 	}
 	return s.store.LastStoreSyncResourceVersion()
-}
-
-// markMustList sets the collection's must-list mark, as a recovery begins.
-func (i *Indexer) markMustList() error {
-	i.writeMu.Lock()
-	defer i.writeMu.Unlock()
-	return i.coll.SetAside(nil)
-}
-
-// endList records that the store holds the whole collection as of rv
-// — a list received in pages, or a recovery, has been applied — and clears
-// the must-list mark, in one commit; then tells onList's function.
-func (i *Indexer) endList(rv string) error {
-	if m := i.inMemory(); m != nil {
-		m.Bookmark(rv)
-		i.notifyList()
-		return nil
-	}
-	i.writeMu.Lock()
-	err := i.coll.ApplyList(nil, rv)
-	i.writeMu.Unlock()
-	if err != nil {
-		return err
-	}
-	i.notifyList()
-	return nil
 }

@@ -2,11 +2,6 @@ package recovery
 
 import (
 	"context"
-	"fmt"
-	"io"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -67,27 +62,6 @@ func newConfig(cfg *Recovery) config {
 		c.ListInFull = true
 	}
 	return c
-}
-
-// listObjectsWire is Lister.ListObjectsWire's type.
-type listObjectsWire = func(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error)
-
-// Validate reports what makes r unusable: a nil Lister, or a Lister
-// without ListMetadata or ListObjects. A nil Recovery is valid: it asks
-// for no recovery.
-func (r *Recovery) Validate() error {
-	const how = "set it, or leave Recovery nil to relist in full as client-go does"
-	switch {
-	case r == nil:
-		return nil
-	case r.Lister == nil:
-		return fmt.Errorf("Recovery.Lister is nil: %s", how)
-	case r.Lister.ListMetadata == nil:
-		return fmt.Errorf("Recovery.Lister.ListMetadata is nil: %s", how)
-	case r.Lister.ListObjects == nil:
-		return fmt.Errorf("Recovery.Lister.ListObjects is nil: %s", how)
-	}
-	return nil
 }
 
 // orDefault returns fraction if it is above zero, else def. A NaN is not
