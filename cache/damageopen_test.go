@@ -47,7 +47,7 @@ func TestIndexRebuildSetAsideListsBeforeSynced(t *testing.T) {
 	lister := &sourceLister{src: src}
 	r := startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{
 		Indexers: indexers, Persistence: bcache.Persistence{CacheObjects: 2},
-		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
+		Recovery: &recovery.Options{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, nil)
 	r.synced(t)
 	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {

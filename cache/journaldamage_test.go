@@ -372,7 +372,7 @@ func TestCheckpointTombstoneIsNotRetoldAfterANewerDeletion(t *testing.T) {
 	lister := &laggingLister{sourceLister: &sourceLister{src: src}, stuck: "b"}
 	first := &events{}
 	r = startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
+		Recovery: &recovery.Options{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, withCheckpoint(t, &cp, first.handler(), nil))
 	poll.Until(t, 30*time.Second, "aa@5 applied", func() bool {
 		return slices.Contains(first.list(), "add ns/aa@5 initial=false")
@@ -385,7 +385,7 @@ func TestCheckpointTombstoneIsNotRetoldAfterANewerDeletion(t *testing.T) {
 	h := &tombstoneRecorder{}
 	var reg cache.ResourceEventHandlerRegistration
 	r = startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
+		Recovery: &recovery.Options{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, withCheckpoint(t, &cp, h, &reg))
 	r.synced(t)
 	select {

@@ -247,8 +247,8 @@ func (o metricsObserver) Listed(cause reflector.StartCause, rv string, items, pa
 
 // Recovered passes a recovery's end on to the next observer, if it listens
 // for it (its start was counted by Listed).
-func (o metricsObserver) Recovered(cause reflector.StartCause, rv string, stats recovery.RecoveryStats) {
-	if next, ok := o.next.(recovery.RecoveryObserver); ok {
+func (o metricsObserver) Recovered(cause reflector.StartCause, rv string, stats recovery.Stats) {
+	if next, ok := o.next.(recovery.Observer); ok {
 		next.Recovered(cause, rv, stats)
 	}
 }

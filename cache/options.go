@@ -145,7 +145,7 @@ type InformerOptions struct {
 	// The factories set it for the resources they can list metadata of.
 	// Nil: such lists are full lists, reconciled with the stored state.
 	// A Recovery without a complete Lister fails the informer's constructor.
-	Recovery *recovery.Recovery
+	Recovery *recovery.Options
 
 	// WarmListBelow: a warm start of a collection holding fewer objects
 	// than this, with Recovery set, also takes a consistent metadata list,

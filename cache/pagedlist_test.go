@@ -347,7 +347,7 @@ func TestColdStartSyncsOnTheListAfterAFailedPagedList(t *testing.T) {
 	defer release()
 	r := startInformerOpts(t, f, lw, bcache.InformerOptions{
 		PageSize: 2,
-		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
+		Recovery: &recovery.Options{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, nil)
 	select {
 	case <-r.inf.HasSyncedChecker().Done():

@@ -207,7 +207,7 @@ func TestRecoveryAfterExpiry(t *testing.T) {
 	lister := &sourceLister{src: src}
 	plain, resyncing := &tombstoneRecorder{}, &tombstoneRecorder{}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery:     &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
+		Recovery:     &recovery.Options{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 		ResyncPeriod: time.Hour,
 	}, func(inf *bcache.Informer) {
 		if _, err := inf.AddEventHandlerWithResyncPeriod(plain, 0); err != nil {
@@ -285,7 +285,7 @@ func TestRecoveryWithATransform(t *testing.T) {
 	lister := &sourceLister{src: src}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
 		Persistence: p,
-		Recovery:    &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
+		Recovery:    &recovery.Options{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, withTransform)
 	r.synced(t)
 	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
@@ -322,7 +322,7 @@ func TestRecoveryInterruptedIsRedone(t *testing.T) {
 	lister := &sourceLister{src: src}
 	held, release := lister.holdFetches()
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
+		Recovery: &recovery.Options{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, nil)
 	select {
 	case <-held:
@@ -343,7 +343,7 @@ func TestRecoveryInterruptedIsRedone(t *testing.T) {
 	f.reopen()
 
 	r = startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
+		Recovery: &recovery.Options{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, nil)
 	r.synced(t)
 	if got, want := storeState(r.inf.GetStore()), sourceState(t, src); !eq(got, want) {
@@ -401,7 +401,7 @@ func TestRecoveryOvertakesTheWarmHandOff(t *testing.T) {
 	lister := &sourceLister{src: src}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
 		Persistence: p,
-		Recovery:    &recovery.Recovery{Lister: lister.lister()},
+		Recovery:    &recovery.Options{Lister: lister.lister()},
 	}, func(inf *bcache.Informer) {
 		var err error
 		if heldReg, err = inf.AddEventHandler(held); err != nil {
@@ -484,7 +484,7 @@ func TestRecoveryHoldsBackTheWalk(t *testing.T) {
 			inf, err := bcache.NewSharedIndexInformerWithOptions(noFullLists{noWatchList{src}, t}, &corev1.Pod{}, bcache.InformerOptions{
 				Persistence:    p,
 				Indexers:       indexers,
-				Recovery:       &recovery.Recovery{Lister: lister.lister(), Workers: 1},
+				Recovery:       &recovery.Options{Lister: lister.lister(), Workers: 1},
 				InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond,
 			})
 			if err != nil {
@@ -585,7 +585,7 @@ func TestRecoveryLongAfterTheProofListsAgain(t *testing.T) {
 	lister := &sourceLister{src: src}
 	rec := &tombstoneRecorder{}
 	r := startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
+		Recovery: &recovery.Options{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, func(inf *bcache.Informer) {
 		if _, err := inf.AddEventHandler(rec); err != nil {
 			t.Fatal(err)
@@ -689,7 +689,7 @@ func TestRecoveryKeepsWhatALaggingListLacks(t *testing.T) {
 	// while the fetch of c hangs: the store owes a list, at 5.
 	lister := &laggingLister{sourceLister: &sourceLister{src: src}, stuck: "c"}
 	r := startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
+		Recovery: &recovery.Options{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, nil)
 	r.ev.waitFor(t, 6, "initial adds, a0 and b")
 	r.stop()
@@ -717,7 +717,7 @@ func TestRecoveryKeepsWhatALaggingListLacks(t *testing.T) {
 	}
 	lister.mu.Unlock()
 	r = startInformerOpts(t, f, noFullLists{noWatchList{src}, t}, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
+		Recovery: &recovery.Options{Lister: lister.lister(), Workers: 1, Tuning: oneByOne},
 	}, nil)
 	r.synced(t)
 	r.ev.waitFor(t, 6, "initial adds and c's update")
@@ -745,7 +745,7 @@ func TestRecoveryWithoutAListerIsRejected(t *testing.T) {
 	src := fcache.NewFakeControllerSource()
 	_, err := bcache.NewSharedIndexInformerWithOptions(noWatchList{src}, &corev1.Pod{}, bcache.InformerOptions{
 		Persistence: bcache.Persistence{DB: f.db, Collection: "pods"},
-		Recovery:    &recovery.Recovery{},
+		Recovery:    &recovery.Options{},
 	})
 	if err == nil || !strings.Contains(err.Error(), "InformerOptions.Recovery.Lister is nil") {
 		t.Fatalf("NewSharedIndexInformerWithOptions: %v, want the nil Lister named", err)

@@ -74,7 +74,7 @@ func TestQueueCarriesRecoverySteps(t *testing.T) {
 					err = fifo.Bookmark(fmt.Sprint(i + 1))
 					want = append(want, "bookmark")
 				default:
-					err = q.EndRecovery(fmt.Sprint(i + 1))
+					err = q.End(fmt.Sprint(i + 1))
 					want = append(want, "end "+fmt.Sprint(i+1))
 				}
 				if err != nil {
@@ -141,10 +141,10 @@ func TestQueueCarriesABeginStep(t *testing.T) {
 	fifo := s.newQueue(klog.Background())
 	q := recoveryQueue{RealFIFO: fifo, s: s}
 	refused := errors.New("refused by the test")
-	diff := func(map[string]recovery.Version) (recovery.RecoveryPlan, error) { return recovery.RecoveryPlan{}, nil }
+	diff := func(map[string]recovery.Version) (recovery.Plan, error) { return recovery.Plan{}, nil }
 	begun := make(chan error, 1)
 	go func() {
-		begun <- q.BeginRecovery(context.Background(), diff)
+		begun <- q.Begin(context.Background(), diff)
 		fifo.Close() // a step never queued must not leave Pop waiting
 	}()
 	if _, err := fifo.Pop(func(obj interface{}, _ bool) error {

@@ -72,7 +72,7 @@ type recoveryStep struct {
 	// Begin: ctx is the reflector's, diff computes the plan, done receives
 	// the outcome (buffered).
 	ctx  context.Context
-	diff func(map[string]recovery.Version) (recovery.RecoveryPlan, error)
+	diff func(map[string]recovery.Version) (recovery.Plan, error)
 	done chan error
 	// End (diff nil): the resourceVersion the store is consistent at.
 	rv string
@@ -85,7 +85,7 @@ type recoveryQueue struct {
 	s *Informer
 }
 
-var _ recovery.RecoveryStore = recoveryQueue{}
+var _ recovery.Store = recoveryQueue{}
 
 // reflectorStore returns what the informer's reflectors write to: the
 // queue, able to recover if the informer persists and recoveries are set
@@ -98,7 +98,7 @@ func (s *Informer) reflectorStore(fifo *cache.RealFIFO) reflector.Store {
 }
 
 // recoverer returns what makes q's reflector recover.
-func (s *Informer) recoverer(q recoveryQueue) *recovery.Recoverer {
+func (s *Informer) recoverer(q recoveryQueue) *recovery.Relister {
 	var hooks recovery.Hooks
 	if s.ready.proof != nil {
 		hooks.Listed = s.ready.proof.take
@@ -110,7 +110,7 @@ func (s *Informer) recoverer(q recoveryQueue) *recovery.Recoverer {
 }
 
 // BeginRecovery implements recovery.RecoveryStore.
-func (q recoveryQueue) BeginRecovery(ctx context.Context, diff func(map[string]recovery.Version) (recovery.RecoveryPlan, error)) error {
+func (q recoveryQueue) Begin(ctx context.Context, diff func(map[string]recovery.Version) (recovery.Plan, error)) error {
 	step := &recoveryStep{ctx: ctx, diff: diff, done: make(chan error, 1)}
 	if err := q.RealFIFO.Update(step); err != nil {
 		return err
@@ -130,7 +130,7 @@ func (q recoveryQueue) Stored(key string) (interface{}, bool, error) {
 }
 
 // EndRecovery implements recovery.RecoveryStore.
-func (q recoveryQueue) EndRecovery(resourceVersion string) error {
+func (q recoveryQueue) End(resourceVersion string) error {
 	return q.RealFIFO.Update(&recoveryStep{rv: resourceVersion})
 }
 
@@ -228,7 +228,7 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 	}
 	idx := s.persistent
 	if idx.InMemory() {
-		return recovery.ErrRecoveryUnsupported
+		return recovery.ErrUnsupported
 	}
 	resyncing := s.processor.AnySyncing()
 	if s.delivery != nil && resyncing {
@@ -246,7 +246,7 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 	versions, err := idx.coll.Versions()
 	if err != nil {
 		s.reportLocked(ctx, fmt.Errorf("boltinformer: collection %q: reading the stored versions to recover: %w; listing in full", s.name, err))
-		return recovery.ErrRecoveryUnsupported
+		return recovery.ErrUnsupported
 	}
 	stored := make(map[string]recovery.Version, len(versions))
 	for k, v := range versions {

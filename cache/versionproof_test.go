@@ -24,7 +24,7 @@ func TestProofByVersionsHidesWhatCameAndWentBeforeIt(t *testing.T) {
 	held := newHeldWatch(src)
 	lister := &sourceLister{src: src}
 	r := startInformerOpts(t, f, held, bcache.InformerOptions{
-		Recovery: &recovery.Recovery{Lister: lister.lister(), Workers: 1},
+		Recovery: &recovery.Options{Lister: lister.lister(), Workers: 1},
 	}, nil)
 	r.synced(t)
 	if got := lister.Metas(); got != 1 {

@@ -22,7 +22,7 @@ import (
 	"github.com/boltinformer/boltinformer/recovery"
 )
 
-// A recovery (recovery.Recovery) replaces the full list an informer makes
+// A recovery (recovery.Options) replaces the full list an informer makes
 // after a 410. A 410 means its stored resourceVersion left the apiserver's
 // watch history. That happens after a downtime longer than about 75 s, or
 // after any apiserver restart. The recovery makes a metadata list, diffs it
@@ -64,7 +64,7 @@ import (
 // resources, which it cannot tell from aggregated APIs without discovery.
 //
 // A metadata-only informer (PartialObjectMetadata) recovers from its own
-// list (recovery.Recovery.ListInFull). Its objects are metadata, so that
+// list (recovery.Options.ListInFull). Its objects are metadata, so that
 // list is the metadata list and holds what changed, with no metadata
 // client and no fetches. Outside the groups vouched for, its
 // resourceVersions are only told equal or not (OpaqueVersions). A relist
@@ -152,11 +152,11 @@ func (r *recoveries) vouched(key objectKey) bool {
 // informer is typed or unstructured, of a group not vouched for. It returns
 // nil and the reason for one whose list a metadata list cannot repeat
 // exactly.
-func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *url.URL) (*recovery.Recovery, error) {
+func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *url.URL) (*recovery.Options, error) {
 	switch {
 	case key.form == formMetadata:
 		// Its own list is the metadata list (see the file's header).
-		return &recovery.Recovery{
+		return &recovery.Options{
 			Lister:         ownListLister{toolscache.ToListerWatcherWithContext(lw)}.lister(),
 			ListInFull:     true,
 			OpaqueVersions: !r.vouched(key),
@@ -197,9 +197,9 @@ func (r *recoveries) recovery(lw toolscache.ListerWatcher, key objectKey, list *
 	if key.form == formTyped && scheme.Scheme.IsGroupRegistered(key.gvk.Group) {
 		// client-go's scheme decodes built-in types as the informer's own
 		// list does, and the server speaks protobuf for them.
-		return &recovery.Recovery{Lister: wireRecoveryLister{l}.lister()}, nil
+		return &recovery.Options{Lister: wireRecoveryLister{l}.lister()}, nil
 	}
-	return &recovery.Recovery{Lister: l.lister()}, nil
+	return &recovery.Options{Lister: l.lister()}, nil
 }
 
 // listPath is an informer's list request path, taken apart.
@@ -384,7 +384,7 @@ func (t fetchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // ownListLister recovers a metadata-only informer from its own list
-// (recovery.Recovery.ListInFull), which is all it is asked for.
+// (recovery.Options.ListInFull), which is all it is asked for.
 type ownListLister struct {
 	lw toolscache.ListerWatcherWithContext
 }

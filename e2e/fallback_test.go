@@ -272,7 +272,7 @@ func TestRecoveryFromAFullList(t *testing.T) {
 		t.Errorf("start causes %v, want resumed, then one recovery after the 410", causes)
 	}
 	wantPages := (len(server) + 499) / 500
-	want := recovery.RecoveryStats{Listed: len(server), Pages: wantPages, FullList: true,
+	want := recovery.Stats{Listed: len(server), Pages: wantPages, FullList: true,
 		Unchanged: len(server) - changes.fetched(), Deleted: len(changes.deleted) + len(changes.recreated),
 		Fetch: changes.fetched(), Fetched: changes.fetched(), Decoded: changes.fetched()}
 	got := *stats
@@ -427,7 +427,7 @@ func TestFallbackCost(t *testing.T) {
 	// and the CPU time this process used until then.
 	type sample struct{ synced, handler, cpu time.Duration }
 
-	bolt := func(fallback bool) (s sample, stats *recovery.RecoveryStats) {
+	bolt := func(fallback bool) (s sample, stats *recovery.Stats) {
 		db := openDB(t, path)
 		defer db.Close()
 		cs := newClientset(t, srv.Config(), nil)
@@ -438,7 +438,7 @@ func TestFallbackCost(t *testing.T) {
 			Observer:    obs,
 		}
 		if fallback {
-			opts.Recovery = &recovery.Recovery{Lister: newNoMetadataLister(t, cs, selector).lister()}
+			opts.Recovery = &recovery.Options{Lister: newNoMetadataLister(t, cs, selector).lister()}
 		}
 		lw := cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", func(o *metav1.ListOptions) { o.LabelSelector = selector })
 		start, cpu := time.Now(), runstats.SelfCPU()

@@ -207,7 +207,7 @@ func newInformer(t testing.TB, s informerSpec) *bcache.Informer {
 		if lister == nil {
 			lister = factory.NewMetadataLister(s.cs.CoreV1().RESTClient(), s.resource, s.namespace, metav1.ListOptions{LabelSelector: s.selector})
 		}
-		opts.Recovery = &recovery.Recovery{Lister: lister}
+		opts.Recovery = &recovery.Options{Lister: lister}
 		if s.fetchOneByOne {
 			// Every changed object is fetched on its own.
 			opts.Recovery.Tuning = recovery.Tuning{FullListFraction: 2, MaxFetchRequests: -1}

@@ -515,13 +515,13 @@ func checkExactlyTheChanges(t *testing.T, events []event, acked, final state) {
 // recoveryObserver is an observer that also records the recovery's stats.
 type recoveryObserver struct {
 	observer
-	stats atomic.Pointer[recovery.RecoveryStats]
+	stats atomic.Pointer[recovery.Stats]
 }
 
-var _ recovery.RecoveryObserver = (*recoveryObserver)(nil)
+var _ recovery.Observer = (*recoveryObserver)(nil)
 
-func (o *recoveryObserver) Recovered(_ reflector.StartCause, _ string, stats recovery.RecoveryStats) {
+func (o *recoveryObserver) Recovered(_ reflector.StartCause, _ string, stats recovery.Stats) {
 	o.stats.Store(&stats)
 }
 
-func (o *recoveryObserver) recovered() *recovery.RecoveryStats { return o.stats.Load() }
+func (o *recoveryObserver) recovered() *recovery.Stats { return o.stats.Load() }

@@ -217,7 +217,7 @@ func (l *dynamicLister) ListObjects(ctx context.Context, namespace, name string,
 
 // dynamicRecovery returns the recovery settings of a dynamic factory's
 // informer of gvr: none without a metadata client (PersistenceOptions.MetadataClient).
-func dynamicRecovery(mc metadata.Interface, client dynamic.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *recovery.Recovery {
+func dynamicRecovery(mc metadata.Interface, client dynamic.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *recovery.Options {
 	if mc == nil {
 		return nil
 	}
@@ -225,7 +225,7 @@ func dynamicRecovery(mc metadata.Interface, client dynamic.Interface, gvr schema
 		metadataLister: metadataLister{client: mc, gvr: gvr, namespace: namespace, tweak: tweak},
 		client:         client,
 	}
-	return &recovery.Recovery{Lister: l.lister()}
+	return &recovery.Options{Lister: l.lister()}
 }
 
 // metadataRecovery returns the recovery settings of a metadata factory's
@@ -235,11 +235,11 @@ func dynamicRecovery(mc metadata.Interface, client dynamic.Interface, gvr schema
 // client-go's scheme (served by kube-apiserver from etcd) the resource may
 // be an aggregated API's, whose resourceVersions need not be etcd
 // revisions: they are only told equal or not (OpaqueVersions).
-func metadataRecovery(client metadata.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *recovery.Recovery {
+func metadataRecovery(client metadata.Interface, gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions)) *recovery.Options {
 	if client == nil {
 		return nil
 	}
-	return &recovery.Recovery{
+	return &recovery.Options{
 		Lister:         (&metadataLister{client: client, gvr: gvr, namespace: namespace, tweak: tweak}).lister(),
 		ListInFull:     true,
 		OpaqueVersions: !scheme.Scheme.IsGroupRegistered(gvr.Group),
@@ -250,7 +250,7 @@ func metadataRecovery(client metadata.Interface, gvr schema.GroupVersionResource
 // listing req of gvr: none for a ListerWatcher that is not client-go's own
 // (it may filter in Go, which a metadata list would not) or a clientset
 // without REST clients. f.lock is held.
-func (f *Factory) typedRecovery(gvr schema.GroupVersionResource, req listRequest) *recovery.Recovery {
+func (f *Factory) typedRecovery(gvr schema.GroupVersionResource, req listRequest) *recovery.Options {
 	if !req.requestOnly {
 		return nil
 	}
@@ -258,5 +258,5 @@ func (f *Factory) typedRecovery(gvr schema.GroupVersionResource, req listRequest
 	if lister == nil {
 		return nil
 	}
-	return &recovery.Recovery{Lister: lister}
+	return &recovery.Options{Lister: lister}
 }

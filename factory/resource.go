@@ -154,7 +154,7 @@ func resourceListOf[L runtime.Object, R resourceClient[L]](source string, gvr sc
 // The client cannot tell a cluster-scoped resource from a namespaced one
 // without discovery, so the factory's namespace always names the
 // collection.
-func newResourceInformer(l resourceList, example runtime.Object, o PersistenceOptions, db *persist.DB, cluster bcache.ClusterIdentity, resync time.Duration, recovery *recovery.Recovery) (*bcache.Informer, error) {
+func newResourceInformer(l resourceList, example runtime.Object, o PersistenceOptions, db *persist.DB, cluster bcache.ClusterIdentity, resync time.Duration, recovery *recovery.Options) (*bcache.Informer, error) {
 	if db == nil {
 		return nil, fmt.Errorf("boltinformer %s factory: no cache file (pass a *persist.DB to the constructor)", l.source)
 	}

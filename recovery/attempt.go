@@ -24,7 +24,7 @@ import (
 // the diff and starts fetching what changed once the watch is open. It
 // returns nil, nil if ctx ended, and reflector.ErrFullList if the reflector
 // must list in full.
-func (r *Recoverer) recover(ctx context.Context) (*recovery, error) {
+func (r *Relister) recover(ctx context.Context) (*attempt, error) {
 	logger := klog.FromContext(ctx)
 	cause := r.l.Cause()
 	start := r.l.Clock().Now()
@@ -40,7 +40,7 @@ func (r *Recoverer) recover(ctx context.Context) (*recovery, error) {
 	}()
 
 	what := "metadata list"
-	var l *recoveryList
+	var l *diffList
 	var err error
 	if r.cfg.ListInFull {
 		what = "full list"
@@ -67,11 +67,11 @@ func (r *Recoverer) recover(ctx context.Context) (*recovery, error) {
 	}
 	rec := newRecovery(r, cause, start)
 	rec.setList(l)
-	err = r.store.BeginRecovery(ctx, rec.diff)
+	err = r.store.Begin(ctx, rec.diff)
 	switch {
 	case ctx.Err() != nil:
 		return nil, nil
-	case errors.Is(err, ErrRecoveryUnsupported):
+	case errors.Is(err, ErrUnsupported):
 		return nil, reflector.ErrFullList
 	case err != nil:
 		return nil, fmt.Errorf("%w: beginning a recovery at resourceVersion %q: %w", reflector.ErrStore, l.rv, err)
@@ -102,7 +102,7 @@ func (r *Recoverer) recover(ctx context.Context) (*recovery, error) {
 // at the relist resourceVersion, with NotOlderThan, and, if the server says
 // that version is unavailable, once more as a consistent read at "". A list
 // Hooks.Listed gave stands in only for a list at a version (listMetadata).
-func (r *Recoverer) listForRecovery(ctx context.Context, cause reflector.StartCause, list func(context.Context, string) (*recoveryList, error)) (*recoveryList, error) {
+func (r *Relister) listForRecovery(ctx context.Context, cause reflector.StartCause, list func(context.Context, string) (*diffList, error)) (*diffList, error) {
 	from := r.l.ResourceVersion()
 	l, err := list(ctx, from)
 	if r.l.Unavailable(err) {
@@ -118,7 +118,7 @@ func (r *Recoverer) listForRecovery(ctx context.Context, cause reflector.StartCa
 
 // fullListReason says why a metadata list (l, or the error that ended it)
 // cannot serve a recovery, which a full list then serves; "" if it can.
-func fullListReason(l *recoveryList, err error) string {
+func fullListReason(l *diffList, err error) string {
 	switch {
 	case err != nil && metadataListUnsupported(err):
 		return "the server cannot list this collection's metadata"
@@ -163,8 +163,8 @@ type keyState struct {
 // events reach the store through recoveryFilter) and one fetch goroutine,
 // started by start and joined by finish, which runs the fetch requests on
 // up to Recovery.Workers goroutines of its own and joins them.
-type recovery struct {
-	r     *Recoverer
+type attempt struct {
+	r     *Relister
 	cause reflector.StartCause
 	began time.Time
 	// ctx is the watch's context; cancel ends it (a failed fetch) and the
@@ -211,7 +211,7 @@ type recovery struct {
 	mark    uint64
 	// done: the store is consistent, and writes pass straight through.
 	done  bool
-	stats RecoveryStats
+	stats Stats
 
 	// Shared with the fetch goroutines, without a lock.
 	//
@@ -225,8 +225,8 @@ type recovery struct {
 	err atomic.Pointer[error]
 }
 
-func newRecovery(r *Recoverer, cause reflector.StartCause, start time.Time) *recovery {
-	return &recovery{
+func newRecovery(r *Relister, cause reflector.StartCause, start time.Time) *attempt {
+	return &attempt{
 		r: r, cause: cause, began: start,
 		ended:      func() {},
 		opened:     make(chan struct{}),
@@ -240,7 +240,7 @@ func newRecovery(r *Recoverer, cause reflector.StartCause, start time.Time) *rec
 // start applies what the list brought of the keys to fetch (fromList: a
 // full list's changed objects, by key) and starts fetching the rest, which
 // waits for the watch to open. It runs on the reflector's goroutine.
-func (rec *recovery) start(ctx context.Context, fromList map[string]runtime.Object) {
+func (rec *attempt) start(ctx context.Context, fromList map[string]runtime.Object) {
 	rec.ctx, rec.cancel = context.WithCancel(ctx)
 	rec.toFetch = rec.stats.Fetch
 	rec.listedAll = rec.stats.Unchanged + rec.stats.Fetch + rec.stats.Ahead
@@ -259,7 +259,7 @@ func (rec *recovery) start(ctx context.Context, fromList map[string]runtime.Obje
 
 // finish stops the fetches, waits for them, and returns why they failed.
 // It runs on the reflector's goroutine, as ListAndWatch returns.
-func (rec *recovery) finish() error {
+func (rec *attempt) finish() error {
 	outer := context.Cause(rec.ctx) // before cancel: was it ended from outside?
 	rec.cancel()
 	rec.fetching.Wait()
@@ -286,7 +286,7 @@ func (rec *recovery) finish() error {
 
 // fail records err and ends the watch, so that ListAndWatch returns it and
 // Run starts over after backoff.
-func (rec *recovery) fail(err error) {
+func (rec *attempt) fail(err error) {
 	if !rec.over.Load() {
 		rec.err.CompareAndSwap(nil, &err)
 	}
@@ -294,12 +294,12 @@ func (rec *recovery) fail(err error) {
 }
 
 // watchOpened is called whenever a watch was accepted.
-func (rec *recovery) watchOpened() { rec.openedOnce.Do(func() { close(rec.opened) }) }
+func (rec *attempt) watchOpened() { rec.openedOnce.Do(func() { close(rec.opened) }) }
 
 // run hands fn to the reflector's goroutine, which runs it between watch
 // events, and waits for it to have run. It reports false if the recovery
 // ended first.
-func (rec *recovery) run(fn func()) bool {
+func (rec *attempt) run(fn func()) bool {
 	ran := make(chan struct{})
 	select {
 	case rec.writes <- func() error { fn(); close(ran); return nil }:

@@ -45,7 +45,7 @@ func TestGivenListOlderThanTheTargetDoesNotEndTheShortWatches(t *testing.T) {
 	}
 	targets := make(chan string, 1)
 	watchers := make(chan *watch.RaceFreeFakeWatcher, 10)
-	h := startRecovery(t, store, lister, "", func(o *Options, lw *fakeLW) {
+	h := startRecovery(t, store, lister, "", func(o *testOptions, lw *fakeLW) {
 		o.ResumeResourceVersion = "2"
 		o.CatchUp = &reflector.CatchUp{Done: make(chan struct{}), Target: func(rv string) { targets <- rv }}
 		// The informer's proof list, a consistent read taken at its start.
@@ -123,7 +123,7 @@ func TestRelistAfterMaxWatchesIsAtOrAfterTheRead(t *testing.T) {
 	}
 	targets := make(chan string, 1)
 	watchers := make(chan *watch.RaceFreeFakeWatcher, 10)
-	h := startRecovery(t, store, lister, "", func(o *Options, lw *fakeLW) {
+	h := startRecovery(t, store, lister, "", func(o *testOptions, lw *fakeLW) {
 		o.ResumeResourceVersion = "2"
 		o.CatchUp = &reflector.CatchUp{Done: make(chan struct{}), MaxWatches: 2, Target: func(rv string) { targets <- rv }}
 		o.Recovery.Listed = func(context.Context) *Listing {
@@ -339,7 +339,7 @@ func checkRandomCatchUp(t *testing.T, seed uint64) {
 		time.AfterFunc(d, w.Stop)
 		return w, nil
 	}
-	opts := Options{Options: reflector.Options{
+	opts := testOptions{Options: reflector.Options{
 		ExpectedType:          &v1.Pod{},
 		InitialBackoff:        time.Millisecond,
 		MaxBackoff:            4 * time.Millisecond,
@@ -409,9 +409,9 @@ type catchUpStore struct {
 	applied func(rv string)
 }
 
-func (s *catchUpStore) EndRecovery(rv string) error {
+func (s *catchUpStore) End(rv string) error {
 	defer s.applied(rv)
-	return s.recoveryStore.EndRecovery(rv)
+	return s.recoveryStore.End(rv)
 }
 
 func (s *catchUpStore) Bookmark(rv string) error {

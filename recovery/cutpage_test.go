@@ -95,7 +95,7 @@ func TestRecoveryAsksAgainForACutPage(t *testing.T) {
 		cut := &cutMetaLister{metaWireLister: &metaWireLister{fakeLister: lister}, t: t, cut: &onceCut{},
 			item: metav1.PartialObjectMetadata{ObjectMeta: onServer[2].ObjectMeta}}
 		store := newRecoveryStore(stored...)
-		h := startRecovery(t, store, lister, "3", func(o *Options, _ *fakeLW) { o.Recovery.Lister = cut })
+		h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
 		store.waitFor(t, "end@10")
 		h.stop()
 		equal(t, "store calls", store.Calls(), want)
@@ -122,7 +122,7 @@ func TestRecoveryAsksAgainForACutPage(t *testing.T) {
 			},
 		}
 		store := newRecoveryStore(stored...)
-		h := startRecovery(t, store, nil, "3", func(o *Options, _ *fakeLW) { o.Recovery.Lister = lister })
+		h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
 		store.waitFor(t, "end@10")
 		h.stop()
 		equal(t, "store calls", store.Calls(), want)
@@ -297,7 +297,7 @@ func TestRecoveryAsksAgainForAPageCutAnywhere(t *testing.T) {
 				}
 				cut := &cutAtMetaLister{fakeLister: lister, cutAt: &cutAt{body: body, n: n, end: end, once: &onceCut{}}}
 				store := newRecoveryStore(stored...)
-				h := startRecovery(t, store, lister, "3", func(o *Options, _ *fakeLW) { o.Recovery.Lister = cut })
+				h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
 				checkRun(t, fmt.Sprintf("cut at %d of %d bytes, then %v", n, len(body), end), store, h, len(lister.MetaOpts()))
 			}
 		})
@@ -314,7 +314,7 @@ func TestRecoveryAsksAgainForAPageCutAnywhere(t *testing.T) {
 					cutAt: &cutAt{body: body, n: n, end: end, once: &onceCut{}},
 				}
 				store := newRecoveryStore(stored...)
-				h := startRecovery(t, store, nil, "3", func(o *Options, _ *fakeLW) { o.Recovery.Lister = cut })
+				h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
 				checkRun(t, fmt.Sprintf("cut at %d of %d bytes, then %v", n, len(body), end), store, h, cut.Asked()-1)
 			}
 		})
@@ -425,7 +425,7 @@ func TestRecoveryOfAPageCutTwiceIsReportedAndBacksOff(t *testing.T) {
 			var healed atomic.Bool
 			lister, cut, asked := tc.lister(healed.Load)
 			store := newRecoveryStore(stored...)
-			h := startRecovery(t, store, nil, "3", func(o *Options, _ *fakeLW) {
+			h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) {
 				o.Recovery.Lister = lister
 				o.WatchErrorHandler = nil // the default: log like client-go
 				o.Clock = clock
@@ -481,7 +481,7 @@ func TestRecoveryOfAPageCutTwiceAnywhereNeverReadsLess(t *testing.T) {
 						cutAt: &cutAt{body: body, n: n, end: end},
 					}
 					store := newRecoveryStore(stored...)
-					h := startRecovery(t, store, nil, "3", func(o *Options, _ *fakeLW) { o.Recovery.Lister = cut })
+					h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
 					poll.Until(t, 5*time.Second, what+": a failed recovery, or its end", func() bool {
 						return len(h.errs.Errors()) > 0 || slices.ContainsFunc(store.Calls(), func(c string) bool { return strings.HasPrefix(c, "end@") })
 					})
@@ -564,7 +564,7 @@ func TestRecoveryAsksAgainForAMetadataPageCutInItsPrefix(t *testing.T) {
 			}
 			cut := &prefixCutMetaLister{metaWireLister: &metaWireLister{fakeLister: lister}, n: n, cut: &onceCut{}}
 			store := newRecoveryStore(stored...)
-			h := startRecovery(t, store, lister, "3", func(o *Options, _ *fakeLW) { o.Recovery.Lister = cut })
+			h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
 			store.waitFor(t, "end@10")
 			h.stop()
 			equal(t, "store calls", store.Calls(), want)
@@ -608,7 +608,7 @@ func TestRecoveryAsksAgainForAFullListPageCutInItsPrefix(t *testing.T) {
 				},
 			}
 			store := newRecoveryStore(stored...)
-			h := startRecovery(t, store, nil, "3", func(o *Options, _ *fakeLW) { o.Recovery.Lister = lister })
+			h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
 			store.waitFor(t, "end@10")
 			h.stop()
 			equal(t, "store calls", store.Calls(), want)

@@ -9,7 +9,7 @@ import (
 
 // recoveryList is what a recovery's diff is made against: the identity of
 // every listed object and, for a full list, the objects themselves.
-type recoveryList struct {
+type diffList struct {
 	// listedAt is the resourceVersion the list asked for, rv the one it
 	// was served at; pages counts its responses.
 	listedAt, rv string
@@ -25,7 +25,7 @@ type recoveryList struct {
 
 // comparable reports whether every resourceVersion of the list is an
 // integer (parsing them on the way), as the fetches of a recovery need.
-func (l *recoveryList) comparable() bool {
+func (l *diffList) comparable() bool {
 	ok := true
 	if _, good := parseRV(l.rv); !good {
 		ok = false
@@ -55,7 +55,7 @@ func parseRV(rv string) (uint64, bool) {
 
 // version reads a resourceVersion as an etcd revision, if the recovery
 // compares them (Recovery.OpaqueVersions).
-func (rec *recovery) version(rv string) (uint64, bool) {
+func (rec *attempt) version(rv string) (uint64, bool) {
 	if rec.r.cfg.OpaqueVersions {
 		return 0, false
 	}
@@ -63,7 +63,7 @@ func (rec *recovery) version(rv string) (uint64, bool) {
 }
 
 // setList records the list the diff is made against.
-func (rec *recovery) setList(l *recoveryList) {
+func (rec *attempt) setList(l *diffList) {
 	l.comparable() // parses every resourceVersion
 	if rec.r.cfg.OpaqueVersions {
 		for key, it := range l.listed {
@@ -80,8 +80,8 @@ func (rec *recovery) setList(l *recoveryList) {
 
 // diff compares the listed items with the stored Versions; the store calls
 // it in order with its writes (RecoveryStore.BeginRecovery).
-func (rec *recovery) diff(stored map[string]Version) (RecoveryPlan, error) {
-	var plan RecoveryPlan
+func (rec *attempt) diff(stored map[string]Version) (Plan, error) {
+	var plan Plan
 	fetch := func(key string) {
 		rec.pending[key] = struct{}{}
 		rec.fetchKeys = append(rec.fetchKeys, key)
@@ -140,7 +140,7 @@ func (rec *recovery) diff(stored map[string]Version) (RecoveryPlan, error) {
 // watch from the list's resourceVersion brings every later change of it,
 // its deletion included. The store is consistent only once that watch has
 // passed sn, so the recovery ends no earlier (mark).
-func (rec *recovery) keepAhead(key string, s Version, sn uint64) {
+func (rec *attempt) keepAhead(key string, s Version, sn uint64) {
 	rec.keys[key] = &keyState{uid: s.UID, rv: sn}
 	rec.mark = max(rec.mark, sn)
 	rec.stats.Ahead++

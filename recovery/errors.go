@@ -5,4 +5,4 @@ import "errors"
 // ErrRecoveryUnsupported is returned by a RecoveryStore that cannot
 // recover now (its objects are not where it can compare them). The
 // reflector then lists in full.
-var ErrRecoveryUnsupported = errors.New("recovery: store cannot recover")
+var ErrUnsupported = errors.New("recovery: store cannot recover")

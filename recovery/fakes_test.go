@@ -332,9 +332,9 @@ type harness struct {
 
 // newHarness builds a Reflector for *v1.Pod with millisecond backoffs, a
 // recording Store, Observer and error handler; mutate adjusts the Options.
-func newHarness(t *testing.T, lw cache.ListerWatcher, mutate func(*Options)) *harness {
+func newHarness(t *testing.T, lw cache.ListerWatcher, mutate func(*testOptions)) *harness {
 	h := &harness{t: t, store: newRecStore(), obs: &recObserver{}, errs: &errRecorder{}}
-	opts := Options{Options: reflector.Options{
+	opts := testOptions{Options: reflector.Options{
 		ExpectedType:      &v1.Pod{},
 		InitialBackoff:    time.Millisecond,
 		MaxBackoff:        4 * time.Millisecond,
@@ -388,8 +388,8 @@ func noErrors(t *testing.T, h *harness) {
 	}
 }
 
-// Options are a reflector's options with the recovery the tests set up.
-type Options struct {
+// testOptions are a reflector's options with the recovery the tests set up.
+type testOptions struct {
 	reflector.Options
 	Recovery *testRecovery
 }
@@ -415,17 +415,17 @@ func (c testRecovery) config() config {
 	if c.Lister != nil {
 		lister = c.Lister.lister()
 	}
-	return newConfig(&Recovery{Lister: lister, Workers: c.Workers, ListInFull: c.ListInFull, OpaqueVersions: c.OpaqueVersions,
+	return newConfig(&Options{Lister: lister, Workers: c.Workers, ListInFull: c.ListInFull, OpaqueVersions: c.OpaqueVersions,
 		Tuning: Tuning{FullListFraction: c.FullListFraction, FirstPageFraction: c.FirstPageFraction, MaxFetchRequests: c.MaxFetchRequests}})
 }
 
 // newReflector builds a reflector that recovers through o.Recovery, if
 // set and store is a RecoveryStore.
-func newReflector(lw cache.ListerWatcher, store reflector.Store, o Options) *reflector.Reflector {
+func newReflector(lw cache.ListerWatcher, store reflector.Store, o testOptions) *reflector.Reflector {
 	opts := o.Options
-	rs, ok := store.(RecoveryStore)
+	rs, ok := store.(Store)
 	if c := o.Recovery; c != nil && c.Lister != nil && ok {
-		r := New(&Recovery{Lister: c.Lister.lister()}, rs, Hooks{Listed: c.Listed, Started: c.Started})
+		r := New(&Options{Lister: c.Lister.lister()}, rs, Hooks{Listed: c.Listed, Started: c.Started})
 		r.cfg = c.config()
 		opts.Relister = r
 	}

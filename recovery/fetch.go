@@ -21,7 +21,7 @@ import (
 // watch is open: one object per request, up to Recovery.Workers at a time,
 // or the whole collection once listsInFull says so. A request that fails
 // fetchAttempts times fails the recovery.
-func (r *Recoverer) fetchChanged(rec *recovery) {
+func (r *Relister) fetchChanged(rec *attempt) {
 	ctx := rec.ctx
 	select {
 	case <-rec.opened:
@@ -73,7 +73,7 @@ func listsInFull(cfg *config, maxRequests, fetch, total int) bool {
 // maxFetchRequests is the bound Tuning.MaxFetchRequests sets, or else one
 // derived from the lister's rate limit: at least minFetchBudget requests,
 // and no more than the limit allows in fetchBudgetTime; 0 for no limit.
-func (r *Recoverer) maxFetchRequests() int {
+func (r *Relister) maxFetchRequests() int {
 	if n := r.cfg.maxFetchRequests; n != 0 {
 		return max(n, 0)
 	}
@@ -85,10 +85,10 @@ func (r *Recoverer) maxFetchRequests() int {
 }
 
 // countDecoded adds n to the objects decoded (RecoveryStats.Decoded).
-func (rec *recovery) countDecoded(n int) { rec.decoded.Add(int64(n)) }
+func (rec *attempt) countDecoded(n int) { rec.decoded.Add(int64(n)) }
 
 // stillPending reports whether key is still to be fetched.
-func (rec *recovery) stillPending(key string) bool {
+func (rec *attempt) stillPending(key string) bool {
 	_, resolved := rec.resolved.Load(key)
 	return !resolved && !rec.over.Load()
 }
@@ -99,10 +99,10 @@ func fetchOptions(listRV string) metav1.ListOptions {
 }
 
 // countRequest counts one fetch request (RecoveryStats.Requests).
-func (rec *recovery) countRequest() { rec.requests.Add(1) }
+func (rec *attempt) countRequest() { rec.requests.Add(1) }
 
 // fetchOne fetches one changed object.
-func (r *Recoverer) fetchOne(rec *recovery, key string) error {
+func (r *Relister) fetchOne(rec *attempt, key string) error {
 	obj, fetched, decoded, err := r.fetchObject(rec.ctx, key, rec.listRV, rec.countRequest)
 	if err != nil || !fetched {
 		return err
@@ -115,7 +115,7 @@ func (r *Recoverer) fetchOne(rec *recovery, key string) error {
 // listRV: obj is nil if the server no longer has it (in the informer's
 // selection); fetched is false if ctx ended first. decoded counts the
 // objects decoded from the response; count is called for every request.
-func (r *Recoverer) fetchObject(ctx context.Context, key, listRV string, count func()) (obj runtime.Object, fetched bool, decoded int, err error) {
+func (r *Relister) fetchObject(ctx context.Context, key, listRV string, count func()) (obj runtime.Object, fetched bool, decoded int, err error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil, false, 0, fmt.Errorf("%w: %s: key %q: %w", reflector.ErrList, r.l.TypeDescription(), key, err)
@@ -143,7 +143,7 @@ func (r *Recoverer) fetchObject(ctx context.Context, key, listRV string, count f
 // fetchCollection lists the collection and applies what it returns for
 // the keys still to be fetched. Through Lister.ListObjectsWire, only those objects
 // are decoded.
-func (r *Recoverer) fetchCollection(rec *recovery) error {
+func (r *Relister) fetchCollection(rec *attempt) error {
 	keys := rec.fetchKeys
 	var items []runtime.Object
 	if listWire := r.cfg.lister.ListObjectsWire; listWire != nil {
@@ -214,24 +214,24 @@ func (r *Recoverer) fetchCollection(rec *recovery) error {
 
 // retryFetch runs one fetch request, trying fetchAttempts times with
 // backoff, and calls count for each attempt. It returns nil if ctx ends.
-func (r *Recoverer) retryFetch(ctx context.Context, count func(), fn func() error) error {
+func (r *Relister) retryFetch(ctx context.Context, count func(), fn func() error) error {
 	var err error
-	for attempt := range fetchAttempts {
-		if attempt > 0 && !r.l.Backoff(ctx) {
+	for try := range fetchAttempts {
+		if try > 0 && !r.l.Backoff(ctx) {
 			return nil
 		}
 		count()
 		if err = fn(); err == nil || ctx.Err() != nil {
 			return nil
 		}
-		r.l.Report(ctx, fmt.Errorf("%w: %s: fetching changed objects (attempt %d of %d): %w", reflector.ErrList, r.l.TypeDescription(), attempt+1, fetchAttempts, err))
+		r.l.Report(ctx, fmt.Errorf("%w: %s: fetching changed objects (attempt %d of %d): %w", reflector.ErrList, r.l.TypeDescription(), try+1, fetchAttempts, err))
 	}
 	return fmt.Errorf("%w: %s: fetching changed objects: %w", reflector.ErrList, r.l.TypeDescription(), err)
 }
 
 // fetchedItems extracts a fetch's items, checking each as a watch event's
 // object is checked.
-func (r *Recoverer) fetchedItems(list runtime.Object) ([]runtime.Object, error) {
+func (r *Relister) fetchedItems(list runtime.Object) ([]runtime.Object, error) {
 	items, err := meta.ExtractListWithAlloc(list)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: unable to extract items of %T: %w", reflector.ErrList, r.l.TypeDescription(), list, err)
@@ -241,7 +241,7 @@ func (r *Recoverer) fetchedItems(list runtime.Object) ([]runtime.Object, error) 
 
 // checkedItems drops, and reports, the fetched objects a watch event's
 // check would reject.
-func (r *Recoverer) checkedItems(items []runtime.Object) []runtime.Object {
+func (r *Relister) checkedItems(items []runtime.Object) []runtime.Object {
 	out := items[:0]
 	for _, it := range items {
 		if err := r.l.Check(it); err != nil {
@@ -255,7 +255,7 @@ func (r *Recoverer) checkedItems(items []runtime.Object) []runtime.Object {
 
 // applyFetched applies, for each of keys, what a fetch found (absent from
 // found: gone), on the reflector's goroutine.
-func (r *Recoverer) applyFetched(rec *recovery, keys []string, found map[string]runtime.Object) error {
+func (r *Relister) applyFetched(rec *attempt, keys []string, found map[string]runtime.Object) error {
 	rec.run(func() {
 		for _, key := range keys {
 			if err := rec.fetched(key, found[key]); err != nil {

@@ -21,7 +21,7 @@ import (
 
 // write hands obj to the store as the key's new state, applying the
 // forward rule; it reports whether it did. fromWatch: a watch event.
-func (rec *recovery) write(key string, t watch.EventType, obj interface{}, fromWatch bool) (bool, error) {
+func (rec *attempt) write(key string, t watch.EventType, obj interface{}, fromWatch bool) (bool, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return true, rec.r.store.Add(obj) // let the store report it
@@ -82,7 +82,7 @@ func (rec *recovery) write(key string, t watch.EventType, obj interface{}, fromW
 }
 
 // watched advances the watch's position.
-func (rec *recovery) watched(rv string) {
+func (rec *attempt) watched(rv string) {
 	if n, ok := rec.version(rv); ok && n > rec.watchN {
 		rec.watchN, rec.watchRV = n, rv
 	}
@@ -90,7 +90,7 @@ func (rec *recovery) watched(rv string) {
 
 // fetched applies the result of fetching key: obj, or nil if the
 // server no longer has it (in the informer's selection).
-func (rec *recovery) fetched(key string, obj runtime.Object) error {
+func (rec *attempt) fetched(key string, obj runtime.Object) error {
 	if rec.done {
 		return nil
 	}
@@ -120,7 +120,7 @@ func (rec *recovery) fetched(key string, obj runtime.Object) error {
 }
 
 // resolve takes key off the keys to fetch.
-func (rec *recovery) resolve(key string) {
+func (rec *attempt) resolve(key string) {
 	if _, ok := rec.pending[key]; ok {
 		delete(rec.pending, key)
 		rec.resolved.Store(key, struct{}{})
@@ -131,14 +131,14 @@ func (rec *recovery) resolve(key string) {
 // to fetch, every deletion a fetch found seen on the watch, and the watch
 // past every fetched resourceVersion. EndRecovery is a store write, made
 // in order with the others on the reflector's goroutine.
-func (rec *recovery) checkDone() {
+func (rec *attempt) checkDone() {
 	if rec.done || len(rec.pending) > 0 || len(rec.awaitWatch) > 0 || rec.watchN < rec.mark {
 		return
 	}
 	rec.done = true
 	rec.over.Store(true)
 	r := rec.r
-	if err := r.store.EndRecovery(rec.watchRV); err != nil {
+	if err := r.store.End(rec.watchRV); err != nil {
 		r.l.Report(rec.ctx, fmt.Errorf("%w: ending a recovery at resourceVersion %q: %w", reflector.ErrStore, rec.watchRV, err))
 	}
 	rec.stats.Duration = r.l.Clock().Since(rec.began)
@@ -149,14 +149,14 @@ func (rec *recovery) checkDone() {
 	klog.FromContext(rec.ctx).V(2).Info("Recovered", "reflector", r.l.Name(), "type", r.l.TypeDescription(),
 		"resourceVersion", rv, "requests", stats.Requests, "fetched", stats.Fetched,
 		"skipped", stats.Skipped, "duration", stats.Duration)
-	if o, ok := r.l.Observer().(RecoveryObserver); ok {
+	if o, ok := r.l.Observer().(Observer); ok {
 		o.Recovered(rec.cause, rv, stats)
 	}
 }
 
 // event hands a watch event on, through the forward rule until the
 // recovery is done.
-func (rec *recovery) event(t watch.EventType, obj interface{}) error {
+func (rec *attempt) event(t watch.EventType, obj interface{}) error {
 	next := rec.r.store
 	if rec.done {
 		switch t {
@@ -180,19 +180,19 @@ func (rec *recovery) event(t watch.EventType, obj interface{}) error {
 }
 
 // The recovery is the watch's Store while it goes on (reflector.Relisted).
-var _ reflector.Store = (*recovery)(nil)
+var _ reflector.Store = (*attempt)(nil)
 
 // Add implements reflector.Store.
-func (rec *recovery) Add(obj interface{}) error { return rec.event(watch.Added, obj) }
+func (rec *attempt) Add(obj interface{}) error { return rec.event(watch.Added, obj) }
 
 // Update implements reflector.Store.
-func (rec *recovery) Update(obj interface{}) error { return rec.event(watch.Modified, obj) }
+func (rec *attempt) Update(obj interface{}) error { return rec.event(watch.Modified, obj) }
 
 // Delete implements reflector.Store.
-func (rec *recovery) Delete(obj interface{}) error { return rec.event(watch.Deleted, obj) }
+func (rec *attempt) Delete(obj interface{}) error { return rec.event(watch.Deleted, obj) }
 
 // Bookmark implements reflector.Store.
-func (rec *recovery) Bookmark(resourceVersion string) error {
+func (rec *attempt) Bookmark(resourceVersion string) error {
 	err := rec.r.store.Bookmark(resourceVersion)
 	if !rec.done {
 		rec.watched(resourceVersion)
@@ -202,9 +202,9 @@ func (rec *recovery) Bookmark(resourceVersion string) error {
 }
 
 // Replace implements reflector.Store.
-func (rec *recovery) Replace(list []interface{}, resourceVersion string) error {
+func (rec *attempt) Replace(list []interface{}, resourceVersion string) error {
 	return rec.r.store.Replace(list, resourceVersion)
 }
 
 // Resync implements reflector.Store.
-func (rec *recovery) Resync() error { return rec.r.store.Resync() }
+func (rec *attempt) Resync() error { return rec.r.store.Resync() }

@@ -59,7 +59,7 @@ const fetchPageSize = reflector.DefaultPagedListPageSize
 // resourceVersion in one request, which the watch cache serves). It
 // returns reflector.ErrFullList if the Lister has no ListObjectsWire, unless
 // Recovery.ListInFull asks for its pages decoded.
-func (r *Recoverer) listFull(ctx context.Context, resourceVersion string) (*recoveryList, error) {
+func (r *Relister) listFull(ctx context.Context, resourceVersion string) (*diffList, error) {
 	listWire := r.cfg.lister.ListObjectsWire
 	if listWire == nil {
 		if !r.cfg.ListInFull {
@@ -72,7 +72,7 @@ func (r *Recoverer) listFull(ctx context.Context, resourceVersion string) (*reco
 	if err != nil {
 		return nil, err
 	}
-	l := &recoveryList{rv: rv, pages: pages,
+	l := &diffList{rv: rv, pages: pages,
 		listed: make(map[string]listedItem, len(items)), objects: map[string]wireItem{}}
 	for _, it := range items {
 		key := it.key()
@@ -93,7 +93,7 @@ func (r *Recoverer) listFull(ctx context.Context, resourceVersion string) (*reco
 // after its diff left keys behind), the diff finds such an item changed
 // and the recovery fetches it, as after a metadata list. So a full list
 // holds in memory the changed items only, not every item's bytes.
-func (r *Recoverer) newerThan(resourceVersion string) func(*wireItem) bool {
+func (r *Relister) newerThan(resourceVersion string) func(*wireItem) bool {
 	stored, ok := parseRV(resourceVersion)
 	if !ok || r.cfg.OpaqueVersions {
 		return func(*wireItem) bool { return true }
@@ -107,7 +107,7 @@ func (r *Recoverer) newerThan(resourceVersion string) func(*wireItem) bool {
 // decodeListed returns the objects a full list (l) holds of the keys the
 // diff found to fetch, decoding them and no others, and lets go of the
 // list's bodies. Nil for a metadata list.
-func (rec *recovery) decodeListed(l *recoveryList) (map[string]runtime.Object, error) {
+func (rec *attempt) decodeListed(l *diffList) (map[string]runtime.Object, error) {
 	if l.objects == nil {
 		return nil, nil
 	}
@@ -159,7 +159,7 @@ func (rec *recovery) decodeListed(l *recoveryList) (map[string]runtime.Object, e
 // resourceVersion and the number of pages. Of a page read from its bytes,
 // only the items keep wants hold them (wireItem.held); the others are
 // their identity alone.
-func (r *Recoverer) listWire(ctx context.Context, lister listObjectsWire, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) ([]wireItem, string, int, error) {
+func (r *Relister) listWire(ctx context.Context, lister listObjectsWire, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) ([]wireItem, string, int, error) {
 	first := opts
 	var items []wireItem
 	rv, pages := "", 0
@@ -195,7 +195,7 @@ func (r *Recoverer) listWire(ctx context.Context, lister listObjectsWire, namesp
 // is a body cut short anywhere (a connection closed mid-response), an empty
 // one included, and one that turns out, partly read, not to be that list
 // (a changed layout: the scanner pins v0.37.2's).
-func (r *Recoverer) wirePage(ctx context.Context, lister listObjectsWire, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) (*wireList, error) {
+func (r *Relister) wirePage(ctx context.Context, lister listObjectsWire, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) (*wireList, error) {
 	body, decode, err := lister(ctx, namespace, opts)
 	if err != nil {
 		return nil, err
@@ -231,7 +231,7 @@ func (r *Recoverer) wirePage(ctx context.Context, lister listObjectsWire, namesp
 var errNoDecoder = errors.New("the lister returned no decoder")
 
 // decodedWirePage decodes a page's whole body with decode.
-func (r *Recoverer) decodedWirePage(whole []byte, decode func([]byte) (runtime.Object, error)) (*wireList, error) {
+func (r *Relister) decodedWirePage(whole []byte, decode func([]byte) (runtime.Object, error)) (*wireList, error) {
 	if decode == nil {
 		return nil, errNoDecoder
 	}
@@ -243,7 +243,7 @@ func (r *Recoverer) decodedWirePage(whole []byte, decode func([]byte) (runtime.O
 }
 
 // listedPage is the page of a decoded list, obj.
-func (r *Recoverer) listedPage(obj runtime.Object) (*wireList, error) {
+func (r *Relister) listedPage(obj runtime.Object) (*wireList, error) {
 	if gvk := obj.GetObjectKind().GroupVersionKind(); isTableList(obj) {
 		return nil, fmt.Errorf("unsupported list gvk: %v, type: %v", gvk, r.l.TypeDescription())
 	}
@@ -272,7 +272,7 @@ func (r *Recoverer) listedPage(obj runtime.Object) (*wireList, error) {
 // the whole body. A body cut short, or that turns out, part read, not to be
 // that list, is an errWire (protobuf, or cut inside its prefix) or errBody
 // (another format), and neither is returned.
-func (r *Recoverer) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wireList, []byte, error) {
+func (r *Relister) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wireList, []byte, error) {
 	br := bufio.NewReaderSize(body, 64<<10)
 	proto, err := sniffProtobuf(br)
 	if err != nil {

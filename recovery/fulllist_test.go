@@ -166,7 +166,7 @@ func TestRecoveryFromAFullList(t *testing.T) {
 					return page(n), nil
 				},
 			}
-			h := startRecovery(t, store, nil, "4", func(o *Options, lw *fakeLW) {
+			h := startRecovery(t, store, nil, "4", func(o *testOptions, lw *fakeLW) {
 				o.Recovery.Lister = lister
 				o.PageSize = 500 // paged, as client-go's list with this PageSize
 				lw.signalWatch(watchOpened)
@@ -204,7 +204,7 @@ func TestRecoveryFromAFullList(t *testing.T) {
 			s.Duration, s.ListDuration = 0, 0
 			// Decoded: the three to fetch, or all four of a list decoded whole.
 			decoded := map[string]int{"protobuf": 3, "json": 4}[format]
-			equal(t, "stats", s, RecoveryStats{Listed: 4, Pages: 2, Unchanged: 1, Deleted: 2, Fetch: 3, Fetched: 3, Decoded: decoded, FullList: true})
+			equal(t, "stats", s, Stats{Listed: 4, Pages: 2, Unchanged: 1, Deleted: 2, Fetch: 3, Fetched: 3, Decoded: decoded, FullList: true})
 			noErrors(t, &harness{errs: h.errs})
 		})
 	}
@@ -224,7 +224,7 @@ func TestRecoveryFromAFullListOfOpaqueVersions(t *testing.T) {
 			return protoPage("opaque", "", protoItem(t, listed[0], true), protoItem(t, listed[1], false), protoItem(t, listed[2], false)), nil
 		},
 	}
-	h := startRecovery(t, store, nil, "xc", func(o *Options, _ *fakeLW) { o.Recovery.Lister = lister })
+	h := startRecovery(t, store, nil, "xc", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
 	store.waitFor(t, "end@opaque")
 	h.stop()
 	equal(t, "store calls", store.Calls(), []string{
@@ -255,7 +255,7 @@ func TestRecoveryFromAFullListExpiredContinue(t *testing.T) {
 			return protoPage("12", "", protoItem(t, upod("ns", "a", "ua", "11"), false), protoItem(t, upod("ns", "b", "ub", "5"), true)), nil
 		},
 	}
-	h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) {
+	h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *fakeLW) {
 		o.Recovery.Lister = lister
 		o.PageSize = 500
 	})
@@ -290,7 +290,7 @@ func TestRecoveryFromAFullListUndecodable(t *testing.T) {
 			return protoPage(fmt.Sprint(10+n), "", protoItem(t, upod("ns", "a", "ua", "2"), spoiled)), nil
 		},
 	}
-	h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) { o.Recovery.Lister = lister })
+	h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
 	h.waitFailedThenEnded("decoding ns/a of the list", func() {
 		mu.Lock()
 		spoiled = false
@@ -334,7 +334,7 @@ func TestRecoveryFetchesThroughAWireLister(t *testing.T) {
 					return protoPage("10", "", items...), nil
 				},
 			}
-			h := startRecovery(t, store, nil, "4", func(o *Options, _ *fakeLW) {
+			h := startRecovery(t, store, nil, "4", func(o *testOptions, _ *fakeLW) {
 				cfg := tc.cfg
 				cfg.Lister, cfg.Workers = lister, 1
 				o.Recovery = &cfg
@@ -373,7 +373,7 @@ func TestRecoveryNotHeldByListAfter(t *testing.T) {
 				lister.meta = notAcceptable
 			}
 			gate := make(chan struct{}) // never closed
-			h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) {
+			h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *fakeLW) {
 				o.Recovery.Lister = lister
 				o.ListAfter = func() <-chan struct{} { return gate }
 			})
@@ -397,7 +397,7 @@ func TestRecoveryFromAFullListRetried(t *testing.T) {
 			return protoPage("10", "", protoItem(t, upod("ns", "a", "ua", "2"), false)), nil
 		},
 	}
-	h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) { o.Recovery.Lister = lister })
+	h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
 	store.waitFor(t, "end@10")
 	h.stop()
 	if !slices.ContainsFunc(h.errs.Errors(), func(err error) bool {
@@ -482,7 +482,7 @@ func TestRecoveryReadsTheMetadataListFromTheWire(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud1", "4"))
 			lister := &fakeLister{meta: pages, objects: server("10", onServer...)}
-			h := startRecovery(t, store, lister, "4", func(o *Options, _ *fakeLW) {
+			h := startRecovery(t, store, lister, "4", func(o *testOptions, _ *fakeLW) {
 				if tc.wire {
 					o.Recovery.Lister = &metaWireLister{fakeLister: lister, json: tc.json, kind: tc.kind}
 				}
@@ -554,7 +554,7 @@ func TestRecoveryFirstPageManyChanged(t *testing.T) {
 				fakeLister: &fakeLister{meta: meta, objects: server("10", onServer...)},
 				wire:       func(int, string, metav1.ListOptions) ([]byte, error) { return protoPage("10", "", items...), nil },
 			}
-			h := startRecovery(t, store, nil, "4", func(o *Options, _ *fakeLW) {
+			h := startRecovery(t, store, nil, "4", func(o *testOptions, _ *fakeLW) {
 				o.Recovery.Lister = lister
 				o.Recovery.FirstPageFraction = 0.5
 			})
@@ -588,7 +588,7 @@ func TestRecoveryListsInFull(t *testing.T) {
 		},
 		objects: server("10", onServer...),
 	}
-	h := startRecovery(t, store, lister, "4", func(o *Options, _ *fakeLW) {
+	h := startRecovery(t, store, lister, "4", func(o *testOptions, _ *fakeLW) {
 		o.Recovery.ListInFull = true
 	})
 	store.waitFor(t, "end@10")
@@ -606,7 +606,7 @@ func TestRecoveryListsInFull(t *testing.T) {
 	}
 	s := stats[0]
 	s.Duration, s.ListDuration = 0, 0
-	equal(t, "stats", s, RecoveryStats{Listed: 4, Pages: 1, Unchanged: 1, Deleted: 2, Fetch: 3, Fetched: 3, Decoded: 4, FullList: true})
+	equal(t, "stats", s, Stats{Listed: 4, Pages: 1, Unchanged: 1, Deleted: 2, Fetch: 3, Fetched: 3, Decoded: 4, FullList: true})
 }
 
 // With OpaqueVersions resourceVersions are only told equal or not, even
@@ -618,7 +618,7 @@ func TestRecoveryOpaqueVersions(t *testing.T) {
 		t.Run(fmt.Sprintf("opaque=%t", opaque), func(t *testing.T) {
 			store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "20"))
 			lister := &fakeLister{objects: server("10", upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"))}
-			h := startRecovery(t, store, lister, "20", func(o *Options, _ *fakeLW) {
+			h := startRecovery(t, store, lister, "20", func(o *testOptions, _ *fakeLW) {
 				o.Recovery.ListInFull, o.Recovery.OpaqueVersions = !opaque, opaque // OpaqueVersions implies ListInFull
 			})
 			var want []string
@@ -656,7 +656,7 @@ func TestRecoveryFromAFullListKeepsTheNewerItems(t *testing.T) {
 				protoItem(t, upod("ns", "c", "uc", "7"), false)), nil
 		},
 	}
-	h := startRecovery(t, store, nil, "5", func(o *Options, _ *fakeLW) { o.Recovery.Lister = lister })
+	h := startRecovery(t, store, nil, "5", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
 	store.waitFor(t, "end@10")
 	h.stop()
 	after := store.callsAfterBegin()
@@ -682,7 +682,7 @@ func TestRecoveryFromAFullListOfAnotherLayout(t *testing.T) {
 		fakeLister: &fakeLister{meta: notAcceptable},
 		wire:       func(int, string, metav1.ListOptions) ([]byte, error) { return body, nil },
 	}
-	h := startRecovery(t, store, nil, "1", func(o *Options, _ *fakeLW) { o.Recovery.Lister = lister })
+	h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
 	store.waitFor(t, "end@10")
 	h.stop()
 	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/a@7", "end@10"})

@@ -140,7 +140,7 @@ func checkRandomRecovery(t *testing.T, seed uint64) {
 		},
 		objects: server(strconv.Itoa(n), now...),
 	}
-	rh := startRecovery(t, store, lister, strconv.Itoa(w), func(o *Options, _ *fakeLW) {
+	rh := startRecovery(t, store, lister, strconv.Itoa(w), func(o *testOptions, _ *fakeLW) {
 		if rng.IntN(2) == 0 {
 			o.Recovery.FullListFraction = 0.01 // one fetch of the collection
 		}

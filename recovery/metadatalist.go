@@ -26,14 +26,14 @@ import (
 // serves for a consistent read at "": that is asked for now, to get past the
 // reads a catch-up took (reflector.CatchUp), and the given list may predate
 // them.
-func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*recoveryList, error) {
+func (r *Relister) listMetadata(ctx context.Context, resourceVersion string) (*diffList, error) {
 	pageSize := int64(recoveryPageSize)
 	if r.cfg.lister.ListMetadataWire != nil {
 		pageSize = recoveryStreamPageSize
 	}
 	opts := listOptions(resourceVersion, pageSize)
 	first := opts
-	l := &recoveryList{listed: map[string]listedItem{}}
+	l := &diffList{listed: map[string]listedItem{}}
 	if r.listed != nil && resourceVersion != "" {
 		if given := r.givenListing(ctx); given != nil {
 			l.pages, l.rv, l.given = given.Pages, given.ResourceVersion, true
@@ -74,7 +74,7 @@ func (r *Recoverer) listMetadata(ctx context.Context, resourceVersion string) (*
 			// As the pager does: the continue token expired, list in one go.
 			opts = first
 			opts.Limit = 0
-			l = &recoveryList{listed: map[string]listedItem{}}
+			l = &diffList{listed: map[string]listedItem{}}
 			ahead.drop()
 			ahead = nil
 			page, err = r.metadataPage(ctx, opts, nil, nil, nil)
@@ -113,7 +113,7 @@ var errManyChanged = errors.New("much of the collection changed")
 // cannot list in full, or has no version to compare with (a consistent
 // read at ""). An estimate from one page (pages are in key order, so one
 // page may be a few namespaces): a wrong one costs time, not correctness.
-func (r *Recoverer) countChanges(resourceVersion string) *changeCount {
+func (r *Relister) countChanges(resourceVersion string) *changeCount {
 	if r.cfg.lister.ListObjectsWire == nil {
 		return nil
 	}
@@ -157,7 +157,7 @@ func (c *changeCount) many(n int64) bool {
 // layout (errWire), or a JSON body that does not decode (errBody), is asked
 // for again and decoded. A cut anywhere counts: before or inside the
 // protobuf prefix too, and an empty body, which is no list in any format.
-func (r *Recoverer) metadataPage(ctx context.Context, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
+func (r *Relister) metadataPage(ctx context.Context, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
 	return metadataPage(ctx, &r.cfg.lister, opts, ahead, continued, changes)
 }
 
@@ -302,7 +302,7 @@ type pageAhead struct {
 }
 
 // askAhead makes the request of the page opts asks for, on a goroutine.
-func (r *Recoverer) askAhead(ctx context.Context, opts metav1.ListOptions) *pageAhead {
+func (r *Relister) askAhead(ctx context.Context, opts metav1.ListOptions) *pageAhead {
 	listWire := r.cfg.lister.ListMetadataWire // only its pages tell their continue token early
 	ctx, cancel := context.WithCancel(ctx)
 	a := &pageAhead{opts: opts, cancel: cancel, done: make(chan struct{})}
@@ -339,7 +339,7 @@ func (a *pageAhead) drop() {
 // givenListing returns Hooks.Listed's listing if it is at least as new as
 // everything handed to the store, or nil. An older listing would tell
 // objects created since deleted, and bring deleted ones back.
-func (r *Recoverer) givenListing(ctx context.Context) *Listing {
+func (r *Relister) givenListing(ctx context.Context) *Listing {
 	given := r.listed(ctx)
 	if given == nil {
 		return nil

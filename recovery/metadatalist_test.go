@@ -124,7 +124,7 @@ func TestRecoveryAsksForTheNextPageAhead(t *testing.T) {
 		"p2": page("10", "", upod("ns", "c", "uc", "3")),
 	}
 	lister, wire := newAheadLister(t, pages, upod("ns", "b", "ub", "5"))
-	h := startRecovery(t, store, lister, "3", func(o *Options, _ *fakeLW) {
+	h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *fakeLW) {
 		o.Recovery.Lister = wire
 	})
 	store.waitFor(t, "end@10")
@@ -149,7 +149,7 @@ func TestRecoveryAsksAheadOnlyOnceTheFirstPageDecided(t *testing.T) {
 	both := &wireMetaLister{aheadLister: wire, wire: func(int, string, metav1.ListOptions) ([]byte, error) {
 		return encodeProtobuf(t, podList("10", onServer...)), nil
 	}}
-	h := startRecovery(t, store, lister, "2", func(o *Options, _ *fakeLW) {
+	h := startRecovery(t, store, lister, "2", func(o *testOptions, _ *fakeLW) {
 		o.Recovery.Lister = both
 	})
 	store.waitFor(t, "end@10")
@@ -221,7 +221,7 @@ func TestRecoveryDecidesOnTheFirstPageAsItArrives(t *testing.T) {
 		cut:  metav1.PartialObjectMetadata{ObjectMeta: onServer[2].ObjectMeta},
 	}
 	store := newRecoveryStore(stored...)
-	h := startRecovery(t, store, lister, "4", func(o *Options, _ *fakeLW) {
+	h := startRecovery(t, store, lister, "4", func(o *testOptions, _ *fakeLW) {
 		o.Recovery.Lister = cut
 		// Two changed items of a page of recoveryStreamPageSize are many.
 		o.Recovery.FirstPageFraction = 2.0 / recoveryStreamPageSize
@@ -263,7 +263,7 @@ func TestRecoveryDecidesOnTheFirstPageOnly(t *testing.T) {
 		objects: server("10", onServer...),
 	}
 	store := newRecoveryStore(stored...)
-	h := startRecovery(t, store, lister, "5", func(o *Options, _ *fakeLW) {
+	h := startRecovery(t, store, lister, "5", func(o *testOptions, _ *fakeLW) {
 		// Both wire forms: a full list is the recovery's to choose.
 		o.Recovery.Lister = &bothWireLister{&metaWireLister{fakeLister: lister}, encodeProtobuf(t, podList("10", onServer...))}
 		o.Recovery.FullListFraction = 2
@@ -334,7 +334,7 @@ func TestRecoveryFirstPageDecidesAlone(t *testing.T) {
 				objects: server("10", onServer...),
 			}
 			store := newRecoveryStore(stored...)
-			h := startRecovery(t, store, lister, "5", func(o *Options, _ *fakeLW) {
+			h := startRecovery(t, store, lister, "5", func(o *testOptions, _ *fakeLW) {
 				o.Recovery.Lister = &bothWireLister{&metaWireLister{fakeLister: lister}, encodeProtobuf(t, podList("10", onServer...))}
 				o.Recovery.FirstPageFraction = fraction
 				o.Recovery.FullListFraction = 2

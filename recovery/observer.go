@@ -7,7 +7,7 @@ import (
 )
 
 // RecoveryStats describes one recovery.
-type RecoveryStats struct {
+type Stats struct {
 	// Listed is the number of items of the metadata list, Pages its pages.
 	Listed, Pages int
 	// Unchanged, Deleted and Fetch classify the stored and listed keys:
@@ -39,9 +39,9 @@ type RecoveryStats struct {
 // RecoveryObserver is a reflector.Observer that also hears of recoveries. A
 // recovery's metadata list is reported through Listed (items and pages of
 // the metadata list) once the store has applied its diff.
-type RecoveryObserver interface {
+type Observer interface {
 	reflector.Observer
 	// Recovered is called once a recovery has made the store consistent at
 	// resourceVersion, on the reflector's goroutine.
-	Recovered(cause reflector.StartCause, resourceVersion string, stats RecoveryStats)
+	Recovered(cause reflector.StartCause, resourceVersion string, stats Stats)
 }

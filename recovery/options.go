@@ -7,7 +7,7 @@ import (
 
 // Recovery is what a user chooses of recoveries (cache.InformerOptions
 // and the factories take it). Zero values are the defaults.
-type Recovery struct {
+type Options struct {
 	// Lister lists metadata and fetches objects. Required: Validate
 	// names what is missing.
 	Lister *Lister
@@ -39,7 +39,7 @@ type Recovery struct {
 // Validate reports what makes r unusable: a nil Lister, or a Lister
 // without ListMetadata or ListObjects. A nil Recovery is valid: it asks
 // for no recovery.
-func (r *Recovery) Validate() error {
+func (r *Options) Validate() error {
 	const how = "set it, or leave Recovery nil to relist in full as client-go does"
 	switch {
 	case r == nil:

@@ -44,7 +44,7 @@ type recoveryStore struct {
 	failWrite string
 }
 
-var _ RecoveryStore = (*recoveryStore)(nil)
+var _ Store = (*recoveryStore)(nil)
 
 func newRecoveryStore(pods ...*v1.Pod) *recoveryStore {
 	s := &recoveryStore{objs: map[string]*v1.Pod{}}
@@ -112,11 +112,11 @@ func (s *recoveryStore) Bookmark(rv string) error {
 	return nil
 }
 
-func (s *recoveryStore) BeginRecovery(_ context.Context, diff func(map[string]Version) (RecoveryPlan, error)) error {
+func (s *recoveryStore) Begin(_ context.Context, diff func(map[string]Version) (Plan, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.unsupported {
-		return ErrRecoveryUnsupported
+		return ErrUnsupported
 	}
 	stored := map[string]Version{}
 	for k, p := range s.objs {
@@ -141,7 +141,7 @@ func (s *recoveryStore) Stored(key string) (interface{}, bool, error) {
 	return p, ok, nil
 }
 
-func (s *recoveryStore) EndRecovery(rv string) error {
+func (s *recoveryStore) End(rv string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.record("end@" + rv)
@@ -274,17 +274,17 @@ func server(rv string, pods ...*v1.Pod) func(context.Context, string, string, me
 type recoveryObserver struct {
 	recObserver
 	mu        sync.Mutex
-	recovered []RecoveryStats
+	recovered []Stats
 }
 
-func (o *recoveryObserver) Recovered(c reflector.StartCause, rv string, stats RecoveryStats) {
+func (o *recoveryObserver) Recovered(c reflector.StartCause, rv string, stats Stats) {
 	o.add(fmt.Sprintf("recovered %s %s", c, rv))
 	o.mu.Lock()
 	o.recovered = append(o.recovered, stats)
 	o.mu.Unlock()
 }
 
-func (o *recoveryObserver) Stats() []RecoveryStats {
+func (o *recoveryObserver) Stats() []Stats {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return slices.Clone(o.recovered)
@@ -320,9 +320,9 @@ func (h *recoveryHarness) waitFailedThenEnded(what string, heal func()) {
 // store that owes a list), with recoveries through lister into store;
 // mutate adjusts the Options. Full lists are test errors unless the test
 // scripts lw.list.
-func startRecovery(t *testing.T, store *recoveryStore, lister *fakeLister, listFrom string, mutate func(*Options, *fakeLW)) *recoveryHarness {
+func startRecovery(t *testing.T, store *recoveryStore, lister *fakeLister, listFrom string, mutate func(*testOptions, *fakeLW)) *recoveryHarness {
 	h := &recoveryHarness{t: t, store: store, lister: lister, lw: &fakeLW{t: t}, obs: &recoveryObserver{}, errs: &errRecorder{}}
-	opts := Options{Options: reflector.Options{
+	opts := testOptions{Options: reflector.Options{
 		ExpectedType:      &v1.Pod{},
 		InitialBackoff:    time.Millisecond,
 		MaxBackoff:        4 * time.Millisecond,
@@ -388,7 +388,7 @@ func TestRecoveryDiffClasses(t *testing.T) {
 			return server("10", onServer...)(ctx, ns, name, opts)
 		},
 	}
-	h := startRecovery(t, store, lister, "4", func(o *Options, lw *fakeLW) {
+	h := startRecovery(t, store, lister, "4", func(o *testOptions, lw *fakeLW) {
 		lw.signalWatch(watchOpened)
 	})
 	store.waitFor(t, "end@10")
@@ -415,7 +415,7 @@ func TestRecoveryDiffClasses(t *testing.T) {
 	}
 	s := stats[0]
 	s.Duration, s.ListDuration = 0, 0
-	equal(t, "stats", s, RecoveryStats{Listed: 4, Pages: 1, Unchanged: 1, Deleted: 2, Fetch: 3, Requests: 3, Fetched: 3, Decoded: 3})
+	equal(t, "stats", s, Stats{Listed: 4, Pages: 1, Unchanged: 1, Deleted: 2, Fetch: 3, Requests: 3, Fetched: 3, Decoded: 3})
 	noErrors(t, &harness{errs: h.errs})
 }
 
@@ -435,7 +435,7 @@ func TestRecoveryAfterExpiredWatch(t *testing.T) {
 		},
 		objects: server("9", upod("ns", "b", "ub", "8")),
 	}
-	h := startRecovery(t, store, lister, "", func(o *Options, lw *fakeLW) {
+	h := startRecovery(t, store, lister, "", func(o *testOptions, lw *fakeLW) {
 		o.ResumeResourceVersion = "2"
 		lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
 			w := watch.NewRaceFreeFake()
@@ -468,7 +468,7 @@ func TestRecoveryAfterExpiredResumeWithoutBackoff(t *testing.T) {
 			},
 			objects: server("9"),
 		}
-		h := startRecovery(t, store, lister, "", func(o *Options, lw *fakeLW) {
+		h := startRecovery(t, store, lister, "", func(o *testOptions, lw *fakeLW) {
 			o.ResumeResourceVersion = "2"
 			o.InitialBackoff, o.MaxBackoff = time.Hour, time.Hour
 			lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
@@ -685,7 +685,7 @@ func TestRecoveryListsTheCollectionOrObjects(t *testing.T) {
 				},
 				objects: server("10", onServer...),
 			}
-			h := startRecovery(t, store, lister, "4", func(o *Options, _ *fakeLW) {
+			h := startRecovery(t, store, lister, "4", func(o *testOptions, _ *fakeLW) {
 				cfg := tc.cfg
 				cfg.Lister, cfg.Workers = lister, 1
 				o.Recovery = &cfg
@@ -724,7 +724,7 @@ func TestRecoveryFallsBackToAFullList(t *testing.T) {
 				tc.store(store)
 			}
 			lister := &fakeLister{meta: tc.meta}
-			h := startRecovery(t, store, lister, "1", func(_ *Options, lw *fakeLW) {
+			h := startRecovery(t, store, lister, "1", func(_ *testOptions, lw *fakeLW) {
 				lw.list = func(int, metav1.ListOptions) (runtime.Object, error) {
 					return podList("10", upod("ns", "a", "ua", "1")), nil
 				}
@@ -765,7 +765,7 @@ func TestRecoveryNeedsStoreAndLister(t *testing.T) {
 		t.Error("metadata list without a RecoveryStore")
 		return nil, errors.New("no")
 	}}
-	h := newHarness(t, lw.listWatch(), func(o *Options) {
+	h := newHarness(t, lw.listWatch(), func(o *testOptions) {
 		o.ListFrom = "3"
 		o.Recovery = &testRecovery{Lister: lister}
 	})
@@ -809,7 +809,7 @@ func TestRecoveryWithoutAWatch(t *testing.T) {
 	}
 	var mu sync.Mutex
 	refuse := true
-	h := startRecovery(t, store, lister, "2", func(o *Options, lw *fakeLW) {
+	h := startRecovery(t, store, lister, "2", func(o *testOptions, lw *fakeLW) {
 		lw.list = func(int, metav1.ListOptions) (runtime.Object, error) {
 			return podList("20", upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5")), nil
 		}
@@ -854,7 +854,7 @@ func TestRecoveryWithNothingToFetchThenExpired(t *testing.T) {
 		},
 		objects: server("9", upod("ns", "a", "ua", "8")),
 	}
-	h := startRecovery(t, store, lister, "1", func(o *Options, lw *fakeLW) {
+	h := startRecovery(t, store, lister, "1", func(o *testOptions, lw *fakeLW) {
 		lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
 			w := watch.NewRaceFreeFake()
 			if n == 0 {
@@ -884,7 +884,7 @@ func TestRecoveryStartedAndEnded(t *testing.T) {
 		defer store.mu.Unlock()
 		store.record(c)
 	}
-	h := startRecovery(t, store, lister, "2", func(o *Options, _ *fakeLW) {
+	h := startRecovery(t, store, lister, "2", func(o *testOptions, _ *fakeLW) {
 		o.Recovery.Started = func() func() {
 			mark("started")
 			return func() { mark("ended") }
@@ -960,7 +960,7 @@ func TestRecoveryListIsACatchUpTargetOnlyIfConsistent(t *testing.T) {
 			}
 			var mu sync.Mutex
 			var targets []string
-			h := startRecovery(t, store, lister, "", func(o *Options, lw *fakeLW) {
+			h := startRecovery(t, store, lister, "", func(o *testOptions, lw *fakeLW) {
 				o.ResumeResourceVersion = "2"
 				o.CatchUp = &reflector.CatchUp{Done: make(chan struct{}), Target: func(rv string) {
 					mu.Lock()

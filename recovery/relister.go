@@ -29,7 +29,7 @@ type Hooks struct {
 
 // config is a Recovery completed with its defaults and Tuning.
 type config struct {
-	Recovery
+	Options
 	// lister is a copy of Recovery.Lister, made at New, and Recovery.Lister
 	// is nil: a recovery decides on its page size and first page before
 	// its first request, so a later change to the Lister must not reach it.
@@ -44,8 +44,8 @@ type config struct {
 }
 
 // newConfig completes cfg with its defaults and reads its Tuning.
-func newConfig(cfg *Recovery) config {
-	c := config{Recovery: *cfg,
+func newConfig(cfg *Options) config {
+	c := config{Options: *cfg,
 		fullListFraction:  orDefault(cfg.Tuning.FullListFraction, fullListFraction),
 		firstPageFraction: orDefault(cfg.Tuning.FirstPageFraction, firstPageFraction),
 		maxFetchRequests:  cfg.Tuning.MaxFetchRequests,
@@ -54,7 +54,7 @@ func newConfig(cfg *Recovery) config {
 	if cfg.Lister != nil { // New requires one; newConfig's tests may not
 		c.lister = *cfg.Lister
 	}
-	c.Recovery.Lister = nil
+	c.Options.Lister = nil
 	if c.Workers <= 0 {
 		c.Workers = defaultWorkers
 	}
@@ -75,9 +75,9 @@ func orDefault(fraction, def float64) float64 {
 
 // Recoverer makes a reflector's lists after the first as recoveries. It
 // implements reflector.Relister, and is used by one reflector at a time.
-type Recoverer struct {
+type Relister struct {
 	cfg     config
-	store   RecoveryStore
+	store   Store
 	listed  func(ctx context.Context) *Listing
 	started func() (ended func())
 	// l is the reflector's side of the relist under way, set by Relist on
@@ -85,24 +85,24 @@ type Recoverer struct {
 	l *reflector.Relist
 }
 
-var _ reflector.Relister = (*Recoverer)(nil)
+var _ reflector.Relister = (*Relister)(nil)
 
 // New returns a Recoverer for store, or nil for a nil cfg. It panics if
 // cfg does not Validate: its caller, the informer's constructor, checks it
 // and returns the error.
-func New(cfg *Recovery, store RecoveryStore, hooks Hooks) *Recoverer {
+func New(cfg *Options, store Store, hooks Hooks) *Relister {
 	if cfg == nil {
 		return nil
 	}
 	if err := cfg.Validate(); err != nil {
 		panic("recovery.New: " + err.Error())
 	}
-	return &Recoverer{cfg: newConfig(cfg), store: store, listed: hooks.Listed, started: hooks.Started}
+	return &Relister{cfg: newConfig(cfg), store: store, listed: hooks.Listed, started: hooks.Started}
 }
 
 // Relist implements reflector.Relister: it makes a recovery, whose
 // fetches go on while the watch runs.
-func (r *Recoverer) Relist(ctx context.Context, l *reflector.Relist) (*reflector.Relisted, error) {
+func (r *Relister) Relist(ctx context.Context, l *reflector.Relist) (*reflector.Relisted, error) {
 	r.l = l
 	rec, err := r.recover(ctx)
 	if err != nil || rec == nil {

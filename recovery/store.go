@@ -16,7 +16,7 @@ type Version struct {
 }
 
 // RecoveryPlan is what a recovery's diff asks of the store.
-type RecoveryPlan struct {
+type Plan struct {
 	// Deleted are the keys whose stored object is gone from the server or
 	// was replaced by another UID: the store deletes them and tells its
 	// handlers with a cache.DeletedFinalStateUnknown carrying the stored
@@ -33,7 +33,7 @@ type RecoveryPlan struct {
 // Replace, a recovery's diff and writes are each about a few keys. The
 // store orders them after whatever it owes those keys, such as a warm
 // start's delivery of their stored state.
-type RecoveryStore interface {
+type Store interface {
 	reflector.Store
 	// BeginRecovery is applied in order with every write made before it:
 	// it calls diff with the Version of every stored object (by key, as
@@ -42,12 +42,12 @@ type RecoveryStore interface {
 	// EndRecovery must lead to another recovery), and applies the plan. It
 	// returns once that is done, or with ctx's error. ErrRecoveryUnsupported
 	// makes the reflector list in full instead (reflector.ErrFullList).
-	BeginRecovery(ctx context.Context, diff func(stored map[string]Version) (RecoveryPlan, error)) error
+	Begin(ctx context.Context, diff func(stored map[string]Version) (Plan, error)) error
 	// Stored returns the stored object at key. A recovery calls it only
 	// for a key that nothing written since BeginRecovery touched.
 	Stored(key string) (interface{}, bool, error)
 	// EndRecovery is applied in order with every write made before it: the
 	// store now holds the collection as of resourceVersion; it records that
 	// version and no longer owes a list.
-	EndRecovery(resourceVersion string) error
+	End(resourceVersion string) error
 }

@@ -45,7 +45,7 @@ func TestNewHonoursTuning(t *testing.T) {
 		{Tuning{FullListFraction: -1, FirstPageFraction: math.NaN()}, fullListFraction, firstPageFraction, max(minFetchBudget, budget), false},
 	} {
 		t.Run(fmt.Sprintf("%+v", tc.tuning), func(t *testing.T) {
-			r := New(&Recovery{Lister: lister.lister(), Tuning: tc.tuning}, nil, Hooks{})
+			r := New(&Options{Lister: lister.lister(), Tuning: tc.tuning}, nil, Hooks{})
 			if r.cfg.fullListFraction != tc.fullList {
 				t.Errorf("full list fraction %v, want %v", r.cfg.fullListFraction, tc.fullList)
 			}
@@ -89,7 +89,7 @@ func TestRecoveryBudgetFromQPS(t *testing.T) {
 				},
 				objects: server("10", listed...),
 			}
-			h := startRecovery(t, store, lister, "1", func(o *Options, _ *fakeLW) {
+			h := startRecovery(t, store, lister, "1", func(o *testOptions, _ *fakeLW) {
 				o.Recovery.Lister = rateLimited{fakeLister: lister, qps: tc.qps}
 			})
 			store.waitFor(t, "end@10")
@@ -110,14 +110,14 @@ func TestRecoveryBudgetFromQPS(t *testing.T) {
 func TestValidateNamesWhatIsMissing(t *testing.T) {
 	full := (&fakeLister{}).lister()
 	for _, tc := range []struct {
-		rec  *Recovery
+		rec  *Options
 		want string
 	}{
 		{nil, ""},
-		{&Recovery{Lister: full}, ""},
-		{&Recovery{}, "Recovery.Lister is nil"},
-		{&Recovery{Lister: &Lister{ListObjects: full.ListObjects}}, "Recovery.Lister.ListMetadata is nil"},
-		{&Recovery{Lister: &Lister{ListMetadata: full.ListMetadata}}, "Recovery.Lister.ListObjects is nil"},
+		{&Options{Lister: full}, ""},
+		{&Options{}, "Recovery.Lister is nil"},
+		{&Options{Lister: &Lister{ListObjects: full.ListObjects}}, "Recovery.Lister.ListMetadata is nil"},
+		{&Options{Lister: &Lister{ListMetadata: full.ListMetadata}}, "Recovery.Lister.ListObjects is nil"},
 	} {
 		err := tc.rec.Validate()
 		switch {

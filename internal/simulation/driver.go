@@ -392,7 +392,7 @@ func (d *driver) startInformer(warm, wait bool) error {
 	}
 	lw, lister := d.listerWatcher()
 	if d.cfg.Recovery {
-		opts.Recovery = &recovery.Recovery{Lister: lister, Workers: d.cfg.Workers,
+		opts.Recovery = &recovery.Options{Lister: lister, Workers: d.cfg.Workers,
 			Tuning: recovery.Tuning{FullListFraction: d.cfg.FullListAt}}
 	}
 	// A panic here (damage the constructor does not expect) may leave a

@@ -68,7 +68,7 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (_ *boltRun, err e
 	})
 	lw := cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", metav1.NamespaceAll,
 		func(o *metav1.ListOptions) { o.LabelSelector = spec.Selector })
-	var rec *recovery.Recovery
+	var rec *recovery.Options
 	if spec.Recovery {
 		// What the typed factory gives its Pod informer (factory's
 		// typedRecovery): the same Pods, namespace and selector, through
@@ -78,7 +78,7 @@ func newBoltInformer(cs kubernetes.Interface, spec childSpec) (_ *boltRun, err e
 		if lister == nil {
 			return nil, errors.New("no metadata lister for Pods: the clientset has no REST client")
 		}
-		rec = &recovery.Recovery{Lister: lister}
+		rec = &recovery.Options{Lister: lister}
 		if spec.RecoveryFullList {
 			if lister.ListObjectsWire == nil {
 				return nil, errors.New("the Pods' metadata lister cannot list in full undecoded")
@@ -134,18 +134,18 @@ type observer struct {
 type recoveryEnd struct {
 	at    time.Time
 	cause reflector.StartCause
-	stats recovery.RecoveryStats
+	stats recovery.Stats
 }
 
-var _ recovery.RecoveryObserver = (*observer)(nil)
+var _ recovery.Observer = (*observer)(nil)
 
 func newObserver() *observer {
 	return &observer{relisted: make(chan string, 1), recovered: make(chan struct{}, 1)}
 }
 
-// Recovered implements recovery.RecoveryObserver; it may be called from a
+// Recovered implements recovery.Observer; it may be called from a
 // recovery's goroutine.
-func (o *observer) Recovered(cause reflector.StartCause, _ string, stats recovery.RecoveryStats) {
+func (o *observer) Recovered(cause reflector.StartCause, _ string, stats recovery.Stats) {
 	now := time.Now()
 	o.mu.Lock()
 	o.recoveries++

@@ -302,8 +302,8 @@ func TestRecoveryMetrics(t *testing.T) {
 	if o.recovery(start) != nil {
 		t.Error("a recovery reported before any ended")
 	}
-	o.Recovered(reflector.CauseRelistExpired, "10", recovery.RecoveryStats{Listed: 5, Unchanged: 3, Deleted: 1, Fetch: 2, Fetched: 2, Requests: 2, Duration: time.Second})
-	o.Recovered(reflector.CauseRelistExpired, "12", recovery.RecoveryStats{Listed: 5, Unchanged: 5, Duration: time.Second})
+	o.Recovered(reflector.CauseRelistExpired, "10", recovery.Stats{Listed: 5, Unchanged: 3, Deleted: 1, Fetch: 2, Fetched: 2, Requests: 2, Duration: time.Second})
+	o.Recovered(reflector.CauseRelistExpired, "12", recovery.Stats{Listed: 5, Unchanged: 5, Duration: time.Second})
 	if rec := o.recovery(start); rec == nil || rec.Count != 2 || rec.Unchanged != 5 || rec.DurationSeconds != 1 {
 		t.Errorf("recovery = %+v, want the second of 2", rec)
 	}

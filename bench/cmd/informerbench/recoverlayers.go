@@ -23,7 +23,7 @@ var recoverLayerVariants = []string{
 // withoutLayer makes rec recover through a copy of lister without the
 // layer named: a Tuning field, or a Lister field set to nil. It reports
 // false for a layer it does not know, or a lister without both wire forms.
-func withoutLayer(rec *recovery.Recovery, lister *recovery.Lister, layer string) bool {
+func withoutLayer(rec *recovery.Options, lister *recovery.Lister, layer string) bool {
 	if lister == nil || lister.ListMetadataWire == nil || lister.ListObjectsWire == nil {
 		return false
 	}

@@ -39,7 +39,7 @@ func TestWithoutLayerTurnsOffOneLayer(t *testing.T) {
 		layer := recoverLayers[variant]
 		t.Run(layer, func(t *testing.T) {
 			full := fullLister()
-			rec := &recovery.Recovery{Lister: full}
+			rec := &recovery.Options{Lister: full}
 			if !withoutLayer(rec, full, layer) {
 				t.Fatalf("withoutLayer refused %q", layer)
 			}
@@ -64,7 +64,7 @@ func TestWithoutLayerTurnsOffOneLayer(t *testing.T) {
 			}
 		})
 	}
-	if withoutLayer(&recovery.Recovery{}, fullLister(), "no-such-layer") {
+	if withoutLayer(&recovery.Options{}, fullLister(), "no-such-layer") {
 		t.Error("withoutLayer accepted an unknown layer")
 	}
 }

@@ -161,7 +161,7 @@ type childResult struct {
 }
 
 // recoveryResult is one recovery as the reflector reported it
-// (recovery.RecoveryStats), and when.
+// (recovery.Stats), and when.
 type recoveryResult struct {
 	// Cause is why it recovered: relist-expired after a 410, relist-error
 	// for a list the collection owed.
