@@ -76,7 +76,7 @@ type Informer struct {
 	store      storeIndexer
 	persistent *Indexer
 	// public is what GetStore and GetIndexer return: store, behind
-	// provenStore for a persistent informer, so nothing stored is read
+	// gatedStore for a persistent informer, so nothing stored is read
 	// before gate says the collection's provenance was checked.
 	public        storeIndexer
 	gate          readGate
@@ -239,7 +239,7 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 	inf.public = store
 	if persistent != nil {
 		inf.gate.seeds = newSeedStore(opts.Indexers)
-		inf.public = provenStore{storeIndexer: store, gate: &inf.gate}
+		inf.public = gatedStore{storeIndexer: store, gate: &inf.gate}
 		inf.setAsides = newSetAsides()
 		persistent.onUnreadable(inf.setAsideUnreadable)
 	}

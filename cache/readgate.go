@@ -80,7 +80,7 @@ func (g *readGate) waitIndexes() {
 // waiting for the stored index entries to be verified.
 var indexLookupWaits func()
 
-// provenStore is the store an informer hands out (GetStore, GetIndexer, and
+// gatedStore is the store an informer hands out (GetStore, GetIndexer, and
 // so every lister). Until the informer has checked the collection's
 // provenance it serves the seed store — empty, as client-go's store before
 // its first list, unless written to: what the file holds may come from
@@ -89,12 +89,12 @@ var indexLookupWaits func()
 // is, objects are served at once; index lookups wait until the warm start
 // has verified the stored index entries (see warmDelivery), and reads that
 // could show an object as absent wait while the store owes a list.
-type provenStore struct {
+type gatedStore struct {
 	storeIndexer
 	gate *readGate
 }
 
-func (p provenStore) GetByKey(key string) (interface{}, bool, error) {
+func (p gatedStore) GetByKey(key string) (interface{}, bool, error) {
 	type got struct {
 		obj    interface{}
 		exists bool
@@ -120,7 +120,7 @@ func (p provenStore) GetByKey(key string) (interface{}, bool, error) {
 	return g.obj, g.exists, g.err
 }
 
-func (p provenStore) Get(obj interface{}) (interface{}, bool, error) {
+func (p gatedStore) Get(obj interface{}) (interface{}, bool, error) {
 	type got struct {
 		obj    interface{}
 		exists bool
@@ -139,21 +139,21 @@ func (p provenStore) Get(obj interface{}) (interface{}, bool, error) {
 	return p.GetByKey(key)
 }
 
-func (p provenStore) List() []interface{} {
+func (p gatedStore) List() []interface{} {
 	if v, ok := fromSeeds(p.gate.seeds, false, storeIndexer.List); ok {
 		return v
 	}
 	return mustWhole(p.gate, "List", p.storeIndexer.List)
 }
 
-func (p provenStore) ListKeys() []string {
+func (p gatedStore) ListKeys() []string {
 	if v, ok := fromSeeds(p.gate.seeds, false, storeIndexer.ListKeys); ok {
 		return v
 	}
 	return mustWhole(p.gate, "ListKeys", p.storeIndexer.ListKeys)
 }
 
-func (p provenStore) LastStoreSyncResourceVersion() string {
+func (p gatedStore) LastStoreSyncResourceVersion() string {
 	if v, ok := fromSeeds(p.gate.seeds, false, storeIndexer.LastStoreSyncResourceVersion); ok {
 		return v
 	}
@@ -168,7 +168,7 @@ type objectsOrErr[T any] struct {
 
 // lookup serves an index lookup: from the seed store, or once the stored
 // index entries are verified and no list is owed.
-func lookup[T any](p provenStore, fn func(storeIndexer) (T, error)) (T, error) {
+func lookup[T any](p gatedStore, fn func(storeIndexer) (T, error)) (T, error) {
 	read := func(s storeIndexer) objectsOrErr[T] {
 		v, err := fn(s)
 		return objectsOrErr[T]{v, err}
@@ -185,19 +185,19 @@ func lookup[T any](p provenStore, fn func(storeIndexer) (T, error)) (T, error) {
 	return r.v, r.err
 }
 
-func (p provenStore) Index(indexName string, obj interface{}) ([]interface{}, error) {
+func (p gatedStore) Index(indexName string, obj interface{}) ([]interface{}, error) {
 	return lookup(p, func(s storeIndexer) ([]interface{}, error) { return s.Index(indexName, obj) })
 }
 
-func (p provenStore) IndexKeys(indexName, indexedValue string) ([]string, error) {
+func (p gatedStore) IndexKeys(indexName, indexedValue string) ([]string, error) {
 	return lookup(p, func(s storeIndexer) ([]string, error) { return s.IndexKeys(indexName, indexedValue) })
 }
 
-func (p provenStore) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
+func (p gatedStore) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
 	return lookup(p, func(s storeIndexer) ([]interface{}, error) { return s.ByIndex(indexName, indexedValue) })
 }
 
-func (p provenStore) ListIndexFuncValues(indexName string) []string {
+func (p gatedStore) ListIndexFuncValues(indexName string) []string {
 	if v, ok := fromSeeds(p.gate.seeds, false, func(s storeIndexer) []string { return s.ListIndexFuncValues(indexName) }); ok {
 		return v
 	}
@@ -208,49 +208,49 @@ func (p provenStore) ListIndexFuncValues(indexName string) []string {
 // Writes go to the seed store until it is adopted, then to the informer's
 // store.
 
-func (p provenStore) Add(obj interface{}) error {
+func (p gatedStore) Add(obj interface{}) error {
 	if err, ok := fromSeeds(p.gate.seeds, true, func(s storeIndexer) error { return s.Add(obj) }); ok {
 		return err
 	}
 	return p.storeIndexer.Add(obj)
 }
 
-func (p provenStore) Update(obj interface{}) error {
+func (p gatedStore) Update(obj interface{}) error {
 	if err, ok := fromSeeds(p.gate.seeds, true, func(s storeIndexer) error { return s.Update(obj) }); ok {
 		return err
 	}
 	return p.storeIndexer.Update(obj)
 }
 
-func (p provenStore) Delete(obj interface{}) error {
+func (p gatedStore) Delete(obj interface{}) error {
 	if err, ok := fromSeeds(p.gate.seeds, true, func(s storeIndexer) error { return s.Delete(obj) }); ok {
 		return err
 	}
 	return p.storeIndexer.Delete(obj)
 }
 
-func (p provenStore) Replace(list []interface{}, rv string) error {
+func (p gatedStore) Replace(list []interface{}, rv string) error {
 	if err, ok := fromSeeds(p.gate.seeds, true, func(s storeIndexer) error { return s.Replace(list, rv) }); ok {
 		return err
 	}
 	return p.storeIndexer.Replace(list, rv)
 }
 
-func (p provenStore) Transaction(txns ...cache.Transaction) *cache.TransactionError {
+func (p gatedStore) Transaction(txns ...cache.Transaction) *cache.TransactionError {
 	if err, ok := fromSeeds(p.gate.seeds, true, func(s storeIndexer) *cache.TransactionError { return s.Transaction(txns...) }); ok {
 		return err
 	}
 	return p.storeIndexer.Transaction(txns...)
 }
 
-func (p provenStore) Resync() error {
+func (p gatedStore) Resync() error {
 	if err, ok := fromSeeds(p.gate.seeds, false, storeIndexer.Resync); ok {
 		return err
 	}
 	return p.storeIndexer.Resync()
 }
 
-func (p provenStore) Bookmark(rv string) {
+func (p gatedStore) Bookmark(rv string) {
 	if _, ok := fromSeeds(p.gate.seeds, false, func(s storeIndexer) struct{} { s.Bookmark(rv); return struct{}{} }); ok {
 		return
 	}
@@ -259,7 +259,7 @@ func (p provenStore) Bookmark(rv string) {
 
 // AddIndexers adds the indexers to the informer's store and, while it
 // serves, to the seed store.
-func (p provenStore) AddIndexers(indexers cache.Indexers) error {
+func (p gatedStore) AddIndexers(indexers cache.Indexers) error {
 	if err := p.storeIndexer.AddIndexers(indexers); err != nil {
 		return err
 	}
@@ -274,7 +274,7 @@ func (p provenStore) AddIndexers(indexers cache.Indexers) error {
 // may already have reported synced; a start that finds the collection
 // marked (persist.Collection.MustList) is in the same state until its first
 // list. Meanwhile the store owes its readers a list, and what listers read
-// through GetStore and GetIndexer (provenStore) follows one rule: a read
+// through GetStore and GetIndexer (gatedStore) follows one rule: a read
 // that could show an object as absent waits until the list is applied
 // (a Get that finds its object returns at once). If the informer stops
 // first, nothing will complete the store: such reads fail with
