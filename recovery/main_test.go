@@ -1,6 +1,8 @@
 package recovery
 
 import (
+	"context"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -8,8 +10,11 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // No goroutine a test starts may outlive the package's tests: goleak fails
@@ -19,8 +24,16 @@ func TestMain(m *testing.M) {
 }
 
 // reflectorFrames match every frame of a Reflector's or a recovery's
-// method, including closures started from one.
-var reflectorFrames = []string{"boltinformer/reflector.(*Reflector).", "boltinformer/recovery.(*Recoverer).", "boltinformer/recovery.(*recovery)."}
+// method, including closures started from one. They are built from the
+// types, so a renamed type cannot leave a pattern that matches nothing.
+var reflectorFrames = []string{methodFrames[reflector.Reflector](), methodFrames[Relister](), methodFrames[attempt]()}
+
+// methodFrames is the prefix of a stack frame of a method of *T, as
+// runtime.Stack prints it: "path/to/pkg.(*T).".
+func methodFrames[T any]() string {
+	typ := reflect.TypeFor[T]()
+	return typ.PkgPath() + ".(*" + typ.Name() + ")."
+}
 
 // reflectorGoroutines returns the stacks of goroutines, other than the
 // caller's, that are inside a Reflector method.
@@ -56,4 +69,32 @@ func assertNoReflectorGoroutines(t *testing.T) {
 	if len(leaked) > 0 {
 		t.Fatalf("goroutines leaked by reflector:\n\n%s", strings.Join(leaked, "\n\n"))
 	}
+}
+
+// The leak check sees a recovery's goroutines: while a fetch is held, a
+// goroutine runs a method of each recovery type reflectorFrames names.
+func TestLeakCheckSeesARecovery(t *testing.T) {
+	store := newFakeStore(upod("ns", "a", "ua", "1"))
+	fetching, release := make(chan struct{}), make(chan struct{})
+	lister := &fakeLister{
+		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			return metaList("10", upod("ns", "a", "ua", "5")), nil
+		},
+		objects: func(ctx context.Context, ns, name string, opts metav1.ListOptions) (apiruntime.Object, error) {
+			close(fetching)
+			<-release
+			return server("10", upod("ns", "a", "ua", "5"))(ctx, ns, name, opts)
+		},
+	}
+	h := startRecovery(t, store, lister, "1", nil)
+	<-fetching
+	stacks := strings.Join(reflectorGoroutines(), "\n\n")
+	close(release)
+	for _, frame := range reflectorFrames[1:] {
+		if !strings.Contains(stacks, frame) {
+			t.Errorf("no goroutine in a frame of %q while a fetch is held:\n\n%s", frame, stacks)
+		}
+	}
+	store.waitFor(t, "end@10")
+	h.stop()
 }
