@@ -18,7 +18,7 @@ type readiness struct {
 	// SyncedAtOpen.
 	caught *caughtUp
 	// proof, if set, is the consistent metadata list by which this start
-	// also proves itself caught up (versionmatch.go). Set by begin.
+	// also proves itself caught up (versionproof.go). Set by begin.
 	proof *proofList
 }
 
@@ -46,7 +46,7 @@ type caughtUp struct {
 	numeric bool // target parsed as an integer
 	done    chan struct{}
 	closed  bool
-	// match, while set, is a proof by versions under way (versionmatch.go).
+	// match, while set, is a proof by versions under way (versionproof.go).
 	match *versionMatch
 	// replaying: a proof by versions held at replayedThrough, and the
 	// watch's events up to it are dropped (skipReplayed).

@@ -226,7 +226,7 @@ func (c *Checkpoint) skipRelisted(obj interface{}) bool {
 // collection went on in memory, a read failed) it is the whole list, which
 // the listener's skip filters as it queues. Called under blockDeltas.
 //
-// It never waits for a list the store owes (readerror.go): that list can
+// It never waits for a list the store owes (readgate.go): that list can
 // only be applied by the delta loop, which blockDeltas holds up. The joining
 // handler gets what the store holds, and the rest through the list (see
 // Informer.addEventHandler). The read is one consistent view of the

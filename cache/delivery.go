@@ -50,7 +50,7 @@ import (
 // buffers are decoded objects nothing else holds.
 //
 // The walk holds back (walkYield) while a recovery is under way, until the
-// store is consistent again (walkRecoveryHolds, recover.go): then the
+// store is consistent again (walkRecoveryHolds): then the
 // recovery is what the informer waits for, and decoding the whole
 // collection would take the cores the recovery's reads need (and, where it
 // shares the machine, the apiserver's). A walk with no start handlers (it
@@ -489,7 +489,7 @@ func (y *walkYield) wait(ctx context.Context) {
 	}
 }
 
-// walkRecoveryHolds holds a warm start's walk (delivery.go) back from the
+// walkRecoveryHolds holds a warm start's walk back from the
 // moment a recovery begins until the store is consistent again: until the
 // reflector is done with the recovery and the delta loop has applied
 // everything it queued, its end included. Both the walk and the recovery

@@ -102,7 +102,7 @@ type Informer struct {
 	// them.
 	report, reportLocked func(context.Context, error)
 
-	// recovering is set while a recovery is under way (recover.go): from
+	// recovering is set while a recovery is under way (recoverysteps.go): from
 	// the diff it applied until its end, or until a list is applied.
 	recovering atomic.Bool
 	// recoveryGen is the read gate's generation when the last recovery
@@ -110,7 +110,7 @@ type Informer struct {
 	// (another generation) leaves the store short of what that diff saw.
 	recoveryGen uint64
 	// walkHolds holds a warm start's walk back until the store is
-	// consistent again (recover.go).
+	// consistent again (delivery.go).
 	walkHolds walkRecoveryHolds
 
 	// setAsides carries the set-asides of index builds to the running
@@ -469,7 +469,7 @@ func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, i
 }
 
 // noteAppliedLocked tells the caught-up sync what the store has applied:
-// the deltas, for a proof by versions (versionmatch.go), and its
+// the deltas, for a proof by versions (versionproof.go), and its
 // resourceVersion (events, lists and bookmarks alike), unless a recovery is
 // under way. Called under blockDeltas.
 func (s *Informer) noteAppliedLocked(deltas []cache.Delta, err error) {

@@ -141,7 +141,7 @@ type InformerOptions struct {
 	// for a list the collection owes, by what changed instead of relisting
 	// everything: a metadata-only list, a diff against the stored objects'
 	// UIDs and resourceVersions, and fetches of what changed with the watch
-	// already open (see recovery.Recovery and the package documentation).
+	// already open (see recovery.Options and the package documentation).
 	// The factories set it for the resources they can list metadata of.
 	// Nil: such lists are full lists, reconciled with the stored state.
 	// A Recovery without a complete Lister fails the informer's constructor.
@@ -155,7 +155,7 @@ type InformerOptions struct {
 	// did — instead of waiting for the apiserver's bookmark to carry the
 	// watch past a consistent read (about a second, whatever the size).
 	// Handlers get the same events either way: the watch still resumes from
-	// the stored resourceVersion (see versionmatch.go). Zero means
+	// the stored resourceVersion (see versionproof.go). Zero means
 	// DefaultWarmListBelow; negative: no metadata list (the fewest bytes
 	// from the apiserver, synced about a second later). Ignored with
 	// SyncedAtOpen and without Recovery.

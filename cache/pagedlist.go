@@ -27,7 +27,7 @@ import (
 // and after the informer; the informer is synced once the last page is
 // stored with the list's resourceVersion. A lister read before that sees
 // the pages stored so far, where client-go's store is empty until its
-// list is applied; a store that owes a list (readerror.go) still makes
+// list is applied; a store that owes a list (readgate.go) still makes
 // reads that could show absence wait for it.
 //
 // The pages come from the reflector's goroutine, before it watches, while

@@ -12,7 +12,7 @@ import (
 // seed.go) until the collection's provenance is checked; then the
 // collection, except that index lookups wait while a warm start is still
 // verifying the stored index entries, and reads that could show an object
-// as absent wait while the store owes a list (see readerror.go).
+// as absent wait while the store owes a list (owe, below).
 type readGate struct {
 	// verifying, while set, returns a channel closed once a warm start has
 	// checked every stored index entry against the index functions, or

@@ -134,7 +134,7 @@ func TestQueueCarriesRecoverySteps(t *testing.T) {
 }
 
 // A begin step reaches the queue's consumer carrying its diff, and the
-// consumer's answer reaches BeginRecovery, without the transform.
+// consumer's answer reaches Begin, without the transform.
 func TestQueueCarriesABeginStep(t *testing.T) {
 	tf := &podsOnlyTransform{}
 	s := &Informer{objectType: &corev1.Pod{}, transform: tf.transform}

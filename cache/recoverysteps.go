@@ -12,11 +12,11 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// A recovery (recovery/recover.go) replaces the full list after a 410, or
+// A recovery (recovery/attempt.go) replaces the full list after a 410, or
 // for a list the store owes, by a metadata list, a diff against the stored
 // objects' UIDs and resourceVersions, and fetches of what changed; where
 // the server cannot list metadata, by one full list that serves as both,
-// of which only the changed objects are decoded (recovery/recoverlist.go).
+// of which only the changed objects are decoded (recovery/fulllist.go).
 // The store sees the same steps either way. Its two
 // steps that need the store as the handlers know it are applied by the
 // delta loop, in order with the watch events queued before and after them.
@@ -109,7 +109,7 @@ func (s *Informer) recoverer(q recoveryQueue) *recovery.Relister {
 	return recovery.New(s.opts.Recovery, q, hooks)
 }
 
-// BeginRecovery implements recovery.RecoveryStore.
+// Begin implements recovery.Store.
 func (q recoveryQueue) Begin(ctx context.Context, diff func(map[string]recovery.Version) (recovery.Plan, error)) error {
 	step := &recoveryStep{ctx: ctx, diff: diff, done: make(chan error, 1)}
 	if err := q.RealFIFO.Update(step); err != nil {
@@ -123,13 +123,13 @@ func (q recoveryQueue) Begin(ctx context.Context, diff func(map[string]recovery.
 	}
 }
 
-// Stored implements recovery.RecoveryStore. It does not retry a failed
+// Stored implements recovery.Store. It does not retry a failed
 // read: the caller only needs the object for a tombstone.
 func (q recoveryQueue) Stored(key string) (interface{}, bool, error) {
 	return q.s.persistent.getOnce(key)
 }
 
-// EndRecovery implements recovery.RecoveryStore.
+// End implements recovery.Store.
 func (q recoveryQueue) End(resourceVersion string) error {
 	return q.RealFIFO.Update(&recoveryStep{rv: resourceVersion})
 }

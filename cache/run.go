@@ -23,7 +23,7 @@ import (
 //	-----------------  ------------------  ------------------------------------  ------------------------
 //	reflector          reflectors.launch   list, watch, recovery (one per        the RealFIFO: objects, and
 //	                                       attempt; a relist after a read        recovery steps as items of
-//	                                       error starts a second one)            their own type (recover.go)
+//	                                       error starts a second one)            their own type (recoverysteps.go)
 //	fetch, page ahead  the recovery        fetch changed objects; results reach  nothing: results go over
 //	                                       the reflector's goroutine (package    a channel
 //	                                       recovery, "Goroutines and locks")

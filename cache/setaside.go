@@ -14,7 +14,7 @@ import (
 // start's walk treats a record it cannot read:
 //
 //  1. The store owes a list from before the records are dropped, so no
-//     lister reads the partial store as complete (readerror.go).
+//     lister reads the partial store as complete (readgate.go).
 //  2. The records are dropped with the must-list mark in one commit
 //     (persist.Collection.SetAsideUnreadable). A stop before the list lands
 //     lists at the next start. Nothing holds watch events back between the

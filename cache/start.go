@@ -112,7 +112,7 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		// end, not done: a walk held back must go on for a relist — held
 		// for a checkpoint's owed work (checkpointhold.go), whose handler
 		// joins only once the informer synced, or for a recovery that
-		// failed after its diff (walkRecoveryHolds, recover.go), whose
+		// failed after its diff (walkRecoveryHolds, delivery.go), whose
 		// hold lasts until a list is applied.
 		listAfter = delivery.end
 	}
@@ -148,7 +148,7 @@ func (s *Informer) newQueue(logger klog.Logger) *cache.RealFIFO {
 	// never advanced by bookmarks, and a restart would replay old versions
 	// over newer ones. Handlers see the same calls either way.
 	// The key function and the transform let recovery steps through
-	// (recover.go).
+	// (recoverysteps.go).
 	return cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
 		Logger:                &logger,
 		Name:                  fmt.Sprintf("RealFIFO %T", s.objectType),

@@ -38,7 +38,7 @@ import (
 // the watch replays, as with the bookmark.
 //
 // A small collection whose stored resourceVersion has expired (410) also
-// recovers (recover.go); its recovery takes the proof's list as its own
+// recovers (recoverysteps.go); its recovery takes the proof's list as its own
 // metadata list (recovery.Hooks.Listed), so the collection is listed
 // once, not twice.
 //

@@ -55,7 +55,7 @@ func (c *apiCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 				c.probes[resource]++
 			} else if q.Get("resourceVersion") == "" && q.Get("limit") == proofPageSize && strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadataList") {
 				// A consistent metadata list: a small warm collection's
-				// proof of catching up (cache/versionmatch.go).
+				// proof of catching up (cache/versionproof.go).
 				c.metaLists[resource]++
 			} else {
 				c.lists[resource]++

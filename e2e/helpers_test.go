@@ -66,7 +66,7 @@ type requestCounter struct {
 	resource               string
 	lists, watches, probes atomic.Int64
 	// metaLists are consistent metadata lists: a small warm collection's
-	// proof of catching up (cache/versionmatch.go). Not in lists.
+	// proof of catching up (cache/versionproof.go). Not in lists.
 	metaLists atomic.Int64
 	// refuseProbes fails every limit=1 consistent read with an error.
 	refuseProbes bool

@@ -17,7 +17,7 @@ import (
 	"github.com/boltinformer/boltinformer/recovery"
 )
 
-// A recovery (recovery.Recovery) lists the collection's metadata and
+// A recovery (recovery.Options) lists the collection's metadata and
 // fetches what changed, through a recovery.Lister that lists
 // exactly what the informer's ListerWatcher lists: the same resource,
 // namespace and selectors. The factories build one for each informer whose
@@ -231,7 +231,7 @@ func dynamicRecovery(mc metadata.Interface, client dynamic.Interface, gvr schema
 // metadataRecovery returns the recovery settings of a metadata factory's
 // informer of gvr. Its objects are metadata, so its own list is the
 // metadata list and holds the changed objects: a recovery lists in full
-// (recovery.Recovery.ListInFull), with no fetches. Outside the groups of
+// (recovery.Options.ListInFull), with no fetches. Outside the groups of
 // client-go's scheme (served by kube-apiserver from etcd) the resource may
 // be an aggregated API's, whose resourceVersions need not be etcd
 // revisions: they are only told equal or not (OpaqueVersions).

@@ -20,7 +20,7 @@ import (
 )
 
 // recover lists the collection's metadata (or, where that cannot be made
-// or compared, the whole collection: recoverlist.go), has the store apply
+// or compared, the whole collection: fulllist.go), has the store apply
 // the diff and starts fetching what changed once the watch is open. It
 // returns nil, nil if ctx ended, and reflector.ErrFullList if the reflector
 // must list in full.
@@ -157,12 +157,14 @@ type keyState struct {
 	obj interface{}
 }
 
-// recovery is one recovery; see the comment at the top of the file.
+// attempt is one recovery in progress; the package documentation tells
+// its steps.
 //
 // Goroutines: the reflector's (ListAndWatch, then the watch loop, whose
-// events reach the store through recoveryFilter) and one fetch goroutine,
-// started by start and joined by finish, which runs the fetch requests on
-// up to Recovery.Workers goroutines of its own and joins them.
+// events reach the store through the attempt, the Relisted.Store) and one
+// fetch goroutine, started by start and joined by finish. That goroutine
+// runs the fetch requests on up to Options.Workers goroutines of its own
+// and joins them.
 type attempt struct {
 	r     *Relister
 	cause reflector.StartCause

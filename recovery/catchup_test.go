@@ -36,7 +36,7 @@ import (
 // Settled, it would be an ordinary watch, waiting minutes for an event or
 // the once-a-minute bookmark.
 func TestGivenListOlderThanTheTargetDoesNotEndTheShortWatches(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"))
 	lister := &fakeLister{
 		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			return metaList("9", upod("ns", "a", "ua", "1")), nil
@@ -114,7 +114,7 @@ func TestGivenListOlderThanTheTargetDoesNotEndTheShortWatches(t *testing.T) {
 // list would end at 9 and settle, and on a server that sends no bookmarks
 // the informer would wait for an event that a quiet collection never sends.
 func TestRelistAfterMaxWatchesIsAtOrAfterTheRead(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"))
 	lister := &fakeLister{
 		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			return metaList("25", upod("ns", "a", "ua", "1")), nil // a list made now
@@ -267,7 +267,7 @@ func checkRandomCatchUp(t *testing.T, seed uint64) {
 			close(done)
 		}
 	}
-	store := &catchUpStore{recoveryStore: newRecoveryStore(upod("ns", "a", "ua", "1")), applied: func(rv string) {
+	store := &catchUpStore{fakeStore: newFakeStore(upod("ns", "a", "ua", "1")), applied: func(rv string) {
 		mu.Lock()
 		defer mu.Unlock()
 		n, _ := strconv.ParseInt(rv, 10, 64)
@@ -402,19 +402,19 @@ func checkRandomCatchUp(t *testing.T, seed uint64) {
 	}
 }
 
-// catchUpStore is a recoveryStore that reports the version it applies
+// catchUpStore is a fakeStore that reports the version it applies
 // with each recovery's end and each bookmark.
 type catchUpStore struct {
-	*recoveryStore
+	*fakeStore
 	applied func(rv string)
 }
 
 func (s *catchUpStore) End(rv string) error {
 	defer s.applied(rv)
-	return s.recoveryStore.End(rv)
+	return s.fakeStore.End(rv)
 }
 
 func (s *catchUpStore) Bookmark(rv string) error {
 	defer s.applied(rv)
-	return s.recoveryStore.Bookmark(rv)
+	return s.fakeStore.Bookmark(rv)
 }

@@ -94,7 +94,7 @@ func TestRecoveryAsksAgainForACutPage(t *testing.T) {
 		}
 		cut := &cutMetaLister{metaWireLister: &metaWireLister{fakeLister: lister}, t: t, cut: &onceCut{},
 			item: metav1.PartialObjectMetadata{ObjectMeta: onServer[2].ObjectMeta}}
-		store := newRecoveryStore(stored...)
+		store := newFakeStore(stored...)
 		h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
 		store.waitFor(t, "end@10")
 		h.stop()
@@ -121,7 +121,7 @@ func TestRecoveryAsksAgainForACutPage(t *testing.T) {
 				return body, nil
 			},
 		}
-		store := newRecoveryStore(stored...)
+		store := newFakeStore(stored...)
 		h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
 		store.waitFor(t, "end@10")
 		h.stop()
@@ -267,7 +267,7 @@ func TestRecoveryAsksAgainForAPageCutAnywhere(t *testing.T) {
 
 	// checkRun requires one recovery to the uncut page's store calls, with
 	// the page asked for again at most once, and no error reported.
-	checkRun := func(t *testing.T, what string, store *recoveryStore, h *recoveryHarness, asked int) {
+	checkRun := func(t *testing.T, what string, store *fakeStore, h *recoveryHarness, asked int) {
 		t.Helper()
 		store.waitFor(t, "end@10")
 		h.stop()
@@ -296,7 +296,7 @@ func TestRecoveryAsksAgainForAPageCutAnywhere(t *testing.T) {
 					objects: server("10", onServer...),
 				}
 				cut := &cutAtMetaLister{fakeLister: lister, cutAt: &cutAt{body: body, n: n, end: end, once: &onceCut{}}}
-				store := newRecoveryStore(stored...)
+				store := newFakeStore(stored...)
 				h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
 				checkRun(t, fmt.Sprintf("cut at %d of %d bytes, then %v", n, len(body), end), store, h, len(lister.MetaOpts()))
 			}
@@ -313,7 +313,7 @@ func TestRecoveryAsksAgainForAPageCutAnywhere(t *testing.T) {
 					}},
 					cutAt: &cutAt{body: body, n: n, end: end, once: &onceCut{}},
 				}
-				store := newRecoveryStore(stored...)
+				store := newFakeStore(stored...)
 				h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
 				checkRun(t, fmt.Sprintf("cut at %d of %d bytes, then %v", n, len(body), end), store, h, cut.Asked()-1)
 			}
@@ -424,7 +424,7 @@ func TestRecoveryOfAPageCutTwiceIsReportedAndBacksOff(t *testing.T) {
 			clock := testingclock.NewFakeClock(time.Now())
 			var healed atomic.Bool
 			lister, cut, asked := tc.lister(healed.Load)
-			store := newRecoveryStore(stored...)
+			store := newFakeStore(stored...)
 			h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) {
 				o.Recovery.Lister = lister
 				o.WatchErrorHandler = nil // the default: log like client-go
@@ -480,7 +480,7 @@ func TestRecoveryOfAPageCutTwiceAnywhereNeverReadsLess(t *testing.T) {
 						}},
 						cutAt: &cutAt{body: body, n: n, end: end},
 					}
-					store := newRecoveryStore(stored...)
+					store := newFakeStore(stored...)
 					h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
 					poll.Until(t, 5*time.Second, what+": a failed recovery, or its end", func() bool {
 						return len(h.errs.Errors()) > 0 || slices.ContainsFunc(store.Calls(), func(c string) bool { return strings.HasPrefix(c, "end@") })
@@ -539,7 +539,7 @@ func (l *prefixCutMetaLister) ListMetadataWire(ctx context.Context, opts metav1.
 }
 
 // A metadata page cut short is a failed page, asked for again and decoded
-// whole (recovermetadata.go: "A body that is cut short ... is asked for
+// whole (metadatalist.go: "A body that is cut short ... is asked for
 // again and decoded"), and a stream cut short is never a bare io.EOF
 // (internal/wire: "A stream cut short anywhere is ErrMalformed wrapping
 // io.ErrUnexpectedEOF, never a bare io.EOF, which a reflector's error
@@ -563,7 +563,7 @@ func TestRecoveryAsksAgainForAMetadataPageCutInItsPrefix(t *testing.T) {
 				objects: server("10", onServer...),
 			}
 			cut := &prefixCutMetaLister{metaWireLister: &metaWireLister{fakeLister: lister}, n: n, cut: &onceCut{}}
-			store := newRecoveryStore(stored...)
+			store := newFakeStore(stored...)
 			h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
 			store.waitFor(t, "end@10")
 			h.stop()
@@ -607,7 +607,7 @@ func TestRecoveryAsksAgainForAFullListPageCutInItsPrefix(t *testing.T) {
 					return body, nil
 				},
 			}
-			store := newRecoveryStore(stored...)
+			store := newFakeStore(stored...)
 			h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
 			store.waitFor(t, "end@10")
 			h.stop()

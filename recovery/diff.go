@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// recoveryList is what a recovery's diff is made against: the identity of
+// diffList is what a recovery's diff is made against: the identity of
 // every listed object and, for a full list, the objects themselves.
 type diffList struct {
 	// listedAt is the resourceVersion the list asked for, rv the one it
@@ -54,7 +54,7 @@ func parseRV(rv string) (uint64, bool) {
 }
 
 // version reads a resourceVersion as an etcd revision, if the recovery
-// compares them (Recovery.OpaqueVersions).
+// compares them (Options.OpaqueVersions).
 func (rec *attempt) version(rv string) (uint64, bool) {
 	if rec.r.cfg.OpaqueVersions {
 		return 0, false
@@ -79,7 +79,7 @@ func (rec *attempt) setList(l *diffList) {
 }
 
 // diff compares the listed items with the stored Versions; the store calls
-// it in order with its writes (RecoveryStore.BeginRecovery).
+// it in order with its writes (Store.Begin).
 func (rec *attempt) diff(stored map[string]Version) (Plan, error) {
 	var plan Plan
 	fetch := func(key string) {

@@ -6,14 +6,14 @@
 //
 // # Basics
 //
-// New returns a Recoverer, a reflector.Relister, for a RecoveryStore and the
-// user's Recovery. Each relist is a recovery:
+// New returns a Relister, a reflector.Relister, for a Store and the
+// user's Options. Each relist is a recovery:
 //
 //  1. List the collection's metadata only (PartialObjectMetadataList,
 //     paged) at the last resourceVersion with NotOlderThan, or at "" where
 //     that is unavailable. Never at "0", which a lagging watch cache serves.
 //  2. Diff UIDs and resourceVersions against the store, in order with every
-//     write before it (RecoveryStore.BeginRecovery). The store marks itself
+//     write before it (Store.Begin). The store marks itself
 //     must-list first, so a crash from here on recovers again. It deletes
 //     objects gone or replaced by another UID, and leaves unchanged ones.
 //     A stored object newer than the list (an unfinished recovery fetched
@@ -21,14 +21,14 @@
 //     and the watch brings the object's later changes, its deletion too.
 //  3. Watch from the list's resourceVersion. Once the watch is open, fetch
 //     the new and changed objects: one per request, or the collection
-//     where a quarter changed (recoverfetch.go).
+//     where a quarter changed (fetch.go).
 //  4. Once every changed object is fetched (or its deletion seen on the
 //     watch) and the watch has passed every fetched resourceVersion, the
 //     store holds the collection at the watch's resourceVersion. The
-//     recovery ends with RecoveryStore.EndRecovery there.
+//     recovery ends with Store.End there.
 //
 // Every write a recovery makes reaches the store on the reflector's
-// goroutine, under one forward rule (recoverforward.go). An object not newer
+// goroutine, under one forward rule (forward.go). An object not newer
 // than its key's last state is dropped, so no handler sees a
 // resourceVersion go backwards. One with another UID follows a
 // cache.DeletedFinalStateUnknown of the key's last state.
@@ -37,14 +37,14 @@
 // are etcd revisions. Where the metadata list cannot be made, or its
 // versions are not integers, a full list through Lister.ListObjectsWire
 // serves as the list and the fetches, and only its changed items are
-// decoded (recoverlist.go). Without it, the reflector lists in full
+// decoded (fulllist.go). Without it, the reflector lists in full
 // (reflector.ErrFullList).
-// Recovery.ListInFull makes every recovery such a full list.
-// Recovery.OpaqueVersions tells versions only equal or not.
+// Options.ListInFull makes every recovery such a full list.
+// Options.OpaqueVersions tells versions only equal or not.
 //
 // The tuning (when to list a namespace or the collection, page sizes, the
 // request budget of a rate-limited client) is constants, each naming the
-// measurement that set it. Recovery.Tuning overrides the fractions that
+// measurement that set it. Options.Tuning overrides the fractions that
 // choose a full list, the request budget and the page asked ahead; its
 // zero value keeps every default.
 //
@@ -59,14 +59,14 @@
 // owned by one goroutine and needs no lock.
 //
 // One fetch goroutine per recovery waits for the watch to open and runs up
-// to Recovery.Workers request goroutines. A metadata list asks for its next
+// to Options.Workers request goroutines. A metadata list asks for its next
 // page on one goroutine while it reads a page (pageAhead). Fetch
 // goroutines share only atomics with the reflector's goroutine: the keys
 // resolved, the counts, the first error. Relisted.Finish cancels and joins
 // them all, so nothing outlives ListAndWatch.
 //
 // Callbacks (the error handler, Hooks.Started's end,
-// RecoveryObserver.Recovered) run on the reflector's goroutine with no lock
+// Observer.Recovered) run on the reflector's goroutine with no lock
 // held. Like the reflector's Observer, they must return quickly.
 //
 // # Caveats

@@ -394,7 +394,7 @@ type testOptions struct {
 	Recovery *testRecovery
 }
 
-// testRecovery is a Recovery with its tuning and hooks, as tests set them.
+// testRecovery is an Options with its tuning and hooks, as tests set them.
 type testRecovery struct {
 	Lister                              testLister
 	Workers                             int
@@ -420,7 +420,7 @@ func (c testRecovery) config() config {
 }
 
 // newReflector builds a reflector that recovers through o.Recovery, if
-// set and store is a RecoveryStore.
+// set and store is a Store.
 func newReflector(lw cache.ListerWatcher, store reflector.Store, o testOptions) *reflector.Reflector {
 	opts := o.Options
 	rs, ok := store.(Store)

@@ -14,11 +14,11 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// The fetches of a recovery (recover.go): what changed, once the watch is
+// The fetches of a recovery (attempt.go): what changed, once the watch is
 // open, one object per request, or the whole collection in one list.
 
 // fetchChanged fetches the keys a recovery found new or changed, once the
-// watch is open: one object per request, up to Recovery.Workers at a time,
+// watch is open: one object per request, up to Options.Workers at a time,
 // or the whole collection once listsInFull says so. A request that fails
 // fetchAttempts times fails the recovery.
 func (r *Relister) fetchChanged(rec *attempt) {
@@ -84,7 +84,7 @@ func (r *Relister) maxFetchRequests() int {
 	return max(minFetchBudget, int(float64(qps)*fetchBudgetTime.Seconds()))
 }
 
-// countDecoded adds n to the objects decoded (RecoveryStats.Decoded).
+// countDecoded adds n to the objects decoded (Stats.Decoded).
 func (rec *attempt) countDecoded(n int) { rec.decoded.Add(int64(n)) }
 
 // stillPending reports whether key is still to be fetched.
@@ -98,7 +98,7 @@ func fetchOptions(listRV string) metav1.ListOptions {
 	return metav1.ListOptions{ResourceVersion: listRV, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
 }
 
-// countRequest counts one fetch request (RecoveryStats.Requests).
+// countRequest counts one fetch request (Stats.Requests).
 func (rec *attempt) countRequest() { rec.requests.Add(1) }
 
 // fetchOne fetches one changed object.

@@ -129,7 +129,7 @@ func (rec *attempt) resolve(key string) {
 
 // checkDone ends the recovery once the store is consistent: nothing left
 // to fetch, every deletion a fetch found seen on the watch, and the watch
-// past every fetched resourceVersion. EndRecovery is a store write, made
+// past every fetched resourceVersion. End is a store write, made
 // in order with the others on the reflector's goroutine.
 func (rec *attempt) checkDone() {
 	if rec.done || len(rec.pending) > 0 || len(rec.awaitWatch) > 0 || rec.watchN < rec.mark {

@@ -22,7 +22,7 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// A recovery from a full list (recover.go). Where the server cannot list
+// A recovery from a full list (attempt.go). Where the server cannot list
 // the collection's metadata (an aggregated API's server may not serve the
 // metadata form), the listed resourceVersions are not integers, or the
 // metadata list's first page shows much changed, a recovery lists the
@@ -58,7 +58,7 @@ const fetchPageSize = reflector.DefaultPagedListPageSize
 // paged as the full list it replaces would be (listPageSize: at a
 // resourceVersion in one request, which the watch cache serves). It
 // returns reflector.ErrFullList if the Lister has no ListObjectsWire, unless
-// Recovery.ListInFull asks for its pages decoded.
+// Options.ListInFull asks for its pages decoded.
 func (r *Relister) listFull(ctx context.Context, resourceVersion string) (*diffList, error) {
 	listWire := r.cfg.lister.ListObjectsWire
 	if listWire == nil {
@@ -329,7 +329,7 @@ func wholePage(ctx context.Context, lister listObjectsWire, namespace string, op
 	return whole, decode, err
 }
 
-// decodedLists is the full list of Recovery.ListInFull without a wire
+// decodedLists is the full list of Options.ListInFull without a wire
 // form: no body to read, each page decoded whole by listObjects.
 func decodedLists(listObjects func(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error)) listObjectsWire {
 	return func(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {

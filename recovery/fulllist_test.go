@@ -151,7 +151,7 @@ func TestRecoveryFromAFullList(t *testing.T) {
 				}
 				return protoPage("10", "", protoItem(t, d, false), protoItem(t, e, false))
 			}
-			store := newRecoveryStore(stored...)
+			store := newFakeStore(stored...)
 			watchOpened := make(chan struct{})
 			lister := &wireLister{
 				fakeLister: &fakeLister{meta: notAcceptable, objects: func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error) {
@@ -214,7 +214,7 @@ func TestRecoveryFromAFullList(t *testing.T) {
 // lists in full and tells them equal or not. Unchanged objects are left
 // alone, and changed ones applied whatever their order.
 func TestRecoveryFromAFullListOfOpaqueVersions(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "xa"), upod("ns", "b", "ub", "xb"), upod("ns", "c", "uc", "xc"))
+	store := newFakeStore(upod("ns", "a", "ua", "xa"), upod("ns", "b", "ub", "xb"), upod("ns", "c", "uc", "xc"))
 	listed := []*v1.Pod{upod("ns", "a", "ua", "xa"), upod("ns", "b", "ub", "wb"), upod("ns", "new", "un", "")}
 	lister := &wireLister{
 		fakeLister: &fakeLister{meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
@@ -242,7 +242,7 @@ func TestRecoveryFromAFullListOfOpaqueVersions(t *testing.T) {
 // and that list replaces the pages read so far. A stored object newer
 // than the list is kept, and the recovery ends once the watch passed it.
 func TestRecoveryFromAFullListExpiredContinue(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "20"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "20"))
 	lister := &wireLister{
 		fakeLister: &fakeLister{meta: notAcceptable},
 		wire: func(n int, _ string, opts metav1.ListOptions) ([]byte, error) {
@@ -279,7 +279,7 @@ func TestRecoveryFromAFullListExpiredContinue(t *testing.T) {
 // A changed object the list holds but cannot decode fails the recovery;
 // the next one, after backoff, starts over (the store owes a list).
 func TestRecoveryFromAFullListUndecodable(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"))
 	var mu sync.Mutex
 	spoiled := true
 	lister := &wireLister{
@@ -317,7 +317,7 @@ func TestRecoveryFetchesThroughAWireLister(t *testing.T) {
 		{"collection", testRecovery{FullListFraction: 0.75}, []string{`"" rv="10" match="NotOlderThan" limit=500 continue=""`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := newRecoveryStore(stored...)
+			store := newFakeStore(stored...)
 			lister := &wireLister{
 				fakeLister: &fakeLister{
 					meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
@@ -354,12 +354,12 @@ func TestRecoveryFetchesThroughAWireLister(t *testing.T) {
 }
 
 // ListAfter (the stored state is going to the handlers) holds back a full
-// list's Replace, not a recovery: the RecoveryStore orders its writes per
+// list's Replace, not a recovery: the Store orders its writes per
 // key.
 func TestRecoveryNotHeldByListAfter(t *testing.T) {
 	for _, full := range []bool{false, true} {
 		t.Run(fmt.Sprintf("full list %v", full), func(t *testing.T) {
-			store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "1"))
+			store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "1"))
 			meta := func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 				return metaList("10", upod("ns", "a", "ua", "1")), nil
 			}
@@ -387,7 +387,7 @@ func TestRecoveryNotHeldByListAfter(t *testing.T) {
 // A full list that fails is reported (reflector.ErrList) and the recovery is tried
 // again after backoff, from the metadata list on.
 func TestRecoveryFromAFullListRetried(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"))
 	lister := &wireLister{
 		fakeLister: &fakeLister{meta: notAcceptable},
 		wire: func(n int, _ string, _ metav1.ListOptions) ([]byte, error) {
@@ -480,7 +480,7 @@ func TestRecoveryReadsTheMetadataListFromTheWire(t *testing.T) {
 		{name: "json of another kind", wire: true, json: true, kind: "PodList", wantErr: "the server sent a meta.k8s.io/v1 PodList for a metadata list"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud1", "4"))
+			store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud1", "4"))
 			lister := &fakeLister{meta: pages, objects: server("10", onServer...)}
 			h := startRecovery(t, store, lister, "4", func(o *testOptions, _ *fakeLW) {
 				if tc.wire {
@@ -537,7 +537,7 @@ func TestRecoveryFirstPageManyChanged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			onServer := append(slices.Clone(tc.firstPage), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud", "8"))
-			store := newRecoveryStore(stored...)
+			store := newFakeStore(stored...)
 			meta := func(_ int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 				if opts.Continue == "" {
 					l := metaList("10", tc.firstPage...)
@@ -579,7 +579,7 @@ func TestRecoveryFirstPageManyChanged(t *testing.T) {
 // decoded; the diff is a metadata list's, and the changed objects come
 // from the list.
 func TestRecoveryListsInFull(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud1", "4"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud1", "4"))
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "d", "ud2", "6"), upod("ns", "e", "ue", "7")}
 	lister := &fakeLister{
 		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
@@ -616,7 +616,7 @@ func TestRecoveryListsInFull(t *testing.T) {
 func TestRecoveryOpaqueVersions(t *testing.T) {
 	for _, opaque := range []bool{true, false} {
 		t.Run(fmt.Sprintf("opaque=%t", opaque), func(t *testing.T) {
-			store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "20"))
+			store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "20"))
 			lister := &fakeLister{objects: server("10", upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"))}
 			h := startRecovery(t, store, lister, "20", func(o *testOptions, _ *fakeLW) {
 				o.Recovery.ListInFull, o.Recovery.OpaqueVersions = !opaque, opaque // OpaqueVersions implies ListInFull
@@ -647,7 +647,7 @@ func TestRecoveryOpaqueVersions(t *testing.T) {
 // but stored at 2, as a recovery that failed after its diff leaves a key),
 // the recovery fetches that key instead.
 func TestRecoveryFromAFullListKeepsTheNewerItems(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
 	lister := &wireLister{
 		fakeLister: &fakeLister{meta: notAcceptable, objects: server("10", upod("ns", "b", "ub", "4"))},
 		wire: func(int, string, metav1.ListOptions) ([]byte, error) {
@@ -674,7 +674,7 @@ func TestRecoveryFromAFullListKeepsTheNewerItems(t *testing.T) {
 // is asked for again and decoded whole: a changed layout costs a request,
 // not correctness.
 func TestRecoveryFromAFullListOfAnotherLayout(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"))
 	first := pbuf{}.msg(1, pbuf{}.str(2, "9")).msg(2, protoItem(t, upod("ns", "stale", "us", "8"), false))
 	second := pbuf{}.msg(1, pbuf{}.str(2, "10")).msg(2, protoItem(t, upod("ns", "a", "ua", "7"), false))
 	body := append(envelope(first), pbuf{}.msg(2, second)...)

@@ -131,7 +131,7 @@ func checkRandomRecovery(t *testing.T, seed uint64) {
 	for _, p := range stored {
 		pods = append(pods, p)
 	}
-	store := newRecoveryStore(pods...)
+	store := newFakeStore(pods...)
 	listed := slices.Collect(maps.Values(h.at(l)))
 	now := slices.Collect(maps.Values(h.at(n)))
 	lister := &fakeLister{

@@ -14,7 +14,7 @@ import (
 // selectors. So the diff and the fetches see the collection the store
 // holds. A Lister vouches that the collection's resourceVersions are etcd
 // revisions, which a recovery compares as integers, unless
-// Recovery.OpaqueVersions says otherwise. ListMetadata and ListObjects are
+// Options.OpaqueVersions says otherwise. ListMetadata and ListObjects are
 // required; each other field's comment names what its zero value does.
 // New copies the Lister, so a change made to it later changes no recovery.
 type Lister struct {
@@ -51,7 +51,7 @@ type Lister struct {
 	//
 	// Nil: those lists are decoded whole (ListObjects), and a recovery
 	// whose metadata list cannot be made or compared is a full list through
-	// Store.Replace, as client-go's, unless Recovery.ListInFull is set.
+	// Store.Replace, as client-go's, unless Options.ListInFull is set.
 	ListObjectsWire func(ctx context.Context, namespace string, opts metav1.ListOptions) (body io.ReadCloser, decode func([]byte) (runtime.Object, error), err error)
 	// QPS is the sustained rate of the client rate limiter that the
 	// requests go through (client-go's default is 5 a second). A recovery

@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// A recovery's metadata list (recover.go): paged, each page read as it
+// A recovery's metadata list (attempt.go): paged, each page read as it
 // arrives where the lister hands over its bytes (Lister.ListMetadataWire), and
 // each page asked for while the one before is still being read
 // (pageAhead).
@@ -161,7 +161,7 @@ func (r *Relister) metadataPage(ctx context.Context, opts metav1.ListOptions, ah
 	return metadataPage(ctx, &r.cfg.lister, opts, ahead, continued, changes)
 }
 
-// metadataPage is Recoverer.metadataPage of lister.
+// metadataPage is Relister.metadataPage of lister.
 func metadataPage(ctx context.Context, lister *Lister, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
 	if lister.ListMetadataWire == nil {
 		return decodedPage(ctx, lister, opts, changes)

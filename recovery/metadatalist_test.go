@@ -117,7 +117,7 @@ func (c closer) Close() error {
 // the page before tells its continue token, while that page is still
 // being read, and closes every body it asked for.
 func TestRecoveryAsksForTheNextPageAhead(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"))
 	pages := map[string]*metav1.PartialObjectMetadataList{
 		"":   page("10", "p1", upod("ns", "a", "ua", "1")),
 		"p1": page("10", "p2", upod("ns", "b", "ub", "5")),
@@ -138,7 +138,7 @@ func TestRecoveryAsksForTheNextPageAhead(t *testing.T) {
 // full, and a page asked ahead would be encoded, read and dropped (17% of
 // a 10% recovery at 100,000 Pods).
 func TestRecoveryAsksAheadOnlyOnceTheFirstPageDecided(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
 	pages := map[string]*metav1.PartialObjectMetadataList{
 		"":   page("10", "p1", upod("ns", "a", "ua", "6")),
 		"p1": page("10", "", upod("ns", "b", "ub", "2")),
@@ -220,7 +220,7 @@ func TestRecoveryDecidesOnTheFirstPageAsItArrives(t *testing.T) {
 		full: encodeProtobuf(t, podList("10", onServer...)),
 		cut:  metav1.PartialObjectMetadata{ObjectMeta: onServer[2].ObjectMeta},
 	}
-	store := newRecoveryStore(stored...)
+	store := newFakeStore(stored...)
 	h := startRecovery(t, store, lister, "4", func(o *testOptions, _ *fakeLW) {
 		o.Recovery.Lister = cut
 		// Two changed items of a page of recoveryStreamPageSize are many.
@@ -262,7 +262,7 @@ func TestRecoveryDecidesOnTheFirstPageOnly(t *testing.T) {
 		},
 		objects: server("10", onServer...),
 	}
-	store := newRecoveryStore(stored...)
+	store := newFakeStore(stored...)
 	h := startRecovery(t, store, lister, "5", func(o *testOptions, _ *fakeLW) {
 		// Both wire forms: a full list is the recovery's to choose.
 		o.Recovery.Lister = &bothWireLister{&metaWireLister{fakeLister: lister}, encodeProtobuf(t, podList("10", onServer...))}
@@ -333,7 +333,7 @@ func TestRecoveryFirstPageDecidesAlone(t *testing.T) {
 				},
 				objects: server("10", onServer...),
 			}
-			store := newRecoveryStore(stored...)
+			store := newFakeStore(stored...)
 			h := startRecovery(t, store, lister, "5", func(o *testOptions, _ *fakeLW) {
 				o.Recovery.Lister = &bothWireLister{&metaWireLister{fakeLister: lister}, encodeProtobuf(t, podList("10", onServer...))}
 				o.Recovery.FirstPageFraction = fraction

@@ -31,7 +31,7 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 // request, at a newer resourceVersion, as client-go's pager does; the
 // diff is made against that list alone.
 func TestRecoveryListsAgainWhenItsContinueTokenExpired(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
 	lister := &fakeLister{
 		meta: func(n int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			switch {

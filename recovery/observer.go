@@ -6,7 +6,7 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// RecoveryStats describes one recovery.
+// Stats describes one recovery.
 type Stats struct {
 	// Listed is the number of items of the metadata list, Pages its pages.
 	Listed, Pages int
@@ -36,7 +36,7 @@ type Stats struct {
 	Duration, ListDuration time.Duration
 }
 
-// RecoveryObserver is a reflector.Observer that also hears of recoveries. A
+// Observer is a reflector.Observer that also hears of recoveries. A
 // recovery's metadata list is reported through Listed (items and pages of
 // the metadata list) once the store has applied its diff.
 type Observer interface {

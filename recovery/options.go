@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Recovery is what a user chooses of recoveries (cache.InformerOptions
+// Options is what a user chooses of recoveries (cache.InformerOptions
 // and the factories take it). Zero values are the defaults.
 type Options struct {
 	// Lister lists metadata and fetches objects. Required: Validate
@@ -37,7 +37,7 @@ type Options struct {
 }
 
 // Validate reports what makes r unusable: a nil Lister, or a Lister
-// without ListMetadata or ListObjects. A nil Recovery is valid: it asks
+// without ListMetadata or ListObjects. A nil Options is valid: it asks
 // for no recovery.
 func (r *Options) Validate() error {
 	const how = "set it, or leave Recovery nil to relist in full as client-go does"
@@ -82,7 +82,7 @@ type Tuning struct {
 	NoPageAhead bool
 }
 
-// defaultWorkers is Recovery.Workers' default: four requests at a time,
+// defaultWorkers is Options.Workers' default: four requests at a time,
 // each through the client's rate limiter.
 const defaultWorkers = 4
 

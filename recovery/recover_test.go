@@ -31,32 +31,32 @@ func upod(ns, name, uid, rv string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid), ResourceVersion: rv}}
 }
 
-// recoveryStore is a RecoveryStore that records every write as a string
+// fakeStore is a Store that records every write as a string
 // ("update ns/b@5", "delete tombstone:ns/c@3", "begin …", "end@10") and
 // keeps key → object.
-type recoveryStore struct {
+type fakeStore struct {
 	mu    sync.Mutex
 	objs  map[string]*v1.Pod
 	calls []string
-	// unsupported makes BeginRecovery refuse.
+	// unsupported makes Begin refuse.
 	unsupported bool
 	// failWrite, if set, is the key whose writes fail.
 	failWrite string
 }
 
-var _ Store = (*recoveryStore)(nil)
+var _ Store = (*fakeStore)(nil)
 
-func newRecoveryStore(pods ...*v1.Pod) *recoveryStore {
-	s := &recoveryStore{objs: map[string]*v1.Pod{}}
+func newFakeStore(pods ...*v1.Pod) *fakeStore {
+	s := &fakeStore{objs: map[string]*v1.Pod{}}
 	for _, p := range pods {
 		s.objs[p.Namespace+"/"+p.Name] = p
 	}
 	return s
 }
 
-func (s *recoveryStore) record(c string) { s.calls = append(s.calls, c) }
+func (s *fakeStore) record(c string) { s.calls = append(s.calls, c) }
 
-func (s *recoveryStore) write(verb string, obj interface{}) error {
+func (s *fakeStore) write(verb string, obj interface{}) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := obj.(*v1.Pod)
@@ -74,9 +74,9 @@ func (s *recoveryStore) write(verb string, obj interface{}) error {
 	return nil
 }
 
-func (s *recoveryStore) Add(obj interface{}) error    { return s.write("add", obj) }
-func (s *recoveryStore) Update(obj interface{}) error { return s.write("update", obj) }
-func (s *recoveryStore) Delete(obj interface{}) error {
+func (s *fakeStore) Add(obj interface{}) error    { return s.write("add", obj) }
+func (s *fakeStore) Update(obj interface{}) error { return s.write("update", obj) }
+func (s *fakeStore) Delete(obj interface{}) error {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -91,7 +91,7 @@ func (s *recoveryStore) Delete(obj interface{}) error {
 	return s.write("delete", obj)
 }
 
-func (s *recoveryStore) Replace(list []interface{}, rv string) error {
+func (s *fakeStore) Replace(list []interface{}, rv string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.objs = map[string]*v1.Pod{}
@@ -103,16 +103,16 @@ func (s *recoveryStore) Replace(list []interface{}, rv string) error {
 	return nil
 }
 
-func (s *recoveryStore) Resync() error { return nil }
+func (s *fakeStore) Resync() error { return nil }
 
-func (s *recoveryStore) Bookmark(rv string) error {
+func (s *fakeStore) Bookmark(rv string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.record("bookmark@" + rv)
 	return nil
 }
 
-func (s *recoveryStore) Begin(_ context.Context, diff func(map[string]Version) (Plan, error)) error {
+func (s *fakeStore) Begin(_ context.Context, diff func(map[string]Version) (Plan, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.unsupported {
@@ -134,28 +134,28 @@ func (s *recoveryStore) Begin(_ context.Context, diff func(map[string]Version) (
 	return nil
 }
 
-func (s *recoveryStore) Stored(key string) (interface{}, bool, error) {
+func (s *fakeStore) Stored(key string) (interface{}, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.objs[key]
 	return p, ok, nil
 }
 
-func (s *recoveryStore) End(rv string) error {
+func (s *fakeStore) End(rv string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.record("end@" + rv)
 	return nil
 }
 
-func (s *recoveryStore) Calls() []string {
+func (s *fakeStore) Calls() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.calls)
 }
 
 // callsAfterBegin returns the calls after the "begin" one.
-func (s *recoveryStore) callsAfterBegin() []string {
+func (s *fakeStore) callsAfterBegin() []string {
 	calls := s.Calls()
 	for i, c := range calls {
 		if strings.HasPrefix(c, "begin") {
@@ -165,7 +165,7 @@ func (s *recoveryStore) callsAfterBegin() []string {
 	return nil
 }
 
-func (s *recoveryStore) waitFor(t *testing.T, call string) {
+func (s *fakeStore) waitFor(t *testing.T, call string) {
 	t.Helper()
 	poll.Until(t, 5*time.Second, fmt.Sprintf("store call %q", call), func() bool {
 		return slices.Contains(s.Calls(), call)
@@ -292,7 +292,7 @@ func (o *recoveryObserver) Stats() []Stats {
 
 type recoveryHarness struct {
 	t      *testing.T
-	store  *recoveryStore
+	store  *fakeStore
 	lister *fakeLister
 	lw     *fakeLW
 	obs    *recoveryObserver
@@ -320,7 +320,7 @@ func (h *recoveryHarness) waitFailedThenEnded(what string, heal func()) {
 // store that owes a list), with recoveries through lister into store;
 // mutate adjusts the Options. Full lists are test errors unless the test
 // scripts lw.list.
-func startRecovery(t *testing.T, store *recoveryStore, lister *fakeLister, listFrom string, mutate func(*testOptions, *fakeLW)) *recoveryHarness {
+func startRecovery(t *testing.T, store *fakeStore, lister *fakeLister, listFrom string, mutate func(*testOptions, *fakeLW)) *recoveryHarness {
 	h := &recoveryHarness{t: t, store: store, lister: lister, lw: &fakeLW{t: t}, obs: &recoveryObserver{}, errs: &errRecorder{}}
 	opts := testOptions{Options: reflector.Options{
 		ExpectedType:      &v1.Pod{},
@@ -367,7 +367,7 @@ func startRecovery(t *testing.T, store *recoveryStore, lister *fakeLister, listF
 // least as new as the list; the store is told the recovery ended at the
 // list's resourceVersion once everything is fetched.
 func TestRecoveryDiffClasses(t *testing.T) {
-	store := newRecoveryStore(
+	store := newFakeStore(
 		upod("ns", "a", "ua", "1"),  // unchanged
 		upod("ns", "b", "ub", "2"),  // changed
 		upod("ns", "c", "uc", "3"),  // gone
@@ -423,7 +423,7 @@ func TestRecoveryDiffClasses(t *testing.T) {
 // resourceVersion (cause relist-expired); the metadata list is paged with
 // continue tokens, which carry no resourceVersion.
 func TestRecoveryAfterExpiredWatch(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
 	lister := &fakeLister{
 		meta: func(n int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			if n == 0 {
@@ -461,7 +461,7 @@ func TestRecoveryAfterExpiredWatch(t *testing.T) {
 // time out waiting), as a cold start lists at once.
 func TestRecoveryAfterExpiredResumeWithoutBackoff(t *testing.T) {
 	for _, inStream := range []bool{false, true} {
-		store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+		store := newFakeStore(upod("ns", "a", "ua", "1"))
 		lister := &fakeLister{
 			meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 				return metaList("9", upod("ns", "a", "ua", "1")), nil
@@ -510,7 +510,7 @@ func heldFetches(objects func(context.Context, string, string, metav1.ListOption
 // the store never sees the key go backwards. The event resolves the key,
 // so the recovery ends at once.
 func TestRecoveryWatchEventDuringFetch(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
 	started, release := make(chan struct{}), make(chan struct{})
 	lister := &fakeLister{
 		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
@@ -534,7 +534,7 @@ func TestRecoveryWatchEventDuringFetch(t *testing.T) {
 // by a bookmark), since until then the store is ahead of the watch for
 // that key.
 func TestRecoveryFetchAheadOfWatch(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"))
+	store := newFakeStore(upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"))
 	lister := &fakeLister{
 		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			return metaList("10", upod("ns", "b", "ub", "5"), upod("ns", "c", "uc", "3")), nil
@@ -565,7 +565,7 @@ func TestRecoveryFetchAheadOfWatch(t *testing.T) {
 // recovery waits for the watch to deliver that deletion, which it passes
 // on; a deletion of an object the store never held is not passed on.
 func TestRecoveryFetchFindsNothing(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "b", "ub", "2"))
+	store := newFakeStore(upod("ns", "b", "ub", "2"))
 	lister := &fakeLister{
 		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			return metaList("10", upod("ns", "b", "ub", "5"), upod("ns", "n", "un", "6")), nil
@@ -589,7 +589,7 @@ func TestRecoveryFetchFindsNothing(t *testing.T) {
 // A fetch that finds another UID under the key (deleted and recreated after
 // the list) hands the store a tombstone of the stored object, then an add.
 func TestRecoveryFetchFindsAnotherUID(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "b", "ub1", "2"))
+	store := newFakeStore(upod("ns", "b", "ub1", "2"))
 	lister := &fakeLister{
 		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			return metaList("10", upod("ns", "b", "ub1", "5")), nil
@@ -605,8 +605,8 @@ func TestRecoveryFetchFindsAnotherUID(t *testing.T) {
 // A stored object newer than the metadata list (left by a recovery that
 // did not finish) is kept and not fetched; the watch's older events for it
 // are dropped and the recovery ends once the watch has reached it.
-func TestRecoveryStoredAheadOfList(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "b", "ub", "20"))
+func TestRecoveryKeepsStoredAheadOfList(t *testing.T) {
+	store := newFakeStore(upod("ns", "b", "ub", "20"))
 	lister := &fakeLister{
 		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			return metaList("10", upod("ns", "b", "ub", "5")), nil
@@ -631,8 +631,8 @@ func TestRecoveryStoredAheadOfList(t *testing.T) {
 // recovery fetched from another. The watch from the list's resourceVersion
 // brings its deletion if there was one; the recovery ends once the watch
 // has reached the stored object.
-func TestRecoveryStoredAheadOfListAndAbsentFromIt(t *testing.T) {
-	store := newRecoveryStore(
+func TestRecoveryKeepsStoredAheadOfListAndAbsentFromIt(t *testing.T) {
+	store := newFakeStore(
 		upod("ns", "a", "ua", "1"),
 		upod("ns", "b", "ub", "20"), // created at 15, fetched at 20
 		upod("ns", "c", "uc", "18"), // created at 16, fetched at 18
@@ -678,7 +678,7 @@ func TestRecoveryListsTheCollectionOrObjects(t *testing.T) {
 		{"objects", testRecovery{FullListFraction: 2}, []string{"x/a@10", "x/b@10", "y/c@10"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := newRecoveryStore(stored...)
+			store := newFakeStore(stored...)
 			lister := &fakeLister{
 				meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 					return metaList("10", listed...), nil
@@ -706,7 +706,7 @@ func TestRecoveryFallsBackToAFullList(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		meta  func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
-		store func(*recoveryStore)
+		store func(*fakeStore)
 	}{
 		{"not acceptable", func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			return nil, apierrors.NewGenericServerResponse(406, "GET", schema.GroupResource{Resource: "pods"}, "", "", 0, false)
@@ -716,10 +716,10 @@ func TestRecoveryFallsBackToAFullList(t *testing.T) {
 		}, nil},
 		{"store", func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			return metaList("10", upod("ns", "a", "ua", "1")), nil
-		}, func(s *recoveryStore) { s.unsupported = true }},
+		}, func(s *fakeStore) { s.unsupported = true }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+			store := newFakeStore(upod("ns", "a", "ua", "1"))
 			if tc.store != nil {
 				tc.store(store)
 			}
@@ -741,7 +741,7 @@ func TestRecoveryFallsBackToAFullList(t *testing.T) {
 // the watch reached. The store is not told the recovery ended until one
 // did.
 func TestRecoveryRetriedAfterFailedFetches(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "b", "ub", "2"))
+	store := newFakeStore(upod("ns", "b", "ub", "2"))
 	lister, heal := failingFetches()
 	h := startRecovery(t, store, lister, "2", nil)
 	h.waitFailedThenEnded("fetching changed objects: ", heal)
@@ -758,11 +758,11 @@ func TestRecoveryRetriedAfterFailedFetches(t *testing.T) {
 	}
 }
 
-// Without a RecoveryStore, or without a lister, the reflector lists in full.
+// Without a Store, or without a lister, the reflector lists in full.
 func TestRecoveryNeedsStoreAndLister(t *testing.T) {
 	lw := &fakeLW{t: t, list: func(int, metav1.ListOptions) (runtime.Object, error) { return podList("10", pod("a", "1")), nil }}
 	lister := &fakeLister{meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-		t.Error("metadata list without a RecoveryStore")
+		t.Error("metadata list without a Store")
 		return nil, errors.New("no")
 	}}
 	h := newHarness(t, lw.listWatch(), func(o *testOptions) {
@@ -800,7 +800,7 @@ func TestRecoveryFetchesOrListsTheCollection(t *testing.T) {
 // lists while its watches fail, until a watch opens; then it recovers
 // again.
 func TestRecoveryWithoutAWatch(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
 	lister := &fakeLister{
 		meta: func(n int, _ metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			return metaList(fmt.Sprint(10+n), upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5")), nil
@@ -844,7 +844,7 @@ func TestRecoveryWithoutAWatch(t *testing.T) {
 // after a warm start most reflectors relisted in full at the apiserver's
 // restart).
 func TestRecoveryWithNothingToFetchThenExpired(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+	store := newFakeStore(upod("ns", "a", "ua", "1"))
 	lister := &fakeLister{
 		meta: func(n int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			if n == 0 {
@@ -873,11 +873,11 @@ func TestRecoveryWithNothingToFetchThenExpired(t *testing.T) {
 	}
 }
 
-// Recovery.Started is called as each recovery begins and its function once
+// Hooks.Started is called as each recovery begins and its function once
 // that recovery has ended: after a failure (before the next one begins)
 // and after the store was told the recovery ended.
 func TestRecoveryStartedAndEnded(t *testing.T) {
-	store := newRecoveryStore(upod("ns", "b", "ub", "2"))
+	store := newFakeStore(upod("ns", "b", "ub", "2"))
 	lister, heal := failingFetches()
 	mark := func(c string) {
 		store.mu.Lock()
@@ -951,7 +951,7 @@ func failingFetches() (lister *fakeLister, heal func()) {
 func TestRecoveryListIsACatchUpTargetOnlyIfConsistent(t *testing.T) {
 	for _, given := range []bool{false, true} {
 		t.Run(fmt.Sprintf("given %v", given), func(t *testing.T) {
-			store := newRecoveryStore(upod("ns", "a", "ua", "1"))
+			store := newFakeStore(upod("ns", "a", "ua", "1"))
 			lister := &fakeLister{
 				meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 					return metaList("9", upod("ns", "a", "ua", "1")), nil

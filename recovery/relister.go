@@ -7,7 +7,7 @@ import (
 )
 
 // Hooks are what the store's owner (cache.Informer) adds to a user's
-// Recovery. Nil fields are none.
+// Options. Nil fields are none.
 type Hooks struct {
 	// Listed may give a recovery a consistent metadata list of the
 	// collection that the store's owner took with ListVersions
@@ -27,10 +27,10 @@ type Hooks struct {
 	Started func() (ended func())
 }
 
-// config is a Recovery completed with its defaults and Tuning.
+// config is an Options completed with its defaults and Tuning.
 type config struct {
 	Options
-	// lister is a copy of Recovery.Lister, made at New, and Recovery.Lister
+	// lister is a copy of Options.Lister, made at New, and Options.Lister
 	// is nil: a recovery decides on its page size and first page before
 	// its first request, so a later change to the Lister must not reach it.
 	lister            Lister
@@ -73,7 +73,7 @@ func orDefault(fraction, def float64) float64 {
 	return def
 }
 
-// Recoverer makes a reflector's lists after the first as recoveries. It
+// Relister makes a reflector's lists after the first as recoveries. It
 // implements reflector.Relister, and is used by one reflector at a time.
 type Relister struct {
 	cfg     config
@@ -87,7 +87,7 @@ type Relister struct {
 
 var _ reflector.Relister = (*Relister)(nil)
 
-// New returns a Recoverer for store, or nil for a nil cfg. It panics if
+// New returns a Relister for store, or nil for a nil cfg. It panics if
 // cfg does not Validate: its caller, the informer's constructor, checks it
 // and returns the error.
 func New(cfg *Options, store Store, hooks Hooks) *Relister {

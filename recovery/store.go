@@ -15,7 +15,7 @@ type Version struct {
 	ResourceVersion string
 }
 
-// RecoveryPlan is what a recovery's diff asks of the store.
+// Plan is what a recovery's diff asks of the store.
 type Plan struct {
 	// Deleted are the keys whose stored object is gone from the server or
 	// was replaced by another UID: the store deletes them and tells its
@@ -28,25 +28,25 @@ type Plan struct {
 	Unchanged []string
 }
 
-// RecoveryStore is the reflector's Store as a recovery needs it (New).
+// Store is a reflector.Store as a recovery needs it (New).
 // reflector.Options.ListAfter does not hold a recovery back. Unlike a
 // Replace, a recovery's diff and writes are each about a few keys. The
 // store orders them after whatever it owes those keys, such as a warm
 // start's delivery of their stored state.
 type Store interface {
 	reflector.Store
-	// BeginRecovery is applied in order with every write made before it:
+	// Begin is applied in order with every write made before it:
 	// it calls diff with the Version of every stored object (by key, as
 	// cache.MetaNamespaceKeyFunc makes them), marks the store as owing a
 	// list (durably, before anything of the plan is applied: a crash until
-	// EndRecovery must lead to another recovery), and applies the plan. It
-	// returns once that is done, or with ctx's error. ErrRecoveryUnsupported
+	// End must lead to another recovery), and applies the plan. It
+	// returns once that is done, or with ctx's error. ErrUnsupported
 	// makes the reflector list in full instead (reflector.ErrFullList).
 	Begin(ctx context.Context, diff func(stored map[string]Version) (Plan, error)) error
 	// Stored returns the stored object at key. A recovery calls it only
-	// for a key that nothing written since BeginRecovery touched.
+	// for a key that nothing written since Begin touched.
 	Stored(key string) (interface{}, bool, error)
-	// EndRecovery is applied in order with every write made before it: the
+	// End is applied in order with every write made before it: the
 	// store now holds the collection as of resourceVersion; it records that
 	// version and no longer owes a list.
 	End(resourceVersion string) error

@@ -23,7 +23,7 @@ func (l rateLimited) lister() *Lister {
 	return lr
 }
 
-// New reads each field of Recovery.Tuning into the recovery's config, and
+// New reads each field of Options.Tuning into the recovery's config, and
 // keeps the measured default for each zero field (and for a fraction that
 // is not above zero). A negative MaxFetchRequests lifts the request budget
 // that a rate-limited lister would set.
@@ -82,7 +82,7 @@ func TestRecoveryBudgetFromQPS(t *testing.T) {
 		{1000, 100, nil},
 	} {
 		t.Run(fmt.Sprint(tc.qps), func(t *testing.T) {
-			store := newRecoveryStore(stored...)
+			store := newFakeStore(stored...)
 			lister := &fakeLister{
 				meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 					return metaList("10", listed...), nil
@@ -105,8 +105,8 @@ func TestRecoveryBudgetFromQPS(t *testing.T) {
 	}
 }
 
-// Validate names the first required part a Recovery lacks, and accepts a
-// nil Recovery (no recovery) and a Lister with only its required fields.
+// Validate names the first required part an Options lacks, and accepts a
+// nil Options (no recovery) and a Lister with only its required fields.
 func TestValidateNamesWhatIsMissing(t *testing.T) {
 	full := (&fakeLister{}).lister()
 	for _, tc := range []struct {

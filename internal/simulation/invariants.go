@@ -112,7 +112,7 @@ func (d *driver) pending(want map[string]Version) string {
 // say: an unset or unreadable resourceVersion). Only client-go's store is
 // held to it: ours may legitimately stay behind with nothing to apply,
 // after a warm start's proof by versions dropped the replayed changes of
-// objects created and gone again (cache/versionmatch.go), or while a
+// objects created and gone again (cache/versionproof.go), or while a
 // recovery waits for a bookmark (recovery/doc.go, step 4); check reads
 // ours again instead if it moved during the checks.
 func storeBehind(idx cache.Indexer, latest int64) string {

@@ -10,8 +10,8 @@ import (
 // options and the server's behaviour.
 type Config struct {
 	Recovery       bool    // InformerOptions.Recovery with the server's recovery.Lister
-	Workers        int     // Recovery.Workers
-	FullListAt     float64 // Recovery.Tuning.FullListFraction (above 1: fetch one by one)
+	Workers        int     // recovery.Options.Workers
+	FullListAt     float64 // recovery.Options.Tuning.FullListFraction (above 1: fetch one by one)
 	WarmListBelow  int     // 0: the default (every simulated collection is below it); -1: off
 	SyncedAtOpen   bool
 	CacheObjects   int   // 0: unbounded

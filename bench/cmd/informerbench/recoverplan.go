@@ -11,7 +11,7 @@ import (
 	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 )
 
-// What the recover subcommand changes while no informer runs (recover.go):
+// What the recover subcommand (runRecover) changes while no informer runs:
 // how many Pods (--changed, or a downtime at a write rate), of which kinds
 // (recoverMix), and which Pods.
 

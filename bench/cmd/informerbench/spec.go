@@ -50,7 +50,7 @@ type childSpec struct {
 	CatchUpRV string `json:"catchUpRV,omitempty"`
 	// WaitRelist waits, after sync, for the relist that an expired
 	// resourceVersion forces and for its reconciliation with the file;
-	// with Recovery, for the recovery to end (RecoveryObserver.Recovered).
+	// with Recovery, for the recovery to end (recovery.Observer.Recovered).
 	WaitRelist bool `json:"waitRelist,omitempty"`
 	// Recovery gives the boltinformer InformerOptions.Recovery: a metadata
 	// lister (factory.NewMetadataLister) of the same Pods and selector, so
@@ -141,7 +141,7 @@ type childResult struct {
 	MetaLists int64 `json:"metadataLists,omitempty"`
 	Fetches   int64 `json:"fetches,omitempty"`
 	// Recovery (boltinformer with Recovery): the last recovery the
-	// reflector reported (RecoveryObserver.Recovered); nil if none ended.
+	// reflector reported (recovery.Observer.Recovered); nil if none ended.
 	Recovery *recoveryResult `json:"recovery,omitempty"`
 	// Rewritten: changes committed to the file during the run.
 	Rewritten int64 `json:"rewritten"`
