@@ -18,8 +18,8 @@ type Options struct {
 	// informer's objects are metadata (PartialObjectMetadata), its full
 	// list is no larger than the metadata list and holds the changed
 	// objects. Through Lister.ListObjectsWire only the changed items are
-	// decoded; otherwise the pages are decoded whole (ListObjects), and only the
-	// writing and delivering of the unchanged objects is saved.
+	// decoded. Otherwise the pages are decoded whole (ListObjects), and
+	// only the writing and delivering of the unchanged objects is saved.
 	ListInFull bool
 	// OpaqueVersions says the Lister does not vouch that the collection's
 	// resourceVersions are etcd revisions (a Lister does by default): an
@@ -36,19 +36,20 @@ type Options struct {
 	Tuning Tuning
 }
 
-// Validate reports what makes r unusable: a nil Lister, or a Lister
+// Validate reports what makes o unusable: a nil Lister, or a Lister
 // without ListMetadata or ListObjects. A nil Options is valid: it asks
-// for no recovery.
-func (r *Options) Validate() error {
+// for no recovery. Its errors name the fields as the user sets them, in
+// cache.InformerOptions.Recovery.
+func (o *Options) Validate() error {
 	const how = "set it, or leave Recovery nil to relist in full as client-go does"
 	switch {
-	case r == nil:
+	case o == nil:
 		return nil
-	case r.Lister == nil:
+	case o.Lister == nil:
 		return fmt.Errorf("Recovery.Lister is nil: %s", how)
-	case r.Lister.ListMetadata == nil:
+	case o.Lister.ListMetadata == nil:
 		return fmt.Errorf("Recovery.Lister.ListMetadata is nil: %s", how)
-	case r.Lister.ListObjects == nil:
+	case o.Lister.ListObjects == nil:
 		return fmt.Errorf("Recovery.Lister.ListObjects is nil: %s", how)
 	}
 	return nil
