@@ -39,11 +39,11 @@ type Persistence struct {
 	// use the kube-system namespace's UID. They use the client's
 	// ServiceAccount's UID when that read is Forbidden. Cluster is called
 	// when the informer starts, before anything stored is handed out or
-	// resumed. A collection recorded under another cluster starts cold. It
-	// returns an error while the apiserver is unreachable, for one. Then the
-	// informer retries with backoff and reports each error to the watch
-	// error handler. It is not synced meanwhile. Nil records no cluster, as
-	// "". The caller then vouches that the file belongs to the cluster the
+	// resumed. A collection recorded under another cluster starts cold.
+	// Cluster returns an error while the apiserver is unreachable, for
+	// example. While it does, the informer retries with backoff, reports
+	// each error to the watch error handler and is not synced. Nil records
+	// no cluster, as "". The caller then vouches that the file belongs to the cluster the
 	// ListerWatcher reaches. A collection recorded with a cluster is not
 	// resumed without one. See StaticCluster.
 	Cluster ClusterIdentity
