@@ -43,9 +43,9 @@ type Persistence struct {
 	// Cluster returns an error while the apiserver is unreachable, for
 	// example. While it does, the informer retries with backoff, reports
 	// each error to the watch error handler and is not synced. Nil records
-	// no cluster, as "". The caller then vouches that the file belongs to the cluster the
-	// ListerWatcher reaches. A collection recorded with a cluster is not
-	// resumed without one. See StaticCluster.
+	// no cluster, as "". The caller then vouches that the file belongs to
+	// the cluster the ListerWatcher reaches. A collection recorded with a
+	// cluster is not resumed without one. See StaticCluster.
 	Cluster ClusterIdentity
 	// TransformVersion declares the version of the informer's transform
 	// (SetTransform). Objects are stored transformed. So a collection stored

@@ -179,10 +179,10 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 
 // runWarm loads a warm start's store. The store is complete as soon as it
 // begins, since it is the file. It is synced once the resumed watch has
-// caught up with a consistent read, or at once with SyncedAtOpen. The stored objects reach
-// the handlers in the background (warmDelivery). Each handler's
-// registration syncs after its own initial adds. Watch events are applied
-// meanwhile, and a relist after a 410 waits for the delivery.
+// caught up with a consistent read, or at once with SyncedAtOpen. The
+// stored objects reach the handlers in the background (warmDelivery). Each
+// handler's registration syncs after its own initial adds. Watch events are
+// applied meanwhile, and a relist after a 410 waits for the delivery.
 func (s *Informer) runWarm(ctx context.Context, wg *wait.Group, delivery *warmDelivery, rl *relister) {
 	logger := klog.FromContext(ctx)
 	s.loadedOnceListed(ctx, wg)
