@@ -35,12 +35,12 @@ func (h ackingHandler) OnUpdate(old, obj interface{}) {
 	}
 }
 
-// A checkpoint's handler that joins a running warm informer — as
-// controller-runtime's do — is given the store minus the objects it
-// acknowledged at their stored version, plus, as tombstones, the deletions
-// it acknowledged objects of and was not told about; a handler without a
-// checkpoint joining at the same time is given the store, as in client-go.
-// A second handler for one checkpoint is refused.
+// A checkpoint's handler may join a running warm informer, as
+// controller-runtime's do. It is given the store minus the objects it
+// acknowledged at their stored version. It is also given tombstones, the
+// deletions of objects it acknowledged and was not told about. A handler
+// without a checkpoint joining at the same time is given the store, as in
+// client-go. A second handler for one checkpoint is refused.
 func TestCheckpointLateJoin(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c")
@@ -309,12 +309,13 @@ func TestCheckpointLateAckKeepsTheDeletion(t *testing.T) {
 	}
 }
 
-// The checkpoint metrics after a warm start whose checkpoint handler was
-// registered before Run, as most are: the initial adds it was spared (every
-// stored object: the one changed and the one deleted while the program was
-// down were stored at their acknowledged versions, and the watch events that
-// follow are what tell it), the acknowledged keys, and the deletion it has
-// not acknowledged yet as a pending tombstone, until it is.
+// The checkpoint metrics are checked after a warm start whose checkpoint
+// handler was registered before Run, as most are. They show the initial
+// adds it was spared. That is every stored object. The one changed and the
+// one deleted while the program was down were stored at their acknowledged
+// versions. The watch events that follow are what tell the handler of
+// them. The metrics also show the acknowledged keys. The deletion not
+// acknowledged yet shows as a pending tombstone, until it is acknowledged.
 func TestCheckpointMetricsWarmStart(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c", "d", "e")

@@ -518,10 +518,10 @@ type confRelistEvent struct {
 }
 
 // confRelistEvents is what a relist that finds final in a store holding
-// known produces: DeletedFinalStateUnknown for each known key the list
-// lacks (in no particular order: client-go iterates a map), then, in list
-// (key) order, an update for each key in both and an add
-// (isInInitialList=false) for each new key.
+// known produces. First comes DeletedFinalStateUnknown for each known key
+// the list lacks, in no particular order, since client-go iterates a map.
+// Then, in list (key) order, come an update for each key in both and an
+// add (isInInitialList=false) for each new key.
 func confRelistEvents(known, final confState) []confRelistEvent {
 	var out []confRelistEvent
 	for _, k := range known.keys() {
@@ -573,10 +573,11 @@ func confCanon(events []string, syncs bool) []string {
 }
 
 // confWarmCanon checks the ordering a warm start promises its handlers
-// while it hands the stored state out in the background — each key's
-// initial add comes once and before every other event for that key; events
-// keep their order — and then moves the initial adds to the front, where a
-// list would have put them, so the rest compares as for a cold start.
+// while it hands the stored state out in the background. Each key's initial
+// add comes once and before every other event for that key. Events keep
+// their order. confWarmCanon then moves the initial adds to the front,
+// where a list would have put them. So the rest compares as for a cold
+// start.
 func confWarmCanon(events []string) ([]string, error) {
 	seen := map[string]int{} // key -> index of its first event
 	var initial, rest []string
@@ -786,11 +787,11 @@ func (r *confRecorder) all() []confRecorded {
 	return append([]confRecorded(nil), r.events...)
 }
 
-// confReplay applies a handler's whole event history to an empty state and
-// checks that each call is consistent with what came before: an add for a
-// key the handler does not know, an update or delete for a key it knows,
-// an update's old object being the one it last saw. It returns the state
-// the handler has been told about.
+// confReplay applies a handler's whole event history to an empty state. It
+// checks that each call is consistent with what came before. An add must be
+// for a key the handler does not know. An update or delete must be for a
+// key it knows. An update's old object must be the one it last saw. It
+// returns the state the handler has been told about.
 func confReplay(events []confRecorded) (confState, error) {
 	st := confState{}
 	for i, e := range events {

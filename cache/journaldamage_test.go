@@ -67,10 +67,10 @@ func withCheckpoint(t *testing.T, cp **bcache.Checkpoint, h cache.ResourceEventH
 }
 
 // A journal entry that cannot be read does not make the collection
-// impossible to open (an informer constructor failing on every restart
-// until a person deletes the file): the journal is set aside, the
-// collection keeps what its trees hold, and the informer lists before it
-// is synced — reported and counted as a read error.
+// impossible to open. Otherwise an informer constructor would fail on every
+// restart until a person deletes the file. The journal is set aside, and
+// the collection keeps what its trees hold. The informer lists before it is
+// synced. The set-aside is reported and counted as a read error.
 func TestWarmStartCorruptJournalRelists(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c")

@@ -149,12 +149,12 @@ func TestReadErrorListWaitsForTheRelist(t *testing.T) {
 }
 
 // The relist after a read error is owed until a list has been applied,
-// across restarts. Here a watch event is applied after the set-aside
-// (writing a valid resourceVersion back) and the informer stops before the
-// relist lands: a lister then refuses to list (the store is incomplete and
-// nothing will complete it), and the next start lists — twice here, as the
-// first restart stops before its list too — instead of resuming from a
-// file without the set-aside objects. Its HasSynced waits for that list.
+// across restarts. Here a watch event is applied after the set-aside, which
+// writes a valid resourceVersion back. The informer stops before the relist
+// lands. A lister then refuses to list, since the store is incomplete and
+// nothing will complete it. The next start lists instead of resuming from a
+// file without the set-aside objects. It lists twice here, as the first
+// restart stops before its list too. Its HasSynced waits for that list.
 func TestReadErrorStopBeforeRelistListsAtNextStart(t *testing.T) {
 	f := newTestFile(t)
 	src := unreadableWarmStart(t, f)

@@ -93,14 +93,14 @@ func TestOwedListWithARefusedObjectIsPaid(t *testing.T) {
 	}
 }
 
-// TestListsWithRefusedObjectsRandomized is a generator of the class above:
-// every kind of list the store applies (a cold start's, the list a warm
-// start owes after its journal was set aside, the relist after a 410),
-// over objects the index function refuses at random — new objects, and new
-// versions of stored ones. After the list the store holds, for each key,
-// the server's object, or, where the index function refuses it, what the
-// store held before (a refused write applies nothing). No handler is told
-// of a version the store refused.
+// TestListsWithRefusedObjectsRandomized is a generator of the class above.
+// It runs every kind of list the store applies. Those are a cold start's,
+// the list a warm start owes after its journal was set aside, and the
+// relist after a 410. The index function refuses objects at random, new
+// objects and new versions of stored ones alike. After the list the store
+// holds the server's object for each key. Where the index function refuses
+// it, the store holds what it held before, since a refused write applies
+// nothing. No handler is told of a version the store refused.
 func TestListsWithRefusedObjectsRandomized(t *testing.T) {
 	for seed := range 24 {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runRefusedList(t, uint64(seed)) })
