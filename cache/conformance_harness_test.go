@@ -28,10 +28,14 @@ import (
 	"github.com/boltinformer/boltinformer/persist"
 )
 
-// Shared machinery of the conformance tests (conformance_*_test.go): a
-// FakeControllerSource with a model of its contents, ListerWatchers that
-// track their watches, handlers that record what they are told, the models
-// of what client-go's delta processing delivers, and a pool that runs seeds.
+// This file holds the shared machinery of the conformance tests
+// (conformance_*_test.go).
+//
+//   - A FakeControllerSource with a model of its contents.
+//   - ListerWatchers that track their watches.
+//   - Handlers that record what they are told.
+//   - The models of what client-go's delta processing delivers.
+//   - A pool that runs seeds.
 
 var (
 	confSeeds    = flag.Int("conformance.seeds", 200, "number of seeds TestConformance runs")
@@ -63,10 +67,10 @@ func confParallelism() int {
 	return 16
 }
 
-// confRunSeeds runs fn for every seed on a pool of goroutines (the seeds
+// confRunSeeds runs fn for every seed on a pool of goroutines. The seeds
 // mostly wait on informers and client-go's relist backoff, so they overlap
-// well even on two cores) and reports each failing seed with the command
-// that reproduces it. fn must not call t's Fatal methods: it returns an
+// well even on two cores. It reports each failing seed with the command
+// that reproduces it. fn must not call t's Fatal methods. It returns an
 // error instead.
 func confRunSeeds(t *testing.T, name string, seeds []int64, fn func(seed int64, dir string, logf func(string, ...any)) error) {
 	t.Helper()
@@ -129,10 +133,11 @@ func firstLine(s string) string {
 // ---------------------------------------------------------------------------
 // The source: FakeControllerSource plus a model of its contents.
 
-// confSource wraps a FakeControllerSource (which honours resourceVersions on
-// Watch and answers 410 for history flushed by ResetWatch) with a model of
-// its objects and resourceVersions, and with the bookkeeping the tests need
-// to know which watches are attached to the live broadcaster.
+// confSource wraps a FakeControllerSource with a model of its objects and
+// resourceVersions. The fake honours resourceVersions on Watch, and answers
+// 410 for history flushed by ResetWatch. confSource also keeps the
+// bookkeeping the tests need to know which watches are attached to the live
+// broadcaster.
 type confSource struct {
 	fake *fcache.FakeControllerSource
 
@@ -393,10 +398,10 @@ func (l *confLW) counts() (lists, watches, expired int) {
 	return l.lists, len(l.watches), l.expired
 }
 
-// confWatch forwards a fake watch and counts its events, so the test knows
-// whether a watch is still open and whether it ever delivered an event
-// (client-go relists after a watch that closes within a second with no
-// events; ours watches again).
+// confWatch forwards a fake watch and counts its events. The test thus
+// knows whether a watch is still open and whether it ever delivered an
+// event. client-go relists after a watch that closes within a second with
+// no events, where ours watches again.
 type confWatch struct {
 	inner    watch.Interface
 	out      chan watch.Event

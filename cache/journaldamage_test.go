@@ -113,10 +113,10 @@ func TestWarmStartCorruptJournalRelists(t *testing.T) {
 	}
 }
 
-// A pod created and acknowledged while its collection's journal held it,
-// and deleted while the program was down, is not lost with the journal:
-// the set-aside leaves a tombstone for the checkpoint, and its handler is
-// told of the deletion after the list, which lacks the pod.
+// A pod was created and acknowledged while its collection's journal held
+// it, and deleted while the program was down. Its deletion is not lost
+// with the journal. The set-aside leaves a tombstone for the checkpoint.
+// Its handler is told of the deletion after the list, which lacks the pod.
 func TestJournalSetAsideTellsACheckpointOfDeletions(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c")
@@ -339,11 +339,11 @@ func (g *goneOnce) Watch(options metav1.ListOptions) (watch.Interface, error) {
 
 // A checkpoint's tombstone left by a journal set-aside is stale once its
 // handler has been given a newer state of the key and that state's
-// deletion: it is not given after them. Here aa's acknowledgement at 4
-// becomes a tombstone when the journal is set aside; a recovery that does
-// not finish stores aa@5 (same object, not acknowledged); and the next
-// start, which owes a list, hands out aa@5 and then aa's deletion, which
-// its list finds. The handler must not then be told of aa's deletion at 4.
+// deletion. It is not given after them. Here aa's acknowledgement at 4
+// becomes a tombstone when the journal is set aside. A recovery that does
+// not finish stores aa@5, the same object, not acknowledged. The next
+// start owes a list. It hands out aa@5 and then aa's deletion, which its
+// list finds. The handler must not then be told of aa's deletion at 4.
 func TestCheckpointTombstoneIsNotRetoldAfterANewerDeletion(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b") // @1, @2

@@ -97,11 +97,12 @@ func listAsync(s cache.Store) <-chan listResult {
 }
 
 // A warm start that cannot read a stored record sets aside what its
-// handlers were not given and relists. Until that list is applied the
-// store lacks what was set aside, and the informer may have reported synced: a
-// lister must not return the rest as the complete set (a controller would
-// act on the missing objects as deleted). List waits for the relist, and
-// then returns everything; a Get of a set-aside key waits too.
+// handlers were not given and relists. Until that list is applied, the
+// store lacks what was set aside. The informer may have reported synced
+// meanwhile. A lister must not return the rest as the complete set. A
+// controller would act on the missing objects as deleted. List waits for
+// the relist, and then returns everything. A Get of a set-aside key waits
+// too.
 func TestReadErrorListWaitsForTheRelist(t *testing.T) {
 	f := newTestFile(t)
 	src := unreadableWarmStart(t, f)

@@ -26,9 +26,10 @@ import (
 )
 
 // pagingSource serves its FakeControllerSource's list in pages of Limit
-// items in key order, as an apiserver does (the continue token is the
-// offset), records every list request, and calls before, if set, with the
-// offset of every page after the first before serving it.
+// items in key order, as an apiserver does. The continue token is the
+// offset. It records every list request. If before is set, it is called
+// with the offset of every page after the first, before that page is
+// served.
 type pagingSource struct {
 	noWatchList
 	before func(offset int)

@@ -461,9 +461,9 @@ func corruptRecord(t *testing.T, path, collection, key string) {
 	}
 }
 
-// A stored state that cannot be read back does not stop the informer: the
-// part handlers were not given is set aside and the informer relists, as
-// client-go keeps retrying its list; the relist brings what was set aside.
+// A stored state that cannot be read back does not stop the informer. The
+// part handlers were not given is set aside, and the informer relists, as
+// client-go keeps retrying its list. The relist brings what was set aside.
 func TestWarmStartReadErrorRelists(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c")

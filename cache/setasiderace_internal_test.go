@@ -243,12 +243,12 @@ func handedOutAhead(inf *Informer, key string) bool {
 
 // TestAddIndexersSetAsideGenerated draws which stored records do not
 // decode, and what watch event each gets between AddIndexers' failed build
-// and its set-aside: none, an update or a deletion. Whichever way the
-// informer sets them aside (the walk's read error, AddIndexers), the
-// handler must see what client-go shows: no add of a key it holds, no
-// update or deletion of a key it does not, and in the end the source's
-// objects at their resourceVersions. The seed is logged, so a failure can
-// be replayed.
+// and its set-aside. The event is none, an update or a deletion. The
+// informer sets the records aside after the walk's read error or in
+// AddIndexers. Either way the handler must see what client-go shows. It
+// gets no add of a key it holds, and no update or deletion of a key it
+// does not. In the end it holds the source's objects at their
+// resourceVersions. The seed is logged, so a failure can be replayed.
 func TestAddIndexersSetAsideGenerated(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
