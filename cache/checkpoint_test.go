@@ -162,11 +162,12 @@ func TestCheckpointLateJoin(t *testing.T) {
 
 // A relist hands each listed object the store held to the handlers as an
 // update. client-go gives those whose resourceVersion did not change to the
-// handlers due for a resync, and a handler with a resync period is due
-// until its first resync check (controller-runtime's, for ten hours): after
-// a 410, every object. A checkpoint's handler is not given the ones it
-// acknowledged at that version, only the relist's changes, deletions and
-// creations; a handler without a checkpoint gets them all, as in client-go.
+// handlers due for a resync. A handler with a resync period is due until
+// its first resync check, which is ten hours for controller-runtime's.
+// After a 410 that means every object. A checkpoint's handler is not given
+// the ones it acknowledged at that version. It gets only the relist's
+// changes, deletions and creations. A handler without a checkpoint gets
+// them all, as in client-go.
 func TestCheckpointRelistSkipsUnchangedAcknowledged(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c", "d")
@@ -250,7 +251,7 @@ func TestCheckpointRelistSkipsUnchangedAcknowledged(t *testing.T) {
 // A handler still processing an object when it is deleted acknowledges
 // what it was given after the store has dropped the key (controller-runtime's
 // AckKey does the same when a deletion lands during a reconcile). That
-// acknowledges the earlier state, not the deletion: the tombstone stays,
+// acknowledges the earlier state, not the deletion. So the tombstone stays,
 // and a handler joining after a restart is told of the deletion.
 func TestCheckpointLateAckKeepsTheDeletion(t *testing.T) {
 	f := newTestFile(t)

@@ -200,15 +200,15 @@ func (s *confSource) change(typ watch.EventType, p *corev1.Pod, broadcast bool) 
 	return c
 }
 
-// The fence object: a Pod in a namespace of its own, so that adding it never
-// collides with a random change (which may still modify or delete it: it is
-// an object like the others).
+// The fence object is a Pod in a namespace of its own, so that adding it
+// never collides with a random change. A random change may still modify or
+// delete it, since it is an object like the others.
 const confFenceNamespace, confFenceName = "conf-fence", "fence"
 
 // confFence adds, or else modifies, the fence object by watch, and returns
 // the event handlers get for it. Handlers get events in the order the source
-// made them, so one that has recorded the fence has recorded every earlier
-// change: tests wait for it instead of sleeping for stragglers.
+// made them. So one that has recorded the fence has recorded every earlier
+// change. Tests wait for it instead of sleeping for stragglers.
 func confFence(src *confSource) string {
 	typ := watch.Added
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: confFenceNamespace, Name: confFenceName}}
@@ -242,9 +242,9 @@ func (s *confSource) generation() int {
 	return s.gen
 }
 
-// resumeExpires reports whether a watch from rv now gets 410 from the fake:
-// it keeps the changes since the latest ResetWatch, and (off by one) also
-// refuses a watch from exactly the version before the oldest of them.
+// resumeExpires reports whether a watch from rv now gets 410 from the fake.
+// The fake keeps the changes since the latest ResetWatch. Off by one, it
+// also refuses a watch from exactly the version before the oldest of them.
 func (s *confSource) resumeExpires(rv int) bool {
 	return rv < s.lastRV && rv <= s.resetRV
 }
@@ -544,12 +544,12 @@ func confRelistEvents(known, final confState) []confRelistEvent {
 	return out
 }
 
-// confCanon normalizes what client-go itself leaves unordered: runs of
-// initial adds (a late joiner's synthetic adds come from a map; a warm
-// start replays the file in key order) and runs of relist tombstones
-// (reconcileReplacement iterates a map). With syncs set it also sorts runs
-// of unchanged-resourceVersion updates (a resync walks the store, a map).
-// Everything else keeps its order.
+// confCanon normalizes what client-go itself leaves unordered. It sorts
+// runs of initial adds. A late joiner's synthetic adds come from a map, and
+// a warm start replays the file in key order. It sorts runs of relist
+// tombstones, since reconcileReplacement iterates a map. With syncs set, it
+// also sorts runs of unchanged-resourceVersion updates. A resync walks the
+// store, a map. Everything else keeps its order.
 func confCanon(events []string, syncs bool) []string {
 	out := append([]string(nil), events...)
 	class := func(s string) string {

@@ -24,9 +24,9 @@ import (
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
 )
 
-// This file holds the differential conformance test: client-go v0.37.2's
+// This file holds the differential conformance test. client-go v0.37.2's
 // SharedIndexInformer and ours run side by side on one
-// FakeControllerSource, fed a random stream in phases, and every handler's
+// FakeControllerSource, fed a random stream in phases. Every handler's
 // events are compared after each phase. Warm restarts of our informer are
 // checked against a model of what client-go's delta processing requires.
 // The shared machinery is in conformance_harness_test.go.
@@ -415,13 +415,14 @@ func (r *confRun) ensureEventfulWatches() error {
 	return r.waitQuiet()
 }
 
-// phaseDisrupt: a ResetWatch closes every watch. With changes the watches
-// never delivered (dropped) it also flushes the history they would resume
-// from, so both informers get 410 and relist: deletions as
-// DeletedFinalStateUnknown, then the list in order, with unchanged objects
-// as same-resourceVersion updates. No resync check runs during a seed, so
-// client-go sends those to every handler; ours to every handler it still
-// marks for sync notifications (see confSlot.ourSyncing).
+// phaseDisrupt closes every watch with a ResetWatch. When it dropped
+// changes the watches never delivered, it also flushes the history the
+// watches would resume from. Both informers then get 410 and relist. The
+// relist gives deletions as DeletedFinalStateUnknown, then the list in
+// order. Unchanged objects come as same-resourceVersion updates. No resync
+// check runs during a seed, so client-go sends those to every handler. Ours
+// sends them to every handler it still marks for sync notifications (see
+// confSlot.ourSyncing).
 func (r *confRun) phaseDisrupt() error {
 	r.kind = "disrupt"
 	if err := r.ensureEventfulWatches(); err != nil {

@@ -39,9 +39,9 @@ func (e *events) list() []string {
 }
 
 // waitFor waits until the handler has been called at least n times. Handler
-// calls are asynchronous to the store, and a stopped informer's listeners
-// drop what they have not delivered, so a test that compares a handler's
-// calls after stopping waits for them first, not only for the store.
+// calls are asynchronous to the store. A stopped informer's listeners drop
+// what they have not delivered. So a test that compares a handler's calls
+// after stopping waits for them first, not only for the store.
 func (e *events) waitFor(t *testing.T, n int, what string) {
 	t.Helper()
 	poll.Until(t, 30*time.Second, fmt.Sprintf("%d handler calls (%s)", n, what), func() bool {

@@ -19,8 +19,8 @@ import (
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
 )
 
-// joinOwedObjects is how many objects p000… the owed-list tests store: more
-// than one chunk of the warm start's walk, so that the walk hands out a
+// joinOwedObjects is how many objects p000… the owed-list tests store. It is
+// more than one chunk of the warm start's walk. The walk thus hands out a
 // first chunk before it reaches the unreadable record.
 const joinOwedObjects = 300
 
@@ -93,9 +93,10 @@ type boundedRun struct {
 }
 
 // startBounded runs an informer over f's collection "pods" with metrics,
-// after setup (if set) has adjusted it. onSetAside, if set, is called from the watch error handler when the
-// informer reports that it set stored state aside: before it stops its first
-// watch, so that events can still be applied through it.
+// after setup (if set) has adjusted it. onSetAside, if set, is called from
+// the watch error handler when the informer reports that it set stored
+// state aside. That is before the informer stops its first watch, so that
+// events can still be applied through it.
 func startBounded(t *testing.T, f *testFile, lw cache.ListerWatcher, setup, onSetAside func(*bcache.Informer)) *boundedRun {
 	t.Helper()
 	var once sync.Once

@@ -218,7 +218,7 @@ func TestMissingJournalIsListedNotToldAsDeletions(t *testing.T) {
 // A key set aside after a read error is owed to a checkpoint's handler as a
 // tombstone, unless the handler hears of the key again before the relist is
 // applied. Here c is set aside, then recreated and deleted through the first
-// watch: the handler was told of c's deletion at its newest state, and the
+// watch. The handler was told of c's deletion at its newest state. The
 // set-aside's tombstone, with c's older state, is not given after it.
 func TestSetAsideTombstoneIsNotRetoldAfterANewerDeletion(t *testing.T) {
 	f := newTestFile(t)

@@ -336,10 +336,11 @@ func (s *expiringPages) List(opts metav1.ListOptions) (runtime.Object, error) {
 }
 
 // A cold start whose paged list failed after a page was stored relists as
-// a consistent read, in full, through the queue, even with Recovery: the
+// a consistent read, in full, through the queue, even with Recovery. The
 // page stored has no version to recover from. The informer syncs once the
-// list is applied, with the whole collection. A recovery made the first of
-// its writes sync the queue, while what it fetched was still missing.
+// list is applied, with the whole collection. A recovery instead would make
+// the first of its writes sync the queue, while what it fetched was still
+// missing.
 func TestColdStartSyncsOnTheListAfterAFailedPagedList(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource(podNames(5)...)

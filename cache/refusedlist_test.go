@@ -32,9 +32,9 @@ func refusingIndexers() cache.Indexers {
 var refuse = map[string]string{"refuse": "yes"}
 
 // A list holding an object the index function refuses is applied without
-// that object, as a watch event of it would be: the object is left out of
-// the store and of the notifications. The whole list was dropped instead,
-// and a cold start synced with an empty store, which a controller reads as
+// that object, as a watch event of it would be. The object is left out of
+// the store and of the notifications. Dropping the whole list instead would
+// leave a cold start synced with an empty store. A controller reads that as
 // every object deleted.
 func TestColdListWithARefusedObjectStoresTheRest(t *testing.T) {
 	f := newTestFile(t)

@@ -64,9 +64,9 @@ func setAsidePod(name string) *corev1.Pod {
 // AddIndexers' loop (setaside.go) sets aside the keys a failed build named,
 // "and a record written since decodes, so the loop ends". Between the build
 // and the set-aside nothing holds the delta loop back, so a watch event may
-// replace the unreadable record with a readable one meanwhile. The
-// set-aside then deletes that fresh record by key: the informer relists an
-// object it holds, and the relist brings it back as an add to handlers
+// replace the unreadable record with a readable one meanwhile. A set-aside
+// that deleted that fresh record by key would make the informer relist an
+// object it holds. The relist would bring it back as an add to handlers
 // that were already given it, with no deletion between. client-go never
 // hands a handler two adds of one key in a row.
 //

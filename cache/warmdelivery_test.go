@@ -149,9 +149,10 @@ func (g gatedLW) List(opts metav1.ListOptions) (runtime.Object, error) {
 	return g.noWatchList.List(opts)
 }
 
-// After a warm start, updates that do not change the resourceVersion (a
-// relist after 410 reconciling unchanged objects) reach exactly the handlers
-// with a resync period, whether they were added before Run or after.
+// After a warm start, updates that do not change the resourceVersion reach
+// exactly the handlers with a resync period. A relist after 410 gives such
+// updates for unchanged objects. The handlers may have been added before
+// Run or after.
 func TestWarmStartResyncRuleSameForLateJoiners(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b")
