@@ -31,8 +31,8 @@ import (
 )
 
 // Handler registration works as client-go's sharedIndexInformer does it.
-// The checkpoint handlers' registration (AddEventHandlerWithTombstones) is
-// added. A handler added to a running informer joins late, with the store's
+// This file also registers the checkpoint handlers
+// (AddEventHandlerWithTombstones). A handler added to a running informer joins late, with the store's
 // state as its initial adds. It joins under blockDeltas, so no delta falls
 // between.
 
@@ -56,9 +56,9 @@ func (s *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler
 // the handler the tombstones of the given checkpoints once it has joined.
 // Tombstones are deletions of acknowledged objects that are not acknowledged
 // yet. The handler gets them as cache.DeletedFinalStateUnknown. It is for
-// adapters, such as the controller-runtime one, whose framework registers
-// the handlers a checkpoint's consumer depends on. Such a framework
-// registers them itself, after the informer started. Such a handler would
+// adapters, such as the controller-runtime one, whose framework itself
+// registers the handlers a checkpoint's consumer depends on. The framework
+// registers them after the informer started. A handler registered so would
 // otherwise never see a deletion applied before it joined.
 func (s *Informer) AddEventHandlerWithTombstones(handler cache.ResourceEventHandler, options cache.HandlerOptions, cps ...*Checkpoint) (cache.ResourceEventHandlerRegistration, error) {
 	return s.addEventHandler(handler, options, nil, cps)
