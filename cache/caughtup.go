@@ -7,37 +7,36 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// readiness is what decides when an informer has synced: its initial
-// state loaded, and a warm start caught up with the server.
+// readiness is what decides when an informer has synced. Its initial state
+// must be loaded, and a warm start must have caught up with the server.
 type readiness struct {
-	// loaded is closed once the initial state (listed, or opened from
-	// disk) is in the store; synced once caught is done too.
+	// loaded is closed once the initial state is in the store, listed or
+	// opened from disk. synced is closed once caught is done too.
 	loaded, synced chan struct{}
 	// caught is done once a warm start has caught up with the server (see
-	// InformerOptions.SyncedAtOpen); at once for a cold start or with
-	// SyncedAtOpen.
+	// InformerOptions.SyncedAtOpen). It is done at once for a cold start or
+	// with SyncedAtOpen.
 	caught *caughtUp
 	// proof, if set, is the consistent metadata list by which this start
-	// also proves itself caught up (versionproof.go). Set by begin.
+	// also proves itself caught up (versionproof.go). begin sets it.
 	proof *proofList
 }
 
-// caughtUp tracks a warm start's catching up (InformerOptions.SyncedAtOpen
-// unset): it is done once the store has applied a resourceVersion at least
-// that of a consistent read taken when the informer started. The read is
-// taken, and the watches kept short meanwhile, by the reflector (see
-// reflector.CatchUp).
+// caughtUp tracks a warm start's catching up, with
+// InformerOptions.SyncedAtOpen unset. It is done once the store has applied
+// a resourceVersion at least that of a consistent read taken when the
+// informer started. The reflector takes the read and keeps the watches short
+// meanwhile (see reflector.CatchUp).
 //
-// resourceVersions are opaque to clients, but those of an etcd-backed
-// apiserver are etcd revisions: unsigned integers that grow with every
-// write, and a list's resourceVersion is the revision it was read at (the
-// apiserver compares them the same way, as integers, in its watch cache).
-// When the read's or the applied resourceVersion does not parse as an
-// unsigned integer (another storage behind the apiserver), nothing can be
-// compared, and the first event or bookmark applied after the read counts:
-// the watch delivers in order, so it follows everything the read saw only if
-// the server sent it after the read; that is the best an opaque version
-// allows.
+// resourceVersions are opaque to clients. Those of an etcd-backed apiserver
+// are etcd revisions, unsigned integers that grow with every write. A list's
+// resourceVersion is the revision it was read at. The apiserver's watch
+// cache compares them the same way, as integers. The read's or the applied
+// resourceVersion may not parse as an unsigned integer, with another storage
+// behind the apiserver. Then nothing can be compared, and the first event or
+// bookmark applied after the read counts. The watch delivers in order. So
+// that event follows everything the read saw only if the server sent it
+// after the read. That is the best an opaque version allows.
 type caughtUp struct {
 	mu      sync.Mutex
 	known   bool   // the read returned; target is set
@@ -48,7 +47,7 @@ type caughtUp struct {
 	closed  bool
 	// match, while set, is a proof by versions under way (versionproof.go).
 	match *versionMatch
-	// replaying: a proof by versions held at replayedThrough, and the
+	// replaying says a proof by versions held at replayedThrough. The
 	// watch's events up to it are dropped (skipReplayed).
 	replaying       bool
 	replayedThrough uint64
@@ -56,8 +55,8 @@ type caughtUp struct {
 
 func newCaughtUp() *caughtUp { return &caughtUp{done: make(chan struct{})} }
 
-// setTarget records the consistent read's resourceVersion; current is the
-// store's resourceVersion at this moment.
+// setTarget records the consistent read's resourceVersion. current returns
+// the store's resourceVersion at this moment.
 func (c *caughtUp) setTarget(target string, current func() string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -96,8 +95,8 @@ func (c *caughtUp) finishLocked() {
 	}
 }
 
-// finish marks the informer caught up without a target: a cold start (its
-// list is the read), or SyncedAtOpen.
+// finish marks the informer caught up without a target. A cold start needs
+// none, since its list is the read. SyncedAtOpen needs none either.
 func (c *caughtUp) finish() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -105,8 +104,8 @@ func (c *caughtUp) finish() {
 }
 
 // catchUp returns the reflector.CatchUp of a reflector started while the
-// informer has not caught up: it takes the consistent read unless an
-// earlier reflector did. Nil once caught up.
+// informer has not caught up. That reflector takes the consistent read
+// unless an earlier reflector did. catchUp returns nil once caught up.
 func (s *Informer) catchUp() *reflector.CatchUp {
 	c := s.ready.caught
 	c.mu.Lock()

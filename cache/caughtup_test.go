@@ -190,10 +190,10 @@ func (f *forbiddenWatch) Watch(metav1.ListOptions) (watch.Interface, error) {
 }
 
 // A warm informer whose watch the server refuses falls back, after one
-// retry, to a list reconciled with the stored state, and is synced once it
+// retry, to a list reconciled with the stored state. It is synced once it
 // has applied that list, as a client-go informer is synced after its first
-// list: what changed while it was stopped reaches the handler (the deleted
-// object as a tombstone), and the refusals reach the watch error handler.
+// list. What changed while it was stopped reaches the handler, the deleted
+// object as a tombstone. The refusals reach the watch error handler.
 func TestWarmStartSyncedByAListWhenTheWatchIsForbidden(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b")

@@ -18,69 +18,74 @@ import (
 )
 
 // Checkpoint lets one event handler skip, on a warm start, the stored objects
-// it had already finished processing before the restart: the program
+// it had already finished processing before the restart. The program
 // acknowledges an object (key and resourceVersion) once it has fully
-// processed it, and on the next start the handler gets no initial add for an
+// processed it. On the next start, the handler gets no initial add for an
 // object whose stored resourceVersion is the one it acknowledged. It gets
-// everything else exactly as without a checkpoint: initial adds of objects
-// changed or created while it was down or since its last acknowledgement,
-// every watch event (updates, deletions), a relist's changes and
-// deletions, and resyncs. A relist's update of an object whose
-// resourceVersion did not change is skipped too where the handler
-// acknowledged it at that version (client-go gives such updates to every
-// handler with a resync period until its first resync check; after a 410
-// they would be a storm of every object). Its
-// registration's HasSynced means what it means without a checkpoint, over
-// the adds it is given.
+// everything else exactly as without a checkpoint. That is initial adds of
+// objects changed or created while it was down or since its last
+// acknowledgement. It is also every watch event (updates, deletions), a
+// relist's changes and deletions, and resyncs. A relist's update of an
+// object whose resourceVersion did not change is skipped too, where the
+// handler acknowledged it at that version. client-go gives such updates to
+// every handler with a resync period until its first resync check. After a
+// 410 they would be a storm of every object. The registration's HasSynced
+// means what it means without a checkpoint, over the adds it is given.
 //
-// Deletions: an acknowledged object that is deleted leaves a tombstone (its
-// last state) until the deletion is acknowledged (Ack with what OnDelete was
-// given, or AckDeleted). A handler that joins after the deletion was applied
-// — registered after the informer started, as controller-runtime's are — is
-// given the tombstone as a cache.DeletedFinalStateUnknown once it has
-// joined, so a deletion made while the program was down is never missed;
-// without a checkpoint the initial adds of the survivors would have
-// revealed it. While the store owes a list (a warm start set unreadable
-// state aside, or found the collection marked must-list) tombstones are
-// given once that list is applied, and only of keys it did not bring back:
-// an acknowledged object set aside leaves a tombstone too, but is deleted
-// only if the list lacks it.
+// An acknowledged object that is deleted leaves a tombstone, its last
+// state. The tombstone stays until the deletion is acknowledged, by Ack
+// with what OnDelete was given or by AckDeleted. A handler may join after
+// the deletion was applied, registered after the informer started as
+// controller-runtime's are. It is given the tombstone as a
+// cache.DeletedFinalStateUnknown once it has joined. So a deletion made
+// while the program was down is never missed. Without a checkpoint, the
+// initial adds of the survivors would have revealed it. The store may owe a
+// list, when a warm start set unreadable state aside or found the
+// collection marked must-list. Tombstones are then given once that list is
+// applied, and only of keys it did not bring back. An acknowledged object
+// set aside leaves a tombstone too, but is deleted only if the list lacks
+// it.
 //
-// Acknowledgements live in the cache file beside the objects and reach it
-// with the group commit: delivery is at least once (a crash between
-// processing and the commit delivers the object, or the deletion, again). They are dropped
-// with the stored objects whenever the collection starts over (another
-// cluster, list, or transform; a reset), kept across a relist only where an
-// object's resourceVersion did not change (another version never matches),
-// dropped with a deleted object, and never shared between checkpoint names.
+// Acknowledgements live in the cache file beside the objects. They reach it
+// with the group commit, so delivery is at least once. A crash between
+// processing and the commit delivers the object, or the deletion, again.
+// Acknowledgements are dropped with the stored objects whenever the
+// collection starts over. Another cluster, list or transform, or a reset,
+// starts it over. They are kept across a relist only where an object's
+// resourceVersion did not change, since another version never matches. They
+// are dropped with a deleted object. They are never shared between
+// checkpoint names.
 //
-// What a checkpoint keeps is bounded. A checkpoint no handler has opened
-// for persist.Options.CheckpointRetention of the time its collection was in
-// use (7 days by default; downtime does not count, and an open one is
-// stamped hourly) is dropped when the file is next opened, logged and
-// counted (boltinformer_checkpoints_dropped_total): that is how the
-// checkpoint of a renamed or removed handler goes away. A handler that
-// leaves more than persist.Options.MaxTombstones deletions unacknowledged
-// (10,000 by default: one that acknowledges adds and updates but never
-// deletions) has its checkpoint cleared instead of growing it, reported
-// and counted (boltinformer_checkpoint_overflows_total).
+// What a checkpoint keeps is bounded. A checkpoint no handler has opened for
+// persist.Options.CheckpointRetention of the time its collection was in use
+// is dropped when the file is next opened. The retention is 7 days by
+// default. Downtime does not count, and an open checkpoint is stamped
+// hourly. The drop is logged and counted
+// (boltinformer_checkpoints_dropped_total). That is how the checkpoint of a
+// renamed or removed handler goes away. A handler may leave more than
+// persist.Options.MaxTombstones deletions unacknowledged, 10,000 by
+// default. It may acknowledge adds and updates but never deletions, for
+// example. Its checkpoint is then cleared instead of growing. The clearing
+// is reported and counted (boltinformer_checkpoint_overflows_total).
 //
 // A cleared or dropped checkpoint is as if the handler had never
 // acknowledged anything. So is every checkpoint of a collection that starts
-// cold: another cluster, list or transform; Reset; a SetAsideAll after the
-// stored keys could not be read; a cold list stopped part-way; an informer
-// moved to memory. The handler is given every object again. It is told of
-// no deletion made before, not even one it had not acknowledged yet, as a
-// cold-starting client-go informer is not. A
-// collection that relists without starting cold (410, a read error that
-// set part of it aside) keeps its checkpoints and their tombstones.
+// cold. Another cluster, list or transform starts it cold. So do Reset, a
+// SetAsideAll after the stored keys could not be read, a cold list stopped
+// part-way, and an informer moved to memory. The handler is given every
+// object again. It is told of no deletion made before, not even one it had
+// not acknowledged yet. A cold-starting client-go informer is not told of
+// one either. A collection may relist without starting cold, after a 410 or
+// a read error that set part of it aside. It keeps its checkpoints and
+// their tombstones.
 //
 // Do not use a checkpoint for a handler that must look at every object on
-// every start: one that re-checks state outside the cluster (cloud
-// resources, a DNS zone), or one whose processing depends on other objects
-// or on configuration that may have changed while it was down. Clear it (or
-// change its name) when the handler's logic changes what processing an
-// object means. Acknowledgements cost about 100 bytes of memory per key.
+// every start. One such handler re-checks state outside the cluster, such
+// as cloud resources or a DNS zone. Another's processing depends on other
+// objects, or on configuration that may have changed while it was down.
+// Clear the checkpoint, or change its name, when the handler's logic
+// changes what processing an object means. Acknowledgements cost about 100
+// bytes of memory per key.
 type Checkpoint struct {
 	inf *Informer
 	cp  *persist.Checkpoint
@@ -90,7 +95,7 @@ type Checkpoint struct {
 
 	skipped, skippedRelisted atomic.Int64
 	// walk holds a warm start's walk back until the work owed to the
-	// handler is acknowledged (checkpointhold.go); nil: no hold.
+	// handler is acknowledged (checkpointhold.go). Nil means no hold.
 	walk atomic.Pointer[owedHold]
 }
 
@@ -99,10 +104,10 @@ type Checkpoint struct {
 var ErrNoCheckpoints = errors.New("checkpoints need a persistent informer (one with a cache file)")
 
 // Checkpoint opens the named checkpoint of the informer's collection. Open it,
-// and add its handler, before the informer starts, so that the handler's
-// initial adds come from the warm start (a handler added later gets the
+// and add its handler, before the informer starts. The handler's initial
+// adds then come from the warm start. A handler added later gets the
 // store's contents as client-go gives them to a late handler, minus the
-// acknowledged ones). A name is open once per collection at a time.
+// acknowledged ones. A name is open once per collection at a time.
 func (s *Informer) Checkpoint(name string) (*Checkpoint, error) {
 	if s.persistent == nil {
 		return nil, ErrNoCheckpoints
@@ -119,7 +124,7 @@ func (s *Informer) Checkpoint(name string) (*Checkpoint, error) {
 // openCheckpoints returns the informer's open checkpoints.
 func (s *Informer) openCheckpoints() []*Checkpoint { return s.checkpoints.list() }
 
-// checkpointSet is an informer's open checkpoints: metrics read them, and a
+// checkpointSet is an informer's open checkpoints. Metrics read them, and a
 // stop ends their walks' timers.
 type checkpointSet struct {
 	mu   sync.Mutex
@@ -148,8 +153,8 @@ func (cs *checkpointSet) list() []*Checkpoint {
 }
 
 // CheckpointOf is Informer.Checkpoint for an informer obtained as a
-// client-go interface (from a factory, say); it fails for an informer that
-// is not a boltinformer one.
+// client-go interface, from a factory say. It fails for an informer that is
+// not a boltinformer one.
 func CheckpointOf(informer cache.SharedIndexInformer, name string) (*Checkpoint, error) {
 	s, ok := informer.(*Informer)
 	if !ok {
@@ -174,14 +179,14 @@ func (c *Checkpoint) AddEventHandlerWithOptions(handler cache.ResourceEventHandl
 }
 
 // ErrCheckpointHasHandler is returned for a second handler of one
-// checkpoint: two handlers sharing acknowledgements would skip each other's
+// checkpoint. Two handlers sharing acknowledgements would skip each other's
 // work.
 var ErrCheckpointHasHandler = errors.New("the checkpoint already has a handler: one checkpoint per handler")
 
 // AddEventHandlerWithTombstones is AddEventHandlerWithOptions that also gives
 // the handler the tombstones of others, more checkpoints of the same
-// informer (see Informer.AddEventHandlerWithTombstones): for adapters whose
-// handler is the consumer of several checkpoints.
+// informer (see Informer.AddEventHandlerWithTombstones). It is for adapters
+// whose handler is the consumer of several checkpoints.
 func (c *Checkpoint) AddEventHandlerWithTombstones(handler cache.ResourceEventHandler, options cache.HandlerOptions, others ...*Checkpoint) (cache.ResourceEventHandlerRegistration, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -196,8 +201,8 @@ func (c *Checkpoint) AddEventHandlerWithTombstones(handler cache.ResourceEventHa
 }
 
 // skip drops the initial add of an acknowledged object. The listener asks as
-// it queues the add, before any later change to the object is applied (a
-// deletion would drop the acknowledgement).
+// it queues the add, before any later change to the object is applied. A
+// deletion would drop the acknowledgement.
 func (c *Checkpoint) skip(obj interface{}) bool {
 	if c.Acknowledged(obj) {
 		c.skipped.Add(1)
@@ -208,8 +213,8 @@ func (c *Checkpoint) skip(obj interface{}) bool {
 
 // skipRelisted drops a relist's update of an object whose resourceVersion
 // the relist did not change, if the handler acknowledged it at that
-// version: the handler has processed exactly this state. Asked as the
-// update is queued, like skip. Resyncs are not asked about.
+// version. The handler has then processed exactly this state. The listener
+// asks as the update is queued, as for skip. Resyncs are not asked about.
 func (c *Checkpoint) skipRelisted(obj interface{}) bool {
 	if c.Acknowledged(obj) {
 		c.skippedRelisted.Add(1)
@@ -219,18 +224,20 @@ func (c *Checkpoint) skipRelisted(obj interface{}) bool {
 }
 
 // joinList returns the store's objects for a handler joining the started
-// informer: for a checkpoint's handler (skip), only those it has not
-// acknowledged (unacknowledged true), read without decoding the acknowledged ones where the store
-// is the file, so that a handler joining a large collection pays for what
-// changed. Where that cannot be had (the seed store still serves, the
-// collection went on in memory, a read failed) it is the whole list, which
-// the listener's skip filters as it queues. Called under blockDeltas.
+// informer. For a checkpoint's handler (skip), it returns only those the
+// handler has not acknowledged (unacknowledged true). Where the store is
+// the file, it reads them without decoding the acknowledged ones. A handler
+// joining a large collection thus pays for what changed. Where that cannot
+// be had, joinList returns the whole list, which the listener's skip
+// filters as it queues. That is so while the seed store still serves, when
+// the collection went on in memory, or when a read failed. It is called
+// under blockDeltas.
 //
-// It never waits for a list the store owes (readgate.go): that list can
+// It never waits for a list the store owes (readgate.go). That list can
 // only be applied by the delta loop, which blockDeltas holds up. The joining
 // handler gets what the store holds, and the rest through the list (see
 // Informer.addEventHandler). The read is one consistent view of the
-// collection: a set-aside running beside it lands wholly before or after.
+// collection. A set-aside running beside it lands wholly before or after.
 func (s *Informer) joinList(skip *Checkpoint) (list []interface{}, unacknowledged bool) {
 	if skip == nil || s.persistent == nil || s.persistent.InMemory() || !s.gate.seeds.adopted.Load() {
 		return s.store.List(), false
@@ -247,9 +254,10 @@ func (s *Informer) joinList(skip *Checkpoint) (list []interface{}, unacknowledge
 	return out, true
 }
 
-// Acknowledged reports whether obj, at its resourceVersion, is acknowledged:
-// an initial add of it is what the checkpoint's handler skips. For adapters
-// that filter elsewhere (a controller-runtime predicate).
+// Acknowledged reports whether obj, at its resourceVersion, is acknowledged.
+// The checkpoint's handler skips an initial add of such an object. It is
+// for adapters that filter elsewhere, such as in a controller-runtime
+// predicate.
 func (c *Checkpoint) Acknowledged(obj interface{}) bool {
 	key, rv, err := c.keyAndVersion(obj)
 	if err != nil || rv == "" {
@@ -259,14 +267,14 @@ func (c *Checkpoint) Acknowledged(obj interface{}) bool {
 	return ok && acked == rv
 }
 
-// Ack acknowledges obj at its resourceVersion: the program has finished
-// processing this state of it. Call it with the object the handler was given
-// (or one read from the informer's store), once the work it implies is done;
-// in OnDelete, with what OnDelete was given (an object or a
-// cache.DeletedFinalStateUnknown), which acknowledges the deletion. An
-// acknowledgement of a state older than a deletion applied since (a
-// handler still finishing an update when the object was deleted) settles
-// nothing: the deletion is still delivered until it is acknowledged itself.
+// Ack acknowledges obj at its resourceVersion. It says the program has
+// finished processing this state of it. Call it with the object the handler
+// was given, or one read from the informer's store. Call it once the work
+// the object implies is done. In OnDelete, call it with what OnDelete was
+// given, an object or a cache.DeletedFinalStateUnknown. That acknowledges
+// the deletion. A handler may still finish an update when the object was
+// deleted. Its acknowledgement of a state older than the deletion settles
+// nothing. The deletion is still delivered until it is acknowledged itself.
 func (c *Checkpoint) Ack(obj interface{}) error {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		return c.AckDeleted(d.Key)
@@ -278,18 +286,18 @@ func (c *Checkpoint) Ack(obj interface{}) error {
 	return c.AckKey(key, rv)
 }
 
-// AckDeleted acknowledges the deletion of the object at key: its tombstone is
-// dropped, and no later start gives the deletion again.
+// AckDeleted acknowledges the deletion of the object at key. Its tombstone
+// is dropped, and no later start gives the deletion again.
 func (c *Checkpoint) AckDeleted(key string) error {
-	c.walk.Load().settle(key) // the work is done, whether the write is
+	c.walk.Load().settle(key) // The work is done, whether or not the write succeeds.
 	if err := c.cp.AckDeleted(key); err != nil {
 		return fmt.Errorf("boltinformer: checkpoint %q of %q: acknowledging the deletion of %s: %w", c.Name(), c.inf.name, key, err)
 	}
 	return nil
 }
 
-// checkpointTombstones returns the tombstones of cps: each deleted key,
-// once, with the object's last stored state.
+// checkpointTombstones returns the tombstones of cps. It returns each
+// deleted key once, with the object's last stored state.
 func checkpointTombstones(cps []*Checkpoint) map[string]runtime.Object {
 	deleted := map[string]runtime.Object{}
 	for _, c := range cps {
@@ -299,9 +307,9 @@ func checkpointTombstones(cps []*Checkpoint) map[string]runtime.Object {
 }
 
 // tombstoneNotifications returns, for each tombstone of cps whose key the
-// store does not hold, the deletion a joining handler is given: a
-// cache.DeletedFinalStateUnknown carrying the object's last stored state, as
-// client-go gives a deletion the informer did not see happen. A key in
+// store does not hold, the deletion a joining handler is given. It is a
+// cache.DeletedFinalStateUnknown carrying the object's last stored state.
+// client-go gives a deletion the informer did not see happen so. A key in
 // several checkpoints is given once. A key whose stored record cannot be
 // read is held (storeLacks).
 func tombstoneNotifications(store cache.Store, cps []*Checkpoint) []interface{} {
@@ -315,14 +323,14 @@ func tombstoneNotifications(store cache.Store, cps []*Checkpoint) []interface{} 
 	var out []interface{}
 	for _, key := range keys {
 		if !lacks(key) {
-			continue // recreated: its initial add (or skip) stands for it
+			continue // Recreated, so its initial add (or skip) stands for it.
 		}
 		out = append(out, processor.DeleteNotification{Obj: cache.DeletedFinalStateUnknown{Key: key, Obj: deleted[key]}})
 	}
 	return out
 }
 
-// storeLacks returns a test of whether store surely lacks a key: a key
+// storeLacks returns a test of whether store surely lacks a key. A key
 // whose stored record cannot be read is held. Its reads do not wait for a
 // warm start's walk, which may not have begun. The read is picked once.
 func storeLacks(store cache.Store) func(key string) bool {
@@ -339,7 +347,7 @@ func storeLacks(store cache.Store) func(key string) bool {
 // AckKey acknowledges the object at key (the informer's store key) at
 // resourceVersion rv.
 func (c *Checkpoint) AckKey(key, rv string) error {
-	c.walk.Load().settle(key) // the work is done, whether the write is
+	c.walk.Load().settle(key) // The work is done, whether or not the write succeeds.
 	if err := c.cp.Ack(key, rv); err != nil {
 		return fmt.Errorf("boltinformer: checkpoint %q of %q: acknowledging %s at %s: %w", c.Name(), c.inf.name, key, rv, err)
 	}
@@ -360,8 +368,8 @@ func (c *Checkpoint) Len() int { return c.cp.Len() }
 // handler has not acknowledged.
 func (c *Checkpoint) Tombstones() int { return c.cp.Tombstones() }
 
-// Clear drops every acknowledgement: on its next start the handler gets every
-// stored object again. (`inspect checkpoints --clear` does it offline.)
+// Clear drops every acknowledgement. On its next start the handler gets
+// every stored object again. `inspect checkpoints --clear` does it offline.
 func (c *Checkpoint) Clear() error { return c.cp.Clear() }
 
 // Close releases the name. Acknowledgements made before it are kept.

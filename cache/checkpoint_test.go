@@ -35,12 +35,12 @@ func (h ackingHandler) OnUpdate(old, obj interface{}) {
 	}
 }
 
-// A checkpoint's handler that joins a running warm informer — as
-// controller-runtime's do — is given the store minus the objects it
-// acknowledged at their stored version, plus, as tombstones, the deletions
-// it acknowledged objects of and was not told about; a handler without a
-// checkpoint joining at the same time is given the store, as in client-go.
-// A second handler for one checkpoint is refused.
+// A checkpoint's handler may join a running warm informer, as
+// controller-runtime's do. It is given the store minus the objects it
+// acknowledged at their stored version. It is also given tombstones, the
+// deletions of objects it acknowledged and was not told about. A handler
+// without a checkpoint joining at the same time is given the store, as in
+// client-go. A second handler for one checkpoint is refused.
 func TestCheckpointLateJoin(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c")
@@ -162,11 +162,12 @@ func TestCheckpointLateJoin(t *testing.T) {
 
 // A relist hands each listed object the store held to the handlers as an
 // update. client-go gives those whose resourceVersion did not change to the
-// handlers due for a resync, and a handler with a resync period is due
-// until its first resync check (controller-runtime's, for ten hours): after
-// a 410, every object. A checkpoint's handler is not given the ones it
-// acknowledged at that version, only the relist's changes, deletions and
-// creations; a handler without a checkpoint gets them all, as in client-go.
+// handlers due for a resync. A handler with a resync period is due until
+// its first resync check, which is ten hours for controller-runtime's.
+// After a 410 that means every object. A checkpoint's handler is not given
+// the ones it acknowledged at that version. It gets only the relist's
+// changes, deletions and creations. A handler without a checkpoint gets
+// them all, as in client-go.
 func TestCheckpointRelistSkipsUnchangedAcknowledged(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c", "d")
@@ -250,7 +251,7 @@ func TestCheckpointRelistSkipsUnchangedAcknowledged(t *testing.T) {
 // A handler still processing an object when it is deleted acknowledges
 // what it was given after the store has dropped the key (controller-runtime's
 // AckKey does the same when a deletion lands during a reconcile). That
-// acknowledges the earlier state, not the deletion: the tombstone stays,
+// acknowledges the earlier state, not the deletion. So the tombstone stays,
 // and a handler joining after a restart is told of the deletion.
 func TestCheckpointLateAckKeepsTheDeletion(t *testing.T) {
 	f := newTestFile(t)
@@ -309,12 +310,13 @@ func TestCheckpointLateAckKeepsTheDeletion(t *testing.T) {
 	}
 }
 
-// The checkpoint metrics after a warm start whose checkpoint handler was
-// registered before Run, as most are: the initial adds it was spared (every
-// stored object: the one changed and the one deleted while the program was
-// down were stored at their acknowledged versions, and the watch events that
-// follow are what tell it), the acknowledged keys, and the deletion it has
-// not acknowledged yet as a pending tombstone, until it is.
+// The checkpoint metrics are checked after a warm start whose checkpoint
+// handler was registered before Run, as most are. They show the initial
+// adds it was spared. That is every stored object. The one changed and the
+// one deleted while the program was down were stored at their acknowledged
+// versions. The watch events that follow are what tell the handler of
+// them. The metrics also show the acknowledged keys. The deletion not
+// acknowledged yet shows as a pending tombstone, until it is acknowledged.
 func TestCheckpointMetricsWarmStart(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c", "d", "e")

@@ -10,28 +10,27 @@ import (
 )
 
 // The work a restart owes goes before the walk. A warm start with no start
-// handler walks the stored collection only to verify its index entries
-// and, with an unbounded cache, to fill it (delivery.go); nothing waits for
-// that walk but what makes it go on at once (index lookups, resyncs,
-// relists). A checkpoint's handler joins such an informer late —
+// handler walks the stored collection only to verify its index entries. With
+// an unbounded cache, the walk also fills it (delivery.go). Nothing waits
+// for that walk but what makes it go on at once. Index lookups, resyncs and
+// relists do that. A checkpoint's handler joins such an informer late.
 // controller-runtime adds a controller's handler once the caches have
-// synced — and is given only what it has not acknowledged: the work the
-// restart owes. Decoding the whole collection beside that work takes the
-// cores it needs (on two cores, a third of the time to the last owed
-// reconcile at 100,000 Pods and 1% changed). So each checkpoint open when
-// such a start begins holds the walk back until its handler has joined and
-// acknowledged every key it was given at the join, or the checkpoint is
-// closed, or walkHoldLimit has passed — whichever comes first.
+// synced. The handler is given only what it has not acknowledged, the work
+// the restart owes. Decoding the whole collection beside that work takes
+// the cores it needs. So each checkpoint open when such a start begins holds
+// the walk back. The hold ends when the handler has joined and acknowledged
+// every key it was given at the join. It also ends when the checkpoint is
+// closed, or when walkHoldLimit has passed.
 
-// walkHoldLimit bounds how long a checkpoint holds the walk back: its
-// handler may never join, or never acknowledge some key (a reconcile that
-// keeps failing).
+// walkHoldLimit bounds how long a checkpoint holds the walk back. Its
+// handler may never join. It may also never acknowledge some key, when a
+// reconcile keeps failing.
 const walkHoldLimit = time.Minute
 
 // owedHold is a checkpoint's hold on a warm start's walk. Its methods may
-// be called on a nil owedHold (no hold): they do nothing.
+// be called on a nil owedHold, which is no hold, and then do nothing.
 type owedHold struct {
-	release func() // the walk hold's release; called once, by end
+	release func() // the walk hold's release, called once by end
 	timer   *time.Timer
 
 	mu     sync.Mutex
@@ -47,8 +46,8 @@ func newOwedHold(hold func() (release func())) *owedHold {
 	return h
 }
 
-// join records the keys the checkpoint's handler was given as it joined;
-// with none, or where they are unknown (nil, known false), the hold ends.
+// join records the keys the checkpoint's handler was given as it joined.
+// The hold ends if there are none, or if they are unknown (nil, known false).
 func (h *owedHold) join(keys []string, known bool) {
 	if h == nil {
 		return
@@ -66,8 +65,8 @@ func (h *owedHold) join(keys []string, known bool) {
 	}
 }
 
-// settle records that key was acknowledged; once every key given at the
-// join was, the hold ends.
+// settle records that key was acknowledged. The hold ends once every key
+// given at the join was acknowledged.
 func (h *owedHold) settle(key string) {
 	if h == nil {
 		return
@@ -81,7 +80,7 @@ func (h *owedHold) settle(key string) {
 	}
 }
 
-// end lets the walk go on (as far as this hold is concerned).
+// end lets the walk go on, as far as this hold is concerned.
 func (h *owedHold) end() {
 	if h == nil {
 		return
@@ -90,8 +89,8 @@ func (h *owedHold) end() {
 	h.release()
 }
 
-// owedKeys are the keys a checkpoint's joining handler is given: its
-// initial adds (items) and the tombstones of cps.
+// owedKeys returns the keys a checkpoint's joining handler is given. They
+// are its initial adds (items) and the tombstones of cps.
 func owedKeys(items []interface{}, cps []*Checkpoint) []string {
 	keys := make([]string, 0, len(items))
 	for _, it := range items {
@@ -106,7 +105,7 @@ func owedKeys(items []interface{}, cps []*Checkpoint) []string {
 // hold the walk back (see the comment at the top of the file).
 func holdWalk(d *warmDelivery, cps []*Checkpoint) {
 	if len(d.listeners) > 0 {
-		return // the walk hands out to them: nothing to hold
+		return // The walk hands out to them, so there is nothing to hold.
 	}
 	for _, c := range cps {
 		c.walk.Store(newOwedHold(d.yield.hold))

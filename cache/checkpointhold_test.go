@@ -15,10 +15,10 @@ import (
 )
 
 // A warm start with no start handler holds its walk back for each
-// checkpoint open at the start, until the checkpoint's handler, joining
-// late as controller-runtime's do, has acknowledged what it was given at
-// the join — or the checkpoint is closed: the restart's owed work goes
-// first.
+// checkpoint open at the start. The checkpoint's handler joins late, as
+// controller-runtime's do. The walk waits until that handler has
+// acknowledged what it was given at the join, or the checkpoint is closed.
+// The restart's owed work thus goes first.
 func TestCheckpointOwedWorkGoesBeforeTheWalk(t *testing.T) {
 	for _, end := range []string{"acknowledged", "closed"} {
 		t.Run(end, func(t *testing.T) {
@@ -88,9 +88,9 @@ func TestCheckpointOwedWorkGoesBeforeTheWalk(t *testing.T) {
 }
 
 // A relist (a 410 without a recovery) needs the walk's end before it
-// applies its list, and the checkpoint's handler joins only once the
-// informer synced: the relist makes a walk held for the checkpoint go on,
-// and the informer syncs (in well under the hold's minute).
+// applies its list. The checkpoint's handler joins only once the informer
+// synced. So the relist makes a walk held for the checkpoint go on, and the
+// informer syncs well within the hold's minute.
 func TestCheckpointHoldGivesWayToARelist(t *testing.T) {
 	f, src, _ := acknowledgedFile(t)
 	src.ResetWatch() // the stored resourceVersion is gone: a relist

@@ -5,21 +5,22 @@ import (
 	"runtime"
 )
 
-// The code a cache file's contents depend on (an index function, a
-// transform) is named in the file, so that a start running other code than
-// the writer's sees it.
+// The code a cache file's contents depend on is named in the file. Index
+// functions and transforms are such code. A start running other code than
+// the writer's thus sees the change.
 //
-// A Go function has no identity across builds but its name, and the name
-// says nothing of what the function does: closures made at one call site
-// share it (pkg.byLabel.func1 cannot tell byLabel("app") from
-// byLabel("team")), and a function may change behaviour under the same
-// name. So a name is paired with a version its author declares, and what
-// a name cannot tell is checked otherwise where it matters (stored index
-// entries are verified during a warm start).
+// A Go function has no identity across builds but its name. The name says
+// nothing of what the function does. Closures made at one call site share
+// it, so pkg.byLabel.func1 cannot tell byLabel("app") from byLabel("team").
+// A function may also change behaviour under the same name. So a name is
+// paired with a version its author declares. What a name cannot tell is
+// checked otherwise where it matters. Stored index entries, for example, are
+// verified during a warm start.
 
-// funcName is fn's Go name: "" for nil or what is not a function, "?" if
-// the runtime does not know it. Closures are named after where they are
-// written (pkg.newFunc.func1), or where that code was inlined.
+// funcName returns fn's Go name. It returns "" for nil or for what is not a
+// function, and "?" if the runtime does not know the name. Closures are
+// named after where they are written (pkg.newFunc.func1), or where that code
+// was inlined.
 func funcName(fn any) string {
 	v := reflect.ValueOf(fn)
 	if !v.IsValid() || v.Kind() != reflect.Func || v.IsNil() {
@@ -32,6 +33,6 @@ func funcName(fn any) string {
 }
 
 // versioned identifies fn by the version its author declared and its Go
-// name ("declared|name"), so that swapping in a differently named function
-// is seen even when nobody bumped the version.
+// name, as "declared|name". Swapping in a differently named function is thus
+// seen even when nobody bumped the version.
 func versioned(declared string, fn any) string { return declared + "|" + funcName(fn) }

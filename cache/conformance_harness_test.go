@@ -28,10 +28,14 @@ import (
 	"github.com/boltinformer/boltinformer/persist"
 )
 
-// Shared machinery of the conformance tests (conformance_*_test.go): a
-// FakeControllerSource with a model of its contents, ListerWatchers that
-// track their watches, handlers that record what they are told, the models
-// of what client-go's delta processing delivers, and a pool that runs seeds.
+// This file holds the shared machinery of the conformance tests
+// (conformance_*_test.go).
+//
+//   - A FakeControllerSource with a model of its contents.
+//   - ListerWatchers that track their watches.
+//   - Handlers that record what they are told.
+//   - The models of what client-go's delta processing delivers.
+//   - A pool that runs seeds.
 
 var (
 	confSeeds    = flag.Int("conformance.seeds", 200, "number of seeds TestConformance runs")
@@ -63,10 +67,10 @@ func confParallelism() int {
 	return 16
 }
 
-// confRunSeeds runs fn for every seed on a pool of goroutines (the seeds
+// confRunSeeds runs fn for every seed on a pool of goroutines. The seeds
 // mostly wait on informers and client-go's relist backoff, so they overlap
-// well even on two cores) and reports each failing seed with the command
-// that reproduces it. fn must not call t's Fatal methods: it returns an
+// well even on two cores. It reports each failing seed with the command
+// that reproduces it. fn must not call t's Fatal methods. It returns an
 // error instead.
 func confRunSeeds(t *testing.T, name string, seeds []int64, fn func(seed int64, dir string, logf func(string, ...any)) error) {
 	t.Helper()
@@ -129,10 +133,11 @@ func firstLine(s string) string {
 // ---------------------------------------------------------------------------
 // The source: FakeControllerSource plus a model of its contents.
 
-// confSource wraps a FakeControllerSource (which honours resourceVersions on
-// Watch and answers 410 for history flushed by ResetWatch) with a model of
-// its objects and resourceVersions, and with the bookkeeping the tests need
-// to know which watches are attached to the live broadcaster.
+// confSource wraps a FakeControllerSource with a model of its objects and
+// resourceVersions. The fake honours resourceVersions on Watch, and answers
+// 410 for history flushed by ResetWatch. confSource also keeps the
+// bookkeeping the tests need to know which watches are attached to the live
+// broadcaster.
 type confSource struct {
 	fake *fcache.FakeControllerSource
 
@@ -195,15 +200,15 @@ func (s *confSource) change(typ watch.EventType, p *corev1.Pod, broadcast bool) 
 	return c
 }
 
-// The fence object: a Pod in a namespace of its own, so that adding it never
-// collides with a random change (which may still modify or delete it: it is
-// an object like the others).
+// The fence object is a Pod in a namespace of its own, so that adding it
+// never collides with a random change. A random change may still modify or
+// delete it, since it is an object like the others.
 const confFenceNamespace, confFenceName = "conf-fence", "fence"
 
 // confFence adds, or else modifies, the fence object by watch, and returns
 // the event handlers get for it. Handlers get events in the order the source
-// made them, so one that has recorded the fence has recorded every earlier
-// change: tests wait for it instead of sleeping for stragglers.
+// made them. So one that has recorded the fence has recorded every earlier
+// change. Tests wait for it instead of sleeping for stragglers.
 func confFence(src *confSource) string {
 	typ := watch.Added
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: confFenceNamespace, Name: confFenceName}}
@@ -237,9 +242,9 @@ func (s *confSource) generation() int {
 	return s.gen
 }
 
-// resumeExpires reports whether a watch from rv now gets 410 from the fake:
-// it keeps the changes since the latest ResetWatch, and (off by one) also
-// refuses a watch from exactly the version before the oldest of them.
+// resumeExpires reports whether a watch from rv now gets 410 from the fake.
+// The fake keeps the changes since the latest ResetWatch. Off by one, it
+// also refuses a watch from exactly the version before the oldest of them.
 func (s *confSource) resumeExpires(rv int) bool {
 	return rv < s.lastRV && rv <= s.resetRV
 }
@@ -393,10 +398,10 @@ func (l *confLW) counts() (lists, watches, expired int) {
 	return l.lists, len(l.watches), l.expired
 }
 
-// confWatch forwards a fake watch and counts its events, so the test knows
-// whether a watch is still open and whether it ever delivered an event
-// (client-go relists after a watch that closes within a second with no
-// events; ours watches again).
+// confWatch forwards a fake watch and counts its events. The test thus
+// knows whether a watch is still open and whether it ever delivered an
+// event. client-go relists after a watch that closes within a second with
+// no events, where ours watches again.
 type confWatch struct {
 	inner    watch.Interface
 	out      chan watch.Event
@@ -518,10 +523,10 @@ type confRelistEvent struct {
 }
 
 // confRelistEvents is what a relist that finds final in a store holding
-// known produces: DeletedFinalStateUnknown for each known key the list
-// lacks (in no particular order: client-go iterates a map), then, in list
-// (key) order, an update for each key in both and an add
-// (isInInitialList=false) for each new key.
+// known produces. First comes DeletedFinalStateUnknown for each known key
+// the list lacks, in no particular order, since client-go iterates a map.
+// Then, in list (key) order, come an update for each key in both and an
+// add (isInInitialList=false) for each new key.
 func confRelistEvents(known, final confState) []confRelistEvent {
 	var out []confRelistEvent
 	for _, k := range known.keys() {
@@ -539,12 +544,12 @@ func confRelistEvents(known, final confState) []confRelistEvent {
 	return out
 }
 
-// confCanon normalizes what client-go itself leaves unordered: runs of
-// initial adds (a late joiner's synthetic adds come from a map; a warm
-// start replays the file in key order) and runs of relist tombstones
-// (reconcileReplacement iterates a map). With syncs set it also sorts runs
-// of unchanged-resourceVersion updates (a resync walks the store, a map).
-// Everything else keeps its order.
+// confCanon normalizes what client-go itself leaves unordered. It sorts
+// runs of initial adds. A late joiner's synthetic adds come from a map, and
+// a warm start replays the file in key order. It sorts runs of relist
+// tombstones, since reconcileReplacement iterates a map. With syncs set, it
+// also sorts runs of unchanged-resourceVersion updates. A resync walks the
+// store, a map. Everything else keeps its order.
 func confCanon(events []string, syncs bool) []string {
 	out := append([]string(nil), events...)
 	class := func(s string) string {
@@ -573,10 +578,11 @@ func confCanon(events []string, syncs bool) []string {
 }
 
 // confWarmCanon checks the ordering a warm start promises its handlers
-// while it hands the stored state out in the background — each key's
-// initial add comes once and before every other event for that key; events
-// keep their order — and then moves the initial adds to the front, where a
-// list would have put them, so the rest compares as for a cold start.
+// while it hands the stored state out in the background. Each key's initial
+// add comes once and before every other event for that key. Events keep
+// their order. confWarmCanon then moves the initial adds to the front,
+// where a list would have put them. So the rest compares as for a cold
+// start.
 func confWarmCanon(events []string) ([]string, error) {
 	seen := map[string]int{} // key -> index of its first event
 	var initial, rest []string
@@ -786,11 +792,11 @@ func (r *confRecorder) all() []confRecorded {
 	return append([]confRecorded(nil), r.events...)
 }
 
-// confReplay applies a handler's whole event history to an empty state and
-// checks that each call is consistent with what came before: an add for a
-// key the handler does not know, an update or delete for a key it knows,
-// an update's old object being the one it last saw. It returns the state
-// the handler has been told about.
+// confReplay applies a handler's whole event history to an empty state. It
+// checks that each call is consistent with what came before. An add must be
+// for a key the handler does not know. An update or delete must be for a
+// key it knows. An update's old object must be the one it last saw. It
+// returns the state the handler has been told about.
 func confReplay(events []confRecorded) (confState, error) {
 	st := confState{}
 	for i, e := range events {

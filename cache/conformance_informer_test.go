@@ -353,9 +353,9 @@ func TestConformanceListenerResyncPeriods(t *testing.T) {
 }
 
 // TestConformanceResyncCheckPeriod is client-go's TestResyncCheckPeriod
-// observed through behaviour: handlers asking for 0, 1m, 55s and 5s on an
-// informer with a 12h default make it check every 5s, and each handler is
-// resynced on its own period.
+// observed through behaviour. Handlers ask for 0, 1m, 55s and 5s on an
+// informer with a 12h default. That makes it check every 5s, and each
+// handler is resynced on its own period.
 func TestConformanceResyncCheckPeriod(t *testing.T) {
 	source := newConfFakeSource(t)
 	source.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod1"}})

@@ -24,9 +24,9 @@ import (
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
 )
 
-// This file holds the differential conformance test: client-go v0.37.2's
+// This file holds the differential conformance test. client-go v0.37.2's
 // SharedIndexInformer and ours run side by side on one
-// FakeControllerSource, fed a random stream in phases, and every handler's
+// FakeControllerSource, fed a random stream in phases. Every handler's
 // events are compared after each phase. Warm restarts of our informer are
 // checked against a model of what client-go's delta processing requires.
 // The shared machinery is in conformance_harness_test.go.
@@ -42,13 +42,14 @@ type confSlot struct {
 	period  time.Duration // resync period asked for; -1: the default
 	// ourSyncing mirrors our processor's "due for sync notifications" mark
 	// for this handler, which decides whether updates that keep the
-	// resourceVersion reach it. client-go marks every new listener, and no
-	// resync check runs during a seed (no resync period, or an hour), so on
-	// client-go's side every handler stays marked. Ours does the same, except
-	// that once it has started warm it marks exactly the handlers with a
-	// resync period, those registered before the start and those added later
-	// alike (processor.SelectResyncingListeners), so that the relist after a
-	// 410 sends unchanged objects only to handlers that asked for resyncs.
+	// resourceVersion reach it. client-go marks every new listener. No
+	// resync check runs during a seed, with no resync period or an hour. So
+	// on client-go's side every handler stays marked. Ours does the same
+	// until it has started warm. From then on it marks exactly the handlers
+	// with a resync period (processor.SelectResyncingListeners). That holds
+	// for those registered before the start and those added later alike.
+	// The relist after a 410 thus sends unchanged objects only to handlers
+	// that asked for resyncs.
 	ourSyncing bool
 	// Expected events of the current phase.
 	cgWant, ourWant []string
@@ -118,15 +119,21 @@ func (s *confStats) String() string {
 }
 
 // TestConformance runs client-go's informer and ours on the same source
-// through random phases: streams of adds, updates and deletes; dropped
-// watch events followed by ResetWatch (410 → both relist); ResetWatch alone
-// (both watch again); handlers added late and removed; and warm restarts of
-// ours, with and without 410, with a handler joining concurrently with the
-// restart. After every phase both informers quiesce and every handler's
-// events of that phase must be identical (up to the order client-go leaves
-// to map iteration; and less the unchanged objects of a relist for handlers
-// a warm start did not mark, see confSlot.ourSyncing), both stores and
-// namespace indexes must equal the source, and client-go's events must
+// through random phases.
+//
+//   - Streams of adds, updates and deletes.
+//   - Dropped watch events followed by ResetWatch, a 410 on which both
+//     relist.
+//   - ResetWatch alone, on which both watch again.
+//   - Handlers added late and removed.
+//   - Warm restarts of ours, with and without 410, with a handler joining
+//     concurrently with the restart.
+//
+// After every phase both informers quiesce. Every handler's events of that
+// phase must then be identical. The order client-go leaves to map
+// iteration may differ. A relist's unchanged objects are left out for
+// handlers a warm start did not mark (see confSlot.ourSyncing). Both stores
+// and namespace indexes must equal the source. client-go's events must
 // match the model the warm-restart expectations are built from.
 //
 // -conformance.seeds sets the number of seeds, -conformance.seed=N runs
@@ -408,13 +415,14 @@ func (r *confRun) ensureEventfulWatches() error {
 	return r.waitQuiet()
 }
 
-// phaseDisrupt: a ResetWatch closes every watch. With changes the watches
-// never delivered (dropped) it also flushes the history they would resume
-// from, so both informers get 410 and relist: deletions as
-// DeletedFinalStateUnknown, then the list in order, with unchanged objects
-// as same-resourceVersion updates. No resync check runs during a seed, so
-// client-go sends those to every handler; ours to every handler it still
-// marks for sync notifications (see confSlot.ourSyncing).
+// phaseDisrupt closes every watch with a ResetWatch. When it dropped
+// changes the watches never delivered, it also flushes the history the
+// watches would resume from. Both informers then get 410 and relist. The
+// relist gives deletions as DeletedFinalStateUnknown, then the list in
+// order. Unchanged objects come as same-resourceVersion updates. No resync
+// check runs during a seed, so client-go sends those to every handler. Ours
+// sends them to every handler it still marks for sync notifications (see
+// confSlot.ourSyncing).
 func (r *confRun) phaseDisrupt() error {
 	r.kind = "disrupt"
 	if err := r.ensureEventfulWatches(); err != nil {
@@ -500,16 +508,16 @@ func (r *confRun) phaseRemove() error {
 }
 
 // phaseWarmRestart stops ours, changes the source, and starts ours again
-// from its file with fresh handlers. Required of ours, as client-go's delta
-// processing would deliver it for a store holding the stored state:
-// OnAdd(obj, true) for exactly the stored objects, then either the missed
-// changes as ordinary events (the fake still has the history) or, after a
-// 410, the relist's reconciliation against the stored state:
-// DeletedFinalStateUnknown for objects deleted meanwhile, updates for
-// changed ones, OnAdd(obj, false) for new ones, and unchanged objects only
-// to handlers with a resync period (the design's promise; client-go, whose
-// listeners are all marked until its first resync check, would send them to
-// every handler). client-go's informer keeps running and sees the changes as
+// from its file with fresh handlers. Ours must deliver what client-go's
+// delta processing would deliver for a store holding the stored state.
+// That is OnAdd(obj, true) for exactly the stored objects, then the missed
+// changes as ordinary events, since the fake still has the history. After a
+// 410 it is the relist's reconciliation against the stored state instead.
+// Objects deleted meanwhile come as DeletedFinalStateUnknown, changed ones
+// as updates, and new ones as OnAdd(obj, false). Unchanged objects go only
+// to handlers with a resync period, as the design promises. client-go marks
+// all its listeners until its first resync check, so it would send them to
+// every handler. client-go's informer keeps running and sees the changes as
 // ordinary events.
 func (r *confRun) phaseWarmRestart() error {
 	r.kind = "warm restart"
@@ -652,12 +660,13 @@ func (r *confRun) phaseWarmRestart() error {
 	return nil
 }
 
-// waitQuiet waits until both informers have caught up with the source:
-// every handler has at least the expected number of events for this phase,
-// both stores equal the source, and each informer has a watch open on the
-// live broadcaster (so the next change reaches both the same way). It then
-// sends a fence (see fence) and waits until every handler has recorded it,
-// so no event of the phase is still in flight when the phase is compared.
+// waitQuiet waits until both informers have caught up with the source.
+// Every handler must have at least the expected number of events for this
+// phase. Both stores must equal the source. Each informer must have a watch
+// open on the live broadcaster, so the next change reaches both the same
+// way. waitQuiet then sends a fence (see fence) and waits until every
+// handler has recorded it. So no event of the phase is still in flight when
+// the phase is compared.
 func (r *confRun) waitQuiet() error {
 	p := r.phase.Load()
 	timeout := 30 * time.Second

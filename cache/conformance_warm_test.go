@@ -62,8 +62,8 @@ func confPopulate(src *confSource, rng *rand.Rand, path string, n int) error {
 // TestConformanceWarmStartConcurrentJoin adds a handler while a warm start
 // is under way, right after Run has marked the informer started. As with
 // client-go's informer joining during its initial list, the handler must
-// get every object exactly once: either through the warm start's initial
-// adds or through the synthetic adds of a late join, never both.
+// get every object exactly once. It gets it either through the warm start's
+// initial adds or through the synthetic adds of a late join, never both.
 func TestConformanceWarmStartConcurrentJoin(t *testing.T) {
 	src := newConfSource()
 	defer src.shutdown()
@@ -249,15 +249,16 @@ func TestConformanceWarmStartFromResourceVersionZero(t *testing.T) {
 // first watch after the restart is held so the test decides whether the
 // informer's first resync check happens before the relist or not.
 //
-// client-go's rule: an update whose resourceVersion did not change (a
-// resync, or a relisted object that did not change) goes to the listeners
-// marked "syncing". client-go marks every new listener; the resync check,
-// every check period, marks exactly those due. A warm start instead marks
-// exactly the listeners with a resync period (processor.
-// SelectResyncingListeners, the design's promise that unchanged objects of
-// the relist reach only resyncing handlers). So a relist before the first
-// check sends unchanged objects to A and C, and after it only to the
-// handlers the check found due (A, not B or C); B never gets them.
+// client-go's rule sends an update whose resourceVersion did not change to
+// the listeners marked "syncing". A resync and a relisted object that did
+// not change give such updates. client-go marks every new listener. The
+// resync check, every check period, marks exactly those due. A warm start
+// instead marks exactly the listeners with a resync period
+// (processor.SelectResyncingListeners). That keeps the design's promise
+// that unchanged objects of the relist reach only resyncing handlers. So a
+// relist before the first check sends unchanged objects to A and C. After
+// the check it sends them only to the handlers the check found due, A but
+// not B or C. B never gets them.
 func TestConformanceWarmStartResync(t *testing.T) {
 	confRunSeeds(t, "TestConformanceWarmStartResync", confSeedList(*confWarmSeeds), runWarmResyncSeed)
 }
@@ -317,10 +318,10 @@ func runWarmResyncSeed(seed int64, dir string, logf func(string, ...any)) (err e
 		h.next = clk.Now().Add(h.period)
 	}
 	// syncing mirrors the processor's marks for sync notifications. client-go
-	// marks every new listener until a resync check says otherwise; a warm
+	// marks every new listener until a resync check says otherwise. A warm
 	// start marks exactly the listeners with a resync period
-	// (processor.SelectResyncingListeners), so that unchanged objects of the
-	// relist after a 410 reach only those.
+	// (processor.SelectResyncingListeners). Unchanged objects of the relist
+	// after a 410 thus reach only those.
 	syncing := map[*handler]bool{}
 	for _, h := range hs {
 		syncing[h] = h.period > 0

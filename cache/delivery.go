@@ -17,55 +17,60 @@ import (
 )
 
 // warmDelivery hands a warm start's stored objects to the handlers that were
-// registered before the informer started, as OnAdd(obj, true), in the
-// background. The informer reports synced and its listers serve the file
-// before a single stored object is decoded; each start handler's
-// registration reports synced once the handler has handled all of its
-// initial adds (processor.InitialAddsDone follows the last one).
+// registered before the informer started. It hands them out as
+// OnAdd(obj, true), in the background. The informer reports synced and its
+// listers serve the file before a single stored object is decoded. Each
+// start handler's registration reports synced once the handler has handled
+// all of its initial adds. processor.InitialAddsDone follows the last one.
 //
-// The walk goes through the collection in key order, a chunk at a time,
-// decoding on every core ahead of the chunk being handed out; each object
-// is decoded once and the same object goes to every start handler (and, with
-// an unbounded cache, stays the object listers return).
+// The walk goes through the collection in key order, a chunk at a time. It
+// decodes on every core ahead of the chunk being handed out. Each object is
+// decoded once, and the same object goes to every start handler. With an
+// unbounded cache, it also stays the object listers return.
 //
 // Watch events are applied meanwhile. For each key the orderings client-go
 // keeps still hold, because processLoop calls handOutBefore before applying
-// a delta: a key the walk has not reached yet is handed out first, from the
-// store, and marked so the walk skips it. Hence, for every key:
-//   - a start handler's initial add precedes every watch event for the key;
-//   - the initial add carries the state the first update's old starts from:
-//     a key not handed out has had no event applied (any event hands it out
-//     first), so its stored state is the one the file held at the start;
-//   - each start handler gets the key's initial add exactly once, and a
-//     handler registered after the start gets none from here: it got the
-//     store's state from its own late join.
+// a delta. A key the walk has not reached yet is handed out first, from the
+// store. It is marked so the walk skips it. Hence three rules hold for
+// every key.
+//
+//   - A start handler's initial add precedes every watch event for the key.
+//   - The initial add carries the state the first update's old starts from.
+//     A key not handed out has had no event applied, since any event hands
+//     it out first. So its stored state is the one the file held at the
+//     start.
+//   - Each start handler gets the key's initial add exactly once. A handler
+//     registered after the start gets none from here. It got the store's
+//     state from its own late join.
 //
 // Before a chunk is handed out, its stored index entries are recomputed with
-// the index functions and rewritten where they differ (an index function
-// may have changed without its name or declared version changing); index
-// lookups through the informer's store wait for the whole walk (readGate).
+// the index functions. They are rewritten where they differ. An index
+// function may have changed without its name or declared version changing.
+// Index lookups through the informer's store wait for the whole walk
+// (readGate).
 //
-// With a bounded object cache the walk goes no faster than the start
-// handlers take what it hands out (see pacer): the objects waiting in their
+// With a bounded object cache, the walk goes no faster than the start
+// handlers take what it hands out (see pacer). The objects waiting in their
 // buffers are decoded objects nothing else holds.
 //
 // The walk holds back (walkYield) while a recovery is under way, until the
-// store is consistent again (walkRecoveryHolds): then the
-// recovery is what the informer waits for, and decoding the whole
-// collection would take the cores the recovery's reads need (and, where it
-// shares the machine, the apiserver's). A walk with no start handlers (it
-// only verifies the stored index entries and, with an unbounded cache,
-// fills the object cache) also holds back, for each checkpoint open at the
-// start, until its late-joining handler has acknowledged what it was given
+// store is consistent again (walkRecoveryHolds). The recovery
+// is then what the informer waits for. Decoding the whole collection would
+// take the cores the recovery's reads need. Where the apiserver shares the
+// machine, it would take the apiserver's cores too. A walk may have no
+// start handlers. It then only verifies the stored index entries and, with
+// an unbounded cache, fills the object cache. Such a walk also holds back
+// for each checkpoint open at the start. It holds back until the
+// checkpoint's late-joining handler has acknowledged what it was given
 // (checkpointhold.go). Whatever waits for the walk's end makes it go on.
 //
-// Lock order: blockDeltas, then mu, then the store's locks. The walk never
-// takes blockDeltas while holding mu, and waits for the handlers holding
-// neither.
+// The lock order is blockDeltas, then mu, then the store's locks. The walk
+// never takes blockDeltas while holding mu. It waits for the handlers
+// holding neither.
 type warmDelivery struct {
 	s         *Informer
 	listeners []*processor.Listener
-	pace      *pacer // nil: unbounded, no pacing
+	pace      *pacer // Nil when unbounded, for no pacing.
 
 	mu sync.Mutex
 	// Every key up to and including reached has been handed out, or had no
@@ -73,20 +78,20 @@ type warmDelivery struct {
 	reached string
 	// ahead holds keys above reached handed out before the walk got there.
 	ahead map[string]struct{}
-	// finished: every stored key has been handed out; nothing is checked
-	// any more.
+	// finished says every stored key has been handed out. Nothing is
+	// checked any more.
 	finished bool
 	handed   int
-	// notGiven are stored keys the start handlers were never given: an
-	// event's key whose stored state could not be read, or a key set aside
-	// after the walk failed. notGivenCount mirrors its size, read without
-	// mu.
+	// notGiven are stored keys the start handlers were never given. Such a
+	// key is an event's key whose stored state could not be read. It may
+	// also be a key set aside after the walk failed. notGivenCount mirrors
+	// its size, read without mu.
 	notGiven      map[string]struct{}
 	notGivenCount atomic.Int32
 
-	// done is closed when the walk ends: everything handed out, a read
-	// failure dealt with, or the informer stopped. Wait for it through
-	// end, which makes a held-back walk go on.
+	// done is closed when the walk ends. It ends when everything was handed
+	// out, a read failure was dealt with, or the informer stopped. Wait for
+	// it through end, which makes a held-back walk go on.
 	done  chan struct{}
 	yield walkYield
 }
@@ -103,13 +108,14 @@ func newWarmDelivery(s *Informer, listeners []*processor.Listener) *warmDelivery
 }
 
 // handOutBefore hands out, ahead of the walk, the stored state of every key
-// the deltas touch, so that each start handler's initial add for a key
-// precedes the event. A delta about every key (a resync of the whole store,
-// a relist) waits for the walk to end instead. Called by processLoop under
-// blockDeltas, before the deltas are applied.
+// the deltas touch. Each start handler's initial add for a key thus
+// precedes the event. A delta about every key waits for the walk to end
+// instead. A resync of the whole store and a relist are such deltas.
+// processLoop calls it under blockDeltas, before the deltas are applied.
 //
-// It returns false when the deltas must not be applied: they are about
-// every key, and the walk ended unfinished because the informer stopped.
+// It returns false when the deltas must not be applied. That is when they
+// are about every key, and the walk ended unfinished because the informer
+// stopped.
 // A start handler would be told of keys it was never given. The informer
 // stops anyway, so dropping the deltas is as if it had stopped before them.
 func (d *warmDelivery) handOutBefore(ctx context.Context, deltas []cache.Delta) bool {
@@ -139,7 +145,7 @@ func (d *warmDelivery) handOutBefore(ctx context.Context, deltas []cache.Delta) 
 		}
 		keys = append(keys, key)
 	}
-	// After a stop the walk may have ended short of these keys; the store is
+	// After a stop the walk may have ended short of these keys. The store is
 	// still open, and hands them out as before.
 	d.handOut(ctx, keys)
 	return true
@@ -157,7 +163,7 @@ func (d *warmDelivery) handedAll() bool {
 // unless the walk or an earlier event already did. A batch of a recovery's
 // changes is mostly keys the walk has not reached, so their stored objects
 // are decoded together, on every core. A state that cannot be read is
-// reported once mu is released, from another goroutine (reportLocked): the
+// reported once mu is released, from another goroutine (reportLocked). The
 // watch error handler is the user's code, and may call back into the
 // informer.
 func (d *warmDelivery) handOut(ctx context.Context, keys []string) {
@@ -199,14 +205,14 @@ func (d *warmDelivery) handOutReadable(keys []string) []unreadKey {
 	if len(due) == 0 {
 		return nil
 	}
-	// Not GetByKey: its retry waits for the delivery to end.
+	// Not GetByKey, whose retry waits for the delivery to end.
 	if objs, err := d.s.persistent.getManyOnce(due); err == nil {
 		for _, obj := range objs {
 			d.distribute(obj)
 		}
 		return nil
 	}
-	// Tell which keys cannot be read; hand out the rest.
+	// Tell which keys cannot be read, and hand out the rest.
 	var unread []unreadKey
 	for _, key := range due {
 		obj, exists, err := d.s.persistent.getUnreported(key)
@@ -246,8 +252,8 @@ func (d *warmDelivery) notGivenLocked(key string) {
 
 // lacking returns the start handlers that were never given key and must
 // not be told of its deletion, and forgets the key. A checkpoint's
-// handler is told anyway: it may hold the key from an earlier run. Called
-// under blockDeltas.
+// handler is told anyway, since it may hold the key from an earlier run.
+// It is called under blockDeltas.
 func (d *warmDelivery) lacking(key string) []*processor.Listener {
 	if d.notGivenCount.Load() == 0 {
 		return nil
@@ -277,8 +283,8 @@ func (d *warmDelivery) distribute(obj interface{}) {
 }
 
 // walk hands out every stored object not handed out yet, in key order, and
-// returns nil when it has. On a read error it returns the error having
-// handed out whole chunks only; on ctx's end it returns ctx's error.
+// returns nil when it has. On a read error it returns the error, having
+// handed out whole chunks only. On ctx's end it returns ctx's error.
 func (d *warmDelivery) walk(ctx context.Context) error {
 	if walkStarting != nil {
 		walkStarting()
@@ -349,22 +355,23 @@ func (d *warmDelivery) finishLocked() {
 	d.s.processor.DistributeTo(d.listeners, processor.InitialAddsDone{})
 }
 
-// run walks the collection and ends the delivery; it returns the read error
+// run walks the collection and ends the delivery. It returns the read error
 // that stopped the walk, if any. Then, before the delivery ends, setAside is
-// called with a predicate saying which keys were handed out, and must make
-// the store hold no state the start handlers were not given. It runs with mu
-// held (no key is handed out meanwhile) and must not take blockDeltas.
+// called with a predicate saying which keys were handed out. setAside must
+// make the store hold no state the start handlers were not given. It runs
+// with mu held, so no key is handed out meanwhile. It must not take
+// blockDeltas.
 func (d *warmDelivery) run(ctx context.Context, setAside func(ctx context.Context, handedOut func(key string) bool) error) error {
 	defer close(d.done)
 	start := time.Now()
 	err := d.walk(ctx)
 	if ctx.Err() != nil {
-		return nil // stopped: the handlers stop too
+		return nil // Stopped, and the handlers stop too.
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
-		// The keys set aside were not given; a deletion of one is kept
+		// The keys set aside were not given. A deletion of one is kept
 		// from the start handlers (lacking).
 		handedOut := func(key string) bool {
 			if d.handedOutLocked(key) {
@@ -385,7 +392,7 @@ func (d *warmDelivery) run(ctx context.Context, setAside func(ctx context.Contex
 // setAside sets aside the stored records of keys that still do not decode
 // (setaside.go), and returns the keys it dropped and SetAsideUnreadable's
 // error. It holds mu, so no key is handed out meanwhile. A dropped key not
-// handed out yet is not given: a deletion of it is kept from the start
+// handed out yet is not given. A deletion of it is kept from the start
 // handlers (lacking). A key kept was written since, and the walk or its
 // event hands it out.
 func (d *warmDelivery) setAside(coll *persist.Collection, keys []string) ([]string, error) {
@@ -414,12 +421,13 @@ func (d *warmDelivery) handedOutLocked(key string) bool {
 // at a time.
 const deliverChunk = 256
 
-// Test hooks (export_test.go): walkStarting is called as a walk begins,
-// walkHeld as it starts waiting for a recovery to end.
+// walkStarting and walkHeld are test hooks (export_test.go). walkStarting
+// is called as a walk begins. walkHeld is called as it starts waiting for a
+// recovery to end.
 var walkStarting, walkHeld func()
 
 // end returns the channel closed when the walk ends. Asking for it means
-// waiting for it: a walk held back for a recovery goes on from then.
+// waiting for it, so a walk held back for a recovery goes on from then.
 func (d *warmDelivery) end() <-chan struct{} {
 	d.yield.hurry()
 	return d.done
@@ -430,13 +438,13 @@ func (d *warmDelivery) end() <-chan struct{} {
 func (d *warmDelivery) holdForRecovery() (release func()) { return d.yield.hold() }
 
 // walkYield holds a warm start's walk back between chunks while holds are
-// taken, until something waits for the walk's end (hurry); from then on it
-// holds the walk back no more.
+// taken. It does so until something waits for the walk's end (hurry). From
+// then on it holds the walk back no more.
 type walkYield struct {
 	mu      sync.Mutex
 	holds   int
 	hurried bool
-	// resume is closed when the walk may go on; nil while it may.
+	// resume is closed when the walk may go on. It is nil while it may.
 	resume chan struct{}
 }
 

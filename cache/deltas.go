@@ -31,16 +31,20 @@ import (
 )
 
 // This file reproduces how client-go v0.37.2 applies popped deltas to the
-// store and turns them into handler calls: processDeltas,
+// store and turns them into handler calls. It ports processDeltas,
 // processDeltasInBatch, processReplacedAllInfo and the part of
 // reconcileReplacement they use (tools/cache/controller.go,
-// the_real_fifo.go). client-go keeps them unexported; a drop-in informer
+// the_real_fifo.go). client-go keeps them unexported. A drop-in informer
 // must call handlers exactly as they do, so the code follows theirs line for
-// line, with four differences: the store is our Indexer; a store error is
-// returned instead of a panic (client-go's indexer panics on index errors);
-// a list the store applied without the objects it refused is told without
-// them; and a relist's updates go to a relistHandler's onRelistUpdate where
-// it has one.
+// line. It differs in four ways.
+//
+//   - The store is our Indexer.
+//   - A store error is returned instead of a panic. client-go's indexer
+//     panics on index errors.
+//   - A list the store applied without the objects it refused is told
+//     without them.
+//   - A relist's updates go to a relistHandler's onRelistUpdate where it
+//     has one.
 
 // processDeltas mirrors client-go's processDeltas.
 func processDeltas(logger klog.Logger, handler cache.ResourceEventHandler, clientState cache.Store, deltas cache.Deltas, isInInitialList bool, keyFunc cache.KeyFunc) error {
@@ -91,8 +95,8 @@ func processDeltas(logger klog.Logger, handler cache.ResourceEventHandler, clien
 	return nil
 }
 
-// processDeltasInBatch mirrors client-go's processDeltasInBatch: the batch
-// is applied as one transaction, then the handlers of the transactions that
+// processDeltasInBatch mirrors client-go's processDeltasInBatch. The batch
+// is applied as one transaction. Then the handlers of the transactions that
 // succeeded are called in order.
 func processDeltasInBatch(logger klog.Logger, handler cache.ResourceEventHandler, clientState cache.Store, deltas []cache.Delta, isInInitialList bool, keyFunc cache.KeyFunc) error {
 	txnStore, ok := clientState.(cache.TransactionStore)
@@ -144,11 +148,11 @@ func processDeltasInBatch(logger klog.Logger, handler cache.ResourceEventHandler
 }
 
 // processReplacedAllInfo mirrors client-go's processReplacedAllInfo. Against
-// a store that survived a restart this is the reconciliation after a
-// relist: keys the store holds but the list lacks reach handlers as
-// DeletedFinalStateUnknown with the stored object; keys in both reach them as
-// updates, which the informer passes only to resyncing handlers when the
-// resourceVersion did not change.
+// a store that survived a restart, it is the reconciliation after a relist.
+// Keys the store holds but the list lacks reach handlers as
+// DeletedFinalStateUnknown with the stored object. Keys in both reach them
+// as updates. The informer passes such an update only to resyncing handlers
+// when the resourceVersion did not change.
 func processReplacedAllInfo(logger klog.Logger, handler cache.ResourceEventHandler, info cache.ReplacedAllInfo, clientState cache.Store, isInInitialList bool, keyFunc cache.KeyFunc) error {
 	var deletions []cache.DeletedFinalStateUnknown
 	type replacement struct{ oldObj, newObj interface{} }
@@ -195,15 +199,15 @@ func processReplacedAllInfo(logger klog.Logger, handler cache.ResourceEventHandl
 	return err
 }
 
-// relistHandler is a handler that tells a relist's updates from the others
-// (the informer: see Informer.onRelistUpdate).
+// relistHandler is a handler that tells a relist's updates from the others.
+// The informer is one (see Informer.onRelistUpdate).
 type relistHandler interface {
 	onRelistUpdate(old, new interface{})
 }
 
 // reconcileReplacement is client-go's reconcileReplacement for an empty
-// queue (the only way processReplacedAllInfo calls it): known keys missing
-// from newItems become deletions, then every new item a replacement.
+// queue, the only way processReplacedAllInfo calls it. Known keys missing
+// from newItems become deletions. Then every new item becomes a replacement.
 func reconcileReplacement(logger klog.Logger, known cache.KeyListerGetter, newItems []interface{}, keyOf cache.KeyFunc,
 	onDelete func(cache.DeletedFinalStateUnknown), onReplace func(interface{})) error {
 	newKeys := sets.Set[string]{}
@@ -234,9 +238,9 @@ func reconcileReplacement(logger klog.Logger, known cache.KeyListerGetter, newIt
 	return nil
 }
 
-// batchError is client-go's batch processing error message, keeping the
-// transaction's errors for errors.Is (the informer tells an object it
-// cannot store from other failures).
+// batchError is client-go's batch processing error message. It keeps the
+// transaction's errors for errors.Is. The informer uses them to tell an
+// object it cannot store from other failures.
 type batchError struct {
 	msg  string
 	errs []error

@@ -17,11 +17,12 @@ import (
 var diffSeeds = flag.Int("indexer.seeds", 30, "seeds for TestIndexerAgreesWithClientGo")
 
 // TestIndexerAgreesWithClientGo drives this Indexer and client-go's
-// in-memory one with the same random operations — adds, updates, deletes,
-// tombstone deletes, replaces, transactions, bookmarks — interleaved with
-// commits and reopens, and compares every read after every step. It runs
-// once with every object cached and once with a two-object cache bound, so
-// reads are served from the layers, the cache and the file in turn.
+// in-memory one with the same random operations. They are adds, updates,
+// deletes, tombstone deletes, replaces, transactions and bookmarks. Commits
+// and reopens come between them. Every read is compared after every step.
+// It runs once with every object cached and once with a two-object cache
+// bound. Reads are thus served from the layers, the cache and the file in
+// turn.
 func TestIndexerAgreesWithClientGo(t *testing.T) {
 	for _, bound := range []int{0, 2} {
 		for seed := 0; seed < *diffSeeds; seed++ {

@@ -30,10 +30,11 @@ import (
 	"github.com/boltinformer/boltinformer/processor"
 )
 
-// Handler registration, as client-go's sharedIndexInformer does it, plus
-// the checkpoint handlers' (AddEventHandlerWithTombstones): a handler
-// added to a running informer joins late, with the store's state as its
-// initial adds, under blockDeltas so no delta falls between.
+// Handler registration works as client-go's sharedIndexInformer does it.
+// This file also registers the checkpoint handlers
+// (AddEventHandlerWithTombstones). A handler added to a running informer joins late, with the store's
+// state as its initial adds. It joins under blockDeltas, so no delta falls
+// between.
 
 // AddEventHandler implements cache.SharedInformer.
 func (s *Informer) AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
@@ -52,21 +53,21 @@ func (s *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler
 }
 
 // AddEventHandlerWithTombstones is AddEventHandlerWithOptions that also gives
-// the handler, once it has joined, the tombstones of the given checkpoints
-// of this informer (deletions of acknowledged objects that are not
-// acknowledged yet) as cache.DeletedFinalStateUnknown. It is for adapters
-// whose framework registers the handlers a checkpoint's consumer depends on
-// itself, after the informer started (the controller-runtime adapter): such
-// a handler would otherwise never see a deletion applied before it joined.
+// the handler the tombstones of the given checkpoints once it has joined.
+// Tombstones are deletions of acknowledged objects that are not acknowledged
+// yet. The handler gets them as cache.DeletedFinalStateUnknown. It is for
+// adapters, such as the controller-runtime one, whose framework itself
+// registers the handlers a checkpoint's consumer depends on. The framework
+// registers them after the informer started. A handler registered so would
+// otherwise never see a deletion applied before it joined.
 func (s *Informer) AddEventHandlerWithTombstones(handler cache.ResourceEventHandler, options cache.HandlerOptions, cps ...*Checkpoint) (cache.ResourceEventHandlerRegistration, error) {
 	return s.addEventHandler(handler, options, nil, cps)
 }
 
-// addEventHandler is AddEventHandlerWithOptions; skip, if set, is the
+// addEventHandler is AddEventHandlerWithOptions. skip, if set, is the
 // checkpoint whose acknowledged initial adds the listener drops (see
-// processor.ListenerOptions.SkipInitialAdd), and the tombstones of
-// tombstones are given as deletions when the handler joins (see
-// Checkpoint).
+// processor.ListenerOptions.SkipInitialAdd). The tombstones of tombstones
+// are given as deletions when the handler joins (see Checkpoint).
 func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options cache.HandlerOptions, skip *Checkpoint, tombstones []*Checkpoint) (cache.ResourceEventHandlerRegistration, error) {
 	var skipInitialAdd, skipRelisted func(interface{}) bool
 	if skip != nil {
@@ -99,8 +100,8 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 		s.retell.addJoin(pendingJoin{l: listener, cps: tombstones})
 	}
 	if !s.started {
-		// The processor may already run (RunWithContext starts it before it
-		// marks the informer started); then it will not start this
+		// The processor may already run, since RunWithContext starts it
+		// before it marks the informer started. Then it will not start this
 		// listener's sync watcher itself. No initial adds are due yet.
 		if s.processor.AddListener(listener) {
 			s.processor.StartWatchSynced(listener)
@@ -110,15 +111,15 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 		}
 		return listener, nil
 	}
-	// To join safely: 1. stop deltas, 2. list the store, 3. queue synthetic
-	// initial adds for the new handler, 4. unblock. Nothing here waits for
-	// the server, as in client-go: the list the store may owe
-	// (readerror.go) can only be applied by the delta loop this holds up.
-	// While one is owed the handler's initial adds are what the store
-	// holds; what was set aside reaches it through that list, as it reaches
-	// every handler, and its tombstones and its sync wait for the list
-	// (settleJoinsLocked): until then a key the store lacks may be set
-	// aside rather than deleted.
+	// To join safely, we 1. stop deltas, 2. list the store, 3. queue
+	// synthetic initial adds for the new handler, and 4. unblock. Nothing
+	// here waits for the server, as in client-go. The list the store may
+	// owe (readerror.go) can only be applied by the delta loop this holds
+	// up. While one is owed, the handler's initial adds are what the store
+	// holds. What was set aside reaches the handler through that list, as
+	// it reaches every handler. The handler's tombstones and its sync wait
+	// for the list (settleJoinsLocked). Until then a key the store lacks may
+	// be set aside rather than deleted.
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
 	started := s.processor.AddListener(listener)
@@ -126,7 +127,7 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 	if owed {
 		listener.AwaitInitialAdds()
 	}
-	walking := s.walking() // before the read: the walk may end during it
+	walking := s.walking() // Before the read, since the walk may end during it.
 	items, unacknowledged := s.joinList(skip)
 	for _, item := range items {
 		// Queued under the lock and before the handle is returned, so its
@@ -141,7 +142,7 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 	}
 	if !owed && s.gate.owes() {
 		// A warm start's delivery set state aside while the store was
-		// read (it does not take blockDeltas); the read saw it wholly
+		// read, since it does not take blockDeltas. The read saw it wholly
 		// before or after.
 		owed = true
 		listener.AwaitInitialAdds()

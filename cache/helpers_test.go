@@ -91,10 +91,11 @@ const (
 	reopened  stage = "reopened"  // read back by a new DB on the same file
 )
 
-// atEachStage runs check against the indexer as it is now (with a batch
-// interval long enough that nothing has committed), after a flush, and after
-// closing and reopening the file, so every expectation holds wherever the
-// data is served from.
+// atEachStage runs check against the indexer at three stages. The first is
+// as it is now, with a batch interval long enough that nothing has
+// committed. The second is after a flush, and the third after closing and
+// reopening the file. So every expectation holds wherever the data is
+// served from.
 func atEachStage(t *testing.T, f *testFile, opts bcache.IndexerOptions, i **bcache.Indexer, check func(t *testing.T, s stage)) {
 	t.Helper()
 	check(t, inMemory)

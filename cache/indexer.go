@@ -41,56 +41,57 @@ type IndexerOptions struct {
 
 	// IndexVersions declares a version per index name. An index on disk is
 	// reused only if its name, its version and its function's name are those
-	// given now; otherwise it is rebuilt from the stored objects when the
+	// given now. Otherwise it is rebuilt from the stored objects when the
 	// Indexer opens. Bump an index's version whenever its function's
-	// behaviour changes without its Go name changing (for example a closure
-	// over a different parameter). Unset versions are "". A version declared
-	// for a name that is not among Indexers applies when AddIndexers adds
-	// that name later.
+	// behaviour changes without its Go name changing. A closure over a
+	// different parameter is such a change. Unset versions are "". A
+	// version declared for a name that is not among Indexers applies when
+	// AddIndexers adds that name later.
 	IndexVersions map[string]string
 
 	// Transform is applied to every object before it is stored, as with
 	// cache.WithTransformer.
 	Transform cache.TransformFunc
 	// TransformVersion declares the version of Transform. Objects are stored
-	// transformed: a collection stored under another TransformVersion, or
-	// another transform function name (or with or without a transform), is
-	// emptied when the Indexer opens. Change it whenever the transform's
-	// behaviour changes without its Go name changing.
+	// transformed. So a collection stored under another TransformVersion is
+	// emptied when the Indexer opens. So is one stored under another
+	// transform function name, or with a transform where none is given now,
+	// or the reverse. Change it whenever the transform's behaviour changes
+	// without its Go name changing.
 	TransformVersion string
 
 	// ListIdentity says what the stored objects are a list of (resource,
 	// namespace, selectors). A collection stored under another ListIdentity
-	// is emptied, resourceVersion included, when the Indexer opens; empty is
+	// is emptied, resourceVersion included, when the Indexer opens. Empty is
 	// recorded as empty and matches only empty. Collection.ResetAtOpen says
 	// whether that happened.
 	ListIdentity string
 
 	// CacheObjects and CacheBytes bound the in-memory cache of decoded
-	// objects; zero for both keeps all of them (see persist.CollectionOptions).
+	// objects. Zero for both keeps all of them (see persist.CollectionOptions).
 	CacheObjects int
 	CacheBytes   int64
 }
 
 // Indexer is a cache.Indexer whose objects, indexes and resource version live
 // in a persist.Collection. A change is visible to reads as soon as the call
-// that made it returns, and is on disk after the next group commit.
+// that made it returns. It is on disk after the next group commit.
 //
-// Unlike client-go's indexer, an index function that fails does not panic:
-// the write returns the error and nothing of it is applied.
+// Unlike client-go's indexer, an index function that fails does not panic.
+// The write returns the error, and nothing of it is applied.
 type Indexer struct {
 	coll      *persist.Collection
 	keyFunc   cache.KeyFunc
 	transform cache.TransformFunc
 	// wirePayloads is set by an informer whose objects reach the store
-	// unchanged since they were decoded (no transform): an object's
-	// payload remembered by internal/wire is then what it was decoded
-	// from, and is stored instead of marshalling the object again.
+	// unchanged since they were decoded, with no transform. An object's
+	// payload remembered by internal/wire is then what it was decoded from.
+	// That payload is stored instead of marshalling the object again.
 	wirePayloads atomic.Bool
 
-	// writeMu serializes writes, so that each computes its index values
-	// against the indexer set it is applied with, and Replace's diff stays
-	// valid until it is applied.
+	// writeMu serializes writes. Each write thus computes its index values
+	// against the indexer set it is applied with. Replace's diff stays valid
+	// until it is applied.
 	writeMu sync.Mutex
 
 	// indexMu guards indexers and versions.
@@ -105,7 +106,7 @@ type Indexer struct {
 	// declared is IndexerOptions.IndexVersions, read-only after NewIndexer.
 	declared map[string]string
 
-	// readErrors counts failed file reads; onReadError hears about them
+	// readErrors counts failed file reads. onReadError hears about them
 	// (see readerror.go).
 	readErrors  atomic.Uint64
 	onReadError atomic.Pointer[readErrorHandler]
@@ -114,7 +115,7 @@ type Indexer struct {
 	retryWait atomic.Pointer[func() <-chan struct{}]
 	// listApplied, if set, is called after each Replace that succeeded.
 	listApplied atomic.Pointer[func()]
-	// setAsideUnreadable, if set, is the informer's: it sets aside stored
+	// setAsideUnreadable, if set, is the informer's. It sets aside stored
 	// records an index build cannot decode, and lists them again (see
 	// setaside.go). A bare Indexer has none.
 	setAsideUnreadable atomic.Pointer[func(keys []string, why error) error]
@@ -148,15 +149,15 @@ func (i *Indexer) inMemory() storeIndexer {
 }
 
 // InMemory reports whether the Indexer keeps its objects in memory, in
-// client-go's indexer, instead of the file: an informer moves it there when
+// client-go's indexer, instead of the file. An informer moves it there when
 // an object cannot be encoded.
 func (i *Indexer) InMemory() bool { return i.memory.Load() != nil }
 
 // moveToMemory copies the current state into client-go's in-memory indexer,
-// which from then on serves every call, and drops the collection's
-// resourceVersion so that the file is never resumed from (it lacks what
-// could not be stored). The Indexer must have no Transform (an informer's
-// transform runs in its queue).
+// which from then on serves every call. It drops the collection's
+// resourceVersion, so that the file is never resumed from. The file lacks
+// what could not be stored. The Indexer must have no Transform, since an
+// informer's transform runs in its queue.
 func (i *Indexer) moveToMemory() error {
 	i.writeMu.Lock()
 	defer i.writeMu.Unlock()
@@ -172,7 +173,7 @@ func (i *Indexer) moveToMemory() error {
 	}
 	mem.Bookmark(i.coll.ResourceVersion())
 	i.memory.Store(&memoryStore{mem})
-	// Apply with no ops cannot fail to encode; on a closed file there is
+	// Apply with no ops cannot fail to encode. On a closed file there is
 	// nothing left to resume from anyway.
 	_ = i.coll.Apply(nil, "")
 	return nil
@@ -239,12 +240,12 @@ func newIndexer(opts IndexerOptions, provenance map[string]string) (*Indexer, er
 // repairIndexes compares the stored index entries of objs (at keys) with
 // what the index functions give now and rewrites those that differ, at the
 // collection's resourceVersion. It returns the repaired keys. Index
-// functions are code: one may have changed behaviour without changing its
+// functions are code. One may have changed behaviour without changing its
 // Go name or declared version.
 //
-// The functions run without writeMu (they are user code and may be slow);
-// only the objects found to differ are recomputed and written under it, so
-// AddIndexers and writes are never held up by a verification.
+// The functions run without writeMu, since they are user code and may be
+// slow. Only the objects found to differ are recomputed and written under
+// it. So AddIndexers and writes are never held up by a verification.
 func (i *Indexer) repairIndexes(keys []string, objs []runtime.Object) ([]string, error) {
 	indexers := i.GetIndexers()
 	stored, err := i.coll.StoredIndexValues(keys)
@@ -275,7 +276,8 @@ func (i *Indexer) repairIndexes(keys []string, objs []runtime.Object) ([]string,
 		suspectKeys[j] = keys[n]
 	}
 	// Read again under writeMu, in case AddIndexers ran meanwhile. Objects
-	// do not change during a warm start's delivery: watch events wait for it.
+	// do not change during a warm start's delivery, since watch events wait
+	// for it.
 	stored, err = i.coll.StoredIndexValues(suspectKeys)
 	if err != nil {
 		return nil, err
@@ -367,8 +369,9 @@ func (i *Indexer) keyAndTransform(obj interface{}) (string, interface{}, error) 
 	return key, obj, nil
 }
 
-// rvAfter returns the store resource version after writing obj: obj's own if
-// it has object metadata (even if empty, as client-go does), else unchanged.
+// rvAfter returns the store resource version after writing obj. That is
+// obj's own if it has object metadata, even if empty, as client-go does.
+// Otherwise the version is unchanged.
 func (i *Indexer) rvAfter(obj interface{}) string {
 	if m, err := meta.Accessor(obj); err == nil {
 		return m.GetResourceVersion()
@@ -411,10 +414,10 @@ func (i *Indexer) Delete(obj interface{}) error {
 	return i.coll.Apply([]persist.Op{{Key: key, Delete: true, DeletedAt: deletedAt(obj)}}, i.rvAfter(obj))
 }
 
-// deletedAt returns the resourceVersion of obj as deleted, for a
-// checkpoint to tell an acknowledgement of the deletion from a late one of
-// an earlier state (persist.Op.DeletedAt); empty for a deletion found by a
-// relist (a cache.DeletedFinalStateUnknown).
+// deletedAt returns the resourceVersion of obj as deleted
+// (persist.Op.DeletedAt). A checkpoint uses it to tell an acknowledgement
+// of the deletion from a late one of an earlier state. It is empty for a
+// deletion found by a relist, a cache.DeletedFinalStateUnknown.
 func deletedAt(obj interface{}) string {
 	if _, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		return ""
@@ -479,12 +482,12 @@ func (i *Indexer) Transaction(txns ...cache.Transaction) *cache.TransactionError
 // whose resource version equals the stored one are not rewritten.
 //
 // An object whose key, transform or index values cannot be computed is
-// refused, as Update refuses it: its key keeps what the store held. The
+// refused, as Update refuses it. Its key keeps what the store held. The
 // rest of the list is applied, and the error names each refusal. Dropping
 // the whole list would leave a store the informer reports synced, or
 // readers waiting for a list that is never applied.
 //
-// A Replace is a list: it clears the collection's must-list mark (see
+// A Replace is a list. It clears the collection's must-list mark (see
 // persist.Collection.MustList) in the commit that writes it.
 func (i *Indexer) Replace(list []interface{}, rv string) error {
 	if m := i.inMemory(); m != nil {
@@ -571,7 +574,7 @@ func (i *Indexer) Replace(list []interface{}, rv string) error {
 // objects it refused. processReplacedAllInfo tells handlers of the rest.
 type refusedError struct {
 	rv   string
-	keys map[string]bool // the keys refused; an object without a key adds none
+	keys map[string]bool // The keys refused. An object without a key adds none.
 	errs []error
 }
 
@@ -601,7 +604,7 @@ func (i *Indexer) Bookmark(rv string) {
 	}
 	i.writeMu.Lock()
 	defer i.writeMu.Unlock()
-	// Apply with no ops cannot fail to encode; it fails only on a closed or
+	// Apply with no ops cannot fail to encode. It fails only on a closed or
 	// read-only file, where there is nothing to record.
 	_ = i.coll.Apply(nil, rv)
 }
@@ -648,7 +651,7 @@ func (i *Indexer) GetByKey(key string) (interface{}, bool, error) {
 	return obj, true, nil
 }
 
-// getOnce is GetByKey without the retry, which may wait: for a caller
+// getOnce is GetByKey without the retry, which may wait. It is for a caller
 // holding a lock the wait depends on. A read error is reported.
 func (i *Indexer) getOnce(key string) (interface{}, bool, error) {
 	if m := i.inMemory(); m != nil {
@@ -675,9 +678,9 @@ func (i *Indexer) getUnreported(key string) (interface{}, bool, error) {
 	return obj, true, nil
 }
 
-// getManyOnce is getOnce for many keys: their stored objects, absent keys
-// left out, decoded on every core. A read error is not reported: which key
-// it concerns, getOnce tells.
+// getManyOnce is getOnce for many keys. It returns their stored objects,
+// decoded on every core, and leaves absent keys out. A read error is not
+// reported, since getOnce tells which key it concerns.
 func (i *Indexer) getManyOnce(keys []string) ([]interface{}, error) {
 	out := make([]interface{}, 0, len(keys))
 	if m := i.inMemory(); m != nil {
@@ -699,7 +702,7 @@ func (i *Indexer) getManyOnce(keys []string) ([]interface{}, error) {
 }
 
 // List returns every object. With every object in memory it never reads
-// the file; a file read that fails twice panics rather than return a
+// the file. A file read that fails twice panics rather than return a
 // partial list (see doc.go).
 func (i *Indexer) List() []interface{} {
 	if m := i.inMemory(); m != nil {
@@ -708,7 +711,7 @@ func (i *Indexer) List() []interface{} {
 	return mustRead(i, "List", func() ([]interface{}, error) { return i.coll.AppendList(nil) })
 }
 
-// ListKeys returns every key; a read error is handled as by List.
+// ListKeys returns every key. A read error is handled as by List.
 func (i *Indexer) ListKeys() []string {
 	if m := i.inMemory(); m != nil {
 		return m.ListKeys()
@@ -747,7 +750,7 @@ func (i *Indexer) AddIndexers(newIndexers cache.Indexers) error {
 		if setAside == nil {
 			return i.reportReadError("AddIndexers", fmt.Errorf("%w. Write those keys anew (Update, Delete, or Replace with a list), then add the indexers again", err))
 		}
-		// Without writeMu: the informer takes locks above it. Each pass
+		// Without writeMu, since the informer takes locks above it. Each pass
 		// drops the records the last one could not read, and a record
 		// written since decodes, so the loop ends.
 		if err := (*setAside)(unreadable.Keys, err); err != nil {
@@ -835,8 +838,9 @@ func (i *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
 	return readOrErr(i, "IndexKeys", func() ([]string, error) { return i.coll.IndexKeys(indexName, indexedValue) })
 }
 
-// ListIndexFuncValues returns the values of the named index: nil for an
-// unknown index, as client-go's; a read error is handled as by List.
+// ListIndexFuncValues returns the values of the named index. It returns nil
+// for an unknown index, as client-go's does. A read error is handled as by
+// List.
 func (i *Indexer) ListIndexFuncValues(indexName string) []string {
 	if m := i.inMemory(); m != nil {
 		return m.ListIndexFuncValues(indexName)

@@ -276,8 +276,8 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 }
 
 // An index added after NewIndexer takes the version IndexerOptions declared
-// for its name, so a later open that passes the same function up front with
-// the same declaration reuses it instead of rebuilding it.
+// for its name. A later open may pass the same function up front with the
+// same declaration. It then reuses the index instead of rebuilding it.
 func TestAddIndexersUsesDeclaredVersion(t *testing.T) {
 	f := newTestFile(t)
 	opts := bcache.IndexerOptions{IndexVersions: map[string]string{"byApp": "v2"}}

@@ -44,43 +44,45 @@ import (
 )
 
 // Informer is a cache.SharedIndexInformer whose store lives in a cache file.
-// When it starts with a stored resourceVersion it does not list: its
-// listers serve the file as soon as it is open, the watch resumes from the
-// stored resourceVersion, the informer reports synced once that watch has
-// caught up with a consistent read taken at start (or at once with
-// SyncedAtOpen), and every handler gets OnAdd(obj, true) for each stored
-// object in the background (its registration syncing after them). If the
-// server has compacted that version away (410 Gone), the informer recovers
-// by what changed (InformerOptions.Recovery), or relists once, and
-// reconciles the result with the stored state as client-go reconciles a
-// relist: objects deleted meanwhile reach handlers as
-// DeletedFinalStateUnknown, objects whose resourceVersion is unchanged are
-// not rewritten and reach only handlers with a resync period, however late
-// they were added (client-go, in a relist before its first resync check,
-// would send them to every handler; see the package documentation).
+// When it starts with a stored resourceVersion, it does not list. Its
+// listers serve the file as soon as it is open. The watch resumes from the
+// stored resourceVersion. The informer reports synced once that watch has
+// caught up with a consistent read taken at start, or at once with
+// SyncedAtOpen. Every handler gets OnAdd(obj, true) for each stored object
+// in the background. Its registration syncs after them.
+//
+// The server may have compacted that version away (410 Gone). The informer
+// then recovers by what changed (InformerOptions.Recovery), or relists once.
+// It reconciles the result with the stored state as client-go reconciles a
+// relist. Objects deleted meanwhile reach handlers as
+// DeletedFinalStateUnknown. Objects whose resourceVersion is unchanged are
+// not rewritten. They reach only handlers with a resync period, however
+// late those were added. client-go, in a relist before its first resync
+// check, would send them to every handler (see the package documentation).
 //
 // Nothing stored is handed out or resumed unless the collection's recorded
-// provenance matches (cluster, ListIdentity, transform, queue mode); stored
-// index entries are verified against the index functions during the warm
-// start; stored state that cannot be read back is set aside and relisted
-// (reconciled with what handlers already got); an object the file cannot
-// encode moves the informer to client-go's in-memory indexer. Each is
-// logged, reported to the watch error handler where it is an error, and
-// counted in boltinformer_collection_resets_total.
+// provenance matches. The provenance is the cluster, ListIdentity,
+// transform and queue mode. Stored index entries are verified against the
+// index functions during the warm start. Stored state that cannot be read
+// back is set aside and relisted, reconciled with what handlers already
+// got. An object the file cannot encode moves the informer to client-go's
+// in-memory indexer. Each of these is logged and counted in
+// boltinformer_collection_resets_total. Each error is also reported to the
+// watch error handler.
 //
-// Everything else — queue, ordering, resync, handler registration, panics —
-// is client-go v0.37.2's.
+// Everything else is client-go v0.37.2's. That is the queue, ordering,
+// resync, handler registration and panics.
 type Informer struct {
-	// store is what deltas are applied to and listers read: persistent
-	// unless the informer is memory-only, in which case persistent is nil.
+	// store is what deltas are applied to and listers read. It is
+	// persistent unless the informer is memory-only. Then persistent is nil.
 	store      storeIndexer
 	persistent *Indexer
-	// public is what GetStore and GetIndexer return: store, behind
-	// gatedStore for a persistent informer, so nothing stored is read
+	// public is what GetStore and GetIndexer return. It is store, behind
+	// gatedStore for a persistent informer. So nothing stored is read
 	// before gate says the collection's provenance was checked.
 	public        storeIndexer
 	gate          readGate
-	name          string // the collection name, for logs and metrics
+	name          string // The collection name, for logs and metrics.
 	processor     *processor.Processor
 	listerWatcher cache.ListerWatcher
 	objectType    runtime.Object
@@ -96,18 +98,18 @@ type Informer struct {
 	defaultEventHandlerResyncPeriod time.Duration
 	clock                           clock.WithTicker
 
-	// report hands errors to the watch error handler; reportLocked does so
+	// report hands errors to the watch error handler. reportLocked does so
 	// from another goroutine (reporter), for errors found under
-	// blockDeltas. Both are set by RunWithContext before anything reads
-	// them.
+	// blockDeltas. RunWithContext sets both before anything reads them.
 	report, reportLocked func(context.Context, error)
 
-	// recovering is set while a recovery is under way (recoverysteps.go): from
-	// the diff it applied until its end, or until a list is applied.
+	// recovering is set while a recovery is under way (recoverysteps.go). That
+	// is from the diff it applied until its end, or until a list is
+	// applied.
 	recovering atomic.Bool
 	// recoveryGen is the read gate's generation when the last recovery
-	// took its diff; guarded by blockDeltas. A set-aside since then
-	// (another generation) leaves the store short of what that diff saw.
+	// took its diff. blockDeltas guards it. A set-aside since then (another
+	// generation) leaves the store short of what that diff saw.
 	recoveryGen uint64
 	// walkHolds holds a warm start's walk back until the store is
 	// consistent again (delivery.go).
@@ -124,18 +126,19 @@ type Informer struct {
 	// startedLock guards the fields below it. It is never held while
 	// stored objects are delivered or the cluster is asked who it is.
 	startedLock       sync.Mutex
-	running           bool // RunWithContext was called
+	running           bool // RunWithContext was called.
 	started, stopped  bool
 	reflector         *reflector.Reflector
 	watchErrorHandler cache.WatchErrorHandlerWithContext
 	transform         cache.TransformFunc
 	// warm is set at start when a stored resourceVersion exists.
 	warm bool
-	// delivery hands a warm start's stored state to the handlers; set by
-	// begin, before the reflector and processLoop start, and never changed.
+	// delivery hands a warm start's stored state to the handlers. begin
+	// sets it before the reflector and processLoop start, and it never
+	// changes.
 	delivery *warmDelivery
 	// paged takes a bounded informer's cold list a page at a time (see
-	// pagedList); set by begin as delivery is, nil otherwise.
+	// pagedList). begin sets it as it sets delivery. It is nil otherwise.
 	paged *pagedList
 	// checkpointJoins are checkpoint handlers registered before the start
 	// (see joinCheckpoints).
@@ -145,12 +148,13 @@ type Informer struct {
 
 	// blockDeltas stops delta processing while a late handler joins or a
 	// handler is removed, and while the warm start hands out stored objects.
-	// It is never held while waiting for the server (or for anything that
-	// needs the delta loop, such as a list the store owes).
+	// It is never held while waiting for the server. Nor is it held while
+	// waiting for anything that needs the delta loop, such as a list the
+	// store owes.
 	blockDeltas sync.Mutex
-	// owedJoins are handlers that joined while the store owed a list; they
-	// are completed once it is applied (settleJoinsLocked). Guarded by
-	// blockDeltas.
+	// owedJoins are handlers that joined while the store owed a list. They
+	// are completed once it is applied (settleJoinsLocked). blockDeltas
+	// guards them.
 	owedJoins []pendingJoin
 
 	// retell holds what set-asides owe handlers of tombstones (retell.go).
@@ -159,7 +163,7 @@ type Informer struct {
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
 
-// storeIndexer is what the informer needs of its store; both *Indexer and
+// storeIndexer is what the informer needs of its store. Both *Indexer and
 // client-go's in-memory indexer provide it.
 type storeIndexer interface {
 	cache.Indexer
@@ -167,8 +171,9 @@ type storeIndexer interface {
 }
 
 // NewSharedIndexInformer is client-go's cache.NewSharedIndexInformer with
-// one more argument: where to persist. It fails if the collection cannot be
-// opened (for example an index must be rebuilt and an index function fails).
+// one more argument, which says where to persist. It fails if the
+// collection cannot be opened. That happens, for example, when an index
+// must be rebuilt and an index function fails.
 func NewSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object, defaultEventHandlerResyncPeriod time.Duration, indexers cache.Indexers, p Persistence) (*Informer, error) {
 	return NewSharedIndexInformerWithOptions(lw, exampleObject, InformerOptions{
 		Persistence:  p,
@@ -255,7 +260,7 @@ func (s *Informer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error {
 
 // SetWatchErrorHandlerWithContext implements cache.SharedInformer. The
 // *cache.Reflector passed to the handler describes this informer's
-// reflector (name, type) but is not the one running: the watch runs on
+// reflector (name, type), but is not the one running. The watch runs on
 // boltinformer's resumable reflector.
 func (s *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandlerWithContext) error {
 	s.startedLock.Lock()
@@ -317,8 +322,8 @@ func (s *Informer) reportWatchErrorLocked() func(context.Context, error) {
 
 // commitFailures returns a commit observer that tells the watch error
 // handler when persisting starts failing (disk full, I/O errors) and when it
-// recovers. Meanwhile the informer keeps serving from memory and the commit
-// loop retries; the stored resourceVersion never passes the stored objects.
+// recovers. Meanwhile the informer keeps serving from memory, and the commit
+// loop retries. The stored resourceVersion never passes the stored objects.
 func (s *Informer) commitFailures(ctx context.Context) func(persist.CommitStats) {
 	report := s.report
 	failing := false
@@ -335,10 +340,10 @@ func (s *Informer) commitFailures(ctx context.Context) func(persist.CommitStats)
 }
 
 // shouldResync is the processor's resync check, held back until a warm
-// start's stored state has been handed out: a resync updates every stored
-// object, and a start handler must get a key's initial add before any
-// update of it. (It runs on the reflector's resync goroutine, which may
-// wait; the delivery ends, at the latest, when the informer stops.)
+// start's stored state has been handed out. A resync updates every stored
+// object. A start handler must get a key's initial add before any update of
+// it. It runs on the reflector's resync goroutine, which may wait. The
+// delivery ends, at the latest, when the informer stops.
 func (s *Informer) shouldResync() bool {
 	if d := s.delivery; d != nil {
 		<-d.end()
@@ -347,7 +352,7 @@ func (s *Informer) shouldResync() bool {
 }
 
 // runController is client-go's controller.RunWithContext without starting
-// the reflector, which start did: processLoop drains the queue until ctx
+// the reflector, which start did. processLoop drains the queue until ctx
 // ends.
 func (s *Informer) runController(ctx context.Context, fifo *cache.RealFIFO) {
 	go func() {
@@ -390,16 +395,16 @@ func (s *Informer) processLoop(ctx context.Context, fifo *cache.RealFIFO) {
 }
 
 // reportProcessError reports a delta the store refused. client-go's indexer
-// panics on index function errors instead; ours leaves the object out of the
-// store and out of the notifications, and says so.
+// panics on index function errors instead. Ours leaves the object out of
+// the store and out of the notifications, and says so.
 func (s *Informer) reportProcessError(ctx context.Context, err error) {
 	if err = withoutStopping(err); err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Failed to apply a watch event or a list to the store", "collection", s.name)
 	}
 }
 
-// withoutStopping returns err without errStopping, which is no failure: the
-// informer stopped. Errors joined with it are kept.
+// withoutStopping returns err without errStopping. errStopping is no
+// failure, since the informer stopped. Errors joined with it are kept.
 func withoutStopping(err error) error {
 	if err == errStopping {
 		return nil
@@ -468,10 +473,10 @@ func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, i
 	return err
 }
 
-// noteAppliedLocked tells the caught-up sync what the store has applied:
-// the deltas, for a proof by versions (versionproof.go), and its
-// resourceVersion (events, lists and bookmarks alike), unless a recovery is
-// under way. Called under blockDeltas.
+// noteAppliedLocked tells the caught-up sync what the store has applied,
+// unless a recovery is under way. It passes the deltas, for a proof by
+// versions (versionproof.go). It also passes the store's resourceVersion,
+// after events, lists and bookmarks alike. It is called under blockDeltas.
 func (s *Informer) noteAppliedLocked(deltas []cache.Delta, err error) {
 	if err != nil || s.recovering.Load() || slices.ContainsFunc(deltas, isRecoveryStep) {
 		s.ready.caught.dropMatch()
@@ -484,14 +489,14 @@ func (s *Informer) noteAppliedLocked(deltas []cache.Delta, err error) {
 }
 
 // moveToMemoryLocked handles a delta the persistent store refused because
-// an object cannot be encoded (typically what a transform returned: a type
-// the cache file's scheme does not know). Such a delta applied nothing and
-// notified nobody, so the informer can go on as client-go's would: its
+// an object cannot be encoded. Typically a transform returned a type the
+// cache file's scheme does not know. Such a delta applied nothing and
+// notified nobody. So the informer can go on as client-go's would. Its
 // Indexer copies the state into client-go's in-memory indexer and serves
-// from it (listers already handed out follow) and drops the collection's
-// resourceVersion so the next start is cold; the informer reports the error
-// and returns true for the caller to process the delta again. Called under
-// blockDeltas.
+// from it. Listers already handed out follow. The Indexer drops the
+// collection's resourceVersion, so the next start is cold. The informer
+// reports the error. It returns true for the caller to process the delta
+// again. It is called under blockDeltas.
 func (s *Informer) moveToMemoryLocked(logger klog.Logger, err error) bool {
 	if err == nil || !errors.Is(err, persist.ErrUnencodable) || s.persistent == nil || s.persistent.InMemory() {
 		return false
@@ -506,14 +511,14 @@ func (s *Informer) moveToMemoryLocked(logger klog.Logger, err error) bool {
 }
 
 // closeCollection commits what this informer applied, so a clean restart
-// resumes from its last resourceVersion, and releases the collection so a
+// resumes from its last resourceVersion. It releases the collection, so a
 // new informer in this process can open it. The indexer stays readable.
 func (s *Informer) closeCollection(logger klog.Logger) {
 	if s.persistent == nil {
 		return
 	}
 	if s.paged != nil {
-		s.paged.wait() // the reflectors have ended: nothing else touches it
+		s.paged.wait() // The reflectors have ended, so nothing else touches it.
 	}
 	s.gate.stopOwing()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -521,10 +526,10 @@ func (s *Informer) closeCollection(logger klog.Logger) {
 	if err := s.persistent.coll.Close(ctx); err != nil {
 		logger.Error(err, "Flushing the informer's cache file on stop failed; the next start resumes from the last committed resourceVersion", "collection", s.name)
 	}
-	s.gate.indexesVerified() // after a walk cut short: lookups now fail as closed
+	s.gate.indexesVerified() // After a walk cut short, lookups now fail as closed.
 }
 
-// OnAdd distributes an add; called under blockDeltas.
+// OnAdd distributes an add. It is called under blockDeltas.
 func (s *Informer) OnAdd(obj interface{}, isInInitialList bool) {
 	s.givenToAll(obj)
 	s.supersede(obj)
@@ -533,17 +538,18 @@ func (s *Informer) OnAdd(obj interface{}, isInInitialList bool) {
 	s.processor.Distribute(processor.AddNotification{Obj: obj, IsInInitialList: isInInitialList}, false)
 }
 
-// OnUpdate distributes an update; called under blockDeltas. An update that
-// did not change the resourceVersion is a resync: only resyncing handlers
-// get it.
+// OnUpdate distributes an update. It is called under blockDeltas. An update
+// that did not change the resourceVersion is a resync. Only resyncing
+// handlers get it.
 func (s *Informer) OnUpdate(old, new interface{}) { s.distributeUpdate(old, new, false) }
 
-// onRelistUpdate distributes a relist's update as OnUpdate does, marked
-// when the relist did not change the object's resourceVersion: a
-// checkpoint's handler is not given an unchanged object it acknowledged
-// (client-go gives it to every handler due for a resync, and a handler with
-// a resync period is due until its first resync check: controller-runtime's
-// handlers, for ten hours by default). Called under blockDeltas.
+// onRelistUpdate distributes a relist's update as OnUpdate does. It marks
+// the update when the relist did not change the object's resourceVersion.
+// A checkpoint's handler is not given an unchanged object it acknowledged.
+// client-go gives it to every handler due for a resync. A handler with a
+// resync period is due until its first resync check. For
+// controller-runtime's handlers that is ten hours by default. It is called
+// under blockDeltas.
 func (s *Informer) onRelistUpdate(old, new interface{}) { s.distributeUpdate(old, new, true) }
 
 // distributeUpdate is OnUpdate, marking the update RelistedUnchanged if it
@@ -564,9 +570,9 @@ func (s *Informer) distributeUpdate(old, new interface{}, relisted bool) {
 	s.processor.Distribute(processor.UpdateNotification{Old: old, New: new, RelistedUnchanged: relisted && isSync}, isSync)
 }
 
-// OnDelete distributes a delete; called under blockDeltas. The start
+// OnDelete distributes a delete. It is called under blockDeltas. The start
 // handlers of a warm start that could not be given the key's stored state
-// are not told: client-go never deletes what it did not deliver.
+// are not told. client-go never deletes what it did not deliver.
 func (s *Informer) OnDelete(old interface{}) {
 	s.supersede(old)
 	if key, ok := s.notGivenKey(old); ok {
@@ -588,7 +594,7 @@ func (s *Informer) givenToAll(obj interface{}) {
 }
 
 // notGivenKey returns obj's key if a warm start's delivery has keys its
-// start handlers were not given; the common case costs one atomic load.
+// start handlers were not given. The common case costs one atomic load.
 func (s *Informer) notGivenKey(obj interface{}) (string, bool) {
 	if s.delivery == nil || s.delivery.notGivenCount.Load() == 0 {
 		return "", false
@@ -622,7 +628,7 @@ type informerDone struct{ s *Informer }
 func (d informerDone) Name() string          { return fmt.Sprintf("SharedIndexInformer %T", d.s.objectType) }
 func (d informerDone) Done() <-chan struct{} { return d.s.ready.synced }
 
-// LastSyncResourceVersion implements cache.SharedInformer: the
+// LastSyncResourceVersion implements cache.SharedInformer. It returns the
 // resourceVersion of the latest list, event or bookmark the reflector saw.
 func (s *Informer) LastSyncResourceVersion() string {
 	s.startedLock.Lock()
@@ -635,9 +641,9 @@ func (s *Informer) LastSyncResourceVersion() string {
 
 // GetStore implements cache.SharedInformer.
 // Until the informer has started and checked the collection's provenance
-// (see RunWithContext) the store reads as empty, except for what was
-// written to it meanwhile, which makes Run start cold (see the package
-// documentation, Seeding listers).
+// (see RunWithContext), the store reads as empty. What was written to it
+// meanwhile is the exception. Such writes make Run start cold (see the
+// package documentation, Seeding listers).
 func (s *Informer) GetStore() cache.Store { return s.public }
 
 // GetIndexer implements cache.SharedIndexInformer.
@@ -661,8 +667,8 @@ func (s *Informer) AddIndexers(indexers cache.Indexers) error {
 	return s.public.AddIndexers(indexers)
 }
 
-// GetController implements cache.SharedInformer; like client-go's it cannot
-// be run on its own.
+// GetController implements cache.SharedInformer. Like client-go's, it
+// cannot be run on its own.
 func (s *Informer) GetController() cache.Controller { return dummyController{s} }
 
 type dummyController struct{ s *Informer }

@@ -39,9 +39,9 @@ func (e *events) list() []string {
 }
 
 // waitFor waits until the handler has been called at least n times. Handler
-// calls are asynchronous to the store, and a stopped informer's listeners
-// drop what they have not delivered, so a test that compares a handler's
-// calls after stopping waits for them first, not only for the store.
+// calls are asynchronous to the store. A stopped informer's listeners drop
+// what they have not delivered. So a test that compares a handler's calls
+// after stopping waits for them first, not only for the store.
 func (e *events) waitFor(t *testing.T, n int, what string) {
 	t.Helper()
 	poll.Until(t, 30*time.Second, fmt.Sprintf("%d handler calls (%s)", n, what), func() bool {
@@ -213,9 +213,9 @@ func TestInformerWarmRestart(t *testing.T) {
 }
 
 // warmOrder checks the order a warm start promises a handler registered
-// before it — each key's initial add once, before every other event for the
-// key — and returns the events with the initial adds first, in key order,
-// as a list would have delivered them.
+// before it. Each key's initial add comes once, before every other event
+// for the key. warmOrder returns the events with the initial adds first, in
+// key order, as a list would have delivered them.
 func warmOrder(t *testing.T, events []string) []string {
 	t.Helper()
 	seen := map[string]string{} // key -> its first event
@@ -240,10 +240,10 @@ func warmOrder(t *testing.T, events []string) []string {
 }
 
 // A warm start hands the stored state out in the background while the watch
-// is applied: with many stored objects and changes waiting in the watch
-// history, each stored key still reaches the handler once as an initial
-// add, before its watch event, carrying the state the event's old starts
-// from (the very object, with an unbounded cache: decoded once); the watch's
+// is applied. Many stored objects and changes wait in the watch history.
+// Each stored key still reaches the handler once as an initial add, before
+// its watch event. The add carries the state the event's old starts from.
+// With an unbounded cache it is the very object, decoded once. The watch's
 // events keep their order.
 func TestWarmStartInitialAddPrecedesEachKeysEvents(t *testing.T) {
 	const stored, changed = 3000, 50

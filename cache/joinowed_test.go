@@ -19,8 +19,8 @@ import (
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
 )
 
-// joinOwedObjects is how many objects p000… the owed-list tests store: more
-// than one chunk of the warm start's walk, so that the walk hands out a
+// joinOwedObjects is how many objects p000… the owed-list tests store. It is
+// more than one chunk of the warm start's walk. The walk thus hands out a
 // first chunk before it reaches the unreadable record.
 const joinOwedObjects = 300
 
@@ -93,9 +93,10 @@ type boundedRun struct {
 }
 
 // startBounded runs an informer over f's collection "pods" with metrics,
-// after setup (if set) has adjusted it. onSetAside, if set, is called from the watch error handler when the
-// informer reports that it set stored state aside: before it stops its first
-// watch, so that events can still be applied through it.
+// after setup (if set) has adjusted it. onSetAside, if set, is called from
+// the watch error handler when the informer reports that it set stored
+// state aside. That is before the informer stops its first watch, so that
+// events can still be applied through it.
 func startBounded(t *testing.T, f *testFile, lw cache.ListerWatcher, setup, onSetAside func(*bcache.Informer)) *boundedRun {
 	t.Helper()
 	var once sync.Once
@@ -174,17 +175,17 @@ func storedNow(inf *bcache.Informer) bool {
 	return err == nil && !exists
 }
 
-// A checkpoint handler that joins a running informer while its store owes a
-// list — a warm start set part of the stored state aside after a read
-// error, or started from a collection marked must-list — is registered at
-// once, as client-go's AddEventHandler never waits for the server. (It used
-// to wait for the list under the informer's locks, which the list needs to
-// be applied: the informer deadlocked and could not be stopped.)
+// A checkpoint handler may join a running informer while its store owes a
+// list. A warm start that set part of the stored state aside after a read
+// error owes one. So does a start from a collection marked must-list. The
+// handler is registered at once, as client-go's AddEventHandler never
+// waits for the server. Waiting for the list under the informer's locks
+// would deadlock, since the list needs those locks to be applied.
 //
-// Its initial adds come from what the store holds (minus what it
-// acknowledged); what was set aside reaches it through the list, as it
-// reaches every handler; tombstones are given once the list says which keys
-// are gone (a key set aside is not a deletion); and its registration syncs
+// The handler's initial adds come from what the store holds, minus what it
+// acknowledged. What was set aside reaches it through the list, as it
+// reaches every handler. Tombstones are given once the list says which keys
+// are gone, since a key set aside is not a deletion. Its registration syncs
 // only after all of that.
 func TestCheckpointJoinWhileListOwed(t *testing.T) {
 	for _, mustList := range []bool{false, true} {

@@ -67,10 +67,10 @@ func withCheckpoint(t *testing.T, cp **bcache.Checkpoint, h cache.ResourceEventH
 }
 
 // A journal entry that cannot be read does not make the collection
-// impossible to open (an informer constructor failing on every restart
-// until a person deletes the file): the journal is set aside, the
-// collection keeps what its trees hold, and the informer lists before it
-// is synced — reported and counted as a read error.
+// impossible to open. Otherwise an informer constructor would fail on every
+// restart until a person deletes the file. The journal is set aside, and
+// the collection keeps what its trees hold. The informer lists before it is
+// synced. The set-aside is reported and counted as a read error.
 func TestWarmStartCorruptJournalRelists(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c")
@@ -113,10 +113,10 @@ func TestWarmStartCorruptJournalRelists(t *testing.T) {
 	}
 }
 
-// A pod created and acknowledged while its collection's journal held it,
-// and deleted while the program was down, is not lost with the journal:
-// the set-aside leaves a tombstone for the checkpoint, and its handler is
-// told of the deletion after the list, which lacks the pod.
+// A pod was created and acknowledged while its collection's journal held
+// it, and deleted while the program was down. Its deletion is not lost
+// with the journal. The set-aside leaves a tombstone for the checkpoint.
+// Its handler is told of the deletion after the list, which lacks the pod.
 func TestJournalSetAsideTellsACheckpointOfDeletions(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c")
@@ -218,7 +218,7 @@ func TestMissingJournalIsListedNotToldAsDeletions(t *testing.T) {
 // A key set aside after a read error is owed to a checkpoint's handler as a
 // tombstone, unless the handler hears of the key again before the relist is
 // applied. Here c is set aside, then recreated and deleted through the first
-// watch: the handler was told of c's deletion at its newest state, and the
+// watch. The handler was told of c's deletion at its newest state. The
 // set-aside's tombstone, with c's older state, is not given after it.
 func TestSetAsideTombstoneIsNotRetoldAfterANewerDeletion(t *testing.T) {
 	f := newTestFile(t)
@@ -339,11 +339,11 @@ func (g *goneOnce) Watch(options metav1.ListOptions) (watch.Interface, error) {
 
 // A checkpoint's tombstone left by a journal set-aside is stale once its
 // handler has been given a newer state of the key and that state's
-// deletion: it is not given after them. Here aa's acknowledgement at 4
-// becomes a tombstone when the journal is set aside; a recovery that does
-// not finish stores aa@5 (same object, not acknowledged); and the next
-// start, which owes a list, hands out aa@5 and then aa's deletion, which
-// its list finds. The handler must not then be told of aa's deletion at 4.
+// deletion. It is not given after them. Here aa's acknowledgement at 4
+// becomes a tombstone when the journal is set aside. A recovery that does
+// not finish stores aa@5, the same object, not acknowledged. The next
+// start owes a list. It hands out aa@5 and then aa's deletion, which its
+// list finds. The handler must not then be told of aa's deletion at 4.
 func TestCheckpointTombstoneIsNotRetoldAfterANewerDeletion(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b") // @1, @2

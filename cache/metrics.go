@@ -14,23 +14,27 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// Metrics exports boltinformer's metrics (all prefixed boltinformer_) on a
-// prometheus.Registerer the caller owns; nothing registers on a global.
-// Labels are bounded by what the program creates: file (base name of each
-// cache file), collection (one per informer), resource (one per informer
-// a factory could not persist), cause and reason (a few documented values
-// each), handler (one per registered handler) and checkpoint (one per open
-// checkpoint).
+// Metrics exports boltinformer's metrics, all prefixed boltinformer_, on a
+// prometheus.Registerer the caller owns. Nothing registers on a global.
+// Labels are bounded by what the program creates.
 //
-// Pass it to informers with InformerOptions.Metrics, to files with
-// ObserveDB, to the factories with factory.PersistenceOptions.Metrics and
-// to the controller-runtime adapter with its Options.Metrics. A running informer's
-// handlers (pending notifications) and open checkpoints are exported
-// wherever its objects are; its collection's (objects, resourceVersion lag,
-// decoded cache, read errors) only while they are in the file: not for a
-// memory-only informer, nor one that moved to memory. It also implements
-// client-go's cache.InformerMetricsProvider (queue depth, handler latency,
-// store resourceVersion) for the RealFIFO; those are published only for
+//   - file is the base name of each cache file.
+//   - collection has one value per informer.
+//   - resource has one per informer a factory could not persist.
+//   - cause and reason have a few documented values each.
+//   - handler has one per registered handler.
+//   - checkpoint has one per open checkpoint.
+//
+// Pass it to informers with InformerOptions.Metrics and to files with
+// ObserveDB. Pass it to the factories with factory.PersistenceOptions.Metrics
+// and to the controller-runtime adapter with its Options.Metrics. A running
+// informer's handlers (pending notifications) and open checkpoints are
+// exported wherever its objects are. Its collection's metrics are exported
+// only while the objects are in the file. They are objects, resourceVersion
+// lag, decoded cache and read errors. A memory-only informer, or one that
+// moved to memory, has none. Metrics also implements client-go's
+// cache.InformerMetricsProvider for the RealFIFO. That covers queue depth,
+// handler latency and store resourceVersion. Those are published only for
 // informers with a reserved Identifier, as in client-go.
 type Metrics struct {
 	commitDuration *prometheus.HistogramVec
@@ -186,8 +190,8 @@ func (m *Metrics) countReset(collection, reason string) {
 }
 
 // CountFactoryFallback counts an informer a factory of package factory runs
-// in memory instead of persisting: resource is what it lists, reason one of
-// those boltinformer_factory_fallbacks_total documents. A nil m counts
+// in memory instead of persisting. resource is what it lists. reason is one
+// of those boltinformer_factory_fallbacks_total documents. A nil m counts
 // nothing.
 func (m *Metrics) CountFactoryFallback(resource, reason string) {
 	if m != nil {
@@ -196,7 +200,7 @@ func (m *Metrics) CountFactoryFallback(resource, reason string) {
 }
 
 // CountControllerRuntimeFallback counts a handler the controller-runtime
-// adapter could not examine on the informer of collection: reason is one of
+// adapter could not examine on the informer of collection. reason is one of
 // those boltinformer_controllerruntime_fallbacks_total documents. A nil m
 // counts nothing.
 func (m *Metrics) CountControllerRuntimeFallback(collection, reason string) {
@@ -315,7 +319,7 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descCheckpointOverflows, prometheus.CounterValue, float64(cp.cp.Overflows()), name, cp.Name())
 		}
 		if s.persistent == nil || s.persistent.InMemory() {
-			continue // in memory: nothing of it is in a file
+			continue // In memory, so nothing of it is in a file.
 		}
 		coll := s.persistent.coll
 		if n, err := coll.Len(); err == nil {
@@ -331,8 +335,8 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// rvLag is applied minus committed when both are integers (as etcd's are);
-// otherwise 0 if they are equal and 1 if not.
+// rvLag is applied minus committed when both are integers, as etcd's are.
+// Otherwise it is 0 if they are equal and 1 if not.
 func rvLag(applied, committed string) float64 {
 	a, errA := strconv.ParseInt(applied, 10, 64)
 	c, errC := strconv.ParseInt(committed, 10, 64)

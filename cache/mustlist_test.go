@@ -97,11 +97,12 @@ func listAsync(s cache.Store) <-chan listResult {
 }
 
 // A warm start that cannot read a stored record sets aside what its
-// handlers were not given and relists. Until that list is applied the
-// store lacks what was set aside, and the informer may have reported synced: a
-// lister must not return the rest as the complete set (a controller would
-// act on the missing objects as deleted). List waits for the relist, and
-// then returns everything; a Get of a set-aside key waits too.
+// handlers were not given and relists. Until that list is applied, the
+// store lacks what was set aside. The informer may have reported synced
+// meanwhile. A lister must not return the rest as the complete set. A
+// controller would act on the missing objects as deleted. List waits for
+// the relist, and then returns everything. A Get of a set-aside key waits
+// too.
 func TestReadErrorListWaitsForTheRelist(t *testing.T) {
 	f := newTestFile(t)
 	src := unreadableWarmStart(t, f)
@@ -149,12 +150,12 @@ func TestReadErrorListWaitsForTheRelist(t *testing.T) {
 }
 
 // The relist after a read error is owed until a list has been applied,
-// across restarts. Here a watch event is applied after the set-aside
-// (writing a valid resourceVersion back) and the informer stops before the
-// relist lands: a lister then refuses to list (the store is incomplete and
-// nothing will complete it), and the next start lists — twice here, as the
-// first restart stops before its list too — instead of resuming from a
-// file without the set-aside objects. Its HasSynced waits for that list.
+// across restarts. Here a watch event is applied after the set-aside, which
+// writes a valid resourceVersion back. The informer stops before the relist
+// lands. A lister then refuses to list, since the store is incomplete and
+// nothing will complete it. The next start lists instead of resuming from a
+// file without the set-aside objects. It lists twice here, as the first
+// restart stops before its list too. Its HasSynced waits for that list.
 func TestReadErrorStopBeforeRelistListsAtNextStart(t *testing.T) {
 	f := newTestFile(t)
 	src := unreadableWarmStart(t, f)

@@ -13,56 +13,57 @@ import (
 )
 
 // pagedList takes an informer's cold list a page at a time
-// (reflector.PagedList), so that the list is never held whole: each page
-// is stored (persist's ApplyPart: the group commits write it as it comes,
-// without a resourceVersion) and handed to the handlers as initial adds.
-// client-go's informer holds the whole list decoded, with its response,
-// until it is in the store. A bounded informer's next page also waits
-// until the handlers have taken most of this one (pacer). Its memory then
-// follows the page and the cache's bound, not the collection.
+// (reflector.PagedList), so that the list is never held whole. Each page is
+// stored and handed to the handlers as initial adds. persist's ApplyPart
+// stores it, and the group commits write it as it comes, without a
+// resourceVersion. client-go's informer holds the whole list decoded, with
+// its response, until it is in the store. A bounded informer's next page
+// also waits until the handlers have taken most of this one (pacer). Its
+// memory then follows the page and the cache's bound, not the collection.
 //
-// What handlers and listers see is what a list through the queue gives
-// them, in the order the server sent the items: every item as
-// OnAdd(obj, true), each registration synced after its own initial adds
-// and after the informer; the informer is synced once the last page is
+// Handlers and listers see what a list through the queue gives them. They
+// see it in the order the server sent the items. Every item comes as
+// OnAdd(obj, true). Each registration is synced after its own initial adds
+// and after the informer. The informer is synced once the last page is
 // stored with the list's resourceVersion. A lister read before that sees
-// the pages stored so far, where client-go's store is empty until its
-// list is applied; a store that owes a list (readgate.go) still makes
-// reads that could show absence wait for it.
+// the pages stored so far. client-go's store is empty until its list is
+// applied. A store that owes a list (readgate.go) still makes reads that
+// could show absence wait for it.
 //
 // The pages come from the reflector's goroutine, before it watches, while
-// nothing is queued: each is applied under blockDeltas, as a delta is, so
-// that a handler joining meanwhile gets what is stored and then the pages
+// nothing is queued. Each is applied under blockDeltas, as a delta is. A
+// handler joining meanwhile thus gets what is stored and then the pages
 // after it. If the paged list fails part-way, the reflector's next list is
-// an ordinary one, through the queue, which reconciles the store with the
-// pages applied as any relist does. It is a consistent read, so it is never
-// older than the pages the handlers were given.
+// an ordinary one, through the queue. It reconciles the store with the
+// pages applied, as any relist does. It is a consistent read, so it is
+// never older than the pages the handlers were given.
 //
-// Every pagedFlushEvery objects the pages applied so far are flushed to the
-// file, on a goroutine, once the flush before has returned: the list's
-// requests go on while a flush commits, and at most two flushes' worth of
-// records wait for the file, and one commit's pages are in bbolt's hands,
-// whatever the list's length. (The group commit alone would take whatever
-// arrived while it wrote the last.)
+// Every pagedFlushEvery objects, the pages applied so far are flushed to
+// the file. The flush runs on a goroutine, once the flush before has
+// returned. The list's requests go on while a flush commits. At most two
+// flushes' worth of records wait for the file, whatever the list's length.
+// One commit's pages are in bbolt's hands at a time. The group commit alone
+// would take whatever arrived while it wrote the last.
 type pagedList struct {
 	s *Informer
 	// transform is the informer's transform, which the queue would apply.
 	transform cache.TransformFunc
-	pace      *pacer // nil unless the cache is bounded
+	pace      *pacer // Nil unless the cache is bounded.
 
-	// Used by the reflector's goroutine only (and wait, once it is done):
-	// sinceFlush counts the objects applied since the last flush started;
+	// Only the reflector's goroutine uses these, and wait once it is done.
+	// sinceFlush counts the objects applied since the last flush started.
 	// flushing, if not nil, is closed when that flush has returned.
 	sinceFlush int
 	flushing   chan struct{}
 
 	doneOnce sync.Once
-	done     chan struct{} // closed once the last page is stored
+	done     chan struct{} // Closed once the last page is stored.
 }
 
 // pagedFlushEvery is how many objects of a paged list are applied between
-// flushes: about 6 MB of records for 6 KB Pods. Records wait in memory
-// until flushed, so this bounds what a cold start holds beyond the objects.
+// flushes. That is about 6 MB of records for 6 KB Pods. Records wait in
+// memory until flushed, so this bounds what a cold start holds beyond the
+// objects.
 const pagedFlushEvery = 1000
 
 var _ reflector.PagedList = (*pagedList)(nil)
@@ -76,8 +77,8 @@ func newPagedList(s *Informer, transform cache.TransformFunc) *pagedList {
 }
 
 // boundedCache reports whether the informer keeps a bounded number of
-// decoded objects (Persistence.CacheObjects or CacheBytes): its initial
-// adds are then paced to its handlers, and its cold list taken in pages.
+// decoded objects (Persistence.CacheObjects or CacheBytes). Its initial
+// adds are then paced to its handlers, and its cold list is taken in pages.
 func (s *Informer) boundedCache() bool {
 	p := s.opts.Persistence
 	return s.persistent != nil && (p.CacheObjects > 0 || p.CacheBytes > 0)
@@ -94,9 +95,9 @@ func (p *pagedList) ListPage(ctx context.Context, items []interface{}) error {
 }
 
 // flushEvery starts a flush of what was applied once pagedFlushEvery
-// objects were applied since the last, having waited for the last. A flush
-// that fails is the commit loop's to retry and report (the informer's
-// commit observer hears of it); the list goes on.
+// objects were applied since the last. It waits for the last flush first.
+// The commit loop retries and reports a flush that fails. The informer's
+// commit observer hears of it, and the list goes on.
 func (p *pagedList) flushEvery(ctx context.Context, applied int) {
 	p.sinceFlush += applied
 	if p.sinceFlush < pagedFlushEvery {
@@ -149,9 +150,9 @@ func (p *pagedList) apply(logger klog.Logger, items []interface{}) error {
 }
 
 // listed reports whether the paged list was stored whole, ending the
-// informer's initial list. A paged list that failed part-way never is: the
-// ordinary list after it is the initial list, as the queue takes it. Safe
-// on a nil pagedList (none was made).
+// informer's initial list. A paged list that failed part-way never is. The
+// ordinary list after it is then the initial list, as the queue takes it.
+// It is safe on a nil pagedList, when none was made.
 func (p *pagedList) listed() bool {
 	if p == nil {
 		return false
@@ -164,8 +165,8 @@ func (p *pagedList) listed() bool {
 	}
 }
 
-// ListDone implements reflector.PagedList: the list's resourceVersion is
-// stored, and the informer is loaded.
+// ListDone implements reflector.PagedList. It stores the list's
+// resourceVersion and marks the informer loaded.
 func (p *pagedList) ListDone(ctx context.Context, resourceVersion string) error {
 	p.wait()
 	s := p.s
@@ -176,7 +177,7 @@ func (p *pagedList) ListDone(ctx context.Context, resourceVersion string) error 
 	if err := s.persistent.endList(resourceVersion); err != nil {
 		return fmt.Errorf("storing the resourceVersion %q of a list received in pages: %w", resourceVersion, err)
 	}
-	s.ready.caught.dropMatch() // a part of a list, not deltas
+	s.ready.caught.dropMatch() // A part of a list, not deltas.
 	s.noteAppliedLocked(nil, nil)
 	s.settleJoinsLocked()
 	p.doneOnce.Do(func() { close(p.done) })

@@ -26,9 +26,10 @@ import (
 )
 
 // pagingSource serves its FakeControllerSource's list in pages of Limit
-// items in key order, as an apiserver does (the continue token is the
-// offset), records every list request, and calls before, if set, with the
-// offset of every page after the first before serving it.
+// items in key order, as an apiserver does. The continue token is the
+// offset. It records every list request. If before is set, it is called
+// with the offset of every page after the first, before that page is
+// served.
 type pagingSource struct {
 	noWatchList
 	before func(offset int)
@@ -162,18 +163,19 @@ func TestColdStartListsInPages(t *testing.T) {
 	}
 }
 
-// A bounded informer hands its initial adds out — a warm start's walk of
-// the file, a cold start's pages — no faster than its handlers take them:
-// a slow handler never has more than a pacing window and a chunk or page
-// waiting, where an unbounded informer hands everything out at once.
+// A bounded informer hands its initial adds out no faster than its handlers
+// take them. They come from a warm start's walk of the file or a cold
+// start's pages. A slow handler never has more than a pacing window and a
+// chunk or page waiting. An unbounded informer hands everything out at
+// once.
 func TestBoundedStartPacesInitialAdds(t *testing.T) {
 	// A loaded machine (-race, other packages' tests) may not run the
-	// handler for a second: never stop waiting for it here.
+	// handler for a second. So never stop waiting for it here.
 	t.Cleanup(bcache.SetPaceStall(time.Hour)) // runs after the informers stop
 	const n = 3000
-	// What may wait in the slow handler's buffer: the pacing window, then
-	// a page of the list or a chunk of the walk, with some slack for the
-	// notifications in flight.
+	// The slow handler's buffer may hold the pacing window and a page of
+	// the list or a chunk of the walk. Some slack covers the notifications
+	// in flight.
 	const limit = processor.InitialBufferSize + 500 + 64
 	for _, warm := range []bool{false, true} {
 		t.Run(fmt.Sprintf("warm=%v", warm), func(t *testing.T) {
@@ -211,11 +213,11 @@ func TestBoundedStartPacesInitialAdds(t *testing.T) {
 	}
 }
 
-// A handler that waits, in its first initial add, for something the
-// delivery must end first — an index lookup during a bounded warm start
-// waits for the stored index entries to be verified — is not waited for
-// once it stops taking its adds: the delivery ends, the lookup returns,
-// and the handler gets every add.
+// A handler may wait, in its first initial add, for something the delivery
+// must end first. An index lookup during a bounded warm start waits so, for
+// the stored index entries to be verified. Such a handler is not waited for
+// once it stops taking its adds. The delivery ends, the lookup returns, and
+// the handler gets every add.
 func TestBoundedWarmStartDoesNotWaitForABlockedHandler(t *testing.T) {
 	t.Cleanup(bcache.SetPaceStall(200 * time.Millisecond)) // runs after the informer stops
 	const n = 2000
@@ -334,10 +336,11 @@ func (s *expiringPages) List(opts metav1.ListOptions) (runtime.Object, error) {
 }
 
 // A cold start whose paged list failed after a page was stored relists as
-// a consistent read, in full, through the queue, even with Recovery: the
+// a consistent read, in full, through the queue, even with Recovery. The
 // page stored has no version to recover from. The informer syncs once the
-// list is applied, with the whole collection. A recovery made the first of
-// its writes sync the queue, while what it fetched was still missing.
+// list is applied, with the whole collection. A recovery instead would make
+// the first of its writes sync the queue, while what it fetched was still
+// missing.
 func TestColdStartSyncsOnTheListAfterAFailedPagedList(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource(podNames(5)...)

@@ -19,7 +19,7 @@ const (
 	provenanceTransform = "transform" // TransformVersion | the transform's Go name
 	// provenanceQueue records that the stored resourceVersion follows a
 	// queue that reports list resourceVersions and bookmarks (RealFIFO with
-	// AtomicEvents), so it is the resourceVersion of a list or an event,
+	// AtomicEvents). So it is the resourceVersion of a list or an event,
 	// never an older object's.
 	provenanceQueue = "queue"
 	queueAtomic     = "atomic-events"
@@ -94,10 +94,10 @@ func (s *Informer) checkProvenance(ctx context.Context) bool {
 	})
 }
 
-// retry calls fn until it succeeds, reporting each error to the watch error
-// handler and waiting with the reflector's backoff (client-go's 800ms
-// doubling to 30s unless InformerOptions say otherwise) in between. It
-// returns false if ctx ended first.
+// retry calls fn until it succeeds. It reports each error to the watch
+// error handler and waits with the reflector's backoff in between. That is
+// client-go's 800ms doubling to 30s, unless InformerOptions say otherwise.
+// It returns false if ctx ended first.
 func (s *Informer) retry(ctx context.Context, fn func() error) bool {
 	delay, maxDelay := s.opts.InitialBackoff, s.opts.MaxBackoff
 	if delay <= 0 {

@@ -461,9 +461,9 @@ func corruptRecord(t *testing.T, path, collection, key string) {
 	}
 }
 
-// A stored state that cannot be read back does not stop the informer: the
-// part handlers were not given is set aside and the informer relists, as
-// client-go keeps retrying its list; the relist brings what was set aside.
+// A stored state that cannot be read back does not stop the informer. The
+// part handlers were not given is set aside, and the informer relists, as
+// client-go keeps retrying its list. The relist brings what was set aside.
 func TestWarmStartReadErrorRelists(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c")
@@ -502,10 +502,10 @@ func TestWarmStartReadErrorRelists(t *testing.T) {
 	}
 }
 
-// While the cluster's identity cannot be learned (the apiserver is down and
-// the informer uses the factories' default identity), nothing stored is
-// handed out: not to handlers, not to listers, and the informer is not
-// synced. The file may belong to another cluster.
+// The cluster's identity cannot be learned while the apiserver is down and
+// the informer uses the factories' default identity. Meanwhile nothing
+// stored is handed out, neither to handlers nor to listers. The informer is
+// not synced. The file may belong to another cluster.
 func TestClusterIdentityFailingHandsOutNothing(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b")

@@ -75,10 +75,10 @@ func TestReadErrorIsNeverAbsence(t *testing.T) {
 	}
 }
 
-// TestListAfterFileClosed: a lister that outlives the cache file. With
-// every object in memory List keeps answering from memory; with a bounded
-// cache it cannot answer and panics instead of returning an empty list,
-// which a controller would read as "everything was deleted".
+// TestListAfterFileClosed checks a lister that outlives the cache file.
+// With every object in memory, List keeps answering from memory. With a
+// bounded cache it cannot answer. It panics instead of returning an empty
+// list, which a controller would read as "everything was deleted".
 func TestListAfterFileClosed(t *testing.T) {
 	for _, bound := range []int{0, 1} {
 		t.Run(fmt.Sprintf("cache=%d", bound), func(t *testing.T) {

@@ -269,34 +269,33 @@ func (p gatedStore) AddIndexers(indexers cache.Indexers) error {
 	return nil
 }
 
-// A warm start that sets stored state aside (see Informer.keepOnly) leaves a
-// store that lacks objects until its relist is applied, and an informer that
-// may already have reported synced; a start that finds the collection
-// marked (persist.Collection.MustList) is in the same state until its first
-// list. Meanwhile the store owes its readers a list, and what listers read
-// through GetStore and GetIndexer (gatedStore) follows one rule: a read
-// that could show an object as absent waits until the list is applied
-// (a Get that finds its object returns at once). If the informer stops
-// first, nothing will complete the store: such reads fail with
-// ErrIncomplete — as a read error does, List panicking — instead of
-// returning the partial set. The informer's own reads (applying deltas,
-// late joins) use the store directly and never wait: they run under
-// blockDeltas, which the list needs to be applied. A handler that joins
-// meanwhile is given what the store holds; the rest reaches it with the
-// list, and its sync and tombstones wait for the list
-// (Informer.settleJoinsLocked).
+// A warm start may set stored state aside (see Informer.keepOnly). Its
+// store then lacks objects until its relist is applied. The informer may
+// already have reported synced. A start that finds the collection marked
+// (persist.Collection.MustList) is in the same state until its first list.
+// Meanwhile the store owes its readers a list. What listers read through
+// GetStore and GetIndexer (gatedStore) then follows one rule. A read that
+// could show an object as absent waits until the list is applied. A Get
+// that finds its object returns at once. If the informer stops first,
+// nothing will complete the store. Such reads then fail with ErrIncomplete
+// instead of returning the partial set, as a read error does. List panics
+// with it. The informer's own reads, applying deltas and late joins, use
+// the store directly and never wait. They run under blockDeltas, which the
+// list needs to be applied. A handler that joins meanwhile is given what
+// the store holds. The rest reaches it with the list. Its sync and
+// tombstones wait for the list (Informer.settleJoinsLocked).
 
 // owedList is one list the store owes.
 type owedList struct {
-	done chan struct{} // closed once the list is applied or the informer stopped
-	err  error         // set, before done closes, if the informer stopped first
+	done chan struct{} // Closed once the list is applied or the informer stopped.
+	err  error         // Set before done closes, if the informer stopped first.
 }
 
 // owe records that the store lacks part of its state until a list is
-// applied. Called before the state is dropped, so that a read that ran
-// across the drop sees the generation change and waits. Every drop is a
-// new generation, even while a list is owed already: a recovery that
-// took its diff before it cannot pay for it (applyRecoveryStepLocked).
+// applied. It is called before the state is dropped, so that a read that
+// ran across the drop sees the generation change and waits. Every drop is a
+// new generation, even while a list is owed already. A recovery that took
+// its diff before the drop cannot pay for it (applyRecoveryStepLocked).
 func (g *readGate) owe() {
 	g.owedMu.Lock()
 	defer g.owedMu.Unlock()
@@ -306,7 +305,7 @@ func (g *readGate) owe() {
 	}
 	o := &owedList{done: make(chan struct{})}
 	if g.stopped {
-		// A set-aside racing the informer's stop: no list will come.
+		// A set-aside raced the informer's stop, so no list will come.
 		o.err = ErrIncomplete
 		close(o.done)
 	}
@@ -316,7 +315,7 @@ func (g *readGate) owe() {
 // owes reports whether a list is owed.
 func (g *readGate) owes() bool { return g.owed.Load() != nil }
 
-// paid records that a list was applied: waiting reads go on.
+// paid records that a list was applied, so waiting reads go on.
 func (g *readGate) paid() {
 	g.owedMu.Lock()
 	defer g.owedMu.Unlock()
@@ -324,13 +323,13 @@ func (g *readGate) paid() {
 	if o == nil {
 		return
 	}
-	g.owed.Store(nil) // before done closes: woken readers must find nothing owed
+	g.owed.Store(nil) // Before done closes, so woken readers find nothing owed.
 	if o.err == nil {
 		close(o.done)
 	}
 }
 
-// stopOwing is called when the informer stops: a list still owed will not
+// stopOwing is called when the informer stops. A list still owed will not
 // come, and reads waiting for it fail with ErrIncomplete.
 func (g *readGate) stopOwing() {
 	g.owedMu.Lock()
@@ -343,7 +342,7 @@ func (g *readGate) stopOwing() {
 }
 
 // awaitComplete waits until no list is owed and returns the generation
-// that read; ErrIncomplete if the informer stopped first.
+// that read. It returns ErrIncomplete if the informer stopped first.
 func (g *readGate) awaitComplete() (uint64, error) {
 	for {
 		gen := g.owedGen.Load()
@@ -360,8 +359,9 @@ func (g *readGate) awaitComplete() (uint64, error) {
 	}
 }
 
-// whole runs read once no list is owed, again if a list became owed while
-// it ran (its result may then lack what was set aside).
+// whole runs read once no list is owed. It runs read again if a list
+// became owed while it ran, since its result may then lack what was set
+// aside.
 func whole[T any](g *readGate, read func() T) (T, error) {
 	for {
 		gen, err := g.awaitComplete()

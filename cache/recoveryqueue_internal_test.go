@@ -41,9 +41,9 @@ func (t *podsOnlyTransform) transform(obj interface{}) (interface{}, error) {
 // A recovery's steps ride the informer's own queue, built as begin builds
 // it, with a transform that fails for anything but a Pod. Random runs of
 // pods, tombstones, bookmarks and steps come out of Pop and PopBatch in the
-// order queued: each step unchanged and untransformed, each Pod transformed
-// once, and no batch holding two steps, so each step is applied alone after
-// the deltas before it.
+// order queued. Each step comes out unchanged and untransformed. Each Pod
+// is transformed once. No batch holds two steps, so each step is applied
+// alone after the deltas before it.
 func TestQueueCarriesRecoverySteps(t *testing.T) {
 	for seed := int64(1); seed <= 50; seed++ {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {

@@ -32,9 +32,9 @@ func refusingIndexers() cache.Indexers {
 var refuse = map[string]string{"refuse": "yes"}
 
 // A list holding an object the index function refuses is applied without
-// that object, as a watch event of it would be: the object is left out of
-// the store and of the notifications. The whole list was dropped instead,
-// and a cold start synced with an empty store, which a controller reads as
+// that object, as a watch event of it would be. The object is left out of
+// the store and of the notifications. Dropping the whole list instead would
+// leave a cold start synced with an empty store. A controller reads that as
 // every object deleted.
 func TestColdListWithARefusedObjectStoresTheRest(t *testing.T) {
 	f := newTestFile(t)
@@ -93,14 +93,14 @@ func TestOwedListWithARefusedObjectIsPaid(t *testing.T) {
 	}
 }
 
-// TestListsWithRefusedObjectsRandomized is a generator of the class above:
-// every kind of list the store applies (a cold start's, the list a warm
-// start owes after its journal was set aside, the relist after a 410),
-// over objects the index function refuses at random — new objects, and new
-// versions of stored ones. After the list the store holds, for each key,
-// the server's object, or, where the index function refuses it, what the
-// store held before (a refused write applies nothing). No handler is told
-// of a version the store refused.
+// TestListsWithRefusedObjectsRandomized is a generator of the class above.
+// It runs every kind of list the store applies. Those are a cold start's,
+// the list a warm start owes after its journal was set aside, and the
+// relist after a 410. The index function refuses objects at random, new
+// objects and new versions of stored ones alike. After the list the store
+// holds the server's object for each key. Where the index function refuses
+// it, the store holds what it held before, since a refused write applies
+// nothing. No handler is told of a version the store refused.
 func TestListsWithRefusedObjectsRandomized(t *testing.T) {
 	for seed := range 24 {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runRefusedList(t, uint64(seed)) })

@@ -9,17 +9,17 @@ import (
 
 // reporter calls the watch error handler on a goroutine that holds none of
 // the informer's locks, as client-go's reflector does. It is for errors
-// found under blockDeltas (applying an event, a recovery's diff, a read of
-// the store), and the handler is the user's code: it may call back into the
-// informer, whose AddEventHandler takes that lock. The handler is called at
-// once, not when the lock is released, because the holder may wait long
-// under it: a failed read waits for the warm delivery's end before its
-// retry.
+// found under blockDeltas. Applying an event, a recovery's diff and a read
+// of the store find such errors. The handler is the user's code. It may call
+// back into the informer, whose AddEventHandler takes that lock. The handler
+// is called at once, not when the lock is released. The holder may wait
+// long under it. A failed read, for one, waits for the warm delivery's end
+// before its retry.
 //
 // The handler sees these errors in the order they were reported. One
-// goroutine calls it at a time, started by a report when none runs and
-// ending once no error is queued. The handler's context ends when the
-// informer stops, as the reflector's does, and RunWithContext returns only
+// goroutine calls it at a time. A report starts that goroutine when none
+// runs, and it ends once no error is queued. The handler's context ends when
+// the informer stops, as the reflector's does. RunWithContext returns only
 // after the handler did (stop), as client-go's does.
 type reporter struct {
 	handler func(context.Context, error)
@@ -48,7 +48,8 @@ func newReporter(ctx context.Context, handler func(context.Context, error)) *rep
 
 // report queues err for the handler and returns without waiting for it.
 // The handler gets ctx's logger with the reporter's context. After stop the
-// error is only logged: client-go calls no handler once Run has returned.
+// error is only logged, since client-go calls no handler once Run has
+// returned.
 func (r *reporter) report(ctx context.Context, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

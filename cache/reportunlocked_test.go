@@ -28,8 +28,9 @@ func reenter(inf *bcache.Informer) error {
 }
 
 // callBack runs call, named what, on a goroutine of its own and returns its
-// error, or an error saying it did not return: the watch error handler it
-// runs from was called under the lock call takes.
+// error. If call does not return, callBack returns an error saying so. The
+// watch error handler it runs from was then called under the lock call
+// takes.
 func callBack(what string, call func() error) error {
 	done := make(chan error, 1)
 	go func() { done <- call() }()
@@ -43,9 +44,9 @@ func callBack(what string, call func() error) error {
 
 // client-go calls the watch error handler from the reflector's goroutine,
 // holding none of the informer's locks, so a handler may call the informer
-// back. Here the error is found while a watch event is applied (an object
-// the file cannot encode): the handler registers an event handler, which
-// must return rather than wait for the lock the report was made under.
+// back. Here the error is found while a watch event is applied, for an
+// object the file cannot encode. The handler registers an event handler.
+// That must return rather than wait for the lock the report was made under.
 func TestWatchErrorHandlerMayCallTheInformer(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c")

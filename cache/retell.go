@@ -14,29 +14,30 @@ import (
 // aside is a deletion no watch event will carry. Once the list the store
 // owes is applied, every handler given tombstones is told of each such key
 // the list did not bring back (retellLocked). A key the handlers are told
-// of meanwhile is owed nothing: the notification supersedes the tombstone.
+// of meanwhile is owed nothing, since the notification supersedes the
+// tombstone.
 //
-// Lock order: blockDeltas, then mu.
+// The lock order is blockDeltas, then mu.
 type retelling struct {
 	mu sync.Mutex
 	// joins are every handler given tombstones.
 	joins []pendingJoin
-	// keys are owed; with all, every key is, except those told of since.
+	// keys are owed. With all, every key is owed except those told of since.
 	keys   map[string]struct{}
 	all    bool
 	except map[string]struct{}
 	// walkJoins are checkpoint handlers given stored objects during the
-	// walk. walkSucceeded: the walk set nothing aside, so none are kept.
+	// walk. walkSucceeded says the walk set nothing aside, so none are kept.
 	walkJoins     []walkJoin
 	walkSucceeded bool
-	// due says keys or all is set; read without mu after every applied
-	// delta.
+	// due says keys or all is set. It is read without mu after every
+	// applied delta.
 	due atomic.Bool
 }
 
 // walkJoin is a checkpoint's handler that joined during a warm start's
-// walk, with the objects it was given: read from the file without waiting
-// for the walk, they may include keys the walk then sets aside.
+// walk, with the objects it was given. They were read from the file without
+// waiting for the walk. So they may include keys the walk then sets aside.
 type walkJoin struct {
 	l     *processor.Listener
 	given []interface{}
@@ -59,7 +60,7 @@ func (r *retelling) owe(keys map[string]struct{}) {
 		maps.Copy(r.keys, keys)
 	}
 	for k := range keys {
-		delete(r.except, k) // set aside again: owed again
+		delete(r.except, k) // Set aside again, so owed again.
 	}
 	r.due.Store(true)
 }
@@ -109,7 +110,7 @@ func (r *retelling) forgetWalkJoins() {
 	r.walkJoins, r.walkSucceeded = nil, true
 }
 
-// take returns what is owed and forgets it; the joins stay.
+// take returns what is owed and forgets it. The joins stay.
 func (r *retelling) take() (owed func(key string) bool, joins []pendingJoin, walkJoins []walkJoin, any bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -140,7 +141,7 @@ func (s *Informer) supersede(obj interface{}) {
 
 // retellLocked tells handlers, once the list a set-aside owed is applied,
 // of the keys set aside that the list did not bring back. Every handler of
-// tombstones gets their tombstones: a checkpoint may have acknowledged such
+// tombstones gets their tombstones. A checkpoint may have acknowledged such
 // a key before the set-aside made it a tombstone. A checkpoint's handler
 // that joined during the walk gets the deletion of each such key it was
 // given. Its deletion reaches these handlers no other way. Called under
@@ -155,7 +156,7 @@ func (s *Informer) retellLocked() {
 	}
 	told := map[*processor.Listener]map[string]bool{}
 	for _, j := range joins {
-		only := []*processor.Listener{j.l} // not if it was removed meanwhile
+		only := []*processor.Listener{j.l} // Not if it was removed meanwhile.
 		for _, n := range tombstoneNotifications(s.store, j.cps) {
 			key := n.(processor.DeleteNotification).Obj.(cache.DeletedFinalStateUnknown).Key
 			if owed(key) {

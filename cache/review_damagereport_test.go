@@ -12,14 +12,12 @@ import (
 )
 
 // A collection whose structure is damaged is emptied when the informer's
-// constructor opens it (persist: Collection.DamageSetAside), and the
-// informer starts cold. That is stored state set aside instead of resumed,
-// as a journal that cannot be read is, which the informer reports to its
-// watch error handler and counts in boltinformer_collection_resets_total
-// as a read_error (TestWarmStartCorruptJournalRelists; the metric's help:
-// "read_error (could not be read back; started cold)"). The informer never
-// looks at DamageSetAside: nothing reaches the watch error handler or the
-// metric, and the informer's only trace is one klog line from persist.
+// constructor opens it (persist's Collection.DamageSetAside). The informer
+// starts cold. That is stored state set aside instead of resumed, as a
+// journal that cannot be read is (TestWarmStartCorruptJournalRelists). The
+// informer must report it to its watch error handler. It must count it in
+// boltinformer_collection_resets_total, whose help names read_error for
+// state that "could not be read back".
 func TestDamagedCollectionIsReportedByTheInformer(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c")

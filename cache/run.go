@@ -66,9 +66,10 @@ import (
 //	Indexer.indexMu          the index functions                     writes and reads
 //	persist's locks          see persist/commit.go                   the store, checkpoints, the walk
 //
-// startedLock and the RealFIFO's lock are never held together. Leaf locks,
-// under which nothing else is taken: checkpointSet.mu, owedHold.mu,
-// walkYield.mu, walkRecoveryHolds.mu, caughtUp.mu, Metrics.mu, setAsides.mu.
+// startedLock and the RealFIFO's lock are never held together. Nothing
+// else is taken under the leaf locks. They are checkpointSet.mu,
+// owedHold.mu, walkYield.mu, walkRecoveryHolds.mu, caughtUp.mu, Metrics.mu
+// and setAsides.mu.
 // AddIndexers holds startedLock, then Indexer.writeMu for each build. It
 // lets writeMu go before it sets records aside (setaside.go), which takes
 // warmDelivery.mu, retelling.mu and gate.owedMu.
@@ -100,7 +101,7 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	s.running = true
 	report := s.reportWatchErrorLocked()
 	s.startedLock.Unlock()
-	// Registered first, so it runs last: after the controller and the
+	// Registered first, so it runs last. After the controller and the
 	// processor stopped, nothing reports under a lock any more.
 	locked := newReporter(ctx, report)
 	defer locked.stop()
@@ -176,12 +177,12 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	s.runController(ctx, fifo)
 }
 
-// runWarm loads a warm start's store. It is complete as soon as it begins
-// (the file), and synced once the resumed watch has caught up with a
-// consistent read, or at once with SyncedAtOpen. The stored objects reach
-// the handlers in the background (warmDelivery). Each handler's
-// registration syncs after its own initial adds. Watch events are applied
-// meanwhile, and a relist after a 410 waits for the delivery.
+// runWarm loads a warm start's store. The store is complete as soon as it
+// begins, since it is the file. It is synced once the resumed watch has
+// caught up with a consistent read, or at once with SyncedAtOpen. The
+// stored objects reach the handlers in the background (warmDelivery). Each
+// handler's registration syncs after its own initial adds. Watch events are
+// applied meanwhile, and a relist after a 410 waits for the delivery.
 func (s *Informer) runWarm(ctx context.Context, wg *wait.Group, delivery *warmDelivery, rl *relister) {
 	logger := klog.FromContext(ctx)
 	s.loadedOnceListed(ctx, wg)
@@ -199,11 +200,11 @@ func (s *Informer) runWarm(ctx context.Context, wg *wait.Group, delivery *warmDe
 	})
 }
 
-// runCold loads a cold start's store: it is loaded once the first list is
-// applied, or once a paged list into the file ends.
+// runCold loads a cold start's store. The store is loaded once the first
+// list is applied, or once a paged list into the file ends.
 func (s *Informer) runCold(ctx context.Context, wg *wait.Group, fifo *cache.RealFIFO) {
 	logger := klog.FromContext(ctx)
-	var paged <-chan struct{} // a paged list's end; nil: none
+	var paged <-chan struct{} // A paged list's end, or nil without one.
 	if s.paged != nil {
 		paged = s.paged.done
 	}

@@ -11,41 +11,41 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Controller unit tests seed an informer's listers before it runs:
-// informer.GetIndexer().Add(obj), then a lister built on GetIndexer finds
-// obj. With client-go that works because the store is the indexer. A
-// persistent informer's stored state may not be served before Run has
-// checked its provenance (it may come from another cluster or another
-// list), so until then GetStore and GetIndexer serve a seed store instead:
-// client-go's in-memory indexer with the informer's indexers, empty unless
-// written to. Whatever is written there reads back as it would from
-// client-go's.
+// Controller unit tests seed an informer's listers before it runs. They
+// call informer.GetIndexer().Add(obj), and then a lister built on
+// GetIndexer finds obj. With client-go that works because the store is the
+// indexer. A persistent informer's stored state may not be served before
+// Run has checked its provenance. It may come from another cluster or
+// another list. Until then GetStore and GetIndexer serve a seed store
+// instead. The seed store is client-go's in-memory indexer with the
+// informer's indexers, empty unless written to. Whatever is written there
+// reads back as it would from client-go's.
 //
-// When Run has checked the provenance it adopts the seed store, under mu so
-// that no write falls between the two stores:
+// When Run has checked the provenance, it adopts the seed store. It does so
+// under mu, so that no write falls between the two stores.
 //
-//   - nothing was written: the collection is served as stored;
-//   - something was written: the seeded objects are not the cluster's, and
-//     the stored state no longer is what the file holds plus nothing, so the
-//     informer starts cold. The collection is emptied (objects,
-//     resourceVersion) and then holds exactly the seeded objects, which the
-//     first list replaces as client-go's first list replaces a seeded
-//     indexer: seeded objects the list lacks reach handlers as
-//     DeletedFinalStateUnknown, those it has as updates.
+//   - If nothing was written, the collection is served as stored.
+//   - If something was written, the informer starts cold. The seeded
+//     objects are not the cluster's. The stored state then no longer is
+//     what the file holds plus nothing. The collection's objects and
+//     resourceVersion are emptied, and it then holds exactly the seeded
+//     objects. The first list replaces them as client-go's first list
+//     replaces a seeded indexer. Seeded objects the list lacks reach
+//     handlers as DeletedFinalStateUnknown, and those it has as updates.
 
 // seedStore is what an informer's store serves until Run adopts it.
 type seedStore struct {
-	// mu is held for reading by every call served from store and for
-	// writing by adopt, so that nothing is written to store once its
-	// contents have been copied.
+	// mu is held for reading by every call served from store. adopt holds
+	// it for writing, so that nothing is written to store once its contents
+	// have been copied.
 	mu    sync.RWMutex
 	store storeIndexer // nil once adopted
 	// written is set by the first write to store.
 	written atomic.Bool
-	// adopted is set (under mu) once the informer's store serves instead.
+	// adopted is set under mu once the informer's store serves instead.
 	adopted atomic.Bool
-	// seeded says adopt found objects written: the informer starts cold
-	// with them. Written by adopt, read by the informer's start after it.
+	// seeded says adopt found objects written, so the informer starts cold
+	// with them. adopt writes it, and the informer's start reads it after.
 	seeded bool
 }
 
@@ -55,8 +55,8 @@ func newSeedStore(indexers cache.Indexers) *seedStore {
 	return &seedStore{store: cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, own).(storeIndexer)}
 }
 
-// fromSeeds runs fn on the seed store if it still serves, reporting whether
-// it did; write marks the store written.
+// fromSeeds runs fn on the seed store if it still serves, and reports
+// whether it did. write marks the store written.
 func fromSeeds[T any](s *seedStore, write bool, fn func(storeIndexer) T) (T, bool) {
 	var zero T
 	if s.adopted.Load() {
@@ -74,10 +74,11 @@ func fromSeeds[T any](s *seedStore, write bool, fn func(storeIndexer) T) (T, boo
 }
 
 // openStore makes the informer's store serve the collection, whose
-// provenance has just been checked: it adopts what was written to the seed
-// store (see above) and, if the collection owes a list (a read error set
-// part of it aside and no list was applied since), makes listers wait for
-// that list. Listers read the collection from its return on.
+// provenance has just been checked. It adopts what was written to the seed
+// store (see above). The collection may owe a list, when a read error set
+// part of it aside and no list was applied since. Then openStore makes
+// listers wait for that list. Listers read the collection from its return
+// on.
 func (s *Informer) openStore(ctx context.Context) {
 	seeds := s.gate.seeds
 	seeds.mu.Lock()

@@ -71,12 +71,12 @@ func eventKeyOrNil(obj interface{}) string {
 }
 
 // What a test writes to an informer's store before Run reads back as it
-// does from client-go's informer — through GetIndexer, GetStore and a typed
-// lister — even though the informer's file holds a warm collection. Run
-// then starts cold: it lists (the seeded objects are not the cluster's and
-// the stored collection is not resumed), and the list replaces the seeded
-// objects exactly as client-go's first list does, with the same handler
-// calls.
+// does from client-go's informer. It reads back through GetIndexer,
+// GetStore and a typed lister. That holds even though the informer's file
+// holds a warm collection. Run then starts cold and lists. The seeded
+// objects are not the cluster's, and the stored collection is not resumed.
+// The list replaces the seeded objects exactly as client-go's first list
+// does, with the same handler calls.
 func TestListersBeforeRunMatchClientGo(t *testing.T) {
 	f := newTestFile(t)
 	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}

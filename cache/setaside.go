@@ -11,7 +11,7 @@ import (
 // and persist's AddIndexes then changes nothing and names the records. The
 // persistent Indexer asks its informer to set them aside (setAsideUnreadable),
 // then builds again. The informer can list, so it treats them as the warm
-// start's walk treats a record it cannot read:
+// start's walk treats a record it cannot read, in five steps.
 //
 //  1. The store owes a list from before the records are dropped, so no
 //     lister reads the partial store as complete (readgate.go).
@@ -40,8 +40,8 @@ import (
 // records and signals. runSetAsides reports and lists.
 type setAsides struct {
 	mu     sync.Mutex // a leaf lock: nothing is taken under it
-	errs   []error    // set-asides not reported yet; guarded by mu
-	relist bool       // a set-aside after the start's list decision; guarded by mu
+	errs   []error    // Set-asides not reported yet, guarded by mu.
+	relist bool       // A set-aside after the start's list decision, guarded by mu.
 	due    chan struct{}
 }
 
@@ -55,7 +55,7 @@ func (p *setAsides) add(why error, relist bool) {
 	p.mu.Unlock()
 	select {
 	case p.due <- struct{}{}:
-	default: // already signalled; runSetAsides takes everything recorded
+	default: // Already signalled, and runSetAsides takes everything recorded.
 	}
 }
 
@@ -94,7 +94,7 @@ func (s *Informer) setAsideUnreadable(keys []string, why error) error {
 	if err == nil && len(dropped) < len(keys) {
 		why = fmt.Errorf("%w; %d of them were written since, and were kept", why, len(keys)-len(dropped))
 	}
-	// Read after the first owe: a start that has not decided yet whether
+	// Read after the first owe, so a start that has not decided yet whether
 	// to list sees the debt and lists (begin, listIfOwed).
 	s.setAsides.add(why, s.begun.Load())
 	return err
@@ -126,7 +126,7 @@ func (s *Informer) runSetAsides(ctx context.Context, rl *relister) {
 		}
 		var listAfter func() <-chan struct{}
 		if d := s.walk.Load(); d != nil {
-			listAfter = d.end // a relist does not overtake the walk
+			listAfter = d.end // A relist does not overtake the walk.
 		}
 		s.relist(ctx, rl, listAfter)
 	}

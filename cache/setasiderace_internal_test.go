@@ -64,9 +64,9 @@ func setAsidePod(name string) *corev1.Pod {
 // AddIndexers' loop (setaside.go) sets aside the keys a failed build named,
 // "and a record written since decodes, so the loop ends". Between the build
 // and the set-aside nothing holds the delta loop back, so a watch event may
-// replace the unreadable record with a readable one meanwhile. The
-// set-aside then deletes that fresh record by key: the informer relists an
-// object it holds, and the relist brings it back as an add to handlers
+// replace the unreadable record with a readable one meanwhile. A set-aside
+// that deleted that fresh record by key would make the informer relist an
+// object it holds. The relist would bring it back as an add to handlers
 // that were already given it, with no deletion between. client-go never
 // hands a handler two adds of one key in a row.
 //
@@ -243,12 +243,12 @@ func handedOutAhead(inf *Informer, key string) bool {
 
 // TestAddIndexersSetAsideGenerated draws which stored records do not
 // decode, and what watch event each gets between AddIndexers' failed build
-// and its set-aside: none, an update or a deletion. Whichever way the
-// informer sets them aside (the walk's read error, AddIndexers), the
-// handler must see what client-go shows: no add of a key it holds, no
-// update or deletion of a key it does not, and in the end the source's
-// objects at their resourceVersions. The seed is logged, so a failure can
-// be replayed.
+// and its set-aside. The event is none, an update or a deletion. The
+// informer sets the records aside after the walk's read error or in
+// AddIndexers. Either way the handler must see what client-go shows. It
+// gets no add of a key it holds, and no update or deletion of a key it
+// does not. In the end it holds the source's objects at their
+// resourceVersions. The seed is logged, so a failure can be replayed.
 func TestAddIndexersSetAsideGenerated(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)

@@ -34,23 +34,26 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// How a run starts (RunWithContext calls these in order): a collection
-// without a resourceVersion is emptied (emptyForColdStart); begin decides
-// cold or warm from the stored resourceVersion and builds the queue and
-// the reflector; the checkpoint handlers registered before the start are
-// given their tombstones (joinCheckpoints); a warm start hands the stored
-// state to the handlers in the background (delivery.go), and a stored
-// record that cannot be read during that hand-off costs one relist,
-// reconciled with what the handlers already got (relistAfterReadError,
-// keepOnly).
+// How a run starts is below. RunWithContext calls these steps in order.
+//
+//  1. A collection without a resourceVersion is emptied
+//     (emptyForColdStart).
+//  2. begin decides cold or warm from the stored resourceVersion. It builds
+//     the queue and the reflector.
+//  3. The checkpoint handlers registered before the start are given their
+//     tombstones (joinCheckpoints).
+//  4. A warm start hands the stored state to the handlers in the background
+//     (delivery.go). A stored record that cannot be read during that
+//     hand-off costs one relist. The relist is reconciled with what the
+//     handlers already got (relistAfterReadError, keepOnly).
 
 // emptyForColdStart empties a collection that has no resourceVersion to
 // resume from, before the informer starts cold. It drops the stored state
-// wholesale (persist's Reset), reading no record, so a damaged one cannot
-// keep an object the list lacks. The checkpoints go with it: their
-// acknowledgements name states this start does not resume, and turning
-// them into tombstones would tell handlers of deletions that never
-// happened. A failure is retried with backoff, since listing into what is
+// wholesale (persist's Reset), reading no record. So a damaged record
+// cannot keep an object the list lacks. The checkpoints go with it. Their
+// acknowledgements name states this start does not resume. Turning them
+// into tombstones would tell handlers of deletions that never happened. A
+// failure is retried with backoff, since listing into what is
 // left would keep what the server deleted for good. It returns false if ctx
 // ended first. A collection seeded before Run was emptied by openStore.
 func (s *Informer) emptyForColdStart(ctx context.Context) bool {
@@ -69,10 +72,10 @@ func (s *Informer) emptyForColdStart(ctx context.Context) bool {
 }
 
 // begin builds the queue and the reflector and marks the informer started,
-// under startedLock. A warm start (a stored resourceVersion) also returns
-// the delivery of the stored state to the listeners registered until then;
-// listeners added from now on get the store's state through their own late
-// join.
+// under startedLock. A warm start, one with a stored resourceVersion, also
+// returns the delivery of the stored state to the listeners registered
+// until then. Listeners added from now on get the store's state through
+// their own late join.
 func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflector, *warmDelivery) {
 	s.startedLock.Lock()
 	defer s.startedLock.Unlock()
@@ -85,13 +88,13 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.persistent.wirePayloads.Store(s.transform == nil)
 	}
 	if resume == "0" {
-		resume = "" // "any version": nothing to resume from
+		resume = "" // "Any version", since there is nothing to resume from.
 	}
 	// A cold start lists into a store emptyForColdStart emptied, so the
 	// list reaches handlers as initial adds.
 	s.warm = resume != ""
 	if s.persistent != nil {
-		s.persistent.setReadErrorHandler(s.reportLocked) // file read errors reach it too
+		s.persistent.setReadErrorHandler(s.reportLocked) // File read errors reach it too.
 	}
 	var delivery *warmDelivery
 	var listAfter func() <-chan struct{}
@@ -99,8 +102,8 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.ready.caught.finish()
 	}
 	if s.warm {
-		// One rule for resyncs after a warm start, for handlers registered
-		// now and later: see SelectResyncingListeners.
+		// One rule holds for resyncs after a warm start, for handlers
+		// registered now and later (see SelectResyncingListeners).
 		s.processor.SelectResyncingListeners()
 		delivery = newWarmDelivery(s, s.processor.Listeners())
 		s.delivery = delivery
@@ -109,11 +112,12 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.gate.verifyIndexes(delivery)
 		end := delivery.end
 		s.persistent.retryAfter(end)
-		// end, not done: a walk held back must go on for a relist — held
-		// for a checkpoint's owed work (checkpointhold.go), whose handler
-		// joins only once the informer synced, or for a recovery that
-		// failed after its diff (walkRecoveryHolds, delivery.go), whose
-		// hold lasts until a list is applied.
+		// The relist waits for end, not done, because a walk held back
+		// must go on for a relist. A checkpoint's owed work may hold it
+		// (checkpointhold.go), and that handler joins only once the
+		// informer synced. A recovery that failed after its diff may hold
+		// it too (walkRecoveryHolds, delivery.go). That hold lasts until a
+		// list is applied.
 		listAfter = delivery.end
 	}
 	var paged reflector.PagedList
@@ -122,8 +126,8 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.paged = newPagedList(s, s.transform)
 		paged = s.paged
 	}
-	// Before the debt is read: an index build's set-aside that finds begun
-	// unset leaves the list to this start (setaside.go).
+	// Set before the debt is read. An index build's set-aside that finds
+	// begun unset leaves the list to this start (setaside.go).
 	s.begun.Store(true)
 	opts := s.listIfOwed(reflector.Options{
 		ResumeResourceVersion: resume,
@@ -140,13 +144,13 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 	return fifo, s.reflector, delivery
 }
 
-// newQueue returns the informer's queue. Called under startedLock.
+// newQueue returns the informer's queue. It is called under startedLock.
 func (s *Informer) newQueue(logger klog.Logger) *cache.RealFIFO {
 	// The queue always reports list resourceVersions (ReplacedAll) and
-	// bookmarks, whatever the AtomicFIFO gate says: without them the stored
-	// resourceVersion would be the last object's, older than the list's, and
-	// never advanced by bookmarks, and a restart would replay old versions
-	// over newer ones. Handlers see the same calls either way.
+	// bookmarks, whatever the AtomicFIFO gate says. Without them the stored
+	// resourceVersion would be the last object's, older than the list's.
+	// Bookmarks would never advance it. A restart would then replay old
+	// versions over newer ones. Handlers see the same calls either way.
 	// The key function and the transform let recovery steps through
 	// (recoverysteps.go).
 	return cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
@@ -162,25 +166,26 @@ func (s *Informer) newQueue(logger klog.Logger) *cache.RealFIFO {
 	})
 }
 
-// pendingJoin is a handler whose join is not complete: a checkpoint's
-// handler registered before the informer started, whose tombstones are
-// given when it starts (joinCheckpoints), or any handler that joined while
-// the store owed a list, completed once the list is applied
-// (settleJoinsLocked). cps are the checkpoints whose tombstones it is
-// given, if any.
+// pendingJoin is a handler whose join is not complete. It may be a
+// checkpoint's handler registered before the informer started. Its
+// tombstones are given when the informer starts (joinCheckpoints). It may
+// also be any handler that joined while the store owed a list. Its join is
+// completed once the list is applied (settleJoinsLocked). cps are the
+// checkpoints whose tombstones it is given, if any.
 type pendingJoin struct {
 	l   *processor.Listener
 	cps []*Checkpoint
 	// told are the keys the handler was told of while its join waited for
-	// the owed list (noteToldLocked): their tombstones are stale for it.
+	// the owed list (noteToldLocked). Their tombstones are stale for it.
 	told map[string]struct{}
 }
 
 // joinCheckpoints gives the checkpoint handlers registered before the start
-// their tombstones (deletions they have not acknowledged), before any watch
-// event is processed — or, if the store owes a list (the collection was
-// marked must-list), once that list is applied: a key the store lacks until
-// then may have been set aside rather than deleted.
+// their tombstones, the deletions they have not acknowledged. It gives them
+// before any watch event is processed. The store may owe a list, when the
+// collection was marked must-list. Then they are given once that list is
+// applied. A key the store lacks until then may have been set aside rather
+// than deleted.
 func (s *Informer) joinCheckpoints() {
 	s.startedLock.Lock()
 	joins := s.checkpointJoins
@@ -209,10 +214,10 @@ func (s *Informer) joinCheckpoints() {
 }
 
 // settleJoinsLocked completes the joins that waited for a list the store
-// owed, once it is applied (and its changes handed to every handler): each
-// handler is given its tombstones, now only of keys that are gone, then
-// InitialAddsDone, after which its registration may report synced. Called
-// under blockDeltas, after each applied delta.
+// owed. It runs once the list is applied and its changes handed to every
+// handler. Each handler is given its tombstones, now only of keys that are
+// gone. Then it is given InitialAddsDone, after which its registration may
+// report synced. It is called under blockDeltas, after each applied delta.
 func (s *Informer) settleJoinsLocked() {
 	s.retellLocked()
 	if len(s.owedJoins) == 0 || s.gate.owes() {
@@ -221,11 +226,11 @@ func (s *Informer) settleJoinsLocked() {
 	joins := s.owedJoins
 	s.owedJoins = nil
 	for _, j := range joins {
-		only := []*processor.Listener{j.l} // not if it was removed meanwhile
+		only := []*processor.Listener{j.l} // Not if it was removed meanwhile.
 		for _, n := range tombstoneNotifications(s.store, j.cps) {
 			key := n.(processor.DeleteNotification).Obj.(cache.DeletedFinalStateUnknown).Key
 			if _, told := j.told[key]; told {
-				continue // it was given a newer state of the key, then its deletion
+				continue // It was given a newer state of the key, then its deletion.
 			}
 			s.processor.DistributeTo(only, n)
 		}
@@ -235,9 +240,9 @@ func (s *Informer) settleJoinsLocked() {
 
 // noteToldLocked notes that every handler but those in except is being
 // told of obj's key. A checkpoint's tombstone of that key is then stale
-// for a handler whose join waits for the owed list: the handler holds this
-// newer state, or was told of this deletion, and the tombstone's older
-// state would go back in time. Called under blockDeltas.
+// for a handler whose join waits for the owed list. The handler holds this
+// newer state, or was told of this deletion. The tombstone's older state
+// would go back in time. It is called under blockDeltas.
 func (s *Informer) noteToldLocked(obj interface{}, except []*processor.Listener) {
 	if len(s.owedJoins) == 0 {
 		return
@@ -272,9 +277,9 @@ func (s *Informer) walking() bool {
 }
 
 // relistAfterReadError deals with stored state that could not be read
-// back during a warm start's delivery. The informer has synced and handlers
-// have part of the stored state; the delivery has set the rest aside
-// (keepOnly). The reflector is replaced by one that lists (relist).
+// back during a warm start's delivery. The informer has synced, and
+// handlers have part of the stored state. The delivery has set the rest
+// aside (keepOnly). The reflector is replaced by one that lists (relist).
 func (s *Informer) relistAfterReadError(ctx context.Context, err error, rl *relister) {
 	s.report(ctx, fmt.Errorf("boltinformer: collection %q: reading the stored state back failed (%w); set aside what the handlers were not given, relisting", s.name, err))
 	s.opts.Metrics.countReset(s.name, resetReadError)
@@ -282,21 +287,21 @@ func (s *Informer) relistAfterReadError(ctx context.Context, err error, rl *reli
 }
 
 // relister replaces a running informer's reflector after stored state was
-// set aside: by the warm start's walk (relistAfterReadError) or by an
-// index build (runSetAsides).
+// set aside. The warm start's walk (relistAfterReadError) or an index build
+// (runSetAsides) sets state aside.
 type relister struct {
-	mu     sync.Mutex // one replacement at a time, so one reflector runs
-	stop   func()     // stops the running reflector and waits for it; guarded by mu
+	mu     sync.Mutex // One replacement at a time, so one reflector runs.
+	stop   func()     // Stops the running reflector and waits for it, guarded by mu.
 	launch func(*reflector.Reflector) (stop func())
 	fifo   *cache.RealFIFO
 }
 
 // relist stops the running reflector, and starts one that lists, from no
 // older than what the stopped one applied, into the same queue. The list is
-// reconciled with the store as any relist is: what was set aside arrives
-// as adds, what changed as updates, what is gone as deletions. Until it is
-// applied the store lacks what was set aside. listAfter, if not nil, holds
-// the list's Replace back (reflector.Options.ListAfter).
+// reconciled with the store as any relist is. What was set aside arrives
+// as adds, what changed as updates, and what is gone as deletions. Until it
+// is applied, the store lacks what was set aside. listAfter, if not nil,
+// holds the list's Replace back (reflector.Options.ListAfter).
 func (s *Informer) relist(ctx context.Context, rl *relister, listAfter func() <-chan struct{}) {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
@@ -307,7 +312,8 @@ func (s *Informer) relist(ctx context.Context, rl *relister, listAfter func() <-
 	s.startedLock.Lock()
 	applied := s.reflector.LastSyncResourceVersion()
 	// If the informer has not caught up yet, the short watches after the
-	// relist do (the list may be older than the start's consistent read).
+	// relist catch it up. The list may be older than the start's consistent
+	// read.
 	store := s.reflectorStore(rl.fifo)
 	s.reflector = reflector.New(s.listerWatcher, store, s.reflectorOptions(store, reflector.Options{ListFrom: applied, CatchUp: s.catchUp(), ListAfter: listAfter}))
 	refl := s.reflector
@@ -316,20 +322,20 @@ func (s *Informer) relist(ctx context.Context, rl *relister, listAfter func() <-
 }
 
 // keepOnly removes from the collection every key handedOut says no handler
-// was given, so the relist that follows is reconciled with what handlers
-// got, and marks the collection as owing a list in the same commit, so a
-// stop before the relist lands lists at the next start (persist's
-// must-list mark survives the events and bookmarks applied meanwhile).
+// was given. The relist that follows is thus reconciled with what handlers
+// got. keepOnly marks the collection as owing a list in the same commit. A
+// stop before the relist lands then lists at the next start. persist's
+// must-list mark survives the events and bookmarks applied meanwhile.
 func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) error {
-	s.gate.owe() // listers wait for the relist (readerror.go)
+	s.gate.owe() // Listers wait for the relist (readerror.go).
 	keys, err := s.persistent.coll.Keys()
 	if err != nil {
-		// Not even the keys can be read: drop everything; handlers then see
-		// the relist as adds and updates of what they got.
+		// Not even the keys can be read, so drop everything. Handlers then
+		// see the relist as adds and updates of what they got.
 		if err := s.persistent.coll.SetAsideAll(ctx); err != nil {
 			return err
 		}
-		s.gate.owe() // see below
+		s.gate.owe() // See below.
 		s.retell.oweAll()
 		return nil
 	}
@@ -344,8 +350,8 @@ func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) er
 	if err := s.persistent.coll.SetAside(ops); err != nil {
 		return err
 	}
-	// A new generation after the drop too: a recovery that took its diff
-	// between the first owe and the drop saw the keys set aside, and its
+	// Make a new generation after the drop too. A recovery that took its
+	// diff between the first owe and the drop saw the keys set aside. Its
 	// end must not pay the list (applyRecoveryStepLocked).
 	s.gate.owe()
 	s.retell.owe(retell)
@@ -353,7 +359,7 @@ func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) er
 }
 
 // releaseFilePages takes the file's pages, which a sync has just walked,
-// out of the process's resident set when the object cache is bounded: such
+// out of the process's resident set when the object cache is bounded. Such
 // an informer chose memory over speed, and its RSS should show what it
 // keeps. The pages stay in the kernel's page cache.
 func (s *Informer) releaseFilePages(logger klog.Logger) {

@@ -6,8 +6,8 @@ import (
 )
 
 // A recovery's hold on the walk outlasts the reflector's part of it while
-// the store is still recovering (the delta loop has not applied the
-// recovery's end), and ends at once where the store is consistent.
+// the store is still recovering. The delta loop has then not applied the
+// recovery's end. The hold ends at once where the store is consistent.
 func TestWalkRecoveryHoldsLastUntilConsistent(t *testing.T) {
 	var d warmDelivery
 	var h walkRecoveryHolds

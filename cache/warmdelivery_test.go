@@ -17,13 +17,13 @@ import (
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
 )
 
-// While a warm start hands out the stored state (here held up inside the
-// verification of stored index entries, which calls the index functions),
-// the informer is synced and serves its store, index lookups wait for the
-// verification, and the informer's other methods return at once; a handler
-// added meanwhile gets the stored state exactly once, a handler removed
-// meanwhile gets nothing more, and for every key the initial add precedes
-// the watch's events.
+// A warm start hands out the stored state. Here it is held up inside the
+// verification of stored index entries, which calls the index functions.
+// Meanwhile the informer is synced and serves its store. Index lookups wait
+// for the verification, and the informer's other methods return at once. A
+// handler added meanwhile gets the stored state exactly once. A handler
+// removed meanwhile gets nothing more. For every key the initial add
+// precedes the watch's events.
 func TestWarmStartDeliveryHoldsNoInformerLock(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b", "c")
@@ -149,9 +149,10 @@ func (g gatedLW) List(opts metav1.ListOptions) (runtime.Object, error) {
 	return g.noWatchList.List(opts)
 }
 
-// After a warm start, updates that do not change the resourceVersion (a
-// relist after 410 reconciling unchanged objects) reach exactly the handlers
-// with a resync period, whether they were added before Run or after.
+// After a warm start, updates that do not change the resourceVersion reach
+// exactly the handlers with a resync period. A relist after 410 gives such
+// updates for unchanged objects. The handlers may have been added before
+// Run or after.
 func TestWarmStartResyncRuleSameForLateJoiners(t *testing.T) {
 	f := newTestFile(t)
 	src := podSource("a", "b")
