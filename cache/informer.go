@@ -103,17 +103,8 @@ type Informer struct {
 	// blockDeltas. RunWithContext sets both before anything reads them.
 	report, reportLocked func(context.Context, error)
 
-	// recovering is set while a recovery is under way (recoverysteps.go). That
-	// is from the diff it applied until its end, or until a list is
-	// applied.
-	recovering atomic.Bool
-	// recoveryGen is the read gate's generation when the last recovery
-	// took its diff. blockDeltas guards it. A set-aside since then (another
-	// generation) leaves the store short of what that diff saw.
-	recoveryGen uint64
-	// walkHolds holds a warm start's walk back until the store is
-	// consistent again (delivery.go).
-	walkHolds walkRecoveryHolds
+	// recovery is the informer's side of a recovery (recoverysteps.go).
+	recovery recoveryState
 
 	// setAsides carries the set-asides of index builds to the running
 	// informer (setaside.go). begun is set by begin before it decides
@@ -478,12 +469,12 @@ func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, i
 // versions (versionproof.go). It also passes the store's resourceVersion,
 // after events, lists and bookmarks alike. It is called under blockDeltas.
 func (s *Informer) noteAppliedLocked(deltas []cache.Delta, err error) {
-	if err != nil || s.recovering.Load() || slices.ContainsFunc(deltas, isRecoveryStep) {
+	if err != nil || s.recovery.active.Load() || slices.ContainsFunc(deltas, isRecoveryStep) {
 		s.ready.caught.dropMatch()
 	} else {
 		s.ready.caught.appliedDeltas(deltas)
 	}
-	if !s.recovering.Load() {
+	if !s.recovery.active.Load() {
 		s.ready.caught.applied(s.store.LastStoreSyncResourceVersion())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -11,6 +12,20 @@ import (
 	"github.com/boltinformer/boltinformer/recovery"
 	"github.com/boltinformer/boltinformer/reflector"
 )
+
+// recoveryState is the informer's side of a recovery under way.
+type recoveryState struct {
+	// active is set from the diff a recovery applied until its end, or
+	// until a list is applied.
+	active atomic.Bool
+	// gen is the read gate's generation when the last recovery took its
+	// diff. blockDeltas guards it. A set-aside since then (another
+	// generation) leaves the store short of what that diff saw.
+	gen uint64
+	// walkHolds holds a warm start's walk back until the store is
+	// consistent again (delivery.go).
+	walkHolds walkRecoveryHolds
+}
 
 // A recovery (recovery/attempt.go) replaces the full list after a 410, or
 // for a list the store owes, by a metadata list, a diff against the stored
@@ -104,7 +119,7 @@ func (s *Informer) recoverer(q recoveryQueue) *recovery.Relister {
 		hooks.Listed = s.ready.proof.take
 	}
 	if d := s.delivery; d != nil {
-		hooks.Started = func() func() { return s.walkHolds.take(d, &s.recovering) }
+		hooks.Started = func() func() { return s.recovery.walkHolds.take(d, &s.recovery.active) }
 	}
 	return recovery.New(s.opts.Recovery, q, hooks)
 }
@@ -205,7 +220,7 @@ func (s *Informer) withRecoverySteps(logger klog.Logger, deltas []cache.Delta, a
 // applyRecoveryStepLocked applies one step. Called under blockDeltas.
 func (s *Informer) applyRecoveryStepLocked(logger klog.Logger, step *recoveryStep) {
 	if step.diff == nil {
-		if s.gate.owedGen.Load() != s.recoveryGen {
+		if s.gate.owedGen.Load() != s.recovery.gen {
 			// Keys were set aside after the diff: the store is not the
 			// collection at step.rv. The relist owed since is.
 			logger.V(2).Info("A recovery ended after part of the store was set aside; waiting for the relist", "collection", s.name, "resourceVersion", step.rv)
@@ -242,7 +257,7 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 			return errStopping
 		}
 	}
-	s.recoveryGen = s.gate.owedGen.Load() // before the versions: see recoveryGen
+	s.recovery.gen = s.gate.owedGen.Load() // before the versions: see recoveryState.gen
 	versions, err := idx.coll.Versions()
 	if err != nil {
 		s.reportLocked(ctx, fmt.Errorf("boltinformer: collection %q: reading the stored versions to recover: %w; listing in full", s.name, err))
@@ -259,7 +274,7 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 	if err := idx.markMustList(); err != nil {
 		return err
 	}
-	s.recovering.Store(true)
+	s.recovery.active.Store(true)
 
 	if len(plan.Deleted) > 0 {
 		deltas := make([]cache.Delta, 0, len(plan.Deleted))
@@ -306,7 +321,7 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 // recovery's end): readers owed one go on, and the informer is no longer
 // recovering.
 func (s *Informer) listApplied() {
-	s.walkHolds.consistent(&s.recovering)
+	s.recovery.walkHolds.consistent(&s.recovery.active)
 	s.gate.paid()
 }
 
@@ -314,7 +329,7 @@ func (s *Informer) listApplied() {
 // up is concerned: none while recovering, when the store holds objects at
 // different versions.
 func (s *Informer) appliedResourceVersion() string {
-	if s.recovering.Load() {
+	if s.recovery.active.Load() {
 		return ""
 	}
 	return s.store.LastStoreSyncResourceVersion()

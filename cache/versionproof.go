@@ -260,7 +260,7 @@ func (s *Informer) proveByVersions(ctx context.Context) {
 	}
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
-	if s.recovering.Load() || s.persistent.InMemory() {
+	if s.recovery.active.Load() || s.persistent.InMemory() {
 		return
 	}
 	versions, err := s.persistent.coll.Versions()
