@@ -176,6 +176,11 @@ func NewSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 // NewSharedIndexInformerWithOptions is client-go's
 // cache.NewSharedIndexInformerWithOptions with persistence.
 func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject runtime.Object, opts InformerOptions) (*Informer, error) {
+	if r := opts.Recovery; r != nil && r.Lister == nil {
+		// NewMetadataLister's nil, where it cannot list (a fake
+		// clientset): no recovery, as with Recovery nil.
+		opts.Recovery = nil
+	}
 	if err := opts.Recovery.Validate(); err != nil {
 		return nil, fmt.Errorf("InformerOptions.%w", err)
 	}

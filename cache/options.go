@@ -149,8 +149,9 @@ type InformerOptions struct {
 	// then fetches what changed with the watch already open. See
 	// recovery.Options and the package documentation. The factories set it
 	// for the resources they can list metadata of. With nil, such lists are
-	// full lists, reconciled with the stored state. A Recovery without a
-	// complete Lister fails the informer's constructor.
+	// full lists, reconciled with the stored state. A nil Lister is no
+	// recovery either (factory.NewMetadataLister's nil for a fake clientset).
+	// A Lister without ListMetadata or ListObjects fails the constructor.
 	Recovery *recovery.Options
 
 	// WarmListBelow is the collection size below which a warm start also

@@ -738,16 +738,23 @@ func TestRecoveryKeepsWhatALaggingListLacks(t *testing.T) {
 	}
 }
 
-// A Recovery without a Lister is a mistake the informer's constructor
-// names, instead of relisting in full as if Recovery were nil.
-func TestRecoveryWithoutAListerIsRejected(t *testing.T) {
+// A Lister without ListMetadata or ListObjects is a mistake the informer's
+// constructor names. A nil Lister is no recovery, as Recovery nil is:
+// factory.NewMetadataLister returns nil where it cannot list.
+func TestRecoveryWithAnIncompleteListerIsRejected(t *testing.T) {
 	f := newTestFile(t)
 	src := fcache.NewFakeControllerSource()
 	_, err := bcache.NewSharedIndexInformerWithOptions(noWatchList{src}, &corev1.Pod{}, bcache.InformerOptions{
 		Persistence: bcache.Persistence{DB: f.db, Collection: "pods"},
-		Recovery:    &recovery.Options{},
+		Recovery:    &recovery.Options{Lister: &recovery.Lister{}},
 	})
-	if err == nil || !strings.Contains(err.Error(), "InformerOptions.Recovery.Lister is nil") {
-		t.Fatalf("NewSharedIndexInformerWithOptions: %v, want the nil Lister named", err)
+	if err == nil || !strings.Contains(err.Error(), "InformerOptions.Recovery.Lister.ListMetadata is nil") {
+		t.Fatalf("NewSharedIndexInformerWithOptions: %v, want the missing ListMetadata named", err)
+	}
+	if _, err := bcache.NewSharedIndexInformerWithOptions(noWatchList{src}, &corev1.Pod{}, bcache.InformerOptions{
+		Persistence: bcache.Persistence{MemoryOnly: true},
+		Recovery:    &recovery.Options{},
+	}); err != nil {
+		t.Fatalf("NewSharedIndexInformerWithOptions with a nil Lister: %v, want no recovery", err)
 	}
 }

@@ -49,7 +49,7 @@ import (
 // group-version (for example clientset.CoreV1().RESTClient()). The caller
 // vouches that the resource is served from etcd (any resource of
 // kube-apiserver that is not aggregated). It returns nil if rc is not a
-// *rest.RESTClient (a fake clientset). Its QPS is rc's rate limiter's.
+// *rest.RESTClient (a fake clientset); the informer then relists in full. Its QPS is rc's rate limiter's.
 func NewMetadataLister(rc rest.Interface, resource, namespace string, selectors metav1.ListOptions) *recovery.Lister {
 	r, ok := rc.(*rest.RESTClient)
 	if !ok || r == nil {

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 )
 
 // patchPods changes count Pods (round-robin over Pods 0..n-1) by setting
@@ -22,7 +24,9 @@ func patchPods(ctx context.Context, cs kubernetes.Interface, shape podShape, n, 
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	// The first failure cancels ctx, and no call starts after it.
+	started := 0
 	for seq := 0; seq < count && ctx.Err() == nil; seq++ {
+		started++
 		g.Go(func() error {
 			i := seq % n
 			body := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, tickAnnot, tag+"-"+strconv.Itoa(seq))
@@ -36,7 +40,7 @@ func patchPods(ctx context.Context, cs kubernetes.Interface, shape podShape, n, 
 			return nil
 		})
 	}
-	err = g.Wait()
+	err = benchkit.WaitStarted(g, ctx, started, count)
 	return strconv.FormatInt(maxRV.Load(), 10), err
 }
 

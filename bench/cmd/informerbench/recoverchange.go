@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/boltinformer/boltinformer/internal/bench/benchkit"
 )
 
 // revLabel is the label the recover subcommand's updates change: a label,
@@ -36,7 +38,9 @@ func applyChanges(ctx context.Context, cs kubernetes.Interface, shape podShape, 
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	// The first failure cancels ctx, and no call starts after it.
+	started := 0
 	for seq := 0; seq < len(ops) && ctx.Err() == nil; seq++ {
+		started++
 		g.Go(func() error {
 			o := ops[seq]
 			switch o.kind {
@@ -56,7 +60,7 @@ func applyChanges(ctx context.Context, cs kubernetes.Interface, shape podShape, 
 			}
 		})
 	}
-	return g.Wait()
+	return benchkit.WaitStarted(g, ctx, started, len(ops))
 }
 
 // deletePod deletes Pod i at once (grace period 0: no kubelet is to stop

@@ -265,7 +265,9 @@ func (b *bench) nodeLeases(ctx context.Context) (stop func(), err error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(createWorkers)
 	// The first failure cancels gctx, and no call starts after it.
+	started := 0
 	for i := 0; i < len(nodes.Items) && gctx.Err() == nil; i++ {
+		started++
 		g.Go(func() error {
 			now := metav1.NewMicroTime(time.Now())
 			name := nodes.Items[i].Name
@@ -279,7 +281,7 @@ func (b *bench) nodeLeases(ctx context.Context) (stop func(), err error) {
 			return err
 		})
 	}
-	err = g.Wait()
+	err = benchkit.WaitStarted(g, gctx, started, len(nodes.Items))
 	if err != nil {
 		return nil, err
 	}

@@ -83,13 +83,15 @@ var controllerManagerComponent = component{
 		g, ctx := errgroup.WithContext(ctx)
 		g.SetLimit(createWorkers)
 		// The first failure cancels ctx, and no call starts after it.
+		started := 0
 		for i := 0; i < deployments && ctx.Err() == nil; i++ {
+			started++
 			g.Go(func() error {
 				_, err := b.cs.AppsV1().Deployments(kcmNamespace).Create(ctx, benchDeployment(fmt.Sprintf("deploy-%04d", i), per), metav1.CreateOptions{})
 				return err
 			})
 		}
-		return g.Wait()
+		return benchkit.WaitStarted(g, ctx, started, deployments)
 	},
 	probe: func(ctx context.Context, b *bench, id string) error {
 		name := "probe-" + id
@@ -239,7 +241,9 @@ func (b *bench) createNodes(ctx context.Context, n int) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(createWorkers)
 	// The first failure cancels ctx, and no call starts after it.
+	started := 0
 	for i := 0; i < n && ctx.Err() == nil; i++ {
+		started++
 		g.Go(func() error {
 			name := fmt.Sprintf("node-%04d", i)
 			node, err := b.cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
@@ -260,7 +264,7 @@ func (b *bench) createNodes(ctx context.Context, n int) error {
 			return err
 		})
 	}
-	return g.Wait()
+	return benchkit.WaitStarted(g, ctx, started, n)
 }
 
 func benchPod(name string, labels map[string]string) *corev1.Pod {

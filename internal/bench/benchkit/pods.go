@@ -70,7 +70,9 @@ func Populate(ctx context.Context, cfg *rest.Config, s PodSet) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(s.Workers, 1))
 	// The first failure cancels ctx, and no call starts after it.
+	started := 0
 	for k := 0; k < len(todo) && ctx.Err() == nil; k++ {
+		started++
 		g.Go(func() error {
 			p := todo[k]
 			_, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
@@ -81,7 +83,21 @@ func Populate(ctx context.Context, cfg *rest.Config, s PodSet) error {
 			return nil
 		})
 	}
-	return g.Wait()
+	return WaitStarted(g, ctx, started, len(todo))
+}
+
+// WaitStarted waits for g and returns its first error. If no call failed
+// but fewer than n calls started, the caller's context ended first, and it
+// returns that context's cause: the work was not all done. ctx is g's
+// context, which carries the caller's cause.
+func WaitStarted(g *errgroup.Group, ctx context.Context, started, n int) error {
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if started < n {
+		return context.Cause(ctx)
+	}
+	return nil
 }
 
 // ExistingPods returns namespace/name of the Pods selector picks.
