@@ -315,8 +315,8 @@ func (r *Relister) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wir
 }
 
 // wholePage lists one page again and reads its body whole. A body that
-// ends with a bare io.EOF may still be cut short, and decoding a protobuf
-// one cut where an envelope field ends gives a list without items. So a
+// ends with a bare io.EOF may still be cut short. Decoding a protobuf body
+// cut where an envelope field ends gives a list without items. So a
 // protobuf body must hold its whole envelope (wire.CheckWhole), or the page
 // fails.
 func wholePage(ctx context.Context, lister listObjectsWire, namespace string, opts metav1.ListOptions) ([]byte, func([]byte) (runtime.Object, error), error) {
