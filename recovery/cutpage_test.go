@@ -252,13 +252,13 @@ func podPointers(list *v1.PodList) []*v1.Pod {
 	return out
 }
 
-// A page whose body is cut at any byte, from an empty body to a whole one,
-// in protobuf (whole or streaming) or JSON, and whatever its reader says
-// at the cut (io.EOF or io.ErrUnexpectedEOF), is read through the
-// recovery's own sniffing of its format: the page is read whole, or asked
-// for again once and read whole. The recovery never fails on it, never
-// reports an error, and never reads a shorter list: the diff and store
-// calls are those of the page uncut. A metadata page and a full list's page.
+// A page's body may be cut at any byte, from an empty body to a whole one.
+// It may be protobuf, whole or streaming, or JSON. Its reader may say io.EOF
+// or io.ErrUnexpectedEOF at the cut. The recovery's own sniffing of its
+// format reads it. The page is read whole, or asked for again once and read
+// whole. The recovery never fails on it, never reports an error, and never
+// reads a shorter list. The diff and store calls are those of the page
+// uncut. This holds for a metadata page and a full list's page.
 func TestRecoveryAsksAgainForAPageCutAnywhere(t *testing.T) {
 	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3")}
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "c", "uc", "3")}
@@ -539,17 +539,14 @@ func (l *prefixCutMetaLister) ListMetadataWire(ctx context.Context, opts metav1.
 }
 
 // A metadata page cut short is a failed page, asked for again and decoded
-// whole (metadatalist.go: "A body that is cut short ... is asked for
-// again and decoded"), and a stream cut short is never a bare io.EOF
-// (internal/wire: "A stream cut short anywhere is ErrMalformed wrapping
-// io.ErrUnexpectedEOF, never a bare io.EOF, which a reflector's error
-// handler takes for a normal close"). That holds for a page cut between
-// two items (TestRecoveryAsksAgainForACutPage), but not for one cut
-// before or inside the 4-byte protobuf prefix: metadataPage then takes the
-// body for JSON, and fails the whole recovery with a JSON error. For an
-// empty body that error wraps io.EOF, which the reflector's default error
-// handler (errors.Is(err, io.EOF): "watch closed normally") drops
-// without a word.
+// whole (metadataPage). A stream cut short is never a bare io.EOF
+// (internal/wire). A reflector's error handler would take that for a normal
+// close. TestRecoveryAsksAgainForACutPage cuts a page between two items.
+// Here the page is cut before or inside the 4-byte protobuf prefix. It must
+// not be taken for JSON, which would fail the whole recovery with a JSON
+// error. For an empty body that error would wrap io.EOF. The reflector's
+// default error handler drops such an error without a word, as "watch
+// closed normally".
 func TestRecoveryAsksAgainForAMetadataPageCutInItsPrefix(t *testing.T) {
 	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3")}
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "c", "uc", "3")}
@@ -581,12 +578,10 @@ func TestRecoveryAsksAgainForAMetadataPageCutInItsPrefix(t *testing.T) {
 	}
 }
 
-// The same for a page of a full list (wirePage: "A page that turns out
-// not to be that list once partly read ... is asked for again and decoded
-// whole"; f9caf6b: "A full list's page that does not read as the layout
-// (ErrMalformed), including one cut short, is asked for again"): a body
-// cut before or inside its 4-byte prefix is taken for JSON and decoded
-// as it is, and the whole recovery fails on the decoder's error.
+// The same holds for a page of a full list (wirePage). A page that does not
+// read as the layout, one cut short included, is asked for again. A body
+// cut before or inside its 4-byte prefix must not be taken for JSON. Decoded
+// as it is, it would fail the whole recovery on the decoder's error.
 func TestRecoveryAsksAgainForAFullListPageCutInItsPrefix(t *testing.T) {
 	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3")}
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "c", "uc", "3")}
