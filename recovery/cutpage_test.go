@@ -27,10 +27,10 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// cutBetweenItems cuts body, a list with item among its items, just
-// before that item's field: between two fields of the list message, where
-// a reader that takes the stream's end for the message's would see a list
-// without it.
+// cutBetweenItems cuts body, a list with item among its items, just before
+// that item's field. The cut falls between two fields of the list message.
+// A reader that takes the stream's end for the message's would see a list
+// without the item.
 func cutBetweenItems(t *testing.T, body []byte, item []byte) []byte {
 	t.Helper()
 	at := bytes.Index(body, item)
@@ -76,10 +76,11 @@ func (l *cutMetaLister) ListMetadataWire(ctx context.Context, opts metav1.ListOp
 	return io.NopCloser(bytes.NewReader(cutBetweenItems(l.t, body, item))), nil
 }
 
-// A page whose body ends early between two items — a connection that
-// closed mid-response — is a failed page, which the recovery asks for
-// again and reads whole: a metadata page, and a page of a full list. It
-// is never read as a shorter list, nor as a stream that closed normally.
+// A page whose body ends early between two items is a failed page. A
+// connection that closed mid-response ends it so. The recovery asks for
+// such a page again and reads it whole. This holds for a metadata page and
+// a page of a full list. It is never read as a shorter list, nor as a
+// stream that closed normally.
 func TestRecoveryAsksAgainForACutPage(t *testing.T) {
 	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3")}
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "c", "uc", "3")}
@@ -134,9 +135,9 @@ func TestRecoveryAsksAgainForACutPage(t *testing.T) {
 	})
 }
 
-// cutBody is body cut after n bytes, arriving a few bytes at a time, whose
-// reader then ends with end: io.EOF, or io.ErrUnexpectedEOF as net/http
-// reports a body short of its length.
+// cutBody is body cut after n bytes, arriving a few bytes at a time. Its
+// reader then ends with end. That is io.EOF, or io.ErrUnexpectedEOF as
+// net/http reports a body short of its length.
 func cutBody(body []byte, n int, end error) io.ReadCloser {
 	return io.NopCloser(io.MultiReader(iotest.HalfReader(bytes.NewReader(body[:n])), iotest.ErrReader(end)))
 }
@@ -458,11 +459,11 @@ func TestRecoveryOfAPageCutTwiceIsReportedAndBacksOff(t *testing.T) {
 	}
 }
 
-// A page of a full list whose every body is cut at the same byte, with
-// either end of its reader, fails the recovery or reads the whole page:
-// never a shorter list. The recovery asks for a cut page again and decodes
-// that body whole; a protobuf body cut with a bare io.EOF just after its
-// envelope's type field decodes as a list without items or
+// A page of a full list may have every body cut at the same byte, with
+// either end of its reader. It then fails the recovery or reads the whole
+// page, never a shorter list. The recovery asks for a cut page again and
+// decodes that body whole. A protobuf body cut with a bare io.EOF just
+// after its envelope's type field decodes as a list without items or
 // resourceVersion. Once the bodies arrive whole, the recovery ends with the
 // uncut page's store calls.
 func TestRecoveryOfAPageCutTwiceAnywhereNeverReadsLess(t *testing.T) {
@@ -522,8 +523,9 @@ func (l *cutAtWireLister) lister() *Lister {
 }
 
 // prefixCutMetaLister is a metaWireLister whose first metadata page
-// arrives with only its first n bytes: a connection that closed right
-// after the response's headers (n = 0), or inside the protobuf prefix.
+// arrives with only its first n bytes. With n = 0 the connection closed
+// right after the response's headers. Otherwise it closed inside the
+// protobuf prefix.
 type prefixCutMetaLister struct {
 	*metaWireLister
 	n   int

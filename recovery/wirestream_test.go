@@ -65,9 +65,9 @@ func TestScanProtobufListStreamOfTheSerializer(t *testing.T) {
 			}
 		})
 	}
-	// Truncated anywhere, it is an error, never a shorter list (cut after
-	// the list message, only the empty content type fields are lost), and
-	// a malformed list (errWire) cut short, never a bare io.EOF.
+	// Truncated anywhere, it is an error, never a shorter list. Cut after
+	// the list message, it loses only the empty content type fields. The
+	// error is a malformed list (errWire) cut short, never a bare io.EOF.
 	full, err := streamScan(bytes.NewReader(metaBody))
 	if err != nil {
 		t.Fatal(err)
