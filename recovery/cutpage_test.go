@@ -322,10 +322,10 @@ func TestRecoveryAsksAgainForAPageCutAnywhere(t *testing.T) {
 	}
 }
 
-// Every body shorter than the protobuf prefix, and each of its reader's
-// ends, reads through the metadata page's sniffing as a whole page: a cut
-// one asked for again, decoded. This is the page alone, so both ends are
-// tried at every byte; TestRecoveryAsksAgainForAPageCutAnywhere runs
+// Every body shorter than the protobuf prefix, with each of its reader's
+// ends, reads through the metadata page's sniffing as a whole page. A cut
+// one is asked for again and decoded. This is the page alone, so both ends
+// are tried at every byte. TestRecoveryAsksAgainForAPageCutAnywhere runs
 // whole recoveries.
 func TestMetadataPageCutAnywhere(t *testing.T) {
 	pods := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("", "c", "uc", "3")}

@@ -169,9 +169,9 @@ func (l *wireMetaLister) ListObjectsWire(_ context.Context, namespace string, op
 	return wireBody(body), decodeBody, err
 }
 
-// cutLister serves metadata pages and full lists from their bytes; its
-// first metadata page fails the read where the item cut begins: a
-// recovery must not read that far.
+// cutLister serves metadata pages and full lists from their bytes. Its
+// first metadata page fails the read where the item cut begins. A recovery
+// must not read that far.
 type cutLister struct {
 	*metaWireLister
 	t    *testing.T
