@@ -19,11 +19,11 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// recover lists the collection's metadata (or, where that cannot be made
-// or compared, the whole collection: fulllist.go), has the store apply
-// the diff and starts fetching what changed once the watch is open. It
-// returns nil, nil if ctx ended, and reflector.ErrFullList if the reflector
-// must list in full.
+// recover lists the collection's metadata, has the store apply the diff and
+// starts fetching what changed once the watch is open. Where the metadata
+// list cannot be made or compared, it lists the whole collection
+// (fulllist.go). It returns nil, nil if ctx ended. It returns
+// reflector.ErrFullList if the reflector must list in full.
 func (r *Relister) recover(ctx context.Context) (*attempt, error) {
 	logger := klog.FromContext(ctx)
 	cause := r.l.Cause()
@@ -76,10 +76,10 @@ func (r *Relister) recover(ctx context.Context) (*attempt, error) {
 	case err != nil:
 		return nil, fmt.Errorf("%w: beginning a recovery at resourceVersion %q: %w", reflector.ErrStore, l.rv, err)
 	}
-	// A full list holds the changed objects: decode them (only them).
+	// A full list holds the changed objects. Decode them, and only them.
 	fromList, err := rec.decodeListed(l)
 	if err != nil {
-		// The store applied the diff and owes a list: the next attempt
+		// The store applied the diff and owes a list. So the next attempt
 		// recovers again.
 		return nil, fmt.Errorf("%w: %s: %w", reflector.ErrList, r.l.TypeDescription(), err)
 	}
@@ -98,10 +98,11 @@ func (r *Relister) recover(ctx context.Context) (*attempt, error) {
 	return rec, nil
 }
 
-// listForRecovery makes a recovery's list (list: listMetadata or listFull)
-// at the relist resourceVersion, with NotOlderThan, and, if the server says
-// that version is unavailable, once more as a consistent read at "". A list
-// Hooks.Listed gave stands in only for a list at a version (listMetadata).
+// listForRecovery makes a recovery's list with list, listMetadata or
+// listFull. It lists at the relist resourceVersion, with NotOlderThan. If the
+// server says that version is unavailable, it lists once more as a
+// consistent read at "". A list Hooks.Listed gave stands in only for a list
+// at a version (listMetadata).
 func (r *Relister) listForRecovery(ctx context.Context, cause reflector.StartCause, list func(context.Context, string) (*diffList, error)) (*diffList, error) {
 	from := r.l.ResourceVersion()
 	l, err := list(ctx, from)
@@ -116,8 +117,9 @@ func (r *Relister) listForRecovery(ctx context.Context, cause reflector.StartCau
 	return l, nil
 }
 
-// fullListReason says why a metadata list (l, or the error that ended it)
-// cannot serve a recovery, which a full list then serves; "" if it can.
+// fullListReason says why a metadata list cannot serve a recovery, which a
+// full list then serves. It judges l, or err, the error that ended it. It
+// returns "" if the metadata list can serve.
 func fullListReason(l *diffList, err error) string {
 	switch {
 	case err != nil && metadataListUnsupported(err):
@@ -131,14 +133,14 @@ func fullListReason(l *diffList, err error) string {
 }
 
 // metadataListUnsupported reports whether err says the server cannot serve
-// the metadata list at all (as opposed to failing this time).
+// the metadata list at all. A list that failed this time is not unsupported.
 func metadataListUnsupported(err error) bool {
 	return apierrors.IsNotAcceptable(err) || apierrors.IsUnsupportedMediaType(err) ||
 		apierrors.IsMethodNotSupported(err) || apierrors.IsBadRequest(err) || apierrors.IsNotFound(err)
 }
 
-// listOptions are the options of a recovery's list at resourceVersion:
-// NotOlderThan it, or a consistent read at "".
+// listOptions are the options of a recovery's list at resourceVersion. They
+// ask for NotOlderThan it, or for a consistent read at "".
 func listOptions(resourceVersion string, limit int64) metav1.ListOptions {
 	opts := metav1.ListOptions{ResourceVersion: resourceVersion, Limit: limit}
 	if resourceVersion != "" {
@@ -147,38 +149,38 @@ func listOptions(resourceVersion string, limit int64) metav1.ListOptions {
 	return opts
 }
 
-// keyState is what a recovery knows of a key's state in the store: the
-// last state it handed the store (or the stored one).
+// keyState is what a recovery knows of a key's state in the store. That is
+// the last state it handed the store, or else the stored one.
 type keyState struct {
 	uid  types.UID
 	rv   uint64
 	gone bool // not in the store
-	// obj is the object last handed to the store; nil: the stored one.
+	// obj is the object last handed to the store. Nil means the stored one.
 	obj interface{}
 }
 
-// attempt is one recovery in progress; the package documentation tells
-// its steps.
+// attempt is one recovery in progress. The package documentation tells its
+// steps.
 //
-// Goroutines: the reflector's (ListAndWatch, then the watch loop, whose
-// events reach the store through the attempt, the Relisted.Store) and one
-// fetch goroutine, started by start and joined by finish. That goroutine
-// runs the fetch requests on up to Options.Workers goroutines of its own
-// and joins them.
+// Two goroutines run it. The reflector's runs ListAndWatch, then the watch
+// loop, whose events reach the store through the attempt as the
+// Relisted.Store. One fetch goroutine is started by start and joined by
+// finish. That goroutine runs the fetch requests on up to Options.Workers
+// goroutines of its own and joins them.
 type attempt struct {
 	r     *Relister
 	cause reflector.StartCause
 	began time.Time
-	// ctx is the watch's context; cancel ends it (a failed fetch) and the
-	// fetches with it.
+	// ctx is the watch's context. A failed fetch calls cancel, which ends
+	// it and the fetches with it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// opened is closed when the first watch is accepted; fetching waits
+	// opened is closed when the first watch is accepted. Fetching waits
 	// for it.
 	opened     chan struct{}
 	openedOnce sync.Once
 	fetching   sync.WaitGroup
-	// ended is Hooks.Started's function, called (once) when the
+	// ended is Hooks.Started's function. It is called once when the
 	// recovery ends, done or not.
 	ended func()
 
@@ -187,43 +189,45 @@ type attempt struct {
 	listN        uint64
 	listIntegers bool
 	listed       map[string]listedItem
-	fetchKeys    []string // the keys to fetch, sorted; set by diff
+	fetchKeys    []string // the keys to fetch, sorted, set by diff
 
-	// toFetch and listedAll are the plan's sizes, set by diff: the keys to
-	// fetch, and every key listed or stored ahead of the list.
+	// toFetch and listedAll are the plan's sizes, set by diff. toFetch
+	// counts the keys to fetch. listedAll counts every key listed or stored
+	// ahead of the list.
 	toFetch, listedAll int
 	// writes carries the fetch goroutines' writes to the reflector's
 	// goroutine, which runs them between watch events (reflector.Relisted).
 	writes chan func() error
 
-	// Owned by the reflector's goroutine: the list, the watch loop and the
-	// writes it runs.
+	// The fields below are owned by the reflector's goroutine. It makes
+	// the list, runs the watch loop and runs the writes.
 	//
-	// keys holds the keys the forward rule must know: those whose stored
-	// state is not the listed one, and every key written since.
+	// keys holds the keys the forward rule must know. Those are the keys
+	// whose stored state is not the listed one, and every key written since.
 	keys map[string]*keyState
-	// pending are the keys still to be fetched; awaitWatch those found gone
-	// by a fetch, resolved by the watch event that deletes them.
+	// pending are the keys still to be fetched. awaitWatch are those a
+	// fetch found gone. The watch event that deletes each resolves it.
 	pending, awaitWatch map[string]struct{}
-	// watchN and watchRV are the watch's position (its latest event or
-	// bookmark, or the list's resourceVersion); mark is the
-	// resourceVersion it must pass for the store to be consistent.
+	// watchN and watchRV are the watch's position. That is its latest
+	// event or bookmark, or else the list's resourceVersion. mark is the
+	// resourceVersion the watch must pass for the store to be consistent.
 	watchN  uint64
 	watchRV string
 	mark    uint64
-	// done: the store is consistent, and writes pass straight through.
+	// done says the store is consistent. Writes then pass straight through.
 	done  bool
 	stats Stats
 
-	// Shared with the fetch goroutines, without a lock.
+	// The fields below are shared with the fetch goroutines, without a
+	// lock.
 	//
-	// over is set once the recovery is done: fetches stop.
+	// over is set once the recovery is done. Fetches stop then.
 	over atomic.Bool
 	// resolved are the keys no longer pending, which fetches skip.
 	resolved sync.Map
 	// requests and decoded count into stats.Requests and stats.Decoded.
 	requests, decoded atomic.Int64
-	// err is why the fetches failed; the first failure wins.
+	// err is why the fetches failed. The first failure wins.
 	err atomic.Pointer[error]
 }
 
@@ -239,9 +243,10 @@ func newRecovery(r *Relister, cause reflector.StartCause, start time.Time) *atte
 	}
 }
 
-// start applies what the list brought of the keys to fetch (fromList: a
-// full list's changed objects, by key) and starts fetching the rest, which
-// waits for the watch to open. It runs on the reflector's goroutine.
+// start applies what the list brought of the keys to fetch, and starts
+// fetching the rest. fromList holds a full list's changed objects, by key.
+// The fetching waits for the watch to open. start runs on the reflector's
+// goroutine.
 func (rec *attempt) start(ctx context.Context, fromList map[string]runtime.Object) {
 	rec.ctx, rec.cancel = context.WithCancel(ctx)
 	rec.toFetch = rec.stats.Fetch
@@ -274,10 +279,10 @@ func (rec *attempt) finish() error {
 	select {
 	case <-rec.opened:
 	default:
-		// A recovery that ended (nothing to fetch ends it before its
-		// watch opens) needed no watch.
+		// A recovery that ended needed no watch. Nothing to fetch ends it
+		// before its watch opens.
 		if !rec.done && (outer == nil || err != nil) {
-			// The watch never opened (refused, failing): without it no
+			// The watch never opened, refused or failing. Without it no
 			// recovery can end. List in full until a watch opens, as
 			// client-go lists while its watches fail.
 			rec.r.l.ListInFullUntilWatch()

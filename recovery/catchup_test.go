@@ -111,8 +111,8 @@ func TestGivenListOlderThanTheTargetDoesNotEndTheShortWatches(t *testing.T) {
 // Here the reads give the target 20, two short watches close without a
 // bookmark, and the given list is at 9. The recovery must list at "" (25
 // here) and end there, settling the catch-up. Recovering from the given
-// list would end at 9 and settle, and on a server that sends no bookmarks
-// the informer would wait for an event that a quiet collection never sends.
+// list would end at 9 and settle. On a server that sends no bookmarks, the
+// informer would then wait for an event that a quiet collection never sends.
 func TestRelistAfterMaxWatchesIsAtOrAfterTheRead(t *testing.T) {
 	store := newFakeStore(upod("ns", "a", "ua", "1"))
 	lister := &fakeLister{
@@ -202,17 +202,17 @@ type catchUpConfig struct {
 }
 
 // Recoveries with a catch-up, in random orders of the given list, the
-// limit=1 reads and the relists (after a 410, refused or in the stream,
-// or after MaxWatches short watches). etcd's revision grows with time, so
+// limit=1 reads and the relists. A relist follows a 410, refused or in the
+// stream, or MaxWatches short watches. etcd's revision grows with time, so
 // a list or read made later is at a later version. The store is caught up
 // (Done closes) once it applies its target, as cache.Informer's is. The
-// catch-up may end its short watches only at or past its target: every
-// ordinary watch made while the store is short of the target must start
-// at or past it. Every target is a read made after the start. Within two
-// minutes the store catches up, relisting at "" for it at most once. A
-// given list older than a read settled the catch-up, and the relist after
-// MaxWatches recovered from the given list instead of reading: both broke
-// the first rule and the third.
+// catch-up may end its short watches only at or past its target. So every
+// ordinary watch made while the store is short of the target must start at
+// or past it. Every target is a read made after the start. Within two
+// minutes the store catches up, relisting at "" for it at most once. Two
+// defects broke the first rule and the third. A given list older than a
+// read settled the catch-up. The relist after MaxWatches recovered from the
+// given list instead of reading.
 func TestCatchUpSettlesAtOrPastItsTarget(t *testing.T) {
 	for seed := range 300 {
 		t.Run(strconv.Itoa(seed), func(t *testing.T) {

@@ -27,10 +27,10 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// cutBetweenItems cuts body, a list with item among its items, just
-// before that item's field: between two fields of the list message, where
-// a reader that takes the stream's end for the message's would see a list
-// without it.
+// cutBetweenItems cuts body, a list with item among its items, just before
+// that item's field. The cut falls between two fields of the list message.
+// A reader that takes the stream's end for the message's would see a list
+// without the item.
 func cutBetweenItems(t *testing.T, body []byte, item []byte) []byte {
 	t.Helper()
 	at := bytes.Index(body, item)
@@ -76,10 +76,11 @@ func (l *cutMetaLister) ListMetadataWire(ctx context.Context, opts metav1.ListOp
 	return io.NopCloser(bytes.NewReader(cutBetweenItems(l.t, body, item))), nil
 }
 
-// A page whose body ends early between two items — a connection that
-// closed mid-response — is a failed page, which the recovery asks for
-// again and reads whole: a metadata page, and a page of a full list. It
-// is never read as a shorter list, nor as a stream that closed normally.
+// A page whose body ends early between two items is a failed page. A
+// connection that closed mid-response ends it so. The recovery asks for
+// such a page again and reads it whole. This holds for a metadata page and
+// a page of a full list. It is never read as a shorter list, nor as a
+// stream that closed normally.
 func TestRecoveryAsksAgainForACutPage(t *testing.T) {
 	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3")}
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "c", "uc", "3")}
@@ -134,9 +135,9 @@ func TestRecoveryAsksAgainForACutPage(t *testing.T) {
 	})
 }
 
-// cutBody is body cut after n bytes, arriving a few bytes at a time, whose
-// reader then ends with end: io.EOF, or io.ErrUnexpectedEOF as net/http
-// reports a body short of its length.
+// cutBody is body cut after n bytes, arriving a few bytes at a time. Its
+// reader then ends with end. That is io.EOF, or io.ErrUnexpectedEOF as
+// net/http reports a body short of its length.
 func cutBody(body []byte, n int, end error) io.ReadCloser {
 	return io.NopCloser(io.MultiReader(iotest.HalfReader(bytes.NewReader(body[:n])), iotest.ErrReader(end)))
 }
@@ -252,13 +253,13 @@ func podPointers(list *v1.PodList) []*v1.Pod {
 	return out
 }
 
-// A page whose body is cut at any byte, from an empty body to a whole one,
-// in protobuf (whole or streaming) or JSON, and whatever its reader says
-// at the cut (io.EOF or io.ErrUnexpectedEOF), is read through the
-// recovery's own sniffing of its format: the page is read whole, or asked
-// for again once and read whole. The recovery never fails on it, never
-// reports an error, and never reads a shorter list: the diff and store
-// calls are those of the page uncut. A metadata page and a full list's page.
+// A page's body may be cut at any byte, from an empty body to a whole one.
+// It may be protobuf, whole or streaming, or JSON. Its reader may say io.EOF
+// or io.ErrUnexpectedEOF at the cut. The recovery's own sniffing of its
+// format reads it. The page is read whole, or asked for again once and read
+// whole. The recovery never fails on it, never reports an error, and never
+// reads a shorter list. The diff and store calls are those of the page
+// uncut. This holds for a metadata page and a full list's page.
 func TestRecoveryAsksAgainForAPageCutAnywhere(t *testing.T) {
 	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3")}
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "c", "uc", "3")}
@@ -321,10 +322,10 @@ func TestRecoveryAsksAgainForAPageCutAnywhere(t *testing.T) {
 	}
 }
 
-// Every body shorter than the protobuf prefix, and each of its reader's
-// ends, reads through the metadata page's sniffing as a whole page: a cut
-// one asked for again, decoded. This is the page alone, so both ends are
-// tried at every byte; TestRecoveryAsksAgainForAPageCutAnywhere runs
+// Every body shorter than the protobuf prefix, with each of its reader's
+// ends, reads through the metadata page's sniffing as a whole page. A cut
+// one is asked for again and decoded. This is the page alone, so both ends
+// are tried at every byte. TestRecoveryAsksAgainForAPageCutAnywhere runs
 // whole recoveries.
 func TestMetadataPageCutAnywhere(t *testing.T) {
 	pods := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("", "c", "uc", "3")}
@@ -458,11 +459,11 @@ func TestRecoveryOfAPageCutTwiceIsReportedAndBacksOff(t *testing.T) {
 	}
 }
 
-// A page of a full list whose every body is cut at the same byte, with
-// either end of its reader, fails the recovery or reads the whole page:
-// never a shorter list. The recovery asks for a cut page again and decodes
-// that body whole; a protobuf body cut with a bare io.EOF just after its
-// envelope's type field decodes as a list without items or
+// A page of a full list may have every body cut at the same byte, with
+// either end of its reader. It then fails the recovery or reads the whole
+// page, never a shorter list. The recovery asks for a cut page again and
+// decodes that body whole. A protobuf body cut with a bare io.EOF just
+// after its envelope's type field decodes as a list without items or
 // resourceVersion. Once the bodies arrive whole, the recovery ends with the
 // uncut page's store calls.
 func TestRecoveryOfAPageCutTwiceAnywhereNeverReadsLess(t *testing.T) {
@@ -522,8 +523,9 @@ func (l *cutAtWireLister) lister() *Lister {
 }
 
 // prefixCutMetaLister is a metaWireLister whose first metadata page
-// arrives with only its first n bytes: a connection that closed right
-// after the response's headers (n = 0), or inside the protobuf prefix.
+// arrives with only its first n bytes. With n = 0 the connection closed
+// right after the response's headers. Otherwise it closed inside the
+// protobuf prefix.
 type prefixCutMetaLister struct {
 	*metaWireLister
 	n   int
@@ -539,17 +541,14 @@ func (l *prefixCutMetaLister) ListMetadataWire(ctx context.Context, opts metav1.
 }
 
 // A metadata page cut short is a failed page, asked for again and decoded
-// whole (metadatalist.go: "A body that is cut short ... is asked for
-// again and decoded"), and a stream cut short is never a bare io.EOF
-// (internal/wire: "A stream cut short anywhere is ErrMalformed wrapping
-// io.ErrUnexpectedEOF, never a bare io.EOF, which a reflector's error
-// handler takes for a normal close"). That holds for a page cut between
-// two items (TestRecoveryAsksAgainForACutPage), but not for one cut
-// before or inside the 4-byte protobuf prefix: metadataPage then takes the
-// body for JSON, and fails the whole recovery with a JSON error. For an
-// empty body that error wraps io.EOF, which the reflector's default error
-// handler (errors.Is(err, io.EOF): "watch closed normally") drops
-// without a word.
+// whole (metadataPage). A stream cut short is never a bare io.EOF
+// (internal/wire). A reflector's error handler would take that for a normal
+// close. TestRecoveryAsksAgainForACutPage cuts a page between two items.
+// Here the page is cut before or inside the 4-byte protobuf prefix. It must
+// not be taken for JSON, which would fail the whole recovery with a JSON
+// error. For an empty body that error would wrap io.EOF. The reflector's
+// default error handler drops such an error without a word, as "watch
+// closed normally".
 func TestRecoveryAsksAgainForAMetadataPageCutInItsPrefix(t *testing.T) {
 	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3")}
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "c", "uc", "3")}
@@ -581,12 +580,10 @@ func TestRecoveryAsksAgainForAMetadataPageCutInItsPrefix(t *testing.T) {
 	}
 }
 
-// The same for a page of a full list (wirePage: "A page that turns out
-// not to be that list once partly read ... is asked for again and decoded
-// whole"; f9caf6b: "A full list's page that does not read as the layout
-// (ErrMalformed), including one cut short, is asked for again"): a body
-// cut before or inside its 4-byte prefix is taken for JSON and decoded
-// as it is, and the whole recovery fails on the decoder's error.
+// The same holds for a page of a full list (wirePage). A page that does not
+// read as the layout, one cut short included, is asked for again. A body
+// cut before or inside its 4-byte prefix must not be taken for JSON. Decoded
+// as it is, it would fail the whole recovery on the decoder's error.
 func TestRecoveryAsksAgainForAFullListPageCutInItsPrefix(t *testing.T) {
 	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3")}
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "c", "uc", "3")}

@@ -7,24 +7,24 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// diffList is what a recovery's diff is made against: the identity of
-// every listed object and, for a full list, the objects themselves.
+// diffList is what a recovery's diff is made against. It holds the identity
+// of every listed object, and for a full list the objects themselves.
 type diffList struct {
-	// listedAt is the resourceVersion the list asked for, rv the one it
-	// was served at; pages counts its responses.
+	// listedAt is the resourceVersion the list asked for, and rv the one it
+	// was served at. pages counts its responses.
 	listedAt, rv string
 	pages        int
-	// given: the list is Hooks.Listed's, a consistent read (at "") made
-	// before this recovery, which stands in for a list at listedAt.
+	// given says the list is Hooks.Listed's, a consistent read at "" made
+	// before this recovery. It stands in for a list at listedAt.
 	given  bool
 	listed map[string]listedItem
 	// objects are the listed objects by key, undecoded where the server
-	// sent protobuf; nil for a metadata list.
+	// sent protobuf. It is nil for a metadata list.
 	objects map[string]wireItem
 }
 
 // comparable reports whether every resourceVersion of the list is an
-// integer (parsing them on the way), as the fetches of a recovery need.
+// integer, as the fetches of a recovery need. It parses them on the way.
 func (l *diffList) comparable() bool {
 	ok := true
 	if _, good := parseRV(l.rv); !good {
@@ -78,7 +78,7 @@ func (rec *attempt) setList(l *diffList) {
 	rec.stats.FullList = l.objects != nil
 }
 
-// diff compares the listed items with the stored Versions; the store calls
+// diff compares the listed items with the stored Versions. The store calls
 // it in order with its writes (Store.Begin).
 func (rec *attempt) diff(stored map[string]Version) (Plan, error) {
 	var plan Plan
@@ -91,8 +91,8 @@ func (rec *attempt) diff(stored map[string]Version) (Plan, error) {
 		sn, parsed := rec.version(s.ResourceVersion)
 		integers := parsed && l.integer
 		sameUID := s.UID == "" || l.uid == "" || s.UID == l.uid
-		// resourceVersions that are not integers (possible in a full
-		// list) can only be told equal or not.
+		// resourceVersions that are not integers can only be told equal or
+		// not. A full list may hold them.
 		sameRV := s.ResourceVersion != "" && s.ResourceVersion == l.rv
 		if integers {
 			sameRV = sn == l.n
@@ -118,9 +118,9 @@ func (rec *attempt) diff(stored map[string]Version) (Plan, error) {
 		if _, ok := rec.listed[key]; ok {
 			continue
 		}
-		// Absent from the list: deleted, unless it is newer than the list.
-		// The list may be older than what an earlier recovery fetched (a
-		// lagging apiserver serves it), so its absence says nothing then.
+		// An object absent from the list is deleted, unless it is newer
+		// than the list. A lagging apiserver may serve a list older than
+		// what an earlier recovery fetched. Its absence says nothing then.
 		if sn, ok := rec.version(s.ResourceVersion); ok && rec.listIntegers && sn > rec.listN {
 			rec.keepAhead(key, s, sn)
 			continue
@@ -136,7 +136,7 @@ func (rec *attempt) diff(stored map[string]Version) (Plan, error) {
 }
 
 // keepAhead keeps the stored object at key, at resourceVersion sn, newer
-// than the list: an earlier recovery fetched it and did not finish. The
+// than the list. An earlier recovery fetched it and did not finish. The
 // watch from the list's resourceVersion brings every later change of it,
 // its deletion included. The store is consistent only once that watch has
 // passed sn, so the recovery ends no earlier (mark).

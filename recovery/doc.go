@@ -1,7 +1,7 @@
-// Package recovery replaces a reflector's relist, after a 410 or for a list
-// the store owes, by one that transfers and decodes only what changed. The
-// store already holds the previous state, and every object's UID and
-// resourceVersion.
+// Package recovery replaces a reflector's relist by one that transfers and
+// decodes only what changed. It serves a relist after a 410, or one for a
+// list the store owes. The store already holds the previous state, and every
+// object's UID and resourceVersion.
 // docs/recovery.md walks one 410 through the code, hop by hop.
 //
 // # Basics
@@ -16,9 +16,10 @@
 //     write before it (Store.Begin). The store marks itself
 //     must-list first, so a crash from here on recovers again. It deletes
 //     objects gone or replaced by another UID, and leaves unchanged ones.
-//     A stored object newer than the list (an unfinished recovery fetched
-//     it) is kept, listed or not: a lagging apiserver may serve the list,
-//     and the watch brings the object's later changes, its deletion too.
+//     A stored object newer than the list is kept, listed or not. An
+//     unfinished recovery's fetch leaves such an object behind. A lagging
+//     apiserver may serve the list, and the watch brings the object's later
+//     changes, its deletion too.
 //  3. Watch from the list's resourceVersion. Once the watch is open, fetch
 //     the new and changed objects: one per request, or the collection
 //     where a quarter changed (fetch.go).
@@ -33,20 +34,20 @@
 // resourceVersion go backwards. One with another UID follows a
 // cache.DeletedFinalStateUnknown of the key's last state.
 //
-// resourceVersions are compared as integers: a Lister vouches that they
-// are etcd revisions. Where the metadata list cannot be made, or its
-// versions are not integers, a full list through Lister.ListObjectsWire
-// serves as the list and the fetches, and only its changed items are
-// decoded (fulllist.go). Without it, the reflector lists in full
-// (reflector.ErrFullList).
+// resourceVersions are compared as integers, since a Lister vouches that
+// they are etcd revisions. The metadata list may not be made, or its
+// versions may not be integers. Then a full list through
+// Lister.ListObjectsWire serves as the list and the fetches (fulllist.go).
+// Only its changed items are decoded. Without ListObjectsWire, the reflector
+// lists in full (reflector.ErrFullList).
 // Options.ListInFull makes every recovery such a full list.
 // Options.OpaqueVersions tells versions only equal or not.
 //
-// The tuning (when to list a namespace or the collection, page sizes, the
-// request budget of a rate-limited client) is constants, each naming the
-// measurement that set it. Options.Tuning overrides the fractions that
-// choose a full list, the request budget and the page asked ahead; its
-// zero value keeps every default.
+// The tuning is constants, each naming the measurement that set it. It
+// covers when to list the collection, page sizes and a rate-limited
+// client's request budget. Options.Tuning overrides the fractions that
+// choose a full list, the request budget and the page asked ahead. Its zero
+// value keeps every default.
 //
 // # Goroutines and locks
 //
@@ -61,9 +62,9 @@
 // One fetch goroutine per recovery waits for the watch to open and runs up
 // to Options.Workers request goroutines. A metadata list asks for its next
 // page on one goroutine while it reads a page (pageAhead). Fetch
-// goroutines share only atomics with the reflector's goroutine: the keys
-// resolved, the counts, the first error. Relisted.Finish cancels and joins
-// them all, so nothing outlives ListAndWatch.
+// goroutines share only atomics with the reflector's goroutine. These are
+// the keys resolved, the counts and the first error. Relisted.Finish
+// cancels and joins them all, so nothing outlives ListAndWatch.
 //
 // Callbacks (the error handler, Hooks.Started's end,
 // Observer.Recovered) run on the reflector's goroutine with no lock
@@ -71,9 +72,9 @@
 //
 // # Caveats
 //
-// A metadata list is not free: every object's metadata includes its
-// managedFields, so it reads 57% (ConfigMaps) to 71% (Pods) of a full
-// list's bytes. What it saves is decoding, storing and delivering the
+// A metadata list is not free. Every object's metadata includes its
+// managedFields, so it reads more than half of a full list's bytes
+// (docs/warmstart.md). What it saves is decoding, storing and delivering the
 // unchanged objects. Fetches go through the lister's client and its rate
 // limiter.
 package recovery

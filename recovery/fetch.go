@@ -14,13 +14,14 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// The fetches of a recovery (attempt.go): what changed, once the watch is
-// open, one object per request, or the whole collection in one list.
+// The fetches of a recovery (attempt.go) bring what changed, once the watch
+// is open. They are one object per request, or the whole collection in one
+// list.
 
 // fetchChanged fetches the keys a recovery found new or changed, once the
-// watch is open: one object per request, up to Options.Workers at a time,
-// or the whole collection once listsInFull says so. A request that fails
-// fetchAttempts times fails the recovery.
+// watch is open. It fetches one object per request, up to Options.Workers
+// at a time. Once listsInFull says so, it fetches the whole collection
+// instead. A request that fails fetchAttempts times fails the recovery.
 func (r *Relister) fetchChanged(rec *attempt) {
 	ctx := rec.ctx
 	select {
@@ -63,16 +64,17 @@ func (r *Relister) fetchChanged(rec *attempt) {
 }
 
 // listsInFull reports whether fetching fetch keys of total listed objects
-// takes one list of the collection: once fullListFraction of it changed,
-// or once the one-object requests would exceed a request budget
-// (maxRequests > 0).
+// takes one list of the collection. It does once fullListFraction of it
+// changed. It also does once the one-object requests would exceed a request
+// budget (maxRequests > 0).
 func listsInFull(cfg *config, maxRequests, fetch, total int) bool {
 	return float64(fetch) >= cfg.fullListFraction*float64(total) || (maxRequests > 0 && fetch > maxRequests)
 }
 
 // maxFetchRequests is the bound Tuning.MaxFetchRequests sets, or else one
-// derived from the lister's rate limit: at least minFetchBudget requests,
-// and no more than the limit allows in fetchBudgetTime; 0 for no limit.
+// derived from the lister's rate limit. A derived bound allows what the
+// limit allows in fetchBudgetTime, and at least minFetchBudget requests. 0
+// means no limit.
 func (r *Relister) maxFetchRequests() int {
 	if n := r.cfg.maxFetchRequests; n != 0 {
 		return max(n, 0)
@@ -112,9 +114,9 @@ func (r *Relister) fetchOne(rec *attempt, key string) error {
 }
 
 // fetchObject fetches the object at key at least as new as the list at
-// listRV: obj is nil if the server no longer has it (in the informer's
-// selection); fetched is false if ctx ended first. decoded counts the
-// objects decoded from the response; count is called for every request.
+// listRV. obj is nil if the server no longer has it in the informer's
+// selection. fetched is false if ctx ended first. decoded counts the objects
+// decoded from the response. count is called for every request.
 func (r *Relister) fetchObject(ctx context.Context, key, listRV string, count func()) (obj runtime.Object, fetched bool, decoded int, err error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -140,9 +142,9 @@ func (r *Relister) fetchObject(ctx context.Context, key, listRV string, count fu
 	return obj, true, len(items), nil
 }
 
-// fetchCollection lists the collection and applies what it returns for
-// the keys still to be fetched. Through Lister.ListObjectsWire, only those objects
-// are decoded.
+// fetchCollection lists the collection and applies what it returns for the
+// keys still to be fetched. Through Lister.ListObjectsWire, only those
+// objects are decoded.
 func (r *Relister) fetchCollection(rec *attempt) error {
 	keys := rec.fetchKeys
 	var items []runtime.Object
@@ -151,8 +153,8 @@ func (r *Relister) fetchCollection(rec *attempt) error {
 		for _, k := range keys {
 			wanted[k] = struct{}{}
 		}
-		// The bytes of the keys to fetch only; the list's pages are read
-		// as they arrive.
+		// Keep the bytes of the keys to fetch only. The list's pages are
+		// read as they arrive.
 		keep := func(it *wireItem) bool {
 			_, ok := wanted[it.key()]
 			return ok
@@ -253,8 +255,8 @@ func (r *Relister) checkedItems(items []runtime.Object) []runtime.Object {
 	return out
 }
 
-// applyFetched applies, for each of keys, what a fetch found (absent from
-// found: gone), on the reflector's goroutine.
+// applyFetched applies, for each of keys, what a fetch found. A key absent
+// from found is gone. It runs on the reflector's goroutine.
 func (r *Relister) applyFetched(rec *attempt, keys []string, found map[string]runtime.Object) error {
 	rec.run(func() {
 		for _, key := range keys {

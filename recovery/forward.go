@@ -12,15 +12,15 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// The forward rule of a recovery: every write that reaches the store while
-// a recovery is under way, a watch event or a fetched object, is handed on
-// only if it moves its key forward. The rule's state is owned by the
-// reflector's goroutine, which makes every such write: the watch's events
-// come to the recovery as the watch's Store, and fetched objects as the
-// watch loop's Writes (reflector.Relisted). So no lock orders them.
+// The forward rule of a recovery governs every write that reaches the store
+// while the recovery is under way. A watch event or a fetched object is
+// handed on only if it moves its key forward. The rule's state is owned by
+// the reflector's goroutine, which makes every such write. The watch's
+// events come to the recovery as the watch's Store. Fetched objects come as
+// the watch loop's Writes (reflector.Relisted). So no lock orders them.
 
 // write hands obj to the store as the key's new state, applying the
-// forward rule; it reports whether it did. fromWatch: a watch event.
+// forward rule. It reports whether it did. fromWatch marks a watch event.
 func (rec *attempt) write(key string, t watch.EventType, obj interface{}, fromWatch bool) (bool, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -34,7 +34,7 @@ func (rec *attempt) write(key string, t watch.EventType, obj interface{}, fromWa
 	}
 	next := rec.r.store
 	if !ok {
-		// Not an integer: nothing to compare. Pass it on as it is.
+		// Not an integer, so nothing to compare. Pass it on as it is.
 		switch t {
 		case watch.Added:
 			return true, next.Add(obj)
@@ -50,7 +50,7 @@ func (rec *attempt) write(key string, t watch.EventType, obj interface{}, fromWa
 	if t == watch.Deleted {
 		rec.keys[key] = &keyState{rv: n, gone: true}
 		if st != nil && st.gone {
-			// The store does not hold it: its handlers never saw it.
+			// The store does not hold it, so its handlers never saw it.
 			return true, nil
 		}
 		return true, next.Delete(obj)
@@ -65,7 +65,7 @@ func (rec *attempt) write(key string, t watch.EventType, obj interface{}, fromWa
 	case st.gone:
 		return true, next.Add(obj)
 	case st.uid != "" && m.GetUID() != "" && st.uid != m.GetUID():
-		// Another object under the same name: the old one is gone.
+		// Another object under the same name means the old one is gone.
 		old := st.obj
 		if old == nil {
 			var exists bool
@@ -88,21 +88,21 @@ func (rec *attempt) watched(rv string) {
 	}
 }
 
-// fetched applies the result of fetching key: obj, or nil if the
-// server no longer has it (in the informer's selection).
+// fetched applies the result of fetching key. obj is nil if the server no
+// longer has it in the informer's selection.
 func (rec *attempt) fetched(key string, obj runtime.Object) error {
 	if rec.done {
 		return nil
 	}
 	if _, ok := rec.pending[key]; !ok {
-		return nil // a watch event came first; it is newer than the list
+		return nil // a watch event came first, and it is newer than the list
 	}
 	rec.resolve(key)
 	var err error
 	if obj == nil {
-		// Deleted (or out of the selection) after the list: the watch
-		// delivers that deletion (an event for the key would have resolved
-		// it already).
+		// The object was deleted or left the selection after the list. The
+		// watch delivers that deletion. An event for the key would have
+		// resolved it already.
 		rec.awaitWatch[key] = struct{}{}
 	} else {
 		var wrote bool
@@ -127,10 +127,10 @@ func (rec *attempt) resolve(key string) {
 	}
 }
 
-// checkDone ends the recovery once the store is consistent: nothing left
-// to fetch, every deletion a fetch found seen on the watch, and the watch
-// past every fetched resourceVersion. End is a store write, made
-// in order with the others on the reflector's goroutine.
+// checkDone ends the recovery once the store is consistent. Then nothing is
+// left to fetch, and every deletion a fetch found was seen on the watch. The
+// watch has passed every fetched resourceVersion too. End is a store write,
+// made in order with the others on the reflector's goroutine.
 func (rec *attempt) checkDone() {
 	if rec.done || len(rec.pending) > 0 || len(rec.awaitWatch) > 0 || rec.watchN < rec.mark {
 		return

@@ -22,41 +22,40 @@ import (
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-// A recovery from a full list (attempt.go). Where the server cannot list
-// the collection's metadata (an aggregated API's server may not serve the
-// metadata form), the listed resourceVersions are not integers, or the
-// metadata list's first page shows much changed, a recovery lists the
-// whole collection through Lister.ListObjectsWire instead, and that one list
-// serves as both the metadata list and the fetches:
+// A recovery from a full list (attempt.go). A recovery lists the whole
+// collection through Lister.ListObjectsWire in three cases. The server
+// cannot list the collection's metadata, as an aggregated API's server may
+// not serve the metadata form. Or the listed resourceVersions are not
+// integers. Or the metadata list's first page shows much changed. That one
+// full list then serves as both the metadata list and the fetches.
 //
-//   - each page is read as it arrives, without decoding it, where it is
-//     Kubernetes protobuf of the expected type's list (wirelist.go,
-//     wirestream.go): every item's name, namespace, UID and
-//     resourceVersion, and the bytes of those newer than the version the
-//     store holds (newerThan), which alone may have changed; so the list
-//     is never in memory whole;
-//   - the diff is the metadata list's (unchanged objects are neither
-//     decoded, nor rewritten, nor delivered but to handlers due for a
-//     resync; gone and replaced ones are deleted), except that
-//     resourceVersions that are not integers are only told equal or not;
-//   - the objects to fetch are decoded from the list, alone (any whose
-//     bytes were not kept are fetched), and applied
-//     through the forward rule before the watch opens. The list is
-//     consistent at its resourceVersion, so the recovery ends there (or,
-//     if the store holds objects newer than the list, once the watch has
-//     passed them).
+//   - Each page in Kubernetes protobuf of the expected type's list is read
+//     as it arrives, without decoding it (wirelist.go, wirestream.go). It
+//     yields every item's name, namespace, UID and resourceVersion. It keeps
+//     the bytes of items newer than the version the store holds
+//     (newerThan), which alone may have changed. So the list is never in
+//     memory whole.
+//   - The diff is the metadata list's. Unchanged objects are neither
+//     decoded nor rewritten, and delivered only to handlers due for a
+//     resync. Gone and replaced ones are deleted. It differs only in that
+//     resourceVersions that are not integers are told equal or not.
+//   - The objects to fetch are decoded from the list, alone. Any whose bytes
+//     were not kept are fetched. They are applied through the forward rule
+//     before the watch opens. The list is consistent at its
+//     resourceVersion, so the recovery ends there. If the store holds
+//     objects newer than the list, it ends once the watch has passed them.
 //
-// A page in another format (JSON) is decoded whole, and only the writing
-// and delivering of its unchanged objects is saved.
+// A page in another format (JSON) is decoded whole. Only the writing and
+// delivering of its unchanged objects is saved.
 
-// fetchPageSize is the Limit of each page of a recovery's fetch of a
-// namespace or the collection, as the pager's.
+// fetchPageSize is the Limit of each page of a recovery's fetch of the
+// collection, as the pager's.
 const fetchPageSize = reflector.DefaultPagedListPageSize
 
-// listFull lists the whole collection through Lister.ListObjectsWire at
-// resourceVersion (NotOlderThan it; "" a consistent read), for a recovery,
-// paged as the full list it replaces would be (listPageSize: at a
-// resourceVersion in one request, which the watch cache serves). It
+// listFull lists the whole collection through Lister.ListObjectsWire for a
+// recovery. It lists NotOlderThan resourceVersion, and "" makes a consistent
+// read. It pages as the full list it replaces would (listPageSize). A list
+// at a resourceVersion is one request, which the watch cache serves. It
 // returns reflector.ErrFullList if the Lister has no ListObjectsWire, unless
 // Options.ListInFull asks for its pages decoded.
 func (r *Relister) listFull(ctx context.Context, resourceVersion string) (*diffList, error) {
@@ -84,15 +83,16 @@ func (r *Relister) listFull(ctx context.Context, resourceVersion string) (*diffL
 	return l, nil
 }
 
-// newerThan returns which items of a full list made at resourceVersion
-// (what the store holds the collection at, or newer) a recovery keeps the
-// bytes of: those newer than it, and any whose version cannot be compared.
-// Where the store is consistent at resourceVersion, an item no newer is
-// stored at the same version (it was created and last changed before), so
-// the diff finds it unchanged; where it is not (a recovery that failed
-// after its diff left keys behind), the diff finds such an item changed
-// and the recovery fetches it, as after a metadata list. So a full list
-// holds in memory the changed items only, not every item's bytes.
+// newerThan returns which items of a full list a recovery keeps the bytes
+// of. The list is made at resourceVersion, what the store holds the
+// collection at, or newer. The recovery keeps the items newer than it, and
+// any whose version cannot be compared. Where the store is consistent at
+// resourceVersion, an item no newer is stored at the same version. It was
+// created and last changed before, so the diff finds it unchanged. A
+// recovery that failed after its diff leaves the store not consistent, with
+// keys behind. There the diff finds such an item changed, and the recovery
+// fetches it, as after a metadata list. So a full list holds in memory the
+// changed items only, not every item's bytes.
 func (r *Relister) newerThan(resourceVersion string) func(*wireItem) bool {
 	stored, ok := parseRV(resourceVersion)
 	if !ok || r.cfg.OpaqueVersions {
@@ -105,8 +105,8 @@ func (r *Relister) newerThan(resourceVersion string) func(*wireItem) bool {
 }
 
 // decodeListed returns the objects a full list (l) holds of the keys the
-// diff found to fetch, decoding them and no others, and lets go of the
-// list's bodies. Nil for a metadata list.
+// diff found to fetch. It decodes them and no others, and lets go of the
+// list's bodies. It returns nil for a metadata list.
 func (rec *attempt) decodeListed(l *diffList) (map[string]runtime.Object, error) {
 	if l.objects == nil {
 		return nil, nil
@@ -128,7 +128,8 @@ func (rec *attempt) decodeListed(l *diffList) (map[string]runtime.Object, error)
 			}
 		}
 	}
-	// On every core: the warm start's walk waits for the recovery.
+	// Decode on every core, since the warm start's walk waits for the
+	// recovery.
 	objs := make([]runtime.Object, len(keys))
 	errs := make([]error, len(keys))
 	var next atomic.Int64
@@ -152,13 +153,13 @@ func (rec *attempt) decodeListed(l *diffList) (map[string]runtime.Object, error)
 	return out, nil
 }
 
-// listWire lists namespace ("" all the lister lists) through lister with
-// opts, page after page as client-go's pager does (opts.Limit is the page
-// size; each page continues the first; an expired continue token lists
-// again in one request), and returns the items of every page, the list's
-// resourceVersion and the number of pages. Of a page read from its bytes,
-// only the items keep wants hold them (wireItem.held); the others are
-// their identity alone.
+// listWire lists namespace through lister with opts, page after page as
+// client-go's pager does. An empty namespace is all the lister lists.
+// opts.Limit is the page size, and each page continues the first. An expired
+// continue token lists again in one request. listWire returns the items of
+// every page, the list's resourceVersion and the number of pages. Of a page
+// read from its bytes, only the items keep wants hold them (wireItem.held).
+// The others are their identity alone.
 func (r *Relister) listWire(ctx context.Context, lister listObjectsWire, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) ([]wireItem, string, int, error) {
 	first := opts
 	var items []wireItem
@@ -187,14 +188,15 @@ func (r *Relister) listWire(ctx context.Context, lister listObjectsWire, namespa
 	}
 }
 
-// wirePage lists one page and reads it as it arrives where it is
-// Kubernetes protobuf of the list of Options.ExpectedType (scanned: only
-// the bytes of the items keep wants are kept, to be decoded later), and
-// decodes it whole otherwise. A page whose body does not read is asked for
-// again once and decoded whole, whose error is then the one to report. That
-// is a body cut short anywhere (a connection closed mid-response), an empty
-// one included, and one that turns out, partly read, not to be that list
-// (a changed layout: the scanner pins v0.37.2's).
+// wirePage lists one page. It reads a page in Kubernetes protobuf of the
+// list of Options.ExpectedType as it arrives. Only the bytes of the items
+// keep wants are kept, to be decoded later. It decodes any other page
+// whole. A page whose body does not read is asked for again once and
+// decoded whole. The error of that decoding is the one to report. A body
+// that does not read is one cut short anywhere, an empty one included. A
+// connection closed mid-response cuts it short. It is also one that turns
+// out, partly read, not to be that list. A changed layout does that, since
+// the scanner pins v0.37.2's.
 func (r *Relister) wirePage(ctx context.Context, lister listObjectsWire, namespace string, opts metav1.ListOptions, keep func(*wireItem) bool) (*wireList, error) {
 	body, decode, err := lister(ctx, namespace, opts)
 	if err != nil {
@@ -219,15 +221,15 @@ func (r *Relister) wirePage(ctx context.Context, lister listObjectsWire, namespa
 	case !errors.Is(err, errWire) && !errors.Is(err, errBody):
 		return nil, err
 	}
-	// Read in part, or not decoded: ask again, and decode that whole.
+	// Read in part, or not decoded. Ask again, and decode that whole.
 	if whole, decode, err = wholePage(ctx, lister, namespace, opts); err != nil {
 		return nil, err
 	}
 	return r.decodedWirePage(whole, decode)
 }
 
-// errNoDecoder: Lister.ListObjectsWire returned a body without the function that
-// decodes it.
+// errNoDecoder says Lister.ListObjectsWire returned a body without the
+// function that decodes it.
 var errNoDecoder = errors.New("the lister returned no decoder")
 
 // decodedWirePage decodes a page's whole body with decode.
@@ -267,11 +269,12 @@ func (r *Relister) listedPage(obj runtime.Object) (*wireList, error) {
 }
 
 // scanWirePage reads a page's body as it arrives. Where it is Kubernetes
-// protobuf of the list of Options.ExpectedType it returns the list, whose
-// items keep wants hold their bytes (copied); where it is in another format,
-// the whole body. A body cut short, or that turns out, part read, not to be
-// that list, is an errWire (protobuf, or cut inside its prefix) or errBody
-// (another format), and neither is returned.
+// protobuf of the list of Options.ExpectedType, it returns the list. The
+// items keep wants hold copies of their bytes. Where the body is in another
+// format, it returns the whole body. A body cut short is an error, and so is
+// one that turns out, part read, not to be that list. It is an errWire for
+// protobuf or a body cut inside its prefix. It is an errBody for another
+// format. Neither list nor body is returned then.
 func (r *Relister) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wireList, []byte, error) {
 	br := bufio.NewReaderSize(body, 64<<10)
 	proto, err := sniffProtobuf(br)
@@ -312,8 +315,8 @@ func (r *Relister) scanWirePage(body io.Reader, keep func(*wireItem) bool) (*wir
 }
 
 // wholePage lists one page again and reads its body whole. A body that
-// ends with a bare io.EOF may still be cut short, and decoding a protobuf
-// one cut where an envelope field ends gives a list without items. So a
+// ends with a bare io.EOF may still be cut short. Decoding a protobuf body
+// cut where an envelope field ends gives a list without items. So a
 // protobuf body must hold its whole envelope (wire.CheckWhole), or the page
 // fails.
 func wholePage(ctx context.Context, lister listObjectsWire, namespace string, opts metav1.ListOptions) ([]byte, func([]byte) (runtime.Object, error), error) {
@@ -329,8 +332,8 @@ func wholePage(ctx context.Context, lister listObjectsWire, namespace string, op
 	return whole, decode, err
 }
 
-// decodedLists is the full list of Options.ListInFull without a wire
-// form: no body to read, each page decoded whole by listObjects.
+// decodedLists is the full list of Options.ListInFull without a wire form.
+// It has no body to read, and listObjects decodes each page whole.
 func decodedLists(listObjects func(ctx context.Context, namespace, name string, opts metav1.ListOptions) (runtime.Object, error)) listObjectsWire {
 	return func(ctx context.Context, namespace string, opts metav1.ListOptions) (io.ReadCloser, func([]byte) (runtime.Object, error), error) {
 		return nil, func([]byte) (runtime.Object, error) { return listObjects(ctx, namespace, "", opts) }, nil

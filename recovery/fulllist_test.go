@@ -123,12 +123,12 @@ func notAcceptable(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, 
 }
 
 // Where the server cannot list metadata (406), the recovery lists the
-// collection in full, in pages, and that list is both its metadata list
-// and its fetches: the diff classes are a metadata list's; only the new
-// and changed objects are decoded (the unchanged one's spec is spoiled:
-// decoding it would fail); they are applied in key order before the watch
-// opens, and the recovery ends at the list's resourceVersion without
-// fetching anything. The same in JSON, decoded whole.
+// collection in full, in pages. That list is both its metadata list and its
+// fetches. The diff classes are a metadata list's. Only the new and changed
+// objects are decoded. The unchanged one's spec is spoiled, so decoding it
+// would fail. The decoded objects are applied in key order before the watch
+// opens. The recovery ends at the list's resourceVersion without fetching
+// anything. The same holds in JSON, decoded whole.
 func TestRecoveryFromAFullList(t *testing.T) {
 	stored := []*v1.Pod{
 		upod("ns", "a", "ua", "1"),  // unchanged
@@ -303,9 +303,10 @@ func TestRecoveryFromAFullListUndecodable(t *testing.T) {
 }
 
 // Without ListObjectsWire the recovery that cannot list metadata is a full
-// list through reflector.Store.Replace (TestRecoveryFallsBackToAFullList); with one,
-// a recovery's fetch of the whole collection goes through it too and decodes only the objects it is for: here the
-// unchanged z/d and the new-since x/new are spoiled.
+// list through reflector.Store.Replace (TestRecoveryFallsBackToAFullList).
+// With one, a recovery's fetch of the whole collection goes through it too.
+// That fetch decodes only the objects it is for. Here the unchanged z/d and
+// the new-since x/new are spoiled.
 func TestRecoveryFetchesThroughAWireLister(t *testing.T) {
 	stored := []*v1.Pod{upod("x", "a", "uxa", "1"), upod("x", "b", "uxb", "2"), upod("y", "c", "uyc", "3"), upod("z", "d", "uzd", "4")}
 	listed := []*v1.Pod{upod("x", "a", "uxa", "5"), upod("x", "b", "uxb", "6"), upod("y", "c", "uyc", "7"), upod("z", "d", "uzd", "4")}
@@ -452,10 +453,10 @@ func (l *metaWireLister) body(ctx context.Context, opts metav1.ListOptions) ([]b
 	return append(slices.Clone(protobufPrefix), unk...), err
 }
 
-// A recovery through ListMetadataWire reads the metadata list's pages
-// from their bytes, protobuf or JSON, to the same diff, fetches and store
-// calls as from decoded lists; a body of another kind is an error, and
-// nothing is applied.
+// A recovery through ListMetadataWire reads the metadata list's pages from
+// their bytes, protobuf or JSON. It comes to the same diff, fetches and
+// store calls as from decoded lists. A body of another kind is an error,
+// and nothing is applied.
 func TestRecoveryReadsTheMetadataListFromTheWire(t *testing.T) {
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "d", "ud2", "6"), upod("ns", "e", "ue", "7")}
 	pages := func(n int, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
@@ -520,11 +521,11 @@ func TestRecoveryReadsTheMetadataListFromTheWire(t *testing.T) {
 	}
 }
 
-// A metadata list's first page that shows at least FirstPageFraction of the
-// collection changed since the stored resourceVersion ends the metadata
-// list there: the recovery lists in full, reading the list's bytes (the
-// rest of the metadata list, then a full list, would cost more). A first
-// page with fewer changes lists the rest of the metadata.
+// A metadata list's first page may show at least FirstPageFraction of the
+// collection changed since the stored resourceVersion. It then ends the
+// metadata list there, and the recovery lists in full, reading the list's
+// bytes. The rest of the metadata list, then a full list, would cost more.
+// A first page with fewer changes lists the rest of the metadata.
 func TestRecoveryFirstPageManyChanged(t *testing.T) {
 	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud", "4")}
 	for _, tc := range []struct {
@@ -574,10 +575,10 @@ func TestRecoveryFirstPageManyChanged(t *testing.T) {
 	}
 }
 
-// With ListInFull a recovery lists the whole collection (no metadata list,
-// no fetches), through a lister without ListObjectsWire page by page,
-// decoded; the diff is a metadata list's, and the changed objects come
-// from the list.
+// With ListInFull a recovery lists the whole collection, with no metadata
+// list and no fetches. A lister without ListObjectsWire lists it page by
+// page, decoded. The diff is a metadata list's, and the changed objects
+// come from the list.
 func TestRecoveryListsInFull(t *testing.T) {
 	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud1", "4"))
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "d", "ud2", "6"), upod("ns", "e", "ue", "7")}
@@ -610,9 +611,9 @@ func TestRecoveryListsInFull(t *testing.T) {
 }
 
 // With OpaqueVersions resourceVersions are only told equal or not, even
-// where they parse as integers: a stored object at a "higher" version than
-// the listed one is not kept as newer (as an etcd revision would be) but
-// replaced by the listed state, and the watch's events pass as they come.
+// where they parse as integers. A stored object at a "higher" version than
+// the listed one is not kept as newer, as an etcd revision would be. It is
+// replaced by the listed state. The watch's events pass as they come.
 func TestRecoveryOpaqueVersions(t *testing.T) {
 	for _, opaque := range []bool{true, false} {
 		t.Run(fmt.Sprintf("opaque=%t", opaque), func(t *testing.T) {
@@ -628,8 +629,8 @@ func TestRecoveryOpaqueVersions(t *testing.T) {
 				store.waitFor(t, "update ns/b@3")
 				want = []string{"update ns/b@5", "end@10", "update ns/b@3"}
 			} else {
-				// As etcd revisions: the stored b is newer than the list,
-				// and the recovery waits for the watch to pass it.
+				// As etcd revisions, the stored b is newer than the list.
+				// The recovery waits for the watch to pass it.
 				h.lw.watcher(t, 0).Action(watch.Bookmark, upod("", "", "", "20"))
 				store.waitFor(t, "end@20")
 				want = []string{"bookmark@20", "end@20"}
@@ -641,11 +642,11 @@ func TestRecoveryOpaqueVersions(t *testing.T) {
 }
 
 // A full list read from its bytes keeps those of the items newer than the
-// resourceVersion it was made at, what the store holds the collection at:
-// an item no newer is stored at the same version wherever the store is
-// consistent, and is not decoded. Where it is not (here ns/b, listed at 4
-// but stored at 2, as a recovery that failed after its diff leaves a key),
-// the recovery fetches that key instead.
+// resourceVersion it was made at. That is the version the store holds the
+// collection at. An item no newer is stored at the same version wherever
+// the store is consistent, and is not decoded. Here ns/b is listed at 4 but
+// stored at 2, as a recovery that failed after its diff leaves a key. The
+// recovery fetches that key instead.
 func TestRecoveryFromAFullListKeepsTheNewerItems(t *testing.T) {
 	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
 	lister := &wireLister{
@@ -669,10 +670,10 @@ func TestRecoveryFromAFullListKeepsTheNewerItems(t *testing.T) {
 	noErrors(t, &harness{errs: h.errs})
 }
 
-// A page found, part read, not to be the layout the scanner reads (here
-// its list message comes twice: the generated Unmarshal keeps the second)
-// is asked for again and decoded whole: a changed layout costs a request,
-// not correctness.
+// A page may turn out, part read, not to be the layout the scanner reads.
+// Here its list message comes twice, and the generated Unmarshal keeps the
+// second. Such a page is asked for again and decoded whole. A changed
+// layout costs a request, not correctness.
 func TestRecoveryFromAFullListOfAnotherLayout(t *testing.T) {
 	store := newFakeStore(upod("ns", "a", "ua", "1"))
 	first := pbuf{}.msg(1, pbuf{}.str(2, "9")).msg(2, protoItem(t, upod("ns", "stale", "us", "8"), false))

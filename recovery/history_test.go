@@ -86,14 +86,14 @@ func versions(pods map[string]*v1.Pod) map[string]string {
 // A generator of recoveries against a server whose history is random. The
 // store holds the collection at the reflector's resourceVersion W, except
 // for objects an earlier recovery that did not finish fetched later. The
-// metadata list is served at some L from W on (a lagging apiserver), the
-// fetches at the newest version N, and the watch from L brings every event
-// up to N. Every recovery must converge on the collection at N, and the
-// store must see:
-//   - every key move forward: no add, update or deletion at a
+// metadata list is served at some L from W on, by a lagging apiserver. The
+// fetches are served at the newest version N. The watch from L brings
+// every event up to N. Every recovery must converge on the collection at
+// N, and the store must see:
+//   - every key move forward, with no add, update or deletion at a
 //     resourceVersion not newer than the key's last;
-//   - no object deleted and then given back (its UID added after a
-//     tombstone);
+//   - no object deleted and then given back, its UID added after a
+//     tombstone;
 //   - the recovery end at E only with the store holding the collection at E.
 func TestRecoveryRandomHistories(t *testing.T) {
 	for seed := range 300 {

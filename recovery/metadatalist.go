@@ -13,19 +13,19 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// A recovery's metadata list (attempt.go): paged, each page read as it
-// arrives where the lister hands over its bytes (Lister.ListMetadataWire), and
-// each page asked for while the one before is still being read
+// A recovery's metadata list (attempt.go) is paged. Each page is read as it
+// arrives where the lister hands over its bytes (Lister.ListMetadataWire).
+// Each page is asked for while the one before is still being read
 // (pageAhead).
 
 // listMetadata lists the collection's metadata, paged, at resourceVersion
-// with NotOlderThan (or a consistent read at "").
+// with NotOlderThan. An empty resourceVersion makes a consistent read.
 //
 // The list Hooks.Listed gives is a consistent read, at least as new as the
-// store (givenListing), so it serves for a list at resourceVersion. It never
-// serves for a consistent read at "": that is asked for now, to get past the
-// reads a catch-up took (reflector.CatchUp), and the given list may predate
-// them.
+// store (givenListing). So it serves for a list at resourceVersion. It never
+// serves for a consistent read at "", which is asked for now. That read must
+// get past the reads a catch-up took (reflector.CatchUp). The given list may
+// predate them.
 func (r *Relister) listMetadata(ctx context.Context, resourceVersion string) (*diffList, error) {
 	pageSize := int64(recoveryPageSize)
 	if r.cfg.lister.ListMetadataWire != nil {
@@ -43,17 +43,17 @@ func (r *Relister) listMetadata(ctx context.Context, resourceVersion string) (*d
 			return l, nil
 		}
 	}
-	// ahead is the next page, asked for while this one is read; dropped
-	// on every way out.
+	// ahead is the next page, asked for while this one is read. It is
+	// dropped on every way out.
 	var ahead *pageAhead
 	defer func() { ahead.drop() }()
-	// changes counts the first page's changed items; nil after it, since
-	// only the first page decides.
+	// changes counts the first page's changed items. It is nil after the
+	// first page, since only the first page decides.
 	var changes *changeCount
 	// askAhead asks for the page after one whose ListMeta says it is
-	// continued by next. Not while the first page decides: at 10% changed
-	// it lists in full, and the page asked ahead cost 17% in encoding and
-	// reading dropped.
+	// continued by next. It asks nothing while the first page decides. A
+	// first page that chooses a full list would drop the page asked ahead,
+	// encoded and read for nothing.
 	askAhead := func(next string) {
 		if next != "" && opts.Limit != 0 && changes == nil && !r.cfg.noPageAhead {
 			o := opts
@@ -71,7 +71,7 @@ func (r *Relister) listMetadata(ctx context.Context, resourceVersion string) (*d
 		}
 		page, err := r.metadataPage(ctx, opts, this, askAhead, changes)
 		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
-			// As the pager does: the continue token expired, list in one go.
+			// The continue token expired. List in one go, as the pager does.
 			opts = first
 			opts.Limit = 0
 			l = &diffList{listed: map[string]listedItem{}}
@@ -100,19 +100,21 @@ func (r *Relister) listMetadata(ctx context.Context, resourceVersion string) (*d
 	}
 }
 
-// errManyChanged: the metadata list's first page shows that so much of the
-// collection changed that the recovery lists it in full instead.
+// errManyChanged says the metadata list's first page shows much of the
+// collection changed. The recovery lists it in full instead.
 var errManyChanged = errors.New("much of the collection changed")
 
-// countChanges returns the count by which a recovery decides from the
-// first page of its metadata list, made at resourceVersion (what the store
-// holds the collection at, or newer), whether so much changed that the rest
-// of the list should not be made: one full list, read from its bytes
-// through Lister.ListObjectsWire, takes less time than the rest of the
-// metadata list and the fetches (see firstPageFraction). It is nil where the recovery
-// cannot list in full, or has no version to compare with (a consistent
-// read at ""). An estimate from one page (pages are in key order, so one
-// page may be a few namespaces): a wrong one costs time, not correctness.
+// countChanges returns the count by which a recovery decides from the first
+// page of its metadata list whether much changed. The list is made at
+// resourceVersion, what the store holds the collection at, or newer. If
+// much changed, the rest of the list should not be made. One full list,
+// read from its bytes through Lister.ListObjectsWire, then takes less time
+// than the rest of the metadata list and the fetches (see
+// firstPageFraction). The count is nil where the recovery cannot list in
+// full. It is nil where there is no version to compare with, as for a
+// consistent read at "". One page gives an estimate, since pages are in key
+// order and one may hold only a few namespaces. A wrong estimate costs
+// time, not correctness.
 func (r *Relister) countChanges(resourceVersion string) *changeCount {
 	if r.cfg.lister.ListObjectsWire == nil {
 		return nil
@@ -139,24 +141,24 @@ func (c *changeCount) add(it wireItem) {
 }
 
 // many reports whether the items counted are many changes for a page of n
-// items. Asked with the page's limit while the page is read, it tells as
-// soon as the answer for the whole page can no longer change (a page with
-// fewer items than its limit takes no more).
+// items. Asked with the page's limit while the page is read, it answers
+// early. It tells as soon as the answer for the whole page can no longer
+// change. A page with fewer items than its limit takes no more.
 func (c *changeCount) many(n int64) bool {
 	return n > 0 && c.changed > 0 && float64(c.changed) >= c.fraction*float64(n)
 }
 
 // metadataPage lists one page of the collection's metadata, its items'
-// identities only: through Lister.ListMetadataWire, read from a protobuf body
-// as it arrives (from ahead, if not nil, the page's request already made),
-// and, once its ListMeta is read, calling continued, if not nil, with its
-// continue token; otherwise decoded. Where changes is not nil, it counts
-// the page's items, and a page read as it arrives ends, with
-// errManyChanged, as soon as they are many for its limit: at 30% changed,
-// long before its end. A body that is cut short or does not read as the
-// layout (errWire), or a JSON body that does not decode (errBody), is asked
-// for again and decoded. A cut anywhere counts: before or inside the
-// protobuf prefix too, and an empty body, which is no list in any format.
+// identities only. Through Lister.ListMetadataWire, it reads a protobuf body
+// as it arrives. A non-nil ahead is the page's request, already made. Once
+// the ListMeta is read, it calls continued, if not nil, with the continue
+// token. Any other page is decoded. Where changes is not nil, it counts the
+// page's items. A page read as it arrives then ends with errManyChanged as
+// soon as they are many for its limit, often well before its end. A body
+// cut short or not read as the layout is an errWire. A JSON body that does
+// not decode is an errBody. Either is asked for again and decoded. A cut
+// anywhere counts, before or inside the protobuf prefix too. So does an
+// empty body, which is no list in any format.
 func (r *Relister) metadataPage(ctx context.Context, opts metav1.ListOptions, ahead *pageAhead, continued func(next string), changes *changeCount) (*wireList, error) {
 	return metadataPage(ctx, &r.cfg.lister, opts, ahead, continued, changes)
 }
@@ -191,8 +193,8 @@ func metadataPage(ctx context.Context, lister *Lister, opts metav1.ListOptions, 
 		page, err = jsonMetadataPage(br, changes)
 	}
 	if errors.Is(err, errWire) || errors.Is(err, errBody) {
-		// Cut short (a connection closed mid-response), or not the layout
-		// read: a failed page, asked for again and decoded whole, as a
+		// Cut short by a connection closed mid-response, or not the layout
+		// read. The failed page is asked for again and decoded whole, as a
 		// full list's page is (wirePage).
 		if changes != nil {
 			changes.changed = 0 // the part read is counted again
@@ -202,10 +204,10 @@ func metadataPage(ctx context.Context, lister *Lister, opts metav1.ListOptions, 
 	return page, err
 }
 
-// readMetadataPage reads a metadata page in protobuf from br as it
-// arrives, as metadataPage does: it calls continued, if not nil, once the
-// ListMeta is read, and ends with errManyChanged once changes, if not nil,
-// counts many for limit.
+// readMetadataPage reads a metadata page in protobuf from br as it arrives,
+// for metadataPage. It calls continued, if not nil, once the ListMeta is
+// read. It ends with errManyChanged once changes, if not nil, counts many
+// for limit.
 func readMetadataPage(br io.Reader, limit int64, continued func(next string), changes *changeCount) (*wireList, error) {
 	var items []wireItem
 	var listMeta func(*wireList)
@@ -282,17 +284,17 @@ func decodedMetadataPage(list *metav1.PartialObjectMetadataList) *wireList {
 	return page
 }
 
-// pageAhead is the request of a metadata list's next page, made as soon as
-// the page before it tells its continue token (its ListMeta precedes its
-// items), while that page is still being read. kube-apiserver encodes each
-// response on the goroutine that serves it, so a list read page after page
-// keeps one of its cores busy; asked ahead, the next page is encoded
-// beside the one being read. It waits in the HTTP/2 stream's flow-control
-// window (4 MB in Go's client): gzipped, as kube-apiserver sends a list to
-// a client that accepts it, a page of 10,000 realistic Pods' metadata
-// (about 44 MB, 2.5 MB on the wire) fits; uncompressed the server gets
-// that far ahead. The reflector reads one page at a time; at most one is
-// asked ahead.
+// pageAhead is the request of a metadata list's next page. It is made as
+// soon as the page before it tells its continue token, while that page is
+// still being read. A page's ListMeta precedes its items. kube-apiserver
+// encodes each response on the goroutine that serves it. So a list read
+// page after page keeps one of its cores busy. Asked ahead, the next page
+// is encoded beside the one being read. It waits in the HTTP/2 stream's
+// flow-control window, 4 MB in Go's client. kube-apiserver gzips a list for
+// a client that accepts it. Gzipped, a page of recoveryStreamPageSize
+// realistic Pods' metadata fits in that window. Uncompressed, the server
+// gets that far ahead. The reflector reads one page at a time, and at most
+// one is asked ahead.
 type pageAhead struct {
 	opts   metav1.ListOptions
 	cancel context.CancelFunc
@@ -313,7 +315,7 @@ func (r *Relister) askAhead(ctx context.Context, opts metav1.ListOptions) *pageA
 	return a
 }
 
-// wait returns the page's body or the request's error; the body is the
+// wait returns the page's body or the request's error. The body is the
 // caller's to close, and drop must still be called.
 func (a *pageAhead) wait() (io.ReadCloser, error) {
 	<-a.done
@@ -355,7 +357,7 @@ func (r *Relister) givenListing(ctx context.Context) *Listing {
 }
 
 // Listing is a consistent metadata list of a collection, as ListVersions
-// takes it: each object's Version by key, at one resourceVersion.
+// takes it. It holds each object's Version by key, at one resourceVersion.
 type Listing struct {
 	ResourceVersion string
 	Versions        map[string]Version
@@ -363,9 +365,9 @@ type Listing struct {
 }
 
 // ListVersions takes a consistent metadata list of lister's collection, at
-// resourceVersion "", in pages of recoveryStreamPageSize items of one
-// snapshot: one page for the small collections cache.Informer takes it
-// for. Pages through Lister.ListMetadataWire are read as they arrive: each
+// resourceVersion "". It lists in pages of recoveryStreamPageSize items of
+// one snapshot. The small collections cache.Informer takes it for fit in one
+// page. Pages through Lister.ListMetadataWire are read as they arrive. Each
 // item's identity is kept, and nothing else of it is decoded or held.
 func ListVersions(ctx context.Context, lister *Lister) (*Listing, error) {
 	opts := metav1.ListOptions{Limit: recoveryStreamPageSize}

@@ -17,8 +17,8 @@ import (
 )
 
 // aheadLister is a metaWireLister whose bodies hold back their last byte
-// until the next page has been asked for (but for the pages of decides),
-// and which counts the bodies it handed out and those closed.
+// until the next page has been asked for. The pages of decides are the
+// exception. It counts the bodies it handed out and those closed.
 type aheadLister struct {
 	*metaWireLister
 	t *testing.T
@@ -114,8 +114,8 @@ func (c closer) Close() error {
 }
 
 // A metadata list read from the wire asks for each next page as soon as
-// the page before tells its continue token, while that page is still
-// being read, and closes every body it asked for.
+// the page before tells its continue token. That page is then still being
+// read. The list closes every body it asked for.
 func TestRecoveryAsksForTheNextPageAhead(t *testing.T) {
 	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"))
 	pages := map[string]*metav1.PartialObjectMetadataList{
@@ -134,9 +134,9 @@ func TestRecoveryAsksForTheNextPageAhead(t *testing.T) {
 }
 
 // While the first page decides whether to list in full, the next page is
-// not asked for: here it shows so much changed that the recovery lists in
-// full, and a page asked ahead would be encoded, read and dropped (17% of
-// a 10% recovery at 100,000 Pods).
+// not asked for. Here the first page shows so much changed that the
+// recovery lists in full. A page asked ahead would be encoded, read and
+// dropped.
 func TestRecoveryAsksAheadOnlyOnceTheFirstPageDecided(t *testing.T) {
 	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
 	pages := map[string]*metav1.PartialObjectMetadataList{
@@ -169,9 +169,9 @@ func (l *wireMetaLister) ListObjectsWire(_ context.Context, namespace string, op
 	return wireBody(body), decodeBody, err
 }
 
-// cutLister serves metadata pages and full lists from their bytes; its
-// first metadata page fails the read where the item cut begins: a
-// recovery must not read that far.
+// cutLister serves metadata pages and full lists from their bytes. Its
+// first metadata page fails the read where the item cut begins. A recovery
+// must not read that far.
 type cutLister struct {
 	*metaWireLister
 	t    *testing.T
@@ -200,9 +200,9 @@ func (l *cutLister) ListObjectsWire(context.Context, string, metav1.ListOptions)
 }
 
 // A first metadata page read as it arrives stops being read once enough of
-// its items changed that, whatever the rest holds, the recovery lists in
-// full: at 30% changed, the rest of a 10,000-item page would only delay
-// the full list.
+// its items changed. Whatever the rest holds, the recovery then lists in
+// full. At 30% changed, the rest of a 10,000-item page would only delay the
+// full list.
 func TestRecoveryDecidesOnTheFirstPageAsItArrives(t *testing.T) {
 	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud", "4")}
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "7"), upod("ns", "b", "ub", "8"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud", "4")}
@@ -235,10 +235,10 @@ func TestRecoveryDecidesOnTheFirstPageAsItArrives(t *testing.T) {
 	}
 }
 
-// Only the first page decides: changes counted over several pages are not
-// many for one page. Here the first page of 30 holds one change (under
-// firstPageFraction), and the next two pages 250 each, which would be many
-// for the first page's limit; the recovery still fetches them after its
+// Only the first page decides. Changes counted over several pages are not
+// many for one page. Here the first page of 30 holds one change, under
+// firstPageFraction. The next two pages hold 250 each, which would be many
+// for the first page's limit. The recovery still fetches them after its
 // metadata list.
 func TestRecoveryDecidesOnTheFirstPageOnly(t *testing.T) {
 	var stored, onServer []*v1.Pod

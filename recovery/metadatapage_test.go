@@ -28,8 +28,8 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 }
 
 // A metadata list whose continue token expired is made again in one
-// request, at a newer resourceVersion, as client-go's pager does; the
-// diff is made against that list alone.
+// request, at a newer resourceVersion, as client-go's pager does. The diff
+// is made against that list alone.
 func TestRecoveryListsAgainWhenItsContinueTokenExpired(t *testing.T) {
 	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
 	lister := &fakeLister{

@@ -359,13 +359,14 @@ func startRecovery(t *testing.T, store *fakeStore, lister *fakeLister, listFrom 
 	return h
 }
 
-// The diff classes: unchanged (not fetched, not written, handed to the
-// store as Unchanged), gone (a tombstone), replaced by another UID (a
-// tombstone, then fetched and added), changed (fetched and updated), new
-// (fetched and added). The metadata list is at the stored resourceVersion
-// with NotOlderThan, paged; the fetches follow the watch's opening, at
-// least as new as the list; the store is told the recovery ended at the
-// list's resourceVersion once everything is fetched.
+// The diff classes each get their treatment. An unchanged object is not
+// fetched nor written, and is handed to the store as Unchanged. A gone one
+// gets a tombstone. One replaced by another UID gets a tombstone, then is
+// fetched and added. A changed one is fetched and updated, and a new one
+// fetched and added. The metadata list is at the stored resourceVersion with
+// NotOlderThan, paged. The fetches follow the watch's opening, at least as
+// new as the list. Once everything is fetched, the store is told the
+// recovery ended at the list's resourceVersion.
 func TestRecoveryDiffClasses(t *testing.T) {
 	store := newFakeStore(
 		upod("ns", "a", "ua", "1"),  // unchanged
@@ -457,8 +458,8 @@ func TestRecoveryAfterExpiredWatch(t *testing.T) {
 }
 
 // A warm start whose first watch finds the stored version expired
-// recovers at once, not after Run's backoff (here an hour: the test would
-// time out waiting), as a cold start lists at once.
+// recovers at once, as a cold start lists at once. It does not wait for
+// Run's backoff. Here that is an hour, so the test would time out waiting.
 func TestRecoveryAfterExpiredResumeWithoutBackoff(t *testing.T) {
 	for _, inStream := range []bool{false, true} {
 		store := newFakeStore(upod("ns", "a", "ua", "1"))
@@ -505,10 +506,10 @@ func heldFetches(objects func(context.Context, string, string, metav1.ListOption
 	}
 }
 
-// A watch event for a key being fetched is applied as it comes; the fetch,
-// returning an older resourceVersion than the watch applied, is dropped:
-// the store never sees the key go backwards. The event resolves the key,
-// so the recovery ends at once.
+// A watch event for a key being fetched is applied as it comes. The fetch
+// returns an older resourceVersion than the watch applied, and is dropped.
+// So the store never sees the key go backwards. The event resolves the
+// key, so the recovery ends at once.
 func TestRecoveryWatchEventDuringFetch(t *testing.T) {
 	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
 	started, release := make(chan struct{}), make(chan struct{})
@@ -516,7 +517,7 @@ func TestRecoveryWatchEventDuringFetch(t *testing.T) {
 		meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			return metaList("10", upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5")), nil
 		},
-		// Served from a lagging cache: older than what the watch brings.
+		// Served from a lagging cache, older than what the watch brings.
 		objects: heldFetches(server("11", upod("ns", "b", "ub", "11")), started, release),
 	}
 	h := startRecovery(t, store, lister, "2", nil)
@@ -529,10 +530,10 @@ func TestRecoveryWatchEventDuringFetch(t *testing.T) {
 }
 
 // A fetch may return a newer state than the watch has reached. It is
-// applied; the watch's older events for the key are dropped; the recovery
-// ends only once the watch has passed the fetched resourceVersion (here
-// by a bookmark), since until then the store is ahead of the watch for
-// that key.
+// applied, and the watch's older events for the key are dropped. The
+// recovery ends only once the watch has passed the fetched
+// resourceVersion, here by a bookmark. Until then the store is ahead of
+// the watch for that key.
 func TestRecoveryFetchAheadOfWatch(t *testing.T) {
 	store := newFakeStore(upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"))
 	lister := &fakeLister{
@@ -602,9 +603,9 @@ func TestRecoveryFetchFindsAnotherUID(t *testing.T) {
 	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"delete tombstone:ns/b@2", "add ns/b@8", "end@10"})
 }
 
-// A stored object newer than the metadata list (left by a recovery that
-// did not finish) is kept and not fetched; the watch's older events for it
-// are dropped and the recovery ends once the watch has reached it.
+// A stored object newer than the metadata list is kept and not fetched. A
+// recovery that did not finish left it. The watch's older events for it are
+// dropped, and the recovery ends once the watch has reached it.
 func TestRecoveryKeepsStoredAheadOfList(t *testing.T) {
 	store := newFakeStore(upod("ns", "b", "ub", "20"))
 	lister := &fakeLister{
@@ -627,7 +628,7 @@ func TestRecoveryKeepsStoredAheadOfList(t *testing.T) {
 }
 
 // A stored object newer than the metadata list and absent from it is kept
-// too: a lagging apiserver may serve a list older than an object an earlier
+// too. A lagging apiserver may serve a list older than an object an earlier
 // recovery fetched from another. The watch from the list's resourceVersion
 // brings its deletion if there was one; the recovery ends once the watch
 // has reached the stored object.
@@ -795,10 +796,9 @@ func TestRecoveryFetchesOrListsTheCollection(t *testing.T) {
 	}
 }
 
-// A recovery cannot end without its watch. Where the watch is refused (RBAC
-// without the watch verb) the reflector lists in full instead, as client-go
-// lists while its watches fail, until a watch opens; then it recovers
-// again.
+// A recovery cannot end without its watch. RBAC without the watch verb
+// refuses the watch. The reflector then lists in full until a watch opens,
+// as client-go lists while its watches fail. Then it recovers again.
 func TestRecoveryWithoutAWatch(t *testing.T) {
 	store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"))
 	lister := &fakeLister{
@@ -839,10 +839,9 @@ func TestRecoveryWithoutAWatch(t *testing.T) {
 }
 
 // A recovery with nothing to fetch ends before its watch opens. That watch
-// ending later with a 410 leads to another recovery, not a full list: the
-// recovery that ended needed no watch (found by the fleet benchmark, where
-// after a warm start most reflectors relisted in full at the apiserver's
-// restart).
+// ending later with a 410 leads to another recovery, not a full list. The
+// recovery that ended needed no watch. Otherwise an apiserver's restart
+// would make reflectors that started warm relist in full.
 func TestRecoveryWithNothingToFetchThenExpired(t *testing.T) {
 	store := newFakeStore(upod("ns", "a", "ua", "1"))
 	lister := &fakeLister{
@@ -873,9 +872,10 @@ func TestRecoveryWithNothingToFetchThenExpired(t *testing.T) {
 	}
 }
 
-// Hooks.Started is called as each recovery begins and its function once
-// that recovery has ended: after a failure (before the next one begins)
-// and after the store was told the recovery ended.
+// Hooks.Started is called as each recovery begins, and its function once
+// that recovery has ended. After a failure, the function is called before
+// the next recovery begins. After a success, it is called after the store
+// was told the recovery ended.
 func TestRecoveryStartedAndEnded(t *testing.T) {
 	store := newFakeStore(upod("ns", "b", "ub", "2"))
 	lister, heal := failingFetches()
@@ -944,10 +944,10 @@ func failingFetches() (lister *fakeLister, heal func()) {
 
 // A recovery's list is a reflector's catch-up target only if it is a
 // consistent read. Its own metadata list asks for data not older than the
-// stored version, which a watch cache behind etcd serves at its position,
-// older than the server at the start may be: it is no target. The list
-// Hooks.Listed gives (the informer's proof list, a consistent read taken
-// after the start) is one.
+// stored version. A watch cache behind etcd serves that at its position,
+// which may be older than the server at the start. So it is no target. The
+// list Hooks.Listed gives is one. It is the informer's proof list, a
+// consistent read taken after the start.
 func TestRecoveryListIsACatchUpTargetOnlyIfConsistent(t *testing.T) {
 	for _, given := range []bool{false, true} {
 		t.Run(fmt.Sprintf("given %v", given), func(t *testing.T) {

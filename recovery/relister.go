@@ -10,20 +10,20 @@ import (
 // Options. Nil fields are none.
 type Hooks struct {
 	// Listed may give a recovery a consistent metadata list of the
-	// collection that the store's owner took with ListVersions
-	// (cache.Informer takes one to prove a small warm collection caught
-	// up). The recovery uses it only if it is at least as new as the last
-	// resourceVersion handed to the store, and only in place of a list at
-	// that version, never of a consistent read asked for now. It returns
-	// nil when there is none, and may wait, with ctx, for one being taken.
-	// The list must be taken after the reflector was created: a reflector
-	// catching up may take its resourceVersion as its target, if no read
-	// gave one before (reflector.Relist.ListedEarlier).
+	// collection that the store's owner took with ListVersions.
+	// cache.Informer takes one to prove a small warm collection caught up.
+	// The recovery uses it only if it is at least as new as the last
+	// resourceVersion handed to the store. It uses it only in place of a
+	// list at that version, never of a consistent read asked for now.
+	// Listed returns nil when there is none, and may wait, with ctx, for one
+	// being taken. The list must be taken after the reflector was created.
+	// A reflector catching up may take its resourceVersion as its target,
+	// if no read gave one before (reflector.Relist.ListedEarlier).
 	Listed func(ctx context.Context) *Listing
 	// Started is called as each recovery begins, before its list. The
-	// function it returns is called once that recovery has ended: the
-	// store consistent, the recovery failed or stopped, or given way to a
-	// full list.
+	// function it returns is called once that recovery has ended. It ends
+	// with the store consistent, failed or stopped, or given way to a full
+	// list.
 	Started func() (ended func())
 }
 
@@ -31,13 +31,13 @@ type Hooks struct {
 type config struct {
 	Options
 	// lister is a copy of Options.Lister, made at New, and Options.Lister
-	// is nil: a recovery decides on its page size and first page before
-	// its first request, so a later change to the Lister must not reach it.
+	// is nil. A recovery decides on its page size and first page before its
+	// first request. So a later change to the Lister must not reach it.
 	lister            Lister
 	fullListFraction  float64
 	firstPageFraction float64
-	// maxFetchRequests: 0 derives it from Lister.QPS, negative
-	// is no bound.
+	// maxFetchRequests is Tuning.MaxFetchRequests. 0 derives it from
+	// Lister.QPS, and negative is no bound.
 	maxFetchRequests int
 	// noPageAhead turns that fast path off, to measure what it buys.
 	noPageAhead bool
@@ -80,16 +80,16 @@ type Relister struct {
 	store   Store
 	listed  func(ctx context.Context) *Listing
 	started func() (ended func())
-	// l is the reflector's side of the relist under way, set by Relist on
+	// l is the reflector's side of the relist under way. Relist sets it on
 	// the reflector's goroutine before anything of the recovery starts.
 	l *reflector.Relist
 }
 
 var _ reflector.Relister = (*Relister)(nil)
 
-// New returns a Relister for store, or nil for a nil cfg. It panics if
-// cfg does not Validate: its caller, the informer's constructor, checks it
-// and returns the error.
+// New returns a Relister for store, or nil for a nil cfg. It panics if cfg
+// does not Validate. Its caller, the informer's constructor, checks cfg
+// first and returns the error.
 func New(cfg *Options, store Store, hooks Hooks) *Relister {
 	if cfg == nil {
 		return nil
@@ -100,8 +100,8 @@ func New(cfg *Options, store Store, hooks Hooks) *Relister {
 	return &Relister{cfg: newConfig(cfg), store: store, listed: hooks.Listed, started: hooks.Started}
 }
 
-// Relist implements reflector.Relister: it makes a recovery, whose
-// fetches go on while the watch runs.
+// Relist implements reflector.Relister. It makes a recovery, whose fetches
+// go on while the watch runs.
 func (r *Relister) Relist(ctx context.Context, l *reflector.Relist) (*reflector.Relisted, error) {
 	r.l = l
 	rec, err := r.recover(ctx)

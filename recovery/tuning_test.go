@@ -63,8 +63,8 @@ func TestNewHonoursTuning(t *testing.T) {
 }
 
 // A rate-limited lister's QPS sets the fetch request budget a recovery
-// plans with: at 5 QPS, 100 changed objects exceed the 64 requests allowed
-// and are fetched by one list of the collection; at 1,000 QPS each is
+// plans with. At 5 QPS, 100 changed objects exceed the 64 requests allowed.
+// They are fetched by one list of the collection. At 1,000 QPS each is
 // fetched alone.
 func TestRecoveryBudgetFromQPS(t *testing.T) {
 	var stored, listed []*v1.Pod

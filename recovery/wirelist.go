@@ -11,14 +11,14 @@ import (
 	"github.com/boltinformer/boltinformer/internal/wire"
 )
 
-// A list in Kubernetes protobuf, read without decoding it: internal/wire
+// A list in Kubernetes protobuf is read without decoding it. internal/wire
 // reads the layout, and owns what it follows of apimachinery's. The
 // reflector keeps each item's identity, and its bytes or decoded object.
 
 // protobufPrefix is the serializer's magic number (wire.Prefix).
 var protobufPrefix = []byte(wire.Prefix)
 
-// errWire: the bytes are not a well-formed list in Kubernetes protobuf.
+// errWire says the bytes are not a well-formed list in Kubernetes protobuf.
 var errWire = wire.ErrMalformed
 
 // wireList is a scanned list.
@@ -34,9 +34,9 @@ func newWireList(l *wire.List) *wireList {
 	return &wireList{apiVersion: l.APIVersion, kind: l.Kind, resourceVersion: l.ResourceVersion, continueToken: l.Continue}
 }
 
-// wireItem is one item of a list: its identity, and its message (raw, a
-// slice of the list's body, which decode decodes) or, for a body decoded
-// whole, the decoded object (obj).
+// wireItem is one item of a list. It holds the item's identity and its
+// message, raw, a slice of the list's body that decode decodes. For a body
+// decoded whole, it holds the decoded object, obj, instead.
 type wireItem struct {
 	namespace, name string
 	uid             types.UID
@@ -46,9 +46,9 @@ type wireItem struct {
 	obj             runtime.Object
 }
 
-// held reports whether the item holds its object: decoded, or its bytes.
+// held reports whether the item holds its object, decoded or as its bytes.
 // An item of a list read from its bytes holds them only where the reader
-// kept them; otherwise it is its identity alone.
+// kept them. Otherwise it is its identity alone.
 func (it *wireItem) held() bool { return it.obj != nil || it.raw != nil }
 
 // object returns the item's object, decoding it if needed.
@@ -67,7 +67,7 @@ func (it *wireItem) key() string {
 	return it.namespace + "/" + it.name
 }
 
-// errBody: a page's body, in a format other than protobuf, could not be
+// errBody says a page's body, in a format other than protobuf, could not be
 // read whole or decoded. It may be cut short, so the page is asked for again.
 var errBody = errors.New("the page's body does not read")
 
@@ -80,7 +80,7 @@ func isProtobuf(body []byte) bool { return wire.HasPrefix(body) }
 func sniffProtobuf(br *bufio.Reader) (bool, error) { return wire.PeekPrefix(br) }
 
 // protoUnmarshaler is what the generated types of Kubernetes' API groups
-// implement: a list's Unmarshal decodes each item with it, into a zero
+// implement. A list's Unmarshal decodes each item with it, into a zero
 // value.
 type protoUnmarshaler interface {
 	runtime.Object
@@ -88,10 +88,11 @@ type protoUnmarshaler interface {
 }
 
 // itemDecoder returns the function that decodes one item of a protobuf
-// list of kind listKind into a new object of type t (a pointer type, as
-// Options.ExpectedType), exactly as decoding the list would; nil if t is
-// not the type of such items (not a generated protobuf type, or the list is
-// not t's list kind).
+// list of kind listKind into a new object of type t. t is a pointer type,
+// as Options.ExpectedType is. The function decodes exactly as decoding the
+// list would. itemDecoder returns nil if t is not the type of such items.
+// That is so for a type that is not a generated protobuf type. It is so
+// too where the list is not of t's list kind.
 func itemDecoder(t reflect.Type, listKind string) func([]byte) (runtime.Object, error) {
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct ||
 		listKind != t.Elem().Name()+"List" || !t.Implements(reflect.TypeFor[protoUnmarshaler]()) {

@@ -99,8 +99,8 @@ func TestScanProtobufListOfTheSerializer(t *testing.T) {
 }
 
 // checkScanMatchesDecode requires the scan of body to agree with decoding
-// it: the list's resourceVersion and continue token, each item's identity,
-// and each item decoded alone equal to the list's decoded item.
+// it. The list's resourceVersion, continue token and each item's identity
+// must agree. Each item decoded alone must equal the list's decoded item.
 func checkScanMatchesDecode(t *testing.T, body []byte, got *wireList) {
 	t.Helper()
 	obj, err := decodeProtobuf(body)

@@ -36,8 +36,9 @@ func identities(l *wireList) wireList {
 	return out
 }
 
-// A list the serializer wrote — a metadata list as kube-apiserver sends a
-// recovery, and a PodList — reads the same a byte at a time as at once.
+// A list the serializer wrote reads the same a byte at a time as at once.
+// The lists are a metadata list as kube-apiserver sends a recovery, and a
+// PodList.
 func TestScanProtobufListStreamOfTheSerializer(t *testing.T) {
 	pods := []*v1.Pod{richPod("ns", "a", "ua", "7"), richPod("", "cluster-scoped", "uc", "8"), upod("ns", "no-uid", "", "9")}
 	meta := metaList("42", pods...)
@@ -65,9 +66,9 @@ func TestScanProtobufListStreamOfTheSerializer(t *testing.T) {
 			}
 		})
 	}
-	// Truncated anywhere, it is an error, never a shorter list (cut after
-	// the list message, only the empty content type fields are lost), and
-	// a malformed list (errWire) cut short, never a bare io.EOF.
+	// Truncated anywhere, it is an error, never a shorter list. Cut after
+	// the list message, it loses only the empty content type fields. The
+	// error is a malformed list (errWire) cut short, never a bare io.EOF.
 	full, err := streamScan(bytes.NewReader(metaBody))
 	if err != nil {
 		t.Fatal(err)
