@@ -79,8 +79,9 @@ type warmDelivery struct {
 	// ahead holds keys above reached handed out before the walk got there.
 	ahead map[string]struct{}
 	// finished says every stored key has been handed out. Nothing is
-	// checked any more.
-	finished bool
+	// checked any more. Set under mu; read without it once done is closed,
+	// after which it never changes.
+	finished atomic.Bool
 	handed   int
 	// notGiven are stored keys the start handlers were never given. Such a
 	// key is an event's key whose stored state could not be read. It may
@@ -153,11 +154,7 @@ func (d *warmDelivery) handOutBefore(ctx context.Context, deltas []cache.Delta) 
 
 // handedAll reports whether every stored key has been handed out. A walk
 // ends without that when the informer stops.
-func (d *warmDelivery) handedAll() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.finished
-}
+func (d *warmDelivery) handedAll() bool { return d.finished.Load() }
 
 // handOut hands the stored state of each of keys to the start handlers
 // unless the walk or an earlier event already did. A batch of a recovery's
@@ -188,7 +185,7 @@ type unreadKey struct {
 func (d *warmDelivery) handOutReadable(keys []string) []unreadKey {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.finished {
+	if d.finished.Load() {
 		return nil
 	}
 	var due []string
@@ -350,7 +347,7 @@ func (d *warmDelivery) walk(ctx context.Context) error {
 // finishLocked marks every stored key handed out and queues
 // InitialAddsDone to the start handlers. Called with mu held.
 func (d *warmDelivery) finishLocked() {
-	d.finished = true
+	d.finished.Store(true)
 	d.ahead = nil
 	d.s.processor.DistributeTo(d.listeners, processor.InitialAddsDone{})
 }
@@ -410,7 +407,7 @@ func (d *warmDelivery) setAside(coll *persist.Collection, keys []string) ([]stri
 // handedOutLocked reports whether key's stored state has been handed out.
 // Called with mu held.
 func (d *warmDelivery) handedOutLocked(key string) bool {
-	if d.finished || key <= d.reached {
+	if d.finished.Load() || key <= d.reached {
 		return true
 	}
 	_, ok := d.ahead[key]
