@@ -1,27 +1,22 @@
 package cache
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
-	"github.com/boltinformer/boltinformer/persist"
 )
 
 type setAsideNoWatchList struct{ *fcache.FakeControllerSource }
@@ -75,61 +70,13 @@ func setAsidePod(name string) *corev1.Pod {
 // event land, then calls the informer's own setAsideUnreadable. Every step
 // is one the informer's goroutines take freely in that order.
 func TestAddIndexersSetAsideKeepsARecordWrittenAfterTheBuild(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cache.db")
-	open := func() *persist.DB {
-		db, err := persist.Open(path, persist.Options{Scheme: scheme.Scheme, NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return db
-	}
 	src := fcache.NewFakeControllerSource()
 	for _, n := range []string{"a", "b", "c"} {
 		src.Add(setAsidePod(n))
 	}
-	newInformer := func(db *persist.DB) *Informer {
-		inf, err := NewSharedIndexInformerWithOptions(setAsideNoWatchList{src}, &corev1.Pod{}, InformerOptions{
-			Persistence:    Persistence{DB: db, Collection: "pods"},
-			InitialBackoff: time.Millisecond,
-			MaxBackoff:     10 * time.Millisecond,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return inf
-	}
-	run := func(inf *Informer) (stop func()) {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { inf.RunWithContext(ctx); close(done) }()
-		return func() { cancel(); <-done }
-	}
-
-	// A cold start stores a, b and c.
-	db := open()
-	inf := newInformer(db)
-	stop := run(inf)
-	poll.Until(t, 30*time.Second, "the cold start's list stored", func() bool {
-		return inf.HasSynced() && len(inf.GetStore().ListKeys()) == 3
-	})
-	stop()
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	// ns/b's record no longer decodes.
-	bdb, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bdb.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte("collections")).Bucket([]byte("pods")).Bucket([]byte("objects")).Put([]byte("ns/b"), []byte("not a record"))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := bdb.Close(); err != nil {
-		t.Fatal(err)
-	}
+	f := newStoredFile(t, src)
+	f.coldStart(nil, 3)
+	f.damage("ns/b")
 
 	// The warm start's walk waits, so that AddIndexers meets ns/b first.
 	walking, release := make(chan struct{}), make(chan struct{})
@@ -138,9 +85,9 @@ func TestAddIndexersSetAsideKeepsARecordWrittenAfterTheBuild(t *testing.T) {
 	defer func() { walkStarting = nil }()
 	defer releaseWalk()
 
-	db = open()
+	db := f.open()
 	defer db.Close()
-	inf = newInformer(db)
+	inf := f.informer(db, nil)
 	ev := &setAsideEvents{}
 	reg, err := inf.AddEventHandler(ev)
 	if err != nil {
@@ -176,7 +123,8 @@ func TestAddIndexersSetAsideKeepsARecordWrittenAfterTheBuild(t *testing.T) {
 		}
 		return setAside(keys, why)
 	})
-	stop = run(inf)
+	cancel, done := runInformer(inf)
+	stop := sync.OnceFunc(func() { cancel(); <-done })
 	defer stop()
 	select {
 	case <-walking:
@@ -276,64 +224,13 @@ func TestAddIndexersSetAsideGenerated(t *testing.T) {
 // meets the damage first. Between its failed build and its set-aside, each
 // damaged key gets its event. It then checks the handler's calls.
 func checkSetAsideScenario(t *testing.T, names []string, events map[string]string) {
-	path := filepath.Join(t.TempDir(), "cache.db")
-	open := func() *persist.DB {
-		db, err := persist.Open(path, persist.Options{Scheme: scheme.Scheme, NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return db
-	}
 	src := fcache.NewFakeControllerSource()
 	for _, n := range names {
 		src.Add(setAsidePod(n))
 	}
-	newInformer := func(db *persist.DB) *Informer {
-		inf, err := NewSharedIndexInformerWithOptions(setAsideNoWatchList{src}, &corev1.Pod{}, InformerOptions{
-			Persistence:    Persistence{DB: db, Collection: "pods"},
-			InitialBackoff: time.Millisecond,
-			MaxBackoff:     10 * time.Millisecond,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return inf
-	}
-	run := func(inf *Informer) (stop func()) {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { inf.RunWithContext(ctx); close(done) }()
-		return sync.OnceFunc(func() { cancel(); <-done })
-	}
-
-	db := open()
-	inf := newInformer(db)
-	stop := run(inf)
-	poll.Until(t, 30*time.Second, "the cold start's list stored", func() bool {
-		return inf.HasSynced() && len(inf.GetStore().ListKeys()) == len(names)
-	})
-	stop()
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	bdb, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bdb.Update(func(tx *bolt.Tx) error {
-		objects := tx.Bucket([]byte("collections")).Bucket([]byte("pods")).Bucket([]byte("objects"))
-		for key := range events {
-			if err := objects.Put([]byte(key), []byte("not a record")); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := bdb.Close(); err != nil {
-		t.Fatal(err)
-	}
+	f := newStoredFile(t, src)
+	f.coldStart(nil, len(names))
+	f.damage(slices.Collect(maps.Keys(events))...)
 
 	walking, release := make(chan struct{}), make(chan struct{})
 	releaseWalk := sync.OnceFunc(func() { close(release) })
@@ -341,9 +238,9 @@ func checkSetAsideScenario(t *testing.T, names []string, events map[string]strin
 	defer func() { walkStarting = nil }()
 	defer releaseWalk()
 
-	db = open()
+	db := f.open()
 	defer db.Close()
-	inf = newInformer(db)
+	inf := f.informer(db, nil)
 	ev := &setAsideEvents{}
 	reg, err := inf.AddEventHandler(ev)
 	if err != nil {
@@ -380,7 +277,8 @@ func checkSetAsideScenario(t *testing.T, names []string, events map[string]strin
 		})
 		return setAside(keys, why)
 	})
-	stop = run(inf)
+	cancel, done := runInformer(inf)
+	stop := sync.OnceFunc(func() { cancel(); <-done })
 	defer stop()
 	<-walking
 	// Through GetIndexer, as client-go's users may call it: Informer's own

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,12 +13,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
-	"github.com/boltinformer/boltinformer/persist"
 )
 
 // An informer that stops during a warm start's walk ends the walk short of
@@ -102,14 +99,6 @@ func stopPod(n int, rv int) *corev1.Pod {
 
 // run returns the notifications the start handler was given.
 func (sc stopScenario) run(t *testing.T) []string {
-	path := filepath.Join(t.TempDir(), "cache.db")
-	open := func() *persist.DB {
-		db, err := persist.Open(path, persist.Options{Scheme: scheme.Scheme, NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return db
-	}
 	src := fcache.NewFakeControllerSource()
 	live := map[int]int{} // n -> rv
 	rv := 0
@@ -118,39 +107,12 @@ func (sc stopScenario) run(t *testing.T) []string {
 		src.Add(stopPod(n, 0))
 		live[n] = rv
 	}
-	newInformer := func(db *persist.DB) *Informer {
-		inf, err := NewSharedIndexInformerWithOptions(setAsideNoWatchList{src}, &corev1.Pod{}, InformerOptions{
-			Persistence:    Persistence{DB: db, Collection: "pods"},
-			InitialBackoff: time.Millisecond,
-			MaxBackoff:     10 * time.Millisecond,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return inf
-	}
-	run := func(inf *Informer) (cancel func(), done <-chan struct{}) {
-		ctx, cancel := context.WithCancel(context.Background())
-		d := make(chan struct{})
-		go func() { inf.RunWithContext(ctx); close(d) }()
-		return cancel, d
-	}
+	f := newStoredFile(t, src)
+	f.coldStart(nil, sc.stored)
 
-	db := open()
-	inf := newInformer(db)
-	cancel, done := run(inf)
-	poll.Until(t, 30*time.Second, "the cold start's list stored", func() bool {
-		return inf.HasSynced() && len(inf.GetStore().ListKeys()) == sc.stored
-	})
-	cancel()
-	<-done
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	db = open()
+	db := f.open()
 	defer db.Close()
-	inf = newInformer(db)
+	inf := f.informer(db, nil)
 	held, release := make(chan struct{}), make(chan struct{})
 	releaseWalk := sync.OnceFunc(func() { close(release) })
 	defer releaseWalk()
@@ -166,7 +128,7 @@ func (sc stopScenario) run(t *testing.T) []string {
 	if _, err := inf.AddEventHandler(&events); err != nil {
 		t.Fatal(err)
 	}
-	cancel, done = run(inf)
+	cancel, done := runInformer(inf)
 	defer func() { cancel(); <-done }()
 	<-held
 	d := inf.walk.Load()
@@ -265,7 +227,7 @@ func TestHandOutBeforeAStoppedWalkRefusesAReplace(t *testing.T) {
 	if d.handOutBefore(ctx, []cache.Delta{{Type: cache.SyncAll}}) {
 		t.Error("a resync after an unfinished walk is applied")
 	}
-	d.finished = true
+	d.finished.Store(true)
 	if !d.handOutBefore(ctx, []cache.Delta{{Type: cache.ReplacedAll}}) {
 		t.Error("a relist after a finished walk is refused")
 	}

@@ -1,10 +1,8 @@
 package cache
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -12,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 
@@ -43,54 +40,18 @@ func reviewByLabel(label string) cache.IndexFunc {
 // meanwhile. Its lookups must then wait and fail as reads of the closed
 // collection, not serve the older function's entries.
 func TestWarmStartStoppedMidWalkServesNoUnverifiedIndexEntry(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cache.db")
-	open := func() *persist.DB {
-		db, err := persist.Open(path, persist.Options{Scheme: scheme.Scheme, NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return db
-	}
 	src := fcache.NewFakeControllerSource()
 	a, b := setAsidePod("a"), setAsidePod("b")
 	a.Labels = map[string]string{"app": "web", "team": "red"}
 	b.Labels = map[string]string{"app": "db", "team": "web"}
 	src.Add(a)
 	src.Add(b)
-	newInformer := func(db *persist.DB, label string) *Informer {
-		inf, err := NewSharedIndexInformerWithOptions(setAsideNoWatchList{src}, &corev1.Pod{}, InformerOptions{
-			Persistence:    Persistence{DB: db, Collection: "pods"},
-			Indexers:       cache.Indexers{"by": reviewByLabel(label)},
-			InitialBackoff: time.Millisecond,
-			MaxBackoff:     10 * time.Millisecond,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return inf
-	}
-	run := func(inf *Informer) (cancel func(), done <-chan struct{}) {
-		ctx, cancel := context.WithCancel(context.Background())
-		d := make(chan struct{})
-		go func() { inf.RunWithContext(ctx); close(d) }()
-		return cancel, d
-	}
+	f := newStoredFile(t, src)
+	f.coldStart(cache.Indexers{"by": reviewByLabel("app")}, 2)
 
-	db := open()
-	inf := newInformer(db, "app")
-	cancel, done := run(inf)
-	poll.Until(t, 30*time.Second, "the cold start's list stored", func() bool {
-		return inf.HasSynced() && len(inf.GetStore().ListKeys()) == 2
-	})
-	cancel()
-	<-done
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	db = open()
+	db := f.open()
 	defer db.Close()
-	inf = newInformer(db, "team") // same name, same Go function name
+	inf := f.informer(db, cache.Indexers{"by": reviewByLabel("team")}) // same name, same Go function name
 	held, release := make(chan struct{}), make(chan struct{})
 	releaseWalk := sync.OnceFunc(func() { close(release) })
 	defer releaseWalk()
@@ -100,7 +61,7 @@ func TestWarmStartStoppedMidWalkServesNoUnverifiedIndexEntry(t *testing.T) {
 	if _, err := inf.AddEventHandler(&events); err != nil {
 		t.Fatal(err)
 	}
-	cancel, done = run(inf)
+	cancel, done := runInformer(inf)
 	defer func() { cancel(); <-done }()
 	<-held
 	d := inf.walk.Load()
