@@ -26,27 +26,7 @@ import (
 // that frees what the handler uses once Run returns would race with it.
 func TestWatchErrorHandlerNotRunningAfterRunReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		db, err := persist.Open(filepath.Join(t.TempDir(), "cache.db"), persist.Options{
-			Scheme:        scheme.Scheme,
-			NoSync:        true,
-			BatchInterval: time.Hour,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		src := fcache.NewFakeControllerSource()
-		src.Add(pod("ns", "a", "", nil))
-		inf, err := bcache.NewSharedIndexInformerWithOptions(noWatchList{src}, &corev1.Pod{}, bcache.InformerOptions{
-			Persistence: bcache.Persistence{DB: db, Collection: "pods"},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := inf.SetTransform(func(obj interface{}) (interface{}, error) {
-			return &unregistered{ObjectMeta: obj.(*corev1.Pod).ObjectMeta}, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		inf, closeAll := unencodableInformer(t)
 		entered, release := make(chan struct{}), make(chan struct{})
 		returned := make(chan struct{})
 		first := true
@@ -80,10 +60,7 @@ func TestWatchErrorHandlerNotRunningAfterRunReturns(t *testing.T) {
 		}
 		close(release)
 		<-done
-		src.Shutdown()
-		if err := db.Close(); err != nil {
-			t.Error(err)
-		}
+		closeAll()
 	})
 }
 
@@ -96,27 +73,7 @@ func TestWatchErrorHandlerNotRunningAfterRunReturns(t *testing.T) {
 // RunWithContext.
 func TestWatchErrorHandlerContextEndsWithTheInformer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		db, err := persist.Open(filepath.Join(t.TempDir(), "cache.db"), persist.Options{
-			Scheme:        scheme.Scheme,
-			NoSync:        true,
-			BatchInterval: time.Hour,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		src := fcache.NewFakeControllerSource()
-		src.Add(pod("ns", "a", "", nil))
-		inf, err := bcache.NewSharedIndexInformerWithOptions(noWatchList{src}, &corev1.Pod{}, bcache.InformerOptions{
-			Persistence: bcache.Persistence{DB: db, Collection: "pods"},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := inf.SetTransform(func(obj interface{}) (interface{}, error) {
-			return &unregistered{ObjectMeta: obj.(*corev1.Pod).ObjectMeta}, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		inf, closeAll := unencodableInformer(t)
 		entered, returned, cleanup := make(chan struct{}), make(chan struct{}), make(chan struct{})
 		first := true
 		if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, _ *cache.Reflector, err error) {
@@ -148,9 +105,41 @@ func TestWatchErrorHandlerContextEndsWithTheInformer(t *testing.T) {
 		}
 		close(cleanup)
 		<-returned
+		closeAll()
+	})
+}
+
+// unencodableInformer makes an informer over one Pod whose transform
+// returns a type the file's scheme does not know: applying the Pod fails
+// under blockDeltas, and the error goes to the watch error handler.
+// closeAll shuts the source down and closes the file, once the informer
+// has stopped.
+func unencodableInformer(t *testing.T) (inf *bcache.Informer, closeAll func()) {
+	db, err := persist.Open(filepath.Join(t.TempDir(), "cache.db"), persist.Options{
+		Scheme:        scheme.Scheme,
+		NoSync:        true,
+		BatchInterval: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := fcache.NewFakeControllerSource()
+	src.Add(pod("ns", "a", "", nil))
+	inf, err = bcache.NewSharedIndexInformerWithOptions(noWatchList{src}, &corev1.Pod{}, bcache.InformerOptions{
+		Persistence: bcache.Persistence{DB: db, Collection: "pods"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.SetTransform(func(obj interface{}) (interface{}, error) {
+		return &unregistered{ObjectMeta: obj.(*corev1.Pod).ObjectMeta}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return inf, func() {
 		src.Shutdown()
 		if err := db.Close(); err != nil {
 			t.Error(err)
 		}
-	})
+	}
 }
