@@ -179,7 +179,8 @@ func TestCheckpointRelistSkipsUnchangedAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	resync := time.Hour
-	r := startInformerOpts(t, f, noWatchList{src}, bcache.InformerOptions{Metrics: metrics}, func(inf *bcache.Informer) {
+	lw := newWatchedList(src)
+	r := startInformerOpts(t, f, lw, bcache.InformerOptions{Metrics: metrics}, func(inf *bcache.Informer) {
 		var err error
 		if cp, err = inf.Checkpoint("relist"); err != nil {
 			t.Fatal(err)
@@ -195,6 +196,7 @@ func TestCheckpointRelistSkipsUnchangedAcknowledged(t *testing.T) {
 	checkpointed.waitFor(t, 4, "cold start")
 	poll.Until(t, 10*time.Second, "acknowledged", func() bool { return cp.Len() == 4 })
 	before := len(checkpointed.list())
+	lw.awaitWatch(t, "after the cold start")
 
 	// Unseen by the watch: c changed, d deleted, e created. Then the watch
 	// breaks and its resourceVersion is gone: the informer relists.
@@ -203,6 +205,7 @@ func TestCheckpointRelistSkipsUnchangedAcknowledged(t *testing.T) {
 	src.AddDropWatch(pod("ns", "e", "", nil))
 	src.ResetWatch()
 	poll.Until(t, 30*time.Second, "relist applied", func() bool { return eq(storeState(r.inf.GetStore()), sourceState(t, src)) })
+	lw.awaitWatch(t, "after the relist")
 	// A sentinel after the relist: once a handler has it, it has everything
 	// the relist gave it.
 	src.Add(pod("ns", "z", "", nil))

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 
@@ -24,6 +25,38 @@ import (
 type noWatchList struct{ *fcache.FakeControllerSource }
 
 func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// watchedList is a noWatchList that tells each time a watch opens. A
+// change the source makes unseen (AddDropWatch and the like) is missed only
+// by a watch already open; a watch opened later replays it. A change made
+// before the watch after a relist opens expires that watch's version with
+// this fake, which forces a second relist.
+type watchedList struct {
+	noWatchList
+	opened chan struct{} // one value per watch opened
+}
+
+func newWatchedList(src *fcache.FakeControllerSource) *watchedList {
+	return &watchedList{noWatchList: noWatchList{src}, opened: make(chan struct{}, 100)}
+}
+
+func (w *watchedList) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	wi, err := w.noWatchList.Watch(opts)
+	if err == nil {
+		w.opened <- struct{}{}
+	}
+	return wi, err
+}
+
+// awaitWatch waits for the next watch to open.
+func (w *watchedList) awaitWatch(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-w.opened:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no watch opened %s", what)
+	}
+}
 
 // events records handler calls as strings.
 type events struct {
