@@ -40,6 +40,19 @@ var exceptions = map[string]map[string]string{
 	"controller/cold": {},
 }
 
+// racing are pkg/cache's specs, by their own text, whose outcome depends on
+// scheduling, with controller-runtime's own cache too. Each cancels a
+// context, then asks for an informer not yet built. It expects a timeout
+// because the new informer has not synced. GetInformer checks HasSynced once
+// after starting it. If building the informer took longer than its list,
+// it has synced and no error comes. Ginkgo runs a failed spec again, once,
+// and only these may pass on the second attempt.
+var racing = map[string]bool{
+	"should return an error when context is cancelled":                       true,
+	"should allow for get informer to be cancelled":                          true,
+	"should allow getting an informer by group/version/kind to be cancelled": true,
+}
+
 // TestControllerRuntimeSuites runs controller-runtime's own Ginkgo suites
 // with every cache they build routed through boltcr: pkg/controller's cold
 // (each cache on a new file: its specs are about controllers, and two of
@@ -89,7 +102,8 @@ func runSuite(t *testing.T, work, suite, test, binDir, mode string) {
 	defer log.Close()
 	// Ginkgo's timeout comes first, so that it still writes the report.
 	cmd := exec.Command(test, "-test.run=^TestSource$", "-test.timeout=50m", "-ginkgo.timeout=45m",
-		fmt.Sprintf("-ginkgo.seed=%d", seed), "-ginkgo.no-color", "-ginkgo.json-report="+report)
+		fmt.Sprintf("-ginkgo.seed=%d", seed), "-ginkgo.no-color", "-ginkgo.json-report="+report,
+		"-ginkgo.flake-attempts=2")
 	cmd.Dir = filepath.Join(work, "controller-runtime", "pkg", suite)
 	cmd.Env = append(os.Environ(),
 		"KUBEBUILDER_ASSETS="+binDir,
@@ -111,6 +125,14 @@ func runSuite(t *testing.T, work, suite, test, binDir, mode string) {
 		switch s.State {
 		case "passed":
 			passed = append(passed, s.name())
+			if s.NumAttempts > 1 {
+				if racing[s.LeafNodeText] {
+					t.Logf("passed on attempt %d, as a spec racing the informer's sync may: %s", s.NumAttempts, s.name())
+				} else {
+					s.State = fmt.Sprintf("passed only on attempt %d", s.NumAttempts)
+					unexpected = append(unexpected, s)
+				}
+			}
 		case "skipped", "pending":
 			skipped = append(skipped, s.name())
 		default: // failed, panicked, timedout, interrupted, aborted
@@ -163,6 +185,7 @@ type spec struct {
 	LeafNodeType            string
 	LeafNodeText            string
 	State                   string
+	NumAttempts             int
 	Failure                 struct {
 		Message  string
 		Location struct {

@@ -74,4 +74,12 @@
 // warm run (see testdata/zz_boltinformer_hook_test.go): envtest's etcd is
 // otherwise idle, and a warm informer in an idle etcd relists after five
 // short watches instead of catching up through the apiserver's bookmark.
+//
+// Five specs of pkg/cache, each run under three cache options, race the
+// informer's sync (see racing in the test). Each asks, with a cancelled
+// context, for an informer not yet built, and expects a timeout. If the
+// informer syncs before GetInformer's one check, no error comes. In 250
+// tries under -race, controller-runtime's own cache returned no error 12
+// times, boltcr's at most once. Ginkgo runs a failed spec a second time. Only these
+// specs may pass on that second attempt.
 package crsuite
