@@ -91,7 +91,7 @@ test-crsuite: test-binaries
 	cd controllerruntime && $(GO) test -race -count=1 -timeout 60m -v -run '^TestControllerRuntimeSuites$$' ./internal/crsuite
 
 # make simulate: the seeded simulation of the whole informer
-# (internal/simulation, docs/simulation.md) on SEEDS seeds from FIRST, under
+# (simulation, docs/simulation.md) on SEEDS seeds from FIRST, under
 # the race detector; make test runs its default 60. SEED=n reruns one seed
 # (a failure prints the command); SHRINK is the time spent shrinking the
 # failing schedules.
@@ -100,7 +100,7 @@ FIRST  ?= 0
 SHRINK ?= 2m
 .PHONY: simulate
 simulate:
-	$(GO) test -race -count=1 -timeout 120m ./internal/simulation -run '^TestSimulation$$' \
+	$(GO) test -race -count=1 -timeout 120m ./simulation -run '^TestSimulation$$' \
 		-simulation.seeds=$(SEEDS) -simulation.first=$(FIRST) -simulation.shrink=$(SHRINK) \
 		$(if $(SEED),-simulation.seed=$(SEED) -v)
 

@@ -67,7 +67,7 @@ first=(
 	github.com/boltinformer/boltinformer/cache
 	github.com/boltinformer/boltinformer/persist
 	github.com/boltinformer/boltinformer/cmd/inspect
-	github.com/boltinformer/boltinformer/internal/simulation
+	github.com/boltinformer/boltinformer/simulation
 	github.com/boltinformer/boltinformer/internal/testing/apiservertest
 	github.com/boltinformer/boltinformer/controllerruntime/internal/crsuite
 	github.com/boltinformer/boltinformer/controllerruntime

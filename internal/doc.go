@@ -11,8 +11,10 @@
 //     benchmarks and other support code import them.
 //   - internal/bench/<name> is benchmark support: benchkit and runstats.
 //     Only the benchmark harnesses and Go benchmarks import them.
-//   - internal/simulation is test support too: the randomized simulation,
-//     kept at its own path.
+//
+// The randomized simulation (simulation/) and the end-to-end tests (e2e/)
+// sit at the root, beside the packages they drive. They hold only
+// _test.go files and a doc.go, so nothing can import them.
 //
 // Imports point down, never back up. What ships imports neither test nor
 // benchmark support outside its _test.go files. Test support may import

@@ -32,7 +32,7 @@ func (k kind) String() string {
 func kindOf(dir string) kind {
 	switch {
 	case dir == "internal/testing" || strings.HasPrefix(dir, "internal/testing/"),
-		dir == "internal/simulation" || strings.HasPrefix(dir, "internal/simulation/"),
+		dir == "simulation" || strings.HasPrefix(dir, "simulation/"),
 		dir == "e2e" || strings.HasPrefix(dir, "e2e/"):
 		return testSupport
 	case dir == "internal/bench" || strings.HasPrefix(dir, "internal/bench/"):
@@ -106,6 +106,21 @@ func layoutViolations(t *testing.T, root string) []string {
 func TestLayout(t *testing.T) {
 	for _, v := range layoutViolations(t, "..") {
 		t.Errorf("%s: an import back up; internal/doc.go says which folder may import which", v)
+	}
+	// The root's test-only packages stay unimportable.
+	for _, dir := range []string{"simulation", "e2e"} {
+		files, err := filepath.Glob(filepath.Join("..", dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) == 0 {
+			t.Errorf("%s/ holds no Go file; update internal/doc.go if it moved", dir)
+		}
+		for _, f := range files {
+			if name := filepath.Base(f); name != "doc.go" && !strings.HasSuffix(name, "_test.go") {
+				t.Errorf("%s/%s: %s/ holds only _test.go files and doc.go, so that nothing imports it", dir, name, dir)
+			}
+		}
 	}
 }
 

@@ -90,17 +90,17 @@ type driver struct {
 	damaged, settled bool
 
 	// weak is the state of the weak server's and mid-operation faults'
-	// driving (midop.go).
+	// driving (midop_test.go).
 	weak weakState
-	// model is the simulation's own record of the checkpoint (oracle.go);
+	// model is the simulation's own record of the checkpoint (oracle_test.go);
 	// removeObs removes its commit observer from the open file.
 	model     *ckModel
 	removeObs func()
 	closeErr  error // the last Close's
-	// diff is the differential mode's (differential.go); nil if off.
+	// diff is the differential mode's (differential_test.go); nil if off.
 	diff *differential
 	// stale are what a user kept of the informer a restart in the process
-	// replaced (stale.go); nil if none.
+	// replaced (stale_test.go); nil if none.
 	stale *staleHandles
 	// handlerErrs are the watch error handler's violations (errorSeen).
 	handlerErrs chan string
@@ -470,7 +470,7 @@ func (d *driver) startInformer(warm, wait bool) error {
 // lagging watch caches move on, the server sends bookmarks, and every 100 ms
 // the short (catch-up) watches time out, as they would on their own after 3
 // seconds. It ends early with errInterrupted when a crash image is pending
-// or, in a check, a trigger changed the objects (midop.go).
+// or, in a check, a trigger changed the objects (midop_test.go).
 func (d *driver) wait(cond func() bool) error {
 	// A held request would keep the informer from settling.
 	d.srv.CloseHolds()

@@ -19,14 +19,14 @@ import (
 // resourceVersion is an integer that only grows; the history of every
 // change, so a list can be served at any revision not compacted; and one to
 // three apiservers whose watch caches hold the last Window events, restart
-// empty and may lag etcd (apiservers.go).
+// empty and may lag etcd (apiservers_test.go).
 //
 // Everything that changes the server is called by the driver, one step at a
-// time, or by a trigger a step armed, inside a request (faults.go); the
+// time, or by a trigger a step armed, inside a request (faults_test.go); the
 // informer only reads. Requests from the informer's goroutines are served
 // under mu.
 type Server struct {
-	// mu guards every field below and each watch's queue (watch.go).
+	// mu guards every field below and each watch's queue (watch_test.go).
 	mu sync.Mutex
 
 	rev  int64                  // the revision of the latest write, any resource
@@ -41,12 +41,12 @@ type Server struct {
 	live map[types.UID]string
 
 	// insts are the apiservers behind the address, each with its watch
-	// cache (apiservers.go); window is how many changes each cache keeps.
+	// cache (apiservers_test.go); window is how many changes each cache keeps.
 	insts  []*instance
 	window int
 	// lag: caches apply changes only when Tick, a read or a watch needs
 	// them to; otherwise each change reaches every cache as it is written.
-	// slowCache: the last apiserver lags more (apiservers.go).
+	// slowCache: the last apiserver lags more (apiservers_test.go).
 	lag, slowCache bool
 	// cachePages: reads a watch cache serves honour Limit (kube-apiserver
 	// 1.34's snapshots); otherwise they return every item, unpaged.
@@ -71,12 +71,12 @@ type Server struct {
 	faults  []fault
 	uids    int
 
-	// triggers are armed by steps and fire inside requests (faults.go);
+	// triggers are armed by steps and fire inside requests (faults_test.go);
 	// moved counts the writes they made, so that the driver knows the
 	// server changed while it waited.
 	triggers []*trigger
 	moved    int
-	// holdOpen: hold triggers hold their requests (faults.go); holding
+	// holdOpen: hold triggers hold their requests (faults_test.go); holding
 	// counts the requests held, which wait for holdRelease to close.
 	holdOpen    bool
 	holding     int
@@ -85,13 +85,13 @@ type Server struct {
 	// what the trigger was.
 	onCrash func(what string)
 	// onWrite, if set, is called by a trigger's writes, without mu held,
-	// with what the trigger did (differential.go repeats it on the mirror).
+	// with what the trigger did (differential_test.go repeats it on the mirror).
 	// writes, if set, is held (before mu) while a request's triggers fire
 	// and onWrite repeats their writes.
 	onWrite func(do, key string, arg int)
 	writes  *sync.Mutex
 	// wire: watches and recovery lists are served as protobuf bytes
-	// (wirelister.go); cut: some of those bodies end early; fieldCuts:
+	// (wirelister_test.go); cut: some of those bodies end early; fieldCuts:
 	// half of those at a field's boundary.
 	wire, cut, fieldCuts bool
 
@@ -124,7 +124,7 @@ type ServerOptions struct {
 	// Instances is how many apiservers serve behind the address; zero
 	// means one.
 	Instances int
-	// Lag lets their watch caches fall behind etcd (apiservers.go);
+	// Lag lets their watch caches fall behind etcd (apiservers_test.go);
 	// SlowCache makes the last one lag more.
 	Lag, SlowCache bool
 	// CachePages makes cache-served reads honour Limit.

@@ -4,7 +4,7 @@ import "math/rand"
 
 // interleave adds to a schedule what meets an operation halfway on
 // purpose, not by chance: a start that does not wait to be synced; a
-// request the apiserver answers slowly (a hold, faults.go) while the next
+// request the apiserver answers slowly (a hold, faults_test.go) while the next
 // steps run — a stop, a crash, a 410, a write, an acknowledgement, a
 // restart inside the process; handovers (a new informer on the open file)
 // and calls on what the user kept of the old one; a checkpoint's handler

@@ -22,7 +22,7 @@ type Config struct {
 	Window         int   // the watch cache's length
 	ExpireInStream bool  // 410 as an ERROR event rather than a status
 
-	// The weak apiserver (apiservers.go, wirelister.go) and the informer's
+	// The weak apiserver (apiservers_test.go, wirelister_test.go) and the informer's
 	// clock, drawn from a generator of their own so that every seed keeps
 	// the steps it had before they existed.
 	Instances   int  // apiservers behind the address, each with its watch cache
@@ -33,19 +33,19 @@ type Config struct {
 	Cut         bool // some of those bodies end early
 	RealBackoff bool // client-go's backoff (800 ms to 30 s) on a virtual clock
 
-	// Set by enrich (content.go); zero in a base schedule.
-	Differential bool  // client-go's informer beside ours (differential.go)
+	// Set by enrich (content_test.go); zero in a base schedule.
+	Differential bool  // client-go's informer beside ours (differential_test.go)
 	Content      bool  // rich creates: names that need escaping, long names and labels
 	HugeIndex    bool  // rich content with an index value longer than 32 KiB
 	CacheBytes   int64 // Persistence.CacheBytes; 0: no byte bound
 	BigObjects   bool  // rich content larger than CacheBytes
-	Damage       bool  // the damage kinds of damagekinds.go
+	Damage       bool  // the damage kinds of damagekinds_test.go
 
-	// Set by interleave (interleave.go); zero in a base schedule.
-	AckInHandler bool // the checkpoint's handler acknowledges in place (stale.go)
+	// Set by interleave (interleave_test.go); zero in a base schedule.
+	AckInHandler bool // the checkpoint's handler acknowledges in place (stale_test.go)
 	FieldCuts    bool // cut bodies end at a field's boundary half the time
-	Handover     bool // restarts inside the process, keeping the file open (stale.go)
-	SlowCache    bool // with Lag, the last apiserver lags more; a second one if there was one (apiservers.go)
+	Handover     bool // restarts inside the process, keeping the file open (stale_test.go)
+	SlowCache    bool // with Lag, the last apiserver lags more; a second one if there was one (apiservers_test.go)
 }
 
 func (c Config) String() string {
@@ -102,18 +102,18 @@ const (
 	OpLateHandler Op = "late-handler" // a handler joins the running informer
 	OpDamageJ     Op = "damage-journal"
 	OpDamageR     Op = "damage-record" // the payload of the N-th stored record
-	OpArm         Op = "arm"           // before the N-th request of Kind from now (or commit): Do (faults.go)
+	OpArm         Op = "arm"           // before the N-th request of Kind from now (or commit): Do (faults_test.go)
 	OpRestartOne  Op = "restart-one"   // apiserver N restarts alone
 	OpQuiet       Op = "quiet"         // no bookmarks for the next N steps
 
-	OpCreateRich   Op = "create-rich"   // create Key with rich content of variant N (content.go)
-	OpDamageBucket Op = "damage-bucket" // a sub-bucket of the collection missing (damagekinds.go)
+	OpCreateRich   Op = "create-rich"   // create Key with rich content of variant N (content_test.go)
+	OpDamageBucket Op = "damage-bucket" // a sub-bucket of the collection missing (damagekinds_test.go)
 	OpDamageHeader Op = "damage-header" // the header of the N-th stored record
 	OpDamageIndex  Op = "damage-index"  // an index entry
 	OpDamageMeta   Op = "damage-meta"   // a value of the collection's meta bucket
 
-	OpHandover Op = "handover"    // a new informer replaces the running one on the open file; N odd: the old checkpoint is closed first (stale.go)
-	OpStale    Op = "stale-calls" // calls on what the user kept of the replaced informer (stale.go)
+	OpHandover Op = "handover"    // a new informer replaces the running one on the open file; N odd: the old checkpoint is closed first (stale_test.go)
+	OpStale    Op = "stale-calls" // calls on what the user kept of the replaced informer (stale_test.go)
 )
 
 // Step is one step of a schedule.
@@ -124,10 +124,10 @@ type Step struct {
 	Kind string
 	Code int
 	P    float64
-	// Do is what an armed trigger does (faults.go: ActCompact, ...).
+	// Do is what an armed trigger does (faults_test.go: ActCompact, ...).
 	Do string
 	// NoWait: the next step follows at once, without waiting for the
-	// informer to settle (midop.go).
+	// informer to settle (midop_test.go).
 	NoWait bool
 }
 
@@ -190,8 +190,8 @@ func pickWeighted[T any](r *rand.Rand, ws []weighted[T]) T {
 }
 
 // Generate returns seed's schedule of about n steps, with the weak server's
-// steps (weakschedule.go), enriched (content.go) and interleaved with
-// operations cut halfway (interleave.go).
+// steps (weakschedule_test.go), enriched (content_test.go) and interleaved with
+// operations cut halfway (interleave_test.go).
 func Generate(seed int64, n int) Schedule {
 	s := generate(seed, n, newWeakGen(seed))
 	enrich(&s)

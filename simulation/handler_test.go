@@ -16,7 +16,7 @@ import (
 // that it is one client-go could deliver, and keeps the handler's view of
 // the collection (key → the state it was last told) for the quiescent
 // checks. A checkpoint's handler starts from the acknowledgements the
-// simulation's model of the checkpoint (oracle.go) says the file holds
+// simulation's model of the checkpoint (oracle_test.go) says the file holds
 // instead of nothing: what it was told before the restart.
 //
 // Per key, a delivered state must be one the server wrote for that key,

@@ -217,7 +217,7 @@ func (d *driver) lockWrites() func() {
 }
 
 // mirrorTrigger repeats on the mirror what a trigger wrote on the server
-// (faults.go), moving its revision as the server's moved.
+// (faults_test.go), moving its revision as the server's moved.
 func (d *driver) mirrorTrigger(do, key string, arg int) {
 	m := d.diff.mirror
 	switch do {
@@ -396,7 +396,7 @@ func (d *driver) diffPending() string {
 				// A handler that joined late was told the changes made
 				// before it joined in its synthetic adds, or not at all.
 				// While bookmarks are withheld, ours' store version may
-				// lag what it applied (invariants.go): the join is unknown.
+				// lag what it applied (invariants_test.go): the join is unknown.
 				if p.joinedNow && (changed[key] <= p.joined[i] || d.srv.Quiet()) {
 					continue
 				}

@@ -36,7 +36,7 @@ type simWatch struct {
 	stopOnce sync.Once
 	done     chan struct{}
 	// pumped, if not nil, is closed once the goroutine that encodes the
-	// watch's events as protobuf (wirelister.go) has exited.
+	// watch's events as protobuf (wirelister_test.go) has exited.
 	pumped chan struct{}
 }
 

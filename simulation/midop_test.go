@@ -17,7 +17,7 @@ import (
 // while the informer is busy, steps that do not wait for it to settle, and
 // the settled points where the invariants are checked.
 //
-// A crash trigger (a request's, faults.go, or a group commit's) copies the
+// A crash trigger (a request's, faults_test.go, or a group commit's) copies the
 // committed file at that moment through persist's DB.Snapshot, a read
 // transaction: the image is what a process killed right then leaves, a
 // commit point and never half a transaction. The informer runs on until
@@ -28,7 +28,7 @@ import (
 //
 // A step marked NoWait is followed by no wait: the next step comes while
 // the informer still works on this one's changes. Its notifications are
-// still checked as they arrive; the settled checks (invariants.go) run only
+// still checked as they arrive; the settled checks (invariants_test.go) run only
 // after a step that waits. A trigger's write while the driver waits makes
 // the wait's target stale, so the check starts again against the new
 // state.
@@ -299,7 +299,7 @@ func (d *driver) syncedDiff(got map[string]Version, from int64, moved int) strin
 }
 
 // waitHeld follows a step that does not wait while holds are open (a slow
-// apiserver, faults.go): it waits until a request is held, or the informer
+// apiserver, faults_test.go): it waits until a request is held, or the informer
 // and every registration are synced, and no handler has had anything new
 // for three polls in a row; or until a crash image is pending. The next
 // step then meets the informer halfway through its list, recovery or

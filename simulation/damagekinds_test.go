@@ -11,7 +11,7 @@ import (
 )
 
 // The damage a closed file can hold beyond a journal entry and a record's
-// payload (damage.go): a collection missing one of its sub-buckets, a
+// payload (damage_test.go): a collection missing one of its sub-buckets, a
 // record whose header does not decode, an index entry that does not
 // decode, and a meta value that does not. Each leaves a sound bbolt file.
 // The informer must start on it, cold if need be, and settle on the

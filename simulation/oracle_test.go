@@ -61,7 +61,7 @@ type ckModel struct {
 	// missing holds nothing for certain.
 	base    map[string]ckSet
 	pending []ckTransition
-	// frozen: a crash image was taken (midop.go); the file will hold only
+	// frozen: a crash image was taken (midop_test.go); the file will hold only
 	// what was durable then, so later commits and flushes make nothing
 	// durable. closed ends it.
 	frozen bool

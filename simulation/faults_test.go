@@ -16,7 +16,7 @@ import (
 // an error on the third page, or a crash (the driver keeps the file as it
 // was committed at that moment, then kills and restarts the informer from
 // it). Commit triggers count the cache file's group commits instead of
-// requests; the driver keeps those (midop.go).
+// requests; the driver keeps those (midop_test.go).
 
 // What a trigger does.
 const (

@@ -185,7 +185,7 @@ func TestSimulation(t *testing.T) {
 		if r.base {
 			baseFlag = " -simulation.base"
 		}
-		msg += fmt.Sprintf("\nreproduce: go test ./internal/simulation -run '^TestSimulation$' -simulation.seed=%d -simulation.steps=%d%s -v", r.sched.Seed, *flagSteps, baseFlag)
+		msg += fmt.Sprintf("\nreproduce: go test ./simulation -run '^TestSimulation$' -simulation.seed=%d -simulation.steps=%d%s -v", r.sched.Seed, *flagSteps, baseFlag)
 		t.Error(msg)
 	}
 	t.Logf("%d seeds (%d failed) of %d steps in %v, %d at a time", len(seeds), failed, *flagSteps, elapsed.Round(time.Millisecond), *flagParallel)
