@@ -7,8 +7,8 @@
 //   - internal/<name> ships: library packages import clusterid, format,
 //     listidentity and wire, so they enter every user's build.
 //   - internal/testing/<name> is test support: apiservertest, fixture,
-//     listidentitytest, listrules, metrictest and poll. Only tests,
-//     benchmarks and other support code import them.
+//     listidentitytest, listrules, metrictest, poll and reflectortest. Only
+//     tests, benchmarks and other support code import them.
 //   - internal/bench/<name> is benchmark support: benchkit and runstats.
 //     Only the benchmark harnesses and Go benchmarks import them.
 //

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -45,20 +46,20 @@ func TestGivenListOlderThanTheTargetDoesNotEndTheShortWatches(t *testing.T) {
 	}
 	targets := make(chan string, 1)
 	watchers := make(chan *watch.RaceFreeFakeWatcher, 10)
-	h := startRecovery(t, store, lister, "", func(o *testOptions, lw *fakeLW) {
+	h := startRecovery(t, store, lister, "", func(o *testOptions, lw *reflectortest.ScriptedLW) {
 		o.ResumeResourceVersion = "2"
 		o.CatchUp = &reflector.CatchUp{Done: make(chan struct{}), Target: func(rv string) { targets <- rv }}
 		// The informer's proof list, a consistent read taken at its start.
 		o.Recovery.Listed = func(context.Context) *Listing {
 			return &Listing{ResourceVersion: "9", Pages: 1, Versions: map[string]Version{"ns/a": {UID: "ua", ResourceVersion: "1"}}}
 		}
-		lw.list = func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
+		lw.List = func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
 			if opts.Limit == 1 && opts.ResourceVersion == "" {
-				return podList("20"), nil // the short watch's consistent read
+				return reflectortest.PodList("20"), nil // the short watch's consistent read
 			}
 			return nil, fmt.Errorf("unexpected list %+v", opts)
 		}
-		lw.watch = func(int, metav1.ListOptions) (watch.Interface, error) {
+		lw.Watch = func(int, metav1.ListOptions) (watch.Interface, error) {
 			w := watch.NewRaceFreeFake()
 			watchers <- w
 			return w, nil
@@ -123,19 +124,19 @@ func TestRelistAfterMaxWatchesIsAtOrAfterTheRead(t *testing.T) {
 	}
 	targets := make(chan string, 1)
 	watchers := make(chan *watch.RaceFreeFakeWatcher, 10)
-	h := startRecovery(t, store, lister, "", func(o *testOptions, lw *fakeLW) {
+	h := startRecovery(t, store, lister, "", func(o *testOptions, lw *reflectortest.ScriptedLW) {
 		o.ResumeResourceVersion = "2"
 		o.CatchUp = &reflector.CatchUp{Done: make(chan struct{}), MaxWatches: 2, Target: func(rv string) { targets <- rv }}
 		o.Recovery.Listed = func(context.Context) *Listing {
 			return &Listing{ResourceVersion: "9", Pages: 1, Versions: map[string]Version{"ns/a": {UID: "ua", ResourceVersion: "1"}}}
 		}
-		lw.list = func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
+		lw.List = func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
 			if opts.Limit == 1 && opts.ResourceVersion == "" {
-				return podList("20"), nil
+				return reflectortest.PodList("20"), nil
 			}
 			return nil, fmt.Errorf("unexpected list %+v", opts)
 		}
-		lw.watch = func(int, metav1.ListOptions) (watch.Interface, error) {
+		lw.Watch = func(int, metav1.ListOptions) (watch.Interface, error) {
 			w := watch.NewRaceFreeFake()
 			watchers <- w
 			return w, nil
@@ -289,10 +290,10 @@ func checkRandomCatchUp(t *testing.T, seed uint64) {
 		objects: server("0"),
 	}
 	var givenTaken atomic.Bool
-	obs := &recObserver{}
-	lw := &fakeLW{t: t}
+	obs := &reflectortest.RecordingObserver[reflector.StartCause]{}
+	lw := &reflectortest.ScriptedLW{T: t}
 	reads := 0
-	lw.list = func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
+	lw.List = func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if opts.Limit != 1 || opts.ResourceVersion != "" {
@@ -304,10 +305,10 @@ func checkRandomCatchUp(t *testing.T, seed uint64) {
 			return nil, errors.New("connection reset by peer")
 		}
 		note("read: %d", rev())
-		return podList(strconv.FormatInt(rev(), 10)), nil
+		return reflectortest.PodList(strconv.FormatInt(rev(), 10)), nil
 	}
 	short := int64(reflector.DefaultCatchUpWatchTimeout / time.Second)
-	lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+	lw.Watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
 		if n == 0 {
 			time.Sleep(cfg.WatchDelay)
 		}
@@ -377,7 +378,7 @@ func checkRandomCatchUp(t *testing.T, seed uint64) {
 			return &Listing{ResourceVersion: strconv.FormatInt(at, 10), Pages: 1, Versions: map[string]Version{"ns/a": {UID: "ua", ResourceVersion: "1"}}}
 		}
 	}
-	r := newReflector(lw.listWatch(), store, opts)
+	r := newReflector(lw.ListWatch(), store, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() {

@@ -24,6 +24,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -96,12 +97,12 @@ func TestRecoveryAsksAgainForACutPage(t *testing.T) {
 		cut := &cutMetaLister{metaWireLister: &metaWireLister{fakeLister: lister}, t: t, cut: &onceCut{},
 			item: metav1.PartialObjectMetadata{ObjectMeta: onServer[2].ObjectMeta}}
 		store := newFakeStore(stored...)
-		h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
+		h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *reflectortest.ScriptedLW) { o.Recovery.Lister = cut })
 		store.waitFor(t, "end@10")
 		h.stop()
-		equal(t, "store calls", store.Calls(), want)
-		equal(t, "metadata page requests", len(lister.MetaOpts()), 2)
-		noErrors(t, &harness{errs: h.errs})
+		reflectortest.Equal(t, "store calls", store.Calls(), want)
+		reflectortest.Equal(t, "metadata page requests", len(lister.MetaOpts()), 2)
+		h.errs.CheckNone(t)
 		if n := len(h.obs.Stats()); n != 1 {
 			t.Errorf("recovered %d times, want once", n)
 		}
@@ -123,12 +124,12 @@ func TestRecoveryAsksAgainForACutPage(t *testing.T) {
 			},
 		}
 		store := newFakeStore(stored...)
-		h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
+		h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *reflectortest.ScriptedLW) { o.Recovery.Lister = lister })
 		store.waitFor(t, "end@10")
 		h.stop()
-		equal(t, "store calls", store.Calls(), want)
-		equal(t, "full list page requests", len(lister.WireOpts()), 2)
-		noErrors(t, &harness{errs: h.errs})
+		reflectortest.Equal(t, "store calls", store.Calls(), want)
+		reflectortest.Equal(t, "full list page requests", len(lister.WireOpts()), 2)
+		h.errs.CheckNone(t)
 		if n := len(h.obs.Stats()); n != 1 {
 			t.Errorf("recovered %d times, want once", n)
 		}
@@ -298,13 +299,13 @@ func TestRecoveryAsksAgainForAPageCutAnywhere(t *testing.T) {
 				}
 				cut := &cutAtMetaLister{fakeLister: lister, cutAt: &cutAt{body: body, n: n, end: end, once: &onceCut{}}}
 				store := newFakeStore(stored...)
-				h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
+				h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *reflectortest.ScriptedLW) { o.Recovery.Lister = cut })
 				checkRun(t, fmt.Sprintf("cut at %d of %d bytes, then %v", n, len(body), end), store, h, len(lister.MetaOpts()))
 			}
 		})
 	}
 
-	for format, body := range encodePodList(t, podList("10", onServer...)) {
+	for format, body := range encodePodList(t, reflectortest.PodList("10", onServer...)) {
 		t.Run("full list page in "+format, func(t *testing.T) {
 			for n := range len(body) + 1 {
 				end := ends[n%len(ends)]
@@ -315,7 +316,7 @@ func TestRecoveryAsksAgainForAPageCutAnywhere(t *testing.T) {
 					cutAt: &cutAt{body: body, n: n, end: end, once: &onceCut{}},
 				}
 				store := newFakeStore(stored...)
-				h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
+				h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *reflectortest.ScriptedLW) { o.Recovery.Lister = cut })
 				checkRun(t, fmt.Sprintf("cut at %d of %d bytes, then %v", n, len(body), end), store, h, cut.Asked()-1)
 			}
 		})
@@ -413,7 +414,7 @@ func TestRecoveryOfAPageCutTwiceIsReportedAndBacksOff(t *testing.T) {
 	}, {
 		name: "full list page",
 		lister: func(func() bool) (testLister, *cutAt, func() int) {
-			body := encodePodList(t, podList("10", onServer...))["protobuf"]
+			body := encodePodList(t, reflectortest.PodList("10", onServer...))["protobuf"]
 			cut := &cutAt{body: body, n: 0, end: io.ErrUnexpectedEOF}
 			return &cutAtWireLister{fakeLister: &fakeLister{meta: notAcceptable, objects: func(context.Context, string, string, metav1.ListOptions) (runtime.Object, error) {
 				return nil, fmt.Errorf("a fetch")
@@ -426,7 +427,7 @@ func TestRecoveryOfAPageCutTwiceIsReportedAndBacksOff(t *testing.T) {
 			var healed atomic.Bool
 			lister, cut, asked := tc.lister(healed.Load)
 			store := newFakeStore(stored...)
-			h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) {
+			h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 				o.Recovery.Lister = lister
 				o.WatchErrorHandler = nil // the default: log like client-go
 				o.Clock = clock
@@ -451,7 +452,7 @@ func TestRecoveryOfAPageCutTwiceIsReportedAndBacksOff(t *testing.T) {
 			}
 			store.waitFor(t, "end@10")
 			h.stop()
-			equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[ns/a ns/c]", "update ns/b@5", "end@10"})
+			reflectortest.Equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[ns/a ns/c]", "update ns/b@5", "end@10"})
 			if n := len(reported()); n != 2 {
 				t.Errorf("%d failures reported, want 2: %v", n, reported())
 			}
@@ -470,7 +471,7 @@ func TestRecoveryOfAPageCutTwiceAnywhereNeverReadsLess(t *testing.T) {
 	stored := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3")}
 	onServer := []*v1.Pod{upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"), upod("ns", "c", "uc", "3")}
 	want := []string{"begin deleted=[] unchanged=[ns/a ns/c]", "update ns/b@5", "end@10"}
-	for format, body := range encodePodList(t, podList("10", onServer...)) {
+	for format, body := range encodePodList(t, reflectortest.PodList("10", onServer...)) {
 		t.Run(format, func(t *testing.T) {
 			for n := range len(body) {
 				for _, end := range []error{io.EOF, io.ErrUnexpectedEOF} {
@@ -482,7 +483,7 @@ func TestRecoveryOfAPageCutTwiceAnywhereNeverReadsLess(t *testing.T) {
 						cutAt: &cutAt{body: body, n: n, end: end},
 					}
 					store := newFakeStore(stored...)
-					h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
+					h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *reflectortest.ScriptedLW) { o.Recovery.Lister = cut })
 					poll.Until(t, 5*time.Second, what+": a failed recovery, or its end", func() bool {
 						return len(h.errs.Errors()) > 0 || slices.ContainsFunc(store.Calls(), func(c string) bool { return strings.HasPrefix(c, "end@") })
 					})
@@ -563,16 +564,16 @@ func TestRecoveryAsksAgainForAMetadataPageCutInItsPrefix(t *testing.T) {
 			}
 			cut := &prefixCutMetaLister{metaWireLister: &metaWireLister{fakeLister: lister}, n: n, cut: &onceCut{}}
 			store := newFakeStore(stored...)
-			h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = cut })
+			h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *reflectortest.ScriptedLW) { o.Recovery.Lister = cut })
 			store.waitFor(t, "end@10")
 			h.stop()
-			equal(t, "store calls", store.Calls(), want)
+			reflectortest.Equal(t, "store calls", store.Calls(), want)
 			for _, err := range h.errs.Errors() {
 				if errors.Is(err, io.EOF) {
 					t.Errorf("a cut page reported as an error wrapping io.EOF, which the default error handler drops as a normal close: %v", err)
 				}
 			}
-			noErrors(t, &harness{errs: h.errs})
+			h.errs.CheckNone(t)
 			if n := len(h.obs.Stats()); n != 1 {
 				t.Errorf("recovered %d times, want once (the cut page asked for again)", n)
 			}
@@ -605,11 +606,11 @@ func TestRecoveryAsksAgainForAFullListPageCutInItsPrefix(t *testing.T) {
 				},
 			}
 			store := newFakeStore(stored...)
-			h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
+			h := startRecovery(t, store, nil, "3", func(o *testOptions, _ *reflectortest.ScriptedLW) { o.Recovery.Lister = lister })
 			store.waitFor(t, "end@10")
 			h.stop()
-			equal(t, "store calls", store.Calls(), want)
-			noErrors(t, &harness{errs: h.errs})
+			reflectortest.Equal(t, "store calls", store.Calls(), want)
+			h.errs.CheckNone(t)
 			if n := len(h.obs.Stats()); n != 1 {
 				t.Errorf("recovered %d times, want once (the cut page asked for again)", n)
 			}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -108,7 +109,7 @@ func protoPage(rv, cont string, items ...pbuf) []byte {
 
 // jsonPage is a list response in JSON.
 func jsonPage(t *testing.T, rv, cont string, pods ...*v1.Pod) []byte {
-	l := podList(rv, pods...)
+	l := reflectortest.PodList(rv, pods...)
 	l.Continue = cont
 	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
 	b, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, v1.SchemeGroupVersion), l)
@@ -166,21 +167,21 @@ func TestRecoveryFromAFullList(t *testing.T) {
 					return page(n), nil
 				},
 			}
-			h := startRecovery(t, store, nil, "4", func(o *testOptions, lw *fakeLW) {
+			h := startRecovery(t, store, nil, "4", func(o *testOptions, lw *reflectortest.ScriptedLW) {
 				o.Recovery.Lister = lister
 				o.PageSize = 500 // paged, as client-go's list with this PageSize
-				lw.signalWatch(watchOpened)
+				lw.SignalWatch(watchOpened)
 			})
 			store.waitFor(t, "end@10")
 			h.stop()
 
-			equal(t, "full list requests", lister.WireOpts(), []string{
+			reflectortest.Equal(t, "full list requests", lister.WireOpts(), []string{
 				`"" rv="4" match="NotOlderThan" limit=500 continue=""`,
 				`"" rv="" match="" limit=500 continue="next"`,
 			})
-			equal(t, "fetches", lister.Fetches(), []string(nil))
-			equal(t, "metadata lists", len(lister.MetaOpts()), 1)
-			equal(t, "store calls", store.Calls(), []string{
+			reflectortest.Equal(t, "fetches", lister.Fetches(), []string(nil))
+			reflectortest.Equal(t, "metadata lists", len(lister.MetaOpts()), 1)
+			reflectortest.Equal(t, "store calls", store.Calls(), []string{
 				"begin deleted=[ns/c ns/d] unchanged=[ns/a]",
 				"delete tombstone:ns/c@3", "delete tombstone:ns/d@4",
 				"update ns/b@5", "add ns/d@6", "add ns/e@7",
@@ -195,7 +196,7 @@ func TestRecoveryFromAFullList(t *testing.T) {
 			if n := len(h.lw.ListOpts()); n != 0 {
 				t.Errorf("%d lists through the ListerWatcher, want none", n)
 			}
-			equal(t, "starts", h.obs.Starts(), []string{"listed relist-error 10 items=4 pages=2"})
+			reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"listed relist-error 10 items=4 pages=2"})
 			stats := h.obs.Stats()
 			if len(stats) != 1 {
 				t.Fatalf("recovered %d times, want once", len(stats))
@@ -204,8 +205,8 @@ func TestRecoveryFromAFullList(t *testing.T) {
 			s.Duration, s.ListDuration = 0, 0
 			// Decoded: the three to fetch, or all four of a list decoded whole.
 			decoded := map[string]int{"protobuf": 3, "json": 4}[format]
-			equal(t, "stats", s, Stats{Listed: 4, Pages: 2, Unchanged: 1, Deleted: 2, Fetch: 3, Fetched: 3, Decoded: decoded, FullList: true})
-			noErrors(t, &harness{errs: h.errs})
+			reflectortest.Equal(t, "stats", s, Stats{Listed: 4, Pages: 2, Unchanged: 1, Deleted: 2, Fetch: 3, Fetched: 3, Decoded: decoded, FullList: true})
+			h.errs.CheckNone(t)
 		})
 	}
 }
@@ -224,18 +225,18 @@ func TestRecoveryFromAFullListOfOpaqueVersions(t *testing.T) {
 			return protoPage("opaque", "", protoItem(t, listed[0], true), protoItem(t, listed[1], false), protoItem(t, listed[2], false)), nil
 		},
 	}
-	h := startRecovery(t, store, nil, "xc", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
+	h := startRecovery(t, store, nil, "xc", func(o *testOptions, _ *reflectortest.ScriptedLW) { o.Recovery.Lister = lister })
 	store.waitFor(t, "end@opaque")
 	h.stop()
-	equal(t, "store calls", store.Calls(), []string{
+	reflectortest.Equal(t, "store calls", store.Calls(), []string{
 		"begin deleted=[ns/c] unchanged=[ns/a]", "delete tombstone:ns/c@xc",
 		"update ns/b@wb", "update ns/new@",
 		"end@opaque",
 	})
 	// Without a PageSize, as client-go's relist: in one request, which the
 	// watch cache serves.
-	equal(t, "full list requests", lister.WireOpts(), []string{`"" rv="xc" match="NotOlderThan" limit=0 continue=""`})
-	equal(t, "watches", h.lw.WatchRVs()[:1], []string{"opaque"})
+	reflectortest.Equal(t, "full list requests", lister.WireOpts(), []string{`"" rv="xc" match="NotOlderThan" limit=0 continue=""`})
+	reflectortest.Equal(t, "watches", h.lw.WatchRVs()[:1], []string{"opaque"})
 }
 
 // An expired continue token lists again in one request (as the pager does),
@@ -255,22 +256,22 @@ func TestRecoveryFromAFullListExpiredContinue(t *testing.T) {
 			return protoPage("12", "", protoItem(t, upod("ns", "a", "ua", "11"), false), protoItem(t, upod("ns", "b", "ub", "5"), true)), nil
 		},
 	}
-	h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *fakeLW) {
+	h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 		o.Recovery.Lister = lister
 		o.PageSize = 500
 	})
 	store.waitFor(t, "update ns/a@11")
-	w := h.lw.watcher(t, 0)
+	w := h.lw.Watcher(t, 0)
 	w.Modify(upod("ns", "b", "ub", "15")) // older than the stored one: dropped
 	w.Action(watch.Bookmark, upod("", "", "", "20"))
 	store.waitFor(t, "end@20")
 	h.stop()
-	equal(t, "full list requests", lister.WireOpts(), []string{
+	reflectortest.Equal(t, "full list requests", lister.WireOpts(), []string{
 		`"" rv="1" match="NotOlderThan" limit=500 continue=""`,
 		`"" rv="" match="" limit=500 continue="next"`,
 		`"" rv="1" match="NotOlderThan" limit=0 continue=""`,
 	})
-	equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[]", "update ns/a@11", "bookmark@20", "end@20"})
+	reflectortest.Equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[]", "update ns/a@11", "bookmark@20", "end@20"})
 	if s := h.obs.Stats(); len(s) != 1 || s[0].Ahead != 1 || s[0].Pages != 1 || s[0].Listed != 2 {
 		t.Errorf("stats %+v, want one page of 2, 1 ahead", s)
 	}
@@ -290,7 +291,7 @@ func TestRecoveryFromAFullListUndecodable(t *testing.T) {
 			return protoPage(fmt.Sprint(10+n), "", protoItem(t, upod("ns", "a", "ua", "2"), spoiled)), nil
 		},
 	}
-	h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
+	h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *reflectortest.ScriptedLW) { o.Recovery.Lister = lister })
 	h.waitFailedThenEnded("decoding ns/a of the list", func() {
 		mu.Lock()
 		spoiled = false
@@ -335,21 +336,21 @@ func TestRecoveryFetchesThroughAWireLister(t *testing.T) {
 					return protoPage("10", "", items...), nil
 				},
 			}
-			h := startRecovery(t, store, nil, "4", func(o *testOptions, _ *fakeLW) {
+			h := startRecovery(t, store, nil, "4", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 				cfg := tc.cfg
 				cfg.Lister, cfg.Workers = lister, 1
 				o.Recovery = &cfg
 			})
 			store.waitFor(t, "end@10")
 			h.stop()
-			equal(t, "wire lists", lister.WireOpts(), tc.want)
+			reflectortest.Equal(t, "wire lists", lister.WireOpts(), tc.want)
 			after := store.callsAfterBegin()
 			slices.Sort(after)
-			equal(t, "store calls after begin", after, []string{"end@10", "update x/a@5", "update x/b@6", "update y/c@7"})
+			reflectortest.Equal(t, "store calls after begin", after, []string{"end@10", "update x/a@5", "update x/b@6", "update y/c@7"})
 			if s := h.obs.Stats(); len(s) != 1 || s[0].Decoded != 3 {
 				t.Errorf("stats %+v, want 3 objects decoded", s)
 			}
-			noErrors(t, &harness{errs: h.errs})
+			h.errs.CheckNone(t)
 		})
 	}
 }
@@ -374,13 +375,13 @@ func TestRecoveryNotHeldByListAfter(t *testing.T) {
 				lister.meta = notAcceptable
 			}
 			gate := make(chan struct{}) // never closed
-			h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *fakeLW) {
+			h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 				o.Recovery.Lister = lister
 				o.ListAfter = func() <-chan struct{} { return gate }
 			})
 			store.waitFor(t, "end@10")
 			h.stop()
-			equal(t, "store calls", store.Calls(), []string{"begin deleted=[ns/b] unchanged=[ns/a]", "delete tombstone:ns/b@1", "end@10"})
+			reflectortest.Equal(t, "store calls", store.Calls(), []string{"begin deleted=[ns/b] unchanged=[ns/a]", "delete tombstone:ns/b@1", "end@10"})
 		})
 	}
 }
@@ -398,7 +399,7 @@ func TestRecoveryFromAFullListRetried(t *testing.T) {
 			return protoPage("10", "", protoItem(t, upod("ns", "a", "ua", "2"), false)), nil
 		},
 	}
-	h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
+	h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *reflectortest.ScriptedLW) { o.Recovery.Lister = lister })
 	store.waitFor(t, "end@10")
 	h.stop()
 	if !slices.ContainsFunc(h.errs.Errors(), func(err error) bool {
@@ -406,8 +407,8 @@ func TestRecoveryFromAFullListRetried(t *testing.T) {
 	}) {
 		t.Errorf("errors %v, want the failed full list", h.errs.Errors())
 	}
-	equal(t, "metadata lists", len(lister.MetaOpts()), 2)
-	equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[]", "update ns/a@2", "end@10"})
+	reflectortest.Equal(t, "metadata lists", len(lister.MetaOpts()), 2)
+	reflectortest.Equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[]", "update ns/a@2", "end@10"})
 }
 
 // metaWireLister serves its fakeLister's metadata lists as response
@@ -483,7 +484,7 @@ func TestRecoveryReadsTheMetadataListFromTheWire(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "2"), upod("ns", "c", "uc", "3"), upod("ns", "d", "ud1", "4"))
 			lister := &fakeLister{meta: pages, objects: server("10", onServer...)}
-			h := startRecovery(t, store, lister, "4", func(o *testOptions, _ *fakeLW) {
+			h := startRecovery(t, store, lister, "4", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 				if tc.wire {
 					o.Recovery.Lister = &metaWireLister{fakeLister: lister, json: tc.json, kind: tc.kind}
 				}
@@ -500,23 +501,23 @@ func TestRecoveryReadsTheMetadataListFromTheWire(t *testing.T) {
 			}
 			store.waitFor(t, "end@10")
 			h.stop()
-			equal(t, "fetches", lister.Fetches(), []string{"ns/b@10", "ns/d@10", "ns/e@10"})
-			equal(t, "store calls", store.Calls(), []string{
+			reflectortest.Equal(t, "fetches", lister.Fetches(), []string{"ns/b@10", "ns/d@10", "ns/e@10"})
+			reflectortest.Equal(t, "store calls", store.Calls(), []string{
 				"begin deleted=[ns/c ns/d] unchanged=[ns/a]",
 				"delete tombstone:ns/c@3", "delete tombstone:ns/d@4",
 				"update ns/b@5", "add ns/d@6", "add ns/e@7",
 				"end@10",
 			})
-			equal(t, "starts", h.obs.Starts(), []string{"listed relist-error 10 items=4 pages=2"})
+			reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"listed relist-error 10 items=4 pages=2"})
 			limit := int64(recoveryPageSize)
 			if tc.wire {
 				limit = recoveryStreamPageSize // read as they arrive
 			}
-			equal(t, "metadata list options", lister.MetaOpts(), []metav1.ListOptions{
+			reflectortest.Equal(t, "metadata list options", lister.MetaOpts(), []metav1.ListOptions{
 				{ResourceVersion: "4", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: limit},
 				{Continue: "next", Limit: limit},
 			})
-			noErrors(t, &harness{errs: h.errs})
+			h.errs.CheckNone(t)
 		})
 	}
 }
@@ -555,7 +556,7 @@ func TestRecoveryFirstPageManyChanged(t *testing.T) {
 				fakeLister: &fakeLister{meta: meta, objects: server("10", onServer...)},
 				wire:       func(int, string, metav1.ListOptions) ([]byte, error) { return protoPage("10", "", items...), nil },
 			}
-			h := startRecovery(t, store, nil, "4", func(o *testOptions, _ *fakeLW) {
+			h := startRecovery(t, store, nil, "4", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 				o.Recovery.Lister = lister
 				o.Recovery.FirstPageFraction = 0.5
 			})
@@ -567,10 +568,10 @@ func TestRecoveryFirstPageManyChanged(t *testing.T) {
 				pages, fullLists = 1, 1
 				want = []string{"begin deleted=[] unchanged=[ns/b ns/c]", "update ns/a@7", "update ns/d@8", "end@10"}
 			}
-			equal(t, "metadata pages", len(lister.MetaOpts()), pages)
-			equal(t, "full lists", len(lister.WireOpts()), fullLists)
-			equal(t, "store calls", store.Calls(), want)
-			noErrors(t, &harness{errs: h.errs})
+			reflectortest.Equal(t, "metadata pages", len(lister.MetaOpts()), pages)
+			reflectortest.Equal(t, "full lists", len(lister.WireOpts()), fullLists)
+			reflectortest.Equal(t, "store calls", store.Calls(), want)
+			h.errs.CheckNone(t)
 		})
 	}
 }
@@ -589,13 +590,13 @@ func TestRecoveryListsInFull(t *testing.T) {
 		},
 		objects: server("10", onServer...),
 	}
-	h := startRecovery(t, store, lister, "4", func(o *testOptions, _ *fakeLW) {
+	h := startRecovery(t, store, lister, "4", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 		o.Recovery.ListInFull = true
 	})
 	store.waitFor(t, "end@10")
 	h.stop()
-	equal(t, "lists", lister.Fetches(), []string{"*@4"})
-	equal(t, "store calls", store.Calls(), []string{
+	reflectortest.Equal(t, "lists", lister.Fetches(), []string{"*@4"})
+	reflectortest.Equal(t, "store calls", store.Calls(), []string{
 		"begin deleted=[ns/c ns/d] unchanged=[ns/a]",
 		"delete tombstone:ns/c@3", "delete tombstone:ns/d@4",
 		"update ns/b@5", "add ns/d@6", "add ns/e@7",
@@ -607,7 +608,7 @@ func TestRecoveryListsInFull(t *testing.T) {
 	}
 	s := stats[0]
 	s.Duration, s.ListDuration = 0, 0
-	equal(t, "stats", s, Stats{Listed: 4, Pages: 1, Unchanged: 1, Deleted: 2, Fetch: 3, Fetched: 3, Decoded: 4, FullList: true})
+	reflectortest.Equal(t, "stats", s, Stats{Listed: 4, Pages: 1, Unchanged: 1, Deleted: 2, Fetch: 3, Fetched: 3, Decoded: 4, FullList: true})
 }
 
 // With OpaqueVersions resourceVersions are only told equal or not, even
@@ -619,24 +620,24 @@ func TestRecoveryOpaqueVersions(t *testing.T) {
 		t.Run(fmt.Sprintf("opaque=%t", opaque), func(t *testing.T) {
 			store := newFakeStore(upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "20"))
 			lister := &fakeLister{objects: server("10", upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5"))}
-			h := startRecovery(t, store, lister, "20", func(o *testOptions, _ *fakeLW) {
+			h := startRecovery(t, store, lister, "20", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 				o.Recovery.ListInFull, o.Recovery.OpaqueVersions = !opaque, opaque // OpaqueVersions implies ListInFull
 			})
 			var want []string
 			if opaque {
 				store.waitFor(t, "end@10")
-				h.lw.watcher(t, 0).Modify(upod("ns", "b", "ub", "3"))
+				h.lw.Watcher(t, 0).Modify(upod("ns", "b", "ub", "3"))
 				store.waitFor(t, "update ns/b@3")
 				want = []string{"update ns/b@5", "end@10", "update ns/b@3"}
 			} else {
 				// As etcd revisions, the stored b is newer than the list.
 				// The recovery waits for the watch to pass it.
-				h.lw.watcher(t, 0).Action(watch.Bookmark, upod("", "", "", "20"))
+				h.lw.Watcher(t, 0).Action(watch.Bookmark, upod("", "", "", "20"))
 				store.waitFor(t, "end@20")
 				want = []string{"bookmark@20", "end@20"}
 			}
 			h.stop()
-			equal(t, "store calls after begin", store.callsAfterBegin(), want)
+			reflectortest.Equal(t, "store calls after begin", store.callsAfterBegin(), want)
 		})
 	}
 }
@@ -657,17 +658,17 @@ func TestRecoveryFromAFullListKeepsTheNewerItems(t *testing.T) {
 				protoItem(t, upod("ns", "c", "uc", "7"), false)), nil
 		},
 	}
-	h := startRecovery(t, store, nil, "5", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
+	h := startRecovery(t, store, nil, "5", func(o *testOptions, _ *reflectortest.ScriptedLW) { o.Recovery.Lister = lister })
 	store.waitFor(t, "end@10")
 	h.stop()
 	after := store.callsAfterBegin()
 	slices.Sort(after)
-	equal(t, "store calls after begin", after, []string{"add ns/c@7", "end@10", "update ns/b@4"})
-	equal(t, "fetches", lister.Fetches(), []string{"ns/b@10"})
+	reflectortest.Equal(t, "store calls after begin", after, []string{"add ns/c@7", "end@10", "update ns/b@4"})
+	reflectortest.Equal(t, "fetches", lister.Fetches(), []string{"ns/b@10"})
 	if s := h.obs.Stats(); len(s) != 1 || !s[0].FullList || s[0].Fetch != 2 || s[0].Fetched != 2 {
 		t.Errorf("stats %+v, want a full list, 2 to fetch, both fetched", s)
 	}
-	noErrors(t, &harness{errs: h.errs})
+	h.errs.CheckNone(t)
 }
 
 // A page may turn out, part read, not to be the layout the scanner reads.
@@ -683,10 +684,10 @@ func TestRecoveryFromAFullListOfAnotherLayout(t *testing.T) {
 		fakeLister: &fakeLister{meta: notAcceptable},
 		wire:       func(int, string, metav1.ListOptions) ([]byte, error) { return body, nil },
 	}
-	h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *fakeLW) { o.Recovery.Lister = lister })
+	h := startRecovery(t, store, nil, "1", func(o *testOptions, _ *reflectortest.ScriptedLW) { o.Recovery.Lister = lister })
 	store.waitFor(t, "end@10")
 	h.stop()
-	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/a@7", "end@10"})
-	equal(t, "full list requests", len(lister.WireOpts()), 2)
-	noErrors(t, &harness{errs: h.errs})
+	reflectortest.Equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/a@7", "end@10"})
+	reflectortest.Equal(t, "full list requests", len(lister.WireOpts()), 2)
+	h.errs.CheckNone(t)
 }

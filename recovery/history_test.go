@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 // history is a server's sequence of events, one per resourceVersion from
@@ -140,12 +141,12 @@ func checkRandomRecovery(t *testing.T, seed uint64) {
 		},
 		objects: server(strconv.Itoa(n), now...),
 	}
-	rh := startRecovery(t, store, lister, strconv.Itoa(w), func(o *testOptions, _ *fakeLW) {
+	rh := startRecovery(t, store, lister, strconv.Itoa(w), func(o *testOptions, _ *reflectortest.ScriptedLW) {
 		if rng.IntN(2) == 0 {
 			o.Recovery.FullListFraction = 0.01 // one fetch of the collection
 		}
 	})
-	watcher := rh.lw.watcher(t, 0)
+	watcher := rh.lw.Watcher(t, 0)
 	for _, e := range h.events[l:] {
 		watcher.Action(e.t, e.pod)
 	}

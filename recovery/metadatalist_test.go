@@ -14,6 +14,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 // aheadLister is a metaWireLister whose bodies hold back their last byte
@@ -49,7 +51,7 @@ func (l *aheadLister) check(t *testing.T, want []string) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	equal(t, "pages asked for", l.requests, want)
+	reflectortest.Equal(t, "pages asked for", l.requests, want)
 	if l.open != 0 {
 		t.Errorf("%d bodies not closed", l.open)
 	}
@@ -124,12 +126,12 @@ func TestRecoveryAsksForTheNextPageAhead(t *testing.T) {
 		"p2": page("10", "", upod("ns", "c", "uc", "3")),
 	}
 	lister, wire := newAheadLister(t, pages, upod("ns", "b", "ub", "5"))
-	h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *fakeLW) {
+	h := startRecovery(t, store, lister, "3", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 		o.Recovery.Lister = wire
 	})
 	store.waitFor(t, "end@10")
 	h.stop()
-	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/b@5", "end@10"})
+	reflectortest.Equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/b@5", "end@10"})
 	wire.check(t, []string{"", "p1", "p2"})
 }
 
@@ -147,14 +149,14 @@ func TestRecoveryAsksAheadOnlyOnceTheFirstPageDecided(t *testing.T) {
 	lister, wire := newAheadLister(t, pages, onServer...)
 	wire.decides = map[string]bool{"": true}
 	both := &wireMetaLister{aheadLister: wire, wire: func(int, string, metav1.ListOptions) ([]byte, error) {
-		return encodeProtobuf(t, podList("10", onServer...)), nil
+		return encodeProtobuf(t, reflectortest.PodList("10", onServer...)), nil
 	}}
-	h := startRecovery(t, store, lister, "2", func(o *testOptions, _ *fakeLW) {
+	h := startRecovery(t, store, lister, "2", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 		o.Recovery.Lister = both
 	})
 	store.waitFor(t, "end@10")
 	h.stop()
-	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/a@6", "end@10"})
+	reflectortest.Equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/a@6", "end@10"})
 	wire.check(t, []string{""})
 }
 
@@ -217,19 +219,19 @@ func TestRecoveryDecidesOnTheFirstPageAsItArrives(t *testing.T) {
 		objects: server("10", onServer...),
 	}
 	cut := &cutLister{metaWireLister: &metaWireLister{fakeLister: lister}, t: t,
-		full: encodeProtobuf(t, podList("10", onServer...)),
+		full: encodeProtobuf(t, reflectortest.PodList("10", onServer...)),
 		cut:  metav1.PartialObjectMetadata{ObjectMeta: onServer[2].ObjectMeta},
 	}
 	store := newFakeStore(stored...)
-	h := startRecovery(t, store, lister, "4", func(o *testOptions, _ *fakeLW) {
+	h := startRecovery(t, store, lister, "4", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 		o.Recovery.Lister = cut
 		// Two changed items of a page of recoveryStreamPageSize are many.
 		o.Recovery.FirstPageFraction = 2.0 / recoveryStreamPageSize
 	})
 	store.waitFor(t, "end@10")
 	h.stop()
-	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/a@7", "update ns/b@8", "end@10"})
-	noErrors(t, &harness{errs: h.errs})
+	reflectortest.Equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/a@7", "update ns/b@8", "end@10"})
+	h.errs.CheckNone(t)
 	if stats := h.obs.Stats(); len(stats) != 1 || !stats[0].FullList {
 		t.Errorf("recovery stats %+v, want one recovery, from a full list", stats)
 	}
@@ -263,14 +265,14 @@ func TestRecoveryDecidesOnTheFirstPageOnly(t *testing.T) {
 		objects: server("10", onServer...),
 	}
 	store := newFakeStore(stored...)
-	h := startRecovery(t, store, lister, "5", func(o *testOptions, _ *fakeLW) {
+	h := startRecovery(t, store, lister, "5", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 		// Both wire forms: a full list is the recovery's to choose.
-		o.Recovery.Lister = &bothWireLister{&metaWireLister{fakeLister: lister}, encodeProtobuf(t, podList("10", onServer...))}
+		o.Recovery.Lister = &bothWireLister{&metaWireLister{fakeLister: lister}, encodeProtobuf(t, reflectortest.PodList("10", onServer...))}
 		o.Recovery.FullListFraction = 2
 	})
 	store.waitFor(t, "end@10")
 	h.stop()
-	noErrors(t, &harness{errs: h.errs})
+	h.errs.CheckNone(t)
 	if stats := h.obs.Stats(); len(stats) != 1 || stats[0].FullList || stats[0].Pages != 3 || stats[0].Fetched != 501 {
 		t.Errorf("recovery stats %+v, want one recovery from a metadata list of 3 pages, 501 fetched", stats)
 	}
@@ -334,14 +336,14 @@ func TestRecoveryFirstPageDecidesAlone(t *testing.T) {
 				objects: server("10", onServer...),
 			}
 			store := newFakeStore(stored...)
-			h := startRecovery(t, store, lister, "5", func(o *testOptions, _ *fakeLW) {
-				o.Recovery.Lister = &bothWireLister{&metaWireLister{fakeLister: lister}, encodeProtobuf(t, podList("10", onServer...))}
+			h := startRecovery(t, store, lister, "5", func(o *testOptions, _ *reflectortest.ScriptedLW) {
+				o.Recovery.Lister = &bothWireLister{&metaWireLister{fakeLister: lister}, encodeProtobuf(t, reflectortest.PodList("10", onServer...))}
 				o.Recovery.FirstPageFraction = fraction
 				o.Recovery.FullListFraction = 2
 			})
 			store.waitFor(t, "end@10")
 			h.stop()
-			noErrors(t, &harness{errs: h.errs})
+			h.errs.CheckNone(t)
 			stats := h.obs.Stats()
 			if len(stats) != 1 || stats[0].FullList != wantFull || stats[0].Fetched != changed {
 				t.Errorf("%d pages, %d of %d changed on the first: stats %+v, want a full list %v and %d fetched",

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 // page is a metadata list page at rv of pods, continued by next ("" for
@@ -47,6 +49,6 @@ func TestRecoveryListsAgainWhenItsContinueTokenExpired(t *testing.T) {
 	h := startRecovery(t, store, lister, "2", nil)
 	store.waitFor(t, "end@11")
 	h.stop()
-	equal(t, "fetches", lister.Fetches(), []string{"ns/a@11"})
-	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/a@8", "end@11"})
+	reflectortest.Equal(t, "fetches", lister.Fetches(), []string{"ns/a@11"})
+	reflectortest.Equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/a@8", "end@11"})
 }

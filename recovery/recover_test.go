@@ -22,6 +22,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/internal/testing/listrules"
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -266,19 +267,19 @@ func server(rv string, pods ...*v1.Pod) func(context.Context, string, string, me
 				out = append(out, p)
 			}
 		}
-		return podList(rv, out...), nil
+		return reflectortest.PodList(rv, out...), nil
 	}
 }
 
-// recoveryObserver is a recObserver that also records Recovered.
+// recoveryObserver is a RecordingObserver that also records Recovered.
 type recoveryObserver struct {
-	recObserver
+	reflectortest.RecordingObserver[reflector.StartCause]
 	mu        sync.Mutex
 	recovered []Stats
 }
 
 func (o *recoveryObserver) Recovered(c reflector.StartCause, rv string, stats Stats) {
-	o.add(fmt.Sprintf("recovered %s %s", c, rv))
+	o.Add(fmt.Sprintf("recovered %s %s", c, rv))
 	o.mu.Lock()
 	o.recovered = append(o.recovered, stats)
 	o.mu.Unlock()
@@ -294,9 +295,9 @@ type recoveryHarness struct {
 	t      *testing.T
 	store  *fakeStore
 	lister *fakeLister
-	lw     *fakeLW
+	lw     *reflectortest.ScriptedLW
 	obs    *recoveryObserver
-	errs   *errRecorder
+	errs   *reflectortest.ErrorRecorder
 	r      *reflector.Reflector
 	stop   func()
 }
@@ -319,15 +320,15 @@ func (h *recoveryHarness) waitFailedThenEnded(what string, heal func()) {
 // startRecovery runs a reflector that must list from listFrom (as for a
 // store that owes a list), with recoveries through lister into store;
 // mutate adjusts the Options. Full lists are test errors unless the test
-// scripts lw.list.
-func startRecovery(t *testing.T, store *fakeStore, lister *fakeLister, listFrom string, mutate func(*testOptions, *fakeLW)) *recoveryHarness {
-	h := &recoveryHarness{t: t, store: store, lister: lister, lw: &fakeLW{t: t}, obs: &recoveryObserver{}, errs: &errRecorder{}}
+// scripts lw.List.
+func startRecovery(t *testing.T, store *fakeStore, lister *fakeLister, listFrom string, mutate func(*testOptions, *reflectortest.ScriptedLW)) *recoveryHarness {
+	h := &recoveryHarness{t: t, store: store, lister: lister, lw: &reflectortest.ScriptedLW{T: t}, obs: &recoveryObserver{}, errs: &reflectortest.ErrorRecorder{}}
 	opts := testOptions{Options: reflector.Options{
 		ExpectedType:      &v1.Pod{},
 		InitialBackoff:    time.Millisecond,
 		MaxBackoff:        4 * time.Millisecond,
 		Observer:          h.obs,
-		WatchErrorHandler: h.errs.handle,
+		WatchErrorHandler: h.errs.Handle,
 		ListFrom:          listFrom,
 	},
 		// One request at a time, one object per request: deterministic.
@@ -336,7 +337,7 @@ func startRecovery(t *testing.T, store *fakeStore, lister *fakeLister, listFrom 
 	if mutate != nil {
 		mutate(&opts, h.lw)
 	}
-	h.r = newReflector(h.lw.listWatch(), store, opts)
+	h.r = newReflector(h.lw.ListWatch(), store, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -389,35 +390,35 @@ func TestRecoveryDiffClasses(t *testing.T) {
 			return server("10", onServer...)(ctx, ns, name, opts)
 		},
 	}
-	h := startRecovery(t, store, lister, "4", func(o *testOptions, lw *fakeLW) {
-		lw.signalWatch(watchOpened)
+	h := startRecovery(t, store, lister, "4", func(o *testOptions, lw *reflectortest.ScriptedLW) {
+		lw.SignalWatch(watchOpened)
 	})
 	store.waitFor(t, "end@10")
 	h.stop()
 
-	equal(t, "metadata list options", lister.MetaOpts(), []metav1.ListOptions{{
+	reflectortest.Equal(t, "metadata list options", lister.MetaOpts(), []metav1.ListOptions{{
 		ResourceVersion: "4", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: recoveryPageSize,
 	}})
-	equal(t, "fetches", lister.Fetches(), []string{"ns/b@10", "ns/d@10", "ns/e@10"})
-	equal(t, "store calls", store.Calls(), []string{
+	reflectortest.Equal(t, "fetches", lister.Fetches(), []string{"ns/b@10", "ns/d@10", "ns/e@10"})
+	reflectortest.Equal(t, "store calls", store.Calls(), []string{
 		"begin deleted=[ns/c ns/d] unchanged=[ns/a]",
 		"delete tombstone:ns/c@3", "delete tombstone:ns/d@4",
 		"update ns/b@5", "add ns/d@6", "add ns/e@7",
 		"end@10",
 	})
-	equal(t, "watches", h.lw.WatchRVs()[:1], []string{"10"})
+	reflectortest.Equal(t, "watches", h.lw.WatchRVs()[:1], []string{"10"})
 	if n := len(h.lw.ListOpts()); n != 0 {
 		t.Errorf("%d full lists, want none", n)
 	}
-	equal(t, "starts", h.obs.Starts(), []string{"listed relist-error 10 items=4 pages=1"})
+	reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"listed relist-error 10 items=4 pages=1"})
 	stats := h.obs.Stats()
 	if len(stats) != 1 {
 		t.Fatalf("recovered %d times, want once", len(stats))
 	}
 	s := stats[0]
 	s.Duration, s.ListDuration = 0, 0
-	equal(t, "stats", s, Stats{Listed: 4, Pages: 1, Unchanged: 1, Deleted: 2, Fetch: 3, Requests: 3, Fetched: 3, Decoded: 3})
-	noErrors(t, &harness{errs: h.errs})
+	reflectortest.Equal(t, "stats", s, Stats{Listed: 4, Pages: 1, Unchanged: 1, Deleted: 2, Fetch: 3, Requests: 3, Fetched: 3, Decoded: 3})
+	h.errs.CheckNone(t)
 }
 
 // A 410 on the resumed watch starts a recovery from the resumed
@@ -436,9 +437,9 @@ func TestRecoveryAfterExpiredWatch(t *testing.T) {
 		},
 		objects: server("9", upod("ns", "b", "ub", "8")),
 	}
-	h := startRecovery(t, store, lister, "", func(o *testOptions, lw *fakeLW) {
+	h := startRecovery(t, store, lister, "", func(o *testOptions, lw *reflectortest.ScriptedLW) {
 		o.ResumeResourceVersion = "2"
-		lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+		lw.Watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
 			w := watch.NewRaceFreeFake()
 			if n == 0 {
 				w.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
@@ -448,13 +449,13 @@ func TestRecoveryAfterExpiredWatch(t *testing.T) {
 	})
 	store.waitFor(t, "end@9")
 	h.stop()
-	equal(t, "metadata list options", lister.MetaOpts(), []metav1.ListOptions{
+	reflectortest.Equal(t, "metadata list options", lister.MetaOpts(), []metav1.ListOptions{
 		{ResourceVersion: "2", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: recoveryPageSize},
 		{Continue: "next", Limit: recoveryPageSize},
 	})
-	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/b@8", "end@9"})
-	equal(t, "starts", h.obs.Starts(), []string{"resumed 2", "listed relist-expired 9 items=2 pages=2"})
-	equal(t, "watches", h.lw.WatchRVs()[:2], []string{"2", "9"})
+	reflectortest.Equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/b@8", "end@9"})
+	reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"resumed 2", "listed relist-expired 9 items=2 pages=2"})
+	reflectortest.Equal(t, "watches", h.lw.WatchRVs()[:2], []string{"2", "9"})
 }
 
 // A warm start whose first watch finds the stored version expired
@@ -469,10 +470,10 @@ func TestRecoveryAfterExpiredResumeWithoutBackoff(t *testing.T) {
 			},
 			objects: server("9"),
 		}
-		h := startRecovery(t, store, lister, "", func(o *testOptions, lw *fakeLW) {
+		h := startRecovery(t, store, lister, "", func(o *testOptions, lw *reflectortest.ScriptedLW) {
 			o.ResumeResourceVersion = "2"
 			o.InitialBackoff, o.MaxBackoff = time.Hour, time.Hour
-			lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+			lw.Watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
 				gone := apierrors.NewResourceExpired("too old resource version")
 				if n > 0 {
 					return watch.NewRaceFreeFake(), nil
@@ -487,7 +488,7 @@ func TestRecoveryAfterExpiredResumeWithoutBackoff(t *testing.T) {
 		})
 		store.waitFor(t, "end@9")
 		h.stop()
-		equal(t, fmt.Sprintf("starts (410 in the stream: %t)", inStream), h.obs.Starts(), []string{"resumed 2", "listed relist-expired 9 items=1 pages=1"})
+		reflectortest.Equal(t, fmt.Sprintf("starts (410 in the stream: %t)", inStream), h.obs.Starts(), []string{"resumed 2", "listed relist-expired 9 items=1 pages=1"})
 	}
 }
 
@@ -522,11 +523,11 @@ func TestRecoveryWatchEventDuringFetch(t *testing.T) {
 	}
 	h := startRecovery(t, store, lister, "2", nil)
 	<-started
-	h.lw.watcher(t, 0).Modify(upod("ns", "b", "ub", "12"))
+	h.lw.Watcher(t, 0).Modify(upod("ns", "b", "ub", "12"))
 	store.waitFor(t, "end@12")
 	close(release)
 	h.stop() // waits for the fetch
-	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/b@12", "end@12"})
+	reflectortest.Equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/b@12", "end@12"})
 }
 
 // A fetch may return a newer state than the watch has reached. It is
@@ -544,7 +545,7 @@ func TestRecoveryFetchAheadOfWatch(t *testing.T) {
 	}
 	h := startRecovery(t, store, lister, "3", nil)
 	store.waitFor(t, "update ns/b@15")
-	w := h.lw.watcher(t, 0)
+	w := h.lw.Watcher(t, 0)
 	w.Modify(upod("ns", "b", "ub", "13"))
 	w.Modify(upod("ns", "c", "uc", "14"))
 	store.waitFor(t, "update ns/c@14")
@@ -556,7 +557,7 @@ func TestRecoveryFetchAheadOfWatch(t *testing.T) {
 	w.Modify(upod("ns", "b", "ub", "16"))
 	store.waitFor(t, "update ns/b@16")
 	h.stop()
-	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/b@15", "update ns/c@14", "bookmark@15", "end@15", "update ns/b@16"})
+	reflectortest.Equal(t, "store calls after begin", store.callsAfterBegin(), []string{"update ns/b@15", "update ns/c@14", "bookmark@15", "end@15", "update ns/b@16"})
 	if s := h.obs.Stats(); len(s) != 1 || s[0].Skipped != 1 {
 		t.Errorf("stats %+v, want 1 skipped (b@13)", s)
 	}
@@ -575,7 +576,7 @@ func TestRecoveryFetchFindsNothing(t *testing.T) {
 	}
 	h := startRecovery(t, store, lister, "2", nil)
 	poll.Until(t, 5*time.Second, "both fetches", func() bool { return len(lister.Fetches()) == 2 })
-	w := h.lw.watcher(t, 0)
+	w := h.lw.Watcher(t, 0)
 	w.Delete(upod("ns", "b", "ub", "13"))
 	store.waitFor(t, "delete ns/b@13")
 	if slices.ContainsFunc(store.Calls(), func(c string) bool { return strings.HasPrefix(c, "end") }) {
@@ -584,7 +585,7 @@ func TestRecoveryFetchFindsNothing(t *testing.T) {
 	w.Delete(upod("ns", "n", "un", "14"))
 	store.waitFor(t, "end@14")
 	h.stop()
-	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"delete ns/b@13", "end@14"})
+	reflectortest.Equal(t, "store calls after begin", store.callsAfterBegin(), []string{"delete ns/b@13", "end@14"})
 }
 
 // A fetch that finds another UID under the key (deleted and recreated after
@@ -600,7 +601,7 @@ func TestRecoveryFetchFindsAnotherUID(t *testing.T) {
 	h := startRecovery(t, store, lister, "2", nil)
 	store.waitFor(t, "end@10")
 	h.stop()
-	equal(t, "store calls after begin", store.callsAfterBegin(), []string{"delete tombstone:ns/b@2", "add ns/b@8", "end@10"})
+	reflectortest.Equal(t, "store calls after begin", store.callsAfterBegin(), []string{"delete tombstone:ns/b@2", "add ns/b@8", "end@10"})
 }
 
 // A stored object newer than the metadata list is kept and not fetched. A
@@ -617,14 +618,14 @@ func TestRecoveryKeepsStoredAheadOfList(t *testing.T) {
 		},
 	}
 	h := startRecovery(t, store, lister, "20", nil)
-	w := h.lw.watcher(t, 0)
+	w := h.lw.Watcher(t, 0)
 	w.Modify(upod("ns", "b", "ub", "15"))
 	w.Modify(upod("ns", "b", "ub", "20"))
 	w.Modify(upod("ns", "b", "ub", "21"))
 	store.waitFor(t, "update ns/b@21")
 	h.stop()
-	equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[]", "end@20", "update ns/b@21"})
-	equal(t, "fetches", lister.Fetches(), []string(nil))
+	reflectortest.Equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[]", "end@20", "update ns/b@21"})
+	reflectortest.Equal(t, "fetches", lister.Fetches(), []string(nil))
 }
 
 // A stored object newer than the metadata list and absent from it is kept
@@ -647,7 +648,7 @@ func TestRecoveryKeepsStoredAheadOfListAndAbsentFromIt(t *testing.T) {
 		},
 	}
 	h := startRecovery(t, store, lister, "10", nil)
-	w := h.lw.watcher(t, 0)
+	w := h.lw.Watcher(t, 0)
 	w.Add(upod("ns", "b", "ub", "15"))
 	w.Add(upod("ns", "c", "uc", "16"))
 	w.Modify(upod("ns", "c", "uc", "18"))
@@ -656,8 +657,8 @@ func TestRecoveryKeepsStoredAheadOfListAndAbsentFromIt(t *testing.T) {
 	w.Modify(upod("ns", "b", "ub", "21"))
 	store.waitFor(t, "update ns/b@21")
 	h.stop()
-	equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[ns/a]", "delete ns/c@19", "end@20", "update ns/b@21"})
-	equal(t, "fetches", lister.Fetches(), []string(nil))
+	reflectortest.Equal(t, "store calls", store.Calls(), []string{"begin deleted=[] unchanged=[ns/a]", "delete ns/c@19", "end@20", "update ns/b@21"})
+	reflectortest.Equal(t, "fetches", lister.Fetches(), []string(nil))
 	if s := h.obs.Stats(); len(s) != 1 || s[0].Ahead != 2 || s[0].Deleted != 0 {
 		t.Errorf("stats %+v, want 2 ahead and none deleted", s)
 	}
@@ -686,17 +687,17 @@ func TestRecoveryListsTheCollectionOrObjects(t *testing.T) {
 				},
 				objects: server("10", onServer...),
 			}
-			h := startRecovery(t, store, lister, "4", func(o *testOptions, _ *fakeLW) {
+			h := startRecovery(t, store, lister, "4", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 				cfg := tc.cfg
 				cfg.Lister, cfg.Workers = lister, 1
 				o.Recovery = &cfg
 			})
 			store.waitFor(t, "end@10")
 			h.stop()
-			equal(t, "fetches", lister.Fetches(), tc.fetches)
+			reflectortest.Equal(t, "fetches", lister.Fetches(), tc.fetches)
 			after := store.callsAfterBegin()
 			sort.Strings(after)
-			equal(t, "store calls after begin", after, []string{"end@10", "update x/a@5", "update x/b@6", "update y/c@7"})
+			reflectortest.Equal(t, "store calls after begin", after, []string{"end@10", "update x/a@5", "update x/b@6", "update y/c@7"})
 		})
 	}
 }
@@ -725,14 +726,14 @@ func TestRecoveryFallsBackToAFullList(t *testing.T) {
 				tc.store(store)
 			}
 			lister := &fakeLister{meta: tc.meta}
-			h := startRecovery(t, store, lister, "1", func(_ *testOptions, lw *fakeLW) {
-				lw.list = func(int, metav1.ListOptions) (runtime.Object, error) {
-					return podList("10", upod("ns", "a", "ua", "1")), nil
+			h := startRecovery(t, store, lister, "1", func(_ *testOptions, lw *reflectortest.ScriptedLW) {
+				lw.List = func(int, metav1.ListOptions) (runtime.Object, error) {
+					return reflectortest.PodList("10", upod("ns", "a", "ua", "1")), nil
 				}
 			})
 			store.waitFor(t, "replace 1@10")
 			h.stop()
-			equal(t, "full lists", h.lw.ListRVs(), []string{"1"})
+			reflectortest.Equal(t, "full lists", h.lw.ListRVs(), []string{"1"})
 		})
 	}
 }
@@ -761,12 +762,14 @@ func TestRecoveryRetriedAfterFailedFetches(t *testing.T) {
 
 // Without a Store, or without a lister, the reflector lists in full.
 func TestRecoveryNeedsStoreAndLister(t *testing.T) {
-	lw := &fakeLW{t: t, list: func(int, metav1.ListOptions) (runtime.Object, error) { return podList("10", pod("a", "1")), nil }}
+	lw := &reflectortest.ScriptedLW{T: t, List: func(int, metav1.ListOptions) (runtime.Object, error) {
+		return reflectortest.PodList("10", reflectortest.Pod("a", "1")), nil
+	}}
 	lister := &fakeLister{meta: func(int, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 		t.Error("metadata list without a Store")
 		return nil, errors.New("no")
 	}}
-	h := newHarness(t, lw.listWatch(), func(o *testOptions) {
+	h := newHarness(t, lw.ListWatch(), func(o *testOptions) {
 		o.ListFrom = "3"
 		o.Recovery = &testRecovery{Lister: lister}
 	})
@@ -809,11 +812,11 @@ func TestRecoveryWithoutAWatch(t *testing.T) {
 	}
 	var mu sync.Mutex
 	refuse := true
-	h := startRecovery(t, store, lister, "2", func(o *testOptions, lw *fakeLW) {
-		lw.list = func(int, metav1.ListOptions) (runtime.Object, error) {
-			return podList("20", upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5")), nil
+	h := startRecovery(t, store, lister, "2", func(o *testOptions, lw *reflectortest.ScriptedLW) {
+		lw.List = func(int, metav1.ListOptions) (runtime.Object, error) {
+			return reflectortest.PodList("20", upod("ns", "a", "ua", "1"), upod("ns", "b", "ub", "5")), nil
 		}
-		lw.watch = func(int, metav1.ListOptions) (watch.Interface, error) {
+		lw.Watch = func(int, metav1.ListOptions) (watch.Interface, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if refuse {
@@ -831,7 +834,7 @@ func TestRecoveryWithoutAWatch(t *testing.T) {
 	n := len(h.lw.WatchOpts()) // the watches from here on are accepted
 	mu.Unlock()
 	// A watch opens; the next relist (here after a 410) recovers again.
-	w := h.lw.watcher(t, n)
+	w := h.lw.Watcher(t, n)
 	w.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
 	poll.Until(t, 5*time.Second, "a second recovery", func() bool { return len(lister.MetaOpts()) == 2 })
 	store.waitFor(t, "end@11")
@@ -853,8 +856,8 @@ func TestRecoveryWithNothingToFetchThenExpired(t *testing.T) {
 		},
 		objects: server("9", upod("ns", "a", "ua", "8")),
 	}
-	h := startRecovery(t, store, lister, "1", func(o *testOptions, lw *fakeLW) {
-		lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+	h := startRecovery(t, store, lister, "1", func(o *testOptions, lw *reflectortest.ScriptedLW) {
+		lw.Watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
 			w := watch.NewRaceFreeFake()
 			if n == 0 {
 				w.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
@@ -884,7 +887,7 @@ func TestRecoveryStartedAndEnded(t *testing.T) {
 		defer store.mu.Unlock()
 		store.record(c)
 	}
-	h := startRecovery(t, store, lister, "2", func(o *testOptions, _ *fakeLW) {
+	h := startRecovery(t, store, lister, "2", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 		o.Recovery.Started = func() func() {
 			mark("started")
 			return func() { mark("ended") }
@@ -911,7 +914,7 @@ func TestRecoveryStartedAndEnded(t *testing.T) {
 		want = append(want, "started", "ended")
 	}
 	want = append(want, "started", "end@", "ended")
-	equal(t, "hook calls", seq, want)
+	reflectortest.Equal(t, "hook calls", seq, want)
 	if len(seq) < 5 {
 		t.Errorf("hook calls %v: want a failed recovery before the one that ended", seq)
 	}
@@ -960,7 +963,7 @@ func TestRecoveryListIsACatchUpTargetOnlyIfConsistent(t *testing.T) {
 			}
 			var mu sync.Mutex
 			var targets []string
-			h := startRecovery(t, store, lister, "", func(o *testOptions, lw *fakeLW) {
+			h := startRecovery(t, store, lister, "", func(o *testOptions, lw *reflectortest.ScriptedLW) {
 				o.ResumeResourceVersion = "2"
 				o.CatchUp = &reflector.CatchUp{Done: make(chan struct{}), Target: func(rv string) {
 					mu.Lock()
@@ -973,10 +976,10 @@ func TestRecoveryListIsACatchUpTargetOnlyIfConsistent(t *testing.T) {
 					}
 				}
 				// No consistent read succeeds: only a list can be the target.
-				lw.list = func(int, metav1.ListOptions) (runtime.Object, error) {
+				lw.List = func(int, metav1.ListOptions) (runtime.Object, error) {
 					return nil, errors.New("connection reset by peer")
 				}
-				lw.watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+				lw.Watch = func(n int, opts metav1.ListOptions) (watch.Interface, error) {
 					if n == 0 {
 						return nil, apierrors.NewResourceExpired("too old resource version")
 					}
@@ -988,10 +991,10 @@ func TestRecoveryListIsACatchUpTargetOnlyIfConsistent(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			if given {
-				equal(t, "targets", targets, []string{"9"})
-				equal(t, "metadata lists", len(lister.MetaOpts()), 0)
+				reflectortest.Equal(t, "targets", targets, []string{"9"})
+				reflectortest.Equal(t, "metadata lists", len(lister.MetaOpts()), 0)
 			} else {
-				equal(t, "targets", targets, []string(nil))
+				reflectortest.Equal(t, "targets", targets, []string(nil))
 			}
 		})
 	}

@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 // rateLimited is a fakeLister behind a client rate limiter of qps.
@@ -89,7 +91,7 @@ func TestRecoveryBudgetFromQPS(t *testing.T) {
 				},
 				objects: server("10", listed...),
 			}
-			h := startRecovery(t, store, lister, "1", func(o *testOptions, _ *fakeLW) {
+			h := startRecovery(t, store, lister, "1", func(o *testOptions, _ *reflectortest.ScriptedLW) {
 				o.Recovery.Lister = rateLimited{fakeLister: lister, qps: tc.qps}
 			})
 			store.waitFor(t, "end@10")
@@ -99,7 +101,7 @@ func TestRecoveryBudgetFromQPS(t *testing.T) {
 				t.Fatalf("recovery stats %+v, want one recovery of %d requests, 100 fetched", stats, tc.requests)
 			}
 			if tc.fetches != nil {
-				equal(t, "fetches", lister.Fetches(), tc.fetches)
+				reflectortest.Equal(t, "fetches", lister.Fetches(), tc.fetches)
 			}
 		})
 	}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 // scanProtobufList reads body, a list in Kubernetes protobuf, as the
@@ -84,13 +86,13 @@ func TestScanProtobufListOfTheSerializer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	equal(t, "list", [4]string{got.apiVersion, got.kind, got.resourceVersion, got.continueToken}, [4]string{"v1", "PodList", "42", "token"})
+	reflectortest.Equal(t, "list", [4]string{got.apiVersion, got.kind, got.resourceVersion, got.continueToken}, [4]string{"v1", "PodList", "42", "token"})
 	checkScanMatchesDecode(t, body, got)
 	if len(got.items) != 4 {
 		t.Fatalf("%d items, want 4", len(got.items))
 	}
-	equal(t, "keys", []string{got.items[0].key(), got.items[1].key(), got.items[2].key()}, []string{"ns/a", "cluster-scoped", "ns/no-uid"})
-	equal(t, "identity of a", [3]string{string(got.items[0].uid), got.items[0].resourceVersion, got.items[0].namespace}, [3]string{"ua", "7", "ns"})
+	reflectortest.Equal(t, "keys", []string{got.items[0].key(), got.items[1].key(), got.items[2].key()}, []string{"ns/a", "cluster-scoped", "ns/no-uid"})
+	reflectortest.Equal(t, "identity of a", [3]string{string(got.items[0].uid), got.items[0].resourceVersion, got.items[0].namespace}, [3]string{"ua", "7", "ns"})
 
 	empty, err := scanProtobufList(encodeProtobuf(t, &v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "5"}}))
 	if err != nil || len(empty.items) != 0 || empty.resourceVersion != "5" {
@@ -206,7 +208,7 @@ func TestScanProtobufListUnusualLayouts(t *testing.T) {
 			for _, it := range got.items {
 				ids = append(ids, fmt.Sprintf("%s %s %s", it.key(), it.uid, it.resourceVersion))
 			}
-			equal(t, "items", ids, tc.want)
+			reflectortest.Equal(t, "items", ids, tc.want)
 			checkScanMatchesDecode(t, body, got)
 		})
 	}

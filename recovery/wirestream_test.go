@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 // streamScan scans body as a stream, collecting the items.
@@ -60,7 +62,7 @@ func TestScanProtobufListStreamOfTheSerializer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			equal(t, "stream scan", identities(got), identities(want))
+			reflectortest.Equal(t, "stream scan", identities(got), identities(want))
 			if len(got.items) != 3 || got.continueToken != "token" || got.resourceVersion != "42" {
 				t.Errorf("scanned %+v", identities(got))
 			}

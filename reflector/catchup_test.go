@@ -14,15 +14,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 // catchUpLW answers the consistent limit=1 read at "" with readRV (or
 // readErr) and any other list with a full list at listRV.
-func catchUpLW(t *testing.T, readRV, listRV string, readErr func(n int) error, watchFn func(n int, opts metav1.ListOptions) (watch.Interface, error)) *fakeLW {
+func catchUpLW(t *testing.T, readRV, listRV string, readErr func(n int) error, watchFn func(n int, opts metav1.ListOptions) (watch.Interface, error)) *reflectortest.ScriptedLW {
 	reads := 0
-	return &fakeLW{
-		t: t,
-		list: func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
+	return &reflectortest.ScriptedLW{
+		T: t,
+		List: func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
 			if opts.Limit == 1 && opts.ResourceVersion == "" {
 				reads++
 				if readErr != nil {
@@ -30,11 +32,11 @@ func catchUpLW(t *testing.T, readRV, listRV string, readErr func(n int) error, w
 						return nil, err
 					}
 				}
-				return podList(readRV, pod("a", "5")), nil
+				return reflectortest.PodList(readRV, reflectortest.Pod("a", "5")), nil
 			}
-			return podList(listRV, pod("a", "5"), pod("b", "6")), nil
+			return reflectortest.PodList(listRV, reflectortest.Pod("a", "5"), reflectortest.Pod("b", "6")), nil
 		},
-		watch: watchFn,
+		Watch: watchFn,
 	}
 }
 
@@ -72,32 +74,32 @@ func TestCatchUpReadsAfterShortWatchOpens(t *testing.T) {
 		lw := catchUpLW(t, "150", "", nil, nil)
 		done := make(chan struct{})
 		tg := &target{}
-		h := newHarness(t, lw.listWatch(), func(o *Options) {
+		h := newHarness(t, lw.ListWatch(), func(o *Options) {
 			o.ResumeResourceVersion = "100"
 			o.CatchUp = &CatchUp{Target: tg.set, Done: done}
 		})
 		stop := runInBubble(h.r)
-		w := lw.watcher(t, 0)
+		w := lw.Watcher(t, 0)
 		synctest.Wait()
-		equal(t, "targets", tg.get(), []string{"150"})
-		w.Action(watch.Bookmark, pod("", "150"))
+		reflectortest.Equal(t, "targets", tg.get(), []string{"150"})
+		w.Action(watch.Bookmark, reflectortest.Pod("", "150"))
 		synctest.Wait()
 		close(done) // the store has applied 150
 		time.Sleep(3 * time.Second)
 		w.Stop() // the server ends the watch at its timeout
 		synctest.Wait()
-		lw.watcher(t, 1)
+		lw.Watcher(t, 1)
 		stop()
 
 		opts := lw.WatchOpts()
-		equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "150"})
-		equal(t, "first watch timeout", *opts[0].TimeoutSeconds, int64(3))
+		reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "150"})
+		reflectortest.Equal(t, "first watch timeout", *opts[0].TimeoutSeconds, int64(3))
 		if got := *opts[1].TimeoutSeconds; got < 300 {
 			t.Errorf("watch after catching up has timeoutSeconds %d, want the ordinary >= 300", got)
 		}
-		equal(t, "lists", len(lw.ListOpts()), 1) // the limit=1 read only
-		equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
-		noErrors(t, h)
+		reflectortest.Equal(t, "lists", len(lw.ListOpts()), 1) // the limit=1 read only
+		reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
+		h.errs.CheckNone(t)
 	})
 }
 
@@ -116,14 +118,14 @@ func TestCatchUpRelistsAfterMaxWatches(t *testing.T) {
 				lw := catchUpLW(t, "150", "160", nil, nil)
 				done := make(chan struct{})
 				tg := &target{}
-				h := newHarness(t, lw.listWatch(), func(o *Options) {
+				h := newHarness(t, lw.ListWatch(), func(o *Options) {
 					o.ResumeResourceVersion = "100"
 					o.CatchUp = &CatchUp{Target: tg.set, Done: done, MaxWatches: 2}
 				})
 				stop := runInBubble(h.r)
 				for i := range 2 {
-					w := lw.watcher(t, i)
-					w.Action(watch.Bookmark, pod("", "140")) // behind the read
+					w := lw.Watcher(t, i)
+					w.Action(watch.Bookmark, reflectortest.Pod("", "140")) // behind the read
 					if serverCloses {
 						time.Sleep(3 * time.Second)
 						w.Stop()
@@ -132,10 +134,10 @@ func TestCatchUpRelistsAfterMaxWatches(t *testing.T) {
 					}
 					synctest.Wait()
 				}
-				lw.watcher(t, 2)
+				lw.Watcher(t, 2)
 				stop()
 
-				equal(t, "targets", tg.get(), []string{"150"})
+				reflectortest.Equal(t, "targets", tg.get(), []string{"150"})
 				var reads, full []string
 				for _, o := range lw.ListOpts() {
 					if o.Limit == 1 {
@@ -144,14 +146,14 @@ func TestCatchUpRelistsAfterMaxWatches(t *testing.T) {
 						full = append(full, o.ResourceVersion)
 					}
 				}
-				equal(t, "full list RVs", full, []string{""})
+				reflectortest.Equal(t, "full list RVs", full, []string{""})
 				// A read when each watch opens and every half second after.
 				if len(reads) < 2*int(3*time.Second/catchUpReadInterval) {
 					t.Errorf("%d consistent reads in two 3-second watches, want one every %v", len(reads), catchUpReadInterval)
 				}
-				equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
-				equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "140", "160"})
-				equal(t, "store calls", h.store.Calls(), []string{"bookmark@140", "bookmark@140", "replace 2@160"})
+				reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
+				reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "140", "160"})
+				reflectortest.Equal(t, "store calls", h.store.Calls(), []string{"bookmark@140", "bookmark@140", "replace 2@160"})
 			})
 		})
 	}
@@ -169,26 +171,26 @@ func TestCatchUpReadFailureRetriedWithNextWatch(t *testing.T) {
 			return nil
 		}, nil)
 		tg := &target{}
-		h := newHarness(t, lw.listWatch(), func(o *Options) {
+		h := newHarness(t, lw.ListWatch(), func(o *Options) {
 			o.ResumeResourceVersion = "100"
 			o.CatchUp = &CatchUp{Target: tg.set, Done: make(chan struct{})}
 		})
 		stop := runInBubble(h.r)
-		w := lw.watcher(t, 0)
+		w := lw.Watcher(t, 0)
 		synctest.Wait()
-		equal(t, "targets after the failed read", tg.get(), []string(nil))
+		reflectortest.Equal(t, "targets after the failed read", tg.get(), []string(nil))
 		time.Sleep(3 * time.Second)
 		w.Stop()
-		lw.watcher(t, 1)
+		lw.Watcher(t, 1)
 		synctest.Wait()
 		stop()
 		errs := h.errs.Errors()
 		if len(errs) != 1 || !errors.Is(errs[0], ErrList) || !errors.Is(errs[0], unreachable) {
 			t.Errorf("reported %v, want the failed read as ErrList", errs)
 		}
-		equal(t, "targets", tg.get(), []string{"150"})
-		equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
-		equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "100"})
+		reflectortest.Equal(t, "targets", tg.get(), []string{"150"})
+		reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
+		reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "100"})
 	})
 }
 
@@ -199,19 +201,19 @@ func TestCatchUpReadFailureRetriedWithNextWatch(t *testing.T) {
 // between. The consistent read's version is the target; with the reads
 // failing, the relist at "" that the short watches end in is.
 func TestCatchUpRelistAfterExpiredIsNotTheTarget(t *testing.T) {
-	pods := []*v1.Pod{pod("a", "5"), pod("b", "6")}
+	pods := []*v1.Pod{reflectortest.Pod("a", "5"), reflectortest.Pod("b", "6")}
 	for _, readsFail := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reads fail %v", readsFail), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				list := servedAs(t, "150", "120", pods)
-				lw := &fakeLW{t: t,
-					list: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
+				lw := &reflectortest.ScriptedLW{T: t,
+					List: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
 						if readsFail && opts.Limit == 1 {
 							return nil, fmt.Errorf("connection reset by peer")
 						}
 						return list(n, opts)
 					},
-					watch: func(n int, opts metav1.ListOptions) (watch.Interface, error) {
+					Watch: func(n int, opts metav1.ListOptions) (watch.Interface, error) {
 						if n == 0 {
 							// Refused at its start: no read follows it.
 							return nil, apierrors.NewResourceExpired("too old resource version: 100 (140)")
@@ -227,11 +229,11 @@ func TestCatchUpRelistAfterExpiredIsNotTheTarget(t *testing.T) {
 				stop()
 
 				// The read's, or the relist's at "" after MaxWatches.
-				equal(t, "targets", store.Targets(), []string{"150"})
+				reflectortest.Equal(t, "targets", store.Targets(), []string{"150"})
 				full := fullLists(lw)
-				equal(t, "first full list", head(full, 1), []string{"100"})
+				reflectortest.Equal(t, "first full list", head(full, 1), []string{"100"})
 				if readsFail {
-					equal(t, "full lists", full, []string{"100", ""})
+					reflectortest.Equal(t, "full lists", full, []string{"100", ""})
 				}
 			})
 		})
@@ -284,17 +286,17 @@ func TestCatchUpListedEarlierSettlesOnlyAsTheTarget(t *testing.T) {
 				stop := runInBubble(h.r)
 				defer stop()
 				if tc.read {
-					w := lw.watcher(t, 0)
+					w := lw.Watcher(t, 0)
 					synctest.Wait() // the read has given the target
 					w.Error(&expiredStatus)
 				}
-				lw.watcher(t, 1)
+				lw.Watcher(t, 1)
 				synctest.Wait()
 				stop()
 
-				equal(t, "targets", store.Targets(), tc.targets)
+				reflectortest.Equal(t, "targets", store.Targets(), tc.targets)
 				opts := lw.WatchOpts()
-				equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "120"})
+				reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "120"})
 				if short := *opts[1].TimeoutSeconds == 3; short == tc.settled {
 					t.Errorf("the watch after the list made earlier has timeoutSeconds %d; settled %v, want %v",
 						*opts[1].TimeoutSeconds, !short, tc.settled)

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 // handled is what an error handler did with one error: the lines it
@@ -83,7 +85,7 @@ func errorCauses() map[string]error {
 // that error itself with io.EOF and io.ErrUnexpectedEOF.
 func TestDefaultErrorHandlerLogsLikeClientGo(t *testing.T) {
 	theirs := cache.NewReflector(&cache.ListWatch{}, &v1.Pod{}, cache.NewStore(cache.MetaNamespaceKeyFunc), 0)
-	ours := New(&cache.ListWatch{}, newRecStore(), Options{ExpectedType: &v1.Pod{}})
+	ours := New(&cache.ListWatch{}, reflectortest.NewRecordingStore(), Options{ExpectedType: &v1.Pod{}})
 	desc := ours.typeDescription
 	for name, cause := range errorCauses() {
 		for _, tc := range []struct {

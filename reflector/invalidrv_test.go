@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 // invalidVersionErrors are the answers a server gives to a request at a
@@ -37,43 +39,43 @@ func TestInvalidVersionListsAtEmpty(t *testing.T) {
 	const bad = "x%"
 	for name, refusal := range invalidVersionErrors(bad) {
 		t.Run("ListFrom/"+name, func(t *testing.T) {
-			lw := &fakeLW{t: t, list: func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
+			lw := &reflectortest.ScriptedLW{T: t, List: func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
 				if opts.ResourceVersion == bad {
 					return nil, refusal
 				}
-				return podList("200", pod("a", "150")), nil
+				return reflectortest.PodList("200", reflectortest.Pod("a", "150")), nil
 			}}
-			h := newHarness(t, lw.listWatch(), func(o *Options) { o.ListFrom = bad })
+			h := newHarness(t, lw.ListWatch(), func(o *Options) { o.ListFrom = bad })
 			stop := h.run()
-			lw.watcher(t, 0)
+			lw.Watcher(t, 0)
 			stop()
-			equal(t, "list RVs", lw.ListRVs(), []string{bad, ""})
-			equal(t, "watch RVs", lw.WatchRVs(), []string{"200"})
-			equal(t, "store calls", h.store.Calls(), []string{"replace 1@200"})
+			reflectortest.Equal(t, "list RVs", lw.ListRVs(), []string{bad, ""})
+			reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"200"})
+			reflectortest.Equal(t, "store calls", h.store.Calls(), []string{"replace 1@200"})
 		})
 		t.Run("Resume/"+name, func(t *testing.T) {
-			lw := &fakeLW{
-				t: t,
-				list: func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
+			lw := &reflectortest.ScriptedLW{
+				T: t,
+				List: func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
 					if opts.ResourceVersion == bad {
 						return nil, refusal
 					}
-					return podList("200", pod("a", "150")), nil
+					return reflectortest.PodList("200", reflectortest.Pod("a", "150")), nil
 				},
-				watch: func(_ int, opts metav1.ListOptions) (watch.Interface, error) {
+				Watch: func(_ int, opts metav1.ListOptions) (watch.Interface, error) {
 					if opts.ResourceVersion == bad {
 						return nil, refusal
 					}
 					return watch.NewRaceFreeFake(), nil
 				},
 			}
-			h := newHarness(t, lw.listWatch(), func(o *Options) { o.ResumeResourceVersion = bad })
+			h := newHarness(t, lw.ListWatch(), func(o *Options) { o.ResumeResourceVersion = bad })
 			stop := h.run()
-			lw.watcher(t, 1)
+			lw.Watcher(t, 1)
 			stop()
-			equal(t, "list RVs", lw.ListRVs(), []string{""})
-			equal(t, "watch RVs", lw.WatchRVs(), []string{bad, "200"})
-			equal(t, "store calls", h.store.Calls(), []string{"replace 1@200"})
+			reflectortest.Equal(t, "list RVs", lw.ListRVs(), []string{""})
+			reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{bad, "200"})
+			reflectortest.Equal(t, "store calls", h.store.Calls(), []string{"replace 1@200"})
 			if errs := h.errs.Errors(); len(errs) != 1 || !errors.Is(errs[0], ErrWatch) {
 				t.Errorf("errors = %v, want the refused watch", errs)
 			}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/boltinformer/boltinformer/internal/testing/listrules"
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 // expiredStatus is what a restarted kube-apiserver sends a watch from a
@@ -45,7 +46,7 @@ func servedAs(t *testing.T, newest, cached string, items []*v1.Pod) func(int, me
 			at, start = rev, atoi(off)
 		}
 		end := len(items)
-		l := podList(at)
+		l := reflectortest.PodList(at)
 		if opts.Limit > 0 && start+int(opts.Limit) < end {
 			end = start + int(opts.Limit)
 			l.Continue = at + "/" + strconv.Itoa(end)
@@ -73,7 +74,7 @@ func atoi(s string) int {
 // and the reflector would relist and watch in a loop until compaction
 // passes the version, its store stale meanwhile.
 func TestPagedRelistAtAVersionIsNotOlderThan(t *testing.T) {
-	pods := []*v1.Pod{pod("a", "1"), pod("b", "2"), pod("c", "3"), pod("d", "4"), pod("e", "5")}
+	pods := []*v1.Pod{reflectortest.Pod("a", "1"), reflectortest.Pod("b", "2"), reflectortest.Pod("c", "3"), reflectortest.Pod("d", "4"), reflectortest.Pod("e", "5")}
 	for _, tc := range []struct {
 		name     string
 		pageSize int64
@@ -91,8 +92,8 @@ func TestPagedRelistAtAVersionIsNotOlderThan(t *testing.T) {
 				// restarts, its watch cache at 30, and watches from 10
 				// expire.
 				list := servedAs(t, "30", "30", pods)
-				lw := &fakeLW{t: t,
-					list: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
+				lw := &reflectortest.ScriptedLW{T: t,
+					List: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
 						if opts.ResourceVersion == "0" {
 							limit := int64(0) // the watch cache ignores it
 							if tc.zeroPaged {
@@ -102,7 +103,7 @@ func TestPagedRelistAtAVersionIsNotOlderThan(t *testing.T) {
 						}
 						return list(n, opts)
 					},
-					watch: func(_ int, opts metav1.ListOptions) (watch.Interface, error) {
+					Watch: func(_ int, opts metav1.ListOptions) (watch.Interface, error) {
 						w := watch.NewRaceFreeFake()
 						if atoi(opts.ResourceVersion) < 30 {
 							w.Error(&expiredStatus)
@@ -110,7 +111,7 @@ func TestPagedRelistAtAVersionIsNotOlderThan(t *testing.T) {
 						return w, nil
 					},
 				}
-				h := newHarness(t, lw.listWatch(), func(o *Options) { o.PageSize = tc.pageSize })
+				h := newHarness(t, lw.ListWatch(), func(o *Options) { o.PageSize = tc.pageSize })
 				stop := runInBubble(h.r)
 				time.Sleep(time.Minute)
 				synctest.Wait()
@@ -123,11 +124,11 @@ func TestPagedRelistAtAVersionIsNotOlderThan(t *testing.T) {
 						relist = append(relist, o)
 					}
 				}
-				equal(t, "the relist's first request", head(relist, 1), []metav1.ListOptions{
+				reflectortest.Equal(t, "the relist's first request", head(relist, 1), []metav1.ListOptions{
 					{ResourceVersion: "10", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: tc.limit}})
-				equal(t, "relists", len(relist), 1)
-				equal(t, "first watch RVs", head(lw.WatchRVs(), 3), []string{"10", "30"})
-				equal(t, "LastSyncResourceVersion", h.r.LastSyncResourceVersion(), "30")
+				reflectortest.Equal(t, "relists", len(relist), 1)
+				reflectortest.Equal(t, "first watch RVs", head(lw.WatchRVs(), 3), []string{"10", "30"})
+				reflectortest.Equal(t, "LastSyncResourceVersion", h.r.LastSyncResourceVersion(), "30")
 			})
 		})
 	}

@@ -16,13 +16,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 // recPages is a PagedList that records what it is given; store, if set, is
 // the reflector's Store, which must not have been written to meanwhile.
 type recPages struct {
 	t     *testing.T
-	store *recStore
+	store *reflectortest.RecordingStore
 	mu    sync.Mutex
 	calls []string
 }
@@ -30,7 +32,7 @@ type recPages struct {
 func (p *recPages) ListPage(_ context.Context, items []interface{}) error {
 	names := make([]string, len(items))
 	for i, obj := range items {
-		name, rv := nameRV(obj)
+		name, rv := reflectortest.NameRV(obj)
 		names[i] = name + "@" + rv
 	}
 	p.mu.Lock()
@@ -61,40 +63,40 @@ func (p *recPages) Calls() []string {
 func TestPagedListHandsPagesOver(t *testing.T) {
 	var pods []*v1.Pod
 	for i := range 5 {
-		pods = append(pods, pod(fmt.Sprintf("p%d", i), strconv.Itoa(i+1)))
+		pods = append(pods, reflectortest.Pod(fmt.Sprintf("p%d", i), strconv.Itoa(i+1)))
 	}
-	lw := &fakeLW{t: t, list: pagedList("10", pods)}
+	lw := &reflectortest.ScriptedLW{T: t, List: pagedList("10", pods)}
 	pages := &recPages{t: t}
-	h := newHarness(t, lw.listWatch(), func(o *Options) { o.PageSize = 2; o.PagedList = pages })
+	h := newHarness(t, lw.ListWatch(), func(o *Options) { o.PageSize = 2; o.PagedList = pages })
 	pages.store = h.store
 	stop := h.run()
-	lw.watcher(t, 0)
+	lw.Watcher(t, 0)
 	stop()
 
-	equal(t, "list options", lw.ListOpts(), []metav1.ListOptions{
+	reflectortest.Equal(t, "list options", lw.ListOpts(), []metav1.ListOptions{
 		{ResourceVersion: "", Limit: 2},
 		{Limit: 2, Continue: "2"},
 		{Limit: 2, Continue: "4"},
 	})
-	equal(t, "pages", pages.Calls(), []string{"page p0@1,p1@2", "page p2@3,p3@4", "page p4@5", "done@10"})
-	equal(t, "store calls", h.store.Calls(), []string(nil))
-	equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=5 pages=3"})
-	equal(t, "watch RVs", lw.WatchRVs(), []string{"10"})
-	equal(t, "last sync RV", h.r.LastSyncResourceVersion(), "10")
-	noErrors(t, h)
+	reflectortest.Equal(t, "pages", pages.Calls(), []string{"page p0@1,p1@2", "page p2@3,p3@4", "page p4@5", "done@10"})
+	reflectortest.Equal(t, "store calls", h.store.Calls(), []string(nil))
+	reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=5 pages=3"})
+	reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"10"})
+	reflectortest.Equal(t, "last sync RV", h.r.LastSyncResourceVersion(), "10")
+	h.errs.CheckNone(t)
 }
 
 // Without Options.PageSize a paged list asks for DefaultPagedListPageSize
 // items a page.
 func TestPagedListDefaultPageSize(t *testing.T) {
-	lw := &fakeLW{t: t, list: pagedList("7", []*v1.Pod{pod("a", "1")})}
+	lw := &reflectortest.ScriptedLW{T: t, List: pagedList("7", []*v1.Pod{reflectortest.Pod("a", "1")})}
 	pages := &recPages{t: t}
-	h := newHarness(t, lw.listWatch(), func(o *Options) { o.PagedList = pages })
+	h := newHarness(t, lw.ListWatch(), func(o *Options) { o.PagedList = pages })
 	stop := h.run()
-	lw.watcher(t, 0)
+	lw.Watcher(t, 0)
 	stop()
-	equal(t, "list options", lw.ListOpts(), []metav1.ListOptions{{ResourceVersion: "", Limit: DefaultPagedListPageSize}})
-	equal(t, "pages", pages.Calls(), []string{"page a@1", "done@7"})
+	reflectortest.Equal(t, "list options", lw.ListOpts(), []metav1.ListOptions{{ResourceVersion: "", Limit: DefaultPagedListPageSize}})
+	reflectortest.Equal(t, "pages", pages.Calls(), []string{"page a@1", "done@7"})
 }
 
 // A paged list that fails part-way (here its continue token expired) is
@@ -107,10 +109,10 @@ func TestPagedListFailingPartWayListsAgainWhole(t *testing.T) {
 		t.Run(fmt.Sprintf("relister %v", withRelister), func(t *testing.T) {
 			var pods []*v1.Pod
 			for i := range 5 {
-				pods = append(pods, pod(fmt.Sprintf("p%d", i), strconv.Itoa(i+1)))
+				pods = append(pods, reflectortest.Pod(fmt.Sprintf("p%d", i), strconv.Itoa(i+1)))
 			}
 			pager := pagedList("10", pods)
-			lw := &fakeLW{t: t, list: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
+			lw := &reflectortest.ScriptedLW{T: t, List: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
 				if n == 1 {
 					return nil, apierrors.NewResourceExpired("continue token expired")
 				}
@@ -118,7 +120,7 @@ func TestPagedListFailingPartWayListsAgainWhole(t *testing.T) {
 			}}
 			pages := &recPages{t: t}
 			relister := &countingRelister{}
-			h := newHarness(t, lw.listWatch(), func(o *Options) {
+			h := newHarness(t, lw.ListWatch(), func(o *Options) {
 				o.PageSize = 2
 				o.PagedList = pages
 				if withRelister {
@@ -126,16 +128,16 @@ func TestPagedListFailingPartWayListsAgainWhole(t *testing.T) {
 				}
 			})
 			stop := h.run()
-			lw.watcher(t, 0)
+			lw.Watcher(t, 0)
 			stop()
 
-			equal(t, "pages", pages.Calls(), []string{"page p0@1,p1@2"})
-			equal(t, "store calls", h.store.Calls(), []string{"replace 5@10"})
-			equal(t, "relists", int(relister.calls.Load()), 0)
+			reflectortest.Equal(t, "pages", pages.Calls(), []string{"page p0@1,p1@2"})
+			reflectortest.Equal(t, "store calls", h.store.Calls(), []string{"replace 5@10"})
+			reflectortest.Equal(t, "relists", int(relister.calls.Load()), 0)
 			if errs := h.errs.Errors(); len(errs) != 1 || !errors.Is(errs[0], ErrList) {
 				t.Errorf("errors reported: %v, want one ErrList", errs)
 			}
-			equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=5 pages=3"})
+			reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=5 pages=3"})
 			rvs := lw.ListRVs()
 			if len(rvs) < 3 || rvs[0] != "" || rvs[2] != "" {
 				t.Errorf("list resourceVersions %q: want the paged list at \"\", then an ordinary one at \"\" (a consistent read)", rvs)
@@ -176,8 +178,8 @@ func (p *failingPages) ListPage(ctx context.Context, items []interface{}) error 
 func TestPagedListFailingPartWayNeverListsOlder(t *testing.T) {
 	// The pages: a snapshot at 10. The watch cache lags: at "0" it serves
 	// a snapshot at 5, in which p0 and p1 are older than the pages gave.
-	newer := []*v1.Pod{pod("p0", "8"), pod("p1", "9"), pod("p2", "10")}
-	older := []*v1.Pod{pod("p0", "1"), pod("p1", "2")}
+	newer := []*v1.Pod{reflectortest.Pod("p0", "8"), reflectortest.Pod("p1", "9"), reflectortest.Pod("p2", "10")}
+	older := []*v1.Pod{reflectortest.Pod("p0", "1"), reflectortest.Pod("p1", "2")}
 	expired := apierrors.NewResourceExpired("continue token expired")
 	dropped := errors.New("connection reset by peer")
 	for _, tc := range []struct {
@@ -199,7 +201,7 @@ func TestPagedListFailingPartWayNeverListsOlder(t *testing.T) {
 		{"connection dropped at the first page", func(n int) error { return map[int]error{0: dropped}[n] }, -1, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lw := &fakeLW{t: t, list: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
+			lw := &reflectortest.ScriptedLW{T: t, List: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
 				if err := tc.failList(n); err != nil {
 					return nil, err
 				}
@@ -209,12 +211,12 @@ func TestPagedListFailingPartWayNeverListsOlder(t *testing.T) {
 				return pagedList("10", newer)(n, opts)
 			}}
 			pages := &failingPages{recPages: recPages{t: t}, failAt: tc.failPage}
-			h := newHarness(t, lw.listWatch(), func(o *Options) { o.PageSize = 2; o.PagedList = pages })
+			h := newHarness(t, lw.ListWatch(), func(o *Options) { o.PageSize = 2; o.PagedList = pages })
 			stop := h.run()
-			lw.watcher(t, 0)
+			lw.Watcher(t, 0)
 			stop()
 
-			equal(t, "pages handed over", pages.Calls(), tc.handedOver)
+			reflectortest.Equal(t, "pages handed over", pages.Calls(), tc.handedOver)
 			// The next list is the first request after the paged list's
 			// first that continues nothing.
 			opts := lw.ListOpts()
@@ -227,8 +229,8 @@ func TestPagedListFailingPartWayNeverListsOlder(t *testing.T) {
 				t.Errorf("list requests %v: want the paged list at \"\", then an ordinary one at %q", got, tc.wantRV)
 			}
 			if tc.wantRV == "" {
-				equal(t, "store calls", h.store.Calls(), []string{"replace 3@10"})
-				equal(t, "store objects", h.store.Objects(), map[string]string{"p0": "8", "p1": "9", "p2": "10"})
+				reflectortest.Equal(t, "store calls", h.store.Calls(), []string{"replace 3@10"})
+				reflectortest.Equal(t, "store objects", h.store.Objects(), map[string]string{"p0": "8", "p1": "9", "p2": "10"})
 			}
 		})
 	}
@@ -259,22 +261,22 @@ func (p *blockingPages) ListPage(ctx context.Context, items []interface{}) error
 func TestPagedListAsksForTheNextPageWhileStoring(t *testing.T) {
 	var pods []*v1.Pod
 	for i := range 3 {
-		pods = append(pods, pod(fmt.Sprintf("p%d", i), strconv.Itoa(i+1)))
+		pods = append(pods, reflectortest.Pod(fmt.Sprintf("p%d", i), strconv.Itoa(i+1)))
 	}
 	pager := pagedList("10", pods)
 	asked := make(chan struct{})
-	lw := &fakeLW{t: t, list: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
+	lw := &reflectortest.ScriptedLW{T: t, List: func(n int, opts metav1.ListOptions) (runtime.Object, error) {
 		if n == 1 {
 			close(asked)
 		}
 		return pager(n, opts)
 	}}
 	pages := &blockingPages{recPages: recPages{t: t}, asked: asked}
-	h := newHarness(t, lw.listWatch(), func(o *Options) { o.PageSize = 2; o.PagedList = pages })
+	h := newHarness(t, lw.ListWatch(), func(o *Options) { o.PageSize = 2; o.PagedList = pages })
 	stop := h.run()
-	lw.watcher(t, 0)
+	lw.Watcher(t, 0)
 	stop()
 
-	equal(t, "pages", pages.Calls(), []string{"page p0@1,p1@2", "page p2@3", "done@10"})
-	noErrors(t, h)
+	reflectortest.Equal(t, "pages", pages.Calls(), []string{"page p0@1,p1@2", "page p2@3", "done@10"})
+	h.errs.CheckNone(t)
 }

@@ -44,71 +44,72 @@ import (
 	fcache "k8s.io/client-go/tools/cache/testing"
 
 	"github.com/boltinformer/boltinformer/internal/testing/poll"
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 // ---- 1. cold start ----------------------------------------------------------
 
 func TestColdStartListsAtZeroThenWatchesFromListRV(t *testing.T) {
-	lw := &fakeLW{t: t, list: func(int, metav1.ListOptions) (runtime.Object, error) {
-		return podList("10", pod("a", "5"), pod("b", "7")), nil
+	lw := &reflectortest.ScriptedLW{T: t, List: func(int, metav1.ListOptions) (runtime.Object, error) {
+		return reflectortest.PodList("10", reflectortest.Pod("a", "5"), reflectortest.Pod("b", "7")), nil
 	}}
-	h := newHarness(t, lw.listWatch(), nil)
-	equal(t, "LastSyncResourceVersion before Run", h.r.LastSyncResourceVersion(), "")
+	h := newHarness(t, lw.ListWatch(), nil)
+	reflectortest.Equal(t, "LastSyncResourceVersion before Run", h.r.LastSyncResourceVersion(), "")
 	stop := h.run()
 
-	w := lw.watcher(t, 0)
-	w.Add(pod("c", "11"))
+	w := lw.Watcher(t, 0)
+	w.Add(reflectortest.Pod("c", "11"))
 	poll.Until(t, 5*time.Second, "LastSyncResourceVersion 11", func() bool { return h.r.LastSyncResourceVersion() == "11" })
 	stop()
 	if !w.IsStopped() {
 		t.Error("watcher not stopped after cancel")
 	}
 
-	equal(t, "list RVs", lw.ListRVs(), []string{"0"})
-	equal(t, "first list Limit (pager default for RV 0)", lw.ListOpts()[0].Limit, int64(500))
+	reflectortest.Equal(t, "list RVs", lw.ListRVs(), []string{"0"})
+	reflectortest.Equal(t, "first list Limit (pager default for RV 0)", lw.ListOpts()[0].Limit, int64(500))
 	wo := lw.WatchOpts()
-	equal(t, "watch RVs", lw.WatchRVs(), []string{"10"})
+	reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"10"})
 	if !wo[0].AllowWatchBookmarks {
 		t.Error("watch did not allow bookmarks")
 	}
 	if ts := wo[0].TimeoutSeconds; ts == nil || *ts < 300 || *ts >= 600 {
 		t.Errorf("TimeoutSeconds = %v, want in [300, 600)", ts)
 	}
-	equal(t, "store calls", h.store.Calls(), []string{"replace 2@10", "add c@11"})
-	equal(t, "store objects", h.store.Objects(), map[string]string{"a": "5", "b": "7", "c": "11"})
-	equal(t, "observer", h.obs.Events(), []string{"listed cold 10 items=2 pages=1", "watch 10", "ended ok"})
-	noErrors(t, h)
+	reflectortest.Equal(t, "store calls", h.store.Calls(), []string{"replace 2@10", "add c@11"})
+	reflectortest.Equal(t, "store objects", h.store.Objects(), map[string]string{"a": "5", "b": "7", "c": "11"})
+	reflectortest.Equal(t, "observer", h.obs.Events(), []string{"listed cold 10 items=2 pages=1", "watch 10", "ended ok"})
+	h.errs.CheckNone(t)
 }
 
 // ---- 2. resume --------------------------------------------------------------
 
 func TestResumeWatchesFromResourceVersionWithoutListing(t *testing.T) {
-	lw := &fakeLW{t: t} // any List call fails the test
-	h := newHarness(t, lw.listWatch(), func(o *Options) { o.ResumeResourceVersion = "100" })
-	equal(t, "LastSyncResourceVersion before Run", h.r.LastSyncResourceVersion(), "100")
+	lw := &reflectortest.ScriptedLW{T: t} // any List call fails the test
+	h := newHarness(t, lw.ListWatch(), func(o *Options) { o.ResumeResourceVersion = "100" })
+	reflectortest.Equal(t, "LastSyncResourceVersion before Run", h.r.LastSyncResourceVersion(), "100")
 	stop := h.run()
 
-	w := lw.watcher(t, 0)
-	w.Modify(pod("a", "101"))
-	w.Delete(pod("b", "102"))
+	w := lw.Watcher(t, 0)
+	w.Modify(reflectortest.Pod("a", "101"))
+	w.Delete(reflectortest.Pod("b", "102"))
 	poll.Until(t, 5*time.Second, "LastSyncResourceVersion 102", func() bool { return h.r.LastSyncResourceVersion() == "102" })
 	stop()
 
-	equal(t, "list calls", len(lw.ListOpts()), 0)
-	equal(t, "watch RVs", lw.WatchRVs(), []string{"100"})
-	equal(t, "store calls", h.store.Calls(), []string{"update a@101", "delete b@102"})
-	equal(t, "observer", h.obs.Events(), []string{"resumed 100", "watch 100", "ended ok"})
-	noErrors(t, h)
+	reflectortest.Equal(t, "list calls", len(lw.ListOpts()), 0)
+	reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"100"})
+	reflectortest.Equal(t, "store calls", h.store.Calls(), []string{"update a@101", "delete b@102"})
+	reflectortest.Equal(t, "observer", h.obs.Events(), []string{"resumed 100", "watch 100", "ended ok"})
+	h.errs.CheckNone(t)
 }
 
 func TestResumeFromZeroIsAColdStart(t *testing.T) {
-	lw := &fakeLW{t: t, list: func(int, metav1.ListOptions) (runtime.Object, error) { return podList("10"), nil }}
-	h := newHarness(t, lw.listWatch(), func(o *Options) { o.ResumeResourceVersion = "0" })
+	lw := &reflectortest.ScriptedLW{T: t, List: func(int, metav1.ListOptions) (runtime.Object, error) { return reflectortest.PodList("10"), nil }}
+	h := newHarness(t, lw.ListWatch(), func(o *Options) { o.ResumeResourceVersion = "0" })
 	stop := h.run()
-	lw.watcher(t, 0)
+	lw.Watcher(t, 0)
 	stop()
-	equal(t, "list RVs", lw.ListRVs(), []string{"0"})
-	equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=0 pages=1"})
+	reflectortest.Equal(t, "list RVs", lw.ListRVs(), []string{"0"})
+	reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=0 pages=1"})
 }
 
 // ---- 3. resume answered with 410 / too large ---------------------------------
@@ -149,12 +150,12 @@ func TestResumeUnavailableRelistsOnce(t *testing.T) {
 		{"HTTP too large resource version, 1.17 format", httpErr(oldTooLarge), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lw := &fakeLW{
-				t: t,
-				list: func(int, metav1.ListOptions) (runtime.Object, error) {
-					return podList("200", pod("a", "150")), nil
+			lw := &reflectortest.ScriptedLW{
+				T: t,
+				List: func(int, metav1.ListOptions) (runtime.Object, error) {
+					return reflectortest.PodList("200", reflectortest.Pod("a", "150")), nil
 				},
-				watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
+				Watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
 					w := watch.NewRaceFreeFake()
 					if n == 0 {
 						return tc.first(w)
@@ -162,22 +163,22 @@ func TestResumeUnavailableRelistsOnce(t *testing.T) {
 					return w, nil
 				},
 			}
-			h := newHarness(t, lw.listWatch(), func(o *Options) { o.ResumeResourceVersion = "100" })
+			h := newHarness(t, lw.ListWatch(), func(o *Options) { o.ResumeResourceVersion = "100" })
 			stop := h.run()
-			lw.watcher(t, 1)
+			lw.Watcher(t, 1)
 			stop()
 
 			if tc.tooLarge {
-				equal(t, "list RVs", lw.ListRVs(), []string{""})
-				equal(t, "list Limit (pager default for RV \"\")", lw.ListOpts()[0].Limit, int64(500))
+				reflectortest.Equal(t, "list RVs", lw.ListRVs(), []string{""})
+				reflectortest.Equal(t, "list Limit (pager default for RV \"\")", lw.ListOpts()[0].Limit, int64(500))
 			} else {
-				equal(t, "list RVs", lw.ListRVs(), []string{"100"})
-				equal(t, "list Limit (unpaged, for the watch cache)", lw.ListOpts()[0].Limit, int64(0))
+				reflectortest.Equal(t, "list RVs", lw.ListRVs(), []string{"100"})
+				reflectortest.Equal(t, "list Limit (unpaged, for the watch cache)", lw.ListOpts()[0].Limit, int64(0))
 			}
-			equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "200"})
-			equal(t, "store calls", h.store.Calls(), []string{"replace 1@200"})
-			equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-expired 200 items=1 pages=1"})
-			equal(t, "LastSyncResourceVersion", h.r.LastSyncResourceVersion(), "200")
+			reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "200"})
+			reflectortest.Equal(t, "store calls", h.store.Calls(), []string{"replace 1@200"})
+			reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-expired 200 items=1 pages=1"})
+			reflectortest.Equal(t, "LastSyncResourceVersion", h.r.LastSyncResourceVersion(), "200")
 			errs := h.errs.Errors()
 			if len(errs) != 1 || !errors.Is(errs[0], ErrWatch) || !isResourceVersionUnavailable(errs[0]) {
 				t.Errorf("errors = %v, want one ErrWatch with an expired/too-large cause", errs)
@@ -189,47 +190,47 @@ func TestResumeUnavailableRelistsOnce(t *testing.T) {
 // ---- 4. normal close / timeout ---------------------------------------------
 
 func TestWatchCloseRewatchesFromLastEventRVWithoutListing(t *testing.T) {
-	lw := &fakeLW{t: t, list: func(int, metav1.ListOptions) (runtime.Object, error) { return podList("10"), nil }}
-	h := newHarness(t, lw.listWatch(), nil)
+	lw := &reflectortest.ScriptedLW{T: t, List: func(int, metav1.ListOptions) (runtime.Object, error) { return reflectortest.PodList("10"), nil }}
+	h := newHarness(t, lw.ListWatch(), nil)
 	stop := h.run()
 
-	w := lw.watcher(t, 0)
-	w.Add(pod("a", "11"))
-	w.Modify(pod("a", "12"))
+	w := lw.Watcher(t, 0)
+	w.Add(reflectortest.Pod("a", "11"))
+	w.Modify(reflectortest.Pod("a", "12"))
 	w.Stop() // the server closed the watch (e.g. TimeoutSeconds elapsed)
-	lw.watcher(t, 1)
+	lw.Watcher(t, 1)
 	stop()
 
-	equal(t, "list RVs", lw.ListRVs(), []string{"0"})
-	equal(t, "watch RVs", lw.WatchRVs(), []string{"10", "12"})
-	equal(t, "observer", h.obs.Events(), []string{
+	reflectortest.Equal(t, "list RVs", lw.ListRVs(), []string{"0"})
+	reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"10", "12"})
+	reflectortest.Equal(t, "observer", h.obs.Events(), []string{
 		"listed cold 10 items=0 pages=1", "watch 10", "ended ok", "watch 12", "ended ok"})
-	noErrors(t, h)
+	h.errs.CheckNone(t)
 }
 
 // ---- 5. bookmarks -----------------------------------------------------------
 
 func TestBookmarksReachStoreAndAdvanceRV(t *testing.T) {
-	lw := &fakeLW{t: t}
-	h := newHarness(t, lw.listWatch(), func(o *Options) { o.ResumeResourceVersion = "5" })
+	lw := &reflectortest.ScriptedLW{T: t}
+	h := newHarness(t, lw.ListWatch(), func(o *Options) { o.ResumeResourceVersion = "5" })
 	stop := h.run()
 
-	w := lw.watcher(t, 0)
+	w := lw.Watcher(t, 0)
 	w.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "20"}})
 	poll.Until(t, 5*time.Second, "LastSyncResourceVersion 20", func() bool { return h.r.LastSyncResourceVersion() == "20" })
 	w.Stop()
-	lw.watcher(t, 1)
+	lw.Watcher(t, 1)
 	stop()
 
-	equal(t, "store calls", h.store.Calls(), []string{"bookmark@20"})
-	equal(t, "watch RVs", lw.WatchRVs(), []string{"5", "20"})
-	equal(t, "list calls", len(lw.ListOpts()), 0)
-	noErrors(t, h)
+	reflectortest.Equal(t, "store calls", h.store.Calls(), []string{"bookmark@20"})
+	reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"5", "20"})
+	reflectortest.Equal(t, "list calls", len(lw.ListOpts()), 0)
+	h.errs.CheckNone(t)
 }
 
 // rvuStore also implements cache.ResourceVersionUpdater.
 type rvuStore struct {
-	*recStore
+	*reflectortest.RecordingStore
 	mu  sync.Mutex
 	rvs []string
 }
@@ -247,26 +248,26 @@ func (s *rvuStore) RVs() []string {
 }
 
 func TestResourceVersionUpdaterStoreSeesEveryRecordedRV(t *testing.T) {
-	lw := &fakeLW{t: t}
-	store := &rvuStore{recStore: newRecStore()}
-	r := New(lw.listWatch(), store, Options{ResumeResourceVersion: "5", WatchErrorHandler: (&errRecorder{}).handle})
+	lw := &reflectortest.ScriptedLW{T: t}
+	store := &rvuStore{RecordingStore: reflectortest.NewRecordingStore()}
+	r := New(lw.ListWatch(), store, Options{ResumeResourceVersion: "5", WatchErrorHandler: (&reflectortest.ErrorRecorder{}).Handle})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		r.Run(ctx)
 	}()
-	w := lw.watcher(t, 0)
-	w.Add(pod("a", "6"))
+	w := lw.Watcher(t, 0)
+	w.Add(reflectortest.Pod("a", "6"))
 	w.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9"}})
 	poll.Until(t, 5*time.Second, "rv 9", func() bool { return r.LastSyncResourceVersion() == "9" })
 	cancel()
 	<-done
-	equal(t, "UpdateResourceVersion calls", store.RVs(), []string{"6", "9"})
+	reflectortest.Equal(t, "UpdateResourceVersion calls", store.RVs(), []string{"6", "9"})
 }
 
 func TestDefaultErrorHandlerHandlesEveryKind(t *testing.T) {
-	r := New(&cache.ListWatch{}, newRecStore(), Options{ExpectedType: &v1.Pod{}})
+	r := New(&cache.ListWatch{}, reflectortest.NewRecordingStore(), Options{ExpectedType: &v1.Pod{}})
 	ctx := context.Background()
 	for _, err := range []error{
 		fmt.Errorf("%w: x: %w", ErrWatch, apierrors.NewResourceExpired("too old")),
@@ -291,7 +292,7 @@ func pagedList(rv string, items []*v1.Pod) func(int, metav1.ListOptions) (runtim
 			start, _ = strconv.Atoi(opts.Continue)
 		}
 		end := len(items)
-		l := podList(rv)
+		l := reflectortest.PodList(rv)
 		if opts.Limit > 0 && start+int(opts.Limit) < end {
 			end = start + int(opts.Limit)
 			l.Continue = strconv.Itoa(end)
@@ -306,37 +307,37 @@ func pagedList(rv string, items []*v1.Pod) func(int, metav1.ListOptions) (runtim
 func TestListPagesWithPageSize(t *testing.T) {
 	var pods []*v1.Pod
 	for i := range 5 {
-		pods = append(pods, pod(fmt.Sprintf("p%d", i), strconv.Itoa(i+1)))
+		pods = append(pods, reflectortest.Pod(fmt.Sprintf("p%d", i), strconv.Itoa(i+1)))
 	}
-	lw := &fakeLW{t: t, list: pagedList("10", pods)}
-	h := newHarness(t, lw.listWatch(), func(o *Options) { o.PageSize = 2 })
+	lw := &reflectortest.ScriptedLW{T: t, List: pagedList("10", pods)}
+	h := newHarness(t, lw.ListWatch(), func(o *Options) { o.PageSize = 2 })
 	stop := h.run()
-	lw.watcher(t, 0)
+	lw.Watcher(t, 0)
 	stop()
 
 	// The pager drops the RV on continuation requests.
-	equal(t, "list options", lw.ListOpts(), []metav1.ListOptions{
+	reflectortest.Equal(t, "list options", lw.ListOpts(), []metav1.ListOptions{
 		{ResourceVersion: "0", Limit: 2},
 		{Limit: 2, Continue: "2"},
 		{Limit: 2, Continue: "4"},
 	})
-	equal(t, "store calls", h.store.Calls(), []string{"replace 5@10"})
-	equal(t, "store objects", len(h.store.Objects()), 5)
-	equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=5 pages=3"})
-	equal(t, "watch RVs", lw.WatchRVs(), []string{"10"})
+	reflectortest.Equal(t, "store calls", h.store.Calls(), []string{"replace 5@10"})
+	reflectortest.Equal(t, "store objects", len(h.store.Objects()), 5)
+	reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=5 pages=3"})
+	reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"10"})
 }
 
 // listAndWatchOnce calls ListAndWatch with a context that the first Watch
 // call cancels, so only the list part runs to completion (the pattern of
 // client-go's reflector tests).
 type onceLW struct {
-	*fakeLW
+	*reflectortest.ScriptedLW
 	cancel context.CancelFunc
 }
 
 func newOnceLW(t *testing.T, list func(int, metav1.ListOptions) (runtime.Object, error)) *onceLW {
-	o := &onceLW{fakeLW: &fakeLW{t: t, list: list}}
-	o.watch = func(int, metav1.ListOptions) (watch.Interface, error) {
+	o := &onceLW{ScriptedLW: &reflectortest.ScriptedLW{T: t, List: list}}
+	o.Watch = func(int, metav1.ListOptions) (watch.Interface, error) {
 		o.cancel() // called on the ListAndWatch goroutine: no race
 		return watch.NewRaceFreeFake(), nil
 	}
@@ -360,18 +361,18 @@ func (o *onceLW) listAndWatch(t *testing.T, r *Reflector) {
 func TestListPageSizeChoice(t *testing.T) {
 	tenPods := make([]*v1.Pod, 10)
 	for i := range tenPods {
-		tenPods[i] = pod(fmt.Sprintf("pod-%d", i), strconv.Itoa(i))
+		tenPods[i] = reflectortest.Pod(fmt.Sprintf("pod-%d", i), strconv.Itoa(i))
 	}
 	// serverPages ignores Limit and always pages by 4, as a server without
 	// watch cache with a small max page would.
 	serverPages := func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
 		switch opts.Continue {
 		case "":
-			return &v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "10", Continue: "C1"}, Items: podList("", tenPods[0:4]...).Items}, nil
+			return &v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "10", Continue: "C1"}, Items: reflectortest.PodList("", tenPods[0:4]...).Items}, nil
 		case "C1":
-			return &v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "10", Continue: "C2"}, Items: podList("", tenPods[4:8]...).Items}, nil
+			return &v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "10", Continue: "C2"}, Items: reflectortest.PodList("", tenPods[4:8]...).Items}, nil
 		default:
-			return &v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}, Items: podList("", tenPods[8:10]...).Items}, nil
+			return &v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}, Items: reflectortest.PodList("", tenPods[8:10]...).Items}, nil
 		}
 	}
 	for _, tc := range []struct {
@@ -387,7 +388,7 @@ func TestListPageSizeChoice(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lw := newOnceLW(t, tc.list)
-			h := newHarness(t, lw.listWatch(), func(o *Options) { o.PageSize = tc.pageSize })
+			h := newHarness(t, lw.ListWatch(), func(o *Options) { o.PageSize = tc.pageSize })
 			lw.listAndWatch(t, h.r)
 			lw.listAndWatch(t, h.r)
 
@@ -399,13 +400,13 @@ func TestListPageSizeChoice(t *testing.T) {
 					rvs = append(rvs, o.ResourceVersion)
 				}
 			}
-			equal(t, "first-page RVs", rvs, []string{"0", "10"})
-			equal(t, "first-page limits", limits, tc.wantLimits)
-			equal(t, "starts", h.obs.Starts(), []string{
+			reflectortest.Equal(t, "first-page RVs", rvs, []string{"0", "10"})
+			reflectortest.Equal(t, "first-page limits", limits, tc.wantLimits)
+			reflectortest.Equal(t, "starts", h.obs.Starts(), []string{
 				fmt.Sprintf("listed cold 10 items=10 pages=%d", tc.wantPages[0]),
 				fmt.Sprintf("listed relist-error 10 items=10 pages=%d", tc.wantPages[1]),
 			})
-			equal(t, "store objects", len(h.store.Objects()), 10)
+			reflectortest.Equal(t, "store objects", len(h.store.Objects()), 10)
 		})
 	}
 }
@@ -415,7 +416,7 @@ func TestListPageSizeChoice(t *testing.T) {
 func TestListFallbackIfExpired(t *testing.T) {
 	pods := make([]*v1.Pod, 8)
 	for i := range pods {
-		pods[i] = pod(fmt.Sprintf("pod-%d", i), strconv.Itoa(i))
+		pods[i] = reflectortest.Pod(fmt.Sprintf("pod-%d", i), strconv.Itoa(i))
 	}
 	key := func(rv, c string, l int64) metav1.ListOptions {
 		return metav1.ListOptions{ResourceVersion: rv, Continue: c, Limit: l}
@@ -423,28 +424,28 @@ func TestListFallbackIfExpired(t *testing.T) {
 	lw := newOnceLW(t, func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
 		switch key(opts.ResourceVersion, opts.Continue, opts.Limit) {
 		case key("0", "", 4): // initial limited list
-			return podList("10", pods[0:4]...), nil
+			return reflectortest.PodList("10", pods[0:4]...), nil
 		case key("10", "", 4): // first page of the RV 10 relist
-			l := podList("11", pods[0:4]...)
+			l := reflectortest.PodList("11", pods[0:4]...)
 			l.Continue = "C1"
 			return l, nil
 		case key("", "C1", 4): // second page has expired
 			return nil, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 		case key("10", "", 0): // full list at RV 10
-			return podList("11", pods...), nil
+			return reflectortest.PodList("11", pods...), nil
 		}
 		err := fmt.Errorf("unexpected list options: %#v", opts)
 		t.Error(err)
 		return nil, err
 	})
-	h := newHarness(t, lw.listWatch(), func(o *Options) { o.PageSize = 4 })
+	h := newHarness(t, lw.ListWatch(), func(o *Options) { o.PageSize = 4 })
 	lw.listAndWatch(t, h.r)
-	equal(t, "objects after first list", len(h.store.Objects()), 4)
+	reflectortest.Equal(t, "objects after first list", len(h.store.Objects()), 4)
 	lw.listAndWatch(t, h.r)
-	equal(t, "objects after relist", len(h.store.Objects()), 8)
+	reflectortest.Equal(t, "objects after relist", len(h.store.Objects()), 8)
 
-	equal(t, "list RVs", lw.ListRVs(), []string{"0", "10", "", "10"})
-	equal(t, "starts", h.obs.Starts(), []string{
+	reflectortest.Equal(t, "list RVs", lw.ListRVs(), []string{"0", "10", "", "10"})
+	reflectortest.Equal(t, "starts", h.obs.Starts(), []string{
 		"listed cold 10 items=4 pages=1", "listed relist-error 11 items=8 pages=1"})
 }
 
@@ -455,7 +456,7 @@ func TestListFallbackIfTooLarge(t *testing.T) {
 	lw := newOnceLW(t, func(_ int, opts metav1.ListOptions) (runtime.Object, error) {
 		switch opts.ResourceVersion {
 		case "0":
-			return podList("20"), nil
+			return reflectortest.PodList("20"), nil
 		case "20":
 			return nil, tooLargeRV()
 		case "30":
@@ -467,24 +468,24 @@ func TestListFallbackIfTooLarge(t *testing.T) {
 		case "":
 			rv := strconv.Itoa(version)
 			version += 10
-			return podList(rv), nil
+			return reflectortest.PodList(rv), nil
 		}
 		return nil, fmt.Errorf("unexpected List at %q", opts.ResourceVersion)
 	})
-	h := newHarness(t, lw.listWatch(), nil)
+	h := newHarness(t, lw.ListWatch(), nil)
 	for range 4 {
 		lw.listAndWatch(t, h.r)
 	}
-	equal(t, "list RVs", lw.ListRVs(), []string{"0", "20", "", "30", "", "40", ""})
-	equal(t, "LastSyncResourceVersion", h.r.LastSyncResourceVersion(), "50")
+	reflectortest.Equal(t, "list RVs", lw.ListRVs(), []string{"0", "20", "", "30", "", "40", ""})
+	reflectortest.Equal(t, "LastSyncResourceVersion", h.r.LastSyncResourceVersion(), "50")
 }
 
 // ---- 7. resync --------------------------------------------------------------
 
 func TestResyncCallsStoreWhenShouldResyncSaysSo(t *testing.T) {
 	var asks atomic.Int32
-	lw := &fakeLW{t: t}
-	h := newHarness(t, lw.listWatch(), func(o *Options) {
+	lw := &reflectortest.ScriptedLW{T: t}
+	h := newHarness(t, lw.ListWatch(), func(o *Options) {
 		o.ResumeResourceVersion = "1"
 		o.ResyncPeriod = time.Millisecond
 		o.ShouldResync = func() bool { return asks.Add(1)%2 == 1 } // yes, no, yes, ...
@@ -494,14 +495,14 @@ func TestResyncCallsStoreWhenShouldResyncSaysSo(t *testing.T) {
 	stop()
 
 	n := int(asks.Load())
-	equal(t, "Resync calls (one per yes)", h.store.Resyncs(), (n+1)/2)
-	equal(t, "watch RVs", lw.WatchRVs(), []string{"1"})
-	noErrors(t, h)
+	reflectortest.Equal(t, "Resync calls (one per yes)", h.store.Resyncs(), (n+1)/2)
+	reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"1"})
+	h.errs.CheckNone(t)
 }
 
 func TestResyncNilShouldResyncMeansAlways(t *testing.T) {
-	lw := &fakeLW{t: t}
-	h := newHarness(t, lw.listWatch(), func(o *Options) {
+	lw := &reflectortest.ScriptedLW{T: t}
+	h := newHarness(t, lw.ListWatch(), func(o *Options) {
 		o.ResumeResourceVersion = "1"
 		o.ResyncPeriod = time.Millisecond
 	})
@@ -511,18 +512,18 @@ func TestResyncNilShouldResyncMeansAlways(t *testing.T) {
 }
 
 func TestResyncErrorEndsWatchAndRelists(t *testing.T) {
-	lw := &fakeLW{t: t, list: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
-		return podList(strconv.Itoa(10+n), pod("a", "5")), nil
+	lw := &reflectortest.ScriptedLW{T: t, List: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
+		return reflectortest.PodList(strconv.Itoa(10+n), reflectortest.Pod("a", "5")), nil
 	}}
-	h := newHarness(t, lw.listWatch(), func(o *Options) { o.ResyncPeriod = time.Millisecond })
+	h := newHarness(t, lw.ListWatch(), func(o *Options) { o.ResyncPeriod = time.Millisecond })
 	h.store.SetResyncErr(errors.New("disk full"))
 	stop := h.run()
-	lw.watcher(t, 1)
+	lw.Watcher(t, 1)
 	stop()
 
-	equal(t, "list RVs", lw.ListRVs()[:2], []string{"0", "10"})
-	equal(t, "relist Limit (served from watch cache)", lw.ListOpts()[1].Limit, int64(0))
-	equal(t, "starts", h.obs.Starts()[:2], []string{"listed cold 10 items=1 pages=1", "listed relist-error 11 items=1 pages=1"})
+	reflectortest.Equal(t, "list RVs", lw.ListRVs()[:2], []string{"0", "10"})
+	reflectortest.Equal(t, "relist Limit (served from watch cache)", lw.ListOpts()[1].Limit, int64(0))
+	reflectortest.Equal(t, "starts", h.obs.Starts()[:2], []string{"listed cold 10 items=1 pages=1", "listed relist-error 11 items=1 pages=1"})
 	errs := h.errs.Errors()
 	if len(errs) == 0 || !errors.Is(errs[0], ErrStore) {
 		t.Errorf("errors = %v, want an ErrStore first", errs)
@@ -542,7 +543,9 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 			name: "while watching, with resync running",
 			lw: func(started chan<- struct{}) cache.ListerWatcher {
 				return &cache.ListWatch{
-					ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
+					ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+						return reflectortest.PodList("1"), nil
+					},
 					WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 						close(started)
 						return watch.NewFake(), nil // unbuffered, never sends
@@ -556,7 +559,9 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 			lw: func(started chan<- struct{}) cache.ListerWatcher {
 				var once sync.Once
 				return &cache.ListWatch{
-					ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
+					ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+						return reflectortest.PodList("1"), nil
+					},
 					WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 						once.Do(func() { close(started) })
 						return nil, errors.New("boom")
@@ -583,7 +588,9 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 			name: "while a watch request hangs",
 			lw: func(started chan<- struct{}) cache.ListerWatcher {
 				return &cache.ListWatch{
-					ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return podList("1"), nil },
+					ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+						return reflectortest.PodList("1"), nil
+					},
 					WatchFuncWithContext: func(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
 						close(started)
 						<-ctx.Done()
@@ -607,7 +614,7 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 				t.Errorf("Run took %v to return after cancel", d)
 			}
 			if !tc.wantErr {
-				noErrors(t, h)
+				h.errs.CheckNone(t)
 			}
 		})
 	}
@@ -618,18 +625,18 @@ func TestRunReturnsPromptlyOnCancel(t *testing.T) {
 // goroutine started inside it is still alive (durably blocked) at the end.
 func TestRunLeavesNoGoroutinesInBubble(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lw := &fakeLW{
-			t:    t,
-			list: func(int, metav1.ListOptions) (runtime.Object, error) { return podList("200"), nil },
-			watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
+		lw := &reflectortest.ScriptedLW{
+			T:    t,
+			List: func(int, metav1.ListOptions) (runtime.Object, error) { return reflectortest.PodList("200"), nil },
+			Watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
 				if n == 0 {
 					return nil, apierrors.NewResourceExpired("too old")
 				}
 				return watch.NewRaceFreeFake(), nil
 			},
 		}
-		store := newRecStore()
-		r := New(lw.listWatch(), store, Options{
+		store := reflectortest.NewRecordingStore()
+		r := New(lw.ListWatch(), store, Options{
 			ExpectedType:          &v1.Pod{},
 			ResumeResourceVersion: "100",
 			ResyncPeriod:          time.Minute,
@@ -643,8 +650,8 @@ func TestRunLeavesNoGoroutinesInBubble(t *testing.T) {
 		}()
 		time.Sleep(10 * time.Minute) // virtual time
 		synctest.Wait()
-		equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "200"})
-		equal(t, "resyncs in 10 virtual minutes", store.Resyncs() >= 9, true)
+		reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "200"})
+		reflectortest.Equal(t, "resyncs in 10 virtual minutes", store.Resyncs() >= 9, true)
 		cancel()
 		<-done
 	})
@@ -653,28 +660,30 @@ func TestRunLeavesNoGoroutinesInBubble(t *testing.T) {
 // ---- 9. watch failures: retried once, then a relist (see watchfail_test.go) --
 
 func TestWatchFailureAfterColdListRetriedOnceThenRelisted(t *testing.T) {
-	lw := &fakeLW{
-		t:    t,
-		list: func(n int, _ metav1.ListOptions) (runtime.Object, error) { return podList(strconv.Itoa(10 + n)), nil },
-		watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
+	lw := &reflectortest.ScriptedLW{
+		T: t,
+		List: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
+			return reflectortest.PodList(strconv.Itoa(10 + n)), nil
+		},
+		Watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
 			if n < 3 {
 				return nil, errors.New("boom")
 			}
 			return watch.NewRaceFreeFake(), nil
 		},
 	}
-	h := newHarness(t, lw.listWatch(), nil)
+	h := newHarness(t, lw.ListWatch(), nil)
 	stop := h.run()
-	lw.watcher(t, 3)
+	lw.Watcher(t, 3)
 	stop()
 	// The second failure in a row relists, from where the store is; the
 	// list resets the count, so the third failure is retried again.
-	equal(t, "list RVs", lw.ListRVs(), []string{"0", "10"})
+	reflectortest.Equal(t, "list RVs", lw.ListRVs(), []string{"0", "10"})
 	if opts := lw.ListOpts(); len(opts) > 1 {
-		equal(t, "relist Limit (served from watch cache)", opts[1].Limit, int64(0))
+		reflectortest.Equal(t, "relist Limit (served from watch cache)", opts[1].Limit, int64(0))
 	}
-	equal(t, "watch RVs", lw.WatchRVs(), []string{"10", "10", "11", "11"})
-	equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=0 pages=1", "listed relist-error 11 items=0 pages=1"})
+	reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"10", "10", "11", "11"})
+	reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"listed cold 10 items=0 pages=1", "listed relist-error 11 items=0 pages=1"})
 }
 
 // TestWatchRetryBackoffDefaults checks client-go's default backoff (800ms
@@ -698,7 +707,7 @@ func TestWatchRetryBackoffDefaults(t *testing.T) {
 				return watch.NewRaceFreeFake(), nil
 			},
 		}
-		r := New(lw, newRecStore(), Options{
+		r := New(lw, reflectortest.NewRecordingStore(), Options{
 			ResumeResourceVersion: "1",
 			BackoffReset:          time.Hour,
 			WatchErrorHandler:     func(context.Context, error) {},
@@ -732,12 +741,12 @@ func TestWatchRetryBackoffDefaults(t *testing.T) {
 
 func TestObserverStartCauses(t *testing.T) {
 	expired := metav1.Status{Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired, Message: "too old"}
-	lw := &fakeLW{
-		t: t,
-		list: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
-			return podList(strconv.Itoa(200+10*n), pod("a", "150")), nil
+	lw := &reflectortest.ScriptedLW{
+		T: t,
+		List: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
+			return reflectortest.PodList(strconv.Itoa(200+10*n), reflectortest.Pod("a", "150")), nil
 		},
-		watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
+		Watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
 			w := watch.NewRaceFreeFake()
 			if n == 0 {
 				w.Error(&expired)
@@ -745,31 +754,31 @@ func TestObserverStartCauses(t *testing.T) {
 			return w, nil
 		},
 	}
-	h := newHarness(t, lw.listWatch(), func(o *Options) {
+	h := newHarness(t, lw.ListWatch(), func(o *Options) {
 		o.ResumeResourceVersion = "100"
 		o.ResyncPeriod = time.Millisecond
 	})
 	stop := h.run()
-	lw.watcher(t, 1)
+	lw.Watcher(t, 1)
 	h.store.SetResyncErr(errors.New("disk full"))
-	lw.watcher(t, 2)
+	lw.Watcher(t, 2)
 	stop()
 
-	equal(t, "starts", h.obs.Starts(), []string{
+	reflectortest.Equal(t, "starts", h.obs.Starts(), []string{
 		"resumed 100",
 		"listed relist-expired 200 items=1 pages=1",
 		"listed relist-error 210 items=1 pages=1",
 	})
-	equal(t, "list RVs", lw.ListRVs(), []string{"100", "200"})
-	equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "200", "210"})
+	reflectortest.Equal(t, "list RVs", lw.ListRVs(), []string{"100", "200"})
+	reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "200", "210"})
 
 	// And a cold start reports CauseCold (also covered in test 1).
-	lw2 := &fakeLW{t: t, list: func(int, metav1.ListOptions) (runtime.Object, error) { return podList("7"), nil }}
-	h2 := newHarness(t, lw2.listWatch(), nil)
+	lw2 := &reflectortest.ScriptedLW{T: t, List: func(int, metav1.ListOptions) (runtime.Object, error) { return reflectortest.PodList("7"), nil }}
+	h2 := newHarness(t, lw2.ListWatch(), nil)
 	stop2 := h2.run()
-	lw2.watcher(t, 0)
+	lw2.Watcher(t, 0)
 	stop2()
-	equal(t, "cold starts", h2.obs.Starts(), []string{"listed cold 7 items=0 pages=1"})
+	reflectortest.Equal(t, "cold starts", h2.obs.Starts(), []string{"listed cold 7 items=0 pages=1"})
 }
 
 // ---- type checks ------------------------------------------------------------
@@ -789,24 +798,24 @@ func TestUnexpectedObjectsAreReportedAndSkipped(t *testing.T) {
 		bad      runtime.Object
 		good     runtime.Object
 	}{
-		{"typed", &v1.Pod{}, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc", ResourceVersion: "2"}}, pod("a", "3")},
+		{"typed", &v1.Pod{}, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc", ResourceVersion: "2"}}, reflectortest.Pod("a", "3")},
 		{"unstructured GVK", u("v1", "Pod", "", ""), u("v1", "ConfigMap", "cm", "2"), u("v1", "Pod", "a", "3")},
 		{"unstructured Table", nil, u("meta.k8s.io/v1", "Table", "t", "2"), u("v1", "Pod", "a", "3")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lw := &fakeLW{t: t}
-			h := newHarness(t, lw.listWatch(), func(o *Options) {
+			lw := &reflectortest.ScriptedLW{T: t}
+			h := newHarness(t, lw.ListWatch(), func(o *Options) {
 				o.ResumeResourceVersion = "1"
 				o.ExpectedType = tc.expected
 			})
 			stop := h.run()
-			w := lw.watcher(t, 0)
+			w := lw.Watcher(t, 0)
 			w.Add(tc.bad)
 			w.Add(tc.good)
 			poll.Until(t, 5*time.Second, "good object stored", func() bool { return h.store.Objects()["a"] == "3" })
 			stop()
 
-			equal(t, "store calls", h.store.Calls(), []string{"add a@3"})
+			reflectortest.Equal(t, "store calls", h.store.Calls(), []string{"add a@3"})
 			errs := h.errs.Errors()
 			if len(errs) != 1 || !errors.Is(errs[0], ErrUnexpectedObject) {
 				t.Errorf("errors = %v, want one ErrUnexpectedObject", errs)
@@ -828,22 +837,22 @@ func TestTypeDescriptionAndDefaultName(t *testing.T) {
 		{&unstructured.Unstructured{}, "*unstructured.Unstructured"},
 		{withGVK, "/v1, Kind=Pod"},
 	} {
-		r := New(&cache.ListWatch{}, newRecStore(), Options{ExpectedType: tc.obj})
-		equal(t, "type description", r.typeDescription, tc.want)
-		equal(t, "default name", r.name, tc.want)
+		r := New(&cache.ListWatch{}, reflectortest.NewRecordingStore(), Options{ExpectedType: tc.obj})
+		reflectortest.Equal(t, "type description", r.typeDescription, tc.want)
+		reflectortest.Equal(t, "default name", r.name, tc.want)
 	}
 	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	r := New(&cache.ListWatch{}, newRecStore(), Options{Name: "deploys", ExpectedGVK: &gvk})
-	equal(t, "explicit GVK description", r.typeDescription, gvk.String())
-	equal(t, "explicit name", r.name, "deploys")
+	r := New(&cache.ListWatch{}, reflectortest.NewRecordingStore(), Options{Name: "deploys", ExpectedGVK: &gvk})
+	reflectortest.Equal(t, "explicit GVK description", r.typeDescription, gvk.String())
+	reflectortest.Equal(t, "explicit name", r.name, "deploys")
 }
 
 func TestNewPanicsOnMisuse(t *testing.T) {
 	for name, f := range map[string]func(){
-		"nil lw":            func() { New(nil, newRecStore(), Options{}) },
+		"nil lw":            func() { New(nil, reflectortest.NewRecordingStore(), Options{}) },
 		"nil store":         func() { New(&cache.ListWatch{}, nil, Options{}) },
-		"negative PageSize": func() { New(&cache.ListWatch{}, newRecStore(), Options{PageSize: -1}) },
-		"negative resync":   func() { New(&cache.ListWatch{}, newRecStore(), Options{ResyncPeriod: -1}) },
+		"negative PageSize": func() { New(&cache.ListWatch{}, reflectortest.NewRecordingStore(), Options{PageSize: -1}) },
+		"negative resync":   func() { New(&cache.ListWatch{}, reflectortest.NewRecordingStore(), Options{ResyncPeriod: -1}) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -895,47 +904,47 @@ func (s *sourceLW) reset() (lists, watches []string) {
 func TestFakeControllerSourceColdResumeAndExpiry(t *testing.T) {
 	src := &sourceLW{FakeControllerSource: fcache.NewFakeControllerSource()}
 	t.Cleanup(src.Shutdown)
-	src.Add(pod("a", "")) // rv 1
-	src.Add(pod("b", "")) // rv 2
+	src.Add(reflectortest.Pod("a", "")) // rv 1
+	src.Add(reflectortest.Pod("b", "")) // rv 2
 
 	// Cold start: list at "0", then watch.
 	h1 := newHarness(t, src, nil)
 	stop := h1.run()
 	poll.Until(t, 5*time.Second, "cold list", func() bool { return len(h1.store.Objects()) == 2 })
-	src.Add(pod("c", ""))    // rv 3
-	src.Modify(pod("a", "")) // rv 4
+	src.Add(reflectortest.Pod("c", ""))    // rv 3
+	src.Modify(reflectortest.Pod("a", "")) // rv 4
 	poll.Until(t, 5*time.Second, "rv 4", func() bool { return h1.r.LastSyncResourceVersion() == "4" })
 	stop()
 	lists, _ := src.reset()
-	equal(t, "cold list RVs", lists, []string{"0"})
-	equal(t, "cold objects", h1.store.Objects(), map[string]string{"a": "4", "b": "2", "c": "3"})
+	reflectortest.Equal(t, "cold list RVs", lists, []string{"0"})
+	reflectortest.Equal(t, "cold objects", h1.store.Objects(), map[string]string{"a": "4", "b": "2", "c": "3"})
 
 	// Down for a while; then resume from the stored RV with no list.
-	src.Modify(pod("c", "")) // rv 5
+	src.Modify(reflectortest.Pod("c", "")) // rv 5
 	h2 := newHarness(t, src, func(o *Options) { o.ResumeResourceVersion = h1.r.LastSyncResourceVersion() })
 	stop = h2.run()
 	poll.Until(t, 5*time.Second, "rv 5", func() bool { return h2.r.LastSyncResourceVersion() == "5" })
 	stop()
 	lists, watches := src.reset()
-	equal(t, "resume list RVs", lists, []string(nil))
-	equal(t, "resume watch RVs", watches, []string{"4"})
-	equal(t, "resume store calls", h2.store.Calls(), []string{"update c@5"})
+	reflectortest.Equal(t, "resume list RVs", lists, []string(nil))
+	reflectortest.Equal(t, "resume watch RVs", watches, []string{"4"})
+	reflectortest.Equal(t, "resume store calls", h2.store.Calls(), []string{"update c@5"})
 
 	// Down while history is compacted: the resume gets 410 and relists no
 	// older than the resume point (the fake source serves the newest list).
 	src.ResetWatch()
-	src.Delete(pod("b", "")) // rv 6
-	src.Add(pod("d", ""))    // rv 7
+	src.Delete(reflectortest.Pod("b", "")) // rv 6
+	src.Add(reflectortest.Pod("d", ""))    // rv 7
 	h3 := newHarness(t, src, func(o *Options) { o.ResumeResourceVersion = h2.r.LastSyncResourceVersion() })
 	stop = h3.run()
 	poll.Until(t, 5*time.Second, "relist at rv 7", func() bool { return h3.r.LastSyncResourceVersion() == "7" })
 	poll.Until(t, 5*time.Second, "watch from 7", func() bool { return len(h3.obs.Events()) >= 3 })
 	stop()
 	lists, watches = src.reset()
-	equal(t, "expired list RVs", lists, []string{"5"})
-	equal(t, "expired watch RVs", watches, []string{"5", "7"})
-	equal(t, "expired objects", h3.store.Objects(), map[string]string{"a": "4", "c": "5", "d": "7"})
-	equal(t, "expired starts", h3.obs.Starts(), []string{"resumed 5", "listed relist-expired 7 items=3 pages=1"})
+	reflectortest.Equal(t, "expired list RVs", lists, []string{"5"})
+	reflectortest.Equal(t, "expired watch RVs", watches, []string{"5", "7"})
+	reflectortest.Equal(t, "expired objects", h3.store.Objects(), map[string]string{"a": "4", "c": "5", "d": "7"})
+	reflectortest.Equal(t, "expired starts", h3.obs.Starts(), []string{"resumed 5", "listed relist-expired 7 items=3 pages=1"})
 }
 
 // ListAfter holds back what a resumed reflector's relist after a 410 hands
@@ -948,11 +957,11 @@ func TestListAfterHoldsListResults(t *testing.T) {
 	// timer, so "nothing applied yet" is checked after everything that
 	// could apply it.
 	synctest.Test(t, func(t *testing.T) {
-		lw := &fakeLW{t: t,
-			list: func(int, metav1.ListOptions) (runtime.Object, error) {
-				return podList("20", pod("a", "20")), nil
+		lw := &reflectortest.ScriptedLW{T: t,
+			List: func(int, metav1.ListOptions) (runtime.Object, error) {
+				return reflectortest.PodList("20", reflectortest.Pod("a", "20")), nil
 			},
-			watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
+			Watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
 				if n == 0 {
 					return nil, apierrors.NewResourceExpired("too old resource version: 10 (15)")
 				}
@@ -960,7 +969,7 @@ func TestListAfterHoldsListResults(t *testing.T) {
 			},
 		}
 		gate := make(chan struct{})
-		h := newHarness(t, lw.listWatch(), func(o *Options) {
+		h := newHarness(t, lw.ListWatch(), func(o *Options) {
 			o.ResumeResourceVersion = "10"
 			o.ListAfter = func() <-chan struct{} { return gate }
 		})
@@ -978,9 +987,9 @@ func TestListAfterHoldsListResults(t *testing.T) {
 		}
 		close(gate)
 		synctest.Wait()
-		equal(t, "store calls", h.store.Calls(), []string{"replace 1@20"})
-		equal(t, "lists", len(lw.ListOpts()), 1)
-		equal(t, "watch resourceVersions", lw.WatchRVs(), []string{"10", "20"})
+		reflectortest.Equal(t, "store calls", h.store.Calls(), []string{"replace 1@20"})
+		reflectortest.Equal(t, "lists", len(lw.ListOpts()), 1)
+		reflectortest.Equal(t, "watch resourceVersions", lw.WatchRVs(), []string{"10", "20"})
 		stop()
 	})
 }
@@ -989,8 +998,8 @@ func TestListAfterHoldsListResults(t *testing.T) {
 // handed the store nothing.
 func TestListAfterReturnsOnCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lw := &fakeLW{t: t, list: func(int, metav1.ListOptions) (runtime.Object, error) { return podList("20"), nil }}
-		h := newHarness(t, lw.listWatch(), func(o *Options) { never := make(chan struct{}); o.ListAfter = func() <-chan struct{} { return never } })
+		lw := &reflectortest.ScriptedLW{T: t, List: func(int, metav1.ListOptions) (runtime.Object, error) { return reflectortest.PodList("20"), nil }}
+		h := newHarness(t, lw.ListWatch(), func(o *Options) { never := make(chan struct{}); o.ListAfter = func() <-chan struct{} { return never } })
 		stop := h.run()
 		synctest.Wait() // Run is blocked on ListAfter
 		stop()          // fails if Run does not return within a second
@@ -1028,7 +1037,7 @@ func TestRelistAfterExpiredResumeWithoutBackoff(t *testing.T) {
 		{"after an event of the resumed watch", func(n int) (watch.Interface, error) {
 			w := watch.NewRaceFreeFake()
 			if n == 0 {
-				w.Modify(pod("a", "101"))
+				w.Modify(reflectortest.Pod("a", "101"))
 				w.Error(&expired.ErrStatus)
 			}
 			return w, nil
@@ -1047,18 +1056,18 @@ func TestRelistAfterExpiredResumeWithoutBackoff(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				listed := make(chan struct{}, 1)
-				lw := &fakeLW{
-					t: t,
-					list: func(int, metav1.ListOptions) (runtime.Object, error) {
+				lw := &reflectortest.ScriptedLW{
+					T: t,
+					List: func(int, metav1.ListOptions) (runtime.Object, error) {
 						select {
 						case listed <- struct{}{}:
 						default: // a second list: the count below fails
 						}
-						return podList("200"), nil
+						return reflectortest.PodList("200"), nil
 					},
-					watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) { return tc.watch(n) },
+					Watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) { return tc.watch(n) },
 				}
-				r := New(lw.listWatch(), newRecStore(), Options{
+				r := New(lw.ListWatch(), reflectortest.NewRecordingStore(), Options{
 					ExpectedType:          &v1.Pod{},
 					ResumeResourceVersion: "100",
 					MinWatchTimeout:       time.Hour,
@@ -1076,7 +1085,7 @@ func TestRelistAfterExpiredResumeWithoutBackoff(t *testing.T) {
 				}
 				<-listed // after the backoff, where there is one (virtual time)
 				synctest.Wait()
-				equal(t, "lists", len(lw.ListRVs()), 1)
+				reflectortest.Equal(t, "lists", len(lw.ListRVs()), 1)
 				cancel()
 				<-done
 			})
@@ -1135,15 +1144,15 @@ func TestRelistAfterExpiredOnceBackedOff(t *testing.T) {
 				var mu sync.Mutex
 				var watched []time.Time
 				relisted := make(chan time.Time, 1)
-				lw := &fakeLW{
-					t: t,
-					list: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
+				lw := &reflectortest.ScriptedLW{
+					T: t,
+					List: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
 						if n == 1 {
 							relisted <- time.Now()
 						}
-						return podList("200"), nil
+						return reflectortest.PodList("200"), nil
 					},
-					watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
+					Watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
 						mu.Lock()
 						watched = append(watched, time.Now())
 						mu.Unlock()
@@ -1157,7 +1166,7 @@ func TestRelistAfterExpiredOnceBackedOff(t *testing.T) {
 						return tc.watch(n)
 					},
 				}
-				r := New(lw.listWatch(), newRecStore(), Options{
+				r := New(lw.ListWatch(), reflectortest.NewRecordingStore(), Options{
 					ExpectedType:      &v1.Pod{},
 					MinWatchTimeout:   time.Hour,
 					WatchErrorHandler: func(context.Context, error) {},

@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 // Options.WatchErrorHandler promises, when nil, to "log like client-go's
@@ -46,7 +48,7 @@ func TestDefaultErrorHandlerReportsFailedListsLikeClientGo(t *testing.T) {
 	errMalformed := errors.New("malformed protobuf")
 	ctx := context.Background()
 	theirs := cache.NewReflector(&cache.ListWatch{}, &v1.Pod{}, cache.NewStore(cache.MetaNamespaceKeyFunc), 0)
-	ours := New(&cache.ListWatch{}, newRecStore(), Options{ExpectedType: &v1.Pod{}})
+	ours := New(&cache.ListWatch{}, reflectortest.NewRecordingStore(), Options{ExpectedType: &v1.Pod{}})
 	for _, err := range []error{
 		// A recovery's metadata page cut short twice (the page, then the
 		// page asked for again).

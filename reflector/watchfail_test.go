@@ -16,6 +16,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 // Watches that fail (other than with an expired or too-large
@@ -25,10 +27,12 @@ import (
 func TestWatchFailureRetriedOnceThenRelisted(t *testing.T) {
 	for _, tc := range watchFailures() {
 		t.Run(tc.name, func(t *testing.T) {
-			lw := &fakeLW{
-				t:    t,
-				list: func(int, metav1.ListOptions) (runtime.Object, error) { return podList("160", pod("a", "150")), nil },
-				watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
+			lw := &reflectortest.ScriptedLW{
+				T: t,
+				List: func(int, metav1.ListOptions) (runtime.Object, error) {
+					return reflectortest.PodList("160", reflectortest.Pod("a", "150")), nil
+				},
+				Watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
 					w := watch.NewRaceFreeFake()
 					if n < 2 {
 						return tc.fail(w)
@@ -36,23 +40,23 @@ func TestWatchFailureRetriedOnceThenRelisted(t *testing.T) {
 					return w, nil
 				},
 			}
-			h := newHarness(t, lw.listWatch(), func(o *Options) { o.ResumeResourceVersion = "100" })
+			h := newHarness(t, lw.ListWatch(), func(o *Options) { o.ResumeResourceVersion = "100" })
 			stop := h.run()
-			lw.watcher(t, 2)
+			lw.Watcher(t, 2)
 			stop()
 
 			if tc.retriable {
-				equal(t, "list calls", len(lw.ListOpts()), 0)
-				equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "100", "100"})
-				equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
+				reflectortest.Equal(t, "list calls", len(lw.ListOpts()), 0)
+				reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "100", "100"})
+				reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
 			} else {
-				equal(t, "list RVs", lw.ListRVs(), []string{"100"})
+				reflectortest.Equal(t, "list RVs", lw.ListRVs(), []string{"100"})
 				if opts := lw.ListOpts(); len(opts) > 0 {
-					equal(t, "relist Limit (served from the watch cache)", opts[0].Limit, int64(0))
+					reflectortest.Equal(t, "relist Limit (served from the watch cache)", opts[0].Limit, int64(0))
 				}
-				equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "100", "160"})
-				equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-error 160 items=1 pages=1"})
-				equal(t, "store", h.store.Objects(), map[string]string{"a": "150"})
+				reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "100", "160"})
+				reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-error 160 items=1 pages=1"})
+				reflectortest.Equal(t, "store", h.store.Objects(), map[string]string{"a": "150"})
 			}
 			errs := h.errs.Errors()
 			if len(errs) != 2 {
@@ -71,31 +75,31 @@ func TestWatchFailureRetriedOnceThenRelisted(t *testing.T) {
 // failures instead of adding to it, so failures around it do not relist.
 func TestWatchThatDeliveredEventsEndsARunOfFailures(t *testing.T) {
 	internal := apierrors.NewInternalError(errors.New("boom"))
-	lw := &fakeLW{t: t, watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
+	lw := &reflectortest.ScriptedLW{T: t, Watch: func(n int, _ metav1.ListOptions) (watch.Interface, error) {
 		w := watch.NewRaceFreeFake()
 		switch n {
 		case 0, 2:
 			return nil, internal
 		case 1:
-			w.Modify(pod("a", "120"))
+			w.Modify(reflectortest.Pod("a", "120"))
 			w.Error(&internal.ErrStatus)
 		}
 		return w, nil
 	}}
-	h := newHarness(t, lw.listWatch(), func(o *Options) { o.ResumeResourceVersion = "100" })
+	h := newHarness(t, lw.ListWatch(), func(o *Options) { o.ResumeResourceVersion = "100" })
 	stop := h.run()
-	lw.watcher(t, 3)
+	lw.Watcher(t, 3)
 	stop()
-	equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "100", "120", "120"})
-	equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
+	reflectortest.Equal(t, "watch RVs", lw.WatchRVs(), []string{"100", "100", "120", "120"})
+	reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"resumed 100"})
 }
 
-// catchUpStore is a recStore that plays the informer's part in CatchUp:
+// catchUpStore is a RecordingStore that plays the informer's part in CatchUp:
 // it closes done once it has applied a resourceVersion at least the
 // target handed to Target (resourceVersions compared as integers, as the
 // informer compares them).
 type catchUpStore struct {
-	*recStore
+	*reflectortest.RecordingStore
 	done chan struct{}
 
 	mu      sync.Mutex
@@ -105,7 +109,7 @@ type catchUpStore struct {
 }
 
 func newCatchUpStore() *catchUpStore {
-	return &catchUpStore{recStore: newRecStore(), done: make(chan struct{}), target: -1}
+	return &catchUpStore{RecordingStore: reflectortest.NewRecordingStore(), done: make(chan struct{}), target: -1}
 }
 
 func (s *catchUpStore) Target(rv string) {
@@ -149,7 +153,7 @@ func mustInt(rv string) int64 {
 }
 
 func (s *catchUpStore) noteObj(obj interface{}) {
-	_, rv := nameRV(obj)
+	_, rv := reflectortest.NameRV(obj)
 	s.note(rv)
 }
 
@@ -157,45 +161,45 @@ func (s *catchUpStore) noteObj(obj interface{}) {
 
 func (s *catchUpStore) Add(obj interface{}) error {
 	defer s.noteObj(obj)
-	return s.recStore.Add(obj)
+	return s.RecordingStore.Add(obj)
 }
 
 func (s *catchUpStore) Update(obj interface{}) error {
 	defer s.noteObj(obj)
-	return s.recStore.Update(obj)
+	return s.RecordingStore.Update(obj)
 }
 
 func (s *catchUpStore) Delete(obj interface{}) error {
 	defer s.noteObj(obj)
-	return s.recStore.Delete(obj)
+	return s.RecordingStore.Delete(obj)
 }
 
 func (s *catchUpStore) Bookmark(rv string) error {
 	defer s.note(rv)
-	return s.recStore.Bookmark(rv)
+	return s.RecordingStore.Bookmark(rv)
 }
 
 func (s *catchUpStore) Replace(list []interface{}, rv string) error {
 	defer s.note(rv)
-	return s.recStore.Replace(list, rv)
+	return s.RecordingStore.Replace(list, rv)
 }
 
 // newCatchUpHarness is newHarness for a reflector resuming at 100 that
 // catches up into a catchUpStore; mutate adjusts the Options further.
-func newCatchUpHarness(t *testing.T, lw *fakeLW, maxWatches int, mutate func(*Options)) (*harness, *catchUpStore) {
+func newCatchUpHarness(t *testing.T, lw *reflectortest.ScriptedLW, maxWatches int, mutate func(*Options)) (*harness, *catchUpStore) {
 	store := newCatchUpStore()
-	h := &harness{t: t, store: store.recStore, obs: &recObserver{}, errs: &errRecorder{}}
+	h := &harness{t: t, store: store.RecordingStore, obs: &reflectortest.RecordingObserver[StartCause]{}, errs: &reflectortest.ErrorRecorder{}}
 	opts := Options{
 		ExpectedType:          &v1.Pod{},
 		ResumeResourceVersion: "100",
 		Observer:              h.obs,
-		WatchErrorHandler:     h.errs.handle,
+		WatchErrorHandler:     h.errs.Handle,
 		CatchUp:               &CatchUp{Target: store.Target, Done: store.done, MaxWatches: maxWatches},
 	}
 	if mutate != nil {
 		mutate(&opts)
 	}
-	h.r = New(lw.listWatch(), store, opts)
+	h.r = New(lw.ListWatch(), store, opts)
 	return h, store
 }
 
@@ -221,7 +225,7 @@ func waitCaughtUp(t *testing.T, done <-chan struct{}) {
 
 // fullLists returns the resourceVersions of the lists other than the
 // consistent limit=1 reads.
-func fullLists(lw *fakeLW) []string {
+func fullLists(lw *reflectortest.ScriptedLW) []string {
 	var rvs []string
 	for _, o := range lw.ListOpts() {
 		if o.Limit != 1 {
@@ -257,7 +261,7 @@ func TestCatchUpFallsBackToAListWhenWatchesFail(t *testing.T) {
 						t.Error("caught up without anything to catch up to")
 					default:
 					}
-					equal(t, "full lists", fullLists(lw), []string(nil))
+					reflectortest.Equal(t, "full lists", fullLists(lw), []string(nil))
 					if n := len(lw.WatchOpts()); n < 10 {
 						t.Errorf("%d watch attempts in 10 minutes, want retries with backoff", n)
 					}
@@ -269,12 +273,12 @@ func TestCatchUpFallsBackToAListWhenWatchesFail(t *testing.T) {
 				// One retry, then the fallback: a consistent read, which is the
 				// target unless a watch stayed open long enough for a limit=1
 				// read first.
-				equal(t, "requests", head(lw.Requests(), 3), []string{"watch@100", "watch@100", "list@"})
+				reflectortest.Equal(t, "requests", head(lw.Requests(), 3), []string{"watch@100", "watch@100", "list@"})
 				if got := store.Targets(); len(got) != 1 || (got[0] != "150" && got[0] != "160") {
 					t.Errorf("targets = %v, want one: the read's 150 or the list's 160", got)
 				}
-				equal(t, "starts", head(h.obs.Starts(), 2), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
-				equal(t, "store", h.store.Objects(), map[string]string{"a": "5", "b": "6"})
+				reflectortest.Equal(t, "starts", head(h.obs.Starts(), 2), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
+				reflectortest.Equal(t, "store", h.store.Objects(), map[string]string{"a": "5", "b": "6"})
 			})
 		})
 	}
@@ -297,12 +301,12 @@ func TestCatchUpReadsFailingListsOnce(t *testing.T) {
 		synctest.Wait()
 		stop()
 
-		equal(t, "targets", store.Targets(), []string{"160"})
-		equal(t, "full lists", fullLists(lw), []string{""})
-		equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
+		reflectortest.Equal(t, "targets", store.Targets(), []string{"160"})
+		reflectortest.Equal(t, "full lists", fullLists(lw), []string{""})
+		reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
 		opts := lw.WatchOpts()
 		for i, o := range head(opts, 2) {
-			equal(t, "short watch "+strconv.Itoa(i)+" timeoutSeconds", *o.TimeoutSeconds, int64(3))
+			reflectortest.Equal(t, "short watch "+strconv.Itoa(i)+" timeoutSeconds", *o.TimeoutSeconds, int64(3))
 		}
 		for i, o := range tail(opts, 2) {
 			if *o.TimeoutSeconds < 300 {
@@ -318,7 +322,7 @@ func TestCatchUpReadsFailingListsOnce(t *testing.T) {
 func TestCatchUpListSettlesBeforeTheStoreAppliesIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lw := catchUpLW(t, "150", "160", nil, serverTimesOut)
-		h := newHarness(t, lw.listWatch(), func(o *Options) {
+		h := newHarness(t, lw.ListWatch(), func(o *Options) {
 			o.ResumeResourceVersion = "100"
 			// Done stays open: the store never gets to apply the list here.
 			o.CatchUp = &CatchUp{Done: make(chan struct{}), MaxWatches: 2}
@@ -329,8 +333,8 @@ func TestCatchUpListSettlesBeforeTheStoreAppliesIt(t *testing.T) {
 		synctest.Wait()
 		stop()
 
-		equal(t, "full lists", fullLists(lw), []string{""})
-		equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
+		reflectortest.Equal(t, "full lists", fullLists(lw), []string{""})
+		reflectortest.Equal(t, "starts", h.obs.Starts(), []string{"resumed 100", "listed relist-catchup 160 items=2 pages=1"})
 		opts := lw.WatchOpts()
 		for i, o := range tail(opts, 2) {
 			if *o.TimeoutSeconds < 300 {
@@ -369,7 +373,7 @@ func TestWatchFailuresRelistLikeClientGo(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					script := func() *fakeLW {
+					script := func() *reflectortest.ScriptedLW {
 						return catchUpLW(t, "150", "160", nil, func(_ int, _ metav1.ListOptions) (watch.Interface, error) {
 							return tc.fail(watch.NewRaceFreeFake())
 						})
@@ -382,7 +386,7 @@ func TestWatchFailuresRelistLikeClientGo(t *testing.T) {
 					// client-go, cold.
 					theirLW := script()
 					theirStore := cache.NewStore(cache.MetaNamespaceKeyFunc)
-					theirs := cache.NewReflectorWithOptions(noWatchList{theirLW.listWatch()}, &v1.Pod{}, theirStore, cache.ReflectorOptions{})
+					theirs := cache.NewReflectorWithOptions(noWatchList{theirLW.ListWatch()}, &v1.Pod{}, theirStore, cache.ReflectorOptions{})
 					wg.Go(func() { theirs.RunWithContext(ctx) })
 
 					// Ours, warm.
@@ -391,7 +395,7 @@ func TestWatchFailuresRelistLikeClientGo(t *testing.T) {
 					if catchUp {
 						h, _ = newCatchUpHarness(t, ourLW, 0, func(o *Options) { o.WatchErrorHandler = func(context.Context, error) {} })
 					} else {
-						h = newHarness(t, ourLW.listWatch(), func(o *Options) {
+						h = newHarness(t, ourLW.ListWatch(), func(o *Options) {
 							o.ResumeResourceVersion = "100"
 							o.InitialBackoff, o.MaxBackoff = 0, 0 // client-go's
 						})
@@ -421,14 +425,14 @@ func TestWatchFailuresRelistLikeClientGo(t *testing.T) {
 						}
 					}
 					if !catchUp && ourRelists > 0 {
-						equal(t, "our first relist (at the resumed version, as client-go's from its last)", ourLists[0], "100")
+						reflectortest.Equal(t, "our first relist (at the resumed version, as client-go's from its last)", ourLists[0], "100")
 					}
-					equal(t, "relists", ourRelists > 0, !tc.retriable)
+					reflectortest.Equal(t, "relists", ourRelists > 0, !tc.retriable)
 					if ourRelists > theirRelists {
 						t.Errorf("ours relisted %d times in 5 minutes, client-go %d: more often", ourRelists, theirRelists)
 					}
 					if ourRelists > 0 {
-						equal(t, "our store", h.store.Objects(), map[string]string{"a": "5", "b": "6"})
+						reflectortest.Equal(t, "our store", h.store.Objects(), map[string]string{"a": "5", "b": "6"})
 						if keys := theirStore.ListKeys(); len(keys) != 2 {
 							t.Errorf("client-go's store holds %v, want the list's 2 pods", keys)
 						}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/internal/testing/listrules"
+	"github.com/boltinformer/boltinformer/internal/testing/reflectortest"
 )
 
 var weakSeeds = flag.Int("weakserver.seeds", 200, "seeds of TestListsAgainstAWeakServer")
@@ -121,7 +122,7 @@ func (s *weakServer) sendLocked(mw *modelWatch) {
 		if c.rev <= mw.sent || c.rev > s.pos {
 			continue
 		}
-		obj := pod(c.name, strconv.FormatInt(c.rev, 10))
+		obj := reflectortest.Pod(c.name, strconv.FormatInt(c.rev, 10))
 		_, existed := s.stateAt(c.rev - 1)[c.name]
 		switch {
 		case c.deleted:
@@ -205,14 +206,14 @@ func (s *weakServer) list(opts metav1.ListOptions) (runtime.Object, error) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	l := podList(strconv.FormatInt(at, 10))
+	l := reflectortest.PodList(strconv.FormatInt(at, 10))
 	end := len(names)
 	if limit > 0 && start+int(limit) < end {
 		end = start + int(limit)
 		l.Continue = fmt.Sprintf("%d/%d", at, end)
 	}
 	for _, name := range names[start:end] {
-		l.Items = append(l.Items, *pod(name, state[name]))
+		l.Items = append(l.Items, *reflectortest.Pod(name, state[name]))
 	}
 	return l, nil
 }
@@ -317,12 +318,7 @@ func (s *weakStore) Replace(list []interface{}, rv string) error {
 type weakPages struct{ s *weakStore }
 
 func (p weakPages) ListPage(_ context.Context, items []interface{}) error {
-	p.s.recStore.mu.Lock()
-	defer p.s.recStore.mu.Unlock()
-	for _, obj := range items {
-		name, rv := nameRV(obj)
-		p.s.recStore.objs[name] = rv
-	}
+	p.s.Load(items)
 	return nil
 }
 
@@ -346,7 +342,7 @@ func (w weakRelister) Relist(context.Context, *Relist) (*Relisted, error) {
 }
 
 func rvOf(obj interface{}) string {
-	_, rv := nameRV(obj)
+	_, rv := reflectortest.NameRV(obj)
 	return rv
 }
 
@@ -432,9 +428,9 @@ func runWeakServer(t *testing.T, seed uint64) {
 	if cfg.Start != "cold" {
 		var objs []interface{}
 		for name, rv := range srv.stateAt(stored) {
-			objs = append(objs, pod(name, rv))
+			objs = append(objs, reflectortest.Pod(name, rv))
 		}
-		if err := cs.recStore.Replace(objs, strconv.FormatInt(stored, 10)); err != nil {
+		if err := cs.RecordingStore.Replace(objs, strconv.FormatInt(stored, 10)); err != nil {
 			t.Fatal(err)
 		}
 		store.version = stored
