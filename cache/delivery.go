@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/processor"
 )
 
@@ -386,16 +385,16 @@ func (d *warmDelivery) run(ctx context.Context, setAside func(ctx context.Contex
 	return err
 }
 
-// setAside sets aside the stored records of keys that still do not decode
-// (setaside.go), and returns the keys it dropped and SetAsideUnreadable's
-// error. It holds mu, so no key is handed out meanwhile. A dropped key not
-// handed out yet is not given. A deletion of it is kept from the start
-// handlers (lacking). A key kept was written since, and the walk or its
-// event hands it out.
-func (d *warmDelivery) setAside(coll *persist.Collection, keys []string) ([]string, error) {
+// setAside runs drop, which sets aside the stored records that still do not
+// decode (setaside.go). It returns the keys drop dropped and its error. It
+// holds mu, so no key is handed out meanwhile. A dropped key not handed out
+// yet is not given. A deletion of it is kept from the start handlers
+// (lacking). A key kept was written since, and the walk or its event hands
+// it out.
+func (d *warmDelivery) setAside(drop func() ([]string, error)) ([]string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	dropped, err := coll.SetAsideUnreadable(keys)
+	dropped, err := drop()
 	for _, key := range dropped {
 		if !d.handedOutLocked(key) {
 			d.notGivenLocked(key)

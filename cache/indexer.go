@@ -91,7 +91,8 @@ type Indexer struct {
 
 	// writeMu serializes writes. Each write thus computes its index values
 	// against the indexer set it is applied with. Replace's diff stays valid
-	// until it is applied.
+	// until it is applied. An informer's set-asides hold it too (setAside).
+	// A list's end thus precedes a whole set-aside, or follows it.
 	writeMu sync.Mutex
 
 	// indexMu guards indexers and versions.
@@ -900,18 +901,39 @@ func (i *Indexer) markMustList() error {
 // endList records that the store holds the whole collection as of rv
 // — a list received in pages, or a recovery, has been applied — and clears
 // the must-list mark, in one commit; then tells onList's function.
-func (i *Indexer) endList(rv string) error {
+//
+// current, if not nil, says whether the store still holds what the list
+// was compared with. It is asked under writeMu, which a set-aside holds
+// throughout (setAside). If it says no, endList writes and tells nothing,
+// and returns false. The check, the commit and the telling are thus one
+// step. A set-aside between them would be paid for by a list without its
+// keys.
+func (i *Indexer) endList(rv string, current func() bool) (bool, error) {
 	if m := i.inMemory(); m != nil {
+		if current != nil && !current() {
+			return false, nil
+		}
 		m.Bookmark(rv)
 		i.notifyList()
-		return nil
+		return true, nil
 	}
 	i.writeMu.Lock()
-	err := i.coll.ApplyList(nil, rv)
-	i.writeMu.Unlock()
-	if err != nil {
-		return err
+	defer i.writeMu.Unlock()
+	if current != nil && !current() {
+		return false, nil
+	}
+	if err := i.coll.ApplyList(nil, rv); err != nil {
+		return false, err
 	}
 	i.notifyList()
-	return nil
+	return true, nil
+}
+
+// setAside runs drop under writeMu. drop sets stored state aside between two
+// new generations of the read gate (keepOnly). No list's end or Replace then
+// commits between those generations and the drop.
+func (i *Indexer) setAside(drop func() error) error {
+	i.writeMu.Lock()
+	defer i.writeMu.Unlock()
+	return drop()
 }

@@ -174,7 +174,7 @@ func (p *pagedList) ListDone(ctx context.Context, resourceVersion string) error 
 	defer s.blockDeltas.Unlock()
 	// The last page stores the list's resourceVersion, which clears the
 	// must-list mark as any list does.
-	if err := s.persistent.endList(resourceVersion); err != nil {
+	if _, err := s.persistent.endList(resourceVersion, nil); err != nil {
 		return fmt.Errorf("storing the resourceVersion %q of a list received in pages: %w", resourceVersion, err)
 	}
 	s.ready.caught.dropMatch() // A part of a list, not deltas.

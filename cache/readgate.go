@@ -296,6 +296,8 @@ type owedList struct {
 // ran across the drop sees the generation change and waits. Every drop is a
 // new generation, even while a list is owed already. A recovery that took
 // its diff before the drop cannot pay for it (applyRecoveryStepLocked).
+// Set-asides owe and drop under the Indexer's writeMu (Indexer.setAside).
+// A list's end checks the generation and pays under it too.
 func (g *readGate) owe() {
 	g.owedMu.Lock()
 	defer g.owedMu.Unlock()

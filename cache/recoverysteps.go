@@ -20,7 +20,8 @@ type recoveryState struct {
 	active atomic.Bool
 	// gen is the read gate's generation when the last recovery took its
 	// diff. blockDeltas guards it. A set-aside since then (another
-	// generation) leaves the store short of what that diff saw.
+	// generation) leaves the store short of what that diff saw. The end
+	// compares it under writeMu, which each set-aside holds throughout.
 	gen uint64
 	// walkHolds holds a warm start's walk back until the store is
 	// consistent again (delivery.go).
@@ -220,19 +221,30 @@ func (s *Informer) withRecoverySteps(logger klog.Logger, deltas []cache.Delta, a
 // applyRecoveryStepLocked applies one step. Called under blockDeltas.
 func (s *Informer) applyRecoveryStepLocked(logger klog.Logger, step *recoveryStep) {
 	if step.diff == nil {
-		if s.gate.owedGen.Load() != s.recovery.gen {
-			// Keys were set aside after the diff: the store is not the
-			// collection at step.rv. The relist owed since is.
-			logger.V(2).Info("A recovery ended after part of the store was set aside; waiting for the relist", "collection", s.name, "resourceVersion", step.rv)
-			return
+		if recoveryEnding != nil {
+			recoveryEnding()
 		}
-		if err := s.persistent.endList(step.rv); err != nil {
+		// Keys set aside after the diff leave the store short of the
+		// collection at step.rv. The relist owed since then completes it.
+		// endList asks under writeMu, so no set-aside lands between the
+		// check and the end's commit.
+		current := func() bool { return s.gate.owedGen.Load() == s.recovery.gen }
+		ended, err := s.persistent.endList(step.rv, current)
+		if err != nil {
 			s.reportLocked(klog.NewContext(context.Background(), logger), fmt.Errorf("boltinformer: collection %q: recording the recovery at resourceVersion %q: %w", s.name, step.rv, err))
+		} else if !ended {
+			logger.V(2).Info("A recovery ended after part of the store was set aside; waiting for the relist", "collection", s.name, "resourceVersion", step.rv)
 		}
 		return
 	}
 	step.done <- s.beginRecoveryLocked(logger, step)
 }
+
+// recoveryDiffing and recoveryEnding are test hooks. recoveryDiffing is
+// called as a recovery's diff begins, after the gate's generation is read
+// and before the stored versions are. recoveryEnding is called as the delta
+// loop applies a recovery's end, before the end writes anything.
+var recoveryDiffing, recoveryEnding func()
 
 // beginRecoveryLocked diffs and applies a recovery's plan; see the comment
 // at the top of the file. Called under blockDeltas.
@@ -258,6 +270,9 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 		}
 	}
 	s.recovery.gen = s.gate.owedGen.Load() // before the versions: see recoveryState.gen
+	if recoveryDiffing != nil {
+		recoveryDiffing()
+	}
 	versions, err := idx.coll.Versions()
 	if err != nil {
 		s.reportLocked(ctx, fmt.Errorf("boltinformer: collection %q: reading the stored versions to recover: %w; listing in full", s.name, err))

@@ -58,11 +58,12 @@ import (
 //	                         owedJoins                               removals, joinCheckpoints
 //	warmDelivery.mu          the walk's progress, notGiven           the walk, handOutBefore, keepOnly,
 //	                                                                 setAsideUnreadable
+//	seedStore.mu             the store served before Run adopts it   lister calls, adopt
+//	Indexer.writeMu          the order of store writes; set-asides   the controller, the walk's repairs,
+//	                         against lists' ends (setAside)          keepOnly, setAsideUnreadable
 //	retelling.mu             what set-asides owe, walkJoins          joins, supersede, keepOnly,
 //	                                                                 retellLocked, setAsideUnreadable
 //	gate.owedMu              the owed list                           owe, paid, stopOwing
-//	seedStore.mu             the store served before Run adopts it   lister calls, adopt
-//	Indexer.writeMu          the order of store writes               the controller, the walk's repairs
 //	Indexer.indexMu          the index functions                     writes and reads
 //	persist's locks          see persist/commit.go                   the store, checkpoints, the walk
 //
@@ -71,8 +72,9 @@ import (
 // owedHold.mu, walkYield.mu, walkRecoveryHolds.mu, caughtUp.mu, Metrics.mu
 // and setAsides.mu.
 // AddIndexers holds startedLock, then Indexer.writeMu for each build. It
-// lets writeMu go before it sets records aside (setaside.go), which takes
-// warmDelivery.mu, retelling.mu and gate.owedMu.
+// lets writeMu go before it sets records aside (setaside.go). The set-aside
+// takes warmDelivery.mu, then writeMu again, then retelling.mu and
+// gate.owedMu.
 
 // Run implements cache.SharedInformer.
 func (s *Informer) Run(stopCh <-chan struct{}) {

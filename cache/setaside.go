@@ -74,16 +74,25 @@ func (p *setAsides) take() ([]error, bool) {
 // then still owes a list, which the informer makes. A list is owed even if
 // every key was kept, since the debt was taken before the drop could tell.
 func (s *Informer) setAsideUnreadable(keys []string, why error) error {
-	s.gate.owe()
+	// Under writeMu from the first owe to the last, as keepOnly says.
+	drop := func() (dropped []string, err error) {
+		err = s.persistent.setAside(func() error {
+			s.gate.owe()
+			var err error
+			dropped, err = s.persistent.coll.SetAsideUnreadable(keys)
+			// A new generation after the drop too, as keepOnly makes one.
+			s.gate.owe()
+			return err
+		})
+		return dropped, err
+	}
 	var dropped []string
 	var err error
 	if d := s.walk.Load(); d != nil {
-		dropped, err = d.setAside(s.persistent.coll, keys)
+		dropped, err = d.setAside(drop)
 	} else {
-		dropped, err = s.persistent.coll.SetAsideUnreadable(keys)
+		dropped, err = drop()
 	}
-	// A new generation after the drop too, as keepOnly makes one.
-	s.gate.owe()
 	if len(dropped) > 0 {
 		retell := make(map[string]struct{}, len(dropped))
 		for _, key := range dropped {

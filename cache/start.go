@@ -326,36 +326,45 @@ func (s *Informer) relist(ctx context.Context, rl *relister, listAfter func() <-
 // got. keepOnly marks the collection as owing a list in the same commit. A
 // stop before the relist lands then lists at the next start. persist's
 // must-list mark survives the events and bookmarks applied meanwhile.
+//
+// It holds the Indexer's writeMu from the first owe to the last. A
+// recovery's end checks the generation and commits under writeMu too. So an
+// end commits before the first owe, or finds a newer generation and commits
+// nothing. An end that committed after its check passed would clear the mark
+// and pay the debt. The store would then lack the keys set aside, and owe
+// no list.
 func (s *Informer) keepOnly(ctx context.Context, handedOut func(string) bool) error {
-	s.gate.owe() // Listers wait for the relist (readerror.go).
-	keys, err := s.persistent.coll.Keys()
-	if err != nil {
-		// Not even the keys can be read, so drop everything. Handlers then
-		// see the relist as adds and updates of what they got.
-		if err := s.persistent.coll.SetAsideAll(ctx); err != nil {
+	return s.persistent.setAside(func() error {
+		s.gate.owe() // Listers wait for the relist (readerror.go).
+		keys, err := s.persistent.coll.Keys()
+		if err != nil {
+			// Not even the keys can be read, so drop everything. Handlers
+			// then see the relist as adds and updates of what they got.
+			if err := s.persistent.coll.SetAsideAll(ctx); err != nil {
+				return err
+			}
+			s.gate.owe() // See below.
+			s.retell.oweAll()
+			return nil
+		}
+		var ops []persist.Op
+		retell := map[string]struct{}{}
+		for _, k := range keys {
+			if !handedOut(k) {
+				ops = append(ops, persist.Op{Key: k, Delete: true})
+				retell[k] = struct{}{}
+			}
+		}
+		if err := s.persistent.coll.SetAside(ops); err != nil {
 			return err
 		}
-		s.gate.owe() // See below.
-		s.retell.oweAll()
+		// Make a new generation after the drop too. A recovery that took
+		// its diff between the first owe and the drop saw the keys set
+		// aside. Its end must not pay the list (applyRecoveryStepLocked).
+		s.gate.owe()
+		s.retell.owe(retell)
 		return nil
-	}
-	var ops []persist.Op
-	retell := map[string]struct{}{}
-	for _, k := range keys {
-		if !handedOut(k) {
-			ops = append(ops, persist.Op{Key: k, Delete: true})
-			retell[k] = struct{}{}
-		}
-	}
-	if err := s.persistent.coll.SetAside(ops); err != nil {
-		return err
-	}
-	// Make a new generation after the drop too. A recovery that took its
-	// diff between the first owe and the drop saw the keys set aside. Its
-	// end must not pay the list (applyRecoveryStepLocked).
-	s.gate.owe()
-	s.retell.owe(retell)
-	return nil
+	})
 }
 
 // releaseFilePages takes the file's pages, which a sync has just walked,
