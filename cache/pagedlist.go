@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -58,7 +59,14 @@ type pagedList struct {
 
 	doneOnce sync.Once
 	done     chan struct{} // Closed once the last page is stored.
+
+	// gen is the read gate's generation when the list began. A set-aside
+	// since then makes another (setaside.go).
+	gen uint64
 }
+
+// pagedListEnding is a test hook, called as a paged list's end begins.
+var pagedListEnding func()
 
 // pagedFlushEvery is how many objects of a paged list are applied between
 // flushes. That is about 6 MB of records for 6 KB Pods. Records wait in
@@ -69,7 +77,7 @@ const pagedFlushEvery = 1000
 var _ reflector.PagedList = (*pagedList)(nil)
 
 func newPagedList(s *Informer, transform cache.TransformFunc) *pagedList {
-	p := &pagedList{s: s, transform: transform, done: make(chan struct{})}
+	p := &pagedList{s: s, transform: transform, done: make(chan struct{}), gen: s.gate.owedGen.Load()}
 	if s.boundedCache() {
 		p.pace = newPacer()
 	}
@@ -172,10 +180,20 @@ func (p *pagedList) ListDone(ctx context.Context, resourceVersion string) error 
 	s := p.s
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
+	if pagedListEnding != nil {
+		pagedListEnding()
+	}
 	// The last page stores the list's resourceVersion, which clears the
-	// must-list mark as any list does.
-	if _, err := s.persistent.endList(resourceVersion, nil); err != nil {
+	// must-list mark as any list does. A set-aside since the list began
+	// dropped keys its pages stored. Then the list cannot end the debt,
+	// and fails: the reflector's next list reconciles the store.
+	current := func() bool { return s.gate.owedGen.Load() == p.gen }
+	ended, err := s.persistent.endList(resourceVersion, current)
+	if err != nil {
 		return fmt.Errorf("storing the resourceVersion %q of a list received in pages: %w", resourceVersion, err)
+	}
+	if !ended {
+		return errors.New("part of the store was set aside while the list was received in pages; listing again")
 	}
 	s.ready.caught.dropMatch() // A part of a list, not deltas.
 	s.noteAppliedLocked(nil, nil)
