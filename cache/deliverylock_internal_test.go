@@ -47,7 +47,7 @@ func TestWarmDeliveryTellsTheWatchErrorHandlerWithoutItsLock(t *testing.T) {
 	err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		msg := err.Error()
 		held := false
-		if d := inf.walk.Load(); d != nil && probing.Load() {
+		if d := inf.start.walk.Load(); d != nil && probing.Load() {
 			if d.mu.TryLock() {
 				d.mu.Unlock()
 			} else {

@@ -18,7 +18,7 @@ func SetWalkHooks(starting, held func()) (restore func()) {
 
 // WalkEndedForTest returns the channel closed when inf's warm start walk
 // ends, without making a held walk go on (as a waiter does).
-func WalkEndedForTest(inf *Informer) <-chan struct{} { return inf.delivery.done }
+func WalkEndedForTest(inf *Informer) <-chan struct{} { return inf.start.delivery.done }
 
 // SetPaceStall sets how long a handler may take no initial add before a
 // bounded informer's hand-out stops waiting for it (see pacer), and returns

@@ -73,33 +73,33 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 	if skip != nil {
 		skipInitialAdd, skipRelisted = skip.skip, skip.skipRelisted
 	}
-	s.startedLock.Lock()
-	defer s.startedLock.Unlock()
-	if s.stopped {
+	s.life.mu.Lock()
+	defer s.life.mu.Unlock()
+	if s.life.stopped {
 		return nil, fmt.Errorf("handler %v was not added to shared informer because it has stopped already", handler)
 	}
 	logger := ptr.Deref(options.Logger, klog.Background())
-	resyncPeriod := ptr.Deref(options.ResyncPeriod, s.defaultEventHandlerResyncPeriod)
+	resyncPeriod := ptr.Deref(options.ResyncPeriod, s.resync.handlerDefault)
 	if resyncPeriod > 0 {
 		if resyncPeriod < processor.MinimumResyncPeriod {
 			logger.Info("Warning: resync period is too small. Changing it to the minimum allowed value", "resyncPeriod", resyncPeriod, "minimumResyncPeriod", processor.MinimumResyncPeriod)
 			resyncPeriod = processor.MinimumResyncPeriod
 		}
-		if resyncPeriod < s.resyncCheckPeriod {
-			if s.started {
-				logger.Info("Warning: resync period is smaller than resync check period and the informer has already started. Changing it to the resync check period", "resyncPeriod", resyncPeriod, "resyncCheckPeriod", s.resyncCheckPeriod)
-				resyncPeriod = s.resyncCheckPeriod
+		if resyncPeriod < s.resync.check {
+			if s.life.started {
+				logger.Info("Warning: resync period is smaller than resync check period and the informer has already started. Changing it to the resync check period", "resyncPeriod", resyncPeriod, "resyncCheckPeriod", s.resync.check)
+				resyncPeriod = s.resync.check
 			} else {
-				s.resyncCheckPeriod = resyncPeriod
+				s.resync.check = resyncPeriod
 				s.processor.ResyncCheckPeriodChanged(logger, resyncPeriod)
 			}
 		}
 	}
-	listener := processor.NewListener(handler, processor.ListenerOptions{Logger: logger, RequestedResyncPeriod: resyncPeriod, ResyncPeriod: processor.DetermineResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod), Now: s.clock.Now(), UpstreamHasSynced: s.HasSyncedChecker(), SkipInitialAdd: skipInitialAdd, SkipRelistedUnchanged: skipRelisted})
+	listener := processor.NewListener(handler, processor.ListenerOptions{Logger: logger, RequestedResyncPeriod: resyncPeriod, ResyncPeriod: processor.DetermineResyncPeriod(logger, resyncPeriod, s.resync.check), Now: s.clock.Now(), UpstreamHasSynced: s.HasSyncedChecker(), SkipInitialAdd: skipInitialAdd, SkipRelistedUnchanged: skipRelisted})
 	if len(tombstones) > 0 {
 		s.retell.addJoin(pendingJoin{l: listener, cps: tombstones})
 	}
-	if !s.started {
+	if !s.life.started {
 		// The processor may already run, since RunWithContext starts it
 		// before it marks the informer started. Then it will not start this
 		// listener's sync watcher itself. No initial adds are due yet.
@@ -107,7 +107,7 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 			s.processor.StartWatchSynced(listener)
 		}
 		if len(tombstones) > 0 {
-			s.checkpointJoins = append(s.checkpointJoins, pendingJoin{l: listener, cps: tombstones})
+			s.life.checkpointJoins = append(s.life.checkpointJoins, pendingJoin{l: listener, cps: tombstones})
 		}
 		return listener, nil
 	}
@@ -162,8 +162,8 @@ func (s *Informer) addEventHandler(handler cache.ResourceEventHandler, options c
 
 // RemoveEventHandler implements cache.SharedInformer.
 func (s *Informer) RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error {
-	s.startedLock.Lock()
-	defer s.startedLock.Unlock()
+	s.life.mu.Lock()
+	defer s.life.mu.Unlock()
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
 	return s.processor.RemoveListener(handle)

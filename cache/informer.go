@@ -93,10 +93,8 @@ type Informer struct {
 
 	cacheMutationDetector cache.MutationDetector
 
-	// resyncCheckPeriod and defaultEventHandlerResyncPeriod as in client-go.
-	resyncCheckPeriod               time.Duration
-	defaultEventHandlerResyncPeriod time.Duration
-	clock                           clock.WithTicker
+	resync resyncPeriods // As in client-go.
+	clock  clock.WithTicker
 
 	// report hands errors to the watch error handler. reportLocked does so
 	// from another goroutine (reporter), for errors found under
@@ -107,33 +105,13 @@ type Informer struct {
 	recovery recoveryState
 
 	// setAsides carries the set-asides of index builds to the running
-	// informer (setaside.go). begun is set by begin before it decides
-	// whether the start lists. walk is the warm start's delivery, if any,
-	// set before begun. Both are read without startedLock, by AddIndexers.
+	// informer (setaside.go).
 	setAsides *setAsides
-	begun     atomic.Bool
-	walk      atomic.Pointer[warmDelivery]
 
-	// startedLock guards the fields below it. It is never held while
-	// stored objects are delivered or the cluster is asked who it is.
-	startedLock       sync.Mutex
-	running           bool // RunWithContext was called.
-	started, stopped  bool
-	reflector         *reflector.Reflector
-	watchErrorHandler cache.WatchErrorHandlerWithContext
-	transform         cache.TransformFunc
-	// warm is set at start when a stored resourceVersion exists.
-	warm bool
-	// delivery hands a warm start's stored state to the handlers. begin
-	// sets it before the reflector and processLoop start, and it never
-	// changes.
-	delivery *warmDelivery
-	// paged takes a bounded informer's cold list a page at a time (see
-	// pagedList). begin sets it as it sets delivery. It is nil otherwise.
-	paged *pagedList
-	// checkpointJoins are checkpoint handlers registered before the start
-	// (see joinCheckpoints).
-	checkpointJoins []pendingJoin
+	// life is where the informer is in its run, under its own lock. start
+	// is what begin decided as it started.
+	life  lifecycle
+	start startState
 
 	checkpoints checkpointSet
 
@@ -153,6 +131,45 @@ type Informer struct {
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
+
+// resyncPeriods are client-go's resyncCheckPeriod and
+// defaultEventHandlerResyncPeriod.
+type resyncPeriods struct {
+	check, handlerDefault time.Duration
+}
+
+// lifecycle is where the informer is in its life, and what it was given
+// for its run. mu guards it. mu is never held while stored objects are
+// delivered or the cluster is asked who it is.
+type lifecycle struct {
+	mu                sync.Mutex
+	called            bool // RunWithContext was called.
+	started, stopped  bool
+	reflector         *reflector.Reflector
+	watchErrorHandler cache.WatchErrorHandlerWithContext
+	transform         cache.TransformFunc
+	// checkpointJoins are checkpoint handlers registered before the start
+	// (see joinCheckpoints).
+	checkpointJoins []pendingJoin
+}
+
+// startState is what begin decided as the informer started. begin sets
+// warm, delivery and paged under lifecycle.mu, before the reflector and
+// the delta loop start. They never change after.
+type startState struct {
+	// warm is set when a stored resourceVersion exists.
+	warm bool
+	// delivery hands a warm start's stored state to the handlers.
+	delivery *warmDelivery
+	// paged takes a cold list a page at a time (see pagedList). It is nil
+	// otherwise.
+	paged *pagedList
+	// begun is set by begin before it decides whether the start lists.
+	// walk is delivery, set before begun. Both are read without
+	// lifecycle.mu, by AddIndexers.
+	begun atomic.Bool
+	walk  atomic.Pointer[warmDelivery]
+}
 
 // storeIndexer is what the informer needs of its store. Both *Indexer and
 // client-go's in-memory indexer provide it.
@@ -224,18 +241,17 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 		}
 	}
 	inf := &Informer{
-		store:                           store,
-		persistent:                      persistent,
-		name:                            p.Collection,
-		processor:                       processor.New(clk),
-		listerWatcher:                   lw,
-		objectType:                      exampleObject,
-		opts:                            opts,
-		ready:                           readiness{loaded: make(chan struct{}), synced: make(chan struct{}), caught: newCaughtUp()},
-		cacheMutationDetector:           cache.NewCacheMutationDetector(fmt.Sprintf("%T", exampleObject)),
-		resyncCheckPeriod:               opts.ResyncPeriod,
-		defaultEventHandlerResyncPeriod: opts.ResyncPeriod,
-		clock:                           clk,
+		store:                 store,
+		persistent:            persistent,
+		name:                  p.Collection,
+		processor:             processor.New(clk),
+		listerWatcher:         lw,
+		objectType:            exampleObject,
+		opts:                  opts,
+		ready:                 readiness{loaded: make(chan struct{}), synced: make(chan struct{}), caught: newCaughtUp()},
+		cacheMutationDetector: cache.NewCacheMutationDetector(fmt.Sprintf("%T", exampleObject)),
+		resync:                resyncPeriods{check: opts.ResyncPeriod, handlerDefault: opts.ResyncPeriod},
+		clock:                 clk,
 	}
 	inf.public = store
 	if persistent != nil {
@@ -259,24 +275,24 @@ func (s *Informer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error {
 // reflector (name, type), but is not the one running. The watch runs on
 // boltinformer's resumable reflector.
 func (s *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandlerWithContext) error {
-	s.startedLock.Lock()
-	defer s.startedLock.Unlock()
-	if s.started || s.running {
+	s.life.mu.Lock()
+	defer s.life.mu.Unlock()
+	if s.life.started || s.life.called {
 		return fmt.Errorf("informer has already started")
 	}
-	s.watchErrorHandler = handler
+	s.life.watchErrorHandler = handler
 	return nil
 }
 
 // SetTransform implements cache.SharedInformer. The transform runs before
 // an object is stored, so the file holds transformed objects.
 func (s *Informer) SetTransform(handler cache.TransformFunc) error {
-	s.startedLock.Lock()
-	defer s.startedLock.Unlock()
-	if s.started || s.running {
+	s.life.mu.Lock()
+	defer s.life.mu.Unlock()
+	if s.life.started || s.life.called {
 		return fmt.Errorf("informer has already started")
 	}
-	s.transform = handler
+	s.life.transform = handler
 	return nil
 }
 
@@ -286,7 +302,7 @@ func (s *Informer) reflectorOptions(store reflector.Store, opts reflector.Option
 	opts.Name = s.opts.ObjectDescription
 	opts.ExpectedType = s.objectType
 	opts.PageSize = s.opts.PageSize
-	opts.ResyncPeriod = s.resyncCheckPeriod
+	opts.ResyncPeriod = s.resync.check
 	opts.ShouldResync = s.shouldResync
 	opts.MinWatchTimeout = s.opts.MinWatchTimeout
 	opts.InitialBackoff = s.opts.InitialBackoff
@@ -302,9 +318,9 @@ func (s *Informer) reflectorOptions(store reflector.Store, opts reflector.Option
 
 // reportWatchErrorLocked adapts the client-go watch error handler, which
 // takes a *cache.Reflector, to errors boltinformer reports. Called with
-// startedLock held.
+// life.mu held.
 func (s *Informer) reportWatchErrorLocked() func(context.Context, error) {
-	handler := s.watchErrorHandler
+	handler := s.life.watchErrorHandler
 	if handler == nil {
 		handler = cache.DefaultWatchErrorHandler
 	}
@@ -341,7 +357,7 @@ func (s *Informer) commitFailures(ctx context.Context) func(persist.CommitStats)
 // it. It runs on the reflector's resync goroutine, which may wait. The
 // delivery ends, at the latest, when the informer stops.
 func (s *Informer) shouldResync() bool {
-	if d := s.delivery; d != nil {
+	if d := s.start.delivery; d != nil {
 		<-d.end()
 	}
 	return s.processor.ShouldResync()
@@ -424,7 +440,7 @@ func withoutStopping(err error) error {
 // its first relist is. client-go gives a relist's new objects
 // OnAdd(obj, false).
 func (s *Informer) initialList(isInInitialList bool) bool {
-	return isInInitialList && !s.warm && !s.paged.listed()
+	return isInInitialList && !s.start.warm && !s.start.paged.listed()
 }
 
 func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitialList bool) error {
@@ -436,7 +452,7 @@ func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitial
 	}
 	deltas = s.ready.caught.skipReplayed(deltas)
 	err := s.withRecoverySteps(logger, deltas, func(deltas []cache.Delta) error {
-		if s.delivery != nil && !s.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas) {
+		if s.start.delivery != nil && !s.start.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas) {
 			return errStopping
 		}
 		err := processDeltas(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
@@ -455,7 +471,7 @@ func (s *Informer) handleBatchDeltas(logger klog.Logger, deltas []cache.Delta, i
 	defer s.blockDeltas.Unlock()
 	deltas = s.ready.caught.skipReplayed(deltas)
 	err := s.withRecoverySteps(logger, deltas, func(deltas []cache.Delta) error {
-		if s.delivery != nil && !s.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas) {
+		if s.start.delivery != nil && !s.start.delivery.handOutBefore(klog.NewContext(context.Background(), logger), deltas) {
 			return errStopping
 		}
 		err := processDeltasInBatch(logger, s, s.store, deltas, s.initialList(isInInitialList), cache.DeletionHandlingMetaNamespaceKeyFunc)
@@ -513,8 +529,8 @@ func (s *Informer) closeCollection(logger klog.Logger) {
 	if s.persistent == nil {
 		return
 	}
-	if s.paged != nil {
-		s.paged.wait() // The reflectors have ended, so nothing else touches it.
+	if s.start.paged != nil {
+		s.start.paged.wait() // The reflectors have ended, so nothing else touches it.
 	}
 	s.gate.stopOwing()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -572,7 +588,7 @@ func (s *Informer) distributeUpdate(old, new interface{}, relisted bool) {
 func (s *Informer) OnDelete(old interface{}) {
 	s.supersede(old)
 	if key, ok := s.notGivenKey(old); ok {
-		if lacking := s.delivery.lacking(key); len(lacking) > 0 {
+		if lacking := s.start.delivery.lacking(key); len(lacking) > 0 {
 			s.noteToldLocked(old, lacking)
 			s.processor.DistributeExcept(lacking, processor.DeleteNotification{Obj: old})
 			return
@@ -585,14 +601,14 @@ func (s *Informer) OnDelete(old interface{}) {
 // givenToAll notes that every handler is being given obj's key.
 func (s *Informer) givenToAll(obj interface{}) {
 	if key, ok := s.notGivenKey(obj); ok {
-		s.delivery.given(key)
+		s.start.delivery.given(key)
 	}
 }
 
 // notGivenKey returns obj's key if a warm start's delivery has keys its
 // start handlers were not given. The common case costs one atomic load.
 func (s *Informer) notGivenKey(obj interface{}) (string, bool) {
-	if s.delivery == nil || s.delivery.notGivenCount.Load() == 0 {
+	if s.start.delivery == nil || s.start.delivery.notGivenCount.Load() == 0 {
 		return "", false
 	}
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
@@ -601,9 +617,9 @@ func (s *Informer) notGivenKey(obj interface{}) (string, bool) {
 
 // HasStarted reports whether Run was called.
 func (s *Informer) HasStarted() bool {
-	s.startedLock.Lock()
-	defer s.startedLock.Unlock()
-	return s.started
+	s.life.mu.Lock()
+	defer s.life.mu.Unlock()
+	return s.life.started
 }
 
 // HasSynced implements cache.SharedInformer.
@@ -627,12 +643,12 @@ func (d informerDone) Done() <-chan struct{} { return d.s.ready.synced }
 // LastSyncResourceVersion implements cache.SharedInformer. It returns the
 // resourceVersion of the latest list, event or bookmark the reflector saw.
 func (s *Informer) LastSyncResourceVersion() string {
-	s.startedLock.Lock()
-	defer s.startedLock.Unlock()
-	if s.reflector == nil {
+	s.life.mu.Lock()
+	defer s.life.mu.Unlock()
+	if s.life.reflector == nil {
 		return ""
 	}
-	return s.reflector.LastSyncResourceVersion()
+	return s.life.reflector.LastSyncResourceVersion()
 }
 
 // GetStore implements cache.SharedInformer.
@@ -655,9 +671,9 @@ func (s *Informer) Indexer() *Indexer { return s.persistent }
 
 // AddIndexers implements cache.SharedIndexInformer.
 func (s *Informer) AddIndexers(indexers cache.Indexers) error {
-	s.startedLock.Lock()
-	defer s.startedLock.Unlock()
-	if s.stopped {
+	s.life.mu.Lock()
+	defer s.life.mu.Unlock()
+	if s.life.stopped {
 		return fmt.Errorf("indexer was not added because it has stopped already")
 	}
 	return s.public.AddIndexers(indexers)
@@ -682,7 +698,7 @@ func (v dummyController) LastSyncResourceVersion() string {
 
 // IsStopped implements cache.SharedInformer.
 func (s *Informer) IsStopped() bool {
-	s.startedLock.Lock()
-	defer s.startedLock.Unlock()
-	return s.stopped
+	s.life.mu.Lock()
+	defer s.life.mu.Unlock()
+	return s.life.stopped
 }

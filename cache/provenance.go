@@ -72,9 +72,9 @@ func (s *Informer) checkProvenance(ctx context.Context) bool {
 				return fmt.Errorf("boltinformer: collection %q: the cluster's identity is not known yet (%w); nothing stored is resumed until it is", s.name, err)
 			}
 		}
-		s.startedLock.Lock()
-		transform := s.transform
-		s.startedLock.Unlock()
+		s.life.mu.Lock()
+		transform := s.life.transform
+		s.life.mu.Unlock()
 		want := map[string]string{
 			provenanceList:      p.ListIdentity,
 			provenanceCluster:   cluster,

@@ -49,7 +49,7 @@ func TestQueueCarriesRecoverySteps(t *testing.T) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(seed))
 			tf := &podsOnlyTransform{}
-			s := &Informer{objectType: &corev1.Pod{}, transform: tf.transform}
+			s := &Informer{objectType: &corev1.Pod{}, life: lifecycle{transform: tf.transform}}
 			fifo := s.newQueue(klog.Background())
 			q := recoveryQueue{RealFIFO: fifo, s: s}
 
@@ -137,7 +137,7 @@ func TestQueueCarriesRecoverySteps(t *testing.T) {
 // consumer's answer reaches Begin, without the transform.
 func TestQueueCarriesABeginStep(t *testing.T) {
 	tf := &podsOnlyTransform{}
-	s := &Informer{objectType: &corev1.Pod{}, transform: tf.transform}
+	s := &Informer{objectType: &corev1.Pod{}, life: lifecycle{transform: tf.transform}}
 	fifo := s.newQueue(klog.Background())
 	q := recoveryQueue{RealFIFO: fifo, s: s}
 	refused := errors.New("refused by the test")

@@ -119,7 +119,7 @@ func (s *Informer) recoverer(q recoveryQueue) *recovery.Relister {
 	if s.ready.proof != nil {
 		hooks.Listed = s.ready.proof.take
 	}
-	if d := s.delivery; d != nil {
+	if d := s.start.delivery; d != nil {
 		hooks.Started = func() func() { return s.recovery.walkHolds.take(d, &s.recovery.active) }
 	}
 	return recovery.New(s.opts.Recovery, q, hooks)
@@ -258,14 +258,14 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 		return recovery.ErrUnsupported
 	}
 	resyncing := s.processor.AnySyncing()
-	if s.delivery != nil && resyncing {
+	if s.start.delivery != nil && resyncing {
 		// The unchanged objects go to the handlers due for a resync: every
 		// key's initial add must precede that, so the warm start's delivery
 		// must be over. Otherwise the recovery touches only the keys it
 		// deletes here and those it fetches or watches later, each handed
 		// out first (as any event's key), and the delivery of the rest goes
 		// on meanwhile.
-		if !s.delivery.handOutBefore(ctx, []cache.Delta{{Type: cache.ReplacedAll}}) {
+		if !s.start.delivery.handOutBefore(ctx, []cache.Delta{{Type: cache.ReplacedAll}}) {
 			return errStopping
 		}
 	}
@@ -296,8 +296,8 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 		for _, key := range plan.Deleted {
 			deltas = append(deltas, cache.Delta{Type: cache.Deleted, Object: cache.DeletedFinalStateUnknown{Key: key}})
 		}
-		if s.delivery != nil {
-			s.delivery.handOutBefore(ctx, deltas)
+		if s.start.delivery != nil {
+			s.start.delivery.handOutBefore(ctx, deltas)
 		}
 		// Each tombstone carries the stored object, read after the hand-out.
 		// A walk that failed may have set keys aside since the diff: no
@@ -309,7 +309,7 @@ func (s *Informer) beginRecoveryLocked(logger klog.Logger, step *recoveryStep) e
 			switch {
 			case err != nil:
 				// Reported by getOnce; no object, as client-go's reconcile does.
-			case !exists && s.delivery != nil:
+			case !exists && s.start.delivery != nil:
 				continue
 			default:
 				t.Obj = obj

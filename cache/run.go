@@ -50,7 +50,7 @@ import (
 //	-----------------------  --------------------------------------  ----------------------------------
 //	Checkpoint.mu            one handler per checkpoint              Checkpoint.AddEventHandler
 //	relister.mu              one reflector replacement at a time     relist (the walk, set-asides)
-//	startedLock              started, stopped, the reflector         handler joins, RunWithContext,
+//	lifecycle.mu             started, stopped, the reflector         handler joins, RunWithContext,
 //	                                                                 relist, AddIndexers
 //	RealFIFO's lock          the queue (client-go); held while a     the reflector's Add and Replace,
 //	                         popped item is processed                the controller's Pop
@@ -67,11 +67,11 @@ import (
 //	Indexer.indexMu          the index functions                     writes and reads
 //	persist's locks          see persist/commit.go                   the store, checkpoints, the walk
 //
-// startedLock and the RealFIFO's lock are never held together. Nothing
+// lifecycle.mu and the RealFIFO's lock are never held together. Nothing
 // else is taken under the leaf locks. They are checkpointSet.mu,
 // owedHold.mu, walkYield.mu, walkRecoveryHolds.mu, caughtUp.mu, Metrics.mu
 // and setAsides.mu.
-// AddIndexers holds startedLock, then Indexer.writeMu for each build. It
+// AddIndexers holds lifecycle.mu, then Indexer.writeMu for each build. It
 // lets writeMu go before it sets records aside (setaside.go). The set-aside
 // takes warmDelivery.mu, then writeMu again, then retelling.mu and
 // gate.owedMu.
@@ -94,15 +94,15 @@ func (s *Informer) Run(stopCh <-chan struct{}) {
 func (s *Informer) RunWithContext(ctx context.Context) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx)
-	s.startedLock.Lock()
-	if s.running {
-		s.startedLock.Unlock()
+	s.life.mu.Lock()
+	if s.life.called {
+		s.life.mu.Unlock()
 		logger.Info("Warning: the sharedIndexInformer has started, run more than once is not allowed")
 		return
 	}
-	s.running = true
+	s.life.called = true
 	report := s.reportWatchErrorLocked()
-	s.startedLock.Unlock()
+	s.life.mu.Unlock()
 	// Registered first, so it runs last. After the controller and the
 	// processor stopped, nothing reports under a lock any more.
 	locked := newReporter(ctx, report)
@@ -117,9 +117,9 @@ func (s *Informer) RunWithContext(ctx context.Context) {
 	wg.StartWithContext(processorStopCtx, s.processor.Run)
 
 	defer func() {
-		s.startedLock.Lock()
-		defer s.startedLock.Unlock()
-		s.stopped = true // No new listeners.
+		s.life.mu.Lock()
+		defer s.life.mu.Unlock()
+		s.life.stopped = true // No new listeners.
 	}()
 	defer func() {
 		for _, c := range s.openCheckpoints() {
@@ -207,8 +207,8 @@ func (s *Informer) runWarm(ctx context.Context, wg *wait.Group, delivery *warmDe
 func (s *Informer) runCold(ctx context.Context, wg *wait.Group, fifo *cache.RealFIFO) {
 	logger := klog.FromContext(ctx)
 	var paged <-chan struct{} // A paged list's end, or nil without one.
-	if s.paged != nil {
-		paged = s.paged.done
+	if s.start.paged != nil {
+		paged = s.start.paged.done
 	}
 	wg.Start(func() {
 		select {

@@ -36,7 +36,7 @@ import (
 // failing.
 
 // setAsides carries what setAsideUnreadable tells the running informer. It
-// runs on the caller of AddIndexers, which may hold startedLock, so it only
+// runs on the caller of AddIndexers, which may hold life.mu, so it only
 // records and signals. runSetAsides reports and lists.
 type setAsides struct {
 	mu     sync.Mutex // a leaf lock: nothing is taken under it
@@ -88,7 +88,7 @@ func (s *Informer) setAsideUnreadable(keys []string, why error) error {
 	}
 	var dropped []string
 	var err error
-	if d := s.walk.Load(); d != nil {
+	if d := s.start.walk.Load(); d != nil {
 		dropped, err = d.setAside(drop)
 	} else {
 		dropped, err = drop()
@@ -105,7 +105,7 @@ func (s *Informer) setAsideUnreadable(keys []string, why error) error {
 	}
 	// Read after the first owe, so a start that has not decided yet whether
 	// to list sees the debt and lists (begin, listIfOwed).
-	s.setAsides.add(why, s.begun.Load())
+	s.setAsides.add(why, s.start.begun.Load())
 	return err
 }
 
@@ -134,7 +134,7 @@ func (s *Informer) runSetAsides(ctx context.Context, rl *relister) {
 			s.gate.owe()
 		}
 		var listAfter func() <-chan struct{}
-		if d := s.walk.Load(); d != nil {
+		if d := s.start.walk.Load(); d != nil {
 			listAfter = d.end // A relist does not overtake the walk.
 		}
 		s.relist(ctx, rl, listAfter)

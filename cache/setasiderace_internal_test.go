@@ -101,7 +101,7 @@ func TestAddIndexersSetAsideKeepsARecordWrittenAfterTheBuild(t *testing.T) {
 			// replaces ns/b with a readable record, and the walk goes on
 			// (it meets ns/b and ends). The event is handed out ahead of
 			// the walk first. A walk that met ns/b before would relist,
-			// and the relist waits for startedLock, which AddIndexers
+			// and the relist waits for life.mu, which AddIndexers
 			// holds, so the event would never land. Applying it waits
 			// for the walk's end (readerror.go), which is why the walk
 			// goes on.
@@ -179,7 +179,7 @@ func TestAddIndexersSetAsideKeepsARecordWrittenAfterTheBuild(t *testing.T) {
 // handedOutAhead reports whether the running walk handed key out ahead of
 // itself, for a watch event.
 func handedOutAhead(inf *Informer, key string) bool {
-	d := inf.walk.Load()
+	d := inf.start.walk.Load()
 	if d == nil {
 		return false
 	}
@@ -282,7 +282,7 @@ func checkSetAsideScenario(t *testing.T, names []string, events map[string]strin
 	defer stop()
 	<-walking
 	// Through GetIndexer, as client-go's users may call it: Informer's own
-	// AddIndexers holds startedLock, which a relist after the walk's read
+	// AddIndexers holds life.mu, which a relist after the walk's read
 	// error needs, so no event could land while the hook waits for it.
 	if err := inf.GetIndexer().AddIndexers(cache.Indexers{"byNamespace": cache.MetaNamespaceIndexFunc}); err != nil {
 		t.Fatalf("AddIndexers: %v", err)

@@ -72,42 +72,42 @@ func (s *Informer) emptyForColdStart(ctx context.Context) bool {
 }
 
 // begin builds the queue and the reflector and marks the informer started,
-// under startedLock. A warm start, one with a stored resourceVersion, also
+// under life.mu. A warm start, one with a stored resourceVersion, also
 // returns the delivery of the stored state to the listeners registered
 // until then. Listeners added from now on get the store's state through
 // their own late join.
 func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflector, *warmDelivery) {
-	s.startedLock.Lock()
-	defer s.startedLock.Unlock()
+	s.life.mu.Lock()
+	defer s.life.mu.Unlock()
 	fifo := s.newQueue(logger)
 
 	var resume string
 	if s.persistent != nil {
 		resume = s.persistent.coll.ResourceVersion()
 		// Without a transform the store gets objects as they were decoded.
-		s.persistent.wirePayloads.Store(s.transform == nil)
+		s.persistent.wirePayloads.Store(s.life.transform == nil)
 	}
 	if resume == "0" {
 		resume = "" // "Any version", since there is nothing to resume from.
 	}
 	// A cold start lists into a store emptyForColdStart emptied, so the
 	// list reaches handlers as initial adds.
-	s.warm = resume != ""
+	s.start.warm = resume != ""
 	if s.persistent != nil {
 		s.persistent.setReadErrorHandler(s.reportLocked) // File read errors reach it too.
 	}
 	var delivery *warmDelivery
 	var listAfter func() <-chan struct{}
-	if !s.warm || s.opts.SyncedAtOpen {
+	if !s.start.warm || s.opts.SyncedAtOpen {
 		s.ready.caught.finish()
 	}
-	if s.warm {
+	if s.start.warm {
 		// One rule holds for resyncs after a warm start, for handlers
 		// registered now and later (see SelectResyncingListeners).
 		s.processor.SelectResyncingListeners()
 		delivery = newWarmDelivery(s, s.processor.Listeners())
-		s.delivery = delivery
-		s.walk.Store(delivery)
+		s.start.delivery = delivery
+		s.start.walk.Store(delivery)
 		holdWalk(delivery, s.openCheckpoints())
 		s.gate.verifyIndexes(delivery)
 		end := delivery.end
@@ -121,14 +121,14 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		listAfter = delivery.end
 	}
 	var paged reflector.PagedList
-	if !s.warm && s.persistent != nil && !s.gate.seeds.seeded {
+	if !s.start.warm && s.persistent != nil && !s.gate.seeds.seeded {
 		// A cold list is never held whole (pagedlist.go).
-		s.paged = newPagedList(s, s.transform)
-		paged = s.paged
+		s.start.paged = newPagedList(s, s.life.transform)
+		paged = s.start.paged
 	}
 	// Set before the debt is read. An index build's set-aside that finds
 	// begun unset leaves the list to this start (setaside.go).
-	s.begun.Store(true)
+	s.start.begun.Store(true)
 	opts := s.listIfOwed(reflector.Options{
 		ResumeResourceVersion: resume,
 		ListAfter:             listAfter,
@@ -139,12 +139,12 @@ func (s *Informer) begin(logger klog.Logger) (*cache.RealFIFO, *reflector.Reflec
 		s.ready.proof = newProofList()
 	}
 	store := s.reflectorStore(fifo)
-	s.reflector = reflector.New(s.listerWatcher, store, s.reflectorOptions(store, opts))
-	s.started = true
-	return fifo, s.reflector, delivery
+	s.life.reflector = reflector.New(s.listerWatcher, store, s.reflectorOptions(store, opts))
+	s.life.started = true
+	return fifo, s.life.reflector, delivery
 }
 
-// newQueue returns the informer's queue. It is called under startedLock.
+// newQueue returns the informer's queue. It is called under life.mu.
 func (s *Informer) newQueue(logger klog.Logger) *cache.RealFIFO {
 	// The queue always reports list resourceVersions (ReplacedAll) and
 	// bookmarks, whatever the AtomicFIFO gate says. Without them the stored
@@ -157,7 +157,7 @@ func (s *Informer) newQueue(logger klog.Logger) *cache.RealFIFO {
 		Logger:                &logger,
 		Name:                  fmt.Sprintf("RealFIFO %T", s.objectType),
 		KeyFunction:           queueKey,
-		Transformer:           queueTransform(s.transform),
+		Transformer:           queueTransform(s.life.transform),
 		Identifier:            s.opts.Identifier,
 		MetricsProvider:       s.opts.InformerMetricsProvider,
 		AtomicEvents:          true,
@@ -187,10 +187,10 @@ type pendingJoin struct {
 // applied. A key the store lacks until then may have been set aside rather
 // than deleted.
 func (s *Informer) joinCheckpoints() {
-	s.startedLock.Lock()
-	joins := s.checkpointJoins
-	s.checkpointJoins = nil
-	s.startedLock.Unlock()
+	s.life.mu.Lock()
+	joins := s.life.checkpointJoins
+	s.life.checkpointJoins = nil
+	s.life.mu.Unlock()
 	if len(joins) == 0 {
 		return
 	}
@@ -265,11 +265,11 @@ func (s *Informer) noteToldLocked(obj interface{}, except []*processor.Listener)
 
 // walking reports whether a warm start's walk has not ended.
 func (s *Informer) walking() bool {
-	if s.delivery == nil {
+	if s.start.delivery == nil {
 		return false
 	}
 	select {
-	case <-s.delivery.done:
+	case <-s.start.delivery.done:
 		return false
 	default:
 		return true
@@ -309,15 +309,15 @@ func (s *Informer) relist(ctx context.Context, rl *relister, listAfter func() <-
 	if ctx.Err() != nil {
 		return
 	}
-	s.startedLock.Lock()
-	applied := s.reflector.LastSyncResourceVersion()
+	s.life.mu.Lock()
+	applied := s.life.reflector.LastSyncResourceVersion()
 	// If the informer has not caught up yet, the short watches after the
 	// relist catch it up. The list may be older than the start's consistent
 	// read.
 	store := s.reflectorStore(rl.fifo)
-	s.reflector = reflector.New(s.listerWatcher, store, s.reflectorOptions(store, reflector.Options{ListFrom: applied, CatchUp: s.catchUp(), ListAfter: listAfter}))
-	refl := s.reflector
-	s.startedLock.Unlock()
+	s.life.reflector = reflector.New(s.listerWatcher, store, s.reflectorOptions(store, reflector.Options{ListFrom: applied, CatchUp: s.catchUp(), ListAfter: listAfter}))
+	refl := s.life.reflector
+	s.life.mu.Unlock()
 	rl.stop = rl.launch(refl)
 }
 

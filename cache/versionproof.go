@@ -207,7 +207,7 @@ func (c *caughtUp) dropMatch() {
 // matchesVersions reports whether a warm start should also prove itself
 // caught up by versions: it resumes, waits to catch up (no SyncedAtOpen),
 // can list metadata (Recovery), and holds fewer objects than WarmListBelow.
-// Called with startedLock held, once the start's resume version is known.
+// Called with life.mu held, once the start's resume version is known.
 func (s *Informer) matchesVersions(resume string) bool {
 	below := s.opts.WarmListBelow
 	if below == 0 {

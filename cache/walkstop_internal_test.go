@@ -118,7 +118,7 @@ func (sc stopScenario) run(t *testing.T) []string {
 	defer releaseWalk()
 	if sc.afterChunk {
 		var yielded func()
-		walkStarting = func() { yielded = inf.walk.Load().yield.hold() }
+		walkStarting = func() { yielded = inf.start.walk.Load().yield.hold() }
 		walkHeld = func() { close(held); <-release; yielded() }
 	} else {
 		walkStarting = func() { close(held); <-release }
@@ -131,7 +131,7 @@ func (sc stopScenario) run(t *testing.T) []string {
 	cancel, done := runInformer(inf)
 	defer func() { cancel(); <-done }()
 	<-held
-	d := inf.walk.Load()
+	d := inf.start.walk.Load()
 
 	inf.blockDeltas.Lock()
 	unlock := sync.OnceFunc(inf.blockDeltas.Unlock)

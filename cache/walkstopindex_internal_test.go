@@ -64,7 +64,7 @@ func TestWarmStartStoppedMidWalkServesNoUnverifiedIndexEntry(t *testing.T) {
 	cancel, done := runInformer(inf)
 	defer func() { cancel(); <-done }()
 	<-held
-	d := inf.walk.Load()
+	d := inf.start.walk.Load()
 
 	// An event held at the delivery lock keeps RunWithContext from closing
 	// the collection: the window in which a worker still reads its listers.
