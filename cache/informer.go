@@ -440,7 +440,7 @@ func withoutStopping(err error) error {
 // its first relist is. client-go gives a relist's new objects
 // OnAdd(obj, false).
 func (s *Informer) initialList(isInInitialList bool) bool {
-	return isInInitialList && !s.start.warm && !s.start.paged.listed()
+	return isInInitialList && !s.start.warm && !s.start.paged.handedOutWhole()
 }
 
 func (s *Informer) handleDeltas(logger klog.Logger, obj interface{}, isInInitialList bool) error {

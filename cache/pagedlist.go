@@ -63,6 +63,8 @@ type pagedList struct {
 	// gen is the read gate's generation when the list began. A set-aside
 	// since then makes another (setaside.go).
 	gen uint64
+	// handedOut is set once every page was handed out, under blockDeltas.
+	handedOut bool
 }
 
 // pagedListEnding is a test hook, called as a paged list's end begins.
@@ -157,20 +159,14 @@ func (p *pagedList) apply(logger klog.Logger, items []interface{}) error {
 	return nil
 }
 
-// listed reports whether the paged list was stored whole, ending the
-// informer's initial list. A paged list that failed part-way never is. The
-// ordinary list after it is then the initial list, as the queue takes it.
-// It is safe on a nil pagedList, when none was made.
-func (p *pagedList) listed() bool {
-	if p == nil {
-		return false
-	}
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+// handedOutWhole reports whether every page of a whole list was handed
+// to the handlers, ending the informer's initial list. A paged list that
+// failed part-way never was. The ordinary list after it is then the initial
+// list, as the queue takes it. One whose end a set-aside overtook was: the
+// handlers got the whole list as initial adds, so the list after it is not.
+// Called under blockDeltas. It is safe on a nil pagedList.
+func (p *pagedList) handedOutWhole() bool {
+	return p != nil && p.handedOut
 }
 
 // ListDone implements reflector.PagedList. It stores the list's
@@ -180,6 +176,7 @@ func (p *pagedList) ListDone(ctx context.Context, resourceVersion string) error 
 	s := p.s
 	s.blockDeltas.Lock()
 	defer s.blockDeltas.Unlock()
+	p.handedOut = true
 	if pagedListEnding != nil {
 		pagedListEnding()
 	}
