@@ -504,6 +504,9 @@ func (c *Collection) lastRecord(b *bolt.Bucket, key string) ([]byte, error) {
 // Checkpoint.Ack). The deletion itself settles it, and so does a state
 // stored after it. The keys this layer deleted were settled above and are
 // left alone.
+//
+// An entry that damage left as a bucket reads as one that does not decode,
+// as openCheckpoint read it. It is written over like any other (putValue).
 func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]byte) error {
 	if err := writeSeen(b, l.seen); err != nil {
 		return err
@@ -554,14 +557,14 @@ func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]by
 		layerAcks := l.acks[name]
 		for _, key := range sortedKeys(deleted) {
 			kb := []byte(key)
-			if nb.Get(kb) == nil && layerAcks[key] == "" {
+			if _, acked := entry(nb, kb); !acked && layerAcks[key] == "" {
 				continue
 			}
-			if err := nb.Delete(kb); err != nil {
+			if err := deleteValue(nb, kb); err != nil {
 				return err
 			}
 			if l.ackedDeletions[name][key] {
-				if err := nt.Delete(kb); err != nil {
+				if err := deleteValue(nt, kb); err != nil {
 					return err
 				}
 				continue
@@ -575,7 +578,7 @@ func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]by
 				v = c.tombstoneValue(key, rec, l.changes[key].deletedAt)
 				tombstones[key] = v
 			}
-			if err := nt.Put(kb, v); err != nil {
+			if err := putValue(nt, kb, v); err != nil {
 				return err
 			}
 		}
@@ -589,10 +592,10 @@ func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]by
 			if err != nil {
 				return fmt.Errorf("checkpoint %q, key %q: %w", name, key, err)
 			}
-			if raw := nt.Get(kb); raw != nil {
+			if raw, ok := entry(nt, kb); ok {
 				t, _ := format.DecodeTombstone(raw)
 				if rv == "" || rv == t.DeletedAt || (stored && rv == storedRV) {
-					if err := nt.Delete(kb); err != nil {
+					if err := deleteValue(nt, kb); err != nil {
 						return err
 					}
 				}
@@ -602,7 +605,7 @@ func (c *Collection) writeAcks(b *bolt.Bucket, l *layer, deleted map[string][]by
 				// never stored. There is nothing to skip.
 				continue
 			}
-			if err := nb.Put(kb, []byte(rv)); err != nil {
+			if err := putValue(nb, kb, []byte(rv)); err != nil {
 				return fmt.Errorf("checkpoint %q, key %q: %w", name, key, err)
 			}
 		}

@@ -621,9 +621,13 @@ func foldingGeneration(b *bolt.Bucket) (map[string]format.JournalEntry, bool) {
 	return out, true
 }
 
-// forEachIndexTx calls fn with each index bucket of the collection b,
-// until fn returns an error, which it returns. An index without its
-// byValue or byKey bucket is damage, which checkIndexBuckets reports.
+// forEachIndexTx calls fn with each sound index bucket of the collection
+// b, until fn returns an error, which it returns. An index without its
+// byValue or byKey bucket is damage, which checkIndexBuckets reports. An
+// index with a damaged entry is skipped too, unwritten. A bucket standing
+// where an entry belongs would fail the caller's writes, and the open with
+// them, at every attempt. create drops such an index and builds it again
+// from the records (dropDamagedDerivedTx), so nothing it held is lost.
 func forEachIndexTx(b *bolt.Bucket, fn func(name string, byValue, byKey *bolt.Bucket) error) error {
 	idx := b.Bucket(format.IndexesBucket)
 	var names []string
@@ -636,7 +640,7 @@ func forEachIndexTx(b *bolt.Bucket, fn func(name string, byValue, byKey *bolt.Bu
 	for _, name := range names {
 		ib := idx.Bucket([]byte(name))
 		byValue, byKey := ib.Bucket(format.ByValueBucket), ib.Bucket(format.ByKeyBucket)
-		if byValue == nil || byKey == nil {
+		if byValue == nil || byKey == nil || checkIndexEntries(ib) != nil {
 			continue
 		}
 		if err := fn(name, byValue, byKey); err != nil {
@@ -647,8 +651,8 @@ func forEachIndexTx(b *bolt.Bucket, fn func(name string, byValue, byKey *bolt.Bu
 }
 
 // rewriteIndexValues gives key values in the named index, whatever it
-// held. A byKey value that does not decode is replaced, with what byValue
-// holds of it left to the derived check (checkDerived).
+// held. The index's entries are sound (forEachIndexTx checks them), so
+// its byKey value of key decodes, if it has one.
 func rewriteIndexValues(byValue, byKey *bolt.Bucket, name, key string, values []string) error {
 	var old []string
 	if raw := byKey.Get([]byte(key)); raw != nil {

@@ -326,13 +326,15 @@ func (c *Collection) tombstoneUnstoredAcksTx(b *bolt.Bucket, last func() map[str
 			return err
 		}
 		for _, k := range gone {
-			if err := nb.Delete(k); err != nil {
+			// Damage may have left a bucket where an entry belongs (see
+			// putValue). It is replaced, as an entry that does not decode.
+			if err := deleteValue(nb, k); err != nil {
 				return err
 			}
 			if nt.Get(k) != nil {
 				continue // an earlier deletion of the key is still to be told
 			}
-			if err := nt.Put(k, c.tombstoneValue(string(k), records[string(k)], "")); err != nil {
+			if err := putValue(nt, k, c.tombstoneValue(string(k), records[string(k)], "")); err != nil {
 				return err
 			}
 		}

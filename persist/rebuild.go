@@ -139,6 +139,16 @@ func putValue(b *bolt.Bucket, k, v []byte) error {
 	return err
 }
 
+// entry returns k's value in b, and whether b holds k, as a value or as a
+// bucket standing where the value belongs (see putValue). A bucket's value
+// is nil, which reads as a value that does not decode.
+func entry(b *bolt.Bucket, k []byte) ([]byte, bool) {
+	if v := b.Get(k); v != nil {
+		return v, true
+	}
+	return nil, b.Bucket(k) != nil
+}
+
 // deleteValue is b.Delete, deleting a bucket that stands where the value
 // belongs (see putValue).
 func deleteValue(b *bolt.Bucket, k []byte) error {
