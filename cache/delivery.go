@@ -503,9 +503,9 @@ func (y *walkYield) wait(ctx context.Context) {
 // waits for the recovery, synced later (at 100,000 Pods, 30% changed, 1.3×
 // a cold start instead of 1.0×). The handlers' initial adds come after the
 // recovery instead of beside it, which costs them time where much changed
-// (docs/benchmarks-history.md, "the walk waits for the recovery"). A recovery's
-// keys are still handed out ahead of the walk as they change, and whatever
-// waits for the walk's end makes it go on at once.
+// (docs/benchmarks-history.md at 43fbeb4, "the walk waits for the
+// recovery"). A recovery's keys are still handed out ahead of the walk as
+// they change, and whatever waits for the walk's end makes it go on at once.
 //
 // A recovery that fails after its diff leaves the store inconsistent, and
 // the walk held, until a later recovery or list is applied; the reflector

@@ -48,10 +48,10 @@ const (
 	// So at a steady trickle of watch events, a short interval pays that per
 	// event.
 	// At 100 events/s, 20 ms wrote 169 KiB per event and 1 s wrote 60 KiB
-	// (see docs/benchmarks.md). Reads are served from the layers meanwhile,
-	// so events reach handlers no later. A crash loses up to the interval's
-	// changes. The watch resumed from the stored resourceVersion delivers
-	// them again.
+	// (docs/benchmarks-history.md at 43fbeb4, "Steady state: 10 minutes of
+	// churn"). Reads are served from the layers meanwhile, so events reach
+	// handlers no later. A crash loses up to the interval's changes. The
+	// watch resumed from the stored resourceVersion delivers them again.
 	DefaultBatchInterval = time.Second
 	DefaultBatchLimit    = 10000
 	DefaultMmapSize      = 1 << 30
