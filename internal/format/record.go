@@ -78,16 +78,10 @@ type recordEncoder struct {
 	enc *msgpack.Encoder
 }
 
-// AppendRecord returns the record for h whose payload of size n is written by
-// fill into the returned slice's tail. The result is a fresh slice owned by
-// the caller.
-func AppendRecord(h Header, n int, fill func(payload []byte) error) ([]byte, error) {
-	return AppendRecordTo(nil, h, n, fill)
-}
-
-// AppendRecordTo is AppendRecord writing the record over buf when buf has
-// the capacity for it (for a caller that recycles record buffers), else into
-// a fresh slice. A fresh slice's capacity may exceed the record's length.
+// AppendRecordTo returns the record for h whose payload of size n is
+// written by fill into the record's tail. It writes over buf when buf has
+// the capacity (for a caller that recycles record buffers), else into a
+// fresh slice. A fresh slice's capacity may exceed the record's length.
 func AppendRecordTo(buf []byte, h Header, n int, fill func(payload []byte) error) ([]byte, error) {
 	re := encoderPool.Get().(*recordEncoder)
 	defer encoderPool.Put(re)
