@@ -156,18 +156,35 @@ import (
 
 // noteApplied arms the batch timer or kicks an early commit. Called after
 // every Apply with the number of changes it made.
+//
+// One timer at most is pending, so the timer starts at most one commit per
+// BatchInterval. A change applied while a timer is pending waits for that
+// timer, which fires sooner than one armed now would. A commit started by
+// Flush or the batch limit stops the pending timer, because it takes every
+// change applied so far (commit). If each such commit let the next change
+// arm a second timer instead, every Flush during a steady stream would add
+// a timer that commits once per interval while the stream lasts. A cold
+// list received in pages flushes every thousand objects, and every commit
+// rewrites the meta page, the freelist and the journal's branch and tail.
 func (db *DB) noteApplied(n int) {
 	if db.pending.Add(int64(n)) >= int64(db.opts.BatchLimit) {
 		db.trigger()
 		return
 	}
 	db.mu.Lock()
-	arm := !db.timerArmed
-	db.timerArmed = true
-	db.mu.Unlock()
-	if arm {
-		time.AfterFunc(db.opts.BatchInterval, db.trigger)
+	if db.batchTimer == nil {
+		db.batchTimer = time.AfterFunc(db.opts.BatchInterval, db.batchDue)
 	}
+	db.mu.Unlock()
+}
+
+// batchDue is the batch timer's callback. It clears the timer, so that the
+// next change arms another, and starts a commit.
+func (db *DB) batchDue() {
+	db.mu.Lock()
+	db.batchTimer = nil
+	db.mu.Unlock()
+	db.trigger()
 }
 
 func (db *DB) trigger() {
@@ -210,7 +227,13 @@ func (db *DB) commit() error {
 	defer db.commitMu.Unlock()
 
 	db.mu.Lock()
-	db.timerArmed = false
+	// The swap below takes every change applied so far. A pending batch
+	// timer would start another commit for the changes applied after it,
+	// less than an interval after this one. A timer that could not be
+	// stopped has fired, and its callback clears it.
+	if db.batchTimer != nil && db.batchTimer.Stop() {
+		db.batchTimer = nil
+	}
 	colls := make([]*Collection, 0, len(db.collections))
 	for _, c := range db.collections {
 		colls = append(colls, c)

@@ -213,8 +213,11 @@ type DB struct {
 	lastErrSeq   uint64 // commit attempt number of lastErr
 	attempts     uint64 // commit attempts so far
 	commitDone   chan struct{}
-	timerArmed   bool
-	closed       bool
+	// batchTimer is the pending batch timer, or nil. There is at most one.
+	// Its own callback clears it, or a commit that stopped it before it
+	// fired (see noteApplied).
+	batchTimer *time.Timer
+	closed     bool
 
 	closedFlag atomic.Bool // closed, readable without mu
 

@@ -192,3 +192,12 @@ func CheckTrees(c *Collection) error {
 		return nil
 	})
 }
+
+// PagesWritten returns the bytes of the pages the file's write
+// transactions have written so far, meta pages aside. bbolt writes every
+// page a transaction allocates, once, so the count is exact and
+// deterministic for a given sequence of commits.
+func PagesWritten(db *DB) int64 {
+	s := db.bolt.Stats()
+	return s.TxStats.GetPageAlloc()
+}
