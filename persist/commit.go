@@ -172,7 +172,9 @@ func (db *DB) noteApplied(n int) {
 		return
 	}
 	db.mu.Lock()
-	if db.batchTimer == nil {
+	// An Apply calls this after it lets applyMu go, so Close may have
+	// committed its change meanwhile. A closed DB arms no timer.
+	if db.batchTimer == nil && !db.closed {
 		db.batchTimer = time.AfterFunc(db.opts.BatchInterval, db.batchDue)
 	}
 	db.mu.Unlock()
