@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,36 +21,19 @@ import (
 // add, OnAdd(obj, false): its stored state is gone, so no update can be
 // made of it (setaside.go).
 func TestPagedListEndFailedGivesOneInitialAdd(t *testing.T) {
-	src := fcache.NewFakeControllerSource()
-	for _, name := range []string{"a", "b", "c"} {
-		src.Add(setAsidePod(name))
-	}
-	f := newStoredFile(t, src)
-	db := f.open()
-	defer db.Close()
-	inf := f.informer(db, nil)
+	inf := pagedInformer(t)
 	var ev setAsideEvents
 	reg, err := inf.AddEventHandler(&ev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var once sync.Once
-	fired := false
-	pagedListEnding = func() {
-		once.Do(func() {
-			fired = true
-			if err := inf.keepOnly(context.Background(), func(key string) bool { return key != "ns/a" }); err != nil {
-				t.Errorf("setting ns/a aside: %v", err)
-			}
-		})
-	}
-	defer func() { pagedListEnding = nil }()
+	fired := setAsideAtPagedEnd(t, inf)
 	cancel, done := runInformer(inf)
 	defer func() { cancel(); <-done }()
 	poll.Until(t, 30*time.Second, "synced with three Pods", func() bool {
 		return inf.HasSynced() && reg.HasSynced() && len(inf.GetStore().ListKeys()) == 3
 	})
-	if !fired {
+	if !fired.Load() {
 		t.Fatal("the paged list's end was not reached")
 	}
 	got := ev.list()
@@ -63,4 +47,58 @@ func TestPagedListEndFailedGivesOneInitialAdd(t *testing.T) {
 			t.Errorf("%s, not set aside: %d adds %v, want one; all calls: %v", key, len(adds), adds, got)
 		}
 	}
+}
+
+// A cold start stores its list a page at a time, and its end stores the
+// list's resourceVersion, clearing the must-list mark. A set-aside after
+// the pages were stored drops keys the list brought. The end must not then
+// pay the debt or clear the mark, or the store and the file would lack the
+// keys with nothing owed. It fails instead, and the next list reconciles.
+func TestPagedListEndDoesNotPayForASetAside(t *testing.T) {
+	inf := pagedInformer(t)
+	setAsideAtPagedEnd(t, inf)
+	cancel, done := runInformer(inf)
+	defer func() { cancel(); <-done }()
+	poll.Until(t, 30*time.Second, "synced", inf.HasSynced)
+	if got := inf.store.ListKeys(); len(got) != 3 {
+		if !inf.gate.owes() {
+			t.Errorf("synced after a set-aside during the paged list's end: the store owes no list, but holds %v of ns/a, ns/b and ns/c", got)
+		}
+		if !inf.persistent.coll.MustList() {
+			t.Errorf("synced after a set-aside during the paged list's end: the file has no must-list mark, but holds %v", got)
+		}
+	}
+	poll.Until(t, 30*time.Second, "the store to hold the source's three Pods", func() bool {
+		return len(inf.GetStore().ListKeys()) == 3
+	})
+}
+
+// pagedInformer makes a cold informer of three Pods, ns/a to ns/c, on a
+// new file. Its first list is received in pages.
+func pagedInformer(t *testing.T) *Informer {
+	src := fcache.NewFakeControllerSource()
+	for _, name := range []string{"a", "b", "c"} {
+		src.Add(setAsidePod(name))
+	}
+	f := newStoredFile(t, src)
+	db := f.open()
+	t.Cleanup(func() { db.Close() })
+	return f.informer(db, nil)
+}
+
+// setAsideAtPagedEnd sets ns/a aside once, as inf's paged list begins its
+// end. The result says whether it did.
+func setAsideAtPagedEnd(t *testing.T, inf *Informer) *atomic.Bool {
+	var fired atomic.Bool
+	var once sync.Once
+	pagedListEnding = func() {
+		once.Do(func() {
+			fired.Store(true)
+			if err := inf.keepOnly(context.Background(), func(key string) bool { return key != "ns/a" }); err != nil {
+				t.Errorf("setting ns/a aside: %v", err)
+			}
+		})
+	}
+	t.Cleanup(func() { pagedListEnding = nil })
+	return &fired
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	fcache "k8s.io/client-go/tools/cache/testing"
 	"k8s.io/klog/v2"
 
-	"github.com/boltinformer/boltinformer/internal/testing/poll"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/recovery"
 )
@@ -294,43 +292,4 @@ func (race setAsideRace) differences(stored map[string]persist.Version) []string
 		}
 	}
 	return out
-}
-
-// A cold start stores its list a page at a time, and its end stores the
-// list's resourceVersion, clearing the must-list mark. A set-aside after
-// the pages were stored drops keys the list brought. The end must not then
-// pay the debt or clear the mark, or the store and the file would lack the
-// keys with nothing owed. It fails instead, and the next list reconciles.
-func TestPagedListEndDoesNotPayForASetAside(t *testing.T) {
-	src := fcache.NewFakeControllerSource()
-	for _, name := range []string{"a", "b", "c"} {
-		src.Add(setAsidePod(name))
-	}
-	f := newStoredFile(t, src)
-	db := f.open()
-	defer db.Close()
-	inf := f.informer(db, nil)
-	var once sync.Once
-	pagedListEnding = func() {
-		once.Do(func() {
-			if err := inf.keepOnly(context.Background(), func(key string) bool { return key != "ns/a" }); err != nil {
-				t.Errorf("setting ns/a aside: %v", err)
-			}
-		})
-	}
-	defer func() { pagedListEnding = nil }()
-	cancel, done := runInformer(inf)
-	defer func() { cancel(); <-done }()
-	poll.Until(t, 30*time.Second, "synced", inf.HasSynced)
-	if got := inf.store.ListKeys(); len(got) != 3 {
-		if !inf.gate.owes() {
-			t.Errorf("synced after a set-aside during the paged list's end: the store owes no list, but holds %v of ns/a, ns/b and ns/c", got)
-		}
-		if !inf.persistent.coll.MustList() {
-			t.Errorf("synced after a set-aside during the paged list's end: the file has no must-list mark, but holds %v", got)
-		}
-	}
-	poll.Until(t, 30*time.Second, "the store to hold the source's three Pods", func() bool {
-		return len(inf.GetStore().ListKeys()) == 3
-	})
 }
