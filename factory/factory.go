@@ -39,7 +39,6 @@ import (
 	"k8s.io/client-go/informers/storagemigration"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	bcache "github.com/boltinformer/boltinformer/cache"
@@ -76,9 +75,10 @@ type Factory struct {
 	capturing        atomic.Bool
 	informers        map[reflect.Type]cache.SharedIndexInformer
 	startedInformers map[reflect.Type]bool
-	// wireClients are the watch clients by group-version (wirewatch.go).
-	// It is nil for a clientset without REST clients.
-	wireClients map[schema.GroupVersion]*rest.RESTClient
+	// wireClients are the list and watch clients by group-version
+	// (wirewatch.go). A group-version's is nil for a clientset without REST
+	// clients.
+	wireClients map[schema.GroupVersion]*wireClient
 	// wg tracks the goroutines Start started.
 	wg           sync.WaitGroup
 	shuttingDown bool
@@ -367,7 +367,7 @@ func (f *Factory) newInformer(obj runtime.Object, gvk schema.GroupVersionKind, g
 	}
 	p := f.persistence.persistence(f.db, f.cluster(), gvr)
 	p.Collection, p.Description, p.ListIdentity = id.Collection(), id.Description(), id.String()
-	informer, err := bcache.NewSharedIndexInformerWithOptions(f.wireListerWatcher(parts.listerWatcher, gvr, req), obj, bcache.InformerOptions{
+	informer, err := bcache.NewSharedIndexInformerWithOptions(f.wireListerWatcher(parts.listerWatcher, obj, gvr, req), obj, bcache.InformerOptions{
 		Persistence:             p,
 		Metrics:                 f.persistence.Metrics,
 		ResyncPeriod:            parts.resync,

@@ -26,9 +26,10 @@ import (
 
 // accessor names the typed-client calls that list and watch one type.
 type accessor struct {
-	groupVersion string // kubernetes.Interface method, e.g. "CoreV1"
-	resource     string // group-version client method, e.g. "Pods"
-	namespaced   bool   // the resource method takes a namespace
+	groupVersion string       // kubernetes.Interface method, e.g. "CoreV1"
+	resource     string       // group-version client method, e.g. "Pods"
+	namespaced   bool         // the resource method takes a namespace
+	list         reflect.Type // what List returns, e.g. *v1.PodList
 }
 
 var (
@@ -52,36 +53,37 @@ var accessors = sync.OnceValue(func() map[reflect.Type]accessor {
 			if (res.Type.NumIn() != 0 && !namespaced) || res.Type.NumOut() != 1 || res.Type.Out(0).Kind() != reflect.Interface {
 				continue
 			}
-			objType, ok := listedType(res.Type.Out(0))
+			objType, listType, ok := listedType(res.Type.Out(0))
 			if !ok {
 				continue
 			}
-			out[objType] = accessor{groupVersion: gv.Name, resource: res.Name, namespaced: namespaced}
+			out[objType] = accessor{groupVersion: gv.Name, resource: res.Name, namespaced: namespaced, list: listType}
 		}
 	}
 	return out
 })
 
-// listedType returns the object type listed by a typed resource client, if
-// it has the List and Watch methods the generated informers use.
-func listedType(resourceClient reflect.Type) (reflect.Type, bool) {
-	list, ok := resourceClient.MethodByName("List")
-	if !ok || list.Type.NumIn() != 2 || list.Type.In(0) != contextType || list.Type.In(1) != listOptionsType ||
-		list.Type.NumOut() != 2 || list.Type.Out(1) != errorType {
-		return nil, false
+// listedType returns the object type listed by a typed resource client, and
+// its list type, if it has the List and Watch methods the generated
+// informers use.
+func listedType(resourceClient reflect.Type) (obj, list reflect.Type, ok bool) {
+	method, ok := resourceClient.MethodByName("List")
+	if !ok || method.Type.NumIn() != 2 || method.Type.In(0) != contextType || method.Type.In(1) != listOptionsType ||
+		method.Type.NumOut() != 2 || method.Type.Out(1) != errorType {
+		return nil, nil, false
 	}
 	if _, ok := resourceClient.MethodByName("Watch"); !ok {
-		return nil, false
+		return nil, nil, false
 	}
-	listType := list.Type.Out(0)
-	if listType.Kind() != reflect.Pointer || listType.Elem().Kind() != reflect.Struct {
-		return nil, false
+	list = method.Type.Out(0)
+	if list.Kind() != reflect.Pointer || list.Elem().Kind() != reflect.Struct {
+		return nil, nil, false
 	}
-	items, ok := listType.Elem().FieldByName("Items") // upstream-versions: public (a generated list type's Items)
+	items, ok := list.Elem().FieldByName("Items") // upstream-versions: public (a generated list type's Items)
 	if !ok || items.Type.Kind() != reflect.Slice || items.Type.Elem().Kind() != reflect.Struct {
-		return nil, false
+		return nil, nil, false
 	}
-	return reflect.PointerTo(items.Type.Elem()), true
+	return reflect.PointerTo(items.Type.Elem()), list, true
 }
 
 // accessorFor returns the typed-client calls listing obj's type.

@@ -26,32 +26,52 @@ import (
 // URL and rate limiter. Its decoder remembers each object's message
 // (internal/wire), and decodes the object from it where it lies in the
 // event, without the copy client-go's decoder makes. The informer stores
-// that message when no transform changed the object. The list still goes through the clientset.
+// that message when no transform changed the object. Lists go through the
+// same client, each body read into a buffer reused by the next
+// (wirelist.go).
 //
 // That client asks for protobuf, with JSON as the fallback. client-go's
 // typed clients do the same for built-in types unless their config sets a
-// content type. A clientset configured for JSON thus lists in JSON and
-// watches in protobuf here, and the objects are the same. Warnings on watch
-// responses go to client-go's default warning handler. A clientset that is
-// not a real one, such as a fake, watches through its own calls.
+// content type. A clientset configured for JSON thus lists and watches in
+// protobuf here, and the objects are the same. Warnings on its responses go
+// to client-go's default warning handler. A clientset that is not a real
+// one, such as a fake, lists and watches through its own calls.
 
-// wireListerWatcher returns lw with its Watch made through the group's
-// payload-keeping REST client, with req's filters. It does so only if lw is
-// client-go's own ListerWatcher for req (requestOnly), so that what it
-// watches is the request. The factory's clientset must also be a real one.
-// Otherwise it returns lw. f.lock is held.
-func (f *Factory) wireListerWatcher(lw cache.ListerWatcher, gvr schema.GroupVersionResource, req listRequest) cache.ListerWatcher {
+// wireClient is a group-version's payload-keeping REST client, with the
+// decoders its responses are decoded with.
+type wireClient struct {
+	rest     *rest.RESTClient
+	decoders runtime.ClientNegotiator
+	// retryWait is listRetryWait, but in tests.
+	retryWait time.Duration
+}
+
+// wireListerWatcher returns lw with its List and Watch made through the
+// group's payload-keeping REST client, with req's filters. It does so only
+// if lw is client-go's own ListerWatcher for req (requestOnly), so that what
+// it lists is the request. The factory's clientset must also be a real one.
+// Otherwise it returns lw. obj is the informer's object type. f.lock is held.
+func (f *Factory) wireListerWatcher(lw cache.ListerWatcher, obj runtime.Object, gvr schema.GroupVersionResource, req listRequest) cache.ListerWatcher {
 	if !req.requestOnly {
 		return lw
 	}
-	rc := f.wireClientLocked(gvr.GroupVersion())
-	if rc == nil {
+	acc, err := accessorFor(obj)
+	if err != nil {
 		return lw
 	}
-	inner := cache.ToListerWatcherWithContext(lw)
+	c := f.wireClientLocked(gvr.GroupVersion())
+	if c == nil {
+		return lw
+	}
 	namespace := req.namespace
+	pages := &pageBuffer{}
 	return &cache.ListWatch{
-		ListWithContextFunc: inner.ListWithContext,
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			// As the typed client's List, with the filters its
+			// ListerWatcher adds.
+			opts.LabelSelector, opts.FieldSelector = req.options.LabelSelector, req.options.FieldSelector
+			return c.list(ctx, namespace, gvr.Resource, opts, acc.list, pages)
+		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			// As the typed client's Watch (gentype.Client.Watch), with the
 			// filters its ListerWatcher adds.
@@ -61,7 +81,7 @@ func (f *Factory) wireListerWatcher(lw cache.ListerWatcher, gvr schema.GroupVers
 				timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 			}
 			opts.Watch = true
-			return rc.Get().NamespaceIfScoped(namespace, namespace != "").Resource(gvr.Resource).
+			return c.rest.Get().NamespaceIfScoped(namespace, namespace != "").Resource(gvr.Resource).
 				VersionedParams(&opts, scheme.ParameterCodec).Timeout(timeout).Watch(ctx)
 		},
 	}
@@ -70,16 +90,16 @@ func (f *Factory) wireListerWatcher(lw cache.ListerWatcher, gvr schema.GroupVers
 // wireClientLocked returns the group-version's payload-keeping REST client,
 // built on first use, or nil if the clientset's is not a *rest.RESTClient.
 // f.lock is held.
-func (f *Factory) wireClientLocked(gv schema.GroupVersion) *rest.RESTClient {
-	if rc, ok := f.wireClients[gv]; ok {
-		return rc
+func (f *Factory) wireClientLocked(gv schema.GroupVersion) *wireClient {
+	if c, ok := f.wireClients[gv]; ok {
+		return c
 	}
-	rc := newWireClient(f.restClientFor(gv))
+	c := newWireClient(f.restClientFor(gv))
 	if f.wireClients == nil {
-		f.wireClients = map[schema.GroupVersion]*rest.RESTClient{}
+		f.wireClients = map[schema.GroupVersion]*wireClient{}
 	}
-	f.wireClients[gv] = rc
-	return rc
+	f.wireClients[gv] = c
+	return c
 }
 
 // restClientFor returns the clientset's REST client of gv, or nil.
@@ -104,7 +124,7 @@ func (f *Factory) restClientFor(gv schema.GroupVersion) rest.Interface {
 // newWireClient returns a REST client for the same URL, transport and rate
 // limiter as rc. Its response decoders keep each object's protobuf message.
 // It returns nil if rc is not a *rest.RESTClient.
-func newWireClient(rc rest.Interface) *rest.RESTClient {
+func newWireClient(rc rest.Interface) *wireClient {
 	r, ok := rc.(*rest.RESTClient)
 	if !ok || r == nil {
 		return nil
@@ -112,14 +132,15 @@ func newWireClient(rc rest.Interface) *rest.RESTClient {
 	u := r.Get().URL() // the server's URL and the group-version's path
 	gv := r.APIVersion()
 	codecs := wire.NegotiatedSerializer{NegotiatedSerializer: rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion(), Creater: scheme.Scheme}
+	decoders := runtime.NewClientNegotiator(codecs, gv)
 	out, err := rest.NewRESTClient(&url.URL{Scheme: u.Scheme, Host: u.Host, User: u.User}, u.Path, rest.ClientContentConfig{
 		AcceptContentTypes: runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON,
 		ContentType:        runtime.ContentTypeProtobuf,
 		GroupVersion:       gv,
-		Negotiator:         runtime.NewClientNegotiator(codecs, gv),
+		Negotiator:         decoders,
 	}, r.GetRateLimiter(), r.Client)
 	if err != nil {
 		return nil
 	}
-	return out
+	return &wireClient{rest: out, decoders: decoders, retryWait: listRetryWait}
 }
