@@ -24,6 +24,10 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/boltinformer/boltinformer/internal/wire"
 )
 
 // listServer answers every request on its path with its next answer. An
@@ -245,6 +249,31 @@ func TestWireListIsTheTypedClientsList(t *testing.T) {
 		if apierrors.ReasonForError(err) != apierrors.ReasonForError(wantErr) || apierrors.IsResourceExpired(err) != apierrors.IsResourceExpired(wantErr) {
 			t.Errorf("%s: reason %q (factory), %q (typed client)", name, apierrors.ReasonForError(err), apierrors.ReasonForError(wantErr))
 		}
+	}
+}
+
+// A body that ends where a field of its envelope ends, before the list, is
+// an error. The typed client's List takes it for a list without items. A
+// paged list would then skip the page's objects.
+func TestWireListRejectsABodyCutBeforeItsList(t *testing.T) {
+	s := newListServer(t)
+	cs := s.clientset(t, "")
+	pods := fuzzedPods(7, 3)
+	pods.Continue = "more"
+	answer := encodeAs(t, pods, true)
+	// The envelope's first field, its TypeMeta, ends before the raw list.
+	_, _, n := protowire.ConsumeField(answer.body[len(wire.Prefix):])
+	if n <= 0 {
+		t.Fatalf("no field at the envelope's start: %d", n)
+	}
+	answer.body = answer.body[:len(wire.Prefix)+n]
+
+	s.queue(answer, answer)
+	typed, typedErr := cs.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
+	t.Logf("typed client: %d items, continue %q, error %v", len(typed.Items), typed.Continue, typedErr)
+	got, err := podsListerWatcher(t, cs).ListWithContext(context.Background(), metav1.ListOptions{})
+	if err == nil {
+		t.Fatalf("the factory's List took a body cut before its list for %#v", got)
 	}
 }
 
