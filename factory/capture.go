@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"sync"
@@ -61,6 +62,10 @@ type listRequest struct {
 	// the request. Otherwise it may filter or rewrite objects in Go.
 	code        string
 	requestOnly bool
+	// setsReflectorParams reports that the ListerWatcher (its tweak) sets
+	// paging, resume, timeout or watch parameters. Only its own calls then
+	// send what it sends.
+	setsReflectorParams bool
 	// identifier is the metrics name the captured informer took. A newFunc
 	// may close over an InformerName instead of reading the factory's, which
 	// is nil during the capture. Such a newFunc registers the name here
@@ -163,6 +168,8 @@ func (c *captureClient) capture(obj runtime.Object, gvr schema.GroupVersionResou
 		return listRequest{}, fmt.Errorf("it watches namespace %q with %+v but lists namespace %q with %+v", wreq.namespace, wreq.options, req.namespace, req.options)
 	}
 	req.code, req.requestOnly = listerWatcherCode(parts.listerWatcher)
+	req.setsReflectorParams = !reflect.DeepEqual(listidentity.ReflectorParams(list.URL.Query()), url.Values{"limit": {"1"}}) ||
+		!reflect.DeepEqual(listidentity.ReflectorParams(watch.URL.Query()), url.Values{"watch": {"true"}})
 	req.identifier = parts.identifier
 	return req, nil
 }

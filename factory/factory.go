@@ -326,11 +326,19 @@ func (f *Factory) captureLocked(obj runtime.Object, gvr schema.GroupVersionResou
 	return f.capture.capture(obj, gvr, newFunc, resync)
 }
 
+// tweakedRequest returns the listRequest of client-go's ListerWatcher of the
+// namespace with tweak.
+func tweakedRequest(namespace string, tweak func(*metav1.ListOptions)) listRequest {
+	tweaked := tweakedOptions(tweak)
+	return listRequest{namespace: namespace, options: listidentity.FilterOptions(tweaked), requestOnly: true,
+		setsReflectorParams: len(listidentity.ReflectorParams(listidentity.Query(tweaked))) > 0}
+}
+
 // newDefaultInformer builds, for a nil newFunc, the informer the generated
 // accessors would. It lists and watches through the typed client with the
 // factory's namespace and tweak, and has the namespace index.
 func (f *Factory) newDefaultInformer(obj runtime.Object, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource, resync time.Duration) (cache.SharedIndexInformer, error) {
-	req := listRequest{namespace: f.namespace, options: listidentity.FilterOptions(tweakedOptions(f.tweakListOptions)), requestOnly: true}
+	req := tweakedRequest(f.namespace, f.tweakListOptions)
 	lw, err := typedListWatch(f.client, obj, f.namespace, f.tweakListOptions)
 	if err != nil {
 		return nil, err

@@ -27,32 +27,36 @@ import (
 // (internal/wire), and decodes the object from it where it lies in the
 // event, without the copy client-go's decoder makes. The informer stores
 // that message when no transform changed the object. Lists go through the
-// same client, each body read into a buffer reused by the next
-// (wirelist.go).
+// clientset's REST client, each body read into a buffer that the list's next
+// page reuses, and decoded in place too (wirelist.go).
 //
-// That client asks for protobuf, with JSON as the fallback. client-go's
+// The watch client asks for protobuf, with JSON as the fallback. client-go's
 // typed clients do the same for built-in types unless their config sets a
-// content type. A clientset configured for JSON thus lists and watches in
-// protobuf here, and the objects are the same. Warnings on its responses go
-// to client-go's default warning handler. A clientset that is not a real
-// one, such as a fake, lists and watches through its own calls.
+// content type. A clientset configured for JSON thus watches in protobuf
+// here, and the objects are the same. Warnings on watch responses go to
+// client-go's default warning handler. A clientset that is not a real one,
+// such as a fake, lists and watches through its own calls. So does an
+// informer whose ListerWatcher sets paging, resume, timeout or watch
+// parameters, as a tweak may.
 
 // wireClient is a group-version's payload-keeping REST client, with the
-// decoders its responses are decoded with.
+// decoders its responses are decoded with, and the clientset's REST client.
 type wireClient struct {
-	rest     *rest.RESTClient
-	decoders runtime.ClientNegotiator
+	rest      *rest.RESTClient
+	clientset rest.Interface // lists, with the clientset's warning handler
+	decoders  runtime.ClientNegotiator
 	// retryWait is listRetryWait, but in tests.
 	retryWait time.Duration
 }
 
 // wireListerWatcher returns lw with its List and Watch made through the
-// group's payload-keeping REST client, with req's filters. It does so only
-// if lw is client-go's own ListerWatcher for req (requestOnly), so that what
-// it lists is the request. The factory's clientset must also be a real one.
-// Otherwise it returns lw. obj is the informer's object type. f.lock is held.
+// group's wireClient, with req's filters. It does so only if lw is
+// client-go's own ListerWatcher for req (requestOnly), so that what it lists
+// is the request, and if it sets no reflector parameters. The factory's
+// clientset must also be a real one. Otherwise it returns lw. obj is the
+// informer's object type. f.lock is held.
 func (f *Factory) wireListerWatcher(lw cache.ListerWatcher, obj runtime.Object, gvr schema.GroupVersionResource, req listRequest) cache.ListerWatcher {
-	if !req.requestOnly {
+	if !req.requestOnly || req.setsReflectorParams {
 		return lw
 	}
 	acc, err := accessorFor(obj)
@@ -69,13 +73,12 @@ func (f *Factory) wireListerWatcher(lw cache.ListerWatcher, obj runtime.Object, 
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			// As the typed client's List, with the filters its
 			// ListerWatcher adds.
-			opts.LabelSelector, opts.FieldSelector = req.options.LabelSelector, req.options.FieldSelector
-			return c.list(ctx, namespace, gvr.Resource, opts, acc.list, pages)
+			return c.list(ctx, namespace, gvr.Resource, withFilters(opts, req.options), acc.list, pages)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			// As the typed client's Watch (gentype.Client.Watch), with the
 			// filters its ListerWatcher adds.
-			opts.LabelSelector, opts.FieldSelector = req.options.LabelSelector, req.options.FieldSelector
+			opts = withFilters(opts, req.options)
 			var timeout time.Duration
 			if opts.TimeoutSeconds != nil {
 				timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
@@ -85,6 +88,17 @@ func (f *Factory) wireListerWatcher(lw cache.ListerWatcher, obj runtime.Object, 
 				VersionedParams(&opts, scheme.ParameterCodec).Timeout(timeout).Watch(ctx)
 		},
 	}
+}
+
+// withFilters returns filters, which hold only filter fields, with the
+// reflector's fields of opts (listidentity's reflector parameters). A
+// ListerWatcher setting none of those sends exactly that.
+func withFilters(opts, filters metav1.ListOptions) metav1.ListOptions {
+	out := filters
+	out.ResourceVersion, out.ResourceVersionMatch = opts.ResourceVersion, opts.ResourceVersionMatch
+	out.Limit, out.Continue, out.TimeoutSeconds = opts.Limit, opts.Continue, opts.TimeoutSeconds
+	out.Watch, out.AllowWatchBookmarks, out.SendInitialEvents = opts.Watch, opts.AllowWatchBookmarks, opts.SendInitialEvents
+	return out
 }
 
 // wireClientLocked returns the group-version's payload-keeping REST client,
@@ -142,5 +156,5 @@ func newWireClient(rc rest.Interface) *wireClient {
 	if err != nil {
 		return nil
 	}
-	return &wireClient{rest: out, decoders: decoders, retryWait: listRetryWait}
+	return &wireClient{rest: out, clientset: rc, decoders: decoders, retryWait: listRetryWait}
 }
