@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"reflect"
 	"strings"
 	"sync"
@@ -62,10 +61,9 @@ type listRequest struct {
 	// the request. Otherwise it may filter or rewrite objects in Go.
 	code        string
 	requestOnly bool
-	// setsReflectorParams reports that the ListerWatcher (its tweak) sets
-	// paging, resume, timeout or watch parameters. Only its own calls then
-	// send what it sends.
-	setsReflectorParams bool
+	// sends returns the options the ListerWatcher sends for opts, its tweak
+	// applied (sentOptions); nil if not known.
+	sends func(ctx context.Context, watch bool, opts metav1.ListOptions) (metav1.ListOptions, error)
 	// identifier is the metrics name the captured informer took. A newFunc
 	// may close over an InformerName instead of reading the factory's, which
 	// is nil during the capture. Such a newFunc registers the name here
@@ -108,8 +106,23 @@ func newCaptureClient() (*captureClient, error) {
 	return c, nil
 }
 
+// requestSlot receives the request a call made through the capture
+// clientset with the slot in its context, instead of the recorded ones.
+type requestSlot struct {
+	mu   sync.Mutex
+	reqs []*http.Request
+}
+
+type requestSlotKey struct{}
+
 // RoundTrip records req and fails it.
 func (c *captureClient) RoundTrip(req *http.Request) (*http.Response, error) {
+	if slot, ok := req.Context().Value(requestSlotKey{}).(*requestSlot); ok {
+		slot.mu.Lock()
+		slot.reqs = append(slot.reqs, req)
+		slot.mu.Unlock()
+		return nil, errCaptured
+	}
 	c.mu.Lock()
 	c.recorded = append(c.recorded, req)
 	c.mu.Unlock()
@@ -168,10 +181,40 @@ func (c *captureClient) capture(obj runtime.Object, gvr schema.GroupVersionResou
 		return listRequest{}, fmt.Errorf("it watches namespace %q with %+v but lists namespace %q with %+v", wreq.namespace, wreq.options, req.namespace, req.options)
 	}
 	req.code, req.requestOnly = listerWatcherCode(parts.listerWatcher)
-	req.setsReflectorParams = !reflect.DeepEqual(listidentity.ReflectorParams(list.URL.Query()), url.Values{"limit": {"1"}}) ||
-		!reflect.DeepEqual(listidentity.ReflectorParams(watch.URL.Query()), url.Values{"watch": {"true"}})
+	req.sends = c.sentOptions(withCtx, req.namespace, gvr)
 	req.identifier = parts.identifier
 	return req, nil
+}
+
+// sentOptions returns what lw, a ListerWatcher of the capture clientset
+// listing namespace, sends for a call's options. It makes the call, and
+// reads the request. So a tweak, even one that reads the options it is
+// given, applies as in client-go.
+func (c *captureClient) sentOptions(lw cache.ListerWatcherWithContext, namespace string, gvr schema.GroupVersionResource) func(ctx context.Context, watch bool, opts metav1.ListOptions) (metav1.ListOptions, error) {
+	return func(ctx context.Context, watch bool, opts metav1.ListOptions) (metav1.ListOptions, error) {
+		slot := &requestSlot{}
+		ctx = context.WithValue(ctx, requestSlotKey{}, slot)
+		call := "List"
+		if watch {
+			call = "Watch"
+			if w, _ := lw.WatchWithContext(ctx, opts); w != nil {
+				w.Stop()
+			}
+		} else {
+			_, _ = lw.ListWithContext(ctx, opts)
+		}
+		slot.mu.Lock()
+		reqs := slot.reqs
+		slot.mu.Unlock()
+		if len(reqs) != 1 {
+			return metav1.ListOptions{}, fmt.Errorf("boltinformer factory: the informer's %s made %d requests, want 1", call, len(reqs))
+		}
+		sent, err := parseRequest(reqs[0], gvr)
+		if err == nil && sent.namespace != namespace {
+			err = fmt.Errorf("boltinformer factory: the informer's %s asked for namespace %q, not %q", call, sent.namespace, namespace)
+		}
+		return sent.options, err
+	}
 }
 
 // oneRequest returns the one request a List or Watch call made through c.
@@ -191,6 +234,14 @@ func (c *captureClient) oneRequest(call string, callErr error) (*http.Request, e
 // parseListRequest returns the namespace and list options of a list or
 // watch request for gvr.
 func parseListRequest(req *http.Request, gvr schema.GroupVersionResource) (listRequest, error) {
+	spec, err := parseRequest(req, gvr)
+	spec.options = listidentity.FilterOptions(spec.options)
+	return spec, err
+}
+
+// parseRequest returns the namespace and every list option of req, a list
+// or watch request for gvr.
+func parseRequest(req *http.Request, gvr schema.GroupVersionResource) (listRequest, error) {
 	if req.Method != http.MethodGet {
 		return listRequest{}, fmt.Errorf("%s %s is not a list", req.Method, req.URL.Path)
 	}
@@ -214,6 +265,5 @@ func parseListRequest(req *http.Request, gvr schema.GroupVersionResource) (listR
 	if err := metav1.Convert_url_Values_To_v1_ListOptions(&query, &spec.options, nil); err != nil {
 		return listRequest{}, fmt.Errorf("query of %s: %w", req.URL, err)
 	}
-	spec.options = listidentity.FilterOptions(spec.options)
 	return spec, nil
 }

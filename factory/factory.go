@@ -329,9 +329,13 @@ func (f *Factory) captureLocked(obj runtime.Object, gvr schema.GroupVersionResou
 // tweakedRequest returns the listRequest of client-go's ListerWatcher of the
 // namespace with tweak.
 func tweakedRequest(namespace string, tweak func(*metav1.ListOptions)) listRequest {
-	tweaked := tweakedOptions(tweak)
-	return listRequest{namespace: namespace, options: listidentity.FilterOptions(tweaked), requestOnly: true,
-		setsReflectorParams: len(listidentity.ReflectorParams(listidentity.Query(tweaked))) > 0}
+	return listRequest{namespace: namespace, options: listidentity.FilterOptions(tweakedOptions(tweak)), requestOnly: true,
+		sends: func(_ context.Context, _ bool, opts metav1.ListOptions) (metav1.ListOptions, error) {
+			if tweak != nil {
+				tweak(&opts)
+			}
+			return opts, nil
+		}}
 }
 
 // newDefaultInformer builds, for a nil newFunc, the informer the generated

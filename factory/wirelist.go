@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,20 +27,19 @@ import (
 )
 
 // Reaches into k8s.io/client-go rest/request.go and with_retry.go at
-// v0.37.2: what Request.Do and Result.Into do for a typed client's List,
-// which list repeats over Request.Stream: one budget of retries for answers
-// with Retry-After and for failed connections, the timeout, the empty
-// body's error and the Status answer's, and the request's latency and
-// response size in client-go's metrics (Request.finalURLTemplate for a
-// list).
+// v0.37.2: what Request.Do and Result.Into do for a typed client's List
+// beyond Request.Stream, which list repeats. That is the retry of a failed
+// connection and its metric, the timeout, the empty body's error and the
+// Status answer's. It is also the request's latency and response size in
+// client-go's metrics (Request.finalURLTemplate for a list). Stream itself
+// retries answers with Retry-After as Do does.
 
 // A typed client's List reads the body with io.ReadAll, which grows its
-// buffer by doubling. The protobuf serializer then copies the list's message
-// out of its envelope before decoding it. A paged cold start of 30,000 Pods
-// allocated 13.5 KiB of its 52.8 KiB an object in those two copies. So the
-// factory's informers stream each page through the clientset's REST client.
-// The body is read into a buffer kept for the next page, and decoded where
-// it lies.
+// buffer a quarter at a time. The protobuf serializer then copies the list's
+// message out of its envelope before decoding it. Both copies are garbage
+// made while a cold start's heap is largest. So the factory's informers
+// stream each page through the clientset's REST client. The body is read
+// into a buffer kept for the next page, and decoded where it lies.
 
 // pageBuffer holds the buffer of a paged list's last body, for its next
 // page. Generated protobuf Unmarshal methods copy every string and bytes
@@ -76,9 +76,8 @@ func (p *pageBuffer) keep(buf []byte) {
 // maxPageBuffer bounds the buffer held. A page of 500 Pods is about 4 MB.
 const maxPageBuffer = 32 << 20
 
-// listRetries is how many times list sends a request again, after an answer
-// with Retry-After or a failed connection: rest.Request's default
-// maxRetries.
+// listRetries is how many times list sends a request again: rest.Request's
+// default maxRetries.
 const listRetries = 10
 
 // listRetryWait is how long list waits before it sends a request again
@@ -108,7 +107,7 @@ func (c *wireClient) list(ctx context.Context, namespace, resource string, opts 
 	start, u := time.Now(), newRequest().URL()
 	// As Request.Do: the latency covers the retries and the body's read.
 	defer func() { metrics.RequestLatency.Observe(ctx, "GET", listURLTemplate(u, namespace), time.Since(start)) }()
-	body, err := c.stream(ctx, newRequest)
+	body, err := c.stream(ctx, u.Host, newRequest)
 	if err != nil {
 		return nil, err
 	}
@@ -136,21 +135,21 @@ func (c *wireClient) list(ctx context.Context, namespace, resource string, opts 
 // stream sends the request newRequest makes until it is answered, or it
 // was sent listRetries+1 times. Request.Do sends a GET again when its
 // connection was reset, lost or closed early. Request.Stream does not, and a
-// paged list would then start over. Stream's own retries of answers with
-// Retry-After are off, so that both kinds share Do's one budget.
-func (c *wireClient) stream(ctx context.Context, newRequest func() *rest.Request) (io.ReadCloser, error) {
+// paged list would then start over. Each Stream retries answers with
+// Retry-After itself, within what is left of the retries. Those of earlier
+// Streams are not counted, so at worst more requests are sent than Do sends.
+func (c *wireClient) stream(ctx context.Context, host string, newRequest func() *rest.Request) (io.ReadCloser, error) {
 	for attempt := 0; ; attempt++ {
-		body, err := newRequest().MaxRetries(0).Stream(ctx)
-		if err == nil || attempt == listRetries {
+		body, err := newRequest().MaxRetries(listRetries - attempt).Stream(ctx)
+		if attempt > 0 {
+			// As withRetry.After counts the retries it makes.
+			metrics.RequestRetry.IncrementRetry(ctx, retryCode(err), "GET", host)
+		}
+		if err == nil || attempt == listRetries ||
+			!(utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err)) {
 			return body, err
 		}
-		wait := c.retryWait
-		if seconds, ok := retryAfter(err); ok {
-			wait = time.Duration(seconds) * time.Second
-		} else if !utilnet.IsConnectionReset(err) && !utilnet.IsProbableEOF(err) && !utilnet.IsHTTP2ConnectionLost(err) {
-			return nil, err
-		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(c.retryWait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -160,28 +159,17 @@ func (c *wireClient) stream(ctx context.Context, newRequest func() *rest.Request
 	}
 }
 
-// retryAfter returns the seconds an answer's Retry-After asks to wait, if
-// Request.Do would send the request again: a 429, or a 5xx, with the
-// header. kube-apiserver sets the header exactly when its Status has
-// RetryAfterSeconds, and Stream's error keeps that Status. A 429 from
-// elsewhere carries its header's seconds, 0 too.
-func retryAfter(err error) (int, bool) {
+// retryCode is the code label of rest_client_request_retries_total for an
+// attempt's result: its status code, or "<error>" if it had no answer.
+func retryCode(err error) string {
 	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return 0, false
+	switch {
+	case err == nil:
+		return strconv.Itoa(http.StatusOK)
+	case errors.As(err, &status):
+		return strconv.Itoa(int(status.Status().Code))
 	}
-	s := status.Status()
-	if s.Code != http.StatusTooManyRequests && s.Code < http.StatusInternalServerError {
-		return 0, false
-	}
-	var seconds int32
-	if s.Details != nil {
-		seconds = s.Details.RetryAfterSeconds
-	}
-	if seconds <= 0 && s.Reason != metav1.StatusReasonTooManyRequests {
-		return 0, false
-	}
-	return int(max(seconds, 0)), true
+	return "<error>"
 }
 
 // decodeList decodes data as Result.Into does, into a new object of the type
@@ -227,8 +215,8 @@ func listURLTemplate(u *url.URL, namespace string) url.URL {
 }
 
 // readBody reads r to its end into buf[:0], and returns what it read, as
-// io.ReadAll does. It doubles a buffer that is full: append grows a large
-// slice by a quarter, and io.ReadAll's garbage is then four bodies.
+// io.ReadAll does. It doubles a buffer that is full: io.ReadAll's append
+// grows a large one by a quarter, leaving about four bodies of garbage.
 func readBody(r io.Reader, buf []byte) ([]byte, error) {
 	buf = buf[:0]
 	for {

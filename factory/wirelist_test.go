@@ -142,7 +142,7 @@ func podsListerWatcher(t *testing.T, cs kubernetes.Interface) cache.ListerWatche
 	}
 	f := &Factory{client: cs}
 	f.lock.Lock()
-	lw := f.wireListerWatcher(typed, &corev1.Pod{}, schema.GroupVersionResource{Version: "v1", Resource: "pods"}, listRequest{requestOnly: true})
+	lw := f.wireListerWatcher(typed, &corev1.Pod{}, schema.GroupVersionResource{Version: "v1", Resource: "pods"}, tweakedRequest("", nil))
 	f.lock.Unlock()
 	return cache.ToListerWatcherWithContext(lw)
 }

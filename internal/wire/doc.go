@@ -11,7 +11,9 @@
 // payload (payload.go); the persistent store takes the payload (Take) and
 // stores it instead of marshalling the object again. Given the scheme
 // (NegotiatedSerializer.Creater), it decodes the object from the payload in
-// place, sparing the copy of it the serializer makes. ReadList reads a list
+// place, sparing the copy of it the serializer makes. The factory's lists
+// are decoded in place too, from a buffer their next page reuses; a list's
+// items have no payloads. ReadList reads a list
 // response as it arrives, calling back with each item's identity and bytes,
 // so that a recovery never holds a whole page decoded. PeekPrefix tells a
 // body's format from its first bytes, before ReadList or another reader.
