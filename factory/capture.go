@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"sync"
@@ -13,11 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/ptr"
 
 	"github.com/boltinformer/boltinformer/internal/listidentity"
 )
@@ -61,9 +64,11 @@ type listRequest struct {
 	// the request. Otherwise it may filter or rewrite objects in Go.
 	code        string
 	requestOnly bool
-	// sends returns the options the ListerWatcher sends for opts, its tweak
-	// applied (sentOptions); nil if not known.
-	sends func(ctx context.Context, watch bool, opts metav1.ListOptions) (metav1.ListOptions, error)
+	// setsReflectorParams reports that the ListerWatcher (its tweak) changed
+	// the paging, resume, timeout or watch parameters of a probe
+	// (reflectorProbes), or sent filters that depend on them. Only its own
+	// calls then send what it sends.
+	setsReflectorParams bool
 	// identifier is the metrics name the captured informer took. A newFunc
 	// may close over an InformerName instead of reading the factory's, which
 	// is nil during the capture. Such a newFunc registers the name here
@@ -106,23 +111,8 @@ func newCaptureClient() (*captureClient, error) {
 	return c, nil
 }
 
-// requestSlot receives the request a call made through the capture
-// clientset with the slot in its context, instead of the recorded ones.
-type requestSlot struct {
-	mu   sync.Mutex
-	reqs []*http.Request
-}
-
-type requestSlotKey struct{}
-
 // RoundTrip records req and fails it.
 func (c *captureClient) RoundTrip(req *http.Request) (*http.Response, error) {
-	if slot, ok := req.Context().Value(requestSlotKey{}).(*requestSlot); ok {
-		slot.mu.Lock()
-		slot.reqs = append(slot.reqs, req)
-		slot.mu.Unlock()
-		return nil, errCaptured
-	}
 	c.mu.Lock()
 	c.recorded = append(c.recorded, req)
 	c.mu.Unlock()
@@ -181,40 +171,72 @@ func (c *captureClient) capture(obj runtime.Object, gvr schema.GroupVersionResou
 		return listRequest{}, fmt.Errorf("it watches namespace %q with %+v but lists namespace %q with %+v", wreq.namespace, wreq.options, req.namespace, req.options)
 	}
 	req.code, req.requestOnly = listerWatcherCode(parts.listerWatcher)
-	req.sends = c.sentOptions(withCtx, req.namespace, gvr)
+	req.setsReflectorParams, err = c.setsReflectorParams(ctx, withCtx, req)
+	if err != nil {
+		return listRequest{}, err
+	}
 	req.identifier = parts.identifier
 	return req, nil
 }
 
-// sentOptions returns what lw, a ListerWatcher of the capture clientset
-// listing namespace, sends for a call's options. It makes the call, and
-// reads the request. So a tweak, even one that reads the options it is
-// given, applies as in client-go.
-func (c *captureClient) sentOptions(lw cache.ListerWatcherWithContext, namespace string, gvr schema.GroupVersionResource) func(ctx context.Context, watch bool, opts metav1.ListOptions) (metav1.ListOptions, error) {
-	return func(ctx context.Context, watch bool, opts metav1.ListOptions) (metav1.ListOptions, error) {
-		slot := &requestSlot{}
-		ctx = context.WithValue(ctx, requestSlotKey{}, slot)
-		call := "List"
-		if watch {
+// reflectorProbes are the list and watch options a capture sends through a
+// ListerWatcher to see whether it changes the reflector's parameters. They
+// are values a reflector sends, chosen so that a tweak capping the page size
+// or the timeout, or setting either only where unset, changes one.
+var reflectorProbes = []metav1.ListOptions{
+	{Limit: 1},
+	{Limit: 500, ResourceVersion: "0"},
+	{Limit: 500, Continue: "probe"},
+	{ResourceVersion: "12345", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
+	{Watch: true},
+	{Watch: true, ResourceVersion: "12345", AllowWatchBookmarks: true, TimeoutSeconds: ptr.To[int64](300)},
+	{Watch: true, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true, SendInitialEvents: ptr.To(true)},
+}
+
+// setsReflectorParams reports whether lw, a ListerWatcher of the capture
+// clientset, changes a probe's reflector parameters or filters (changesProbes).
+// Every probe is a call through the capture clientset, so it is counted in
+// client-go's request metrics as a failed request to its host.
+func (c *captureClient) setsReflectorParams(ctx context.Context, lw cache.ListerWatcherWithContext, req listRequest) (bool, error) {
+	return changesProbes(req.options, func(probe metav1.ListOptions) (url.Values, error) {
+		call, callErr := "List", error(nil)
+		if probe.Watch {
 			call = "Watch"
-			if w, _ := lw.WatchWithContext(ctx, opts); w != nil {
+			opts := probe
+			opts.Watch = false // the typed Watch sets it
+			var w watch.Interface
+			if w, callErr = lw.WatchWithContext(ctx, opts); w != nil {
 				w.Stop()
 			}
 		} else {
-			_, _ = lw.ListWithContext(ctx, opts)
+			_, callErr = lw.ListWithContext(ctx, probe)
 		}
-		slot.mu.Lock()
-		reqs := slot.reqs
-		slot.mu.Unlock()
-		if len(reqs) != 1 {
-			return metav1.ListOptions{}, fmt.Errorf("boltinformer factory: the informer's %s made %d requests, want 1", call, len(reqs))
+		sent, err := c.oneRequest(call, callErr)
+		if err != nil {
+			return nil, err
 		}
-		sent, err := parseRequest(reqs[0], gvr)
-		if err == nil && sent.namespace != namespace {
-			err = fmt.Errorf("boltinformer factory: the informer's %s asked for namespace %q, not %q", call, sent.namespace, namespace)
+		q := sent.URL.Query()
+		delete(q, "timeout") // the typed client's own, beside timeoutSeconds
+		return q, nil
+	})
+}
+
+// changesProbes reports whether send, the query a ListerWatcher sends for
+// each of reflectorProbes, has other reflector parameters than the probe's,
+// or other filters than filters'.
+func changesProbes(filters metav1.ListOptions, send func(probe metav1.ListOptions) (url.Values, error)) (bool, error) {
+	want := listidentity.Filters(listidentity.Query(filters))
+	for _, probe := range reflectorProbes {
+		q, err := send(probe)
+		if err != nil {
+			return false, err
 		}
-		return sent.options, err
+		if !reflect.DeepEqual(listidentity.ReflectorParams(q), listidentity.ReflectorParams(listidentity.Query(probe))) ||
+			!reflect.DeepEqual(listidentity.Filters(q), want) {
+			return true, nil
+		}
 	}
+	return false, nil
 }
 
 // oneRequest returns the one request a List or Watch call made through c.
@@ -234,14 +256,6 @@ func (c *captureClient) oneRequest(call string, callErr error) (*http.Request, e
 // parseListRequest returns the namespace and list options of a list or
 // watch request for gvr.
 func parseListRequest(req *http.Request, gvr schema.GroupVersionResource) (listRequest, error) {
-	spec, err := parseRequest(req, gvr)
-	spec.options = listidentity.FilterOptions(spec.options)
-	return spec, err
-}
-
-// parseRequest returns the namespace and every list option of req, a list
-// or watch request for gvr.
-func parseRequest(req *http.Request, gvr schema.GroupVersionResource) (listRequest, error) {
 	if req.Method != http.MethodGet {
 		return listRequest{}, fmt.Errorf("%s %s is not a list", req.Method, req.URL.Path)
 	}
@@ -265,5 +279,6 @@ func parseRequest(req *http.Request, gvr schema.GroupVersionResource) (listReque
 	if err := metav1.Convert_url_Values_To_v1_ListOptions(&query, &spec.options, nil); err != nil {
 		return listRequest{}, fmt.Errorf("query of %s: %w", req.URL, err)
 	}
+	spec.options = listidentity.FilterOptions(spec.options)
 	return spec, nil
 }

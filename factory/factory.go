@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -329,13 +330,15 @@ func (f *Factory) captureLocked(obj runtime.Object, gvr schema.GroupVersionResou
 // tweakedRequest returns the listRequest of client-go's ListerWatcher of the
 // namespace with tweak.
 func tweakedRequest(namespace string, tweak func(*metav1.ListOptions)) listRequest {
-	return listRequest{namespace: namespace, options: listidentity.FilterOptions(tweakedOptions(tweak)), requestOnly: true,
-		sends: func(_ context.Context, _ bool, opts metav1.ListOptions) (metav1.ListOptions, error) {
-			if tweak != nil {
-				tweak(&opts)
-			}
-			return opts, nil
-		}}
+	req := listRequest{namespace: namespace, options: listidentity.FilterOptions(tweakedOptions(tweak)), requestOnly: true}
+	// A tweak cannot fail, so neither can changesProbes here.
+	req.setsReflectorParams, _ = changesProbes(req.options, func(probe metav1.ListOptions) (url.Values, error) {
+		if tweak != nil {
+			tweak(&probe)
+		}
+		return listidentity.Query(probe), nil
+	})
+	return req
 }
 
 // newDefaultInformer builds, for a nil newFunc, the informer the generated

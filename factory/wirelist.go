@@ -153,10 +153,20 @@ func (c *wireClient) stream(ctx context.Context, host string, newRequest func() 
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, err
+			return nil, previousError(ctx.Err(), err)
 		case <-t.C:
 		}
 	}
+}
+
+// previousError returns err, which ended a retry, with the error of the
+// attempt before it, as withRetry.WrapPreviousError words it.
+func previousError(err, previous error) error {
+	var urlErr *url.Error
+	if errors.As(previous, &urlErr) && urlErr.Unwrap() != nil {
+		previous = urlErr.Unwrap()
+	}
+	return fmt.Errorf("%w - error from a previous attempt: %w", err, previous)
 }
 
 // retryCode is the code label of rest_client_request_retries_total for an

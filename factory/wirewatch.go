@@ -35,11 +35,9 @@ import (
 // content type. A clientset configured for JSON thus watches in protobuf
 // here, and the objects are the same. Warnings on watch responses go to
 // client-go's default warning handler. A clientset that is not a real one,
-// such as a fake, lists and watches through its own calls.
-//
-// Each list and watch sends the options the informer's own ListerWatcher
-// sends. Its tweak may read the options it is given, so the factory asks
-// it each time (listRequest.sends).
+// such as a fake, lists and watches through its own calls. So does an
+// informer whose ListerWatcher changes paging, resume, timeout or watch
+// parameters, as a tweak may, for one of the capture's probes.
 
 // wireClient is a group-version's payload-keeping REST client, with the
 // decoders its responses are decoded with, and the clientset's REST client.
@@ -52,13 +50,13 @@ type wireClient struct {
 }
 
 // wireListerWatcher returns lw with its List and Watch made through the
-// group's wireClient, with the options lw sends (req.sends). It does so
-// only if lw is client-go's own ListerWatcher for req (requestOnly), so that
-// what it lists is the request. The factory's clientset must also be a real
-// one. Otherwise it returns lw. obj is the informer's object type. f.lock is
-// held.
+// group's wireClient, with req's filters. It does so only if lw is
+// client-go's own ListerWatcher for req (requestOnly), so that what it lists
+// is the request, and if it sets no reflector parameters. The factory's
+// clientset must also be a real one. Otherwise it returns lw. obj is the
+// informer's object type. f.lock is held.
 func (f *Factory) wireListerWatcher(lw cache.ListerWatcher, obj runtime.Object, gvr schema.GroupVersionResource, req listRequest) cache.ListerWatcher {
-	if !req.requestOnly || req.sends == nil {
+	if !req.requestOnly || req.setsReflectorParams {
 		return lw
 	}
 	acc, err := accessorFor(obj)
@@ -73,21 +71,14 @@ func (f *Factory) wireListerWatcher(lw cache.ListerWatcher, obj runtime.Object, 
 	pages := &pageBuffer{}
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			// As the typed client's List, with the options its
-			// ListerWatcher sends.
-			opts, err := req.sends(ctx, false, opts)
-			if err != nil {
-				return nil, err
-			}
-			return c.list(ctx, namespace, gvr.Resource, opts, acc.list, pages)
+			// As the typed client's List, with the filters its
+			// ListerWatcher adds.
+			return c.list(ctx, namespace, gvr.Resource, withFilters(opts, req.options), acc.list, pages)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			// As the typed client's Watch (gentype.Client.Watch), with the
-			// options its ListerWatcher sends.
-			opts, err := req.sends(ctx, true, opts)
-			if err != nil {
-				return nil, err
-			}
+			// filters its ListerWatcher adds.
+			opts = withFilters(opts, req.options)
 			var timeout time.Duration
 			if opts.TimeoutSeconds != nil {
 				timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
@@ -97,6 +88,17 @@ func (f *Factory) wireListerWatcher(lw cache.ListerWatcher, obj runtime.Object, 
 				VersionedParams(&opts, scheme.ParameterCodec).Timeout(timeout).Watch(ctx)
 		},
 	}
+}
+
+// withFilters returns filters, which hold only filter fields, with the
+// reflector's fields of opts (listidentity's reflector parameters). A
+// ListerWatcher setting none of those sends exactly that.
+func withFilters(opts, filters metav1.ListOptions) metav1.ListOptions {
+	out := filters
+	out.ResourceVersion, out.ResourceVersionMatch = opts.ResourceVersion, opts.ResourceVersionMatch
+	out.Limit, out.Continue, out.TimeoutSeconds = opts.Limit, opts.Continue, opts.TimeoutSeconds
+	out.Watch, out.AllowWatchBookmarks, out.SendInitialEvents = opts.Watch, opts.AllowWatchBookmarks, opts.SendInitialEvents
+	return out
 }
 
 // wireClientLocked returns the group-version's payload-keeping REST client,

@@ -88,6 +88,22 @@ func Filters(query url.Values) url.Values {
 	return out
 }
 
+// ReflectorParams returns the parameters of query that are the reflector's
+// (paging, resuming, timing out, watching), those with a value.
+func ReflectorParams(query url.Values) url.Values {
+	out := url.Values{}
+	for k, v := range query {
+		if slices.Contains(reflectorParams, k) && !(len(v) == 1 && v[0] == "") {
+			out[k] = slices.Clone(v)
+		}
+	}
+	return out
+}
+
+// Query returns the query parameters opts sends, as client-go's parameter
+// codec encodes them.
+func Query(opts metav1.ListOptions) url.Values { return query(opts) }
+
 // query returns the query parameters opts sends, encoded as client-go's
 // parameter codec encodes them (queryparams.Convert).
 func query(opts metav1.ListOptions) url.Values {
