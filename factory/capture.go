@@ -179,18 +179,24 @@ func (c *captureClient) capture(obj runtime.Object, gvr schema.GroupVersionResou
 	return req, nil
 }
 
-// reflectorProbes are the list and watch options a capture sends through a
-// ListerWatcher to see whether it changes the reflector's parameters. They
-// are values a reflector sends, chosen so that a tweak capping the page size
-// or the timeout, or setting either only where unset, changes one.
-var reflectorProbes = []metav1.ListOptions{
-	{Limit: 1},
-	{Limit: 500, ResourceVersion: "0"},
-	{Limit: 500, Continue: "probe"},
-	{ResourceVersion: "12345", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
-	{Watch: true},
-	{Watch: true, ResourceVersion: "12345", AllowWatchBookmarks: true, TimeoutSeconds: ptr.To[int64](300)},
-	{Watch: true, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true, SendInitialEvents: ptr.To(true)},
+// reflectorProbes returns the list and watch options a capture sends
+// through a ListerWatcher to see whether it changes the reflector's
+// parameters. They hold the extremes a reflector sends: pages of 1 and of
+// many, watch timeouts of 1 s and of 599 s (the reflector's range is below
+// 600). So a tweak capping or raising the page size or the timeout, or
+// setting either where unset, changes one. Each call gets new probes: a
+// tweak may write through their pointers.
+func reflectorProbes() []metav1.ListOptions {
+	return []metav1.ListOptions{
+		{Limit: 1},
+		{Limit: 500, ResourceVersion: "0"},
+		{Limit: 1 << 30, Continue: "probe"},
+		{ResourceVersion: "12345", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
+		{Watch: true},
+		{Watch: true, ResourceVersion: "12345", AllowWatchBookmarks: true, TimeoutSeconds: ptr.To[int64](1)},
+		{Watch: true, ResourceVersion: "12345", AllowWatchBookmarks: true, TimeoutSeconds: ptr.To[int64](599)},
+		{Watch: true, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true, SendInitialEvents: ptr.To(true)},
+	}
 }
 
 // setsReflectorParams reports whether lw, a ListerWatcher of the capture
@@ -226,12 +232,13 @@ func (c *captureClient) setsReflectorParams(ctx context.Context, lw cache.Lister
 // or other filters than filters'.
 func changesProbes(filters metav1.ListOptions, send func(probe metav1.ListOptions) (url.Values, error)) (bool, error) {
 	want := listidentity.Filters(listidentity.Query(filters))
-	for _, probe := range reflectorProbes {
+	for _, probe := range reflectorProbes() {
+		sent := listidentity.ReflectorParams(listidentity.Query(probe)) // before send may change it
 		q, err := send(probe)
 		if err != nil {
 			return false, err
 		}
-		if !reflect.DeepEqual(listidentity.ReflectorParams(q), listidentity.ReflectorParams(listidentity.Query(probe))) ||
+		if !reflect.DeepEqual(listidentity.ReflectorParams(q), sent) ||
 			!reflect.DeepEqual(listidentity.Filters(q), want) {
 			return true, nil
 		}
