@@ -333,9 +333,12 @@ func tweakedRequest(namespace string, tweak func(*metav1.ListOptions)) listReque
 	req := listRequest{namespace: namespace, options: listidentity.FilterOptions(tweakedOptions(tweak)), requestOnly: true}
 	// A tweak cannot fail, so neither can changesProbes here.
 	req.setsReflectorParams, _ = changesProbes(req.options, func(probe metav1.ListOptions) (url.Values, error) {
+		watch := probe.Watch
+		probe.Watch = false // the typed Watch sets it after the tweak
 		if tweak != nil {
 			tweak(&probe)
 		}
+		probe.Watch = probe.Watch || watch
 		return listidentity.Query(probe), nil
 	})
 	return req
