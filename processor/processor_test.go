@@ -75,9 +75,10 @@ func TestDeliveryIsInOrderAndUnboundedPerListener(t *testing.T) {
 	if len(slow.got()) != 0 {
 		t.Fatal("slow handler ran without being released")
 	}
-	if ls.Pending() < n-2 {
-		t.Errorf("slow listener reports %d pending, want about %d", ls.Pending(), n)
-	}
+	// The last notification may still wait in the listener's add channel
+	// when the fast handler has them all. The slow listener's buffer takes
+	// it soon; only its handler and the hand-off hold the other two.
+	poll.Until(t, 10*time.Second, "slow listener's pending notifications", func() bool { return ls.Pending() >= n-2 })
 	go func() {
 		for i := 0; i < n; i++ {
 			slow.gate <- struct{}{}
