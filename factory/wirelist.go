@@ -113,8 +113,9 @@ func (c *wireClient) list(ctx context.Context, namespace, resource string, opts 
 	}
 	defer body.Close()
 	data, err := readBody(body, pages.take())
-	metrics.ResponseSize.Observe(ctx, "GET", u.Host, float64(len(data)))
 	if err == nil {
+		// As Request.Do: a body not read whole has no size.
+		metrics.ResponseSize.Observe(ctx, "GET", u.Host, float64(len(data)))
 		// A body cut where a field of its envelope ends decodes as a
 		// list without items, as recovery's lists check too.
 		err = wire.CheckWhole(data)
