@@ -2,8 +2,6 @@ package factory
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"net/url"
 	"reflect"
 	"testing"
@@ -24,20 +22,6 @@ func capInPlace(o *metav1.ListOptions) {
 	if o.TimeoutSeconds != nil && *o.TimeoutSeconds > 60 {
 		*o.TimeoutSeconds = 60
 	}
-}
-
-// podListServer answers watches with an empty stream and lists with an
-// empty PodList, recording every query.
-func podListServer(t *testing.T) *scriptServer {
-	return newScriptServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if r.URL.Query().Get("watch") == "true" {
-			w.WriteHeader(http.StatusOK)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(&corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"},
-			ListMeta: metav1.ListMeta{ResourceVersion: "10"}})
-	})
 }
 
 // watchQueries lists then watches through lw with the reflector's options,
@@ -74,7 +58,7 @@ func wiredFor(t *testing.T, cs kubernetes.Interface, tweak func(*metav1.ListOpti
 // into the probe it is shown. changesProbes compares against what the probe
 // was before, so the change is seen, and the factory's watch keeps the cap.
 func TestWireListInPlaceTimeoutCapReachesWatch(t *testing.T) {
-	s := podListServer(t)
+	s := emptyPodServer(t)
 	typed, wired := wiredFor(t, s.clientset(t), capInPlace)
 	want := watchQueries(t, s, typed, 300)
 	got := watchQueries(t, s, wired, 300)
@@ -136,7 +120,7 @@ func capAt450(o *metav1.ListOptions) {
 // "perhaps only for some values, as a cap does". So is a cap inside the
 // range of the reflector's watch timeouts.
 func TestWireListTimeoutCapAboveTheProbe(t *testing.T) {
-	s := podListServer(t)
+	s := emptyPodServer(t)
 	typed, wired := wiredFor(t, s.clientset(t), capAt450)
 	want := watchQueries(t, s, typed, 500)
 	got := watchQueries(t, s, wired, 500)

@@ -18,7 +18,6 @@ import (
 	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -136,15 +135,8 @@ func fuzzedPods(seed int64, n int) *corev1.PodList {
 // informer of cs listing every namespace.
 func podsListerWatcher(t *testing.T, cs kubernetes.Interface) cache.ListerWatcherWithContext {
 	t.Helper()
-	typed, err := typedListWatch(cs, &corev1.Pod{}, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &Factory{client: cs}
-	f.lock.Lock()
-	lw := f.wireListerWatcher(typed, &corev1.Pod{}, schema.GroupVersionResource{Version: "v1", Resource: "pods"}, tweakedRequest("", nil))
-	f.lock.Unlock()
-	return cache.ToListerWatcherWithContext(lw)
+	_, wired := wiredFor(t, cs, nil)
+	return cache.ToListerWatcherWithContext(wired)
 }
 
 // allocated returns the bytes fn allocated, the least of five runs.

@@ -219,14 +219,8 @@ func TestWireListWarningsReachTheClientsHandler(t *testing.T) {
 // those ten, but cannot count an earlier Stream's. So its retries are
 // bounded, more loosely: at most 66 requests where Do sends 11.
 func TestWireListRetriesAreBounded(t *testing.T) {
-	var mu sync.Mutex
-	var requests int
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		requests++
-		n := requests
-		mu.Unlock()
-		if n%11 != 0 { // overloaded: come back at once
+	s := newScriptServer(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if (n+1)%11 != 0 { // overloaded: come back at once
 			w.Header().Set("Retry-After", "0")
 			http.Error(w, "slow down", http.StatusTooManyRequests)
 			return
@@ -234,25 +228,15 @@ func TestWireListRetriesAreBounded(t *testing.T) {
 		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil { // the connection fails
 			conn.Close()
 		}
-	}))
-	defer srv.Close()
-	reset := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := requests
-		requests = 0
-		return n
-	}
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1, Transport: &http.Transport{DisableKeepAlives: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
+	cs := s.clientset(t)
+	reset := func() int { return len(s.reset()) }
 	ctx := context.Background()
 	_, wantErr := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	wantRequests := reset()
 	c := newWireClient(cs.CoreV1().RESTClient())
 	c.retryWait = 0
-	_, err = c.list(ctx, "", "pods", metav1.ListOptions{}, reflect.TypeFor[*corev1.PodList](), &pageBuffer{})
+	_, err := c.list(ctx, "", "pods", metav1.ListOptions{}, reflect.TypeFor[*corev1.PodList](), &pageBuffer{})
 	gotRequests := reset()
 	t.Logf("typed: %d requests, %v; factory: %d requests, %v", wantRequests, wantErr, gotRequests, err)
 	if bound := (listRetries + 1) * (listRetries + 2) / 2; err == nil || wantErr == nil || gotRequests < wantRequests || gotRequests > bound {

@@ -2,7 +2,6 @@ package factory
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,17 +9,14 @@ import (
 	"sync"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/metrics"
 )
 
-// scriptServer answers the n-th request (from 0) with answer(n, w, r). It
-// records each request's query. reset returns how many requests it had.
+// scriptServer answers the n-th request (from 0) since its last reset with
+// answer(n, w, r). It records each request's query; reset returns them.
 type scriptServer struct {
 	*httptest.Server
 	mu      sync.Mutex
@@ -56,6 +52,20 @@ func (s *scriptServer) clientset(t *testing.T) kubernetes.Interface {
 	return cs
 }
 
+// retryThenPage answers every other request, from the first after a reset,
+// with code and "Retry-After: 0", and the others with page.
+func retryThenPage(t *testing.T, code int, page listAnswer) *scriptServer {
+	return newScriptServer(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n%2 == 0 {
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, http.StatusText(code), code)
+			return
+		}
+		w.Header().Set("Content-Type", page.contentType)
+		_, _ = w.Write(page.body)
+	})
+}
+
 // A 429 without a Retry-After header is not retried by Request.Do: its
 // checkWait needs the header. Nor by the factory's List, which would else
 // retry ten times at once against a server asking it to slow down.
@@ -78,29 +88,11 @@ func TestWireList429WithoutRetryAfterIsNotRetried(t *testing.T) {
 // A 503 with "Retry-After: 0" is retried by Request.Do (checkWait reads
 // the header for any 5xx), and by the factory's List.
 func TestWireList503WithRetryAfterZeroIsRetried(t *testing.T) {
-	page := encodeAs(t, fuzzedPods(3, 1), true)
-	var mu sync.Mutex
-	answered := 0
-	s := newScriptServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-		mu.Lock()
-		n := answered
-		answered++
-		mu.Unlock()
-		if n%2 == 0 {
-			w.Header().Set("Retry-After", "0")
-			http.Error(w, "restarting", http.StatusServiceUnavailable)
-			return
-		}
-		w.Header().Set("Content-Type", page.contentType)
-		_, _ = w.Write(page.body)
-	})
+	s := retryThenPage(t, http.StatusServiceUnavailable, encodeAs(t, fuzzedPods(3, 1), true))
 	cs := s.clientset(t)
 	ctx := context.Background()
 	_, wantErr := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	want := len(s.reset())
-	mu.Lock()
-	answered = 0
-	mu.Unlock()
 	_, err := podsListerWatcher(t, cs).ListWithContext(ctx, metav1.ListOptions{})
 	got := len(s.reset())
 	t.Logf("typed: %d requests, %v; factory: %d requests, %v", want, wantErr, got, err)
@@ -137,31 +129,14 @@ func TestWireListCountsRetriesInClientMetrics(t *testing.T) {
 	metrics.RequestRetry = retries
 	t.Cleanup(func() { metrics.RequestRetry = old })
 
-	page := encodeAs(t, fuzzedPods(4, 1), true)
-	var mu sync.Mutex
-	answered := 0
-	s := newScriptServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-		mu.Lock()
-		n := answered
-		answered++
-		mu.Unlock()
-		if n%2 == 0 {
-			w.Header().Set("Retry-After", "0")
-			http.Error(w, "slow down", http.StatusTooManyRequests)
-			return
-		}
-		w.Header().Set("Content-Type", page.contentType)
-		_, _ = w.Write(page.body)
-	})
+	s := retryThenPage(t, http.StatusTooManyRequests, encodeAs(t, fuzzedPods(4, 1), true))
 	cs := s.clientset(t)
 	ctx := context.Background()
 	if _, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := retries.take()
-	mu.Lock()
-	answered = 0
-	mu.Unlock()
+	s.reset()
 	if _, err := podsListerWatcher(t, cs).ListWithContext(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -189,41 +164,10 @@ func capPages(o *metav1.ListOptions) {
 // for some reflector values: the factory's List and Watch send its page size
 // and timeout.
 func TestWireListConditionalTweakReachesListAndWatch(t *testing.T) {
-	s := newScriptServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if r.URL.Query().Get("watch") == "true" {
-			w.WriteHeader(http.StatusOK)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(&corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"},
-			ListMeta: metav1.ListMeta{ResourceVersion: "10"}})
-	})
-	cs := s.clientset(t)
-	typed, err := typedListWatch(cs, &corev1.Pod{}, "", capPages)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &Factory{client: cs}
-	f.lock.Lock()
-	wired := f.wireListerWatcher(typed, &corev1.Pod{}, schema.GroupVersionResource{Version: "v1", Resource: "pods"}, tweakedRequest("", capPages))
-	f.lock.Unlock()
-
-	ctx := context.Background()
-	run := func(lw cache.ListerWatcher) []url.Values {
-		withCtx := cache.ToListerWatcherWithContext(lw)
-		if _, err := withCtx.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 500}); err != nil {
-			t.Fatal(err)
-		}
-		timeout := int64(300)
-		w, err := withCtx.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "10", TimeoutSeconds: &timeout, AllowWatchBookmarks: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Stop()
-		return s.reset()
-	}
-	want := run(typed)
-	got := run(wired)
+	s := emptyPodServer(t)
+	typed, wired := wiredFor(t, s.clientset(t), capPages)
+	want := watchQueries(t, s, typed, 300)
+	got := watchQueries(t, s, wired, 300)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("with a tweak capping limit and timeoutSeconds, the factory sent %v, the typed client %v", got, want)
 	}
