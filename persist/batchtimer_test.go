@@ -16,6 +16,24 @@ import (
 	"github.com/boltinformer/boltinformer/persist"
 )
 
+// appliedChange is a change applied in a synctest bubble, and when.
+type appliedChange struct {
+	at time.Time
+	rv int
+}
+
+// dueResourceVersion returns the newest resourceVersion of log applied an
+// interval ago or more, which must be on disk by now; 0 if none.
+func dueResourceVersion(log []appliedChange, interval time.Duration) int {
+	due := 0
+	for _, a := range log {
+		if time.Since(a.at) >= interval {
+			due = a.rv
+		}
+	}
+	return due
+}
+
 // timedDB opens a file with the given batch interval inside a synctest
 // bubble, where the batch timer runs on the bubble's clock. It counts the
 // commits that wrote changes, and closes the file when the bubble's test
@@ -95,22 +113,13 @@ func TestBatchTimerGenerator(t *testing.T) {
 				db, c, commits := timedDB(t, path, interval)
 				ctx := context.Background()
 				start := time.Now()
-				type applied struct {
-					at time.Time
-					rv int
-				}
-				var log []applied
+				var log []appliedChange
 				rv, flushes := 0, 0
 				// checkDue fails if a change applied an interval ago or
 				// more is not on disk yet.
 				checkDue := func() {
 					synctest.Wait()
-					due := 0
-					for _, a := range log {
-						if time.Since(a.at) >= interval {
-							due = a.rv
-						}
-					}
+					due := dueResourceVersion(log, interval)
 					got, err := c.CommittedResourceVersion()
 					if err != nil {
 						t.Fatal(err)
@@ -122,7 +131,7 @@ func TestBatchTimerGenerator(t *testing.T) {
 				apply := func() {
 					rv++
 					put(t, c, strconv.Itoa(rv), cm(fmt.Sprintf("cm-%03d", rng.Intn(200)), strconv.Itoa(rv)))
-					log = append(log, applied{time.Now(), rv})
+					log = append(log, appliedChange{time.Now(), rv})
 				}
 				pause := func() { time.Sleep(time.Duration(rng.Int63n(int64(interval / 4)))) }
 				for range 60 {

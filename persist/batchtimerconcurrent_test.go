@@ -38,12 +38,8 @@ func TestBatchTimerConcurrentGenerator(t *testing.T) {
 				}
 				t.Cleanup(func() { _ = db.Close() })
 				const workers = 3
-				type applied struct {
-					at time.Time
-					rv int
-				}
 				var mu sync.Mutex
-				logs := make([][]applied, workers)
+				logs := make([][]appliedChange, workers)
 				colls := make([]*persist.Collection, workers)
 				for w := range workers {
 					if colls[w], err = db.Collection(fmt.Sprintf("c%d", w), persist.CollectionOptions{}); err != nil {
@@ -74,7 +70,7 @@ func TestBatchTimerConcurrentGenerator(t *testing.T) {
 								t.Error(err)
 								return
 							}
-							logs[w] = append(logs[w], applied{time.Now(), rv})
+							logs[w] = append(logs[w], appliedChange{time.Now(), rv})
 							mu.Unlock()
 							time.Sleep(time.Duration(r.Int63n(int64(interval))))
 						}
@@ -102,12 +98,7 @@ func TestBatchTimerConcurrentGenerator(t *testing.T) {
 					synctest.Wait()
 					mu.Lock()
 					for w, c := range colls {
-						due := 0
-						for _, a := range logs[w] {
-							if time.Since(a.at) >= interval {
-								due = a.rv
-							}
-						}
+						due := dueResourceVersion(logs[w], interval)
 						got, err := c.CommittedResourceVersion()
 						if err != nil {
 							t.Fatal(err)
