@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/boltinformer/boltinformer/internal/listidentity"
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // InformerFor receives a constructor, newFunc, that hides what its informer
@@ -181,21 +182,25 @@ func (c *captureClient) capture(obj runtime.Object, gvr schema.GroupVersionResou
 
 // reflectorProbes returns the list and watch options a capture sends
 // through a ListerWatcher to see whether it changes the reflector's
-// parameters. They hold the extremes a reflector sends: pages of 1 and of
-// many, watch timeouts of 1 s and of 599 s (the reflector's range is below
-// 600). So a tweak capping or raising the page size or the timeout, or
-// setting either where unset, changes one. Each call gets new probes: a
-// tweak may write through their pointers.
+// parameters. They hold the extremes this package's reflector sends: pages
+// of 1 (a catch-up read) and of 500, watch timeouts of 3 s (a catch-up
+// watch, reflector.DefaultCatchUpWatchTimeout) and of 300 s and 599 s (a
+// watch's range). So a tweak capping or raising the page size or the
+// timeout, or setting either where unset, changes one. Each call gets new
+// probes: a tweak may write through their pointers.
 func reflectorProbes() []metav1.ListOptions {
+	watch := func(timeout int64) metav1.ListOptions {
+		return metav1.ListOptions{Watch: true, ResourceVersion: "12345", AllowWatchBookmarks: true, TimeoutSeconds: ptr.To(timeout)}
+	}
 	return []metav1.ListOptions{
 		{Limit: 1},
+		{Limit: 500},
 		{Limit: 500, ResourceVersion: "0"},
-		{Limit: 1 << 30, Continue: "probe"},
+		{Limit: 500, Continue: "probe"},
 		{ResourceVersion: "12345", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
-		{Watch: true},
-		{Watch: true, ResourceVersion: "12345", AllowWatchBookmarks: true, TimeoutSeconds: ptr.To[int64](1)},
-		{Watch: true, ResourceVersion: "12345", AllowWatchBookmarks: true, TimeoutSeconds: ptr.To[int64](599)},
-		{Watch: true, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true, SendInitialEvents: ptr.To(true)},
+		watch(int64(reflector.DefaultCatchUpWatchTimeout / time.Second)),
+		watch(300),
+		watch(599),
 	}
 }
 

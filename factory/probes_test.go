@@ -128,3 +128,22 @@ func TestWireListTimeoutCapAboveTheProbe(t *testing.T) {
 		t.Errorf("with a tweak capping timeoutSeconds at 450 and a reflector timeout of 500, the factory sent %v, the typed client %v", got, want)
 	}
 }
+
+// A reflector's watches always carry a timeout, so a tweak may read it.
+// The probes are watches as the reflector sends them: building the informer
+// does not fail such a tweak on a probe no reflector sends.
+func TestProbesAreWatchesAReflectorSends(t *testing.T) {
+	readsTimeout := func(o *metav1.ListOptions) {
+		if o.AllowWatchBookmarks && *o.TimeoutSeconds > 600 {
+			o.TimeoutSeconds = nil
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("probing a tweak that reads a watch's timeout panicked: %v", r)
+		}
+	}()
+	if tweakedRequest("", readsTimeout).setsReflectorParams {
+		t.Error("a tweak that changes no timeout a reflector sends is taken to set reflector parameters")
+	}
+}
