@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
-	"github.com/boltinformer/boltinformer/internal/testing/poll"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -55,9 +54,7 @@ func TestApiserverRestartWhileRunning(t *testing.T) {
 			}
 		}
 		server := serverConfigMaps(t, admin, "", selector)
-		poll.Until(t, 2*time.Minute, "the informer to converge after an apiserver restart", func() bool {
-			return len(diffStates(server, storeState(t, inf.GetStore()), 1)) == 0
-		})
+		waitServerState(t, 2*time.Minute, "the informer to converge after an apiserver restart", server, inf.GetStore(), obs.String)
 	}
 	relists := 0
 	for _, c := range obs.startCauses() {

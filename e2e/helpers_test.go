@@ -27,6 +27,7 @@ import (
 
 	bcache "github.com/boltinformer/boltinformer/cache"
 	"github.com/boltinformer/boltinformer/factory"
+	"github.com/boltinformer/boltinformer/internal/testing/poll"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/recovery"
 	"github.com/boltinformer/boltinformer/reflector"
@@ -458,6 +459,17 @@ func (o *observer) watches() []string {
 	return append([]string(nil), o.watchRVs...)
 }
 
+// String summarizes what the reflector did: its start causes, the last
+// watches it started and the last watch errors.
+func (o *observer) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	const last = 5
+	return fmt.Sprintf("start causes %v (resumed at %q, lists at %v); %d watches, last from %v; %d watch errors, last %v",
+		o.causes, o.resumeRV, o.listRVs, len(o.watchRVs), o.watchRVs[max(0, len(o.watchRVs)-last):],
+		len(o.errs), o.errs[max(0, len(o.errs)-last):])
+}
+
 func (o *observer) watchErrors() []error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -523,6 +535,22 @@ func diffStates(want, got state, max int) []string {
 		diffs = append(diffs[:max], fmt.Sprintf("... and %d more", len(diffs)-max))
 	}
 	return diffs
+}
+
+// waitServerState waits until store holds exactly the server's state. On
+// timeout it fails t with the last difference and what the informer did
+// (describe, if not nil), so a stalled watch tells from a wrong store.
+func waitServerState(t testing.TB, timeout time.Duration, what string, server state, store cache.Store, describe func() string) {
+	t.Helper()
+	if err := poll.Wait(timeout, func() bool { return len(diffStates(server, storeState(t, store), 1)) == 0 }); err != nil {
+		got := storeState(t, store)
+		var detail string
+		if describe != nil {
+			detail = "\n" + describe()
+		}
+		t.Fatalf("%s: %v: %d objects, want %d (the server's):\n  %s%s",
+			what, err, len(got), len(server), strings.Join(diffStates(server, got, 20), "\n  "), detail)
+	}
 }
 
 // requireSameState fails the test unless got equals want exactly.

@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/boltinformer/boltinformer/internal/testing/apiservertest"
-	"github.com/boltinformer/boltinformer/internal/testing/poll"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -73,16 +72,19 @@ func TestKillDuringWriteStorm(t *testing.T) {
 	env := childEnvironment(cfg, path, childNSEnv+"="+ns)
 
 	st := newStorm(admin, ns, initial)
-	stormCtx, stopStorm := context.WithCancel(t.Context())
+	// The storm stops between requests, never cancelling one in flight.
+	// A cancelled write has no known outcome: the server may commit it
+	// after the client gave up, and after the final state was listed.
+	stopStorm := make(chan struct{})
 	var stormWG sync.WaitGroup
 	for w := range stormWorkers {
-		stormWG.Go(func() { st.worker(stormCtx, uint64(w)) })
+		stormWG.Go(func() { st.worker(t.Context(), stopStorm, uint64(w)) })
 	}
 	stormStopped := false
 	halt := func() {
 		if !stormStopped {
 			stormStopped = true
-			stopStorm()
+			close(stopStorm)
 			stormWG.Wait()
 		}
 	}
@@ -186,9 +188,7 @@ func TestKillDuringWriteStorm(t *testing.T) {
 	}
 	r := run(t, inf)
 	waitSynced(t, inf)
-	poll.Until(t, time.Minute, "final informer converging to the server's state", func() bool {
-		return len(diffStates(server, storeState(t, inf.GetStore()), 1)) == 0
-	})
+	waitServerState(t, time.Minute, "final informer converging to the server's state", server, inf.GetStore(), obs.String)
 	got := storeState(t, inf.GetStore())
 	r.stop()
 
@@ -453,10 +453,17 @@ func (s *storm) pick(rng *rand.Rand) (stormOp, string) {
 	return opDelete, key
 }
 
-func (s *storm) worker(ctx context.Context, seed uint64) {
+// worker changes ConfigMaps until stop is closed. It checks stop only
+// between requests, so every change it made has a known outcome.
+func (s *storm) worker(ctx context.Context, stop <-chan struct{}, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	cms := s.cs.CoreV1().ConfigMaps(s.ns)
-	for n := 0; ctx.Err() == nil; n++ {
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
 		op, key := s.pick(rng)
 		_, name := splitKey(key)
 		var err error
@@ -471,9 +478,6 @@ func (s *storm) worker(ctx context.Context, seed uint64) {
 		}
 		s.mu.Lock()
 		switch {
-		case ctx.Err() != nil:
-			// Outcome unknown: the key leaves the pool; the final check
-			// relies on the server's list, not on this bookkeeping.
 		case err != nil:
 			if s.err == nil {
 				s.err = fmt.Errorf("%v %s: %w", op, key, err)

@@ -89,9 +89,7 @@ func TestWarmStartWhileAPIServerDown(t *testing.T) {
 	}
 
 	srv.StartAPIServer(t)
-	poll.Until(t, 2*time.Minute, "the informer to converge once the apiserver is back", func() bool {
-		return len(diffStates(server, storeState(t, inf.GetStore()), 1)) == 0
-	})
+	waitServerState(t, 2*time.Minute, "the informer to converge once the apiserver is back", server, inf.GetStore(), obs.String)
 	t.Logf("apiserver down: %d watch attempts failed; back: start causes %v, %d LIST request(s), %d watch requests",
 		len(obs.watchErrors()), obs.startCauses(), counter.lists.Load(), counter.watches.Load())
 	want := []reflector.StartCause{reflector.CauseResumed, reflector.CauseRelistExpired}

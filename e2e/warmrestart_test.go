@@ -92,9 +92,7 @@ func TestWarmRestartWithinWindow(t *testing.T) {
 
 	want := len(atStop) + muts.changedKeys()
 	poll.Until(t, time.Minute, "handler receiving the missed changes", func() bool { return rec.len() >= want })
-	poll.Until(t, time.Minute, "store converging to the server's state", func() bool {
-		return len(diffStates(server, storeState(t, inf.GetStore()), 1)) == 0
-	})
+	waitServerState(t, time.Minute, "store converging to the server's state", server, inf.GetStore(), obs.String)
 	requireSameState(t, "store after the warm restart", server, storeState(t, inf.GetStore()))
 	events := rec.snapshot()
 	r.stop()
