@@ -54,7 +54,8 @@ func TestApiserverRestartWhileRunning(t *testing.T) {
 			}
 		}
 		server := serverConfigMaps(t, admin, "", selector)
-		waitServerState(t, 2*time.Minute, "the informer to converge after an apiserver restart", server, inf.GetStore(), obs.String)
+		waitServerState(t, 2*time.Minute, "the informer to converge after an apiserver restart", server,
+			func() state { return serverConfigMaps(t, admin, "", selector) }, inf, obs)
 	}
 	relists := 0
 	for _, c := range obs.startCauses() {

@@ -537,19 +537,24 @@ func diffStates(want, got state, max int) []string {
 	return diffs
 }
 
-// waitServerState waits until store holds exactly the server's state. On
-// timeout it fails t with the last difference and what the informer did
-// (describe, if not nil), so a stalled watch tells from a wrong store.
-func waitServerState(t testing.TB, timeout time.Duration, what string, server state, store cache.Store, describe func() string) {
+// waitServerState waits until inf's store holds exactly server, the
+// server's state the test listed. On timeout it fails t with the last
+// difference, the store's resourceVersion, what obs saw the reflector do,
+// and whether the server has since changed (relist). A server that moved
+// after the test listed it means a write was still landing: the test is at
+// fault, not the informer.
+func waitServerState(t testing.TB, timeout time.Duration, what string, server state, relist func() state, inf *bcache.Informer, obs fmt.Stringer) {
 	t.Helper()
+	store := inf.GetStore()
 	if err := poll.Wait(timeout, func() bool { return len(diffStates(server, storeState(t, store), 1)) == 0 }); err != nil {
 		got := storeState(t, store)
-		var detail string
-		if describe != nil {
-			detail = "\n" + describe()
+		moved := "the server still holds the state listed"
+		if d := diffStates(server, relist(), 20); len(d) > 0 {
+			moved = "the server's state changed after the test listed it (a write still landing):\n  " + strings.Join(d, "\n  ")
 		}
-		t.Fatalf("%s: %v: %d objects, want %d (the server's):\n  %s%s",
-			what, err, len(got), len(server), strings.Join(diffStates(server, got, 20), "\n  "), detail)
+		t.Fatalf("%s: %v: %d objects at rv %s, want %d (the server's):\n  %s\n%v\n%s",
+			what, err, len(got), inf.LastSyncResourceVersion(), len(server),
+			strings.Join(diffStates(server, got, 20), "\n  "), obs, moved)
 	}
 }
 

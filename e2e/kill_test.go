@@ -188,7 +188,8 @@ func TestKillDuringWriteStorm(t *testing.T) {
 	}
 	r := run(t, inf)
 	waitSynced(t, inf)
-	waitServerState(t, time.Minute, "final informer converging to the server's state", server, inf.GetStore(), obs.String)
+	waitServerState(t, time.Minute, "final informer converging to the server's state", server,
+		func() state { return serverConfigMaps(t, admin, ns, e2eLabel+"="+stormTest) }, inf, obs)
 	got := storeState(t, inf.GetStore())
 	r.stop()
 
@@ -466,16 +467,19 @@ func (s *storm) worker(ctx context.Context, stop <-chan struct{}, seed uint64) {
 		}
 		op, key := s.pick(rng)
 		_, name := splitKey(key)
+		// A request that hangs fails the storm, rather than its stop.
+		reqCtx, cancel := context.WithTimeout(ctx, time.Minute)
 		var err error
 		switch op {
 		case opCreate:
-			_, err = cms.Create(ctx, configMap(s.ns, name, stormTest, n), metav1.CreateOptions{})
+			_, err = cms.Create(reqCtx, configMap(s.ns, name, stormTest, n), metav1.CreateOptions{})
 		case opUpdate:
 			patch := fmt.Sprintf(`{"data":{"n":"%d"}}`, n)
-			_, err = cms.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			_, err = cms.Patch(reqCtx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		case opDelete:
-			err = cms.Delete(ctx, name, metav1.DeleteOptions{})
+			err = cms.Delete(reqCtx, name, metav1.DeleteOptions{})
 		}
+		cancel()
 		s.mu.Lock()
 		switch {
 		case err != nil:

@@ -89,7 +89,8 @@ func TestWarmStartWhileAPIServerDown(t *testing.T) {
 	}
 
 	srv.StartAPIServer(t)
-	waitServerState(t, 2*time.Minute, "the informer to converge once the apiserver is back", server, inf.GetStore(), obs.String)
+	waitServerState(t, 2*time.Minute, "the informer to converge once the apiserver is back", server,
+		func() state { return serverConfigMaps(t, admin, "", selector) }, inf, obs)
 	t.Logf("apiserver down: %d watch attempts failed; back: start causes %v, %d LIST request(s), %d watch requests",
 		len(obs.watchErrors()), obs.startCauses(), counter.lists.Load(), counter.watches.Load())
 	want := []reflector.StartCause{reflector.CauseResumed, reflector.CauseRelistExpired}

@@ -180,7 +180,8 @@ func TestRecoveryAfterChurn(t *testing.T) {
 
 	churn.stop()
 	server := serverPods(t, admin, "", selector)
-	waitServerState(t, time.Minute, "the informer converging to the server's state", server, inf.GetStore(), nil)
+	waitServerState(t, time.Minute, "the informer converging to the server's state", server,
+		func() state { return serverPods(t, admin, "", selector) }, inf, obs)
 	// A sentinel, created last, is the last event: once the checkpointed
 	// handler has it, it has everything before it.
 	sentinel, err := admin.CoreV1().Pods(namespaces[0]).Create(t.Context(), realisticPod(namespaces[0], recoveryTest, n+1), metav1.CreateOptions{})
@@ -368,7 +369,6 @@ type podChurn struct {
 }
 
 func startPodChurn(cs kubernetes.Interface, keys []string, every time.Duration) *podChurn {
-	ctx := context.Background()
 	c := &podChurn{stopped: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
@@ -384,9 +384,13 @@ func startPodChurn(cs kubernetes.Interface, keys []string, every time.Duration) 
 			key := keys[rng.IntN(len(keys))]
 			ns, name := splitKey(key)
 			patch := fmt.Sprintf(`{"metadata":{"annotations":{"churn":"%d"}}}`, c.patches.Load())
-			if _, err := cs.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err == nil {
+			// A patch that hangs is given up after a minute, so stop
+			// cannot wait for ever.
+			reqCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			if _, err := cs.CoreV1().Pods(ns).Patch(reqCtx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err == nil {
 				c.patches.Add(1)
 			}
+			cancel()
 		}
 	}()
 	return c

@@ -92,7 +92,8 @@ func TestWarmRestartWithinWindow(t *testing.T) {
 
 	want := len(atStop) + muts.changedKeys()
 	poll.Until(t, time.Minute, "handler receiving the missed changes", func() bool { return rec.len() >= want })
-	waitServerState(t, time.Minute, "store converging to the server's state", server, inf.GetStore(), obs.String)
+	waitServerState(t, time.Minute, "store converging to the server's state", server,
+		func() state { return serverConfigMaps(t, admin, "", selector) }, inf, obs)
 	requireSameState(t, "store after the warm restart", server, storeState(t, inf.GetStore()))
 	events := rec.snapshot()
 	r.stop()
