@@ -475,6 +475,9 @@ func (c *Collection) unchanged(tx *bolt.Tx, opts CollectionOptions) (bool, error
 	if damaged, versionsErr := c.checkDerived(b, c.indexes); len(damaged) > 0 || versionsErr != nil {
 		return false, nil // rebuilt by create
 	}
+	if byValueOwed(b) {
+		return false, nil // paid by create
+	}
 	if b.Bucket(format.VersionsBucket) == nil {
 		return false, nil // built by create
 	}
@@ -541,6 +544,10 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 		return err
 	}
 	if err := c.dropDamagedDerivedTx(b); err != nil {
+		return err
+	}
+	// Before any index is built, and before a bounded cache reads byValue.
+	if err := payByValueTx(b); err != nil {
 		return err
 	}
 	if b.Bucket(format.VersionsBucket) == nil {
@@ -767,10 +774,14 @@ func (c *Collection) writeIndexVersions(b *bolt.Bucket) error {
 }
 
 // writeIndexValues moves key from the old values to the new ones. An old
-// value's entry is deleted in every form a build may have written.
+// value's entry is deleted in every form a build may have written. A nil
+// byValue is owed (byvalueowed.go), and only byKey is written.
 func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []string) error {
 	if slices.Equal(old, values) {
 		return nil
+	}
+	if byValue == nil {
+		return writeByKey(byKey, key, values)
 	}
 	for _, v := range old {
 		for _, k := range format.IndexEntryKeys(v, key) {
@@ -785,6 +796,12 @@ func writeIndexValues(byValue, byKey *bolt.Bucket, key string, old, values []str
 			return err
 		}
 	}
+	return writeByKey(byKey, key, values)
+}
+
+// writeByKey records key's values in byKey, deleting its entry if it has
+// none.
+func writeByKey(byKey *bolt.Bucket, key string, values []string) error {
 	if len(values) == 0 {
 		return byKey.Delete([]byte(key))
 	}

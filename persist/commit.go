@@ -392,6 +392,13 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) (commitPlan, er
 		if err := meta.Put(format.RVKey, []byte(l.rv)); err != nil {
 			return plan, err
 		}
+		if l.rv != "" {
+			// A file with a resourceVersion may be resumed, so its
+			// indexes must be whole (byvalueowed.go).
+			if err := payByValueTx(b); err != nil {
+				return plan, err
+			}
+		}
 	}
 	if l.mustListSet {
 		if err := writeMustList(meta, l.mustList); err != nil {

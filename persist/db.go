@@ -28,7 +28,9 @@ import (
 // against the collection's in-use clock (format.ClockKey), which older
 // builds of schema 3 ignore. Version 4 folds the journal by writing the
 // trees afresh (fold.go). While a fold runs, part of each tree is in a copy
-// below format.RebuildBucket, which older builds would not read.
+// below format.RebuildBucket, which older builds would not read. Version 5
+// leaves the index entries by value out while a collection is filled
+// (byvalueowed.go), which older builds would read as missing.
 //
 // An older file is marked with this build's version when opened for
 // writing. An older build then refuses the file (ErrSchemaUnsupported)
@@ -36,7 +38,7 @@ import (
 // bucket when first opened for writing. A file with a higher version is
 // refused with ErrSchemaUnsupported.
 const (
-	schemaVersion = 4
+	schemaVersion = 5
 	oldestSchema  = 1
 )
 

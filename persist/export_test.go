@@ -201,3 +201,13 @@ func PagesWritten(db *DB) int64 {
 	s := db.bolt.Stats()
 	return s.TxStats.GetPageAlloc()
 }
+
+// ByValueOwed reports, in a transaction of its own, whether the file
+// marks the collection's byValue buckets owed (byvalueowed.go).
+func ByValueOwed(c *Collection) (owed bool, err error) {
+	err = c.db.bolt.View(func(tx *bolt.Tx) error {
+		owed = byValueOwed(c.bucket(tx))
+		return nil
+	})
+	return owed, err
+}

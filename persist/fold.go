@@ -406,12 +406,16 @@ func (c *Collection) swapTx(b *bolt.Bucket, j *journalState) error {
 // writeIndexValues removes.
 func (c *Collection) foldIndexesTx(b *bolt.Bucket, keys []string) error {
 	idx := b.Bucket(format.IndexesBucket)
+	owed := byValueOwed(b)
 	for _, name := range sortedKeys(c.indexes) {
 		ib := idx.Bucket([]byte(name))
 		if ib == nil {
 			return fmt.Errorf("%w: index bucket %q missing", ErrCorruptRecord, name)
 		}
 		byValue, byKey := ib.Bucket(format.ByValueBucket), ib.Bucket(format.ByKeyBucket)
+		if owed {
+			byValue = nil
+		}
 		for _, key := range keys {
 			ch := c.folding.changes[key]
 			var old []string

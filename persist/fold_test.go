@@ -418,7 +418,7 @@ func damageNewestJournalEntry(t *testing.T, path string) {
 // A schema-3 file may hold a fold in place in progress: the trees hold the
 // folding generation's keys up to the one it recorded (format.FoldedKey).
 // This build opens it as a generation being folded, folds it afresh, and
-// marks the file schema 4, which older builds refuse.
+// marks the file with this build's schema (5), which older builds refuse.
 func TestSchemaThreeFoldInProgressIsFoldedAfresh(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "cache.db")
@@ -503,8 +503,8 @@ func TestSchemaThreeFoldInProgressIsFoldedAfresh(t *testing.T) {
 	}
 	defer bdb.Close()
 	_ = bdb.View(func(tx *bolt.Tx) error {
-		if s := string(tx.Bucket(format.MetaBucket).Get(format.SchemaKey)); s != "4" {
-			t.Errorf("the file says schema %s, want 4", s)
+		if s := string(tx.Bucket(format.MetaBucket).Get(format.SchemaKey)); s != "5" {
+			t.Errorf("the file says schema %s, want 5", s)
 		}
 		if tx.Bucket(format.CollectionsBucket).Bucket([]byte("cms")).Bucket(format.JournalBucket).Get(format.FoldedKey) != nil {
 			t.Error("the schema-3 fold's last key is still recorded")

@@ -574,9 +574,13 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 		versions.FillPercent = 1.0
 	}
 	idx := b.Bucket(format.IndexesBucket)
+	owed, err := c.oweByValueTx(b)
+	if err != nil {
+		return err
+	}
 	type ibuckets struct {
 		name           string
-		byValue, byKey *bolt.Bucket
+		byValue, byKey *bolt.Bucket // byValue is nil while owed
 	}
 	var indexes []ibuckets
 	for name := range c.indexes {
@@ -584,7 +588,11 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 		if ib == nil {
 			return fmt.Errorf("%w: index bucket %q missing", ErrCorruptRecord, name)
 		}
-		indexes = append(indexes, ibuckets{name, ib.Bucket(format.ByValueBucket), ib.Bucket(format.ByKeyBucket)})
+		t := ibuckets{name: name, byKey: ib.Bucket(format.ByKeyBucket)}
+		if !owed {
+			t.byValue = ib.Bucket(format.ByValueBucket)
+		}
+		indexes = append(indexes, t)
 	}
 	if appending(objects, keys) {
 		// Every key goes after the stored ones, as when a list is loaded
@@ -594,7 +602,7 @@ func (c *Collection) writeTrees(b *bolt.Bucket, j *journalState, keys []string, 
 		objects.FillPercent = 1.0
 		for _, ib := range indexes {
 			ib.byKey.FillPercent = 1.0
-			if appendingEntries(ib.byValue, ib.name, keys, changeOf) {
+			if ib.byValue != nil && appendingEntries(ib.byValue, ib.name, keys, changeOf) {
 				ib.byValue.FillPercent = 1.0
 			}
 		}

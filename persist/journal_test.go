@@ -294,8 +294,8 @@ func TestSchemaOneFileIsUpgraded(t *testing.T) {
 		t.Errorf("upgraded: Versions() = %v, %v", v, err)
 	}
 	_ = rw.Close()
-	if got := schema(); got != "4" {
-		t.Errorf("opened for writing, the file says schema %s, want 4", got)
+	if got := schema(); got != "5" {
+		t.Errorf("opened for writing, the file says schema %s, want 5", got)
 	}
 	// The versions bucket was built.
 	bdb, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})

@@ -239,17 +239,13 @@ func (c *Collection) loadMemIndexLocked() (*memIndex, error) {
 	m := newMemIndex(c.indexes)
 	err := c.view(func(tx *bolt.Tx) error {
 		for i, name := range m.names {
-			byValue, err := c.indexBucket(tx, name)
+			si, err := c.storedIndex(tx, name)
 			if err != nil {
 				return err
 			}
-			err = byValue.ForEach(func(k, v []byte) error {
-				value, key, _, err := format.DecodeIndexEntry(k, v)
-				if err != nil {
-					return err
-				}
+			add := func(key, value string) {
 				if c.inLayersLocked(key) {
-					return nil // overridden by an unwritten change
+					return // overridden by an unwritten change
 				}
 				vals := m.values[key]
 				if vals == nil {
@@ -263,8 +259,23 @@ func (c *Collection) loadMemIndexLocked() (*memIndex, error) {
 					m.byValue[name][value] = keys
 				}
 				keys[key] = struct{}{}
-				return nil
-			})
+			}
+			if si.owed {
+				err = forEachIndexValues(si.byKey, func(key string, values []string) error {
+					for _, v := range values {
+						add(key, v)
+					}
+					return nil
+				})
+			} else {
+				err = si.byValue.ForEach(func(k, v []byte) error {
+					value, key, _, err := format.DecodeIndexEntry(k, v)
+					if err == nil {
+						add(key, value)
+					}
+					return err
+				})
+			}
 			if err != nil {
 				return fmt.Errorf("index %q: %w", name, err)
 			}

@@ -637,11 +637,20 @@ func (c *Collection) indexKeysLocked(index, value string) ([]string, error) {
 		}
 	}
 	err := c.view(func(tx *bolt.Tx) error {
-		byValue, err := c.indexBucket(tx, index)
+		si, err := c.storedIndex(tx, index)
 		if err != nil {
 			return err
 		}
-		return format.ForEachIndexKey(byValue, value, func(k []byte) error {
+		if si.owed {
+			owed, err := owedIndexKeys(si.byKey, value)
+			for _, key := range owed {
+				if !c.inLayersLocked(key) {
+					keys = append(keys, key)
+				}
+			}
+			return err
+		}
+		return format.ForEachIndexKey(si.byValue, value, func(k []byte) error {
 			if key := string(k); !c.inLayersLocked(key) {
 				keys = append(keys, key)
 			}
@@ -651,16 +660,23 @@ func (c *Collection) indexKeysLocked(index, value string) ([]string, error) {
 	return keys, err
 }
 
-func (c *Collection) indexBucket(tx *bolt.Tx, index string) (*bolt.Bucket, error) {
+// storedIndex is an index's buckets in a transaction. While byValue is
+// owed (byvalueowed.go), reads use byKey.
+type storedIndex struct {
+	byValue, byKey *bolt.Bucket
+	owed           bool
+}
+
+func (c *Collection) storedIndex(tx *bolt.Tx, index string) (storedIndex, error) {
 	b := c.bucket(tx)
 	if b == nil {
-		return nil, ErrNoCollection
+		return storedIndex{}, ErrNoCollection
 	}
 	ib := b.Bucket(format.IndexesBucket).Bucket([]byte(index))
 	if ib == nil {
-		return nil, fmt.Errorf("%w: index bucket %q missing", ErrCorruptRecord, index)
+		return storedIndex{}, fmt.Errorf("%w: index bucket %q missing", ErrCorruptRecord, index)
 	}
-	return ib.Bucket(format.ByValueBucket), nil
+	return storedIndex{ib.Bucket(format.ByValueBucket), ib.Bucket(format.ByKeyBucket), byValueOwed(b)}, nil
 }
 
 // ByIndex returns the objects whose values for the named index include value.
@@ -821,11 +837,21 @@ func (c *Collection) IndexValues(index string) ([]string, error) {
 		}
 	}
 	err := c.view(func(tx *bolt.Tx) error {
-		byValue, err := c.indexBucket(tx, index)
+		si, err := c.storedIndex(tx, index)
 		if err != nil {
 			return err
 		}
-		cur := byValue.Cursor()
+		if si.owed {
+			return forEachIndexValues(si.byKey, func(key string, values []string) error {
+				if !c.inLayersLocked(key) {
+					for _, v := range values {
+						seen[v] = struct{}{}
+					}
+				}
+				return nil
+			})
+		}
+		cur := si.byValue.Cursor()
 		for k, v := cur.First(); k != nil; {
 			value, key, prefixLen, err := format.DecodeIndexEntry(k, v)
 			if err != nil {

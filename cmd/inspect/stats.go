@@ -167,8 +167,9 @@ func (o *statsOptions) Run(out, _ io.Writer) error {
 }
 
 // journalStatsOf fills in the collection's journal and, if the journal
-// holds entries, counts its index entries with the journal applied (the
-// byValue buckets' keys count only the trees').
+// holds entries or the byValue buckets are owed, counts its index entries
+// with the journal applied (the byValue buckets' keys count only the
+// trees').
 func journalStatsOf(r *inspectfile.Collection, cs *collectionStats) error {
 	j, err := r.Journal()
 	if err != nil {
@@ -183,7 +184,7 @@ func journalStatsOf(r *inspectfile.Collection, cs *collectionStats) error {
 		cs.Journal = append(cs.Journal, js)
 		entries += js.Entries
 	}
-	if entries == 0 {
+	if entries == 0 && !r.ByValueOwed() {
 		return nil
 	}
 	names, err := r.IndexNames()

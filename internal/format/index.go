@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
@@ -33,6 +34,12 @@ import (
 var (
 	ByValueBucket = []byte("byValue")
 	ByKeyBucket   = []byte("byKey")
+	// ByValueOwedKey, in CollMetaBucket, is set while the collection's
+	// byValue buckets may lack entries and hold stale ones (schema 5).
+	// byKey is the index then. It is set only while the collection has no
+	// resourceVersion. It is deleted when byValue is built afresh from
+	// byKey.
+	ByValueOwedKey = []byte("byValueOwed")
 )
 
 // MaxObjectKey is the longest object key a collection stores, in bytes. A
@@ -283,4 +290,27 @@ func skipMsgpackString(b []byte) (rest []byte, ok bool) {
 		return nil, false
 	}
 	return b[w+int(n):], true
+}
+
+// RawIndexEntry is a byValue entry: its bbolt key and value.
+type RawIndexEntry struct{ K, V []byte }
+
+// IndexEntriesOf returns the byValue entries that byKey's values give, in
+// byValue's order. It is what byValue holds when it is not owed
+// (ByValueOwedKey).
+func IndexEntriesOf(byKey *bolt.Bucket) ([]RawIndexEntry, error) {
+	var entries []RawIndexEntry
+	err := byKey.ForEach(func(k, raw []byte) error {
+		values, err := DecodeIndexValues(raw)
+		if err != nil {
+			return fmt.Errorf("the values of %q: %w", k, err)
+		}
+		for _, v := range values {
+			ek, ev := IndexEntry(v, string(k))
+			entries = append(entries, RawIndexEntry{ek, ev})
+		}
+		return nil
+	})
+	slices.SortFunc(entries, func(a, b RawIndexEntry) int { return bytes.Compare(a.K, b.K) })
+	return entries, err
 }

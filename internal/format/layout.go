@@ -13,8 +13,8 @@ var (
 // Buckets and keys of one collection, below CollectionsBucket/<name>.
 var (
 	// CollMetaBucket holds RVKey, CommittedKey, ClockKey, DescriptionKey,
-	// IndexVersionsKey, JournalKey and, while set, MustListKey and
-	// RebuildKey.
+	// IndexVersionsKey, JournalKey and, while set, MustListKey,
+	// RebuildKey and ByValueOwedKey.
 	CollMetaBucket = []byte("meta")
 	// ObjectsBucket maps each object key to its record.
 	ObjectsBucket = []byte("objects")

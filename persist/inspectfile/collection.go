@@ -163,7 +163,7 @@ func (r *Collection) indexBuckets(index string) (byValue, byKey *bolt.Bucket, er
 // go on. A key the journal holds has the entries of its newest journal
 // entry's values, and none of the tree's.
 func (r *Collection) ForEachIndexEntry(index string, fn func(value, key string, raw []byte, err error) error) error {
-	byValue, _, err := r.indexBuckets(index)
+	forEach, err := r.byValueEntries(index)
 	if err != nil {
 		return err
 	}
@@ -172,13 +172,13 @@ func (r *Collection) ForEachIndexEntry(index string, fn func(value, key string, 
 		return err
 	}
 	if len(j.keys) == 0 {
-		return byValue.ForEach(func(k, v []byte) error {
+		return forEach(func(k, v []byte) error {
 			value, key, _, err := format.DecodeIndexEntry(k, v)
 			return fn(value, key, k, err)
 		})
 	}
 	fromJournal := j.indexEntries(index)
-	err = byValue.ForEach(func(k, v []byte) error {
+	err = forEach(func(k, v []byte) error {
 		for ; len(fromJournal) > 0 && bytes.Compare(fromJournal[0].raw, k) < 0; fromJournal = fromJournal[1:] {
 			if err := fn(fromJournal[0].value, fromJournal[0].key, fromJournal[0].raw, nil); err != nil {
 				return err
@@ -203,6 +203,40 @@ func (r *Collection) ForEachIndexEntry(index string, fn func(value, key string, 
 	return nil
 }
 
+// byValueEntries returns a walk of the named index's byValue entries in
+// their order. While the file owes them (format.ByValueOwedKey), a live
+// collection is being filled, and byValue may lack entries and hold stale
+// ones. The walk then derives them from byKey, as the live collection does.
+func (r *Collection) byValueEntries(index string) (func(fn func(k, v []byte) error) error, error) {
+	byValue, byKey, err := r.indexBuckets(index)
+	if err != nil {
+		return nil, err
+	}
+	if !r.ByValueOwed() {
+		return byValue.ForEach, nil
+	}
+	entries, err := format.IndexEntriesOf(byKey)
+	if err != nil {
+		return nil, err
+	}
+	return func(fn func(k, v []byte) error) error {
+		for _, e := range entries {
+			if err := fn(e.K, e.V); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+// ByValueOwed reports whether the collection is being filled and its
+// byValue buckets may lack entries. The reads of Collection then derive
+// them from byKey, and the byValue buckets' statistics do not count them.
+func (r *Collection) ByValueOwed() bool {
+	meta := r.b.Bucket(format.CollMetaBucket)
+	return meta != nil && meta.Get(format.ByValueOwedKey) != nil
+}
+
 // HasIndexEntry reports whether the named index maps value to key.
 func (r *Collection) HasIndexEntry(index, value, key string) (bool, error) {
 	byValue, _, err := r.indexBuckets(index)
@@ -215,6 +249,10 @@ func (r *Collection) HasIndexEntry(index, value, key string) (bool, error) {
 	}
 	if values, held := j.indexValues(index, key); held {
 		return slices.Contains(values, value), nil
+	}
+	if r.ByValueOwed() {
+		values, _, err := r.IndexedValues(index, key)
+		return slices.Contains(values, value), err
 	}
 	return format.HasIndexEntry(byValue, value, key), nil
 }

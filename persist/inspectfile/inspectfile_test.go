@@ -64,7 +64,7 @@ func TestReadsWhatPersistWrote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Schema != 4 || st.DataSize <= 0 || st.Pages*st.PageSize != int(st.DataSize) || st.Created.IsZero() {
+	if st.Schema != 5 || st.DataSize <= 0 || st.Pages*st.PageSize != int(st.DataSize) || st.Created.IsZero() {
 		t.Errorf("Stats = %+v", st)
 	}
 
