@@ -1,7 +1,6 @@
 package persist
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 
@@ -16,11 +15,13 @@ import (
 // commit would then rewrite most of that tree's leaves, and a list loaded
 // page by page would write the tree once per commit.
 //
-// So while a collection has no resourceVersion, an unbounded collection's
-// commits leave byValue out and set format.ByValueOwedKey. The commit that
-// stores a resourceVersion pays what is owed: it builds every byValue afresh
-// from byKey, appending each entry once in value order. So does a writable
-// open that finds the mark, as after a crash during a list.
+// So a list loaded into an empty collection, which has no
+// resourceVersion, leaves byValue out and sets format.ByValueOwedKey. Only
+// an unbounded collection does. Its writes then leave byValue out until a
+// commit stores a resourceVersion. That commit pays what is owed: it builds
+// every byValue afresh from byKey, appending each entry once in value
+// order. So does a writable open that finds the mark, as after a crash
+// during a list.
 //
 // While the mark is set:
 //   - byKey holds every key's values, as always, and is the index.
@@ -47,28 +48,32 @@ func (c *Collection) oweByValueTx(b *bolt.Bucket) (bool, error) {
 		return true, nil
 	case c.cache.bounded() || len(meta.Get(format.RVKey)) > 0 || len(c.indexes) == 0:
 		return false, nil
+	case !treeEmpty(objectsTree(b)):
+		// Not a list loaded into an empty collection. A stored
+		// resourceVersion cleared by a change without one must not cost
+		// a rebuild of every index at the next one.
+		return false, nil
 	}
 	return true, meta.Put(format.ByValueOwedKey, []byte("1"))
 }
 
-// payByValueTx builds the byValue bucket of each index of the collection b
-// afresh from its byKey, if they are owed, and deletes the mark. Each
-// entry is appended in key order, so pages are filled and written once.
-func payByValueTx(b *bolt.Bucket) error {
+// payByValueTx builds the byValue bucket of each named index of the
+// collection b afresh from its byKey, if they are owed, and deletes the
+// mark. Each entry is appended in key order, so pages are filled and
+// written once. The names are the indexes the collection records. A bucket
+// under another name is no index: no read uses it, and a write drops it.
+func payByValueTx(b *bolt.Bucket, names []string) error {
 	meta := b.Bucket(format.CollMetaBucket)
 	if meta.Get(format.ByValueOwedKey) == nil {
 		return nil
 	}
 	idx := b.Bucket(format.IndexesBucket)
-	var names [][]byte
-	if err := idx.ForEachBucket(func(name []byte) error {
-		names = append(names, bytes.Clone(name))
-		return nil
-	}); err != nil {
-		return err
-	}
 	for _, name := range names {
-		if err := buildByValueTx(idx.Bucket(name)); err != nil {
+		ib := idx.Bucket([]byte(name))
+		if ib == nil {
+			return fmt.Errorf("%w: index bucket %q missing", ErrCorruptRecord, name)
+		}
+		if err := buildByValueTx(ib); err != nil {
 			return fmt.Errorf("building index %q from its entries by key: %w", name, err)
 		}
 	}
@@ -82,10 +87,10 @@ func buildByValueTx(ib *bolt.Bucket) error {
 	if byKey == nil {
 		return fmt.Errorf("%w: no %q bucket", ErrCorruptRecord, format.ByKeyBucket)
 	}
-	entries, err := format.IndexEntriesOf(byKey)
-	if err != nil {
-		return err
-	}
+	// A byKey value that does not decode gives no entries. It fails the
+	// next commit that changes its key, and the next open rebuilds the
+	// index from the records (rebuild.go).
+	entries := format.IndexEntriesOf(byKey)
 	// A plain value where byValue belongs is damage, and goes too.
 	if err := deleteValue(ib, format.ByValueBucket); err != nil {
 		return err
@@ -125,4 +130,10 @@ func owedIndexKeys(byKey *bolt.Bucket, value string) ([]string, error) {
 		return nil
 	})
 	return keys, err
+}
+
+// treeEmpty reports whether t holds no key.
+func treeEmpty(t format.Tree) bool {
+	k, _ := t.Cursor().First()
+	return k == nil
 }

@@ -15,10 +15,12 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/boltinformer/boltinformer/internal/format"
 	"github.com/boltinformer/boltinformer/persist"
 	"github.com/boltinformer/boltinformer/persist/inspectfile"
 )
@@ -339,7 +341,7 @@ func runByValueOwed(t *testing.T, seed uint64) {
 	stored := false // a resourceVersion was applied
 	apply := func(ops []persist.Op) {
 		arg := ""
-		if stored {
+		if stored && rng.IntN(6) > 0 { // now and then a change without one clears it
 			rv++
 			arg = fmt.Sprint(rv)
 		}
@@ -401,5 +403,142 @@ func runByValueOwed(t *testing.T, seed uint64) {
 		if checkOwedFile(t, "snapshot "+filepath.Base(snap), snap) {
 			owedSeen.Add(1)
 		}
+	}
+}
+
+// fillOwed fills a collection with objects and no resourceVersion, so that
+// its byValue entries are owed, and closes the file.
+func fillOwed(t *testing.T, path string, n int) {
+	t.Helper()
+	db := openDB(t, path, persist.Options{})
+	c, err := db.Collection("cms", persist.CollectionOptions{Indexes: map[string]string{"node": "1"}, IndexValues: fillNodeIndex})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []persist.Op
+	for i := range n {
+		obj := cm(fmt.Sprintf("cm-%06d", i), "1")
+		obj.Labels = map[string]string{"node": fillNode(i)}
+		ops = append(ops, persist.Op{Key: "ns/" + obj.Name, Object: obj, Indexes: map[string][]string{"node": {fillNode(i)}}})
+	}
+	if err := c.Apply(ops, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if owed, err := persist.ByValueOwed(c); !owed || err != nil {
+		t.Fatalf("the fill left byValue paid (%v)", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An index bucket the collection does not record is no index in use: an
+// open ignores it, and the first write drops it. Damage may leave one
+// without its byKey bucket, or with a byKey value that does not decode.
+// Paying an owed collection's byValue builds every bucket below indexes,
+// recorded or not, so such damage must not fail the open (or, at the
+// commit of the resourceVersion, every commit of the file).
+func TestOwedOpenIgnoresUnrecordedIndexBucket(t *testing.T) {
+	for name, damage := range map[string]func(ib *bolt.Bucket) error{
+		"no byKey": func(ib *bolt.Bucket) error {
+			_, err := ib.CreateBucket(format.ByValueBucket)
+			return err
+		},
+		"undecodable byKey": func(ib *bolt.Bucket) error {
+			if _, err := ib.CreateBucket(format.ByValueBucket); err != nil {
+				return err
+			}
+			bk, err := ib.CreateBucket(format.ByKeyBucket)
+			if err != nil {
+				return err
+			}
+			return bk.Put([]byte("ns/cm-000000"), []byte{0xc1})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			fillOwed(t, path, 10)
+			bdb, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = bdb.Update(func(tx *bolt.Tx) error {
+				coll := tx.Bucket(format.CollectionsBucket).Bucket([]byte("cms"))
+				ib, err := coll.Bucket(format.IndexesBucket).CreateBucket([]byte("stray"))
+				if err != nil {
+					return err
+				}
+				return damage(ib)
+			})
+			if cerr := bdb.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := openDB(t, path, persist.Options{})
+			c, err := db.Collection("cms", persist.CollectionOptions{Indexes: map[string]string{"node": "1"}, IndexValues: fillNodeIndex})
+			if err != nil {
+				t.Fatalf("writable open of an owed collection with a stray index bucket (%s): %v", name, err)
+			}
+			if err := c.Apply(nil, "100"); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Flush(context.Background()); err != nil {
+				t.Fatalf("commit of the resourceVersion: %v", err)
+			}
+		})
+	}
+}
+
+// clearedRVPagesWritten stores n indexed objects at a resourceVersion, then
+// commits a change at middleRV and one more at a resourceVersion. It
+// returns the bytes of pages the last two commits allocated. The journal is off, so
+// each change is written into the trees.
+func clearedRVPagesWritten(t *testing.T, n int, middleRV string) int64 {
+	t.Helper()
+	db := openDB(t, filepath.Join(t.TempDir(), "cache.db"), persist.Options{PageSize: 4096, JournalShare: -1})
+	c, err := db.Collection("cms", persist.CollectionOptions{Indexes: map[string]string{"node": "1"}, IndexValues: fillNodeIndex})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := func(i int, rv string) persist.Op {
+		obj := cm(fmt.Sprintf("cm-%06d", i), rv)
+		obj.Labels = map[string]string{"node": fillNode(i + len(rv))}
+		return persist.Op{Key: "ns/" + obj.Name, Object: obj, Indexes: map[string][]string{"node": {obj.Labels["node"]}}}
+	}
+	commit := func(ops []persist.Op, rv string) {
+		t.Helper()
+		if err := c.Apply(ops, rv); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ops []persist.Op
+	for i := range n {
+		ops = append(ops, op(i, "1"))
+	}
+	commit(ops, "1")
+	before := persist.PagesWritten(db)
+	commit([]persist.Op{op(7, middleRV)}, middleRV)
+	commit([]persist.Op{op(8, "3")}, "3")
+	return persist.PagesWritten(db) - before
+}
+
+// A commit of one change at a resourceVersion writes a few pages, however
+// large the collection. A commit that stored no resourceVersion before it,
+// as the cache's Update of an object without one stores (Indexer.rvAfter),
+// must not make it rebuild every index's byValue tree.
+func TestCommitAfterClearedResourceVersionRebuildsNoIndex(t *testing.T) {
+	const n = 20000
+	cleared, kept := clearedRVPagesWritten(t, n, ""), clearedRVPagesWritten(t, n, "2")
+	t.Logf("%d objects: two one-change commits allocated %d bytes of pages after a commit without a resourceVersion, %d after one with", n, cleared, kept)
+	if cleared > 2*kept {
+		t.Errorf("two one-change commits of a %d-object collection allocated %d bytes of pages when the first stored no resourceVersion, %d when it stored one: the second rebuilt the index", n, cleared, kept)
 	}
 }

@@ -547,7 +547,7 @@ func (c *Collection) create(tx *bolt.Tx, opts CollectionOptions) error {
 		return err
 	}
 	// Before any index is built, and before a bounded cache reads byValue.
-	if err := payByValueTx(b); err != nil {
+	if err := payByValueTx(b, sortedKeys(c.indexes)); err != nil {
 		return err
 	}
 	if b.Bucket(format.VersionsBucket) == nil {

@@ -395,7 +395,7 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) (commitPlan, er
 		if l.rv != "" {
 			// A file with a resourceVersion may be resumed, so its
 			// indexes must be whole (byvalueowed.go).
-			if err := payByValueTx(b); err != nil {
+			if err := payByValueTx(b, slices.Concat(sortedKeys(c.indexes), sortedKeys(c.dormant))); err != nil {
 				return plan, err
 			}
 		}

@@ -26,7 +26,7 @@
 // the fold's copies and journal as one state. A large list into an empty
 // collection is written a chunk of keys per transaction, because bbolt
 // holds a buffer per page it writes (writeahead.go). Its value→key index
-// entries are written once, when the resourceVersion is (byvalueowed.go).
+// entries are written once, with the resourceVersion (byvalueowed.go).
 //
 // Records are msgpack envelopes around a payload that Codec encodes. Typed
 // objects use their generated protobuf, or JSON without one. Unstructured

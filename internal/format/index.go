@@ -297,13 +297,15 @@ type RawIndexEntry struct{ K, V []byte }
 
 // IndexEntriesOf returns the byValue entries that byKey's values give, in
 // byValue's order. It is what byValue holds when it is not owed
-// (ByValueOwedKey).
-func IndexEntriesOf(byKey *bolt.Bucket) ([]RawIndexEntry, error) {
+// (ByValueOwedKey). A value that does not decode, or a bucket where a
+// value belongs, gives no entries: it is damage, which whoever reads byKey
+// meets and reports.
+func IndexEntriesOf(byKey *bolt.Bucket) []RawIndexEntry {
 	var entries []RawIndexEntry
-	err := byKey.ForEach(func(k, raw []byte) error {
+	_ = byKey.ForEach(func(k, raw []byte) error {
 		values, err := DecodeIndexValues(raw)
-		if err != nil {
-			return fmt.Errorf("the values of %q: %w", k, err)
+		if raw == nil || err != nil {
+			return nil
 		}
 		for _, v := range values {
 			ek, ev := IndexEntry(v, string(k))
@@ -312,5 +314,5 @@ func IndexEntriesOf(byKey *bolt.Bucket) ([]RawIndexEntry, error) {
 		return nil
 	})
 	slices.SortFunc(entries, func(a, b RawIndexEntry) int { return bytes.Compare(a.K, b.K) })
-	return entries, err
+	return entries
 }

@@ -215,10 +215,9 @@ func (r *Collection) byValueEntries(index string) (func(fn func(k, v []byte) err
 	if !r.ByValueOwed() {
 		return byValue.ForEach, nil
 	}
-	entries, err := format.IndexEntriesOf(byKey)
-	if err != nil {
-		return nil, err
-	}
+	// A byKey value that does not decode gives no entries here. The
+	// walk of byKey (ForEachIndexedKey) reports it.
+	entries := format.IndexEntriesOf(byKey)
 	return func(fn func(k, v []byte) error) error {
 		for _, e := range entries {
 			if err := fn(e.K, e.V); err != nil {
