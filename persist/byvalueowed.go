@@ -59,7 +59,7 @@ func (c *Collection) oweByValueTx(b *bolt.Bucket) (bool, error) {
 
 // payByValueTx builds the byValue bucket of each named index of the
 // collection b afresh from its byKey, if they are owed, and deletes the
-// mark. Each entry is appended in key order, so pages are filled and
+// mark. Entries are appended in byValue's order, so pages are filled and
 // written once. The names are the indexes the collection records. A bucket
 // under another name is no index: no read uses it, and a write drops it.
 func payByValueTx(b *bolt.Bucket, names []string) error {

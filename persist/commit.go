@@ -394,8 +394,9 @@ func (c *Collection) writeCommitting(tx *bolt.Tx, now time.Time) (commitPlan, er
 		}
 		if l.rv != "" {
 			// A file with a resourceVersion may be resumed, so its
-			// indexes must be whole (byvalueowed.go).
-			if err := payByValueTx(b, slices.Concat(sortedKeys(c.indexes), sortedKeys(c.dormant))); err != nil {
+			// indexes must be whole (byvalueowed.go). The writes that
+			// owed dropped the dormant indexes.
+			if err := payByValueTx(b, sortedKeys(c.indexes)); err != nil {
 				return plan, err
 			}
 		}
