@@ -178,15 +178,14 @@ func indexAnswers(t *testing.T, inf cache.SharedIndexInformer) string {
 }
 
 type paritySide struct {
-	name      string
-	inf       cache.SharedIndexInformer
-	lister    func() int
-	before    *eventLog
-	after     *eventLog
-	afterReg  cache.ResourceEventHandlerRegistration
-	waitSync  func(ctx context.Context) bool
-	shutdown  func()
-	startedAt string
+	name     string
+	inf      cache.SharedIndexInformer
+	lister   func() int
+	before   *eventLog
+	after    *eventLog
+	afterReg cache.ResourceEventHandlerRegistration
+	waitSync func(ctx context.Context) bool
+	shutdown func()
 }
 
 func startParitySide(t *testing.T, ctx context.Context, name string, f informers.SharedInformerFactory, indexers cache.Indexers, start func(), waitSync func(context.Context) bool, shutdown func()) *paritySide {
