@@ -48,7 +48,7 @@ func (c *Collection) oweByValueTx(b *bolt.Bucket) (bool, error) {
 		return true, nil
 	case c.cache.bounded() || len(meta.Get(format.RVKey)) > 0 || len(c.indexes) == 0:
 		return false, nil
-	case !treeEmpty(objectsTree(b)):
+	case holdsObjects(b):
 		// Not a list loaded into an empty collection. A stored
 		// resourceVersion cleared by a change without one must not cost
 		// a rebuild of every index at the next one.
@@ -130,10 +130,4 @@ func owedIndexKeys(byKey *bolt.Bucket, value string) ([]string, error) {
 		return nil
 	})
 	return keys, err
-}
-
-// treeEmpty reports whether t holds no key.
-func treeEmpty(t format.Tree) bool {
-	k, _ := t.Cursor().First()
-	return k == nil
 }

@@ -108,7 +108,7 @@ func (c *Collection) loadJournal(b *bolt.Bucket) error {
 	for _, n := range j.Entries {
 		c.journal.ends = append(c.journal.ends, uint64(n)) // entries run from 1 (WalkJournal)
 	}
-	if k, _ := objectsTree(b).Cursor().First(); k == nil {
+	if !holdsObjects(b) {
 		c.journal.treeBytes = 0
 	}
 	layer := func(i int) *layer {

@@ -322,8 +322,7 @@ func (c *Collection) completeIfEmptyLocked() error {
 		if b == nil {
 			return ErrNoCollection
 		}
-		k, _ := objectsTree(b).Cursor().First()
-		empty = k == nil
+		empty = !holdsObjects(b)
 		return nil
 	})
 	if err != nil || !empty {

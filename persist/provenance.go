@@ -99,8 +99,7 @@ func (c *Collection) hasContentTx(b *bolt.Bucket) bool {
 	if len(b.Bucket(format.CollMetaBucket).Get(format.RVKey)) > 0 {
 		return true
 	}
-	k, _ := objectsTree(b).Cursor().First()
-	return k != nil || b.Bucket(format.JournalBucket) != nil
+	return holdsObjects(b) || b.Bucket(format.JournalBucket) != nil
 }
 
 // checkProvenanceTx compares want with the recorded provenance and, on a

@@ -45,6 +45,13 @@ func (c *Collection) fileView(fn func(*bolt.Tx) error) error {
 // the part a fold in progress copied (format.Tree).
 func objectsTree(b *bolt.Bucket) format.Tree { return format.CollectionTree(b, format.ObjectsBucket) }
 
+// holdsObjects reports whether the collection b's object tree, a fold's
+// copy included, holds any record.
+func holdsObjects(b *bolt.Bucket) bool {
+	k, _ := objectsTree(b).Cursor().First()
+	return k != nil
+}
+
 // versionsTree returns the collection b's versions as reads see them. It
 // does not exist in a file schema 2 wrote, opened read-only.
 func versionsTree(b *bolt.Bucket) format.Tree {
