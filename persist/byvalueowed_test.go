@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -296,11 +297,17 @@ func runByValueOwed(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x0bed))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cache.db")
+	// The write-ahead hook runs in the commit's goroutine. It draws from a
+	// generator of its own, and mu guards what it shares with the test.
+	var mu sync.Mutex
+	hookRng := rand.New(rand.NewPCG(seed, 0x5a4b))
 	var snapshots []string
 	var db *persist.DB
 	dbOpts := persist.Options{BatchInterval: time.Hour, PageSize: 4096, Scheme: scheme.Scheme}
 	dbOpts = persist.WithWriteAhead(dbOpts, 4+rng.IntN(16), func(string) {
-		if rng.IntN(3) > 0 {
+		mu.Lock()
+		defer mu.Unlock()
+		if hookRng.IntN(3) > 0 {
 			return
 		}
 		snap := filepath.Join(dir, fmt.Sprintf("snap-%d.db", len(snapshots)))
@@ -319,10 +326,13 @@ func runByValueOwed(t *testing.T, seed uint64) {
 	}
 	var c *persist.Collection
 	open := func() {
-		var err error
-		if db, err = persist.Open(path, dbOpts); err != nil {
+		opened, err := persist.Open(path, dbOpts)
+		if err != nil {
 			t.Fatal(err)
 		}
+		mu.Lock()
+		db = opened
+		mu.Unlock()
 		copts := persist.CollectionOptions{Indexes: owedIndexes, IndexValues: owedIndexValues}
 		if rng.IntN(3) == 0 {
 			copts.CacheObjects = 1 + rng.IntN(5)
@@ -400,6 +410,8 @@ func runByValueOwed(t *testing.T, seed uint64) {
 		}
 	}
 	checkOwedReads(t, "at the end", c, m)
+	mu.Lock()
+	defer mu.Unlock()
 	for _, snap := range snapshots {
 		if checkOwedFile(t, "snapshot "+filepath.Base(snap), snap) {
 			owedSeen.Add(1)
